@@ -1,0 +1,105 @@
+"""The one small interface every solver backend implements.
+
+Contract:
+- a backend is opened once per *base* (a list of labelled conjuncts, ``Part``) and answers
+  many checks on it incrementally (``Session.check``): never a fresh solver per query;
+- a check conjoins the enabled parts, an optional query formula and optional atom
+  assumptions, and answers ``Sat(model)``, ``Unsat(core)`` or ``Unknown(reason)``;
+  ``Unknown`` (a timeout, a resource limit) is never read as sat or unsat;
+- ``Sat.model`` holds exactly the atoms asked for in ``want`` (reading whole models is
+  costly on large bases); ``Unsat.core`` is a subset of the enabled part labels that is
+  unsatisfiable together with the query and the assumptions (not necessarily minimal);
+- each backend owns its solver state (its own ``z3.Context`` or variable pool), a fixed
+  seed and a per-check timeout, so sessions never interfere.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from unmask.ir import Expr
+
+DEFAULT_TIMEOUT_MS = 60_000
+DEFAULT_SEED = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """A named conjunct of a base: ``fact:ATOM``, ``constraint:NAME`` or ``decision``."""
+
+    label: str
+    expr: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Sat:
+    model: Mapping[str, bool] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Unsat:
+    core: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Unknown:
+    reason: str
+
+
+Result = Sat | Unsat | Unknown
+
+
+class Session(ABC):
+    """A base opened on one backend; ``calls`` counts the solver calls made."""
+
+    calls: int = 0
+
+    @abstractmethod
+    def check(
+        self,
+        query: Expr | None = None,
+        *,
+        enabled: Collection[str] | None = None,
+        assume: Mapping[str, bool] | None = None,
+        want: Sequence[str] = (),
+    ) -> Result:
+        """Is (enabled parts) ∧ query ∧ assume satisfiable?
+
+        ``enabled`` None means every part. ``assume`` pins atoms for this check only.
+        """
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release solver resources (idempotent)."""
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Backend(ABC):
+    """A solver backend; ``option`` is the part after the colon in ``pysat:glucose4``."""
+
+    name: str = ""
+
+    def __init__(
+        self,
+        *,
+        timeout_ms: int = DEFAULT_TIMEOUT_MS,
+        seed: int = DEFAULT_SEED,
+        option: str | None = None,
+    ) -> None:
+        self.timeout_ms = timeout_ms
+        self.seed = seed
+        self.option = option
+
+    @abstractmethod
+    def open(self, parts: Sequence[Part], atoms: Sequence[str]) -> Session:
+        """Open a session on the conjunction of ``parts``.
+
+        ``atoms`` lists every atom that queries, assumptions or ``want`` may name, in
+        declaration order (atoms absent from every part are free).
+        """

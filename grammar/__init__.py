@@ -1,0 +1,1 @@
+"""The `.proto` grammar (``unmask.lark``), shipped as package data of ``unmask.grammar``."""

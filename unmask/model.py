@@ -1,0 +1,67 @@
+"""The validated replay (SPEC section 3) as frozen data.
+
+Contract: ``unmask.replay`` builds these only from input that passed every validation rule,
+so the rest of the program may rely on them: every annotation names a declared atom at most
+once, every span is in range and its quote matches, values are TRUE/FALSE/UNKNOWN.
+``gold`` lives here and nowhere the solver looks (the checker's input type has no field
+for it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from unmask.ir import Protocol
+
+VALUES = ("TRUE", "FALSE", "UNKNOWN")
+VERDICTS = ("PASS", "FAIL")
+SOURCES = ("protocol", "response", "context", "rationale", "trace")
+# which sources may serve as evidence for an atom of each role; the protocol never does
+EVIDENCE_SOURCES = {
+    "judge": ("rationale",),
+    "context": ("context", "response"),
+    "procedure": ("rationale", "trace"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    source: str
+    start: int
+    end: int
+    quote: str
+
+
+@dataclass(frozen=True, slots=True)
+class Annotation:
+    atom: str
+    value: str  # TRUE | FALSE | UNKNOWN
+    evidence: tuple[Evidence, ...] = ()
+    explanation: str = ""
+    index: int = 0  # position in the replay's `annotations` list, for JSON paths
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    id: str
+    protocol: Protocol
+    verdict: str  # PASS | FAIL
+    annotations: tuple[Annotation, ...]
+    sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    translation: str = "valid"
+    gold: str | None = None
+    domains: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    file: str | None = None  # where it was read from, for messages only
+
+    def annotation(self, atom: str) -> Annotation | None:
+        for a in self.annotations:
+            if a.atom == atom:
+                return a
+        return None
+
+    @property
+    def unannotated(self) -> tuple[str, ...]:
+        seen = {a.atom for a in self.annotations}
+        return tuple(n for n in self.protocol.atom_names if n not in seen)
