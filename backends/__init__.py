@@ -23,7 +23,6 @@ from unmask.backends.base import (
     Unknown,
     Unsat,
 )
-
 from unmask.diagnostics import Diagnostic, UnmaskError
 
 __all__ = [
