@@ -1,0 +1,319 @@
+"""The adherence report (SPEC section 5) as frozen data, and its one canonical JSON form.
+
+Contract:
+- a ``Report`` is plain data: the checker (``unmask.checker``) fills it in, renderers only
+  read it; nothing in it varies between runs (no time, no path), so ``dumps`` is
+  byte-identical for the same replay on every backend except for the ``backend`` field;
+- ``to_json`` writes SPEC's fixed fields first, in SPEC's order, then the documented
+  additions (``docs/report-format.md``);
+- ``gold`` is added after checking (``with_gold``); flipping it changes only ``gold`` and
+  ``verdict_matches_gold``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any
+
+SCHEMA = "unmask.report/1"
+
+# check statuses (SPEC section 4); NOT_SPECIFIED only for a coverage with no `addressed`
+ENTAILED = "ENTAILED"
+REFUTED = "REFUTED"
+UNDERDETERMINED = "UNDERDETERMINED"
+SOLVER_UNKNOWN = "SOLVER_UNKNOWN"
+INCONSISTENT_BASE = "INCONSISTENT_BASE"
+NOT_SPECIFIED = "NOT_SPECIFIED"
+STATUSES = (ENTAILED, REFUTED, UNDERDETERMINED, SOLVER_UNKNOWN, INCONSISTENT_BASE)
+
+# base states
+CONSISTENT = "CONSISTENT"
+INCONSISTENT = "INCONSISTENT"
+BASE_STATES = (CONSISTENT, INCONSISTENT, SOLVER_UNKNOWN)
+BASE_NAMES = ("proto", "evid", "all")
+
+# what one check contributes, and the overall result
+OK = "OK"
+VIOLATED = "VIOLATED"
+UNKNOWN = "UNKNOWN"
+SATISFIED = "SATISFIED"
+NOT_CHECKED = "NOT_CHECKED"  # a dimension with no check at all
+
+EXIT_CODES = {SATISFIED: 0, VIOLATED: 1, UNKNOWN: 3}
+
+
+@dataclass(frozen=True, slots=True)
+class Quote:
+    """One evidence span of an annotation, as the replay gave it."""
+
+    source: str
+    start: int
+    end: int
+    quote: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "start": self.start, "end": self.end, "quote": self.quote}
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One part of a base used by an explanation or a conflict.
+
+    ``kind`` is ``annotation`` (then ``atom``, ``value``, ``evidence``, ``explanation``),
+    ``constraint`` (then ``name``) or ``decision``. ``part`` is the base label
+    (``fact:ATOM``, ``constraint:NAME``, ``decision``).
+    """
+
+    part: str
+    kind: str
+    atom: str | None = None
+    value: str | None = None
+    evidence: tuple[Quote, ...] = ()
+    explanation: str | None = None
+    name: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"part": self.part, "kind": self.kind}
+        if self.kind == "annotation":
+            out["atom"] = self.atom
+            out["value"] = self.value
+            out["evidence"] = [q.to_json() for q in self.evidence]
+            out["explanation"] = self.explanation or ""
+        elif self.kind == "constraint":
+            out["name"] = self.name
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """A set of parts that forces a result; ``minimal`` is False only if a solver call
+    timed out while minimising (the set still forces the result)."""
+
+    items: tuple[Item, ...]
+    minimal: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {"minimal": self.minimal, "parts": [i.to_json() for i in self.items]}
+
+
+@dataclass(frozen=True, slots=True)
+class WitnessAtom:
+    atom: str
+    value: bool
+    origin: str  # "observed" (pinned by an annotation) or "completed" (a possibility)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "atom": self.atom,
+            "value": "TRUE" if self.value else "FALSE",
+            "origin": self.origin,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Witness:
+    """One assignment on one side of an UNDERDETERMINED check; ``verdict`` is the value
+    of the verdict variable (verdict check only)."""
+
+    atoms: tuple[WitnessAtom, ...]
+    verdict: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"atoms": [a.to_json() for a in self.atoms]}
+        if self.verdict is not None:
+            out["verdict"] = self.verdict
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Witnesses:
+    holds: Witness  # the proposition true
+    fails: Witness  # the proposition false
+
+    def to_json(self) -> dict[str, Any]:
+        return {"holds": self.holds.to_json(), "fails": self.fails.to_json()}
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """One Classify result. ``status`` is None when nothing was solved (translation not
+    valid); ``outcome`` is its contribution (OK/VIOLATED/UNKNOWN, None if not a check);
+    ``detail`` is the solver's reason for SOLVER_UNKNOWN."""
+
+    status: str | None
+    outcome: str | None
+    explanation: Explanation | None = None
+    witnesses: Witnesses | None = None
+    detail: str | None = None
+
+    def fields(self, prefix: str = "") -> dict[str, Any]:
+        return {
+            f"{prefix}result": self.outcome,
+            f"{prefix}explanation": None
+            if self.explanation is None
+            else self.explanation.to_json(),
+            f"{prefix}witnesses": None if self.witnesses is None else self.witnesses.to_json(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictCheck:
+    observed: str
+    result: CheckResult
+
+    def to_json(self) -> dict[str, Any]:
+        return {"observed": self.observed, "status": self.result.status, **self.result.fields()}
+
+
+@dataclass(frozen=True, slots=True)
+class RequirementCheck:
+    id: str
+    description: str
+    holds: CheckResult
+    coverage: CheckResult
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "status": self.holds.status,
+            "coverage": self.coverage.status,
+            "description": self.description,
+            **self.holds.fields(),
+            **self.coverage.fields("coverage_"),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class GroundingCheck:
+    judge: str
+    context: str
+    result: CheckResult
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "judge": self.judge,
+            "context": self.context,
+            "status": self.result.status,
+            **self.result.fields(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Bases:
+    proto: str
+    evid: str
+    all: str
+    # a minimal conflicting set of parts for each INCONSISTENT base
+    proto_conflict: Explanation | None = None
+    evid_conflict: Explanation | None = None
+    all_conflict: Explanation | None = None
+
+    def state(self, name: str) -> str:
+        return getattr(self, name)
+
+    def conflict(self, name: str) -> Explanation | None:
+        return getattr(self, f"{name}_conflict")
+
+    def to_json(self) -> dict[str, Any]:
+        return {n: self.state(n) for n in BASE_NAMES}
+
+    def conflicts_json(self) -> dict[str, Any]:
+        return {
+            n: None if self.conflict(n) is None else self.conflict(n).to_json()  # type: ignore[union-attr]
+            for n in BASE_NAMES
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """Why the overall result is not SATISFIED: one per contributing base, check or rule.
+
+    ``code``: ``translation``, ``inconsistent-base``, ``solver-unknown``, ``violated``,
+    ``underdetermined``, ``not-observable``, ``no-requirements``, ``no-grounding``.
+    ``subject``: ``translation``, ``base:NAME``, ``verdict``, ``requirement:ID``,
+    ``coverage:ID``, ``grounding:JUDGE~CONTEXT`` or ``replay``.
+    """
+
+    code: str
+    subject: str
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "subject": self.subject, "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
+class Dimensions:
+    """Each dimension's checks aggregated like the overall result (no overrides);
+    NOT_CHECKED when the dimension has no check."""
+
+    verdict: str
+    procedure: str
+    coverage: str
+    grounding: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "procedure": self.procedure,
+            "coverage": self.coverage,
+            "grounding": self.grounding,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    replay: str
+    protocol: str
+    backend: str
+    translation: str
+    overall: str
+    bases: Bases | None
+    verdict: VerdictCheck
+    requirements: tuple[RequirementCheck, ...]
+    grounding: tuple[GroundingCheck, ...]
+    unannotated: tuple[str, ...]
+    unknown: tuple[str, ...]  # atoms annotated UNKNOWN explicitly
+    dimensions: Dimensions
+    reasons: tuple[Reason, ...]
+    gold: str | None = None
+
+    @property
+    def verdict_matches_gold(self) -> bool | None:
+        return None if self.gold is None else self.gold == self.verdict.observed
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.overall]
+
+    def with_gold(self, gold: str | None) -> Report:
+        return replace(self, gold=gold)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            # SPEC section 5, fixed fields in SPEC's order
+            "schema": SCHEMA,
+            "replay": self.replay,
+            "backend": self.backend,
+            "overall": self.overall,
+            "bases": None if self.bases is None else self.bases.to_json(),
+            "verdict": self.verdict.to_json(),
+            "requirements": [r.to_json() for r in self.requirements],
+            "grounding": [g.to_json() for g in self.grounding],
+            "unannotated": list(self.unannotated),
+            "gold": self.gold,
+            "verdict_matches_gold": self.verdict_matches_gold,
+            # additions (docs/report-format.md)
+            "protocol": self.protocol,
+            "translation": self.translation,
+            "dimensions": self.dimensions.to_json(),
+            "reasons": [r.to_json() for r in self.reasons],
+            "conflicts": None if self.bases is None else self.bases.conflicts_json(),
+            "unknown": list(self.unknown),
+        }
+
+
+def dumps(report: Report) -> str:
+    """THE canonical serialisation: same report, same bytes."""
+    return json.dumps(report.to_json(), ensure_ascii=False, indent=2, sort_keys=False) + "\n"
