@@ -148,11 +148,10 @@ class CheckResult:
     detail: str | None = None
 
     def fields(self, prefix: str = "") -> dict[str, Any]:
+        expl = self.explanation
         return {
             f"{prefix}result": self.outcome,
-            f"{prefix}explanation": None
-            if self.explanation is None
-            else self.explanation.to_json(),
+            f"{prefix}explanation": None if expl is None else expl.to_json(),
             f"{prefix}witnesses": None if self.witnesses is None else self.witnesses.to_json(),
         }
 
