@@ -1,0 +1,171 @@
+"""The Z3 backend: one incremental ``z3.Solver`` per base, parts behind selector literals.
+
+Contract:
+- every backend instance works in its own ``z3.Context`` with a fixed seed, so sessions
+  never share state and runs repeat exactly;
+- each part is asserted once as ``Implies(selector, expr)``; a check passes the selectors
+  of the enabled parts as assumptions, so any subset of parts is checked without
+  rebuilding; a query gets its own selector (cached per query, asserted once) and atom
+  assumptions are plain literals; cores are mapped back to part labels;
+- a check that Z3 cannot decide within ``timeout_ms`` (or any other ``unknown``) is
+  ``Unknown(reason)``, never sat or unsat;
+- ``lower(expr, ctx, var)`` turns an IR expression into a Z3 term without Python
+  recursion (the IR may be deep); ``unmask.smt2`` reuses it to emit SMT-LIB 2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+
+import z3
+
+from unmask.backends.base import Backend, Part, Result, Sat, Session, Unknown, Unsat
+from unmask.ir import Atom, Binary, Card, Const, Expr, Nary, Not, children
+
+
+def lower(expr: Expr, ctx: z3.Context, var: Callable[[str], z3.BoolRef]) -> z3.BoolRef:
+    """The Z3 term for ``expr``; ``var(name)`` gives the term of each atom."""
+    done: dict[int, z3.BoolRef] = {}
+    # explicit post-order walk; shared subtrees are lowered once (keyed by identity)
+    stack: list[tuple[Expr, bool]] = [(expr, False)]
+    while stack:
+        node, expanded = stack.pop()
+        key = id(node)
+        if key in done:
+            continue
+        kids = children(node)
+        if not expanded and kids:
+            stack.append((node, True))
+            stack.extend((c, False) for c in reversed(kids))
+            continue
+        args = [done[id(c)] for c in kids]
+        done[key] = _lower_node(node, args, ctx, var)
+    return done[id(expr)]
+
+
+def _lower_node(
+    node: Expr,
+    args: list[z3.BoolRef],
+    ctx: z3.Context,
+    var: Callable[[str], z3.BoolRef],
+) -> z3.BoolRef:
+    if isinstance(node, Const):
+        return z3.BoolVal(node.value, ctx)
+    if isinstance(node, Atom):
+        return var(node.name)
+    if isinstance(node, Not):
+        return z3.Not(args[0], ctx)
+    if isinstance(node, Nary):
+        if node.op == "and":
+            return z3.And(*args, ctx) if args else z3.BoolVal(True, ctx)
+        if node.op == "or":
+            return z3.Or(*args, ctx) if args else z3.BoolVal(False, ctx)
+        acc = z3.BoolVal(False, ctx)
+        for a in args:
+            acc = z3.Xor(acc, a, ctx)
+        return acc
+    if isinstance(node, Binary):
+        if node.op == "implies":
+            return z3.Implies(args[0], args[1], ctx)
+        return args[0] == args[1]
+    if isinstance(node, Card):
+        if not args:
+            n = 0
+            holds = {"atleast": n >= node.k, "atmost": n <= node.k, "exactly": n == node.k}
+            return z3.BoolVal(holds[node.op], ctx)
+        weighted = [(a, 1) for a in args]
+        if node.op == "atleast":
+            return z3.PbGe(weighted, node.k)
+        if node.op == "atmost":
+            return z3.PbLe(weighted, node.k)
+        return z3.PbEq(weighted, node.k)
+    raise TypeError(f"not an expression: {node!r}")
+
+
+class Z3Session(Session):
+    def __init__(
+        self, parts: Sequence[Part], atoms: Sequence[str], timeout_ms: int, seed: int
+    ) -> None:
+        self.calls = 0
+        self._ctx = z3.Context()
+        self._vars: dict[str, z3.BoolRef] = {}
+        for name in atoms:
+            self._var(name)
+        solver = z3.Solver(ctx=self._ctx)
+        solver.set("timeout", max(1, int(timeout_ms)))
+        # the default solver is the SMT core; the SAT core's seed is not a solver parameter
+        # and is only consulted by tactics we never run
+        solver.set("random_seed", seed)
+        solver.set("smt.random_seed", seed)
+        self._solver: z3.Solver | None = solver
+        self._selectors: dict[str, z3.BoolRef] = {}
+        self._labels: dict[z3.BoolRef, str] = {}
+        self._queries: dict[Expr, z3.BoolRef] = {}
+        for i, part in enumerate(parts):
+            # a fresh constant cannot clash with an atom, whatever the atom's name
+            sel = z3.FreshBool(f"part{i}", self._ctx)
+            self._selectors[part.label] = sel
+            self._labels[sel] = part.label
+            solver.add(z3.Implies(sel, self._lower(part.expr)))
+
+    def _var(self, name: str) -> z3.BoolRef:
+        v = self._vars.get(name)
+        if v is None:
+            v = self._vars[name] = z3.Bool(name, self._ctx)
+        return v
+
+    def _lower(self, expr: Expr) -> z3.BoolRef:
+        return lower(expr, self._ctx, self._var)
+
+    def _query(self, query: Expr) -> z3.BoolRef:
+        sel = self._queries.get(query)
+        if sel is None:
+            assert self._solver is not None
+            sel = z3.FreshBool("query", self._ctx)
+            self._solver.add(z3.Implies(sel, self._lower(query)))
+            self._queries[query] = sel
+        return sel
+
+    def check(
+        self,
+        query: Expr | None = None,
+        *,
+        enabled: Collection[str] | None = None,
+        assume: Mapping[str, bool] | None = None,
+        want: Sequence[str] = (),
+    ) -> Result:
+        solver = self._solver
+        if solver is None:
+            raise RuntimeError("session is closed")
+        labels = self._selectors if enabled is None else enabled
+        assumptions = [self._selectors[label] for label in labels]
+        if query is not None:
+            assumptions.append(self._query(query))
+        for name, value in (assume or {}).items():
+            v = self._var(name)
+            assumptions.append(v if value else z3.Not(v, self._ctx))
+        self.calls += 1
+        answer = solver.check(*assumptions)
+        if answer == z3.sat:
+            model = solver.model()
+            values = {
+                name: z3.is_true(model.eval(self._var(name), model_completion=True))
+                for name in want
+            }
+            return Sat(values)
+        if answer == z3.unsat:
+            core = {self._labels[c] for c in solver.unsat_core() if c in self._labels}
+            order = [label for label in self._selectors if label in core]
+            return Unsat(tuple(order))
+        return Unknown(solver.reason_unknown() or "unknown")
+
+    def close(self) -> None:
+        self._solver = None
+        self._queries.clear()
+
+
+class Z3Backend(Backend):
+    name = "z3"
+
+    def open(self, parts: Sequence[Part], atoms: Sequence[str]) -> Session:
+        return Z3Session(parts, atoms, self.timeout_ms, self.seed)

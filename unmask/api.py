@@ -1,0 +1,47 @@
+"""The library entry points: check a replay and get a ``Report``.
+
+Contract: ``check`` accepts a validated ``Replay`` or a path to a replay file (loaded and
+validated by ``unmask.replay``; invalid input raises ``UnmaskError`` with diagnostics);
+the solver only sees the gold-free ``Case``; the gold label is added to the report
+afterwards. Backends are created through the registry (``unmask.backends.create``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from unmask.backends import DEFAULT_SEED, DEFAULT_TIMEOUT_MS, Backend, create
+from unmask.checker import Case, check_case
+from unmask.limits import DEFAULT_LIMITS, Limits
+from unmask.model import Replay
+from unmask.report import Report, dumps
+
+__all__ = ["Case", "check", "check_case", "dumps", "load"]
+
+
+def load(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Replay:
+    """Load and validate one replay file (raises ``UnmaskError`` when invalid)."""
+    from unmask.replay import load_replay
+
+    return load_replay(Path(path), limits)
+
+
+def check(
+    replay: Replay | str | Path,
+    backend: str | Backend = "z3",
+    *,
+    timeout_ms: int = DEFAULT_TIMEOUT_MS,
+    seed: int = DEFAULT_SEED,
+    limits: Limits = DEFAULT_LIMITS,
+) -> Report:
+    """Check one replay on one backend (``"z3"``, ``"pysat:glucose4"``, … or an instance)."""
+    if not isinstance(replay, Replay):
+        replay = load(replay, limits)
+    if isinstance(backend, str):
+        name = backend
+        solver = create(backend, timeout_ms=timeout_ms, seed=seed)
+    else:
+        solver = backend
+        name = solver.name if not solver.option else f"{solver.name}:{solver.option}"
+    report = check_case(Case.from_replay(replay), solver, backend_name=name)
+    return report.with_gold(replay.gold)

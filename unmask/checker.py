@@ -1,0 +1,482 @@
+"""The adherence check (SPEC section 4): three bases, Classify, aggregation.
+
+Contract:
+- the solver sees only a ``Case``, built from a validated ``Replay``; ``Case`` has no gold
+  field, so the gold label cannot reach any base (``unmask.api`` adds it to the report);
+- F, B_proto = K ∧ (V ⇔ D), B_evid = F and B_all = B_proto ∧ F are lists of labelled parts
+  (``fact:ATOM``, ``constraint:NAME``, ``decision``) in that canonical order; each base is
+  opened once on the backend and answers all its checks incrementally;
+- the verdict variable V is the atom ``VERDICT_ATOM`` (``$pass``), which no identifier or
+  family member can spell, so it never clashes with a protocol atom;
+- statuses are only what the solver proved; aggregation follows SPEC's table and
+  overrides, and every reason the result is not SATISFIED is named in ``Report.reasons``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from unmask.backends.base import Backend, Part, Sat, Unknown, Unsat
+from unmask.explain import BaseSession, minimise, witness
+from unmask.ir import Expr, Protocol, iter_atoms, mk_atom, mk_iff, mk_not
+from unmask.model import Annotation, Replay
+from unmask.report import (
+    CONSISTENT,
+    ENTAILED,
+    INCONSISTENT,
+    INCONSISTENT_BASE,
+    NOT_CHECKED,
+    NOT_SPECIFIED,
+    OK,
+    REFUTED,
+    SATISFIED,
+    SOLVER_UNKNOWN,
+    UNDERDETERMINED,
+    UNKNOWN,
+    VIOLATED,
+    Bases,
+    CheckResult,
+    Dimensions,
+    Explanation,
+    GroundingCheck,
+    Item,
+    Quote,
+    Reason,
+    Report,
+    RequirementCheck,
+    VerdictCheck,
+    Witness,
+    WitnessAtom,
+    Witnesses,
+)
+
+# '$' is not allowed in any name, so this atom cannot clash with the protocol's atoms
+VERDICT_ATOM = "$pass"
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """What the solver may see of a replay: deliberately no gold label."""
+
+    id: str
+    protocol: Protocol
+    verdict: str
+    annotations: tuple[Annotation, ...]
+    translation: str = "valid"
+
+    @classmethod
+    def from_replay(cls, replay: Replay) -> Case:
+        return cls(
+            id=replay.id,
+            protocol=replay.protocol,
+            verdict=replay.verdict,
+            annotations=tuple(replay.annotations),
+            translation=replay.translation,
+        )
+
+    def annotation(self, atom: str) -> Annotation | None:
+        for a in self.annotations:
+            if a.atom == atom:
+                return a
+        return None
+
+    @property
+    def facts(self) -> dict[str, bool]:
+        """Pinned atoms (non-UNKNOWN annotations) in atom declaration order."""
+        given = {a.atom: a.value for a in self.annotations}
+        return {
+            n: given[n] == "TRUE"
+            for n in self.protocol.atom_names
+            if given.get(n, "UNKNOWN") != "UNKNOWN"
+        }
+
+    @property
+    def unannotated(self) -> tuple[str, ...]:
+        seen = {a.atom for a in self.annotations}
+        return tuple(n for n in self.protocol.atom_names if n not in seen)
+
+    @property
+    def unknown(self) -> tuple[str, ...]:
+        marked = {a.atom for a in self.annotations if a.value == "UNKNOWN"}
+        return tuple(n for n in self.protocol.atom_names if n in marked)
+
+
+# --- bases ----------------------------------------------------------------------------------
+
+
+def fact_parts(case: Case) -> list[Part]:
+    return [
+        Part(f"fact:{name}", mk_atom(name) if value else mk_not(mk_atom(name)))
+        for name, value in case.facts.items()
+    ]
+
+
+def proto_parts(case: Case) -> list[Part]:
+    parts: list[Part] = []
+    used: set[str] = set()
+    for c in case.protocol.constraints:
+        label = f"constraint:{c.name}"
+        n = 2
+        while label in used:  # defensive: labels must be unique for selectors
+            label = f"constraint:{c.name}#{n}"
+            n += 1
+        used.add(label)
+        parts.append(Part(label, c.expr))
+    parts.append(Part("decision", mk_iff(mk_atom(VERDICT_ATOM), case.protocol.decision)))
+    return parts
+
+
+def base_parts(case: Case) -> dict[str, list[Part]]:
+    """The three bases of SPEC section 4, each in canonical part order."""
+    facts, proto = fact_parts(case), proto_parts(case)
+    return {"proto": proto, "evid": facts, "all": facts + proto}
+
+
+def verdict_query(verdict: str) -> Expr:
+    v = mk_atom(VERDICT_ATOM)
+    return v if verdict == "PASS" else mk_not(v)
+
+
+# --- aggregation ----------------------------------------------------------------------------
+
+
+def outcome(status: str | None, *, coverage: bool = False) -> str | None:
+    """A check's contribution (SPEC's aggregation table); None for NOT_SPECIFIED."""
+    if status == NOT_SPECIFIED:
+        return None
+    if status == ENTAILED:
+        return OK
+    if status == REFUTED:
+        return UNKNOWN if coverage else VIOLATED
+    return UNKNOWN
+
+
+def aggregate(outcomes: Sequence[str]) -> str:
+    if VIOLATED in outcomes:
+        return VIOLATED
+    if all(o == OK for o in outcomes):
+        return SATISFIED
+    return UNKNOWN
+
+
+def _dimension(outcomes: Sequence[str | None]) -> str:
+    present = [o for o in outcomes if o is not None]
+    if not present:
+        return NOT_CHECKED
+    agg = aggregate(present)
+    return OK if agg == SATISFIED else agg
+
+
+# --- the check ------------------------------------------------------------------------------
+
+
+class _Run:
+    def __init__(self, case: Case, backend: Backend) -> None:
+        self.case = case
+        self.backend = backend
+        self.order = {n: i for i, n in enumerate(case.protocol.atom_names)}
+        self.facts = case.facts
+        self.atoms = [*case.protocol.atom_names, VERDICT_ATOM]
+        self.sessions: dict[str, BaseSession] = {}
+        self.states: dict[str, str] = {}
+        self.base_detail: dict[str, str] = {}
+        self.conflicts: dict[str, Explanation] = {}
+
+    def close(self) -> None:
+        for s in self.sessions.values():
+            s.session.close()
+
+    def open_bases(self) -> None:
+        for name, parts in base_parts(self.case).items():
+            session = BaseSession(name, parts, self.backend.open(parts, self.atoms))
+            self.sessions[name] = session
+            result = session.check()
+            if isinstance(result, Sat):
+                self.states[name] = CONSISTENT
+            elif isinstance(result, Unsat):
+                self.states[name] = INCONSISTENT
+                found = minimise(session, None, session.labels)
+                self.conflicts[name] = self.explanation(found.labels, found.minimal)
+            else:
+                self.states[name] = SOLVER_UNKNOWN
+                self.base_detail[name] = result.reason
+
+    # -- explanation items --
+
+    def item(self, label: str) -> Item:
+        if label.startswith("fact:"):
+            atom = label[len("fact:") :]
+            ann = self.case.annotation(atom)
+            assert ann is not None
+            return Item(
+                part=label,
+                kind="annotation",
+                atom=atom,
+                value=ann.value,
+                evidence=tuple(Quote(e.source, e.start, e.end, e.quote) for e in ann.evidence),
+                explanation=ann.explanation,
+            )
+        if label.startswith("constraint:"):
+            name = label[len("constraint:") :].split("#", 1)[0]
+            return Item(part=label, kind="constraint", name=name)
+        return Item(part=label, kind="decision")
+
+    def explanation(self, labels: Sequence[str], minimal: bool) -> Explanation:
+        return Explanation(tuple(self.item(x) for x in labels), minimal)
+
+    # -- Classify --
+
+    def sorted_atoms(self, exprs: Sequence[Expr]) -> list[str]:
+        names = {a for e in exprs for a in iter_atoms(e) if a in self.order}
+        return sorted(names, key=self.order.__getitem__)
+
+    def classify(
+        self, base_name: str, phi: Expr, witness_exprs: Sequence[Expr], *, coverage: bool = False
+    ) -> CheckResult:
+        state = self.states[base_name]
+        if state == INCONSISTENT:
+            return CheckResult(INCONSISTENT_BASE, outcome(INCONSISTENT_BASE))
+        if state == SOLVER_UNKNOWN:
+            return CheckResult(
+                SOLVER_UNKNOWN, outcome(SOLVER_UNKNOWN), detail=self.base_detail[base_name]
+            )
+        base = self.sessions[base_name]
+        atoms = self.sorted_atoms([phi, *witness_exprs])
+        not_phi = mk_not(phi)
+        t = base.check(phi, want=atoms)
+        f = base.check(not_phi, want=atoms)
+        if isinstance(t, Unknown) or isinstance(f, Unknown):
+            reason = t.reason if isinstance(t, Unknown) else f.reason  # type: ignore[union-attr]
+            return CheckResult(SOLVER_UNKNOWN, outcome(SOLVER_UNKNOWN), detail=reason)
+        if isinstance(f, Unsat):
+            status, side = ENTAILED, not_phi
+        elif isinstance(t, Unsat):
+            status, side = REFUTED, phi
+        else:
+            assert isinstance(t, Sat) and isinstance(f, Sat)
+            ws = Witnesses(
+                self.witness(base, phi, t.model, atoms, True),
+                self.witness(base, not_phi, f.model, atoms, False),
+            )
+            return CheckResult(
+                UNDERDETERMINED, outcome(UNDERDETERMINED, coverage=coverage), witnesses=ws
+            )
+        found = minimise(base, side, base.component(side))
+        return CheckResult(
+            status,
+            outcome(status, coverage=coverage),
+            explanation=self.explanation(found.labels, found.minimal),
+        )
+
+    def witness(
+        self, base: BaseSession, query: Expr, start: dict, atoms: list[str], holds: bool
+    ) -> Witness:
+        done = witness(base, query, start, atoms, self.facts)
+        items = tuple(
+            WitnessAtom(a, v, "observed" if a in self.facts else "completed")
+            for a, v in done.values
+        )
+        verdict = None
+        if VERDICT_ATOM in iter_atoms(query):
+            # on the side where φ_v holds the verdict variable is the observed verdict
+            observed = self.case.verdict
+            verdict = observed if holds else ("FAIL" if observed == "PASS" else "PASS")
+        return Witness(items, verdict)
+
+
+def check_case(case: Case, backend: Backend, *, backend_name: str | None = None) -> Report:
+    """Check one case; the report's ``gold`` is None (see ``unmask.api.check``)."""
+    name = backend_name or (
+        backend.name if not backend.option else f"{backend.name}:{backend.option}"
+    )
+    protocol = case.protocol
+    if case.translation != "valid":
+        return _unsolved(case, name)
+    run = _Run(case, backend)
+    try:
+        run.open_bases()
+        phi_v = verdict_query(case.verdict)
+        verdict = VerdictCheck(case.verdict, run.classify("all", phi_v, [protocol.decision]))
+        requirements = tuple(
+            RequirementCheck(
+                r.id,
+                r.description,
+                run.classify("evid", r.expr, []),
+                CheckResult(NOT_SPECIFIED, None)
+                if r.addressed is None
+                else run.classify("evid", r.addressed, [], coverage=True),
+            )
+            for r in protocol.requirements
+        )
+        grounding = tuple(
+            GroundingCheck(
+                g.judge,
+                g.context,
+                run.classify("evid", mk_iff(mk_atom(g.judge), mk_atom(g.context)), []),
+            )
+            for g in protocol.grounding
+        )
+    finally:
+        run.close()
+    bases = Bases(
+        run.states["proto"],
+        run.states["evid"],
+        run.states["all"],
+        run.conflicts.get("proto"),
+        run.conflicts.get("evid"),
+        run.conflicts.get("all"),
+    )
+    return _assemble(case, name, bases, verdict, requirements, grounding, run.base_detail)
+
+
+def _unsolved(case: Case, backend_name: str) -> Report:
+    """Translation not valid: nothing is solved, every check is UNKNOWN with status null."""
+    p = case.protocol
+    blank = CheckResult(None, UNKNOWN)
+    requirements = tuple(
+        RequirementCheck(
+            r.id,
+            r.description,
+            blank,
+            CheckResult(NOT_SPECIFIED, None) if r.addressed is None else blank,
+        )
+        for r in p.requirements
+    )
+    grounding = tuple(GroundingCheck(g.judge, g.context, blank) for g in p.grounding)
+    return _assemble(
+        case, backend_name, None, VerdictCheck(case.verdict, blank), requirements, grounding, {}
+    )
+
+
+_BASE_MEANING = {
+    "proto": "the protocol contradicts itself",
+    "evid": "the annotations contradict each other",
+    "all": "the annotations contradict the protocol",
+}
+_STATUS_REASON = {
+    REFUTED: ("violated", "is refuted"),
+    UNDERDETERMINED: ("underdetermined", "is underdetermined: the evidence allows both"),
+    SOLVER_UNKNOWN: ("solver-unknown", "could not be decided by the solver"),
+    INCONSISTENT_BASE: ("inconsistent-base", "was not classified: its base is inconsistent"),
+}
+
+
+def _check_reason(subject: str, what: str, result: CheckResult, base: str) -> Reason | None:
+    if result.outcome in (None, OK):
+        return None
+    if result.status is None:
+        return None  # the translation reason covers it
+    if subject.startswith("coverage:") and result.status == REFUTED:
+        return Reason(
+            "not-observable", subject, f"{what} is refuted: the requirement was not observable"
+        )
+    code, text = _STATUS_REASON[result.status]
+    message = f"{what} {text}"
+    if result.status == SOLVER_UNKNOWN and result.detail:
+        message += f" ({result.detail})"
+    if result.status == INCONSISTENT_BASE:
+        message += f" (base `{base}`)"
+    return Reason(code, subject, message)
+
+
+def _assemble(
+    case: Case,
+    backend_name: str,
+    bases: Bases | None,
+    verdict: VerdictCheck,
+    requirements: tuple[RequirementCheck, ...],
+    grounding: tuple[GroundingCheck, ...],
+    base_detail: dict[str, str],
+) -> Report:
+    reasons: list[Reason] = []
+    if case.translation != "valid":
+        reasons.append(
+            Reason(
+                "translation",
+                "translation",
+                f"the translation is `{case.translation}`, so nothing was solved",
+            )
+        )
+    if bases is not None:
+        for name in ("proto", "evid", "all"):
+            state = bases.state(name)
+            if state == INCONSISTENT:
+                reasons.append(
+                    Reason(
+                        "inconsistent-base",
+                        f"base:{name}",
+                        f"base `{name}` is inconsistent: {_BASE_MEANING[name]}",
+                    )
+                )
+            elif state == SOLVER_UNKNOWN:
+                detail = base_detail.get(name)
+                reasons.append(
+                    Reason(
+                        "solver-unknown",
+                        f"base:{name}",
+                        f"the solver could not decide whether base `{name}` is consistent"
+                        + (f" ({detail})" if detail else ""),
+                    )
+                )
+    checks: list[Reason | None] = [
+        _check_reason("verdict", "the observed verdict", verdict.result, "all")
+    ]
+    for r in requirements:
+        checks.append(
+            _check_reason(f"requirement:{r.id}", f"requirement `{r.id}`", r.holds, "evid")
+        )
+        checks.append(
+            _check_reason(f"coverage:{r.id}", f"coverage of `{r.id}`", r.coverage, "evid")
+        )
+    for g in grounding:
+        pair = f"{g.judge}~{g.context}"
+        checks.append(_check_reason(f"grounding:{pair}", f"grounding `{pair}`", g.result, "evid"))
+    reasons.extend(r for r in checks if r is not None)
+    if not requirements:
+        reasons.append(
+            Reason("no-requirements", "replay", "the protocol has no requirements to check")
+        )
+    if not grounding:
+        reasons.append(Reason("no-grounding", "replay", "the protocol has no grounding pairs"))
+
+    verdict_out = verdict.result.outcome
+    req_outs = [r.holds.outcome for r in requirements]
+    cov_outs = [r.coverage.outcome for r in requirements]
+    ground_outs = [g.result.outcome for g in grounding]
+    every = [o for o in [verdict_out, *req_outs, *cov_outs, *ground_outs] if o is not None]
+    overall = aggregate(every)
+    if overall == SATISFIED and (not requirements or not grounding):
+        overall = UNKNOWN
+    statuses = [verdict.result.status]
+    for r in requirements:
+        statuses += [r.holds.status, r.coverage.status]
+    statuses += [g.result.status for g in grounding]
+    if (
+        case.translation != "valid"
+        or bases is None
+        or any(bases.state(n) != CONSISTENT for n in ("proto", "evid", "all"))
+        or SOLVER_UNKNOWN in statuses
+    ):
+        overall = UNKNOWN
+    dims = Dimensions(
+        verdict=_dimension([verdict_out]),
+        procedure=_dimension(req_outs),
+        coverage=_dimension(cov_outs),
+        grounding=_dimension(ground_outs),
+    )
+    return Report(
+        replay=case.id,
+        protocol=case.protocol.name,
+        backend=backend_name,
+        translation=case.translation,
+        overall=overall,
+        bases=bases,
+        verdict=verdict,
+        requirements=requirements,
+        grounding=grounding,
+        unannotated=case.unannotated,
+        unknown=case.unknown,
+        dimensions=dims,
+        reasons=tuple(reasons),
+    )

@@ -1,0 +1,144 @@
+"""Canonical witnesses and minimal explanations, the same on every backend.
+
+Contract:
+- ``BaseSession`` wraps one backend session on one base: it counts calls and remembers the
+  unsat cores it has seen per query (cores are only ever used as proofs of unsat, never to
+  steer the search, so the results do not depend on which core a backend returns);
+- ``witness`` completes one side of an UNDERDETERMINED check greedily: atoms in declaration
+  order, FALSE tried before TRUE, earlier choices kept; the result is the
+  lexicographically least model restricted to those atoms (FALSE < TRUE), whatever model
+  the backend started from;
+- ``minimise`` is plain deletion in base order (facts in atom declaration order, then
+  constraints in order, then the decision), over the parts connected to the query's atoms;
+  a call that times out keeps its part and marks the result not minimal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from unmask.backends.base import Part, Result, Sat, Session, Unknown, Unsat
+from unmask.ir import Expr, iter_atoms
+
+
+class BaseSession:
+    """One base on one backend, with the cores seen so far (keyed by query)."""
+
+    def __init__(self, name: str, parts: Sequence[Part], session: Session) -> None:
+        self.name = name
+        self.parts = tuple(parts)
+        self.labels = tuple(p.label for p in parts)
+        self.session = session
+        self._cores: dict[Expr | None, list[frozenset[str]]] = {}
+        self._part_atoms: dict[str, frozenset[str]] | None = None
+
+    def check(
+        self,
+        query: Expr | None = None,
+        *,
+        enabled: Sequence[str] | None = None,
+        assume: Mapping[str, bool] | None = None,
+        want: Sequence[str] = (),
+    ) -> Result:
+        result = self.session.check(query, enabled=enabled, assume=assume, want=want)
+        if isinstance(result, Unsat) and not assume:
+            self._cores.setdefault(query, []).append(frozenset(result.core))
+        return result
+
+    def known_unsat(self, query: Expr | None, enabled: Iterable[str]) -> bool:
+        have = set(enabled)
+        return any(core <= have for core in self._cores.get(query, ()))
+
+    def part_atoms(self) -> dict[str, frozenset[str]]:
+        if self._part_atoms is None:
+            self._part_atoms = {p.label: frozenset(iter_atoms(p.expr)) for p in self.parts}
+        return self._part_atoms
+
+    def component(self, query: Expr) -> list[str]:
+        """Labels of the parts linked to the query's atoms through shared atoms.
+
+        When the base is consistent, a part outside this set shares no atom with the query
+        or with any part inside it, so it can never be needed for unsat: deletion would
+        drop it anyway, and the minimal set is the same with or without it.
+        """
+        part_atoms = self.part_atoms()
+        by_atom: dict[str, list[str]] = {}
+        for label, atoms in part_atoms.items():
+            for a in atoms:
+                by_atom.setdefault(a, []).append(label)
+        reached: set[str] = set()
+        seen_atoms: set[str] = set()
+        todo = list(iter_atoms(query))
+        while todo:
+            a = todo.pop()
+            if a in seen_atoms:
+                continue
+            seen_atoms.add(a)
+            for label in by_atom.get(a, ()):
+                if label not in reached:
+                    reached.add(label)
+                    todo.extend(part_atoms[label] - seen_atoms)
+        return [label for label in self.labels if label in reached]
+
+
+@dataclass(frozen=True, slots=True)
+class Minimised:
+    labels: tuple[str, ...]
+    minimal: bool
+
+
+def minimise(base: BaseSession, query: Expr | None, candidates: Sequence[str]) -> Minimised:
+    """A subset of ``candidates`` that with ``query`` is unsat and loses that when any one
+    label is removed; ``candidates`` with ``query`` must be unsat."""
+    current = list(candidates)
+    minimal = True
+    for label in candidates:
+        trial = [x for x in current if x != label]
+        if base.known_unsat(query, trial):
+            current = trial
+            continue
+        result = base.check(query, enabled=trial)
+        if isinstance(result, Unsat):
+            current = trial
+        elif isinstance(result, Unknown):
+            minimal = False  # keep the part: the set still forces the result
+    return Minimised(tuple(current), minimal)
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    values: tuple[tuple[str, bool], ...]
+    canonical: bool
+
+
+def witness(
+    base: BaseSession,
+    query: Expr,
+    start: Mapping[str, bool],
+    atoms: Sequence[str],
+    observed: Mapping[str, bool],
+) -> Completed:
+    """Complete ``atoms`` (declaration order) on the side ``query``; ``start`` is a model of
+    base ∧ query over ``atoms``; ``observed`` atoms are fixed by facts in the base."""
+    model = dict(start)
+    assume: dict[str, bool] = {}
+    canonical = True
+    for a in atoms:
+        if a in observed:
+            assume[a] = observed[a]  # forced by a fact: no call needed
+            continue
+        if not model.get(a, False):
+            assume[a] = False  # the current model already shows FALSE is possible
+            continue
+        result = base.check(query, assume={**assume, a: False}, want=atoms)
+        if isinstance(result, Sat):
+            assume[a] = False
+            model = dict(result.model)
+        else:
+            # Unsat: TRUE is forced (the current model has it). Unknown: TRUE is still a
+            # real completion, just perhaps not the least one.
+            assume[a] = True
+            if isinstance(result, Unknown):
+                canonical = False
+    return Completed(tuple((a, assume[a]) for a in atoms), canonical)
