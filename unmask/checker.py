@@ -420,7 +420,9 @@ def _assemble(
                     )
                 )
     checks: list[Reason | None] = [
-        _check_reason("verdict", "the observed verdict", verdict.result, "all")
+        _check_reason(
+            "verdict", f"the observed verdict `{verdict.observed}`", verdict.result, "all"
+        )
     ]
     for r in requirements:
         checks.append(

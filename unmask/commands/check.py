@@ -1,0 +1,102 @@
+"""`unmask check REPLAY.json`: check one replay and report the four dimensions.
+
+Contract: exit 0 SATISFIED, 1 VIOLATED, 3 UNKNOWN, 4 invalid input (the validator's
+diagnostics on stderr), 2 usage (an unknown backend or format, a bad option). ``json`` is
+``unmask.report.dumps``; every other format ``F`` in ``FORMATS`` is rendered by the module
+``unmask.render.F`` through its ``render(report, replay) -> str``, so adding a format is
+adding that module and its name here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import sys
+from pathlib import Path
+
+import click
+
+from unmask.backends import DEFAULT_TIMEOUT_MS
+from unmask.diagnostics import Diagnostic, UnmaskError, render_all
+from unmask.limits import DEFAULT_LIMITS, Limits
+
+FORMATS: tuple[str, ...] = ("text", "json")
+
+EXIT_USAGE = 2
+EXIT_INVALID = 4
+
+
+def _fail(diags: tuple[Diagnostic, ...], code: int) -> None:
+    click.echo(render_all(diags), err=True)
+    sys.exit(code)
+
+
+def limit_options(f):  # type: ignore[no-untyped-def]
+    """One ``--max-*`` option per field of ``Limits``, default from ``DEFAULT_LIMITS``."""
+    for fld in reversed(dataclasses.fields(Limits)):
+        f = click.option(
+            DEFAULT_LIMITS.option(fld.name),
+            fld.name,
+            type=click.IntRange(min=1),
+            default=None,
+            show_default=str(getattr(DEFAULT_LIMITS, fld.name)),
+            help=f"bound on {fld.name.removeprefix('max_').replace('_', ' ')}",
+        )(f)
+    return f
+
+
+def limits_from(values: dict) -> Limits:
+    given = {k: v for k, v in values.items() if v is not None}
+    return dataclasses.replace(DEFAULT_LIMITS, **given)
+
+
+@click.command(name="check")
+@click.argument("replay_path", metavar="REPLAY.json")
+@click.option("--backend", default="z3", show_default=True, help="z3, pysat[:SOLVER], truthtable")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option(
+    "--timeout-ms",
+    type=click.IntRange(min=1),
+    default=DEFAULT_TIMEOUT_MS,
+    show_default=True,
+    help="per solver call; an undecided call is SOLVER_UNKNOWN, never a guess",
+)
+@limit_options
+def command(replay_path: str, backend: str, fmt: str, timeout_ms: int, **limits: int) -> None:
+    """Check one replay: verdict entailment, procedure, coverage, grounding."""
+    from unmask.backends import create
+
+    try:
+        solver = create(backend, timeout_ms=timeout_ms)
+    except UnmaskError as exc:
+        _fail(exc.diagnostics, EXIT_USAGE)
+    except ImportError as exc:
+        _fail(
+            (
+                Diagnostic(
+                    code="backend-unavailable",
+                    message=f"backend `{backend}` cannot be loaded: {exc}",
+                ),
+            ),
+            EXIT_USAGE,
+        )
+    from unmask.api import check, load
+
+    try:
+        replay = load(Path(replay_path), limits_from(limits))
+    except UnmaskError as exc:
+        _fail(exc.diagnostics, EXIT_INVALID)
+    report = check(replay, solver)
+    if fmt == "json":
+        from unmask.report import dumps
+
+        click.echo(dumps(report), nl=False)
+    else:
+        module = importlib.import_module(f"unmask.render.{fmt}")
+        if fmt == "text":
+            # click.echo drops the ANSI codes again when stdout is not a terminal
+            text = module.render(report, replay, color=True)
+        else:
+            text = module.render(report, replay)
+        click.echo(text, nl=not text.endswith("\n"))
+    sys.exit(report.exit_code)

@@ -1,0 +1,178 @@
+"""The report as text for a person (``unmask check --format text``).
+
+Contract: ``render(report, replay, *, color=False) -> str``. The overall result comes
+first, then the four dimensions with their checks; every violation shows the quotes that
+prove it; every underdetermined check shows one witness per side, with completed values
+marked as possibilities, not observations. Colour is ANSI via ``click.style`` and only when
+``color`` is set (the command line sets it for terminals only). Deterministic.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from unmask.ir import Atom, Binary, Card, Const, Expr, Nary, Not
+from unmask.report import (
+    ENTAILED,
+    NOT_SPECIFIED,
+    OK,
+    REFUTED,
+    SATISFIED,
+    UNDERDETERMINED,
+    VIOLATED,
+    CheckResult,
+    Explanation,
+    Item,
+    Report,
+    Witnesses,
+)
+
+_COLOURS = {SATISFIED: "green", OK: "green", VIOLATED: "red"}
+_QUOTE_MAX = 160
+_PREC = {"iff": 1, "implies": 2, "or": 3, "xor": 4, "and": 5, "not": 6}
+
+
+def expr_text(e: Expr, parent: int = 0) -> str:
+    """The expression in ``.proto`` syntax (for showing the decision or a constraint)."""
+    if isinstance(e, Const):
+        return "true" if e.value else "false"
+    if isinstance(e, Atom):
+        return e.name
+    if isinstance(e, Not):
+        out = "not " + expr_text(e.arg, _PREC["not"])
+        prec = _PREC["not"]
+    elif isinstance(e, Nary):
+        prec = _PREC[e.op]
+        out = f" {e.op} ".join(expr_text(a, prec + 1) for a in e.args)
+    elif isinstance(e, Binary):
+        prec = _PREC[e.op]
+        left = expr_text(e.left, prec + 1)
+        right = expr_text(e.right, prec if e.op == "implies" else prec + 1)
+        out = f"{left} {e.op} {right}"
+    elif isinstance(e, Card):
+        return f"{e.op}({e.k}, {', '.join(expr_text(a) for a in e.args)})"
+    else:
+        return "?"
+    return f"({out})" if prec < parent else out
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _QUOTE_MAX else text[: _QUOTE_MAX - 1] + "…"
+
+
+class _Out:
+    def __init__(self, color: bool) -> None:
+        self.lines: list[str] = []
+        self.color = color
+
+    def add(self, indent: int, text: str) -> None:
+        self.lines.append("  " * indent + text)
+
+    def word(self, value: str | None) -> str:
+        value = "-" if value is None else value
+        colour = _COLOURS.get(value, "yellow")
+        return click.style(value, fg=colour, bold=True) if self.color else value
+
+
+def _item(out: _Out, indent: int, item: Item, decision: str) -> None:
+    if item.kind == "annotation":
+        out.add(indent, f"- annotation `{item.atom}` = {item.value}")
+        for q in item.evidence:
+            out.add(indent + 2, f'{q.source}[{q.start}:{q.end}] "{_short(q.quote)}"')
+        if item.explanation:
+            out.add(indent + 2, f"note: {_short(item.explanation)}")
+    elif item.kind == "constraint":
+        out.add(indent, f"- constraint `{item.name}`")
+    else:
+        out.add(indent, f"- decision: pass iff {decision}")
+
+
+def _explanation(
+    out: _Out, indent: int, title: str, expl: Explanation | None, decision: str
+) -> None:
+    if expl is None:
+        return
+    if not expl.items:
+        out.add(indent, f"{title} nothing: it holds by itself")
+        return
+    suffix = "" if expl.minimal else " (not minimised: the solver timed out)"
+    out.add(indent, f"{title}{suffix}")
+    for it in expl.items:
+        _item(out, indent + 1, it, decision)
+
+
+def _witnesses(out: _Out, indent: int, ws: Witnesses | None) -> None:
+    if ws is None:
+        return
+    for title, w in (("could hold with", ws.holds), ("could fail with", ws.fails)):
+        values = [
+            f"{a.atom}={'TRUE' if a.value else 'FALSE'}"
+            + (" (observed)" if a.origin == "observed" else " (possible)")
+            for a in w.atoms
+        ]
+        if w.verdict is not None:
+            values.append(f"verdict {w.verdict}")
+        out.add(indent, f"{title}: {', '.join(values) if values else '(nothing)'}")
+
+
+def _check(out: _Out, indent: int, head: str, res: CheckResult, decision: str) -> None:
+    tail = f" ({res.detail})" if res.detail else ""
+    out.add(indent, f"{head}: {out.word(res.status)}{tail}")
+    if res.status == REFUTED:
+        _explanation(out, indent + 1, "refuted by", res.explanation, decision)
+    elif res.status == ENTAILED:
+        _explanation(out, indent + 1, "entailed by", res.explanation, decision)
+    elif res.status == UNDERDETERMINED:
+        _witnesses(out, indent + 1, res.witnesses)
+
+
+def render(report: Report, replay: Any = None, *, color: bool = False) -> str:
+    out = _Out(color)
+    decision = "…"
+    if replay is not None and getattr(replay, "protocol", None) is not None:
+        decision = expr_text(replay.protocol.decision)
+    out.add(0, f"{report.replay}: {out.word(report.overall)}")
+    out.add(1, f"protocol `{report.protocol}`, backend {report.backend}")
+    if report.gold is not None:
+        match = "yes" if report.verdict_matches_gold else "no"
+        out.add(1, f"gold {report.gold}; observed verdict matches gold: {match}")
+    if report.translation != "valid":
+        out.add(1, f"translation `{report.translation}`: nothing was solved")
+    if report.bases is not None:
+        b = report.bases
+        out.add(1, f"bases: proto {b.proto}, evid {b.evid}, all {b.all}")
+        for name in ("proto", "evid", "all"):
+            conflict = b.conflict(name)
+            if conflict is not None:
+                _explanation(out, 2, f"base `{name}` conflict:", conflict, decision)
+    dims = report.dimensions
+    out.add(0, "")
+    out.add(0, f"verdict entailment: {out.word(dims.verdict)}")
+    _check(out, 1, f"observed {report.verdict.observed}", report.verdict.result, decision)
+    out.add(0, f"procedural compliance: {out.word(dims.procedure)}")
+    for r in report.requirements:
+        _check(out, 1, f"requirement `{r.id}` ({_short(r.description)})", r.holds, decision)
+    out.add(0, f"coverage: {out.word(dims.coverage)}")
+    for r in report.requirements:
+        if r.coverage.status == NOT_SPECIFIED:
+            out.add(1, f"`{r.id}`: not specified")
+        else:
+            _check(out, 1, f"`{r.id}` addressed", r.coverage, decision)
+    out.add(0, f"grounding: {out.word(dims.grounding)}")
+    for g in report.grounding:
+        _check(out, 1, f"`{g.judge}` ~ `{g.context}`", g.result, decision)
+    if report.unannotated or report.unknown:
+        out.add(0, "")
+    if report.unannotated:
+        out.add(0, f"unannotated (unknown, never read as false): {', '.join(report.unannotated)}")
+    if report.unknown:
+        out.add(0, f"annotated UNKNOWN: {', '.join(report.unknown)}")
+    if report.reasons and report.overall != SATISFIED:
+        out.add(0, "")
+        out.add(0, f"why {report.overall}:")
+        for reason in report.reasons:
+            out.add(1, f"- {reason.message}")
+    return "\n".join(out.lines) + "\n"
