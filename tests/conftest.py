@@ -28,7 +28,22 @@ settings.load_profile(os.environ.get("UNMASK_HYPOTHESIS_PROFILE", "ci"))
 
 @pytest.fixture(params=available())
 def backend_name(request: pytest.FixtureRequest) -> str:
-    return request.param
+    name = request.param
+    skip_unwritten_backend(name)
+    return name
+
+
+def skip_unwritten_backend(name: str) -> None:
+    """Skip a registered backend whose module does not exist yet (work in progress);
+    any other import error is a real failure and is raised."""
+    from unmask.backends import create
+
+    try:
+        create(name)
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").startswith("unmask.backends."):
+            pytest.skip(f"backend `{name}` is not written yet")
+        raise
 
 
 @pytest.fixture
