@@ -26,3 +26,41 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+
+
+def click_options(f):  # type: ignore[no-untyped-def]
+    """Add one ``--max-*`` option per bound to a click command; it receives ``limits``.
+
+    Shared by every command so that the same bound has the same option everywhere.
+    """
+    import functools
+    from dataclasses import fields
+
+    import click
+
+    names = [fl.name for fl in fields(Limits)]
+    helps = {
+        "max_atoms": "most ground atoms in one protocol",
+        "max_expr_depth": "deepest nesting of one expression",
+        "max_expr_nodes": "most expression nodes in one protocol",
+        "max_source_chars": "longest source text or .proto file, in characters",
+        "max_domain_size": "most members of one domain",
+        "max_json_depth": "deepest nesting of a JSON document",
+        "max_file_bytes": "largest input file, in bytes",
+    }
+
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+        kwargs["limits"] = Limits(**{n: kwargs.pop(n) for n in names})
+        return f(*args, **kwargs)
+
+    for n in reversed(names):
+        wrapper = click.option(
+            DEFAULT_LIMITS.option(n),
+            n,
+            type=click.IntRange(min=1),
+            default=getattr(DEFAULT_LIMITS, n),
+            show_default=True,
+            help=helps.get(n, n.replace("_", " ")),
+        )(wrapper)
+    return wrapper

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from unmask.diagnostics import Diagnostic
 from unmask.ir import Protocol
 
 VALUES = ("TRUE", "FALSE", "UNKNOWN")
@@ -54,6 +55,8 @@ class Replay:
     gold: str | None = None
     domains: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
     file: str | None = None  # where it was read from, for messages only
+    # non-fatal findings of validation (unknown keys, ignored `domains`); not part of equality
+    warnings: tuple[Diagnostic, ...] = field(default=(), compare=False)
 
     def annotation(self, atom: str) -> Annotation | None:
         for a in self.annotations:

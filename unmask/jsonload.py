@@ -1,0 +1,264 @@
+"""Reading untrusted JSON without tracebacks, hangs or unbounded memory.
+
+Contract: ``read_json_file`` and ``parse_json_bytes``/``parse_json_text`` return the parsed
+value or raise ``UnmaskError`` with one diagnostic saying what is wrong and where: a file
+larger than ``max_file_bytes``, bytes that are not UTF-8, an empty document, a syntax error
+(file:line:col), nesting deeper than ``max_json_depth`` (found by a cheap scan *before*
+parsing, because the standard parser recurses), a ``NaN``/``Infinity`` literal, an integer
+literal too long to convert, or a duplicate key in one object (an error: which of the two
+values was meant is unknowable, and an audit must not guess). A UTF-8 byte order mark is
+skipped. Non-finite and duplicate-key problems carry the JSON path of the offending value.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from itertools import accumulate, repeat
+from pathlib import Path
+from typing import Any
+
+from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.ir import Span
+from unmask.limits import DEFAULT_LIMITS, Limits
+
+_BOM = b"\xef\xbb\xbf"
+# every byte except the four brackets and the double quote: after deleting these, what
+# is left is the document's skeleton (strings collapse to pairs of quotes)
+_NOT_SKELETON = bytes(b for b in range(256) if b not in b'[]{}"')
+_DELTA = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+_MAX_INT_DIGITS = 4000  # Python refuses to convert longer integer literals
+
+
+class _NonFinite:
+    """Stands in for a ``NaN``/``Infinity`` literal until its path is known."""
+
+    __slots__ = ("literal",)
+
+    def __init__(self, literal: str):
+        self.literal = literal
+
+
+class _HugeInt(_NonFinite):
+    __slots__ = ()
+
+
+class _DupDict(dict):
+    """An object in which some key occurred twice (the later value is kept)."""
+
+    __slots__ = ("dups",)
+
+
+def show(value: Any, limit: int = 60) -> str:
+    """User input fit for a message: printable, bounded, never a lone surrogate."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    out = []
+    for ch in text:
+        if ch.isprintable() and not 0xD800 <= ord(ch) <= 0xDFFF:
+            out.append(ch)
+        else:
+            out.append(ch.encode("unicode_escape", "backslashreplace").decode("ascii"))
+    return "".join(out)
+
+
+def json_depth(data: bytes) -> int:
+    """Deepest nesting of arrays and objects, ignoring brackets inside strings.
+
+    Linear in C: escapes that could hide a quote go first (inside strings backslashes only
+    occur in pairs or before one escaped character, so pairing left to right is exact), then
+    every byte but brackets and quotes, then the strings themselves.
+    """
+    skeleton = data.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_SKELETON)
+    # dropping two adjacent quotes changes no other byte's inside-a-string parity, so empty
+    # skeleton strings (nearly all of them) go in one C-speed pass
+    skeleton = skeleton.replace(b'""', b"")
+    if b'"' in skeleton:
+        skeleton = b"".join(skeleton.split(b'"')[::2])
+    return max(0, max(accumulate(map(_DELTA.get, skeleton, repeat(0))), default=0))
+
+
+def _span(file: str, text: str, pos: int) -> Span:
+    line = text.count("\n", 0, pos) + 1
+    col = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    return Span(file, line, col, line, col + 1, pos, pos + 1)
+
+
+def _error(code: str, message: str, file: str | None, **kw: Any) -> UnmaskError:
+    return UnmaskError([Diagnostic(code, message, file=file, **kw)])
+
+
+def read_json_file(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Any:
+    """Read and parse one JSON file; the file name in diagnostics is ``str(path)``."""
+    name = str(path)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(limits.max_file_bytes + 1)
+    except OSError as exc:
+        reason = (exc.strerror or "cannot read").lower()
+        raise _error("io", f"cannot read `{show(name)}`: {reason}", name) from None
+    if len(data) > limits.max_file_bytes:
+        raise _error(
+            "limit",
+            f"the file is larger than {limits.max_file_bytes} bytes",
+            name,
+            help=f"raise the bound with `{limits.option('max_file_bytes')}`",
+        )
+    return parse_json_bytes(data, name, limits)
+
+
+def parse_json_text(text: str, file: str | None = None, limits: Limits = DEFAULT_LIMITS) -> Any:
+    return parse_json_bytes(text.encode("utf-8", "surrogatepass"), file, limits)
+
+
+def parse_json_bytes(data: bytes, file: str | None = None, limits: Limits = DEFAULT_LIMITS) -> Any:
+    name = file or "<input>"
+    if len(data) > limits.max_file_bytes:
+        raise _error(
+            "limit",
+            f"the document is larger than {limits.max_file_bytes} bytes",
+            file,
+            help=f"raise the bound with `{limits.option('max_file_bytes')}`",
+        )
+    if data.startswith(_BOM):
+        data = data[len(_BOM) :]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        head = data[: exc.start].decode("utf-8", "replace")
+        raise UnmaskError(
+            [
+                Diagnostic(
+                    "encoding",
+                    f"the file is not valid UTF-8 (byte {exc.start} is `\\x{data[exc.start]:02x}`)",
+                    span=_span(name, head, len(head)),
+                    file=file,
+                    help="save the file as UTF-8",
+                )
+            ]
+        ) from None
+    if not text.strip():
+        raise _error("json-empty", "the file is empty; expected a json object", file)
+    depth = json_depth(data)
+    if depth > limits.max_json_depth:
+        raise _error(
+            "limit",
+            f"json nesting is {depth} levels deep; the limit is {limits.max_json_depth}",
+            file,
+            help=f"raise the bound with `{limits.option('max_json_depth')}`",
+        )
+    return _loads(text, name, file, limits)
+
+
+def _loads(text: str, name: str, file: str | None, limits: Limits) -> Any:
+    odd: list[bool] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        dups = []
+        for k, v in items:
+            if k in out:
+                dups.append(k)
+            out[k] = v
+        if not dups:
+            return out
+        odd.append(True)
+        marked = _DupDict(out)
+        marked.dups = dups
+        return marked
+
+    def constant(literal: str) -> _NonFinite:
+        odd.append(True)
+        return _NonFinite(literal)
+
+    def integer(literal: str) -> int | _NonFinite:
+        if len(literal) > _MAX_INT_DIGITS:
+            odd.append(True)
+            return _HugeInt(literal)
+        return int(literal)
+
+    try:
+        value = json.loads(
+            text, object_pairs_hook=pairs, parse_constant=constant, parse_int=integer
+        )
+    except json.JSONDecodeError as exc:
+        msg = exc.msg[0].lower() + exc.msg[1:]
+        msg = msg.replace("'", "`")
+        at_end = not text[exc.pos :].strip()
+        raise UnmaskError(
+            [
+                Diagnostic(
+                    "json-syntax",
+                    f"invalid json: {msg}",
+                    span=_span(name, text, exc.pos),
+                    file=file,
+                    help="the document ends early; is the file truncated?" if at_end else None,
+                )
+            ]
+        ) from None
+    except RecursionError:
+        # only reachable when --max-json-depth was raised beyond what the parser can recurse
+        raise _error(
+            "limit",
+            "json nesting is too deep to parse",
+            file,
+            help=f"lower `{limits.option('max_json_depth')}`",
+        ) from None
+    if odd:
+        _report_odd(value, file)
+    return value
+
+
+def _report_odd(root: Any, file: str | None) -> None:
+    diags: list[Diagnostic] = []
+    stack: list[tuple[Any, str]] = [(root, "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, dict):
+            if isinstance(node, _DupDict):
+                for k in dict.fromkeys(node.dups):
+                    diags.append(
+                        Diagnostic(
+                            "json-duplicate-key",
+                            f"key `{show(k)}` occurs more than once in this object",
+                            path=path or "$",
+                            file=file,
+                            help="keep one of them; Unmask does not guess which was meant",
+                        )
+                    )
+            for k, v in reversed(list(node.items())):
+                stack.append((v, _join(path, k)))
+        elif isinstance(node, list):
+            for i in range(len(node) - 1, -1, -1):
+                stack.append((node[i], f"{path}[{i}]"))
+        elif isinstance(node, _HugeInt):
+            diags.append(
+                Diagnostic(
+                    "json-number",
+                    f"a number with {len(node.literal)} digits is too long",
+                    path=path or "$",
+                    file=file,
+                )
+            )
+        elif isinstance(node, _NonFinite):
+            diags.append(
+                Diagnostic(
+                    "json-number",
+                    f"`{node.literal}` is not a json number",
+                    path=path or "$",
+                    file=file,
+                    help="json has no NaN or infinity; write a finite number or null",
+                )
+            )
+    raise UnmaskError(diags)
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def _join(path: str, key: str) -> str:
+    """Extend a JSON path by an object key, quoting keys that are not plain names."""
+    if _PLAIN_KEY.match(key):
+        return f"{path}.{key}" if path else key
+    return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
