@@ -1,0 +1,246 @@
+"""The surface syntax tree of a `.proto` file, as written (families, variables, spans).
+
+Contract: every node is a frozen, slotted dataclass whose ``span`` (an ``unmask.ir.Span``)
+takes no part in equality, so two parses of differently laid-out text compare equal when
+they say the same thing. Strings hold their decoded values. Nothing here is ground: the
+compiler (``unmask.compiler``) resolves names and expands families into ``unmask.ir``.
+Helpers that walk expressions are iterative, because surface trees may be very deep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from unmask.ir import Span
+
+# --- expressions ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Lit:
+    """``true`` or ``false``."""
+
+    value: bool
+    span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The reserved verdict ``pass`` used as an expression (always a compile error)."""
+
+    span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """``name`` (``arg`` None) or ``family(arg)``, where ``arg`` is a variable or a member."""
+
+    name: str
+    arg: str | None = None
+    span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+    arg_span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+
+    def __str__(self) -> str:
+        return self.name if self.arg is None else f"{self.name}({self.arg})"
+
+
+@dataclass(frozen=True, slots=True)
+class NotE:
+    arg: Expr
+    span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class BinE:
+    """One binary operator as written: ``iff``, ``implies``, ``or``, ``xor`` or ``and``."""
+
+    op: str
+    left: Expr
+    right: Expr
+    span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Generator:
+    """``body for var in domain``."""
+
+    body: Expr
+    var: str
+    domain: str
+    span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+    var_span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+    domain_span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """``all``/``any``/``atleast``/``atmost``/``exactly``: either ``args`` or one ``gen``.
+
+    ``k`` is the cardinality bound for the counting calls, ``None`` for ``all``/``any``;
+    it is kept as the text written so that a huge or negative bound is a diagnostic.
+    """
+
+    op: str
+    k: str | None
+    args: tuple[Expr, ...] = ()
+    gen: Generator | None = None
+    span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+    k_span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+
+
+Expr = Lit | Verdict | Ref | NotE | BinE | Call
+
+
+def children(e: Expr) -> tuple[Expr, ...]:
+    if isinstance(e, NotE):
+        return (e.arg,)
+    if isinstance(e, BinE):
+        return (e.left, e.right)
+    if isinstance(e, Call):
+        return (e.gen.body,) if e.gen is not None else e.args
+    return ()
+
+
+def depth(e: Expr) -> int:
+    """Nesting depth (a leaf is 1), computed without recursion."""
+    best = 0
+    stack = [(e, 1)]
+    while stack:
+        node, d = stack.pop()
+        best = max(best, d)
+        stack.extend((c, d + 1) for c in children(node))
+    return best
+
+
+def walk(e: Expr) -> Iterator[Expr]:
+    """Every node, pre-order, without recursion."""
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(children(node)))
+
+
+# --- statements ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Ident:
+    """A constraint name or requirement id: ``cited`` or ``cited(X)``."""
+
+    name: str
+    arg: str | None = None
+    span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+
+    def __str__(self) -> str:
+        return self.name if self.arg is None else f"{self.name}({self.arg})"
+
+
+@dataclass(frozen=True, slots=True)
+class ProtocolDecl:
+    name: str
+    text: str
+    span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class AtomDecl:
+    """``atom name : role "description"``; a family when ``param`` names a domain."""
+
+    name: str
+    role: str
+    description: str | None = None
+    param: str | None = None
+    span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+    name_span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+    param_span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class DomainDecl:
+    """``domain name`` (free: ``members`` None) or ``domain name = {a, b}`` (fixed)."""
+
+    name: str
+    members: tuple[str, ...] | None = None
+    span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+    name_span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+    member_spans: tuple[Span | None, ...] = field(default=(), compare=False, hash=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ConstraintDecl:
+    ident: Ident
+    expr: Expr
+    span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionDecl:
+    expr: Expr
+    span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class RequirementDecl:
+    ident: Ident
+    description: str | None
+    holds: Expr
+    addressed: Expr | None = None
+    span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class GroundDecl:
+    judge: Ref
+    context: Ref
+    span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ForDecl:
+    var: str
+    domain: str
+    body: ConstraintDecl | RequirementDecl | GroundDecl
+    span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+    var_span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+    domain_span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+
+
+Statement = (
+    ProtocolDecl
+    | AtomDecl
+    | DomainDecl
+    | ConstraintDecl
+    | DecisionDecl
+    | RequirementDecl
+    | GroundDecl
+    | ForDecl
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Comment:
+    """A ``#`` comment, kept for the formatter."""
+
+    text: str
+    span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    statements: tuple[Statement, ...]
+    comments: tuple[Comment, ...] = field(default=(), compare=False, hash=False)
+    file: str = field(default="<input>", compare=False, hash=False)
+
+
+def statement_exprs(s: Statement) -> Iterator[Expr]:
+    """The expressions a statement holds (for limit checks)."""
+    if isinstance(s, ForDecl):
+        s = s.body
+    if isinstance(s, (ConstraintDecl, DecisionDecl)):
+        yield s.expr
+    elif isinstance(s, RequirementDecl):
+        yield s.holds
+        if s.addressed is not None:
+            yield s.addressed

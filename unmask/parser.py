@@ -1,0 +1,621 @@
+"""Parsing `.proto` text into the surface tree (``unmask.ast``), with friendly errors.
+
+Contract: ``parse_source(text, filename, limits)`` returns a ``SourceFile`` or raises
+``UnmaskError`` whose diagnostics (code ``syntax``, ``limit`` or ``bad-escape``) each carry
+a span. After a syntax error the parser resumes at the next line that starts with a
+statement keyword, so one run reports several independent mistakes. Nothing here
+recurses on the input's nesting: lark's LALR parser and the non-recursive transformer are
+iterative, and expressions deeper than ``limits.max_expr_depth`` are refused here, before
+any recursive pass (compiler, formatter) sees them.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from lark import Lark, Token, Transformer_NonRecursive, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from lark.lexer import PatternStr
+
+from unmask import ast
+from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.ir import Span
+from unmask.limits import DEFAULT_LIMITS, Limits
+
+RESERVED = frozenset(
+    [
+        "protocol",
+        "atom",
+        "domain",
+        "constraint",
+        "decision",
+        "requirement",
+        "ground",
+        "for",
+        "in",
+        "pass",
+        "iff",
+        "implies",
+        "or",
+        "xor",
+        "and",
+        "not",
+        "true",
+        "false",
+        "all",
+        "any",
+        "atleast",
+        "atmost",
+        "exactly",
+        "judge",
+        "context",
+        "procedure",
+        "holds",
+        "addressed",
+    ]
+)
+STATEMENT_KEYWORDS = (
+    "protocol",
+    "atom",
+    "domain",
+    "constraint",
+    "decision",
+    "requirement",
+    "ground",
+    "for",
+)
+IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+MAX_SYNTAX_ERRORS = 20
+
+_EXPR_START = frozenset(
+    {"NAME", "LPAR", "TRUE", "FALSE", "NOT", "ALL", "ANY", "ATLEAST", "ATMOST", "EXACTLY", "PASS"}
+)
+_OPERATORS = frozenset({"AND", "OR", "XOR", "IMPLIES", "IFF"})
+_STATEMENTS = frozenset(k.upper() for k in STATEMENT_KEYWORDS)
+_ROLES = frozenset({"JUDGE", "CONTEXT", "PROCEDURE"})
+_RESUME_RE = re.compile(r"^[ \t]*(?:" + "|".join(STATEMENT_KEYWORDS) + r")\b", re.MULTILINE)
+
+
+def is_identifier(name: str) -> bool:
+    return bool(IDENT_RE.match(name)) and name not in RESERVED
+
+
+@lru_cache(maxsize=1)
+def lark_parser() -> Lark:
+    """The LALR parser, built once on first use (building it takes tens of milliseconds)."""
+    return Lark.open_from_package(
+        "unmask.grammar",
+        "unmask.lark",
+        parser="lalr",
+        lexer="basic",
+        strict=True,
+        propagate_positions=True,
+        maybe_placeholders=True,
+    )
+
+
+# --- spans and strings ---------------------------------------------------------------------
+
+
+def _span(file: str, m) -> Span | None:  # m: lark Meta or Token
+    line = getattr(m, "line", None)
+    if line is None:
+        return None
+    return Span(
+        file,
+        line,
+        m.column,
+        m.end_line,
+        m.end_column,
+        m.start_pos,
+        m.end_pos,
+    )
+
+
+_ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r"}
+
+
+def decode_string(raw: str) -> tuple[str, list[tuple[int, str]]]:
+    """The value of a string token, and (offset, message) for every bad escape in it."""
+    body = raw[1:-1]
+    out: list[str] = []
+    errors: list[tuple[int, str]] = []
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if ch != "\\":
+            out.append(ch)
+            i += 1
+            continue
+        nxt = body[i + 1]  # the token's pattern guarantees a character after `\`
+        if nxt in _ESCAPES:
+            out.append(_ESCAPES[nxt])
+            i += 2
+        elif nxt == "u":
+            digits = body[i + 2 : i + 6]
+            if len(digits) == 4 and all(c in "0123456789abcdefABCDEF" for c in digits):
+                code = int(digits, 16)
+                if 0xD800 <= code <= 0xDFFF:
+                    errors.append((i + 1, f"`\\u{digits}` is a surrogate, not a character"))
+                else:
+                    out.append(chr(code))
+                i += 6
+            else:
+                errors.append((i + 1, "`\\u` must be followed by four hexadecimal digits"))
+                i += 2
+        else:
+            errors.append((i + 1, f"unknown escape `\\{nxt}`"))
+            out.append(nxt)
+            i += 2
+    return "".join(out), errors
+
+
+def encode_string(value: str) -> str:
+    """The canonical string literal for ``value`` (inverse of ``decode_string``)."""
+    out = ['"']
+    for ch in value:
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 or ch in "\u2028\u2029":
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+# --- tree to AST ---------------------------------------------------------------------------
+
+
+class _ToAst(Transformer_NonRecursive):
+    """Builds ``unmask.ast`` nodes; string escapes are checked here, as diagnostics."""
+
+    def __init__(self, file: str):
+        super().__init__()
+        self.file = file
+        self.diagnostics: list[Diagnostic] = []
+
+    def _s(self, m) -> Span | None:
+        return _span(self.file, m)
+
+    def _str(self, tok: Token | None) -> str | None:
+        if tok is None:
+            return None
+        value, errors = decode_string(str(tok))
+        for offset, message in errors:
+            col = tok.column + offset
+            pos = tok.start_pos + offset
+            self.diagnostics.append(
+                Diagnostic(
+                    "bad-escape",
+                    message,
+                    Span(self.file, tok.line, col, tok.line, col + 1, pos, pos + 1),
+                    help='the escapes are `\\"`, `\\\\`, `\\n`, `\\t`, `\\r` and `\\uXXXX`',
+                )
+            )
+        return value
+
+    # statements
+
+    def start(self, children):
+        return tuple(c for c in children if c is not None)
+
+    @v_args(meta=True)
+    def protocol_decl(self, meta, c):
+        return ast.ProtocolDecl(str(c[1]), self._str(c[2]) or "", self._s(meta))
+
+    @v_args(meta=True)
+    def atom_decl(self, meta, c):
+        _, name, role, desc = c
+        return ast.AtomDecl(
+            str(name), role, self._str(desc), None, self._s(meta), self._s(name), None
+        )
+
+    @v_args(meta=True)
+    def family_decl(self, meta, c):
+        _, name, param, role, desc = c
+        return ast.AtomDecl(
+            str(name),
+            role,
+            self._str(desc),
+            str(param),
+            self._s(meta),
+            self._s(name),
+            self._s(param),
+        )
+
+    def role(self, c):
+        return str(c[0])
+
+    @v_args(meta=True)
+    def free_domain(self, meta, c):
+        return ast.DomainDecl(str(c[1]), None, self._s(meta), self._s(c[1]))
+
+    @v_args(meta=True)
+    def fixed_domain(self, meta, c):
+        members = c[2] or ()
+        return ast.DomainDecl(
+            str(c[1]),
+            tuple(str(m) for m in members),
+            self._s(meta),
+            self._s(c[1]),
+            tuple(self._s(m) for m in members),
+        )
+
+    def member_list(self, c):
+        return tuple(m for m in c if m is not None)
+
+    def member(self, c):
+        return c[0]
+
+    @v_args(meta=True)
+    def ident(self, meta, c):
+        return ast.Ident(str(c[0]), str(c[1]) if len(c) > 1 else None, self._s(meta))
+
+    @v_args(meta=True)
+    def constraint_decl(self, meta, c):
+        return ast.ConstraintDecl(c[1], c[2], self._s(meta))
+
+    @v_args(meta=True)
+    def decision_decl(self, meta, c):
+        return ast.DecisionDecl(c[3], self._s(meta))
+
+    @v_args(meta=True)
+    def requirement_simple(self, meta, c):
+        return ast.RequirementDecl(c[1], self._str(c[2]), c[3], None, self._s(meta))
+
+    @v_args(meta=True)
+    def requirement_block(self, meta, c):
+        return ast.RequirementDecl(c[1], self._str(c[2]), c[3], c[4], self._s(meta))
+
+    def holds(self, c):
+        return c[1]
+
+    def addressed(self, c):
+        return c[1]
+
+    @v_args(meta=True)
+    def ground_decl(self, meta, c):
+        return ast.GroundDecl(c[1], c[2], self._s(meta))
+
+    @v_args(meta=True)
+    def for_decl(self, meta, c):
+        _, var, _, dom, body = c
+        return ast.ForDecl(str(var), str(dom), body, self._s(meta), self._s(var), self._s(dom))
+
+    # expressions
+
+    @v_args(meta=True)
+    def name_ref(self, meta, c):
+        return ast.Ref(str(c[0]), None, self._s(meta))
+
+    @v_args(meta=True)
+    def member_ref(self, meta, c):
+        return ast.Ref(str(c[0]), str(c[1]), self._s(meta), self._s(c[1]))
+
+    @v_args(meta=True)
+    def binop(self, meta, c):
+        return ast.BinE(str(c[1]), c[0], c[2], self._s(meta))
+
+    @v_args(meta=True)
+    def not_(self, meta, c):
+        return ast.NotE(c[1], self._s(meta))
+
+    def paren(self, c):
+        return c[0]
+
+    @v_args(meta=True)
+    def true_(self, meta, c):
+        return ast.Lit(True, self._s(meta))
+
+    @v_args(meta=True)
+    def false_(self, meta, c):
+        return ast.Lit(False, self._s(meta))
+
+    @v_args(meta=True)
+    def verdict(self, meta, c):
+        return ast.Verdict(self._s(meta))
+
+    def boolop(self, c):
+        return str(c[0])
+
+    def cardop(self, c):
+        return str(c[0])
+
+    def expr_list(self, c):
+        return tuple(c)
+
+    @v_args(meta=True)
+    def generator(self, meta, c):
+        body, _, var, _, dom = c
+        return ast.Generator(body, str(var), str(dom), self._s(meta), self._s(var), self._s(dom))
+
+    @v_args(meta=True)
+    def bool_call(self, meta, c):
+        return ast.Call(c[0], None, c[1] or (), None, self._s(meta))
+
+    @v_args(meta=True)
+    def bool_gen(self, meta, c):
+        return ast.Call(c[0], None, (), c[1], self._s(meta))
+
+    @v_args(meta=True)
+    def card_call(self, meta, c):
+        return ast.Call(c[0], str(c[1]), c[2] or (), None, self._s(meta), self._s(c[1]))
+
+    @v_args(meta=True)
+    def card_gen(self, meta, c):
+        return ast.Call(c[0], str(c[1]), (), c[2], self._s(meta), self._s(c[1]))
+
+
+# --- syntax errors -------------------------------------------------------------------------
+
+_EXAMPLES: dict[str, list[str]] = {
+    "missing-iff": ["decision pass a", "decision pass", "decision pass and a"],
+    "missing-pass": ["decision a", "decision iff a", "decision"],
+    "constraint-colon": ["constraint c a", "constraint c(x) a", "constraint c"],
+    "atom-colon": ['atom a judge "x"', "atom a judge", 'atom a "x"', "atom a(d) judge"],
+    "role": ['atom a : "x"', "atom a : x", "atom a : ", "atom a(d) : x"],
+    "ground-tilde": ["ground a b", "ground a = b", "ground a", "ground a(x) b"],
+    "holds": ["requirement r { a }", 'requirement r "d" { addressed: a }', "requirement r {"],
+}
+
+_CUSTOM = {
+    "missing-iff": ("expected `iff` after `decision pass`", "write `decision pass iff EXPR`"),
+    "missing-pass": (
+        "a decision reads `decision pass iff EXPR`",
+        "the verdict variable is always `pass`",
+    ),
+    "constraint-colon": (
+        "expected `:` after the constraint's name",
+        "write `constraint NAME: EXPR`",
+    ),
+    "atom-colon": (
+        "expected `:` between the atom's name and its role",
+        'write `atom NAME : ROLE "description"`',
+    ),
+    "role": (
+        "expected a role: `judge`, `context` or `procedure`",
+        'write `atom NAME : ROLE "description"`',
+    ),
+    "ground-tilde": (
+        "expected `~` between the judge atom and the context atom",
+        "write `ground JUDGE_ATOM ~ CONTEXT_ATOM`",
+    ),
+    "holds": (
+        "a requirement block starts with `holds: EXPR`",
+        "write `requirement ID { holds: EXPR  addressed: EXPR }`",
+    ),
+}
+
+
+def _parse_for_examples(text: str):
+    return lark_parser().parse(text)
+
+
+@lru_cache(maxsize=1)
+def _terminal_text() -> dict[str, str]:
+    out = {}
+    for t in lark_parser().terminals:
+        if isinstance(t.pattern, PatternStr):
+            out[t.name] = t.pattern.value
+    return out
+
+
+def describe_expected(name: str) -> str:
+    if name == "NAME":
+        return "a name"
+    if name == "STRING":
+        return "a string"
+    if name == "INT":
+        return "a number"
+    if name == "$END":
+        return "the end of the file"
+    text = _terminal_text().get(name)
+    return f"`{text}`" if text is not None else name.lower()
+
+
+def describe_found(tok: Token) -> str:
+    if tok.type == "$END":
+        return "the end of the file"
+    if tok.type == "NAME":
+        return f"the name `{tok}`"
+    if tok.type == "STRING":
+        return "a string"
+    if tok.type == "INT":
+        return f"the number `{tok}`"
+    return f"`{tok}`"
+
+
+def _join_or(items: list[str]) -> str:
+    if len(items) == 1:
+        return items[0]
+    return ", ".join(items[:-1]) + " or " + items[-1]
+
+
+def _expected_phrase(expected: set[str]) -> str:
+    parts: list[str] = []
+    rest = set(expected)
+    if rest >= _EXPR_START:
+        parts.append("an expression")
+        rest -= _EXPR_START
+    if rest >= _OPERATORS:
+        parts.append("an operator such as `and`")
+        rest -= _OPERATORS
+        rest.discard("LPAR")  # only a family member could continue; not worth listing
+    if rest >= _STATEMENTS:
+        parts.append("a new statement")
+        rest -= _STATEMENTS
+        rest.discard("$END")
+    if rest >= _ROLES:
+        parts.append("a role (`judge`, `context` or `procedure`)")
+        rest -= _ROLES
+    order = sorted(rest, key=lambda n: (n == "$END", describe_expected(n)))
+    parts.extend(describe_expected(n) for n in order)
+    return _join_or(parts) if parts else "something else"
+
+
+def _prev_token(text: str, pos: int) -> Token | None:
+    prev = None
+    try:
+        for tok in lark_parser().lex(text[:pos]):
+            prev = tok
+    except UnexpectedInput:
+        return None
+    return prev
+
+
+def _end_span(file: str, text: str) -> Span:
+    stripped = len(text.rstrip())
+    # report at the end of the last line with text, where the user's eye is
+    line = text.count("\n", 0, stripped) + 1
+    col = stripped - (text.rfind("\n", 0, stripped) + 1) + 1
+    return Span(file, line, col, line, col + 1, stripped, stripped)
+
+
+def _syntax_diagnostic(e: UnexpectedInput, text: str, file: str) -> Diagnostic:
+    if isinstance(e, UnexpectedCharacters):
+        pos = e.pos_in_stream
+        ch = text[pos]
+        span = Span(file, e.line, e.column, e.line, e.column + 1, pos, pos + 1)
+        if ch == '"':
+            return Diagnostic(
+                "syntax",
+                "unterminated string",
+                span,
+                help="a string ends on the line where it starts; write a line break as `\\n`",
+            )
+        shown = ch if ch.isprintable() and not ch.isspace() else f"U+{ord(ch):04X}"
+        return Diagnostic("syntax", f"unexpected character `{shown}`", span)
+    assert isinstance(e, UnexpectedToken)
+    tok = e.token
+    if tok.type == "$END":
+        span = _end_span(file, text)
+        pos = len(text)
+    else:
+        pos = tok.start_pos
+        span = Span(file, tok.line, tok.column, tok.end_line, tok.end_column, pos, tok.end_pos)
+    expected = set(e.accepts or e.expected)
+    found = describe_found(tok)
+    if tok.type.lower() in RESERVED and "NAME" in expected and not expected >= _EXPR_START:
+        return Diagnostic(
+            "syntax",
+            f"`{tok}` is a reserved word and cannot be used as a name",
+            span,
+            help=f"choose another name, such as `{tok}_`",
+        )
+    prev = _prev_token(text, pos)
+    if expected >= _EXPR_START and prev is not None:
+        return Diagnostic("syntax", f"expected an expression after `{prev}`, found {found}", span)
+    label = e.match_examples(_parse_for_examples, _EXAMPLES, use_accepts=False)
+    if label is not None:
+        message, hint = _CUSTOM[label]
+        return Diagnostic("syntax", f"{message}, found {found}", span, help=hint)
+    return Diagnostic("syntax", f"expected {_expected_phrase(expected)}, found {found}", span)
+
+
+def _resume_point(text: str, e: UnexpectedInput) -> int | None:
+    """Where to parse again after an error: the statement keyword that broke an unfinished
+    statement, or the next line that starts with a statement keyword."""
+    pos = _error_pos(e, text)
+    if isinstance(e, UnexpectedToken) and e.token.type in _STATEMENTS - {"FOR"}:
+        return pos
+    line_end = text.find("\n", pos)
+    if line_end < 0:
+        return None
+    m = _RESUME_RE.search(text, line_end + 1)
+    return m.start() if m else None
+
+
+def _blank(text: str, upto: int) -> str:
+    head = re.sub(r"[^\n]", " ", text[:upto])
+    return head + text[upto:]
+
+
+def _error_pos(e: UnexpectedInput, text: str) -> int:
+    if isinstance(e, UnexpectedToken) and e.token.type == "$END":
+        return len(text)
+    return e.pos_in_stream if e.pos_in_stream is not None else len(text)
+
+
+# --- entry points --------------------------------------------------------------------------
+
+
+def check_source_size(text: str, filename: str, limits: Limits) -> None:
+    if len(text) > limits.max_source_chars:
+        raise UnmaskError(
+            [
+                Diagnostic(
+                    "limit",
+                    f"the file has {len(text)} characters, more than the limit of "
+                    f"{limits.max_source_chars}",
+                    file=filename,
+                    help=f"raise it with `{limits.option('max_source_chars')}`",
+                )
+            ]
+        )
+
+
+def parse_source(
+    text: str, filename: str = "<input>", limits: Limits = DEFAULT_LIMITS
+) -> ast.SourceFile:
+    """Parse one `.proto` text; every syntax error found is reported, up to a cap."""
+    check_source_size(text, filename, limits)
+    parser = lark_parser()
+    errors: list[Diagnostic] = []
+    attempt = text
+    tree = None
+    last = -1
+    while True:
+        try:
+            tree = parser.parse(attempt)
+            break
+        except UnexpectedInput as e:
+            errors.append(_syntax_diagnostic(e, attempt, filename))
+            resume = _resume_point(attempt, e)
+            if resume is None or resume <= last or len(errors) >= MAX_SYNTAX_ERRORS:
+                break
+            last = resume
+            attempt = _blank(text, resume)
+    if errors:
+        raise UnmaskError(errors)
+    assert tree is not None
+    builder = _ToAst(filename)
+    statements = builder.transform(tree)
+    diags = list(builder.diagnostics)
+    diags.extend(_depth_diagnostics(statements, limits))
+    if diags:
+        raise UnmaskError(diags)
+    comments = tuple(
+        ast.Comment(str(t).rstrip(), _span(filename, t))
+        for t in parser.lex(text, dont_ignore=True)
+        if t.type == "COMMENT"
+    )
+    return ast.SourceFile(statements, comments, filename)
+
+
+def _depth_diagnostics(statements, limits: Limits) -> list[Diagnostic]:
+    out = []
+    for s in statements:
+        for e in ast.statement_exprs(s):
+            d = ast.depth(e)
+            if d > limits.max_expr_depth:
+                out.append(
+                    Diagnostic(
+                        "limit",
+                        f"this expression is nested {d} levels deep, more than the limit "
+                        f"of {limits.max_expr_depth}",
+                        e.span or getattr(s, "span", None),
+                        help=f"raise it with `{limits.option('max_expr_depth')}`, or split "
+                        "the expression into constraints",
+                    )
+                )
+    return out
