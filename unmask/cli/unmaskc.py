@@ -1,0 +1,176 @@
+"""`unmaskc`: the `.proto` compiler and formatter (SPEC section 6).
+
+Contract: ``unmaskc FILE.proto`` (also spelled ``unmaskc compile FILE.proto``) writes the
+ground protocol IR as JSON (indent 2, trailing newline) on stdout or to ``-o``;
+``--domain NAME=a,b`` gives a domain's members; ``--emit smt2|dimacs`` writes the lowering
+instead. ``unmaskc fmt FILE...`` prints canonical text, ``--check`` only reports files that
+would change, ``--write`` rewrites them. Exit statuses: 0 ok, 1 compile errors or a file
+that is not canonical (``--check``) or not UTF-8, 2 usage (bad options, a missing or
+unreadable file). Diagnostics go to stderr, rendered with the source line and a caret.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from unmask import __version__
+from unmask.diagnostics import UnmaskError, render_all
+from unmask.limits import Limits, click_options
+
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+# reading problems that mean the command line named the wrong thing
+_USAGE_CODES = frozenset({"io"})
+
+
+def _fail(err: UnmaskError, sources: dict[str, str]) -> int:
+    click.echo(render_all(err.diagnostics, sources), err=True)
+    if all(d.code in _USAGE_CODES for d in err.diagnostics):
+        return EXIT_USAGE
+    return EXIT_ERRORS
+
+
+def parse_domains(values: tuple[str, ...]) -> dict[str, list[str]]:
+    """``claim=a,b`` options to a mapping; ``claim=`` is an empty domain."""
+    out: dict[str, list[str]] = {}
+    for v in values:
+        name, sep, rest = v.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise click.BadParameter(
+                f"`{v}` is not of the form NAME=a,b (use `NAME=` for no members)",
+                param_hint="'--domain'",
+            )
+        if name in out:
+            raise click.BadParameter(f"domain `{name}` is given twice", param_hint="'--domain'")
+        out[name] = [m.strip() for m in rest.split(",")] if rest.strip() else []
+    return out
+
+
+class _DefaultGroup(click.Group):
+    """A group whose first argument, when it names no subcommand, is a file to compile."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("-h", "--help", "--version"):
+            args = ["compile", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(
+    cls=_DefaultGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    invoke_without_command=False,
+)
+@click.version_option(__version__, prog_name="unmaskc")
+def cli() -> None:
+    """Compile a .proto protocol to its ground IR (`unmaskc FILE.proto`), or format it
+    (`unmaskc fmt FILE.proto`)."""
+
+
+def _read(path: str, limits: Limits, sources: dict[str, str]) -> str:
+    from unmask.compiler import read_source
+
+    text = read_source(path, limits)
+    sources[path] = text
+    return text
+
+
+@cli.command("compile")
+@click.argument("file", metavar="FILE.proto")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="write here, not stdout")
+@click.option(
+    "--domain",
+    "domain_opts",
+    multiple=True,
+    metavar="NAME=a,b",
+    help="members of a domain (repeatable); NAME= for none",
+)
+@click.option(
+    "--emit",
+    type=click.Choice(["ir", "smt2", "dimacs"]),
+    default="ir",
+    show_default=True,
+    help="what to write: the IR as JSON, or its lowering",
+)
+@click_options
+def compile_command(
+    file: str, output: str | None, domain_opts: tuple[str, ...], emit: str, limits: Limits
+) -> None:
+    """Compile FILE.proto to protocol IR JSON."""
+    domains = parse_domains(domain_opts)
+    sources: dict[str, str] = {}
+    try:
+        from unmask.compiler import compile_source
+
+        text = _read(file, limits, sources)
+        protocol = compile_source(text, file, domains, limits)
+    except UnmaskError as err:
+        sys.exit(_fail(err, sources))
+    if emit == "ir":
+        from unmask.irjson import protocol_to_json
+
+        out = json.dumps(protocol_to_json(protocol), indent=2, ensure_ascii=False) + "\n"
+    else:
+        try:
+            from unmask import emit as emitter
+        except ImportError:
+            raise click.UsageError(
+                f"`--emit {emit}` is not available in this installation"
+            ) from None
+        fn = emitter.emit_smt2 if emit == "smt2" else emitter.emit_dimacs
+        out = fn(protocol)
+        if not out.endswith("\n"):
+            out += "\n"
+    if output:
+        try:
+            Path(output).write_text(out, encoding="utf-8", newline="\n")
+        except OSError as exc:
+            reason = (exc.strerror or "cannot be written").lower()
+            click.echo(f"error: cannot write `{output}`: {reason}", err=True)
+            sys.exit(EXIT_USAGE)
+    else:
+        click.echo(out, nl=False)
+
+
+@cli.command("fmt")
+@click.argument("files", nargs=-1, required=True, metavar="FILE.proto...")
+@click.option("--check", is_flag=True, help="change nothing; exit 1 if a file is not canonical")
+@click.option("--write", is_flag=True, help="rewrite files in place")
+@click_options
+def fmt_command(files: tuple[str, ...], check: bool, write: bool, limits: Limits) -> None:
+    """Print the canonical text of each FILE.proto."""
+    from unmask.formatter import format_source
+
+    if check and write:
+        raise click.UsageError("`--check` and `--write` cannot be used together")
+    status = EXIT_OK
+    for path in files:
+        sources: dict[str, str] = {}
+        try:
+            text = _read(path, limits, sources)
+            formatted = format_source(text, path, limits)
+        except UnmaskError as err:
+            status = max(status, _fail(err, sources))
+            continue
+        if check:
+            if formatted != text:
+                click.echo(f"would reformat {path}", err=True)
+                status = max(status, EXIT_ERRORS)
+        elif write:
+            if formatted != text:
+                Path(path).write_text(formatted, encoding="utf-8", newline="\n")
+                click.echo(f"reformatted {path}", err=True)
+        else:
+            click.echo(formatted, nl=False)
+    sys.exit(status)
+
+
+def main(argv: list[str] | None = None) -> None:
+    cli.main(args=argv, prog_name="unmaskc")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,184 @@
+"""The canonical text of a `.proto` file (``unmaskc fmt``).
+
+Contract: ``format_source(text, filename)`` parses (syntax only: a file with unknown names
+still formats) and prints the statements in the order written, one per line, with single
+spaces, canonical string escapes and the fewest parentheses that keep the meaning (and the
+compiled IR) unchanged. Comments are kept: a comment on a statement's last line stays at
+the end of that line, any other comment goes on its own line before the statement it was
+in or before; one blank line is kept wherever the source had one or more, and one always
+follows the `protocol` line. Formatting is idempotent, and
+``compile_source(format_source(t)) == compile_source(t)`` for every text that compiles.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+from unmask import ast
+from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.limits import DEFAULT_LIMITS, Limits
+from unmask.parser import encode_string, parse_source
+
+# binding strength, loosest first; `not` binds tighter than every binary operator
+PREC = {"iff": 1, "implies": 2, "or": 3, "xor": 4, "and": 5}
+NOT_PREC = 6
+ATOM_PREC = 7
+# n-ary operators whose nested same-operator groups the IR flattens, so the parentheses
+# in `a and (b and c)` say nothing; xor is left out because constant folding pushes its
+# parity to a different place when regrouped (`a xor (true xor b)`)
+_FLATTENING = frozenset({"and", "or"})
+
+
+def format_source(text: str, filename: str = "<input>", limits: Limits = DEFAULT_LIMITS) -> str:
+    """The canonical text; raises ``UnmaskError`` when the text does not parse."""
+    source = parse_source(text, filename, limits)
+    try:
+        return format_file(source)
+    except RecursionError:
+        raise UnmaskError(
+            [
+                Diagnostic(
+                    "limit",
+                    "an expression is nested too deeply to format",
+                    file=filename,
+                    help=f"lower `{limits.option('max_expr_depth')}`",
+                )
+            ]
+        ) from None
+
+
+# --- expressions ---------------------------------------------------------------------------
+
+
+def _prec(e: ast.Expr) -> int:
+    if isinstance(e, ast.BinE):
+        return PREC[e.op]
+    if isinstance(e, ast.NotE):
+        return NOT_PREC
+    return ATOM_PREC
+
+
+def _wrap(e: ast.Expr, parens: bool) -> str:
+    text = format_expr(e)
+    return f"({text})" if parens else text
+
+
+def _k(text: str) -> str:
+    sign = "-" if text.startswith("-") else ""
+    return sign + (text.lstrip("-").lstrip("0") or "0")
+
+
+def format_expr(e: ast.Expr) -> str:
+    if isinstance(e, ast.Lit):
+        return "true" if e.value else "false"
+    if isinstance(e, ast.Verdict):
+        return "pass"
+    if isinstance(e, ast.Ref):
+        return str(e)
+    if isinstance(e, ast.NotE):
+        return "not " + _wrap(e.arg, _prec(e.arg) < NOT_PREC)
+    if isinstance(e, ast.BinE):
+        p = PREC[e.op]
+        lp, rp = _prec(e.left), _prec(e.right)
+        if e.op == "implies":  # right-associative
+            left_parens, right_parens = lp <= p, rp < p
+        elif e.op in _FLATTENING:
+            left_parens, right_parens = lp < p, rp < p
+        else:  # left-associative, regrouping would change the tree
+            left_parens, right_parens = lp < p, rp <= p
+        return f"{_wrap(e.left, left_parens)} {e.op} {_wrap(e.right, right_parens)}"
+    assert isinstance(e, ast.Call)
+    parts = [] if e.k is None else [_k(e.k)]
+    if e.gen is not None:
+        g = e.gen
+        parts.append(f"{format_expr(g.body)} for {g.var} in {g.domain}")
+    else:
+        parts.extend(format_expr(a) for a in e.args)
+    return f"{e.op}({', '.join(parts)})"
+
+
+# --- statements ----------------------------------------------------------------------------
+
+
+def _opt_str(value: str | None) -> str:
+    return "" if value is None else " " + encode_string(value)
+
+
+def format_statement(s: ast.Statement) -> list[str]:
+    if isinstance(s, ast.ProtocolDecl):
+        return [f"protocol {s.name}{_opt_str(s.text or None)}"]
+    if isinstance(s, ast.AtomDecl):
+        head = s.name if s.param is None else f"{s.name}({s.param})"
+        return [f"atom {head} : {s.role}{_opt_str(s.description)}"]
+    if isinstance(s, ast.DomainDecl):
+        if s.members is None:
+            return [f"domain {s.name}"]
+        return [f"domain {s.name} = {{{', '.join(s.members)}}}"]
+    if isinstance(s, ast.ConstraintDecl):
+        return [f"constraint {s.ident}: {format_expr(s.expr)}"]
+    if isinstance(s, ast.DecisionDecl):
+        return [f"decision pass iff {format_expr(s.expr)}"]
+    if isinstance(s, ast.RequirementDecl):
+        head = f"requirement {s.ident}{_opt_str(s.description)}"
+        if s.addressed is None:
+            return [f"{head}: {format_expr(s.holds)}"]
+        return [
+            f"{head} {{",
+            f"  holds: {format_expr(s.holds)}",
+            f"  addressed: {format_expr(s.addressed)}",
+            "}",
+        ]
+    if isinstance(s, ast.GroundDecl):
+        return [f"ground {s.judge} ~ {s.context}"]
+    assert isinstance(s, ast.ForDecl)
+    body = format_statement(s.body)
+    return [f"for {s.var} in {s.domain}: {body[0]}", *body[1:]]
+
+
+@dataclass(slots=True)
+class _Chunk:
+    first_line: int  # where it was in the source, for keeping blank lines
+    last_line: int
+    lines: list[str]
+    is_protocol: bool = False
+
+
+def format_file(source: ast.SourceFile) -> str:
+    stmts = list(source.statements)
+    leading: list[list[ast.Comment]] = [[] for _ in stmts]
+    trailing: list[ast.Comment | None] = [None for _ in stmts]
+    tail: list[ast.Comment] = []
+    ends = [s.span.end_pos for s in stmts]
+    for c in source.comments:
+        pos, line = c.span.start_pos, c.span.line
+        j = bisect.bisect_right(ends, pos)  # the first statement that ends after the comment
+        if j > 0 and stmts[j - 1].span.end_line == line and trailing[j - 1] is None:
+            trailing[j - 1] = c
+        elif j < len(stmts):
+            leading[j].append(c)
+        else:
+            tail.append(c)
+
+    chunks: list[_Chunk] = []
+    for i, s in enumerate(stmts):
+        for c in leading[i]:
+            chunks.append(_Chunk(c.span.line, c.span.line, [c.text]))
+        lines = format_statement(s)
+        if trailing[i] is not None:
+            lines[-1] += "  " + trailing[i].text
+        sp = s.span
+        chunks.append(
+            _Chunk(sp.line, sp.end_line, lines, is_protocol=isinstance(s, ast.ProtocolDecl))
+        )
+    for c in tail:
+        chunks.append(_Chunk(c.span.line, c.span.line, [c.text]))
+
+    out: list[str] = []
+    prev: _Chunk | None = None
+    for ch in chunks:
+        if prev is not None and (prev.is_protocol or ch.first_line > prev.last_line + 1):
+            out.append("")
+        out.extend(ch.lines)
+        prev = ch
+    return "\n".join(out) + "\n" if out else ""
