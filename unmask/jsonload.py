@@ -185,7 +185,8 @@ def _loads(text: str, name: str, file: str | None, limits: Limits) -> Any:
     except json.JSONDecodeError as exc:
         msg = exc.msg[0].lower() + exc.msg[1:]
         msg = msg.replace("'", "`")
-        at_end = not text[exc.pos :].strip()
+        # an unterminated string runs to the end of the document as well
+        at_end = not text[exc.pos :].strip() or exc.msg.startswith("Unterminated string")
         raise UnmaskError(
             [
                 Diagnostic(

@@ -96,6 +96,7 @@ class _Validator:
         self.sources: dict[str, str] = {}
         self.nodes = 0
         self.nodes_exceeded = False
+        self.bad_sources: set[str] = set()  # given but rejected: no echo errors for them
 
     # --- reporting -------------------------------------------------------------------------
 
@@ -738,8 +739,10 @@ class _Validator:
                 continue
             if not isinstance(v, str):
                 self.expect(p, "the source text (a string)", v)
+                self.bad_sources.add(k)
                 continue
             if len(v) > self.limits.max_source_chars:
+                self.bad_sources.add(k)
                 self.limit(
                     p, f"the length of source `{k}` in characters", len(v), "max_source_chars"
                 )
@@ -883,6 +886,8 @@ class _Validator:
             )
             return None
         if src not in sources:
+            if src in self.bad_sources:
+                return None
             self.err(
                 "source-missing",
                 sp,
