@@ -1,0 +1,119 @@
+"""Session-level conformance of every registered backend against brute force.
+
+Each test takes the ``backend_name`` fixture, so it runs once per backend: sat/unsat under
+enabled subsets and assumptions, cores are unsatisfiable subsets of the enabled labels,
+models hold exactly the wanted atoms and satisfy everything that was asked.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.strategies import atom_lists, exprs
+from unmask.backends import Part, Sat, Unsat, create
+from unmask.ir import Atom, Const, Expr, Nary, Not, evaluate
+
+
+def brute_sat(formulas: list[Expr], atoms: list[str], assume: dict[str, bool]) -> bool:
+    for values in itertools.product((False, True), repeat=len(atoms)):
+        env = dict(zip(atoms, values, strict=True))
+        if any(env[a] != v for a, v in assume.items()):
+            continue
+        if all(evaluate(f, env) for f in formulas):
+            return True
+    return False
+
+
+@st.composite
+def bases(draw):
+    atoms = draw(atom_lists(1, 6))
+    e = exprs(atoms, max_leaves=8)
+    facts = draw(st.dictionaries(st.sampled_from(atoms), st.booleans(), max_size=len(atoms)))
+    parts = [Part(f"fact:{a}", Atom(a) if v else Not(Atom(a))) for a, v in facts.items()]
+    parts += [Part(f"constraint:k{i}", x) for i, x in enumerate(draw(st.lists(e, max_size=3)))]
+    if draw(st.booleans()):
+        parts.append(Part("decision", draw(e)))
+    parts = draw(st.permutations(parts))
+    return atoms, parts, e
+
+
+# the fixture is only a backend name: nothing in it needs resetting between examples
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(bases(), st.data())
+def test_checks_agree_with_brute_force(backend_name, base, data):
+    atoms, parts, e = base
+    session = create(backend_name).open(parts, atoms)
+    labels = [p.label for p in parts]
+    for _ in range(3):  # several checks on one session: incremental answers stay right
+        pick = st.lists(st.sampled_from(labels), unique=True) if labels else st.just([])
+        enabled = data.draw(st.none() | pick)
+        query = data.draw(st.none() | e)
+        assume = data.draw(st.dictionaries(st.sampled_from(atoms), st.booleans(), max_size=2))
+        on = [p for p in parts if enabled is None or p.label in enabled]
+        formulas = [p.expr for p in on] + ([query] if query is not None else [])
+        result = session.check(query, enabled=enabled, assume=assume, want=atoms)
+        expected = brute_sat(formulas, atoms, assume)
+        if expected:
+            assert isinstance(result, Sat)
+            assert set(result.model) == set(atoms)
+            env = dict(result.model)
+            assert all(evaluate(f, env) for f in formulas)
+            assert all(env[a] == v for a, v in assume.items())
+        else:
+            assert isinstance(result, Unsat)
+            assert set(result.core) <= {p.label for p in on}
+            core = [p.expr for p in parts if p.label in result.core]
+            core += [query] if query is not None else []
+            assert not brute_sat(core, atoms, assume)
+    session.close()
+
+
+def test_want_names_exactly_the_atoms_asked_for(backend_name):
+    parts = [Part("fact:a", Atom("a")), Part("constraint:k", Nary("or", (Atom("b"), Atom("c"))))]
+    with create(backend_name).open(parts, ["a", "b", "c", "free"]) as session:
+        result = session.check(want=["free", "a"])
+        assert isinstance(result, Sat)
+        assert list(result.model) == ["free", "a"]
+        assert result.model["a"] is True
+        assert session.check(Not(Atom("a")), want=["b"]) == Unsat(("fact:a",))
+        assert isinstance(session.check(), Sat) and session.check(want=[]) == Sat({})
+
+
+def test_enabled_subsets_and_assumptions(backend_name):
+    a, b = Atom("a"), Atom("b")
+    parts = [
+        Part("fact:a", a),
+        Part("fact:b", Not(b)),
+        Part("constraint:link", Nary("or", (Not(a), b))),
+    ]
+    with create(backend_name).open(parts, ["a", "b"]) as s:
+        full = s.check()
+        assert isinstance(full, Unsat)
+        assert set(full.core) == {"fact:a", "fact:b", "constraint:link"}
+        assert isinstance(s.check(enabled=["fact:a", "fact:b"]), Sat)
+        assert isinstance(s.check(enabled=[]), Sat)
+        only_link = s.check(enabled=["constraint:link"], assume={"a": True, "b": False})
+        assert isinstance(only_link, Unsat)
+        assert only_link.core == ("constraint:link",)
+        assert s.check(Const(False), enabled=[]) == Unsat(())
+        assert s.check(enabled=["fact:a"], assume={"a": False}) == Unsat(("fact:a",))
+        model = s.check(enabled=["constraint:link"], assume={"a": True}, want=["b"])
+        assert model == Sat({"b": True})
+        assert s.calls == 7
+
+
+def test_calls_are_counted_per_session(backend_name):
+    backend = create(backend_name)
+    s1 = backend.open([Part("fact:a", Atom("a"))], ["a"])
+    s2 = backend.open([Part("fact:a", Not(Atom("a")))], ["a"])
+    s1.check()
+    s1.check(Atom("a"))
+    s2.check()
+    assert (s1.calls, s2.calls) == (2, 1)
+    assert s1.check(want=["a"]) == Sat({"a": True})
+    assert s2.check(want=["a"]) == Sat({"a": False})
+    s1.close()
+    s2.close()
