@@ -891,3 +891,28 @@ def test_mutated_replays(data):
     else:
         holder[key] = data.draw(json_values)
     _only_clean_errors(lambda: replay_from_obj(r, "g.json", base_dir=Path("/nonexistent")))
+
+
+def test_unmaskc_output_embeds_unchanged():
+    from unmask.compiler import compile_source
+
+    root = Path(__file__).resolve().parent.parent / "examples"
+    text = (root / "factual_claims_family.proto").read_text(encoding="utf-8")
+    p = compile_source(text, "f.proto", {"claim": ["joined", "cto"]}, DEFAULT_LIMITS)
+    assert protocol_from_json(protocol_to_json(p)) == p
+    assert (
+        protocol_from_json(json.loads(json.dumps(protocol_to_json(p)))).atom("supported(cto)").role
+        == "judge"
+    )
+
+
+@given(st.text(max_size=300))
+def test_garbage_text(text):
+    _only_clean_errors(lambda: load_replay_text(text, "g.json"))
+
+
+@given(st.integers(-5, 80), st.integers(-5, 80), st.text(max_size=6))
+def test_random_spans_over_non_ascii_text(start, end, quote):
+    r = _unicode_replay(start, end)
+    r["annotations"][0]["evidence"][0]["quote"] = quote or QUOTE
+    _only_clean_errors(lambda: replay_from_obj(r, "g.json"))

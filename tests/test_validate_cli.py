@@ -132,3 +132,12 @@ def test_click_options_build_one_limits_value():
 def test_every_limit_has_an_option(field):
     res = CliRunner().invoke(main, ["validate", "--help"])
     assert DEFAULT_LIMITS.option(field) in res.stdout
+
+
+def test_lone_surrogate_in_the_id_is_printed_safely(tmp_path):
+    r = copy_case(tmp_path, "case_a.json")
+    f = tmp_path / "r.json"
+    f.write_text(json.dumps(r).replace('"case-a"', '"case-\\ud800"'))
+    res = run(str(f))
+    assert res.exit_code == 0
+    assert res.stdout.startswith("case-\\ud800: valid")
