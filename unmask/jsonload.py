@@ -155,14 +155,11 @@ def _loads(text: str, name: str, file: str | None, limits: Limits) -> Any:
     odd: list[bool] = []
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        dups = []
-        for k, v in items:
-            if k in out:
-                dups.append(k)
-            out[k] = v
-        if not dups:
+        out = dict(items)
+        if len(out) == len(items):
             return out
+        seen: set[str] = set()
+        dups = [k for k, _ in items if k in seen or seen.add(k)]
         odd.append(True)
         marked = _DupDict(out)
         marked.dups = dups
@@ -229,7 +226,7 @@ def _report_odd(root: Any, file: str | None) -> None:
                         )
                     )
             for k, v in reversed(list(node.items())):
-                stack.append((v, _join(path, k)))
+                stack.append((v, join_path(path, k)))
         elif isinstance(node, list):
             for i in range(len(node) - 1, -1, -1):
                 stack.append((node[i], f"{path}[{i}]"))
@@ -258,7 +255,7 @@ def _report_odd(root: Any, file: str | None) -> None:
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-def _join(path: str, key: str) -> str:
+def join_path(path: str, key: str) -> str:
     """Extend a JSON path by an object key, quoting keys that are not plain names."""
     if _PLAIN_KEY.match(key):
         return f"{path}.{key}" if path else key

@@ -24,7 +24,7 @@ from typing import Any
 from unmask import ir
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.irjson import PROTOCOL_SCHEMA
-from unmask.jsonload import _join, parse_json_text, read_json_file, show
+from unmask.jsonload import join_path, parse_json_text, read_json_file, show
 from unmask.limits import DEFAULT_LIMITS, Limits
 from unmask.model import EVIDENCE_SOURCES, SOURCES, VALUES, VERDICTS, Annotation, Evidence, Replay
 
@@ -136,20 +136,19 @@ class _Validator:
             if k not in known:
                 self.warn(
                     "unknown-key",
-                    _join(path, k),
+                    join_path(path, k),
                     f"unknown key `{show(k)}` in {what} is ignored",
                     help=_did_you_mean(k, known),
                 )
 
     def string(self, obj: dict, key: str, path: str, required: bool = True) -> str | None:
-        p = _join(path, key)
         if key not in obj:
             if required:
                 self.err("missing", path, f"missing `{key}`")
             return None
         v = obj[key]
         if not isinstance(v, str):
-            self.expect(p, "a string", v)
+            self.expect(join_path(path, key), "a string", v)
             return None
         return v
 
@@ -158,7 +157,7 @@ class _Validator:
         if v is not None and not pattern.match(v):
             self.err(
                 "name",
-                _join(path, key),
+                join_path(path, key),
                 f"`{show(v)}` is not a valid name",
                 help="names are letters, digits and `_`, not starting with a digit",
             )
@@ -172,7 +171,7 @@ class _Validator:
             return None if required else []
         v = obj[key]
         if not isinstance(v, list):
-            self.expect(_join(path, key), "an array", v)
+            self.expect(join_path(path, key), "an array", v)
             return None
         return v
 
@@ -252,17 +251,19 @@ class _Validator:
         bad = False
         for key in node:
             if key not in allowed:
-                self.err("expr", _join(p, key), f"unexpected key `{show(key)}` in an expression")
+                self.err(
+                    "expr", join_path(p, key), f"unexpected key `{show(key)}` in an expression"
+                )
                 bad = True
         if form == "atom":
             name = node["atom"]
             if not isinstance(name, str):
-                self.expect(_join(p, "atom"), "an atom name (a string)", name)
+                self.expect(join_path(p, "atom"), "an atom name (a string)", name)
                 return None
             if atoms is not None and name not in atoms:
                 self.err(
                     "unknown-atom",
-                    _join(p, "atom"),
+                    join_path(p, "atom"),
                     f"unknown atom `{show(name)}`",
                     help=_did_you_mean(name, atoms),
                 )
@@ -271,14 +272,14 @@ class _Validator:
         if form == "const":
             v = node["const"]
             if not isinstance(v, bool):
-                self.expect(_join(p, "const"), "`true` or `false`", v)
+                self.expect(join_path(p, "const"), "`true` or `false`", v)
                 return None
             return None if bad else ir.mk_const(v)
         op = node["op"]
         if not isinstance(op, str) or op not in OPS:
             self.err(
                 "expr",
-                _join(p, "op"),
+                join_path(p, "op"),
                 f"unknown operator `{show(op)}`",
                 help=(_did_you_mean(op, OPS) if isinstance(op, str) else None)
                 or f"operators are {', '.join(f'`{o}`' for o in OPS)}",
@@ -289,13 +290,13 @@ class _Validator:
             return None
         args = node["args"]
         if not isinstance(args, list):
-            self.expect(_join(p, "args"), "an array of expressions", args)
+            self.expect(join_path(p, "args"), "an array of expressions", args)
             return None
         arity = 1 if op == "not" else 2 if op in ir.BINARY_OPS else None
         if arity is not None and len(args) != arity:
             self.err(
                 "expr",
-                _join(p, "args"),
+                join_path(p, "args"),
                 f"`{op}` takes {'one argument' if arity == 1 else 'two arguments'}, "
                 f"found {len(args)}",
             )
@@ -306,16 +307,18 @@ class _Validator:
                 self.err("missing", p, f"missing `k` of `{op}`", help='write `"k": 1` or similar')
                 bad = True
             elif not _is_int(node["k"]):
-                self.expect(_join(p, "k"), "a whole number", node["k"])
+                self.expect(join_path(p, "k"), "a whole number", node["k"])
                 bad = True
             elif node["k"] < 0:
-                self.err("expr", _join(p, "k"), f"`k` must be 0 or more, found {node['k']}")
+                self.err("expr", join_path(p, "k"), f"`k` must be 0 or more, found {node['k']}")
                 bad = True
             else:
                 k = node["k"]
         elif "k" in node:
             self.err(
-                "expr", _join(p, "k"), f"`k` belongs to `atleast`/`atmost`/`exactly`, not `{op}`"
+                "expr",
+                join_path(p, "k"),
+                f"`k` belongs to `atleast`/`atmost`/`exactly`, not `{op}`",
             )
             bad = True
         if bad:
@@ -335,7 +338,7 @@ class _Validator:
         elif schema != PROTOCOL_SCHEMA:
             self.err(
                 "schema",
-                _join(path, "schema"),
+                join_path(path, "schema"),
                 f"unsupported protocol schema `{show(schema)}`; expected `{PROTOCOL_SCHEMA}`",
             )
             return None
@@ -346,7 +349,7 @@ class _Validator:
         atoms: dict[str, ir.AtomDecl] = {}
         roles: dict[str, str | None] = {}  # every declared name, with its role if valid
         raw_atoms = self.array(obj, "atoms", path)
-        ap = _join(path, "atoms")
+        ap = join_path(path, "atoms")
         if raw_atoms is not None and len(raw_atoms) > self.limits.max_atoms:
             self.limit(ap, "the number of atoms", len(raw_atoms), "max_atoms")
             raw_atoms = None
@@ -363,7 +366,7 @@ class _Validator:
             if role is not None and role not in ir.ROLES:
                 self.err(
                     "role",
-                    _join(p, "role"),
+                    join_path(p, "role"),
                     f"unknown role `{show(role)}`",
                     help="a role is `judge`, `context` or `procedure`",
                 )
@@ -373,7 +376,7 @@ class _Validator:
             if an in first:
                 self.err(
                     "duplicate-atom",
-                    _join(p, "name"),
+                    join_path(p, "name"),
                     f"atom `{show(an)}` is declared twice",
                     notes=(f"the first declaration is `{_idx(ap, first[an])}`",),
                 )
@@ -386,7 +389,7 @@ class _Validator:
         names: Mapping[str, str | None] | None = roles if raw_atoms is not None else None
 
         constraints = []
-        cp = _join(path, "constraints")
+        cp = join_path(path, "constraints")
         seen_c: dict[str, int] = {}
         for i, c in enumerate(self.array(obj, "constraints", path, required=False) or []):
             p = _idx(cp, i)
@@ -398,7 +401,7 @@ class _Validator:
             if cn is not None and cn in seen_c:
                 self.err(
                     "duplicate-name",
-                    _join(p, "name"),
+                    join_path(p, "name"),
                     f"constraint `{show(cn)}` is declared twice",
                     notes=(f"the first is `{_idx(cp, seen_c[cn])}`",),
                 )
@@ -407,7 +410,7 @@ class _Validator:
             if "expr" not in c:
                 self.err("missing", p, "missing `expr`")
                 continue
-            e = self.expr(c["expr"], _join(p, "expr"), names)
+            e = self.expr(c["expr"], join_path(p, "expr"), names)
             if cn is not None and e is not None:
                 constraints.append(ir.Constraint(cn, e))
 
@@ -415,10 +418,10 @@ class _Validator:
         if "decision" not in obj:
             self.err("missing", path, "missing `decision`", help="every protocol has one decision")
         else:
-            decision = self.expr(obj["decision"], _join(path, "decision"), names)
+            decision = self.expr(obj["decision"], join_path(path, "decision"), names)
 
         requirements = []
-        rp = _join(path, "requirements")
+        rp = join_path(path, "requirements")
         seen_r: dict[str, int] = {}
         for i, r in enumerate(self.array(obj, "requirements", path, required=False) or []):
             p = _idx(rp, i)
@@ -430,7 +433,7 @@ class _Validator:
             if rid is not None and rid in seen_r:
                 self.err(
                     "duplicate-name",
-                    _join(p, "id"),
+                    join_path(p, "id"),
                     f"requirement `{show(rid)}` is declared twice",
                     notes=(f"the first is `{_idx(rp, seen_r[rid])}`",),
                 )
@@ -440,17 +443,17 @@ class _Validator:
             if "expr" not in r:
                 self.err("missing", p, "missing `expr`")
                 continue
-            e = self.expr(r["expr"], _join(p, "expr"), names)
+            e = self.expr(r["expr"], join_path(p, "expr"), names)
             addressed = None
             if r.get("addressed") is not None:
-                addressed = self.expr(r["addressed"], _join(p, "addressed"), names)
+                addressed = self.expr(r["addressed"], join_path(p, "addressed"), names)
                 if addressed is None:
                     continue
             if rid is not None and e is not None:
                 requirements.append(ir.Requirement(rid, desc, e, addressed))
 
         grounding = []
-        gp = _join(path, "grounding")
+        gp = join_path(path, "grounding")
         for i, g in enumerate(self.array(obj, "grounding", path, required=False) or []):
             p = _idx(gp, i)
             if not isinstance(g, dict):
@@ -465,14 +468,14 @@ class _Validator:
                 if n not in names:
                     self.err(
                         "unknown-atom",
-                        _join(p, key),
+                        join_path(p, key),
                         f"unknown atom `{show(n)}`",
                         help=_did_you_mean(n, names),
                     )
                 elif names[n] is not None and names[n] != key:
                     self.err(
                         "ground-role",
-                        _join(p, key),
+                        join_path(p, key),
                         f"the {key} side of a grounding pair must be a `{key}` atom; "
                         f"`{show(n)}` is a `{names[n]}` atom",
                         help="a grounding pair is written judge ~ context",
@@ -570,7 +573,7 @@ class _Validator:
             self.expect("domains", "an object mapping each domain to its members", d)
             return out
         for dn, members in d.items():
-            p = _join("domains", dn)
+            p = join_path("domains", dn)
             if not IDENT_RE.match(dn):
                 self.err("name", p, f"`{show(dn)}` is not a valid domain name")
                 continue
@@ -661,7 +664,7 @@ class _Validator:
         text = self.string(p, form, "protocol")
         if text is None:
             return None
-        fp = _join("protocol", form)
+        fp = join_path("protocol", form)
         if form == "path":
             full = Path(text) if base_dir is None else base_dir / text
             filename = str(full)
@@ -727,7 +730,7 @@ class _Validator:
             self.expect("sources", "an object of source texts", s)
             return out
         for k, v in s.items():
-            p = _join("sources", k)
+            p = join_path("sources", k)
             if k not in SOURCES:
                 self.err(
                     "unknown-source",
@@ -792,7 +795,7 @@ class _Validator:
                 if name in first:
                     self.err(
                         "duplicate-annotation",
-                        _join(p, "atom"),
+                        join_path(p, "atom"),
                         f"atom `{show(name)}` is annotated twice",
                         help="keep one annotation per atom; merge their evidence",
                         notes=(f"the first annotation is `annotations[{first[name]}]`",),
@@ -804,7 +807,7 @@ class _Validator:
                     if decl is None:
                         self.err(
                             "unknown-atom",
-                            _join(p, "atom"),
+                            join_path(p, "atom"),
                             f"unknown atom `{show(name)}`",
                             help=_did_you_mean(name, atoms),
                         )
@@ -815,7 +818,9 @@ class _Validator:
                 hint = "a value is `TRUE`, `FALSE` or `UNKNOWN`"
                 if value.upper() in VALUES:
                     hint = f"write `{value.upper()}` in capitals"
-                self.err("value", _join(p, "value"), f"unknown value `{show(value)}`", help=hint)
+                self.err(
+                    "value", join_path(p, "value"), f"unknown value `{show(value)}`", help=hint
+                )
                 value = None
             explanation = self.string(a, "explanation", p, required=False) or ""
             ev_raw = self.array(a, "evidence", p, required=False)
@@ -824,12 +829,12 @@ class _Validator:
                 if value in ("TRUE", "FALSE") and not ev_raw:
                     self.err(
                         "evidence-missing",
-                        _join(p, "evidence"),
+                        join_path(p, "evidence"),
                         f"a {value} annotation needs at least one evidence span",
                         help="quote the text that shows it, or make the value `UNKNOWN`",
                     )
                 for j, e in enumerate(ev_raw):
-                    ev = self.evidence(e, _idx(_join(p, "evidence"), j), role, sources, encoded)
+                    ev = self.evidence(e, f"{p}.evidence[{j}]", role, sources, encoded)
                     if ev is not None:
                         evidence.append(ev)
             if name is not None and value is not None:
@@ -855,10 +860,10 @@ class _Validator:
             if key not in e:
                 self.err("missing", p, f"missing `{key}`")
             elif not _is_int(e[key]):
-                self.expect(_join(p, key), "a whole number", e[key])
+                self.expect(join_path(p, key), "a whole number", e[key])
             else:
                 bounds.append(e[key])
-        sp = _join(p, "source")
+        sp = f"{p}.source"
         if src is None:
             return None
         if src not in SOURCES:
@@ -944,7 +949,7 @@ class _Validator:
         if not 0 <= start < n:
             self.err(
                 "span-range",
-                _join(p, "start"),
+                join_path(p, "start"),
                 f"`start` {start} is outside `{src}`, which has {n} characters "
                 f"(valid starts are 0 to {max(n - 1, 0)})",
                 help=where,
@@ -952,7 +957,7 @@ class _Validator:
         elif not start < end <= n:
             self.err(
                 "span-range",
-                _join(p, "end"),
+                join_path(p, "end"),
                 f"`end` {end} must be greater than `start` {start} and at most {n}, "
                 f"the length of `{src}`",
                 help=where or "spans are half-open: `end` is one past the last character",
@@ -965,7 +970,7 @@ class _Validator:
                 hint = f"{where}; set `start` to {found} and `end` to {found + len(quote)}"
             self.err(
                 "span-quote",
-                _join(p, "quote"),
+                join_path(p, "quote"),
                 f"the quote does not match `{src}`[{start}:{end}]",
                 help=hint,
                 notes=(f"the span selects `{show(text[start:end])}`",),
