@@ -1,0 +1,179 @@
+"""The lowering of a protocol for other tools: SMT-LIB 2 and DIMACS (``unmaskc --emit``).
+
+Contract: both formats state B_proto = K ∧ (V ⇔ D) of SPEC section 4 and nothing else that
+constrains: no annotation is known at compile time.
+- ``emit_smt2``: a self-contained SMT-LIB 2.6 script: one ``declare-const`` per atom in
+  declaration order, then the verdict ``pass``; one named assertion per constraint
+  (``constraint_NAME``) and one for the decision (``decision``); requirements, coverage and
+  grounding as ``define-fun``s (named, unasserted, for ``check-sat-assuming``);
+  ``(check-sat)``. Cardinalities are sums of ``ite`` terms (logic ``QF_LIA``; ``QF_UF``
+  when there are none). Printed independently of any solver, so the output is byte-stable.
+- ``emit_dimacs``: the Tseitin CNF (``unmask.backends.cnf``) with ``c`` comment lines mapping
+  variables 1..n to the atoms, n+1 to the verdict, and naming the literal of each
+  constraint and of the decision; each of those literals is asserted by a unit clause.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from unmask.ir import Atom, Binary, Card, Const, Expr, Nary, Not, Protocol, mk_atom, mk_iff
+
+VERDICT = "pass"  # the verdict variable V in both formats; `pass` is never an atom name
+_VERDICT_KEY = "$pass"  # the verdict's name inside the CNF encoder, as in the checker
+
+_SIMPLE = re.compile(r"[A-Za-z~!@$%^&*_\-+=<>.?/][A-Za-z0-9~!@$%^&*_\-+=<>.?/]*\Z")
+# SMT-LIB reserved words and the symbols of the Core and Ints theories: quoting does not
+# make a symbol different (|ite| is ite), so atoms spelled like these are renamed
+_RESERVED = frozenset(
+    """! _ as BINARY DECIMAL exists HEXADECIMAL forall let match NUMERAL par STRING
+    assert check-sat check-sat-assuming declare-const declare-datatype declare-datatypes
+    declare-fun declare-sort define-fun define-fun-rec define-funs-rec define-sort echo exit
+    get-assertions get-assignment get-info get-model get-option get-proof get-unsat-assumptions
+    get-unsat-core get-value pop push reset reset-assertions set-info set-logic set-option
+    true false not => and or xor = distinct ite Bool Int + - * div mod abs <= < >= >""".split()  # noqa: SIM905 - a word list reads better than 66 quoted strings
+)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+class _Symbols:
+    """Distinct SMT-LIB symbols for atom and assertion names, quoted where needed."""
+
+    def __init__(self) -> None:
+        self.used: set[str] = set()
+
+    def take(self, name: str) -> str:
+        sym = name if name not in _RESERVED else f"{name}_"
+        while sym in self.used or sym in _RESERVED:
+            sym += "_"
+        self.used.add(sym)
+        return sym if _SIMPLE.match(sym) else f"|{sym}|"
+
+
+def smt2_symbols(protocol: Protocol) -> dict[str, str]:
+    """Atom name (and ``VERDICT``'s key ``$pass``) -> the symbol ``emit_smt2`` declares."""
+    syms = _Symbols()
+    # names SMT-LIB accepts keep their spelling; only reserved ones move aside
+    out = {a.name: syms.take(a.name) for a in protocol.atoms if a.name not in _RESERVED}
+    out.update({a.name: syms.take(a.name) for a in protocol.atoms if a.name in _RESERVED})
+    out[_VERDICT_KEY] = syms.take(VERDICT)
+    return out
+
+
+def _smt_expr(e: Expr, names: dict[str, str]) -> str:
+    from unmask.backends.cnf import fold
+
+    def leaf(x: Expr) -> str:
+        if isinstance(x, Atom):
+            return names[x.name]
+        if isinstance(x, Const):
+            return "true" if x.value else "false"
+        raise TypeError(f"not an expression: {x!r}")
+
+    def node(x: Expr, args: list[str]) -> str:
+        if isinstance(x, Not):
+            return f"(not {args[0]})"
+        if isinstance(x, Nary):
+            if len(args) <= 1:
+                empty = "true" if x.op == "and" else "false"
+                return args[0] if args else empty
+            return f"({x.op} {' '.join(args)})"
+        if isinstance(x, Binary):
+            op = "=>" if x.op == "implies" else "="
+            return f"({op} {args[0]} {args[1]})"
+        if isinstance(x, Card):
+            terms = [f"(ite {a} 1 0)" for a in args]
+            total = "0" if not terms else terms[0] if len(terms) == 1 else f"(+ {' '.join(terms)})"
+            op = {"atleast": ">=", "atmost": "<=", "exactly": "="}[x.op]
+            return f"({op} {total} {x.k})"
+        raise TypeError(f"not an expression: {x!r}")
+
+    return fold(e, leaf, node, {})
+
+
+def _has_card(e: Expr) -> bool:
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Card):
+            return True
+        if isinstance(x, Not):
+            stack.append(x.arg)
+        elif isinstance(x, Nary):
+            stack.extend(x.args)
+        elif isinstance(x, Binary):
+            stack.extend((x.left, x.right))
+    return False
+
+
+def _all_exprs(p: Protocol) -> Iterator[Expr]:
+    yield p.decision
+    for c in p.constraints:
+        yield c.expr
+    for r in p.requirements:
+        yield r.expr
+        if r.addressed is not None:
+            yield r.addressed
+
+
+def emit_smt2(protocol: Protocol) -> str:
+    """SMT-LIB 2 script of B_proto (see the module docstring)."""
+    names = smt2_symbols(protocol)
+    syms = _Symbols()
+    syms.used |= {s.strip("|") for s in names.values()}
+    logic = "QF_LIA" if any(_has_card(e) for e in _all_exprs(protocol)) else "QF_UF"
+    v = names[_VERDICT_KEY]
+    out = [
+        f"; unmask: B_proto = K and ({VERDICT} <=> D) of protocol {_one_line(protocol.name)}",
+        f"; `{VERDICT}` is the verdict variable V (true means PASS)",
+        "(set-info :smt-lib-version 2.6)",
+        "(set-option :produce-unsat-cores true)",
+        f"(set-logic {logic})",
+    ]
+    for a in protocol.atoms:
+        note = f"{a.role} {_one_line(a.description)}".rstrip()
+        if names[a.name].strip("|") != a.name:
+            note += f" (atom `{a.name}`)"
+        out.append(f"(declare-const {names[a.name]} Bool) ; {note}")
+    out.append(f"(declare-const {v} Bool) ; verdict")
+    for c in protocol.constraints:
+        label = syms.take(f"constraint_{c.name}")
+        out.append(f"(assert (! {_smt_expr(c.expr, names)} :named {label}))")
+    decision = _smt_expr(protocol.decision, names)
+    out.append(f"(assert (! (= {v} {decision}) :named {syms.take('decision')}))")
+    for r in protocol.requirements:
+        holds = syms.take(f"requirement_{r.id}")
+        out.append(f"(define-fun {holds} () Bool {_smt_expr(r.expr, names)})")
+        if r.addressed is not None:
+            addressed = syms.take(f"addressed_{r.id}")
+            out.append(f"(define-fun {addressed} () Bool {_smt_expr(r.addressed, names)})")
+    for g in protocol.grounding:
+        label = syms.take(f"ground_{g.judge}_{g.context}")
+        out.append(f"(define-fun {label} () Bool (= {names[g.judge]} {names[g.context]}))")
+    out.append("(check-sat)")
+    return "\n".join(out) + "\n"
+
+
+def emit_dimacs(protocol: Protocol) -> str:
+    """DIMACS CNF of B_proto with a comment table (see the module docstring)."""
+    from unmask.backends.cnf import CnfEncoder
+
+    enc = CnfEncoder([*protocol.atom_names, _VERDICT_KEY])
+    notes = [
+        f"c unmask: CNF of B_proto = K and ({VERDICT} <=> D) of protocol {_one_line(protocol.name)}"
+    ]
+    notes.append("c full-equivalence Tseitin; variables after the verdict are auxiliary")
+    for a in protocol.atoms:
+        notes.append(f"c var {enc.atom_var(a.name)} atom {a.name} {a.role}")
+    notes.append(f"c var {enc.atom_var(_VERDICT_KEY)} verdict {VERDICT}")
+    for c in protocol.constraints:
+        notes.append(f"c constraint {c.name} literal {enc.assert_(c.expr)}")
+    decision = mk_iff(mk_atom(_VERDICT_KEY), protocol.decision)
+    notes.append(f"c decision literal {enc.assert_(decision)}")
+    lines = [*notes, f"p cnf {enc.top} {len(enc.clauses)}"]
+    lines.extend(" ".join(map(str, c)) + " 0" for c in enc.clauses)
+    return "\n".join(lines) + "\n"
