@@ -1,0 +1,158 @@
+"""`unmask crosscheck REPLAY.json`: run several backends and compare their whole reports.
+
+Contract: each backend in ``--backends`` (default: every registered one) checks the replay
+through ``unmask.api.check``; the reports are compared as JSON (``Report.to_json``) without
+the ``backend`` field. Exit 0 when every backend that ran gives the same report, 1 at the
+first difference (printed with its JSON path, both values and both backends), 3 when fewer
+than two backends could run (nothing compared), 4 for an invalid replay, 2 for usage errors.
+A backend that refuses the replay with a diagnostic (the truth-table backend over its atom
+limit) is reported as skipped and is not a disagreement; a backend that fails otherwise is.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from unmask.backends import DEFAULT_TIMEOUT_MS, available
+from unmask.diagnostics import Diagnostic, UnmaskError, render_all
+from unmask.limits import Limits, click_options
+
+EXIT_AGREE = 0
+EXIT_DISAGREE = 1
+EXIT_USAGE = 2
+EXIT_NOTHING_COMPARED = 3
+EXIT_INVALID = 4
+
+
+def first_difference(a: Any, b: Any, path: str = "") -> tuple[str, Any, Any] | None:
+    """The first place (JSON path, value in a, value in b) where a and b differ, or None.
+
+    Objects are walked in a's key order, then keys only b has; arrays index by index.
+    """
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in [*a, *(k for k in b if k not in a)]:
+            sub = f"{path}.{key}" if path else key
+            if key not in a or key not in b:
+                return sub, a.get(key, _MISSING), b.get(key, _MISSING)
+            found = first_difference(a[key], b[key], sub)
+            if found:
+                return found
+        return None
+    if isinstance(a, list) and isinstance(b, list):
+        for i, (x, y) in enumerate(zip(a, b)):  # noqa: B905 - lengths compared below
+            found = first_difference(x, y, f"{path}[{i}]")
+            if found:
+                return found
+        if len(a) != len(b):
+            return f"{path}.length", len(a), len(b)
+        return None
+    if a != b or type(a) is not type(b):
+        return path or "$", a, b
+    return None
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "(absent)"
+
+
+_MISSING = _Missing()
+
+
+def _show(value: Any) -> str:
+    if value is _MISSING:
+        return "(absent)"
+    text = json.dumps(value, ensure_ascii=False, sort_keys=False)
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _fail(diags: tuple[Diagnostic, ...], code: int) -> None:
+    click.echo(render_all(diags), err=True)
+    raise SystemExit(code)
+
+
+def _usage(message: str) -> None:
+    _fail((Diagnostic(code="usage", message=message),), EXIT_USAGE)
+
+
+@click.command("crosscheck")
+@click.argument("replay", metavar="REPLAY.json", type=click.Path(dir_okay=False))
+@click.option(
+    "--backends",
+    default=",".join(available()),
+    show_default=True,
+    help="comma-separated backends to compare, e.g. z3,pysat:glucose4,truthtable",
+)
+@click.option(
+    "--timeout-ms",
+    type=click.IntRange(min=1),
+    default=DEFAULT_TIMEOUT_MS,
+    show_default=True,
+    help="per solver call; a timeout shows up as a difference (SOLVER_UNKNOWN)",
+)
+@click_options
+def command(replay: str, backends: str, timeout_ms: int, limits: Limits) -> None:
+    """Run several backends on one replay and compare their reports."""
+    from unmask.backends import create
+
+    names = [n.strip() for n in backends.split(",") if n.strip()]
+    if len(names) < 2:
+        _usage("`--backends` needs at least two backends to compare")
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        _usage(f"backend `{dup}` is listed twice in `--backends`")
+    solvers = []
+    for name in names:
+        try:
+            solvers.append((name, create(name, timeout_ms=timeout_ms)))
+        except UnmaskError as exc:
+            _fail(exc.diagnostics, EXIT_USAGE)
+
+    from unmask.api import check
+    from unmask.replay import load_replay, render_error
+
+    try:
+        case = load_replay(replay, limits)
+    except UnmaskError as exc:
+        click.echo(render_error(exc), err=True)
+        raise SystemExit(EXIT_INVALID) from None
+
+    from unmask.jsonload import show
+
+    rid = show(case.id, 200)
+    reports: list[tuple[str, dict[str, Any]]] = []
+    for name, solver in solvers:
+        try:
+            report = check(case, solver).to_json()
+        except UnmaskError as exc:
+            notes = "; ".join(
+                d.message + (f" ({d.help})" if d.help else "") for d in exc.diagnostics
+            )
+            click.echo(f"{name}: skipped: {notes}", err=True)
+            continue
+        except Exception as exc:  # a crash in one backend is a disagreement, not a traceback
+            click.echo(f"{rid}: backend `{name}` failed: {exc}")
+            raise SystemExit(EXIT_DISAGREE) from None
+        report.pop("backend", None)
+        reports.append((name, report))
+
+    ran = [n for n, _ in reports]
+    if len(reports) < 2:
+        only = f"only `{ran[0]}` ran" if ran else "no backend ran"
+        click.echo(f"{rid}: {only}; nothing to compare")
+        raise SystemExit(EXIT_NOTHING_COMPARED)
+    ref_name, ref = reports[0]
+    for name, other in reports[1:]:
+        found = first_difference(ref, other)
+        if found:
+            path, mine, theirs = found
+            click.echo(f"{rid}: backends disagree at `{path}`")
+            click.echo(f"  {ref_name}: {_show(mine)}")
+            click.echo(f"  {name}: {_show(theirs)}")
+            raise SystemExit(EXIT_DISAGREE)
+    overall = ref.get("overall")
+    click.echo(f"{rid}: {', '.join(ran)} agree (overall {overall})")
+    raise SystemExit(EXIT_AGREE)
