@@ -916,3 +916,17 @@ def test_random_spans_over_non_ascii_text(start, end, quote):
     r = _unicode_replay(start, end)
     r["annotations"][0]["evidence"][0]["quote"] = quote or QUOTE
     _only_clean_errors(lambda: replay_from_obj(r, "g.json"))
+
+
+def test_nul_in_a_protocol_path_is_a_clean_error(tmp_path):
+    r = base()
+    r["protocol"] = {"path": "a\x00b.proto"}
+    d = one(r, base_dir=tmp_path)
+    assert (d.code, d.path) == ("protocol-file", "protocol.path")
+
+
+def test_json_lines_record_errors_keep_the_file_line():
+    with pytest.raises(UnmaskError) as exc:
+        parse_json_bytes(b'{"a": tru}', "batch.jsonl", first_line=42)
+    d = exc.value.diagnostics[0]
+    assert (d.span.file, d.span.line, d.span.column) == ("batch.jsonl", 42, 7)

@@ -79,8 +79,8 @@ def json_depth(data: bytes) -> int:
     return max(0, max(accumulate(map(_DELTA.get, skeleton, repeat(0))), default=0))
 
 
-def _span(file: str, text: str, pos: int) -> Span:
-    line = text.count("\n", 0, pos) + 1
+def _span(file: str, text: str, pos: int, first_line: int = 1) -> Span:
+    line = text.count("\n", 0, pos) + first_line
     col = pos - (text.rfind("\n", 0, pos) + 1) + 1
     return Span(file, line, col, line, col + 1, pos, pos + 1)
 
@@ -95,8 +95,8 @@ def read_json_file(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Any:
     try:
         with open(path, "rb") as fh:
             data = fh.read(limits.max_file_bytes + 1)
-    except OSError as exc:
-        reason = (exc.strerror or "cannot read").lower()
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        reason = (getattr(exc, "strerror", None) or "cannot read").lower()
         raise _error("io", f"cannot read `{show(name)}`: {reason}", name) from None
     if len(data) > limits.max_file_bytes:
         raise _error(
@@ -108,11 +108,16 @@ def read_json_file(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Any:
     return parse_json_bytes(data, name, limits)
 
 
-def parse_json_text(text: str, file: str | None = None, limits: Limits = DEFAULT_LIMITS) -> Any:
-    return parse_json_bytes(text.encode("utf-8", "surrogatepass"), file, limits)
+def parse_json_text(
+    text: str, file: str | None = None, limits: Limits = DEFAULT_LIMITS, first_line: int = 1
+) -> Any:
+    return parse_json_bytes(text.encode("utf-8", "surrogatepass"), file, limits, first_line)
 
 
-def parse_json_bytes(data: bytes, file: str | None = None, limits: Limits = DEFAULT_LIMITS) -> Any:
+def parse_json_bytes(
+    data: bytes, file: str | None = None, limits: Limits = DEFAULT_LIMITS, first_line: int = 1
+) -> Any:
+    """Parse one document; ``first_line`` numbers its first line (a JSON Lines record's)."""
     name = file or "<input>"
     if len(data) > limits.max_file_bytes:
         raise _error(
@@ -132,7 +137,7 @@ def parse_json_bytes(data: bytes, file: str | None = None, limits: Limits = DEFA
                 Diagnostic(
                     "encoding",
                     f"the file is not valid UTF-8 (byte {exc.start} is `\\x{data[exc.start]:02x}`)",
-                    span=_span(name, head, len(head)),
+                    span=_span(name, head, len(head), first_line),
                     file=file,
                     help="save the file as UTF-8",
                 )
@@ -148,10 +153,10 @@ def parse_json_bytes(data: bytes, file: str | None = None, limits: Limits = DEFA
             file,
             help=f"raise the bound with `{limits.option('max_json_depth')}`",
         )
-    return _loads(text, name, file, limits)
+    return _loads(text, name, file, limits, first_line)
 
 
-def _loads(text: str, name: str, file: str | None, limits: Limits) -> Any:
+def _loads(text: str, name: str, file: str | None, limits: Limits, first_line: int) -> Any:
     odd: list[bool] = []
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -189,7 +194,7 @@ def _loads(text: str, name: str, file: str | None, limits: Limits) -> Any:
                 Diagnostic(
                     "json-syntax",
                     f"invalid json: {msg}",
-                    span=_span(name, text, exc.pos),
+                    span=_span(name, text, exc.pos, first_line),
                     file=file,
                     help="the document ends early; is the file truncated?" if at_end else None,
                 )

@@ -671,8 +671,8 @@ class _Validator:
             try:
                 with open(full, "rb") as fh:
                     data = fh.read(self.limits.max_file_bytes + 1)
-            except OSError as exc:
-                reason = (exc.strerror or "cannot read").lower()
+            except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+                reason = (getattr(exc, "strerror", None) or "cannot read").lower()
                 self.err(
                     "protocol-file",
                     fp,
@@ -713,6 +713,14 @@ class _Validator:
             return compile_source(text, filename, domains, self.limits)
         except UnmaskError as exc:
             self.diags.extend(exc.diagnostics)
+            return None
+        except RecursionError:  # only when --max-expr-depth was raised past the compiler
+            self.err(
+                "limit",
+                fp,
+                "the protocol nests too deeply to compile",
+                help=f"lower `{self.limits.option('max_expr_depth')}`",
+            )
             return None
 
     def replay_sources(self, obj: dict) -> dict[str, str]:
