@@ -930,3 +930,11 @@ def test_json_lines_record_errors_keep_the_file_line():
         parse_json_bytes(b'{"a": tru}', "batch.jsonl", first_line=42)
     d = exc.value.diagnostics[0]
     assert (d.span.file, d.span.line, d.span.column) == ("batch.jsonl", 42, 7)
+
+
+def test_domain_the_protocol_does_not_declare_names_the_replay_file():
+    r = base()
+    r["protocol"] = {"source": PROTO}
+    r["domains"] = {"claim": ["a"]}
+    ds = diags(r)
+    assert [(d.path, d.file) for d in ds] == [("domains.claim", "r.json")]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -712,7 +713,11 @@ class _Validator:
         try:
             return compile_source(text, filename, domains, self.limits)
         except UnmaskError as exc:
-            self.diags.extend(exc.diagnostics)
+            # a diagnostic about `domains` has a JSON path but no file: it is this replay's
+            self.diags.extend(
+                replace(d, file=self.file) if d.span is None and d.file is None else d
+                for d in exc.diagnostics
+            )
             return None
         except RecursionError:  # only when --max-expr-depth was raised past the compiler
             self.err(
