@@ -1,0 +1,215 @@
+"""SPEC section 4 against exhaustive truth tables: the article's two-atom table, entailment
+that is not Kleene logic, and random protocols whose statuses, canonical witnesses and
+canonical minimal explanations must equal a brute-force reference on every backend."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.test_checker import make_replay
+from unmask.api import check
+from unmask.checker import VERDICT_ATOM, Case, base_parts
+from unmask.ir import (
+    Atom,
+    AtomDecl,
+    Binary,
+    Card,
+    Const,
+    Constraint,
+    Expr,
+    GroundPair,
+    Nary,
+    Not,
+    Protocol,
+    Requirement,
+    evaluate,
+    iter_atoms,
+    mk_atom,
+    mk_iff,
+    mk_not,
+)
+
+A = mk_atom
+
+
+def two_atom_protocol(decision: Expr) -> Protocol:
+    return Protocol(
+        name="two",
+        text="",
+        atoms=(AtomDecl("A", "judge"), AtomDecl("B", "context")),
+        constraints=(),
+        decision=decision,
+        requirements=(Requirement("r", "", decision, None),),
+        grounding=(GroundPair("A", "B"),),
+    )
+
+
+AND = Nary("and", (A("A"), A("B")))
+OR = Nary("or", (A("A"), A("B")))
+TAUT = Nary("or", (A("A"), Not(A("A"))))
+
+
+@pytest.mark.parametrize(
+    ("decision", "a_value", "expected"),
+    [
+        (AND, "FALSE", "REFUTED"),
+        (AND, "TRUE", "UNDERDETERMINED"),
+        (OR, "TRUE", "ENTAILED"),
+        (OR, "FALSE", "UNDERDETERMINED"),
+    ],
+)
+def test_two_atom_table(decision: Expr, a_value: str, expected: str, backend_name: str) -> None:
+    # B is unknown: once unannotated, once annotated UNKNOWN; same result
+    for values in ({"A": a_value}, {"A": a_value, "B": "UNKNOWN"}):
+        r = check(make_replay(two_atom_protocol(decision), "PASS", values), backend_name)
+        assert r.requirements[0].holds.status == expected
+        assert r.verdict.result.status == expected  # PASS iff decision, observed PASS
+
+
+def test_excluded_middle_is_entailed_not_kleene_unknown(backend_name: str) -> None:
+    r = check(make_replay(two_atom_protocol(TAUT), "PASS", {}), backend_name)
+    assert r.requirements[0].holds.status == "ENTAILED"
+    # it holds by itself: the explanation is empty
+    assert r.requirements[0].holds.explanation.items == ()
+
+
+# --- random protocols against the brute-force reference --------------------------------------
+
+NAMES = ("a", "b", "c", "d")
+ROLES = ("judge", "judge", "context", "context")
+
+leaves = st.one_of(st.sampled_from([Atom(n) for n in NAMES]), st.booleans().map(Const))
+
+
+def _extend(children: st.SearchStrategy[Expr]) -> st.SearchStrategy[Expr]:
+    many = st.lists(children, min_size=0, max_size=3).map(tuple)
+    return st.one_of(
+        children.map(Not),
+        st.builds(Nary, st.sampled_from(["and", "or", "xor"]), many),
+        st.builds(Binary, st.sampled_from(["implies", "iff"]), children, children),
+        st.builds(Card, st.sampled_from(["atleast", "atmost", "exactly"]), st.integers(0, 3), many),
+    )
+
+
+exprs = st.recursive(leaves, _extend, max_leaves=6)
+values = st.sampled_from(["TRUE", "FALSE", "UNKNOWN", None])
+
+
+def _models(exprs_: list[Expr], names: list[str]):  # type: ignore[no-untyped-def]
+    for bits in itertools.product([False, True], repeat=len(names)):
+        env = dict(zip(names, bits, strict=True))
+        if all(evaluate(e, env) for e in exprs_):
+            yield env
+
+
+ALL = [*NAMES, VERDICT_ATOM]
+
+
+def _sat(exprs_: list[Expr]) -> bool:
+    return next(_models(exprs_, ALL), None) is not None
+
+
+def ref_classify(base: list[Expr], phi: Expr) -> str:
+    if not _sat(base):
+        return "INCONSISTENT_BASE"
+    if not _sat([*base, mk_not(phi)]):
+        return "ENTAILED"
+    if not _sat([*base, phi]):
+        return "REFUTED"
+    return "UNDERDETERMINED"
+
+
+def ref_minimise(parts: list[tuple[str, Expr]], side: Expr | None) -> list[str]:
+    """Plain deletion in base order, no shortcuts (the reference for canonicity)."""
+    extra = [] if side is None else [side]
+    current = list(parts)
+    for p in parts:
+        trial = [q for q in current if q[0] != p[0]]
+        if not _sat([e for _, e in trial] + extra):
+            current = trial
+    return [label for label, _ in current]
+
+
+def ref_witness(base: list[Expr], side: Expr, atoms: list[str]) -> list[tuple[str, bool]]:
+    """The least assignment to ``atoms`` (in order, FALSE < TRUE) that extends to a model."""
+    best = None
+    for env in _models([*base, side], ALL):
+        key = tuple(env[a] for a in atoms)
+        best = key if best is None or key < best else best
+    assert best is not None
+    return list(zip(atoms, best, strict=True))
+
+
+@given(
+    decision=exprs,
+    constraint=st.none() | exprs,
+    req=exprs,
+    addressed=st.none() | exprs,
+    vals=st.tuples(values, values, values, values),
+    verdict=st.sampled_from(["PASS", "FAIL"]),
+)
+def test_random_protocols_match_brute_force(
+    decision: Expr,
+    constraint: Expr | None,
+    req: Expr,
+    addressed: Expr | None,
+    vals: tuple[str | None, ...],
+    verdict: str,
+) -> None:
+    protocol = Protocol(
+        name="random",
+        text="",
+        atoms=tuple(AtomDecl(n, r) for n, r in zip(NAMES, ROLES, strict=True)),
+        constraints=() if constraint is None else (Constraint("k", constraint),),
+        decision=decision,
+        requirements=(Requirement("r", "", req, addressed),),
+        grounding=(GroundPair("a", "c"), GroundPair("b", "d")),
+    )
+    annotated = {n: v for n, v in zip(NAMES, vals, strict=True) if v is not None}
+    replay = make_replay(protocol, verdict, annotated)
+    case = Case.from_replay(replay)
+    bases = {k: [(p.label, p.expr) for p in v] for k, v in base_parts(case).items()}
+    facts = case.facts
+    # one backend is enough per example here; the cross-backend run is test_crosscheck's
+    report = check(replay, "z3")
+
+    # bases
+    for name in ("proto", "evid", "all"):
+        ok = _sat([e for _, e in bases[name]])
+        assert report.bases.state(name) == ("CONSISTENT" if ok else "INCONSISTENT")
+        conflict = report.bases.conflict(name)
+        if not ok:
+            assert [i.part for i in conflict.items] == ref_minimise(bases[name], None)
+
+    v = A(VERDICT_ATOM)
+    phi_v = v if verdict == "PASS" else mk_not(v)
+    checks = [
+        (report.verdict.result, "all", phi_v, [decision]),
+        (report.requirements[0].holds, "evid", req, []),
+        (report.grounding[0].result, "evid", mk_iff(A("a"), A("c")), []),
+        (report.grounding[1].result, "evid", mk_iff(A("b"), A("d")), []),
+    ]
+    if addressed is not None:
+        checks.append((report.requirements[0].coverage, "evid", addressed, []))
+    else:
+        assert report.requirements[0].coverage.status == "NOT_SPECIFIED"
+    for res, base_name, phi, extra in checks:
+        base = [e for _, e in bases[base_name]]
+        expected = ref_classify(base, phi)
+        assert res.status == expected
+        if expected in ("ENTAILED", "REFUTED"):
+            side = mk_not(phi) if expected == "ENTAILED" else phi
+            assert [i.part for i in res.explanation.items] == ref_minimise(bases[base_name], side)
+            assert res.explanation.minimal
+        if expected == "UNDERDETERMINED":
+            names = {x for e in [phi, *extra] for x in iter_atoms(e)}
+            atoms = [n for n in NAMES if n in names]
+            for side, w in ((phi, res.witnesses.holds), (mk_not(phi), res.witnesses.fails)):
+                assert [(x.atom, x.value) for x in w.atoms] == ref_witness(base, side, atoms)
+                assert [x.origin for x in w.atoms] == [
+                    "observed" if a in facts else "completed" for a in atoms
+                ]
