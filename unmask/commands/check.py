@@ -9,7 +9,6 @@ adding that module and its name here.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import sys
 from pathlib import Path
@@ -18,7 +17,7 @@ import click
 
 from unmask.backends import DEFAULT_TIMEOUT_MS
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
-from unmask.limits import DEFAULT_LIMITS, Limits
+from unmask.limits import Limits, click_options
 
 FORMATS: tuple[str, ...] = ("text", "json")
 
@@ -29,25 +28,6 @@ EXIT_INVALID = 4
 def _fail(diags: tuple[Diagnostic, ...], code: int) -> None:
     click.echo(render_all(diags), err=True)
     sys.exit(code)
-
-
-def limit_options(f):  # type: ignore[no-untyped-def]
-    """One ``--max-*`` option per field of ``Limits``, default from ``DEFAULT_LIMITS``."""
-    for fld in reversed(dataclasses.fields(Limits)):
-        f = click.option(
-            DEFAULT_LIMITS.option(fld.name),
-            fld.name,
-            type=click.IntRange(min=1),
-            default=None,
-            show_default=str(getattr(DEFAULT_LIMITS, fld.name)),
-            help=f"bound on {fld.name.removeprefix('max_').replace('_', ' ')}",
-        )(f)
-    return f
-
-
-def limits_from(values: dict) -> Limits:
-    given = {k: v for k, v in values.items() if v is not None}
-    return dataclasses.replace(DEFAULT_LIMITS, **given)
 
 
 @click.command(name="check")
@@ -61,8 +41,8 @@ def limits_from(values: dict) -> Limits:
     show_default=True,
     help="per solver call; an undecided call is SOLVER_UNKNOWN, never a guess",
 )
-@limit_options
-def command(replay_path: str, backend: str, fmt: str, timeout_ms: int, **limits: int) -> None:
+@click_options
+def command(replay_path: str, backend: str, fmt: str, timeout_ms: int, limits: Limits) -> None:
     """Check one replay: verdict entailment, procedure, coverage, grounding."""
     from unmask.backends import create
 
@@ -80,12 +60,16 @@ def command(replay_path: str, backend: str, fmt: str, timeout_ms: int, **limits:
             ),
             EXIT_USAGE,
         )
-    from unmask.api import check, load
+    from unmask.api import check
+    from unmask.replay import load_replay, render_error
 
     try:
-        replay = load(Path(replay_path), limits_from(limits))
+        replay = load_replay(Path(replay_path), limits)
     except UnmaskError as exc:
-        _fail(exc.diagnostics, EXIT_INVALID)
+        click.echo(render_error(exc), err=True)
+        sys.exit(EXIT_INVALID)
+    if replay.warnings:
+        click.echo(render_all(replay.warnings), err=True)
     report = check(replay, solver)
     if fmt == "json":
         from unmask.report import dumps
