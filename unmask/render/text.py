@@ -123,8 +123,15 @@ def _check(out: _Out, indent: int, head: str, res: CheckResult, decision: str) -
     out.add(indent, f"{head}: {out.word(res.status)}{tail}")
     if res.status == REFUTED:
         _explanation(out, indent + 1, "refuted by", res.explanation, decision)
-    elif res.status == ENTAILED:
-        _explanation(out, indent + 1, "entailed by", res.explanation, decision)
+    elif res.status == ENTAILED and res.explanation is not None:
+        # what an OK check rests on, in one line; the quotes are kept for violations
+        names = [
+            f"`{i.atom}`={i.value}" if i.kind == "annotation" else (i.name or i.kind)
+            for i in res.explanation.items
+        ]
+        out.add(
+            indent + 1, f"rests on: {', '.join(names) if names else 'nothing (it always holds)'}"
+        )
     elif res.status == UNDERDETERMINED:
         _witnesses(out, indent + 1, res.witnesses)
 
