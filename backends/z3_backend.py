@@ -102,8 +102,7 @@ class Z3Session(Session):
         self._labels: dict[z3.BoolRef, str] = {}
         self._queries: dict[Expr, z3.BoolRef] = {}
         for i, part in enumerate(parts):
-            # a fresh constant cannot clash with an atom, whatever the atom's name
-            sel = z3.FreshBool(f"part{i}", self._ctx)
+            sel = z3.Bool(f"part:{i}", self._ctx)
             self._selectors[part.label] = sel
             self._labels[sel] = part.label
             solver.add(z3.Implies(sel, self._lower(part.expr)))
@@ -111,7 +110,9 @@ class Z3Session(Session):
     def _var(self, name: str) -> z3.BoolRef:
         v = self._vars.get(name)
         if v is None:
-            v = self._vars[name] = z3.Bool(name, self._ctx)
+            # every name lives in its own namespace: atoms `atom:…`, selectors `part:…`
+            # and `query:…`, so no atom name can capture a selector
+            v = self._vars[name] = z3.Bool(f"atom:{name}", self._ctx)
         return v
 
     def _lower(self, expr: Expr) -> z3.BoolRef:
@@ -121,7 +122,7 @@ class Z3Session(Session):
         sel = self._queries.get(query)
         if sel is None:
             assert self._solver is not None
-            sel = z3.FreshBool("query", self._ctx)
+            sel = z3.Bool(f"query:{len(self._queries)}", self._ctx)
             self._solver.add(z3.Implies(sel, self._lower(query)))
             self._queries[query] = sel
         return sel
