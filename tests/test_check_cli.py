@@ -1,0 +1,102 @@
+"""`unmask check`: exit statuses, the JSON on stdout, usage and input errors on stderr."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from unmask.api import check
+from unmask.cli.main import main
+from unmask.commands.check import FORMATS
+from unmask.replay import load_replay
+from unmask.report import dumps
+
+
+def run(*args: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(main, ["check", *args])
+
+
+@pytest.mark.parametrize(
+    ("name", "code"),
+    [("case_a", 0), ("case_b", 1), ("case_c", 1), ("case_d", 1), ("case_unknown", 3)],
+)
+def test_exit_status_follows_overall(examples_dir: Path, name: str, code: int) -> None:
+    result = run(str(examples_dir / f"{name}.json"), "--format", "json")
+    assert result.exit_code == code, result.stderr
+    j = json.loads(result.stdout)
+    assert j["overall"] == {0: "SATISFIED", 1: "VIOLATED", 3: "UNKNOWN"}[code]
+    assert j["schema"] == "unmask.report/1"
+
+
+def test_json_output_is_the_canonical_report(examples_dir: Path, backend_name: str) -> None:
+    path = examples_dir / "case_d.json"
+    result = run(str(path), "--format", "json", "--backend", backend_name)
+    assert result.stdout == dumps(check(load_replay(path), backend_name))
+    assert json.loads(result.stdout)["backend"] == backend_name
+
+
+def test_backend_option_is_echoed_in_report(examples_dir: Path) -> None:
+    result = run(str(examples_dir / "case_b.json"), "--format", "json", "--backend", "z3")
+    assert json.loads(result.stdout)["backend"] == "z3"
+
+
+def test_text_has_no_colour_when_not_a_terminal(examples_dir: Path) -> None:
+    result = run(str(examples_dir / "case_b.json"))
+    assert result.exit_code == 1
+    assert "\x1b[" not in result.stdout
+    first = result.stdout.splitlines()[0]
+    assert first.split(": ") == ["case-b", "VIOLATED"]
+
+
+def test_unknown_backend_is_usage_with_hint(examples_dir: Path) -> None:
+    result = run(str(examples_dir / "case_a.json"), "--backend", "z4")
+    assert result.exit_code == 2
+    assert "unknown backend `z4`" in result.stderr
+    assert "did you mean `z3`?" in result.stderr
+    assert result.stdout == ""
+
+
+def test_unknown_format_is_usage(examples_dir: Path) -> None:
+    result = run(str(examples_dir / "case_a.json"), "--format", "yaml")
+    assert result.exit_code == 2
+    assert FORMATS[:2] == ("text", "json")
+
+
+def test_bad_timeout_is_usage(examples_dir: Path) -> None:
+    assert run(str(examples_dir / "case_a.json"), "--timeout-ms", "0").exit_code == 2
+
+
+def test_invalid_replay_is_exit_4_with_json_path(tmp_path: Path, examples_dir: Path) -> None:
+    obj = json.loads((examples_dir / "case_b.json").read_text())
+    obj["verdict"] = "MAYBE"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(obj))
+    result = run(str(bad))
+    assert result.exit_code == 4
+    assert "verdict" in result.stderr
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_file_is_exit_4(tmp_path: Path) -> None:
+    result = run(str(tmp_path / "nope.json"))
+    assert result.exit_code == 4
+    assert "nope.json" in result.stderr
+
+
+def test_limit_option_reaches_the_validator(examples_dir: Path) -> None:
+    result = run(str(examples_dir / "case_a.json"), "--max-atoms", "2")
+    assert result.exit_code == 4
+    assert "--max-atoms" in result.stderr
+
+
+def test_tiny_timeout_never_guesses(examples_dir: Path) -> None:
+    # whatever the machine's speed, a status is either decided or SOLVER_UNKNOWN
+    result = run(str(examples_dir / "case_b.json"), "--format", "json", "--timeout-ms", "1")
+    j = json.loads(result.stdout)
+    if j["overall"] != "VIOLATED":
+        assert j["overall"] == "UNKNOWN" and result.exit_code == 3
+        assert any(r["code"] == "solver-unknown" for r in j["reasons"])

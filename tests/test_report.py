@@ -1,0 +1,122 @@
+"""The report: SPEC section 5's fixed fields in order, the canonical bytes, exit codes, gold
+fields, and every example's fixed fields against examples/expected.json."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.test_checker import CASES, case_replay
+from unmask.api import check
+from unmask.replay import load_replay
+from unmask.report import EXIT_CODES, SCHEMA, Report, dumps
+
+FIXED = [
+    "schema",
+    "replay",
+    "backend",
+    "overall",
+    "bases",
+    "verdict",
+    "requirements",
+    "grounding",
+    "unannotated",
+    "gold",
+    "verdict_matches_gold",
+]
+
+
+def _report(name: str = "case-b") -> Report:
+    return check(case_replay(name), "z3")
+
+
+def test_fixed_fields_first_in_spec_order() -> None:
+    j = _report().to_json()
+    assert list(j)[: len(FIXED)] == FIXED
+    assert j["schema"] == SCHEMA == "unmask.report/1"
+    assert list(j["bases"]) == ["proto", "evid", "all"]
+    assert list(j["verdict"])[:2] == ["observed", "status"]
+    assert list(j["requirements"][0])[:3] == ["id", "status", "coverage"]
+    assert list(j["grounding"][0])[:3] == ["judge", "context", "status"]
+
+
+def test_dumps_is_the_canonical_bytes() -> None:
+    r = _report()
+    text = dumps(r)
+    assert text.endswith("}\n") and not text.endswith("\n\n")
+    assert json.loads(text) == r.to_json()
+    assert text == json.dumps(r.to_json(), ensure_ascii=False, indent=2) + "\n"
+
+
+def test_non_ascii_is_written_as_is(examples_dir: Path) -> None:
+    r = check(load_replay(examples_dir / "case_unicode.json"), "z3")
+    text = dumps(r)
+    assert "\\u" not in text
+    assert any(ord(ch) > 127 for ch in text)
+
+
+@pytest.mark.parametrize(
+    ("name", "overall", "code"),
+    [("case-a", "SATISFIED", 0), ("case-b", "VIOLATED", 1), ("case-d", "VIOLATED", 1)],
+)
+def test_exit_code_follows_overall(name: str, overall: str, code: int) -> None:
+    r = _report(name)
+    assert (r.overall, r.exit_code) == (overall, code)
+    assert EXIT_CODES == {"SATISFIED": 0, "VIOLATED": 1, "UNKNOWN": 3}
+
+
+def test_gold_fields() -> None:
+    r = _report("case-c")  # observed PASS, gold FAIL
+    assert (r.gold, r.verdict_matches_gold) == ("FAIL", False)
+    assert r.with_gold("PASS").verdict_matches_gold is True
+    assert r.with_gold(None).to_json()["verdict_matches_gold"] is None
+    assert r.gold == "FAIL"  # with_gold made a new report
+
+
+def test_report_is_frozen() -> None:
+    r = _report()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.overall = "SATISFIED"  # type: ignore[misc]
+
+
+def test_additions_are_documented() -> None:
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "report-format.md").read_text(
+        encoding="utf-8"
+    )
+    j = _report().to_json()
+    for key in j:
+        assert f"`{key}`" in doc, key
+    for key in j["requirements"][0]:
+        assert f"`{key}`" in doc, key
+    for key in j["verdict"]["explanation"]["parts"][0]:
+        assert f"`{key}`" in doc, key
+
+
+def test_every_example_matches_expected(examples_dir: Path, backend_name: str) -> None:
+    expected = json.loads((examples_dir / "expected.json").read_text())
+    names = [k for k in expected if not k.startswith("_")]
+    assert len(names) >= 4
+    for name in names:
+        report = check(load_replay(examples_dir / name), backend_name).to_json()
+        want = expected[name]
+        for key, value in want.items():
+            if key in ("requirements", "grounding"):
+                got = [{k: item[k] for k in value[0]} for item in report[key]]
+                assert got == value, (name, key)
+            elif key == "verdict":
+                assert {k: report[key][k] for k in value} == value, name
+            else:
+                assert report[key] == value, (name, key)
+
+
+def test_examples_and_in_code_cases_agree(examples_dir: Path) -> None:
+    # the in-code cases used across the tests are the same four cases as the examples
+    for name in CASES:
+        mine = _report(name).to_json()
+        theirs = check(load_replay(examples_dir / f"{name.replace('-', '_')}.json"), "z3")
+        for key in ("overall", "bases"):
+            assert mine[key] == theirs.to_json()[key]
+        assert mine["verdict"]["status"] == theirs.verdict.result.status
