@@ -102,15 +102,48 @@ def children(e: Expr) -> tuple[Expr, ...]:
     return ()
 
 
+# Chains that the IR flattens (`a and b and …`) count as one level of nesting wherever the
+# same operator is regrouped; for `xor` and `iff` only the left-associative spine does (a
+# regrouped `xor` folds constants differently, and `iff` is kept binary).
+FLAT_OPS = frozenset({"and", "or"})
+LEFT_CHAIN_OPS = frozenset({"xor", "iff"})
+CHAIN_OPS = FLAT_OPS | LEFT_CHAIN_OPS
+
+
+def same_chain(parent: Expr, child: Expr, is_left: bool) -> bool:
+    if not (isinstance(parent, BinE) and isinstance(child, BinE) and child.op == parent.op):
+        return False
+    return parent.op in FLAT_OPS or (is_left and parent.op in LEFT_CHAIN_OPS)
+
+
 def depth(e: Expr) -> int:
-    """Nesting depth (a leaf is 1), computed without recursion."""
+    """Nesting depth (a leaf is 1; see ``same_chain``), computed without recursion."""
     best = 0
     stack = [(e, 1)]
     while stack:
         node, d = stack.pop()
         best = max(best, d)
-        stack.extend((c, d + 1) for c in children(node))
+        if isinstance(node, BinE):
+            stack.append((node.left, d if same_chain(node, node.left, True) else d + 1))
+            stack.append((node.right, d if same_chain(node, node.right, False) else d + 1))
+        else:
+            stack.extend((c, d + 1) for c in children(node))
     return best
+
+
+def chain_operands(e: BinE) -> list[Expr]:
+    """The operands of the chain rooted at ``e`` (see ``same_chain``), left to right."""
+    out: list[Expr] = []
+    stack: list[tuple[Expr, Expr | None, bool]] = [(e, None, True)]
+    while stack:
+        node, parent, is_left = stack.pop()
+        if parent is None or same_chain(parent, node, is_left):
+            assert isinstance(node, BinE)
+            stack.append((node.right, node, False))
+            stack.append((node.left, node, True))
+        else:
+            out.append(node)
+    return out
 
 
 def walk(e: Expr) -> Iterator[Expr]:

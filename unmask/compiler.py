@@ -106,6 +106,32 @@ def _subst(text: str, var: str, member: str | None) -> str:
     return text if member is None else text.replace("{" + var + "}", member)
 
 
+def _fold_xor(args: list[ir.Expr], span: Span | None) -> ir.Expr:
+    """``mk_xor`` applied pairwise left to right (as `a xor b xor c` is written), in linear
+    time: while the running value is an n-ary xor its operands grow in place."""
+    acc: ir.Expr | None = args[0]
+    pending: list[ir.Expr] | None = None
+    if isinstance(acc, ir.Nary) and acc.op == "xor":
+        pending, acc = list(acc.args), None
+    for x in args[1:]:
+        if pending is None:
+            assert acc is not None
+            acc = ir.mk_xor((acc, x), span)
+            if isinstance(acc, ir.Nary) and acc.op == "xor":
+                pending, acc = list(acc.args), None
+        elif isinstance(x, ir.Const):
+            if x.value:  # an odd parity wraps the whole group, then a new group starts
+                acc, pending = ir.mk_not(ir.mk_xor(pending, span), span), None
+        elif isinstance(x, ir.Nary) and x.op == "xor":
+            pending.extend(x.args)
+        else:
+            pending.append(x)
+    if pending is not None:
+        return ir.mk_xor(pending, span)
+    assert acc is not None
+    return acc
+
+
 class _Compiler:
     def __init__(self, source: ast.SourceFile, domains: Mapping, limits: Limits):
         self.src = source
@@ -579,41 +605,81 @@ class _Compiler:
             help=_did_you_mean(name, list(self.plain) + list(self.families)),
         )
 
-    def expr(self, e: ast.Expr, env) -> ir.Expr:
-        self._spend()
+    def _leaf(self, e: ast.Expr, env) -> ir.Expr:
         if isinstance(e, ast.Lit):
             return ir.mk_const(e.value, e.span)
         if isinstance(e, ast.Ref):
             return self.ref(e, env)
-        if isinstance(e, ast.Verdict):
-            self.error(
-                "verdict-misuse",
-                "the verdict `pass` may appear only on the left of `decision pass iff`",
-                e.span,
-                help="describe what the judge asserts with an atom instead",
-            )
-            return ir.FALSE
-        if isinstance(e, ast.NotE):
-            return ir.mk_not(self.expr(e.arg, env), e.span)
-        if isinstance(e, ast.BinE):
-            left = self.expr(e.left, env)
-            right = self.expr(e.right, env)
-            if e.op in ir.BINARY_OPS:
-                return ir.mk_binary(e.op, left, right, e.span)
-            return ir.mk_nary(e.op, (left, right), e.span)
-        assert isinstance(e, ast.Call)
-        return self._call(e, env)
+        assert isinstance(e, ast.Verdict)
+        self.error(
+            "verdict-misuse",
+            "the verdict `pass` may appear only on the left of `decision pass iff`",
+            e.span,
+            help="describe what the judge asserts with an atom instead",
+        )
+        return ir.FALSE
 
-    def _call(self, e: ast.Call, env) -> ir.Expr:
-        if e.gen is not None:
-            g = e.gen
+    def expr(self, root: ast.Expr, env) -> ir.Expr:
+        """Ground one expression. Iterative (an explicit stack, post-order), so that even a
+        very long `a and b and …` chain cannot exhaust Python's stack."""
+        values: list[ir.Expr] = []
+        # (node, env, None) asks for a visit; (node, env, n) combines n computed children
+        # (for a generator, n also counts the checking pass whose value is dropped)
+        todo: list[tuple[ast.Expr, dict, int | None]] = [(root, env, None)]
+        while todo:
+            node, env, n = todo.pop()
+            if n is None:
+                self._spend()
+                if isinstance(node, (ast.Lit, ast.Ref, ast.Verdict)):
+                    values.append(self._leaf(node, env))
+                    continue
+                if isinstance(node, ast.Call) and node.gen is not None:
+                    g = node.gen
+                    envs = self._bind(g.var, g.var_span, g.domain, g.domain_span, env)
+                    todo.append((node, env, len(envs)))
+                    todo.extend((g.body, e2, None) for e2 in reversed(envs))
+                    continue
+                if isinstance(node, ast.BinE) and node.op in ast.CHAIN_OPS:
+                    kids = tuple(ast.chain_operands(node))
+                else:
+                    kids = ast.children(node)
+                todo.append((node, env, len(kids)))
+                todo.extend((k, env, None) for k in reversed(kids))
+                continue
+            args = values[len(values) - n :] if n else []
+            del values[len(values) - n :]
+            values.append(self._combine(node, env, args))
+        (result,) = values
+        return result
+
+    def _combine(self, e: ast.Expr, env, args: list[ir.Expr]) -> ir.Expr:
+        if isinstance(e, ast.NotE):
+            return ir.mk_not(args[0], e.span)
+        if isinstance(e, ast.BinE):
+            # a whole chain at once; the result is the tree that combining the pairs as
+            # written gives, without the quadratic cost of re-flattening at every step
+            if e.op == "implies":
+                return ir.mk_implies(args[0], args[1], e.span)
+            if e.op == "iff":
+                acc = args[0]
+                for x in args[1:]:
+                    acc = ir.mk_iff(acc, x, e.span)
+                return acc
+            if e.op == "xor":
+                return _fold_xor(args, e.span)
+            return ir.mk_nary(e.op, args, e.span)
+        assert isinstance(e, ast.Call)
+        if e.gen is not None and self._checking_only(e.gen, env):
             args = []
-            for env2 in self._bind(g.var, g.var_span, g.domain, g.domain_span, env):
-                arg = self.expr(g.body, env2)
-                if env2[g.var].member is not None:
-                    args.append(arg)
-        else:
-            args = [self.expr(a, env) for a in e.args]
+        return self._call(e, args)
+
+    def _checking_only(self, g: ast.Generator, env) -> bool:
+        """True when a generator ranges over no members (its one pass only checked names)."""
+        if g.domain not in self.domains:
+            return True
+        return not self.members.get(g.domain)
+
+    def _call(self, e: ast.Call, args: list[ir.Expr]) -> ir.Expr:
         if e.k is None:
             return ir.mk_and(args, e.span) if e.op == "all" else ir.mk_or(args, e.span)
         text = e.k

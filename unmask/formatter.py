@@ -80,14 +80,17 @@ def format_expr(e: ast.Expr) -> str:
         return "not " + _wrap(e.arg, _prec(e.arg) < NOT_PREC)
     if isinstance(e, ast.BinE):
         p = PREC[e.op]
-        lp, rp = _prec(e.left), _prec(e.right)
         if e.op == "implies":  # right-associative
-            left_parens, right_parens = lp <= p, rp < p
-        elif e.op in _FLATTENING:
-            left_parens, right_parens = lp < p, rp < p
-        else:  # left-associative, regrouping would change the tree
-            left_parens, right_parens = lp < p, rp <= p
-        return f"{_wrap(e.left, left_parens)} {e.op} {_wrap(e.right, right_parens)}"
+            left, right = e.left, e.right
+            return f"{_wrap(left, _prec(left) <= p)} implies {_wrap(right, _prec(right) < p)}"
+        # a chain is printed without recursing along it: chains may be very long
+        ops = ast.chain_operands(e)
+        parts = [_wrap(ops[0], _prec(ops[0]) < p)]
+        for x in ops[1:]:
+            # a right operand of the same strength needs parentheses unless the IR
+            # flattens it anyway (and, or)
+            parts.append(_wrap(x, _prec(x) < p or (_prec(x) == p and e.op not in _FLATTENING)))
+        return f" {e.op} ".join(parts)
     assert isinstance(e, ast.Call)
     parts = [] if e.k is None else [_k(e.k)]
     if e.gen is not None:

@@ -1,0 +1,331 @@
+"""Hypothesis strategies for `.proto` text: random valid protocols and token soups.
+
+``protocols()`` draws a ``Case``: a protocol's surface tree (``unmask.ast`` nodes), its
+domains' members, and a rendering of it as text that is deliberately unlike the
+formatter's output (every operator fully parenthesised, random extra parentheses, random
+layout and comments, strings with random escapes), so that compiling the rendering and
+compiling its formatted text are two independent routes to the same IR. ``eval_surface``
+is an oracle for what an expression means, written independently of the compiler.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hypothesis import strategies as st
+
+from unmask import ast
+
+ROLES = ("judge", "context", "procedure")
+BINOPS = ("iff", "implies", "or", "xor", "and")
+KEYWORDS = [
+    "protocol",
+    "atom",
+    "domain",
+    "constraint",
+    "decision",
+    "requirement",
+    "ground",
+    "for",
+    "in",
+    "pass",
+    "iff",
+    "implies",
+    "or",
+    "xor",
+    "and",
+    "not",
+    "true",
+    "false",
+    "all",
+    "any",
+    "atleast",
+    "atmost",
+    "exactly",
+    "judge",
+    "context",
+    "procedure",
+    "holds",
+    "addressed",
+]
+
+
+@dataclass
+class Ctx:
+    plain: dict[str, str] = field(default_factory=dict)  # atom -> role
+    families: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (domain, role)
+    members: dict[str, tuple[str, ...]] = field(default_factory=dict)  # domain -> members
+    fixed: dict[str, bool] = field(default_factory=dict)
+
+
+@dataclass
+class Case:
+    text: str
+    domains: dict[str, list[str]]  # what to pass for the free domains
+    ctx: Ctx
+    decision: ast.Expr
+    statements: list = field(default_factory=list)
+
+
+# --- strings ---------------------------------------------------------------------------------
+
+desc_text = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), max_codepoint=0x2FFF), max_size=12
+)
+
+
+@st.composite
+def string_literal(draw, value: str) -> str:
+    out = ['"']
+    for ch in value:
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append(draw(st.sampled_from(["\\t", "\t"])))
+        elif ch == "\r":
+            out.append("\\r")
+        elif (ord(ch) < 0x20 or ch in "\u2028\u2029\x85") or draw(st.integers(0, 7)) == 0:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+# --- expressions -----------------------------------------------------------------------------
+
+
+@st.composite
+def leaf(draw, ctx: Ctx, env: dict[str, str]) -> ast.Expr:
+    options = [st.builds(ast.Lit, st.booleans())]
+    if ctx.plain:
+        options.append(st.sampled_from(sorted(ctx.plain)).map(ast.Ref))
+    member_refs = [
+        ast.Ref(f, m) for f, (d, _) in ctx.families.items() for m in ctx.members.get(d, ())
+    ]
+    if member_refs:
+        options.append(st.sampled_from(member_refs))
+    var_refs = [
+        ast.Ref(f, v) for f, (d, _) in ctx.families.items() for v, vd in env.items() if vd == d
+    ]
+    if var_refs:
+        options.append(st.sampled_from(var_refs))
+    return draw(st.one_of(options))
+
+
+@st.composite
+def expr(draw, ctx: Ctx, env: dict[str, str], budget: int) -> ast.Expr:
+    if budget <= 0 or draw(st.integers(0, 3)) == 0:
+        return draw(leaf(ctx, env))
+    kind = draw(st.sampled_from(["not", "bin", "bin", "bin", "call", "gen"]))
+    if kind == "not":
+        return ast.NotE(draw(expr(ctx, env, budget - 1)))
+    if kind == "bin":
+        op = draw(st.sampled_from(BINOPS))
+        return ast.BinE(op, draw(expr(ctx, env, budget - 1)), draw(expr(ctx, env, budget - 1)))
+    op = draw(st.sampled_from(["all", "any", "atleast", "atmost", "exactly"]))
+    if kind == "gen" and ctx.members:
+        dom = draw(st.sampled_from(sorted(ctx.members)))
+        var = f"x{len(env)}"
+        body = draw(expr(ctx, {**env, var: dom}, budget - 1))
+        k = None if op in ("all", "any") else str(draw(st.integers(0, 4)))
+        return ast.Call(op, k, (), ast.Generator(body, var, dom))
+    args = tuple(draw(st.lists(expr(ctx, env, budget - 1), max_size=3)))
+    k = None if op in ("all", "any") else str(draw(st.integers(0, len(args))))
+    return ast.Call(op, k, args)
+
+
+def eval_surface(e: ast.Expr, world: dict[str, bool], ctx: Ctx, env: dict[str, str]) -> bool:
+    """What an expression means under ``world`` (atom name -> value): the test's oracle."""
+    if isinstance(e, ast.Lit):
+        return e.value
+    if isinstance(e, ast.Ref):
+        if e.arg is None:
+            return world[e.name]
+        member = env.get(e.arg, e.arg)
+        return world[f"{e.name}({member})"]
+    if isinstance(e, ast.NotE):
+        return not eval_surface(e.arg, world, ctx, env)
+    if isinstance(e, ast.BinE):
+        a = eval_surface(e.left, world, ctx, env)
+        b = eval_surface(e.right, world, ctx, env)
+        return {
+            "and": a and b,
+            "or": a or b,
+            "xor": a != b,
+            "implies": (not a) or b,
+            "iff": a == b,
+        }[e.op]
+    assert isinstance(e, ast.Call)
+    if e.gen is not None:
+        g = e.gen
+        vals = [eval_surface(g.body, world, ctx, {**env, g.var: m}) for m in ctx.members[g.domain]]
+    else:
+        vals = [eval_surface(a, world, ctx, env) for a in e.args]
+    if e.op == "all":
+        return all(vals)
+    if e.op == "any":
+        return any(vals)
+    k, n = int(e.k), sum(vals)
+    return {"atleast": n >= k, "atmost": n <= k, "exactly": n == k}[e.op]
+
+
+# --- rendering, deliberately unlike the formatter -------------------------------------------
+
+
+@st.composite
+def render_expr(draw, e: ast.Expr) -> list[str]:
+    if isinstance(e, ast.Lit):
+        toks = ["true" if e.value else "false"]
+    elif isinstance(e, ast.Ref):
+        toks = [e.name] if e.arg is None else [e.name, "(", e.arg, ")"]
+    elif isinstance(e, ast.NotE):
+        toks = ["not", "(", *draw(render_expr(e.arg)), ")"]
+    elif isinstance(e, ast.BinE):
+        toks = ["(", *draw(render_expr(e.left)), e.op, *draw(render_expr(e.right)), ")"]
+    else:
+        assert isinstance(e, ast.Call)
+        toks = [e.op, "("]
+        if e.k is not None:
+            toks += [e.k]
+            if e.args or e.gen is not None:
+                toks += [","]
+        if e.gen is not None:
+            toks += [*draw(render_expr(e.gen.body)), "for", e.gen.var, "in", e.gen.domain]
+        for i, a in enumerate(e.args):
+            toks += ([","] if i else []) + draw(render_expr(a))
+        toks += [")"]
+    if draw(st.integers(0, 5)) == 0:
+        toks = ["(", *toks, ")"]
+    return toks
+
+
+SEPARATORS = st.sampled_from([" ", " ", " ", "  ", "\n", "\t", " # a comment\n", "\n\n  "])
+
+
+@st.composite
+def join_tokens(draw, toks: list[str]) -> str:
+    out = [toks[0]]
+    for t in toks[1:]:
+        out.append(draw(SEPARATORS))
+        out.append(t)
+    return "".join(out)
+
+
+# --- whole protocols ---------------------------------------------------------------------
+
+
+NAMES = st.integers(0, 4)
+
+
+@st.composite
+def protocols(draw) -> Case:
+    ctx = Ctx()
+    stmts: list[list[str]] = []
+    free: dict[str, list[str]] = {}
+    text = draw(desc_text)
+    stmts.append(["protocol", "proto_x", draw(string_literal(text))])
+    for i in range(draw(st.integers(0, 2))):
+        name = f"d{i}"
+        members = tuple(f"m{j}" for j in sorted(draw(st.sets(NAMES, max_size=3))))
+        ctx.members[name] = members
+        if draw(st.booleans()):
+            ctx.fixed[name] = True
+            toks = ["domain", name, "=", "{"]
+            for j, m in enumerate(members):
+                toks += ([","] if j else []) + [m]
+            stmts.append([*toks, "}"])
+        else:
+            free[name] = list(members)
+            stmts.append(["domain", name])
+    n_plain = draw(st.integers(2, 4))
+    for i in range(n_plain):
+        role = draw(st.sampled_from(ROLES)) if i >= 2 else ROLES[i]
+        ctx.plain[f"p{i}"] = role
+        toks = ["atom", f"p{i}", ":", role]
+        if draw(st.booleans()):
+            toks.append(draw(string_literal(draw(desc_text))))
+        stmts.append(toks)
+    for i in range(draw(st.integers(0, 2)) if ctx.members else 0):
+        dom = draw(st.sampled_from(sorted(ctx.members)))
+        role = ROLES[i] if i < 2 else draw(st.sampled_from(ROLES))
+        ctx.families[f"f{i}"] = (dom, role)
+        desc = draw(desc_text) + "{" + dom + "}"
+        stmts.append(["atom", f"f{i}", "(", dom, ")", ":", role, draw(string_literal(desc))])
+    decision = draw(expr(ctx, {}, 4))
+    stmts.append(["decision", "pass", "iff", *draw(render_expr(decision))])
+    for i in range(draw(st.integers(0, 2))):
+        stmts.append(["constraint", f"k{i}", ":", *draw(render_expr(draw(expr(ctx, {}, 3))))])
+    for i in range(draw(st.integers(0, 2))):
+        head = ["requirement", f"r{i}"]
+        if draw(st.booleans()):
+            head.append(draw(string_literal(draw(desc_text))))
+        holds = draw(render_expr(draw(expr(ctx, {}, 3))))
+        if draw(st.booleans()):
+            addressed = draw(render_expr(draw(expr(ctx, {}, 2))))
+            stmts.append([*head, "{", "holds", ":", *holds, "addressed", ":", *addressed, "}"])
+        elif draw(st.booleans()):
+            stmts.append([*head, "{", "holds", ":", *holds, "}"])
+        else:
+            stmts.append([*head, ":", *holds])
+    judges = [a for a, r in ctx.plain.items() if r == "judge"]
+    contexts = [a for a, r in ctx.plain.items() if r == "context"]
+    stmts.append(["ground", judges[0], "~", contexts[0]])
+    fam_j = [f for f, (_, r) in ctx.families.items() if r == "judge"]
+    fam_c = [f for f, (d, r) in ctx.families.items() if r == "context"]
+    for fj in fam_j:
+        for fc in fam_c:
+            if ctx.families[fj][0] == ctx.families[fc][0]:
+                d = ctx.families[fj][0]
+                stmts.append(
+                    ["for", "v", "in", d, ":", "ground", fj, "(", "v", ")", "~", fc, "(", "v", ")"]
+                )
+    if ctx.members and draw(st.booleans()):
+        d = draw(st.sampled_from(sorted(ctx.members)))
+        body = draw(render_expr(draw(expr(ctx, {"y": d}, 2))))
+        stmts.append(["for", "y", "in", d, ":", "constraint", "fc", "(", "y", ")", ":", *body])
+    # the protocol line first, the rest in any order
+    rest = draw(st.permutations(stmts[1:]))
+    parts = [draw(join_tokens(s)) for s in [stmts[0], *rest]]
+    lead = draw(st.sampled_from(["", "# head\n", "\n"]))
+    source = lead + "".join(p + draw(st.sampled_from(["\n", " ", "  # end\n"])) for p in parts)
+    return Case(source, free, ctx, decision)
+
+
+# --- garbage ---------------------------------------------------------------------------------
+
+SOUP_TOKENS = [
+    *KEYWORDS,
+    "a",
+    "b",
+    "x",
+    "f",
+    "claim",
+    "(",
+    ")",
+    "{",
+    "}",
+    ",",
+    ":",
+    "~",
+    "=",
+    "#c\n",
+    "\n",
+    '"s"',
+    '"\\q"',
+    '"open',
+    "0",
+    "3",
+    "-1",
+    "99999999999999999999",
+    "@",
+    "protocol p",
+    "atom a : judge",
+    "decision pass iff",
+]
+
+token_soup = st.lists(st.sampled_from(SOUP_TOKENS), max_size=40).map(" ".join)

@@ -1,0 +1,335 @@
+"""The `.proto` grammar and parser: every statement, operator precedence and associativity
+(checked on the IR's shape), syntax errors with their positions, recovery, and robustness
+against garbage and deep nesting."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.proto_strategies import token_soup
+from unmask import ast
+from unmask.compiler import compile_source
+from unmask.diagnostics import UnmaskError
+from unmask.ir import Atom, Binary, Card, Const, Nary, Not, Protocol
+from unmask.parser import RESERVED, decode_string, encode_string, lark_parser, parse_source
+
+HEAD = 'protocol p "t"\natom a : judge\natom b : context\natom c : procedure\natom d : judge\n'
+A, B, C, D = Atom("a"), Atom("b"), Atom("c"), Atom("d")
+
+
+def decision(expr: str) -> object:
+    return compile_source(HEAD + f"decision pass iff {expr}\n").decision
+
+
+def errors(text: str, **kw) -> list:
+    with pytest.raises(UnmaskError) as info:
+        compile_source(text, "t.proto", **kw)
+    return list(info.value.diagnostics)
+
+
+def one_error(text: str, **kw):
+    diags = errors(text, **kw)
+    assert len(diags) == 1, diags
+    return diags[0]
+
+
+# --- statements --------------------------------------------------------------------------
+
+
+def test_the_spec_example_compiles_to_the_expected_ir():
+    text = (
+        '# factual_claims.proto\nprotocol factual_claims "Check claims."\n'
+        'atom j_joined : judge "J joined"\natom j_cto : judge "J cto"\n'
+        'atom c_joined : context "C joined"\natom c_cto : context "C cto"\n'
+        'atom external : procedure "outside"\n'
+        "decision pass iff j_joined and j_cto\n"
+        'requirement context_only "Use only supplied context" {\n'
+        "  holds: not external\n  addressed: true\n}\n"
+        "ground j_joined ~ c_joined\nground j_cto ~ c_cto\n"
+    )
+    p = compile_source(text)
+    assert isinstance(p, Protocol)
+    assert (p.name, p.text) == ("factual_claims", "Check claims.")
+    assert [(a.name, a.role, a.description) for a in p.atoms] == [
+        ("j_joined", "judge", "J joined"),
+        ("j_cto", "judge", "J cto"),
+        ("c_joined", "context", "C joined"),
+        ("c_cto", "context", "C cto"),
+        ("external", "procedure", "outside"),
+    ]
+    assert p.decision == Nary("and", (Atom("j_joined"), Atom("j_cto")))
+    (r,) = p.requirements
+    assert (r.id, r.description, r.expr, r.addressed) == (
+        "context_only",
+        "Use only supplied context",
+        Not(Atom("external")),
+        Const(True),
+    )
+    assert [(g.judge, g.context) for g in p.grounding] == [
+        ("j_joined", "c_joined"),
+        ("j_cto", "c_cto"),
+    ]
+
+
+def test_statements_with_optional_parts_left_out():
+    p = compile_source(
+        "protocol p atom a : judge atom b : context decision pass iff a "
+        "constraint k: a or b requirement r: a requirement s { holds: b } "
+        'requirement t "d" { holds: a addressed: false } ground a ~ b'
+    )
+    assert p.text == ""
+    assert p.atoms[0].description == ""
+    assert [(c.name, c.expr) for c in p.constraints] == [("k", Nary("or", (A, B)))]
+    assert [(r.id, r.description, r.expr, r.addressed) for r in p.requirements] == [
+        ("r", "", A, None),
+        ("s", "", B, None),
+        ("t", "d", A, Const(False)),
+    ]
+
+
+def test_statements_may_come_in_any_order_after_the_protocol_line():
+    p = compile_source(
+        "protocol p ground a ~ b decision pass iff a atom b : context atom a : judge"
+    )
+    assert p.atom_names == ("b", "a")
+    assert p.grounding[0].judge == "a"
+
+
+def test_whitespace_and_comments_are_free():
+    p = compile_source("protocol\np#c\n atom\ta\n:\njudge#x\ndecision pass\n\niff\n(\na\n)\n# end")
+    assert p.decision == A
+
+
+def test_spans_point_at_the_source():
+    sf = parse_source(HEAD + "decision pass iff a and\n  not b\n", "f.proto")
+    dec = sf.statements[-1]
+    assert isinstance(dec, ast.DecisionDecl)
+    assert (dec.span.file, dec.span.line, dec.span.column) == ("f.proto", 6, 1)
+    assert (dec.expr.span.line, dec.expr.span.column) == (6, 19)
+    assert (dec.expr.span.end_line, dec.expr.span.end_column) == (7, 8)
+    assert isinstance(dec.expr, ast.BinE)
+    assert (dec.expr.right.span.line, dec.expr.right.span.column) == (7, 3)
+
+
+def test_the_compiled_ir_carries_spans():
+    p = compile_source(HEAD + "decision pass iff a and b\n", "f.proto")
+    assert (p.decision.span.line, p.decision.span.column) == (6, 19)
+    assert (p.atoms[1].span.line, p.atoms[1].span.column) == (3, 1)
+
+
+# --- operators ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("true", Const(True)),
+        ("false", Const(False)),
+        ("a", A),
+        ("not a", Not(A)),
+        ("a and b", Nary("and", (A, B))),
+        ("a or b", Nary("or", (A, B))),
+        ("a xor b", Nary("xor", (A, B))),
+        ("a implies b", Binary("implies", A, B)),
+        ("a iff b", Binary("iff", A, B)),
+        # precedence, loosest first: iff, implies, or, xor, and, not
+        ("not a and b", Nary("and", (Not(A), B))),
+        ("not (a and b)", Not(Nary("and", (A, B)))),
+        ("a and b or c", Nary("or", (Nary("and", (A, B)), C))),
+        ("a or b and c", Nary("or", (A, Nary("and", (B, C))))),
+        ("a xor b and c", Nary("xor", (A, Nary("and", (B, C))))),
+        ("a or b xor c", Nary("or", (A, Nary("xor", (B, C))))),
+        ("a or b implies c", Binary("implies", Nary("or", (A, B)), C)),
+        ("a implies b iff c", Binary("iff", Binary("implies", A, B), C)),
+        ("a iff b implies c", Binary("iff", A, Binary("implies", B, C))),
+        # associativity
+        ("a implies b implies c", Binary("implies", A, Binary("implies", B, C))),
+        ("(a implies b) implies c", Binary("implies", Binary("implies", A, B), C)),
+        ("a iff b iff c", Binary("iff", Binary("iff", A, B), C)),
+        ("a iff (b iff c)", Binary("iff", A, Binary("iff", B, C))),
+        ("a and b and c", Nary("and", (A, B, C))),
+        ("a and (b and c)", Nary("and", (A, B, C))),
+        ("a xor b xor c", Nary("xor", (A, B, C))),
+        ("not not a", A),
+        ("((a))", A),
+        # calls
+        ("all(a, b, c)", Nary("and", (A, B, C))),
+        ("any(a, b)", Nary("or", (A, B))),
+        ("all()", Const(True)),
+        ("any()", Const(False)),
+        ("atleast(2, a, b, c)", Card("atleast", 2, (A, B, C))),
+        ("atmost(1, a, b, c)", Card("atmost", 1, (A, B, C))),
+        ("exactly(2, a, b, c)", Card("exactly", 2, (A, B, C))),
+        ("atleast(0)", Const(True)),
+        ("atleast(1, a, b)", Nary("or", (A, B))),
+        ("exactly(0, a, b)", Nary("and", (Not(A), Not(B)))),
+        ("atleast(007, a, b, c, d, a, b, c, d)", Card("atleast", 7, (A, B, C, D) * 2)),
+        ("all(a, b or c) and d", Nary("and", (A, Nary("or", (B, C)), D))),
+    ],
+)
+def test_operator_shapes(text, expected):
+    assert decision(text) == expected
+
+
+def test_long_chains_do_not_recurse():
+    n = 3000
+    assert decision(" and ".join(["a", "b"] * n)) == Nary("and", (A, B) * n)
+    assert decision(" xor ".join(["a", "b"] * n)) == Nary("xor", (A, B) * n)
+    assert decision(" or ".join(f"({x})" for x in ["a", "b"] * n)) == Nary("or", (A, B) * n)
+
+
+# --- syntax errors -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "column", "needle"),
+    [
+        ("protocol p\ndecision pass a\n", 2, 15, "expected `iff` after `decision pass`"),
+        ("protocol p\ndecision a\n", 2, 10, "decision pass iff"),
+        ("protocol p\nconstraint k a\n", 2, 14, "expected `:` after the constraint"),
+        ("protocol p\natom a judge\n", 2, 8, "expected `:` between"),
+        ("protocol p\natom a : jduge\n", 2, 10, "expected a role"),
+        ("protocol p\nground a = b\n", 2, 10, "expected `~`"),
+        ("protocol p\nrequirement r { a }\n", 2, 17, "starts with `holds: EXPR`"),
+        ('protocol p "unclosed\n', 1, 12, "unterminated string"),
+        ("protocol p\natom and : judge\n", 2, 6, "`and` is a reserved word"),
+        ("protocol p\ndomain claim = {a, in}\n", 2, 20, "`in` is a reserved word"),
+        ("protocol p\ndecision pass iff a and\n", 2, 24, "expected an expression after `and`"),
+        ("protocol p\ndecision pass iff (a or b\n", 2, 26, "expected"),
+        ("protocol p\ndecision pass iff a b\n", 2, 21, "expected an operator"),
+        ("protocol p\natom a : judge @\n", 2, 16, "unexpected character `@`"),
+        ("protocol p\ndecision pass iff all(a, b for c in d)\n", 2, 28, "expected"),
+        ("protocol p\ndecision pass iff atleast(a, b)\n", 2, 27, "a number"),
+    ],
+)
+def test_syntax_errors_say_where_and_what(text, line, column, needle):
+    d = errors(text)[0]
+    assert d.code == "syntax"
+    assert (d.span.file, d.span.line, d.span.column) == ("t.proto", line, column)
+    assert needle in d.message
+    assert "NAME" not in d.message and "LPAR" not in d.message and "$END" not in d.message
+
+
+def test_the_end_of_the_file_is_reported_after_the_last_token():
+    d = one_error("protocol p\ndecision pass iff (a\n\n\n")
+    assert (d.span.line, d.span.column) == (2, 21)
+    assert "the end of the file" in d.message
+
+
+def test_several_syntax_errors_are_reported_in_one_run():
+    text = (
+        "protocol p\n"
+        "atom a judge\n"  # 2
+        "atom b : context\n"
+        "decision pass iff a and\n"  # 4: the next statement interrupts
+        "atom c : frob\n"  # 5
+        "ground a = b\n"  # 6
+    )
+    diags = errors(text)
+    assert [d.code for d in diags] == ["syntax"] * 4
+    assert [(d.span.line, d.span.column) for d in diags] == [(2, 8), (5, 1), (5, 10), (6, 10)]
+
+
+def test_bad_escapes_are_reported_at_the_backslash():
+    d = one_error('protocol p "ok \\q"\n')
+    assert (d.code, d.span.line, d.span.column) == ("bad-escape", 1, 16)
+    d = one_error('protocol p "\\ud800"\n')
+    assert d.code == "bad-escape" and "surrogate" in d.message
+    d = one_error('protocol p "\\u12"\n')
+    assert d.code == "bad-escape" and "four hexadecimal digits" in d.message
+
+
+def test_string_escapes_round_trip():
+    raw = '"a\\"b\\\\c\\nd\\te\\u00e9\\r"'
+    value, errs = decode_string(raw)
+    assert (value, errs) == ('a"b\\c\nd\te\u00e9\r', [])
+    for s in ['a"b', "\\", "\n\t\r", "\x00\x7f\u2028", "plain é…"]:
+        assert decode_string(encode_string(s)) == (s, [])
+
+
+def test_reserved_words_are_exactly_the_spec_list():
+    spec = [
+        "protocol",
+        "atom",
+        "domain",
+        "constraint",
+        "decision",
+        "requirement",
+        "ground",
+        "for",
+        "in",
+        "pass",
+        "iff",
+        "implies",
+        "or",
+        "xor",
+        "and",
+        "not",
+        "true",
+        "false",
+        "all",
+        "any",
+        "atleast",
+        "atmost",
+        "exactly",
+        "judge",
+        "context",
+        "procedure",
+        "holds",
+        "addressed",
+    ]
+    assert set(spec) == RESERVED
+    for word in spec:
+        d = errors(f"protocol p\natom {word} : judge\n")[0]
+        assert (d.code, d.span.line, d.span.column) == ("syntax", 2, 6)
+
+
+def test_the_parser_is_built_once():
+    assert lark_parser() is lark_parser()
+
+
+# --- robustness --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "(" * 100_000,
+        "(" * 3000 + "a" + ")" * 3000 + " and " + "not " * 3000 + "a",
+        "not " * 5000 + "a",
+        "a implies " * 5000 + "a",
+        "all(" * 5000 + "a" + ")" * 5000,
+    ],
+)
+def test_deep_nesting_gives_a_diagnostic_not_a_recursion_error(body):
+    diags = errors(HEAD + "decision pass iff " + body)
+    assert diags[0].code in {"syntax", "limit"}
+    assert diags[0].span is not None
+
+
+def test_deep_nesting_within_the_limit_compiles():
+    assert decision("not " * 199 + "a") == Not(A)
+    assert decision("(" * 5000 + "a" + ")" * 5000) == A
+
+
+@given(st.text(max_size=200))
+def test_random_text_never_raises_anything_else(text):
+    try:
+        assert isinstance(compile_source(text, "r.proto"), Protocol)
+    except UnmaskError as e:
+        assert e.diagnostics
+        for d in e.diagnostics:
+            assert d.code and d.message
+            assert d.message == d.message.strip()
+
+
+@given(token_soup)
+def test_token_soup_never_raises_anything_else(text):
+    try:
+        assert isinstance(compile_source(text, "s.proto", {"claim": ["x"]}), Protocol)
+    except UnmaskError as e:
+        for d in e.diagnostics:
+            assert d.code
+            assert d.span is None or d.span.file == "s.proto"
