@@ -26,6 +26,10 @@ from unmask.parser import IDENT_RE, RESERVED, parse_source
 DOMAIN_HELP = "pass `--domain {name}=a,b` to unmaskc, or `domains` in the replay"
 
 
+# stands in for the decision when compiling stopped early, so no `missing-decision` follows
+_ABORTED = ast.DecisionDecl(ast.Lit(True))
+
+
 class _TooBig(Exception):
     """Grounding went past ``max_expr_nodes``; raised to stop a runaway expansion."""
 
@@ -192,12 +196,15 @@ class _Compiler:
                 elif isinstance(s, (ast.ConstraintDecl, ast.RequirementDecl, ast.GroundDecl)):
                     self._body(s, {}, None, constraints, requirements, grounding)
         except _TooBig:
+            # stop at once: every later statement would only overrun the budget again
+            first_decision = first_decision or _ABORTED
             self.limit(
                 f"grounding makes more than {self.limits.max_expr_nodes} expression nodes",
                 "max_expr_nodes",
                 None,
             )
-        except RecursionError:
+        except RecursionError:  # pragma: no cover - depth is bounded by the parser
+            first_decision = first_decision or _ABORTED
             self.limit("an expression is nested too deeply to compile", "max_expr_depth", None)
         if first_decision is None:
             self.error(
