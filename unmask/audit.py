@@ -1,0 +1,587 @@
+"""Auditing many replays in one streaming run, and summarising the run.
+
+Contract:
+- ``iter_tasks(paths)`` yields one ``Task`` per replay, lazily and in a deterministic order:
+  a replay file; a directory (every ``*.json`` below it, names sorted at each level); a
+  JSON Lines file (``*.jsonl``, one replay per non-blank line); ``-`` for JSON Lines on
+  stdin. Each task has a ``location``: the file, or ``file:line`` for a JSON Lines record;
+- ``audit_task`` checks one task and returns one result line (UTF-8 bytes ending in a
+  newline) and its ``view``: the line is the report as compact JSON with ``location``
+  after ``schema``, or an error record ``{"schema": "unmask.error/1", "location": ...,
+  "errors": [diagnostic fields ...]}``; a bad replay never raises;
+- ``run_audit`` streams the tasks through one process or a pool of ``jobs`` processes with
+  a bounded window of chunks in flight, and hands every result to ``emit`` in input order
+  as soon as it and all earlier results are done (the reorder buffer is the window), so
+  memory does not grow with the number of replays;
+- ``read_done`` reads an existing output for ``--resume``: complete lines are kept, a
+  truncated last line (no newline: the run was killed mid-write) is cut off, and the
+  locations already done are returned as a multiset;
+- ``Summary`` folds result views one at a time in O(distinct requirement ids and grounding
+  groups) memory; ``to_json`` and ``render_text`` give the same figures.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import sys
+from collections import Counter, deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.limits import DEFAULT_LIMITS, Limits
+
+ERROR_SCHEMA = "unmask.error/1"
+SUMMARY_SCHEMA = "unmask.summary/1"
+STDIN = "-"
+STDIN_LABEL = "<stdin>"
+
+# how many tasks one pool job carries, and how many jobs per process may be in flight
+CHUNK_TASKS = 16
+CHUNK_BYTES = 1 << 20
+WINDOW_PER_JOB = 4
+
+
+# --- inputs ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One replay to audit: a whole file (``text`` None: read it) or one JSON Lines record."""
+
+    location: str
+    file: str
+    line: int | None = None
+    text: bytes | None = None
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    """Every ``*.json`` file below ``root``, entry names sorted at each level."""
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        path = Path(entry.path)
+        if entry.is_dir():
+            yield from _walk(path)
+        elif entry.name.endswith(".json") and entry.is_file():
+            yield path
+
+
+def _lines(stream: Iterable[bytes], file: str) -> Iterator[Task]:
+    for number, raw in enumerate(stream, start=1):
+        if not raw.strip():
+            continue
+        yield Task(f"{file}:{number}", file, number, raw)
+
+
+def is_jsonl(path: str) -> bool:
+    return path == STDIN or path.endswith(".jsonl")
+
+
+def iter_tasks(paths: Iterable[str]) -> Iterator[Task]:
+    for p in paths:
+        if p == STDIN:
+            yield from _lines(sys.stdin.buffer, STDIN_LABEL)
+        elif os.path.isdir(p):
+            for f in _walk(Path(p)):
+                yield Task(str(f), str(f))
+        elif is_jsonl(p):
+            try:
+                fh = open(p, "rb")  # noqa: SIM115 - closed below, lazily read
+            except OSError as exc:
+                yield Task(p, p, None, _unreadable(exc))
+                continue
+            with fh:
+                yield from _lines(fh, p)
+        else:
+            yield Task(p, p)
+
+
+def _unreadable(exc: OSError) -> bytes:
+    # a marker the worker turns into an `io` error record (the batch goes on)
+    return b"\x00io:" + (exc.strerror or "cannot read").lower().encode()
+
+
+def count_tasks(paths: Iterable[str]) -> int | None:
+    """How many tasks ``iter_tasks`` will yield (None when reading stdin)."""
+    total = 0
+    for p in paths:
+        if p == STDIN:
+            return None
+        if os.path.isdir(p):
+            total += sum(1 for _ in _walk(Path(p)))
+        elif is_jsonl(p):
+            try:
+                with open(p, "rb") as fh:
+                    total += sum(1 for raw in fh if raw.strip())
+            except OSError:
+                total += 1
+        else:
+            total += 1
+    return total
+
+
+# --- one task -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    backend: str
+    timeout_ms: int
+    limits: Limits = DEFAULT_LIMITS
+
+
+_STATE: dict[str, Any] = {}
+
+
+def _backend(settings: Settings) -> Any:
+    made = _STATE.get("backend")
+    if made is None or _STATE.get("settings") != settings:
+        from unmask.backends import create
+
+        made = create(settings.backend, timeout_ms=settings.timeout_ms)
+        _STATE["backend"] = made
+        _STATE["settings"] = settings
+    return made
+
+
+def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
+    out: dict[str, Any] = {"code": d.code, "message": d.message, "severity": d.severity}
+    if d.file is not None:
+        out["file"] = d.file
+    if d.path is not None:
+        out["path"] = d.path
+    if d.span is not None:
+        s = d.span
+        out["span"] = {
+            "file": s.file,
+            "line": s.line,
+            "column": s.column,
+            "end_line": s.end_line,
+            "end_column": s.end_column,
+        }
+    if d.help is not None:
+        out["help"] = d.help
+    if d.notes:
+        out["notes"] = list(d.notes)
+    return out
+
+
+def error_record(location: str, diags: Iterable[Diagnostic]) -> dict[str, Any]:
+    return {
+        "schema": ERROR_SCHEMA,
+        "location": location,
+        "errors": [diagnostic_json(d) for d in diags],
+    }
+
+
+def encode_line(obj: dict[str, Any]) -> bytes:
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:  # a lone surrogate from the input: escape, stay valid UTF-8
+        return json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode() + b"\n"
+
+
+def load_task(task: Task, limits: Limits) -> Any:
+    """The validated ``Replay`` of a task (raises ``UnmaskError`` when it is not one)."""
+    from unmask.jsonload import parse_json_bytes, read_json_file
+    from unmask.replay import replay_from_obj
+
+    if task.text is None:
+        obj = read_json_file(task.file, limits)
+        return replay_from_obj(obj, task.file, Path(task.file).parent, limits)
+    if task.text.startswith(b"\x00io:"):
+        reason = task.text[4:].decode()
+        raise UnmaskError(
+            [Diagnostic("io", f"cannot read `{task.file}`: {reason}", file=task.file)]
+        )
+    base_dir = Path.cwd() if task.file == STDIN_LABEL else Path(task.file).parent
+    obj = parse_json_bytes(task.text, task.file, limits, first_line=task.line or 1)
+    return replay_from_obj(obj, task.file, base_dir, limits, line=task.line)
+
+
+def audit_task(task: Task, settings: Settings) -> tuple[bytes, dict[str, Any], Any]:
+    """Check one task: (result line, its summary view, the report or None)."""
+    from unmask.api import check
+
+    try:
+        replay = load_task(task, settings.limits)
+        report = check(replay, _backend(settings))
+    except UnmaskError as exc:
+        obj = error_record(task.location, exc.diagnostics)
+        return encode_line(obj), view(obj), None
+    except RecursionError:
+        d = Diagnostic("limit", "the replay is nested too deeply to check", file=task.location)
+        obj = error_record(task.location, [d])
+        return encode_line(obj), view(obj), None
+    except Exception as exc:  # one broken replay must not stop the batch
+        d = Diagnostic(
+            "internal-error",
+            f"checking this replay failed unexpectedly: {type(exc).__name__}: {exc}",
+            file=task.location,
+            help="please report this with the replay",
+        )
+        obj = error_record(task.location, [d])
+        return encode_line(obj), view(obj), None
+    body = report.to_json()
+    obj = {"schema": body.pop("schema"), "location": task.location, **body}
+    return encode_line(obj), view(obj), (report, replay)
+
+
+def _run_chunk(tasks: list[Task], settings: Settings) -> list[tuple[bytes, dict[str, Any]]]:
+    out = []
+    for t in tasks:
+        line, v, _ = audit_task(t, settings)
+        out.append((line, v))
+    return out
+
+
+def _worker_init() -> None:
+    # Ctrl-C goes to the whole process group: the parent decides, workers stay quiet
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _chunks(tasks: Iterator[Task]) -> Iterator[list[Task]]:
+    chunk: list[Task] = []
+    size = 0
+    for t in tasks:
+        chunk.append(t)
+        size += len(t.text or b"")
+        if len(chunk) >= CHUNK_TASKS or size >= CHUNK_BYTES:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
+
+
+Emit = Callable[[Task, bytes, dict[str, Any], Any], None]
+
+
+def run_audit(tasks: Iterator[Task], settings: Settings, emit: Emit, jobs: int = 1) -> None:
+    """Audit every task and ``emit(task, line, view, checked)`` each, in input order.
+
+    ``checked`` is ``(report, replay)`` with one process, and None from a pool (reports
+    are not sent back between processes).
+    """
+    if jobs <= 1:
+        for t in tasks:
+            line, v, checked = audit_task(t, settings)
+            emit(t, line, v, checked)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    _backend(settings)  # fail here, not in every worker; forked workers inherit it
+    ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    window = jobs * WINDOW_PER_JOB
+    pending: deque[tuple[list[Task], Any]] = deque()
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_init)
+    try:
+        for chunk in _chunks(tasks):
+            pending.append((chunk, pool.submit(_run_chunk, chunk, settings)))
+            while len(pending) >= window or (pending and pending[0][1].done()):
+                _drain_one(pending, emit)
+        while pending:
+            _drain_one(pending, emit)
+    except BaseException:
+        _kill(pool)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _drain_one(pending: deque, emit: Emit) -> None:
+    chunk, fut = pending.popleft()
+    for t, (line, v) in zip(chunk, fut.result(), strict=True):
+        emit(t, line, v, None)
+
+
+def _kill(pool: Any) -> None:
+    """Stop a pool now: queued work is dropped and running workers are terminated."""
+    procs = list(getattr(pool, "_processes", {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        with contextlib.suppress(Exception):  # already gone
+            p.terminate()
+    for p in procs:
+        p.join(timeout=5)
+
+
+# --- resume ---------------------------------------------------------------------------------
+
+
+class ResumeError(Exception):
+    """The existing output is not an audit result file (line number, what is wrong)."""
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(message)
+        self.line = line
+        self.message = message
+
+
+def read_done(path: str, fold: Callable[[dict[str, Any]], None] | None = None) -> Counter:
+    """Locations already in ``path`` (a multiset); cuts off a truncated last line.
+
+    ``fold`` receives the view of every complete line (to carry the summary over).
+    """
+    done: Counter = Counter()
+    if not os.path.exists(path):
+        return done
+    good_end = 0
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if not raw.endswith(b"\n"):
+                break  # killed mid-write: the partial line is dropped below
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                raise ResumeError(number, "is not a json object") from None
+            if not isinstance(obj, dict) or not isinstance(obj.get("location"), str):
+                raise ResumeError(number, "has no `location`")
+            done[obj["location"]] += 1
+            if fold is not None:
+                fold(view(obj))
+            good_end += len(raw)
+    if os.path.getsize(path) != good_end:
+        with open(path, "r+b") as fh:
+            fh.truncate(good_end)
+    return done
+
+
+def skip_done(tasks: Iterable[Task], done: Counter) -> Iterator[Task]:
+    """Tasks whose location is not (or not as often) in ``done``; consumes ``done``."""
+    for t in tasks:
+        if done[t.location] > 0:
+            done[t.location] -= 1
+            continue
+        yield t
+
+
+# --- the summary ----------------------------------------------------------------------------
+
+OVERALLS = ("SATISFIED", "VIOLATED", "UNKNOWN", "INVALID")
+DIMENSIONS = ("verdict", "requirement", "coverage", "grounding")
+# the report's name of each dimension
+_REPORT_DIMENSION = {
+    "verdict": "verdict",
+    "requirement": "procedure",
+    "coverage": "coverage",
+    "grounding": "grounding",
+}
+_OUTCOME_KEY = {"OK": "satisfied", "VIOLATED": "violated", "UNKNOWN": "unknown"}
+_FAMILY = re.compile(r"\(([^()]*)\)")
+
+CELLS = {
+    ("match", "SATISFIED"): "right_for_right_reasons",
+    ("match", "VIOLATED"): "right_for_wrong_reasons",
+    ("mismatch", "SATISFIED"): "wrong_but_procedurally_clean",
+    ("mismatch", "VIOLATED"): "wrong_and_violated",
+}
+CELL_TEXT = {
+    "right_for_right_reasons": "right for the right reasons",
+    "right_for_wrong_reasons": "right for the wrong reasons",
+    "wrong_but_procedurally_clean": "wrong but procedurally clean",
+    "wrong_and_violated": "wrong and violated",
+    "unknown_or_no_gold": "unknown or no gold",
+}
+
+
+def family_key(name: str) -> str:
+    """``supported(joined)`` -> ``supported(*)``; a plain name stays as it is."""
+    return _FAMILY.sub(lambda m: "(" + ",".join("*" for _ in m.group(1).split(",")) + ")", name)
+
+
+def _status_outcome(status: str | None, coverage: bool = False) -> str:
+    if status == "ENTAILED":
+        return "satisfied"
+    if status == "REFUTED" and not coverage:
+        return "violated"
+    if status == "REFUTED":
+        return "not_observable"
+    if status == "NOT_SPECIFIED":
+        return "not_specified"
+    return "unknown"
+
+
+def view(obj: dict[str, Any]) -> dict[str, Any]:
+    """What the summary needs of one result line (a report or an error record)."""
+    if obj.get("schema") == ERROR_SCHEMA:
+        codes = [e.get("code", "error") for e in obj.get("errors", ()) if isinstance(e, dict)]
+        return {"error": codes[0] if codes else "error"}
+    dims = obj.get("dimensions") or {}
+    return {
+        "overall": obj.get("overall"),
+        "dimensions": {d: dims.get(_REPORT_DIMENSION[d]) for d in DIMENSIONS},
+        "matches": obj.get("verdict_matches_gold"),
+        "requirements": [
+            (r.get("id"), r.get("status"), r.get("coverage")) for r in obj.get("requirements") or ()
+        ],
+        "grounding": [
+            (g.get("judge"), g.get("context"), g.get("status")) for g in obj.get("grounding") or ()
+        ],
+    }
+
+
+def _bump(table: dict[str, Counter], key: str, what: str) -> None:
+    counter = table.get(key)
+    if counter is None:
+        counter = table[key] = Counter()
+    counter[what] += 1
+
+
+class Summary:
+    """Counts over a run, folded one result at a time."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.overall: Counter = Counter()
+        self.errors: Counter = Counter()
+        self.dimensions: dict[str, Counter] = {d: Counter() for d in DIMENSIONS}
+        self.failed: Counter = Counter()  # replays in which each dimension fails
+        self.requirements: dict[str, Counter] = {}
+        self.coverage: dict[str, Counter] = {}
+        self.grounding: dict[str, Counter] = {}
+        self.cross: Counter = Counter()
+
+    def add(self, v: dict[str, Any]) -> None:
+        self.total += 1
+        if "error" in v:
+            self.overall["INVALID"] += 1
+            self.errors[v["error"]] += 1
+            return
+        overall = v["overall"]
+        self.overall[overall] += 1
+        for d in DIMENSIONS:
+            state = v["dimensions"].get(d)
+            self.dimensions[d][_OUTCOME_KEY.get(state, "not_checked")] += 1
+        not_observable = False
+        for rid, status, coverage in v["requirements"]:
+            key = family_key(str(rid))
+            _bump(self.requirements, key, _status_outcome(status))
+            cov = _status_outcome(coverage, coverage=True)
+            _bump(self.coverage, key, cov)
+            not_observable = not_observable or cov == "not_observable"
+        if not_observable:
+            self.dimensions["coverage"]["not_observable"] += 1
+        for judge, context, status in v["grounding"]:
+            _bump(
+                self.grounding,
+                f"{family_key(str(judge))} ~ {family_key(str(context))}",
+                _status_outcome(status),
+            )
+        for d in ("verdict", "requirement", "grounding"):
+            if v["dimensions"].get(d) == "VIOLATED":
+                self.failed[d] += 1
+        if not_observable:
+            self.failed["coverage"] += 1
+        gold = {True: "match", False: "mismatch", None: "no_gold"}[v["matches"]]
+        self.cross[(gold, overall)] += 1
+
+    # -- derived figures --
+
+    @property
+    def valid(self) -> int:
+        return self.total - self.overall["INVALID"]
+
+    def cells(self) -> dict[str, int]:
+        out = dict.fromkeys(CELL_TEXT, 0)
+        for (gold, overall), n in self.cross.items():
+            out[CELLS.get((gold, overall), "unknown_or_no_gold")] += n
+        return out
+
+    def most_failing(self) -> dict[str, Any]:
+        ranking = sorted(DIMENSIONS, key=lambda d: (-self.failed[d], DIMENSIONS.index(d)))
+        top = self.failed[ranking[0]]
+        leaders = [d for d in ranking if self.failed[d] == top] if top else []
+        return {
+            "dimensions": leaders,
+            "replays": top,
+            "tie": len(leaders) > 1,
+            "ranking": [{"dimension": d, "replays": self.failed[d]} for d in ranking],
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        def table(t: dict[str, Counter]) -> dict[str, dict[str, int]]:
+            return {k: dict(sorted(c.items())) for k, c in sorted(t.items())}
+
+        return {
+            "schema": SUMMARY_SCHEMA,
+            "replays": self.total,
+            "valid": self.valid,
+            "invalid": self.overall["INVALID"],
+            "overall": {
+                k: self.overall[k] for k in ("SATISFIED", "VIOLATED", "UNKNOWN", "INVALID")
+            },
+            "errors": dict(sorted(self.errors.items())),
+            "dimensions": {d: dict(sorted(self.dimensions[d].items())) for d in DIMENSIONS},
+            "requirements": table(self.requirements),
+            "coverage": table(self.coverage),
+            "grounding": table(self.grounding),
+            "gold": {
+                "cells": self.cells(),
+                "table": {
+                    g: {o: self.cross[(g, o)] for o in ("SATISFIED", "VIOLATED", "UNKNOWN")}
+                    for g in ("match", "mismatch", "no_gold")
+                },
+            },
+            "most_failing": self.most_failing(),
+        }
+
+    def render_text(self) -> str:
+        j = self.to_json()
+        o = j["overall"]
+        lines = [
+            f"audited {j['replays']} replays: {o['SATISFIED']} satisfied, {o['VIOLATED']} "
+            f"violated, {o['UNKNOWN']} unknown, {o['INVALID']} invalid",
+        ]
+        if j["errors"]:
+            lines.append(
+                "  invalid inputs by first error: "
+                + ", ".join(f"{k} {n}" for k, n in j["errors"].items())
+            )
+        lines.append("dimensions (replays): violated / unknown / satisfied / not checked")
+        for d in DIMENSIONS:
+            c = j["dimensions"][d]
+            extra = (
+                f"  ({c.get('not_observable', 0)} with a requirement not observable)"
+                if d == "coverage"
+                else ""
+            )
+            lines.append(
+                f"  {d:<12} {c.get('violated', 0):>7} {c.get('unknown', 0):>9} "
+                f"{c.get('satisfied', 0):>11} {c.get('not_checked', 0):>13}{extra}"
+            )
+        for title, key in (
+            ("requirements (checks)", "requirements"),
+            ("coverage (checks)", "coverage"),
+            ("grounding (checks)", "grounding"),
+        ):
+            if j[key]:
+                lines.append(f"{title}:")
+                for name, c in j[key].items():
+                    lines.append(
+                        f"  {name}: "
+                        + ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in c.items())
+                    )
+        cells = j["gold"]["cells"]
+        lines.append("gold agreement x adherence:")
+        for k, text in CELL_TEXT.items():
+            lines.append(f"  {text:<30} {cells[k]:>7}")
+        mf = j["most_failing"]
+        if not mf["dimensions"]:
+            lines.append("fails most often: no dimension failed in this run")
+        else:
+            names = " and ".join(mf["dimensions"])
+            tie = " (a tie)" if mf["tie"] else ""
+            rank = ", ".join(f"{r['dimension']} {r['replays']}" for r in mf["ranking"])
+            lines.append(f"fails most often: {names}{tie}, in {mf['replays']} replays ({rank})")
+        return "\n".join(lines)
