@@ -1,0 +1,156 @@
+"""The formatter: canonical layout, minimal parentheses, comments kept, idempotence, and
+the property that formatting never changes the compiled IR."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+
+from tests.proto_strategies import protocols
+from unmask.compiler import compile_source
+from unmask.diagnostics import UnmaskError
+from unmask.formatter import format_source
+
+HEAD = "protocol p\natom a : judge\natom b : context\natom c : judge\n"
+
+
+def fmt_decision(expr: str) -> str:
+    out = format_source(HEAD + f"decision pass iff {expr}\n")
+    line = out.splitlines()[-1]
+    assert line.startswith("decision pass iff ")
+    return line.removeprefix("decision pass iff ")
+
+
+@pytest.mark.parametrize(
+    ("written", "canonical"),
+    [
+        ("((a))", "a"),
+        ("(a and b) and c", "a and b and c"),
+        ("a and (b and c)", "a and b and c"),
+        ("a or (b or c)", "a or b or c"),
+        ("a xor (b xor c)", "a xor (b xor c)"),
+        ("(a xor b) xor c", "a xor b xor c"),
+        ("a iff (b iff c)", "a iff (b iff c)"),
+        ("(a iff b) iff c", "a iff b iff c"),
+        ("a implies (b implies c)", "a implies b implies c"),
+        ("(a implies b) implies c", "(a implies b) implies c"),
+        ("(not a) and b", "not a and b"),
+        ("not (a and b)", "not (a and b)"),
+        ("not (not a)", "not not a"),
+        ("(a and b) or c", "a and b or c"),
+        ("a and (b or c)", "a and (b or c)"),
+        ("(a or b) implies (b iff c)", "a or b implies (b iff c)"),
+        ("all( a ,b )", "all(a, b)"),
+        ("atleast( 002 , a,b)", "atleast(2, a, b)"),
+        ("any()", "any()"),
+        ("TRUE_ISH", "TRUE_ISH"),
+    ],
+)
+def test_minimal_parentheses(written, canonical):
+    assert fmt_decision(written) == canonical
+
+
+def test_canonical_statements():
+    text = (
+        'protocol   p   "say \\u0041\\"hi\\""\n'
+        "domain d   =  { x ,y, }\n"
+        "domain e\n"
+        "atom a:judge\n"
+        'atom f( d ):context "{d}\\t"\n'
+        "decision   pass iff a\n"
+        "constraint k :a\n"
+        'requirement r "d" {holds: a}\n'
+        "requirement s { holds: a addressed: f(x) }\n"
+        "ground a~f(x)\n"
+        "for v in d : ground a ~ f(v)\n"
+    )
+    assert format_source(text) == (
+        'protocol p "say A\\"hi\\""\n'
+        "\n"
+        "domain d = {x, y}\n"
+        "domain e\n"
+        "atom a : judge\n"
+        'atom f(d) : context "{d}\\t"\n'
+        "decision pass iff a\n"
+        "constraint k: a\n"
+        'requirement r "d": a\n'
+        "requirement s {\n"
+        "  holds: a\n"
+        "  addressed: f(x)\n"
+        "}\n"
+        "ground a ~ f(x)\n"
+        "for v in d: ground a ~ f(v)\n"
+    )
+
+
+def test_comments_and_blank_lines_are_kept():
+    text = (
+        "# head\n"
+        "protocol p # the name\n"
+        "atom a : judge\n"
+        "\n\n\n"
+        "# about b\n"
+        "atom b : context\n"
+        "requirement r { # inside\n"
+        "  holds: a\n"
+        "  addressed: b } # after\n"
+        "decision pass iff a\n"
+        "# tail\n"
+    )
+    assert format_source(text) == (
+        "# head\n"
+        "protocol p  # the name\n"
+        "\n"
+        "atom a : judge\n"
+        "\n"
+        "# about b\n"
+        "atom b : context\n"
+        "# inside\n"
+        "requirement r {\n"
+        "  holds: a\n"
+        "  addressed: b\n"
+        "}  # after\n"
+        "decision pass iff a\n"
+        "# tail\n"
+    )
+
+
+def test_formatting_needs_only_syntax():
+    # unknown names are the compiler's business; the formatter still formats
+    assert format_source("protocol p decision pass iff nowhere") == (
+        "protocol p\n\ndecision pass iff nowhere\n"
+    )
+    assert format_source("") == ""
+
+
+def test_syntax_errors_are_reported():
+    with pytest.raises(UnmaskError) as info:
+        format_source("protocol p\ndecision pass a\n", "x.proto")
+    (d,) = info.value.diagnostics
+    assert (d.code, d.span.file, d.span.line, d.span.column) == ("syntax", "x.proto", 2, 15)
+
+
+def test_long_chains_format_without_recursion():
+    text = HEAD + "decision pass iff " + " and ".join(["a", "(b or c)"] * 2000) + "\n"
+    out = format_source(text)
+    assert out.count(" and ") == 3999
+    assert compile_source(out) == compile_source(text)
+
+
+@settings(max_examples=60)
+@given(protocols())
+def test_formatting_keeps_the_ir_and_is_idempotent(case):
+    once = format_source(case.text, "g.proto")
+    assert compile_source(once, "f.proto", case.domains) == compile_source(
+        case.text, "g.proto", case.domains
+    )
+    assert format_source(once) == once
+    # every comment survives, word for word
+    assert _comments(once) == _comments(case.text)
+
+
+def _comments(text: str) -> list[str]:
+    from unmask.parser import lark_parser
+
+    toks = lark_parser().lex(text, dont_ignore=True)
+    return [str(t).rstrip() for t in toks if t.type == "COMMENT"]
