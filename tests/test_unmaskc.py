@@ -1,0 +1,195 @@
+"""`unmaskc`: compiling to JSON (stdout and -o), --domain, --emit, fmt with --check and
+--write, exit statuses and diagnostics on stderr."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from unmask.cli.unmaskc import cli, parse_domains
+
+FAMILY = (
+    'protocol fc "claims"\n'
+    "domain claim\n"
+    'atom supported(claim) : judge "supports {claim}"\n'
+    'atom backed(claim) : context "backed {claim}"\n'
+    "decision pass iff all(supported(c) for c in claim)\n"
+    "for c in claim: ground supported(c) ~ backed(c)\n"
+)
+PLAIN = 'protocol p "t"\natom a : judge\natom b : context\ndecision pass iff a\nground a ~ b\n'
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+def write(tmp_path, name: str, text: str):
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def test_compile_writes_ir_json_on_stdout(runner, tmp_path):
+    f = write(tmp_path, "p.proto", PLAIN)
+    r = runner.invoke(cli, [str(f)])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.endswith("}\n")
+    doc = json.loads(r.stdout)
+    assert doc["schema"] == "unmask.protocol/1"
+    assert doc["decision"] == {"atom": "a"}
+    assert doc["grounding"] == [{"judge": "a", "context": "b"}]
+    assert r.stdout == json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def test_compile_is_also_spelled_explicitly(runner, tmp_path):
+    f = write(tmp_path, "p.proto", PLAIN)
+    assert runner.invoke(cli, ["compile", str(f)]).stdout == runner.invoke(cli, [str(f)]).stdout
+
+
+def test_domains_ground_families(runner, tmp_path):
+    f = write(tmp_path, "fc.proto", FAMILY)
+    r = runner.invoke(cli, [str(f), "--domain", "claim=joined, cto"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert [a["name"] for a in doc["atoms"]] == [
+        "supported(joined)",
+        "supported(cto)",
+        "backed(joined)",
+        "backed(cto)",
+    ]
+    assert doc["atoms"][1]["description"] == "supports cto"
+    # options may come first, and an empty domain is `claim=`
+    r = runner.invoke(cli, ["--domain", "claim=", str(f)])
+    assert r.exit_code == 0
+    assert json.loads(r.stdout)["decision"] == {"const": True}
+
+
+def test_output_file(runner, tmp_path):
+    f = write(tmp_path, "p.proto", PLAIN)
+    out = tmp_path / "p.json"
+    r = runner.invoke(cli, [str(f), "-o", str(out)])
+    assert r.exit_code == 0 and r.stdout == ""
+    assert json.loads(out.read_text(encoding="utf-8"))["name"] == "p"
+
+
+def test_compile_errors_exit_1_with_located_diagnostics(runner, tmp_path):
+    f = write(tmp_path, "bad.proto", PLAIN.replace("iff a", "iff a and zz"))
+    r = runner.invoke(cli, [str(f)])
+    assert r.exit_code == 1
+    assert r.stdout == ""
+    assert f"{f}:4:25: error: unknown atom `zz`" in r.stderr
+    assert "^^" in r.stderr
+
+
+def test_free_domain_without_members_exits_1_with_a_hint(runner, tmp_path):
+    f = write(tmp_path, "fc.proto", FAMILY)
+    r = runner.invoke(cli, [str(f)])
+    assert r.exit_code == 1
+    assert "--domain claim=a,b" in r.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--domain", "claim"],
+        ["--domain", "=a"],
+        ["--domain", "claim=a", "--domain", "claim=b"],
+        ["--emit", "pdf"],
+        ["--max-atoms", "0"],
+        ["--no-such-option"],
+    ],
+)
+def test_usage_errors_exit_2(runner, tmp_path, args):
+    f = write(tmp_path, "fc.proto", FAMILY)
+    r = runner.invoke(cli, [str(f), *args])
+    assert r.exit_code == 2, r.output
+    assert "Traceback" not in r.output
+
+
+def test_missing_file_exits_2_and_undecodable_file_exits_1(runner, tmp_path):
+    r = runner.invoke(cli, [str(tmp_path / "nope.proto")])
+    assert r.exit_code == 2
+    assert "no such file" in r.stderr
+    bad = tmp_path / "bad.proto"
+    bad.write_bytes(b"protocol p \xff")
+    r = runner.invoke(cli, [str(bad)])
+    assert r.exit_code == 1
+    assert "not valid UTF-8" in r.stderr
+
+
+def test_limits_are_options(runner, tmp_path):
+    f = write(tmp_path, "fc.proto", FAMILY)
+    r = runner.invoke(cli, [str(f), "--domain", "claim=a,b", "--max-atoms", "3"])
+    assert r.exit_code == 1
+    assert "--max-atoms" in r.stderr
+
+
+def test_emit_lowering_when_available(runner, tmp_path):
+    f = write(tmp_path, "p.proto", PLAIN)
+    r = runner.invoke(cli, [str(f), "--emit", "dimacs"])
+    try:
+        import unmask.emit  # noqa: F401
+    except ImportError:
+        assert r.exit_code == 2
+        assert "not available" in r.stderr
+    else:
+        assert r.exit_code == 0, r.output
+        assert r.stdout.endswith("\n") and r.stdout.strip()
+
+
+# --- fmt ---------------------------------------------------------------------------------
+
+
+def test_fmt_prints_canonical_text(runner, tmp_path):
+    f = write(tmp_path, "p.proto", "protocol p atom a:judge decision pass iff (a)")
+    r = runner.invoke(cli, ["fmt", str(f)])
+    assert r.exit_code == 0
+    assert r.stdout == "protocol p\n\natom a : judge\ndecision pass iff a\n"
+
+
+def test_fmt_check_and_write(runner, tmp_path):
+    messy = write(tmp_path, "m.proto", "protocol p atom a:judge decision pass iff (a)")
+    clean = write(tmp_path, "c.proto", "protocol p\n\natom a : judge\ndecision pass iff a\n")
+    r = runner.invoke(cli, ["fmt", "--check", str(messy), str(clean)])
+    assert r.exit_code == 1
+    assert f"would reformat {messy}" in r.stderr and str(clean) not in r.stderr
+    assert runner.invoke(cli, ["fmt", "--check", str(clean)]).exit_code == 0
+    r = runner.invoke(cli, ["fmt", "--write", str(messy)])
+    assert r.exit_code == 0
+    assert messy.read_text(encoding="utf-8") == clean.read_text(encoding="utf-8")
+    assert runner.invoke(cli, ["fmt", "--check", str(messy)]).exit_code == 0
+
+
+def test_fmt_syntax_error_exits_1(runner, tmp_path):
+    f = write(tmp_path, "bad.proto", "protocol p\ndecision pass a\n")
+    r = runner.invoke(cli, ["fmt", str(f)])
+    assert r.exit_code == 1
+    assert f"{f}:2:15: error:" in r.stderr
+
+
+def test_fmt_usage_errors(runner, tmp_path):
+    f = write(tmp_path, "p.proto", PLAIN)
+    assert runner.invoke(cli, ["fmt"]).exit_code == 2
+    assert runner.invoke(cli, ["fmt", "--check", "--write", str(f)]).exit_code == 2
+
+
+def test_parse_domains():
+    assert parse_domains(("a=x,y", "b=", "c= z ")) == {"a": ["x", "y"], "b": [], "c": ["z"]}
+
+
+def test_console_script_runs(tmp_path):
+    f = write(tmp_path, "p.proto", PLAIN)
+    r = subprocess.run(
+        [sys.executable, "-c", "from unmask.cli.unmaskc import main; main()", str(f)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["name"] == "p"
