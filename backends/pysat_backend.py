@@ -7,9 +7,11 @@ Contract:
 - one solver per session; each ``Part`` is guarded by a selector variable assumed true
   when the part is enabled; a query's Tseitin literal (its clauses added once per distinct
   query) and the ``assume`` atoms are further assumptions; a core maps back to part labels;
-- a check runs under a wall-clock limit: the solver is interrupted (or, for solvers
-  without interrupts, run in conflict-budget slices) and answers ``Unknown("timeout after
-  N ms")``, never a guess;
+- a check runs under a wall-clock limit and answers ``Unknown("timeout after N ms")``,
+  never a guess: it first gets one slice of ``BUDGET_SLICE`` conflicts (most checks end
+  there, with no timer thread to pay for), then either runs until a timer interrupts it
+  or, for solvers whose bindings cannot be interrupted (CaDiCaL), in further slices until
+  the deadline;
 - deterministic: the clause order depends only on the input, and no solver is seeded
   randomly; only the ``want`` atoms are read from a model; ``calls`` counts solver calls.
 """
@@ -29,8 +31,8 @@ from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.ir import Expr
 
 # solvers that answer under assumptions with cores; chosen by measurement (docs/backends.md)
-DEFAULT_SOLVER = "cadical195"
-# solvers whose search can be interrupted from a timer thread
+DEFAULT_SOLVER = "minisat22"
+# solvers whose search can be interrupted from a timer thread (others run in slices)
 INTERRUPTIBLE = (
     "glucose3",
     "glucose4",
@@ -44,7 +46,7 @@ INTERRUPTIBLE = (
     "minicard",
     "minisat22",
 )
-# solvers run in conflict-budget slices instead (no interrupt in their PySAT bindings)
+# CaDiCaL cannot be interrupted through PySAT: it runs in conflict-budget slices
 BUDGETED = ("cadical153", "cadical195", "cadical300")
 SUPPORTED = BUDGETED + INTERRUPTIBLE
 BUDGET_SLICE = 2_000  # conflicts per slice: about 10-20 ms of search
@@ -165,8 +167,18 @@ class PySatSession(Session):
         assert solver is not None
         if self.timeout_ms is None or self.timeout_ms <= 0:
             return solver.solve(assumptions=assumptions)
+        deadline = time.monotonic() + self.timeout_ms / 1000
+        # most checks end within one conflict-budget slice: no timer thread to pay for
+        solver.conf_budget(BUDGET_SLICE)
+        answer = solver.solve_limited(assumptions=assumptions)
+        if answer is not None:
+            return answer
         if self.solver_name in INTERRUPTIBLE:
-            timer = threading.Timer(self.timeout_ms / 1000, solver.interrupt)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            solver.conf_budget(-1)  # no budget: only the timer stops this search
+            timer = threading.Timer(remaining, solver.interrupt)
             timer.daemon = True
             timer.start()
             try:
@@ -175,12 +187,12 @@ class PySatSession(Session):
                 timer.cancel()
                 timer.join()  # a firing timer must not interrupt the next call
                 solver.clear_interrupt()
-        deadline = time.monotonic() + self.timeout_ms / 1000
-        while True:
+        while time.monotonic() < deadline:
             solver.conf_budget(BUDGET_SLICE)
             answer = solver.solve_limited(assumptions=assumptions)
-            if answer is not None or time.monotonic() >= deadline:
+            if answer is not None:
                 return answer
+        return None
 
     def close(self) -> None:
         if self._solver is not None:
