@@ -1,0 +1,301 @@
+"""What every report format shares: the checks as a flat list, evidence marks, segments.
+
+Contract:
+- ``checks(report)`` lists every check in report order (verdict, requirements, coverage,
+  grounding), each with its dimension, rule id (``unmask/verdict`` …), a title and the JSON
+  path of the check inside the report; the formats only choose how to show them;
+- ``marks(replay)`` lists every evidence span of every annotation with its atom, role, value
+  and explanation, and a stable id (``ev-A-E``: annotation index, evidence index);
+- ``segments(text, marks)`` cuts a source text at every span boundary, so overlapping and
+  nested spans become a flat sequence of pieces, each knowing every span that covers it.
+  Offsets are Unicode code points, which is what Python ``str`` indexing counts, so slicing
+  happens here and nowhere else (never in a browser);
+- ``clean`` makes user text safe to encode (a lone surrogate becomes U+FFFD, one code point
+  for one, so offsets stay valid). Everything is deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Any
+
+from unmask.report import (
+    INCONSISTENT_BASE,
+    NOT_CHECKED,
+    NOT_SPECIFIED,
+    OK,
+    REFUTED,
+    SATISFIED,
+    SOLVER_UNKNOWN,
+    UNKNOWN,
+    VIOLATED,
+    CheckResult,
+    Item,
+    Report,
+)
+
+DIMENSIONS = ("verdict", "procedure", "coverage", "grounding")
+DIMENSION_TITLES = {
+    "verdict": "verdict entailment",
+    "procedure": "procedural compliance",
+    "coverage": "coverage",
+    "grounding": "grounding",
+}
+DIMENSION_QUESTIONS = {
+    "verdict": "does the stated rationale force the observed verdict?",
+    "procedure": "was each requirement met?",
+    "coverage": "was each requirement observable in the first place?",
+    "grounding": "do the judge's claims match independent observations of the context?",
+}
+RULES = {
+    "verdict": "unmask/verdict",
+    "procedure": "unmask/requirement",
+    "coverage": "unmask/coverage",
+    "grounding": "unmask/grounding",
+    "base": "unmask/base",
+    "translation": "unmask/translation",
+}
+# a text label (and a symbol) for every result, so colour is never the only signal
+ICONS = {
+    SATISFIED: "✓",
+    OK: "✓",
+    VIOLATED: "✗",
+    UNKNOWN: "?",
+    NOT_CHECKED: "–",
+    None: "–",
+}
+SOURCE_ORDER = ("rationale", "context", "response", "trace", "protocol")
+
+
+def label(result: str | None) -> str:
+    """``✗ VIOLATED``: the symbol and the word, never the colour alone."""
+    word = "NOT CHECKED" if result in (NOT_CHECKED, None) else result
+    return f"{ICONS.get(result, '?')} {word}"
+
+
+def clean(text: str) -> str:
+    """User text that can always be encoded: lone surrogates become U+FFFD."""
+    if text.isascii():
+        return text
+    return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    key: str  # verdict | requirement:ID | coverage:ID | grounding:JUDGE~CONTEXT
+    dimension: str  # one of DIMENSIONS
+    rule: str
+    title: str
+    result: CheckResult
+    path: str  # where the check is in the JSON report
+
+    @property
+    def status(self) -> str | None:
+        return self.result.status
+
+    @property
+    def outcome(self) -> str | None:
+        return self.result.outcome
+
+
+def checks(report: Report) -> tuple[Check, ...]:
+    out = [
+        Check(
+            "verdict",
+            "verdict",
+            RULES["verdict"],
+            f"observed verdict {report.verdict.observed}",
+            report.verdict.result,
+            "$.verdict",
+        )
+    ]
+    for i, r in enumerate(report.requirements):
+        out.append(
+            Check(
+                f"requirement:{r.id}",
+                "procedure",
+                RULES["procedure"],
+                f"requirement {r.id}: {r.description}" if r.description else f"requirement {r.id}",
+                r.holds,
+                f"$.requirements[{i}]",
+            )
+        )
+    for i, r in enumerate(report.requirements):
+        if r.coverage.status == NOT_SPECIFIED:
+            continue
+        out.append(
+            Check(
+                f"coverage:{r.id}",
+                "coverage",
+                RULES["coverage"],
+                f"requirement {r.id} addressed",
+                r.coverage,
+                f"$.requirements[{i}].coverage",
+            )
+        )
+    for i, g in enumerate(report.grounding):
+        out.append(
+            Check(
+                f"grounding:{g.judge}~{g.context}",
+                "grounding",
+                RULES["grounding"],
+                f"grounding {g.judge} ~ {g.context}",
+                g.result,
+                f"$.grounding[{i}]",
+            )
+        )
+    return tuple(out)
+
+
+def not_specified(report: Report) -> tuple[str, ...]:
+    """Requirement ids without a coverage expression."""
+    return tuple(r.id for r in report.requirements if r.coverage.status == NOT_SPECIFIED)
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    id: str  # ev-A-E
+    atom: str
+    role: str
+    description: str
+    value: str
+    explanation: str
+    source: str
+    start: int
+    end: int
+    quote: str
+    path: str  # the evidence span in the replay JSON
+
+
+def marks(replay: Any) -> tuple[Mark, ...]:
+    if replay is None:
+        return ()
+    out = []
+    for ai, ann in enumerate(replay.annotations):
+        decl = replay.protocol.atom(ann.atom)
+        role = decl.role if decl is not None else ""
+        desc = decl.description if decl is not None else ""
+        for ei, ev in enumerate(ann.evidence):
+            out.append(
+                Mark(
+                    id=f"ev-{ai}-{ei}",
+                    atom=ann.atom,
+                    role=role,
+                    description=desc,
+                    value=ann.value,
+                    explanation=ann.explanation,
+                    source=ev.source,
+                    start=ev.start,
+                    end=ev.end,
+                    quote=ev.quote,
+                    path=f"$.annotations[{ann.index}].evidence[{ei}]",
+                )
+            )
+    return tuple(out)
+
+
+def mark_index(ms: Iterable[Mark]) -> dict[tuple[str, str, int, int], Mark]:
+    """Find the mark of an explanation's quote: (atom, source, start, end) -> mark."""
+    out: dict[tuple[str, str, int, int], Mark] = {}
+    for m in ms:
+        out.setdefault((m.atom, m.source, m.start, m.end), m)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    text: str
+    marks: tuple[Mark, ...]  # every span covering this piece, in mark order
+    starts: tuple[Mark, ...]  # spans that begin with this piece (anchor targets)
+    ends: tuple[Mark, ...]  # spans that end with this piece (their labels follow it)
+
+
+def segments(text: str, ms: Sequence[Mark]) -> tuple[Segment, ...]:
+    """Cut ``text`` at every span boundary; spans outside the text are clipped."""
+    n = len(text)
+    spans = [m for m in ms if 0 <= m.start < m.end <= n]
+    cuts = sorted({0, n, *(m.start for m in spans), *(m.end for m in spans)})
+    out = []
+    for a, b in pairwise(cuts):
+        if a == b:
+            continue
+        covering = tuple(m for m in spans if m.start <= a and b <= m.end)
+        out.append(
+            Segment(
+                text=clean(text[a:b]),
+                marks=covering,
+                starts=tuple(m for m in covering if m.start == a),
+                ends=tuple(m for m in covering if m.end == b),
+            )
+        )
+    return tuple(out)
+
+
+def annotation_value(replay: Any, atom: str) -> str:
+    """TRUE, FALSE or UNKNOWN (an unannotated atom is UNKNOWN)."""
+    if replay is None:
+        return UNKNOWN
+    ann = replay.annotation(atom)
+    return UNKNOWN if ann is None else ann.value
+
+
+def atom_description(replay: Any, atom: str) -> str:
+    if replay is None:
+        return ""
+    decl = replay.protocol.atom(atom)
+    return "" if decl is None else decl.description
+
+
+def finding(report: Report, check: Check, replay: Any) -> str:
+    """One plain sentence saying what a violated or unknown check means."""
+    status = check.status
+    if status == SOLVER_UNKNOWN:
+        detail = f" ({check.result.detail})" if check.result.detail else ""
+        return f"The solver gave no answer for this check{detail}; nothing is concluded."
+    if status == INCONSISTENT_BASE:
+        return "The base this check is classified against is inconsistent; nothing follows."
+    if status is None:
+        return "Not checked: the translation of the protocol is not valid."
+    if check.dimension == "grounding":
+        judge, context = check.key.removeprefix("grounding:").split("~", 1)
+        jv = annotation_value(replay, judge)
+        cv = annotation_value(replay, context)
+        jd = atom_description(replay, judge) or judge
+        cd = atom_description(replay, context) or context
+        if status == REFUTED:
+            return (
+                f"The judge's claim does not match the context: “{jd}” is {jv}, "
+                f"but the independent observation “{cd}” is {cv}."
+            )
+        return (
+            f"Whether the judge's claim “{jd}” ({jv}) matches the observation “{cd}” ({cv}) "
+            "is not settled by the annotations."
+        )
+    if check.dimension == "verdict":
+        if status == REFUTED:
+            return (
+                f"The rationale contradicts the observed verdict {report.verdict.observed}: "
+                "under the protocol's decision rule the annotated facts force the other verdict."
+            )
+        return (
+            f"The rationale does not force the observed verdict {report.verdict.observed}: "
+            "the annotations leave it open."
+        )
+    if check.dimension == "procedure":
+        if status == REFUTED:
+            return f"The requirement is broken: {check.title}."
+        return f"Whether the requirement was met is not settled: {check.title}."
+    if check.dimension == "coverage":
+        if status == REFUTED:
+            return (
+                "The requirement was not observable in this replay (not addressed); "
+                "that is unknown, not a violation."
+            )
+        return "Whether the requirement was observable is not settled by the annotations."
+    return check.title
+
+
+def item_quotes(item: Item) -> tuple[Any, ...]:
+    return item.evidence if item.kind == "annotation" else ()

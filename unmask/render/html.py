@@ -1,0 +1,382 @@
+"""The report as one self-contained HTML page, and the index page of a batch audit.
+
+Contract:
+- ``render(report, replay) -> str`` (``unmask check --format html``): one page with inline
+  CSS and JS and no network reference; the overall result and the four dimensions first,
+  then what went wrong with the quotes that force it, then every check, the source texts
+  with every evidence span highlighted (``<mark>``, overlapping spans cut into segments in
+  Python, by code point) and linked to its annotation, and the annotations themselves;
+- ``render_index(summary, rows) -> str``: the batch page of ``unmask audit --html DIR``;
+  ``summary`` and ``rows`` are plain dicts (keys in ``docs/reports.md``; a missing count is
+  computed from ``rows``); the table sorts and filters with a little inline JS and is a
+  plain table without it;
+- Jinja2 templates with autoescape on: every piece of user text is escaped; results always
+  carry a symbol and a word, never colour alone; same input, same bytes (no time, no
+  random ids).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import markupsafe
+
+from unmask.render import _evidence as ev
+from unmask.render.text import expr_text
+from unmask.report import (
+    NOT_CHECKED,
+    OK,
+    SATISFIED,
+    UNKNOWN,
+    VIOLATED,
+    CheckResult,
+    Explanation,
+    Item,
+    Report,
+    Witnesses,
+)
+
+TEMPLATES = Path(__file__).parent / "templates"
+OUTCOMES = (SATISFIED, VIOLATED, UNKNOWN)
+DIM_OUTCOMES = (OK, VIOLATED, UNKNOWN, NOT_CHECKED)
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["label"] = ev.label
+    env.filters["css"] = _css_class
+    env.filters["clean"] = lambda s: ev.clean(str(s))
+    env.filters["ticks"] = _ticks
+    return env
+
+
+def _ticks(text: str) -> markupsafe.Markup:
+    """Escape a message, then show its `backticked` names as code."""
+    parts = str(markupsafe.escape(ev.clean(text))).split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: show the text as it is
+        return markupsafe.Markup("`".join(parts))
+    out = [p if i % 2 == 0 else f"<code>{p}</code>" for i, p in enumerate(parts)]
+    return markupsafe.Markup("".join(out))
+
+
+def _css_class(result: str | None) -> str:
+    return {
+        SATISFIED: "ok",
+        OK: "ok",
+        VIOLATED: "bad",
+        UNKNOWN: "unk",
+        "TRUE": "true",
+        "FALSE": "false",
+    }.get(result or "", "none")
+
+
+# --- one report ----------------------------------------------------------------------------
+
+
+def _quote_view(q: Any, atom: str, index: Mapping[tuple[str, str, int, int], ev.Mark]) -> dict:
+    mark = index.get((atom, q.source, q.start, q.end))
+    return {
+        "source": q.source,
+        "start": q.start,
+        "end": q.end,
+        "text": ev.clean(q.quote),
+        "target": None if mark is None else mark.id,
+    }
+
+
+def _item_view(item: Item, replay: Any, index: Mapping) -> dict:
+    if item.kind == "annotation":
+        atom = item.atom or ""
+        decl = None if replay is None else replay.protocol.atom(atom)
+        return {
+            "kind": "annotation",
+            "atom": atom,
+            "role": "" if decl is None else decl.role,
+            "description": "" if decl is None else decl.description,
+            "value": item.value,
+            "quotes": [_quote_view(q, atom, index) for q in item.evidence],
+            "explanation": item.explanation or "",
+        }
+    if item.kind == "constraint":
+        text = ""
+        if replay is not None:
+            for c in replay.protocol.constraints:
+                if c.name == item.name:
+                    text = expr_text(c.expr)
+        return {"kind": "constraint", "name": item.name, "expr": text}
+    decision = "" if replay is None else expr_text(replay.protocol.decision)
+    return {"kind": "decision", "expr": decision}
+
+
+def _explanation_view(expl: Explanation | None, replay: Any, index: Mapping) -> dict | None:
+    if expl is None:
+        return None
+    return {
+        "minimal": expl.minimal,
+        "items": [_item_view(i, replay, index) for i in expl.items],
+    }
+
+
+def _witnesses_view(ws: Witnesses | None, replay: Any) -> list[dict]:
+    if ws is None:
+        return []
+    out = []
+    for side, w in (("could hold with", ws.holds), ("could fail with", ws.fails)):
+        out.append(
+            {
+                "side": side,
+                "verdict": w.verdict,
+                "atoms": [
+                    {
+                        "atom": a.atom,
+                        "description": ev.atom_description(replay, a.atom),
+                        "value": "TRUE" if a.value else "FALSE",
+                        "possible": a.origin != "observed",
+                    }
+                    for a in w.atoms
+                ],
+            }
+        )
+    return out
+
+
+def _result_view(res: CheckResult, replay: Any, index: Mapping) -> dict:
+    return {
+        "status": res.status,
+        "outcome": res.outcome,
+        "detail": res.detail,
+        "explanation": _explanation_view(res.explanation, replay, index),
+        "witnesses": _witnesses_view(res.witnesses, replay),
+    }
+
+
+def _check_view(report: Report, c: ev.Check, replay: Any, index: Mapping) -> dict:
+    return {
+        "key": c.key,
+        "anchor": "check-" + str(abs(hash_key(c.key))),
+        "dimension": c.dimension,
+        "title": c.title,
+        "finding": ev.finding(report, c, replay) if c.outcome != OK else "",
+        **_result_view(c.result, replay, index),
+    }
+
+
+def hash_key(key: str) -> int:
+    """A stable small number for an anchor id (Python's ``hash`` is salted per run)."""
+    h = 0
+    for ch in key:
+        h = (h * 131 + ord(ch)) % 1_000_000_007
+    return h
+
+
+def _sources_view(replay: Any, marks: Sequence[ev.Mark]) -> list[dict]:
+    if replay is None:
+        return []
+    names = [s for s in ev.SOURCE_ORDER if s in replay.sources]
+    names += sorted(s for s in replay.sources if s not in ev.SOURCE_ORDER)
+    out = []
+    for name in names:
+        text = replay.sources[name]
+        own = [m for m in marks if m.source == name]
+        out.append(
+            {
+                "name": name,
+                "segments": ev.segments(text, own),
+                "count": len(own),
+                "empty": not text,
+            }
+        )
+    return out
+
+
+def _annotations_view(replay: Any, marks: Sequence[ev.Mark]) -> list[dict]:
+    if replay is None:
+        return []
+    out = []
+    for ai, ann in enumerate(replay.annotations):
+        decl = replay.protocol.atom(ann.atom)
+        out.append(
+            {
+                "anchor": f"ann-{ai}",
+                "atom": ann.atom,
+                "role": "" if decl is None else decl.role,
+                "description": "" if decl is None else decl.description,
+                "value": ann.value,
+                "explanation": ann.explanation,
+                "marks": [m for m in marks if m.id.startswith(f"ev-{ai}-")],
+            }
+        )
+    return out
+
+
+def context(report: Report, replay: Any = None) -> dict:
+    """Everything the report template shows, as plain data (also used by tests)."""
+    marks = ev.marks(replay)
+    index = ev.mark_index(marks)
+    all_checks = ev.checks(report)
+    views = [_check_view(report, c, replay, index) for c in all_checks]
+    findings = [v for v in views if v["outcome"] == VIOLATED]
+    findings += [v for v in views if v["outcome"] not in (OK, VIOLATED)]
+    dims = report.dimensions.to_json()
+    dimensions = [
+        {
+            "key": d,
+            "title": ev.DIMENSION_TITLES[d],
+            "question": ev.DIMENSION_QUESTIONS[d],
+            "result": dims[d],
+            "checks": [v for v in views if v["dimension"] == d],
+        }
+        for d in ev.DIMENSIONS
+    ]
+    ann_anchor = {}
+    if replay is not None:
+        ann_anchor = {m.id: f"ann-{m.id.split('-')[1]}" for m in marks}
+    conflicts = []
+    if report.bases is not None:
+        for name in ("proto", "evid", "all"):
+            expl = report.bases.conflict(name)
+            conflicts.append(
+                {
+                    "name": name,
+                    "state": report.bases.state(name),
+                    "conflict": _explanation_view(expl, replay, index),
+                }
+            )
+    bad = any(v["outcome"] == VIOLATED for v in findings)
+    unsettled = any(v["outcome"] != VIOLATED for v in findings)
+    findings_title = {
+        (True, False): "What went wrong",
+        (True, True): "What went wrong, and what is not settled",
+        (False, True): "What is not settled",
+    }.get((bad, unsettled), "")
+    return {
+        "report": report,
+        "findings_title": findings_title,
+        "title": ev.clean(report.replay),
+        "decision": "" if replay is None else expr_text(replay.protocol.decision),
+        "protocol_text": "" if replay is None else ev.clean(replay.protocol.text),
+        "dimensions": dimensions,
+        "findings": findings,
+        "sources": _sources_view(replay, marks),
+        "annotations": _annotations_view(replay, marks),
+        "ann_anchor": ann_anchor,
+        "bases": conflicts,
+        "not_specified": ev.not_specified(report),
+        "reasons": [ev.clean(r.message) for r in report.reasons],
+    }
+
+
+def render(report: Report, replay: Any = None) -> str:
+    return environment().get_template("report.html.j2").render(**context(report, replay))
+
+
+# --- the batch index -------------------------------------------------------------------------
+
+
+def _count(rows: Sequence[Mapping], key: str, values: Sequence[str]) -> dict[str, int]:
+    out = dict.fromkeys(values, 0)
+    for r in rows:
+        v = r.get(key)
+        if v in out:
+            out[v] += 1
+    return out
+
+
+def _dim_counts(rows: Sequence[Mapping], dim: str) -> dict[str, int]:
+    out = dict.fromkeys(DIM_OUTCOMES, 0)
+    for r in rows:
+        v = (r.get("dimensions") or {}).get(dim)
+        if v in out:
+            out[v] += 1
+    return out
+
+
+def _match_label(value: Any) -> str:
+    return {True: "matches gold", False: "differs from gold"}.get(value, "no gold")
+
+
+CROSS_ROWS = ("matches gold", "differs from gold", "no gold")
+
+
+def _cross_counts(rows: Sequence[Mapping]) -> dict[str, dict[str, int]]:
+    out = {k: dict.fromkeys(OUTCOMES, 0) for k in CROSS_ROWS}
+    for r in rows:
+        o = r.get("overall")
+        if o in OUTCOMES:
+            out[_match_label(r.get("verdict_matches_gold"))][o] += 1
+    return out
+
+
+def _bars(counts: Mapping[str, int], order: Sequence[str]) -> dict:
+    total = sum(counts.get(k, 0) for k in order)
+    parts = []
+    for k in order:
+        n = int(counts.get(k, 0))
+        pct = 0.0 if total == 0 else 100.0 * n / total
+        parts.append({"key": k, "n": n, "pct": f"{pct:.1f}", "label": ev.label(k)})
+    return {"total": total, "parts": parts}
+
+
+def index_context(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> dict:
+    total = int(summary.get("total", len(rows)))
+    overall = summary.get("overall") or _count(rows, "overall", OUTCOMES)
+    dims_in = summary.get("dimensions") or {}
+    dims = []
+    for d in ev.DIMENSIONS:
+        counts = dims_in.get(d) or _dim_counts(rows, d)
+        dims.append({"key": d, "title": ev.DIMENSION_TITLES[d], **_bars(counts, DIM_OUTCOMES)})
+    cross = summary.get("cross") or _cross_counts(rows)
+    cross_rows = [
+        {"label": k, **_bars(cross.get(k, {}), OUTCOMES)} for k in CROSS_ROWS if k in cross
+    ]
+    table = []
+    for r in rows:
+        dimensions = r.get("dimensions") or {}
+        table.append(
+            {
+                "id": ev.clean(str(r.get("id", ""))),
+                "overall": r.get("overall"),
+                "dims": [dimensions.get(d) for d in ev.DIMENSIONS],
+                "verdict": r.get("verdict"),
+                "gold": r.get("gold"),
+                "match": r.get("verdict_matches_gold"),
+                "href": ev.clean(str(r.get("href") or r.get("link") or "")),
+            }
+        )
+    extra = [
+        (ev.clean(str(k)), ev.clean(str(v)))
+        for k, v in (summary.get("extra") or {}).items()
+        if isinstance(v, (str, int, float))
+    ]
+    return {
+        "title": ev.clean(str(summary.get("title", "unmask audit"))),
+        "total": total,
+        "overall": _bars(overall, OUTCOMES),
+        "dimensions": dims,
+        "dim_keys": [(d, ev.DIMENSION_TITLES[d]) for d in ev.DIMENSIONS],
+        "cross": cross_rows,
+        "outcomes": OUTCOMES,
+        "rows": table,
+        "extra": extra,
+    }
+
+
+def render_index(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str:
+    """The batch page. ``rows``: one dict per replay with ``id``, ``overall``,
+    ``dimensions`` (dimension -> OK/VIOLATED/UNKNOWN/NOT_CHECKED), ``verdict``, ``gold``,
+    ``verdict_matches_gold`` and ``href`` (relative link to its report); ``summary``:
+    optional ``title``, ``total``, ``overall``, ``dimensions``, ``cross``, ``extra``
+    (see ``docs/reports.md``)."""
+    return environment().get_template("index.html.j2").render(**index_context(summary, rows))
