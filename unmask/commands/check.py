@@ -19,7 +19,7 @@ from unmask.backends import DEFAULT_TIMEOUT_MS
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits, click_options
 
-FORMATS: tuple[str, ...] = ("text", "json")
+FORMATS: tuple[str, ...] = ("text", "json", "html", "markdown", "sarif", "junit")
 
 EXIT_USAGE = 2
 EXIT_INVALID = 4

@@ -1,0 +1,481 @@
+"""The report as SARIF 2.1.0, for code-scanning and review tools.
+
+Contract: ``render(report, replay) -> str`` (``unmask check --format sarif``) writes one log
+with one run. Every check whose outcome is VIOLATED or UNKNOWN is one result; so is every
+base that is not consistent, a translation that is not valid, and a replay with no
+requirement or no grounding pair. Rule ids: ``unmask/verdict``, ``unmask/requirement``,
+``unmask/coverage``, ``unmask/grounding``, ``unmask/base``, ``unmask/translation``,
+``unmask/replay``. Levels: ``error`` for VIOLATED; ``warning`` for an undetermined, undecided
+or inconsistent check or base; ``note`` for a coverage that is not observable and for the
+replay-level rules. The primary location is in the replay file (its path as given, as a
+relative URI reference): the first annotation that forces the result, or the ``verdict`` /
+``protocol`` member; related locations are each annotation of the explanation and each
+quoted span *inside its source string* in the replay JSON, and the requirement or ground
+statement in the ``.proto`` file where the protocol came from one. Lines and columns count
+code points (``columnKind: unicodeCodePoints``). When the replay file cannot be read again,
+locations name the file without a region. Deterministic: no time, no absolute path that
+was not given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from unmask import __version__
+from unmask.render import _evidence as ev
+from unmask.report import (
+    INCONSISTENT,
+    REFUTED,
+    SOLVER_UNKNOWN,
+    UNKNOWN,
+    VIOLATED,
+    Item,
+    Report,
+)
+
+SCHEMA_URI = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
+
+# (id, name, short description, default level)
+RULES: tuple[tuple[str, str, str, str], ...] = (
+    (
+        "unmask/verdict",
+        "VerdictEntailment",
+        "The stated rationale must force the observed verdict under the protocol.",
+        "error",
+    ),
+    ("unmask/requirement", "ProceduralCompliance", "Each requirement must be met.", "error"),
+    (
+        "unmask/coverage",
+        "Coverage",
+        "Each requirement must be observable (addressed) in the replay.",
+        "note",
+    ),
+    (
+        "unmask/grounding",
+        "Grounding",
+        "Each claim of the judge must match the independent observation of the context.",
+        "error",
+    ),
+    (
+        "unmask/base",
+        "ConsistentBase",
+        "The facts (and the protocol) must not contradict each other.",
+        "warning",
+    ),
+    (
+        "unmask/translation",
+        "ValidTranslation",
+        "The protocol's translation must be valid for anything to be checked.",
+        "warning",
+    ),
+    (
+        "unmask/replay",
+        "CheckableReplay",
+        "A replay needs requirements and grounding pairs to be satisfied.",
+        "note",
+    ),
+)
+RULE_INDEX = {r[0]: i for i, r in enumerate(RULES)}
+
+
+# --- positions inside the replay JSON --------------------------------------------------------
+
+
+class _Locator:
+    """Where members of the replay file start (code-point offsets), found by re-reading it.
+
+    Only the few paths a result points at are located: the top-level members, each
+    annotation, and the source strings (with a map from a code point of the decoded string
+    to its place in the file, so a quote's span can be shown where it is written)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.offsets: dict[str, int] = {}
+        self._line_starts: list[int] | None = None
+        dec = json.JSONDecoder()
+        i = self._ws(text, 0)
+        if i >= len(text) or text[i] != "{":
+            return
+        i = self._ws(text, i + 1)
+        while i < len(text) and text[i] != "}":
+            key, i = dec.raw_decode(text, i)
+            i = self._ws(text, i)
+            i = self._ws(text, i + 1)  # the colon
+            self.offsets[f"$.{key}"] = i
+            if key == "annotations" and text[i] == "[":
+                i = self._array(dec, i, "$.annotations")
+            elif key == "sources" and text[i] == "{":
+                i = self._object(dec, i, "$.sources")
+            else:
+                _, i = dec.raw_decode(text, i)
+            i = self._ws(text, i)
+            if i < len(text) and text[i] == ",":
+                i = self._ws(text, i + 1)
+
+    @staticmethod
+    def _ws(text: str, i: int) -> int:
+        while i < len(text) and text[i] in " \t\r\n":
+            i += 1
+        return i
+
+    def _array(self, dec: json.JSONDecoder, i: int, path: str) -> int:
+        i = self._ws(self.text, i + 1)
+        n = 0
+        while i < len(self.text) and self.text[i] != "]":
+            self.offsets[f"{path}[{n}]"] = i
+            _, i = dec.raw_decode(self.text, i)
+            n += 1
+            i = self._ws(self.text, i)
+            if self.text[i] == ",":
+                i = self._ws(self.text, i + 1)
+        return i + 1
+
+    def _object(self, dec: json.JSONDecoder, i: int, path: str) -> int:
+        i = self._ws(self.text, i + 1)
+        while i < len(self.text) and self.text[i] != "}":
+            key, i = dec.raw_decode(self.text, i)
+            i = self._ws(self.text, i)
+            i = self._ws(self.text, i + 1)
+            self.offsets[f"{path}.{key}"] = i
+            _, i = dec.raw_decode(self.text, i)
+            i = self._ws(self.text, i)
+            if self.text[i] == ",":
+                i = self._ws(self.text, i + 1)
+        return i + 1
+
+    def string_offset(self, path: str, index: int) -> int | None:
+        """The file offset of code point ``index`` of the JSON string at ``path``."""
+        start = self.offsets.get(path)
+        if start is None or self.text[start] != '"':
+            return None
+        i, k, text = start + 1, 0, self.text
+        while i < len(text) and text[i] != '"':
+            if k == index:
+                return i
+            if text[i] == "\\":
+                if text[i + 1] == "u":
+                    unit = int(text[i + 2 : i + 6], 16)
+                    i += 6
+                    # a surrogate pair written as two escapes is one code point
+                    if 0xD800 <= unit < 0xDC00 and text[i : i + 2] == "\\u":
+                        low = int(text[i + 2 : i + 6], 16)
+                        if 0xDC00 <= low < 0xE000:
+                            i += 6
+                else:
+                    i += 2
+            else:
+                i += 1
+            k += 1
+        return i if k == index else None
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        if self._line_starts is None:
+            starts = [0]
+            pos = self.text.find("\n")
+            while pos >= 0:
+                starts.append(pos + 1)
+                pos = self.text.find("\n", pos + 1)
+            self._line_starts = starts
+        lo, hi = 0, len(self._line_starts) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self._line_starts[mid] <= offset:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo + 1, offset - self._line_starts[lo] + 1
+
+
+def _locator(file: str | None) -> _Locator | None:
+    if not file:
+        return None
+    try:
+        text = Path(file).read_text(encoding="utf-8-sig")
+        return _Locator(text)
+    except (OSError, ValueError, IndexError, RecursionError):
+        # the file changed or vanished since it was checked: name it without a region
+        return None
+
+
+def _uri(path: str) -> str:
+    # a file name that is not UTF-8 arrives with surrogate escapes: keep its bytes
+    return quote(path.replace("\\", "/"), safe="/", errors="surrogateescape")
+
+
+# --- building the log ------------------------------------------------------------------------
+
+
+class _Log:
+    def __init__(self, report: Report, replay: Any) -> None:
+        self.report = report
+        self.replay = replay
+        self.file = None if replay is None else replay.file
+        self.loc = _locator(self.file)
+        self.artifacts: list[str] = []
+        self.ann_index = {} if replay is None else {a.atom: a for a in replay.annotations}
+
+    def artifact(self, path: str) -> int:
+        if path not in self.artifacts:
+            self.artifacts.append(path)
+        return self.artifacts.index(path)
+
+    def physical(self, file: str, line: int | None, col: int | None, end: int | None = None):
+        out: dict[str, Any] = {
+            "artifactLocation": {"uri": _uri(file), "index": self.artifact(file)}
+        }
+        if line is not None:
+            region: dict[str, Any] = {"startLine": line, "startColumn": col}
+            if end is not None:
+                region["endColumn"] = end
+            out["region"] = region
+        return out
+
+    def replay_location(self, path: str, message: str | None = None) -> dict | None:
+        """A location at the JSON value ``path`` of the replay file."""
+        if self.file is None:
+            return None
+        line = col = None
+        if self.loc is not None and path in self.loc.offsets:
+            line, col = self.loc.line_col(self.loc.offsets[path])
+        out: dict[str, Any] = {
+            "physicalLocation": self.physical(self.file, line, col),
+            "logicalLocations": [{"fullyQualifiedName": path, "kind": "object"}],
+        }
+        if message:
+            out["message"] = {"text": message}
+        return out
+
+    def quote_location(self, atom: str, q: Any) -> dict | None:
+        """The quoted span where it is written inside its source string."""
+        if self.file is None or self.loc is None:
+            return None
+        path = f"$.sources.{q.source}"
+        a = self.loc.string_offset(path, q.start)
+        b = self.loc.string_offset(path, q.end)
+        if a is None or b is None:
+            return None
+        line, col = self.loc.line_col(a)
+        end_line, end_col = self.loc.line_col(b)
+        phys = self.physical(self.file, line, col, end_col if end_line == line else None)
+        return {
+            "physicalLocation": phys,
+            "logicalLocations": [
+                {"fullyQualifiedName": f"{path}[{q.start}:{q.end}]", "kind": "value"}
+            ],
+            "message": {"text": f"evidence for `{atom}`: “{ev.clean(q.quote)}”"},
+        }
+
+    def span_location(self, span: Any, what: str) -> dict | None:
+        if span is None or not getattr(span, "file", None) or span.file == self.file:
+            return None
+        return {
+            "physicalLocation": self.physical(span.file, span.line, span.column),
+            "message": {"text": what},
+        }
+
+    def annotation_path(self, atom: str) -> str | None:
+        ann = self.ann_index.get(atom)
+        return None if ann is None else f"$.annotations[{ann.index}]"
+
+    def item_locations(self, items: tuple[Item, ...]) -> list[dict]:
+        out = []
+        for it in items:
+            if it.kind != "annotation" or it.atom is None:
+                continue
+            path = self.annotation_path(it.atom)
+            if path is not None:
+                note = f"annotation `{it.atom}` = {it.value}"
+                loc = self.replay_location(path, note)
+                if loc is not None:
+                    out.append(loc)
+            for q in it.evidence:
+                loc = self.quote_location(it.atom, q)
+                if loc is not None:
+                    out.append(loc)
+        return out
+
+    def protocol_span(self, check: ev.Check) -> Any:
+        if self.replay is None:
+            return None
+        proto = self.replay.protocol
+        if check.dimension in ("procedure", "coverage"):
+            rid = check.key.split(":", 1)[1]
+            for r in proto.requirements:
+                if r.id == rid:
+                    return r.span
+        if check.dimension == "grounding":
+            judge, context = check.key.removeprefix("grounding:").split("~", 1)
+            for g in proto.grounding:
+                if (g.judge, g.context) == (judge, context):
+                    return g.span
+        if check.dimension == "verdict":
+            return proto.decision.span
+        return None
+
+    def result(
+        self,
+        rule: str,
+        level: str,
+        text: str,
+        key: str,
+        primary: list[dict],
+        related: list[dict],
+        properties: dict[str, Any],
+    ) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "ruleId": rule,
+            "ruleIndex": RULE_INDEX[rule],
+            "level": level,
+            "message": {"text": text},
+        }
+        if primary:
+            out["locations"] = primary[:1]
+        related = primary[1:] + related
+        if related:
+            for i, loc in enumerate(related):
+                loc["id"] = i
+            out["relatedLocations"] = related
+        digest = hashlib.sha256(f"{self.report.replay}\0{key}".encode("utf-8", "replace"))
+        out["partialFingerprints"] = {"unmaskCheck/v1": digest.hexdigest()[:32]}
+        out["properties"] = properties
+        return out
+
+    def check_result(self, c: ev.Check) -> dict[str, Any]:
+        level = "error" if c.outcome == VIOLATED else "warning"
+        if c.dimension == "coverage" and c.status == REFUTED:
+            level = "note"
+        text = f"{ev.finding(self.report, c, self.replay)} [{c.title}: {c.status}]"
+        expl = c.result.explanation
+        items = expl.items if expl is not None else ()
+        related = self.item_locations(items)
+        primary: list[dict] = []
+        first = next((i for i in items if i.kind == "annotation" and i.atom), None)
+        if first is not None and (path := self.annotation_path(first.atom or "")) is not None:
+            loc = self.replay_location(path)
+            if loc is not None:
+                primary.append(loc)
+        if not primary:
+            target = "$.verdict" if c.dimension == "verdict" else "$.protocol"
+            loc = self.replay_location(target)
+            if loc is not None:
+                primary.append(loc)
+        span_loc = self.span_location(self.protocol_span(c), f"{c.title} (in the protocol)")
+        if span_loc is not None:
+            related.append(span_loc)
+        for p in primary:
+            p["logicalLocations"].append({"fullyQualifiedName": c.path, "kind": "object"})
+        props = {
+            "replay": ev.clean(self.report.replay),
+            "dimension": c.dimension,
+            "check": ev.clean(c.key),
+            "status": c.status,
+            "outcome": c.outcome,
+        }
+        return self.result(c.rule, level, ev.clean(text), c.key, primary, related, props)
+
+    def results(self) -> list[dict[str, Any]]:
+        out = []
+        report = self.report
+        if report.translation != "valid":
+            loc = self.replay_location("$.translation")
+            out.append(
+                self.result(
+                    "unmask/translation",
+                    "warning",
+                    f"translation `{ev.clean(report.translation)}`: nothing was checked",
+                    "translation",
+                    [loc] if loc else [],
+                    [],
+                    {"replay": ev.clean(report.replay), "translation": report.translation},
+                )
+            )
+        if report.bases is not None:
+            for name in ("proto", "evid", "all"):
+                state = report.bases.state(name)
+                if state not in (INCONSISTENT, SOLVER_UNKNOWN):
+                    continue
+                conflict = report.bases.conflict(name)
+                related = self.item_locations(conflict.items) if conflict else []
+                loc = self.replay_location("$.annotations")
+                word = "inconsistent" if state == INCONSISTENT else "undecided by the solver"
+                out.append(
+                    self.result(
+                        "unmask/base",
+                        "warning",
+                        f"base `{name}` is {word}: the checks against it are unknown",
+                        f"base:{name}",
+                        [loc] if loc else [],
+                        related,
+                        {"replay": ev.clean(report.replay), "base": name, "state": state},
+                    )
+                )
+        for c in ev.checks(report):
+            if c.outcome in (VIOLATED, UNKNOWN) and c.status is not None:
+                out.append(self.check_result(c))
+        for r in report.reasons:
+            if r.code in ("no-requirements", "no-grounding"):
+                loc = self.replay_location("$.protocol")
+                out.append(
+                    self.result(
+                        "unmask/replay",
+                        "note",
+                        ev.clean(r.message),
+                        r.code,
+                        [loc] if loc else [],
+                        [],
+                        {"replay": ev.clean(report.replay), "code": r.code},
+                    )
+                )
+        return out
+
+    def log(self) -> dict[str, Any]:
+        results = self.results()
+        rules = [
+            {
+                "id": rid,
+                "name": name,
+                "shortDescription": {"text": text},
+                "defaultConfiguration": {"level": level},
+            }
+            for rid, name, text, level in RULES
+        ]
+        report = self.report
+        run: dict[str, Any] = {
+            "tool": {
+                "driver": {
+                    "name": "unmask",
+                    "version": __version__,
+                    "semanticVersion": __version__,
+                    "rules": rules,
+                }
+            },
+            "columnKind": "unicodeCodePoints",
+        }
+        if self.artifacts:
+            run["artifacts"] = [{"location": {"uri": _uri(a)}} for a in self.artifacts]
+        run["results"] = results
+        run["properties"] = {
+            "replay": ev.clean(report.replay),
+            "protocol": ev.clean(report.protocol),
+            "backend": report.backend,
+            "overall": report.overall,
+            "dimensions": report.dimensions.to_json(),
+            "verdict": report.verdict.observed,
+            "gold": report.gold,
+            "verdict_matches_gold": report.verdict_matches_gold,
+        }
+        return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+
+
+def to_json(report: Report, replay: Any = None) -> dict[str, Any]:
+    return _Log(report, replay).log()
+
+
+def render(report: Report, replay: Any = None) -> str:
+    return json.dumps(to_json(report, replay), ensure_ascii=False, indent=2) + "\n"
