@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.proto_strategies import eval_surface, protocols
@@ -369,7 +369,6 @@ def test_file_size_limit(tmp_path):
 # --- meaning -----------------------------------------------------------------------------
 
 
-@settings(max_examples=60)
 @given(protocols(), st.randoms(use_true_random=False))
 def test_compiled_decision_means_what_the_surface_says(case, rnd):
     p = compile_source(case.text, "g.proto", case.domains)
