@@ -44,6 +44,7 @@ _REGISTRY: dict[str, str | type[Backend]] = {
     "z3": "unmask.backends.z3_backend:Z3Backend",
     "pysat": "unmask.backends.pysat_backend:PySatBackend",
     "truthtable": "unmask.backends.truthtable:TruthTableBackend",
+    "sliced": "unmask.backends.sliced:SlicedBackend",
 }
 
 

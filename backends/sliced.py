@@ -1,0 +1,420 @@
+"""The sliced backend: each check sees only the part of the base it can depend on.
+
+Contract (``create("sliced")``, ``create("sliced:glucose4")`` for another PySAT solver):
+- unit parts (``ATOM`` / ``not ATOM``: the facts) *pin* their atoms; a check starts from
+  the atoms of its query, ``assume`` and ``want`` and collects the enabled parts reachable
+  through atoms that are not pinned (a pinned atom is a constant and links nothing);
+- once the whole base is known satisfiable, the parts outside that slice cannot change
+  the answer: a subset of a satisfiable base is satisfiable, and its only shared atoms
+  with the slice are pinned to the same values on both sides; until then (and for an
+  inconsistent base) every check is answered on every enabled part, so minimising a
+  conflict stays exact;
+- a slice with at most ``TT_MAX_ATOMS`` unpinned atoms is decided by a bit-parallel truth
+  table (``unmask.backends.truthtable``) after substituting the pins; a larger one by one
+  incremental PySAT solver over the whole base (parts behind selectors, encoded once
+  when first needed; facts are assumed as literals), so a check costs about the size of
+  its slice, not of the base;
+- cores are enabled labels (the slice's parts and the facts pinning its atoms; from the
+  solver only those in its core); models hold exactly ``want``; a solver check runs in
+  conflict-budget slices against a wall-clock deadline and answers ``Unknown`` when it
+  runs out, never a guess. Statuses, witnesses and explanations equal every other
+  backend's, since those are decided by ``unmask.explain`` from sat/unsat answers alone.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from unmask.backends.base import Backend, Part, Result, Sat, Session, Unknown, Unsat
+from unmask.ir import Atom, Binary, Card, Const, Expr, Nary, Not, children, iter_atoms
+
+# above this many unpinned atoms a slice goes to the SAT solver (measured: docs/performance.md)
+TT_MAX_ATOMS = 12
+DEFAULT_SOLVER = "minisat22"
+BUDGET_SLICE = 2_000  # conflicts between two looks at the clock
+
+
+def _unit(e: Expr) -> tuple[str, bool] | None:
+    if isinstance(e, Atom):
+        return e.name, True
+    if isinstance(e, Not) and isinstance(e.arg, Atom):
+        return e.arg.name, False
+    return None
+
+
+def closed_value(e: Expr, values: Mapping[str, bool]) -> bool | None:
+    """The value of ``e`` when ``values`` covers all its atoms, else None (no recursion)."""
+    out: list[bool] = []
+    stack: list[tuple[Expr, bool]] = [(e, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if isinstance(node, Atom):
+            v = values.get(node.name)
+            if v is None:
+                return None
+            out.append(v)
+            continue
+        if isinstance(node, Const):
+            out.append(node.value)
+            continue
+        kids = children(node)
+        if not expanded:
+            stack.append((node, True))
+            stack.extend((c, False) for c in reversed(kids))
+            continue
+        args = out[len(out) - len(kids) :]
+        del out[len(out) - len(kids) :]
+        out.append(_combine(node, args))
+    return out[0]
+
+
+def _combine(node: Expr, args: list[bool]) -> bool:
+    if isinstance(node, Not):
+        return not args[0]
+    if isinstance(node, Nary):
+        if node.op == "and":
+            return all(args)
+        if node.op == "or":
+            return any(args)
+        return sum(args) % 2 == 1
+    if isinstance(node, Binary):
+        return (not args[0] or args[1]) if node.op == "implies" else args[0] == args[1]
+    if isinstance(node, Card):
+        n = sum(args)
+        return (
+            n >= node.k
+            if node.op == "atleast"
+            else n <= node.k
+            if node.op == "atmost"
+            else (n == node.k)
+        )
+    raise TypeError(f"not an expression: {node!r}")
+
+
+class SlicedBackend(Backend):
+    name = "sliced"
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if self.option is None:
+            self.solver_name = DEFAULT_SOLVER
+        else:
+            from unmask.backends.pysat_backend import resolve_solver
+
+            self.solver_name = resolve_solver(self.option)
+
+    def open(self, parts: Sequence[Part], atoms: Sequence[str]) -> Session:
+        return SlicedSession(parts, atoms, self.timeout_ms, self.solver_name)
+
+
+class SlicedSession(Session):
+    def __init__(
+        self, parts: Sequence[Part], atoms: Sequence[str], timeout_ms: int, solver_name: str
+    ) -> None:
+        self.calls = 0
+        self.timeout_ms = timeout_ms
+        self.solver_name = solver_name
+        self.parts = list(parts)
+        self.labels = [p.label for p in self.parts]
+        self.order: dict[str, int] = {}
+        for name in atoms:
+            self.order.setdefault(name, len(self.order))
+        self.units: list[tuple[str, bool] | None] = []
+        self.part_atoms: list[tuple[str, ...]] = []
+        self.by_atom: dict[str, list[int]] = {}  # atom -> non-unit parts using it
+        self.units_of: dict[str, list[int]] = {}  # atom -> unit parts pinning it
+        for i, p in enumerate(self.parts):
+            unit = _unit(p.expr)
+            self.units.append(unit)
+            names = tuple(dict.fromkeys(iter_atoms(p.expr)))
+            self.part_atoms.append(names)
+            for n in names:
+                self.order.setdefault(n, len(self.order))
+            if unit is not None:
+                self.units_of.setdefault(unit[0], []).append(i)
+            else:
+                for n in names:
+                    self.by_atom.setdefault(n, []).append(i)
+        self.base_sat: bool | None = None
+        self._sat: _Incremental | None = None
+        self._closed = False
+
+    # --- the public check ---------------------------------------------------------------
+
+    def check(
+        self,
+        query: Expr | None = None,
+        *,
+        enabled: Collection[str] | None = None,
+        assume: Mapping[str, bool] | None = None,
+        want: Sequence[str] = (),
+    ) -> Result:
+        if self._closed:
+            raise RuntimeError("session is closed")
+        self.calls += 1
+        en = None if enabled is None else set(enabled)
+        assume = dict(assume or {})
+        whole = enabled is None and query is None and not assume
+        if self.base_sat is None and not whole:
+            self._establish()
+        if self.base_sat is True and not whole:
+            return self._sliced(query, en, assume, want)
+        result = self._everything(query, en, assume, want)
+        if whole and self.base_sat is None and not isinstance(result, Unknown):
+            self.base_sat = isinstance(result, Sat)
+        return result
+
+    def _establish(self) -> None:
+        result = self._everything(None, None, {}, ())
+        if not isinstance(result, Unknown):
+            self.base_sat = isinstance(result, Sat)
+
+    # --- choosing what to look at ---------------------------------------------------------
+
+    def _on(self, i: int, en: set[str] | None) -> bool:
+        return en is None or self.labels[i] in en
+
+    def _pin(
+        self, name: str, en: set[str] | None, pins: dict[str, tuple[bool, int]]
+    ) -> Unsat | None:
+        """Record the enabled fact pinning ``name`` (if any); two contrary facts: unsat."""
+        for i in self.units_of.get(name, ()):
+            if not self._on(i, en):
+                continue
+            value = self.units[i][1]  # type: ignore[index]
+            have = pins.get(name)
+            if have is None:
+                pins[name] = (value, i)
+            elif have[0] != value:
+                return self._core({i, have[1]})
+        return None
+
+    def _sliced(
+        self, query: Expr | None, en: set[str] | None, assume: dict[str, bool], want: Sequence[str]
+    ) -> Result:
+        seeds = list(want) + list(assume)
+        if query is not None:
+            seeds.extend(iter_atoms(query))
+        pins: dict[str, tuple[bool, int]] = {}
+        comp: list[int] = []
+        taken: set[int] = set()
+        seen: set[str] = set()
+        free: list[str] = []
+        stack = seeds
+        while stack:
+            a = stack.pop()
+            if a in seen:
+                continue
+            seen.add(a)
+            conflict = self._pin(a, en, pins)
+            if conflict is not None:
+                return conflict
+            if a in pins:
+                continue  # a constant now: links nothing
+            free.append(a)
+            for i in self.by_atom.get(a, ()):
+                if i not in taken and self._on(i, en):
+                    taken.add(i)
+                    comp.append(i)
+                    stack.extend(self.part_atoms[i])
+        comp.sort()
+        return self._decide(comp, pins, free, query, assume, want)
+
+    def _everything(
+        self, query: Expr | None, en: set[str] | None, assume: dict[str, bool], want: Sequence[str]
+    ) -> Result:
+        pins: dict[str, tuple[bool, int]] = {}
+        for name in self.units_of:
+            conflict = self._pin(name, en, pins)
+            if conflict is not None:
+                return conflict
+        comp = [i for i in range(len(self.parts)) if self.units[i] is None and self._on(i, en)]
+        names: dict[str, None] = {}
+        for i in comp:
+            names.update(dict.fromkeys(self.part_atoms[i]))
+        if query is not None:
+            names.update(dict.fromkeys(iter_atoms(query)))
+        names.update(dict.fromkeys(assume))
+        names.update(dict.fromkeys(want))
+        free = [n for n in names if n not in pins]
+        return self._decide(comp, pins, free, query, assume, want)
+
+    # --- deciding ---------------------------------------------------------------------------
+
+    def _decide(
+        self,
+        comp: list[int],
+        pins: dict[str, tuple[bool, int]],
+        free: list[str],
+        query: Expr | None,
+        assume: dict[str, bool],
+        want: Sequence[str],
+    ) -> Result:
+        for name, value in assume.items():
+            pin = pins.get(name)
+            if pin is not None and pin[0] != value:
+                return self._core({pin[1]})
+        unpinned = [n for n in free if n not in assume]
+        if len(unpinned) <= TT_MAX_ATOMS:
+            return self._table(comp, pins, query, assume, want)
+        return self._solve(comp, pins, query, assume, want)
+
+    def _core(self, parts: Collection[int]) -> Unsat:
+        return Unsat(tuple(self.labels[i] for i in sorted(parts)))
+
+    def _table(
+        self,
+        comp: list[int],
+        pins: dict[str, tuple[bool, int]],
+        query: Expr | None,
+        assume: dict[str, bool],
+        want: Sequence[str],
+    ) -> Result:
+        from unmask.backends.truthtable import substitute, truth_mask
+
+        values = {n: v for n, (v, _) in pins.items()}
+        values.update(assume)
+        # the query first: an unsat slice is most often unsat because of it
+        exprs: list[tuple[int | None, Expr]] = [] if query is None else [(None, query)]
+        exprs.extend((i, self.parts[i].expr) for i in comp)
+        rest: list[tuple[int | None, Expr, Expr]] = []  # (part, original, residual)
+        for i, e in exprs:
+            known = closed_value(e, values)
+            residual = e
+            if known is None and any(n in values for n in iter_atoms(e)):
+                residual = substitute(e, values)
+                if isinstance(residual, Const):
+                    known = residual.value
+            if known is True:
+                continue
+            if known is False:
+                return self._table_core([(i, e)], pins)
+            rest.append((i, e, residual))
+        names = sorted(
+            {n for _, _, r in rest for n in iter_atoms(r)},
+            key=lambda n: self.order.setdefault(n, len(self.order)),
+        )
+        index = {n: k for k, n in enumerate(names)}
+        mask = (1 << (1 << len(names))) - 1
+        for k, (_, _, r) in enumerate(rest):
+            mask &= truth_mask(r, index, len(names))
+            if not mask:
+                return self._table_core([(i, e) for i, e, _ in rest[: k + 1]], pins)
+        first = (mask & -mask).bit_length() - 1
+        model = {n: bool((first >> k) & 1) for n, k in index.items()}
+        model.update(values)
+        return Sat({n: model.get(n, False) for n in want})
+
+    def _table_core(
+        self, used: list[tuple[int | None, Expr]], pins: dict[str, tuple[bool, int]]
+    ) -> Unsat:
+        """The parts whose (substituted) conjunction was unsat, and the facts pinning them."""
+        core: set[int] = set()
+        for i, e in used:
+            if i is not None:
+                core.add(i)
+            atoms = self.part_atoms[i] if i is not None else iter_atoms(e)
+            core.update(pins[n][1] for n in atoms if n in pins)
+        return self._core(core)
+
+    def _solve(
+        self,
+        comp: list[int],
+        pins: dict[str, tuple[bool, int]],
+        query: Expr | None,
+        assume: dict[str, bool],
+        want: Sequence[str],
+    ) -> Result:
+        if self._sat is None:
+            self._sat = _Incremental(self, self.solver_name)
+        return self._sat.check(comp, pins, query, assume, want, self.timeout_ms)
+
+    def close(self) -> None:
+        self._closed = True
+        if self._sat is not None:
+            self._sat.delete()
+            self._sat = None
+
+
+class _Incremental:
+    """One PySAT solver over every non-unit part of a session, each behind a selector."""
+
+    def __init__(self, session: SlicedSession, solver_name: str) -> None:
+        from pysat.solvers import Solver
+
+        from unmask.backends.cnf import CnfEncoder
+
+        self.session = session
+        self.enc = CnfEncoder(session.order)
+        self.selector: dict[int, int] = {}
+        self.owner: dict[int, int] = {}  # selector -> part index
+        for i, p in enumerate(session.parts):
+            if session.units[i] is not None:
+                continue
+            sel = self.enc.pool.id()
+            self.enc.clauses.append([-sel, self.enc.lit(p.expr)])
+            self.selector[i] = sel
+            self.owner[sel] = i
+        self.solver = Solver(name=solver_name)
+        self.added = 0
+        self._flush()
+
+    def _flush(self) -> None:
+        new = self.enc.clauses[self.added :]
+        if new:
+            self.solver.append_formula(new)
+            self.added = len(self.enc.clauses)
+
+    def check(
+        self,
+        comp: list[int],
+        pins: dict[str, tuple[bool, int]],
+        query: Expr | None,
+        assume: dict[str, bool],
+        want: Sequence[str],
+        timeout_ms: int,
+    ) -> Result:
+        enc = self.enc
+        assumptions = [self.selector[i] for i in comp]
+        pin_of: dict[int, int] = {}
+        for name, (value, i) in pins.items():
+            var = enc.atom_var(name)
+            lit = var if value else -var
+            assumptions.append(lit)
+            pin_of[lit] = i
+        if query is not None:
+            assumptions.append(enc.lit(query))
+        for name, value in assume.items():
+            var = enc.atom_var(name)
+            assumptions.append(var if value else -var)
+        for name in want:
+            enc.atom_var(name)
+        self._flush()
+        answer = self._run(assumptions, timeout_ms)
+        if answer is None:
+            return Unknown(f"timeout after {timeout_ms} ms")
+        if answer:
+            model = self.solver.get_model() or []
+            out = {}
+            for name in want:
+                var = enc.atom_var(name)
+                out[name] = var <= len(model) and model[var - 1] > 0
+            return Sat(out)
+        core = self.solver.get_core() or ()
+        parts = {self.owner[x] for x in core if x in self.owner}
+        parts.update(pin_of[x] for x in core if x in pin_of)
+        return self.session._core(parts)
+
+    def _run(self, assumptions: list[int], timeout_ms: int) -> bool | None:
+        solver = self.solver
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            solver.conf_budget(BUDGET_SLICE)
+            answer = solver.solve_limited(assumptions=assumptions)
+            if answer is not None or time.monotonic() >= deadline:
+                return answer
+
+    def delete(self) -> None:
+        self.solver.delete()
