@@ -193,3 +193,11 @@ def test_console_script_runs(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["name"] == "p"
+
+
+def test_member_errors_name_the_option(runner, tmp_path):
+    f = write(tmp_path, "fc.proto", FAMILY)
+    r = runner.invoke(cli, [str(f), "--domain", "claim=ok,not-ok", "--domain", "clam=x"])
+    assert r.exit_code == 1
+    assert "--domain claim[1]: error: member `not-ok` of `claim` is not a name" in r.stderr
+    assert "--domain clam: error:" in r.stderr

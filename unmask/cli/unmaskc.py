@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
 
 from unmask import __version__
-from unmask.diagnostics import UnmaskError, render_all
+from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits, click_options
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
@@ -26,8 +27,15 @@ EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 _USAGE_CODES = frozenset({"io"})
 
 
+def _cli_path(d: Diagnostic) -> Diagnostic:
+    # members came from `--domain` here, not from a replay's `domains`
+    if d.path and d.path.startswith("domains."):
+        return replace(d, path="--domain " + d.path.removeprefix("domains."))
+    return d
+
+
 def _fail(err: UnmaskError, sources: dict[str, str]) -> int:
-    click.echo(render_all(err.diagnostics, sources), err=True)
+    click.echo(render_all([_cli_path(d) for d in err.diagnostics], sources), err=True)
     if all(d.code in _USAGE_CODES for d in err.diagnostics):
         return EXIT_USAGE
     return EXIT_ERRORS
