@@ -5,15 +5,18 @@ Contract:
   formula is evaluated once as a 2**n-bit integer (atom i's column is the alternating
   pattern of period 2**(i+1); and/or/xor/not are bitwise; cardinalities use a bitwise
   binary counter and comparator); the conjunction is satisfiable iff its mask is nonzero;
-- only the *relevant* part of a base is enumerated: atoms pinned by unit facts
-  (``ATOM`` or ``not ATOM`` parts) and by ``assume`` are substituted first, and the rest
+- only the *relevant* part of a base is enumerated: first, to a fixpoint, top-level
+  conjunctions split, atoms pinned by unit formulas (``ATOM``, ``not ATOM``, also those that
+  appear after substitution) and by ``assume`` are substituted, and a definition ``x iff E``
+  (x not in E, e.g. the decision ``V iff D``) is eliminated by putting E for x; the rest
   splits into connected components (formulas sharing atoms), each enumerated alone;
 - a component with more than ``MAX_ATOMS`` atoms is an ``UnmaskError`` (code
   ``truthtable-limit``) suggesting another backend, unless some smaller component is
   already unsatisfiable (then the answer is still proved);
-- cores are the enabled labels of the unsatisfiable component plus the unit facts that
-  pinned its atoms (valid, not minimal); a model is the first satisfying assignment of each
-  component (canonical), atoms nothing constrains are false.
+- cores are the labels the unsatisfiable component rests on: its own, those of the units
+  that pinned its atoms and of the definitions put into it (valid, not minimal); a model is
+  the first satisfying assignment of each component, defined atoms are computed from their
+  definitions, atoms nothing constrains are false.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from unmask.ir import (
     Expr,
     Nary,
     Not,
+    evaluate,
     iter_atoms,
     mk_binary,
     mk_card,
@@ -93,8 +97,11 @@ def card_mask(op: str, k: int, masks: list[int], full: int) -> int:
     return _at_least(planes, k, full) & (full ^ _at_least(planes, k + 1, full))
 
 
-def truth_mask(expr: Expr, index: Mapping[str, int], n: int) -> int:
-    """The 2**n-bit mask of the assignments (over atoms ``index``) that satisfy ``expr``."""
+def truth_mask(
+    expr: Expr, index: Mapping[str, int], n: int, memo: dict[int, tuple[Expr, int]] | None = None
+) -> int:
+    """The 2**n-bit mask of the assignments (over atoms ``index``) that satisfy ``expr``;
+    ``memo`` may be shared by formulas over the same ``index`` (shared subterms)."""
     full = (1 << (1 << n)) - 1
 
     def leaf(e: Expr) -> int:
@@ -125,15 +132,17 @@ def truth_mask(expr: Expr, index: Mapping[str, int], n: int) -> int:
             return card_mask(e.op, e.k, ms, full)
         raise TypeError(f"not an expression: {e!r}")
 
-    return fold(expr, leaf, node, {})
+    return fold(expr, leaf, node, {} if memo is None else memo)
 
 
-def substitute(expr: Expr, values: Mapping[str, bool]) -> Expr:
-    """``expr`` with the atoms in ``values`` replaced by constants, folded by mk_*."""
+def substitute(expr: Expr, values: Mapping[str, bool | Expr]) -> Expr:
+    """``expr`` with the atoms in ``values`` replaced (by constants or expressions), folded
+    by the smart constructors."""
 
     def leaf(e: Expr) -> Expr:
         if isinstance(e, Atom) and e.name in values:
-            return Const(values[e.name])
+            v = values[e.name]
+            return Const(v) if isinstance(v, bool) else v
         return e
 
     def node(e: Expr, args: list[Expr]) -> Expr:
@@ -173,11 +182,9 @@ class TruthTableSession(Session):
         self._order: dict[str, int] = {}
         for name in atoms:
             self._order.setdefault(name, len(self._order))
-        self._atoms = [tuple(iter_atoms(p.expr)) for p in self._parts]
-        for names in self._atoms:
-            for name in names:
+        for p in self._parts:
+            for name in iter_atoms(p.expr):
                 self._order.setdefault(name, len(self._order))
-        self._units = [_unit(p.expr) for p in self._parts]
 
     def _core(self, labels: set[str]) -> Unsat:
         return Unsat(tuple(sorted(labels, key=self._rank.__getitem__)))
@@ -192,44 +199,18 @@ class TruthTableSession(Session):
     ) -> Result:
         self.calls += 1
         on = [i for i, p in enumerate(self._parts) if enabled is None or p.label in enabled]
-        # pin atoms: assumptions first (they need no label in a core), then unit facts
-        pins: dict[str, tuple[bool, str | None]] = {n: (v, None) for n, v in (assume or {}).items()}
-        for i in on:
-            unit = self._units[i]
-            if unit is None:
-                continue
-            name, value = unit
-            label = self._parts[i].label
-            if name not in pins:
-                pins[name] = (value, label)
-            elif pins[name][0] != value:
-                other = pins[name][1]
-                return self._core({label} | ({other} if other is not None else set()))
-        values = {n: v for n, (v, _) in pins.items()}
-
-        # what is left after substitution: (labels it rests on, formula, its atoms)
-        rest: list[tuple[set[str], Expr, tuple[str, ...]]] = []
-        todo: list[tuple[str | None, Expr, tuple[str, ...]]] = [
-            (self._parts[i].label, self._parts[i].expr, self._atoms[i])
-            for i in on
-            if self._units[i] is None
+        todo: list[tuple[frozenset[str], Expr]] = [
+            (frozenset((self._parts[i].label,)), self._parts[i].expr) for i in on
         ]
         if query is not None:
-            todo.append((None, query, tuple(iter_atoms(query))))
-        for label, expr, names in todo:
-            deps = {label} if label is not None else set()
-            pinned = [n for n in names if n in values]
-            if pinned:
-                deps |= {pins[n][1] for n in pinned if pins[n][1] is not None}  # type: ignore[misc]
-                expr = substitute(expr, values)
-                names = tuple(iter_atoms(expr))
-            if isinstance(expr, Const):
-                if not expr.value:
-                    return self._core(deps)
-                continue
-            rest.append((deps, expr, names))
+            todo.append((frozenset(), query))
+        simplified = _simplify(todo, dict(assume or {}))
+        if isinstance(simplified, frozenset):
+            return self._core(set(simplified))
+        pins, rest, defs = simplified
+        order = self._order
 
-        # connected components over shared atoms (formulas without atoms stand alone)
+        # connected components over shared atoms
         parent: dict[str, str] = {}
 
         def find(x: str) -> str:
@@ -241,33 +222,31 @@ class TruthTableSession(Session):
         for _, _, names in rest:
             for n in names[1:]:
                 parent[find(n)] = find(names[0])
-        groups: dict[object, list[int]] = {}
+        groups: dict[str, list[int]] = {}
         for k, (_, _, names) in enumerate(rest):
-            groups.setdefault(find(names[0]) if names else k, []).append(k)
-
+            groups.setdefault(find(names[0]), []).append(k)
         comps = []
         for members in groups.values():
             names = sorted(
                 {n for k in members for n in rest[k][2]},
-                key=lambda n: self._order.setdefault(n, len(self._order)),
+                key=lambda n: order.setdefault(n, len(order)),
             )
-            comps.append((len(names), names, members))
-        comps.sort(key=lambda c: (c[0], self._order.get(c[1][0], -1) if c[1] else -1))
+            comps.append((len(names), order[names[0]], names, members))
+        comps.sort()
 
-        model = dict(values)
+        model = {n: v for n, (v, _) in pins.items()}
         too_big: list[int] = []
-        for size, names, members in comps:
+        for size, _, names, members in comps:
             if size > MAX_ATOMS:
                 too_big.append(size)
                 continue
             index = {n: i for i, n in enumerate(names)}
             mask = (1 << (1 << size)) - 1
+            memo: dict[int, tuple[Expr, int]] = {}
             for k in members:
-                mask &= truth_mask(rest[k][1], index, size)
+                mask &= truth_mask(rest[k][1], index, size, memo)
                 if not mask:
-                    break
-            if not mask:
-                return self._core(set().union(*(rest[k][0] for k in members)))
+                    return self._core(set().union(*(rest[k][0] for k in members)))
             first = (mask & -mask).bit_length() - 1
             for n, i in index.items():
                 model[n] = bool((first >> i) & 1)
@@ -284,4 +263,96 @@ class TruthTableSession(Session):
                     )
                 ]
             )
+        # defined atoms take the value of their definition, the latest definition first
+        for name, definition in reversed(defs):
+            for a in iter_atoms(definition):
+                model.setdefault(a, False)
+            model[name] = evaluate(definition, model)
         return Sat({n: model.get(n, False) for n in want})
+
+
+Simplified = tuple[
+    dict[str, tuple[bool, frozenset[str]]],
+    list[tuple[frozenset[str], Expr, tuple[str, ...]]],
+    list[tuple[str, Expr]],
+]
+
+
+def _simplify(
+    todo: list[tuple[frozenset[str], Expr]], assume: dict[str, bool]
+) -> Simplified | frozenset[str]:
+    """Shrink a conjunction before enumerating it, keeping every answer exact.
+
+    Each formula carries the labels it rests on. Repeated to a fixpoint: top-level ``and``
+    splits into conjuncts; an atom or negated atom pins that atom (assumptions first: they
+    need no label) and is substituted everywhere; a formula ``x iff E`` (x not in E) defines
+    x: E replaces x everywhere and the formula goes (x is computed from E in the model).
+    Returns the pins, the remaining formulas with their atoms, and the definitions in order,
+    or the labels of an unsatisfiable subset.
+    """
+    pins: dict[str, tuple[bool, frozenset[str]]] = {n: (v, frozenset()) for n, v in assume.items()}
+    defs: list[tuple[str, Expr]] = []
+    queue = list(todo)
+    rest: list[tuple[frozenset[str], Expr, tuple[str, ...]]] = []
+    while True:
+        # split conjunctions, collect units, drop tautologies
+        pending: list[tuple[frozenset[str], Expr]] = []
+        while queue:
+            deps, e = queue.pop()
+            if isinstance(e, Nary) and e.op == "and":
+                queue.extend((deps, a) for a in e.args)
+            elif isinstance(e, Const):
+                if not e.value:
+                    return deps
+            elif (unit := _unit(e)) is not None:
+                name, value = unit
+                if name in pins:
+                    if pins[name][0] != value:
+                        return deps | pins[name][1]
+                else:
+                    pins[name] = (value, deps)
+            else:
+                pending.append((deps, e))
+        pending.extend((deps, e) for deps, e, _ in rest)
+        # substitute the pins
+        rest = []
+        values = {n: v for n, (v, _) in pins.items()}
+        for deps, e in pending:
+            names = tuple(iter_atoms(e))
+            pinned = [n for n in names if n in pins]
+            if not names:  # closed but not folded (raw IR such as `not not and()`)
+                if not evaluate(e, {}):
+                    return deps
+            elif pinned:
+                deps = deps.union(*(pins[n][1] for n in pinned))
+                queue.append((deps, substitute(e, values)))
+            else:
+                rest.append((deps, e, names))
+        if queue:
+            continue
+        # eliminate one definition at a time, then simplify again
+        found = _definition(rest)
+        if found is None:
+            return pins, rest, defs
+        k, name, definition = found
+        def_deps = rest[k][0]
+        del rest[k]
+        defs.append((name, definition))
+        kept = []
+        for deps, e, names in rest:
+            if name in names:
+                queue.append((deps | def_deps, substitute(e, {name: definition})))
+            else:
+                kept.append((deps, e, names))
+        rest = kept
+
+
+def _definition(
+    rest: list[tuple[frozenset[str], Expr, tuple[str, ...]]],
+) -> tuple[int, str, Expr] | None:
+    for k, (_, e, _) in enumerate(rest):
+        if isinstance(e, Binary) and e.op == "iff":
+            for x, other in ((e.left, e.right), (e.right, e.left)):
+                if isinstance(x, Atom) and x.name not in iter_atoms(other):
+                    return k, x.name, other
+    return None

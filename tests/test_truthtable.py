@@ -97,3 +97,25 @@ def test_conflicting_unit_facts_and_assumptions():
         assert s.check(enabled=["fact:b"], assume={"b": False}) == Unsat(("fact:b",))
         assert s.check(Card("atleast", 2, (Atom("a"), Atom("b"))), enabled=["fact:b"]) == Sat({})
         assert s.check(want=["b", "a"], enabled=["fact:b"]) == Sat({"b": True, "a": False})
+
+
+def test_definitions_are_eliminated_and_their_atoms_computed_in_models():
+    names = [f"j{i}" for i in range(200)]
+    decision = Part("decision", Binary("iff", Atom("v"), Nary("and", tuple(map(Atom, names)))))
+    facts = [Part(f"fact:{n}", Atom(n)) for n in names[:199]]
+    with create("truthtable").open([*facts, decision], [*names, "v"]) as s:
+        # B_proto alone: 201 atoms, but v is defined by the decision: consistent
+        assert s.check(enabled=["decision"], want=["v", "j0"]) == Sat({"v": False, "j0": False})
+        # the query v puts the definition into the query, which splits into units
+        assert s.check(Atom("v"), want=["v", "j199"]) == Sat({"v": True, "j199": True})
+        assert s.check(Not(Atom("v")), want=["v", "j199"]) == Sat({"v": False, "j199": False})
+        refuted = s.check(Atom("v"), assume={"j199": False})
+        # valid, not minimal: the facts substituted into the decision come along
+        assert isinstance(refuted, Unsat) and "decision" in refuted.core
+        core = s.check(
+            Not(Atom("v")),
+            enabled=[p.label for p in facts[:3]] + ["decision"],
+            assume={n: True for n in names[3:]},
+        )
+        assert isinstance(core, Unsat)
+        assert set(core.core) == {"fact:j0", "fact:j1", "fact:j2", "decision"}
