@@ -177,6 +177,7 @@ class _Run:
         self.backend = backend
         self.order = {n: i for i, n in enumerate(case.protocol.atom_names)}
         self.facts = case.facts
+        self.by_atom = {a.atom: a for a in case.annotations}
         self.atoms = [*case.protocol.atom_names, VERDICT_ATOM]
         self.sessions: dict[str, BaseSession] = {}
         self.states: dict[str, str] = {}
@@ -207,8 +208,7 @@ class _Run:
     def item(self, label: str) -> Item:
         if label.startswith("fact:"):
             atom = label[len("fact:") :]
-            ann = self.case.annotation(atom)
-            assert ann is not None
+            ann = self.by_atom[atom]
             return Item(
                 part=label,
                 kind="annotation",
@@ -243,9 +243,12 @@ class _Run:
             )
         base = self.sessions[base_name]
         atoms = self.sorted_atoms([phi, *witness_exprs])
+        # the base is consistent: confining every call to the query's component changes
+        # no answer (see BaseSession.component) and keeps large replays fast
+        scope = base.component({a for e in [phi, *witness_exprs] for a in iter_atoms(e)})
         not_phi = mk_not(phi)
-        t = base.check(phi, want=atoms)
-        f = base.check(not_phi, want=atoms)
+        t = base.check(phi, enabled=scope, want=atoms)
+        f = base.check(not_phi, enabled=scope, want=atoms)
         if isinstance(t, Unknown) or isinstance(f, Unknown):
             reason = t.reason if isinstance(t, Unknown) else f.reason  # type: ignore[union-attr]
             return CheckResult(SOLVER_UNKNOWN, outcome(SOLVER_UNKNOWN), detail=reason)
@@ -256,13 +259,13 @@ class _Run:
         else:
             assert isinstance(t, Sat) and isinstance(f, Sat)
             ws = Witnesses(
-                self.witness(base, phi, t.model, atoms, True),
-                self.witness(base, not_phi, f.model, atoms, False),
+                self.witness(base, phi, t.model, atoms, scope, True),
+                self.witness(base, not_phi, f.model, atoms, scope, False),
             )
             return CheckResult(
                 UNDERDETERMINED, outcome(UNDERDETERMINED, coverage=coverage), witnesses=ws
             )
-        found = minimise(base, side, base.component(side))
+        found = minimise(base, side, scope)
         return CheckResult(
             status,
             outcome(status, coverage=coverage),
@@ -270,9 +273,15 @@ class _Run:
         )
 
     def witness(
-        self, base: BaseSession, query: Expr, start: dict, atoms: list[str], holds: bool
+        self,
+        base: BaseSession,
+        query: Expr,
+        start: dict,
+        atoms: list[str],
+        scope: list[str],
+        holds: bool,
     ) -> Witness:
-        done = witness(base, query, start, atoms, self.facts)
+        done = witness(base, query, start, atoms, self.facts, scope)
         items = tuple(
             WitnessAtom(a, v, "observed" if a in self.facts else "completed")
             for a, v in done.values

@@ -32,6 +32,7 @@ class BaseSession:
         self.session = session
         self._cores: dict[Expr | None, list[frozenset[str]]] = {}
         self._part_atoms: dict[str, frozenset[str]] | None = None
+        self._by_atom: dict[str, list[str]] = {}
 
     def check(
         self,
@@ -53,29 +54,32 @@ class BaseSession:
     def part_atoms(self) -> dict[str, frozenset[str]]:
         if self._part_atoms is None:
             self._part_atoms = {p.label: frozenset(iter_atoms(p.expr)) for p in self.parts}
+            self._by_atom = {}
+            for label, atoms in self._part_atoms.items():
+                for a in atoms:
+                    self._by_atom.setdefault(a, []).append(label)
         return self._part_atoms
 
-    def component(self, query: Expr) -> list[str]:
-        """Labels of the parts linked to the query's atoms through shared atoms.
+    def component(self, atoms: Iterable[str]) -> list[str]:
+        """Labels of the parts linked to ``atoms`` through shared atoms, in base order.
 
-        When the base is consistent, a part outside this set shares no atom with the query
-        or with any part inside it, so it can never be needed for unsat: deletion would
-        drop it anyway, and the minimal set is the same with or without it.
+        When the base is consistent, the parts outside this set are satisfiable on their
+        own and share no atom with the parts inside it or with a query over ``atoms``: a
+        query is satisfiable with the whole base iff it is with this component, the
+        assignments to ``atoms`` that extend to a model are the same, and deletion would
+        drop every outside part anyway. So every check may be confined to the component
+        without changing any result, only its cost.
         """
         part_atoms = self.part_atoms()
-        by_atom: dict[str, list[str]] = {}
-        for label, atoms in part_atoms.items():
-            for a in atoms:
-                by_atom.setdefault(a, []).append(label)
         reached: set[str] = set()
         seen_atoms: set[str] = set()
-        todo = list(iter_atoms(query))
+        todo = list(atoms)
         while todo:
             a = todo.pop()
             if a in seen_atoms:
                 continue
             seen_atoms.add(a)
-            for label in by_atom.get(a, ()):
+            for label in self._by_atom.get(a, ()):
                 if label not in reached:
                     reached.add(label)
                     todo.extend(part_atoms[label] - seen_atoms)
@@ -118,9 +122,11 @@ def witness(
     start: Mapping[str, bool],
     atoms: Sequence[str],
     observed: Mapping[str, bool],
+    enabled: Sequence[str] | None = None,
 ) -> Completed:
     """Complete ``atoms`` (declaration order) on the side ``query``; ``start`` is a model of
-    base ∧ query over ``atoms``; ``observed`` atoms are fixed by facts in the base."""
+    base ∧ query over ``atoms``; ``observed`` atoms are fixed by facts in the base;
+    ``enabled`` confines the checks to a component (see ``BaseSession.component``)."""
     model = dict(start)
     assume: dict[str, bool] = {}
     canonical = True
@@ -131,7 +137,7 @@ def witness(
         if not model.get(a, False):
             assume[a] = False  # the current model already shows FALSE is possible
             continue
-        result = base.check(query, assume={**assume, a: False}, want=atoms)
+        result = base.check(query, enabled=enabled, assume={**assume, a: False}, want=atoms)
         if isinstance(result, Sat):
             assume[a] = False
             model = dict(result.model)
