@@ -32,6 +32,7 @@ from unmask.ir import Atom, Binary, Card, Const, Expr, Nary, Not, children, iter
 
 # above this many unpinned atoms a slice goes to the SAT solver (measured: docs/performance.md)
 TT_MAX_ATOMS = 12
+QUERY_ENUM_MAX = 4  # a query alone with this few unpinned atoms is decided by enumeration
 DEFAULT_SOLVER = "minisat22"
 BUDGET_SLICE = 2_000  # conflicts between two looks at the clock
 
@@ -138,6 +139,7 @@ class SlicedSession(Session):
                 for n in names:
                     self.by_atom.setdefault(n, []).append(i)
         self.base_sat: bool | None = None
+        self._query_atoms: dict[Expr, tuple[str, ...]] = {}
         self._sat: _Incremental | None = None
         self._closed = False
 
@@ -194,9 +196,8 @@ class SlicedSession(Session):
     def _sliced(
         self, query: Expr | None, en: set[str] | None, assume: dict[str, bool], want: Sequence[str]
     ) -> Result:
-        seeds = list(want) + list(assume)
-        if query is not None:
-            seeds.extend(iter_atoms(query))
+        qatoms = self._atoms_of(query)
+        seeds = [*want, *assume, *qatoms]
         pins: dict[str, tuple[bool, int]] = {}
         comp: list[int] = []
         taken: set[int] = set()
@@ -219,8 +220,54 @@ class SlicedSession(Session):
                     taken.add(i)
                     comp.append(i)
                     stack.extend(self.part_atoms[i])
+        if not comp:
+            quick = self._query_only(query, qatoms, pins, assume, want)
+            if quick is not None:
+                return quick
         comp.sort()
         return self._decide(comp, pins, free, query, assume, want)
+
+    def _atoms_of(self, query: Expr | None) -> tuple[str, ...]:
+        if query is None:
+            return ()
+        got = self._query_atoms.get(query)
+        if got is None:
+            if len(self._query_atoms) > 10_000:
+                self._query_atoms.clear()
+            got = self._query_atoms[query] = tuple(iter_atoms(query))
+        return got
+
+    def _query_only(
+        self,
+        query: Expr | None,
+        qatoms: tuple[str, ...],
+        pins: dict[str, tuple[bool, int]],
+        assume: dict[str, bool],
+        want: Sequence[str],
+    ) -> Result | None:
+        """The common slice: no part besides facts. None when the query is not closed."""
+        values = {n: v for n, (v, _) in pins.items()}
+        for name, value in assume.items():
+            if values.get(name, value) != value:
+                return self._core({pins[name][1]})
+            values[name] = value
+        if query is not None:
+            known = closed_value(query, values)
+            if known is None:
+                # a few unpinned atoms in the query alone: try their assignments in order
+                free = [n for n in qatoms if n not in values]
+                if len(free) > QUERY_ENUM_MAX:
+                    return None
+                for bits in range(1 << len(free)):
+                    trial = dict(values)
+                    trial.update((n, bool((bits >> k) & 1)) for k, n in enumerate(free))
+                    if closed_value(query, trial):
+                        values = trial
+                        known = True
+                        break
+            if not known:
+                return self._core({pins[n][1] for n in qatoms if n in pins})
+        return Sat({n: values.get(n, False) for n in want})
 
     def _everything(
         self, query: Expr | None, en: set[str] | None, assume: dict[str, bool], want: Sequence[str]
@@ -259,7 +306,32 @@ class SlicedSession(Session):
         unpinned = [n for n in free if n not in assume]
         if len(unpinned) <= TT_MAX_ATOMS:
             return self._table(comp, pins, query, assume, want)
+        guessed = self._guess(comp, pins, unpinned, query, assume, want)
+        if guessed is not None:
+            return guessed
         return self._solve(comp, pins, query, assume, want)
+
+    def _guess(
+        self,
+        comp: list[int],
+        pins: dict[str, tuple[bool, int]],
+        unpinned: list[str],
+        query: Expr | None,
+        assume: dict[str, bool],
+        want: Sequence[str],
+    ) -> Sat | None:
+        """A model with every unpinned atom false, or every one true, if either is one:
+        a linear-time proof of satisfiability that spares building a solver."""
+        exprs = [self.parts[i].expr for i in comp]
+        if query is not None:
+            exprs.append(query)
+        for value in (False, True):
+            env = {n: v for n, (v, _) in pins.items()}
+            env.update(assume)
+            env.update(dict.fromkeys(unpinned, value))
+            if all(closed_value(e, env) for e in exprs):
+                return Sat({n: env.get(n, False) for n in want})
+        return None
 
     def _core(self, parts: Collection[int]) -> Unsat:
         return Unsat(tuple(self.labels[i] for i in sorted(parts)))
