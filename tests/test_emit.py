@@ -117,3 +117,22 @@ def test_dimacs_names_constraint_and_decision_literals():
     d = int(next(ln for ln in lines if ln.startswith("c decision literal")).split()[-1])
     body = [ln for ln in lines if not ln.startswith(("c", "p"))]
     assert f"{k} 0" in body and f"{d} 0" in body
+
+
+def test_assertion_names_never_clash_with_atoms():
+    p = Protocol(
+        name="clash",
+        text="",
+        atoms=(AtomDecl("decision", "judge"), AtomDecl("constraint_k", "context")),
+        constraints=(Constraint("k", Atom("constraint_k")),),
+        decision=Atom("decision"),
+        requirements=(),
+        grounding=(),
+    )
+    text = emit_smt2(p)
+    assert "(assert (! constraint_k :named constraint_k_))" in text.splitlines()
+    assert "(assert (! (= pass decision) :named decision_))" in text.splitlines()
+    s = z3.Solver()
+    s.from_string(text)  # z3 rejects a script that names an assertion like a constant
+    assert s.check() == z3.sat
+    assert proto_models(p) == {(False, True, False), (True, True, True)}

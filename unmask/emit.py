@@ -47,7 +47,9 @@ class _Symbols:
         self.used: set[str] = set()
 
     def take(self, name: str) -> str:
-        sym = name if name not in _RESERVED else f"{name}_"
+        # a quoted symbol cannot hold `|` or `\`; no valid name has them, but stay well-formed
+        sym = name.replace("|", "_").replace("\\", "_")
+        sym = sym if sym not in _RESERVED else f"{sym}_"
         while sym in self.used or sym in _RESERVED:
             sym += "_"
         self.used.add(sym)
