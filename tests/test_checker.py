@@ -473,3 +473,49 @@ def test_explanations_are_minimal_by_brute_force(backend_name: str) -> None:
                 assert _sat([*chosen[:drop], *chosen[drop + 1 :], side])
             checked += 1
         assert checked >= 3
+
+
+# --- sessions -------------------------------------------------------------------------------
+
+
+class _Spy:
+    """Wraps a backend: counts sessions and records everything the solver is given."""
+
+    def __init__(self, inner) -> None:  # type: ignore[no-untyped-def]
+        self.inner, self.name, self.option = inner, inner.name, inner.option
+        self.opened: list[list[str]] = []
+        self.seen: list[str] = []
+
+    def open(self, parts, atoms):  # type: ignore[no-untyped-def]
+        self.opened.append([p.label for p in parts])
+        self.seen.extend(repr(p) for p in parts)
+        self.seen.extend(atoms)
+        session = self.inner.open(parts, atoms)
+        spy = self
+
+        class Wrapped:
+            calls = 0
+
+            def check(self, query=None, **kw):  # type: ignore[no-untyped-def]
+                spy.seen.append(repr((query, kw)))
+                return session.check(query, **kw)
+
+            def close(self) -> None:
+                session.close()
+
+        return Wrapped()
+
+
+def test_one_session_per_base_and_no_gold_in_solver_input() -> None:
+    for gold in ("PASS", "FAIL"):
+        spy = _Spy(create("z3"))
+        replay = replace(case_replay("case-c"), gold=gold)
+        report = check(replay, spy)  # type: ignore[arg-type]
+        assert len(spy.opened) == 3  # proto, evid, all: each opened once
+        assert spy.opened[0] == ["decision"]
+        assert report.overall == "VIOLATED"
+        if gold == "PASS":
+            first = list(spy.seen)
+        else:
+            # the solver saw exactly the same input whatever the gold label
+            assert spy.seen == first
