@@ -100,3 +100,30 @@ def test_tiny_timeout_never_guesses(examples_dir: Path) -> None:
     if j["overall"] != "VIOLATED":
         assert j["overall"] == "UNKNOWN" and result.exit_code == 3
         assert any(r["code"] == "solver-unknown" for r in j["reasons"])
+
+
+def test_backend_refusing_the_replay_is_usage_not_traceback(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from tests.test_checker import factual_protocol
+    from unmask.ir import AtomDecl, Constraint, mk_atom, mk_card
+    from unmask.irjson import protocol_to_json
+
+    extra = tuple(AtomDecl(f"x{i}", "procedure") for i in range(30))
+    wide = Constraint("wide", mk_card("atleast", 2, [mk_atom(a.name) for a in extra]))
+    p = replace(factual_protocol((wide,)), atoms=factual_protocol().atoms + extra)
+    obj = {
+        "schema": "unmask.replay/1",
+        "id": "wide",
+        "protocol": protocol_to_json(p),
+        "sources": {"rationale": "r", "context": "c", "response": "s"},
+        "verdict": "PASS",
+        "annotations": [],
+    }
+    path = tmp_path / "wide.json"
+    path.write_text(json.dumps(obj))
+    assert run(str(path), "--format", "json").exit_code == 3  # z3 copes: all unknown
+    result = run(str(path), "--backend", "truthtable")
+    assert result.exit_code == 2
+    assert "Traceback" not in result.stderr and result.stdout == ""
+    assert result.stderr.startswith("error:")

@@ -1,7 +1,9 @@
 """`unmask check REPLAY.json`: check one replay and report the four dimensions.
 
 Contract: exit 0 SATISFIED, 1 VIOLATED, 3 UNKNOWN, 4 invalid input (the validator's
-diagnostics on stderr), 2 usage (an unknown backend or format, a bad option). ``json`` is
+diagnostics on stderr), 2 usage (an unknown backend or format, a bad option, a backend
+that cannot take this replay); an internal error is reported on stderr, never as a
+traceback, with exit 3 (nothing was proved). ``json`` is
 ``unmask.report.dumps``; every other format ``F`` in ``FORMATS`` is rendered by the module
 ``unmask.render.F`` through its ``render(report, replay) -> str``, so adding a format is
 adding that module and its name here.
@@ -22,6 +24,7 @@ from unmask.limits import Limits, click_options
 FORMATS: tuple[str, ...] = ("text", "json", "html", "markdown", "sarif", "junit")
 
 EXIT_USAGE = 2
+EXIT_UNKNOWN = 3
 EXIT_INVALID = 4
 
 
@@ -70,7 +73,15 @@ def command(replay_path: str, backend: str, fmt: str, timeout_ms: int, limits: L
         sys.exit(EXIT_INVALID)
     if replay.warnings:
         click.echo(render_all(replay.warnings), err=True)
-    report = check(replay, solver)
+    try:
+        report = check(replay, solver)
+    except UnmaskError as exc:
+        # a backend that cannot take this replay (the truth table over its atom limit)
+        _fail(exc.diagnostics, EXIT_USAGE)
+    except Exception as exc:  # a bug must still not end in a traceback
+        message = f"internal error while checking: {exc}" if str(exc) else "internal error"
+        help_ = "nothing was proved; please report this with the replay"
+        _fail((Diagnostic(code="internal-error", message=message, help=help_),), EXIT_UNKNOWN)
     if fmt == "json":
         from unmask.report import dumps
 
