@@ -120,3 +120,27 @@ def test_examples_and_in_code_cases_agree(examples_dir: Path) -> None:
         for key in ("overall", "bases"):
             assert mine[key] == theirs.to_json()[key]
         assert mine["verdict"]["status"] == theirs.verdict.result.status
+
+
+# --- the text format ------------------------------------------------------------------------
+
+
+def test_text_shows_quotes_of_violations_and_marks_possibilities() -> None:
+    from tests.test_checker import factual_protocol, make_replay
+    from unmask.render.text import render
+
+    replay = case_replay("case-b")
+    lines = render(check(replay, "z3"), replay).splitlines()
+    assert lines[0] == "case-b: VIOLATED"
+    i = lines.index("  requirement `context_only` (Use only supplied context): REFUTED")
+    assert lines[i + 1].strip() == "refuted by"
+    assert lines[i + 2].strip() == "- annotation `external` = TRUE"
+    assert lines[i + 3].strip().startswith("rationale[10:20]")
+
+    values = {"j_joined": "TRUE", "c_joined": "TRUE", "external": "FALSE"}
+    replay = make_replay(factual_protocol(), "PASS", values)
+    text = render(check(replay, "z3"), replay)
+    assert "could hold with: j_joined=TRUE (observed), j_cto=TRUE (possible), verdict PASS" in text
+    assert "unannotated (unknown, never read as false): j_cto, c_cto" in text
+    assert "\x1b[" not in text
+    assert "\x1b[" in render(check(replay, "z3"), replay, color=True)

@@ -67,6 +67,7 @@ class _Out:
     def __init__(self, color: bool) -> None:
         self.lines: list[str] = []
         self.color = color
+        self.constraints: dict[str, str] = {}
 
     def add(self, indent: int, text: str) -> None:
         self.lines.append("  " * indent + text)
@@ -85,7 +86,8 @@ def _item(out: _Out, indent: int, item: Item, decision: str) -> None:
         if item.explanation:
             out.add(indent + 2, f"note: {_short(item.explanation)}")
     elif item.kind == "constraint":
-        out.add(indent, f"- constraint `{item.name}`")
+        body = out.constraints.get(item.name or "")
+        out.add(indent, f"- constraint `{item.name}`" + (f": {body}" if body else ""))
     else:
         out.add(indent, f"- decision: pass iff {decision}")
 
@@ -96,7 +98,7 @@ def _explanation(
     if expl is None:
         return
     if not expl.items:
-        out.add(indent, f"{title} nothing: it holds by itself")
+        out.add(indent, f"{title} nothing: it is decided by its own form")
         return
     suffix = "" if expl.minimal else " (not minimised: the solver timed out)"
     out.add(indent, f"{title}{suffix}")
@@ -141,6 +143,7 @@ def render(report: Report, replay: Any = None, *, color: bool = False) -> str:
     decision = "…"
     if replay is not None and getattr(replay, "protocol", None) is not None:
         decision = expr_text(replay.protocol.decision)
+        out.constraints = {c.name: expr_text(c.expr) for c in replay.protocol.constraints}
     out.add(0, f"{report.replay}: {out.word(report.overall)}")
     out.add(1, f"protocol `{report.protocol}`, backend {report.backend}")
     if report.gold is not None:
