@@ -61,7 +61,7 @@ def test_solvers_without_assumption_cores_or_limits_are_refused(name):
     assert DEFAULT_SOLVER in (d.help or "")
 
 
-@pytest.mark.parametrize("solver", [INTERRUPTIBLE[1], BUDGETED[1]])
+@pytest.mark.parametrize("solver", sorted({DEFAULT_SOLVER, INTERRUPTIBLE[1], BUDGETED[1]}))
 def test_timeout_is_unknown_and_the_session_recovers(solver):
     # pigeonhole 11 into 10 is hard for resolution: no solver finishes it in 150 ms
     php = PHP(10)
