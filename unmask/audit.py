@@ -78,7 +78,7 @@ def _lines(stream: Iterable[bytes], file: str) -> Iterator[Task]:
     for number, raw in enumerate(stream, start=1):
         if not raw.strip():
             continue
-        yield Task(f"{file}:{number}", file, number, raw)
+        yield Task(f"{file}:{number}", file, number, raw.rstrip(b"\r\n"))
 
 
 def is_jsonl(path: str) -> bool:
@@ -249,6 +249,34 @@ def _worker_init() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's clean-stop handler
+    _die_with_parent()
+
+
+def _die_with_parent() -> None:
+    """A worker whose parent was killed (SIGKILL: no clean-up ran) must not live on."""
+    import threading
+
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):  # best effort; the watchdog below also works
+            import ctypes
+            import signal
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+            if os.getppid() != parent:  # the parent died before prctl took effect
+                os._exit(1)
+
+    def watch() -> None:
+        import time
+
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="unmask-parent-watch", daemon=True).start()
 
 
 def _chunks(tasks: Iterator[Task]) -> Iterator[list[Task]]:

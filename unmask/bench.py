@@ -21,6 +21,8 @@ from __future__ import annotations
 import json
 import os
 import random
+import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -279,14 +281,14 @@ class Cell:
     claims: int
     runner: str
     replays: int
-    seconds: tuple[float, ...]  # mean seconds per replay, one per repeat
+    seconds: tuple[float, ...]  # mean CPU seconds per replay, one per repeat
     calls: float  # solver calls per replay
     note: str = ""
+    wall: tuple[float, ...] = ()  # mean wall-clock seconds per replay, one per repeat
 
     @property
     def median(self) -> float:
-        s = sorted(self.seconds)
-        return s[len(s) // 2] if s else float("nan")
+        return statistics.median(self.seconds) if self.seconds else float("nan")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -299,6 +301,7 @@ class Cell:
                 "max": _ms(max(self.seconds, default=float("nan"))),
                 "repeats": len(self.seconds),
             },
+            "wall_ms_per_replay": _ms(statistics.median(self.wall)) if self.wall else None,
             "replays_per_second": round(1 / self.median, 2) if self.seconds else None,
             "sat_calls_per_replay": round(self.calls, 2),
             "note": self.note or None,
@@ -318,33 +321,33 @@ def _tasks(n: int, count: int, seed: int) -> list[Any]:
     ]
 
 
-def _time_runner(runner: str, tasks: list[Any], timeout_ms: int) -> tuple[float, float]:
-    """Seconds per replay and solver calls per replay for one pass over ``tasks``."""
+def _time_runner(runner: str, tasks: list[Any], timeout_ms: int) -> tuple[float, float, float]:
+    """CPU seconds, wall seconds and solver calls per replay for one pass over ``tasks``."""
     from unmask.audit import Settings, encode_line, load_task
     from unmask.limits import DEFAULT_LIMITS
 
     settings = Settings(runner, timeout_ms, DEFAULT_LIMITS)
     if runner == "baseline":
         base = Baseline()
-        start = time.perf_counter()
+        cpu, wall = time.process_time(), time.perf_counter()
         for t in tasks:
             base.check(load_task(t, DEFAULT_LIMITS))
-        elapsed = time.perf_counter() - start
-        return elapsed / len(tasks), base.calls / len(tasks)
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        return cpu / len(tasks), wall / len(tasks), base.calls / len(tasks)
     from unmask.api import check
     from unmask.backends import create
 
     counting = _Counting(create(runner, timeout_ms=timeout_ms))
     calls = 0
-    start = time.perf_counter()
+    cpu, wall = time.process_time(), time.perf_counter()
     for t in tasks:
         # the audit's own path: parse, validate, check, explain, serialise
         report = check(load_task(t, settings.limits), counting)  # type: ignore[arg-type]
         body = report.to_json()
         encode_line({"schema": body.pop("schema"), "location": t.location, **body})
         calls += counting.take_calls()
-    elapsed = time.perf_counter() - start
-    return elapsed / len(tasks), calls / len(tasks)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    return cpu / len(tasks), wall / len(tasks), calls / len(tasks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,12 +382,13 @@ class Plan:
 
 
 def _estimate(done: dict[int, Cell], n: int) -> float | None:
-    """Seconds per replay at ``n`` claims from the largest smaller size, assuming n**2."""
+    """Seconds per replay at ``n`` claims from the largest smaller size, assuming n**1.5
+    (between the near-linear fast runners and the baseline's growth)."""
     smaller = [m for m in done if m < n and done[m].seconds]
     if not smaller:
         return None
     m = max(smaller)
-    return done[m].median * (n / m) ** 2
+    return max(done[m].wall) * (n / m) ** 1.5
 
 
 def measure_cells(plan: Plan, say: Callable[[str], None]) -> list[Cell]:
@@ -398,24 +402,33 @@ def measure_cells(plan: Plan, say: Callable[[str], None]) -> list[Cell]:
         for runner in plan.runners:
             est = _estimate(by_runner[runner], n)
             use = count
+            # the baseline and the default backend always run: the ratios need both
+            must = runner in ("baseline", plan.backend)
             if est is not None:
-                if est > plan.budget_s:
+                if est > plan.budget_s and not must:
                     cell = Cell(n, runner, 0, (), 0.0, f"skipped: about {est:.0f} s per replay")
                     cells.append(cell)
                     say(_row(cell, None))
                     continue
                 use = max(1, min(count, int(plan.budget_s / (est * plan.repeats))))
+            repeats = plan.repeats
+            if must and est is not None and est * repeats > plan.budget_s:
+                repeats = 1
             times: list[float] = []
+            walls: list[float] = []
             calls = 0.0
             note = "" if use == count else f"{use} of {count} replays (time budget)"
+            if repeats != plan.repeats:
+                note = (note + "; " if note else "") + "one repeat (time budget)"
             try:
-                for _ in range(plan.repeats):
-                    t, calls = _time_runner(runner, tasks[:use], plan.timeout_ms)
+                for _ in range(repeats):
+                    t, w, calls = _time_runner(runner, tasks[:use], plan.timeout_ms)
                     times.append(t)
+                    walls.append(w)
             except UnmaskError as exc:
                 note = "refused: " + exc.diagnostics[0].message
-                times = []
-            cell = Cell(n, runner, use if times else 0, tuple(times), calls, note)
+                times = walls = []
+            cell = Cell(n, runner, use if times else 0, tuple(times), calls, note, tuple(walls))
             by_runner[runner][n] = cell
             cells.append(cell)
             base = by_runner["baseline"].get(n) if "baseline" in by_runner else None
@@ -432,16 +445,17 @@ def _row(cell: Cell, base: Cell | None) -> str:
         ratio = f"{base.median / cell.median:8.1f}x"
     elif cell.runner == "baseline":
         ratio = f"{1.0:8.1f}x"
+    wall = statistics.median(cell.wall) * 1000
     text = (
         f"{cell.claims:>6} {cell.runner:<11} {cell.replays:>7} {_ms(cell.median):>12.3f} "
-        f"{spread:>20} {1 / cell.median:>10.1f} {cell.calls:>10.1f} {ratio}"
+        f"{spread:>20} {wall:>10.3f} {1 / cell.median:>10.1f} {cell.calls:>10.1f} {ratio}"
     )
     return text + (f"  ({cell.note})" if cell.note else "")
 
 
 HEADER = (
-    f"{'claims':>6} {'runner':<11} {'replays':>7} {'ms/replay':>12} {'spread (min..max)':>20} "
-    f"{'replays/s':>10} {'sat calls':>10} {'vs base':>9}"
+    f"{'claims':>6} {'runner':<11} {'replays':>7} {'cpu ms/rep':>12} {'spread (min..max)':>20} "
+    f"{'wall ms':>10} {'replays/s':>10} {'sat calls':>10} {'vs base':>9}"
 )
 
 
@@ -456,39 +470,89 @@ def measure_jobs(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
     tasks = _tasks(2, plan.jobs_replays, plan.seed)
     settings = Settings(plan.backend, plan.timeout_ms)
     rates: dict[int, list[float]] = {1: [], 2: []}
+    cpu: dict[int, list[tuple[float, float]]] = {1: [], 2: []}  # (parent, workers) seconds
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     for _ in range(plan.repeats):
         for jobs in (1, 2):
-            start = time.perf_counter()
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            own, start = time.process_time(), time.perf_counter()
             run_audit(iter(tasks), settings, _discard, jobs)
             rates[jobs].append(len(tasks) / (time.perf_counter() - start))
-    med = {j: sorted(r)[len(r) // 2] for j, r in rates.items()}
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            workers = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+            cpu[jobs].append((time.process_time() - own, workers))
+    med = {j: statistics.median(r) for j, r in rates.items()}
+    # what the cores could give if nothing else ran: the busiest process bounds the wall time
+    one = statistics.median(p + w for p, w in cpu[1])
+    two = statistics.median(max(p, w / 2) for p, w in cpu[2])
     out = {
         "replays": len(tasks),
         "backend": plan.backend,
         "cpus": os.cpu_count(),
+        "load_average": None if load is None else round(load, 2),
         "jobs1_per_second": [round(x, 1) for x in rates[1]],
         "jobs2_per_second": [round(x, 1) for x in rates[2]],
         "speedup": round(med[2] / med[1], 3),
+        "cpu_seconds": {
+            "jobs1": [round(p + w, 3) for p, w in cpu[1]],
+            "jobs2_parent": [round(p, 3) for p, _ in cpu[2]],
+            "jobs2_workers": [round(w, 3) for _, w in cpu[2]],
+        },
+        "speedup_on_idle_cores": round(one / two, 3) if two > 0 else None,
     }
     say(
         f"--jobs 1 vs --jobs 2 on {len(tasks)} 2-claim replays ({plan.backend}, "
-        f"{os.cpu_count()} cpus): {med[1]:.0f}/s vs {med[2]:.0f}/s, "
-        f"speedup {out['speedup']:.2f}x (repeats: {out['jobs1_per_second']} vs "
-        f"{out['jobs2_per_second']})"
+        f"{os.cpu_count()} cpus, load average {out['load_average']}): {med[1]:.0f}/s vs "
+        f"{med[2]:.0f}/s, speedup {out['speedup']:.2f}x (repeats: {out['jobs1_per_second']} vs "
+        f"{out['jobs2_per_second']}); by CPU time {out['speedup_on_idle_cores']}x "
+        f"(parent {out['cpu_seconds']['jobs2_parent']} s, workers "
+        f"{out['cpu_seconds']['jobs2_workers']} s, vs {out['cpu_seconds']['jobs1']} s)"
     )
     return out
 
 
-def _peak_rss_kib(args: Sequence[str]) -> tuple[int, float]:
-    """Peak resident set (KiB) and wall seconds of one child process."""
+# run in the measured child: its own high-water mark, written at exit. /proc's VmHWM
+# belongs to the image after exec; getrusage's ru_maxrss would also count the pages of the
+# (large) benchmark process the child was forked from
+_CHILD = """
+import atexit, resource, sys
+
+_report = sys.argv.pop(1)
+
+def _peak():
+    kib = None
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    kib = int(line.split()[1])
+    except OSError:
+        pass
+    if kib is None:
+        kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        if sys.platform == "darwin":
+            kib //= 1024
+    with open(_report, "w") as fh:
+        fh.write(str(kib))
+
+atexit.register(_peak)
+from unmask.cli.main import main
+main()
+"""
+
+
+def _peak_rss_kib(args: Sequence[str], report: str) -> tuple[int, float]:
+    """Peak resident set (KiB) and wall seconds of one ``unmask`` child process."""
     start = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode not in (0, 1, 3):
-        raise RuntimeError(f"the measured audit failed with exit status {proc.returncode}")
-    rss = usage.ru_maxrss if sys.platform != "darwin" else usage.ru_maxrss // 1024
-    return rss, time.perf_counter() - start
+    code = subprocess.call(
+        [sys.executable, "-c", _CHILD, report, *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    if code not in (0, 1, 3):
+        raise RuntimeError(f"the measured audit failed with exit status {code}")
+    with open(report, encoding="utf-8") as fh:
+        return int(fh.read()), time.perf_counter() - start
 
 
 def measure_memory(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
@@ -503,9 +567,6 @@ def measure_memory(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
                     fh.write(distinct[i % len(distinct)])
                     fh.write("\n")
             args = [
-                sys.executable,
-                "-c",
-                "from unmask.cli.main import main; main()",
                 "audit",
                 path,
                 "--out",
@@ -515,7 +576,7 @@ def measure_memory(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
                 "--backend",
                 plan.backend,
             ]
-            rss, wall = _peak_rss_kib(args)
+            rss, wall = _peak_rss_kib(args, os.path.join(tmp, f"{key}.rss"))
             out[key] = {"replays": count, "peak_rss_kib": rss, "seconds": round(wall, 2)}
             os.unlink(path)
     out["ratio"] = round(out["large"]["peak_rss_kib"] / out["small"]["peak_rss_kib"], 3)

@@ -22,7 +22,7 @@ from unmask.backends import DEFAULT_TIMEOUT_MS
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits, click_options
 
-DEFAULT_BACKEND = "z3"
+DEFAULT_BACKEND = "sliced"  # chosen by measurement: docs/performance.md
 
 EXIT_OK = 0
 EXIT_VIOLATED = 1
@@ -193,7 +193,7 @@ def command(
 
     if bar is not None:
         bar.update(already, summary.overall["VIOLATED"], force=True)
-    _install_sigterm()
+    previous = _install_sigterm()
     try:
         audit.run_audit(tasks, settings, emit, jobs)
     except KeyboardInterrupt:
@@ -206,6 +206,8 @@ def command(
             err=True,
         )
         raise SystemExit(EXIT_INTERRUPTED) from None
+    finally:
+        _restore_sigterm(previous)
     if bar is not None:
         bar.update(summary.total, summary.overall["VIOLATED"], force=True)
         bar.close()
@@ -232,12 +234,22 @@ def _close(sink: Any, out: str) -> None:
         sink.close()
 
 
-def _install_sigterm() -> None:
+def _install_sigterm() -> Any:
     """SIGTERM stops the run like Ctrl-C: whole lines only, then a clean exit."""
     import signal
 
     def stop(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
-    with contextlib.suppress(ValueError):  # not the main thread (embedded use)
-        signal.signal(signal.SIGTERM, stop)
+    try:
+        return signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread (embedded use): leave it alone
+        return None
+
+
+def _restore_sigterm(previous: Any) -> None:
+    import signal
+
+    if previous is not None:
+        with contextlib.suppress(ValueError):
+            signal.signal(signal.SIGTERM, previous)

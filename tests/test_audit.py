@@ -1,0 +1,254 @@
+"""The batch engine and the summary (unmask.audit): inputs, result lines, order, resume."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from unmask import audit
+from unmask.api import check
+from unmask.bench import replay_line
+from unmask.replay import load_replay
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+CASES = ["case_a.json", "case_b.json", "case_c.json", "case_d.json", "case_unknown.json"]
+SETTINGS = audit.Settings("sliced", 60_000)
+
+
+def _collect(tasks, jobs=1, settings=SETTINGS):
+    out = []
+    audit.run_audit(iter(tasks), settings, lambda t, line, v, c: out.append((t, line, v)), jobs)
+    return out
+
+
+@pytest.fixture
+def cases(tmp_path: Path) -> Path:
+    d = tmp_path / "cases"
+    (d / "sub").mkdir(parents=True)
+    for name in CASES:
+        shutil.copy(EXAMPLES / name, d / name)
+    shutil.copy(EXAMPLES / "factual_claims.proto", d / "factual_claims.proto")
+    shutil.copy(EXAMPLES / "factual_claims_family.proto", d / "sub" / "factual_claims_family.proto")
+    shutil.copy(EXAMPLES / "case_c_family.json", d / "sub" / "a_family.json")
+    (d / "notes.txt").write_text("not a replay")
+    (d / "more.jsonl").write_text("{}\n")  # only *.json files are taken from a directory
+    return d
+
+
+def test_directory_is_walked_recursively_in_sorted_order(cases: Path) -> None:
+    got = [t.location for t in audit.iter_tasks([str(cases)])]
+    want = [str(cases / n) for n in CASES]
+    want.append(str(cases / "sub" / "a_family.json"))
+    assert got == sorted(want)
+    assert audit.count_tasks([str(cases)]) == len(want)
+
+
+def test_jsonl_records_are_numbered_by_line_and_blank_lines_skipped(tmp_path: Path) -> None:
+    f = tmp_path / "r.jsonl"
+    f.write_text(replay_line(2, 0, 0) + "\n\n   \n" + replay_line(2, 0, 1) + "\n")
+    tasks = list(audit.iter_tasks([str(f)]))
+    assert [t.location for t in tasks] == [f"{f}:1", f"{f}:4"]
+    assert [t.line for t in tasks] == [1, 4]
+    assert audit.count_tasks([str(f)]) == 2
+
+
+def test_report_line_is_the_report_with_its_location(cases: Path) -> None:
+    path = cases / "case_b.json"
+    [(_task, line, v)] = _collect(audit.iter_tasks([str(path)]))
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    obj = json.loads(line)
+    assert list(obj)[:2] == ["schema", "location"]
+    assert obj.pop("location") == str(path)
+    assert obj == check(load_replay(path), "sliced").to_json()
+    assert v["overall"] == "VIOLATED"
+
+
+def test_bad_lines_become_error_records_and_the_batch_goes_on(tmp_path: Path) -> None:
+    f = tmp_path / "mixed.jsonl"
+    f.write_text(
+        "\n".join(
+            [
+                replay_line(2, 0, 0),
+                '{"schema": "unmask.replay/1", "id": ',  # invalid json
+                '{"schema": "unmask.replay/1"}',  # valid json, invalid replay
+                replay_line(2, 0, 1),
+            ]
+        )
+        + "\n"
+    )
+    results = _collect(audit.iter_tasks([str(f)]))
+    objs = [json.loads(line) for _, line, _ in results]
+    assert [o["location"] for o in objs] == [f"{f}:{n}" for n in (1, 2, 3, 4)]
+    assert [o["schema"] for o in objs] == [
+        "unmask.report/1",
+        "unmask.error/1",
+        "unmask.error/1",
+        "unmask.report/1",
+    ]
+    syntax = objs[1]["errors"][0]
+    assert syntax["code"] == "json-syntax"
+    assert syntax["span"]["line"] == 2 and syntax["span"]["file"] == str(f)
+    codes = {(e["code"], e["path"]) for e in objs[2]["errors"]}
+    assert ("missing", "$") in codes
+    assert all(e["file"] == f"{f}:3" for e in objs[2]["errors"])
+
+
+def test_unreadable_replay_file_is_an_error_record(tmp_path: Path) -> None:
+    missing = tmp_path / "gone.json"
+    [(_, line, v)] = _collect([audit.Task(str(missing), str(missing))])
+    obj = json.loads(line)
+    assert obj["schema"] == "unmask.error/1" and obj["errors"][0]["code"] == "io"
+    assert v == {"error": "io"}
+
+
+def test_jobs_2_keeps_input_order(tmp_path: Path) -> None:
+    f = tmp_path / "many.jsonl"
+    sizes = [1, 6, 2, 9, 1, 3] * 12  # uneven work, so workers finish out of order
+    f.write_text("".join(replay_line(n, 1, i) + "\n" for i, n in enumerate(sizes)))
+    one = [line for _, line, _ in _collect(audit.iter_tasks([str(f)]), jobs=1)]
+    two = [line for _, line, _ in _collect(audit.iter_tasks([str(f)]), jobs=2)]
+    assert len(one) == len(sizes)
+    assert two == one
+
+
+def test_read_done_cuts_a_truncated_last_line_and_counts_locations(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    lines = [
+        json.dumps({"schema": "unmask.error/1", "location": loc, "errors": []}) + "\n"
+        for loc in ("a.json", "b.json", "a.json")
+    ]
+    out.write_text("".join(lines) + '{"schema": "unmask.rep')
+    seen = []
+    done = audit.read_done(str(out), seen.append)
+    assert done == Counter({"a.json": 2, "b.json": 1})
+    assert out.read_text() == "".join(lines)
+    assert len(seen) == 3
+
+
+def test_read_done_refuses_a_file_that_is_not_audit_output(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    out.write_text('{"location": "a.json"}\nnot json\n')
+    with pytest.raises(audit.ResumeError) as info:
+        audit.read_done(str(out))
+    assert info.value.line == 2
+    out.write_text('{"schema": "x"}\n')
+    with pytest.raises(audit.ResumeError) as info:
+        audit.read_done(str(out))
+    assert info.value.line == 1
+
+
+def test_skip_done_is_a_multiset() -> None:
+    tasks = [audit.Task(loc, loc) for loc in ("a", "b", "a", "c", "a")]
+    kept = [t.location for t in audit.skip_done(tasks, Counter({"a": 2, "c": 1}))]
+    assert kept == ["b", "a"]
+
+
+def _summary_of(paths) -> audit.Summary:
+    s = audit.Summary()
+    for _, _, v in _collect(audit.iter_tasks(paths)):
+        s.add(v)
+    return s
+
+
+def test_summary_of_the_articles_cases(cases: Path) -> None:
+    s = _summary_of([str(cases / n) for n in CASES])
+    j = s.to_json()
+    assert j["overall"] == {"SATISFIED": 1, "VIOLATED": 3, "UNKNOWN": 1, "INVALID": 0}
+    # A: right for the right reasons; B: right for the wrong reasons; C, D: wrong and violated
+    assert j["gold"]["cells"] == {
+        "right_for_right_reasons": 1,
+        "right_for_wrong_reasons": 1,
+        "wrong_but_procedurally_clean": 0,
+        "wrong_and_violated": 2,
+        "unknown_or_no_gold": 1,
+    }
+    assert j["gold"]["table"]["match"] == {"SATISFIED": 1, "VIOLATED": 1, "UNKNOWN": 1}
+    assert j["gold"]["table"]["mismatch"] == {"SATISFIED": 0, "VIOLATED": 2, "UNKNOWN": 0}
+    # each dimension counted once per replay
+    for d in audit.DIMENSIONS:
+        counts = j["dimensions"][d]
+        assert sum(v for k, v in counts.items() if k != "not_observable") == 5
+
+
+def test_summary_cells_follow_each_replays_report(cases: Path) -> None:
+    for name, cell in [
+        ("case_a.json", "right_for_right_reasons"),
+        ("case_b.json", "right_for_wrong_reasons"),
+        ("case_c.json", "wrong_and_violated"),
+        ("case_d.json", "wrong_and_violated"),
+    ]:
+        cells = _summary_of([str(cases / name)]).cells()
+        assert cells[cell] == 1 and sum(cells.values()) == 1, name
+
+
+def test_most_failing_dimension_counts_replays_and_states_ties(cases: Path) -> None:
+    s = _summary_of([str(cases / n) for n in CASES])
+    mf = s.most_failing()
+    expected = Counter()
+    for n in CASES:
+        dims = check(load_replay(cases / n), "sliced").dimensions
+        expected["verdict"] += dims.verdict == "VIOLATED"
+        expected["requirement"] += dims.procedure == "VIOLATED"
+        expected["grounding"] += dims.grounding == "VIOLATED"
+    top = max(expected.values())
+    assert mf["replays"] == top
+    assert mf["dimensions"] == [
+        d for d in audit.DIMENSIONS if d != "coverage" and expected[d] == top
+    ]
+    assert mf["tie"] == (len(mf["dimensions"]) > 1)
+    assert [r["replays"] for r in mf["ranking"]] == sorted(
+        (r["replays"] for r in mf["ranking"]), reverse=True
+    )
+
+
+def test_no_failure_and_not_observable_coverage() -> None:
+    s = audit.Summary()
+    assert s.most_failing()["dimensions"] == []
+    v = {
+        "overall": "UNKNOWN",
+        "dimensions": dict.fromkeys(audit.DIMENSIONS, "OK") | {"coverage": "UNKNOWN"},
+        "matches": None,
+        "requirements": [("cited(c1)", "ENTAILED", "REFUTED"), ("cited(c2)", "ENTAILED", None)],
+        "grounding": [],
+    }
+    s.add(v)
+    j = s.to_json()
+    assert j["coverage"] == {"cited(*)": {"not_observable": 1, "unknown": 1}}
+    assert j["requirements"] == {"cited(*)": {"satisfied": 2}}
+    assert j["dimensions"]["coverage"]["not_observable"] == 1
+    assert s.most_failing()["dimensions"] == ["coverage"]
+    assert j["gold"]["cells"]["unknown_or_no_gold"] == 1
+
+
+def test_family_members_are_grouped() -> None:
+    assert audit.family_key("supported(joined)") == "supported(*)"
+    assert audit.family_key("pair(a, b)") == "pair(*,*)"
+    assert audit.family_key("j_cto") == "j_cto"
+
+
+def test_summary_memory_depends_on_distinct_ids_not_on_replays() -> None:
+    s = audit.Summary()
+    for i in range(2000):
+        s.add(
+            {
+                "overall": "VIOLATED",
+                "dimensions": dict.fromkeys(audit.DIMENSIONS, "VIOLATED"),
+                "matches": i % 2 == 0,
+                "requirements": [("context_only", "REFUTED", "ENTAILED")],
+                "grounding": [(f"supported(c{i})", f"backed(c{i})", "REFUTED")],
+            }
+        )
+    assert list(s.grounding) == ["supported(*) ~ backed(*)"]
+    assert s.grounding["supported(*) ~ backed(*)"]["violated"] == 2000
+    assert len(s.cross) == 2 and s.total == 2000
+
+
+def test_error_records_are_counted_by_first_code() -> None:
+    s = audit.Summary()
+    s.add(audit.view({"schema": "unmask.error/1", "location": "x", "errors": [{"code": "io"}]}))
+    assert s.to_json()["errors"] == {"io": 1}
+    assert s.valid == 0 and s.overall["INVALID"] == 1

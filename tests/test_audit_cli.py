@@ -1,0 +1,205 @@
+"""`unmask audit` on the command line: inputs, exit statuses, summary, progress, resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from unmask.bench import replay_line
+from unmask.cli.main import main
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+CASES = ["case_a.json", "case_b.json", "case_c.json", "case_d.json", "case_unknown.json"]
+
+
+def run(args, input=None):
+    return CliRunner().invoke(main, ["audit", *args], input=input)
+
+
+def lines_of(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture
+def cases(tmp_path: Path) -> Path:
+    d = tmp_path / "cases"
+    d.mkdir()
+    for name in [*CASES, "factual_claims.proto"]:
+        shutil.copy(EXAMPLES / name, d / name)
+    return d
+
+
+def test_directory_to_file_with_summary_json(cases: Path, tmp_path: Path) -> None:
+    out, summary = tmp_path / "r.jsonl", tmp_path / "s.json"
+    result = run([str(cases), "--out", str(out), "--summary-json", str(summary)])
+    assert result.exit_code == 0, result.output
+    objs = lines_of(out)
+    assert [o["location"] for o in objs] == [str(cases / n) for n in CASES]
+    assert [o["overall"] for o in objs] == [
+        "SATISFIED",
+        "VIOLATED",
+        "VIOLATED",
+        "VIOLATED",
+        "UNKNOWN",
+    ]
+    s = json.loads(summary.read_text())
+    assert s["schema"] == "unmask.summary/1"
+    assert s["replays"] == 5 and s["overall"]["VIOLATED"] == 3
+    assert s["gold"]["cells"]["wrong_and_violated"] == 2
+    assert "fails most often" in result.stderr
+
+
+def test_stdin_jsonl_to_stdout(tmp_path: Path) -> None:
+    text = "".join(replay_line(2, 3, i) + "\n" for i in range(4)) + "{oops\n"
+    result = run(["-", "--quiet"], input=text)
+    assert result.exit_code == 0
+    objs = [json.loads(x) for x in result.stdout.splitlines()]
+    assert [o["location"] for o in objs] == [f"<stdin>:{n}" for n in range(1, 6)]
+    assert objs[-1]["schema"] == "unmask.error/1"
+    assert objs[-1]["errors"][0]["code"] == "json-syntax"
+    assert result.stderr == ""  # --quiet, and no progress line when not on a terminal
+
+
+@pytest.mark.parametrize(
+    ("names", "fail_on", "status"),
+    [
+        (CASES, None, 0),
+        (CASES, "violated", 1),
+        (CASES, "unknown", 1),  # VIOLATED wins over UNKNOWN
+        (["case_a.json", "case_unknown.json"], "violated", 0),
+        (["case_a.json", "case_unknown.json"], "unknown", 3),
+        (["case_a.json"], "unknown", 0),
+    ],
+)
+def test_fail_on_gates(cases: Path, names, fail_on, status) -> None:
+    args = [str(cases / n) for n in names] + ["--quiet"]
+    if fail_on:
+        args += ["--fail-on", fail_on]
+    assert run(args).exit_code == status
+
+
+def test_invalid_inputs_trip_the_unknown_gate_and_all_invalid_is_4(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{}\n[1]\n")
+    assert run([str(bad), "--quiet"]).exit_code == 4
+    good = tmp_path / "good.jsonl"
+    good.write_text(replay_line(2, 0, 0) + "\n")
+    assert run([str(good), str(bad), "--quiet", "--fail-on", "violated"]).exit_code in (0, 1)
+    mixed = run([str(good), str(bad), "--quiet", "--fail-on", "unknown"]).exit_code
+    assert mixed in (1, 3)  # never 0: two inputs were invalid
+
+
+def test_usage_errors_are_2(tmp_path: Path) -> None:
+    assert run([str(tmp_path / "nope.json")]).exit_code == 2
+    assert run([str(EXAMPLES / "case_a.json"), "--backend", "nosuch"]).exit_code == 2
+    assert run([str(EXAMPLES / "case_a.json"), "--resume"]).exit_code == 2
+    out = tmp_path / "garbage.jsonl"
+    out.write_text("hello\n")
+    result = run([str(EXAMPLES / "case_a.json"), "--out", str(out), "--resume"])
+    assert result.exit_code == 2 and "line 1" in result.stderr
+
+
+def test_progress_only_when_asked_or_on_a_terminal(cases: Path) -> None:
+    quiet = run([str(cases), "--quiet"])
+    assert "\r" not in quiet.stderr and "audited" not in quiet.stderr
+    shown = run([str(cases), "--quiet", "--progress"])
+    assert "\r" in shown.stderr and "audited 5/5" in shown.stderr
+
+
+def test_resume_after_a_truncated_line_skips_what_is_done(tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(replay_line(2, 5, i) + "\n" for i in range(6)))
+    full = tmp_path / "full.jsonl"
+    assert run([str(src), "--out", str(full), "--quiet"]).exit_code == 0
+    part = tmp_path / "part.jsonl"
+    complete = full.read_bytes().splitlines(keepends=True)
+    part.write_bytes(b"".join(complete[:2]) + complete[2][:17])  # killed mid-line
+    assert run([str(src), "--out", str(part), "--resume", "--quiet"]).exit_code == 0
+    assert part.read_bytes() == full.read_bytes()
+
+
+def _unmask(*args: str, **kw) -> subprocess.Popen:
+    code = "from unmask.cli.main import main; main()"
+    return subprocess.Popen([sys.executable, "-c", code, *args], **kw)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir() if Path("/proc/self/stat").exists() else ():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_sigkill_then_resume_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    n = 800
+    src.write_text("".join(replay_line(1 + i % 3, 9, i) + "\n" for i in range(n)))
+    out = tmp_path / "out.jsonl"
+    proc = _unmask("audit", str(src), "--out", str(out), "--jobs", "2", "--quiet")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if out.exists() and out.stat().st_size > 20_000:
+            break
+        time.sleep(0.005)
+    workers = _children(proc.pid)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    # the pool's workers do not outlive a killed parent
+    gone_by = time.monotonic() + 10
+    while time.monotonic() < gone_by and any(_alive(w) for w in workers):
+        time.sleep(0.05)
+    assert not [w for w in workers if _alive(w)]
+    with open(out, "ab") as fh:  # as if the kill had landed in the middle of a write
+        fh.write(b'{"schema":"unmask.report/1","locat')
+    killed_at = len(out.read_bytes().splitlines())
+    assert 1 < killed_at < n
+    resumed = _unmask("audit", str(src), "--out", str(out), "--jobs", "2", "--resume", "--quiet")
+    assert resumed.wait(timeout=300) == 0
+    ref = tmp_path / "ref.jsonl"
+    assert run([str(src), "--out", str(ref), "--quiet"]).exit_code == 0
+    got, want = out.read_bytes().splitlines(), ref.read_bytes().splitlines()
+    assert len(got) == n
+    assert Counter(got) == Counter(want)
+    assert got == want
+
+
+def test_sigterm_stops_with_whole_lines(tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(replay_line(2, 4, i) + "\n" for i in range(3000)))
+    out = tmp_path / "out.jsonl"
+    proc = _unmask("audit", str(src), "--out", str(out), "--quiet", stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (out.exists() and out.stat().st_size > 5_000):
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert b"--resume" in err and b"Traceback" not in err
+    data = out.read_bytes()
+    assert data.endswith(b"\n")
+    assert all(json.loads(x)["location"] for x in data.splitlines())
