@@ -169,21 +169,41 @@ class Mark:
     path: str  # the evidence span in the replay JSON
 
 
-def marks(replay: Any) -> tuple[Mark, ...]:
+class Lookup:
+    """Atom declarations and annotations by name, built once per replay (the replay's own
+    look-ups scan a list, which is quadratic over a large report)."""
+
+    def __init__(self, replay: Any) -> None:
+        self.decls = {} if replay is None else {a.name: a for a in replay.protocol.atoms}
+        self.anns = {} if replay is None else {a.atom: a for a in replay.annotations}
+
+    def role(self, atom: str) -> str:
+        d = self.decls.get(atom)
+        return "" if d is None else d.role
+
+    def description(self, atom: str) -> str:
+        d = self.decls.get(atom)
+        return "" if d is None else d.description
+
+    def value(self, atom: str) -> str:
+        """TRUE, FALSE or UNKNOWN (an unannotated atom is UNKNOWN)."""
+        a = self.anns.get(atom)
+        return UNKNOWN if a is None else a.value
+
+
+def marks(replay: Any, lookup: Lookup | None = None) -> tuple[Mark, ...]:
     if replay is None:
         return ()
+    look = lookup or Lookup(replay)
     out = []
     for ai, ann in enumerate(replay.annotations):
-        decl = replay.protocol.atom(ann.atom)
-        role = decl.role if decl is not None else ""
-        desc = decl.description if decl is not None else ""
         for ei, ev in enumerate(ann.evidence):
             out.append(
                 Mark(
                     id=f"ev-{ai}-{ei}",
                     atom=ann.atom,
-                    role=role,
-                    description=desc,
+                    role=look.role(ann.atom),
+                    description=look.description(ann.atom),
                     value=ann.value,
                     explanation=ann.explanation,
                     source=ev.source,
@@ -213,15 +233,24 @@ class Segment:
 
 
 def segments(text: str, ms: Sequence[Mark]) -> tuple[Segment, ...]:
-    """Cut ``text`` at every span boundary; spans outside the text are clipped."""
+    """Cut ``text`` at every span boundary; spans outside the text are left out."""
     n = len(text)
-    spans = [m for m in ms if 0 <= m.start < m.end <= n]
-    cuts = sorted({0, n, *(m.start for m in spans), *(m.end for m in spans)})
+    order = {id(m): i for i, m in enumerate(ms)}
+    starts: dict[int, list[Mark]] = {}
+    ends: dict[int, list[Mark]] = {}
+    for m in ms:
+        if 0 <= m.start < m.end <= n:
+            starts.setdefault(m.start, []).append(m)
+            ends.setdefault(m.end, []).append(m)
+    cuts = sorted({0, n, *starts, *ends})
+    active: dict[int, Mark] = {}  # mark order -> mark, for the spans open at a cut
     out = []
     for a, b in pairwise(cuts):
-        if a == b:
-            continue
-        covering = tuple(m for m in spans if m.start <= a and b <= m.end)
+        for m in ends.get(a, ()):
+            active.pop(order[id(m)], None)
+        for m in starts.get(a, ()):
+            active[order[id(m)]] = m
+        covering = tuple(active[k] for k in sorted(active))
         out.append(
             Segment(
                 text=clean(text[a:b]),
@@ -233,23 +262,9 @@ def segments(text: str, ms: Sequence[Mark]) -> tuple[Segment, ...]:
     return tuple(out)
 
 
-def annotation_value(replay: Any, atom: str) -> str:
-    """TRUE, FALSE or UNKNOWN (an unannotated atom is UNKNOWN)."""
-    if replay is None:
-        return UNKNOWN
-    ann = replay.annotation(atom)
-    return UNKNOWN if ann is None else ann.value
-
-
-def atom_description(replay: Any, atom: str) -> str:
-    if replay is None:
-        return ""
-    decl = replay.protocol.atom(atom)
-    return "" if decl is None else decl.description
-
-
-def finding(report: Report, check: Check, replay: Any) -> str:
+def finding(report: Report, check: Check, replay: Any, lookup: Lookup | None = None) -> str:
     """One plain sentence saying what a violated or unknown check means."""
+    look = lookup or Lookup(replay)
     status = check.status
     if status == SOLVER_UNKNOWN:
         detail = f" ({check.result.detail})" if check.result.detail else ""
@@ -260,10 +275,9 @@ def finding(report: Report, check: Check, replay: Any) -> str:
         return "Not checked: the translation of the protocol is not valid."
     if check.dimension == "grounding":
         judge, context = check.key.removeprefix("grounding:").split("~", 1)
-        jv = annotation_value(replay, judge)
-        cv = annotation_value(replay, context)
-        jd = atom_description(replay, judge) or judge
-        cd = atom_description(replay, context) or context
+        jv, cv = look.value(judge), look.value(context)
+        jd = look.description(judge) or judge
+        cd = look.description(context) or context
         if status == REFUTED:
             return (
                 f"The judge's claim does not match the context: “{jd}” is {jv}, "

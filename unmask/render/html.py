@@ -85,92 +85,85 @@ def _css_class(result: str | None) -> str:
 # --- one report ----------------------------------------------------------------------------
 
 
-def _quote_view(q: Any, atom: str, index: Mapping[tuple[str, str, int, int], ev.Mark]) -> dict:
-    mark = index.get((atom, q.source, q.start, q.end))
-    return {
-        "source": q.source,
-        "start": q.start,
-        "end": q.end,
-        "text": ev.clean(q.quote),
-        "target": None if mark is None else mark.id,
-    }
+class _Views:
+    """Turns report parts into template data; look-ups are built once per report."""
 
-
-def _item_view(item: Item, replay: Any, index: Mapping) -> dict:
-    if item.kind == "annotation":
-        atom = item.atom or ""
-        decl = None if replay is None else replay.protocol.atom(atom)
-        return {
-            "kind": "annotation",
-            "atom": atom,
-            "role": "" if decl is None else decl.role,
-            "description": "" if decl is None else decl.description,
-            "value": item.value,
-            "quotes": [_quote_view(q, atom, index) for q in item.evidence],
-            "explanation": item.explanation or "",
-        }
-    if item.kind == "constraint":
-        text = ""
-        if replay is not None:
-            for c in replay.protocol.constraints:
-                if c.name == item.name:
-                    text = expr_text(c.expr)
-        return {"kind": "constraint", "name": item.name, "expr": text}
-    decision = "" if replay is None else expr_text(replay.protocol.decision)
-    return {"kind": "decision", "expr": decision}
-
-
-def _explanation_view(expl: Explanation | None, replay: Any, index: Mapping) -> dict | None:
-    if expl is None:
-        return None
-    return {
-        "minimal": expl.minimal,
-        "items": [_item_view(i, replay, index) for i in expl.items],
-    }
-
-
-def _witnesses_view(ws: Witnesses | None, replay: Any) -> list[dict]:
-    if ws is None:
-        return []
-    out = []
-    for side, w in (("could hold with", ws.holds), ("could fail with", ws.fails)):
-        out.append(
-            {
-                "side": side,
-                "verdict": w.verdict,
-                "atoms": [
-                    {
-                        "atom": a.atom,
-                        "description": ev.atom_description(replay, a.atom),
-                        "value": "TRUE" if a.value else "FALSE",
-                        "possible": a.origin != "observed",
-                    }
-                    for a in w.atoms
-                ],
-            }
+    def __init__(self, report: Report, replay: Any, marks: Sequence[ev.Mark]) -> None:
+        self.report = report
+        self.replay = replay
+        self.look = ev.Lookup(replay)
+        self.index = ev.mark_index(marks)
+        self.constraints = (
+            {} if replay is None else {c.name: c.expr for c in replay.protocol.constraints}
         )
-    return out
+        self.decision = "" if replay is None else expr_text(replay.protocol.decision)
 
+    def quote(self, q: Any, atom: str) -> dict:
+        mark = self.index.get((atom, q.source, q.start, q.end))
+        return {
+            "source": q.source,
+            "start": q.start,
+            "end": q.end,
+            "text": ev.clean(q.quote),
+            "target": None if mark is None else mark.id,
+        }
 
-def _result_view(res: CheckResult, replay: Any, index: Mapping) -> dict:
-    return {
-        "status": res.status,
-        "outcome": res.outcome,
-        "detail": res.detail,
-        "explanation": _explanation_view(res.explanation, replay, index),
-        "witnesses": _witnesses_view(res.witnesses, replay),
-    }
+    def item(self, item: Item) -> dict:
+        if item.kind == "annotation":
+            atom = item.atom or ""
+            return {
+                "kind": "annotation",
+                "atom": atom,
+                "role": self.look.role(atom),
+                "description": self.look.description(atom),
+                "value": item.value,
+                "quotes": [self.quote(q, atom) for q in item.evidence],
+                "explanation": item.explanation or "",
+            }
+        if item.kind == "constraint":
+            expr = self.constraints.get(item.name or "")
+            text = "" if expr is None else expr_text(expr)
+            return {"kind": "constraint", "name": item.name, "expr": text}
+        return {"kind": "decision", "expr": self.decision}
 
+    def explanation(self, expl: Explanation | None) -> dict | None:
+        if expl is None:
+            return None
+        return {"minimal": expl.minimal, "items": [self.item(i) for i in expl.items]}
 
-def _check_view(report: Report, c: ev.Check, replay: Any, index: Mapping) -> dict:
-    return {
-        "key": c.key,
-        "anchor": "check-" + str(abs(hash_key(c.key))),
-        "dimension": c.dimension,
-        "title": c.title,
-        "finding": ev.finding(report, c, replay) if c.outcome != OK else "",
-        **_result_view(c.result, replay, index),
-    }
+    def witnesses(self, ws: Witnesses | None) -> list[dict]:
+        if ws is None:
+            return []
+        out = []
+        for side, w in (("could hold with", ws.holds), ("could fail with", ws.fails)):
+            atoms = [
+                {
+                    "atom": a.atom,
+                    "description": self.look.description(a.atom),
+                    "value": "TRUE" if a.value else "FALSE",
+                    "possible": a.origin != "observed",
+                }
+                for a in w.atoms
+            ]
+            out.append({"side": side, "verdict": w.verdict, "atoms": atoms})
+        return out
+
+    def check(self, c: ev.Check) -> dict:
+        res: CheckResult = c.result
+        return {
+            "key": c.key,
+            "anchor": "check-" + str(hash_key(c.key)),
+            "dimension": c.dimension,
+            "title": c.title,
+            "finding": ev.finding(self.report, c, self.replay, self.look)
+            if c.outcome != OK
+            else "",
+            "status": res.status,
+            "outcome": res.outcome,
+            "detail": res.detail,
+            "explanation": self.explanation(res.explanation),
+            "witnesses": self.witnesses(res.witnesses),
+        }
 
 
 def hash_key(key: str) -> int:
@@ -201,21 +194,23 @@ def _sources_view(replay: Any, marks: Sequence[ev.Mark]) -> list[dict]:
     return out
 
 
-def _annotations_view(replay: Any, marks: Sequence[ev.Mark]) -> list[dict]:
+def _annotations_view(replay: Any, marks: Sequence[ev.Mark], look: ev.Lookup) -> list[dict]:
     if replay is None:
         return []
+    by_ann: dict[str, list[ev.Mark]] = {}
+    for m in marks:
+        by_ann.setdefault(m.id.split("-")[1], []).append(m)
     out = []
     for ai, ann in enumerate(replay.annotations):
-        decl = replay.protocol.atom(ann.atom)
         out.append(
             {
                 "anchor": f"ann-{ai}",
                 "atom": ann.atom,
-                "role": "" if decl is None else decl.role,
-                "description": "" if decl is None else decl.description,
+                "role": look.role(ann.atom),
+                "description": look.description(ann.atom),
                 "value": ann.value,
                 "explanation": ann.explanation,
-                "marks": [m for m in marks if m.id.startswith(f"ev-{ai}-")],
+                "marks": by_ann.get(str(ai), []),
             }
         )
     return out
@@ -224,9 +219,8 @@ def _annotations_view(replay: Any, marks: Sequence[ev.Mark]) -> list[dict]:
 def context(report: Report, replay: Any = None) -> dict:
     """Everything the report template shows, as plain data (also used by tests)."""
     marks = ev.marks(replay)
-    index = ev.mark_index(marks)
-    all_checks = ev.checks(report)
-    views = [_check_view(report, c, replay, index) for c in all_checks]
+    vw = _Views(report, replay, marks)
+    views = [vw.check(c) for c in ev.checks(report)]
     findings = [v for v in views if v["outcome"] == VIOLATED]
     findings += [v for v in views if v["outcome"] not in (OK, VIOLATED)]
     dims = report.dimensions.to_json()
@@ -251,7 +245,7 @@ def context(report: Report, replay: Any = None) -> dict:
                 {
                     "name": name,
                     "state": report.bases.state(name),
-                    "conflict": _explanation_view(expl, replay, index),
+                    "conflict": vw.explanation(expl),
                 }
             )
     bad = any(v["outcome"] == VIOLATED for v in findings)
@@ -265,12 +259,12 @@ def context(report: Report, replay: Any = None) -> dict:
         "report": report,
         "findings_title": findings_title,
         "title": ev.clean(report.replay),
-        "decision": "" if replay is None else expr_text(replay.protocol.decision),
+        "decision": vw.decision,
         "protocol_text": "" if replay is None else ev.clean(replay.protocol.text),
         "dimensions": dimensions,
         "findings": findings,
         "sources": _sources_view(replay, marks),
-        "annotations": _annotations_view(replay, marks),
+        "annotations": _annotations_view(replay, marks, vw.look),
         "ann_anchor": ann_anchor,
         "bases": conflicts,
         "not_specified": ev.not_specified(report),

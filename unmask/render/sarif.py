@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+from json.decoder import scanstring
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -82,6 +84,11 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
     ),
 )
 RULE_INDEX = {r[0]: i for i, r in enumerate(RULES)}
+# the pieces of a JSON string's source text, each escape being one code point (a surrogate
+# pair written as two escapes is one code point too)
+_TOKENS = re.compile(
+    r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\.|[^\\]+"
+)
 
 
 # --- positions inside the replay JSON --------------------------------------------------------
@@ -98,6 +105,7 @@ class _Locator:
         self.text = text
         self.offsets: dict[str, int] = {}
         self._line_starts: list[int] | None = None
+        self._maps: dict[str, tuple[int, list[int] | None, int] | None] = {}
         dec = json.JSONDecoder()
         i = self._ws(text, 0)
         if i >= len(text) or text[i] != "{":
@@ -151,28 +159,34 @@ class _Locator:
 
     def string_offset(self, path: str, index: int) -> int | None:
         """The file offset of code point ``index`` of the JSON string at ``path``."""
+        if path not in self._maps:
+            self._maps[path] = self._string_map(path)
+        found = self._maps[path]
+        if found is None:
+            return None
+        base, table, length = found
+        if not 0 <= index <= length:
+            return None
+        return base + index if table is None else table[index]
+
+    def _string_map(self, path: str) -> tuple[int, list[int] | None, int] | None:
+        """(offset of the first code point, per-code-point offsets or None when the string
+        has no escape, number of code points)."""
         start = self.offsets.get(path)
         if start is None or self.text[start] != '"':
             return None
-        i, k, text = start + 1, 0, self.text
-        while i < len(text) and text[i] != '"':
-            if k == index:
-                return i
-            if text[i] == "\\":
-                if text[i + 1] == "u":
-                    unit = int(text[i + 2 : i + 6], 16)
-                    i += 6
-                    # a surrogate pair written as two escapes is one code point
-                    if 0xD800 <= unit < 0xDC00 and text[i : i + 2] == "\\u":
-                        low = int(text[i + 2 : i + 6], 16)
-                        if 0xDC00 <= low < 0xE000:
-                            i += 6
-                else:
-                    i += 2
+        value, end = scanstring(self.text, start + 1)
+        raw_start, raw_end = start + 1, end - 1
+        if "\\" not in self.text[raw_start:raw_end]:
+            return raw_start, None, len(value)
+        table: list[int] = []
+        for m in _TOKENS.finditer(self.text, raw_start, raw_end):
+            if m.group().startswith("\\"):
+                table.append(m.start())
             else:
-                i += 1
-            k += 1
-        return i if k == index else None
+                table.extend(range(m.start(), m.end()))
+        table.append(raw_end)
+        return raw_start, table, len(table) - 1
 
     def line_col(self, offset: int) -> tuple[int, int]:
         if self._line_starts is None:
@@ -219,6 +233,12 @@ class _Log:
         self.loc = _locator(self.file)
         self.artifacts: list[str] = []
         self.ann_index = {} if replay is None else {a.atom: a for a in replay.annotations}
+        self.look = ev.Lookup(replay)
+        proto = None if replay is None else replay.protocol
+        self.req_spans = {} if proto is None else {r.id: r.span for r in proto.requirements}
+        self.ground_spans = (
+            {} if proto is None else {(g.judge, g.context): g.span for g in proto.grounding}
+        )
 
     def artifact(self, path: str) -> int:
         if path not in self.artifacts:
@@ -303,19 +323,13 @@ class _Log:
     def protocol_span(self, check: ev.Check) -> Any:
         if self.replay is None:
             return None
-        proto = self.replay.protocol
         if check.dimension in ("procedure", "coverage"):
-            rid = check.key.split(":", 1)[1]
-            for r in proto.requirements:
-                if r.id == rid:
-                    return r.span
+            return self.req_spans.get(check.key.split(":", 1)[1])
         if check.dimension == "grounding":
             judge, context = check.key.removeprefix("grounding:").split("~", 1)
-            for g in proto.grounding:
-                if (g.judge, g.context) == (judge, context):
-                    return g.span
+            return self.ground_spans.get((judge, context))
         if check.dimension == "verdict":
-            return proto.decision.span
+            return self.replay.protocol.decision.span
         return None
 
     def result(
@@ -350,7 +364,7 @@ class _Log:
         level = "error" if c.outcome == VIOLATED else "warning"
         if c.dimension == "coverage" and c.status == REFUTED:
             level = "note"
-        text = f"{ev.finding(self.report, c, self.replay)} [{c.title}: {c.status}]"
+        text = f"{ev.finding(self.report, c, self.replay, self.look)} [{c.title}: {c.status}]"
         expl = c.result.explanation
         items = expl.items if expl is not None else ()
         related = self.item_locations(items)
