@@ -1,0 +1,82 @@
+"""`unmask bench`: generated replays, the baseline's correctness, and every promised figure."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from unmask.api import check
+from unmask.bench import Baseline, factual_replay, replay_line
+from unmask.cli.main import main
+from unmask.replay import load_replay_text, replay_from_obj
+
+
+def test_generated_replays_are_valid_deterministic_and_about_20_percent_unknown() -> None:
+    assert replay_line(20, 3, 7) == replay_line(20, 3, 7)
+    assert replay_line(20, 3, 7) != replay_line(20, 3, 8)
+    unknown = total = 0
+    for i in range(40):
+        obj = factual_replay(20, 0, i)
+        replay = replay_from_obj(obj)
+        assert len(replay.protocol.atoms) == 2 * 20 + 1
+        assert len(replay.protocol.grounding) == 20
+        values = {a.atom: a.value for a in replay.annotations}
+        total += len(replay.protocol.atoms)
+        unknown += sum(values.get(n, "UNKNOWN") == "UNKNOWN" for n in replay.protocol.atom_names)
+    assert 0.15 < unknown / total < 0.25
+
+
+def test_baseline_statuses_equal_the_checkers() -> None:
+    for n in (1, 2, 5):
+        for i in range(15):
+            replay = load_replay_text(replay_line(n, 11, i), "x.json")
+            report = check(replay, "sliced")
+            base = Baseline().check(replay)
+            assert base["verdict"] == report.verdict.result.status
+            assert base["requirements"] == [
+                (
+                    r.holds.status,
+                    None if r.coverage.status == "NOT_SPECIFIED" else r.coverage.status,
+                )
+                for r in report.requirements
+            ]
+            assert base["grounding"] == [g.result.status for g in report.grounding]
+
+
+def test_quick_bench_prints_and_writes_every_figure(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    args = ["bench", "--quick", "--sizes", "2,20", "--runners", "baseline,sliced,truthtable"]
+    result = CliRunner().invoke(main, [*args, "--repeats", "2", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    figures = json.loads(out.read_text())
+    cells = {(c["claims"], c["runner"]): c for c in figures["cells"]}
+    assert set(cells) == {(n, r) for n in (2, 20) for r in ("baseline", "sliced", "truthtable")}
+    for (n, runner), c in cells.items():
+        ms = c["ms_per_replay"]
+        assert c["replays"] >= 1
+        assert 0 < ms["min"] <= ms["median"] <= ms["max"]
+        assert ms["repeats"] in (1, 2)
+        assert c["replays_per_second"] > 0 and c["wall_ms_per_replay"] > 0
+        assert c["sat_calls_per_replay"] > 0
+        # the printed table has a row for every cell
+        assert any(line.split()[:2] == [str(n), runner] for line in result.output.splitlines())
+    assert set(figures["growth"]["sliced"]) == {"20/2"}
+    jobs = figures["jobs"]
+    assert len(jobs["jobs1_per_second"]) == len(jobs["jobs2_per_second"]) == 2
+    assert jobs["speedup"] > 0 and jobs["speedup_on_idle_cores"] > 0
+    memory = figures["memory"]
+    assert memory["small"]["peak_rss_kib"] > 0 and memory["large"]["peak_rss_kib"] > 0
+    assert memory["large"]["replays"] > memory["small"]["replays"]
+    assert memory["ratio"] > 0
+    targets = {t["target"]: t for t in figures["targets"]}
+    assert any("2 claims" in t and targets[t]["holds"] is not None for t in targets)
+    assert any("--jobs 2" in t for t in targets) and any("memory" in t for t in targets)
+    assert "targets:" in result.output and "vs --jobs 2" in result.output
+
+
+def test_bench_usage_errors() -> None:
+    runner = CliRunner()
+    assert runner.invoke(main, ["bench", "--sizes", "two"]).exit_code == 2
+    assert runner.invoke(main, ["bench", "--quick", "--runners", "nosuch"]).exit_code == 2
