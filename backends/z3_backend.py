@@ -5,7 +5,7 @@ Contract:
   never share state and runs repeat exactly;
 - each part is asserted once as ``Implies(selector, expr)``; a check passes the selectors
   of the enabled parts as assumptions, so any subset of parts is checked without
-  rebuilding; a query gets its own selector (cached per query, asserted once) and atom
+  rebuilding; a query gets its own selector (cached per query object, asserted once) and atom
   assumptions are plain literals; cores are mapped back to part labels;
 - a check that Z3 cannot decide within ``timeout_ms`` (or any other ``unknown``) is
   ``Unknown(reason)``, never sat or unsat;
@@ -101,7 +101,7 @@ class Z3Session(Session):
         self._solver: z3.Solver | None = solver
         self._selectors: dict[str, z3.BoolRef] = {}
         self._labels: dict[int, str] = {}  # selector AST id -> part label
-        self._queries: dict[Expr, z3.BoolRef] = {}
+        self._queries: dict[int, tuple[Expr, z3.BoolRef]] = {}
         self._literals: dict[tuple[str, bool], z3.BoolRef] = {}
         for i, part in enumerate(parts):
             sel = z3.Bool(f"part:{i}", self._ctx)
@@ -121,13 +121,15 @@ class Z3Session(Session):
         return lower(expr, self._ctx, self._var)
 
     def _query(self, query: Expr) -> z3.BoolRef:
-        sel = self._queries.get(query)
-        if sel is None:
+        # keyed by identity, not by value: hashing a deep expression recurses in Python;
+        # the entry keeps the expression alive, so its id cannot be reused
+        entry = self._queries.get(id(query))
+        if entry is None:
             assert self._solver is not None
             sel = z3.Bool(f"query:{len(self._queries)}", self._ctx)
             self._solver.add(z3.Implies(sel, self._lower(query)))
-            self._queries[query] = sel
-        return sel
+            entry = self._queries[id(query)] = (query, sel)
+        return entry[1]
 
     def check(
         self,

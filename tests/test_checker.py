@@ -519,3 +519,18 @@ def test_one_session_per_base_and_no_gold_in_solver_input() -> None:
         else:
             # the solver saw exactly the same input whatever the gold label
             assert spy.seen == first
+
+
+def test_deep_expressions_check_and_render_without_recursion_errors() -> None:
+    from unmask.ir import Atom, Nary, Not
+    from unmask.render.text import render
+
+    deep: Expr = A("external")
+    for i in range(5000):  # far past the default depth limit, as `--max-expr-depth` allows
+        deep = Nary("and" if i % 2 else "or", (Atom("j_cto"), Not(deep)))
+    p = replace(factual_protocol(), requirements=(Requirement("deep", "", deep, deep),))
+    replay = case_replay("case-b", p)
+    report = check(replay, "z3")
+    assert report.requirements[0].holds.status in ("ENTAILED", "REFUTED")
+    assert dumps(report) == dumps(check(replay, "z3"))
+    assert render(report, replace(replay, protocol=replace(p, decision=deep))).startswith("case-b")

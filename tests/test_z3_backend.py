@@ -122,8 +122,9 @@ def test_query_assume_and_want() -> None:
 def test_calls_are_counted_and_queries_reused() -> None:
     s = _session()
     before = s.calls
+    query = A("q")
     for _ in range(3):
-        s.check(A("q"), enabled=["fact:p"])
+        assert isinstance(s.check(query, enabled=["fact:p"]), Sat)
     assert s.calls == before + 3
     assert len(s._queries) == 1  # the query was asserted once, behind one selector
 

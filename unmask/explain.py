@@ -30,7 +30,9 @@ class BaseSession:
         self.parts = tuple(parts)
         self.labels = tuple(p.label for p in parts)
         self.session = session
-        self._cores: dict[Expr | None, list[frozenset[str]]] = {}
+        # keyed by the query's identity (hashing a deep expression would recurse); the
+        # entry holds the query, so the id stays its own
+        self._cores: dict[int, tuple[Expr | None, list[frozenset[str]]]] = {}
         self._part_atoms: dict[str, frozenset[str]] | None = None
         self._by_atom: dict[str, list[str]] = {}
 
@@ -44,12 +46,13 @@ class BaseSession:
     ) -> Result:
         result = self.session.check(query, enabled=enabled, assume=assume, want=want)
         if isinstance(result, Unsat) and not assume:
-            self._cores.setdefault(query, []).append(frozenset(result.core))
+            self._cores.setdefault(id(query), (query, []))[1].append(frozenset(result.core))
         return result
 
     def known_unsat(self, query: Expr | None, enabled: Iterable[str]) -> bool:
         have = set(enabled)
-        return any(core <= have for core in self._cores.get(query, ()))
+        entry = self._cores.get(id(query))
+        return entry is not None and any(core <= have for core in entry[1])
 
     def part_atoms(self) -> dict[str, frozenset[str]]:
         if self._part_atoms is None:
