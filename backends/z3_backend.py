@@ -95,7 +95,7 @@ class Z3Session(Session):
         # finite-domain solver, z3's incremental SAT core, answers it; per check with
         # assumptions it is several times faster than the general SMT core on large bases
         solver = z3.SolverFor("QF_FD", ctx=self._ctx)
-        solver.set("timeout", max(1, int(timeout_ms)))
+        solver.set("timeout", min(max(1, int(timeout_ms)), 2**32 - 1))  # z3: unsigned int
         solver.set("random_seed", seed)
         solver.set("sat.random_seed", seed)
         self._solver: z3.Solver | None = solver
