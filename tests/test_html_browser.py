@@ -135,3 +135,62 @@ def test_screenshot_has_the_laptop_size(case_c_page: Path, tmp_path: Path):
     head = shot.read_bytes()[:24]
     assert head[:8] == b"\x89PNG\r\n\x1a\n"
     assert struct.unpack(">II", head[16:24]) == (WIDTH, HEIGHT)
+
+
+INDEX_PROBE = """
+<script>
+(function () {
+  var out = {};
+  function ids() {
+    var r = document.querySelectorAll("#replay-table tbody tr");
+    var v = [];
+    for (var i = 0; i < r.length; i++) { if (!r[i].hidden) { v.push(r[i].cells[0].textContent); } }
+    return v;
+  }
+  out.filtersShown = !document.getElementById("filters").hidden;
+  out.before = ids();
+  var head = document.querySelector("#replay-table thead th button");
+  head.click();
+  out.ascending = ids();
+  out.sortState = document.querySelector("#replay-table thead th").getAttribute("aria-sort");
+  head.click();
+  out.descending = ids();
+  var sel = document.getElementById("f-overall");
+  sel.value = "VIOLATED";
+  sel.dispatchEvent(new Event("change"));
+  out.violated = ids();
+  var text = document.getElementById("f-text");
+  text.value = "-c";
+  text.dispatchEvent(new Event("input"));
+  out.both = ids();
+  out.count = document.getElementById("f-count").textContent;
+  var pre = document.createElement("pre");
+  pre.id = "probe";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>
+"""
+
+
+def test_index_table_sorts_and_filters(tmp_path: Path):
+    ok4 = dict.fromkeys(("verdict", "procedure", "coverage", "grounding"), "OK")
+    rows = [
+        {"id": i, "overall": o, "dimensions": ok4, "href": f"{i}.html"}
+        for i, o in (("case-b", "VIOLATED"), ("case-a", "SATISFIED"), ("case-c", "VIOLATED"))
+    ]
+    page = html.render_index({"title": "t"}, rows).replace("</body>", INDEX_PROBE + "</body>")
+    path = tmp_path / "index.html"
+    path.write_text(page, encoding="utf-8")
+    dom = chromium(tmp_path, path.as_uri(), "--dump-dom").stdout
+    found = re.search(r'<pre id="probe">(.*?)</pre>', dom, re.S)
+    assert found, "the probe did not run"
+    data = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    assert data["filtersShown"] is True
+    assert data["before"] == ["case-b", "case-a", "case-c"]
+    assert data["ascending"] == ["case-a", "case-b", "case-c"]
+    assert data["sortState"] == "ascending"
+    assert data["descending"] == ["case-c", "case-b", "case-a"]
+    assert data["violated"] == ["case-c", "case-b"]
+    assert data["both"] == ["case-c"]
+    assert data["count"] == "1 of 3 shown"

@@ -30,6 +30,11 @@
     });
     panel.hidden = false;
   }
+  // print everything: collapsed explanations open before printing
+  window.addEventListener("beforeprint", function () {
+    var ds = document.querySelectorAll("details");
+    for (var j = 0; j < ds.length; j++) { ds[j].open = true; }
+  });
   var marks = document.querySelectorAll("mark.ev");
   for (var i = 0; i < marks.length; i++) {
     marks[i].setAttribute("role", "button");
