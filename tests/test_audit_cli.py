@@ -203,3 +203,51 @@ def test_sigterm_stops_with_whole_lines(tmp_path: Path) -> None:
     data = out.read_bytes()
     assert data.endswith(b"\n")
     assert all(json.loads(x)["location"] for x in data.splitlines())
+
+
+def test_html_pages_index_and_junit(cases: Path, tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    from unmask.api import check
+    from unmask.render import junit
+    from unmask.replay import load_replay
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{}\n")
+    html, xml = tmp_path / "html", tmp_path / "j.xml"
+    args = [str(cases), str(bad), "--out", str(tmp_path / "r.jsonl"), "--quiet"]
+    result = run([*args, "--html", str(html), "--junit", str(xml), "--jobs", "2"])
+    assert result.exit_code == 0, result.output
+    pages = sorted(p.name for p in html.iterdir())
+    assert "index.html" in pages and len(pages) == len(CASES) + 1
+    index = (html / "index.html").read_text()
+    assert all(f'href="{p}"' in index for p in pages if p != "index.html")
+    suite = ET.parse(xml).getroot()
+    cases_xml = suite.findall(".//testcase")
+    assert [c.get("name") for c in cases_xml] == [
+        *(load_replay(cases / n).id for n in CASES),
+        f"{bad}:1",
+    ]
+    one_shot = ET.fromstring(
+        junit.render_batch(
+            [check(load_replay(cases / n), "sliced") for n in CASES] + [junit.Invalid("x", "y")]
+        )
+    )
+    for attr in ("tests", "failures", "errors"):
+        assert suite.get(attr) == one_shot.get(attr)
+    assert suite.find("testsuite").get("skipped") == one_shot.find("testsuite").get("skipped")
+    assert not (tmp_path / "j.xml.part").exists()
+
+
+def test_resume_carries_junit_testcases_over(cases: Path, tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    out, xml = tmp_path / "r.jsonl", tmp_path / "j.xml"
+    assert run([str(cases), "--out", str(out), "--quiet"]).exit_code == 0
+    lines = out.read_bytes().splitlines(keepends=True)
+    out.write_bytes(b"".join(lines[:3]))
+    result = run([str(cases), "--out", str(out), "--resume", "--quiet", "--junit", str(xml)])
+    assert result.exit_code == 0
+    suite = ET.parse(xml).getroot()
+    assert suite.get("tests") == str(len(CASES)) and suite.get("failures") == "3"
+    assert len(suite.findall(".//testcase")) == len(CASES)

@@ -136,6 +136,8 @@ class Settings:
     backend: str
     timeout_ms: int
     limits: Limits = DEFAULT_LIMITS
+    html_dir: str | None = None  # write each replay's HTML page here
+    junit: bool = False  # return each replay's JUnit testcase
 
 
 _STATE: dict[str, Any] = {}
@@ -208,20 +210,23 @@ def load_task(task: Task, limits: Limits) -> Any:
     return replay_from_obj(obj, task.file, base_dir, limits, line=task.line)
 
 
-def audit_task(task: Task, settings: Settings) -> tuple[bytes, dict[str, Any], Any]:
-    """Check one task: (result line, its summary view, the report or None)."""
+def audit_task(task: Task, settings: Settings) -> tuple[bytes, dict[str, Any], dict[str, Any]]:
+    """Check one task: (result line, its summary view, extras).
+
+    Extras, when asked for in ``settings``: ``row`` (the HTML index row; the page itself
+    is written here, so pool workers render in parallel) and ``junit`` (one testcase).
+    """
     from unmask.api import check
 
+    replay = None
     try:
         replay = load_task(task, settings.limits)
         report = check(replay, _backend(settings))
     except UnmaskError as exc:
-        obj = error_record(task.location, exc.diagnostics)
-        return encode_line(obj), view(obj), None
+        return _failed(task, settings, exc.diagnostics, getattr(exc, "sources", None))
     except RecursionError:
         d = Diagnostic("limit", "the replay is nested too deeply to check", file=task.location)
-        obj = error_record(task.location, [d])
-        return encode_line(obj), view(obj), None
+        return _failed(task, settings, [d])
     except Exception as exc:  # one broken replay must not stop the batch
         d = Diagnostic(
             "internal-error",
@@ -229,19 +234,165 @@ def audit_task(task: Task, settings: Settings) -> tuple[bytes, dict[str, Any], A
             file=task.location,
             help="please report this with the replay",
         )
-        obj = error_record(task.location, [d])
-        return encode_line(obj), view(obj), None
+        return _failed(task, settings, [d])
     body = report.to_json()
     obj = {"schema": body.pop("schema"), "location": task.location, **body}
-    return encode_line(obj), view(obj), (report, replay)
+    extra: dict[str, Any] = {}
+    if settings.html_dir is not None:
+        from unmask.render import html
+
+        row = index_row(obj)
+        page = html.render(report, replay)
+        with open(os.path.join(settings.html_dir, row["href"]), "w", encoding="utf-8") as fh:
+            fh.write(page)
+        extra["row"] = row
+    if settings.junit:
+        from unmask.render import junit
+
+        extra["junit"] = testcase_xml(junit.render_batch([(report, replay)]))
+    return encode_line(obj), view(obj), extra
 
 
-def _run_chunk(tasks: list[Task], settings: Settings) -> list[tuple[bytes, dict[str, Any]]]:
-    out = []
-    for t in tasks:
-        line, v, _ = audit_task(t, settings)
-        out.append((line, v))
-    return out
+def _failed(
+    task: Task, settings: Settings, diags: Iterable[Diagnostic], sources: Any = None
+) -> tuple[bytes, dict[str, Any], dict[str, Any]]:
+    diags = list(diags)
+    obj = error_record(task.location, diags)
+    extra: dict[str, Any] = {}
+    if settings.html_dir is not None:
+        extra["row"] = index_row(obj)
+    if settings.junit:
+        from unmask.diagnostics import render_all
+        from unmask.render import junit
+
+        item = junit.Invalid(task.location, render_all(diags, sources))
+        extra["junit"] = testcase_xml(junit.render_batch([item]))
+    return encode_line(obj), view(obj), extra
+
+
+def _run_chunk(tasks: list[Task], settings: Settings) -> list[tuple[bytes, dict, dict]]:
+    return [audit_task(t, settings) for t in tasks]
+
+
+# --- HTML and JUnit pieces --------------------------------------------------------------------
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def page_name(location: str, replay_id: str) -> str:
+    """The file name of a replay's HTML page: readable, and unique per input location."""
+    import hashlib
+
+    digest = hashlib.sha256(location.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    stem = _UNSAFE.sub("-", replay_id).strip("-.")[:60] or "replay"
+    return f"{stem}-{digest}.html"
+
+
+def index_row(obj: dict[str, Any]) -> dict[str, Any]:
+    """One row of the batch index (``unmask.render.html.render_index``) from a result line."""
+    loc = str(obj.get("location", ""))
+    if obj.get("schema") == ERROR_SCHEMA:
+        return {"id": loc, "overall": "INVALID", "dimensions": {}, "href": ""}
+    rid = str(obj.get("replay", ""))
+    verdict = obj.get("verdict") or {}
+    return {
+        "id": rid,
+        "overall": obj.get("overall"),
+        "dimensions": obj.get("dimensions") or {},
+        "verdict": verdict.get("observed") if isinstance(verdict, dict) else None,
+        "gold": obj.get("gold"),
+        "verdict_matches_gold": obj.get("verdict_matches_gold"),
+        "href": page_name(loc, rid),
+    }
+
+
+def testcase_xml(batch_xml: str) -> str:
+    """The one ``<testcase>`` of a JUnit document, indented for its place in a suite."""
+    import xml.etree.ElementTree as ET
+
+    case = ET.fromstring(batch_xml).find(".//testcase")
+    assert case is not None
+    ET.indent(case, space="  ", level=2)
+    return "    " + ET.tostring(case, "unicode").rstrip() + "\n"
+
+
+def resumed_testcase(obj: dict[str, Any]) -> str:
+    """A testcase for a line carried over by ``--resume`` (its report is not re-rendered)."""
+    import xml.etree.ElementTree as ET
+
+    from unmask.render.junit import xml_safe
+
+    if obj.get("schema") == ERROR_SCHEMA:
+        case = ET.Element(
+            "testcase", {"name": xml_safe(str(obj.get("location"))), "classname": "unmask"}
+        )
+        el = ET.SubElement(
+            case, "error", {"type": "invalid", "message": "the replay could not be checked"}
+        )
+        el.text = xml_safe("; ".join(str(e.get("message")) for e in obj.get("errors") or ()))
+    else:
+        case = ET.Element(
+            "testcase",
+            {
+                "name": xml_safe(str(obj.get("replay"))),
+                "classname": xml_safe(f"unmask.{obj.get('protocol')}"),
+            },
+        )
+        overall = obj.get("overall")
+        reasons = "; ".join(str(r.get("message")) for r in obj.get("reasons") or ())
+        message = xml_safe(f"{overall}: {reasons}" if reasons else str(overall))
+        if overall == "VIOLATED":
+            ET.SubElement(case, "failure", {"type": "VIOLATED", "message": message})
+        elif overall != "SATISFIED":
+            ET.SubElement(case, "skipped", {"type": str(overall), "message": message})
+    ET.indent(case, space="  ", level=2)
+    return "    " + ET.tostring(case, "unicode").rstrip() + "\n"
+
+
+class JUnitWriter:
+    """Streams testcases to ``PATH.part`` and writes the suite around them at the end."""
+
+    def __init__(self, path: str, name: str = "unmask audit") -> None:
+        self.path = path
+        self.name = name
+        self.part = open(path + ".part", "w", encoding="utf-8")  # noqa: SIM115
+        self.counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+
+    def add(self, case: str) -> None:
+        self.counts["tests"] += 1
+        # user text inside a testcase is escaped, so a raw `<failure ` can only be the tag
+        for tag, key in (
+            ("<failure ", "failures"),
+            ("<error ", "errors"),
+            ("<skipped ", "skipped"),
+        ):
+            if tag in case:
+                self.counts[key] += 1
+                break
+        self.part.write(case)
+
+    def finish(self) -> None:
+        from xml.sax.saxutils import quoteattr
+
+        from unmask.render.junit import xml_safe
+
+        self.part.close()
+        c = self.counts
+        common = (
+            f'name={quoteattr(xml_safe(self.name))} tests="{c["tests"]}" '
+            f'failures="{c["failures"]}" errors="{c["errors"]}"'
+        )
+        with (
+            open(self.path, "w", encoding="utf-8") as out,
+            open(self.path + ".part", encoding="utf-8") as part,
+        ):
+            out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
+            out.write(f"<testsuites {common}>\n")
+            out.write(f'  <testsuite {common} skipped="{c["skipped"]}">\n')
+            for chunk in iter(lambda: part.read(1 << 16), ""):
+                out.write(chunk)
+            out.write("  </testsuite>\n</testsuites>\n")
+        os.unlink(self.path + ".part")
 
 
 def _worker_init() -> None:
@@ -292,19 +443,14 @@ def _chunks(tasks: Iterator[Task]) -> Iterator[list[Task]]:
         yield chunk
 
 
-Emit = Callable[[Task, bytes, dict[str, Any], Any], None]
+Emit = Callable[[Task, bytes, dict[str, Any], dict[str, Any]], None]
 
 
 def run_audit(tasks: Iterator[Task], settings: Settings, emit: Emit, jobs: int = 1) -> None:
-    """Audit every task and ``emit(task, line, view, checked)`` each, in input order.
-
-    ``checked`` is ``(report, replay)`` with one process, and None from a pool (reports
-    are not sent back between processes).
-    """
+    """Audit every task and ``emit(task, line, view, extra)`` each, in input order."""
     if jobs <= 1:
         for t in tasks:
-            line, v, checked = audit_task(t, settings)
-            emit(t, line, v, checked)
+            emit(t, *audit_task(t, settings))
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
@@ -329,8 +475,8 @@ def run_audit(tasks: Iterator[Task], settings: Settings, emit: Emit, jobs: int =
 
 def _drain_one(pending: deque, emit: Emit) -> None:
     chunk, fut = pending.popleft()
-    for t, (line, v) in zip(chunk, fut.result(), strict=True):
-        emit(t, line, v, None)
+    for t, done in zip(chunk, fut.result(), strict=True):
+        emit(t, *done)
 
 
 def _kill(pool: Any) -> None:
@@ -359,7 +505,7 @@ class ResumeError(Exception):
 def read_done(path: str, fold: Callable[[dict[str, Any]], None] | None = None) -> Counter:
     """Locations already in ``path`` (a multiset); cuts off a truncated last line.
 
-    ``fold`` receives the view of every complete line (to carry the summary over).
+    ``fold`` receives every complete line, parsed (to carry the summary over).
     """
     done: Counter = Counter()
     if not os.path.exists(path):
@@ -377,7 +523,7 @@ def read_done(path: str, fold: Callable[[dict[str, Any]], None] | None = None) -
                 raise ResumeError(number, "has no `location`")
             done[obj["location"]] += 1
             if fold is not None:
-                fold(view(obj))
+                fold(obj)
             good_end += len(raw)
     if os.path.getsize(path) != good_end:
         with open(path, "r+b") as fh:

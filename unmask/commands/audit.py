@@ -120,6 +120,13 @@ def gate_status(summary: Any, fail_on: str | None) -> int:
     help="progress line on stderr [default: only when stderr is a terminal]",
 )
 @click.option("-q", "--quiet", is_flag=True, help="no summary text on stderr")
+@click.option(
+    "--html",
+    "html_dir",
+    type=click.Path(file_okay=False),
+    help="write one HTML page per replay and an index.html here",
+)
+@click.option("--junit", type=click.Path(dir_okay=False), help="write a JUnit XML file here")
 @click_options
 def command(
     paths: tuple[str, ...],
@@ -132,6 +139,8 @@ def command(
     fail_on: str | None,
     progress: bool | None,
     quiet: bool,
+    html_dir: str | None,
+    junit: str | None,
     limits: Limits,
 ) -> None:
     """Check many replays (files, directories, JSON Lines, `-`) and summarise the run."""
@@ -155,11 +164,32 @@ def command(
     if jobs == 0:
         jobs = os.cpu_count() or 1
 
+    if html_dir is not None:
+        try:
+            os.makedirs(html_dir, exist_ok=True)
+        except OSError as exc:
+            _usage(f"cannot create `{html_dir}`: {(exc.strerror or 'error').lower()}")
+    junit_out = None
+    if junit is not None:
+        try:
+            junit_out = audit.JUnitWriter(junit)
+        except OSError as exc:
+            _usage(f"cannot write `{junit}`: {(exc.strerror or 'error').lower()}")
+
     summary = audit.Summary()
+    rows: list[dict[str, Any]] = []  # the HTML index (only with --html)
+
+    def carry(obj: dict[str, Any]) -> None:
+        summary.add(audit.view(obj))
+        if html_dir is not None:
+            rows.append(audit.index_row(obj))
+        if junit_out is not None:
+            junit_out.add(audit.resumed_testcase(obj))
+
     done = None
     if resume:
         try:
-            done = audit.read_done(out, summary.add)
+            done = audit.read_done(out, carry)
         except audit.ResumeError as exc:
             _usage(
                 f"`{out}` line {exc.line} {exc.message}; it is not an audit result file",
@@ -175,7 +205,7 @@ def command(
     tasks = audit.iter_tasks(paths)
     if done:
         tasks = audit.skip_done(tasks, done)
-    settings = audit.Settings(backend, timeout_ms, limits)
+    settings = audit.Settings(backend, timeout_ms, limits, html_dir, junit is not None)
 
     try:
         sink = sys.stdout.buffer if out == "-" else open(out, "ab" if resume else "wb")  # noqa: SIM115
@@ -184,10 +214,14 @@ def command(
     bar = Progress(sys.stderr, total) if show_progress else None
     already = summary.total
 
-    def emit(task: Any, line: bytes, v: dict[str, Any], checked: Any) -> None:
+    def emit(task: Any, line: bytes, v: dict[str, Any], extra: dict[str, Any]) -> None:
         sink.write(line)
         sink.flush()
         summary.add(v)
+        if "row" in extra:
+            rows.append(extra["row"])
+        if junit_out is not None and "junit" in extra:
+            junit_out.add(extra["junit"])
         if bar is not None:
             bar.update(summary.total, summary.overall["VIOLATED"])
 
@@ -200,6 +234,11 @@ def command(
         if bar is not None:
             bar.close()
         _close(sink, out)
+        with contextlib.suppress(OSError):  # what is done is reported, like the lines
+            if junit_out is not None:
+                junit_out.finish()
+            if html_dir is not None:
+                _write_index(html_dir, summary, rows, backend)
         click.echo(
             f"interrupted after {summary.total} results; every line written is complete"
             + (f"; continue with `--resume --out {out}`" if out != "-" else ""),
@@ -213,6 +252,13 @@ def command(
         bar.close()
     _close(sink, out)
 
+    try:
+        if junit_out is not None:
+            junit_out.finish()
+        if html_dir is not None:
+            _write_index(html_dir, summary, rows, backend)
+    except OSError as exc:
+        _usage(f"cannot write the report files: {(exc.strerror or 'error').lower()}")
     if summary_json:
         import json
 
@@ -225,6 +271,26 @@ def command(
     if not quiet:
         click.echo(summary.render_text(), err=True)
     raise SystemExit(gate_status(summary, fail_on))
+
+
+def _write_index(html_dir: str, summary: Any, rows: list, backend: str) -> None:
+    from unmask import audit
+    from unmask.render import html
+
+    mf = summary.most_failing()
+    fails = " and ".join(mf["dimensions"]) if mf["dimensions"] else "none"
+    cells = summary.cells()
+    extra = {
+        "backend": backend,
+        "invalid inputs": summary.overall["INVALID"],
+        "fails most often": f"{fails} ({mf['replays']} replays)",
+        **{text: cells[key] for key, text in audit.CELL_TEXT.items()},
+    }
+    page = html.render_index(
+        {"title": "unmask audit", "total": summary.total, "extra": extra}, rows
+    )
+    with open(os.path.join(html_dir, "index.html"), "w", encoding="utf-8") as fh:
+        fh.write(page)
 
 
 def _close(sink: Any, out: str) -> None:
