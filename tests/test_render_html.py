@@ -362,3 +362,26 @@ def test_index_table_links_every_replay_and_escapes_ids():
     # without JS the filters stay hidden and the table is complete
     assert doc.by_id("filters").attrs.get("hidden") == ""
     assert html.render_index({}, ROWS) == page
+
+
+def test_report_without_its_replay_still_renders_every_check():
+    report, _ = example("case_c.json")
+    doc = parse(html.render(report))
+    assert doc.by_id("overall").text() == "✗ VIOLATED"
+    keys = [a.attrs["data-check"] for a in doc.by_id("checks").find_all("article")]
+    assert keys == [
+        "verdict",
+        "requirement:context_only",
+        "coverage:context_only",
+        "grounding:j_joined~c_joined",
+        "grounding:j_cto~c_cto",
+    ]
+    assert doc.by_id("sources").find_all("mark") == []
+
+
+def test_templates_are_flat_so_the_package_data_glob_ships_them():
+    # pyproject ships `templates/*`, which does not descend into folders
+    entries = list(html.TEMPLATES.iterdir())
+    assert entries and all(p.is_file() for p in entries)
+    used = {"report.html.j2", "index.html.j2", "report.md.j2", "report.css", "report.js"}
+    assert used <= {p.name for p in entries}
