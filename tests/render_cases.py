@@ -65,3 +65,20 @@ def overlapping_replay(tmp_path: Path) -> Path:
     path = tmp_path / "overlap.json"
     path.write_text(json.dumps(obj, ensure_ascii=False, indent=2), encoding="utf-8")
     return path
+
+
+def surrogate_replay(tmp_path: Path) -> Path:
+    """Case C with lone surrogates (valid JSON escapes) in the rationale and a note."""
+    for proto in EXAMPLES.glob("*.proto"):
+        shutil.copy(proto, tmp_path / proto.name)
+    obj = json.loads((EXAMPLES / "case_c.json").read_text(encoding="utf-8"))
+    obj["sources"]["rationale"] = "\udc00" + obj["sources"]["rationale"]
+    for ann in obj["annotations"]:
+        ann["explanation"] = "note \ud800 here"
+        for ev in ann["evidence"]:
+            if ev["source"] == "rationale":
+                ev["start"] += 1
+                ev["end"] += 1
+    path = tmp_path / "surrogate.json"
+    path.write_text(json.dumps(obj, ensure_ascii=True), encoding="utf-8")
+    return path

@@ -20,6 +20,7 @@ from tests.render_cases import (
     example,
     hostile_replay,
     overlapping_replay,
+    surrogate_replay,
 )
 from unmask.api import check, load
 from unmask.cli.main import main
@@ -385,3 +386,14 @@ def test_templates_are_flat_so_the_package_data_glob_ships_them():
     assert entries and all(p.is_file() for p in entries)
     used = {"report.html.j2", "index.html.j2", "report.md.j2", "report.css", "report.js"}
     assert used <= {p.name for p in entries}
+
+
+def test_every_format_prints_lone_surrogates_as_replacement_characters(tmp_path: Path):
+    path = str(surrogate_replay(tmp_path))
+    # what each format shows of the note: U+FFFD, or JUnit's written-out escape
+    shown = {"html": "\ufffd", "markdown": "\ufffd", "sarif": "", "junit": "\\ud800"}
+    for fmt, mark in shown.items():
+        res = CliRunner().invoke(main, ["check", path, "--format", fmt])
+        assert res.exit_code == 1, (fmt, res.output[-300:])
+        assert mark in res.stdout, fmt
+        assert not any(0xD800 <= ord(c) < 0xE000 for c in res.stdout), fmt

@@ -148,11 +148,11 @@ class _Views:
             out.append({"side": side, "verdict": w.verdict, "atoms": atoms})
         return out
 
-    def check(self, c: ev.Check) -> dict:
+    def check(self, c: ev.Check, position: int) -> dict:
         res: CheckResult = c.result
         return {
             "key": c.key,
-            "anchor": "check-" + str(hash_key(c.key)),
+            "anchor": f"check-{position}",
             "dimension": c.dimension,
             "title": c.title,
             "finding": ev.finding(self.report, c, self.replay, self.look)
@@ -164,14 +164,6 @@ class _Views:
             "explanation": self.explanation(res.explanation),
             "witnesses": self.witnesses(res.witnesses),
         }
-
-
-def hash_key(key: str) -> int:
-    """A stable small number for an anchor id (Python's ``hash`` is salted per run)."""
-    h = 0
-    for ch in key:
-        h = (h * 131 + ord(ch)) % 1_000_000_007
-    return h
 
 
 def _sources_view(replay: Any, marks: Sequence[ev.Mark]) -> list[dict]:
@@ -220,7 +212,7 @@ def context(report: Report, replay: Any = None) -> dict:
     """Everything the report template shows, as plain data (also used by tests)."""
     marks = ev.marks(replay)
     vw = _Views(report, replay, marks)
-    views = [vw.check(c) for c in ev.checks(report)]
+    views = [vw.check(c, i) for i, c in enumerate(ev.checks(report))]
     findings = [v for v in views if v["outcome"] == VIOLATED]
     findings += [v for v in views if v["outcome"] not in (OK, VIOLATED)]
     dims = report.dimensions.to_json()
@@ -273,7 +265,8 @@ def context(report: Report, replay: Any = None) -> dict:
 
 
 def render(report: Report, replay: Any = None) -> str:
-    return environment().get_template("report.html.j2").render(**context(report, replay))
+    # spans were cut before; a last pass replaces any lone surrogate left in other text
+    return ev.clean(environment().get_template("report.html.j2").render(**context(report, replay)))
 
 
 # --- the batch index -------------------------------------------------------------------------
@@ -373,4 +366,5 @@ def render_index(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) 
     ``verdict_matches_gold`` and ``href`` (relative link to its report); ``summary``:
     optional ``title``, ``total``, ``overall``, ``dimensions``, ``cross``, ``extra``
     (see ``docs/reports.md``)."""
-    return environment().get_template("index.html.j2").render(**index_context(summary, rows))
+    page = environment().get_template("index.html.j2").render(**index_context(summary, rows))
+    return ev.clean(page)

@@ -492,4 +492,4 @@ def to_json(report: Report, replay: Any = None) -> dict[str, Any]:
 
 
 def render(report: Report, replay: Any = None) -> str:
-    return json.dumps(to_json(report, replay), ensure_ascii=False, indent=2) + "\n"
+    return ev.clean(json.dumps(to_json(report, replay), ensure_ascii=False, indent=2)) + "\n"
