@@ -397,3 +397,37 @@ def test_every_format_prints_lone_surrogates_as_replacement_characters(tmp_path:
         assert res.exit_code == 1, (fmt, res.output[-300:])
         assert mark in res.stdout, fmt
         assert not any(0xD800 <= ord(c) < 0xE000 for c in res.stdout), fmt
+
+
+def test_index_rows_built_from_reports_render_like_hand_written_ones():
+    rows = []
+    for name in ("case_a.json", "case_c.json", "case_unknown.json"):
+        report, _ = example(name)
+        rows.append(html.index_row(report, name.replace(".json", ".html")))
+    assert rows[1] == {
+        "id": "case-c",
+        "overall": "VIOLATED",
+        "dimensions": {
+            "verdict": "OK",
+            "procedure": "OK",
+            "coverage": "OK",
+            "grounding": "VIOLATED",
+        },
+        "verdict": "PASS",
+        "gold": "FAIL",
+        "verdict_matches_gold": False,
+        "href": "case_c.html",
+    }
+    doc = parse(html.render_index({"title": "examples"}, rows))
+    cells = doc.by_id("replay-table").find_all("tbody")[0].find_all("tr")[1].find_all("td")
+    assert [c.text() for c in cells] == [
+        "case-c",
+        "✗ VIOLATED",
+        "✓ OK",
+        "✓ OK",
+        "✓ OK",
+        "✗ VIOLATED",
+        "PASS",
+        "FAIL",
+        "✗ no",
+    ]

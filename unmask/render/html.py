@@ -8,8 +8,8 @@ Contract:
   Python, by code point) and linked to its annotation, and the annotations themselves;
 - ``render_index(summary, rows) -> str``: the batch page of ``unmask audit --html DIR``;
   ``summary`` and ``rows`` are plain dicts (keys in ``docs/reports.md``; a missing count is
-  computed from ``rows``); the table sorts and filters with a little inline JS and is a
-  plain table without it;
+  computed from ``rows``; ``index_row(report, href)`` builds one row); the table sorts and
+  filters with a little inline JS and is a plain table without it;
 - Jinja2 templates with autoescape on: every piece of user text is escaped; results always
   carry a symbol and a word, never colour alone; same input, same bytes (no time, no
   random ids).
@@ -357,6 +357,19 @@ def index_context(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]])
         "outcomes": OUTCOMES,
         "rows": table,
         "extra": extra,
+    }
+
+
+def index_row(report: Report, href: str) -> dict[str, Any]:
+    """The ``rows`` entry of ``render_index`` for one checked replay."""
+    return {
+        "id": report.replay,
+        "overall": report.overall,
+        "dimensions": report.dimensions.to_json(),
+        "verdict": report.verdict.observed,
+        "gold": report.gold,
+        "verdict_matches_gold": report.verdict_matches_gold,
+        "href": href,
     }
 
 
