@@ -534,3 +534,108 @@ def test_deep_expressions_check_and_render_without_recursion_errors() -> None:
     assert report.requirements[0].holds.status in ("ENTAILED", "REFUTED")
     assert dumps(report) == dumps(check(replay, "z3"))
     assert render(report, replace(replay, protocol=replace(p, decision=deep))).startswith("case-b")
+
+
+# --- canonical minimisation and completion, whatever the solver returns ----------------------
+
+
+class _BruteSession:
+    """A reference session over truth tables; ``cores`` picks which unsat core to return
+    (``"all"``: every enabled part, ``"first"``/``"last"``: a minimal one found scanning
+    forwards/backwards), and ``unknown_without`` answers Unknown to any check that leaves
+    out that part (a timeout stand-in)."""
+
+    def __init__(self, parts, cores="all", unknown_without=None):  # type: ignore[no-untyped-def]
+        self.parts = {p.label: p.expr for p in parts}
+        self.order = [p.label for p in parts]
+        self.cores = cores
+        self.unknown_without = unknown_without
+        self.calls = 0
+
+    def _sat(self, labels, query, assume):  # type: ignore[no-untyped-def]
+        exprs = [self.parts[x] for x in labels] + ([] if query is None else [query])
+        names = sorted({a for e in exprs for a in iter_atoms(e)} | set(assume))
+        for bits in itertools.product([False, True], repeat=len(names)):
+            env = dict(zip(names, bits, strict=True))
+            if all(env[k] == v for k, v in assume.items()) and all(evaluate(e, env) for e in exprs):
+                return env
+        return None
+
+    def check(self, query=None, *, enabled=None, assume=None, want=()):  # type: ignore[no-untyped-def]
+        from unmask.backends import Sat, Unknown, Unsat
+
+        self.calls += 1
+        labels = [x for x in self.order if enabled is None or x in set(enabled)]
+        if self.unknown_without is not None and self.unknown_without not in labels:
+            return Unknown("canceled")
+        env = self._sat(labels, query, dict(assume or {}))
+        if env is not None:
+            return Sat({n: env.get(n, False) for n in want})
+        core = list(labels)
+        if self.cores != "all":
+            for x in list(core if self.cores == "first" else reversed(core)):
+                if self._sat([y for y in core if y != x], query, dict(assume or {})) is None:
+                    core.remove(x)
+        return Unsat(tuple(core))
+
+    def close(self) -> None:
+        pass
+
+
+def _conflicting_parts():  # type: ignore[no-untyped-def]
+    from unmask.backends import Part
+
+    return [
+        Part("fact:a", A("a")),
+        Part("fact:b", A("b")),
+        Part("fact:c", mk_not(A("c"))),
+        Part("constraint:ab", mk_or([mk_not(A("a")), A("c")])),
+        Part("constraint:bc", mk_or([mk_not(A("b")), A("c")])),
+        Part("decision", mk_iff(A(VERDICT_ATOM), A("a"))),
+    ]
+
+
+def test_minimisation_does_not_depend_on_the_cores_returned() -> None:
+    from unmask.explain import BaseSession, minimise
+
+    parts = _conflicting_parts()
+    results, calls = {}, {}
+    for mode in ("all", "first", "last"):
+        session = _BruteSession(parts, cores=mode)
+        base = BaseSession("all", parts, session)  # type: ignore[arg-type]
+        assert base.check().__class__.__name__ == "Unsat"  # its core is remembered
+        found = minimise(base, None, base.labels)
+        results[mode], calls[mode] = (found.labels, found.minimal), session.calls
+    # plain deletion in base order: a is dropped (b, c, bc still clash), then b is kept...
+    assert results["all"] == (("fact:b", "fact:c", "constraint:bc"), True)
+    assert results["first"] == results["last"] == results["all"]
+    # informative cores only save calls, never change the answer
+    assert calls["first"] <= calls["all"] and calls["last"] <= calls["all"]
+
+
+def test_minimisation_that_times_out_keeps_the_part_and_says_not_minimal() -> None:
+    from unmask.explain import BaseSession, minimise
+
+    parts = _conflicting_parts()
+    base = BaseSession("all", parts, _BruteSession(parts, unknown_without="fact:a"))  # type: ignore[arg-type]
+    found = minimise(base, None, base.labels)
+    assert "fact:a" in found.labels
+    assert found.minimal is False
+
+
+def test_witness_completion_is_the_least_model_whatever_the_start() -> None:
+    from unmask.backends import Part
+    from unmask.explain import BaseSession, witness
+
+    parts = [Part("constraint:k", mk_or([A("a"), A("b"), A("c")]))]
+    base = BaseSession("evid", parts, _BruteSession(parts))  # type: ignore[arg-type]
+    query = mk_or([A("b"), A("c")])
+    for start in ({"a": True, "b": True, "c": True}, {"a": False, "b": True, "c": False}):
+        done = witness(base, query, start, ["a", "b", "c"], {})
+        assert done.values == (("a", False), ("b", False), ("c", True))
+        assert done.canonical
+    # an observed atom is taken as pinned, without a solver call
+    calls = base.session.calls
+    done = witness(base, query, {"a": True, "b": True, "c": False}, ["a", "b"], {"a": True})
+    assert done.values == (("a", True), ("b", False))
+    assert base.session.calls == calls + 1  # only b was tried: a is pinned
