@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
+from unmask.render.text import expr_text
 from unmask.report import (
     INCONSISTENT_BASE,
     NOT_CHECKED,
@@ -176,6 +177,8 @@ class Lookup:
     def __init__(self, replay: Any) -> None:
         self.decls = {} if replay is None else {a.name: a for a in replay.protocol.atoms}
         self.anns = {} if replay is None else {a.atom: a for a in replay.annotations}
+        self.reqs = {} if replay is None else {r.id: r for r in replay.protocol.requirements}
+        self.decision = None if replay is None else replay.protocol.decision
 
     def role(self, atom: str) -> str:
         d = self.decls.get(atom)
@@ -288,26 +291,33 @@ def finding(report: Report, check: Check, replay: Any, lookup: Lookup | None = N
             "is not settled by the annotations."
         )
     if check.dimension == "verdict":
+        observed = report.verdict.observed
+        rule = "" if look.decision is None else f" `pass iff {expr_text(look.decision)}`"
         if status == REFUTED:
+            other = "FAIL" if observed == "PASS" else "PASS"
             return (
-                f"The rationale contradicts the observed verdict {report.verdict.observed}: "
-                "under the protocol's decision rule the annotated facts force the other verdict."
+                f"The rationale contradicts the observed verdict {observed}: under the "
+                f"protocol's decision rule{rule}, the annotated facts force {other}."
             )
         return (
-            f"The rationale does not force the observed verdict {report.verdict.observed}: "
-            "the annotations leave it open."
+            f"The rationale does not force the observed verdict {observed}: under the "
+            f"decision rule{rule}, the annotations leave it open."
         )
+    rid = check.key.split(":", 1)[1]
+    req = look.reqs.get(rid)
+    name = f"“{req.description}” (`{rid}`)" if req is not None and req.description else f"`{rid}`"
     if check.dimension == "procedure":
+        holds = "" if req is None else f": `{expr_text(req.expr)}` is false given the annotations"
         if status == REFUTED:
-            return f"The requirement is broken: {check.title}."
-        return f"Whether the requirement was met is not settled: {check.title}."
+            return f"The requirement {name} is broken{holds}."
+        return f"Whether the requirement {name} was met is not settled by the annotations."
     if check.dimension == "coverage":
         if status == REFUTED:
             return (
-                "The requirement was not observable in this replay (not addressed); "
+                f"The requirement {name} was not observable in this replay (not addressed): "
                 "that is unknown, not a violation."
             )
-        return "Whether the requirement was observable is not settled by the annotations."
+        return f"Whether the requirement {name} was observable is not settled by the annotations."
     return check.title
 
 
