@@ -1,8 +1,8 @@
 """The Z3 backend: one incremental ``z3.Solver`` per base, parts behind selector literals.
 
 Contract:
-- every backend instance works in its own ``z3.Context`` with a fixed seed, so sessions
-  never share state and runs repeat exactly;
+- every backend instance works in its own ``z3.Context``, and every session has its own
+  solver with a fixed seed, so sessions never share assertions and runs repeat exactly;
 - each part is asserted once as ``Implies(selector, expr)``; a check passes the selectors
   of the enabled parts as assumptions, so any subset of parts is checked without
   rebuilding; a query gets its own selector (cached per query object, asserted once) and atom
@@ -84,10 +84,15 @@ def _lower_node(
 
 class Z3Session(Session):
     def __init__(
-        self, parts: Sequence[Part], atoms: Sequence[str], timeout_ms: int, seed: int
+        self,
+        parts: Sequence[Part],
+        atoms: Sequence[str],
+        timeout_ms: int,
+        seed: int,
+        ctx: z3.Context,
     ) -> None:
         self.calls = 0
-        self._ctx = z3.Context()
+        self._ctx = ctx
         self._vars: dict[str, z3.BoolRef] = {}
         for name in atoms:
             self._var(name)
@@ -182,7 +187,14 @@ class Z3Session(Session):
 
 
 class Z3Backend(Backend):
+    """Sessions of one backend share its ``z3.Context`` (creating a context costs more
+    than checking a small replay) but each has its own solver, so they never see each
+    other's assertions. A context is not thread-safe: use one backend per thread."""
+
     name = "z3"
+    _ctx: z3.Context | None = None
 
     def open(self, parts: Sequence[Part], atoms: Sequence[str]) -> Session:
-        return Z3Session(parts, atoms, self.timeout_ms, self.seed)
+        if self._ctx is None:
+            self._ctx = z3.Context()
+        return Z3Session(parts, atoms, self.timeout_ms, self.seed, self._ctx)
