@@ -94,8 +94,8 @@ class Z3Session(Session):
         self.calls = 0
         self._ctx = ctx
         self._vars: dict[str, z3.BoolRef] = {}
-        for name in atoms:
-            self._var(name)
+        # atom terms are made on first use: an atom no part, query or `want` names is free
+        # and costs nothing
         # every base is purely Boolean (cardinalities are pseudo-Boolean), so the
         # finite-domain solver, z3's incremental SAT core, answers it; per check with
         # assumptions it is several times faster than the general SMT core on large bases
