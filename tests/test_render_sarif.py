@@ -77,6 +77,20 @@ def test_case_c_one_error_on_the_grounding_rule_at_the_judges_annotation():
     # the region starts at the annotation object, and that object is j_cto's
     obj, _ = json.JSONDecoder().raw_decode(text, start)
     assert obj["atom"] == "j_cto"
+    related = [
+        r["logicalLocations"][0]["fullyQualifiedName"]
+        for r in res["relatedLocations"]
+        if "logicalLocations" in r
+    ]
+    assert related == [
+        "$.sources.rationale[106:191]",
+        "$.annotations[3]",
+        "$.sources.context[0:26]",
+    ]
+    assert [r["id"] for r in res["relatedLocations"]] == [0, 1, 2, 3]
+    proto = res["relatedLocations"][3]["physicalLocation"]
+    assert proto["artifactLocation"]["uri"].endswith("factual_claims.proto")
+    assert proto["region"]["startLine"] == replay.protocol.grounding[1].span.line
 
 
 def quote_regions(log: dict) -> list[tuple[dict, str]]:
@@ -153,7 +167,7 @@ def test_translation_not_valid_is_one_warning(tmp_path: Path):
 @settings(max_examples=40)
 @given(replays(max_atoms=6))
 def test_random_replays_give_valid_logs_with_one_result_per_finding(replay):
-    report = check(replay, "truthtable")
+    report = check(replay, "z3")
     log = sarif.to_json(report, replay)
     validate(log)
     results = log["runs"][0]["results"]

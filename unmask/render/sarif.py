@@ -374,6 +374,10 @@ class _Log:
             loc = self.replay_location(path)
             if loc is not None:
                 primary.append(loc)
+                # the primary location is that annotation: do not list it twice
+                related = [
+                    r for r in related if r["logicalLocations"][0]["fullyQualifiedName"] != path
+                ]
         if not primary:
             target = "$.verdict" if c.dimension == "verdict" else "$.protocol"
             loc = self.replay_location(target)
