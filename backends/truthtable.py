@@ -35,7 +35,6 @@ from unmask.ir import (
     Expr,
     Nary,
     Not,
-    evaluate,
     iter_atoms,
     mk_binary,
     mk_card,
@@ -98,14 +97,21 @@ def card_mask(op: str, k: int, masks: list[int], full: int) -> int:
 
 
 def truth_mask(
-    expr: Expr, index: Mapping[str, int], n: int, memo: dict[int, tuple[Expr, int]] | None = None
+    expr: Expr,
+    index: Mapping[str, int],
+    n: int,
+    memo: dict[int, tuple[Expr, int]] | None = None,
+    fixed: Mapping[str, bool] | None = None,
 ) -> int:
     """The 2**n-bit mask of the assignments (over atoms ``index``) that satisfy ``expr``;
-    ``memo`` may be shared by formulas over the same ``index`` (shared subterms)."""
+    ``memo`` may be shared by formulas over the same ``index`` (shared subterms); atoms in
+    ``fixed`` are constants instead of columns."""
     full = (1 << (1 << n)) - 1
 
     def leaf(e: Expr) -> int:
         if isinstance(e, Atom):
+            if fixed is not None and e.name in fixed:
+                return full if fixed[e.name] else 0
             return column(n, index[e.name])
         if isinstance(e, Const):
             return full if e.value else 0
@@ -157,6 +163,11 @@ def substitute(expr: Expr, values: Mapping[str, bool | Expr]) -> Expr:
         raise TypeError(f"not an expression: {e!r}")
 
     return fold(expr, leaf, node, {})
+
+
+def holds(e: Expr, env: Mapping[str, bool]) -> bool:
+    """``e`` under a total assignment to its atoms (iterative: ``ir.evaluate`` recurses)."""
+    return bool(truth_mask(e, {}, 0, None, env))
 
 
 def _unit(e: Expr) -> tuple[str, bool] | None:
@@ -267,7 +278,7 @@ class TruthTableSession(Session):
         for name, definition in reversed(defs):
             for a in iter_atoms(definition):
                 model.setdefault(a, False)
-            model[name] = evaluate(definition, model)
+            model[name] = holds(definition, model)
         return Sat({n: model.get(n, False) for n in want})
 
 
@@ -321,7 +332,7 @@ def _simplify(
             names = tuple(iter_atoms(e))
             pinned = [n for n in names if n in pins]
             if not names:  # closed but not folded (raw IR such as `not not and()`)
-                if not evaluate(e, {}):
+                if not holds(e, {}):
                     return deps
             elif pinned:
                 deps = deps.union(*(pins[n][1] for n in pinned))

@@ -7,11 +7,11 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.strategies import atom_lists, exprs
+from tests.strategies import atom_lists, deep_expr, exprs
 from unmask.backends import Part, Sat, Unsat, create
 from unmask.backends.truthtable import MAX_ATOMS, card_mask, column, truth_mask
 from unmask.diagnostics import UnmaskError
-from unmask.ir import Atom, Binary, Card, Nary, Not, evaluate
+from unmask.ir import Atom, Binary, Card, Const, Nary, Not, evaluate
 
 
 def test_columns_are_the_alternating_patterns():
@@ -119,3 +119,21 @@ def test_definitions_are_eliminated_and_their_atoms_computed_in_models():
         )
         assert isinstance(core, Unsat)
         assert set(core.core) == {"fact:j0", "fact:j1", "fact:j2", "decision"}
+
+
+def test_deep_formulas_definitions_and_closed_terms_need_no_recursion():
+    deep = deep_expr(["a", "b", "c"], 3000)
+    closed = Const(True)
+    for _ in range(3000):
+        closed = Not(Nary("and", (closed,)))  # not folded: raw IR
+    parts = [
+        Part("decision", Binary("iff", Atom("v"), deep)),
+        Part("constraint:closed", closed),
+    ]
+    mask = truth_mask(deep, {"a": 0, "b": 1, "c": 2}, 3)
+    with create("truthtable").open(parts, ["a", "b", "c", "v"]) as s:
+        result = s.check(want=["a", "b", "c", "v"])
+        assert isinstance(result, Sat)
+        t = sum(result.model[n] << i for i, n in enumerate("abc"))
+        assert result.model["v"] == bool((mask >> t) & 1)
+        assert isinstance(s.check(Atom("v")), Sat if mask else Unsat)
