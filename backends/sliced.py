@@ -47,6 +47,26 @@ def _unit(e: Expr) -> tuple[str, bool] | None:
 
 def closed_value(e: Expr, values: Mapping[str, bool]) -> bool | None:
     """The value of ``e`` when ``values`` covers all its atoms, else None (no recursion)."""
+    # the shapes of nearly every query (a literal, a grounding pair, their negations)
+    node: Any = e
+    neg = False
+    if node.__class__ is Not:
+        node, neg = node.arg, True
+    cls = node.__class__
+    if cls is Atom:
+        v = values.get(node.name)
+        return None if v is None else v != neg
+    if cls is Binary and node.left.__class__ is Atom and node.right.__class__ is Atom:
+        left, right = values.get(node.left.name), values.get(node.right.name)
+        if left is None or right is None:
+            return None
+        v = (not left or right) if node.op == "implies" else left == right
+        return v != neg
+    v = _closed_value(node, values)
+    return None if v is None else v != neg
+
+
+def _closed_value(e: Expr, values: Mapping[str, bool]) -> bool | None:
     out: list[bool] = []
     stack: list[tuple[Expr, bool]] = [(e, False)]
     while stack:
@@ -139,7 +159,7 @@ class SlicedSession(Session):
                 for n in names:
                     self.by_atom.setdefault(n, []).append(i)
         self.base_sat: bool | None = None
-        self._query_atoms: dict[Expr, tuple[str, ...]] = {}
+        self._query_atoms: dict[int, tuple[Expr, tuple[str, ...]]] = {}
         self._sat: _Incremental | None = None
         self._closed = False
 
@@ -230,12 +250,14 @@ class SlicedSession(Session):
     def _atoms_of(self, query: Expr | None) -> tuple[str, ...]:
         if query is None:
             return ()
-        got = self._query_atoms.get(query)
-        if got is None:
+        # keyed by identity (hashing a tree walks it); the entry keeps the query alive, so
+        # its id cannot be reused while the entry exists
+        got = self._query_atoms.get(id(query))
+        if got is None or got[0] is not query:
             if len(self._query_atoms) > 10_000:
                 self._query_atoms.clear()
-            got = self._query_atoms[query] = tuple(iter_atoms(query))
-        return got
+            got = self._query_atoms[id(query)] = (query, tuple(iter_atoms(query)))
+        return got[1]
 
     def _query_only(
         self,
@@ -286,7 +308,7 @@ class SlicedSession(Session):
         names.update(dict.fromkeys(assume))
         names.update(dict.fromkeys(want))
         free = [n for n in names if n not in pins]
-        return self._decide(comp, pins, free, query, assume, want)
+        return self._decide(comp, pins, free, query, assume, want, guess=True)
 
     # --- deciding ---------------------------------------------------------------------------
 
@@ -298,6 +320,7 @@ class SlicedSession(Session):
         query: Expr | None,
         assume: dict[str, bool],
         want: Sequence[str],
+        guess: bool = False,
     ) -> Result:
         for name, value in assume.items():
             pin = pins.get(name)
@@ -306,9 +329,12 @@ class SlicedSession(Session):
         unpinned = [n for n in free if n not in assume]
         if len(unpinned) <= TT_MAX_ATOMS:
             return self._table(comp, pins, query, assume, want)
-        guessed = self._guess(comp, pins, unpinned, query, assume, want)
-        if guessed is not None:
-            return guessed
+        # a base's own consistency is usually shown by a trivial model; for a slice's query
+        # the guess mostly fails and would only add two linear passes to the solver's work
+        if guess:
+            guessed = self._guess(comp, pins, unpinned, query, assume, want)
+            if guessed is not None:
+                return guessed
         return self._solve(comp, pins, query, assume, want)
 
     def _guess(
