@@ -86,6 +86,13 @@ def resolve_solver(option: str | None) -> str:
     raise UnmaskError([Diagnostic(code="unknown-solver", message=message, help=hint)])
 
 
+def _value(model: list[int], var: int) -> bool:
+    """``var`` in a PySAT model (``model[v - 1]`` is v or -v); unseen variables are false."""
+    if var <= len(model) and abs(model[var - 1]) == var:
+        return model[var - 1] > 0
+    return var in model
+
+
 class PySatBackend(Backend):
     name = "pysat"
 
@@ -107,7 +114,6 @@ class PySatSession(Session):
         self.enc = CnfEncoder(atoms)
         self._labels: list[str] = []
         self._selectors: dict[str, list[int]] = {}
-        self._owner: dict[int, str] = {}
         for part in parts:
             sel = self.enc.pool.id()
             x = self.enc.lit(part.expr)
@@ -116,7 +122,6 @@ class PySatSession(Session):
                 self._labels.append(part.label)
                 self._selectors[part.label] = []
             self._selectors[part.label].append(sel)
-            self._owner[sel] = part.label
         self._solver: Solver | None = Solver(name=solver_name)
         self._added = 0
         self._flush()
@@ -138,7 +143,11 @@ class PySatSession(Session):
     ) -> Result:
         if self._solver is None:
             raise RuntimeError("session is closed")
-        labels = self._labels if enabled is None else [x for x in self._labels if x in enabled]
+        if enabled is None:
+            labels = self._labels
+        else:
+            on = set(enabled)  # callers pass lists; membership must not cost O(n) each
+            labels = [x for x in self._labels if x in on]
         assumptions = [sel for label in labels for sel in self._selectors[label]]
         if query is not None:
             assumptions.append(self.enc.lit(query))
@@ -154,8 +163,7 @@ class PySatSession(Session):
             return Unknown(f"timeout after {self.timeout_ms} ms")
         if answer:
             model = self._solver.get_model() or []
-            true = {x for x in model if x > 0}
-            return Sat({n: self.enc.atom_var(n) in true for n in want})
+            return Sat({n: _value(model, self.enc.atom_var(n)) for n in want})
         core = set(self._solver.get_core() or ())
         return Unsat(tuple(label for label in labels if self._in_core(label, core)))
 

@@ -209,7 +209,8 @@ class TruthTableSession(Session):
         want: Sequence[str] = (),
     ) -> Result:
         self.calls += 1
-        on = [i for i, p in enumerate(self._parts) if enabled is None or p.label in enabled]
+        chosen = None if enabled is None else set(enabled)
+        on = [i for i, p in enumerate(self._parts) if chosen is None or p.label in chosen]
         todo: list[tuple[frozenset[str], Expr]] = [
             (frozenset((self._parts[i].label,)), self._parts[i].expr) for i in on
         ]
