@@ -252,3 +252,24 @@ def test_error_records_are_counted_by_first_code() -> None:
     s.add(audit.view({"schema": "unmask.error/1", "location": "x", "errors": [{"code": "io"}]}))
     assert s.to_json()["errors"] == {"io": 1}
     assert s.valid == 0 and s.overall["INVALID"] == 1
+
+
+def test_an_overlong_jsonl_record_is_skipped_without_reading_it_whole(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from unmask.limits import DEFAULT_LIMITS
+
+    limits = replace(DEFAULT_LIMITS, max_file_bytes=5000)
+    f = tmp_path / "big.jsonl"
+    f.write_text(
+        replay_line(1, 0, 0) + "\n" + '{"pad": "' + "x" * 20_000 + '"}\n' + replay_line(1, 0, 1)
+    )
+    tasks = list(audit.iter_tasks([str(f)], limits))
+    assert [t.line for t in tasks] == [1, 2, 3]
+    assert tasks[1].text is None and tasks[1].problem[0] == "limit"
+    assert audit.count_tasks([str(f)], limits) == 3
+    settings = audit.Settings("sliced", 60_000, limits)
+    objs = [json.loads(line) for _, line, _ in _collect(tasks, settings=settings)]
+    assert [o["schema"] for o in objs] == ["unmask.report/1", "unmask.error/1", "unmask.report/1"]
+    err = objs[1]["errors"][0]
+    assert err["code"] == "limit" and err["file"] == f"{f}:2"

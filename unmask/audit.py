@@ -58,6 +58,7 @@ class Task:
     file: str
     line: int | None = None
     text: bytes | None = None
+    problem: tuple[str, str, str | None] | None = None  # (code, message, help): not readable
 
 
 def _walk(root: Path) -> Iterator[Path]:
@@ -74,8 +75,25 @@ def _walk(root: Path) -> Iterator[Path]:
             yield path
 
 
-def _lines(stream: Iterable[bytes], file: str) -> Iterator[Task]:
-    for number, raw in enumerate(stream, start=1):
+def _lines(stream: Any, file: str, max_bytes: int) -> Iterator[Task]:
+    """The records of a JSON Lines stream; a line longer than ``max_bytes`` is never held
+    in memory whole: it is skipped and becomes a ``limit`` error record."""
+    number = 0
+    while True:
+        raw = stream.readline(max_bytes + 2)
+        if not raw:
+            return
+        number += 1
+        if len(raw) > max_bytes + 1 or (len(raw) == max_bytes + 2 and not raw.endswith(b"\n")):
+            while raw and not raw.endswith(b"\n"):
+                raw = stream.readline(1 << 20)
+            problem = (
+                "limit",
+                f"the record is larger than {max_bytes} bytes",
+                "raise the bound with `--max-file-bytes`",
+            )
+            yield Task(f"{file}:{number}", file, number, None, problem)
+            continue
         if not raw.strip():
             continue
         yield Task(f"{file}:{number}", file, number, raw.rstrip(b"\r\n"))
@@ -85,10 +103,10 @@ def is_jsonl(path: str) -> bool:
     return path == STDIN or path.endswith(".jsonl")
 
 
-def iter_tasks(paths: Iterable[str]) -> Iterator[Task]:
+def iter_tasks(paths: Iterable[str], limits: Limits = DEFAULT_LIMITS) -> Iterator[Task]:
     for p in paths:
         if p == STDIN:
-            yield from _lines(sys.stdin.buffer, STDIN_LABEL)
+            yield from _lines(sys.stdin.buffer, STDIN_LABEL, limits.max_file_bytes)
         elif os.path.isdir(p):
             for f in _walk(Path(p)):
                 yield Task(str(f), str(f))
@@ -96,20 +114,16 @@ def iter_tasks(paths: Iterable[str]) -> Iterator[Task]:
             try:
                 fh = open(p, "rb")  # noqa: SIM115 - closed below, lazily read
             except OSError as exc:
-                yield Task(p, p, None, _unreadable(exc))
+                reason = (exc.strerror or "cannot read").lower()
+                yield Task(p, p, problem=("io", f"cannot read `{p}`: {reason}", None))
                 continue
             with fh:
-                yield from _lines(fh, p)
+                yield from _lines(fh, p, limits.max_file_bytes)
         else:
             yield Task(p, p)
 
 
-def _unreadable(exc: OSError) -> bytes:
-    # a marker the worker turns into an `io` error record (the batch goes on)
-    return b"\x00io:" + (exc.strerror or "cannot read").lower().encode()
-
-
-def count_tasks(paths: Iterable[str]) -> int | None:
+def count_tasks(paths: Iterable[str], limits: Limits = DEFAULT_LIMITS) -> int | None:
     """How many tasks ``iter_tasks`` will yield (None when reading stdin)."""
     total = 0
     for p in paths:
@@ -120,7 +134,7 @@ def count_tasks(paths: Iterable[str]) -> int | None:
         elif is_jsonl(p):
             try:
                 with open(p, "rb") as fh:
-                    total += sum(1 for raw in fh if raw.strip())
+                    total += sum(1 for _ in _lines(fh, p, limits.max_file_bytes))
             except OSError:
                 total += 1
         else:
@@ -197,14 +211,12 @@ def load_task(task: Task, limits: Limits) -> Any:
     from unmask.jsonload import parse_json_bytes, read_json_file
     from unmask.replay import replay_from_obj
 
+    if task.problem is not None:
+        code, message, hint = task.problem
+        raise UnmaskError([Diagnostic(code, message, file=task.location, help=hint)])
     if task.text is None:
         obj = read_json_file(task.file, limits)
         return replay_from_obj(obj, task.file, Path(task.file).parent, limits)
-    if task.text.startswith(b"\x00io:"):
-        reason = task.text[4:].decode()
-        raise UnmaskError(
-            [Diagnostic("io", f"cannot read `{task.file}`: {reason}", file=task.file)]
-        )
     base_dir = Path.cwd() if task.file == STDIN_LABEL else Path(task.file).parent
     obj = parse_json_bytes(task.text, task.file, limits, first_line=task.line or 1)
     return replay_from_obj(obj, task.file, base_dir, limits, line=task.line)

@@ -201,8 +201,8 @@ def command(
     show_progress = sys.stderr.isatty() if progress is None else progress
     total = None
     if show_progress:
-        total = audit.count_tasks(paths)
-    tasks = audit.iter_tasks(paths)
+        total = audit.count_tasks(paths, limits)
+    tasks = audit.iter_tasks(paths, limits)
     if done:
         tasks = audit.skip_done(tasks, done)
     settings = audit.Settings(backend, timeout_ms, limits, html_dir, junit is not None)
