@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -273,3 +274,22 @@ def test_an_overlong_jsonl_record_is_skipped_without_reading_it_whole(tmp_path: 
     assert [o["schema"] for o in objs] == ["unmask.report/1", "unmask.error/1", "unmask.report/1"]
     err = objs[1]["errors"][0]
     assert err["code"] == "limit" and err["file"] == f"{f}:2"
+
+
+def test_a_replay_that_kills_its_worker_becomes_an_error_record(tmp_path, monkeypatch) -> None:
+    f = tmp_path / "r.jsonl"
+    f.write_text("".join(replay_line(2, 2, i) + "\n" for i in range(40)))
+    real = audit.audit_task
+
+    def crashing(task, settings):
+        if task.line == 7:
+            os._exit(3)  # as a segfault in a solver would: no exception, no clean-up
+        return real(task, settings)
+
+    # forked workers inherit the patched module
+    monkeypatch.setattr(audit, "audit_task", crashing)
+    got = [json.loads(line) for _, line, _ in _collect(audit.iter_tasks([str(f)]), jobs=2)]
+    assert [o["location"] for o in got] == [f"{f}:{n}" for n in range(1, 41)]
+    bad = [o for o in got if o["schema"] == "unmask.error/1"]
+    assert [o["location"] for o in bad] == [f"{f}:7"]
+    assert bad[0]["errors"][0]["code"] == "internal-error"

@@ -464,31 +464,83 @@ def run_audit(tasks: Iterator[Task], settings: Settings, emit: Emit, jobs: int =
         for t in tasks:
             emit(t, *audit_task(t, settings))
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    _backend(settings)  # fail here, not in every worker; forked workers inherit it
-    ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-    window = jobs * WINDOW_PER_JOB
-    pending: deque[tuple[list[Task], Any]] = deque()
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_worker_init)
-    try:
-        for chunk in _chunks(tasks):
-            pending.append((chunk, pool.submit(_run_chunk, chunk, settings)))
-            while len(pending) >= window or (pending and pending[0][1].done()):
-                _drain_one(pending, emit)
-        while pending:
-            _drain_one(pending, emit)
-    except BaseException:
-        _kill(pool)
-        raise
-    pool.shutdown(wait=True)
+    _Pool(settings, jobs).run(tasks, emit)
 
 
-def _drain_one(pending: deque, emit: Emit) -> None:
-    chunk, fut = pending.popleft()
-    for t, done in zip(chunk, fut.result(), strict=True):
-        emit(t, *done)
+class _Pool:
+    """``jobs`` worker processes with a bounded window of chunks in flight.
+
+    A worker that dies (a crash inside a solver) breaks the whole executor: the pool is
+    restarted, the chunk in front is re-run one replay per fresh process so that only the
+    replay that kills its process becomes an error record, and the rest is resubmitted.
+    """
+
+    def __init__(self, settings: Settings, jobs: int) -> None:
+        import multiprocessing
+
+        _backend(settings)  # fail here, not in every worker; forked workers inherit it
+        self.settings = settings
+        self.jobs = jobs
+        fork = sys.platform.startswith("linux")
+        self.ctx = multiprocessing.get_context("fork" if fork else "spawn")
+        self.window = jobs * WINDOW_PER_JOB
+        self.pending: deque[tuple[list[Task], Any]] = deque()
+        self.pool = self._new(jobs)
+
+    def _new(self, workers: int) -> Any:
+        from concurrent.futures import ProcessPoolExecutor
+
+        return ProcessPoolExecutor(
+            max_workers=workers, mp_context=self.ctx, initializer=_worker_init
+        )
+
+    def run(self, tasks: Iterator[Task], emit: Emit) -> None:
+        try:
+            for chunk in _chunks(tasks):
+                self.pending.append((chunk, self.pool.submit(_run_chunk, chunk, self.settings)))
+                while len(self.pending) >= self.window or (
+                    self.pending and self.pending[0][1].done()
+                ):
+                    self._drain_one(emit)
+            while self.pending:
+                self._drain_one(emit)
+        except BaseException:
+            _kill(self.pool)
+            raise
+        self.pool.shutdown(wait=True)
+
+    def _drain_one(self, emit: Emit) -> None:
+        from concurrent.futures.process import BrokenProcessPool
+
+        chunk, fut = self.pending.popleft()
+        try:
+            results = fut.result()
+        except BrokenProcessPool:
+            _kill(self.pool)
+            results = [self._alone(t) for t in chunk]
+            self.pool = self._new(self.jobs)
+            self.pending = deque(
+                (c, self.pool.submit(_run_chunk, c, self.settings)) for c, _ in self.pending
+            )
+        for t, done in zip(chunk, results, strict=True):
+            emit(t, *done)
+
+    def _alone(self, task: Task) -> tuple[bytes, dict[str, Any], dict[str, Any]]:
+        from concurrent.futures.process import BrokenProcessPool
+
+        single = self._new(1)
+        try:
+            return single.submit(_run_chunk, [task], self.settings).result()[0]
+        except BrokenProcessPool:
+            d = Diagnostic(
+                "internal-error",
+                "the process checking this replay died (a crash in the solver?)",
+                file=task.location,
+                help="check it alone with `unmask check`, and please report it",
+            )
+            return _failed(task, self.settings, [d])
+        finally:
+            _kill(single)
 
 
 def _kill(pool: Any) -> None:
