@@ -28,11 +28,15 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from unmask.backends.base import Backend, Part, Result, Sat, Session, Unknown, Unsat
-from unmask.ir import Atom, Binary, Card, Const, Expr, Nary, Not, children, iter_atoms
+from unmask.ir import Atom, Binary, Card, Const, Expr, Nary, Not, children, iter_atoms, size
 
 # above this many unpinned atoms a slice goes to the SAT solver (measured: docs/performance.md)
 TT_MAX_ATOMS = 12
 QUERY_ENUM_MAX = 4  # a query alone with this few unpinned atoms is decided by enumeration
+# a slice is enumerated (rather than tabled) when it has at most this many unpinned atoms
+# and its formulas' nodes times the number of assignments stay within the budget
+ENUM_MAX_ATOMS = 6
+ENUM_BUDGET = 512
 DEFAULT_SOLVER = "minisat22"
 BUDGET_SLICE = 2_000  # conflicts between two looks at the clock
 
@@ -160,6 +164,11 @@ class SlicedSession(Session):
                     self.by_atom.setdefault(n, []).append(i)
         self.base_sat: bool | None = None
         self._query_atoms: dict[int, tuple[Expr, tuple[str, ...]]] = {}
+        self._query_size: dict[int, tuple[Expr, int]] = {}
+        self.part_size = [
+            0 if u is not None else size(p.expr)
+            for u, p in zip(self.units, self.parts, strict=True)
+        ]
         self._sat: _Incremental | None = None
         self._closed = False
 
@@ -257,6 +266,16 @@ class SlicedSession(Session):
             if len(self._query_atoms) > 10_000:
                 self._query_atoms.clear()
             got = self._query_atoms[id(query)] = (query, tuple(iter_atoms(query)))
+        return got[1]
+
+    def _size_of(self, query: Expr | None) -> int:
+        if query is None:
+            return 0
+        got = self._query_size.get(id(query))
+        if got is None or got[0] is not query:
+            if len(self._query_size) > 10_000:
+                self._query_size.clear()
+            got = self._query_size[id(query)] = (query, size(query))
         return got[1]
 
     def _query_only(
@@ -377,6 +396,17 @@ class SlicedSession(Session):
         # the query first: an unsat slice is most often unsat because of it
         exprs: list[tuple[int | None, Expr]] = [] if query is None else [(None, query)]
         exprs.extend((i, self.parts[i].expr) for i in comp)
+        names: dict[str, None] = {}
+        for n in self._atoms_of(query):
+            if n not in values:
+                names[n] = None
+        for i in comp:
+            for n in self.part_atoms[i]:
+                if n not in values:
+                    names[n] = None
+        nodes = self._size_of(query) + sum(self.part_size[i] for i in comp)
+        if len(names) <= ENUM_MAX_ATOMS and (nodes << len(names)) <= ENUM_BUDGET:
+            return self._enumerate(exprs, list(names), values, pins, want)
         rest: list[tuple[int | None, Expr, Expr]] = []  # (part, original, residual)
         for i, e in exprs:
             known = closed_value(e, values)
@@ -404,6 +434,32 @@ class SlicedSession(Session):
         model = {n: bool((first >> k) & 1) for n, k in index.items()}
         model.update(values)
         return Sat({n: model.get(n, False) for n in want})
+
+    def _enumerate(
+        self,
+        exprs: list[tuple[int | None, Expr]],
+        names: list[str],
+        values: dict[str, bool],
+        pins: dict[str, tuple[bool, int]],
+        want: Sequence[str],
+    ) -> Result:
+        """Try every assignment of the few unpinned ``names``, each formula evaluated as
+        it stands (no substitution, nothing built): cheaper than a table when tiny."""
+        env = dict(values)
+        worst = -1
+        for bits in range(1 << len(names)):
+            for k, n in enumerate(names):
+                env[n] = bool((bits >> k) & 1)
+            failed = -1
+            for j, (_, e) in enumerate(exprs):
+                if not closed_value(e, env):
+                    failed = j
+                    break
+            if failed < 0:
+                return Sat({n: env.get(n, False) for n in want})
+            worst = max(worst, failed)
+        # every assignment fails within the first `worst + 1` formulas: those are unsat
+        return self._table_core(exprs[: worst + 1], pins)
 
     def _table_core(
         self, used: list[tuple[int | None, Expr]], pins: dict[str, tuple[bool, int]]

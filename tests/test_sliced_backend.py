@@ -1,8 +1,9 @@
-"""The sliced backend with every shortcut switched off: its solver path must be exact too.
+"""The sliced backend down each of its paths: every one must be exact on its own.
 
 The registry puts ``sliced`` into the backend matrix and the differential tests already; at
-protocol sizes those mostly take the truth-table and enumeration shortcuts, so here the
-thresholds are set to zero and the incremental-solver path answers everything.
+protocol sizes those mostly take the enumeration and truth-table shortcuts, so here the
+thresholds are moved so that the incremental-solver path, or the enumeration path, answers
+everything.
 """
 
 from __future__ import annotations
@@ -22,15 +23,28 @@ from unmask.bench import replay_line
 from unmask.replay import load_replay_text
 from unmask.report import dumps
 
+KNOBS = ("TT_MAX_ATOMS", "QUERY_ENUM_MAX", "ENUM_MAX_ATOMS", "ENUM_BUDGET")
+
 
 @contextlib.contextmanager
-def solver_only():
-    saved = sliced.TT_MAX_ATOMS, sliced.QUERY_ENUM_MAX
-    sliced.TT_MAX_ATOMS, sliced.QUERY_ENUM_MAX = -1, -1
+def knobs(**values):
+    saved = {k: getattr(sliced, k) for k in KNOBS}
+    for k, v in values.items():
+        setattr(sliced, k, v)
     try:
         yield
     finally:
-        sliced.TT_MAX_ATOMS, sliced.QUERY_ENUM_MAX = saved
+        for k, v in saved.items():
+            setattr(sliced, k, v)
+
+
+def solver_only():
+    return knobs(TT_MAX_ATOMS=-1, QUERY_ENUM_MAX=-1, ENUM_MAX_ATOMS=-1)
+
+
+def enumeration_only():
+    # every slice of a random base (at most 6 atoms) is enumerated, never tabled
+    return knobs(QUERY_ENUM_MAX=-1, ENUM_MAX_ATOMS=8, ENUM_BUDGET=10**9)
 
 
 def _without_backend(report) -> dict:
@@ -39,11 +53,11 @@ def _without_backend(report) -> dict:
     return obj
 
 
-@given(bases(), st.data())
-def test_solver_path_agrees_with_brute_force(base, data):
+@given(bases(), st.data(), st.sampled_from([solver_only, enumeration_only]))
+def test_solver_and_enumeration_paths_agree_with_brute_force(base, data, path):
     atoms, parts, e = base
     labels = [p.label for p in parts]
-    with solver_only():
+    with path():
         session = create("sliced").open(parts, atoms)
         for _ in range(3):
             pick = st.lists(st.sampled_from(labels), unique=True) if labels else st.just([])
