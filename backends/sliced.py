@@ -446,7 +446,7 @@ class SlicedSession(Session):
         """Try every assignment of the few unpinned ``names``, each formula evaluated as
         it stands (no substitution, nothing built): cheaper than a table when tiny."""
         env = dict(values)
-        worst = -1
+        failing: set[int] = set()
         for bits in range(1 << len(names)):
             for k, n in enumerate(names):
                 env[n] = bool((bits >> k) & 1)
@@ -457,9 +457,9 @@ class SlicedSession(Session):
                     break
             if failed < 0:
                 return Sat({n: env.get(n, False) for n in want})
-            worst = max(worst, failed)
-        # every assignment fails within the first `worst + 1` formulas: those are unsat
-        return self._table_core(exprs[: worst + 1], pins)
+            failing.add(failed)
+        # every assignment falsifies one of these formulas: together they are unsat
+        return self._table_core([exprs[j] for j in sorted(failing)], pins)
 
     def _table_core(
         self, used: list[tuple[int | None, Expr]], pins: dict[str, tuple[bool, int]]
