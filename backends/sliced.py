@@ -212,7 +212,7 @@ class SlicedSession(Session):
     ) -> Unsat | None:
         """Record the enabled fact pinning ``name`` (if any); two contrary facts: unsat."""
         for i in self.units_of.get(name, ()):
-            if not self._on(i, en):
+            if en is not None and self.labels[i] not in en:
                 continue
             value = self.units[i][1]  # type: ignore[index]
             have = pins.get(name)
@@ -245,7 +245,7 @@ class SlicedSession(Session):
                 continue  # a constant now: links nothing
             free.append(a)
             for i in self.by_atom.get(a, ()):
-                if i not in taken and self._on(i, en):
+                if i not in taken and (en is None or self.labels[i] in en):
                     taken.add(i)
                     comp.append(i)
                     stack.extend(self.part_atoms[i])
