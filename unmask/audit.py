@@ -6,13 +6,16 @@ Contract:
   JSON Lines file (``*.jsonl``, one replay per non-blank line); ``-`` for JSON Lines on
   stdin. Each task has a ``location``: the file, or ``file:line`` for a JSON Lines record;
 - ``audit_task`` checks one task and returns one result line (UTF-8 bytes ending in a
-  newline) and its ``view``: the line is the report as compact JSON with ``location``
-  after ``schema``, or an error record ``{"schema": "unmask.error/1", "location": ...,
+  newline), its ``view`` for the summary and its extras (HTML index row, JUnit testcase,
+  when asked for): the line is the report as compact JSON with ``location`` after
+  ``schema``, or an error record ``{"schema": "unmask.error/1", "location": ...,
   "errors": [diagnostic fields ...]}``; a bad replay never raises;
 - ``run_audit`` streams the tasks through one process or a pool of ``jobs`` processes with
   a bounded window of chunks in flight, and hands every result to ``emit`` in input order
   as soon as it and all earlier results are done (the reorder buffer is the window), so
-  memory does not grow with the number of replays;
+  memory does not grow with the number of replays; a worker that dies costs only the
+  replay that killed it (an ``internal-error`` record), and workers never outlive a
+  killed parent;
 - ``read_done`` reads an existing output for ``--resume``: complete lines are kept, a
   truncated last line (no newline: the run was killed mid-write) is cut off, and the
   locations already done are returned as a multiset;
