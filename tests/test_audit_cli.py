@@ -251,3 +251,17 @@ def test_resume_carries_junit_testcases_over(cases: Path, tmp_path: Path) -> Non
     suite = ET.parse(xml).getroot()
     assert suite.get("tests") == str(len(CASES)) and suite.get("failures") == "3"
     assert len(suite.findall(".//testcase")) == len(CASES)
+
+
+def test_backend_option_reaches_every_report_and_resume_keeps_the_summary(
+    cases: Path, tmp_path: Path
+) -> None:
+    out, summary = tmp_path / "r.jsonl", tmp_path / "s.json"
+    args = [str(cases), "--out", str(out), "--quiet", "--backend", "pysat", "--timeout-ms", "5000"]
+    assert run(args).exit_code == 0
+    assert {o["backend"] for o in lines_of(out)} == {"pysat"}
+    out.write_bytes(b"".join(out.read_bytes().splitlines(keepends=True)[:2]))
+    assert run([*args, "--resume", "--summary-json", str(summary)]).exit_code == 0
+    s = json.loads(summary.read_text())
+    assert s["replays"] == len(CASES) and s["overall"]["VIOLATED"] == 3
+    assert [o["location"] for o in lines_of(out)] == [str(cases / n) for n in CASES]
