@@ -87,6 +87,7 @@ def gate_status(summary: Any, fail_on: str | None) -> int:
 @click.option(
     "--out",
     "out",
+    metavar="FILE",
     default="-",
     show_default=True,
     help="results, one JSON line per replay in input order (`-` for stdout)",
@@ -98,7 +99,12 @@ def gate_status(summary: Any, fail_on: str | None) -> int:
     show_default=True,
     help="worker processes (0: one per CPU)",
 )
-@click.option("--backend", default=DEFAULT_BACKEND, show_default=True, help="solver backend")
+@click.option(
+    "--backend",
+    default=DEFAULT_BACKEND,
+    show_default=True,
+    help="sliced, z3, pysat[:SOLVER] or truthtable; reports are the same on each",
+)
 @click.option(
     "--timeout-ms",
     type=click.IntRange(min=1),
