@@ -66,6 +66,8 @@ def test_quick_bench_prints_and_writes_every_figure(tmp_path: Path) -> None:
     jobs = figures["jobs"]
     assert len(jobs["jobs1_per_second"]) == len(jobs["jobs2_per_second"]) == 2
     assert jobs["speedup"] > 0 and jobs["speedup_on_idle_cores"] > 0
+    assert set(jobs["cpu_seconds"]) == {"jobs1", "jobs2_parent", "jobs2_workers"}
+    assert "other_processes_cores" in jobs
     memory = figures["memory"]
     assert memory["small"]["peak_rss_kib"] > 0 and memory["large"]["peak_rss_kib"] > 0
     assert memory["large"]["replays"] > memory["small"]["replays"]

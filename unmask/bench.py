@@ -472,15 +472,22 @@ def measure_jobs(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
     rates: dict[int, list[float]] = {1: [], 2: []}
     cpu: dict[int, list[tuple[float, float]]] = {1: [], 2: []}  # (parent, workers) seconds
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    others: dict[int, list[float]] = {1: [], 2: []}  # cores used by other processes meanwhile
     for _ in range(plan.repeats):
         for jobs in (1, 2):
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            busy = _machine_busy()
             own, start = time.process_time(), time.perf_counter()
             run_audit(iter(tasks), settings, _discard, jobs)
-            rates[jobs].append(len(tasks) / (time.perf_counter() - start))
+            wall = time.perf_counter() - start
+            rates[jobs].append(len(tasks) / wall)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             workers = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-            cpu[jobs].append((time.process_time() - own, workers))
+            mine = time.process_time() - own
+            cpu[jobs].append((mine, workers))
+            done = _machine_busy()
+            if busy is not None and done is not None:
+                others[jobs].append(max(0.0, (done - busy - mine - workers) / wall))
     med = {j: statistics.median(r) for j, r in rates.items()}
     # what the cores could give if nothing else ran: the busiest process bounds the wall time
     one = statistics.median(p + w for p, w in cpu[1])
@@ -499,6 +506,9 @@ def measure_jobs(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
             "jobs2_workers": [round(w, 3) for _, w in cpu[2]],
         },
         "speedup_on_idle_cores": round(one / two, 3) if two > 0 else None,
+        "other_processes_cores": {
+            f"jobs{j}": [round(x, 2) for x in v] for j, v in others.items() if v
+        },
     }
     say(
         f"--jobs 1 vs --jobs 2 on {len(tasks)} 2-claim replays ({plan.backend}, "
@@ -507,8 +517,28 @@ def measure_jobs(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
         f"{out['jobs2_per_second']}); by CPU time {out['speedup_on_idle_cores']}x "
         f"(parent {out['cpu_seconds']['jobs2_parent']} s, workers "
         f"{out['cpu_seconds']['jobs2_workers']} s, vs {out['cpu_seconds']['jobs1']} s)"
+        + (
+            f"; other processes kept {out['other_processes_cores']} cores busy meanwhile"
+            if out["other_processes_cores"]
+            else ""
+        )
     )
     return out
+
+
+def _machine_busy() -> float | None:
+    """CPU seconds all processes have spent busy since boot (Linux), else None."""
+    try:
+        with open("/proc/stat", encoding="ascii") as fh:
+            fields = fh.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    ticks = [int(x) for x in fields[1:]]
+    # user nice system idle iowait irq softirq steal ...: busy is all but idle and iowait
+    busy = sum(ticks[:8]) - ticks[3] - ticks[4]
+    return busy / os.sysconf("SC_CLK_TCK")
 
 
 # run in the measured child: its own high-water mark, written at exit. /proc's VmHWM
@@ -671,3 +701,34 @@ def run(plan: Plan, say: Callable[[str], None] = print) -> dict[str, Any]:
         verdict = {True: "holds", False: "MISSED", None: "not measured"}[t["holds"]]
         say(f"  {t['target']}: {t['value']} -> {verdict}")
     return result
+
+
+def to_markdown(figures: dict[str, Any]) -> str:
+    """The figures of ``run`` as Markdown tables (for docs/performance.md)."""
+    cells = figures["cells"]
+    base = {c["claims"]: c for c in cells if c["runner"] == "baseline"}
+    out = [
+        "| claims | runner | replays | CPU ms/replay, median (min..max) | wall ms | "
+        "replays/s | solver calls/replay | × baseline |",
+        "|---:|---|---:|---|---:|---:|---:|---:|",
+    ]
+    for c in cells:
+        ms = c["ms_per_replay"]
+        if ms["median"] is None:
+            out.append(f"| {c['claims']} | {c['runner']} | – | {c['note']} | | | | |")
+            continue
+        b = base.get(c["claims"])
+        ratio = ""
+        if b and b["ms_per_replay"]["median"]:
+            ratio = f"{b['ms_per_replay']['median'] / ms['median']:.1f}×"
+        note = f" ({c['note']})" if c["note"] else ""
+        out.append(
+            f"| {c['claims']} | {c['runner']} | {c['replays']}{note} | {ms['median']:.3f} "
+            f"({ms['min']:.3f}..{ms['max']:.3f}) | {c['wall_ms_per_replay']:.3f} | "
+            f"{c['replays_per_second']:.1f} | {c['sat_calls_per_replay']:.1f} | {ratio} |"
+        )
+    out += ["", "| target | measured | holds |", "|---|---:|---|"]
+    for t in figures["targets"]:
+        holds = {True: "yes", False: "**no**", None: "not measured"}[t["holds"]]
+        out.append(f"| {t['target']} | {t['value']} | {holds} |")
+    return "\n".join(out)
