@@ -293,3 +293,9 @@ def test_a_replay_that_kills_its_worker_becomes_an_error_record(tmp_path, monkey
     bad = [o for o in got if o["schema"] == "unmask.error/1"]
     assert [o["location"] for o in bad] == [f"{f}:7"]
     assert bad[0]["errors"][0]["code"] == "internal-error"
+
+
+def test_a_symlink_loop_is_not_followed_forever(cases: Path) -> None:
+    (cases / "sub" / "loop").symlink_to(cases, target_is_directory=True)
+    got = [t.location for t in audit.iter_tasks([str(cases)])]
+    assert len(got) == len(CASES) + 1 and len(set(got)) == len(got)

@@ -64,16 +64,28 @@ class Task:
     problem: tuple[str, str, str | None] | None = None  # (code, message, help): not readable
 
 
-def _walk(root: Path) -> Iterator[Path]:
-    """Every ``*.json`` file below ``root``, entry names sorted at each level."""
+def _walk(root: Path, above: frozenset[tuple[int, int]] = frozenset()) -> Iterator[Path]:
+    """Every ``*.json`` file below ``root``, entry names sorted at each level; a directory
+    that is its own ancestor (a symlink loop) is not entered again."""
     try:
+        st = os.stat(root)
         entries = sorted(os.scandir(root), key=lambda e: e.name)
     except OSError:
         return
+    here = above | {(st.st_dev, st.st_ino)}
     for entry in entries:
         path = Path(entry.path)
-        if entry.is_dir():
-            yield from _walk(path)
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            continue
+        if is_dir:
+            try:
+                sub = os.stat(path)
+            except OSError:
+                continue
+            if (sub.st_dev, sub.st_ino) not in here:
+                yield from _walk(path, here)
         elif entry.name.endswith(".json") and entry.is_file():
             yield path
 
