@@ -64,30 +64,41 @@ class Task:
     problem: tuple[str, str, str | None] | None = None  # (code, message, help): not readable
 
 
-def _walk(root: Path, above: frozenset[tuple[int, int]] = frozenset()) -> Iterator[Path]:
+def _walk(root: Path) -> Iterator[Path]:
     """Every ``*.json`` file below ``root``, entry names sorted at each level; a directory
-    that is its own ancestor (a symlink loop) is not entered again."""
-    try:
-        st = os.stat(root)
-        entries = sorted(os.scandir(root), key=lambda e: e.name)
-    except OSError:
-        return
-    here = above | {(st.st_dev, st.st_ino)}
-    for entry in entries:
-        path = Path(entry.path)
+    that is its own ancestor (a symlink loop) is not entered again. No recursion: a deep
+    tree cannot exhaust the stack."""
+
+    def level(path: Path, above: frozenset) -> tuple[Iterator[os.DirEntry], frozenset] | None:
+        try:
+            st = os.stat(path)
+            entries = sorted(os.scandir(path), key=lambda e: e.name)
+        except OSError:
+            return None
+        key = (st.st_dev, st.st_ino)
+        if key in above:
+            return None
+        return iter(entries), above | {key}
+
+    first = level(root, frozenset())
+    stack = [first] if first is not None else []
+    while stack:
+        entries, here = stack[-1]
+        entry = next(entries, None)
+        if entry is None:
+            stack.pop()
+            continue
         try:
             is_dir = entry.is_dir()
+            is_json = not is_dir and entry.name.endswith(".json") and entry.is_file()
         except OSError:
             continue
         if is_dir:
-            try:
-                sub = os.stat(path)
-            except OSError:
-                continue
-            if (sub.st_dev, sub.st_ino) not in here:
-                yield from _walk(path, here)
-        elif entry.name.endswith(".json") and entry.is_file():
-            yield path
+            sub = level(Path(entry.path), here)
+            if sub is not None:
+                stack.append(sub)
+        elif is_json:
+            yield Path(entry.path)
 
 
 def _lines(stream: Any, file: str, max_bytes: int) -> Iterator[Task]:
