@@ -291,7 +291,7 @@ class _Run:
             # on the side where φ_v holds the verdict variable is the observed verdict
             observed = self.case.verdict
             verdict = observed if holds else ("FAIL" if observed == "PASS" else "PASS")
-        return Witness(items, verdict)
+        return Witness(items, verdict, done.canonical)
 
 
 def check_case(case: Case, backend: Backend, *, backend_name: str | None = None) -> Report:

@@ -118,11 +118,15 @@ class Witness:
 
     atoms: tuple[WitnessAtom, ...]
     verdict: str | None = None
+    # False when a solver call timed out while completing: the values are still a real
+    # assignment of that side, but not necessarily the canonical (least) one
+    canonical: bool = True
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"atoms": [a.to_json() for a in self.atoms]}
         if self.verdict is not None:
             out["verdict"] = self.verdict
+        out["canonical"] = self.canonical
         return out
 
 
