@@ -3,13 +3,12 @@ passing a non-canonical completion off as the canonical one."""
 
 from __future__ import annotations
 
+from tests.test_checker import _BruteSession
 from unmask.backends import Backend, Unknown
 from unmask.checker import Case, check_case
 from unmask.ir import AtomDecl, GroundPair, Protocol, Requirement, mk_and, mk_atom, mk_not
 from unmask.model import Annotation, Evidence, Replay
 from unmask.report import dumps
-
-from tests.test_checker import _BruteSession
 
 
 class _TimesOutWhenCompleting(_BruteSession):
