@@ -64,6 +64,7 @@ def test_timed_out_completion_is_marked_not_canonical() -> None:
         (x,) = [w for w in sides[side]["atoms"] if w["atom"] == "x"]
         assert x["origin"] == "completed"
         assert (x["value"] == "TRUE") is want  # still a real assignment of that side
-    assert dumps(check_case(Case.from_replay(replay), _Backend(slow=False))).count(
-        '"canonical": true'
-    ) >= 2
+    assert (
+        dumps(check_case(Case.from_replay(replay), _Backend(slow=False))).count('"canonical": true')
+        >= 2
+    )

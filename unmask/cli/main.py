@@ -8,6 +8,7 @@ statuses: 0 satisfied/valid/agree, 1 violated/disagree, 2 usage, 3 unknown, 4 in
 from __future__ import annotations
 
 import importlib
+import importlib.util
 
 import click
 
