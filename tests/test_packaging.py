@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.resources
 import importlib.util
+import os
 import subprocess
 import sys
 import zipfile
@@ -35,28 +36,70 @@ def test_no_top_level_backends_module(tmp_path: Path) -> None:
     assert out.stdout.split() == ["None", "None"]
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("setuptools") is None, reason="building a wheel needs setuptools"
-)
-def test_wheel_puts_nothing_named_backends_at_the_top(tmp_path: Path) -> None:
+PIP = [sys.executable, "-m", "pip"]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if importlib.util.find_spec("setuptools") is None:
+        pytest.skip("building a wheel needs setuptools")
+    out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(tmp_path),
-            str(ROOT),
-        ],
+        [*PIP, "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(ROOT)],
         check=True,
     )
-    (wheel,) = tmp_path.glob("unmask-*.whl")
+    (built,) = out.glob("unmask-*.whl")
+    return built
+
+
+def test_wheel_puts_nothing_named_backends_at_the_top(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/", 1)[0] for n in names}
     assert "backends" not in tops and "grammar" not in tops
     assert "unmask/backends/base.py" in names
     assert "unmask/grammar/unmask.lark" in names
+    assert any(n.startswith("unmask/render/templates/") for n in names)
+
+
+def test_installed_wheel_runs_the_readme_example(wheel: Path, tmp_path: Path) -> None:
+    """The README's first command, on the wheel alone: no editable finder, no checkout on
+    sys.path (``-S`` skips site, so no ``.pth`` hook imports anything for us)."""
+    target = tmp_path / "site"
+    subprocess.run(
+        [*PIP, "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
+        check=True,
+    )
+    deps = [p for p in sys.path if p.endswith("site-packages")]
+    env = {"PYTHONPATH": os.pathsep.join([str(target), *deps]), "PATH": os.environ["PATH"]}
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        code = (
+            f"import sys; sys.argv = {list(argv)!r}; from unmask.cli.{argv[0]} import main; main()"
+        )
+        return subprocess.run(
+            [sys.executable, "-S", "-c", code.replace("unmask.cli.unmask ", "unmask.cli.main ")],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+
+    case_c = str(ROOT / "examples" / "case_c.json")
+    out = run("unmask", "check", case_c)
+    assert out.returncode == 1, out.stderr
+    assert out.stdout.startswith("case-c: VIOLATED")
+    where = run("unmask", "check", case_c, "--format", "html")
+    assert where.returncode == 1 and "<mark" in where.stdout
+    compiled = run("unmaskc", str(ROOT / "examples" / "factual_claims.proto"))
+    assert compiled.returncode == 0, compiled.stderr
+    assert '"schema": "unmask.protocol/1"' in compiled.stdout
+    # the code that ran is the wheel's, not the checkout's
+    probe = subprocess.run(
+        [sys.executable, "-S", "-c", "import unmask; print(unmask.__file__)"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert probe.stdout.startswith(str(target))
