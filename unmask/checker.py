@@ -75,12 +75,6 @@ class Case:
             translation=replay.translation,
         )
 
-    def annotation(self, atom: str) -> Annotation | None:
-        for a in self.annotations:
-            if a.atom == atom:
-                return a
-        return None
-
     @property
     def facts(self) -> dict[str, bool]:
         """Pinned atoms (non-UNKNOWN annotations) in atom declaration order."""
