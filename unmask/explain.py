@@ -35,6 +35,7 @@ class BaseSession:
         self._cores: dict[int, tuple[Expr | None, list[frozenset[str]]]] = {}
         self._part_atoms: dict[str, frozenset[str]] | None = None
         self._by_atom: dict[str, list[str]] = {}
+        self._rank: dict[str, int] | None = None
 
     def check(
         self,
@@ -53,6 +54,15 @@ class BaseSession:
         have = set(enabled)
         entry = self._cores.get(id(query))
         return entry is not None and any(core <= have for core in entry[1])
+
+    def known_unsat_without(
+        self, query: Expr | None, have: Mapping[str, object], label: str
+    ) -> bool:
+        """``known_unsat(query, have minus label)`` without building that set."""
+        entry = self._cores.get(id(query))
+        if entry is None or entry[0] is not query:
+            return False
+        return any(label not in core and all(x in have for x in core) for core in entry[1])
 
     def part_atoms(self) -> dict[str, frozenset[str]]:
         if self._part_atoms is None:
@@ -86,7 +96,13 @@ class BaseSession:
                 if label not in reached:
                     reached.add(label)
                     todo.extend(part_atoms[label] - seen_atoms)
-        return [label for label in self.labels if label in reached]
+        # in base order without a pass over the whole base (a check on a large replay
+        # reaches a handful of parts; the base may have thousands)
+        if self._rank is None:
+            self._rank = {label: i for i, label in enumerate(self.labels)}
+        if len(self._rank) != len(self.labels):  # repeated labels: keep every occurrence
+            return [label for label in self.labels if label in reached]
+        return sorted(reached, key=self._rank.__getitem__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +114,29 @@ class Minimised:
 def minimise(base: BaseSession, query: Expr | None, candidates: Sequence[str]) -> Minimised:
     """A subset of ``candidates`` that with ``query`` is unsat and loses that when any one
     label is removed; ``candidates`` with ``query`` must be unsat."""
+    if len(set(candidates)) != len(candidates):
+        return _minimise_listwise(base, query, candidates)
+    current = dict.fromkeys(candidates)  # an ordered set: removal without a list pass
+    minimal = True
+    for label in candidates:
+        # a core seen before that avoids `label` and lies within `current` proves the trial
+        # unsat with no call and no copy of `current` (same test as known_unsat)
+        if base.known_unsat_without(query, current, label):
+            del current[label]
+            continue
+        trial = [x for x in current if x != label]
+        result = base.check(query, enabled=trial)
+        if isinstance(result, Unsat):
+            del current[label]
+        elif isinstance(result, Unknown):
+            minimal = False  # keep the part: the set still forces the result
+    return Minimised(tuple(current), minimal)
+
+
+def _minimise_listwise(
+    base: BaseSession, query: Expr | None, candidates: Sequence[str]
+) -> Minimised:
+    """``minimise`` for candidates with repeated labels (never made by the checker)."""
     current = list(candidates)
     minimal = True
     for label in candidates:
@@ -109,7 +148,7 @@ def minimise(base: BaseSession, query: Expr | None, candidates: Sequence[str]) -
         if isinstance(result, Unsat):
             current = trial
         elif isinstance(result, Unknown):
-            minimal = False  # keep the part: the set still forces the result
+            minimal = False
     return Minimised(tuple(current), minimal)
 
 
