@@ -15,39 +15,12 @@ from dataclasses import dataclass, field
 from hypothesis import strategies as st
 
 from unmask import ast
+from unmask.parser import RESERVED
 
 ROLES = ("judge", "context", "procedure")
 BINOPS = ("iff", "implies", "or", "xor", "and")
-KEYWORDS = [
-    "protocol",
-    "atom",
-    "domain",
-    "constraint",
-    "decision",
-    "requirement",
-    "ground",
-    "for",
-    "in",
-    "pass",
-    "iff",
-    "implies",
-    "or",
-    "xor",
-    "and",
-    "not",
-    "true",
-    "false",
-    "all",
-    "any",
-    "atleast",
-    "atmost",
-    "exactly",
-    "judge",
-    "context",
-    "procedure",
-    "holds",
-    "addressed",
-]
+# the words the random token soups draw from: every reserved word of the language
+KEYWORDS = sorted(RESERVED)
 
 
 @dataclass
