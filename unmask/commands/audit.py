@@ -18,7 +18,7 @@ from typing import IO, Any
 
 import click
 
-from unmask.backends import DEFAULT_TIMEOUT_MS
+from unmask.commands._options import timeout_option
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits, click_options
 
@@ -105,13 +105,7 @@ def gate_status(summary: Any, fail_on: str | None) -> int:
     show_default=True,
     help="sliced, z3, pysat[:SOLVER] or truthtable; reports are the same on each",
 )
-@click.option(
-    "--timeout-ms",
-    type=click.IntRange(min=1),
-    default=DEFAULT_TIMEOUT_MS,
-    show_default=True,
-    help="per solver call; an undecided call is SOLVER_UNKNOWN, never a guess",
-)
+@timeout_option()
 @click.option("--resume", is_flag=True, help="keep the lines already in --out, audit the rest")
 @click.option("--summary-json", type=click.Path(dir_okay=False), help="write the summary here")
 @click.option(

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import click
 
-from unmask.backends import DEFAULT_TIMEOUT_MS
+from unmask.commands._options import timeout_option
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits, click_options
 
@@ -37,13 +37,7 @@ def _fail(diags: tuple[Diagnostic, ...], code: int) -> None:
 @click.argument("replay_path", metavar="REPLAY.json")
 @click.option("--backend", default="z3", show_default=True, help="z3, pysat[:SOLVER], truthtable")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
-@click.option(
-    "--timeout-ms",
-    type=click.IntRange(min=1),
-    default=DEFAULT_TIMEOUT_MS,
-    show_default=True,
-    help="per solver call; an undecided call is SOLVER_UNKNOWN, never a guess",
-)
+@timeout_option()
 @click_options
 def command(replay_path: str, backend: str, fmt: str, timeout_ms: int, limits: Limits) -> None:
     """Check one replay: verdict entailment, procedure, coverage, grounding."""

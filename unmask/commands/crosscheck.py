@@ -16,7 +16,8 @@ from typing import Any
 
 import click
 
-from unmask.backends import DEFAULT_TIMEOUT_MS, available
+from unmask.backends import available
+from unmask.commands._options import timeout_option
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits, click_options
 
@@ -86,13 +87,7 @@ def _usage(message: str) -> None:
     show_default=True,
     help="comma-separated backends to compare, e.g. z3,pysat:glucose4,truthtable",
 )
-@click.option(
-    "--timeout-ms",
-    type=click.IntRange(min=1),
-    default=DEFAULT_TIMEOUT_MS,
-    show_default=True,
-    help="per solver call; a timeout shows up as a difference (SOLVER_UNKNOWN)",
-)
+@timeout_option("per solver call; a timeout shows up as a difference (SOLVER_UNKNOWN)")
 @click_options
 def command(replay: str, backends: str, timeout_ms: int, limits: Limits) -> None:
     """Run several backends on one replay and compare their reports."""
