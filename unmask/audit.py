@@ -804,8 +804,9 @@ class Summary:
         j = self.to_json()
         o = j["overall"]
         lines = [
-            f"audited {j['replays']} replays: {o['SATISFIED']} satisfied, {o['VIOLATED']} "
-            f"violated, {o['UNKNOWN']} unknown, {o['INVALID']} invalid",
+            f"audited {j['replays']} replay{'' if j['replays'] == 1 else 's'}: "
+            f"{o['SATISFIED']} satisfied, {o['VIOLATED']} violated, "
+            f"{o['UNKNOWN']} unknown, {o['INVALID']} invalid",
         ]
         if j["errors"]:
             lines.append(
