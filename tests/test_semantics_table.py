@@ -10,15 +10,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.strategies import exprs as random_exprs
 from tests.test_checker import make_replay
 from unmask.api import check
 from unmask.checker import VERDICT_ATOM, Case, base_parts
 from unmask.ir import (
-    Atom,
     AtomDecl,
-    Binary,
-    Card,
-    Const,
     Constraint,
     Expr,
     GroundPair,
@@ -82,20 +79,7 @@ def test_excluded_middle_is_entailed_not_kleene_unknown(backend_name: str) -> No
 NAMES = ("a", "b", "c", "d")
 ROLES = ("judge", "judge", "context", "context")
 
-leaves = st.one_of(st.sampled_from([Atom(n) for n in NAMES]), st.booleans().map(Const))
-
-
-def _extend(children: st.SearchStrategy[Expr]) -> st.SearchStrategy[Expr]:
-    many = st.lists(children, min_size=0, max_size=3).map(tuple)
-    return st.one_of(
-        children.map(Not),
-        st.builds(Nary, st.sampled_from(["and", "or", "xor"]), many),
-        st.builds(Binary, st.sampled_from(["implies", "iff"]), children, children),
-        st.builds(Card, st.sampled_from(["atleast", "atmost", "exactly"]), st.integers(0, 3), many),
-    )
-
-
-exprs = st.recursive(leaves, _extend, max_leaves=6)
+exprs = random_exprs(NAMES, max_leaves=6)
 values = st.sampled_from(["TRUE", "FALSE", "UNKNOWN", None])
 
 

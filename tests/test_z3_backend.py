@@ -8,8 +8,8 @@ import itertools
 import pytest
 import z3
 from hypothesis import given
-from hypothesis import strategies as st
 
+from tests.strategies import exprs as random_exprs
 from tests.test_checker import pigeonhole
 from unmask.backends import Part, Sat, Unknown, Unsat, create
 from unmask.backends.z3_backend import Z3Backend, lower
@@ -17,7 +17,6 @@ from unmask.ir import (
     Atom,
     Binary,
     Card,
-    Const,
     Expr,
     Nary,
     Not,
@@ -30,20 +29,7 @@ from unmask.ir import (
 A = mk_atom
 NAMES = ("p", "q", "r")
 
-leaves = st.one_of(st.sampled_from([Atom(n) for n in NAMES]), st.booleans().map(Const))
-
-
-def _extend(children: st.SearchStrategy[Expr]) -> st.SearchStrategy[Expr]:
-    many = st.lists(children, min_size=0, max_size=4).map(tuple)
-    return st.one_of(
-        children.map(Not),
-        st.builds(Nary, st.sampled_from(["and", "or", "xor"]), many),
-        st.builds(Binary, st.sampled_from(["implies", "iff"]), children, children),
-        st.builds(Card, st.sampled_from(["atleast", "atmost", "exactly"]), st.integers(0, 5), many),
-    )
-
-
-exprs = st.recursive(leaves, _extend, max_leaves=10)
+exprs = random_exprs(NAMES, max_leaves=10)
 
 
 def test_registry_gives_z3_with_its_settings() -> None:
