@@ -23,12 +23,14 @@ Contract (``create("sliced")``, ``create("sliced:glucose4")`` for another PySAT 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from unmask.backends.base import Backend, Part, Result, Sat, Session, Unknown, Unsat
-from unmask.ir import Atom, Binary, Card, Const, Expr, Nary, Not, children, iter_atoms, size
+from unmask.backends.pysat_core import DEFAULT_SOLVER, Incremental, resolve_solver
+from unmask.ir import Const, Expr, iter_atoms, size
+from unmask.ireval import closed_value, literal, substitute, truth_mask
 
 # above this many unpinned atoms a slice goes to the SAT solver (measured: docs/performance.md)
 TT_MAX_ATOMS = 12
@@ -37,85 +39,20 @@ QUERY_ENUM_MAX = 4  # a query alone with this few unpinned atoms is decided by e
 # and its formulas' nodes times the number of assignments stay within the budget
 ENUM_MAX_ATOMS = 6
 ENUM_BUDGET = 512
-DEFAULT_SOLVER = "minisat22"
-BUDGET_SLICE = 2_000  # conflicts between two looks at the clock
+
+Pins = dict[str, tuple[bool, int]]  # atom -> (its value, the unit part pinning it)
 
 
-def _unit(e: Expr) -> tuple[str, bool] | None:
-    if isinstance(e, Atom):
-        return e.name, True
-    if isinstance(e, Not) and isinstance(e.arg, Atom):
-        return e.arg.name, False
-    return None
+@dataclass(frozen=True, slots=True)
+class _Ask:
+    """One check confined to a slice: the parts to look at, the atoms their enabled facts
+    pin, and what the caller asked."""
 
-
-def closed_value(e: Expr, values: Mapping[str, bool]) -> bool | None:
-    """The value of ``e`` when ``values`` covers all its atoms, else None (no recursion)."""
-    # the shapes of nearly every query (a literal, a grounding pair, their negations)
-    node: Any = e
-    neg = False
-    if node.__class__ is Not:
-        node, neg = node.arg, True
-    cls = node.__class__
-    if cls is Atom:
-        v = values.get(node.name)
-        return None if v is None else v != neg
-    if cls is Binary and node.left.__class__ is Atom and node.right.__class__ is Atom:
-        left, right = values.get(node.left.name), values.get(node.right.name)
-        if left is None or right is None:
-            return None
-        v = (not left or right) if node.op == "implies" else left == right
-        return v != neg
-    v = _closed_value(node, values)
-    return None if v is None else v != neg
-
-
-def _closed_value(e: Expr, values: Mapping[str, bool]) -> bool | None:
-    out: list[bool] = []
-    stack: list[tuple[Expr, bool]] = [(e, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if isinstance(node, Atom):
-            v = values.get(node.name)
-            if v is None:
-                return None
-            out.append(v)
-            continue
-        if isinstance(node, Const):
-            out.append(node.value)
-            continue
-        kids = children(node)
-        if not expanded:
-            stack.append((node, True))
-            stack.extend((c, False) for c in reversed(kids))
-            continue
-        args = out[len(out) - len(kids) :]
-        del out[len(out) - len(kids) :]
-        out.append(_combine(node, args))
-    return out[0]
-
-
-def _combine(node: Expr, args: list[bool]) -> bool:
-    if isinstance(node, Not):
-        return not args[0]
-    if isinstance(node, Nary):
-        if node.op == "and":
-            return all(args)
-        if node.op == "or":
-            return any(args)
-        return sum(args) % 2 == 1
-    if isinstance(node, Binary):
-        return (not args[0] or args[1]) if node.op == "implies" else args[0] == args[1]
-    if isinstance(node, Card):
-        n = sum(args)
-        return (
-            n >= node.k
-            if node.op == "atleast"
-            else n <= node.k
-            if node.op == "atmost"
-            else (n == node.k)
-        )
-    raise TypeError(f"not an expression: {node!r}")
+    comp: list[int]
+    pins: Pins
+    query: Expr | None
+    assume: dict[str, bool]
+    want: Sequence[str]
 
 
 class SlicedBackend(Backend):
@@ -123,12 +60,7 @@ class SlicedBackend(Backend):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if self.option is None:
-            self.solver_name = DEFAULT_SOLVER
-        else:
-            from unmask.backends.pysat_backend import resolve_solver
-
-            self.solver_name = resolve_solver(self.option)
+        self.solver_name = DEFAULT_SOLVER if self.option is None else resolve_solver(self.option)
 
     def open(self, parts: Sequence[Part], atoms: Sequence[str]) -> Session:
         return SlicedSession(parts, atoms, self.timeout_ms, self.solver_name)
@@ -151,7 +83,7 @@ class SlicedSession(Session):
         self.by_atom: dict[str, list[int]] = {}  # atom -> non-unit parts using it
         self.units_of: dict[str, list[int]] = {}  # atom -> unit parts pinning it
         for i, p in enumerate(self.parts):
-            unit = _unit(p.expr)
+            unit = literal(p.expr)
             self.units.append(unit)
             names = tuple(dict.fromkeys(iter_atoms(p.expr)))
             self.part_atoms.append(names)
@@ -207,9 +139,7 @@ class SlicedSession(Session):
     def _on(self, i: int, en: set[str] | None) -> bool:
         return en is None or self.labels[i] in en
 
-    def _pin(
-        self, name: str, en: set[str] | None, pins: dict[str, tuple[bool, int]]
-    ) -> Unsat | None:
+    def _pin(self, name: str, en: set[str] | None, pins: Pins) -> Unsat | None:
         """Record the enabled fact pinning ``name`` (if any); two contrary facts: unsat."""
         for i in self.units_of.get(name, ()):
             if en is not None and self.labels[i] not in en:
@@ -227,7 +157,7 @@ class SlicedSession(Session):
     ) -> Result:
         qatoms = self._atoms_of(query)
         seeds = [*want, *assume, *qatoms]
-        pins: dict[str, tuple[bool, int]] = {}
+        pins: Pins = {}
         comp: list[int] = []
         taken: set[int] = set()
         seen: set[str] = set()
@@ -254,7 +184,7 @@ class SlicedSession(Session):
             if quick is not None:
                 return quick
         comp.sort()
-        return self._decide(comp, pins, free, query, assume, want)
+        return self._decide(_Ask(comp, pins, query, assume, want), free)
 
     def _atoms_of(self, query: Expr | None) -> tuple[str, ...]:
         if query is None:
@@ -282,7 +212,7 @@ class SlicedSession(Session):
         self,
         query: Expr | None,
         qatoms: tuple[str, ...],
-        pins: dict[str, tuple[bool, int]],
+        pins: Pins,
         assume: dict[str, bool],
         want: Sequence[str],
     ) -> Result | None:
@@ -313,7 +243,7 @@ class SlicedSession(Session):
     def _everything(
         self, query: Expr | None, en: set[str] | None, assume: dict[str, bool], want: Sequence[str]
     ) -> Result:
-        pins: dict[str, tuple[bool, int]] = {}
+        pins: Pins = {}
         for name in self.units_of:
             conflict = self._pin(name, en, pins)
             if conflict is not None:
@@ -327,72 +257,49 @@ class SlicedSession(Session):
         names.update(dict.fromkeys(assume))
         names.update(dict.fromkeys(want))
         free = [n for n in names if n not in pins]
-        return self._decide(comp, pins, free, query, assume, want, guess=True)
+        return self._decide(_Ask(comp, pins, query, assume, want), free, guess=True)
 
     # --- deciding ---------------------------------------------------------------------------
 
-    def _decide(
-        self,
-        comp: list[int],
-        pins: dict[str, tuple[bool, int]],
-        free: list[str],
-        query: Expr | None,
-        assume: dict[str, bool],
-        want: Sequence[str],
-        guess: bool = False,
-    ) -> Result:
-        for name, value in assume.items():
-            pin = pins.get(name)
+    def _decide(self, ask: _Ask, free: list[str], guess: bool = False) -> Result:
+        for name, value in ask.assume.items():
+            pin = ask.pins.get(name)
             if pin is not None and pin[0] != value:
                 return self._core({pin[1]})
-        unpinned = [n for n in free if n not in assume]
+        unpinned = [n for n in free if n not in ask.assume]
         if len(unpinned) <= TT_MAX_ATOMS:
-            return self._table(comp, pins, query, assume, want)
+            return self._table(ask)
         # a base's own consistency is usually shown by a trivial model; for a slice's query
         # the guess mostly fails and would only add two linear passes to the solver's work
         if guess:
-            guessed = self._guess(comp, pins, unpinned, query, assume, want)
+            guessed = self._guess(ask, unpinned)
             if guessed is not None:
                 return guessed
-        return self._solve(comp, pins, query, assume, want)
+        if self._sat is None:
+            self._sat = _Incremental(self, self.solver_name)
+        return self._sat.check(ask, self.timeout_ms)
 
-    def _guess(
-        self,
-        comp: list[int],
-        pins: dict[str, tuple[bool, int]],
-        unpinned: list[str],
-        query: Expr | None,
-        assume: dict[str, bool],
-        want: Sequence[str],
-    ) -> Sat | None:
+    def _guess(self, ask: _Ask, unpinned: list[str]) -> Sat | None:
         """A model with every unpinned atom false, or every one true, if either is one:
         a linear-time proof of satisfiability that spares building a solver."""
-        exprs = [self.parts[i].expr for i in comp]
-        if query is not None:
-            exprs.append(query)
+        exprs = [self.parts[i].expr for i in ask.comp]
+        if ask.query is not None:
+            exprs.append(ask.query)
         for value in (False, True):
-            env = {n: v for n, (v, _) in pins.items()}
-            env.update(assume)
+            env = {n: v for n, (v, _) in ask.pins.items()}
+            env.update(ask.assume)
             env.update(dict.fromkeys(unpinned, value))
             if all(closed_value(e, env) for e in exprs):
-                return Sat({n: env.get(n, False) for n in want})
+                return Sat({n: env.get(n, False) for n in ask.want})
         return None
 
     def _core(self, parts: Collection[int]) -> Unsat:
         return Unsat(tuple(self.labels[i] for i in sorted(parts)))
 
-    def _table(
-        self,
-        comp: list[int],
-        pins: dict[str, tuple[bool, int]],
-        query: Expr | None,
-        assume: dict[str, bool],
-        want: Sequence[str],
-    ) -> Result:
-        from unmask.backends.truthtable import substitute, truth_mask
-
+    def _table(self, ask: _Ask) -> Result:
+        comp, pins, query, want = ask.comp, ask.pins, ask.query, ask.want
         values = {n: v for n, (v, _) in pins.items()}
-        values.update(assume)
+        values.update(ask.assume)
         # the query first: an unsat slice is most often unsat because of it
         exprs: list[tuple[int | None, Expr]] = [] if query is None else [(None, query)]
         exprs.extend((i, self.parts[i].expr) for i in comp)
@@ -440,7 +347,7 @@ class SlicedSession(Session):
         exprs: list[tuple[int | None, Expr]],
         names: list[str],
         values: dict[str, bool],
-        pins: dict[str, tuple[bool, int]],
+        pins: Pins,
         want: Sequence[str],
     ) -> Result:
         """Try every assignment of the few unpinned ``names``, each formula evaluated as
@@ -461,9 +368,7 @@ class SlicedSession(Session):
         # every assignment falsifies one of these formulas: together they are unsat
         return self._table_core([exprs[j] for j in sorted(failing)], pins)
 
-    def _table_core(
-        self, used: list[tuple[int | None, Expr]], pins: dict[str, tuple[bool, int]]
-    ) -> Unsat:
+    def _table_core(self, used: list[tuple[int | None, Expr]], pins: Pins) -> Unsat:
         """The parts whose (substituted) conjunction was unsat, and the facts pinning them."""
         core: set[int] = set()
         for i, e in used:
@@ -472,18 +377,6 @@ class SlicedSession(Session):
             atoms = self.part_atoms[i] if i is not None else iter_atoms(e)
             core.update(pins[n][1] for n in atoms if n in pins)
         return self._core(core)
-
-    def _solve(
-        self,
-        comp: list[int],
-        pins: dict[str, tuple[bool, int]],
-        query: Expr | None,
-        assume: dict[str, bool],
-        want: Sequence[str],
-    ) -> Result:
-        if self._sat is None:
-            self._sat = _Incremental(self, self.solver_name)
-        return self._sat.check(comp, pins, query, assume, want, self.timeout_ms)
 
     def close(self) -> None:
         self._closed = True
@@ -496,79 +389,45 @@ class _Incremental:
     """One PySAT solver over every non-unit part of a session, each behind a selector."""
 
     def __init__(self, session: SlicedSession, solver_name: str) -> None:
-        from pysat.solvers import Solver
-
-        from unmask.backends.cnf import CnfEncoder
-
         self.session = session
-        self.enc = CnfEncoder(session.order)
+        self.sat = Incremental(solver_name, session.order)
+        enc = self.sat.enc
         self.selector: dict[int, int] = {}
         self.owner: dict[int, int] = {}  # selector -> part index
         for i, p in enumerate(session.parts):
             if session.units[i] is not None:
                 continue
-            sel = self.enc.pool.id()
-            self.enc.clauses.append([-sel, self.enc.lit(p.expr)])
+            sel = enc.pool.id()
+            enc.clauses.append([-sel, enc.lit(p.expr)])
             self.selector[i] = sel
             self.owner[sel] = i
-        self.solver = Solver(name=solver_name)
-        self.added = 0
-        self._flush()
+        self.sat.flush()
 
-    def _flush(self) -> None:
-        new = self.enc.clauses[self.added :]
-        if new:
-            self.solver.append_formula(new)
-            self.added = len(self.enc.clauses)
-
-    def check(
-        self,
-        comp: list[int],
-        pins: dict[str, tuple[bool, int]],
-        query: Expr | None,
-        assume: dict[str, bool],
-        want: Sequence[str],
-        timeout_ms: int,
-    ) -> Result:
-        enc = self.enc
-        assumptions = [self.selector[i] for i in comp]
+    def check(self, ask: _Ask, timeout_ms: int) -> Result:
+        enc = self.sat.enc
+        assumptions = [self.selector[i] for i in ask.comp]
         pin_of: dict[int, int] = {}
-        for name, (value, i) in pins.items():
+        for name, (value, i) in ask.pins.items():
             var = enc.atom_var(name)
             lit = var if value else -var
             assumptions.append(lit)
             pin_of[lit] = i
-        if query is not None:
-            assumptions.append(enc.lit(query))
-        for name, value in assume.items():
+        if ask.query is not None:
+            assumptions.append(enc.lit(ask.query))
+        for name, value in ask.assume.items():
             var = enc.atom_var(name)
             assumptions.append(var if value else -var)
-        for name in want:
+        for name in ask.want:
             enc.atom_var(name)
-        self._flush()
-        answer = self._run(assumptions, timeout_ms)
+        answer = self.sat.solve(assumptions, timeout_ms)
         if answer is None:
             return Unknown(f"timeout after {timeout_ms} ms")
         if answer:
-            model = self.solver.get_model() or []
-            out = {}
-            for name in want:
-                var = enc.atom_var(name)
-                out[name] = var <= len(model) and model[var - 1] > 0
-            return Sat(out)
-        core = self.solver.get_core() or ()
+            return Sat(self.sat.model(ask.want))
+        core = self.sat.core()
         parts = {self.owner[x] for x in core if x in self.owner}
         parts.update(pin_of[x] for x in core if x in pin_of)
         return self.session._core(parts)
 
-    def _run(self, assumptions: list[int], timeout_ms: int) -> bool | None:
-        solver = self.solver
-        deadline = time.monotonic() + timeout_ms / 1000
-        while True:
-            solver.conf_budget(BUDGET_SLICE)
-            answer = solver.solve_limited(assumptions=assumptions)
-            if answer is not None or time.monotonic() >= deadline:
-                return answer
-
     def delete(self) -> None:
-        self.solver.delete()
+        self.sat.delete()

@@ -63,9 +63,9 @@ SOURCES = {
 
 def smart(e: Expr) -> Expr:
     """``e`` rebuilt through the smart constructors (iteratively: e may be deep)."""
-    from unmask.backends.truthtable import substitute
+    from unmask.ireval import smart as rebuild
 
-    return substitute(e, {})
+    return rebuild(e)
 
 
 # --- hypothesis strategies -------------------------------------------------------------------

@@ -13,7 +13,6 @@ from unmask.api import check
 from unmask.backends import create
 from unmask.checker import VERDICT_ATOM, Case, base_parts, check_case
 from unmask.ir import (
-    TRUE,
     AtomDecl,
     Constraint,
     Expr,
@@ -24,6 +23,7 @@ from unmask.ir import (
     iter_atoms,
     mk_and,
     mk_atom,
+    mk_const,
     mk_iff,
     mk_not,
     mk_or,
@@ -32,6 +32,7 @@ from unmask.model import Annotation, Evidence, Replay
 from unmask.report import dumps
 
 A = mk_atom
+TRUE = mk_const(True)
 
 RATIONALE = (
     "There are two claims. Joining ACME in 2024 is supported. I also checked my outside "

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from unmask.ir import Atom, Binary, Card, Const, Expr, Nary, Not, depth
+from unmask.ir import PRECEDENCE, Binary, Card, Expr, Nary, Table, depth
 from unmask.report import (
     ENTAILED,
     NOT_SPECIFIED,
@@ -31,7 +31,6 @@ from unmask.report import (
 
 _COLOURS = {SATISFIED: "green", OK: "green", VIOLATED: "red"}
 _QUOTE_MAX = 160
-_PREC = {"iff": 1, "implies": 2, "or": 3, "xor": 4, "and": 5, "not": 6}
 
 
 _MAX_SHOWN_DEPTH = 60
@@ -44,27 +43,44 @@ def expr_text(e: Expr, parent: int = 0) -> str:
     return _expr_text(e, parent)
 
 
+# a printed subexpression and how tightly it binds (atoms, constants and calls never need
+# parentheses)
+_Text = tuple[str, int]
+_ATOMIC = max(PRECEDENCE.values()) + 1
+
+
+def _wrap(sub: _Text, parent: int) -> str:
+    text, prec = sub
+    return f"({text})" if prec < parent else text
+
+
+def _nary_text(_: None, e: Nary, v: list[_Text]) -> _Text:
+    prec = PRECEDENCE[e.op]
+    return f" {e.op} ".join(_wrap(a, prec + 1) for a in v), prec
+
+
+def _binary_text(_: None, e: Binary, v: list[_Text]) -> _Text:
+    prec = PRECEDENCE[e.op]
+    # implies groups to the right, so its right side needs no parentheses at its own level
+    right = _wrap(v[1], prec if e.op == "implies" else prec + 1)
+    return f"{_wrap(v[0], prec + 1)} {e.op} {right}", prec
+
+
+_TEXT: Table[_Text] = Table(
+    "text",
+    {
+        "const": lambda _, e, v: ("true" if e.value else "false", _ATOMIC),
+        "atom": lambda _, e, v: (e.name, _ATOMIC),
+        "not": lambda _, e, v: ("not " + _wrap(v[0], PRECEDENCE["not"]), PRECEDENCE["not"]),
+        Nary: _nary_text,
+        Binary: _binary_text,
+        Card: lambda _, e, v: (f"{e.op}({e.k}, {', '.join(t for t, _ in v)})", _ATOMIC),
+    },
+)
+
+
 def _expr_text(e: Expr, parent: int) -> str:
-    if isinstance(e, Const):
-        return "true" if e.value else "false"
-    if isinstance(e, Atom):
-        return e.name
-    if isinstance(e, Not):
-        out = "not " + _expr_text(e.arg, _PREC["not"])
-        prec = _PREC["not"]
-    elif isinstance(e, Nary):
-        prec = _PREC[e.op]
-        out = f" {e.op} ".join(_expr_text(a, prec + 1) for a in e.args)
-    elif isinstance(e, Binary):
-        prec = _PREC[e.op]
-        left = _expr_text(e.left, prec + 1)
-        right = _expr_text(e.right, prec if e.op == "implies" else prec + 1)
-        out = f"{left} {e.op} {right}"
-    elif isinstance(e, Card):
-        return f"{e.op}({e.k}, {', '.join(_expr_text(a, 0) for a in e.args)})"
-    else:
-        return "?"
-    return f"({out})" if prec < parent else out
+    return _wrap(_TEXT(e), parent)
 
 
 def _short(text: str) -> str:
