@@ -10,10 +10,15 @@ Contract (``create("sliced")``, ``create("sliced:glucose4")`` for another PySAT 
   inconsistent base) every check is answered on every enabled part, so minimising a
   conflict stays exact;
 - a slice with at most ``TT_MAX_ATOMS`` unpinned atoms is decided by a bit-parallel truth
-  table (``unmask.backends.truthtable``) after substituting the pins; a larger one by one
+  table (``unmask.ireval.truth_mask``) after substituting the pins; a larger one by one
   incremental PySAT solver over the whole base (parts behind selectors, encoded once
   when first needed; facts are assumed as literals), so a check costs about the size of
   its slice, not of the base;
+- once the base is known satisfiable, each part is substituted once with every fact of the
+  base (wide ``and``/``or``/``xor`` first split into short nested ones, which means the
+  same); a check that disables a few facts or assumes a few atoms re-folds only the nodes
+  above those atoms, so deletion over a part with n pinned atoms (every claim of a
+  decision supported) costs about n·log n, not n²;
 - cores are enabled labels (the slice's parts and the facts pinning its atoms; from the
   solver only those in its core); models hold exactly ``want``; a solver check runs in
   conflict-budget slices against a wall-clock deadline and answers ``Unknown`` when it
@@ -24,12 +29,12 @@ Contract (``create("sliced")``, ``create("sliced:glucose4")`` for another PySAT 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from unmask.backends.base import Backend, Part, Result, Sat, Session, Unknown, Unsat
 from unmask.backends.pysat_core import DEFAULT_SOLVER, Incremental, resolve_solver
-from unmask.ir import Const, Expr, iter_atoms, size
+from unmask.ir import Atom, Binary, Card, Const, Expr, Memo, Nary, Table, children, iter_atoms, size
 from unmask.ireval import closed_value, literal, substitute, truth_mask
 
 # above this many unpinned atoms a slice goes to the SAT solver (measured: docs/performance.md)
@@ -39,6 +44,7 @@ QUERY_ENUM_MAX = 4  # a query alone with this few unpinned atoms is decided by e
 # and its formulas' nodes times the number of assignments stay within the budget
 ENUM_MAX_ATOMS = 6
 ENUM_BUDGET = 512
+CHUNK = 16  # the widest and/or/xor a part keeps for re-folding (wider ones are nested)
 
 Pins = dict[str, tuple[bool, int]]  # atom -> (its value, the unit part pinning it)
 
@@ -46,13 +52,149 @@ Pins = dict[str, tuple[bool, int]]  # atom -> (its value, the unit part pinning 
 @dataclass(frozen=True, slots=True)
 class _Ask:
     """One check confined to a slice: the parts to look at, the atoms their enabled facts
-    pin, and what the caller asked."""
+    pin, and what the caller asked.
+
+    ``pins`` holds the atoms looked at one by one; with a reference (``ref``: every fact of
+    a base known satisfiable) an atom not in ``pins`` and not in ``unpinned`` is pinned as
+    the reference says."""
 
     comp: list[int]
     pins: Pins
     query: Expr | None
     assume: dict[str, bool]
     want: Sequence[str]
+    ref: Pins | None = None
+    unpinned: frozenset[str] = field(default_factory=frozenset)
+
+    def pin(self, name: str) -> tuple[bool, int] | None:
+        got = self.pins.get(name)
+        if got is None and self.ref is not None and name not in self.unpinned:
+            got = self.ref.get(name)
+        return got
+
+    # the Mapping protocol the folds use: the value of each atom this check fixes
+    def get(self, name: str, default: Any = None) -> Any:
+        if name in self.assume:
+            return self.assume[name]
+        got = self.pin(name)
+        return default if got is None else got[0]
+
+    def __getitem__(self, name: str) -> bool:
+        got = self.get(name)
+        if got is None:
+            raise KeyError(name)
+        return got
+
+    def changed(self) -> set[str]:
+        """The atoms whose value differs from the reference: unpinned, or newly assumed."""
+        return {*self.unpinned, *(n for n in self.assume if n not in self.pins)}
+
+
+def _nest(op: str, args: list[Expr]) -> Nary:
+    while len(args) > CHUNK:
+        args = [Nary(op, tuple(args[k : k + CHUNK])) for k in range(0, len(args), CHUNK)]
+    return Nary(op, tuple(args))
+
+
+def _same(e: Expr, v: list[Expr]) -> bool:
+    return all(a is b for a, b in zip(children(e), v, strict=True))
+
+
+_NESTED: Table[Expr] = Table(
+    "nesting",
+    {
+        "const": lambda _, e, v: e,
+        "atom": lambda _, e, v: e,
+        "not": lambda _, e, v: e if _same(e, v) else type(e)(v[0]),
+        Nary: lambda _, e, v: (
+            _nest(e.op, v) if len(v) > CHUNK else e if _same(e, v) else Nary(e.op, tuple(v))
+        ),
+        Binary: lambda _, e, v: e if _same(e, v) else Binary(e.op, v[0], v[1]),
+        Card: lambda _, e, v: e if _same(e, v) else Card(e.op, e.k, tuple(v)),
+    },
+)
+
+
+class _Overlay(dict):  # type: ignore[type-arg]
+    """A fold memo over a reference one: entries outside ``stale`` are read from it."""
+
+    __slots__ = ("base", "stale")
+
+    def __init__(self, base: Memo, stale: set[int]) -> None:
+        super().__init__()
+        self.base, self.stale = base, stale
+
+    def get(self, key: int, default: Any = None) -> Any:
+        got = dict.get(self, key)
+        if got is None and key not in self.stale:
+            got = self.base.get(key)
+        return default if got is None else got
+
+    def __contains__(self, key: object) -> bool:
+        return self.get(key) is not None
+
+    def __getitem__(self, key: int) -> Any:
+        got = self.get(key)
+        if got is None:
+            raise KeyError(key)
+        return got
+
+
+class _View:
+    """A non-unit part substituted with every fact of a satisfiable base (the reference),
+    ready to be re-folded above the few atoms a check changes."""
+
+    __slots__ = (
+        "atoms",
+        "expr",
+        "free",
+        "leaves",
+        "memo",
+        "parents",
+        "pin_labels",
+        "pinned",
+        "pinned_by",
+    )
+
+    def __init__(self, expr: Expr, atoms: tuple[str, ...], ref: Pins, labels: list[str]):
+        self.expr = _NESTED(expr)
+        self.atoms = frozenset(atoms)
+        self.free = tuple(a for a in atoms if a not in ref)
+        self.pinned = tuple(a for a in atoms if a in ref)
+        self.pinned_by: dict[str, list[str]] = {}  # a fact's label -> the atoms it pins here
+        for a in self.pinned:
+            self.pinned_by.setdefault(labels[ref[a][1]], []).append(a)
+        self.pin_labels = frozenset(self.pinned_by)
+        self.parents: dict[int, list[Expr]] = {}
+        self.leaves: dict[str, list[int]] = {}
+        seen: set[int] = set()
+        stack = [self.expr]
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if isinstance(node, Atom):
+                self.leaves.setdefault(node.name, []).append(id(node))
+            for c in children(node):
+                self.parents.setdefault(id(c), []).append(node)
+                stack.append(c)
+        self.memo: Memo = {}
+        substitute(self.expr, {a: v for a, (v, _) in ref.items() if a in self.atoms}, self.memo)
+
+    def residual(self, ask: _Ask, changed: set[str]) -> Expr:
+        """The part with the check's values put in, re-folding only above ``changed``."""
+        touched = [a for a in changed if a in self.atoms]
+        if not touched:
+            return self.memo[id(self.expr)][1]
+        stale: set[int] = set()
+        stack = [k for a in touched for k in self.leaves.get(a, ())]
+        while stack:
+            k = stack.pop()
+            if k not in stale:
+                stale.add(k)
+                stack.extend(id(p) for p in self.parents.get(k, ()))
+        return substitute(self.expr, ask, _Overlay(self.memo, stale))
 
 
 class SlicedBackend(Backend):
@@ -95,12 +237,10 @@ class SlicedSession(Session):
                 for n in names:
                     self.by_atom.setdefault(n, []).append(i)
         self.base_sat: bool | None = None
+        self._ref: Pins | None = None  # every fact's pin, once the base is known satisfiable
+        self._views: dict[int, _View] = {}
+        self.folds = 0  # parts substituted in full (a reference, or outside one)
         self._query_atoms: dict[int, tuple[Expr, tuple[str, ...]]] = {}
-        self._query_size: dict[int, tuple[Expr, int]] = {}
-        self.part_size = [
-            0 if u is not None else size(p.expr)
-            for u, p in zip(self.units, self.parts, strict=True)
-        ]
         self._sat: _Incremental | None = None
         self._closed = False
 
@@ -136,9 +276,6 @@ class SlicedSession(Session):
 
     # --- choosing what to look at ---------------------------------------------------------
 
-    def _on(self, i: int, en: set[str] | None) -> bool:
-        return en is None or self.labels[i] in en
-
     def _pin(self, name: str, en: set[str] | None, pins: Pins) -> Unsat | None:
         """Record the enabled fact pinning ``name`` (if any); two contrary facts: unsat."""
         for i in self.units_of.get(name, ()):
@@ -151,6 +288,21 @@ class SlicedSession(Session):
             elif have[0] != value:
                 return self._core({i, have[1]})
         return None
+
+    def _view(self, i: int) -> _View:
+        view = self._views.get(i)
+        if view is None:
+            if self._ref is None:
+                # the base is satisfiable, so no two facts contradict: the first of each
+                # atom stands for all
+                self._ref = {}
+                for name, units in self.units_of.items():
+                    self._ref[name] = (self.units[units[0]][1], units[0])  # type: ignore[index]
+            self.folds += 1
+            view = self._views[i] = _View(
+                self.parts[i].expr, self.part_atoms[i], self._ref, self.labels
+            )
+        return view
 
     def _sliced(
         self, query: Expr | None, en: set[str] | None, assume: dict[str, bool], want: Sequence[str]
@@ -178,13 +330,21 @@ class SlicedSession(Session):
                 if i not in taken and (en is None or self.labels[i] in en):
                     taken.add(i)
                     comp.append(i)
-                    stack.extend(self.part_atoms[i])
+                    view = self._view(i)
+                    # its atoms the reference leaves free, and those whose facts are all
+                    # disabled here (the rest stay pinned without being looked at)
+                    stack.extend(view.free)
+                    if en is not None:
+                        for label in view.pin_labels - en:
+                            stack.extend(view.pinned_by[label])
         if not comp:
             quick = self._query_only(query, qatoms, pins, assume, want)
             if quick is not None:
                 return quick
         comp.sort()
-        return self._decide(_Ask(comp, pins, query, assume, want), free)
+        ref = self._ref if comp else None
+        unpinned = frozenset(a for a in free if ref is not None and a in ref)
+        return self._decide(_Ask(comp, pins, query, assume, want, ref, unpinned), free)
 
     def _atoms_of(self, query: Expr | None) -> tuple[str, ...]:
         if query is None:
@@ -196,16 +356,6 @@ class SlicedSession(Session):
             if len(self._query_atoms) > 10_000:
                 self._query_atoms.clear()
             got = self._query_atoms[id(query)] = (query, tuple(iter_atoms(query)))
-        return got[1]
-
-    def _size_of(self, query: Expr | None) -> int:
-        if query is None:
-            return 0
-        got = self._query_size.get(id(query))
-        if got is None or got[0] is not query:
-            if len(self._query_size) > 10_000:
-                self._query_size.clear()
-            got = self._query_size[id(query)] = (query, size(query))
         return got[1]
 
     def _query_only(
@@ -293,89 +443,115 @@ class SlicedSession(Session):
                 return Sat({n: env.get(n, False) for n in ask.want})
         return None
 
+    def _on(self, i: int, en: set[str] | None) -> bool:
+        return en is None or self.labels[i] in en
+
+    # --- deciding ---------------------------------------------------------------------------
+
+    def _decide(self, ask: _Ask, free: list[str], guess: bool = False) -> Result:
+        for name, value in ask.assume.items():
+            pin = ask.pin(name)
+            if pin is not None and pin[0] != value:
+                return self._core({pin[1]})
+        unpinned = [n for n in free if n not in ask.assume]
+        if len(unpinned) <= TT_MAX_ATOMS:
+            return self._table(ask)
+        # a base's own consistency is usually shown by a trivial model; for a slice's query
+        # the guess mostly fails and would only add two linear passes to the solver's work
+        if guess:
+            guessed = self._guess(ask, unpinned)
+            if guessed is not None:
+                return guessed
+        if self._sat is None:
+            self._sat = _Incremental(self, self.solver_name)
+        return self._sat.check(ask, self.timeout_ms)
+
+    def _guess(self, ask: _Ask, unpinned: list[str]) -> Sat | None:
+        """A model with every unpinned atom false, or every one true, if either is one:
+        a linear-time proof of satisfiability that spares building a solver."""
+        exprs = [self.parts[i].expr for i in ask.comp]
+        if ask.query is not None:
+            exprs.append(ask.query)
+        for value in (False, True):
+            env = {n: v for n, (v, _) in ask.pins.items()}
+            env.update(ask.assume)
+            env.update(dict.fromkeys(unpinned, value))
+            if all(closed_value(e, env) for e in exprs):
+                return Sat({n: env.get(n, False) for n in ask.want})
+        return None
+
     def _core(self, parts: Collection[int]) -> Unsat:
         return Unsat(tuple(self.labels[i] for i in sorted(parts)))
 
     def _table(self, ask: _Ask) -> Result:
-        comp, pins, query, want = ask.comp, ask.pins, ask.query, ask.want
-        values = {n: v for n, (v, _) in pins.items()}
-        values.update(ask.assume)
+        changed = ask.changed() if ask.ref is not None else set()
         # the query first: an unsat slice is most often unsat because of it
-        exprs: list[tuple[int | None, Expr]] = [] if query is None else [(None, query)]
-        exprs.extend((i, self.parts[i].expr) for i in comp)
-        names: dict[str, None] = {}
-        for n in self._atoms_of(query):
-            if n not in values:
-                names[n] = None
-        for i in comp:
-            for n in self.part_atoms[i]:
-                if n not in values:
-                    names[n] = None
-        nodes = self._size_of(query) + sum(self.part_size[i] for i in comp)
-        if len(names) <= ENUM_MAX_ATOMS and (nodes << len(names)) <= ENUM_BUDGET:
-            return self._enumerate(exprs, list(names), values, pins, want)
+        items: list[tuple[int | None, Expr]] = [] if ask.query is None else [(None, ask.query)]
+        items.extend((i, self.parts[i].expr) for i in ask.comp)
         rest: list[tuple[int | None, Expr, Expr]] = []  # (part, original, residual)
-        for i, e in exprs:
-            known = closed_value(e, values)
-            residual = e
-            if known is None and any(n in values for n in iter_atoms(e)):
-                residual = substitute(e, values)
-                if isinstance(residual, Const):
-                    known = residual.value
-            if known is True:
-                continue
-            if known is False:
-                return self._table_core([(i, e)], pins)
+        for i, e in items:
+            if i is not None and ask.ref is not None:
+                residual = self._views[i].residual(ask, changed)
+            else:
+                known = closed_value(e, ask)
+                if known is None:
+                    residual = substitute(e, ask)
+                    self.folds += i is not None
+                else:
+                    residual = Const(known)
+            if isinstance(residual, Const):
+                if residual.value:
+                    continue
+                return self._table_core([(i, e)], ask)
             rest.append((i, e, residual))
         names = sorted(
             {n for _, _, r in rest for n in iter_atoms(r)},
             key=lambda n: self.order.setdefault(n, len(self.order)),
         )
+        nodes = sum(size(r) for _, _, r in rest)
+        if len(names) <= ENUM_MAX_ATOMS and (nodes << len(names)) <= ENUM_BUDGET:
+            return self._enumerate(rest, names, ask)
         index = {n: k for k, n in enumerate(names)}
         mask = (1 << (1 << len(names))) - 1
         for k, (_, _, r) in enumerate(rest):
             mask &= truth_mask(r, index, len(names))
             if not mask:
-                return self._table_core([(i, e) for i, e, _ in rest[: k + 1]], pins)
+                return self._table_core([(i, e) for i, e, _ in rest[: k + 1]], ask)
         first = (mask & -mask).bit_length() - 1
         model = {n: bool((first >> k) & 1) for n, k in index.items()}
-        model.update(values)
-        return Sat({n: model.get(n, False) for n in want})
+        return Sat({n: model[n] if n in model else ask.get(n, False) for n in ask.want})
 
     def _enumerate(
-        self,
-        exprs: list[tuple[int | None, Expr]],
-        names: list[str],
-        values: dict[str, bool],
-        pins: Pins,
-        want: Sequence[str],
+        self, rest: list[tuple[int | None, Expr, Expr]], names: list[str], ask: _Ask
     ) -> Result:
-        """Try every assignment of the few unpinned ``names``, each formula evaluated as
-        it stands (no substitution, nothing built): cheaper than a table when tiny."""
-        env = dict(values)
+        """Try every assignment of the few unpinned ``names`` on the substituted formulas:
+        cheaper than a table when tiny."""
+        env: dict[str, bool] = {}
         failing: set[int] = set()
         for bits in range(1 << len(names)):
             for k, n in enumerate(names):
                 env[n] = bool((bits >> k) & 1)
             failed = -1
-            for j, (_, e) in enumerate(exprs):
-                if not closed_value(e, env):
+            for j, (_, _, r) in enumerate(rest):
+                if not closed_value(r, env):
                     failed = j
                     break
             if failed < 0:
-                return Sat({n: env.get(n, False) for n in want})
+                return Sat({n: env[n] if n in env else ask.get(n, False) for n in ask.want})
             failing.add(failed)
         # every assignment falsifies one of these formulas: together they are unsat
-        return self._table_core([exprs[j] for j in sorted(failing)], pins)
+        return self._table_core([rest[j][:2] for j in sorted(failing)], ask)  # type: ignore[misc]
 
-    def _table_core(self, used: list[tuple[int | None, Expr]], pins: Pins) -> Unsat:
+    def _table_core(self, used: list[tuple[int | None, Expr]], ask: _Ask) -> Unsat:
         """The parts whose (substituted) conjunction was unsat, and the facts pinning them."""
         core: set[int] = set()
         for i, e in used:
             if i is not None:
                 core.add(i)
-            atoms = self.part_atoms[i] if i is not None else iter_atoms(e)
-            core.update(pins[n][1] for n in atoms if n in pins)
+            for n in self.part_atoms[i] if i is not None else iter_atoms(e):
+                pin = ask.pin(n)
+                if pin is not None:
+                    core.add(pin[1])
         return self._core(core)
 
     def close(self) -> None:
@@ -407,11 +583,17 @@ class _Incremental:
         enc = self.sat.enc
         assumptions = [self.selector[i] for i in ask.comp]
         pin_of: dict[int, int] = {}
-        for name, (value, i) in ask.pins.items():
-            var = enc.atom_var(name)
-            lit = var if value else -var
-            assumptions.append(lit)
-            pin_of[lit] = i
+        names: dict[str, None] = dict.fromkeys(ask.pins)
+        if ask.ref is not None:
+            for i in ask.comp:
+                names.update(dict.fromkeys(self.session.part_atoms[i]))
+        for name in names:
+            pin = ask.pin(name)
+            if pin is not None:
+                var = enc.atom_var(name)
+                lit = var if pin[0] else -var
+                assumptions.append(lit)
+                pin_of[lit] = pin[1]
         if ask.query is not None:
             assumptions.append(enc.lit(ask.query))
         for name, value in ask.assume.items():
