@@ -62,8 +62,10 @@ class PySatSession(Session):
         self.enc = enc = self._core.enc
         self._labels: list[str] = []
         self._selectors: dict[str, list[int]] = {}
+        self._owner: dict[int, str] = {}  # selector -> its part's label
         for part in parts:
             sel = enc.pool.id()
+            self._owner[sel] = part.label
             x = enc.lit(part.expr)
             enc.clauses.append([-sel, x])
             if part.label not in self._selectors:
@@ -91,22 +93,22 @@ class PySatSession(Session):
         assumptions = [sel for label in labels for sel in self._selectors[label]]
         if query is not None:
             assumptions.append(self.enc.lit(query))
+        # witness completion assumes every atom decided so far: one dict lookup each
+        known = self.enc.atom_vars
         for name, value in (assume or {}).items():
-            var = self.enc.atom_var(name)
+            var = known.get(name) or self.enc.atom_var(name)
             assumptions.append(var if value else -var)
         for name in want:
-            self.enc.atom_var(name)  # so a free atom still has a variable to read
+            if name not in known:
+                self.enc.atom_var(name)  # so a free atom still has a variable to read
         self.calls += 1
         answer = self._core.solve(assumptions, self.timeout_ms)
         if answer is None:
             return Unknown(f"timeout after {self.timeout_ms} ms")
         if answer:
             return Sat(self._core.model(want))
-        core = self._core.core()
-        return Unsat(tuple(label for label in labels if self._in_core(label, core)))
-
-    def _in_core(self, label: str, core: set[int]) -> bool:
-        return any(sel in core for sel in self._selectors[label])
+        hit = {self._owner[x] for x in self._core.core() if x in self._owner}
+        return Unsat(tuple(label for label in labels if label in hit))
 
     def close(self) -> None:
         self._closed = True

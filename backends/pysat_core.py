@@ -81,13 +81,6 @@ def resolve_solver(option: str | None) -> str:
     raise UnmaskError([Diagnostic(code="unknown-solver", message=message, help=hint)])
 
 
-def model_value(model: list[int], var: int) -> bool:
-    """``var`` in a PySAT model (``model[v - 1]`` is v or -v); unseen variables are false."""
-    if var <= len(model) and abs(model[var - 1]) == var:
-        return model[var - 1] > 0
-    return var in model
-
-
 class Incremental:
     """One PySAT solver over the clauses of ``enc``, fed as they are encoded."""
 
@@ -143,7 +136,13 @@ class Incremental:
         """The last model's values of ``names`` (an atom the solver never saw is false)."""
         assert self.solver is not None
         got = self.solver.get_model() or []
-        return {n: model_value(got, self.enc.atom_var(n)) for n in names}
+        known, size = self.enc.atom_vars, len(got)
+        out = {}
+        for n in names:
+            var = known.get(n) or self.enc.atom_var(n)
+            # a model lists variable v at index v - 1 (the common case, read directly)
+            out[n] = got[var - 1] > 0 if var <= size and abs(got[var - 1]) == var else var in got
+        return out
 
     def core(self) -> set[int]:
         assert self.solver is not None
