@@ -5,12 +5,13 @@ Contract:
   that is unknown, or that cannot answer under assumptions with cores, is an
   ``UnmaskError`` listing the usable ones;
 - ``Incremental`` is one solver fed from one ``CnfEncoder``: ``flush`` hands it the clauses
-  encoded since the last call (clause order depends only on the input), ``solve`` answers
-  under assumptions within a wall-clock limit, ``True``/``False`` or None when the time ran
-  out, never a guess: it first gets one slice of ``BUDGET_SLICE`` conflicts (most checks end
-  there, with no timer thread to pay for), then either runs until a timer interrupts it
-  or, for solvers whose bindings cannot be interrupted (CaDiCaL), in further slices until
-  the deadline; a limit of zero or less means none.
+  encoded since the last call and drops them from the encoder (clause order depends only on
+  the input); ``solve`` answers under assumptions within a wall-clock limit, ``True`` or
+  ``False``, or None when the time ran out, never a guess: it first gets one slice of
+  ``BUDGET_SLICE`` conflicts (most checks end there, with no timer thread to pay for),
+  then either runs until a timer interrupts it or, for solvers whose bindings cannot be
+  interrupted (CaDiCaL), in further slices until the deadline; a limit of zero or less
+  means none.
 """
 
 from __future__ import annotations
@@ -88,16 +89,17 @@ class Incremental:
         self.solver_name = solver_name
         self.enc = CnfEncoder(atoms)
         self.solver: Solver | None = None
-        self._added = 0
 
     def flush(self) -> None:
         """Give the solver every clause encoded since the last flush (creating it once)."""
         if self.solver is None:
             self.solver = Solver(name=self.solver_name)
-        new = self.enc.clauses[self._added :]
+        new = self.enc.clauses
         if new:
             self.solver.append_formula(new)
-            self._added = len(self.enc.clauses)
+            # the solver holds its own copy: keeping ours doubled the memory of a base
+            # (millions of clauses for a cardinality over thousands of atoms)
+            self.enc.clauses = []
 
     def solve(self, assumptions: list[int], timeout_ms: int | None) -> bool | None:
         self.flush()
