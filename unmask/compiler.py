@@ -19,6 +19,7 @@ from pathlib import Path
 
 from unmask import ast, ir
 from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.files import read_text
 from unmask.ir import Span
 from unmask.limits import DEFAULT_LIMITS, Limits
 from unmask.parser import IDENT_RE, RESERVED, parse_source
@@ -51,54 +52,12 @@ def compile_source(
     return _Compiler(source, domains or {}, limits).run()
 
 
-def read_source(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> str:
-    """The text of a `.proto` file, or ``UnmaskError`` (code ``io``) saying why not."""
-    p = Path(path)
-    name = str(path)
-    try:
-        size = p.stat().st_size
-        if size > limits.max_file_bytes:
-            raise UnmaskError(
-                [
-                    Diagnostic(
-                        "limit",
-                        f"the file has {size} bytes, more than the limit of "
-                        f"{limits.max_file_bytes}",
-                        file=name,
-                        help=f"raise it with `{limits.option('max_file_bytes')}`",
-                    )
-                ]
-            )
-        data = p.read_bytes()
-    except IsADirectoryError:
-        raise UnmaskError([Diagnostic("io", f"`{name}` is a directory, not a file")]) from None
-    except FileNotFoundError:
-        raise UnmaskError([Diagnostic("io", f"no such file `{name}`")]) from None
-    except OSError as exc:
-        reason = (exc.strerror or "cannot be read").lower()
-        raise UnmaskError([Diagnostic("io", f"cannot read `{name}`: {reason}")]) from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise UnmaskError(
-            [
-                Diagnostic(
-                    "encoding",
-                    f"`{name}` is not valid UTF-8 (byte {exc.start}, line {line})",
-                    file=name,
-                    help="save the file as UTF-8",
-                )
-            ]
-        ) from None
-
-
 def compile_file(
     path: str | Path,
     domains: Mapping[str, Sequence[str]] | None = None,
     limits: Limits = DEFAULT_LIMITS,
 ) -> ir.Protocol:
-    return compile_source(read_source(path, limits), str(path), domains, limits)
+    return compile_source(read_text(path, limits), str(path), domains, limits)
 
 
 def _did_you_mean(name: str, candidates) -> str | None:

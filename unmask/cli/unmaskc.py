@@ -79,9 +79,9 @@ def cli() -> None:
 
 
 def _read(path: str, limits: Limits, sources: dict[str, str]) -> str:
-    from unmask.compiler import read_source
+    from unmask.files import read_text
 
-    text = read_source(path, limits)
+    text = read_text(path, limits)
     sources[path] = text
     return text
 
