@@ -4,7 +4,8 @@ Contract: each backend in ``--backends`` (default: every registered one) checks 
 through ``unmask.api.check``; the reports are compared as JSON (``Report.to_json``) without
 the ``backend`` field. Exit 0 when every backend that ran gives the same report, 1 at the
 first difference (printed with its JSON path, both values and both backends), 3 when fewer
-than two backends could run (nothing compared), 4 for an invalid replay, 2 for usage errors.
+than two backends could run (nothing compared), 4 for an invalid replay (a file that is
+missing, unreadable, a directory or not a regular file included), 2 for usage errors.
 A backend that refuses the replay with a diagnostic (the truth-table backend over its atom
 limit) is reported as skipped and is not a disagreement; a backend that fails otherwise is.
 """
@@ -80,7 +81,8 @@ def _usage(message: str) -> None:
 
 
 @click.command("crosscheck")
-@click.argument("replay", metavar="REPLAY.json", type=click.Path(dir_okay=False))
+# a plain string: the reader refuses what is not a readable regular file (exit 4, not usage)
+@click.argument("replay", metavar="REPLAY.json")
 @click.option(
     "--backends",
     default=",".join(available()),
