@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from unmask import ir
-from unmask.jsonreader import JsonReader, did_you_mean, index_path, is_int, join_path, show
+from unmask.irjson_reader import unknown_atom
+from unmask.jsonreader import JsonReader, did_you_mean, is_int, join_path, show
 from unmask.model import EVIDENCE_SOURCES, SOURCES, VALUES, Annotation, Evidence
 
 ANNOTATION_KEYS = ("atom", "value", "evidence", "explanation")
@@ -55,12 +56,7 @@ def read_annotations(
     encoded = _Encoded()
     first: dict[str, int] = {}
     out = []
-    for i, a in enumerate(raw):
-        p = index_path("annotations", i)
-        if not isinstance(a, dict):
-            r.expect(p, "an annotation object", a)
-            continue
-        r.unknown_keys(a, p, ANNOTATION_KEYS, "an annotation")
+    for i, p, a in r.objects(raw, "annotations", "an annotation", ANNOTATION_KEYS):
         name = r.string(a, "atom", p)
         role = None
         if name is not None:
@@ -77,12 +73,7 @@ def read_annotations(
             if atoms is not None:
                 decl = atoms.get(name)
                 if decl is None:
-                    r.err(
-                        "unknown-atom",
-                        join_path(p, "atom"),
-                        f"unknown atom `{show(name)}`",
-                        help=did_you_mean(name, atoms),
-                    )
+                    unknown_atom(r, join_path(p, "atom"), name, atoms)
                 else:
                     role = decl.role
         value = r.string(a, "value", p)

@@ -12,7 +12,7 @@ smart constructors; the number of nodes and the depth are bounded by ``Limits``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +67,10 @@ OPERATORS: dict[str, Operator] = {
 }
 OPS = tuple(OPERATORS)
 _COUNTING = "/".join(f"`{o}`" for o, spec in OPERATORS.items() if spec.counts)
+
+
+def unknown_atom(r: JsonReader, path: str, name: str, atoms: Collection[str]) -> None:
+    r.err("unknown-atom", path, f"unknown atom `{show(name)}`", help=did_you_mean(name, atoms))
 
 
 class IrReader:
@@ -159,12 +163,7 @@ class IrReader:
                 r.expect(join_path(p, "atom"), "an atom name (a string)", name)
                 return None
             if atoms is not None and name not in atoms:
-                r.err(
-                    "unknown-atom",
-                    join_path(p, "atom"),
-                    f"unknown atom `{show(name)}`",
-                    help=did_you_mean(name, atoms),
-                )
+                unknown_atom(r, join_path(p, "atom"), name, atoms)
                 return None
             return None if bad else ir.mk_atom(name)
         if form == "const":
@@ -277,12 +276,7 @@ class IrReader:
             r.limit(ap, "the number of atoms", len(raw_atoms), "max_atoms")
             raw_atoms = None
         first: dict[str, int] = {}
-        for i, a in enumerate(raw_atoms or ()):
-            p = index_path(ap, i)
-            if not isinstance(a, dict):
-                r.expect(p, "an atom object", a)
-                continue
-            r.unknown_keys(a, p, ("name", "role", "description"), "an atom")
+        for i, p, a in r.objects(raw_atoms, ap, "an atom", ("name", "role", "description")):
             an = r.name(a, "name", p, ATOM_NAME_RE)
             role = r.string(a, "role", p)
             desc = r.string(a, "description", p, required=False) or ""
@@ -310,29 +304,34 @@ class IrReader:
                 atoms[an] = ir.AtomDecl(an, role, desc)
         return atoms, roles, raw_atoms
 
+    def _unique(
+        self, seen: dict[str, int], name: str | None, i: int, at: tuple[str, str], what: str
+    ) -> None:
+        """Record where ``name`` is first declared; ``at`` is (list path, key of the name)."""
+        if name is None:
+            return
+        if name not in seen:
+            seen[name] = i
+            return
+        lp, key = at
+        self.r.err(
+            "duplicate-name",
+            join_path(index_path(lp, i), key),
+            f"{what} `{show(name)}` is declared twice",
+            notes=(f"the first is `{index_path(lp, seen[name])}`",),
+        )
+
     def _constraints(
         self, obj: dict, path: str, names: Mapping[str, str | None] | None
     ) -> list[ir.Constraint]:
         r = self.r
         out = []
-        cp = join_path(path, "constraints")
         seen: dict[str, int] = {}
-        for i, c in enumerate(r.array(obj, "constraints", path, required=False) or []):
-            p = index_path(cp, i)
-            if not isinstance(c, dict):
-                r.expect(p, "a constraint object", c)
-                continue
-            r.unknown_keys(c, p, ("name", "expr"), "a constraint")
+        raw = r.array(obj, "constraints", path, required=False)
+        cp = join_path(path, "constraints")
+        for i, p, c in r.objects(raw, cp, "a constraint", ("name", "expr")):
             cn = r.name(c, "name", p, ATOM_NAME_RE)
-            if cn is not None and cn in seen:
-                r.err(
-                    "duplicate-name",
-                    join_path(p, "name"),
-                    f"constraint `{show(cn)}` is declared twice",
-                    notes=(f"the first is `{index_path(cp, seen[cn])}`",),
-                )
-            elif cn is not None:
-                seen[cn] = i
+            self._unique(seen, cn, i, (cp, "name"), "constraint")
             if "expr" not in c:
                 r.err("missing", p, "missing `expr`")
                 continue
@@ -346,24 +345,13 @@ class IrReader:
     ) -> list[ir.Requirement]:
         r = self.r
         out = []
-        rp = join_path(path, "requirements")
         seen: dict[str, int] = {}
-        for i, q in enumerate(r.array(obj, "requirements", path, required=False) or []):
-            p = index_path(rp, i)
-            if not isinstance(q, dict):
-                r.expect(p, "a requirement object", q)
-                continue
-            r.unknown_keys(q, p, ("id", "description", "expr", "addressed"), "a requirement")
+        raw = r.array(obj, "requirements", path, required=False)
+        rp = join_path(path, "requirements")
+        known = ("id", "description", "expr", "addressed")
+        for i, p, q in r.objects(raw, rp, "a requirement", known):
             rid = r.name(q, "id", p, ATOM_NAME_RE)
-            if rid is not None and rid in seen:
-                r.err(
-                    "duplicate-name",
-                    join_path(p, "id"),
-                    f"requirement `{show(rid)}` is declared twice",
-                    notes=(f"the first is `{index_path(rp, seen[rid])}`",),
-                )
-            elif rid is not None:
-                seen[rid] = i
+            self._unique(seen, rid, i, (rp, "id"), "requirement")
             desc = r.string(q, "description", p, required=False) or ""
             if "expr" not in q:
                 r.err("missing", p, "missing `expr`")
@@ -383,25 +371,16 @@ class IrReader:
     ) -> list[ir.GroundPair]:
         r = self.r
         out = []
+        raw = r.array(obj, "grounding", path, required=False)
         gp = join_path(path, "grounding")
-        for i, g in enumerate(r.array(obj, "grounding", path, required=False) or []):
-            p = index_path(gp, i)
-            if not isinstance(g, dict):
-                r.expect(p, "a grounding object", g)
-                continue
-            r.unknown_keys(g, p, ("judge", "context"), "a grounding pair")
+        for _, p, g in r.objects(raw, gp, "a grounding pair", ("judge", "context")):
             j = r.string(g, "judge", p)
             c = r.string(g, "context", p)
             for key, n in (("judge", j), ("context", c)):
                 if n is None or names is None:
                     continue
                 if n not in names:
-                    r.err(
-                        "unknown-atom",
-                        join_path(p, key),
-                        f"unknown atom `{show(n)}`",
-                        help=did_you_mean(n, names),
-                    )
+                    unknown_atom(r, join_path(p, key), n, names)
                 elif names[n] is not None and names[n] != key:
                     r.err(
                         "ground-role",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from typing import Any
 
 from unmask.diagnostics import Diagnostic, UnmaskError
@@ -158,6 +158,21 @@ class JsonReader:
             self.expect(join_path(path, key), "an array", v)
             return None
         return v
+
+    def objects(
+        self, items: list | None, path: str, what: str, known: tuple[str, ...]
+    ) -> Iterator[tuple[int, str, dict]]:
+        """(index, JSON path, item) of each object in ``items``; any other item is an error.
+
+        ``what`` names one item with its article (``an atom``); unknown keys are warnings.
+        """
+        for i, item in enumerate(items or ()):
+            p = index_path(path, i)
+            if not isinstance(item, dict):
+                self.expect(p, f"{what} object", item)
+                continue
+            self.unknown_keys(item, p, known, what)
+            yield i, p, item
 
     def failure(self) -> UnmaskError:
         """The error to raise: every diagnostic, with ``sources`` for excerpts."""
