@@ -398,3 +398,31 @@ def test_loading_a_replay_never_imports_the_checker_or_a_backend():
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert res.stdout.strip() == "[]", res.stderr
+
+
+def test_audit_stdin_records_resolve_protocol_paths_from_the_working_directory(tmp_path):
+    (tmp_path / "fc.proto").write_text(PROTO)
+    (tmp_path / "inner").mkdir()
+    lines = [json.dumps(replay_with("fc.proto")), json.dumps(replay_with("../fc.proto"))]
+    code = "from unmask.cli.main import main; main()"
+    res = subprocess.run(
+        [sys.executable, "-c", code, "audit", "-"],
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    records = [json.loads(x) for x in res.stdout.splitlines()]
+    assert records[0]["overall"] == "SATISFIED"
+    assert records[1]["errors"][0]["code"] == "protocol-path"
+    # from a subfolder, the parent is outside the replay's folder unless it is allowed
+    res = subprocess.run(
+        [sys.executable, "-c", code, "audit", "-", "--protocol-path", ".."],
+        input=lines[1] + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path / "inner",
+    )
+    assert json.loads(res.stdout)["overall"] == "SATISFIED", res.stdout
