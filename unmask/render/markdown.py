@@ -1,6 +1,6 @@
 """The report as Markdown, for pull-request comments and notebooks.
 
-Contract: ``render(report, replay) -> str`` (``unmask check --format markdown``) shows the
+Contract: ``render(report, replay=None) -> str`` (``unmask check --format markdown``) shows the
 content of the HTML report: the overall result and the four dimensions as a table, what went
 wrong with its quotes as blockquotes, witnesses with completed values marked *possible*,
 every check, the sources with evidence spans in bold followed by a tag naming the atom and
@@ -19,8 +19,8 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from unmask.render import _evidence as ev
 from unmask.render import html
+from unmask.render import view as ev
 from unmask.report import Report
 
 _PUNCT = re.compile(r"([\\`*_\[\]|~])")
