@@ -25,10 +25,13 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from unmask.render.safe import clean
+# re-exported: formats read the view, the output policy and the dimension order from here
+from unmask.render.safe import clean as clean
 from unmask.render.text import expr_text
 from unmask.report import (
-    DIMENSIONS,
+    DIMENSIONS as DIMENSIONS,
+)
+from unmask.report import (
     INCONSISTENT_BASE,
     NOT_CHECKED,
     NOT_SPECIFIED,
@@ -42,7 +45,6 @@ from unmask.report import (
     Report,
 )
 
-__all__ = ["DIMENSIONS", "RULES", "clean"]  # DIMENSIONS and clean: re-exported for formats
 DIMENSION_TITLES = {
     "verdict": "verdict entailment",
     "procedure": "procedural compliance",
