@@ -155,6 +155,9 @@ def _check(out: _Out, indent: int, head: str, res: CheckResult, decision: str) -
 
 def render(report: Report, replay: Any = None, *, color: bool = False) -> str:
     """The text report; ``color`` adds ANSI colour to the result words."""
+    # the view imports this module (for expr_text): import it when rendering, not before
+    from unmask.render.view import DIMENSION_TITLES as titles
+
     out = _Out(color)
     decision = "…"
     if replay is not None and getattr(replay, "protocol", None) is not None:
@@ -176,18 +179,18 @@ def render(report: Report, replay: Any = None, *, color: bool = False) -> str:
                 _explanation(out, 2, f"base `{name}` conflict:", conflict, decision)
     dims = report.dimensions
     out.add(0, "")
-    out.result(0, "verdict entailment", dims.verdict)
+    out.result(0, titles["verdict"], dims.verdict)
     _check(out, 1, f"observed {report.verdict.observed}", report.verdict.result, decision)
-    out.result(0, "procedural compliance", dims.procedure)
+    out.result(0, titles["procedure"], dims.procedure)
     for r in report.requirements:
         _check(out, 1, f"requirement `{r.id}` ({_short(r.description)})", r.holds, decision)
-    out.result(0, "coverage", dims.coverage)
+    out.result(0, titles["coverage"], dims.coverage)
     for r in report.requirements:
         if r.coverage.status == NOT_SPECIFIED:
             out.add(1, f"`{r.id}`: not specified")
         else:
             _check(out, 1, f"`{r.id}` addressed", r.coverage, decision)
-    out.result(0, "grounding", dims.grounding)
+    out.result(0, titles["grounding"], dims.grounding)
     for g in report.grounding:
         _check(out, 1, f"`{g.judge}` ~ `{g.context}`", g.result, decision)
     if report.unannotated or report.unknown:
