@@ -29,6 +29,17 @@ def test_generated_replays_are_valid_deterministic_and_about_20_percent_unknown(
     assert 0.15 < unknown / total < 0.25
 
 
+def test_the_supported_workload_is_the_ordinary_good_case() -> None:
+    for n in (1, 7):
+        line = replay_line(n, 0, 0, "supported")
+        assert line == replay_line(n, 0, 0, "supported") != replay_line(n, 0, 0)
+        report = check(load_replay_text(line, "x.json"), "sliced")
+        assert report.overall == "SATISFIED"
+        assert all(g.result.status == "ENTAILED" for g in report.grounding)
+    result = CliRunner().invoke(main, ["bench", "--quick", "--workload", "nosuch"])
+    assert result.exit_code == 2
+
+
 def test_baseline_statuses_equal_the_checkers() -> None:
     for n in (1, 2, 5):
         for i in range(15):

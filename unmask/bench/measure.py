@@ -86,11 +86,16 @@ def _ms(s: float) -> float | None:
     return None if s != s else round(s * 1000, 3)
 
 
-def _tasks(n: int, count: int, seed: int) -> list[Any]:
+def _tasks(n: int, count: int, seed: int, workload: str = "mixed") -> list[Any]:
     from unmask.audit import Task
 
     return [
-        Task(f"bench-{n}.jsonl:{i + 1}", "bench.jsonl", i + 1, replay_line(n, seed, i).encode())
+        Task(
+            f"bench-{n}.jsonl:{i + 1}",
+            "bench.jsonl",
+            i + 1,
+            replay_line(n, seed, i, workload).encode(),
+        )
         for i in range(count)
     ]
 
@@ -138,6 +143,7 @@ class Plan:
     memory_large: int = 100_000
     backend: str = "sliced"  # for the jobs and memory figures
     seed: int = 0
+    workload: str = "mixed"  # of the per-size cells (``workload.WORKLOADS``)
     timeout_ms: int = 60_000
 
     @classmethod
@@ -172,7 +178,7 @@ def measure_cells(plan: Plan, say: Callable[[str], None]) -> list[Cell]:
     by_runner: dict[str, dict[int, Cell]] = {r: {} for r in plan.runners}
     for n in plan.sizes:
         count = plan.counts.get(n, 1)
-        tasks = _tasks(n, count, plan.seed)
+        tasks = _tasks(n, count, plan.seed, plan.workload)
         for runner in plan.runners:
             est = _estimate(by_runner[runner], n)
             use = count
@@ -394,7 +400,10 @@ def measure_memory(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
 
 def run(plan: Plan, say: Callable[[str], None] = print) -> dict[str, Any]:
     """Measure everything in ``plan``, printing as it goes; returns every figure."""
-    say(f"unmask bench: seed {plan.seed}, {plan.repeats} repeats, python {sys.version.split()[0]}")
+    say(
+        f"unmask bench: {plan.workload} replays, seed {plan.seed}, {plan.repeats} repeats, "
+        f"python {sys.version.split()[0]}"
+    )
     say(HEADER)
     cells = measure_cells(plan, say)
     growth = {}
@@ -416,6 +425,7 @@ def run(plan: Plan, say: Callable[[str], None] = print) -> dict[str, Any]:
     result = {
         "schema": "unmask.bench/2",
         "seed": plan.seed,
+        "workload": plan.workload,
         "repeats": plan.repeats,
         "cells": [c.to_json() for c in cells],
         "growth": growth,

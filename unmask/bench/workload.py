@@ -1,9 +1,11 @@
 """The replays ``unmask bench`` measures: generated, deterministic, valid.
 
-Contract: ``factual_replay(n, seed, i)`` is a factual-claims replay with ``n`` claims
-(ground protocol IR embedded; about 20% of the atoms UNKNOWN, half of those annotated
-UNKNOWN and half left unannotated; about 10% of the rest FALSE); same arguments, same
-replay. ``replay_line`` is the same replay as one JSON Lines record.
+Contract: ``factual_replay(n, seed, i, workload)`` is a factual-claims replay with ``n``
+claims (ground protocol IR embedded); same arguments, same replay. ``WORKLOADS``:
+``mixed`` (the default: about 20% of the atoms UNKNOWN, half of those annotated UNKNOWN
+and half left unannotated; about 10% of the rest FALSE) and ``supported`` (the ordinary
+good case: every claim said, backed and grounded, no outside knowledge, verdict PASS).
+``replay_line`` is the same replay as one JSON Lines record.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ PROTOCOL_TEXT = (
     "Do not use outside knowledge. PASS if and only if every claim is supported."
 )
 UNKNOWN_SHARE = 0.2
+WORKLOADS = ("mixed", "supported")
 
 
 def _atom(name: str) -> dict[str, str]:
@@ -90,9 +93,14 @@ def _value(rng: random.Random, p_true: float) -> str:
     return "TRUE" if rng.random() < p_true else "FALSE"
 
 
-def factual_replay(n: int, seed: int = 0, index: int = 0) -> dict[str, Any]:
+def factual_replay(
+    n: int, seed: int = 0, index: int = 0, workload: str = "mixed"
+) -> dict[str, Any]:
     """A deterministic factual-claims replay with ``n`` claims (see the module contract)."""
+    if workload not in WORKLOADS:
+        raise ValueError(f"unknown workload `{workload}`")
     rng = random.Random(f"unmask-bench:{seed}:{n}:{index}")
+    good = workload == "supported"
     claims = [f"c{i}" for i in range(n)]
     rationale, context, response = _Text(), _Text(), _Text()
     annotations: list[dict[str, Any]] = []
@@ -116,22 +124,24 @@ def factual_replay(n: int, seed: int = 0, index: int = 0) -> dict[str, Any]:
     judged: dict[str, str] = {}
     for c in claims:
         response.add(f"Claim {c} is stated here.")
-        value = _value(rng, 0.9)
+        value = "TRUE" if good else _value(rng, 0.9)
         judged[c] = value
         said = "supports" if value != "FALSE" else "does not support"
         annotate(f"supported({c})", value, "rationale", rationale.add(f"The context {said} {c}."))
     for c in claims:
-        value = _value(rng, 0.85)
+        value = "TRUE" if good else _value(rng, 0.85)
         said = "states" if value != "FALSE" else "is silent on"
         annotate(f"backed({c})", value, "context", context.add(f"The record {said} {c}."))
-    ext = _value(rng, 0.1)
+    ext = "FALSE" if good else _value(rng, 0.1)
     annotate("external", ext, "rationale", rationale.add("I relied only on the context."))
     rest = "PASS" if all(v != "FALSE" for v in judged.values()) else "FAIL"
     verdict = rest if rng.random() < 0.9 else ("FAIL" if rest == "PASS" else "PASS")
     gold = rng.choice(["PASS", "FAIL", rest, rest, None])
+    if good:
+        verdict = gold = "PASS"
     return {
         "schema": "unmask.replay/1",
-        "id": f"bench-{n}-{seed}-{index}",
+        "id": f"bench-{n}-{seed}-{index}" if not good else f"bench-{workload}-{n}-{seed}-{index}",
         "protocol": factual_protocol(claims),
         "sources": {
             "protocol": PROTOCOL_TEXT,
@@ -145,6 +155,7 @@ def factual_replay(n: int, seed: int = 0, index: int = 0) -> dict[str, Any]:
     }
 
 
-def replay_line(n: int, seed: int = 0, index: int = 0) -> str:
+def replay_line(n: int, seed: int = 0, index: int = 0, workload: str = "mixed") -> str:
     """One replay as a JSON Lines record (no newline)."""
-    return json.dumps(factual_replay(n, seed, index), ensure_ascii=False, separators=(",", ":"))
+    obj = factual_replay(n, seed, index, workload)
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))

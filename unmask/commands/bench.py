@@ -17,6 +17,7 @@ import math
 
 import click
 
+from unmask.bench.workload import WORKLOADS
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 
 # a replay of n claims has 2n + 1 atoms and takes memory and time that grow with n (the
@@ -70,6 +71,13 @@ class _Seconds(click.ParamType):
 @click.option("--repeats", type=click.IntRange(1, MAX_REPEATS), help="repeats of each measurement")
 @click.option("--budget-s", type=_Seconds(0.01, MAX_BUDGET_S), help="seconds per measurement")
 @click.option("--backend", help="backend for the --jobs and memory figures [default: sliced]")
+@click.option(
+    "--workload",
+    type=click.Choice(WORKLOADS),
+    default="mixed",
+    show_default=True,
+    help="mixed claims (some false or unknown), or every claim supported",
+)
 @click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True)
 @click.option("--no-jobs", is_flag=True, help="skip the --jobs 1 vs --jobs 2 figure")
 @click.option("--no-memory", is_flag=True, help="skip the peak-memory figure")
@@ -81,6 +89,7 @@ def command(
     repeats: int | None,
     budget_s: float | None,
     backend: str | None,
+    workload: str,
     seed: int,
     no_jobs: bool,
     no_memory: bool,
@@ -90,7 +99,7 @@ def command(
     from unmask.backends import available, create
     from unmask.bench import Plan, run
 
-    kw: dict = {"seed": seed}
+    kw: dict = {"seed": seed, "workload": workload}
     if sizes:
         kw["sizes"] = sizes
     if runners:
