@@ -422,7 +422,7 @@ def run(plan: Plan, say: Callable[[str], None] = print) -> dict[str, Any]:
             )
     jobs = measure_jobs(plan, say) if plan.jobs_replays else {}
     memory = measure_memory(plan, say) if plan.memory_small and plan.memory_large else {}
-    result = {
+    return {
         "schema": "unmask.bench/2",
         "seed": plan.seed,
         "workload": plan.workload,
@@ -432,7 +432,6 @@ def run(plan: Plan, say: Callable[[str], None] = print) -> dict[str, Any]:
         "jobs": jobs,
         "memory": memory,
     }
-    return result
 
 
 def to_markdown(figures: dict[str, Any]) -> str:
