@@ -299,3 +299,35 @@ def test_a_symlink_loop_is_not_followed_forever(cases: Path) -> None:
     (cases / "sub" / "loop").symlink_to(cases, target_is_directory=True)
     got = [t.location for t in inputs.iter_tasks([str(cases)])]
     assert len(got) == len(CASES) + 1 and len(set(got)) == len(got)
+
+
+def test_summary_dimensions_are_the_reports_own(cases: Path) -> None:
+    report = check(load_replay(cases / "case_b.json"), "sliced")
+    assert tuple(report.dimensions.to_json()) == summary.DIMENSIONS
+    s = _summary_of([str(cases / "case_b.json")])
+    j = s.to_json()
+    assert list(j["dimensions"]) == ["verdict", "procedure", "coverage", "grounding"]
+    assert j["dimensions"]["procedure"] == {"violated": 1}
+    assert j["most_failing"]["dimensions"] == ["procedure"]
+    text = s.render_text()
+    assert "\n  procedure " in text and "\n  requirement " not in text
+    assert "fails most often: procedure" in text
+
+
+def test_each_check_counts_under_the_checkers_outcome() -> None:
+    from unmask.checker import outcome
+
+    statuses = (
+        "ENTAILED",
+        "REFUTED",
+        "UNDERDETERMINED",
+        "SOLVER_UNKNOWN",
+        "INCONSISTENT_BASE",
+        "NOT_SPECIFIED",
+        None,
+    )
+    names = {"OK": "satisfied", "VIOLATED": "violated", "UNKNOWN": "unknown", None: "not_specified"}
+    for status in statuses:
+        assert summary.check_key(status) == names[outcome(status)]
+        want = "not_observable" if status == "REFUTED" else names[outcome(status, coverage=True)]
+        assert summary.check_key(status, coverage=True) == want
