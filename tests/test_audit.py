@@ -331,3 +331,14 @@ def test_each_check_counts_under_the_checkers_outcome() -> None:
         assert summary.check_key(status) == names[outcome(status)]
         want = "not_observable" if status == "REFUTED" else names[outcome(status, coverage=True)]
         assert summary.check_key(status, coverage=True) == want
+
+
+def test_index_rows_of_a_report_and_of_its_result_line_agree(cases: Path) -> None:
+    from unmask.render import html
+
+    for name in CASES:
+        report = check(load_replay(cases / name), "sliced")
+        line = {"location": name, **report.to_json()}
+        assert html.line_row(line, "x.html") == html.index_row(report, "x.html")
+    record = {"schema": "unmask.error/1", "location": "bad.json", "errors": []}
+    assert html.line_row(record, "ignored")["overall"] == "INVALID"

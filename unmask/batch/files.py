@@ -44,7 +44,8 @@ class JUnitFile:
 
     def add(self, case: junit.Case) -> None:
         try:
-            self.body.write(self.suite.add(case))
+            self.body.write(case.xml())
+            self.suite.add(case)
         except OSError as exc:
             raise OutputError([cannot_write(self.path, exc)]) from None
 

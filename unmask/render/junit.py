@@ -136,18 +136,12 @@ def _suite_attrs(name: str, counts: Mapping[str, int]) -> tuple[dict[str, str], 
     return common, {**common, "skipped": str(counts["skipped"])}
 
 
-def _count(cases: Iterable[Case]) -> dict[str, int]:
-    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    for c in cases:
-        counts["tests"] += 1
-        if c.kind is not None:
-            counts[KINDS[c.kind]] += 1
-    return counts
-
-
 def render_batch(results: Iterable[Any], name: str = "unmask audit") -> str:
     cases = [case(item) for item in results]
-    outer, inner = _suite_attrs(name, _count(cases))
+    counted = Suite(name)
+    for c in cases:
+        counted.add(c)
+    outer, inner = _suite_attrs(name, counted.counts)
     root = ET.Element("testsuites", outer)
     suite = ET.SubElement(root, "testsuite", inner)
     suite.extend(c.element() for c in cases)
@@ -166,18 +160,17 @@ def _start_tag(tag: str, attrs: dict[str, str]) -> str:
 
 class Suite:
     """Counts cases as they are added; ``write(out, body)`` writes the document around the
-    cases' XML, read back from ``body`` (a stream the caller kept them in)."""
+    cases' XML (``Case.xml``), read back from ``body`` (a stream the caller kept them in)."""
 
     def __init__(self, name: str = "unmask audit") -> None:
         self.name = name
         self.counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
 
-    def add(self, c: Case) -> str:
-        """Count ``c`` and return its XML for the body."""
+    def add(self, c: Case) -> None:
+        """Count ``c`` (its XML for the body is ``c.xml()``)."""
         self.counts["tests"] += 1
         if c.kind is not None:
             self.counts[KINDS[c.kind]] += 1
-        return c.xml()
 
     def write(self, out: IO[str], body: IO[str]) -> None:
         outer, inner = _suite_attrs(self.name, self.counts)
