@@ -264,7 +264,7 @@ def _run(
                 help="resume only into the output of an earlier `unmask audit`",
             )
         except OSError as exc:
-            _usage(f"cannot read `{out}`: {(exc.strerror or 'error').lower()}")
+            _usage(f"cannot read `{out}`: {reason(exc)}")
 
     show_progress = sys.stderr.isatty() if progress is None else progress
     total = None
