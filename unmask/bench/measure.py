@@ -87,7 +87,7 @@ def _ms(s: float) -> float | None:
 
 
 def _tasks(n: int, count: int, seed: int, workload: str = "mixed") -> list[Any]:
-    from unmask.audit import Task
+    from unmask.batch.inputs import Task
 
     return [
         Task(
@@ -102,7 +102,8 @@ def _tasks(n: int, count: int, seed: int, workload: str = "mixed") -> list[Any]:
 
 def _time_runner(runner: str, tasks: list[Any], timeout_ms: int) -> tuple[float, float, float]:
     """CPU seconds, wall seconds and solver calls per replay for one pass over ``tasks``."""
-    from unmask.audit import Settings, encode_line, load_task
+    from unmask.batch.records import encode_line
+    from unmask.batch.run import Settings, load_task
     from unmask.limits import DEFAULT_LIMITS
 
     settings = Settings(runner, timeout_ms, DEFAULT_LIMITS)
@@ -245,7 +246,7 @@ def _discard(*_: Any) -> None:
 
 def measure_jobs(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
     """Throughput of ``--jobs 1`` and ``--jobs 2`` on the same small replays."""
-    from unmask.audit import Settings, run_audit
+    from unmask.batch.run import Settings, run_audit
 
     tasks = _tasks(2, plan.jobs_replays, plan.seed)
     settings = Settings(plan.backend, plan.timeout_ms)

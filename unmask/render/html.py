@@ -11,7 +11,8 @@ Contract:
   linearly with the replay however deeply its spans nest;
 - ``render_index(summary, rows) -> str``: the batch page of ``unmask audit --html DIR``;
   ``summary`` and ``rows`` are plain dicts (keys in ``docs/reports.md``; a missing count is
-  computed from ``rows``; ``index_row(report, href)`` builds one row); the table sorts and
+  computed from ``rows``; ``index_row(report, href)`` builds one row of a report,
+  ``line_row(obj, href)`` one of an audit result line); the table sorts and
   filters with a little inline JS and is a plain table without it;
 - Jinja2 templates with autoescape on: every piece of user text is escaped; results always
   carry a symbol and a word, never colour alone; same input, same bytes (no time, no
@@ -47,6 +48,7 @@ from unmask.report import (
 TEMPLATES = Path(__file__).parent / "templates"
 OUTCOMES = (SATISFIED, VIOLATED, UNKNOWN)
 DIM_OUTCOMES = (OK, VIOLATED, UNKNOWN, NOT_CHECKED)
+ERROR_SCHEMA = "unmask.error/1"  # the audit's record of a replay that could not be checked
 
 
 @lru_cache(maxsize=1)
@@ -384,6 +386,28 @@ def index_row(report: Report, href: str) -> dict[str, Any]:
         "verdict": report.verdict.observed,
         "gold": report.gold,
         "verdict_matches_gold": report.verdict_matches_gold,
+        "href": href,
+    }
+
+
+def line_row(obj: Mapping[str, Any], href: str) -> dict[str, Any]:
+    """The ``rows`` entry of ``render_index`` for one audit result line: a report's JSON
+    (with ``location``) or an error record, which shows as INVALID without a link."""
+    if obj.get("schema") == ERROR_SCHEMA:
+        return {
+            "id": str(obj.get("location", "")),
+            "overall": "INVALID",
+            "dimensions": {},
+            "href": "",
+        }
+    verdict = obj.get("verdict")
+    return {
+        "id": str(obj.get("replay", "")),
+        "overall": obj.get("overall"),
+        "dimensions": obj.get("dimensions") or {},
+        "verdict": verdict.get("observed") if isinstance(verdict, Mapping) else None,
+        "gold": obj.get("gold"),
+        "verdict_matches_gold": obj.get("verdict_matches_gold"),
         "href": href,
     }
 
