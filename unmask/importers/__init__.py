@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import itertools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -158,6 +159,11 @@ def import_file(importer: str, path: Path, out: Path, options: Options | None = 
     mod = get(importer)
     options = options or Options()
     records = iter(mod.read(Path(path), options))
+    # the first record is read before `out` is created: input that is not of the format
+    # fails here and leaves nothing behind
+    first = next(records, None)
+    if first is not None:
+        records = itertools.chain([first], records)
     summary = Summary()
     used: set[str] = set()
     try:

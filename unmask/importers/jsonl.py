@@ -175,7 +175,9 @@ def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
             data = fh.read(options.limits.max_file_bytes + 1)
     except (OSError, ValueError) as exc:
         reason = (getattr(exc, "strerror", None) or "cannot read").lower()
-        raise UnmaskError([Diagnostic("io", f"cannot read `{show(file)}`: {reason}")]) from None
+        raise UnmaskError(
+            [Diagnostic("io", f"cannot read `{show(file, 200)}`: {reason}")]
+        ) from None
     if len(data) > options.limits.max_file_bytes:
         raise UnmaskError(
             [
@@ -191,7 +193,11 @@ def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise UnmaskError(
-            [Diagnostic("encoding", f"`{show(file)}` is not valid UTF-8 (line {line})", file=file)]
+            [
+                Diagnostic(
+                    "encoding", f"`{show(file, 200)}` is not valid UTF-8 (line {line})", file=file
+                )
+            ]
         ) from None
     for n, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
