@@ -655,3 +655,124 @@ def test_copied_records_are_not_shared_between_replays(tmp_path):
     assert imp("promptfoo", write(tmp_path, "r.json", data), out).exit_code == 0
     a, b = replay(out, "t0-p1"), replay(out, "t0-p1-2")
     assert a == b
+
+
+# --- Inspect: real JSON logs with model_graded_fact scores ------------------------------------
+
+INSPECT_GUIDE = DATA / "inspect-security-guide.json"
+INSPECT_TASK = DATA / "inspect-input-task.json"
+
+
+def inspect_copy(tmp_path: Path, change, src: Path = INSPECT_TASK) -> Path:
+    data = json.loads(src.read_text(encoding="utf-8"))
+    change(data["samples"][0])
+    return write(tmp_path, "log.json", data)
+
+
+def _grader(sample) -> dict:
+    return sample["scores"]["model_graded_fact"]
+
+
+def test_inspect_real_logs_are_satisfied_on_z3_and_sliced(tmp_path):
+    res = imp("inspect", INSPECT_GUIDE, tmp_path / "guide")
+    assert res.exit_code == 0, res.stderr
+    assert res.stderr.endswith("with `inspect`; skipped 0\n")
+    assert imp("inspect", INSPECT_TASK, tmp_path / "task").exit_code == 0
+    assert sorted(p.name for p in (tmp_path / "guide").iterdir()) == [
+        "1-e1-model_graded_fact.json",
+        "2-e1-model_graded_fact.json",
+        "3-e1-model_graded_fact.json",
+    ]
+    paths = [
+        *sorted((tmp_path / "guide").iterdir()),
+        tmp_path / "task" / "1-e1-model_graded_fact.json",
+    ]
+    for path in paths:
+        code_z3, z3 = check(path, "z3")
+        code_sl, sliced = check(path, "sliced")
+        assert (code_z3, z3["overall"]) == (0, "SATISFIED")
+        assert code_z3 == code_sl and {**z3, "backend": "-"} == {**sliced, "backend": "-"}
+
+
+def test_inspect_real_sample_quotes_and_offsets(tmp_path):
+    out = tmp_path / "out"
+    assert imp("inspect", INSPECT_TASK, out).exit_code == 0
+    r = replay(out, "1-e1-model_graded_fact")
+    assert r["verdict"] == "PASS" and r["id"] == "1/1/model_graded_fact"
+    assert r["sources"]["response"].endswith("better bundle up, fam! ❄️🧣")
+    assert r["domains"] == {"quoted": ["q0", "q1", "q2"]}
+    said = ann(r, "said(q2)")["evidence"][0]
+    assert (said["source"], said["quote"]) == ("response", "better bundle up, fam!")
+    assert r["sources"]["response"][said["start"] : said["end"]] == said["quote"]
+    grade = ann(r, "says_correct")["evidence"][0]
+    assert grade["quote"] == "GRADE: C" and grade["end"] == len(r["sources"]["rationale"]) - 1
+
+
+@pytest.mark.parametrize(
+    ("change", "expect"),
+    [
+        # the score says I while the explanation ends with GRADE: C
+        (lambda s: _grader(s).update(value="I"), {"verdict": "REFUTED"}),
+        # the grader changes its mind: an earlier GRADE: I, a final GRADE: C
+        (
+            lambda s: _grader(s).update(explanation="GRADE: I\n" + _grader(s)["explanation"]),
+            {"single_grade": "REFUTED"},
+        ),
+        # the grader was shown another submission than the response
+        (lambda s: _grader(s).update(answer="It is warm."), {"graded_the_response": "REFUTED"}),
+        # the grader quotes a phrase that nobody wrote
+        (
+            lambda s: _grader(s).update(
+                explanation='It says "the lakes never freeze". ' + _grader(s)["explanation"]
+            ),
+            {"~quotes(q0)": "REFUTED"},
+        ),
+    ],
+)
+def test_inspect_rules_on_changed_copies_of_a_real_sample(tmp_path, change, expect):
+    out = tmp_path / "out"
+    assert imp("inspect", inspect_copy(tmp_path, change), out).exit_code == 0
+    for backend in ("z3", "sliced"):
+        code, report = check(out / "1-e1-model_graded_fact.json", backend)
+        s = statuses(report)
+        assert {k: s[k] for k in expect} == expect
+        assert (code, s["overall"]) == (1, "VIOLATED")
+
+
+@pytest.mark.parametrize(
+    ("change", "where", "reason"),
+    [
+        (lambda s: _grader(s).update(value="P"), ".model_graded_fact.value", "partial credit"),
+        (lambda s: _grader(s).update(value=None), ".model_graded_fact.value", "not scored C or I"),
+        (
+            lambda s: _grader(s).update(explanation="Looks right."),
+            ".model_graded_fact.explanation",
+            "writes no `GRADE: X`",
+        ),
+        (lambda s: _grader(s).update(explanation=""), ".model_graded_fact.explanation", "no expl"),
+        (lambda s: s["scores"].update(match={"value": "C"}), ".match", "not a model-graded scorer"),
+        (lambda s: s["scores"].update(model_graded_qa=3), ".model_graded_qa", "expected a score"),
+        (lambda s: s.pop("scores"), "", "no scores"),
+    ],
+)
+def test_inspect_bad_scores_are_skipped_with_where_and_why(tmp_path, change, where, reason):
+    src = inspect_copy(tmp_path, change)
+    res = imp("inspect", src, tmp_path / "out")
+    assert res.exit_code == 1
+    prefix = f"{src}: samples[0].scores{where}: skipped: "
+    hit = [ln for ln in res.stderr.splitlines() if ln.startswith(prefix)]
+    assert len(hit) == 1 and reason in hit[0], res.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("log.eval", "PK", "`.eval` logs are not read yet"),
+        ("log.json", '{"eval": {}}', "not an Inspect log with samples"),
+    ],
+)
+def test_inspect_input_that_is_not_the_format_exits_4(tmp_path, name, content, message):
+    src = tmp_path / name
+    src.write_text(content, encoding="utf-8")
+    res = imp("inspect", src, tmp_path / "out")
+    assert res.exit_code == 4 and message in res.stderr

@@ -43,7 +43,7 @@ EXIT_INVALID = 4
 )
 @click_options
 def command(tool: str, input_path: str, out: str, mapping: str | None, limits: Limits) -> None:
-    """Convert judge output (promptfoo, deepeval, jsonl) into replays."""
+    """Convert judge output (promptfoo, deepeval, inspect, jsonl) into replays."""
     from unmask.importers import Options, get, import_file
 
     try:
