@@ -587,6 +587,7 @@ def test_jsonl_verdict_without_a_map_must_be_a_label(tmp_path):
     [
         ({"protcol": "x"}, "protcol", "unknown key `protcol`"),
         ({"protocol": 3}, "protocol", "expected a field name"),
+        ({"protocol": "/etc/passwd"}, "protocol", "`/etc/passwd` is not a `.proto` file"),
         ({"sources": {}}, "sources", "expected an object"),
         ({"sources": {"notes": "x"}}, "sources.notes", "unknown source `notes`"),
         ({"sources": {"rationale": 1}}, "sources.rationale", "expected a field name"),

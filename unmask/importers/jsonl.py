@@ -91,6 +91,8 @@ def load_mapping(path: Path, options: Options) -> dict[str, Any]:
                 else "keys are " + ", ".join(f"`{n}`" for n in MAPPING_KEYS),
             )
     proto = _field(m, "protocol", mapping, True)
+    if not proto.endswith(".proto"):  # never read, and so never echo, another kind of file
+        raise _bad(mapping, "protocol", f"`{show(proto)}` is not a `.proto` file")
     out: dict[str, Any] = {"protocol": (path.parent / proto), "protocol_name": proto}
     out["id"] = _field(m, "id", mapping, False)
     out["item"] = _field(m, "item", mapping, False)
