@@ -262,3 +262,14 @@ def test_property_built_replays_validate_and_spans_quote_what_was_asked(rational
         (ev,) = a.evidence
         assert (ev.source, ev.start, ev.quote) == (src, start, quote)
         assert r.sources[src][ev.start : ev.end] == quote
+
+
+def test_write_keeps_a_lone_surrogate_as_an_escape(tmp_path):
+    # JSON allows "\ud800"; UTF-8 cannot hold it, so the file keeps it escaped
+    b = builder(sources={"rationale": "a \ud800 b: Alice is the CTO"})
+    b.annotate("j_cto", True, quote="Alice is the CTO")
+    b.write(tmp_path / "s.json")
+    assert "\\ud800" in (tmp_path / "s.json").read_text(encoding="utf-8")
+    r = load_replay(tmp_path / "s.json")
+    assert r.sources["rationale"] == "a \ud800 b: Alice is the CTO"
+    assert r.annotations[0].evidence[0].start == 10
