@@ -777,3 +777,40 @@ def test_inspect_input_that_is_not_the_format_exits_4(tmp_path, name, content, m
     src.write_text(content, encoding="utf-8")
     res = imp("inspect", src, tmp_path / "out")
     assert res.exit_code == 4 and message in res.stderr
+
+
+def test_deepeval_a_metric_that_errored_keeps_its_score_rule_open(tmp_path):
+    out = tmp_path / "out"
+    change = lambda d: _metric(d, 0, score=None, success=False, error="timeout")  # noqa: E731
+    imp("deepeval", deepeval_copy(tmp_path, change), out)
+    r = replay(out, "0000-sample_test_case")
+    assert ann(r, "score_says(m0)") is None
+    assert ann(r, "succeeded(m0)")["evidence"][0]["quote"].endswith("error=timeout")
+
+
+def test_inspect_content_parts_are_joined_as_the_response(tmp_path):
+    def change(s):
+        text = s["output"]["choices"][0]["message"]["content"]
+        s["output"]["choices"][0]["message"]["content"] = [{"type": "text", "text": text}]
+
+    out = tmp_path / "out"
+    assert imp("inspect", inspect_copy(tmp_path, change), out).exit_code == 0
+    _, report = check(out / "1-e1-model_graded_fact.json")
+    assert report["overall"] == "SATISFIED"
+
+
+def test_inspect_a_response_in_an_unknown_shape_leaves_the_answer_check_open(tmp_path):
+    out = tmp_path / "out"
+    change = lambda s: s["output"].update(choices=[])  # noqa: E731
+    assert imp("inspect", inspect_copy(tmp_path, change), out).exit_code == 0
+    r = replay(out, "1-e1-model_graded_fact")
+    assert "response" not in r["sources"] and ann(r, "graded_response") is None
+
+
+def test_jsonl_input_over_the_size_limit_exits_4(tmp_path):
+    src = jsonl(tmp_path, [json.dumps(RECORDS[0])] * 20)
+    m = mapping(tmp_path)
+    assert src.stat().st_size > 2000 > max(m.stat().st_size, PROTO.stat().st_size)
+    res = imp("jsonl", src, tmp_path / "out", "--mapping", str(m), "--max-file-bytes", "2000")
+    assert res.exit_code == 4
+    assert res.stderr.startswith(f"{src}: error: the file is larger than 2000 bytes")
