@@ -285,6 +285,17 @@ def test_promptfoo_bad_rows_are_skipped_with_where_and_why(tmp_path, change, whe
     assert len(list(out.iterdir())) == 3
 
 
+def test_promptfoo_an_assertion_that_is_not_an_object_is_of_unknown_type(tmp_path):
+    def change(rows):
+        rows[0]["gradingResult"]["componentResults"][2]["assertion"] = "contains"
+
+    out = tmp_path / "out"
+    assert imp("promptfoo", promptfoo_copy(tmp_path, change), out).exit_code == 0
+    r = replay(out, "t0-p1")
+    assert ann(r, "passed(a2)")["evidence"][0]["quote"].startswith("[a2] unknown: pass=true")
+    assert ann(r, "has_property(a2)") is None
+
+
 def test_promptfoo_metric_only_assertions_are_left_out(tmp_path):
     def change(rows):
         rows[0]["gradingResult"]["componentResults"][3]["assertion"]["metricOnly"] = True

@@ -41,6 +41,12 @@ PROTOCOL = PROTOCOLS / "promptfoo.proto"
 UNSUPPORTED = ("assert-set", "guardrails")
 
 
+def _assertion(c: dict) -> dict:
+    """The component's assertion, or an empty one when it is missing or not an object."""
+    a = c.get("assertion")
+    return a if isinstance(a, dict) else {}
+
+
 def _tf(b: bool) -> str:
     return "true" if b else "false"
 
@@ -85,7 +91,7 @@ def _row(proto: str, file: str, i: int, row: Any, options: Options) -> Imported 
         cw = f"{where}.gradingResult.componentResults[{j}]"
         if not isinstance(c, dict):
             return Skipped(cw, f"expected an assertion result, found `{show(c)}`")
-        assertion = c.get("assertion") if isinstance(c.get("assertion"), dict) else {}
+        assertion = _assertion(c)
         kind = assertion.get("type") if isinstance(assertion.get("type"), str) else "unknown"
         if kind in UNSUPPORTED:
             return Skipped(f"{cw}.assertion.type", f"`{kind}` assertions are not imported yet")
@@ -111,7 +117,7 @@ def _row(proto: str, file: str, i: int, row: Any, options: Options) -> Imported 
     offset = len(head) + 1
     for m, c, kind in members:
         cs = c.get("score")
-        ct = (c.get("assertion") or {}).get("threshold")
+        ct = _assertion(c).get("threshold")
         h = (
             f"[{m}] {kind}: pass={_tf(c['pass'])}"
             f" score={num(cs) if is_number(cs) else 'none'}"
@@ -132,7 +138,7 @@ def _row(proto: str, file: str, i: int, row: Any, options: Options) -> Imported 
         sources["response"] = output
     asked = []
     for m, c, kind in members:
-        value = (c.get("assertion") or {}).get("value")
+        value = _assertion(c).get("value")
         asked.append(f"[{m}] {kind}" + (f": {value}" if isinstance(value, str) else ""))
     sources["protocol"] = "\n".join(asked)
     # what promptfoo measured itself, for the cost and latency assertions' grounding
@@ -189,9 +195,9 @@ def _row(proto: str, file: str, i: int, row: Any, options: Options) -> Imported 
                     by=by,
                     explanation=says[1],
                 )
-            prop = _has_property(kind, (c.get("assertion") or {}).get("value"), output)
+            prop = _has_property(kind, _assertion(c).get("value"), output)
             if prop is None:
-                prop = _measured(kind, (c.get("assertion") or {}).get("threshold"), measured)
+                prop = _measured(kind, _assertion(c).get("threshold"), measured)
             if prop is not None:
                 value, quote, why = prop
                 where_from = "response" if kind in ("contains", "icontains") else "context"
@@ -211,7 +217,7 @@ def _row(proto: str, file: str, i: int, row: Any, options: Options) -> Imported 
 
 def _score_says(c: dict) -> tuple[bool, str] | None:
     s = c.get("score")
-    t = (c.get("assertion") or {}).get("threshold")
+    t = _assertion(c).get("threshold")
     if not is_number(s):
         return None
     if is_number(t):
