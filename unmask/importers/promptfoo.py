@@ -76,7 +76,7 @@ def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
 def _row(proto: str, file: str, i: int, row: Any, options: Options) -> Imported | Skipped:
     where = f"{file}: results.results[{i}]"
     if not isinstance(row, dict):
-        return Skipped(where, f"expected a result object, found {show(row)}")
+        return Skipped(where, f"expected a result object, found `{show(row)}`")
     gr = row.get("gradingResult")
     if not isinstance(gr, dict):
         return Skipped(f"{where}.gradingResult", "no grading result: the row was not graded")
