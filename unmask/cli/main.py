@@ -21,7 +21,10 @@ COMMANDS: dict[str, str] = {
     "crosscheck": "Run every backend on a replay and compare their reports.",
     "audit": "Check many replays and summarise the run.",
     "bench": "Measure audit throughput against a naive baseline.",
+    "import": "Turn another tool's judge output into replays.",
 }
+# a command whose name is a Python keyword lives in a module with a trailing underscore
+MODULES: dict[str, str] = {"import": "import_"}
 
 
 class LazyGroup(click.Group):
@@ -30,12 +33,12 @@ class LazyGroup(click.Group):
 
     @staticmethod
     def _available(name: str) -> bool:
-        return importlib.util.find_spec(f"unmask.commands.{name}") is not None
+        return importlib.util.find_spec(f"unmask.commands.{MODULES.get(name, name)}") is not None
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS or not self._available(name):
             return None
-        return importlib.import_module(f"unmask.commands.{name}").command
+        return importlib.import_module(f"unmask.commands.{MODULES.get(name, name)}").command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(n, COMMANDS[n]) for n in self.list_commands(ctx)]
