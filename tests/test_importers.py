@@ -646,7 +646,7 @@ def test_jsonl_mapping_missing_keys_and_bad_files(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(b'{"a": 1}\n\xff\n')
     res = imp("jsonl", bad, tmp_path / "out", "--mapping", str(m))
-    assert res.exit_code == 4 and "not valid UTF-8 (line 2)" in res.stderr
+    assert res.exit_code == 4 and "not valid UTF-8 (byte 9, line 2)" in res.stderr
     res = imp("jsonl", tmp_path / "none.jsonl", tmp_path / "out", "--mapping", str(m))
     assert res.exit_code == 4 and "none.jsonl" in res.stderr
 

@@ -101,13 +101,14 @@ class ReplayBuilder:
         judge: str | None = None,
         limits: Limits = DEFAULT_LIMITS,
     ) -> None:
-        from unmask.compiler import compile_source, read_source
+        from unmask.compiler import compile_source
+        from unmask.files import read_text
         from unmask.replay import protocol_from_json
 
         self.limits = limits
         self.domains = {k: list(v) for k, v in (domains or {}).items()}
         if isinstance(protocol, Path):
-            text = read_source(protocol, limits)
+            text = read_text(protocol, limits)
             self._protocol_json: dict[str, Any] = {"source": text}
             self.protocol: ir.Protocol = compile_source(text, str(protocol), self.domains, limits)
         elif isinstance(protocol, str):

@@ -168,39 +168,12 @@ def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
             ]
         )
     m = load_mapping(options.mapping, options)
-    from unmask.compiler import read_source
+    from unmask.files import decode_utf8, read_bytes, read_text
 
-    proto = read_source(m["protocol"], options.limits)
+    proto = read_text(m["protocol"], options.limits)
     file = str(path)
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(options.limits.max_file_bytes + 1)
-    except (OSError, ValueError) as exc:
-        reason = (getattr(exc, "strerror", None) or "cannot read").lower()
-        raise UnmaskError(
-            [Diagnostic("io", f"cannot read `{show(file, 200)}`: {reason}")]
-        ) from None
-    if len(data) > options.limits.max_file_bytes:
-        raise UnmaskError(
-            [
-                Diagnostic(
-                    "limit",
-                    f"the file is larger than {options.limits.max_file_bytes} bytes",
-                    file=file,
-                )
-            ]
-        )
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise UnmaskError(
-            [
-                Diagnostic(
-                    "encoding", f"`{show(file, 200)}` is not valid UTF-8 (line {line})", file=file
-                )
-            ]
-        ) from None
+    # the shared reader: regular files only, size checked before the read and the read bounded
+    text = decode_utf8(read_bytes(path, options.limits, file), file, file)
     for n, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
