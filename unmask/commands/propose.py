@@ -25,12 +25,12 @@ import click
 
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.ir import Span
+from unmask.propose.claims import DEFAULT_THRESHOLD
 
 EXIT_INVALID = 4
 EXIT_USAGE = 2
 MAX_LINE_CHARS = 16 * 1024 * 1024
 MAX_SENTENCES = 10_000
-DEFAULT_THRESHOLD = 0.5
 
 
 class _BadLine(Exception):

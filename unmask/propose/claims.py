@@ -38,8 +38,8 @@ LABELS = (SUPPORTED, PARTIAL, NOT_SUPPORTED)
 class Params:
     """The method's constants; the defaults are the ones tuned on the WiCE dev half."""
 
-    cover_gain: float = 0.02  # a sentence adding less of the claim's weight ends the search
-    support_gain: float = 0.03  # ... and one adding less is not proposed as support
+    cover_gain: float = 0.01  # a sentence adding less of the claim's weight ends the search
+    support_gain: float = 0.02  # ... and one adding less is not proposed as support
     max_sentences: int = 8
     supported_at: float = 0.75  # coverage at or above: supported
     part_supported_at: float = 0.0  # ... and every clause covered this much (0: off, see docs)
@@ -48,12 +48,14 @@ class Params:
 
 
 DEFAULT_PARAMS = Params()
+# the threshold `unmask propose claims` abstains below unless told otherwise
+DEFAULT_THRESHOLD = 0.5
 
 # How often each label was right on the dev half, by tenth of coverage (Laplace-smoothed):
 # the label's confidence. Regenerate with `python -m unmask.propose.measure --tune`.
 LABEL_CONFIDENCE: dict[str, tuple[float, ...]] = {
     SUPPORTED: (0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.62, 0.86, 0.8),
-    PARTIAL: (0.5, 0.63, 0.84, 0.78, 0.75, 0.55, 0.5, 0.6, 0.5, 0.5),
+    PARTIAL: (0.5, 0.63, 0.84, 0.78, 0.75, 0.54, 0.52, 0.6, 0.5, 0.5),
     NOT_SUPPORTED: (0.93, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5),
 }
 
@@ -134,9 +136,14 @@ def _fold(text: str) -> str:
     ).lower()
 
 
+_MONTH_NAMES = frozenset(_MONTHS.values())
+
+
 def _stem(word: str) -> str:
     if word in _MONTHS:
         return _MONTHS[word]
+    if word in _MONTH_NAMES:  # `december` must not lose its `er`
+        return word
     if word in _NUMBER_WORDS:
         return _NUMBER_WORDS[word]
     if word[0].isdigit():

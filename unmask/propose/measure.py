@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from unmask.propose.claims import (
     DEFAULT_PARAMS,
+    DEFAULT_THRESHOLD,
     LABELS,
     Alignment,
     Match,
@@ -219,8 +220,10 @@ def majority_label(rows: list[Gold]) -> str:
 def measure(rows: list[Gold], params: Params = DEFAULT_PARAMS, seed: int = SEED) -> dict:
     dev, held = split(rows, seed)
     label = majority_label(dev)
+    at_default = proposer(params)
     methods = {
         "proposer": proposer(params),
+        f"proposer, threshold {DEFAULT_THRESHOLD}": lambda g: at_default(g).at(DEFAULT_THRESHOLD),
         "all shown": all_shown(label),
         "best match": best_match(label),
     }
