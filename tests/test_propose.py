@@ -17,7 +17,7 @@ from unmask.cli.main import main
 from unmask.diagnostics import UnmaskError
 from unmask.propose import _REGISTRY as REGISTRY
 from unmask.propose import CLAIM_SUPPORT, By, Fill, Proposer, available, create, register
-from unmask.propose.claims import NOT_SUPPORTED, PARTIAL, SUPPORTED, align, terms
+from unmask.propose.claims import NOT_SUPPORTED, PARTIAL, SUPPORTED, Params, align, terms
 from unmask.propose.measure import (
     LABELS,
     THRESHOLDS,
@@ -117,6 +117,22 @@ def test_dates_match_across_month_abbreviations_and_full_names():
     a = align("He died on December 20, 1998.", ["Born: July 11, 1909", "Died: Dec. 20, 1998"])
     assert a.supporting == (1,)
     assert a.label == SUPPORTED
+
+
+def test_a_number_no_sentence_has_keeps_a_claim_from_supported():
+    claim = (
+        "The Golden Gate Bridge in San Francisco opened to traffic in 1937 after four years "
+        "of construction."
+    )
+    evidence = [
+        "The Golden Gate Bridge in San Francisco opened to traffic after four years of "
+        "construction.",
+        "Fog is common in the bay.",
+    ]
+    assert align(claim, evidence).label == PARTIAL
+    lenient = Params(numbers_must_match=False)
+    assert align(claim, evidence, params=lenient).label == SUPPORTED
+    assert align(claim, [*evidence, "It opened in 1937."]).label == SUPPORTED
 
 
 def test_numbers_accents_and_thousands_separators_are_made_canonical():

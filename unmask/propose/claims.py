@@ -41,9 +41,10 @@ class Params:
     cover_gain: float = 0.01  # a sentence adding less of the claim's weight ends the search
     support_gain: float = 0.02  # ... and one adding less is not proposed as support
     max_sentences: int = 8
-    supported_at: float = 0.75  # coverage at or above: supported
+    supported_at: float = 0.65  # coverage at or above: supported
     part_supported_at: float = 0.0  # ... and every clause covered this much (0: off, see docs)
     not_supported_below: float = 0.1  # coverage below: not supported
+    numbers_must_match: bool = True  # a number no chosen sentence has rules out `supported`
     gain_scale: float = 0.1  # sentence confidence is 1 - exp(-gain / gain_scale)
 
 
@@ -54,8 +55,8 @@ DEFAULT_THRESHOLD = 0.5
 # How often each label was right on the dev half, by tenth of coverage (Laplace-smoothed):
 # the label's confidence. Regenerate with `python -m unmask.propose.measure --tune`.
 LABEL_CONFIDENCE: dict[str, tuple[float, ...]] = {
-    SUPPORTED: (0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.62, 0.86, 0.8),
-    PARTIAL: (0.5, 0.63, 0.84, 0.78, 0.75, 0.54, 0.52, 0.6, 0.5, 0.5),
+    SUPPORTED: (0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.64, 0.67, 0.92, 0.84),
+    PARTIAL: (0.5, 0.63, 0.84, 0.78, 0.75, 0.54, 0.61, 0.86, 0.6, 0.67),
     NOT_SUPPORTED: (0.93, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5),
 }
 
@@ -205,6 +206,7 @@ class Search:
     coverage: float
     clause_coverage: float  # the least-covered clause's share
     n_terms: int  # the claim's content terms; none, and there is nothing to align
+    number_missing: bool  # some number in the claim is in no chosen sentence
 
 
 def search(claim: str, evidence: list[str], cover_gain: float, max_sentences: int) -> Search:
@@ -212,7 +214,7 @@ def search(claim: str, evidence: list[str], cover_gain: float, max_sentences: in
     claim_terms = terms(claim)
     sentence_terms = [set(terms(s)) for s in evidence]
     if not claim_terms or not evidence:
-        return Search((), 0.0, 0.0, len(claim_terms))
+        return Search((), 0.0, 0.0, len(claim_terms), False)
     weight = idf_weights(claim_terms, sentence_terms)
     total = sum(weight.values())
     covered: set[str] = set()
@@ -238,6 +240,7 @@ def search(claim: str, evidence: list[str], cover_gain: float, max_sentences: in
         sum(weight[t] for t in sorted(covered)) / total,
         min(part_cover, default=1.0),
         len(claim_terms),
+        any(t[0].isdigit() and t not in covered for t in claim_terms),
     )
 
 
@@ -253,7 +256,9 @@ def decide(
     if found.coverage < params.not_supported_below:
         label = NOT_SUPPORTED
     elif (
-        found.coverage >= params.supported_at and found.clause_coverage >= params.part_supported_at
+        found.coverage >= params.supported_at
+        and found.clause_coverage >= params.part_supported_at
+        and not (params.numbers_must_match and found.number_missing)
     ):
         label = SUPPORTED
     else:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import random
 import sys
@@ -256,10 +257,11 @@ def tune(rows: list[Gold]) -> tuple[list[tuple[float, float, Params]], dict]:
         found = [search(g.claim, g.evidence, cover_gain, base.max_sentences) for g in rows]
         for support_gain in (0.0, 0.02, 0.03, 0.05, 0.1):
             for supported_at in (0.65, 0.7, 0.75, 0.8, 0.85):
-                for part in (0.0, 0.5):
+                for part, numbers in itertools.product((0.0, 0.5), (False, True)):
                     for ns in (0.05, 0.1, 0.15, 0.2):
                         p = dataclasses.replace(
                             base,
+                            numbers_must_match=numbers,
                             cover_gain=cover_gain,
                             support_gain=support_gain,
                             supported_at=supported_at,
