@@ -328,6 +328,27 @@ def test_a_line_that_is_not_utf8_is_one_bad_line(tmp_path):
     assert json.loads(res.stdout.splitlines()[1])["supporting"] == [0]
 
 
+def test_an_overlong_line_is_skipped_unread_and_the_next_is_proposed_for(tmp_path, monkeypatch):
+    from unmask.commands import propose as command
+
+    monkeypatch.setattr(command, "MAX_LINE_BYTES", 64)
+    long = json.dumps({"claim": "x" * 300, "evidence": []})
+    path = jsonl(tmp_path, long, '{"claim": "Cats purr.", "evidence": ["Cats purr."]}')
+    res = run("claims", path)
+    assert res.exit_code == 4
+    assert res.stderr.splitlines()[0] == f"{path}:1:1: error: line longer than 64 bytes"
+    out = [json.loads(x) for x in res.stdout.splitlines()]
+    assert out[0]["line"] == 1 and out[1]["supporting"] == [0]
+
+
+def test_a_byte_order_mark_before_the_first_line_is_ignored(tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"claim": "Cats purr.", "evidence": ["Cats purr."]}\n')
+    res = run("claims", str(path))
+    assert res.exit_code == 0, res.stderr
+    assert json.loads(res.stdout)["supporting"] == [0]
+
+
 def test_a_lone_surrogate_is_written_escaped():
     line = '{"id": "\\ud800", "claim": "Cats purr.", "evidence": ["Cats \\ud800 purr."]}'
     res = run("claims", "-", stdin=line + "\n")

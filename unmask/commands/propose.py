@@ -9,9 +9,9 @@ not_supported, ``evidence`` the quoted span of each supporting sentence with its
 confidence, and ``by`` the proposer. A proposal below ``--threshold`` abstains: the sentence is
 left out, the label is null. A bad line is reported on stderr as FILE:LINE with the field, gets
 an output line ``{"id", "line", "error"}`` so output lines stay aligned with input lines, and
-does not stop the rest. Exit 0 when every line was proposed for, 4 when any line was invalid
-or the input could not be read, 2 for usage errors. Output is a function of the input alone:
-same input, same bytes.
+does not stop the rest (a line over 16 MiB is skipped unread). Exit 0 when every line was
+proposed for, 4 when any line was invalid or the input could not be read, 2 for usage errors.
+Output is a function of the input alone: same input, same bytes.
 ``unmask propose list`` prints every registered proposer and what it fills.
 """
 
@@ -29,7 +29,8 @@ from unmask.propose.claims import DEFAULT_THRESHOLD
 
 EXIT_INVALID = 4
 EXIT_USAGE = 2
-MAX_LINE_CHARS = 16 * 1024 * 1024
+MAX_LINE_BYTES = 16 * 1024 * 1024
+_TOO_LONG = b"\0too long"  # stands for a line that was skipped unread past the limit
 MAX_SENTENCES = 10_000
 
 
@@ -60,12 +61,12 @@ def _no_constant(name: str) -> float:
 
 def _parse(raw: bytes) -> tuple[object, str, list[str]]:
     """The line's id, claim and evidence, or ``_BadLine`` naming the field at fault."""
+    if raw is _TOO_LONG:
+        raise _BadLine(f"line longer than {MAX_LINE_BYTES} bytes")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _BadLine(f"not UTF-8 (byte {exc.start + 1})") from None
-    if len(text) > MAX_LINE_CHARS:
-        raise _BadLine(f"line longer than {MAX_LINE_CHARS} characters")
     try:
         row = json.loads(text, parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:
@@ -98,12 +99,29 @@ def _parse(raw: bytes) -> tuple[object, str, list[str]]:
     return row_id, claim, evidence
 
 
+def _bounded(fh) -> Iterator[tuple[int, bytes]]:
+    """Numbered lines, each read at most ``MAX_LINE_BYTES`` at a time: memory stays bounded."""
+    n = 0
+    while True:
+        raw = fh.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        n += 1
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            while raw and not raw.endswith(b"\n"):
+                raw = fh.readline(MAX_LINE_BYTES)
+            raw = _TOO_LONG
+        elif n == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]  # a byte-order mark is not part of the first object
+        yield n, raw
+
+
 def _lines(path: str) -> Iterator[tuple[int, bytes]]:
     if path == "-":
-        yield from enumerate(sys.stdin.buffer, 1)
+        yield from _bounded(sys.stdin.buffer)
         return
     with open(path, "rb") as fh:
-        yield from enumerate(fh, 1)
+        yield from _bounded(fh)
 
 
 def _dumps(obj: dict) -> str:
