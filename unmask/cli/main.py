@@ -21,7 +21,7 @@ COMMANDS: dict[str, str] = {
     "crosscheck": "Run every backend on a replay and compare their reports.",
     "audit": "Check many replays and summarise the run.",
     "bench": "Measure audit throughput against a naive baseline.",
-    "propose": "Propose annotations, marked unreviewed, with a registered proposer.",
+    "propose": "Propose unreviewed annotations with a registered proposer.",
 }
 
 

@@ -131,7 +131,7 @@ def _dumps(obj: dict) -> str:
 
 @click.group("propose")
 def command() -> None:
-    """Propose annotations, marked unreviewed, with a registered proposer."""
+    """Propose unreviewed annotations with a registered proposer."""
 
 
 @command.command("claims")
@@ -143,7 +143,13 @@ def command() -> None:
     show_default=True,
     help="proposals with a lower confidence abstain (no sentence, null label)",
 )
-@click.option("--proposer", "proposer_name", default="claims-lexical", show_default=True)
+@click.option(
+    "--proposer",
+    "proposer_name",
+    default="claims-lexical",
+    show_default=True,
+    help="a registered proposer that fills claim support (see `unmask propose list`)",
+)
 @click.option(
     "-o", "--output", type=click.Path(dir_okay=False), help="write here instead of stdout"
 )

@@ -1,11 +1,11 @@
 """Claim–evidence support by lexical alignment: which sentences support a claim, and how well.
 
-Contract: ``align(claim, evidence)`` is a pure, deterministic function of its two arguments
-(no model, no network, no state between calls, no set iteration order in the result). It
-returns the supporting sentence indices (0-based, ascending), a label (``supported``,
-``partially_supported`` or ``not_supported``), a confidence in [0, 1], and for each supporting
-sentence the exact span of it that the claim matched. Below ``threshold`` it abstains: no
-sentences, no label.
+Contract: ``align(claim, evidence)`` is a pure, deterministic function of its arguments (no
+model, no network, no state between calls, no set iteration order in the result). It returns
+the supporting sentences (0-based, ascending), each with the exact span of it that the claim
+matched and its own confidence, and a label (``supported``, ``partially_supported`` or
+``not_supported``) with the label's confidence, all in [0, 1]. A proposal whose confidence is
+below ``threshold`` abstains: the sentence is left out, the label is None.
 
 Method, in short: the claim and every sentence become sets of normalised content terms
 (lowercase, accents folded, light suffix stripping, month names and number words made
@@ -13,10 +13,11 @@ canonical, thousands separators dropped). Each claim term is weighted by an inve
 frequency computed over the shown evidence alone, so a term that no sentence contains weighs
 most (it is the part of the claim the evidence does not speak to) and the claim's subject,
 repeated everywhere, weighs least. Sentences are chosen greedily, each time the one that covers
-the most not-yet-covered claim weight, while that gain is large enough. The share of claim
-weight the chosen sentences cover (overall and per clause) gives the label; that share is the
-confidence. The constants below were tuned on one half of WiCE and are reported on the other
-(``docs/proposers.md``).
+the most not-yet-covered claim weight, while that gain is large enough; a sentence's confidence
+grows with its gain. The share of claim weight covered gives the label (and a number in the
+claim that no chosen sentence has rules out ``supported``); the label's confidence is how often
+that label was right at that coverage on the tuning data. The constants were tuned on one half
+of WiCE and are reported on the other (``docs/proposers.md``).
 """
 
 from __future__ import annotations
