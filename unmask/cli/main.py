@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "audit": "Check many replays and summarise the run.",
     "bench": "Measure audit throughput against a naive baseline.",
     "import": "Turn another tool's judge output into replays.",
+    "propose": "Propose unreviewed annotations with a registered proposer.",
 }
 # a command whose name is a Python keyword lives in a module with a trailing underscore
 MODULES: dict[str, str] = {"import": "import_"}
