@@ -824,4 +824,4 @@ def test_jsonl_input_over_the_size_limit_exits_4(tmp_path):
     assert src.stat().st_size > 2000 > max(m.stat().st_size, PROTO.stat().st_size)
     res = imp("jsonl", src, tmp_path / "out", "--mapping", str(m), "--max-file-bytes", "2000")
     assert res.exit_code == 4
-    assert res.stderr.startswith(f"{src}: error: the file is larger than 2000 bytes")
+    assert res.stderr.startswith(f"{src}: error: `{src}` is larger than the limit of 2000 bytes")
