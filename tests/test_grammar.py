@@ -4,16 +4,27 @@ against garbage and deep nesting."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import unmask.grammar
 from tests.proto_strategies import token_soup
 from unmask import ast
 from unmask.compiler import compile_source
 from unmask.diagnostics import UnmaskError
 from unmask.ir import Atom, Binary, Card, Const, Nary, Not, Protocol
-from unmask.parser import RESERVED, decode_string, encode_string, lark_parser, parse_source
+from unmask.names import IDENT_PATTERN
+from unmask.parser import (
+    decode_string,
+    encode_string,
+    lark_parser,
+    parse_source,
+    reserved_words,
+)
 
 HEAD = 'protocol p "t"\natom a : judge\natom b : context\natom c : procedure\natom d : judge\n'
 A, B, C, D = Atom("a"), Atom("b"), Atom("c"), Atom("d")
@@ -38,7 +49,7 @@ def one_error(text: str, **kw):
 # --- statements --------------------------------------------------------------------------
 
 
-def test_the_spec_example_compiles_to_the_expected_ir():
+def test_the_factual_claims_example_compiles_to_the_expected_ir():
     text = (
         '# factual_claims.proto\nprotocol factual_claims "Check claims."\n'
         'atom j_joined : judge "J joined"\natom j_cto : judge "J cto"\n'
@@ -249,8 +260,8 @@ def test_string_escapes_round_trip():
         assert decode_string(encode_string(s)) == (s, [])
 
 
-def test_reserved_words_are_exactly_the_spec_list():
-    spec = [
+def test_reserved_words_are_exactly_the_documented_list():
+    documented = [
         "protocol",
         "atom",
         "domain",
@@ -280,8 +291,8 @@ def test_reserved_words_are_exactly_the_spec_list():
         "holds",
         "addressed",
     ]
-    assert set(spec) == RESERVED
-    for word in spec:
+    assert set(documented) == reserved_words()
+    for word in documented:
         d = errors(f"protocol p\natom {word} : judge\n")[0]
         assert (d.code, d.span.line, d.span.column) == ("syntax", 2, 6)
 
@@ -333,3 +344,30 @@ def test_token_soup_never_raises_anything_else(text):
         for d in e.diagnostics:
             assert d.code
             assert d.span is None or d.span.file == "s.proto"
+
+
+# --- one vocabulary ----------------------------------------------------------------------
+
+GRAMMAR_TEXT = (Path(unmask.grammar.__file__).parent / "unmask.lark").read_text("utf-8")
+
+
+def test_the_reserved_words_are_the_word_literals_of_the_grammar():
+    rules = "\n".join(ln.split("//")[0] for ln in GRAMMAR_TEXT.splitlines())
+    literals = set(re.findall(r'"([A-Za-z_][A-Za-z0-9_]*)"', rules))
+    assert literals and reserved_words() == literals
+
+
+def test_the_name_terminal_is_the_one_identifier_pattern():
+    (name,) = [t for t in lark_parser().terminals if t.name == "NAME"]
+    assert name.pattern.value == IDENT_PATTERN
+
+
+def test_keywords_never_reach_the_tree():
+    tree = lark_parser().parse("protocol p\ndecision pass iff not a and b\nground a ~ b\n")
+    kinds = {t.type for t in tree.scan_values(lambda v: hasattr(v, "type"))}
+    assert kinds == {"NAME"}
+
+
+def test_the_grammar_loads_strict_with_positions():
+    opts = lark_parser().options
+    assert (opts.parser, opts.strict, opts.propagate_positions) == ("lalr", True, True)

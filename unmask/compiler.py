@@ -21,7 +21,8 @@ from unmask import ast, ir
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.ir import Span
 from unmask.limits import DEFAULT_LIMITS, Limits
-from unmask.parser import IDENT_RE, RESERVED, parse_source
+from unmask.names import IDENT_PATTERN, IDENT_RE
+from unmask.parser import parse_source, reserved_words
 
 DOMAIN_HELP = "pass `--domain {name}=a,b` to unmaskc, or `domains` in the replay"
 
@@ -344,14 +345,14 @@ class _Compiler:
         ok = True
         seen: set[str] = set()
         for i, m in enumerate(given):
-            if not isinstance(m, str) or not IDENT_RE.match(m) or m in RESERVED:
+            if not isinstance(m, str) or not IDENT_RE.match(m) or m in reserved_words():
                 shown = m if isinstance(m, str) else repr(m)
                 self.error(
                     "bad-member",
                     f"member `{shown}` of `{name}` is not a name",
                     None,
                     path=f"{path}[{i}]",
-                    help="members are identifiers `[A-Za-z_][A-Za-z0-9_]*` and not reserved words",
+                    help=f"a member is a name `{IDENT_PATTERN}` that is not a reserved word",
                 )
                 ok = False
             elif m in seen:
