@@ -1,8 +1,9 @@
-"""`unmask`: the checking command line (SPEC section 6).
+"""`unmask`: the checking command line.
 
 Contract: each subcommand lives in ``unmask.commands.<name>`` as a click command named
 ``command`` and is imported only when invoked, so ``unmask --help`` stays fast. Exit
-statuses: 0 satisfied/valid/agree, 1 violated/disagree, 2 usage, 3 unknown, 4 invalid input.
+statuses are those of ``unmask.exitcodes``: 0 satisfied/valid/agree, 1 violated/disagree,
+2 usage, 3 unknown, 4 invalid input, 130 interrupted.
 """
 
 from __future__ import annotations
