@@ -17,6 +17,7 @@ from unmask import ast
 from unmask.compiler import compile_source
 from unmask.diagnostics import UnmaskError
 from unmask.ir import Atom, Binary, Card, Const, Nary, Not, Protocol
+from unmask.limits import Limits
 from unmask.names import IDENT_PATTERN
 from unmask.parser import (
     decode_string,
@@ -371,3 +372,41 @@ def test_keywords_never_reach_the_tree():
 def test_the_grammar_loads_strict_with_positions():
     opts = lark_parser().options
     assert (opts.parser, opts.strict, opts.propagate_positions) == ("lalr", True, True)
+
+
+# --- long string literals ----------------------------------------------------------------
+
+
+def test_a_string_longer_than_the_limit_is_one_located_error():
+    text = 'protocol p "short"\n# "a comment is not a string ' + "x" * 50 + '"\n'
+    text += 'atom a : judge "' + "\\n" * 30 + '" # "' + "z" * 60 + '"\n'
+    with pytest.raises(UnmaskError) as info:
+        parse_source(text, "s.proto", Limits(max_string_chars=59))
+    (d,) = info.value.diagnostics
+    assert (d.code, d.span.line, d.span.column) == ("limit", 3, 16)
+    assert d.message == "this string has 60 characters, more than the limit of 59"
+    assert d.help == "raise it with `--max-string-chars`"
+    assert parse_source(text, "s.proto", Limits(max_string_chars=60)).statements
+
+
+@pytest.mark.parametrize(("body", "most_bytes_per_char"), [("x", 20), ("x\\n", 90)])
+def test_lexing_a_long_string_costs_memory_linear_in_its_length(body, most_bytes_per_char):
+    # the old pattern kept a backtracking record per character: some 200 bytes each
+    import tracemalloc
+
+    lark_parser()
+    literal = body * (150_000 // len(body))
+    tracemalloc.start()
+    try:
+        parse_source(f'protocol p "{literal}"\n')
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < most_bytes_per_char * len(literal)
+
+
+def test_decoding_copies_plain_runs_whole():
+    raw = '"' + "a" * 1000 + "\\u00e9\\q" + "b" * 1000 + '"'
+    value, errors = decode_string(raw)
+    assert value == "a" * 1000 + "\u00e9q" + "b" * 1000
+    assert errors == [(1007, "unknown escape `\\q`")]

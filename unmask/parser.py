@@ -108,37 +108,39 @@ ESCAPES_HELP = 'the escapes are `\\"`, `\\\\`, `\\n`, `\\t`, `\\r` and `\\uXXXX`
 
 
 def decode_string(raw: str) -> tuple[str, list[tuple[int, str]]]:
-    """The value of a string token, and (offset, message) for every bad escape in it."""
+    """The value of a string token, and (offset, message) for every bad escape in it.
+
+    Plain runs are copied as slices, so the cost is one step per escape, not per character.
+    """
     body = raw[1:-1]
+    at = body.find("\\")
+    if at < 0:
+        return body, []
     out: list[str] = []
     errors: list[tuple[int, str]] = []
     i = 0
-    while i < len(body):
-        ch = body[i]
-        if ch != "\\":
-            out.append(ch)
-            i += 1
-            continue
-        nxt = body[i + 1]  # the token's pattern guarantees a character after `\`
+    while at >= 0:
+        out.append(body[i:at])
+        nxt = body[at + 1]  # the token's pattern guarantees a character after `\`
+        i = at + 2
         if nxt in _ESCAPES:
             out.append(_ESCAPES[nxt])
-            i += 2
         elif nxt == "u":
-            digits = body[i + 2 : i + 6]
+            digits = body[at + 2 : at + 6]
             if len(digits) == 4 and all(c in "0123456789abcdefABCDEF" for c in digits):
                 code = int(digits, 16)
                 if 0xD800 <= code <= 0xDFFF:
-                    errors.append((i + 1, f"`\\u{digits}` is a surrogate, not a character"))
+                    errors.append((at + 1, f"`\\u{digits}` is a surrogate, not a character"))
                 else:
                     out.append(chr(code))
-                i += 6
+                i = at + 6
             else:
-                errors.append((i + 1, "`\\u` must be followed by four hexadecimal digits"))
-                i += 2
+                errors.append((at + 1, "`\\u` must be followed by four hexadecimal digits"))
         else:
-            errors.append((i + 1, f"unknown escape `\\{nxt}`"))
+            errors.append((at + 1, f"unknown escape `\\{nxt}`"))
             out.append(nxt)
-            i += 2
+        at = body.find("\\", i)
+    out.append(body[i:])
     return "".join(out), errors
 
 
@@ -579,11 +581,65 @@ def check_source_size(text: str, filename: str, limits: Limits) -> None:
         )
 
 
+def _string_starts(text: str, begin: int, end: int):
+    """Each string literal in ``text[begin:end]`` (one line) as (start, length written)."""
+    quote = text.find('"', begin, end)
+    while quote >= 0:
+        hash_ = text.find("#", begin, quote)
+        if hash_ >= 0:
+            return  # the rest of the line is a comment
+        i = quote + 1
+        close = text.find('"', i, end)
+        while close >= 0:  # skip escapes; each character is read a bounded number of times
+            escape = text.find("\\", i, close)
+            if escape < 0:
+                break
+            i = escape + 2
+            if i > close:  # the quote was escaped
+                close = text.find('"', i, end)
+        if close < 0:
+            return  # unterminated: a syntax error, reported by the parser
+        yield quote, close - quote - 1
+        begin = close + 1
+        quote = text.find('"', begin, end)
+
+
+def _check_string_sizes(text: str, filename: str, limits: Limits) -> None:
+    """Refuse a string literal longer than ``max_string_chars`` before the lexer sees it.
+
+    A literal lies on one line, so only lines longer than the limit are looked into; they
+    are found by a regex anchored at line starts, which reads each character once.
+    """
+    limit = limits.max_string_chars
+    long_line = re.compile(rf"^[^\n]{{{limit + 1}}}", re.MULTILINE)
+    diags = []
+    for m in long_line.finditer(text):
+        line_end = text.find("\n", m.start())
+        for start, length in _string_starts(
+            text, m.start(), len(text) if line_end < 0 else line_end
+        ):
+            if length <= limit:
+                continue
+            line = text.count("\n", 0, start) + 1
+            col = start - m.start() + 1
+            diags.append(
+                Diagnostic(
+                    "limit",
+                    f"this string has {length} characters, more than the limit of {limit}",
+                    Span(filename, line, col, line, col + 1, start, start + 1),
+                    help=f"raise it with `{limits.option('max_string_chars')}`",
+                )
+            )
+    if diags:
+        raise UnmaskError(diags)
+
+
 def parse_source(
     text: str, filename: str = "<input>", limits: Limits = DEFAULT_LIMITS
 ) -> ast.SourceFile:
     """Parse one `.proto` text; every syntax error found is reported, up to a cap."""
     check_source_size(text, filename, limits)
+    _check_string_sizes(text, filename, limits)
     parser = lark_parser()
     errors: list[Diagnostic] = []
     attempt = text
