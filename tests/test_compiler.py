@@ -251,6 +251,26 @@ def test_errors_inside_a_generator_are_found_even_with_no_members():
     assert where(d) == ("unknown-name", 4, 23)
 
 
+@pytest.mark.parametrize(
+    "ground",
+    [
+        "for x in d: ground f(x) ~ f(x)",  # f is a judge family: the right side is wrong
+        "for x in d: ground c(x) ~ c(x)",  # c is a context family: the left side is wrong
+    ],
+)
+def test_ground_roles_are_checked_on_the_template_whatever_the_members(ground):
+    text = (
+        "protocol p\ndomain d = {m}\natom f(d) : judge\natom c(d) : context\n"
+        "atom a : judge\ndecision pass iff a\n" + ground + "\n"
+    )
+    with_members = errors(text, domains={"d": ["m"]})
+    without = errors(text, domains={"d": []})
+    assert [d.code for d in with_members] == ["role-mismatch"]
+    assert [(d.code, d.message, d.span) for d in without] == [
+        (d.code, d.message, d.span) for d in with_members
+    ]
+
+
 def test_errors_repeated_per_member_are_reported_once():
     diags = errors(
         "protocol p\ndomain d = {a, b, c}\natom s(d) : judge\n"

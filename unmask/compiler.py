@@ -149,12 +149,13 @@ class _Compiler:
         self.members: dict[str, tuple[str, ...]] = {}  # resolved; absent when unusable
         self.plain: dict[str, ast.AtomDecl] = {}
         self.families: dict[str, ast.AtomDecl] = {}
-        self.roles: dict[str, str] = {}  # ground atom name -> role
+        self.reported = 0  # errors raised so far, counting repeats that were not shown
         self.budget = limits.max_expr_nodes
 
     # --- diagnostics ---------------------------------------------------------------------
 
     def error(self, code: str, message: str, span: Span | None, **kw) -> None:
+        self.reported += 1
         key = (code, message, span)
         if key in self._seen:  # a generator body repeats its errors once per member
             return
@@ -402,7 +403,6 @@ class _Compiler:
             desc = s.description or ""
             if s.param is None:
                 out.append(ir.AtomDecl(s.name, s.role, desc, s.span))
-                self.roles[s.name] = s.role
                 continue
             if s.param not in self.domains:
                 self._unknown_domain(s.param, s.param_span)
@@ -410,7 +410,6 @@ class _Compiler:
             for m in self.members.get(s.param, ()):
                 name = f"{s.name}({m})"
                 out.append(ir.AtomDecl(name, s.role, _subst(desc, s.param, m), s.span))
-                self.roles[name] = s.role
         return out
 
     def _unknown_domain(self, name: str, span) -> None:
@@ -473,10 +472,14 @@ class _Compiler:
                 grounding.append(ir.GroundPair(j, c, s.span))
 
     def _ground_ref(self, ref: ast.Ref, env, role: str, side: str) -> str | None:
+        # the role is read off the declaration the reference names, not off a ground atom,
+        # so a family over a domain with no members is checked as one with members
+        before = self.reported
         e = self.ref(ref, env)
-        if not isinstance(e, ir.Atom):
+        if self.reported > before:
             return None
-        actual = self.roles.get(e.name)
+        decl = self.plain.get(ref.name) if ref.arg is None else self.families.get(ref.name)
+        actual = decl.role if decl is not None else None
         if actual is not None and actual != role:
             self.error(
                 "role-mismatch",
@@ -486,7 +489,7 @@ class _Compiler:
                 help="write `ground JUDGE_ATOM ~ CONTEXT_ATOM`",
             )
             return None
-        return e.name
+        return e.name if isinstance(e, ir.Atom) else None
 
     def _check_unique(self, constraints, requirements) -> None:
         for kind, items, key in (
