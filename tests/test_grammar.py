@@ -5,13 +5,12 @@ against garbage and deep nesting."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from importlib.resources import files
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import unmask.grammar
 from tests.proto_strategies import token_soup
 from unmask import ast
 from unmask.compiler import compile_source
@@ -349,7 +348,7 @@ def test_token_soup_never_raises_anything_else(text):
 
 # --- one vocabulary ----------------------------------------------------------------------
 
-GRAMMAR_TEXT = (Path(unmask.grammar.__file__).parent / "unmask.lark").read_text("utf-8")
+GRAMMAR_TEXT = (files("unmask.grammar") / "unmask.lark").read_text("utf-8")
 
 
 def test_the_reserved_words_are_the_word_literals_of_the_grammar():

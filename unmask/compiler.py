@@ -13,6 +13,7 @@ must be among its own. Every diagnostic has a stable ``code`` (see docs/language
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,6 +108,14 @@ def _did_you_mean(name: str, candidates) -> str | None:
     return f"did you mean `{close[0]}`?" if close else None
 
 
+def _as_json(value) -> str:
+    """A member that is not a string, as the user wrote it in JSON (``null``, ``3``)."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
+
+
 def _subst(text: str, var: str, member: str | None) -> str:
     return text if member is None else text.replace("{" + var + "}", member)
 
@@ -189,9 +198,10 @@ class _Compiler:
                     else:
                         self.error(
                             "duplicate-decision",
-                            "a protocol has exactly one decision; this is a second one",
+                            "the protocol has a second decision",
                             s.span,
                             notes=(f"the first decision is at {first_decision.span}",),
+                            help="a protocol has exactly one decision; join them with `and`",
                         )
                 elif isinstance(s, ast.ForDecl):
                     self._for(s, constraints, requirements, grounding)
@@ -250,8 +260,9 @@ class _Compiler:
         for extra in heads[1:]:
             self.error(
                 "duplicate-protocol",
-                "a file holds one protocol; this is a second `protocol` line",
+                "the file has a second `protocol` line",
                 extra.span,
+                help="a file holds one protocol",
                 notes=(f"the first is at {heads[0].span}",),
             )
         return heads[0]
@@ -347,7 +358,7 @@ class _Compiler:
         seen: set[str] = set()
         for i, m in enumerate(given):
             if not isinstance(m, str) or not IDENT_RE.match(m) or m in reserved_words():
-                shown = m if isinstance(m, str) else repr(m)
+                shown = m if isinstance(m, str) else _as_json(m)
                 self.error(
                     "bad-member",
                     f"member `{shown}` of `{name}` is not a name",
@@ -427,8 +438,9 @@ class _Compiler:
         if var in self.plain or var in self.families:
             self.error(
                 "duplicate-name",
-                f"`{var}` is already an atom; choose another variable name",
+                f"the variable `{var}` has the name of an atom",
                 var_span,
+                help="choose another variable name",
             )
         if domain not in self.domains:
             self._unknown_domain(domain, domain_span)
@@ -561,7 +573,7 @@ class _Compiler:
                 fam = self.families[name]
                 self.error(
                     "missing-member",
-                    f"`{name}` is a family of atoms over `{fam.param}`; name one member",
+                    f"`{name}` is a family of atoms over `{fam.param}`, not one atom",
                     r.span,
                     help=f"write `{name}(c)` with a member or a variable of `{fam.param}`",
                 )
@@ -573,9 +585,9 @@ class _Compiler:
             if name in self.plain:
                 self.error(
                     "not-a-family",
-                    f"`{name}` is a single atom, not a family; it takes no member",
+                    f"`{name}` is a single atom, not a family",
                     r.span,
-                    help=f"write `{name}`",
+                    help=f"a single atom takes no member: write `{name}`",
                 )
             else:
                 self._unknown_name(name, r.span)

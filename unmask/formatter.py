@@ -4,10 +4,11 @@ Contract: ``format_source(text, filename)`` parses (syntax only: a file with unk
 still formats) and prints the statements in the order written, one per line, with single
 spaces, canonical string escapes and the fewest parentheses that keep the meaning (and the
 compiled IR) unchanged. Consecutive atom declarations (no blank or comment line between)
-are set as a table, roles and descriptions each in one column, as people write them. Comments are kept: a comment on a statement's last line stays at
-the end of that line, any other comment goes on its own line before the statement it was
-in or before; one blank line is kept wherever the source had one or more, and one always
-follows the `protocol` line. Formatting is idempotent, and
+are set as a table, roles and descriptions each in one column, as people write them.
+Comments are kept: a comment on a statement's last line stays at the end of that line,
+any other comment goes on its own line before the statement it was in or before; one
+blank line is kept wherever the source had one or more, and one always follows the
+`protocol` line. Formatting is idempotent, and
 ``compile_source(format_source(t)) == compile_source(t)`` for every text that compiles.
 """
 

@@ -53,7 +53,7 @@ class LazyGroup(click.Group):
             close = difflib.get_close_matches(args[0], list(COMMANDS), n=1) if args else []
             if close:
                 raise click.UsageError(
-                    f"no such command `{args[0]}`; did you mean `{close[0]}`?", ctx
+                    f"no such command `{args[0]}` (did you mean `{close[0]}`?)", ctx
                 ) from exc
             raise
 
