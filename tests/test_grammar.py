@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.proto_strategies import token_soup
+from tests.test_compiler import assert_follows_the_style_guide
 from unmask import ast
 from unmask.compiler import compile_source
 from unmask.diagnostics import UnmaskError
@@ -344,6 +345,7 @@ def test_token_soup_never_raises_anything_else(text):
         for d in e.diagnostics:
             assert d.code
             assert d.span is None or d.span.file == "s.proto"
+            assert_follows_the_style_guide(d)
 
 
 # --- one vocabulary ----------------------------------------------------------------------
