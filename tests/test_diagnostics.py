@@ -3,6 +3,9 @@ diagnostics (each source is indexed by line once, however many diagnostics point
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import unmask.diagnostics as diagnostics
 from unmask.compiler import compile_source
 from unmask.diagnostics import Diagnostic, UnmaskError, render, render_all
@@ -45,3 +48,15 @@ def test_many_diagnostics_index_each_source_once(monkeypatch):
     blocks = out.split("\nx.proto:")
     assert blocks[1].startswith("5:16: error: unknown atom `zz1`\n  |\n5 | constraint c1: zz1\n")
     assert out.endswith("y.proto:1:1: error: oops\n  |\n1 | a\n  | ^")
+
+
+def test_span_is_defined_once():
+    root = Path(__file__).resolve().parent.parent
+    defining = [
+        p.relative_to(root).as_posix()
+        for folder in ("unmask", "backends", "grammar")
+        for p in sorted((root / folder).rglob("*.py"))
+        if re.search(r"^\s*(class Span\b|Span\s*=)", p.read_text(encoding="utf-8"), re.M)
+    ]
+    assert defining == ["unmask/ir.py"]
+    assert diagnostics.Span is Span

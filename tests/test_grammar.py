@@ -411,3 +411,17 @@ def test_decoding_copies_plain_runs_whole():
     value, errors = decode_string(raw)
     assert value == "a" * 1000 + "\u00e9q" + "b" * 1000
     assert errors == [(1007, "unknown escape `\\q`")]
+
+
+def test_the_vocabulary_of_syntax_errors_is_read_off_the_grammar():
+    from unmask.parser import _vocabulary
+
+    v = _vocabulary()
+    words = "protocol atom domain constraint decision requirement ground for"
+    assert v.statements == {w.upper() for w in words.split()}
+    assert v.roles == {"JUDGE", "CONTEXT", "PROCEDURE"}
+    assert v.operators == {"AND", "OR", "XOR", "IMPLIES", "IFF"}
+    assert v.expr_start == {
+        *("NAME", "LPAR", "TRUE", "FALSE", "NOT", "PASS"),
+        *("ALL", "ANY", "ATLEAST", "ATMOST", "EXACTLY"),
+    }

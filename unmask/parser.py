@@ -6,7 +6,10 @@ a span. After a syntax error the parser resumes at the next line that starts wit
 statement keyword, so one run reports several independent mistakes. Nothing here
 recurses on the input's nesting: lark's LALR parser and the non-recursive transformer are
 iterative, and expressions deeper than ``limits.max_expr_depth`` are refused here, before
-any recursive pass (compiler, formatter) sees them.
+any recursive pass (compiler, formatter) sees them; a string literal longer than
+``limits.max_string_chars`` is refused before the lexer reads it. The vocabulary (reserved
+words, the words that start a statement or an expression, the roles) is read off the
+loaded grammar, never copied.
 """
 
 from __future__ import annotations
