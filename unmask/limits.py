@@ -19,6 +19,7 @@ class Limits:
     max_expr_depth: int = 200  # nesting of one expression
     max_expr_nodes: int = 1_000_000  # nodes in the whole ground protocol
     max_source_chars: int = 10_000_000  # one source text (rationale, context, …) or .proto file
+    max_string_chars: int = 1_000_000  # one string literal in a .proto file, as written
     max_domain_size: int = 100_000  # members of one domain
     max_json_depth: int = 500  # nesting of a replay's JSON document
     max_file_bytes: int = 64 * 1024 * 1024  # one replay or .proto file
@@ -53,6 +54,7 @@ def click_options(f):  # type: ignore[no-untyped-def]
         "max_expr_depth": "deepest nesting of one expression",
         "max_expr_nodes": "most expression nodes in one protocol",
         "max_source_chars": "longest source text or .proto file, in characters",
+        "max_string_chars": "longest string literal in a .proto file, in characters",
         "max_domain_size": "most members of one domain",
         "max_json_depth": "deepest nesting of a JSON document",
         "max_file_bytes": "largest input file, in bytes",

@@ -1,8 +1,9 @@
-"""`unmask`: the checking command line (SPEC section 6).
+"""`unmask`: the checking command line.
 
 Contract: each subcommand lives in ``unmask.commands.<name>`` as a click command named
 ``command`` and is imported only when invoked, so ``unmask --help`` stays fast. Exit
-statuses: 0 satisfied/valid/agree, 1 violated/disagree, 2 usage, 3 unknown, 4 invalid input.
+statuses are those of ``unmask.exitcodes``: 0 satisfied/valid/agree, 1 violated/disagree,
+2 usage, 3 unknown, 4 invalid input, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ class LazyGroup(click.Group):
             close = difflib.get_close_matches(args[0], list(COMMANDS), n=1) if args else []
             if close:
                 raise click.UsageError(
-                    f"no such command `{args[0]}`; did you mean `{close[0]}`?", ctx
+                    f"no such command `{args[0]}` (did you mean `{close[0]}`?)", ctx
                 ) from exc
             raise
 
