@@ -16,8 +16,6 @@ from __future__ import annotations
 import copy
 import difflib
 import json
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +25,7 @@ from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.jsonload import show
 from unmask.limits import DEFAULT_LIMITS, Limits
 from unmask.model import EVIDENCE_SOURCES, VALUES
+from unmask.outputs import write_bytes
 
 __all__ = ["ReplayBuilder"]
 
@@ -330,13 +329,5 @@ def write_json(path: str | Path, obj: Any) -> Any:
         data = text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: keep it as a JSON escape
         data = (json.dumps(obj, ensure_ascii=True, indent=2) + "\n").encode("ascii")
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_bytes(str(path), data)
     return obj

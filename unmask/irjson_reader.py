@@ -28,9 +28,9 @@ from unmask.jsonreader import (
     show,
 )
 from unmask.limits import DEFAULT_LIMITS, Limits
+from unmask.names import IDENT_PATTERN, IDENT_RE
 
-_IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
-IDENT_RE = re.compile(_IDENT + r"\Z")
+_IDENT = IDENT_PATTERN
 # a ground atom is a plain name or a family member such as `supported(c)`
 ATOM_NAME_RE = re.compile(rf"{_IDENT}(\(\s*{_IDENT}(\s*,\s*{_IDENT})*\s*\))?\Z")
 

@@ -18,9 +18,9 @@ from typing import Any
 
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.limits import Limits
+from unmask.names import IDENT_RE
 
 _SUGGEST_MAX = 5000  # above this many candidates, "did you mean" is not worth its cost
-_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 NAME_HELP = "names are letters, digits and `_`, not starting with a digit"
 
 
@@ -40,7 +40,7 @@ def show(value: Any, limit: int = 60) -> str:
 
 def join_path(path: str, key: str) -> str:
     """Extend a JSON path by an object key, quoting keys that are not plain names."""
-    if _PLAIN_KEY.match(key):
+    if IDENT_RE.match(key):
         return f"{path}.{key}" if path else key
     return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
 

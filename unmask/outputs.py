@@ -5,8 +5,9 @@ Contract:
   temporary file in the same folder, which replaces ``path`` (``os.replace``) only when the
   block ends without error, so a full disk or an interrupted run never leaves a truncated
   file. The new file keeps the mode of the file it replaces (else the umask's default), and
-  a symbolic link is followed, not replaced. A path that exists and is not a regular file
-  (``/dev/null``, ``/dev/stdout``, a FIFO) is written in place: it cannot be replaced;
+  a symbolic link is followed, not replaced, and a file the user may not write is refused.
+  A path that exists and is not a regular file (``/dev/null``, ``/dev/stdout``, a FIFO) is
+  written in place: it cannot be replaced;
 - ``write_text(path, text)`` / ``write_bytes(path, data)`` are the one-call forms;
 - every ``OSError`` on the way (a missing or read-only folder, a directory named as the
   file, a full disk, a closed pipe) becomes ``OutputError``, an ``UnmaskError`` carrying one
@@ -58,6 +59,9 @@ def atomic(path: str, mode: str = "w", encoding: str | None = "utf-8") -> Iterat
             st = None
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(21, "Is a directory")
+        if st is not None and not os.access(target, os.W_OK):
+            # renaming over it would succeed, but the user made it read-only on purpose
+            raise PermissionError(13, "Permission denied")
         if st is not None and not stat.S_ISREG(st.st_mode):
             # a device or a pipe cannot be replaced: write into it
             with open(target, "wb" if binary else "w", **kwargs) as fh:

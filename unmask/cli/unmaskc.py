@@ -16,9 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import stat
 import sys
-import tempfile
 from dataclasses import replace
 
 import click
@@ -26,6 +24,7 @@ import click
 from unmask import __version__, exitcodes
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits, click_options
+from unmask.outputs import write_text
 
 # reading problems that mean the command line named the wrong thing
 _USAGE_CODES = frozenset({"io"})
@@ -43,45 +42,6 @@ def _fail(err: UnmaskError, sources: dict[str, str]) -> int:
     if all(d.code in _USAGE_CODES for d in err.diagnostics):
         return exitcodes.USAGE
     return exitcodes.ERRORS
-
-
-def write_file(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` whole or not at all, or raise ``UnmaskError`` (code
-    ``output``). A regular file is replaced by a finished temporary file from the same
-    folder, keeping its mode; a path that exists and is not a regular file (``/dev/full``,
-    a FIFO) cannot be replaced and is written in place."""
-    data = text.encode("utf-8")
-    try:
-        real = os.path.realpath(path)
-        try:
-            st = os.stat(real)
-        except FileNotFoundError:
-            st = None
-        if st is not None and not stat.S_ISREG(st.st_mode):
-            with open(real, "wb") as f:
-                f.write(data)
-            return
-        if st is not None and not os.access(real, os.W_OK):
-            raise PermissionError(13, "permission denied")
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(real) or ".", prefix=".unmaskc-")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            if st is not None:
-                os.chmod(tmp, stat.S_IMODE(st.st_mode))
-            else:
-                umask = os.umask(0)
-                os.umask(umask)
-                os.chmod(tmp, 0o666 & ~umask)
-            os.replace(tmp, real)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError as exc:
-        reason = (exc.strerror or "cannot be written").lower()
-        raise UnmaskError([Diagnostic("output", f"cannot write `{path}`: {reason}")]) from None
 
 
 def _print(text: str, sources: dict[str, str]) -> None:
@@ -190,7 +150,7 @@ def compile_command(
             out += "\n"
     if output:
         try:
-            write_file(output, out)
+            write_text(output, out)
         except UnmaskError as err:
             sys.exit(_fail(err, sources))
     else:
@@ -224,7 +184,7 @@ def fmt_command(files: tuple[str, ...], check: bool, write: bool, limits: Limits
         elif write:
             if formatted != text:
                 try:
-                    write_file(path, formatted)
+                    write_text(path, formatted)
                 except UnmaskError as err:
                     status = max(status, _fail(err, sources))
                     continue

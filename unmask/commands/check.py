@@ -18,14 +18,11 @@ from pathlib import Path
 
 import click
 
+from unmask import exitcodes
 from unmask.commands._options import timeout_option
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits, click_options
 from unmask.render import FORMATS
-
-EXIT_USAGE = 2
-EXIT_UNKNOWN = 3
-EXIT_INVALID = 4
 
 
 def _fail(
@@ -56,7 +53,7 @@ def command(replay_path: str, backend: str, fmt: str, timeout_ms: int, limits: L
     try:
         solver = create(backend, timeout_ms=timeout_ms)
     except UnmaskError as exc:
-        _fail(exc.diagnostics, EXIT_USAGE)
+        _fail(exc.diagnostics, exitcodes.USAGE)
     except ImportError as exc:
         _fail(
             (
@@ -65,7 +62,7 @@ def command(replay_path: str, backend: str, fmt: str, timeout_ms: int, limits: L
                     message=f"backend `{backend}` cannot be loaded: {exc}",
                 ),
             ),
-            EXIT_USAGE,
+            exitcodes.USAGE,
         )
     from unmask.api import check
     from unmask.replay import load_replay, render_error
@@ -73,19 +70,19 @@ def command(replay_path: str, backend: str, fmt: str, timeout_ms: int, limits: L
     try:
         replay = load_replay(Path(replay_path), limits)
     except UnmaskError as exc:
-        _fail(exc.diagnostics, EXIT_INVALID, fmt, replay_path, render_error(exc))
+        _fail(exc.diagnostics, exitcodes.INVALID, fmt, replay_path, render_error(exc))
     if replay.warnings:
         click.echo(render_all(replay.warnings), err=True)
     try:
         report = check(replay, solver)
     except UnmaskError as exc:
         # a backend that cannot take this replay (the truth table over its atom limit)
-        _fail(exc.diagnostics, EXIT_USAGE, fmt, replay_path)
+        _fail(exc.diagnostics, exitcodes.USAGE, fmt, replay_path)
     except Exception as exc:  # a bug must still not end in a traceback
         message = f"internal error while checking: {exc}" if str(exc) else "internal error"
         help_ = "nothing was proved; please report this with the replay"
         diag = Diagnostic(code="internal-error", message=message, help=help_)
-        _fail((diag,), EXIT_UNKNOWN, fmt, replay_path)
+        _fail((diag,), exitcodes.UNKNOWN, fmt, replay_path)
     from unmask.render import render
 
     # click.echo drops the ANSI codes again when stdout is not a terminal

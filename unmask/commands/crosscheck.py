@@ -17,16 +17,11 @@ from typing import Any
 
 import click
 
+from unmask import exitcodes
 from unmask.backends import available
 from unmask.commands._options import timeout_option
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits, click_options
-
-EXIT_AGREE = 0
-EXIT_DISAGREE = 1
-EXIT_USAGE = 2
-EXIT_NOTHING_COMPARED = 3
-EXIT_INVALID = 4
 
 
 def first_difference(a: Any, b: Any, path: str = "") -> tuple[str, Any, Any] | None:
@@ -77,7 +72,7 @@ def _fail(diags: tuple[Diagnostic, ...], code: int) -> None:
 
 
 def _usage(message: str) -> None:
-    _fail((Diagnostic(code="usage", message=message),), EXIT_USAGE)
+    _fail((Diagnostic(code="usage", message=message),), exitcodes.USAGE)
 
 
 @click.command("crosscheck")
@@ -106,7 +101,7 @@ def command(replay: str, backends: str, timeout_ms: int, limits: Limits) -> None
         try:
             solvers.append((name, create(name, timeout_ms=timeout_ms)))
         except UnmaskError as exc:
-            _fail(exc.diagnostics, EXIT_USAGE)
+            _fail(exc.diagnostics, exitcodes.USAGE)
 
     from unmask.api import check
     from unmask.replay import load_replay, render_error
@@ -115,7 +110,7 @@ def command(replay: str, backends: str, timeout_ms: int, limits: Limits) -> None
         case = load_replay(replay, limits)
     except UnmaskError as exc:
         click.echo(render_error(exc), err=True)
-        raise SystemExit(EXIT_INVALID) from None
+        raise SystemExit(exitcodes.INVALID) from None
 
     from unmask.jsonload import show
 
@@ -132,7 +127,7 @@ def command(replay: str, backends: str, timeout_ms: int, limits: Limits) -> None
             continue
         except Exception as exc:  # a crash in one backend is a disagreement, not a traceback
             click.echo(f"{rid}: backend `{name}` failed: {exc}")
-            raise SystemExit(EXIT_DISAGREE) from None
+            raise SystemExit(exitcodes.VIOLATED) from None
         report.pop("backend", None)
         reports.append((name, report))
 
@@ -140,7 +135,7 @@ def command(replay: str, backends: str, timeout_ms: int, limits: Limits) -> None
     if len(reports) < 2:
         only = f"only `{ran[0]}` ran" if ran else "no backend ran"
         click.echo(f"{rid}: {only}; nothing to compare")
-        raise SystemExit(EXIT_NOTHING_COMPARED)
+        raise SystemExit(exitcodes.UNKNOWN)
     ref_name, ref = reports[0]
     for name, other in reports[1:]:
         found = first_difference(ref, other)
@@ -149,7 +144,7 @@ def command(replay: str, backends: str, timeout_ms: int, limits: Limits) -> None
             click.echo(f"{rid}: backends disagree at `{path}`")
             click.echo(f"  {ref_name}: {_show(mine)}")
             click.echo(f"  {name}: {_show(theirs)}")
-            raise SystemExit(EXIT_DISAGREE)
+            raise SystemExit(exitcodes.VIOLATED)
     overall = ref.get("overall")
     click.echo(f"{rid}: {', '.join(ran)} agree (overall {overall})")
-    raise SystemExit(EXIT_AGREE)
+    raise SystemExit(exitcodes.OK)
