@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from hypothesis import strategies as st
 
 from unmask import ast
-from unmask.parser import RESERVED
+from unmask.parser import reserved_words
 
 ROLES = ("judge", "context", "procedure")
 BINOPS = ("iff", "implies", "or", "xor", "and")
 # the words the random token soups draw from: every reserved word of the language
-KEYWORDS = sorted(RESERVED)
+KEYWORDS = sorted(reserved_words())
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The batch engine and the summary (unmask.audit): inputs, result lines, order, resume."""
+"""The batch engine and the summary (unmask.batch): inputs, result lines, order, resume."""
 
 from __future__ import annotations
 
@@ -10,19 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from unmask import audit
 from unmask.api import check
+from unmask.batch import inputs, resume, run, summary
 from unmask.bench import replay_line
 from unmask.replay import load_replay
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 CASES = ["case_a.json", "case_b.json", "case_c.json", "case_d.json", "case_unknown.json"]
-SETTINGS = audit.Settings("sliced", 60_000)
+SETTINGS = run.Settings("sliced", 60_000)
 
 
 def _collect(tasks, jobs=1, settings=SETTINGS):
     out = []
-    audit.run_audit(iter(tasks), settings, lambda t, line, v, c: out.append((t, line, v)), jobs)
+    run.run_audit(iter(tasks), settings, lambda t, r: out.append((t, r.line, r.view)), jobs)
     return out
 
 
@@ -41,31 +41,31 @@ def cases(tmp_path: Path) -> Path:
 
 
 def test_directory_is_walked_recursively_in_sorted_order(cases: Path) -> None:
-    got = [t.location for t in audit.iter_tasks([str(cases)])]
+    got = [t.location for t in inputs.iter_tasks([str(cases)])]
     want = [str(cases / n) for n in CASES]
     want.append(str(cases / "sub" / "a_family.json"))
     assert got == sorted(want)
-    assert audit.count_tasks([str(cases)]) == len(want)
+    assert inputs.count_tasks([str(cases)]) == len(want)
 
 
 def test_jsonl_records_are_numbered_by_line_and_blank_lines_skipped(tmp_path: Path) -> None:
     f = tmp_path / "r.jsonl"
     f.write_text(replay_line(2, 0, 0) + "\n\n   \n" + replay_line(2, 0, 1) + "\n")
-    tasks = list(audit.iter_tasks([str(f)]))
+    tasks = list(inputs.iter_tasks([str(f)]))
     assert [t.location for t in tasks] == [f"{f}:1", f"{f}:4"]
     assert [t.line for t in tasks] == [1, 4]
-    assert audit.count_tasks([str(f)]) == 2
+    assert inputs.count_tasks([str(f)]) == 2
 
 
 def test_report_line_is_the_report_with_its_location(cases: Path) -> None:
     path = cases / "case_b.json"
-    [(_task, line, v)] = _collect(audit.iter_tasks([str(path)]))
+    [(_task, line, v)] = _collect(inputs.iter_tasks([str(path)]))
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     obj = json.loads(line)
     assert list(obj)[:2] == ["schema", "location"]
     assert obj.pop("location") == str(path)
     assert obj == check(load_replay(path), "sliced").to_json()
-    assert v["overall"] == "VIOLATED"
+    assert v.overall == "VIOLATED"
 
 
 def test_bad_lines_become_error_records_and_the_batch_goes_on(tmp_path: Path) -> None:
@@ -81,7 +81,7 @@ def test_bad_lines_become_error_records_and_the_batch_goes_on(tmp_path: Path) ->
         )
         + "\n"
     )
-    results = _collect(audit.iter_tasks([str(f)]))
+    results = _collect(inputs.iter_tasks([str(f)]))
     objs = [json.loads(line) for _, line, _ in results]
     assert [o["location"] for o in objs] == [f"{f}:{n}" for n in (1, 2, 3, 4)]
     assert [o["schema"] for o in objs] == [
@@ -100,18 +100,18 @@ def test_bad_lines_become_error_records_and_the_batch_goes_on(tmp_path: Path) ->
 
 def test_unreadable_replay_file_is_an_error_record(tmp_path: Path) -> None:
     missing = tmp_path / "gone.json"
-    [(_, line, v)] = _collect([audit.Task(str(missing), str(missing))])
+    [(_, line, v)] = _collect([inputs.Task(str(missing), str(missing))])
     obj = json.loads(line)
     assert obj["schema"] == "unmask.error/1" and obj["errors"][0]["code"] == "io"
-    assert v == {"error": "io"}
+    assert v == summary.View(error="io")
 
 
 def test_jobs_2_keeps_input_order(tmp_path: Path) -> None:
     f = tmp_path / "many.jsonl"
     sizes = [1, 6, 2, 9, 1, 3] * 12  # uneven work, so workers finish out of order
     f.write_text("".join(replay_line(n, 1, i) + "\n" for i, n in enumerate(sizes)))
-    one = [line for _, line, _ in _collect(audit.iter_tasks([str(f)]), jobs=1)]
-    two = [line for _, line, _ in _collect(audit.iter_tasks([str(f)]), jobs=2)]
+    one = [line for _, line, _ in _collect(inputs.iter_tasks([str(f)]), jobs=1)]
+    two = [line for _, line, _ in _collect(inputs.iter_tasks([str(f)]), jobs=2)]
     assert len(one) == len(sizes)
     assert two == one
 
@@ -124,7 +124,7 @@ def test_read_done_cuts_a_truncated_last_line_and_counts_locations(tmp_path: Pat
     ]
     out.write_text("".join(lines) + '{"schema": "unmask.rep')
     seen = []
-    done = audit.read_done(str(out), seen.append)
+    done = resume.read_done(str(out), seen.append)
     assert done == Counter({"a.json": 2, "b.json": 1})
     assert out.read_text() == "".join(lines)
     assert len(seen) == 3
@@ -132,25 +132,26 @@ def test_read_done_cuts_a_truncated_last_line_and_counts_locations(tmp_path: Pat
 
 def test_read_done_refuses_a_file_that_is_not_audit_output(tmp_path: Path) -> None:
     out = tmp_path / "out.jsonl"
-    out.write_text('{"location": "a.json"}\nnot json\n')
-    with pytest.raises(audit.ResumeError) as info:
-        audit.read_done(str(out))
+    good = '{"schema": "unmask.error/1", "location": "a.json", "errors": []}'
+    out.write_text(good + "\nnot json\n")
+    with pytest.raises(resume.ResumeError) as info:
+        resume.read_done(str(out))
     assert info.value.line == 2
     out.write_text('{"schema": "x"}\n')
-    with pytest.raises(audit.ResumeError) as info:
-        audit.read_done(str(out))
+    with pytest.raises(resume.ResumeError) as info:
+        resume.read_done(str(out))
     assert info.value.line == 1
 
 
 def test_skip_done_is_a_multiset() -> None:
-    tasks = [audit.Task(loc, loc) for loc in ("a", "b", "a", "c", "a")]
-    kept = [t.location for t in audit.skip_done(tasks, Counter({"a": 2, "c": 1}))]
+    tasks = [inputs.Task(loc, loc) for loc in ("a", "b", "a", "c", "a")]
+    kept = [t.location for t in resume.skip_done(tasks, Counter({"a": 2, "c": 1}))]
     assert kept == ["b", "a"]
 
 
-def _summary_of(paths) -> audit.Summary:
-    s = audit.Summary()
-    for _, _, v in _collect(audit.iter_tasks(paths)):
+def _summary_of(paths) -> summary.Summary:
+    s = summary.Summary()
+    for _, _, v in _collect(inputs.iter_tasks(paths)):
         s.add(v)
     return s
 
@@ -170,7 +171,7 @@ def test_summary_of_the_articles_cases(cases: Path) -> None:
     assert j["gold"]["table"]["match"] == {"SATISFIED": 1, "VIOLATED": 1, "UNKNOWN": 1}
     assert j["gold"]["table"]["mismatch"] == {"SATISFIED": 0, "VIOLATED": 2, "UNKNOWN": 0}
     # each dimension counted once per replay
-    for d in audit.DIMENSIONS:
+    for d in summary.DIMENSIONS:
         counts = j["dimensions"][d]
         assert sum(v for k, v in counts.items() if k != "not_observable") == 5
 
@@ -193,12 +194,12 @@ def test_most_failing_dimension_counts_replays_and_states_ties(cases: Path) -> N
     for n in CASES:
         dims = check(load_replay(cases / n), "sliced").dimensions
         expected["verdict"] += dims.verdict == "VIOLATED"
-        expected["requirement"] += dims.procedure == "VIOLATED"
+        expected["procedure"] += dims.procedure == "VIOLATED"
         expected["grounding"] += dims.grounding == "VIOLATED"
     top = max(expected.values())
     assert mf["replays"] == top
     assert mf["dimensions"] == [
-        d for d in audit.DIMENSIONS if d != "coverage" and expected[d] == top
+        d for d in summary.DIMENSIONS if d != "coverage" and expected[d] == top
     ]
     assert mf["tie"] == (len(mf["dimensions"]) > 1)
     assert [r["replays"] for r in mf["ranking"]] == sorted(
@@ -207,15 +208,14 @@ def test_most_failing_dimension_counts_replays_and_states_ties(cases: Path) -> N
 
 
 def test_no_failure_and_not_observable_coverage() -> None:
-    s = audit.Summary()
+    s = summary.Summary()
     assert s.most_failing()["dimensions"] == []
-    v = {
-        "overall": "UNKNOWN",
-        "dimensions": dict.fromkeys(audit.DIMENSIONS, "OK") | {"coverage": "UNKNOWN"},
-        "matches": None,
-        "requirements": [("cited(c1)", "ENTAILED", "REFUTED"), ("cited(c2)", "ENTAILED", None)],
-        "grounding": [],
-    }
+    v = summary.View(
+        overall="UNKNOWN",
+        dimensions=("OK", "OK", "UNKNOWN", "OK"),
+        matches=None,
+        requirements=(("cited(c1)", "ENTAILED", "REFUTED"), ("cited(c2)", "ENTAILED", None)),
+    )
     s.add(v)
     j = s.to_json()
     assert j["coverage"] == {"cited(*)": {"not_observable": 1, "unknown": 1}}
@@ -226,22 +226,22 @@ def test_no_failure_and_not_observable_coverage() -> None:
 
 
 def test_family_members_are_grouped() -> None:
-    assert audit.family_key("supported(joined)") == "supported(*)"
-    assert audit.family_key("pair(a, b)") == "pair(*,*)"
-    assert audit.family_key("j_cto") == "j_cto"
+    assert summary.family_key("supported(joined)") == "supported(*)"
+    assert summary.family_key("pair(a, b)") == "pair(*,*)"
+    assert summary.family_key("j_cto") == "j_cto"
 
 
 def test_summary_memory_depends_on_distinct_ids_not_on_replays() -> None:
-    s = audit.Summary()
+    s = summary.Summary()
     for i in range(2000):
         s.add(
-            {
-                "overall": "VIOLATED",
-                "dimensions": dict.fromkeys(audit.DIMENSIONS, "VIOLATED"),
-                "matches": i % 2 == 0,
-                "requirements": [("context_only", "REFUTED", "ENTAILED")],
-                "grounding": [(f"supported(c{i})", f"backed(c{i})", "REFUTED")],
-            }
+            summary.View(
+                overall="VIOLATED",
+                dimensions=("VIOLATED",) * len(summary.DIMENSIONS),
+                matches=i % 2 == 0,
+                requirements=(("context_only", "REFUTED", "ENTAILED"),),
+                grounding=((f"supported(c{i})", f"backed(c{i})", "REFUTED"),),
+            )
         )
     assert list(s.grounding) == ["supported(*) ~ backed(*)"]
     assert s.grounding["supported(*) ~ backed(*)"]["violated"] == 2000
@@ -249,8 +249,8 @@ def test_summary_memory_depends_on_distinct_ids_not_on_replays() -> None:
 
 
 def test_error_records_are_counted_by_first_code() -> None:
-    s = audit.Summary()
-    s.add(audit.view({"schema": "unmask.error/1", "location": "x", "errors": [{"code": "io"}]}))
+    s = summary.Summary()
+    s.add(summary.view({"schema": "unmask.error/1", "location": "x", "errors": [{"code": "io"}]}))
     assert s.to_json()["errors"] == {"io": 1}
     assert s.valid == 0 and s.overall["INVALID"] == 1
 
@@ -265,11 +265,11 @@ def test_an_overlong_jsonl_record_is_skipped_without_reading_it_whole(tmp_path: 
     f.write_text(
         replay_line(1, 0, 0) + "\n" + '{"pad": "' + "x" * 20_000 + '"}\n' + replay_line(1, 0, 1)
     )
-    tasks = list(audit.iter_tasks([str(f)], limits))
+    tasks = list(inputs.iter_tasks([str(f)], limits))
     assert [t.line for t in tasks] == [1, 2, 3]
     assert tasks[1].text is None and tasks[1].problem[0] == "limit"
-    assert audit.count_tasks([str(f)], limits) == 3
-    settings = audit.Settings("sliced", 60_000, limits)
+    assert inputs.count_tasks([str(f)], limits) == 3
+    settings = run.Settings("sliced", 60_000, limits)
     objs = [json.loads(line) for _, line, _ in _collect(tasks, settings=settings)]
     assert [o["schema"] for o in objs] == ["unmask.report/1", "unmask.error/1", "unmask.report/1"]
     err = objs[1]["errors"][0]
@@ -279,7 +279,7 @@ def test_an_overlong_jsonl_record_is_skipped_without_reading_it_whole(tmp_path: 
 def test_a_replay_that_kills_its_worker_becomes_an_error_record(tmp_path, monkeypatch) -> None:
     f = tmp_path / "r.jsonl"
     f.write_text("".join(replay_line(2, 2, i) + "\n" for i in range(40)))
-    real = audit.audit_task
+    real = run.audit_task
 
     def crashing(task, settings):
         if task.line == 7:
@@ -287,8 +287,8 @@ def test_a_replay_that_kills_its_worker_becomes_an_error_record(tmp_path, monkey
         return real(task, settings)
 
     # forked workers inherit the patched module
-    monkeypatch.setattr(audit, "audit_task", crashing)
-    got = [json.loads(line) for _, line, _ in _collect(audit.iter_tasks([str(f)]), jobs=2)]
+    monkeypatch.setattr(run, "audit_task", crashing)
+    got = [json.loads(line) for _, line, _ in _collect(inputs.iter_tasks([str(f)]), jobs=2)]
     assert [o["location"] for o in got] == [f"{f}:{n}" for n in range(1, 41)]
     bad = [o for o in got if o["schema"] == "unmask.error/1"]
     assert [o["location"] for o in bad] == [f"{f}:7"]
@@ -297,5 +297,48 @@ def test_a_replay_that_kills_its_worker_becomes_an_error_record(tmp_path, monkey
 
 def test_a_symlink_loop_is_not_followed_forever(cases: Path) -> None:
     (cases / "sub" / "loop").symlink_to(cases, target_is_directory=True)
-    got = [t.location for t in audit.iter_tasks([str(cases)])]
+    got = [t.location for t in inputs.iter_tasks([str(cases)])]
     assert len(got) == len(CASES) + 1 and len(set(got)) == len(got)
+
+
+def test_summary_dimensions_are_the_reports_own(cases: Path) -> None:
+    report = check(load_replay(cases / "case_b.json"), "sliced")
+    assert tuple(report.dimensions.to_json()) == summary.DIMENSIONS
+    s = _summary_of([str(cases / "case_b.json")])
+    j = s.to_json()
+    assert list(j["dimensions"]) == ["verdict", "procedure", "coverage", "grounding"]
+    assert j["dimensions"]["procedure"] == {"violated": 1}
+    assert j["most_failing"]["dimensions"] == ["procedure"]
+    text = s.render_text()
+    assert "\n  procedure " in text and "\n  requirement " not in text
+    assert "fails most often: procedure" in text
+
+
+def test_each_check_counts_under_the_checkers_outcome() -> None:
+    from unmask.checker import outcome
+
+    statuses = (
+        "ENTAILED",
+        "REFUTED",
+        "UNDERDETERMINED",
+        "SOLVER_UNKNOWN",
+        "INCONSISTENT_BASE",
+        "NOT_SPECIFIED",
+        None,
+    )
+    names = {"OK": "satisfied", "VIOLATED": "violated", "UNKNOWN": "unknown", None: "not_specified"}
+    for status in statuses:
+        assert summary.check_key(status) == names[outcome(status)]
+        want = "not_observable" if status == "REFUTED" else names[outcome(status, coverage=True)]
+        assert summary.check_key(status, coverage=True) == want
+
+
+def test_index_rows_of_a_report_and_of_its_result_line_agree(cases: Path) -> None:
+    from unmask.render import html
+
+    for name in CASES:
+        report = check(load_replay(cases / name), "sliced")
+        line = {"location": name, **report.to_json()}
+        assert html.line_row(line, "x.html") == html.index_row(report, "x.html")
+    record = {"schema": "unmask.error/1", "location": "bad.json", "errors": []}
+    assert html.line_row(record, "ignored")["overall"] == "INVALID"

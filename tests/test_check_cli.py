@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,14 @@ def test_backend_refusing_the_replay_is_usage_not_traceback(tmp_path: Path) -> N
     assert result.exit_code == 2
     assert "Traceback" not in result.stderr and result.stdout == ""
     assert result.stderr.startswith("error:")
+
+
+def test_a_directory_or_an_unreadable_file_is_exit_4(tmp_path: Path) -> None:
+    result = run(str(tmp_path))
+    assert result.exit_code == 4
+    assert "is a directory, not a regular file" in result.stderr
+    if os.geteuid() != 0:  # root reads every file
+        f = tmp_path / "r.json"
+        f.write_text("{}")
+        f.chmod(0)
+        assert run(str(f)).exit_code == 4

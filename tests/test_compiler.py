@@ -4,6 +4,7 @@ column), limits, file reading, and a property test against an independent evalua
 from __future__ import annotations
 
 import itertools
+import re
 
 import pytest
 from hypothesis import given
@@ -213,6 +214,29 @@ def test_semantic_errors_have_a_code_and_a_place(text, code, line, column):
     diags = errors(text)
     assert (diags[0].code, diags[0].span.line, diags[0].span.column) == (code, line, column)
     assert diags[0].span.file == "t.proto"
+    for d in diags:
+        assert_follows_the_style_guide(d)
+
+
+def assert_follows_the_style_guide(d) -> None:
+    """docs/style.md: one lowercase sentence, no final period, no implementation names."""
+    text = d.message.lstrip("`")
+    assert text[:1] == text[:1].lower(), d.message
+    assert not d.message.endswith("."), d.message
+    assert ";" not in d.message, d.message  # a second sentence belongs in help
+    assert not re.search(r"\b(NoneType|str|dict|list|int|Token|Tree|Traceback)\b", d.message)
+    if d.help:
+        assert not d.help.endswith("."), d.help
+
+
+@pytest.mark.parametrize(
+    ("member", "shown"),
+    [(None, "null"), (3, "3"), (["x"], '["x"]'), ("not ok", "not ok"), ("and", "and")],
+)
+def test_a_member_that_is_not_a_name_is_shown_as_written(member, shown):
+    d = one_error(FAMILY, domains={"claim": [member]})
+    assert d.message == f"member `{shown}` of `claim` is not a name"
+    assert_follows_the_style_guide(d)
 
 
 def test_unknown_names_suggest_the_closest_one():
@@ -249,6 +273,26 @@ def test_errors_inside_a_generator_are_found_even_with_no_members():
         domains={"d": []},
     )
     assert where(d) == ("unknown-name", 4, 23)
+
+
+@pytest.mark.parametrize(
+    "ground",
+    [
+        "for x in d: ground f(x) ~ f(x)",  # f is a judge family: the right side is wrong
+        "for x in d: ground c(x) ~ c(x)",  # c is a context family: the left side is wrong
+    ],
+)
+def test_ground_roles_are_checked_on_the_template_whatever_the_members(ground):
+    text = (
+        "protocol p\ndomain d = {m}\natom f(d) : judge\natom c(d) : context\n"
+        "atom a : judge\ndecision pass iff a\n" + ground + "\n"
+    )
+    with_members = errors(text, domains={"d": ["m"]})
+    without = errors(text, domains={"d": []})
+    assert [d.code for d in with_members] == ["role-mismatch"]
+    assert [(d.code, d.message, d.span) for d in without] == [
+        (d.code, d.message, d.span) for d in with_members
+    ]
 
 
 def test_errors_repeated_per_member_are_reported_once():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from click.testing import CliRunner
@@ -114,3 +115,14 @@ def test_invalid_input_and_usage(tmp_path, examples_dir):
     assert run(case, "--timeout-ms", "0").exit_code == 2
     agree = run(case, "--backends", "pysat:glucose4,pysat:minisat22", "--timeout-ms", "5000")
     assert agree.exit_code == 0
+
+
+def test_a_directory_or_an_unreadable_file_is_invalid_input(tmp_path):
+    res = run(str(tmp_path))
+    assert res.exit_code == 4
+    assert "is a directory, not a regular file" in res.stderr
+    if os.geteuid() != 0:  # root reads every file
+        f = tmp_path / "r.json"
+        f.write_text("{}")
+        f.chmod(0)
+        assert run(str(f)).exit_code == 4

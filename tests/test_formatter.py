@@ -1,7 +1,10 @@
-"""The formatter: canonical layout, minimal parentheses, comments kept, idempotence, and
-the property that formatting never changes the compiled IR."""
+"""The formatter: canonical layout (atom declarations aligned as a table), minimal
+parentheses, comments kept, idempotence, the shipped examples already formatted, and the
+property that formatting never changes the compiled IR."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -11,6 +14,7 @@ from unmask.compiler import compile_source
 from unmask.diagnostics import UnmaskError
 from unmask.formatter import format_source
 
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 HEAD = "protocol p\natom a : judge\natom b : context\natom c : judge\n"
 
 
@@ -69,7 +73,7 @@ def test_canonical_statements():
         "\n"
         "domain d = {x, y}\n"
         "domain e\n"
-        "atom a : judge\n"
+        "atom a    : judge\n"
         'atom f(d) : context "{d}\\t"\n'
         "decision pass iff a\n"
         "constraint k: a\n"
@@ -81,6 +85,43 @@ def test_canonical_statements():
         "ground a ~ f(x)\n"
         "for v in d: ground a ~ f(v)\n"
     )
+
+
+def test_consecutive_atoms_are_aligned_as_a_table():
+    text = (
+        "protocol p\n"
+        'atom judge_says : judge "j"\n'
+        "atom c : context   # no description\n"
+        'atom ext(d) : procedure "e"\n'
+        "\n"
+        'atom x : judge "a blank line starts a new table"\n'
+        'atom longer_name : context "c"\n'
+        "# a comment line does too\n"
+        'atom y : judge "y"\n'
+        "decision pass iff c\n"
+    )
+    expected = (
+        "protocol p\n"
+        "\n"
+        'atom judge_says : judge     "j"\n'
+        "atom c          : context  # no description\n"
+        'atom ext(d)     : procedure "e"\n'
+        "\n"
+        'atom x           : judge   "a blank line starts a new table"\n'
+        'atom longer_name : context "c"\n'
+        "# a comment line does too\n"
+        'atom y : judge "y"\n'
+        "decision pass iff c\n"
+    )
+    assert format_source(text) == expected
+    assert format_source(expected) == expected
+    assert all(line == line.rstrip() for line in expected.splitlines())
+
+
+def test_the_shipped_examples_are_formatted():
+    for path in sorted(EXAMPLES.glob("*.proto")):
+        text = path.read_text(encoding="utf-8")
+        assert format_source(text, str(path)) == text, path
 
 
 def test_comments_and_blank_lines_are_kept():

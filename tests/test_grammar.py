@@ -4,16 +4,28 @@ against garbage and deep nesting."""
 
 from __future__ import annotations
 
+import re
+from importlib.resources import files
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.proto_strategies import token_soup
+from tests.test_compiler import assert_follows_the_style_guide
 from unmask import ast
 from unmask.compiler import compile_source
 from unmask.diagnostics import UnmaskError
 from unmask.ir import Atom, Binary, Card, Const, Nary, Not, Protocol
-from unmask.parser import RESERVED, decode_string, encode_string, lark_parser, parse_source
+from unmask.limits import Limits
+from unmask.names import IDENT_PATTERN
+from unmask.parser import (
+    decode_string,
+    encode_string,
+    lark_parser,
+    parse_source,
+    reserved_words,
+)
 
 HEAD = 'protocol p "t"\natom a : judge\natom b : context\natom c : procedure\natom d : judge\n'
 A, B, C, D = Atom("a"), Atom("b"), Atom("c"), Atom("d")
@@ -38,7 +50,7 @@ def one_error(text: str, **kw):
 # --- statements --------------------------------------------------------------------------
 
 
-def test_the_spec_example_compiles_to_the_expected_ir():
+def test_the_factual_claims_example_compiles_to_the_expected_ir():
     text = (
         '# factual_claims.proto\nprotocol factual_claims "Check claims."\n'
         'atom j_joined : judge "J joined"\natom j_cto : judge "J cto"\n'
@@ -249,8 +261,8 @@ def test_string_escapes_round_trip():
         assert decode_string(encode_string(s)) == (s, [])
 
 
-def test_reserved_words_are_exactly_the_spec_list():
-    spec = [
+def test_reserved_words_are_exactly_the_documented_list():
+    documented = [
         "protocol",
         "atom",
         "domain",
@@ -280,8 +292,8 @@ def test_reserved_words_are_exactly_the_spec_list():
         "holds",
         "addressed",
     ]
-    assert set(spec) == RESERVED
-    for word in spec:
+    assert set(documented) == reserved_words()
+    for word in documented:
         d = errors(f"protocol p\natom {word} : judge\n")[0]
         assert (d.code, d.span.line, d.span.column) == ("syntax", 2, 6)
 
@@ -333,3 +345,83 @@ def test_token_soup_never_raises_anything_else(text):
         for d in e.diagnostics:
             assert d.code
             assert d.span is None or d.span.file == "s.proto"
+            assert_follows_the_style_guide(d)
+
+
+# --- one vocabulary ----------------------------------------------------------------------
+
+GRAMMAR_TEXT = (files("unmask.grammar") / "unmask.lark").read_text("utf-8")
+
+
+def test_the_reserved_words_are_the_word_literals_of_the_grammar():
+    rules = "\n".join(ln.split("//")[0] for ln in GRAMMAR_TEXT.splitlines())
+    literals = set(re.findall(r'"([A-Za-z_][A-Za-z0-9_]*)"', rules))
+    assert literals and reserved_words() == literals
+
+
+def test_the_name_terminal_is_the_one_identifier_pattern():
+    (name,) = [t for t in lark_parser().terminals if t.name == "NAME"]
+    assert name.pattern.value == IDENT_PATTERN
+
+
+def test_keywords_never_reach_the_tree():
+    tree = lark_parser().parse("protocol p\ndecision pass iff not a and b\nground a ~ b\n")
+    kinds = {t.type for t in tree.scan_values(lambda v: hasattr(v, "type"))}
+    assert kinds == {"NAME"}
+
+
+def test_the_grammar_loads_strict_with_positions():
+    opts = lark_parser().options
+    assert (opts.parser, opts.strict, opts.propagate_positions) == ("lalr", True, True)
+
+
+# --- long string literals ----------------------------------------------------------------
+
+
+def test_a_string_longer_than_the_limit_is_one_located_error():
+    text = 'protocol p "short"\n# "a comment is not a string ' + "x" * 50 + '"\n'
+    text += 'atom a : judge "' + "\\n" * 30 + '" # "' + "z" * 60 + '"\n'
+    with pytest.raises(UnmaskError) as info:
+        parse_source(text, "s.proto", Limits(max_string_chars=59))
+    (d,) = info.value.diagnostics
+    assert (d.code, d.span.line, d.span.column) == ("limit", 3, 16)
+    assert d.message == "this string has 60 characters, more than the limit of 59"
+    assert d.help == "raise it with `--max-string-chars`"
+    assert parse_source(text, "s.proto", Limits(max_string_chars=60)).statements
+
+
+@pytest.mark.parametrize(("body", "most_bytes_per_char"), [("x", 20), ("x\\n", 90)])
+def test_lexing_a_long_string_costs_memory_linear_in_its_length(body, most_bytes_per_char):
+    # the old pattern kept a backtracking record per character: some 200 bytes each
+    import tracemalloc
+
+    lark_parser()
+    literal = body * (150_000 // len(body))
+    tracemalloc.start()
+    try:
+        parse_source(f'protocol p "{literal}"\n')
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < most_bytes_per_char * len(literal)
+
+
+def test_decoding_copies_plain_runs_whole():
+    raw = '"' + "a" * 1000 + "\\u00e9\\q" + "b" * 1000 + '"'
+    value, errors = decode_string(raw)
+    assert value == "a" * 1000 + "\u00e9q" + "b" * 1000
+    assert errors == [(1007, "unknown escape `\\q`")]
+
+
+def test_the_vocabulary_of_syntax_errors_is_read_off_the_grammar():
+    from unmask.parser import _vocabulary
+
+    v = _vocabulary()
+    words = "protocol atom domain constraint decision requirement ground for"
+    assert v.statements == {w.upper() for w in words.split()}
+    assert v.roles == {"JUDGE", "CONTEXT", "PROCEDURE"}
+    assert v.operators == {"AND", "OR", "XOR", "IMPLIES", "IFF"}
+    assert v.expr_start == {
+        *("NAME", "LPAR", "TRUE", "FALSE", "NOT", "PASS"),
+        *("ALL", "ANY", "ATLEAST", "ATMOST", "EXACTLY"),
+    }

@@ -24,8 +24,8 @@ from tests.render_cases import (
 )
 from unmask.api import check, load
 from unmask.cli.main import main
-from unmask.render import _evidence as ev
-from unmask.render import html
+from unmask.render import html, safe
+from unmask.render import view as ev
 
 VOID = {"meta", "br", "input", "img", "hr", "link"}
 
@@ -198,16 +198,22 @@ def test_segments_partition_the_text_and_know_their_covering_spans(text: str, ra
     segs = ev.segments(text, marks)
     assert "".join(s.text for s in segs) == text
     pos = 0
+    covers: dict[str, str] = {m.id: "" for m in marks}
     for s in segs:
         a, b = pos, pos + len(s.text)
-        assert {m.id for m in s.marks} == {m.id for m in marks if m.start <= a and b <= m.end}
-        assert {m.id for m in s.starts} == {m.id for m in s.marks if m.start == a}
-        assert {m.id for m in s.ends} == {m.id for m in s.marks if m.end == b}
+        covering = [m for m in marks if m.start <= a and b <= m.end]
+        assert s.depth == len(covering)
+        # the innermost (shortest, then first) few, in mark order
+        inner = sorted(covering, key=lambda m: (m.end - m.start, marks.index(m)))[: ev.SHOWN]
+        assert [m.id for m in s.marks] == [m.id for m in marks if m in inner]
+        assert {m.id for m in s.starts} == {m.id for m in covering if m.start == a}
+        assert {m.id for m in s.ends} == {m.id for m in covering if m.end == b}
+        for m in covering:
+            covers[m.id] += s.text
         pos = b
     # a piece never straddles a boundary: every span is a union of whole pieces
     for m in marks:
-        covered = "".join(s.text for s in segs if m in s.marks)
-        assert covered == text[m.start : m.end]
+        assert covers[m.id] == text[m.start : m.end]
 
 
 def test_hostile_text_stays_text(tmp_path: Path):
@@ -279,7 +285,7 @@ def test_every_example_renders_and_shows_every_source():
         replay = load(path)
         doc = parse(html.render(check(replay, "z3"), replay))
         for name, text in replay.sources.items():
-            assert mark_text(source_div(doc, name)) == ev.clean(text), (path.name, name)
+            assert mark_text(source_div(doc, name)) == safe.clean(text), (path.name, name)
 
 
 # --- the batch index -------------------------------------------------------------------------

@@ -125,3 +125,38 @@ def test_check_command_writes_junit():
     assert res.exit_code == 0
     root = valid(res.stdout)
     assert root.find("testsuite").get("failures") == "0"
+
+
+def test_streamed_suite_is_the_batch_document_byte_for_byte():
+    import io
+
+    items = [example(n) for n in ("case_a.json", "case_c.json", "case_unknown.json")]
+    items.append(junit.Invalid("broken\x01.json", "missing `verdict` <failure "))
+    suite, body = junit.Suite("nightly"), io.StringIO()
+    for item in items:
+        c = junit.case(item)
+        suite.add(c)
+        body.write(c.xml())
+    body.seek(0)
+    out = io.StringIO()
+    suite.write(out, body)
+    assert out.getvalue() == junit.render_batch(items, name="nightly")
+    assert suite.counts == {"tests": 4, "failures": 1, "errors": 1, "skipped": 1}
+    valid(out.getvalue())
+
+
+def test_a_case_from_a_result_line_matches_the_case_from_its_report():
+    for name in ("case_a.json", "case_c.json", "case_unknown.json"):
+        report, replay = example(name)
+        fresh = junit.case((report, replay))
+        carried = junit.case_from_line({"location": name, **report.to_json()})
+        assert (carried.name, carried.classname, carried.kind, carried.type, carried.message) == (
+            fresh.name,
+            fresh.classname,
+            fresh.kind,
+            fresh.type,
+            fresh.message,
+        )
+        assert carried.text is None  # the text report is not re-rendered
+    record = {"schema": "unmask.error/1", "location": "x.json", "errors": [{"message": "m"}]}
+    assert junit.case_from_line(record) == junit.case(junit.Invalid("x.json", "m"))

@@ -16,8 +16,8 @@ from tests.render_cases import EXAMPLES, example, hostile_replay
 from tests.strategies import replays
 from unmask.api import check, load
 from unmask.cli.main import main
-from unmask.render import _evidence as ev
 from unmask.render import sarif
+from unmask.render import view as ev
 from unmask.report import INCONSISTENT, SOLVER_UNKNOWN, UNKNOWN, VIOLATED
 
 SCHEMA = Path(__file__).resolve().parent / "data" / "sarif-schema-2.1.0.json"

@@ -1,4 +1,4 @@
-"""The report: SPEC section 5's fixed fields in order, the canonical bytes, exit codes, gold
+"""The report: the fixed fields in their documented order, the canonical bytes, exit codes, gold
 fields, and every example's fixed fields against examples/expected.json."""
 
 from __future__ import annotations

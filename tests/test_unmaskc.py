@@ -1,11 +1,13 @@
 """`unmaskc`: compiling to JSON (stdout and -o), --domain, --emit, fmt with --check and
---write, exit statuses and diagnostics on stderr."""
+--write, exit statuses and diagnostics on stderr, and outputs that cannot be written."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -201,3 +203,99 @@ def test_member_errors_name_the_option(runner, tmp_path):
     assert r.exit_code == 1
     assert "--domain claim[1]: error: member `not-ok` of `claim` is not a name" in r.stderr
     assert "--domain clam: error:" in r.stderr
+
+
+# --- files that cannot be written -------------------------------------------------------
+
+
+def _run(args, stdout=subprocess.PIPE, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", "from unmask.cli.unmaskc import main; main()", *args],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        check=False,
+        **kw,
+    )
+
+
+def _one_output_error(r: subprocess.CompletedProcess, name: str) -> None:
+    assert r.returncode == 1, r.stderr
+    assert "Traceback" not in r.stderr
+    assert r.stderr.count("error:") == 1
+    assert r.stderr.startswith(f"error: cannot write `{name}`: "), r.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_output_to_a_full_device_is_one_diagnostic(tmp_path):
+    f = write(tmp_path, "p.proto", PLAIN)
+    _one_output_error(_run([str(f), "-o", "/dev/full"]), "/dev/full")
+    with open("/dev/full", "w") as full:
+        r = _run([str(f)], stdout=full)
+    assert (r.returncode, r.stderr.count("error:")) == (1, 1), r.stderr
+    assert "cannot write to standard output: no space left on device" in r.stderr
+
+
+def test_output_into_a_missing_folder_is_one_diagnostic(tmp_path):
+    f = write(tmp_path, "p.proto", PLAIN)
+    out = tmp_path / "no" / "such" / "folder.json"
+    _one_output_error(_run([str(f), "-o", str(out)]), str(out))
+    assert not out.parent.exists()
+
+
+def test_output_replaces_a_file_whole_and_keeps_its_mode(runner, tmp_path):
+    f = write(tmp_path, "p.proto", PLAIN)
+    out = write(tmp_path, "out.json", "old")
+    out.chmod(0o640)
+    assert runner.invoke(cli, [str(f), "-o", str(out)]).exit_code == 0
+    assert json.loads(out.read_text(encoding="utf-8"))["name"] == "p"
+    assert out.stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json", "p.proto"]
+
+
+def _limit_file_size(limit: int):
+    def apply() -> None:
+        import resource
+        import signal
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a failed write, not a killed process
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs RLIMIT_FSIZE")
+def test_fmt_write_that_fails_leaves_the_file_as_it_was(tmp_path):
+    # the formatted text is larger than the process may write: the write fails half way
+    atoms = "".join(f'atom   a{i}:judge   "atom number {i}"\n' for i in range(200))
+    messy = "protocol p\n" + atoms + "decision pass iff a0\n"
+    f = write(tmp_path, "big.proto", messy)
+    r = _run(["fmt", "--write", str(f)], preexec_fn=_limit_file_size(2048))
+    _one_output_error(r, str(f))
+    assert "file too large" in r.stderr
+    assert f.read_text(encoding="utf-8") == messy
+    assert [p.name for p in tmp_path.iterdir()] == ["big.proto"]
+
+
+@pytest.mark.skipif(
+    sys.platform == "win32" or os.geteuid() == 0, reason="root may write a read-only file"
+)
+def test_fmt_write_on_a_read_only_file_is_one_diagnostic(tmp_path):
+    f = write(tmp_path, "ro.proto", "protocol p atom a:judge decision pass iff a")
+    f.chmod(0o444)
+    r = _run(["fmt", "--write", str(f)])
+    _one_output_error(r, str(f))
+    assert "permission denied" in r.stderr
+    assert f.read_text(encoding="utf-8") == "protocol p atom a:judge decision pass iff a"
+
+
+def test_fmt_write_refuses_a_file_it_may_not_write(runner, tmp_path, monkeypatch):
+    # the same refusal when running as root, where a mode of 0o444 does not stop a write
+    f = write(tmp_path, "ro.proto", "protocol p atom a:judge decision pass iff a")
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, m: False if m == os.W_OK else real_access(p, m))
+    r = runner.invoke(cli, ["fmt", "--write", str(f)])
+    assert r.exit_code == 1 and isinstance(r.exception, SystemExit)
+    assert r.stderr == f"error: cannot write `{f}`: permission denied\n"
+    assert f.read_text(encoding="utf-8") == "protocol p atom a:judge decision pass iff a"

@@ -4,6 +4,7 @@ line, diagnostics on stderr, and the shared ``--max-*`` options."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import click
@@ -141,3 +142,35 @@ def test_lone_surrogate_in_the_id_is_printed_safely(tmp_path):
     res = run(str(f))
     assert res.exit_code == 0
     assert res.stdout.startswith("case-\\ud800: valid")
+
+
+def test_a_directory_is_invalid_input_not_usage(tmp_path):
+    res = run(str(tmp_path))
+    assert res.exit_code == 4
+    assert "is a directory, not a regular file" in res.stderr
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")
+def test_an_unreadable_file_is_invalid_input(tmp_path):
+    f = tmp_path / "r.json"
+    f.write_text("{}")
+    f.chmod(0)
+    res = run(str(f))
+    assert res.exit_code == 4
+    assert "cannot read" in res.stderr
+
+
+def test_protocol_path_option_and_environment_variable_reach_the_limits(tmp_path, monkeypatch):
+    @click.command()
+    @click_options
+    def cmd(limits: Limits) -> None:
+        click.echo("\n".join(limits.protocol_path))
+
+    a, b, c = (tmp_path / n for n in "abc")
+    for d in (a, b, c):
+        d.mkdir()
+    monkeypatch.setenv("UNMASK_PROTOCOL_PATH", os.pathsep.join([str(c), "", str(a)]))
+    res = CliRunner().invoke(cmd, ["--protocol-path", str(a), "--protocol-path", str(b)])
+    assert res.exit_code == 0
+    assert res.stdout.split() == [str(a.resolve()), str(b.resolve()), str(c.resolve())]
+    assert CliRunner().invoke(cmd, ["--protocol-path", str(tmp_path / "nope")]).exit_code == 2

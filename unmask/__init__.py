@@ -5,13 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "check"]
+__all__ = ["ReplayBuilder", "__version__", "check"]
 
 
 def __getattr__(name: str) -> Any:
-    # `unmask.check` is imported on first use so `import unmask` stays cheap (no solver)
+    # `unmask.check` and `unmask.ReplayBuilder` are imported on first use, so that
+    # `import unmask` stays cheap (no solver, no compiler)
     if name == "check":
         from unmask.api import check
 
         return check
+    if name == "ReplayBuilder":
+        from unmask.builder import ReplayBuilder
+
+        return ReplayBuilder
     raise AttributeError(f"module 'unmask' has no attribute {name!r}")

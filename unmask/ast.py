@@ -146,15 +146,6 @@ def chain_operands(e: BinE) -> list[Expr]:
     return out
 
 
-def walk(e: Expr) -> Iterator[Expr]:
-    """Every node, pre-order, without recursion."""
-    stack = [e]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(reversed(children(node)))
-
-
 # --- statements ----------------------------------------------------------------------------
 
 

@@ -13,15 +13,18 @@ must be among its own. Every diagnostic has a stable ``code`` (see docs/language
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from unmask import ast, ir
 from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.files import read_text
 from unmask.ir import Span
 from unmask.limits import DEFAULT_LIMITS, Limits
-from unmask.parser import IDENT_RE, RESERVED, parse_source
+from unmask.names import IDENT_PATTERN, IDENT_RE
+from unmask.parser import parse_source, reserved_words
 
 DOMAIN_HELP = "pass `--domain {name}=a,b` to unmaskc, or `domains` in the replay"
 
@@ -51,59 +54,25 @@ def compile_source(
     return _Compiler(source, domains or {}, limits).run()
 
 
-def read_source(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> str:
-    """The text of a `.proto` file, or ``UnmaskError`` (code ``io``) saying why not."""
-    p = Path(path)
-    name = str(path)
-    try:
-        size = p.stat().st_size
-        if size > limits.max_file_bytes:
-            raise UnmaskError(
-                [
-                    Diagnostic(
-                        "limit",
-                        f"the file has {size} bytes, more than the limit of "
-                        f"{limits.max_file_bytes}",
-                        file=name,
-                        help=f"raise it with `{limits.option('max_file_bytes')}`",
-                    )
-                ]
-            )
-        data = p.read_bytes()
-    except IsADirectoryError:
-        raise UnmaskError([Diagnostic("io", f"`{name}` is a directory, not a file")]) from None
-    except FileNotFoundError:
-        raise UnmaskError([Diagnostic("io", f"no such file `{name}`")]) from None
-    except OSError as exc:
-        reason = (exc.strerror or "cannot be read").lower()
-        raise UnmaskError([Diagnostic("io", f"cannot read `{name}`: {reason}")]) from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise UnmaskError(
-            [
-                Diagnostic(
-                    "encoding",
-                    f"`{name}` is not valid UTF-8 (byte {exc.start}, line {line})",
-                    file=name,
-                    help="save the file as UTF-8",
-                )
-            ]
-        ) from None
-
-
 def compile_file(
     path: str | Path,
     domains: Mapping[str, Sequence[str]] | None = None,
     limits: Limits = DEFAULT_LIMITS,
 ) -> ir.Protocol:
-    return compile_source(read_source(path, limits), str(path), domains, limits)
+    return compile_source(read_text(path, limits), str(path), domains, limits)
 
 
 def _did_you_mean(name: str, candidates) -> str | None:
     close = difflib.get_close_matches(name, sorted(candidates), n=1, cutoff=0.6)
     return f"did you mean `{close[0]}`?" if close else None
+
+
+def _as_json(value) -> str:
+    """A member that is not a string, as the user wrote it in JSON (``null``, ``3``)."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
 
 
 def _subst(text: str, var: str, member: str | None) -> str:
@@ -148,12 +117,13 @@ class _Compiler:
         self.members: dict[str, tuple[str, ...]] = {}  # resolved; absent when unusable
         self.plain: dict[str, ast.AtomDecl] = {}
         self.families: dict[str, ast.AtomDecl] = {}
-        self.roles: dict[str, str] = {}  # ground atom name -> role
+        self.reported = 0  # errors raised so far, counting repeats that were not shown
         self.budget = limits.max_expr_nodes
 
     # --- diagnostics ---------------------------------------------------------------------
 
     def error(self, code: str, message: str, span: Span | None, **kw) -> None:
+        self.reported += 1
         key = (code, message, span)
         if key in self._seen:  # a generator body repeats its errors once per member
             return
@@ -187,9 +157,10 @@ class _Compiler:
                     else:
                         self.error(
                             "duplicate-decision",
-                            "a protocol has exactly one decision; this is a second one",
+                            "the protocol has a second decision",
                             s.span,
                             notes=(f"the first decision is at {first_decision.span}",),
+                            help="a protocol has exactly one decision; join them with `and`",
                         )
                 elif isinstance(s, ast.ForDecl):
                     self._for(s, constraints, requirements, grounding)
@@ -248,8 +219,9 @@ class _Compiler:
         for extra in heads[1:]:
             self.error(
                 "duplicate-protocol",
-                "a file holds one protocol; this is a second `protocol` line",
+                "the file has a second `protocol` line",
                 extra.span,
+                help="a file holds one protocol",
                 notes=(f"the first is at {heads[0].span}",),
             )
         return heads[0]
@@ -344,14 +316,14 @@ class _Compiler:
         ok = True
         seen: set[str] = set()
         for i, m in enumerate(given):
-            if not isinstance(m, str) or not IDENT_RE.match(m) or m in RESERVED:
-                shown = m if isinstance(m, str) else repr(m)
+            if not isinstance(m, str) or not IDENT_RE.match(m) or m in reserved_words():
+                shown = m if isinstance(m, str) else _as_json(m)
                 self.error(
                     "bad-member",
                     f"member `{shown}` of `{name}` is not a name",
                     None,
                     path=f"{path}[{i}]",
-                    help="members are identifiers `[A-Za-z_][A-Za-z0-9_]*` and not reserved words",
+                    help=f"a member is a name `{IDENT_PATTERN}` that is not a reserved word",
                 )
                 ok = False
             elif m in seen:
@@ -401,7 +373,6 @@ class _Compiler:
             desc = s.description or ""
             if s.param is None:
                 out.append(ir.AtomDecl(s.name, s.role, desc, s.span))
-                self.roles[s.name] = s.role
                 continue
             if s.param not in self.domains:
                 self._unknown_domain(s.param, s.param_span)
@@ -409,7 +380,6 @@ class _Compiler:
             for m in self.members.get(s.param, ()):
                 name = f"{s.name}({m})"
                 out.append(ir.AtomDecl(name, s.role, _subst(desc, s.param, m), s.span))
-                self.roles[name] = s.role
         return out
 
     def _unknown_domain(self, name: str, span) -> None:
@@ -427,8 +397,9 @@ class _Compiler:
         if var in self.plain or var in self.families:
             self.error(
                 "duplicate-name",
-                f"`{var}` is already an atom; choose another variable name",
+                f"the variable `{var}` has the name of an atom",
                 var_span,
+                help="choose another variable name",
             )
         if domain not in self.domains:
             self._unknown_domain(domain, domain_span)
@@ -472,10 +443,14 @@ class _Compiler:
                 grounding.append(ir.GroundPair(j, c, s.span))
 
     def _ground_ref(self, ref: ast.Ref, env, role: str, side: str) -> str | None:
+        # the role is read off the declaration the reference names, not off a ground atom,
+        # so a family over a domain with no members is checked as one with members
+        before = self.reported
         e = self.ref(ref, env)
-        if not isinstance(e, ir.Atom):
+        if self.reported > before:
             return None
-        actual = self.roles.get(e.name)
+        decl = self.plain.get(ref.name) if ref.arg is None else self.families.get(ref.name)
+        actual = decl.role if decl is not None else None
         if actual is not None and actual != role:
             self.error(
                 "role-mismatch",
@@ -485,7 +460,7 @@ class _Compiler:
                 help="write `ground JUDGE_ATOM ~ CONTEXT_ATOM`",
             )
             return None
-        return e.name
+        return e.name if isinstance(e, ir.Atom) else None
 
     def _check_unique(self, constraints, requirements) -> None:
         for kind, items, key in (
@@ -557,7 +532,7 @@ class _Compiler:
                 fam = self.families[name]
                 self.error(
                     "missing-member",
-                    f"`{name}` is a family of atoms over `{fam.param}`; name one member",
+                    f"`{name}` is a family of atoms over `{fam.param}`, not one atom",
                     r.span,
                     help=f"write `{name}(c)` with a member or a variable of `{fam.param}`",
                 )
@@ -569,9 +544,9 @@ class _Compiler:
             if name in self.plain:
                 self.error(
                     "not-a-family",
-                    f"`{name}` is a single atom, not a family; it takes no member",
+                    f"`{name}` is a single atom, not a family",
                     r.span,
-                    help=f"write `{name}`",
+                    help=f"a single atom takes no member: write `{name}`",
                 )
             else:
                 self._unknown_name(name, r.span)

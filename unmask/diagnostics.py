@@ -44,13 +44,45 @@ class UnmaskError(Exception):
         super().__init__("; ".join(d.message for d in self.diagnostics))
 
 
-def _source_excerpt(span: Span, source: str | None) -> list[str]:
-    if source is None:
+def _line_starts(text: str) -> list[int]:
+    """Where each line of ``text`` starts (lines end at ``\n``, as spans count them)."""
+    starts = [0]
+    at = text.find("\n")
+    while at >= 0:
+        starts.append(at + 1)
+        at = text.find("\n", at + 1)
+    if starts[-1] == len(text):  # no line after a final line break, or in an empty text
+        starts.pop()
+    return starts
+
+
+class _Sources:
+    """The texts diagnostics point into; each is indexed by line once, on first use, so
+    rendering any number of diagnostics costs time linear in their number and the text."""
+
+    def __init__(self, texts: dict[str, str] | None):
+        self.texts = texts or {}
+        self.starts: dict[str, list[int]] = {}
+
+    def line(self, file: str, number: int) -> str | None:
+        text = self.texts.get(file)
+        if text is None:
+            return None
+        starts = self.starts.get(file)
+        if starts is None:
+            starts = self.starts[file] = _line_starts(text)
+        if not 1 <= number <= len(starts):
+            return None
+        begin = starts[number - 1]
+        end = text.find("\n", begin)
+        return text[begin : end if end >= 0 else len(text)].rstrip("\r")
+
+
+def _source_excerpt(span: Span, sources: _Sources) -> list[str]:
+    line = sources.line(span.file, span.line)
+    if line is None:
         return []
-    lines = source.splitlines()
-    if not (1 <= span.line <= len(lines)):
-        return []
-    text = lines[span.line - 1].expandtabs(1)
+    text = line.expandtabs(1)
     width = 1
     if span.end_line == span.line and span.end_column > span.column:
         width = span.end_column - span.column
@@ -62,13 +94,15 @@ def _source_excerpt(span: Span, source: str | None) -> list[str]:
     ]
 
 
-def render(d: Diagnostic, sources: dict[str, str] | None = None) -> str:
+def render(d: Diagnostic, sources: dict[str, str] | _Sources | None = None) -> str:
     """``FILE:LINE:COL: error: message``, the line with a caret, then notes and help."""
+    if not isinstance(sources, _Sources):
+        sources = _Sources(sources)
     loc = d.location()
     head = f"{loc}: {d.severity}: {d.message}" if loc else f"{d.severity}: {d.message}"
     out = [head]
     if d.span is not None:
-        out.extend(_source_excerpt(d.span, (sources or {}).get(d.span.file)))
+        out.extend(_source_excerpt(d.span, sources))
     out.extend(f"  = note: {n}" for n in d.notes)
     if d.help:
         out.append(f"  = help: {d.help}")
@@ -76,4 +110,5 @@ def render(d: Diagnostic, sources: dict[str, str] | None = None) -> str:
 
 
 def render_all(diags: Iterable[Diagnostic], sources: dict[str, str] | None = None) -> str:
-    return "\n".join(render(d, sources) for d in diags)
+    indexed = _Sources(sources)
+    return "\n".join(render(d, indexed) for d in diags)

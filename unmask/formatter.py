@@ -3,10 +3,12 @@
 Contract: ``format_source(text, filename)`` parses (syntax only: a file with unknown names
 still formats) and prints the statements in the order written, one per line, with single
 spaces, canonical string escapes and the fewest parentheses that keep the meaning (and the
-compiled IR) unchanged. Comments are kept: a comment on a statement's last line stays at
-the end of that line, any other comment goes on its own line before the statement it was
-in or before; one blank line is kept wherever the source had one or more, and one always
-follows the `protocol` line. Formatting is idempotent, and
+compiled IR) unchanged. Consecutive atom declarations (no blank or comment line between)
+are set as a table, roles and descriptions each in one column, as people write them.
+Comments are kept: a comment on a statement's last line stays at the end of that line,
+any other comment goes on its own line before the statement it was in or before; one
+blank line is kept wherever the source had one or more, and one always follows the
+`protocol` line. Formatting is idempotent, and
 ``compile_source(format_source(t)) == compile_source(t)`` for every text that compiles.
 """
 
@@ -112,8 +114,7 @@ def format_statement(s: ast.Statement) -> list[str]:
     if isinstance(s, ast.ProtocolDecl):
         return [f"protocol {s.name}{_opt_str(s.text or None)}"]
     if isinstance(s, ast.AtomDecl):
-        head = s.name if s.param is None else f"{s.name}({s.param})"
-        return [f"atom {head} : {s.role}{_opt_str(s.description)}"]
+        return [f"atom {_atom_head(s)} : {s.role}{_opt_str(s.description)}"]
     if isinstance(s, ast.DomainDecl):
         if s.members is None:
             return [f"domain {s.name}"]
@@ -145,6 +146,29 @@ class _Chunk:
     last_line: int
     lines: list[str]
     is_protocol: bool = False
+    atom: ast.AtomDecl | None = None  # set for an atom declaration, which may be aligned
+    comment: str | None = None  # a comment at the end of the last line
+
+
+def _atom_head(s: ast.AtomDecl) -> str:
+    return s.name if s.param is None else f"{s.name}({s.param})"
+
+
+def _align_atoms(run: list[_Chunk]) -> None:
+    """Set consecutive atom declarations as a table: roles in one column, descriptions in
+    the next (a description-less line gets no padding, so no line ends in spaces)."""
+    heads = [_atom_head(c.atom) for c in run]
+    head_width = max(len(h) for h in heads)
+    described = [c.atom.role for c in run if c.atom.description is not None]
+    role_width = max((len(r) for r in described), default=0)
+    for c, head in zip(run, heads, strict=True):
+        a = c.atom
+        line = f"atom {head.ljust(head_width)} : "
+        if a.description is None:
+            line += a.role
+        else:
+            line += f"{a.role.ljust(role_width)} {encode_string(a.description)}"
+        c.lines = [line]
 
 
 def format_file(source: ast.SourceFile) -> str:
@@ -167,21 +191,39 @@ def format_file(source: ast.SourceFile) -> str:
     for i, s in enumerate(stmts):
         for c in leading[i]:
             chunks.append(_Chunk(c.span.line, c.span.line, [c.text]))
-        lines = format_statement(s)
-        if trailing[i] is not None:
-            lines[-1] += "  " + trailing[i].text
         sp = s.span
         chunks.append(
-            _Chunk(sp.line, sp.end_line, lines, is_protocol=isinstance(s, ast.ProtocolDecl))
+            _Chunk(
+                sp.line,
+                sp.end_line,
+                format_statement(s),
+                is_protocol=isinstance(s, ast.ProtocolDecl),
+                atom=s if isinstance(s, ast.AtomDecl) else None,
+                comment=None if trailing[i] is None else trailing[i].text,
+            )
         )
     for c in tail:
         chunks.append(_Chunk(c.span.line, c.span.line, [c.text]))
 
+    # where a blank line goes, and the runs of atom declarations that form one table
+    blank_before = [
+        i > 0 and (chunks[i - 1].is_protocol or ch.first_line > chunks[i - 1].last_line + 1)
+        for i, ch in enumerate(chunks)
+    ]
+    run: list[_Chunk] = []
+    for ch, blank in zip([*chunks, None], [*blank_before, True], strict=True):
+        if ch is not None and ch.atom is not None and not (blank and run):
+            run.append(ch)
+            continue
+        if len(run) > 1:
+            _align_atoms(run)
+        run = [ch] if ch is not None and ch.atom is not None else []
+
     out: list[str] = []
-    prev: _Chunk | None = None
-    for ch in chunks:
-        if prev is not None and (prev.is_protocol or ch.first_line > prev.last_line + 1):
+    for ch, blank in zip(chunks, blank_before, strict=True):
+        if blank:
             out.append("")
         out.extend(ch.lines)
-        prev = ch
+        if ch.comment is not None:
+            out[-1] += "  " + ch.comment
     return "\n".join(out) + "\n" if out else ""

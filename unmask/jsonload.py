@@ -2,27 +2,38 @@
 
 Contract: ``read_json_file`` and ``parse_json_bytes``/``parse_json_text`` return the parsed
 value or raise ``UnmaskError`` with one diagnostic saying what is wrong and where: a file
-larger than ``max_file_bytes``, bytes that are not UTF-8, an empty document, a syntax error
+that is not a readable regular file or is larger than ``max_file_bytes`` (read through
+``unmask.files``), bytes that are not UTF-8, an empty document, a syntax error
 (file:line:col), nesting deeper than ``max_json_depth`` (found by a cheap scan *before*
 parsing, because the standard parser recurses), a ``NaN``/``Infinity`` literal, an integer
 literal too long to convert, or a duplicate key in one object (an error: which of the two
 values was meant is unknowable, and an audit must not guess). A UTF-8 byte order mark is
 skipped. Non-finite and duplicate-key problems carry the JSON path of the offending value.
+No message quotes the document's text.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from itertools import accumulate, repeat
 from pathlib import Path
 from typing import Any
 
 from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.files import decode_utf8, read_bytes, too_large
 from unmask.ir import Span
+from unmask.jsonreader import join_path, show
 from unmask.limits import DEFAULT_LIMITS, Limits
 
-_BOM = b"\xef\xbb\xbf"
+__all__ = [
+    "join_path",
+    "json_depth",
+    "parse_json_bytes",
+    "parse_json_text",
+    "read_json_file",
+    "show",
+]
+
 # every byte except the four brackets and the double quote: after deleting these, what
 # is left is the document's skeleton (strings collapse to pairs of quotes)
 _NOT_SKELETON = bytes(b for b in range(256) if b not in b'[]{}"')
@@ -47,20 +58,6 @@ class _DupDict(dict):
     """An object in which some key occurred twice (the later value is kept)."""
 
     __slots__ = ("dups",)
-
-
-def show(value: Any, limit: int = 60) -> str:
-    """User input fit for a message: printable, bounded, never a lone surrogate."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
-    out = []
-    for ch in text:
-        if ch.isprintable() and not 0xD800 <= ord(ch) <= 0xDFFF:
-            out.append(ch)
-        else:
-            out.append(ch.encode("unicode_escape", "backslashreplace").decode("ascii"))
-    return "".join(out)
 
 
 def json_depth(data: bytes) -> int:
@@ -92,20 +89,7 @@ def _error(code: str, message: str, file: str | None, **kw: Any) -> UnmaskError:
 def read_json_file(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Any:
     """Read and parse one JSON file; the file name in diagnostics is ``str(path)``."""
     name = str(path)
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(limits.max_file_bytes + 1)
-    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
-        reason = (getattr(exc, "strerror", None) or "cannot read").lower()
-        raise _error("io", f"cannot read `{show(name)}`: {reason}", name) from None
-    if len(data) > limits.max_file_bytes:
-        raise _error(
-            "limit",
-            f"the file is larger than {limits.max_file_bytes} bytes",
-            name,
-            help=f"raise the bound with `{limits.option('max_file_bytes')}`",
-        )
-    return parse_json_bytes(data, name, limits)
+    return parse_json_bytes(read_bytes(path, limits, name), name, limits)
 
 
 def parse_json_text(
@@ -120,29 +104,8 @@ def parse_json_bytes(
     """Parse one document; ``first_line`` numbers its first line (a JSON Lines record's)."""
     name = file or "<input>"
     if len(data) > limits.max_file_bytes:
-        raise _error(
-            "limit",
-            f"the document is larger than {limits.max_file_bytes} bytes",
-            file,
-            help=f"raise the bound with `{limits.option('max_file_bytes')}`",
-        )
-    if data.startswith(_BOM):
-        data = data[len(_BOM) :]
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        head = data[: exc.start].decode("utf-8", "replace")
-        raise UnmaskError(
-            [
-                Diagnostic(
-                    "encoding",
-                    f"the file is not valid UTF-8 (byte {exc.start} is `\\x{data[exc.start]:02x}`)",
-                    span=_span(name, head, len(head), first_line),
-                    file=file,
-                    help="save the file as UTF-8",
-                )
-            ]
-        ) from None
+        raise UnmaskError([too_large(name, limits, file)])
+    text = decode_utf8(data, name, file, first_line)
     if not text.strip():
         raise _error("json-empty", "the file is empty; expected a json object", file)
     depth = json_depth(data)
@@ -255,13 +218,3 @@ def _report_odd(root: Any, file: str | None) -> None:
                 )
             )
     raise UnmaskError(diags)
-
-
-_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-def join_path(path: str, key: str) -> str:
-    """Extend a JSON path by an object key, quoting keys that are not plain names."""
-    if _PLAIN_KEY.match(key):
-        return f"{path}.{key}" if path else key
-    return f"{path}[{json.dumps(key, ensure_ascii=False)}]"

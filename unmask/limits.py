@@ -1,9 +1,11 @@
 """Bounds on what Unmask accepts, so that no input, however large or deep, ends in a
-traceback or a hang.
+traceback or a hang, and no replay reads a file it was not allowed to.
 
-Contract: one ``Limits`` value travels from the command line (``--max-*`` options) to the
-parser, the compiler and the replay validator; exceeding a bound is a diagnostic with code
-``limit`` naming the bound, the value seen and the option that raises it.
+Contract: one ``Limits`` value travels from the command line (``--max-*`` options and
+``--protocol-path``) to the parser, the compiler and the replay validator; exceeding a bound
+is a diagnostic with code ``limit`` naming the bound, the value seen and the option that
+raises it. ``protocol_path`` holds the folders, besides a replay's own, where its protocol
+``path`` may lead (see ``unmask.confine``).
 """
 
 from __future__ import annotations
@@ -17,9 +19,12 @@ class Limits:
     max_expr_depth: int = 200  # nesting of one expression
     max_expr_nodes: int = 1_000_000  # nodes in the whole ground protocol
     max_source_chars: int = 10_000_000  # one source text (rationale, context, …) or .proto file
+    max_string_chars: int = 1_000_000  # one string literal in a .proto file, as written
     max_domain_size: int = 100_000  # members of one domain
     max_json_depth: int = 500  # nesting of a replay's JSON document
     max_file_bytes: int = 64 * 1024 * 1024  # one replay or .proto file
+    # folders (symbolic links resolved) a protocol `path` may lead into, besides the replay's
+    protocol_path: tuple[str, ...] = ()
 
     def option(self, field_name: str) -> str:
         return "--" + field_name.replace("_", "-")
@@ -29,21 +34,27 @@ DEFAULT_LIMITS = Limits()
 
 
 def click_options(f):  # type: ignore[no-untyped-def]
-    """Add one ``--max-*`` option per bound to a click command; it receives ``limits``.
+    """Add one ``--max-*`` option per bound, and ``--protocol-path``, to a click command;
+    it receives ``limits``.
 
-    Shared by every command so that the same bound has the same option everywhere.
+    Shared by every command so that the same bound has the same option everywhere. The
+    folders of ``--protocol-path`` (repeatable) come first, then those of the environment
+    variable ``UNMASK_PROTOCOL_PATH``; both count.
     """
     import functools
     from dataclasses import fields
 
     import click
 
-    names = [fl.name for fl in fields(Limits)]
+    from unmask.confine import PROTOCOL_PATH_ENV, env_roots, real_roots
+
+    names = [fl.name for fl in fields(Limits) if fl.name != "protocol_path"]
     helps = {
         "max_atoms": "most ground atoms in one protocol",
         "max_expr_depth": "deepest nesting of one expression",
         "max_expr_nodes": "most expression nodes in one protocol",
         "max_source_chars": "longest source text or .proto file, in characters",
+        "max_string_chars": "longest string literal in a .proto file, in characters",
         "max_domain_size": "most members of one domain",
         "max_json_depth": "deepest nesting of a JSON document",
         "max_file_bytes": "largest input file, in bytes",
@@ -51,9 +62,20 @@ def click_options(f):  # type: ignore[no-untyped-def]
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
-        kwargs["limits"] = Limits(**{n: kwargs.pop(n) for n in names})
+        bounds = {n: kwargs.pop(n) for n in names}
+        roots = real_roots([*kwargs.pop("protocol_path"), *env_roots()])
+        kwargs["limits"] = Limits(**bounds, protocol_path=roots)
         return f(*args, **kwargs)
 
+    wrapper = click.option(
+        DEFAULT_LIMITS.option("protocol_path"),
+        "protocol_path",
+        multiple=True,
+        metavar="DIR",
+        type=click.Path(exists=True, file_okay=False),
+        help="a folder a replay's protocol `path` may lead into, besides the replay's own "
+        f"(repeatable; also the `{PROTOCOL_PATH_ENV}` environment variable)",
+    )(wrapper)
     for n in reversed(names):
         wrapper = click.option(
             DEFAULT_LIMITS.option(n),

@@ -1,4 +1,4 @@
-"""The validated replay (SPEC section 3) as frozen data.
+"""The validated replay as frozen data.
 
 Contract: ``unmask.replay`` builds these only from input that passed every validation rule,
 so the rest of the program may rely on them: every annotation names a declared atom at most

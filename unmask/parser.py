@@ -6,12 +6,16 @@ a span. After a syntax error the parser resumes at the next line that starts wit
 statement keyword, so one run reports several independent mistakes. Nothing here
 recurses on the input's nesting: lark's LALR parser and the non-recursive transformer are
 iterative, and expressions deeper than ``limits.max_expr_depth`` are refused here, before
-any recursive pass (compiler, formatter) sees them.
+any recursive pass (compiler, formatter) sees them; a string literal longer than
+``limits.max_string_chars`` is refused before the lexer reads it. The vocabulary (reserved
+words, the words that start a statement or an expression, the roles) is read off the
+loaded grammar, never copied.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 
 from lark import Lark, Token, Transformer_NonRecursive, v_args
@@ -22,63 +26,9 @@ from unmask import ast
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.ir import Span
 from unmask.limits import DEFAULT_LIMITS, Limits
+from unmask.names import IDENT_RE
 
-RESERVED = frozenset(
-    [
-        "protocol",
-        "atom",
-        "domain",
-        "constraint",
-        "decision",
-        "requirement",
-        "ground",
-        "for",
-        "in",
-        "pass",
-        "iff",
-        "implies",
-        "or",
-        "xor",
-        "and",
-        "not",
-        "true",
-        "false",
-        "all",
-        "any",
-        "atleast",
-        "atmost",
-        "exactly",
-        "judge",
-        "context",
-        "procedure",
-        "holds",
-        "addressed",
-    ]
-)
-STATEMENT_KEYWORDS = (
-    "protocol",
-    "atom",
-    "domain",
-    "constraint",
-    "decision",
-    "requirement",
-    "ground",
-    "for",
-)
-IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 MAX_SYNTAX_ERRORS = 20
-
-_EXPR_START = frozenset(
-    {"NAME", "LPAR", "TRUE", "FALSE", "NOT", "ALL", "ANY", "ATLEAST", "ATMOST", "EXACTLY", "PASS"}
-)
-_OPERATORS = frozenset({"AND", "OR", "XOR", "IMPLIES", "IFF"})
-_STATEMENTS = frozenset(k.upper() for k in STATEMENT_KEYWORDS)
-_ROLES = frozenset({"JUDGE", "CONTEXT", "PROCEDURE"})
-_RESUME_RE = re.compile(r"^[ \t]*(?:" + "|".join(STATEMENT_KEYWORDS) + r")\b", re.MULTILINE)
-
-
-def is_identifier(name: str) -> bool:
-    return bool(IDENT_RE.match(name)) and name not in RESERVED
 
 
 @lru_cache(maxsize=1)
@@ -93,6 +43,49 @@ def lark_parser() -> Lark:
         propagate_positions=True,
         maybe_placeholders=True,
     )
+
+
+# --- the vocabulary, read off the grammar ---------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def reserved_words() -> frozenset[str]:
+    """Every keyword of the language: the grammar's word literals (``"and"``, ``"judge"``…),
+    none of which can be a name."""
+    return frozenset(
+        t.pattern.value
+        for t in lark_parser().terminals
+        if isinstance(t.pattern, PatternStr) and IDENT_RE.match(t.pattern.value)
+    )
+
+
+def _accepts(prefix: str) -> frozenset[str]:
+    """The terminals the grammar accepts after ``prefix``."""
+    state = lark_parser().parse_interactive(prefix)
+    state.exhaust_lexer()
+    return frozenset(state.accepts())
+
+
+@dataclass(frozen=True, slots=True)
+class _Vocabulary:
+    """Sets of terminal names that syntax errors are phrased with."""
+
+    statements: frozenset[str]  # the keywords that start a statement
+    expr_start: frozenset[str]  # what may begin an expression
+    operators: frozenset[str]  # the binary operators
+    roles: frozenset[str]
+    resume: re.Pattern[str]  # a line that starts a statement
+
+
+@lru_cache(maxsize=1)
+def _vocabulary() -> _Vocabulary:
+    statements = _accepts("") - {"$END"}
+    expr_start = _accepts("decision pass iff")
+    # after an operand: an operator, a member's `(`, a new statement or the end
+    operators = _accepts("decision pass iff a") - statements - {"$END", "LPAR"}
+    words = sorted(_terminal_text()[t] for t in statements)
+    resume = re.compile(r"^[ \t]*(?:" + "|".join(words) + r")\b", re.MULTILINE)
+    return _Vocabulary(statements, expr_start, operators, _accepts("atom a :"), resume)
 
 
 # --- spans and strings ---------------------------------------------------------------------
@@ -114,40 +107,43 @@ def _span(file: str, m) -> Span | None:  # m: lark Meta or Token
 
 
 _ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r"}
+ESCAPES_HELP = 'the escapes are `\\"`, `\\\\`, `\\n`, `\\t`, `\\r` and `\\uXXXX`'
 
 
 def decode_string(raw: str) -> tuple[str, list[tuple[int, str]]]:
-    """The value of a string token, and (offset, message) for every bad escape in it."""
+    """The value of a string token, and (offset, message) for every bad escape in it.
+
+    Plain runs are copied as slices, so the cost is one step per escape, not per character.
+    """
     body = raw[1:-1]
+    at = body.find("\\")
+    if at < 0:
+        return body, []
     out: list[str] = []
     errors: list[tuple[int, str]] = []
     i = 0
-    while i < len(body):
-        ch = body[i]
-        if ch != "\\":
-            out.append(ch)
-            i += 1
-            continue
-        nxt = body[i + 1]  # the token's pattern guarantees a character after `\`
+    while at >= 0:
+        out.append(body[i:at])
+        nxt = body[at + 1]  # the token's pattern guarantees a character after `\`
+        i = at + 2
         if nxt in _ESCAPES:
             out.append(_ESCAPES[nxt])
-            i += 2
         elif nxt == "u":
-            digits = body[i + 2 : i + 6]
+            digits = body[at + 2 : at + 6]
             if len(digits) == 4 and all(c in "0123456789abcdefABCDEF" for c in digits):
                 code = int(digits, 16)
                 if 0xD800 <= code <= 0xDFFF:
-                    errors.append((i + 1, f"`\\u{digits}` is a surrogate, not a character"))
+                    errors.append((at + 1, f"`\\u{digits}` is a surrogate, not a character"))
                 else:
                     out.append(chr(code))
-                i += 6
+                i = at + 6
             else:
-                errors.append((i + 1, "`\\u` must be followed by four hexadecimal digits"))
-                i += 2
+                errors.append((at + 1, "`\\u` must be followed by four hexadecimal digits"))
         else:
-            errors.append((i + 1, f"unknown escape `\\{nxt}`"))
+            errors.append((at + 1, f"unknown escape `\\{nxt}`"))
             out.append(nxt)
-            i += 2
+        at = body.find("\\", i)
+    out.append(body[i:])
     return "".join(out), errors
 
 
@@ -176,8 +172,24 @@ def encode_string(value: str) -> str:
 # --- tree to AST ---------------------------------------------------------------------------
 
 
+def _binary(op: str):
+    """The method for one binary operator's rule (``iff_``, ``and_``, …)."""
+
+    @v_args(inline=True, meta=True)
+    def build(self, meta, left, right):
+        return ast.BinE(op, left, right, self._s(meta))
+
+    return build
+
+
 class _ToAst(Transformer_NonRecursive):
-    """Builds ``unmask.ast`` nodes; string escapes are checked here, as diagnostics."""
+    """Builds ``unmask.ast`` nodes, one method per grammar rule (the ``lark.ast_utils`` way).
+
+    The grammar leaves keywords and punctuation out of the tree, so each method receives
+    by name exactly the parts that carry meaning, with ``meta`` (the rule's position) first;
+    every node gets the span of the text it was parsed from. String escapes are checked
+    here and reported as diagnostics.
+    """
 
     def __init__(self, file: str):
         super().__init__()
@@ -199,7 +211,7 @@ class _ToAst(Transformer_NonRecursive):
                     "bad-escape",
                     message,
                     Span(self.file, tok.line, col, tok.line, col + 1, pos, pos + 1),
-                    help='the escapes are `\\"`, `\\\\`, `\\n`, `\\t`, `\\r` and `\\uXXXX`',
+                    help=ESCAPES_HELP,
                 )
             )
         return value
@@ -207,153 +219,154 @@ class _ToAst(Transformer_NonRecursive):
     # statements
 
     def start(self, children):
-        return tuple(c for c in children if c is not None)
+        return tuple(children)
 
-    @v_args(meta=True)
-    def protocol_decl(self, meta, c):
-        return ast.ProtocolDecl(str(c[1]), self._str(c[2]) or "", self._s(meta))
+    @v_args(inline=True, meta=True)
+    def protocol_decl(self, meta, name, text):
+        return ast.ProtocolDecl(str(name), self._str(text) or "", self._s(meta))
 
-    @v_args(meta=True)
-    def atom_decl(self, meta, c):
-        _, name, role, desc = c
+    @v_args(inline=True, meta=True)
+    def atom_decl(self, meta, name, role, description):
         return ast.AtomDecl(
-            str(name), role, self._str(desc), None, self._s(meta), self._s(name), None
+            str(name), role, self._str(description), None, self._s(meta), self._s(name), None
         )
 
-    @v_args(meta=True)
-    def family_decl(self, meta, c):
-        _, name, param, role, desc = c
+    @v_args(inline=True, meta=True)
+    def family_decl(self, meta, name, param, role, description):
         return ast.AtomDecl(
             str(name),
             role,
-            self._str(desc),
+            self._str(description),
             str(param),
             self._s(meta),
             self._s(name),
             self._s(param),
         )
 
-    def role(self, c):
-        return str(c[0])
+    @v_args(inline=True)
+    def role(self, word):
+        return str(word)
 
-    @v_args(meta=True)
-    def free_domain(self, meta, c):
-        return ast.DomainDecl(str(c[1]), None, self._s(meta), self._s(c[1]))
+    @v_args(inline=True, meta=True)
+    def free_domain(self, meta, name):
+        return ast.DomainDecl(str(name), None, self._s(meta), self._s(name))
 
-    @v_args(meta=True)
-    def fixed_domain(self, meta, c):
-        members = c[2] or ()
+    @v_args(inline=True, meta=True)
+    def fixed_domain(self, meta, name, members):
+        members = members or ()
         return ast.DomainDecl(
-            str(c[1]),
+            str(name),
             tuple(str(m) for m in members),
             self._s(meta),
-            self._s(c[1]),
+            self._s(name),
             tuple(self._s(m) for m in members),
         )
 
-    def member_list(self, c):
-        return tuple(m for m in c if m is not None)
+    def member_list(self, names):
+        return tuple(names)
 
-    def member(self, c):
-        return c[0]
+    @v_args(inline=True, meta=True)
+    def ident(self, meta, name, arg):
+        return ast.Ident(str(name), None if arg is None else str(arg), self._s(meta))
 
-    @v_args(meta=True)
-    def ident(self, meta, c):
-        return ast.Ident(str(c[0]), str(c[1]) if len(c) > 1 else None, self._s(meta))
+    @v_args(inline=True, meta=True)
+    def constraint_decl(self, meta, ident, expr):
+        return ast.ConstraintDecl(ident, expr, self._s(meta))
 
-    @v_args(meta=True)
-    def constraint_decl(self, meta, c):
-        return ast.ConstraintDecl(c[1], c[2], self._s(meta))
+    @v_args(inline=True, meta=True)
+    def decision_decl(self, meta, expr):
+        return ast.DecisionDecl(expr, self._s(meta))
 
-    @v_args(meta=True)
-    def decision_decl(self, meta, c):
-        return ast.DecisionDecl(c[3], self._s(meta))
+    @v_args(inline=True, meta=True)
+    def requirement_simple(self, meta, ident, description, holds):
+        return ast.RequirementDecl(ident, self._str(description), holds, None, self._s(meta))
 
-    @v_args(meta=True)
-    def requirement_simple(self, meta, c):
-        return ast.RequirementDecl(c[1], self._str(c[2]), c[3], None, self._s(meta))
+    @v_args(inline=True, meta=True)
+    def requirement_block(self, meta, ident, description, holds, addressed):
+        return ast.RequirementDecl(ident, self._str(description), holds, addressed, self._s(meta))
 
-    @v_args(meta=True)
-    def requirement_block(self, meta, c):
-        return ast.RequirementDecl(c[1], self._str(c[2]), c[3], c[4], self._s(meta))
+    @v_args(inline=True)
+    def holds(self, expr):
+        return expr
 
-    def holds(self, c):
-        return c[1]
+    @v_args(inline=True)
+    def addressed(self, expr):
+        return expr
 
-    def addressed(self, c):
-        return c[1]
+    @v_args(inline=True, meta=True)
+    def ground_decl(self, meta, judge, context):
+        return ast.GroundDecl(judge, context, self._s(meta))
 
-    @v_args(meta=True)
-    def ground_decl(self, meta, c):
-        return ast.GroundDecl(c[1], c[2], self._s(meta))
-
-    @v_args(meta=True)
-    def for_decl(self, meta, c):
-        _, var, _, dom, body = c
-        return ast.ForDecl(str(var), str(dom), body, self._s(meta), self._s(var), self._s(dom))
+    @v_args(inline=True, meta=True)
+    def for_decl(self, meta, var, domain, body):
+        return ast.ForDecl(
+            str(var), str(domain), body, self._s(meta), self._s(var), self._s(domain)
+        )
 
     # expressions
 
-    @v_args(meta=True)
-    def name_ref(self, meta, c):
-        return ast.Ref(str(c[0]), None, self._s(meta))
+    @v_args(inline=True, meta=True)
+    def name_ref(self, meta, name):
+        return ast.Ref(str(name), None, self._s(meta))
 
-    @v_args(meta=True)
-    def member_ref(self, meta, c):
-        return ast.Ref(str(c[0]), str(c[1]), self._s(meta), self._s(c[1]))
+    @v_args(inline=True, meta=True)
+    def member_ref(self, meta, name, arg):
+        return ast.Ref(str(name), str(arg), self._s(meta), self._s(arg))
 
-    @v_args(meta=True)
-    def binop(self, meta, c):
-        return ast.BinE(str(c[1]), c[0], c[2], self._s(meta))
+    iff_ = _binary("iff")
+    implies_ = _binary("implies")
+    or_ = _binary("or")
+    xor_ = _binary("xor")
+    and_ = _binary("and")
 
-    @v_args(meta=True)
-    def not_(self, meta, c):
-        return ast.NotE(c[1], self._s(meta))
+    @v_args(inline=True, meta=True)
+    def not_(self, meta, arg):
+        return ast.NotE(arg, self._s(meta))
 
-    def paren(self, c):
-        return c[0]
-
-    @v_args(meta=True)
-    def true_(self, meta, c):
+    @v_args(inline=True, meta=True)
+    def true_(self, meta):
         return ast.Lit(True, self._s(meta))
 
-    @v_args(meta=True)
-    def false_(self, meta, c):
+    @v_args(inline=True, meta=True)
+    def false_(self, meta):
         return ast.Lit(False, self._s(meta))
 
-    @v_args(meta=True)
-    def verdict(self, meta, c):
+    @v_args(inline=True, meta=True)
+    def verdict(self, meta):
         return ast.Verdict(self._s(meta))
 
-    def boolop(self, c):
-        return str(c[0])
+    @v_args(inline=True)
+    def boolop(self, word):
+        return str(word)
 
-    def cardop(self, c):
-        return str(c[0])
+    @v_args(inline=True)
+    def cardop(self, word):
+        return str(word)
 
-    def expr_list(self, c):
-        return tuple(c)
+    def expr_list(self, exprs):
+        return tuple(exprs)
 
-    @v_args(meta=True)
-    def generator(self, meta, c):
-        body, _, var, _, dom = c
-        return ast.Generator(body, str(var), str(dom), self._s(meta), self._s(var), self._s(dom))
+    @v_args(inline=True, meta=True)
+    def generator(self, meta, body, var, domain):
+        return ast.Generator(
+            body, str(var), str(domain), self._s(meta), self._s(var), self._s(domain)
+        )
 
-    @v_args(meta=True)
-    def bool_call(self, meta, c):
-        return ast.Call(c[0], None, c[1] or (), None, self._s(meta))
+    @v_args(inline=True, meta=True)
+    def bool_call(self, meta, op, args):
+        return ast.Call(op, None, args or (), None, self._s(meta))
 
-    @v_args(meta=True)
-    def bool_gen(self, meta, c):
-        return ast.Call(c[0], None, (), c[1], self._s(meta))
+    @v_args(inline=True, meta=True)
+    def bool_gen(self, meta, op, gen):
+        return ast.Call(op, None, (), gen, self._s(meta))
 
-    @v_args(meta=True)
-    def card_call(self, meta, c):
-        return ast.Call(c[0], str(c[1]), c[2] or (), None, self._s(meta), self._s(c[1]))
+    @v_args(inline=True, meta=True)
+    def card_call(self, meta, op, k, args):
+        return ast.Call(op, str(k), args or (), None, self._s(meta), self._s(k))
 
-    @v_args(meta=True)
-    def card_gen(self, meta, c):
-        return ast.Call(c[0], str(c[1]), (), c[2], self._s(meta), self._s(c[1]))
+    @v_args(inline=True, meta=True)
+    def card_gen(self, meta, op, k, gen):
+        return ast.Call(op, str(k), (), gen, self._s(meta), self._s(k))
 
 
 # --- syntax errors -------------------------------------------------------------------------
@@ -447,22 +460,23 @@ def _join_or(items: list[str]) -> str:
 
 
 def _expected_phrase(expected: set[str]) -> str:
+    v = _vocabulary()
     parts: list[str] = []
     rest = set(expected)
-    if rest >= _EXPR_START:
+    if rest >= v.expr_start:
         parts.append("an expression")
-        rest -= _EXPR_START
-    if rest >= _OPERATORS:
+        rest -= v.expr_start
+    if rest >= v.operators:
         parts.append("an operator such as `and`")
-        rest -= _OPERATORS
+        rest -= v.operators
         rest.discard("LPAR")  # only a family member could continue; not worth listing
-    if rest >= _STATEMENTS:
+    if rest >= v.statements:
         parts.append("a new statement")
-        rest -= _STATEMENTS
+        rest -= v.statements
         rest.discard("$END")
-    if rest >= _ROLES:
+    if rest >= v.roles:
         parts.append("a role (`judge`, `context` or `procedure`)")
-        rest -= _ROLES
+        rest -= v.roles
     order = sorted(rest, key=lambda n: (n == "$END", describe_expected(n)))
     parts.extend(describe_expected(n) for n in order)
     return _join_or(parts) if parts else "something else"
@@ -510,7 +524,8 @@ def _syntax_diagnostic(e: UnexpectedInput, text: str, file: str) -> Diagnostic:
         span = Span(file, tok.line, tok.column, tok.end_line, tok.end_column, pos, tok.end_pos)
     expected = set(e.accepts or e.expected)
     found = describe_found(tok)
-    if tok.type.lower() in RESERVED and "NAME" in expected and not expected >= _EXPR_START:
+    expr_start = _vocabulary().expr_start
+    if tok.type.lower() in reserved_words() and "NAME" in expected and not expected >= expr_start:
         return Diagnostic(
             "syntax",
             f"`{tok}` is a reserved word and cannot be used as a name",
@@ -518,7 +533,7 @@ def _syntax_diagnostic(e: UnexpectedInput, text: str, file: str) -> Diagnostic:
             help=f"choose another name, such as `{tok}_`",
         )
     prev = _prev_token(text, pos)
-    if expected >= _EXPR_START and prev is not None:
+    if expected >= expr_start and prev is not None:
         return Diagnostic("syntax", f"expected an expression after `{prev}`, found {found}", span)
     label = e.match_examples(_parse_for_examples, _EXAMPLES, use_accepts=False)
     if label is not None:
@@ -531,12 +546,12 @@ def _resume_point(text: str, e: UnexpectedInput) -> int | None:
     """Where to parse again after an error: the statement keyword that broke an unfinished
     statement, or the next line that starts with a statement keyword."""
     pos = _error_pos(e, text)
-    if isinstance(e, UnexpectedToken) and e.token.type in _STATEMENTS - {"FOR"}:
+    if isinstance(e, UnexpectedToken) and e.token.type in _vocabulary().statements - {"FOR"}:
         return pos
     line_end = text.find("\n", pos)
     if line_end < 0:
         return None
-    m = _RESUME_RE.search(text, line_end + 1)
+    m = _vocabulary().resume.search(text, line_end + 1)
     return m.start() if m else None
 
 
@@ -569,11 +584,65 @@ def check_source_size(text: str, filename: str, limits: Limits) -> None:
         )
 
 
+def _string_starts(text: str, begin: int, end: int):
+    """Each string literal in ``text[begin:end]`` (one line) as (start, length written)."""
+    quote = text.find('"', begin, end)
+    while quote >= 0:
+        hash_ = text.find("#", begin, quote)
+        if hash_ >= 0:
+            return  # the rest of the line is a comment
+        i = quote + 1
+        close = text.find('"', i, end)
+        while close >= 0:  # skip escapes; each character is read a bounded number of times
+            escape = text.find("\\", i, close)
+            if escape < 0:
+                break
+            i = escape + 2
+            if i > close:  # the quote was escaped
+                close = text.find('"', i, end)
+        if close < 0:
+            return  # unterminated: a syntax error, reported by the parser
+        yield quote, close - quote - 1
+        begin = close + 1
+        quote = text.find('"', begin, end)
+
+
+def _check_string_sizes(text: str, filename: str, limits: Limits) -> None:
+    """Refuse a string literal longer than ``max_string_chars`` before the lexer sees it.
+
+    A literal lies on one line, so only lines longer than the limit are looked into; they
+    are found by a regex anchored at line starts, which reads each character once.
+    """
+    limit = limits.max_string_chars
+    long_line = re.compile(rf"^[^\n]{{{limit + 1}}}", re.MULTILINE)
+    diags = []
+    for m in long_line.finditer(text):
+        line_end = text.find("\n", m.start())
+        for start, length in _string_starts(
+            text, m.start(), len(text) if line_end < 0 else line_end
+        ):
+            if length <= limit:
+                continue
+            line = text.count("\n", 0, start) + 1
+            col = start - m.start() + 1
+            diags.append(
+                Diagnostic(
+                    "limit",
+                    f"this string has {length} characters, more than the limit of {limit}",
+                    Span(filename, line, col, line, col + 1, start, start + 1),
+                    help=f"raise it with `{limits.option('max_string_chars')}`",
+                )
+            )
+    if diags:
+        raise UnmaskError(diags)
+
+
 def parse_source(
     text: str, filename: str = "<input>", limits: Limits = DEFAULT_LIMITS
 ) -> ast.SourceFile:
     """Parse one `.proto` text; every syntax error found is reported, up to a cap."""
     check_source_size(text, filename, limits)
+    _check_string_sizes(text, filename, limits)
     parser = lark_parser()
     errors: list[Diagnostic] = []
     attempt = text

@@ -1,11 +1,11 @@
-"""The adherence report (SPEC section 5) as frozen data, and its one canonical JSON form.
+"""The adherence report as frozen data, and its one canonical JSON form.
 
 Contract:
 - a ``Report`` is plain data: the checker (``unmask.checker``) fills it in, renderers only
   read it; nothing in it varies between runs (no time, no path), so ``dumps`` is
   byte-identical for the same replay on every backend except for the ``backend`` field;
-- ``to_json`` writes SPEC's fixed fields first, in SPEC's order, then the documented
-  additions (``docs/report-format.md``);
+- ``to_json`` writes the fixed fields first, in their documented order, then the
+  additions (both in ``docs/report-format.md``);
 - ``gold`` is added after checking (``with_gold``); flipping it changes only ``gold`` and
   ``verdict_matches_gold``.
 """
@@ -18,19 +18,17 @@ from typing import Any
 
 SCHEMA = "unmask.report/1"
 
-# check statuses (SPEC section 4); NOT_SPECIFIED only for a coverage with no `addressed`
+# check statuses; NOT_SPECIFIED only for a coverage with no `addressed`
 ENTAILED = "ENTAILED"
 REFUTED = "REFUTED"
 UNDERDETERMINED = "UNDERDETERMINED"
 SOLVER_UNKNOWN = "SOLVER_UNKNOWN"
 INCONSISTENT_BASE = "INCONSISTENT_BASE"
 NOT_SPECIFIED = "NOT_SPECIFIED"
-STATUSES = (ENTAILED, REFUTED, UNDERDETERMINED, SOLVER_UNKNOWN, INCONSISTENT_BASE)
 
 # base states
 CONSISTENT = "CONSISTENT"
 INCONSISTENT = "INCONSISTENT"
-BASE_STATES = (CONSISTENT, INCONSISTENT, SOLVER_UNKNOWN)
 BASE_NAMES = ("proto", "evid", "all")
 
 # what one check contributes, and the overall result
@@ -39,6 +37,9 @@ VIOLATED = "VIOLATED"
 UNKNOWN = "UNKNOWN"
 SATISFIED = "SATISFIED"
 NOT_CHECKED = "NOT_CHECKED"  # a dimension with no check at all
+
+# the four dimensions, in the order every report and every format shows them
+DIMENSIONS = ("verdict", "procedure", "coverage", "grounding")
 
 EXIT_CODES = {SATISFIED: 0, VIOLATED: 1, UNKNOWN: 3}
 
@@ -257,12 +258,7 @@ class Dimensions:
     grounding: str
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "verdict": self.verdict,
-            "procedure": self.procedure,
-            "coverage": self.coverage,
-            "grounding": self.grounding,
-        }
+        return {d: getattr(self, d) for d in DIMENSIONS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,7 +291,7 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            # SPEC section 5, fixed fields in SPEC's order
+            # the fixed fields, in their documented order
             "schema": SCHEMA,
             "replay": self.replay,
             "backend": self.backend,

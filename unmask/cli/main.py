@@ -1,8 +1,9 @@
-"""`unmask`: the checking command line (SPEC section 6).
+"""`unmask`: the checking command line.
 
 Contract: each subcommand lives in ``unmask.commands.<name>`` as a click command named
 ``command`` and is imported only when invoked, so ``unmask --help`` stays fast. Exit
-statuses: 0 satisfied/valid/agree, 1 violated/disagree, 2 usage, 3 unknown, 4 invalid input.
+statuses are those of ``unmask.exitcodes``: 0 satisfied/valid/agree, 1 violated/disagree,
+2 usage, 3 unknown, 4 invalid input, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -21,7 +22,11 @@ COMMANDS: dict[str, str] = {
     "crosscheck": "Run every backend on a replay and compare their reports.",
     "audit": "Check many replays and summarise the run.",
     "bench": "Measure audit throughput against a naive baseline.",
+    "import": "Turn another tool's judge output into replays.",
+    "propose": "Propose unreviewed annotations with a registered proposer.",
 }
+# a command whose name is a Python keyword lives in a module with a trailing underscore
+MODULES: dict[str, str] = {"import": "import_"}
 
 
 class LazyGroup(click.Group):
@@ -30,12 +35,12 @@ class LazyGroup(click.Group):
 
     @staticmethod
     def _available(name: str) -> bool:
-        return importlib.util.find_spec(f"unmask.commands.{name}") is not None
+        return importlib.util.find_spec(f"unmask.commands.{MODULES.get(name, name)}") is not None
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS or not self._available(name):
             return None
-        return importlib.import_module(f"unmask.commands.{name}").command
+        return importlib.import_module(f"unmask.commands.{MODULES.get(name, name)}").command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(n, COMMANDS[n]) for n in self.list_commands(ctx)]
@@ -52,7 +57,7 @@ class LazyGroup(click.Group):
             close = difflib.get_close_matches(args[0], list(COMMANDS), n=1) if args else []
             if close:
                 raise click.UsageError(
-                    f"no such command `{args[0]}`; did you mean `{close[0]}`?", ctx
+                    f"no such command `{args[0]}` (did you mean `{close[0]}`?)", ctx
                 ) from exc
             raise
 

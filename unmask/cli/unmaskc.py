@@ -1,27 +1,34 @@
-"""`unmaskc`: the `.proto` compiler and formatter (SPEC section 6).
+"""`unmaskc`: the `.proto` compiler and formatter.
 
 Contract: ``unmaskc FILE.proto`` (also spelled ``unmaskc compile FILE.proto``) writes the
 ground protocol IR as JSON (indent 2, trailing newline) on stdout or to ``-o``;
 ``--domain NAME=a,b`` gives a domain's members; ``--emit smt2|dimacs`` writes the lowering
 instead. ``unmaskc fmt FILE...`` prints canonical text, ``--check`` only reports files that
-would change, ``--write`` rewrites them. Exit statuses: 0 ok, 1 compile errors or a file
-that is not canonical (``--check``) or not UTF-8, 2 usage (bad options, a missing or
-unreadable file). Diagnostics go to stderr, rendered with the source line and a caret.
+would change, ``--write`` rewrites them. A file is written whole or not at all (a temporary
+file in the same folder replaces it). Exit statuses (``unmask.exitcodes``): 0 ok; 1 compile
+errors, a file that is not canonical (``--check``) or not UTF-8, or an output that cannot
+be written; 2 usage (bad options, a missing or unreadable file). Diagnostics go to stderr,
+rendered with the source line and a caret.
 """
 
 from __future__ import annotations
 
+<<<<<<< HEAD
+=======
+import contextlib
+import json
+import os
+>>>>>>> main
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 import click
 
-from unmask import __version__
+from unmask import __version__, exitcodes
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits, click_options
+from unmask.outputs import write_text
 
-EXIT_OK, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 # reading problems that mean the command line named the wrong thing
 _USAGE_CODES = frozenset({"io"})
 
@@ -36,8 +43,21 @@ def _cli_path(d: Diagnostic) -> Diagnostic:
 def _fail(err: UnmaskError, sources: dict[str, str]) -> int:
     click.echo(render_all([_cli_path(d) for d in err.diagnostics], sources), err=True)
     if all(d.code in _USAGE_CODES for d in err.diagnostics):
-        return EXIT_USAGE
-    return EXIT_ERRORS
+        return exitcodes.USAGE
+    return exitcodes.ERRORS
+
+
+def _print(text: str, sources: dict[str, str]) -> None:
+    """Write to stdout; a full disk or a closed pipe ends the command with one diagnostic."""
+    try:
+        click.echo(text, nl=False)
+    except OSError as exc:
+        # point stdout at nothing, so the interpreter's last flush cannot fail again
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        reason = (exc.strerror or "cannot be written").lower()
+        diag = Diagnostic("output", f"cannot write to standard output: {reason}")
+        sys.exit(_fail(UnmaskError([diag]), sources))
 
 
 def parse_domains(values: tuple[str, ...]) -> dict[str, list[str]]:
@@ -78,9 +98,9 @@ def cli() -> None:
 
 
 def _read(path: str, limits: Limits, sources: dict[str, str]) -> str:
-    from unmask.compiler import read_source
+    from unmask.files import read_text
 
-    text = read_source(path, limits)
+    text = read_text(path, limits)
     sources[path] = text
     return text
 
@@ -133,13 +153,11 @@ def compile_command(
             out += "\n"
     if output:
         try:
-            Path(output).write_text(out, encoding="utf-8", newline="\n")
-        except OSError as exc:
-            reason = (exc.strerror or "cannot be written").lower()
-            click.echo(f"error: cannot write `{output}`: {reason}", err=True)
-            sys.exit(EXIT_USAGE)
+            write_text(output, out)
+        except UnmaskError as err:
+            sys.exit(_fail(err, sources))
     else:
-        click.echo(out, nl=False)
+        _print(out, sources)
 
 
 @cli.command("fmt")
@@ -153,7 +171,7 @@ def fmt_command(files: tuple[str, ...], check: bool, write: bool, limits: Limits
 
     if check and write:
         raise click.UsageError("`--check` and `--write` cannot be used together")
-    status = EXIT_OK
+    status = exitcodes.OK
     for path in files:
         sources: dict[str, str] = {}
         try:
@@ -165,13 +183,17 @@ def fmt_command(files: tuple[str, ...], check: bool, write: bool, limits: Limits
         if check:
             if formatted != text:
                 click.echo(f"would reformat {path}", err=True)
-                status = max(status, EXIT_ERRORS)
+                status = max(status, exitcodes.ERRORS)
         elif write:
             if formatted != text:
-                Path(path).write_text(formatted, encoding="utf-8", newline="\n")
+                try:
+                    write_text(path, formatted)
+                except UnmaskError as err:
+                    status = max(status, _fail(err, sources))
+                    continue
                 click.echo(f"reformatted {path}", err=True)
         else:
-            click.echo(formatted, nl=False)
+            _print(formatted, sources)
     sys.exit(status)
 
 

@@ -3,9 +3,10 @@
 Contract: results go to ``--out`` (JSON Lines, in input order, each line written whole and
 flushed as soon as it and every earlier one are done); ``--resume`` keeps the complete lines
 already there and audits only the rest. The summary goes to stderr as text (``--quiet``
-drops it) and to ``--summary-json``. Exit statuses (docs/audit.md): 0 done, gate not
-tripped; 1 ``--fail-on`` tripped by a VIOLATED replay; 3 ``--fail-on unknown`` tripped by an
-UNKNOWN or invalid replay; 4 no valid replay at all; 2 usage; 130 interrupted.
+drops it) and to ``--summary-json``. No output may be one of the inputs. Exit statuses
+(docs/audit.md): 0 done, gate not tripped; 1 ``--fail-on`` tripped by a VIOLATED replay; 3
+``--fail-on unknown`` tripped by an UNKNOWN or invalid replay; 4 no valid replay at all; 2
+usage or a file that cannot be written; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from typing import IO, Any
 
 import click
 
+from unmask.batch.inputs import STDIN
 from unmask.commands._options import timeout_option
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits, click_options
+from unmask.outputs import OutputError, cannot_write, reason
 
 DEFAULT_BACKEND = "sliced"  # chosen by measurement: docs/performance.md
 
@@ -30,6 +33,9 @@ EXIT_USAGE = 2
 EXIT_UNKNOWN = 3
 EXIT_INVALID = 4
 EXIT_INTERRUPTED = 130
+
+# more worker processes than this only compete for the same cores (and memory)
+MAX_JOBS = max(4, 4 * (os.cpu_count() or 1))
 
 
 def _usage(message: str, help: str | None = None) -> None:
@@ -94,10 +100,10 @@ def gate_status(summary: Any, fail_on: str | None) -> int:
 )
 @click.option(
     "--jobs",
-    type=click.IntRange(min=0),
+    type=click.IntRange(min=0, max=MAX_JOBS),
     default=1,
     show_default=True,
-    help="worker processes (0: one per CPU)",
+    help=f"worker processes, at most {MAX_JOBS} (4 per CPU); 0: one per CPU",
 )
 @click.option(
     "--backend",
@@ -144,16 +150,23 @@ def command(
     limits: Limits,
 ) -> None:
     """Check many replays (files, directories, JSON Lines, `-`) and summarise the run."""
-    from unmask import audit
     from unmask.backends import create
 
     for p in paths:
-        if p != audit.STDIN and not os.path.exists(p):
+        if p != STDIN and not os.path.exists(p):
             _usage(f"no such file or directory `{p}`")
-    if paths.count(audit.STDIN) > 1:
+    if paths.count(STDIN) > 1:
         _usage("`-` (stdin) may be given once")
     if resume and out == "-":
         _usage("`--resume` needs `--out FILE`", help="results on stdout cannot be resumed")
+    for option, target in (("--out", out), ("--summary-json", summary_json), ("--junit", junit)):
+        if target is not None and target != "-":
+            source = input_named(target, paths)
+            if source is not None:
+                _usage(
+                    f"`{option} {target}` would overwrite the input `{source}`",
+                    help="write the output to a file that is not read by the audit",
+                )
     try:
         create(backend, timeout_ms=timeout_ms)
     except UnmaskError as exc:
@@ -163,82 +176,146 @@ def command(
         _usage(f"backend `{backend}` cannot be loaded: {exc}")
     if jobs == 0:
         jobs = os.cpu_count() or 1
+    try:
+        _run(
+            paths,
+            out,
+            jobs,
+            backend,
+            timeout_ms,
+            resume,
+            summary_json,
+            fail_on,
+            progress,
+            quiet,
+            html_dir,
+            junit,
+            limits,
+        )
+    except OutputError as exc:
+        click.echo(render_all(exc.diagnostics), err=True)
+        raise SystemExit(EXIT_USAGE) from None
+
+
+def input_named(target: str, paths: tuple[str, ...]) -> str | None:
+    """The input that ``target`` is (or, for a ``*.json`` file, lies below), or None."""
+    real = os.path.realpath(target)
+    for p in paths:
+        if p == STDIN:
+            continue
+        if os.path.isdir(p):
+            tree = os.path.realpath(p).rstrip(os.sep) + os.sep
+            if real.endswith(".json") and real.startswith(tree):
+                return p
+        elif real == os.path.realpath(p):
+            return p
+        else:
+            with contextlib.suppress(OSError):
+                if os.path.samefile(target, p):
+                    return p
+    return None
+
+
+def _run(
+    paths: tuple[str, ...],
+    out: str,
+    jobs: int,
+    backend: str,
+    timeout_ms: int,
+    resume: bool,
+    summary_json: str | None,
+    fail_on: str | None,
+    progress: bool | None,
+    quiet: bool,
+    html_dir: str | None,
+    junit: str | None,
+    limits: Limits,
+) -> None:
+    from unmask.batch import files, inputs, run
+    from unmask.batch import resume as resuming
+    from unmask.batch.summary import Summary, view
+    from unmask.render import html
+    from unmask.render import junit as junit_render
 
     if html_dir is not None:
         try:
             os.makedirs(html_dir, exist_ok=True)
         except OSError as exc:
-            _usage(f"cannot create `{html_dir}`: {(exc.strerror or 'error').lower()}")
-    junit_out = None
-    if junit is not None:
-        try:
-            junit_out = audit.JUnitWriter(junit)
-        except OSError as exc:
-            _usage(f"cannot write `{junit}`: {(exc.strerror or 'error').lower()}")
+            raise OutputError([cannot_write(html_dir, exc)]) from None
+    junit_out = files.JUnitFile(junit) if junit is not None else None
 
-    summary = audit.Summary()
+    summary = Summary()
     rows: list[dict[str, Any]] = []  # the HTML index (only with --html)
 
     def carry(obj: dict[str, Any]) -> None:
-        summary.add(audit.view(obj))
+        summary.add(view(obj))
         if html_dir is not None:
-            rows.append(audit.index_row(obj))
+            rows.append(html.line_row(obj, _href(obj)))
         if junit_out is not None:
-            junit_out.add(audit.resumed_testcase(obj))
+            junit_out.add(junit_render.case_from_line(obj))
 
     done = None
     if resume:
         try:
-            done = audit.read_done(out, carry)
-        except audit.ResumeError as exc:
+            done = resuming.read_done(out, carry)
+        except resuming.ResumeError as exc:
             _usage(
                 f"`{out}` line {exc.line} {exc.message}; it is not an audit result file",
                 help="resume only into the output of an earlier `unmask audit`",
             )
         except OSError as exc:
-            _usage(f"cannot read `{out}`: {(exc.strerror or 'error').lower()}")
+            _usage(f"cannot read `{out}`: {reason(exc)}")
 
     show_progress = sys.stderr.isatty() if progress is None else progress
     total = None
     if show_progress:
-        total = audit.count_tasks(paths, limits)
-    tasks = audit.iter_tasks(paths, limits)
+        total = inputs.count_tasks(paths, limits)
+    tasks = inputs.iter_tasks(paths, limits)
     if done:
-        tasks = audit.skip_done(tasks, done)
-    settings = audit.Settings(backend, timeout_ms, limits, html_dir, junit is not None)
+        tasks = resuming.skip_done(tasks, done)
+    settings = run.Settings(backend, timeout_ms, limits, html_dir is not None, junit is not None)
 
     try:
         sink = sys.stdout.buffer if out == "-" else open(out, "ab" if resume else "wb")  # noqa: SIM115
     except OSError as exc:
-        _usage(f"cannot write `{out}`: {(exc.strerror or 'error').lower()}")
+        raise OutputError([cannot_write(out, exc)]) from None
     bar = Progress(sys.stderr, total) if show_progress else None
     already = summary.total
 
-    def emit(task: Any, line: bytes, v: dict[str, Any], extra: dict[str, Any]) -> None:
-        sink.write(line)
-        sink.flush()
-        summary.add(v)
-        if "row" in extra:
-            rows.append(extra["row"])
-        if junit_out is not None and "junit" in extra:
-            junit_out.add(extra["junit"])
+    def emit(task: Any, result: Any) -> None:
+        try:
+            sink.write(result.line)
+            sink.flush()
+        except OSError as exc:
+            _lost(sink, out)
+            raise OutputError([_results_error(out, exc)]) from None
+        summary.add(result.view)
+        if result.row is not None:
+            rows.append(result.row)
+            if result.page is not None:
+                files.write_page(html_dir, result.row, result.page)  # type: ignore[arg-type]
+        if junit_out is not None and result.case is not None:
+            junit_out.add(result.case)
         if bar is not None:
             bar.update(summary.total, summary.overall["VIOLATED"])
+
+    def finish() -> None:
+        if junit_out is not None:
+            junit_out.finish()
+        if html_dir is not None:
+            files.write_index(html_dir, summary.index_summary(backend), rows)
 
     if bar is not None:
         bar.update(already, summary.overall["VIOLATED"], force=True)
     previous = _install_sigterm()
     try:
-        audit.run_audit(tasks, settings, emit, jobs)
+        run.run_audit(tasks, settings, emit, jobs)
     except KeyboardInterrupt:
         if bar is not None:
             bar.close()
         _close(sink, out)
-        with contextlib.suppress(OSError):  # what is done is reported, like the lines
-            if junit_out is not None:
-                junit_out.finish()
-            if html_dir is not None:
-                _write_index(html_dir, summary, rows, backend)
+        with contextlib.suppress(UnmaskError):  # what is done is reported, like the lines
+            finish()
         click.echo(
             f"interrupted after {summary.total} results; every line written is complete"
             + (f"; continue with `--resume --out {out}`" if out != "-" else ""),
@@ -250,54 +327,57 @@ def command(
     if bar is not None:
         bar.update(summary.total, summary.overall["VIOLATED"], force=True)
         bar.close()
-    _close(sink, out)
-
     try:
-        if junit_out is not None:
-            junit_out.finish()
-        if html_dir is not None:
-            _write_index(html_dir, summary, rows, backend)
+        _close(sink, out, strict=True)
     except OSError as exc:
-        _usage(f"cannot write the report files: {(exc.strerror or 'error').lower()}")
+        _lost(sink, out)
+        raise OutputError([_results_error(out, exc)]) from None
+    finish()
     if summary_json:
         import json
 
-        try:
-            with open(summary_json, "w", encoding="utf-8") as fh:
-                json.dump(summary.to_json(), fh, ensure_ascii=False, indent=2)
-                fh.write("\n")
-        except OSError as exc:
-            _usage(f"cannot write `{summary_json}`: {(exc.strerror or 'error').lower()}")
+        from unmask.outputs import write_text
+
+        text = json.dumps(summary.to_json(), ensure_ascii=False, indent=2) + "\n"
+        write_text(summary_json, text)
     if not quiet:
         click.echo(summary.render_text(), err=True)
     raise SystemExit(gate_status(summary, fail_on))
 
 
-def _write_index(html_dir: str, summary: Any, rows: list, backend: str) -> None:
-    from unmask import audit
-    from unmask.render import html
+def _href(obj: dict[str, Any]) -> str:
+    from unmask.batch.run import page_name
 
-    mf = summary.most_failing()
-    fails = " and ".join(mf["dimensions"]) if mf["dimensions"] else "none"
-    cells = summary.cells()
-    extra = {
-        "backend": backend,
-        "invalid inputs": summary.overall["INVALID"],
-        "fails most often": f"{fails} ({mf['replays']} replays)",
-        **{text: cells[key] for key, text in audit.CELL_TEXT.items()},
-    }
-    page = html.render_index(
-        {"title": "unmask audit", "total": summary.total, "extra": extra}, rows
-    )
-    with open(os.path.join(html_dir, "index.html"), "w", encoding="utf-8") as fh:
-        fh.write(page)
+    return page_name(str(obj.get("location")), str(obj.get("replay")))
 
 
-def _close(sink: Any, out: str) -> None:
+def _results_error(out: str, exc: OSError) -> Diagnostic:
+    if out == "-":
+        return Diagnostic("output", f"cannot write the results to stdout: {reason(exc)}")
+    return cannot_write(out, exc)
+
+
+def _lost(sink: Any, out: str) -> None:
+    """After a failed write: close quietly, and keep stdout from failing again at exit."""
+    if out == "-":
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        return
     with contextlib.suppress(OSError):
-        sink.flush()
-    if out != "-":
         sink.close()
+
+
+def _close(sink: Any, out: str, strict: bool = False) -> None:
+    """Flush and close the results; ``strict``: a failure is raised, not ignored."""
+    try:
+        sink.flush()
+        if out != "-":
+            sink.close()
+    except OSError:
+        if strict:
+            raise
 
 
 def _install_sigterm() -> Any:

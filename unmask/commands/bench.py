@@ -3,18 +3,30 @@
 Contract: prints every figure as it is measured (per-replay time with its spread over the
 repeats, replays per second, solver calls per replay, the ratio to the baseline, growth
 with the number of claims, ``--jobs 1`` against ``--jobs 2``, peak memory of few against
-many replays) and whether each target holds; ``--json FILE`` writes the same figures.
-``--quick`` scales everything down to seconds. Exit 0, or 2 for usage errors; a missed
-target is a finding, not a failure.
+many replays); ``--json FILE`` writes the same figures. The targets they are read against
+are in ``docs/performance.md``. ``--quick`` scales everything down to seconds. Every
+numeric option has a range (``MAX_CLAIMS``, ``MAX_SIZES``, ``MAX_REPEATS``,
+``MAX_BUDGET_S``, ``MAX_SEED``; seconds must be finite): outside it, or not a number, is
+a usage error. Exit 0, or 2 for usage errors.
 """
 
 from __future__ import annotations
 
 import json
+import math
 
 import click
 
+from unmask.bench.workload import WORKLOADS
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
+
+# a replay of n claims has 2n + 1 atoms and takes memory and time that grow with n (the
+# baseline's more than linearly): ten times the default plan's largest size is the most
+MAX_CLAIMS = 20_000
+MAX_SIZES = 16
+MAX_REPEATS = 100
+MAX_BUDGET_S = 86_400.0  # one day per measurement
+MAX_SEED = 2**32 - 1
 
 
 def _sizes(text: str) -> tuple[int, ...]:
@@ -22,29 +34,62 @@ def _sizes(text: str) -> tuple[int, ...]:
         sizes = tuple(int(x) for x in text.split(",") if x.strip())
     except ValueError:
         sizes = ()
-    if not sizes or any(n < 1 for n in sizes):
-        raise click.BadParameter(f"expected claim counts such as `2,20,200`, found `{text}`")
+    if not sizes or any(not 1 <= n <= MAX_CLAIMS for n in sizes) or len(sizes) > MAX_SIZES:
+        raise click.BadParameter(
+            f"expected up to {MAX_SIZES} claim counts from 1 to {MAX_CLAIMS} such as "
+            f"`2,20,200`, found `{text[:60]}`"
+        )
     return sizes
+
+
+class _Seconds(click.ParamType):
+    """A finite number of seconds within a range (``nan`` and ``inf`` are refused)."""
+
+    name = "seconds"
+
+    def __init__(self, low: float, high: float) -> None:
+        self.low, self.high = low, high
+
+    def convert(self, value, param, ctx):  # type: ignore[no-untyped-def]
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if not (math.isfinite(number) and self.low <= number <= self.high):
+            self.fail(f"expected seconds from {self.low:g} to {self.high:g}, found `{value}`")
+        return number
 
 
 @click.command("bench")
 @click.option("--quick", is_flag=True, help="a scaled-down run that takes seconds")
-@click.option("--sizes", help="claim counts to measure, e.g. 2,20,200,2000")
+@click.option(
+    "--sizes",
+    callback=lambda _ctx, _param, value: None if value is None else _sizes(value),
+    help=f"claim counts to measure, e.g. 2,20,200,2000 (each at most {MAX_CLAIMS})",
+)
 @click.option("--runners", help="baseline and backends to compare, e.g. baseline,sliced,z3")
-@click.option("--repeats", type=click.IntRange(min=1), help="repeats of each measurement")
-@click.option("--budget-s", type=click.FloatRange(min=0.01), help="seconds per measurement")
+@click.option("--repeats", type=click.IntRange(1, MAX_REPEATS), help="repeats of each measurement")
+@click.option("--budget-s", type=_Seconds(0.01, MAX_BUDGET_S), help="seconds per measurement")
 @click.option("--backend", help="backend for the --jobs and memory figures [default: sliced]")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--workload",
+    type=click.Choice(WORKLOADS),
+    default="mixed",
+    show_default=True,
+    help="mixed claims (some false or unknown), or every claim supported",
+)
+@click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True)
 @click.option("--no-jobs", is_flag=True, help="skip the --jobs 1 vs --jobs 2 figure")
 @click.option("--no-memory", is_flag=True, help="skip the peak-memory figure")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), help="write the figures")
 def command(
     quick: bool,
-    sizes: str | None,
+    sizes: tuple[int, ...] | None,
     runners: str | None,
     repeats: int | None,
     budget_s: float | None,
     backend: str | None,
+    workload: str,
     seed: int,
     no_jobs: bool,
     no_memory: bool,
@@ -54,9 +99,9 @@ def command(
     from unmask.backends import available, create
     from unmask.bench import Plan, run
 
-    kw: dict = {"seed": seed}
+    kw: dict = {"seed": seed, "workload": workload}
     if sizes:
-        kw["sizes"] = _sizes(sizes)
+        kw["sizes"] = sizes
     if runners:
         kw["runners"] = tuple(r.strip() for r in runners.split(",") if r.strip())
     if repeats:

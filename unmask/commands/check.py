@@ -3,33 +3,40 @@
 Contract: exit 0 SATISFIED, 1 VIOLATED, 3 UNKNOWN, 4 invalid input (the validator's
 diagnostics on stderr), 2 usage (an unknown backend or format, a bad option, a backend
 that cannot take this replay); an internal error is reported on stderr, never as a
-traceback, with exit 3 (nothing was proved). ``json`` is
-``unmask.report.dumps``; every other format ``F`` in ``FORMATS`` is rendered by the module
-``unmask.render.F`` through its ``render(report, replay) -> str``, so adding a format is
-adding that module and its name here.
+traceback, with exit 3 (nothing was proved). Every format ``F`` in ``FORMATS`` is
+rendered by ``unmask.render.render(F, report, replay)``, which applies the one output
+policy of every format; the text report is coloured when stdout is a terminal. When the
+replay is invalid or cannot be checked, ``sarif`` and ``junit`` still write a valid
+document on stdout that records the error (``unmask.render.invalid``); the other formats
+write nothing there.
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 from pathlib import Path
 
 import click
 
+from unmask import exitcodes
 from unmask.commands._options import timeout_option
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits, click_options
-
-FORMATS: tuple[str, ...] = ("text", "json", "html", "markdown", "sarif", "junit")
-
-EXIT_USAGE = 2
-EXIT_UNKNOWN = 3
-EXIT_INVALID = 4
+from unmask.render import FORMATS
 
 
-def _fail(diags: tuple[Diagnostic, ...], code: int) -> None:
-    click.echo(render_all(diags), err=True)
+def _fail(
+    diags: tuple[Diagnostic, ...], code: int, fmt: str = "", name: str = "", text: str = ""
+) -> None:
+    """Diagnostics on stderr; for a CI format, the document recording them on stdout."""
+    text = text or render_all(diags)
+    click.echo(text, err=True)
+    if name:
+        from unmask.render import invalid
+
+        doc = invalid.render(fmt, name, diags, code, text)
+        if doc is not None:
+            click.echo(doc, nl=False)
     sys.exit(code)
 
 
@@ -46,7 +53,7 @@ def command(replay_path: str, backend: str, fmt: str, timeout_ms: int, limits: L
     try:
         solver = create(backend, timeout_ms=timeout_ms)
     except UnmaskError as exc:
-        _fail(exc.diagnostics, EXIT_USAGE)
+        _fail(exc.diagnostics, exitcodes.USAGE)
     except ImportError as exc:
         _fail(
             (
@@ -55,7 +62,7 @@ def command(replay_path: str, backend: str, fmt: str, timeout_ms: int, limits: L
                     message=f"backend `{backend}` cannot be loaded: {exc}",
                 ),
             ),
-            EXIT_USAGE,
+            exitcodes.USAGE,
         )
     from unmask.api import check
     from unmask.replay import load_replay, render_error
@@ -63,29 +70,23 @@ def command(replay_path: str, backend: str, fmt: str, timeout_ms: int, limits: L
     try:
         replay = load_replay(Path(replay_path), limits)
     except UnmaskError as exc:
-        click.echo(render_error(exc), err=True)
-        sys.exit(EXIT_INVALID)
+        _fail(exc.diagnostics, exitcodes.INVALID, fmt, replay_path, render_error(exc))
     if replay.warnings:
         click.echo(render_all(replay.warnings), err=True)
     try:
         report = check(replay, solver)
     except UnmaskError as exc:
         # a backend that cannot take this replay (the truth table over its atom limit)
-        _fail(exc.diagnostics, EXIT_USAGE)
+        _fail(exc.diagnostics, exitcodes.USAGE, fmt, replay_path)
     except Exception as exc:  # a bug must still not end in a traceback
         message = f"internal error while checking: {exc}" if str(exc) else "internal error"
         help_ = "nothing was proved; please report this with the replay"
-        _fail((Diagnostic(code="internal-error", message=message, help=help_),), EXIT_UNKNOWN)
-    if fmt == "json":
-        from unmask.report import dumps
+        diag = Diagnostic(code="internal-error", message=message, help=help_)
+        _fail((diag,), exitcodes.UNKNOWN, fmt, replay_path)
+    from unmask.render import render
 
-        click.echo(dumps(report), nl=False)
-    else:
-        module = importlib.import_module(f"unmask.render.{fmt}")
-        if fmt == "text":
-            # click.echo drops the ANSI codes again when stdout is not a terminal
-            text = module.render(report, replay, color=True)
-        else:
-            text = module.render(report, replay)
-        click.echo(text, nl=not text.endswith("\n"))
+    # click.echo drops the ANSI codes again when stdout is not a terminal
+    options = {"color": True} if fmt == "text" else {}
+    text = render(fmt, report, replay, **options)
+    click.echo(text, nl=not text.endswith("\n"))
     sys.exit(report.exit_code)

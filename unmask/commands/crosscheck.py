@@ -4,7 +4,8 @@ Contract: each backend in ``--backends`` (default: every registered one) checks 
 through ``unmask.api.check``; the reports are compared as JSON (``Report.to_json``) without
 the ``backend`` field. Exit 0 when every backend that ran gives the same report, 1 at the
 first difference (printed with its JSON path, both values and both backends), 3 when fewer
-than two backends could run (nothing compared), 4 for an invalid replay, 2 for usage errors.
+than two backends could run (nothing compared), 4 for an invalid replay (a file that is
+missing, unreadable, a directory or not a regular file included), 2 for usage errors.
 A backend that refuses the replay with a diagnostic (the truth-table backend over its atom
 limit) is reported as skipped and is not a disagreement; a backend that fails otherwise is.
 """
@@ -16,16 +17,11 @@ from typing import Any
 
 import click
 
+from unmask import exitcodes
 from unmask.backends import available
 from unmask.commands._options import timeout_option
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits, click_options
-
-EXIT_AGREE = 0
-EXIT_DISAGREE = 1
-EXIT_USAGE = 2
-EXIT_NOTHING_COMPARED = 3
-EXIT_INVALID = 4
 
 
 def first_difference(a: Any, b: Any, path: str = "") -> tuple[str, Any, Any] | None:
@@ -76,11 +72,12 @@ def _fail(diags: tuple[Diagnostic, ...], code: int) -> None:
 
 
 def _usage(message: str) -> None:
-    _fail((Diagnostic(code="usage", message=message),), EXIT_USAGE)
+    _fail((Diagnostic(code="usage", message=message),), exitcodes.USAGE)
 
 
 @click.command("crosscheck")
-@click.argument("replay", metavar="REPLAY.json", type=click.Path(dir_okay=False))
+# a plain string: the reader refuses what is not a readable regular file (exit 4, not usage)
+@click.argument("replay", metavar="REPLAY.json")
 @click.option(
     "--backends",
     default=",".join(available()),
@@ -104,7 +101,7 @@ def command(replay: str, backends: str, timeout_ms: int, limits: Limits) -> None
         try:
             solvers.append((name, create(name, timeout_ms=timeout_ms)))
         except UnmaskError as exc:
-            _fail(exc.diagnostics, EXIT_USAGE)
+            _fail(exc.diagnostics, exitcodes.USAGE)
 
     from unmask.api import check
     from unmask.replay import load_replay, render_error
@@ -113,7 +110,7 @@ def command(replay: str, backends: str, timeout_ms: int, limits: Limits) -> None
         case = load_replay(replay, limits)
     except UnmaskError as exc:
         click.echo(render_error(exc), err=True)
-        raise SystemExit(EXIT_INVALID) from None
+        raise SystemExit(exitcodes.INVALID) from None
 
     from unmask.jsonload import show
 
@@ -130,7 +127,7 @@ def command(replay: str, backends: str, timeout_ms: int, limits: Limits) -> None
             continue
         except Exception as exc:  # a crash in one backend is a disagreement, not a traceback
             click.echo(f"{rid}: backend `{name}` failed: {exc}")
-            raise SystemExit(EXIT_DISAGREE) from None
+            raise SystemExit(exitcodes.VIOLATED) from None
         report.pop("backend", None)
         reports.append((name, report))
 
@@ -138,7 +135,7 @@ def command(replay: str, backends: str, timeout_ms: int, limits: Limits) -> None
     if len(reports) < 2:
         only = f"only `{ran[0]}` ran" if ran else "no backend ran"
         click.echo(f"{rid}: {only}; nothing to compare")
-        raise SystemExit(EXIT_NOTHING_COMPARED)
+        raise SystemExit(exitcodes.UNKNOWN)
     ref_name, ref = reports[0]
     for name, other in reports[1:]:
         found = first_difference(ref, other)
@@ -147,7 +144,7 @@ def command(replay: str, backends: str, timeout_ms: int, limits: Limits) -> None
             click.echo(f"{rid}: backends disagree at `{path}`")
             click.echo(f"  {ref_name}: {_show(mine)}")
             click.echo(f"  {name}: {_show(theirs)}")
-            raise SystemExit(EXIT_DISAGREE)
+            raise SystemExit(exitcodes.VIOLATED)
     overall = ref.get("overall")
     click.echo(f"{rid}: {', '.join(ran)} agree (overall {overall})")
-    raise SystemExit(EXIT_AGREE)
+    raise SystemExit(exitcodes.OK)

@@ -1,8 +1,9 @@
-"""`unmask validate REPLAY.json`: validation alone, no solver (SPEC sections 3 and 6).
+"""`unmask validate REPLAY.json`: validation alone, no solver.
 
 Contract: exit 0 and one summary line on stdout for a valid replay (warnings, if any, on
 stderr); exit 4 with every diagnostic on stderr for invalid input, including a file that
-cannot be read; exit 2 for usage errors (click's own).
+is missing, unreadable, a directory or not a regular file; exit 2 for usage errors (click's
+own).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ EXIT_INVALID = 4
 
 
 @click.command("validate")
-@click.argument("replay", metavar="REPLAY.json", type=click.Path(dir_okay=False))
+# a plain string: the reader refuses what is not a readable regular file (exit 4, not usage)
+@click.argument("replay", metavar="REPLAY.json")
 @click_options
 def command(replay: str, limits: Limits) -> None:
     """Validate a replay without solving."""

@@ -1,14 +1,18 @@
 """The report as one self-contained HTML page, and the index page of a batch audit.
 
 Contract:
-- ``render(report, replay) -> str`` (``unmask check --format html``): one page with inline
+- ``render(report, replay=None) -> str`` (``unmask check --format html``): one page with inline
   CSS and JS and no network reference; the overall result and the four dimensions first,
   then what went wrong with the quotes that force it, then every check, the source texts
   with every evidence span highlighted (``<mark>``, overlapping spans cut into segments in
-  Python, by code point) and linked to its annotation, and the annotations themselves;
+  Python, by code point) and linked to its annotation, and the annotations themselves.
+  Each highlighted piece names at most the innermost ``view.SHOWN`` spans over it, each
+  text at most 200 characters, and says how many more there are, so the page grows
+  linearly with the replay however deeply its spans nest;
 - ``render_index(summary, rows) -> str``: the batch page of ``unmask audit --html DIR``;
   ``summary`` and ``rows`` are plain dicts (keys in ``docs/reports.md``; a missing count is
-  computed from ``rows``; ``index_row(report, href)`` builds one row); the table sorts and
+  computed from ``rows``; ``index_row(report, href)`` builds one row of a report,
+  ``line_row(obj, href)`` one of an audit result line); the table sorts and
   filters with a little inline JS and is a plain table without it;
 - Jinja2 templates with autoescape on: every piece of user text is escaped; results always
   carry a symbol and a word, never colour alone; same input, same bytes (no time, no
@@ -25,9 +29,10 @@ from typing import Any
 import jinja2
 import markupsafe
 
-from unmask.render import _evidence as ev
+from unmask.render import view as ev
 from unmask.render.text import expr_text
 from unmask.report import (
+    BASE_NAMES,
     NOT_CHECKED,
     OK,
     SATISFIED,
@@ -43,6 +48,7 @@ from unmask.report import (
 TEMPLATES = Path(__file__).parent / "templates"
 OUTCOMES = (SATISFIED, VIOLATED, UNKNOWN)
 DIM_OUTCOMES = (OK, VIOLATED, UNKNOWN, NOT_CHECKED)
+ERROR_SCHEMA = "unmask.error/1"  # the audit's record of a replay that could not be checked
 
 
 @lru_cache(maxsize=1)
@@ -59,7 +65,18 @@ def environment() -> jinja2.Environment:
     env.filters["css"] = _css_class
     env.filters["clean"] = lambda s: ev.clean(str(s))
     env.filters["ticks"] = _ticks
+    env.filters["brief"] = _brief
     return env
+
+
+_BRIEF = 200
+
+
+def _brief(text: str) -> str:
+    """Text repeated for every span (a title, a tag) is bounded, so a page stays linear in
+    the replay; the annotation list shows it in full."""
+    text = str(text)
+    return text if len(text) <= _BRIEF else text[: _BRIEF - 1] + "…"
 
 
 def _ticks(text: str) -> markupsafe.Markup:
@@ -231,7 +248,7 @@ def context(report: Report, replay: Any = None) -> dict:
         ann_anchor = {m.id: f"ann-{m.id.split('-')[1]}" for m in marks}
     conflicts = []
     if report.bases is not None:
-        for name in ("proto", "evid", "all"):
+        for name in BASE_NAMES:
             expl = report.bases.conflict(name)
             conflicts.append(
                 {
@@ -369,6 +386,28 @@ def index_row(report: Report, href: str) -> dict[str, Any]:
         "verdict": report.verdict.observed,
         "gold": report.gold,
         "verdict_matches_gold": report.verdict_matches_gold,
+        "href": href,
+    }
+
+
+def line_row(obj: Mapping[str, Any], href: str) -> dict[str, Any]:
+    """The ``rows`` entry of ``render_index`` for one audit result line: a report's JSON
+    (with ``location``) or an error record, which shows as INVALID without a link."""
+    if obj.get("schema") == ERROR_SCHEMA:
+        return {
+            "id": str(obj.get("location", "")),
+            "overall": "INVALID",
+            "dimensions": {},
+            "href": "",
+        }
+    verdict = obj.get("verdict")
+    return {
+        "id": str(obj.get("replay", "")),
+        "overall": obj.get("overall"),
+        "dimensions": obj.get("dimensions") or {},
+        "verdict": verdict.get("observed") if isinstance(verdict, Mapping) else None,
+        "gold": obj.get("gold"),
+        "verdict_matches_gold": obj.get("verdict_matches_gold"),
         "href": href,
     }
 

@@ -1,16 +1,19 @@
 """The report as JUnit XML, so a CI server shows audited replays as test cases.
 
 Contract:
-- ``render(report, replay) -> str`` (``unmask check --format junit``) and
-  ``render_batch(results, name="unmask audit") -> str`` (``unmask audit --junit FILE``) write
-  ``<testsuites>`` with one ``<testsuite>`` holding one ``<testcase>`` per replay: name = the
-  replay id, classname = ``unmask.PROTOCOL``. SATISFIED passes; VIOLATED is a
-  ``<failure type="VIOLATED">``; UNKNOWN is ``<skipped type="UNKNOWN">`` (nothing was proved
-  either way, which is not a failure of the judge and not a pass); a replay that could not
-  be checked (``Invalid``) is an ``<error type="invalid">``. The message attribute says why
+- one test case per replay, built in one place (``Case``): name = the replay id, classname
+  = ``unmask.PROTOCOL``. SATISFIED passes (the text report in ``<system-out>``); VIOLATED is
+  a ``<failure type="VIOLATED">``; UNKNOWN is ``<skipped type="UNKNOWN">`` (nothing was
+  proved either way, which is not a failure of the judge and not a pass); a replay that
+  could not be checked is an ``<error type="invalid">``. The message attribute says why
   (the report's reasons), the element text is the text report;
-- ``results`` items are ``Report``, ``(Report, Replay | None)`` or ``Invalid``, in the order
-  given (the caller sorts);
+- ``case(item)`` makes a ``Case`` of a ``Report``, a ``(Report, Replay | None)`` pair or an
+  ``Invalid``; ``case_from_line(obj)`` makes one of an audit result line (a report's JSON
+  with ``location``, or an error record), without the text report;
+- ``render(report, replay)`` (``unmask check --format junit``) and ``render_batch(results,
+  name="unmask audit")`` write a whole document: ``<testsuites>`` with one ``<testsuite>``;
+  ``Suite`` writes the same document to a stream one case at a time (``unmask audit
+  --junit FILE``), counting from each case's kind, so memory does not grow with the run;
 - the XML is built with ``xml.etree`` (escaping by construction); characters XML 1.0 cannot
   carry (control characters, lone surrogates, U+FFFE/U+FFFF) are written as ``\\xHH`` /
   ``\\uHHHH`` text. No time attributes: same input, same bytes.
@@ -19,12 +22,17 @@ Contract:
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from unmask.render import text as text_render
 from unmask.report import SATISFIED, VIOLATED, Report
+
+ERROR_SCHEMA = "unmask.error/1"  # the audit's record of a replay that could not be checked
+INVALID_MESSAGE = "the replay could not be checked"
+# the element that marks a case, and the suite attribute that counts it
+KINDS = {"failure": "failures", "error": "errors", "skipped": "skipped"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +42,37 @@ class Invalid:
 
     name: str
     message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One ``<testcase>``: ``kind`` is ``failure``, ``skipped``, ``error`` or None (passed);
+    ``text`` is the element's text (for a pass, the ``<system-out>``; None: no element)."""
+
+    name: str
+    classname: str
+    kind: str | None = None
+    type: str | None = None
+    message: str | None = None
+    text: str | None = None
+
+    def element(self) -> ET.Element:
+        el = ET.Element("testcase", {"name": xml_safe(self.name), "classname": self.classname})
+        child = None
+        if self.kind is not None:
+            attrs = {"type": xml_safe(self.type or ""), "message": xml_safe(self.message or "")}
+            child = ET.SubElement(el, self.kind, attrs)
+        elif self.text is not None:
+            child = ET.SubElement(el, "system-out")
+        if child is not None and self.text is not None:
+            child.text = xml_safe(self.text)
+        return el
+
+    def xml(self) -> str:
+        """The case as it stands inside a suite: indented, one trailing newline."""
+        el = self.element()
+        ET.indent(el, space="  ", level=2)
+        return "    " + ET.tostring(el, "unicode").rstrip() + "\n"
 
 
 def xml_safe(text: str) -> str:
@@ -50,61 +89,94 @@ def xml_safe(text: str) -> str:
     return "".join(out)
 
 
-def _message(report: Report) -> str:
-    if not report.reasons:
-        return report.overall
-    return f"{report.overall}: " + "; ".join(r.message for r in report.reasons)
+def _message(overall: str, reasons: Iterable[str]) -> str:
+    reasons = list(reasons)
+    return f"{overall}: " + "; ".join(reasons) if reasons else overall
 
 
-def _case(item: Any) -> ET.Element:
+def _result_case(
+    name: str, protocol: str, overall: str, reasons: Iterable[str], text: str | None
+) -> Case:
+    classname = xml_safe(f"unmask.{protocol}")
+    if overall == SATISFIED:
+        return Case(name, classname, text=text)
+    kind = "failure" if overall == VIOLATED else "skipped"
+    return Case(name, classname, kind, overall, _message(overall, reasons), text)
+
+
+def case(item: Report | tuple[Report, Any] | Invalid) -> Case:
+    """The test case of one replay: checked (a report, with its replay if known) or not."""
     if isinstance(item, Invalid):
-        case = ET.Element("testcase", {"name": xml_safe(item.name), "classname": "unmask"})
-        err = ET.SubElement(
-            case, "error", {"type": "invalid", "message": "the replay could not be checked"}
-        )
-        err.text = xml_safe(item.message)
-        return case
+        return Case(item.name, "unmask", "error", "invalid", INVALID_MESSAGE, item.message)
     report, replay = item if isinstance(item, tuple) else (item, None)
-    case = ET.Element(
-        "testcase",
-        {"name": xml_safe(report.replay), "classname": xml_safe(f"unmask.{report.protocol}")},
-    )
-    body = xml_safe(text_render.render(report, replay, color=False))
-    if report.overall == VIOLATED:
-        el = ET.SubElement(
-            case, "failure", {"type": VIOLATED, "message": xml_safe(_message(report))}
+    body = text_render.render(report, replay, color=False)
+    reasons = (r.message for r in report.reasons)
+    return _result_case(report.replay, report.protocol, report.overall, reasons, body)
+
+
+def case_from_line(obj: Mapping[str, Any]) -> Case:
+    """The test case of an audit result line (its text report is not re-rendered)."""
+    if obj.get("schema") == ERROR_SCHEMA:
+        messages = "; ".join(str(e.get("message")) for e in obj.get("errors") or ())
+        return Case(
+            str(obj.get("location")), "unmask", "error", "invalid", INVALID_MESSAGE, messages
         )
-        el.text = body
-    elif report.overall != SATISFIED:
-        el = ET.SubElement(
-            case, "skipped", {"type": report.overall, "message": xml_safe(_message(report))}
-        )
-        el.text = body
-    else:
-        out = ET.SubElement(case, "system-out")
-        out.text = body
-    return case
+    reasons = (str(r.get("message")) for r in obj.get("reasons") or ())
+    overall = str(obj.get("overall"))
+    return _result_case(str(obj.get("replay")), str(obj.get("protocol")), overall, reasons, None)
+
+
+def _suite_attrs(name: str, counts: Mapping[str, int]) -> tuple[dict[str, str], dict[str, str]]:
+    common = {
+        "name": xml_safe(name),
+        "tests": str(counts["tests"]),
+        "failures": str(counts["failures"]),
+        "errors": str(counts["errors"]),
+    }
+    return common, {**common, "skipped": str(counts["skipped"])}
 
 
 def render_batch(results: Iterable[Any], name: str = "unmask audit") -> str:
-    cases = [_case(item) for item in results]
-    counts = {"failure": 0, "skipped": 0, "error": 0}
+    cases = [case(item) for item in results]
+    counted = Suite(name)
     for c in cases:
-        for tag in counts:
-            if c.find(tag) is not None:
-                counts[tag] += 1
-    common = {
-        "name": xml_safe(name),
-        "tests": str(len(cases)),
-        "failures": str(counts["failure"]),
-        "errors": str(counts["error"]),
-    }
-    root = ET.Element("testsuites", dict(common))
-    suite = ET.SubElement(root, "testsuite", {**common, "skipped": str(counts["skipped"])})
-    suite.extend(cases)
+        counted.add(c)
+    outer, inner = _suite_attrs(name, counted.counts)
+    root = ET.Element("testsuites", outer)
+    suite = ET.SubElement(root, "testsuite", inner)
+    suite.extend(c.element() for c in cases)
     ET.indent(root, space="  ")
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, "unicode") + "\n"
 
 
 def render(report: Report, replay: Any = None) -> str:
     return render_batch([(report, replay)], name="unmask check")
+
+
+def _start_tag(tag: str, attrs: dict[str, str]) -> str:
+    # the start tag exactly as ``xml.etree`` writes it, attributes escaped the same way
+    return ET.tostring(ET.Element(tag, attrs), "unicode")[: -len(" />")] + ">"
+
+
+class Suite:
+    """Counts cases as they are added; ``write(out, body)`` writes the document around the
+    cases' XML (``Case.xml``), read back from ``body`` (a stream the caller kept them in)."""
+
+    def __init__(self, name: str = "unmask audit") -> None:
+        self.name = name
+        self.counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+
+    def add(self, c: Case) -> None:
+        """Count ``c`` (its XML for the body is ``c.xml()``)."""
+        self.counts["tests"] += 1
+        if c.kind is not None:
+            self.counts[KINDS[c.kind]] += 1
+
+    def write(self, out: IO[str], body: IO[str]) -> None:
+        outer, inner = _suite_attrs(self.name, self.counts)
+        out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
+        out.write(_start_tag("testsuites", outer) + "\n")
+        out.write("  " + _start_tag("testsuite", inner) + "\n")
+        for chunk in iter(lambda: body.read(1 << 16), ""):
+            out.write(chunk)
+        out.write("  </testsuite>\n</testsuites>\n")

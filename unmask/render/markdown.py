@@ -1,6 +1,6 @@
 """The report as Markdown, for pull-request comments and notebooks.
 
-Contract: ``render(report, replay) -> str`` (``unmask check --format markdown``) shows the
+Contract: ``render(report, replay=None) -> str`` (``unmask check --format markdown``) shows the
 content of the HTML report: the overall result and the four dimensions as a table, what went
 wrong with its quotes as blockquotes, witnesses with completed values marked *possible*,
 every check, the sources with evidence spans in bold followed by a tag naming the atom and
@@ -19,8 +19,8 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from unmask.render import _evidence as ev
 from unmask.render import html
+from unmask.render import view as ev
 from unmask.report import Report
 
 _PUNCT = re.compile(r"([\\`*_\[\]|~])")
@@ -78,7 +78,7 @@ def _finalize(value: Any) -> Any:
     return value if isinstance(value, Markup) else escape(value)
 
 
-def _source_line(segments: Any, ann_anchor: Any) -> Markup:
+def _source_line(segments: Any) -> Markup:
     """A source text with evidence segments in bold and a tag after each span."""
     out = []
     for seg in segments:
@@ -133,7 +133,7 @@ def _ticks(text: str) -> Markup:
 def render(report: Report, replay: Any = None) -> str:
     ctx = html.context(report, replay)
     for s in ctx["sources"]:
-        s["markdown"] = _source_line(s["segments"], ctx["ann_anchor"])
+        s["markdown"] = _source_line(s["segments"])
     text = environment().get_template("report.md.j2").render(**ctx)
     # no run of blank lines longer than one, and exactly one newline at the end
     return re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"

@@ -1,6 +1,6 @@
 """The report as SARIF 2.1.0, for code-scanning and review tools.
 
-Contract: ``render(report, replay) -> str`` (``unmask check --format sarif``) writes one log
+Contract: ``render(report, replay=None) -> str`` (``unmask check --format sarif``) writes one log
 with one run. Every check whose outcome is VIOLATED or UNKNOWN is one result; so is every
 base that is not consistent, a translation that is not valid, and a replay with no
 requirement or no grounding pair. Rule ids: ``unmask/verdict``, ``unmask/requirement``,
@@ -22,14 +22,16 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from functools import lru_cache
+from importlib import metadata
 from json.decoder import scanstring
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from unmask import __version__
-from unmask.render import _evidence as ev
+from unmask.render import view as ev
 from unmask.report import (
+    BASE_NAMES,
     INCONSISTENT,
     REFUTED,
     SOLVER_UNKNOWN,
@@ -43,52 +45,35 @@ SCHEMA_URI = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 )
 
-# (id, name, short description, default level)
-RULES: tuple[tuple[str, str, str, str], ...] = (
-    (
-        "unmask/verdict",
-        "VerdictEntailment",
-        "The stated rationale must force the observed verdict under the protocol.",
-        "error",
-    ),
-    ("unmask/requirement", "ProceduralCompliance", "Each requirement must be met.", "error"),
-    (
-        "unmask/coverage",
-        "Coverage",
-        "Each requirement must be observable (addressed) in the replay.",
-        "note",
-    ),
-    (
-        "unmask/grounding",
-        "Grounding",
-        "Each claim of the judge must match the independent observation of the context.",
-        "error",
-    ),
-    (
-        "unmask/base",
-        "ConsistentBase",
-        "The facts (and the protocol) must not contradict each other.",
-        "warning",
-    ),
-    (
-        "unmask/translation",
-        "ValidTranslation",
-        "The protocol's translation must be valid for anything to be checked.",
-        "warning",
-    ),
-    (
-        "unmask/replay",
-        "CheckableReplay",
-        "A replay needs requirements and grounding pairs to be satisfied.",
-        "note",
-    ),
-)
-RULE_INDEX = {r[0]: i for i, r in enumerate(RULES)}
+# SARIF lists every rule once and results point at it by index
+RULE_INDEX = {r.id: i for i, r in enumerate(ev.RULES.values())}
 # the pieces of a JSON string's source text, each escape being one code point (a surrogate
 # pair written as two escapes is one code point too)
 _TOKENS = re.compile(
     r"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|\\.|[^\\]+"
 )
+
+
+@lru_cache(maxsize=1)
+def version() -> str:
+    """The installed distribution's version (a bare source checkout has none to give)."""
+    try:
+        return metadata.version("unmask")
+    except metadata.PackageNotFoundError:
+        return "0.0.0+unknown"
+
+
+def rules() -> list[dict[str, Any]]:
+    """The driver's rules, in the order ``ruleIndex`` counts."""
+    return [
+        {
+            "id": r.id,
+            "name": r.name,
+            "shortDescription": {"text": r.description},
+            "defaultConfiguration": {"level": r.level},
+        }
+        for r in ev.RULES.values()
+    ]
 
 
 # --- positions inside the replay JSON --------------------------------------------------------
@@ -217,7 +202,8 @@ def _locator(file: str | None) -> _Locator | None:
         return None
 
 
-def _uri(path: str) -> str:
+def uri(path: str) -> str:
+    """A file path as a relative URI reference (SARIF `artifactLocation.uri`)."""
     # a file name that is not UTF-8 arrives with surrogate escapes: keep its bytes
     return quote(path.replace("\\", "/"), safe="/", errors="surrogateescape")
 
@@ -246,9 +232,7 @@ class _Log:
         return self.artifacts.index(path)
 
     def physical(self, file: str, line: int | None, col: int | None, end: int | None = None):
-        out: dict[str, Any] = {
-            "artifactLocation": {"uri": _uri(file), "index": self.artifact(file)}
-        }
+        out: dict[str, Any] = {"artifactLocation": {"uri": uri(file), "index": self.artifact(file)}}
         if line is not None:
             region: dict[str, Any] = {"startLine": line, "startColumn": col}
             if end is not None:
@@ -404,7 +388,7 @@ class _Log:
             loc = self.replay_location("$.translation")
             out.append(
                 self.result(
-                    "unmask/translation",
+                    ev.RULES["translation"].id,
                     "warning",
                     f"translation `{ev.clean(report.translation)}`: nothing was checked",
                     "translation",
@@ -414,7 +398,7 @@ class _Log:
                 )
             )
         if report.bases is not None:
-            for name in ("proto", "evid", "all"):
+            for name in BASE_NAMES:
                 state = report.bases.state(name)
                 if state not in (INCONSISTENT, SOLVER_UNKNOWN):
                     continue
@@ -424,7 +408,7 @@ class _Log:
                 word = "inconsistent" if state == INCONSISTENT else "undecided by the solver"
                 out.append(
                     self.result(
-                        "unmask/base",
+                        ev.RULES["base"].id,
                         "warning",
                         f"base `{name}` is {word}: the checks against it are unknown",
                         f"base:{name}",
@@ -441,7 +425,7 @@ class _Log:
                 loc = self.replay_location("$.protocol")
                 out.append(
                     self.result(
-                        "unmask/replay",
+                        ev.RULES["replay"].id,
                         "note",
                         ev.clean(r.message),
                         r.code,
@@ -454,29 +438,20 @@ class _Log:
 
     def log(self) -> dict[str, Any]:
         results = self.results()
-        rules = [
-            {
-                "id": rid,
-                "name": name,
-                "shortDescription": {"text": text},
-                "defaultConfiguration": {"level": level},
-            }
-            for rid, name, text, level in RULES
-        ]
         report = self.report
         run: dict[str, Any] = {
             "tool": {
                 "driver": {
                     "name": "unmask",
-                    "version": __version__,
-                    "semanticVersion": __version__,
-                    "rules": rules,
+                    "version": version(),
+                    "semanticVersion": version(),
+                    "rules": rules(),
                 }
             },
             "columnKind": "unicodeCodePoints",
         }
         if self.artifacts:
-            run["artifacts"] = [{"location": {"uri": _uri(a)}} for a in self.artifacts]
+            run["artifacts"] = [{"location": {"uri": uri(a)}} for a in self.artifacts]
         run["results"] = results
         run["properties"] = {
             "replay": ev.clean(report.replay),
@@ -496,4 +471,5 @@ def to_json(report: Report, replay: Any = None) -> dict[str, Any]:
 
 
 def render(report: Report, replay: Any = None) -> str:
+    """The SARIF log as JSON text."""
     return ev.clean(json.dumps(to_json(report, replay), ensure_ascii=False, indent=2)) + "\n"

@@ -1,9 +1,11 @@
 """The report as text for a person (``unmask check --format text``).
 
-Contract: ``render(report, replay, *, color=False) -> str``. The overall result comes
-first, then the four dimensions with their checks; every violation shows the quotes that
-prove it; every underdetermined check shows one witness per side, with completed values
-marked as possibilities, not observations. Colour is ANSI via ``click.style`` and only when
+Contract: ``render(report, replay=None, *, color=False) -> str``. The overall result
+comes first, then the four dimensions with their checks; every violation shows the quotes
+that prove it; every underdetermined check shows one witness per side, with completed
+values marked as possibilities, not observations. Every line goes through
+``safe.printable``, so control characters from a replay are shown as escapes, never acted
+on by a terminal; colour is ANSI via ``click.style``, added after that, and only when
 ``color`` is set (the command line sets it for terminals only). Deterministic.
 """
 
@@ -14,7 +16,9 @@ from typing import Any
 import click
 
 from unmask.ir import PRECEDENCE, Binary, Card, Expr, Nary, Table, depth
+from unmask.render.safe import printable
 from unmask.report import (
+    BASE_NAMES,
     ENTAILED,
     NOT_SPECIFIED,
     OK,
@@ -95,12 +99,14 @@ class _Out:
         self.constraints: dict[str, str] = {}
 
     def add(self, indent: int, text: str) -> None:
-        self.lines.append("  " * indent + text)
+        self.lines.append("  " * indent + printable(text))
 
-    def word(self, value: str | None) -> str:
-        value = "-" if value is None else value
+    def result(self, indent: int, head: str, value: str | None, tail: str = "") -> None:
+        """``head: VALUE tail`` with the value coloured (after the user text is escaped)."""
+        value = printable("-" if value is None else value)
         colour = _COLOURS.get(value, "yellow")
-        return click.style(value, fg=colour, bold=True) if self.color else value
+        word = click.style(value, fg=colour, bold=True) if self.color else value
+        self.lines.append(f"{'  ' * indent}{printable(head)}: {word}{printable(tail)}")
 
 
 def _item(out: _Out, indent: int, item: Item, decision: str) -> None:
@@ -147,7 +153,7 @@ def _witnesses(out: _Out, indent: int, ws: Witnesses | None) -> None:
 
 def _check(out: _Out, indent: int, head: str, res: CheckResult, decision: str) -> None:
     tail = f" ({res.detail})" if res.detail else ""
-    out.add(indent, f"{head}: {out.word(res.status)}{tail}")
+    out.result(indent, head, res.status, tail)
     if res.status == REFUTED:
         _explanation(out, indent + 1, "refuted by", res.explanation, decision)
     elif res.status == ENTAILED and res.explanation is not None:
@@ -164,12 +170,16 @@ def _check(out: _Out, indent: int, head: str, res: CheckResult, decision: str) -
 
 
 def render(report: Report, replay: Any = None, *, color: bool = False) -> str:
+    """The text report; ``color`` adds ANSI colour to the result words."""
+    # the view imports this module (for expr_text): import it when rendering, not before
+    from unmask.render.view import DIMENSION_TITLES as titles
+
     out = _Out(color)
     decision = "…"
     if replay is not None and getattr(replay, "protocol", None) is not None:
         decision = expr_text(replay.protocol.decision)
         out.constraints = {c.name: expr_text(c.expr) for c in replay.protocol.constraints}
-    out.add(0, f"{report.replay}: {out.word(report.overall)}")
+    out.result(0, report.replay, report.overall)
     out.add(1, f"protocol `{report.protocol}`, backend {report.backend}")
     if report.gold is not None:
         match = "yes" if report.verdict_matches_gold else "no"
@@ -179,24 +189,24 @@ def render(report: Report, replay: Any = None, *, color: bool = False) -> str:
     if report.bases is not None:
         b = report.bases
         out.add(1, f"bases: proto {b.proto}, evid {b.evid}, all {b.all}")
-        for name in ("proto", "evid", "all"):
+        for name in BASE_NAMES:
             conflict = b.conflict(name)
             if conflict is not None:
                 _explanation(out, 2, f"base `{name}` conflict:", conflict, decision)
     dims = report.dimensions
     out.add(0, "")
-    out.add(0, f"verdict entailment: {out.word(dims.verdict)}")
+    out.result(0, titles["verdict"], dims.verdict)
     _check(out, 1, f"observed {report.verdict.observed}", report.verdict.result, decision)
-    out.add(0, f"procedural compliance: {out.word(dims.procedure)}")
+    out.result(0, titles["procedure"], dims.procedure)
     for r in report.requirements:
         _check(out, 1, f"requirement `{r.id}` ({_short(r.description)})", r.holds, decision)
-    out.add(0, f"coverage: {out.word(dims.coverage)}")
+    out.result(0, titles["coverage"], dims.coverage)
     for r in report.requirements:
         if r.coverage.status == NOT_SPECIFIED:
             out.add(1, f"`{r.id}`: not specified")
         else:
             _check(out, 1, f"`{r.id}` addressed", r.coverage, decision)
-    out.add(0, f"grounding: {out.word(dims.grounding)}")
+    out.result(0, titles["grounding"], dims.grounding)
     for g in report.grounding:
         _check(out, 1, f"`{g.judge}` ~ `{g.context}`", g.result, decision)
     if report.unannotated or report.unknown:

@@ -1,27 +1,36 @@
-"""What every report format shares: the checks as a flat list, evidence marks, segments.
+"""The view model every report format reads: checks as a flat list, evidence marks, segments.
 
 Contract:
+- ``RULES`` (one ``Rule`` per kind of result, keyed by dimension or ``base``,
+  ``translation``, ``replay``) and ``DIMENSIONS`` are the one table and the one order all
+  formats use;
 - ``checks(report)`` lists every check in report order (verdict, requirements, coverage,
   grounding), each with its dimension, rule id (``unmask/verdict`` …), a title and the JSON
   path of the check inside the report; the formats only choose how to show them;
 - ``marks(replay)`` lists every evidence span of every annotation with its atom, role, value
   and explanation, and a stable id (``ev-A-E``: annotation index, evidence index);
 - ``segments(text, marks)`` cuts a source text at every span boundary, so overlapping and
-  nested spans become a flat sequence of pieces, each knowing every span that covers it.
-  Offsets are Unicode code points, which is what Python ``str`` indexing counts, so slicing
-  happens here and nowhere else (never in a browser);
-- ``clean`` makes user text safe to encode (a lone surrogate becomes U+FFFD, one code point
-  for one, so offsets stay valid). Everything is deterministic.
+  nested spans become a flat sequence of pieces, each knowing how many spans cover it and
+  the innermost few of them (``SHOWN``), so a page stays linear in the replay however
+  deeply spans nest. Offsets are Unicode code points, which is what Python ``str``
+  indexing counts, so slicing happens here and nowhere else (never in a browser);
+- user text goes through ``unmask.render.safe``. Everything is deterministic.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
+# re-exported: formats read the view, the output policy and the dimension order from here
+from unmask.render.safe import clean as clean
 from unmask.render.text import expr_text
+from unmask.report import (
+    DIMENSIONS as DIMENSIONS,
+)
 from unmask.report import (
     INCONSISTENT_BASE,
     NOT_CHECKED,
@@ -33,11 +42,9 @@ from unmask.report import (
     UNKNOWN,
     VIOLATED,
     CheckResult,
-    Item,
     Report,
 )
 
-DIMENSIONS = ("verdict", "procedure", "coverage", "grounding")
 DIMENSION_TITLES = {
     "verdict": "verdict entailment",
     "procedure": "procedural compliance",
@@ -50,13 +57,59 @@ DIMENSION_QUESTIONS = {
     "coverage": "was each requirement observable in the first place?",
     "grounding": "do the judge's claims match independent observations of the context?",
 }
-RULES = {
-    "verdict": "unmask/verdict",
-    "procedure": "unmask/requirement",
-    "coverage": "unmask/coverage",
-    "grounding": "unmask/grounding",
-    "base": "unmask/base",
-    "translation": "unmask/translation",
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """What a kind of result checks: its id in every format, a name, one sentence, and the
+    level of a result that breaks it."""
+
+    id: str
+    name: str
+    description: str
+    level: str
+
+
+RULES: dict[str, Rule] = {
+    "verdict": Rule(
+        "unmask/verdict",
+        "VerdictEntailment",
+        "The stated rationale must force the observed verdict under the protocol.",
+        "error",
+    ),
+    "procedure": Rule(
+        "unmask/requirement", "ProceduralCompliance", "Each requirement must be met.", "error"
+    ),
+    "coverage": Rule(
+        "unmask/coverage",
+        "Coverage",
+        "Each requirement must be observable (addressed) in the replay.",
+        "note",
+    ),
+    "grounding": Rule(
+        "unmask/grounding",
+        "Grounding",
+        "Each claim of the judge must match the independent observation of the context.",
+        "error",
+    ),
+    "base": Rule(
+        "unmask/base",
+        "ConsistentBase",
+        "The facts (and the protocol) must not contradict each other.",
+        "warning",
+    ),
+    "translation": Rule(
+        "unmask/translation",
+        "ValidTranslation",
+        "The protocol's translation must be valid for anything to be checked.",
+        "warning",
+    ),
+    "replay": Rule(
+        "unmask/replay",
+        "CheckableReplay",
+        "A replay needs requirements and grounding pairs to be satisfied.",
+        "note",
+    ),
 }
 # a text label (and a symbol) for every result, so colour is never the only signal
 ICONS = {
@@ -74,13 +127,6 @@ def label(result: str | None) -> str:
     """``✗ VIOLATED``: the symbol and the word, never the colour alone."""
     word = "NOT CHECKED" if result in (NOT_CHECKED, None) else result
     return f"{ICONS.get(result, '?')} {word}"
-
-
-def clean(text: str) -> str:
-    """User text that can always be encoded: lone surrogates become U+FFFD."""
-    if text.isascii():
-        return text
-    return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +152,7 @@ def checks(report: Report) -> tuple[Check, ...]:
         Check(
             "verdict",
             "verdict",
-            RULES["verdict"],
+            RULES["verdict"].id,
             f"observed verdict {report.verdict.observed}",
             report.verdict.result,
             "$.verdict",
@@ -117,7 +163,7 @@ def checks(report: Report) -> tuple[Check, ...]:
             Check(
                 f"requirement:{r.id}",
                 "procedure",
-                RULES["procedure"],
+                RULES["procedure"].id,
                 f"requirement {r.id}: {r.description}" if r.description else f"requirement {r.id}",
                 r.holds,
                 f"$.requirements[{i}]",
@@ -130,7 +176,7 @@ def checks(report: Report) -> tuple[Check, ...]:
             Check(
                 f"coverage:{r.id}",
                 "coverage",
-                RULES["coverage"],
+                RULES["coverage"].id,
                 f"requirement {r.id} addressed",
                 r.coverage,
                 f"$.requirements[{i}].coverage",
@@ -141,7 +187,7 @@ def checks(report: Report) -> tuple[Check, ...]:
             Check(
                 f"grounding:{g.judge}~{g.context}",
                 "grounding",
-                RULES["grounding"],
+                RULES["grounding"].id,
                 f"grounding {g.judge} ~ {g.context}",
                 g.result,
                 f"$.grounding[{i}]",
@@ -227,39 +273,48 @@ def mark_index(ms: Iterable[Mark]) -> dict[tuple[str, str, int, int], Mark]:
     return out
 
 
+# a piece of text names at most this many of the spans covering it (the innermost ones),
+# so that n nested spans cost O(n), not O(n²), in every format; the count says the rest
+SHOWN = 3
+
+
 @dataclass(frozen=True, slots=True)
 class Segment:
     text: str
-    marks: tuple[Mark, ...]  # every span covering this piece, in mark order
+    marks: tuple[Mark, ...]  # the innermost SHOWN spans covering this piece, in mark order
+    depth: int  # how many spans cover this piece
     starts: tuple[Mark, ...]  # spans that begin with this piece (anchor targets)
     ends: tuple[Mark, ...]  # spans that end with this piece (their labels follow it)
 
 
 def segments(text: str, ms: Sequence[Mark]) -> tuple[Segment, ...]:
-    """Cut ``text`` at every span boundary; spans outside the text are left out."""
+    """Cut ``text`` at every span boundary; spans outside the text are left out.
+
+    Innermost means shortest (the first in mark order among equals): for nested spans, the
+    ones nearest the piece."""
     n = len(text)
-    order = {id(m): i for i, m in enumerate(ms)}
-    starts: dict[int, list[Mark]] = {}
-    ends: dict[int, list[Mark]] = {}
-    for m in ms:
+    starts: dict[int, list[tuple[int, Mark]]] = {}
+    ends: dict[int, list[tuple[int, Mark]]] = {}
+    for i, m in enumerate(ms):
         if 0 <= m.start < m.end <= n:
-            starts.setdefault(m.start, []).append(m)
-            ends.setdefault(m.end, []).append(m)
+            starts.setdefault(m.start, []).append((i, m))
+            ends.setdefault(m.end, []).append((i, m))
     cuts = sorted({0, n, *starts, *ends})
-    active: dict[int, Mark] = {}  # mark order -> mark, for the spans open at a cut
+    active: list[tuple[int, int]] = []  # (length, mark order) of the spans open, sorted
     out = []
     for a, b in pairwise(cuts):
-        for m in ends.get(a, ()):
-            active.pop(order[id(m)], None)
-        for m in starts.get(a, ()):
-            active[order[id(m)]] = m
-        covering = tuple(active[k] for k in sorted(active))
+        for i, m in ends.get(a, ()):
+            del active[bisect_left(active, (m.end - m.start, i))]
+        for i, m in starts.get(a, ()):
+            insort(active, (m.end - m.start, i))
+        shown = tuple(ms[i] for i in sorted(i for _, i in active[:SHOWN]))
         out.append(
             Segment(
                 text=clean(text[a:b]),
-                marks=covering,
-                starts=tuple(m for m in covering if m.start == a),
-                ends=tuple(m for m in covering if m.end == b),
+                marks=shown,
+                depth=len(active),
+                starts=tuple(m for _, m in starts.get(a, ())),
+                ends=tuple(m for _, m in ends.get(b, ())),
             )
         )
     return tuple(out)
@@ -319,7 +374,3 @@ def finding(report: Report, check: Check, replay: Any, lookup: Lookup | None = N
             )
         return f"Whether the requirement {name} was observable is not settled by the annotations."
     return check.title
-
-
-def item_quotes(item: Item) -> tuple[Any, ...]:
-    return item.evidence if item.kind == "annotation" else ()

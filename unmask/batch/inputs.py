@@ -1,0 +1,179 @@
+"""What an audit reads: the tasks named by its paths, lazily and in a deterministic order.
+
+Contract:
+- ``iter_tasks(paths)`` yields one ``Task`` per replay: a replay file; a directory (every
+  ``*.json`` below it, names sorted at each level); a JSON Lines file (``*.jsonl``, one
+  replay per non-blank line); ``-`` for JSON Lines on stdin. Each task has a ``location``:
+  the file, or ``file:line`` for a JSON Lines record;
+- a task that cannot be read carries its ``problem`` (code, message, help) and becomes an
+  error record: a directory or JSON Lines file that cannot be read, a JSON Lines path that
+  is not a regular file (a FIFO would block the run), a record over the size limit, and a
+  symbolic link below a directory that points outside that directory's tree (not followed:
+  a walk never leaves the tree it was given);
+- ``count_tasks(paths)`` says how many tasks ``iter_tasks`` will yield (None for stdin).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from unmask.limits import DEFAULT_LIMITS, Limits
+from unmask.outputs import reason
+
+STDIN = "-"
+STDIN_LABEL = "<stdin>"
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One replay to audit: a whole file (``text`` None: read it) or one JSON Lines record."""
+
+    location: str
+    file: str
+    line: int | None = None
+    text: bytes | None = None
+    problem: tuple[str, str, str | None] | None = None  # (code, message, help): not readable
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _walk(root: str) -> Iterator[Task]:
+    """A task for every ``*.json`` file below ``root``, entry names sorted at each level.
+
+    A symbolic link is followed only when its target (resolved) lies inside ``root``'s tree;
+    a directory that is its own ancestor (a link loop) is not entered again. No recursion:
+    a deep tree cannot exhaust the stack.
+    """
+    tree = os.path.realpath(root)
+
+    def level(path: str, above: frozenset) -> tuple[Iterator[Any], frozenset] | Task | None:
+        try:
+            st = os.stat(path)
+            with os.scandir(path) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            return Task(
+                path,
+                path,
+                problem=("io", f"cannot read the directory `{path}`: {reason(exc)}", None),
+            )
+        key = (st.st_dev, st.st_ino)
+        if key in above:
+            return None
+        return iter(entries), above | {key}
+
+    stack: list[tuple[Iterator[Any], frozenset]] = []
+    first = level(root, frozenset())
+    if isinstance(first, Task):
+        yield first
+    elif first is not None:
+        stack.append(first)
+    while stack:
+        entries, here = stack[-1]
+        entry = next(entries, None)
+        if entry is None:
+            stack.pop()
+            continue
+        try:
+            is_dir = entry.is_dir()
+            is_json = not is_dir and entry.name.endswith(".json") and entry.is_file()
+            linked = (is_dir or is_json) and entry.is_symlink()
+        except OSError:
+            continue
+        if linked and not _inside(os.path.realpath(entry.path), tree):
+            message = f"`{entry.path}` is a link to outside `{root}`: not followed"
+            hint = "an audit of a directory reads only that directory's tree"
+            yield Task(entry.path, entry.path, problem=("outside-tree", message, hint))
+        elif is_dir:
+            sub = level(entry.path, here)
+            if isinstance(sub, Task):
+                yield sub
+            elif sub is not None:
+                stack.append(sub)
+        elif is_json:
+            yield Task(entry.path, entry.path)
+
+
+def _lines(stream: Any, file: str, max_bytes: int) -> Iterator[Task]:
+    """The records of a JSON Lines stream; a line longer than ``max_bytes`` is never held
+    in memory whole: it is skipped and becomes a ``limit`` error record."""
+    number = 0
+    while True:
+        raw = stream.readline(max_bytes + 2)
+        if not raw:
+            return
+        number += 1
+        if len(raw) > max_bytes + 1 or (len(raw) == max_bytes + 2 and not raw.endswith(b"\n")):
+            while raw and not raw.endswith(b"\n"):
+                raw = stream.readline(1 << 20)
+            problem = (
+                "limit",
+                f"the record is larger than {max_bytes} bytes",
+                "raise the bound with `--max-file-bytes`",
+            )
+            yield Task(f"{file}:{number}", file, number, None, problem)
+            continue
+        if not raw.strip():
+            continue
+        yield Task(f"{file}:{number}", file, number, raw.rstrip(b"\r\n"))
+
+
+def is_jsonl(path: str) -> bool:
+    return path == STDIN or path.endswith(".jsonl")
+
+
+def _open_jsonl(path: str) -> Any:
+    """The open JSON Lines file, or the ``Task`` that records why it cannot be read."""
+    try:
+        # never open a FIFO or a device: opening one can block the whole run
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            message = f"cannot read `{path}`: not a regular file"
+            return Task(path, path, problem=("io", message, "give JSON Lines on stdin as `-`"))
+        return open(path, "rb")
+    except OSError as exc:
+        return Task(path, path, problem=("io", f"cannot read `{path}`: {reason(exc)}", None))
+
+
+def iter_tasks(paths: Iterable[str], limits: Limits = DEFAULT_LIMITS) -> Iterator[Task]:
+    for p in paths:
+        if p == STDIN:
+            yield from _lines(sys.stdin.buffer, STDIN_LABEL, limits.max_file_bytes)
+        elif os.path.isdir(p):
+            yield from _walk(str(Path(p)))
+        elif is_jsonl(p):
+            fh = _open_jsonl(p)
+            if isinstance(fh, Task):
+                yield fh
+                continue
+            with fh:
+                yield from _lines(fh, p, limits.max_file_bytes)
+        else:
+            yield Task(p, p)
+
+
+def count_tasks(paths: Iterable[str], limits: Limits = DEFAULT_LIMITS) -> int | None:
+    """How many tasks ``iter_tasks`` will yield (None when reading stdin)."""
+    total = 0
+    for p in paths:
+        if p == STDIN:
+            return None
+        if os.path.isdir(p):
+            total += sum(1 for _ in _walk(str(Path(p))))
+        elif is_jsonl(p):
+            fh = _open_jsonl(p)
+            if isinstance(fh, Task):
+                total += 1
+                continue
+            with fh:
+                total += sum(1 for _ in _lines(fh, p, limits.max_file_bytes))
+        else:
+            total += 1
+    return total

@@ -1,0 +1,307 @@
+"""Running an audit: one task at a time, or through a pool of worker processes.
+
+Contract:
+- ``audit_task(task, settings)`` checks one task and returns a ``Result``: the result line
+  (UTF-8 bytes ending in a newline, see ``records``), what the summary needs of it
+  (``view``), and when ``settings`` asks for them the replay's HTML page and index row
+  (from ``unmask.render.html``) and JUnit test case (from ``unmask.render.junit``); the
+  renderers run here, so pool workers render in parallel, and the caller writes the files.
+  A bad replay never raises;
+- ``run_audit`` streams the tasks through one process or a pool of ``jobs`` processes with
+  a bounded window of chunks in flight, and hands every result to ``emit`` in input order
+  as soon as it and all earlier results are done (the reorder buffer is the window), so
+  memory does not grow with the number of replays; a worker that dies costs only the
+  replay that killed it (an ``internal-error`` record), and workers never outlive a
+  killed parent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import sys
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from unmask.batch.inputs import STDIN_LABEL, Task
+from unmask.batch.records import encode_line, error_record
+from unmask.batch.summary import View, view
+from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.limits import DEFAULT_LIMITS, Limits
+
+# how many tasks one pool job carries, and how many jobs per process may be in flight
+CHUNK_TASKS = 16
+CHUNK_BYTES = 1 << 20
+WINDOW_PER_JOB = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    backend: str
+    timeout_ms: int
+    limits: Limits = DEFAULT_LIMITS
+    html: bool = False  # render each replay's HTML page
+    junit: bool = False  # build each replay's JUnit test case
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """One audited task: its result ``line``, its summary ``view``, and what ``Settings``
+    asked for: the HTML index ``row`` and ``page`` (whose file name is ``row["href"]``;
+    a checked replay only), the JUnit ``case``."""
+
+    line: bytes
+    view: View
+    row: dict[str, Any] | None = None
+    page: str | None = None
+    case: Any = None
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def page_name(location: str, replay_id: str) -> str:
+    """The file name of a replay's HTML page: readable, and unique per input location."""
+    digest = hashlib.sha256(location.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    stem = _UNSAFE.sub("-", replay_id).strip("-.")[:60] or "replay"
+    return f"{stem}-{digest}.html"
+
+
+_STATE: dict[str, Any] = {}
+
+
+def _backend(settings: Settings) -> Any:
+    made = _STATE.get("backend")
+    if made is None or _STATE.get("settings") != settings:
+        from unmask.backends import create
+
+        made = create(settings.backend, timeout_ms=settings.timeout_ms)
+        _STATE["backend"] = made
+        _STATE["settings"] = settings
+    return made
+
+
+def load_task(task: Task, limits: Limits) -> Any:
+    """The validated ``Replay`` of a task (raises ``UnmaskError`` when it is not one)."""
+    from unmask.jsonload import parse_json_bytes, read_json_file
+    from unmask.replay import replay_from_obj
+
+    if task.problem is not None:
+        code, message, hint = task.problem
+        raise UnmaskError([Diagnostic(code, message, file=task.location, help=hint)])
+    if task.text is None:
+        obj = read_json_file(task.file, limits)
+        return replay_from_obj(obj, task.file, Path(task.file).parent, limits)
+    base_dir = Path.cwd() if task.file == STDIN_LABEL else Path(task.file).parent
+    obj = parse_json_bytes(task.text, task.file, limits, first_line=task.line or 1)
+    return replay_from_obj(obj, task.file, base_dir, limits, line=task.line)
+
+
+def audit_task(task: Task, settings: Settings) -> Result:
+    """Check one task; every failure becomes an error record."""
+    from unmask.api import check
+
+    replay = None
+    try:
+        replay = load_task(task, settings.limits)
+        report = check(replay, _backend(settings))
+    except UnmaskError as exc:
+        return _failed(task, settings, exc.diagnostics, getattr(exc, "sources", None))
+    except RecursionError:
+        d = Diagnostic("limit", "the replay is nested too deeply to check", file=task.location)
+        return _failed(task, settings, [d])
+    except Exception as exc:  # one broken replay must not stop the batch
+        d = Diagnostic(
+            "internal-error",
+            f"checking this replay failed unexpectedly: {type(exc).__name__}: {exc}",
+            file=task.location,
+            help="please report this with the replay",
+        )
+        return _failed(task, settings, [d])
+    body = report.to_json()
+    obj = {"schema": body.pop("schema"), "location": task.location, **body}
+    row, page, case = None, None, None
+    if settings.html:
+        from unmask.render import html
+
+        row = html.line_row(obj, page_name(task.location, report.replay))
+        page = html.render(report, replay)
+    if settings.junit:
+        from unmask.render import junit
+
+        case = junit.case((report, replay))
+    return Result(encode_line(obj), view(obj), row, page, case)
+
+
+def _failed(
+    task: Task, settings: Settings, diags: Iterable[Diagnostic], sources: Any = None
+) -> Result:
+    diags = list(diags)
+    obj = error_record(task.location, diags)
+    row, case = None, None
+    if settings.html:
+        from unmask.render import html
+
+        row = html.line_row(obj, "")
+    if settings.junit:
+        from unmask.diagnostics import render_all
+        from unmask.render import junit
+
+        case = junit.case(junit.Invalid(task.location, render_all(diags, sources)))
+    return Result(encode_line(obj), view(obj), row, None, case)
+
+
+def _run_chunk(tasks: list[Task], settings: Settings) -> list[Result]:
+    return [audit_task(t, settings) for t in tasks]
+
+
+def _worker_init() -> None:
+    # Ctrl-C goes to the whole process group: the parent decides, workers stay quiet
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's clean-stop handler
+    _die_with_parent()
+
+
+def _die_with_parent() -> None:
+    """A worker whose parent was killed (SIGKILL: no clean-up ran) must not live on."""
+    import threading
+
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):  # best effort; the watchdog below also works
+            import ctypes
+            import signal
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+            if os.getppid() != parent:  # the parent died before prctl took effect
+                os._exit(1)
+
+    def watch() -> None:
+        import time
+
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="unmask-parent-watch", daemon=True).start()
+
+
+def _chunks(tasks: Iterator[Task]) -> Iterator[list[Task]]:
+    chunk: list[Task] = []
+    size = 0
+    for t in tasks:
+        chunk.append(t)
+        size += len(t.text or b"")
+        if len(chunk) >= CHUNK_TASKS or size >= CHUNK_BYTES:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
+
+
+Emit = Callable[[Task, Result], None]
+
+
+def run_audit(tasks: Iterator[Task], settings: Settings, emit: Emit, jobs: int = 1) -> None:
+    """Audit every task and ``emit(task, result)`` each, in input order."""
+    if jobs <= 1:
+        for t in tasks:
+            emit(t, audit_task(t, settings))
+        return
+    _Pool(settings, jobs).run(tasks, emit)
+
+
+class _Pool:
+    """``jobs`` worker processes with a bounded window of chunks in flight.
+
+    A worker that dies (a crash inside a solver) breaks the whole executor: the pool is
+    restarted, the chunk in front is re-run one replay per fresh process so that only the
+    replay that kills its process becomes an error record, and the rest is resubmitted.
+    """
+
+    def __init__(self, settings: Settings, jobs: int) -> None:
+        import multiprocessing
+
+        _backend(settings)  # fail here, not in every worker; forked workers inherit it
+        self.settings = settings
+        self.jobs = jobs
+        fork = sys.platform.startswith("linux")
+        self.ctx = multiprocessing.get_context("fork" if fork else "spawn")
+        self.window = jobs * WINDOW_PER_JOB
+        self.pending: deque[tuple[list[Task], Any]] = deque()
+        self.pool = self._new(jobs)
+
+    def _new(self, workers: int) -> Any:
+        from concurrent.futures import ProcessPoolExecutor
+
+        return ProcessPoolExecutor(
+            max_workers=workers, mp_context=self.ctx, initializer=_worker_init
+        )
+
+    def run(self, tasks: Iterator[Task], emit: Emit) -> None:
+        try:
+            for chunk in _chunks(tasks):
+                self.pending.append((chunk, self.pool.submit(_run_chunk, chunk, self.settings)))
+                while len(self.pending) >= self.window or (
+                    self.pending and self.pending[0][1].done()
+                ):
+                    self._drain_one(emit)
+            while self.pending:
+                self._drain_one(emit)
+        except BaseException:
+            _kill(self.pool)
+            raise
+        self.pool.shutdown(wait=True)
+
+    def _drain_one(self, emit: Emit) -> None:
+        from concurrent.futures.process import BrokenProcessPool
+
+        chunk, fut = self.pending.popleft()
+        try:
+            results = fut.result()
+        except BrokenProcessPool:
+            _kill(self.pool)
+            results = [self._alone(t) for t in chunk]
+            self.pool = self._new(self.jobs)
+            self.pending = deque(
+                (c, self.pool.submit(_run_chunk, c, self.settings)) for c, _ in self.pending
+            )
+        for t, done in zip(chunk, results, strict=True):
+            emit(t, done)
+
+    def _alone(self, task: Task) -> Result:
+        from concurrent.futures.process import BrokenProcessPool
+
+        single = self._new(1)
+        try:
+            return single.submit(_run_chunk, [task], self.settings).result()[0]
+        except BrokenProcessPool:
+            d = Diagnostic(
+                "internal-error",
+                "the process checking this replay died (a crash in the solver?)",
+                file=task.location,
+                help="check it alone with `unmask check`, and please report it",
+            )
+            return _failed(task, self.settings, [d])
+        finally:
+            _kill(single)
+
+
+def _kill(pool: Any) -> None:
+    """Stop a pool now: queued work is dropped and running workers are terminated."""
+    procs = list(getattr(pool, "_processes", {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        with contextlib.suppress(Exception):  # already gone
+            p.terminate()
+    for p in procs:
+        p.join(timeout=5)

@@ -1,0 +1,24 @@
+"""`unmask bench`: throughput of the whole audit against a naive baseline, side by side.
+
+The package has one module per job: ``workload`` generates the replays, ``baseline`` is
+the fresh-solver-per-query implementation every backend is compared with, ``measure``
+times them and the batch runner and prints and returns the figures. The targets the
+figures are read against are in ``docs/performance.md``.
+"""
+
+from __future__ import annotations
+
+from unmask.bench.baseline import Baseline
+from unmask.bench.measure import Cell, Plan, run, to_markdown
+from unmask.bench.workload import factual_protocol, factual_replay, replay_line
+
+__all__ = [
+    "Baseline",
+    "Cell",
+    "Plan",
+    "factual_protocol",
+    "factual_replay",
+    "replay_line",
+    "run",
+    "to_markdown",
+]

@@ -1,0 +1,161 @@
+"""The replays ``unmask bench`` measures: generated, deterministic, valid.
+
+Contract: ``factual_replay(n, seed, i, workload)`` is a factual-claims replay with ``n``
+claims (ground protocol IR embedded); same arguments, same replay. ``WORKLOADS``:
+``mixed`` (the default: about 20% of the atoms UNKNOWN, half of those annotated UNKNOWN
+and half left unannotated; about 10% of the rest FALSE) and ``supported`` (the ordinary
+good case: every claim said, backed and grounded, no outside knowledge, verdict PASS).
+``replay_line`` is the same replay as one JSON Lines record.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+PROTOCOL_TEXT = (
+    "Identify every factual claim. Check each one against only the supplied context. "
+    "Do not use outside knowledge. PASS if and only if every claim is supported."
+)
+UNKNOWN_SHARE = 0.2
+WORKLOADS = ("mixed", "supported")
+
+
+def _atom(name: str) -> dict[str, str]:
+    return {"atom": name}
+
+
+def factual_protocol(claims: list[str]) -> dict[str, Any]:
+    """The ground factual-claims protocol IR for these claim names."""
+    atoms: list[dict[str, str]] = []
+    for c in claims:
+        atoms.append(
+            {
+                "name": f"supported({c})",
+                "role": "judge",
+                "description": f"The judge asserts the context supports claim {c}",
+            }
+        )
+    for c in claims:
+        atoms.append(
+            {
+                "name": f"backed({c})",
+                "role": "context",
+                "description": f"The context supports claim {c}",
+            }
+        )
+    atoms.append(
+        {"name": "external", "role": "procedure", "description": "The judge used outside knowledge"}
+    )
+    return {
+        "schema": "unmask.protocol/1",
+        "name": "factual_claims",
+        "text": PROTOCOL_TEXT,
+        "atoms": atoms,
+        "constraints": [],
+        "decision": {"op": "and", "args": [_atom(f"supported({c})") for c in claims]},
+        "requirements": [
+            {
+                "id": "context_only",
+                "description": "Use only supplied context",
+                "expr": {"op": "not", "args": [_atom("external")]},
+                "addressed": {"const": True},
+            }
+        ],
+        "grounding": [{"judge": f"supported({c})", "context": f"backed({c})"} for c in claims],
+    }
+
+
+class _Text:
+    """Builds a source text and hands out exact spans of the sentences added to it."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.length = 0
+
+    def add(self, sentence: str) -> tuple[int, int, str]:
+        if self.parts:
+            self.parts.append(" ")
+            self.length += 1
+        start = self.length
+        self.parts.append(sentence)
+        self.length += len(sentence)
+        return start, self.length, sentence
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+def _value(rng: random.Random, p_true: float) -> str:
+    if rng.random() < UNKNOWN_SHARE:
+        return "UNKNOWN"
+    return "TRUE" if rng.random() < p_true else "FALSE"
+
+
+def factual_replay(
+    n: int, seed: int = 0, index: int = 0, workload: str = "mixed"
+) -> dict[str, Any]:
+    """A deterministic factual-claims replay with ``n`` claims (see the module contract)."""
+    if workload not in WORKLOADS:
+        raise ValueError(f"unknown workload `{workload}`")
+    rng = random.Random(f"unmask-bench:{seed}:{n}:{index}")
+    good = workload == "supported"
+    claims = [f"c{i}" for i in range(n)]
+    rationale, context, response = _Text(), _Text(), _Text()
+    annotations: list[dict[str, Any]] = []
+
+    def annotate(atom: str, value: str, source: str, span: tuple[int, int, str]) -> None:
+        if value == "UNKNOWN":
+            if rng.random() < 0.5:
+                return  # left unannotated: UNKNOWN as well
+            annotations.append({"atom": atom, "value": "UNKNOWN"})
+            return
+        start, end, quote = span
+        annotations.append(
+            {
+                "atom": atom,
+                "value": value,
+                "evidence": [{"source": source, "start": start, "end": end, "quote": quote}],
+                "explanation": "generated for the benchmark",
+            }
+        )
+
+    judged: dict[str, str] = {}
+    for c in claims:
+        response.add(f"Claim {c} is stated here.")
+        value = "TRUE" if good else _value(rng, 0.9)
+        judged[c] = value
+        said = "supports" if value != "FALSE" else "does not support"
+        annotate(f"supported({c})", value, "rationale", rationale.add(f"The context {said} {c}."))
+    for c in claims:
+        value = "TRUE" if good else _value(rng, 0.85)
+        said = "states" if value != "FALSE" else "is silent on"
+        annotate(f"backed({c})", value, "context", context.add(f"The record {said} {c}."))
+    ext = "FALSE" if good else _value(rng, 0.1)
+    annotate("external", ext, "rationale", rationale.add("I relied only on the context."))
+    rest = "PASS" if all(v != "FALSE" for v in judged.values()) else "FAIL"
+    verdict = rest if rng.random() < 0.9 else ("FAIL" if rest == "PASS" else "PASS")
+    gold = rng.choice(["PASS", "FAIL", rest, rest, None])
+    if good:
+        verdict = gold = "PASS"
+    return {
+        "schema": "unmask.replay/1",
+        "id": f"bench-{n}-{seed}-{index}" if not good else f"bench-{workload}-{n}-{seed}-{index}",
+        "protocol": factual_protocol(claims),
+        "sources": {
+            "protocol": PROTOCOL_TEXT,
+            "response": response.text(),
+            "context": context.text(),
+            "rationale": rationale.text(),
+        },
+        "verdict": verdict,
+        "gold": gold,
+        "annotations": annotations,
+    }
+
+
+def replay_line(n: int, seed: int = 0, index: int = 0, workload: str = "mixed") -> str:
+    """One replay as a JSON Lines record (no newline)."""
+    obj = factual_replay(n, seed, index, workload)
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))

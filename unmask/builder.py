@@ -1,0 +1,333 @@
+"""Build a replay from Python: quotes in, code-point offsets and a validated replay out.
+
+Contract: ``ReplayBuilder`` collects a protocol, the source texts, the verdict and one
+annotation per atom; ``annotate`` locates each quote in a source and records the half-open
+``[start, end)`` offsets in Unicode code points (Python ``str`` indices are code points, so
+emoji, combining marks and CJK need no special care; offsets are never UTF-16 units or
+bytes). A quote that is absent, ambiguous, or allowed in no source raises ``UnmaskError``
+at once, naming the closest match where there is one. ``build`` returns the replay as a
+JSON-ready dict only after the replay validator accepted it; ``write`` saves it atomically.
+Optional fields (``gold``, ``domains``, ``item``, ``judge``, an annotation's ``by`` and
+``explanation``) appear in the replay only when given. Imports nothing above the replay layer.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from unmask import ir
+from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.jsonload import show
+from unmask.limits import DEFAULT_LIMITS, Limits
+from unmask.model import EVIDENCE_SOURCES, VALUES
+from unmask.outputs import write_bytes
+
+__all__ = ["ReplayBuilder"]
+
+REPLAY_SCHEMA = "unmask.replay/1"
+# above this many character comparisons, the closest-match hint is skipped (it is a hint)
+_SUGGEST_BUDGET = 20_000_000
+
+
+def _error(code: str, message: str, path: str | None = None, help: str | None = None):
+    return UnmaskError([Diagnostic(code, message, path=path, help=help)])
+
+
+def _occurrences(text: str, quote: str) -> list[int]:
+    """Every start of ``quote`` in ``text``, overlapping ones included."""
+    out = []
+    i = text.find(quote)
+    while i != -1:
+        out.append(i)
+        i = text.find(quote, i + 1)
+    return out
+
+
+def closest_match(text: str, quote: str) -> str | None:
+    """The slice of ``text`` most like ``quote``, aligned on their longest common block."""
+    if not text or not quote or len(text) * len(quote) > _SUGGEST_BUDGET:
+        return None
+    sm = difflib.SequenceMatcher(None, text, quote, autojunk=False)
+    m = sm.find_longest_match(0, len(text), 0, len(quote))
+    if m.size == 0:
+        return None
+    start = max(0, m.a - m.b)
+    candidate = text[start : start + len(quote)]
+    if difflib.SequenceMatcher(None, candidate, quote, autojunk=False).ratio() < 0.5:
+        return None
+    return candidate
+
+
+def _value(value: Any, path: str) -> str:
+    if value is True:
+        return "TRUE"
+    if value is False:
+        return "FALSE"
+    if isinstance(value, str) and value in VALUES:
+        return value
+    raise _error(
+        "value",
+        f"the value must be `TRUE`, `FALSE` or `UNKNOWN`, found `{show(value)}`",
+        path,
+        help="a Python bool is accepted too",
+    )
+
+
+class ReplayBuilder:
+    """Assemble one replay; see ``docs/api.md``.
+
+    ``protocol`` is a ``pathlib.Path`` to a ``.proto`` file, ``.proto`` text, or protocol IR
+    as a dict (``"schema": "unmask.protocol/1"``). A ``.proto`` is compiled now (with
+    ``domains`` for its families) and embedded in the replay as ``{"source": …}``, so the
+    written replay stands alone wherever it is moved.
+    """
+
+    def __init__(
+        self,
+        protocol: Path | str | Mapping[str, Any],
+        *,
+        sources: Mapping[str, str],
+        verdict: str,
+        gold: str | None = None,
+        id: str | None = None,
+        domains: Mapping[str, Sequence[str]] | None = None,
+        item: str | None = None,
+        judge: str | None = None,
+        limits: Limits = DEFAULT_LIMITS,
+    ) -> None:
+        from unmask.compiler import compile_source
+        from unmask.files import read_text
+        from unmask.replay import protocol_from_json
+
+        self.limits = limits
+        self.domains = {k: list(v) for k, v in (domains or {}).items()}
+        if isinstance(protocol, Path):
+            text = read_text(protocol, limits)
+            self._protocol_json: dict[str, Any] = {"source": text}
+            self.protocol: ir.Protocol = compile_source(text, str(protocol), self.domains, limits)
+        elif isinstance(protocol, str):
+            self._protocol_json = {"source": protocol}
+            self.protocol = compile_source(protocol, "<protocol>", self.domains, limits)
+        elif isinstance(protocol, Mapping):
+            self._protocol_json = copy.deepcopy(dict(protocol))
+            self.protocol = protocol_from_json(self._protocol_json, "protocol", None, limits)
+        else:
+            raise _error(
+                "protocol-form",
+                "expected a `.proto` path, `.proto` text or protocol IR",
+                "protocol",
+            )
+        if not isinstance(sources, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in sources.items()
+        ):
+            raise _error("type", "`sources` maps source names to texts (strings)", "sources")
+        self.sources = dict(sources)
+        self.verdict = verdict
+        self.gold = gold
+        self.id = id if id is not None else self.protocol.name
+        self.item = item
+        self.judge = judge
+        self._annotations: list[dict[str, Any]] = []
+        self._annotated: set[str] = set()
+
+    # --- annotations -----------------------------------------------------------------------
+
+    def annotate(
+        self,
+        atom: str,
+        value: str | bool,
+        *,
+        quote: str | Sequence[str] | None = None,
+        source: str | None = None,
+        occurrence: int | Sequence[int | None] | None = None,
+        by: Mapping[str, Any] | None = None,
+        explanation: str | None = None,
+    ) -> ReplayBuilder:
+        """Annotate ``atom``; each quote becomes one evidence span. Returns the builder.
+
+        ``occurrence`` (0-based) picks one match when a quote occurs more than once; with
+        several quotes it is a sequence, one entry (or None) per quote. Without ``source``
+        the quote is looked up in every source the atom's role allows, and must be found in
+        exactly one place.
+        """
+        path = f"annotations[{len(self._annotations)}]"
+        decl = self.protocol.atom(atom) if isinstance(atom, str) else None
+        if decl is None:
+            close = (
+                difflib.get_close_matches(atom, self.protocol.atom_names, n=1)
+                if isinstance(atom, str)
+                else []
+            )
+            raise _error(
+                "unknown-atom",
+                f"unknown atom `{show(atom)}`",
+                f"{path}.atom",
+                help=f"did you mean `{close[0]}`?" if close else None,
+            )
+        if atom in self._annotated:
+            raise _error(
+                "duplicate-annotation",
+                f"atom `{atom}` is already annotated",
+                f"{path}.atom",
+                help="a replay holds one annotation per atom; give several quotes instead",
+            )
+        val = _value(value, f"{path}.value")
+        quotes: list[str] = (
+            [] if quote is None else [quote] if isinstance(quote, str) else list(quote)
+        )
+        if isinstance(occurrence, Sequence):
+            picks = list(occurrence)
+            if len(picks) != len(quotes):
+                raise _error(
+                    "occurrence",
+                    f"{len(picks)} occurrences for {len(quotes)} quotes",
+                    f"{path}.evidence",
+                    help="give one occurrence (or None) per quote",
+                )
+        else:
+            picks = [occurrence] * len(quotes)
+        if val != "UNKNOWN" and not quotes:
+            raise _error(
+                "no-evidence",
+                f"a `{val}` annotation of `{atom}` needs a quote",
+                f"{path}.evidence",
+                help="pass `quote=` with the text that shows the value",
+            )
+        allowed = EVIDENCE_SOURCES[decl.role]
+        evidence = [
+            self._locate(q, source, pick, decl.role, allowed, f"{path}.evidence[{j}]")
+            for j, (q, pick) in enumerate(zip(quotes, picks, strict=True))
+        ]
+        ann: dict[str, Any] = {"atom": atom, "value": val, "evidence": evidence}
+        if explanation is not None:
+            ann["explanation"] = explanation
+        if by is not None:
+            ann["by"] = dict(by)
+        self._annotations.append(ann)
+        self._annotated.add(atom)
+        return self
+
+    def _locate(
+        self,
+        quote: Any,
+        source: str | None,
+        occurrence: int | None,
+        role: str,
+        allowed: tuple[str, ...],
+        path: str,
+    ) -> dict[str, Any]:
+        if not isinstance(quote, str) or not quote:
+            raise _error("quote", "a quote is a non-empty string", f"{path}.quote")
+        if source is not None:
+            if source not in allowed:
+                raise _error(
+                    "evidence-source",
+                    f"source `{show(source)}` cannot back a `{role}` atom",
+                    f"{path}.source",
+                    help="a `"
+                    + role
+                    + "` atom's evidence comes from "
+                    + " or ".join(f"`{s}`" for s in allowed),
+                )
+            if source not in self.sources:
+                raise _error(
+                    "evidence-source",
+                    f"the replay has no source `{source}`",
+                    f"{path}.source",
+                )
+            candidates = [source]
+        else:
+            candidates = [s for s in allowed if s in self.sources]
+            if not candidates:
+                raise _error(
+                    "evidence-source",
+                    f"no source that can back a `{role}` atom: give "
+                    + " or ".join(f"`{s}`" for s in allowed),
+                    path,
+                )
+        hits = [(s, i) for s in candidates for i in _occurrences(self.sources[s], quote)]
+        where = " or ".join(f"`{s}`" for s in candidates)
+        if not hits:
+            near = [(s, closest_match(self.sources[s], quote)) for s in candidates]
+            near = [(s, c) for s, c in near if c is not None]
+            best = max(
+                near,
+                key=lambda sc: difflib.SequenceMatcher(None, sc[1], quote).ratio(),
+                default=None,
+            )
+            raise _error(
+                "quote-not-found",
+                f"`{show(quote, 80)}` does not occur in {where}",
+                f"{path}.quote",
+                help=f"the closest text in `{best[0]}` is `{show(best[1], 80)}`" if best else None,
+            )
+        if occurrence is not None:
+            if not isinstance(occurrence, int) or not 0 <= occurrence < len(hits):
+                raise _error(
+                    "occurrence",
+                    f"occurrence {show(occurrence)} of `{show(quote, 80)}` does not exist: "
+                    f"it occurs {len(hits)} time{'s' if len(hits) != 1 else ''} in {where}",
+                    f"{path}.quote",
+                    help=f"pick 0 to {len(hits) - 1}",
+                )
+            s, start = hits[occurrence]
+        elif len(hits) > 1:
+            at = ", ".join(f"`{s}` at {i}" for s, i in hits[:5])
+            raise _error(
+                "quote-ambiguous",
+                f"`{show(quote, 80)}` occurs {len(hits)} times in {where} ({at}"
+                f"{', …' if len(hits) > 5 else ''})",
+                f"{path}.quote",
+                help="pass `occurrence=` (0-based) or a longer quote"
+                + ("" if source is not None else ", or name the `source`"),
+            )
+        else:
+            s, start = hits[0]
+        return {"source": s, "start": start, "end": start + len(quote), "quote": quote}
+
+    # --- output ----------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The replay as a dict, not yet validated."""
+        out: dict[str, Any] = {"schema": REPLAY_SCHEMA, "id": self.id}
+        if self.item is not None:
+            out["item"] = self.item
+        if self.judge is not None:
+            out["judge"] = self.judge
+        out["protocol"] = copy.deepcopy(self._protocol_json)
+        if self.domains and "source" in self._protocol_json:
+            out["domains"] = copy.deepcopy(self.domains)
+        out["sources"] = dict(self.sources)
+        out["verdict"] = self.verdict
+        if self.gold is not None:
+            out["gold"] = self.gold
+        out["annotations"] = copy.deepcopy(self._annotations)
+        return out
+
+    def build(self) -> dict[str, Any]:
+        """The validated replay as a JSON-ready dict, or ``UnmaskError`` with every problem."""
+        from unmask.replay import replay_from_obj
+
+        obj = self.to_dict()
+        replay_from_obj(obj, None, None, self.limits)
+        return obj
+
+    def write(self, path: str | Path) -> dict[str, Any]:
+        """Validate and save the replay to ``path`` (a temporary file, then a rename)."""
+        return write_json(path, self.build())
+
+
+def write_json(path: str | Path, obj: Any) -> Any:
+    """Write ``obj`` as indented UTF-8 JSON, atomically: readers see the old or new file."""
+    try:
+        text = json.dumps(obj, ensure_ascii=False, indent=2) + "\n"
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: keep it as a JSON escape
+        data = (json.dumps(obj, ensure_ascii=True, indent=2) + "\n").encode("ascii")
+    write_bytes(str(path), data)
+    return obj

@@ -1,0 +1,71 @@
+"""`unmask import TOOL INPUT --out DIR`: turn another tool's judge output into replays.
+
+Contract: TOOL names an importer (``unmask.importers.IMPORTERS``); one replay file per
+judged record is written into DIR (created if missing), and one summary line goes to
+stderr, preceded by one line per skipped record saying where and why. Exit 0 when every
+record became a replay, 1 when some were skipped (the rest are written), 4 when the input
+or the mapping is not readable as the format (nothing is written), 2 for usage errors (an
+unknown importer, a missing option). The module is named ``import_`` because ``import``
+is a Python keyword; the command line calls it ``import``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from unmask.diagnostics import UnmaskError, render_all
+from unmask.limits import Limits, click_options
+
+EXIT_OK = 0
+EXIT_SKIPPED = 1
+EXIT_USAGE = 2
+EXIT_INVALID = 4
+
+
+@click.command("import")
+@click.argument("tool", metavar="TOOL")
+@click.argument("input_path", metavar="INPUT", type=click.Path(dir_okay=False))
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="directory for the replays (created if missing)",
+)
+@click.option(
+    "--mapping",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="mapping file for the `jsonl` importer",
+)
+@click_options
+def command(tool: str, input_path: str, out: str, mapping: str | None, limits: Limits) -> None:
+    """Convert judge output (promptfoo, deepeval, inspect, jsonl) into replays."""
+    from unmask.importers import Options, get, import_file
+
+    try:
+        get(tool)
+    except UnmaskError as exc:
+        click.echo(render_all(exc.diagnostics), err=True)
+        sys.exit(EXIT_USAGE)
+    if tool != "jsonl" and mapping is not None:
+        click.echo(f"error: `--mapping` is for the `jsonl` importer, not `{tool}`", err=True)
+        sys.exit(EXIT_USAGE)
+    options = Options(limits=limits, mapping=Path(mapping) if mapping else None)
+    try:
+        summary = import_file(tool, Path(input_path), Path(out), options)
+    except UnmaskError as exc:
+        click.echo(render_all(exc.diagnostics), err=True)
+        sys.exit(EXIT_INVALID)
+    for s in summary.skipped:
+        click.echo(f"{s.where}: skipped: {s.reason}", err=True)
+    n, k = len(summary.written), summary.n_skipped
+    click.echo(
+        f"imported {n} replay{'s' if n != 1 else ''} from `{input_path}` into `{out}`"
+        f" with `{tool}`; skipped {k}",
+        err=True,
+    )
+    sys.exit(EXIT_SKIPPED if k else EXIT_OK)

@@ -1,0 +1,228 @@
+"""`unmask propose`: fill in annotations with a registered proposer, marked unreviewed.
+
+Contract: ``unmask propose claims INPUT.jsonl`` reads one JSON object a line (``claim``, a
+string; ``evidence``, a list of strings; ``id``, optional string, number or null; other keys
+ignored; blank lines skipped; ``-`` reads stdin) and writes one JSON line per non-blank input
+line, in input order: ``{"id", "supporting", "label", "confidence", "evidence", "by"}``, with
+``supporting`` 0-based sentence indices, ``label`` one of supported / partially_supported /
+not_supported, ``evidence`` the quoted span of each supporting sentence with its own
+confidence, and ``by`` the proposer. A proposal below ``--threshold`` abstains: the sentence is
+left out, the label is null. A bad line is reported on stderr as FILE:LINE with the field, gets
+an output line ``{"id", "line", "error"}`` so output lines stay aligned with input lines, and
+does not stop the rest (a line over 16 MiB is skipped unread). Exit 0 when every line was
+proposed for, 4 when any line was invalid or the input could not be read, 2 for usage errors.
+Output is a function of the input alone: same input, same bytes.
+``unmask propose list`` prints every registered proposer and what it fills.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+
+import click
+
+from unmask.diagnostics import Diagnostic, UnmaskError, render_all
+from unmask.ir import Span
+from unmask.propose.claims import DEFAULT_THRESHOLD
+
+EXIT_INVALID = 4
+EXIT_USAGE = 2
+MAX_LINE_BYTES = 16 * 1024 * 1024
+_TOO_LONG = b"\0too long"  # stands for a line that was skipped unread past the limit
+MAX_SENTENCES = 10_000
+
+
+class _BadLine(Exception):
+    def __init__(self, message: str, row_id: object = None):
+        super().__init__(message)
+        self.message = message
+        self.row_id = row_id
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return "an object"
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"`{name}` is not a number JSON allows")
+
+
+def _parse(raw: bytes) -> tuple[object, str, list[str]]:
+    """The line's id, claim and evidence, or ``_BadLine`` naming the field at fault."""
+    if raw is _TOO_LONG:
+        raise _BadLine(f"line longer than {MAX_LINE_BYTES} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _BadLine(f"not UTF-8 (byte {exc.start + 1})") from None
+    try:
+        row = json.loads(text, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:
+        msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        raise _BadLine(f"not valid JSON: {msg[:1].lower()}{msg[1:]}") from None
+    if not isinstance(row, dict):
+        raise _BadLine(f"expected a JSON object, found {_kind(row)}")
+    row_id = row.get("id")
+    if row_id is not None and (isinstance(row_id, bool) or not isinstance(row_id, (str, int))):
+        raise _BadLine(f"field `id` must be a string or an integer, found {_kind(row_id)}")
+    if "claim" not in row:
+        raise _BadLine("missing field `claim`", row_id)
+    claim = row["claim"]
+    if not isinstance(claim, str):
+        raise _BadLine(f"field `claim` must be a string, found {_kind(claim)}", row_id)
+    if "evidence" not in row:
+        raise _BadLine("missing field `evidence`", row_id)
+    evidence = row["evidence"]
+    if not isinstance(evidence, list):
+        raise _BadLine(
+            f"field `evidence` must be a list of sentences, found {_kind(evidence)}", row_id
+        )
+    if len(evidence) > MAX_SENTENCES:
+        raise _BadLine(f"field `evidence` has more than {MAX_SENTENCES} sentences", row_id)
+    for k, sentence in enumerate(evidence):
+        if not isinstance(sentence, str):
+            raise _BadLine(
+                f"field `evidence[{k}]` must be a string, found {_kind(sentence)}", row_id
+            )
+    return row_id, claim, evidence
+
+
+def _bounded(fh) -> Iterator[tuple[int, bytes]]:
+    """Numbered lines, each read at most ``MAX_LINE_BYTES`` at a time: memory stays bounded."""
+    n = 0
+    while True:
+        raw = fh.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        n += 1
+        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+            while raw and not raw.endswith(b"\n"):
+                raw = fh.readline(MAX_LINE_BYTES)
+            raw = _TOO_LONG
+        elif n == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]  # a byte-order mark is not part of the first object
+        yield n, raw
+
+
+def _lines(path: str) -> Iterator[tuple[int, bytes]]:
+    if path == "-":
+        yield from _bounded(sys.stdin.buffer)
+        return
+    with open(path, "rb") as fh:
+        yield from _bounded(fh)
+
+
+def _dumps(obj: dict) -> str:
+    # ASCII escapes: a lone surrogate in the input cannot make the output unwritable
+    return json.dumps(obj, ensure_ascii=True)
+
+
+@click.group("propose")
+def command() -> None:
+    """Propose unreviewed annotations with a registered proposer."""
+
+
+@command.command("claims")
+@click.argument("input_path", metavar="INPUT.jsonl", type=click.Path(dir_okay=False))
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0.0, 1.0),
+    default=DEFAULT_THRESHOLD,
+    show_default=True,
+    help="proposals with a lower confidence abstain (no sentence, null label)",
+)
+@click.option(
+    "--proposer",
+    "proposer_name",
+    default="claims-lexical",
+    show_default=True,
+    help="a registered proposer that fills claim support (see `unmask propose list`)",
+)
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False), help="write here instead of stdout"
+)
+def claims(input_path: str, threshold: float, proposer_name: str, output: str | None) -> None:
+    """Which evidence sentences support each claim, and a label."""
+    from unmask.propose import CLAIM_SUPPORT, create
+
+    try:
+        proposer = create(proposer_name, CLAIM_SUPPORT)
+    except UnmaskError as exc:
+        click.echo(render_all(exc.diagnostics), err=True)
+        raise SystemExit(EXIT_USAGE) from None
+    by = proposer.by.to_json()
+    name = "<stdin>" if input_path == "-" else input_path
+    try:
+        out = sys.stdout if output is None else open(output, "w", encoding="utf-8")  # noqa: SIM115
+    except OSError as exc:
+        message = f"cannot write `{output}`: {(exc.strerror or 'error').lower()}"
+        click.echo(render_all([Diagnostic("usage", message)]), err=True)
+        raise SystemExit(EXIT_USAGE) from None
+    bad = total = 0
+    try:
+        for n, raw in _lines(input_path):
+            if not raw.strip():
+                continue
+            total += 1
+            try:
+                row_id, claim, evidence = _parse(raw)
+            except _BadLine as exc:
+                bad += 1
+                span = Span(name, n, 1, n, 1)
+                click.echo(render_all([Diagnostic("bad-input", exc.message, span=span)]), err=True)
+                out.write(_dumps({"id": exc.row_id, "line": n, "error": exc.message}) + "\n")
+                continue
+            a = proposer.claim_support(claim, evidence, threshold)
+            record = {
+                "id": row_id,
+                "supporting": list(a.supporting),
+                "label": a.label,
+                "confidence": a.confidence,
+                "evidence": [
+                    {
+                        "sentence": m.sentence,
+                        "start": m.start,
+                        "end": m.end,
+                        "quote": m.quote,
+                        "confidence": m.confidence,
+                    }
+                    for m in a.matches
+                ],
+                "by": by,
+            }
+            out.write(_dumps(record) + "\n")
+    except OSError as exc:
+        message = f"cannot read `{name}`: {(exc.strerror or 'error').lower()}"
+        click.echo(render_all([Diagnostic("unreadable-input", message)]), err=True)
+        raise SystemExit(EXIT_INVALID) from None
+    finally:
+        if out is not sys.stdout:
+            out.close()
+        else:
+            out.flush()
+    if bad:
+        line = "line" if total == 1 else "lines"
+        click.echo(f"{bad} of {total} {line} invalid; the rest were proposed for", err=True)
+        raise SystemExit(EXIT_INVALID)
+
+
+@command.command("list")
+def list_proposers() -> None:
+    """Every registered proposer and what it fills."""
+    from unmask.propose import describe
+
+    for p in describe():
+        fills = ", ".join(f"{f['role']} {f['task']}" for f in p["fills"])
+        click.echo(f"{p['name']} ({p['kind']}/{p['version']}): {fills}: {p['summary']}")

@@ -1,0 +1,230 @@
+"""Reading a replay's annotations and checking their evidence spans.
+
+Contract: ``read_annotations`` returns the annotations that passed every rule (a known atom,
+annotated once; a value TRUE/FALSE/UNKNOWN; TRUE and FALSE backed by at least one span) and
+records every problem into the document's ``JsonReader``. A span is half-open ``[start,
+end)`` in Unicode code points of a source that fits the atom's role, and its ``quote`` equals
+that slice exactly; when the offsets select the quote only if counted in UTF-8 bytes or
+UTF-16 code units, the error says so, and when the quote occurs elsewhere it says where.
+The ``protocol`` text is never evidence.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from unmask import ir
+from unmask.irjson_reader import unknown_atom
+from unmask.jsonreader import JsonReader, did_you_mean, is_int, join_path, show
+from unmask.model import EVIDENCE_SOURCES, SOURCES, VALUES, Annotation, Evidence
+
+ANNOTATION_KEYS = ("atom", "value", "evidence", "explanation")
+EVIDENCE_KEYS = ("source", "start", "end", "quote")
+
+
+class _Encoded:
+    """Each source's UTF-8 and UTF-16 encodings, made once and only when a span needs them."""
+
+    def __init__(self) -> None:
+        self.cache: dict[str, tuple[bytes, bytes]] = {}
+
+    def of(self, src: str, text: str) -> tuple[bytes, bytes]:
+        if src not in self.cache:
+            self.cache[src] = (
+                text.encode("utf-8", "surrogatepass"),
+                text.encode("utf-16-le", "surrogatepass"),
+            )
+        return self.cache[src]
+
+
+def read_annotations(
+    r: JsonReader,
+    obj: dict,
+    protocol: ir.Protocol | None,
+    sources: dict[str, str],
+    bad_sources: set[str],
+) -> tuple[Annotation, ...]:
+    """The valid annotations of replay ``obj``.
+
+    ``protocol`` is None when it could not be read: atom names are then not checked.
+    ``bad_sources`` were given but rejected: spans quoting them are not also "missing".
+    """
+    raw = r.array(obj, "annotations", "")
+    if raw is None:
+        return ()
+    atoms = {a.name: a for a in protocol.atoms} if protocol is not None else None
+    encoded = _Encoded()
+    first: dict[str, int] = {}
+    out = []
+    for i, p, a in r.objects(raw, "annotations", "an annotation", ANNOTATION_KEYS):
+        name = r.string(a, "atom", p)
+        role = None
+        if name is not None:
+            if name in first:
+                r.err(
+                    "duplicate-annotation",
+                    join_path(p, "atom"),
+                    f"atom `{show(name)}` is annotated twice",
+                    help="keep one annotation per atom; merge their evidence",
+                    notes=(f"the first annotation is `annotations[{first[name]}]`",),
+                )
+            else:
+                first[name] = i
+            if atoms is not None:
+                decl = atoms.get(name)
+                if decl is None:
+                    unknown_atom(r, join_path(p, "atom"), name, atoms)
+                else:
+                    role = decl.role
+        value = r.string(a, "value", p)
+        if value is not None and value not in VALUES:
+            hint = "a value is `TRUE`, `FALSE` or `UNKNOWN`"
+            if value.upper() in VALUES:
+                hint = f"write `{value.upper()}` in capitals"
+            r.err("value", join_path(p, "value"), f"unknown value `{show(value)}`", help=hint)
+            value = None
+        explanation = r.string(a, "explanation", p, required=False) or ""
+        ev_raw = r.array(a, "evidence", p, required=False)
+        evidence = []
+        if ev_raw is not None:
+            if value in ("TRUE", "FALSE") and not ev_raw:
+                r.err(
+                    "evidence-missing",
+                    join_path(p, "evidence"),
+                    f"a {value} annotation needs at least one evidence span",
+                    help="quote the text that shows it, or make the value `UNKNOWN`",
+                )
+            for j, e in enumerate(ev_raw):
+                ev = _evidence(r, e, f"{p}.evidence[{j}]", role, sources, bad_sources, encoded)
+                if ev is not None:
+                    evidence.append(ev)
+        if name is not None and value is not None:
+            out.append(Annotation(name, value, tuple(evidence), explanation, i))
+    return tuple(out)
+
+
+def _evidence(
+    r: JsonReader,
+    e: Any,
+    p: str,
+    role: str | None,
+    sources: dict[str, str],
+    bad_sources: set[str],
+    encoded: _Encoded,
+) -> Evidence | None:
+    if not isinstance(e, dict):
+        r.expect(p, "an evidence object", e)
+        return None
+    r.unknown_keys(e, p, EVIDENCE_KEYS, "evidence")
+    src = r.string(e, "source", p)
+    quote = r.string(e, "quote", p)
+    bounds = []
+    for key in ("start", "end"):
+        if key not in e:
+            r.err("missing", p, f"missing `{key}`")
+        elif not is_int(e[key]):
+            r.expect(join_path(p, key), "a whole number", e[key])
+        else:
+            bounds.append(e[key])
+    sp = f"{p}.source"
+    if src is None:
+        return None
+    if src not in SOURCES:
+        r.err(
+            "unknown-source", sp, f"unknown source `{show(src)}`", help=did_you_mean(src, SOURCES)
+        )
+        return None
+    if src == "protocol":
+        r.err(
+            "evidence-role",
+            sp,
+            "the protocol text is never evidence",
+            help="quote the judge's rationale or trace, the context or the response",
+        )
+        return None
+    if role is not None and src not in EVIDENCE_SOURCES[role]:
+        allowed = " or ".join(f"`{s}`" for s in EVIDENCE_SOURCES[role])
+        message = f"evidence for a `{role}` atom comes from {allowed}, not `{src}`"
+        r.err("evidence-role", sp, message)
+        return None
+    if src not in sources:
+        if src in bad_sources:
+            return None
+        r.err(
+            "source-missing",
+            sp,
+            f"source `{src}` is not in `sources`",
+            help=f"add `sources.{src}`, the text this span quotes",
+        )
+        return None
+    if quote is None or len(bounds) != 2:
+        return None
+    start, end = bounds
+    text = sources[src]
+    if 0 <= start < end <= len(text) and text[start:end] == quote:
+        return Evidence(src, start, end, quote)
+    _bad_span(r, p, src, text, start, end, quote, encoded)
+    return None
+
+
+def _bad_span(
+    r: JsonReader,
+    p: str,
+    src: str,
+    text: str,
+    start: int,
+    end: int,
+    quote: str,
+    encoded: _Encoded,
+) -> None:
+    found = text.find(quote) if quote else -1
+    where = f"the quote occurs at [{found}, {found + len(quote)})" if found >= 0 else None
+    if not text.isascii() and quote and 0 <= start < end:
+        utf8, utf16 = encoded.of(src, text)
+        for unit, data, width, codec in (
+            ("UTF-8 bytes", utf8, 1, "utf-8"),
+            ("UTF-16 code units", utf16, 2, "utf-16-le"),
+        ):
+            if end * width <= len(data) and (
+                data[start * width : end * width].decode(codec, "replace") == quote
+            ):
+                r.err(
+                    "span-units",
+                    p,
+                    f"span [{start}, {end}) of `{src}` does not select the quote in "
+                    "Unicode code points",
+                    help=f"these offsets match the quote when counted in {unit}; "
+                    "Unmask counts Unicode code points",
+                    notes=(where,) if where else (),
+                )
+                return
+    n = len(text)
+    if not 0 <= start < n:
+        r.err(
+            "span-range",
+            join_path(p, "start"),
+            f"`start` {start} is outside `{src}`, which has {n} characters "
+            f"(valid starts are 0 to {max(n - 1, 0)})",
+            help=where,
+        )
+    elif not start < end <= n:
+        r.err(
+            "span-range",
+            join_path(p, "end"),
+            f"`end` {end} must be greater than `start` {start} and at most {n}, "
+            f"the length of `{src}`",
+            help=where or "spans are half-open: `end` is one past the last character",
+        )
+    else:
+        hint = where
+        if hint is None:
+            hint = "copy the quote from the source exactly"
+        elif found != start:
+            hint = f"{where}; set `start` to {found} and `end` to {found + len(quote)}"
+        r.err(
+            "span-quote",
+            join_path(p, "quote"),
+            f"the quote does not match `{src}`[{start}:{end}]",
+            help=hint,
+            notes=(f"the span selects `{show(text[start:end])}`",),
+        )

@@ -1,0 +1,30 @@
+"""Exit statuses of `unmask` and `unmaskc`, in one place.
+
+Contract: every command ends with one of these values; each value means the same kind of
+outcome everywhere, and a command's page in ``docs/`` says which it uses.
+"""
+
+from __future__ import annotations
+
+OK = 0
+"""Satisfied, valid, agreeing backends; `unmaskc`: compiled, formatted or canonical."""
+
+VIOLATED = 1
+"""A requirement is violated, or backends disagree (`crosscheck`)."""
+
+ERRORS = 1
+"""`unmaskc`: compile errors, a file that is not canonical (``fmt --check``) or not UTF-8,
+or an output file that cannot be written."""
+
+USAGE = 2
+"""The command line is wrong: a bad option or argument, a file that cannot be read."""
+
+UNKNOWN = 3
+"""No definite answer: a solver gave up, `crosscheck` had nothing to compare, or (`audit`)
+a replay was unknown or invalid."""
+
+INVALID = 4
+"""The replay is not valid input (`audit`: no replay was valid)."""
+
+INTERRUPTED = 130
+"""Stopped by Ctrl-C (128 + SIGINT)."""

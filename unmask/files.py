@@ -1,0 +1,172 @@
+"""Reading one input file: regular files only, bounded, never a hang.
+
+Contract: ``read_bytes(path, limits)`` returns at most ``limits.max_file_bytes`` bytes of a
+regular file, or raises ``UnmaskError`` with one diagnostic: ``io`` for a file that is
+missing, unreadable, a directory, a FIFO, a device or a socket, or lies under ``/proc`` or
+``/sys`` (whose sizes are not what a read returns); ``limit`` for a file over the bound.
+``read_text`` decodes the bytes as UTF-8 (a byte order mark is skipped); ``decode_utf8`` is
+the one decoder, so every reader words an encoding error the same way (``encoding``, with
+the line and column, never the offending bytes). The kind of a file is checked with
+``os.stat`` before it is opened, and it is opened non-blocking and checked again on the open
+descriptor, so a FIFO swapped in between cannot block. No message ever quotes a file's
+content: a file that is refused here was never meant to be shown.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.ir import Span
+from unmask.limits import DEFAULT_LIMITS, Limits
+
+_BOM = b"\xef\xbb\xbf"
+# pseudo-filesystems: a file there reports a size that is not its content's
+_REFUSED_TREES = ("/proc", "/sys")
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+
+def _io(name: str, message: str, help: str | None = None) -> UnmaskError:
+    return UnmaskError([Diagnostic("io", message, file=name, help=help)])
+
+
+def _kind(mode: int) -> str | None:
+    """What a file that is not regular is, in words; None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _not_regular(name: str, kind: str) -> UnmaskError:
+    what = kind if kind.startswith("not") else f"{kind}, not a regular file"
+    return _io(name, f"`{name}` is {what}", help="give the path of a regular file")
+
+
+def too_large(name: str, limits: Limits, file: str | None = None) -> Diagnostic:
+    """The one wording of the file size limit."""
+    return Diagnostic(
+        "limit",
+        f"`{name}` is larger than the limit of {limits.max_file_bytes} bytes",
+        file=file,
+        help=f"raise the bound with `{limits.option('max_file_bytes')}`",
+    )
+
+
+def _under_refused_tree(path: str | Path) -> str | None:
+    real = os.path.realpath(path)
+    for tree in _REFUSED_TREES:
+        if real == tree or real.startswith(tree + os.sep):
+            return tree
+    return None
+
+
+def read_bytes(path: str | Path, limits: Limits = DEFAULT_LIMITS, name: str | None = None) -> bytes:
+    """The bytes of one regular file; ``name`` is how messages call it (default ``path``)."""
+    name = str(path) if name is None else name
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        reason = getattr(exc, "strerror", None) or "the path is not valid"
+        raise _io(name, f"cannot read `{name}`: {reason.lower()}") from None
+    kind = _kind(st.st_mode)
+    if kind is not None:
+        raise _not_regular(name, kind)
+    tree = _under_refused_tree(path)
+    if tree is not None:
+        raise _io(
+            name,
+            f"`{name}` is under `{tree}`, which Unmask never reads",
+            help="copy the file somewhere else first if it is really meant",
+        )
+    if st.st_size > limits.max_file_bytes:
+        raise UnmaskError([too_large(name, limits, name)])
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as exc:
+        reason = exc.strerror or "cannot be opened"
+        raise _io(name, f"cannot read `{name}`: {reason.lower()}") from None
+    try:
+        # the path may have been replaced since the check: trust only the open descriptor
+        kind = _kind(os.fstat(fd).st_mode)
+        if kind is not None:
+            raise _not_regular(name, kind)
+        chunks: list[bytes] = []
+        left = limits.max_file_bytes + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError as exc:
+        reason = exc.strerror or "cannot be read"
+        raise _io(name, f"cannot read `{name}`: {reason.lower()}") from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > limits.max_file_bytes:
+        raise UnmaskError([too_large(name, limits, name)])
+    return data
+
+
+def decode_utf8(data: bytes, name: str, file: str | None = None, first_line: int = 1) -> str:
+    """``data`` as text (a leading byte order mark skipped), or one ``encoding`` error.
+
+    The error gives the line and column where the bad bytes start, and never the bytes.
+    """
+    if data.startswith(_BOM):
+        data = data[len(_BOM) :]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        head = data[: exc.start].decode("utf-8", "replace")
+        line = head.count("\n") + first_line
+        col = len(head) - (head.rfind("\n") + 1) + 1
+        raise UnmaskError(
+            [
+                Diagnostic(
+                    "encoding",
+                    f"`{name}` is not valid UTF-8 (byte {exc.start}, line {line})",
+                    span=Span(name, line, col, line, col + 1, len(head), len(head) + 1),
+                    file=file,
+                    help="save the file as UTF-8",
+                )
+            ]
+        ) from None
+
+
+def read_text(path: str | Path, limits: Limits = DEFAULT_LIMITS, name: str | None = None) -> str:
+    """The UTF-8 text of one regular file (see ``read_bytes``); a NUL byte means not text."""
+    name = str(path) if name is None else name
+    data = read_bytes(path, limits, name)
+    text = decode_utf8(data, name, name)
+    nul = text.find("\x00")
+    if nul >= 0:
+        line = text.count("\n", 0, nul) + 1
+        raise UnmaskError(
+            [
+                Diagnostic(
+                    "encoding",
+                    f"`{name}` is not a text file (a NUL character on line {line})",
+                    file=name,
+                    help="give the path of a text file",
+                )
+            ]
+        )
+    return text

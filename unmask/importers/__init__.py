@@ -1,0 +1,188 @@
+"""Importers: turn another tool's judge output into replays, one module per format.
+
+Contract: ``IMPORTERS`` maps a name to the module that reads that format; ``get(name)``
+imports it on first use (an unknown name is an ``UnmaskError`` with a did-you-mean hint).
+An importer module has ``PROTOCOL`` (the ``.proto`` it ships, or None when the user names
+one) and ``read(path, options) -> Iterator[Imported | Skipped]``: every record of the input
+comes out as exactly one of the two, so nothing is dropped silently. An input that is not
+of the format at all raises ``UnmaskError`` naming the file and the field. Importers build
+replays only through ``unmask.builder.ReplayBuilder``; every annotation they derive by a
+rule passes ``by=rule_by(NAME)``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import itertools
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.limits import DEFAULT_LIMITS, Limits
+
+PROTOCOLS = Path(__file__).resolve().parent / "protocols"
+
+# name -> (module, one-line help); a new importer is one line here and one module
+IMPORTERS: dict[str, tuple[str, str]] = {
+    "promptfoo": ("unmask.importers.promptfoo", "promptfoo `eval -o results.json` output"),
+    "deepeval": ("unmask.importers.deepeval", "a DeepEval test run (test cases with metrics)"),
+    "inspect": ("unmask.importers.inspect", "model-graded scores of an Inspect `.json` log"),
+    "jsonl": ("unmask.importers.jsonl", "any JSON Lines file, through a mapping file"),
+}
+
+# Provenance of rule-derived annotations. Replays do not carry `by` yet; switching it on is
+# this one line: return the dict unconditionally.
+RULE_PROVENANCE = False
+
+
+def rule_by(importer: str) -> dict[str, Any] | None:
+    """The `by` of an annotation that ``importer`` derived by a rule (None while off)."""
+    if not RULE_PROVENANCE:
+        return None
+    return {"kind": "rule", "name": f"{importer}/1", "reviewed": False}
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """What the command line passes to every importer."""
+
+    limits: Limits = DEFAULT_LIMITS
+    mapping: Path | None = None  # the `jsonl` importer's mapping file
+
+
+@dataclass(frozen=True, slots=True)
+class Imported:
+    name: str  # the file name stem, before making it safe and unique
+    replay: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    where: str  # FILE:LINE or FILE: JSON path, and the field
+    reason: str
+    count: int = 1  # how many judged results this one skip stands for
+
+
+@dataclass
+class Summary:
+    written: list[Path] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+    @property
+    def n_skipped(self) -> int:
+        return sum(s.count for s in self.skipped)
+
+
+def get(name: str) -> ModuleType:
+    if name not in IMPORTERS:
+        close = difflib.get_close_matches(name, list(IMPORTERS), n=1)
+        raise UnmaskError(
+            [
+                Diagnostic(
+                    "unknown-importer",
+                    f"no importer named `{name}`",
+                    help=f"did you mean `{close[0]}`?"
+                    if close
+                    else "importers are " + ", ".join(f"`{n}`" for n in IMPORTERS),
+                )
+            ]
+        )
+    return importlib.import_module(IMPORTERS[name][0])
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_name(stem: str) -> str:
+    """A file-name stem made of letters, digits, `.`, `_` and `-`, never hidden or empty."""
+    s = _UNSAFE.sub("_", stem).strip("._")[:100]
+    return s or "replay"
+
+
+def occurrence_at(text: str, quote: str, start: int) -> int:
+    """Which occurrence (0-based, overlapping ones counted) of ``quote`` starts at ``start``."""
+    n, i = 0, text.find(quote)
+    while i != -1 and i < start:
+        n += 1
+        i = text.find(quote, i + 1)
+    if i != start:
+        raise ValueError("the quote does not start there")
+    return n
+
+
+def num(v: Any) -> str:
+    """A number as the input wrote it (JSON's spelling), for rendered rationales."""
+    import json
+
+    return json.dumps(v)
+
+
+def is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def dig(obj: Any, dotted: str) -> Any:
+    """``obj["a"]["b"]`` for ``"a.b"``; KeyError names the first missing part."""
+    cur = obj
+    for part in dotted.split("."):
+        if not isinstance(cur, Mapping) or part not in cur:
+            raise KeyError(part)
+        cur = cur[part]
+    return cur
+
+
+def build(where: str, stem: str, make: Any) -> Imported | Skipped:
+    """``make()`` returns a ``ReplayBuilder``; its replay, or the reason it is invalid."""
+    try:
+        return Imported(stem, make().build())
+    except UnmaskError as exc:
+        d = exc.diagnostics[0]
+        more = f" (and {len(exc.diagnostics) - 1} more)" if len(exc.diagnostics) > 1 else ""
+        loc = f" at `{d.path}`" if d.path else ""
+        return Skipped(where, f"the replay would be invalid{loc}: {d.message}{more}")
+
+
+def import_file(importer: str, path: Path, out: Path, options: Options | None = None) -> Summary:
+    """Read ``path`` with ``importer`` and write one replay per judged record into ``out``.
+
+    File names are the importer's stems made safe, with `-2`, `-3`… on a repeat, so the
+    same input always gives the same names. Raises ``UnmaskError`` when the input is not
+    of the format or ``out`` cannot be written; a record that cannot be imported is a
+    ``Skipped`` entry of the summary, never an exception.
+    """
+    from unmask.builder import write_json
+
+    mod = get(importer)
+    options = options or Options()
+    records = iter(mod.read(Path(path), options))
+    # the first record is read before `out` is created: input that is not of the format
+    # fails here and leaves nothing behind
+    first = next(records, None)
+    if first is not None:
+        records = itertools.chain([first], records)
+    summary = Summary()
+    used: set[str] = set()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for rec in records:
+            if isinstance(rec, Skipped):
+                summary.skipped.append(rec)
+                continue
+            stem = name = safe_name(rec.name)
+            k = 2
+            while name.lower() in used:  # case-insensitive file systems too
+                name, k = f"{stem}-{k}", k + 1
+            used.add(name.lower())
+            target = out / f"{name}.json"
+            write_json(target, rec.replay)
+            summary.written.append(target)
+    except OSError as exc:
+        reason = (exc.strerror or "cannot write").lower()
+        where = exc.filename or out
+        raise UnmaskError([Diagnostic("io", f"cannot write `{where}`: {reason}")]) from None
+    return summary

@@ -1,0 +1,248 @@
+"""The `deepeval` importer: a DeepEval test run (JSON with ``testCases``), one replay per case.
+
+Contract: each entry of ``testCases`` becomes a replay of ``protocols/deepeval.proto``
+whose domain ``metric`` holds the case's ``metricsData`` (``m0``, ``m1``, … in file order).
+The rationale is a fixed rendering of the metrics (documented in ``docs/importers.md``).
+Derived by rule: ``succeeded`` from ``success``; ``score_says`` from ``score`` and
+``threshold`` in the metric's direction (at most the threshold for Bias, Hallucination,
+Misuse and Toxicity, at least it for DeepEval's other built-in metrics and for G-Eval; a
+metric name Unmask does not know leaves it unannotated, since a custom metric decides
+success its own way); ``states_score`` and ``reason_score`` from a reason of the form
+DeepEval's templates ask for, "The score is X because …". Conversational test cases and
+metrics attached to trace spans are not imported: each is counted as skipped, with why.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from unmask.builder import ReplayBuilder
+from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.importers import (
+    PROTOCOLS,
+    Imported,
+    Options,
+    Skipped,
+    build,
+    is_number,
+    num,
+    occurrence_at,
+    rule_by,
+)
+from unmask.jsonload import read_json_file, show
+
+NAME = "deepeval"
+PROTOCOL = PROTOCOLS / "deepeval.proto"
+
+# from DeepEval's metric classes: these four succeed when score <= threshold
+LOWER_IS_BETTER = frozenset({"Bias", "Hallucination", "Misuse", "Toxicity"})
+# DeepEval's other built-in metrics keep the base rule, score >= threshold
+HIGHER_IS_BETTER = frozenset(
+    {
+        "Answer Relevancy",
+        "Argument Correctness",
+        "Contextual Precision",
+        "Contextual Recall",
+        "Contextual Relevancy",
+        "Conversation Completeness",
+        "Exact Match",
+        "Faithfulness",
+        "Json Correctness",
+        "Knowledge Retention",
+        "PII Leakage",
+        "Pattern Match",
+        "Prompt Alignment",
+        "Role Adherence",
+        "Summarization",
+        "Task Completion",
+        "Tool Correctness",
+    }
+)
+_STATED = re.compile(r"\bThe score is (\d+(?:\.\d+)?)\b")
+
+
+def _tf(b: bool) -> str:
+    return "true" if b else "false"
+
+
+def _direction(name: str) -> str | None:
+    if name in LOWER_IS_BETTER:
+        return "<="
+    if name in HIGHER_IS_BETTER or name.endswith(" [GEval]"):
+        return ">="
+    return None
+
+
+def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
+    file = str(path)
+    data = read_json_file(path, options.limits)
+    cases = data.get("testCases") if isinstance(data, dict) else None
+    if not isinstance(cases, list):
+        raise UnmaskError(
+            [
+                Diagnostic(
+                    "not-the-format",
+                    "not a DeepEval test run: expected an array at `testCases`",
+                    file=file,
+                    path="testCases",
+                )
+            ]
+        )
+    proto = PROTOCOL.read_text(encoding="utf-8")
+    for i, case in enumerate(cases):
+        yield _case(proto, file, i, case, options)
+        spans = _span_metrics(case.get("trace")) if isinstance(case, dict) else 0
+        if spans:
+            yield Skipped(
+                f"{file}: testCases[{i}].trace",
+                f"{spans} metric result{'s' if spans != 1 else ''} on trace spans "
+                "(only test-case metrics are imported)",
+                count=spans,
+            )
+    convo = data.get("conversationalTestCases")
+    if isinstance(convo, list):
+        for i, _ in enumerate(convo):
+            yield Skipped(
+                f"{file}: conversationalTestCases[{i}]",
+                "conversational test cases are not imported",
+            )
+
+
+def _span_metrics(trace: Any) -> int:
+    """How many metric results hang on the spans of a trace (the spans' lists only)."""
+    if not isinstance(trace, dict):
+        return 0
+    n = 0
+    for key, spans in trace.items():
+        if key.endswith("Spans") and isinstance(spans, list):
+            for s in spans:
+                md = s.get("metricsData") if isinstance(s, dict) else None
+                n += len(md) if isinstance(md, list) else 0
+    return n
+
+
+def _case(proto: str, file: str, i: int, case: Any, options: Options) -> Imported | Skipped:
+    where = f"{file}: testCases[{i}]"
+    if not isinstance(case, dict):
+        return Skipped(where, f"expected a test case object, found `{show(case)}`")
+    success = case.get("success")
+    if not isinstance(success, bool):
+        return Skipped(f"{where}.success", f"expected true or false, found `{show(success)}`")
+    metrics = case.get("metricsData")
+    if not isinstance(metrics, list) or not metrics:
+        return Skipped(f"{where}.metricsData", "no metric results to check")
+    for j, md in enumerate(metrics):
+        mw = f"{where}.metricsData[{j}]"
+        if not isinstance(md, dict):
+            return Skipped(mw, f"expected a metric result, found `{show(md)}`")
+        if not isinstance(md.get("success"), bool):
+            return Skipped(
+                f"{mw}.success", f"expected true or false, found `{show(md.get('success'))}`"
+            )
+        if not isinstance(md.get("name"), str):
+            return Skipped(f"{mw}.name", f"expected a metric name, found `{show(md.get('name'))}`")
+
+    head = f"test case: success={_tf(success)}"
+    blocks = [head]
+    offset = len(head) + 1
+    headers: list[tuple[str, int, int, dict]] = []  # header, its offset, reason offset, data
+    for j, md in enumerate(metrics):
+        score, thr = md.get("score"), md.get("threshold")
+        h = (
+            f"[m{j}] {md['name']}: success={_tf(md['success'])}"
+            f" score={num(score) if is_number(score) else 'none'}"
+            f" threshold={num(thr) if is_number(thr) else 'none'}"
+            f" strict={_tf(md.get('strictMode') is True)}"
+        )
+        if isinstance(md.get("error"), str):
+            h += f" error={md['error']}"
+        reason = md.get("reason") if isinstance(md.get("reason"), str) else ""
+        block = f"{h}\n    reason: {reason}"
+        headers.append((h, offset, offset + len(h) + len("\n    reason: "), md))
+        blocks.append(block)
+        offset += len(block) + 1
+    rationale = "\n".join(blocks)
+
+    sources = {"rationale": rationale}
+    if isinstance(case.get("actualOutput"), str) and case["actualOutput"]:
+        sources["response"] = case["actualOutput"]
+    ctx = [
+        c
+        for key in ("context", "retrievalContext")
+        if isinstance(case.get(key), list)
+        for c in case[key]
+        if isinstance(c, str)
+    ]
+    if ctx:
+        sources["context"] = "\n\n".join(ctx)
+    if isinstance(case.get("input"), str) and case["input"]:
+        sources["protocol"] = case["input"]
+    name = case.get("name") if isinstance(case.get("name"), str) else None
+    order = case.get("order") if isinstance(case.get("order"), int) else i
+    stem = f"{order:04d}-{name}" if name else f"{order:04d}"
+
+    def make() -> ReplayBuilder:
+        b = ReplayBuilder(
+            proto,
+            sources=sources,
+            verdict="PASS" if success else "FAIL",
+            id=name or f"{file}#{i}",
+            domains={"metric": [f"m{j}" for j in range(len(metrics))]},
+            limits=options.limits,
+        )
+        by = rule_by(NAME)
+        for j, (h, at, reason_at, md) in enumerate(headers):
+            m = f"m{j}"
+            occ = occurrence_at(rationale, h, at)
+            b.annotate(f"succeeded({m})", md["success"], quote=h, occurrence=occ, by=by)
+            score, thr, direction = md.get("score"), md.get("threshold"), _direction(md["name"])
+            if is_number(score) and is_number(thr) and direction is not None:
+                ok = score <= thr if direction == "<=" else score >= thr
+                b.annotate(
+                    f"score_says({m})",
+                    ok,
+                    quote=h,
+                    occurrence=occ,
+                    by=by,
+                    explanation=f"`{md['name']}` succeeds when score {direction} threshold: "
+                    f"{num(score)} {direction if ok else _negate(direction)} {num(thr)}",
+                )
+            reason = md.get("reason") if isinstance(md.get("reason"), str) else ""
+            if not reason:
+                continue
+            stated = _STATED.search(reason)
+            if stated is None:
+                b.annotate(
+                    f"states_score({m})",
+                    False,
+                    quote=reason,
+                    occurrence=occurrence_at(rationale, reason, reason_at),
+                    by=by,
+                    explanation="the reason does not say `The score is …`",
+                )
+                continue
+            q = stated.group(0)
+            qocc = occurrence_at(rationale, q, reason_at + stated.start())
+            b.annotate(f"states_score({m})", True, quote=q, occurrence=qocc, by=by)
+            if is_number(score):
+                text = stated.group(1)
+                digits = len(text.split(".")[1]) if "." in text else 0
+                same = round(score, digits) == float(text)
+                b.annotate(
+                    f"reason_score({m})",
+                    same,
+                    quote=q,
+                    occurrence=qocc,
+                    by=by,
+                    explanation=f"the reason says {text}, the reported score is {num(score)}",
+                )
+        return b
+
+    return build(where, stem, make)
+
+
+def _negate(direction: str) -> str:
+    return ">" if direction == "<=" else "<"

@@ -1,0 +1,227 @@
+"""The `jsonl` importer: any JSON Lines file of judgments, read through a mapping file.
+
+Contract: the mapping (JSON, ``--mapping FILE``) names the protocol (a ``.proto`` path,
+relative to the mapping file) and, for each replay field, the record field that holds it
+(dotted paths reach into objects): ``sources`` (source name -> field), ``verdict`` and
+``gold`` (``{"field": F, "map": {raw: label}}``; without ``map`` the raw value must already
+be the label), ``id`` and ``item`` (fields), fixed ``domains``, and ``annotations`` (a list of
+``{"atom": A, "value": {"field": F, "map": {…}}, "quote": F}``). A mapping that is
+malformed is an ``UnmaskError`` naming the mapping file and the key; a record that cannot
+be imported (bad JSON, a missing field, a value the map does not know, a quote not in its
+source) is skipped with ``FILE:LINE`` and the field. Blank lines are not records.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from unmask.builder import ReplayBuilder
+from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.importers import Imported, Options, Skipped, build, dig
+from unmask.jsonload import parse_json_text, read_json_file, show
+from unmask.model import SOURCES, VERDICTS
+
+NAME = "jsonl"
+PROTOCOL = None  # the mapping names it
+
+MAPPING_KEYS = ("protocol", "id", "item", "sources", "verdict", "gold", "domains", "annotations")
+
+
+class _Missing(Exception):
+    def __init__(self, field: str, reason: str):
+        self.field, self.reason = field, reason
+
+
+def _bad(mapping: str, path: str, message: str, help: str | None = None) -> UnmaskError:
+    return UnmaskError([Diagnostic("mapping", message, path=path, file=mapping, help=help)])
+
+
+def _field(m: dict, key: str, mapping: str, required: bool) -> str | None:
+    if key not in m:
+        if required:
+            raise _bad(mapping, "$", f"missing `{key}`", help=f"name the record field for `{key}`")
+        return None
+    v = m[key]
+    if not isinstance(v, str) or not v:
+        raise _bad(mapping, key, f"expected a field name, found `{show(v)}`")
+    return v
+
+
+def _labelled(m: dict, key: str, mapping: str, required: bool, at: str = "") -> dict | None:
+    path = f"{at}.{key}" if at else key
+    if key not in m:
+        if required:
+            raise _bad(
+                mapping, at or "$", f"missing `{key}`", help='write `{"field": "…", "map": {…}}`'
+            )
+        return None
+    spec = m[key]
+    if not isinstance(spec, dict) or not isinstance(spec.get("field"), str):
+        raise _bad(mapping, path, 'expected `{"field": "…"}` with an optional `"map"`')
+    extra = [k for k in spec if k not in ("field", "map")]
+    if extra:
+        raise _bad(mapping, f"{path}.{extra[0]}", f"unknown key `{show(extra[0])}`")
+    vmap = spec.get("map")
+    if vmap is not None and (
+        not isinstance(vmap, dict) or not all(isinstance(v, str) for v in vmap.values())
+    ):
+        raise _bad(mapping, f"{path}.map", "expected an object of raw values to labels")
+    return spec
+
+
+def load_mapping(path: Path, options: Options) -> dict[str, Any]:
+    """Read and check the mapping file; ``protocol`` comes back as a resolved path."""
+    mapping = str(path)
+    m = read_json_file(path, options.limits)
+    if not isinstance(m, dict):
+        raise _bad(mapping, "$", "expected a mapping object")
+    for k in m:
+        if k not in MAPPING_KEYS:
+            close = difflib.get_close_matches(k, MAPPING_KEYS, n=1)
+            raise _bad(
+                mapping,
+                k,
+                f"unknown key `{show(k)}`",
+                help=f"did you mean `{close[0]}`?"
+                if close
+                else "keys are " + ", ".join(f"`{n}`" for n in MAPPING_KEYS),
+            )
+    proto = _field(m, "protocol", mapping, True)
+    if not proto.endswith(".proto"):  # never read, and so never echo, another kind of file
+        raise _bad(mapping, "protocol", f"`{show(proto)}` is not a `.proto` file")
+    out: dict[str, Any] = {"protocol": (path.parent / proto), "protocol_name": proto}
+    out["id"] = _field(m, "id", mapping, False)
+    out["item"] = _field(m, "item", mapping, False)
+    src = m.get("sources")
+    if not isinstance(src, dict) or not src:
+        raise _bad(mapping, "sources", "expected an object of source names to record fields")
+    for k, v in src.items():
+        if k not in SOURCES:
+            raise _bad(
+                mapping,
+                f"sources.{k}",
+                f"unknown source `{show(k)}`",
+                help="sources are " + ", ".join(f"`{n}`" for n in SOURCES),
+            )
+        if not isinstance(v, str) or not v:
+            raise _bad(mapping, f"sources.{k}", f"expected a field name, found `{show(v)}`")
+    out["sources"] = dict(src)
+    out["verdict"] = _labelled(m, "verdict", mapping, True)
+    out["gold"] = _labelled(m, "gold", mapping, False)
+    doms = m.get("domains", {})
+    if not isinstance(doms, dict) or not all(
+        isinstance(v, list) and all(isinstance(x, str) for x in v) for v in doms.values()
+    ):
+        raise _bad(mapping, "domains", "expected an object of domain names to member lists")
+    out["domains"] = doms
+    anns = m.get("annotations", [])
+    if not isinstance(anns, list):
+        raise _bad(mapping, "annotations", "expected a list")
+    for j, a in enumerate(anns):
+        p = f"annotations[{j}]"
+        if not isinstance(a, dict) or not isinstance(a.get("atom"), str):
+            raise _bad(mapping, p, 'expected `{"atom": …, "value": {"field": …}, "quote": …}`')
+        _labelled(a, "value", mapping, True, at=p)
+        if "quote" in a and not isinstance(a["quote"], str):
+            raise _bad(mapping, f"{p}.quote", "expected a field name")
+    out["annotations"] = anns
+    return out
+
+
+def _get(rec: Any, field: str) -> Any:
+    try:
+        return dig(rec, field)
+    except KeyError as exc:
+        raise _Missing(field, f"missing (no `{exc.args[0]}`)") from None
+
+
+def _label(rec: Any, spec: dict, allowed: tuple[str, ...], what: str) -> str:
+    raw = _get(rec, spec["field"])
+    key = json.dumps(raw) if not isinstance(raw, str) else raw
+    vmap = spec.get("map")
+    if vmap is not None:
+        if key not in vmap:
+            raise _Missing(spec["field"], f"`{show(raw)}` is not in the {what} map")
+        value = vmap[key]
+    else:
+        value = raw
+    if value not in allowed:
+        raise _Missing(
+            spec["field"], f"`{show(value)}` is not one of {', '.join(f'`{a}`' for a in allowed)}"
+        )
+    return value
+
+
+def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
+    if options.mapping is None:
+        raise UnmaskError(
+            [
+                Diagnostic(
+                    "mapping",
+                    "the `jsonl` importer needs a mapping file",
+                    help="pass `--mapping MAPPING.json` (see docs/importers.md)",
+                )
+            ]
+        )
+    m = load_mapping(options.mapping, options)
+    from unmask.files import decode_utf8, read_bytes, read_text
+
+    proto = read_text(m["protocol"], options.limits)
+    file = str(path)
+    # the shared reader: regular files only, size checked before the read and the read bounded
+    text = decode_utf8(read_bytes(path, options.limits, file), file, file)
+    for n, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        yield _record(proto, m, file, n, line, options)
+
+
+def _record(proto: str, m: dict, file: str, n: int, line: str, options: Options):
+    where = f"{file}:{n}"
+    try:
+        rec = parse_json_text(line, file, options.limits, first_line=n)
+    except UnmaskError as exc:
+        return Skipped(where, f"not a JSON record: {exc.diagnostics[0].message}")
+    if not isinstance(rec, dict):
+        return Skipped(where, f"expected a JSON object, found `{show(rec)}`")
+    try:
+        sources = {}
+        for name, fld in m["sources"].items():
+            v = _get(rec, fld)
+            if not isinstance(v, str):
+                raise _Missing(fld, f"expected text for source `{name}`, found `{show(v)}`")
+            sources[name] = v
+        verdict = _label(rec, m["verdict"], VERDICTS, "verdict")
+        gold = _label(rec, m["gold"], VERDICTS, "gold") if m["gold"] else None
+        rid = str(_get(rec, m["id"])) if m["id"] else f"{Path(file).stem}-{n}"
+        item = str(_get(rec, m["item"])) if m["item"] else None
+        values = []
+        for a in m["annotations"]:
+            value = _label(rec, a["value"], ("TRUE", "FALSE", "UNKNOWN"), "value")
+            quote = _get(rec, a["quote"]) if "quote" in a else None
+            if quote is not None and not isinstance(quote, str):
+                raise _Missing(a["quote"], f"expected the quoted text, found `{show(quote)}`")
+            values.append((a["atom"], value, quote))
+    except _Missing as exc:
+        return Skipped(f"{where}: field `{exc.field}`", exc.reason)
+
+    def make() -> ReplayBuilder:
+        b = ReplayBuilder(
+            proto,
+            sources=sources,
+            verdict=verdict,
+            gold=gold,
+            id=rid,
+            domains=m["domains"],
+            item=item,
+            limits=options.limits,
+        )
+        for atom, value, quote in values:
+            b.annotate(atom, value, quote=quote or None)
+        return b
+
+    return build(where, rid, make)

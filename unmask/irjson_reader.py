@@ -1,0 +1,408 @@
+"""Reading the ground protocol IR back from JSON: the inverse of ``unmask.irjson``.
+
+Contract: ``protocol_from_json`` returns an ``ir.Protocol`` only for an ``unmask.protocol/1``
+object that passes every rule (names, roles, unique declarations, resolvable atoms, judge ~
+context grounding pairs, expression shapes), and otherwise raises ``UnmaskError`` with every
+problem found, each at its JSON path. ``IrReader`` does the same inside a larger document
+(a replay) and records into that document's ``JsonReader``. Expressions are read with an
+explicit stack, never recursion, and built by the ``OPERATORS`` table through the IR's
+smart constructors; the number of nodes and the depth are bounded by ``Limits``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from unmask import ir
+from unmask.irjson import PROTOCOL_SCHEMA
+from unmask.jsonreader import (
+    JsonReader,
+    did_you_mean,
+    index_path,
+    is_int,
+    join_path,
+    kind,
+    show,
+)
+from unmask.limits import DEFAULT_LIMITS, Limits
+from unmask.names import IDENT_PATTERN, IDENT_RE
+
+_IDENT = IDENT_PATTERN
+# a ground atom is a plain name or a family member such as `supported(c)`
+ATOM_NAME_RE = re.compile(rf"{_IDENT}(\(\s*{_IDENT}(\s*,\s*{_IDENT})*\s*\))?\Z")
+
+PROTOCOL_KEYS = (
+    "schema",
+    "name",
+    "text",
+    "atoms",
+    "constraints",
+    "decision",
+    "requirements",
+    "grounding",
+)
+_EXPR_HELP = 'write `{"atom": NAME}`, `{"const": true}` or `{"op": OP, "args": [...]}`'
+
+
+@dataclass(frozen=True, slots=True)
+class Operator:
+    arity: int | None  # None: any number of arguments
+    counts: bool  # takes `k` (a cardinality)
+    build: Callable[[int, list[ir.Expr]], ir.Expr]  # (k, args) -> expression
+
+
+OPERATORS: dict[str, Operator] = {
+    "not": Operator(1, False, lambda _k, a: ir.mk_not(a[0])),
+    "and": Operator(None, False, lambda _k, a: ir.mk_and(a)),
+    "or": Operator(None, False, lambda _k, a: ir.mk_or(a)),
+    "xor": Operator(None, False, lambda _k, a: ir.mk_xor(a)),
+    "implies": Operator(2, False, lambda _k, a: ir.mk_implies(a[0], a[1])),
+    "iff": Operator(2, False, lambda _k, a: ir.mk_iff(a[0], a[1])),
+    "atleast": Operator(None, True, lambda k, a: ir.mk_card("atleast", k, a)),
+    "atmost": Operator(None, True, lambda k, a: ir.mk_card("atmost", k, a)),
+    "exactly": Operator(None, True, lambda k, a: ir.mk_card("exactly", k, a)),
+}
+OPS = tuple(OPERATORS)
+_COUNTING = "/".join(f"`{o}`" for o, spec in OPERATORS.items() if spec.counts)
+
+
+def unknown_atom(r: JsonReader, path: str, name: str, atoms: Collection[str]) -> None:
+    r.err("unknown-atom", path, f"unknown atom `{show(name)}`", help=did_you_mean(name, atoms))
+
+
+class IrReader:
+    """Reads protocol IR and expressions into ``r``, counting nodes across the document."""
+
+    def __init__(self, r: JsonReader):
+        self.r = r
+        self.nodes = 0
+        self.nodes_exceeded = False
+
+    # --- expressions -------------------------------------------------------------------------
+
+    def expr(self, obj: Any, path: str, atoms: Mapping[str, Any] | None) -> ir.Expr | None:
+        """Read one expression with an explicit stack; ``None`` after any error in it.
+
+        ``atoms`` is None when the protocol's atoms could not be read: names are then not
+        checked, so one broken declaration does not bury the real errors under echoes.
+        """
+        if self.nodes_exceeded:
+            return None
+        r = self.r
+        errors_before = len(r.diags)
+        out: list[ir.Expr | None] = []
+        # (json, path, depth) to read; or (None, op, k, n) to build from the last n results
+        work: list[tuple] = [(obj, path, 1)]
+        too_deep = False
+        while work:
+            item = work.pop()
+            if len(item) == 4:
+                _, op, k, n = item
+                args = out[len(out) - n :] if n else []
+                del out[len(out) - n :]
+                built = None if any(a is None for a in args) else OPERATORS[op].build(k, args)
+                out.append(built)
+                continue
+            node, p, d = item
+            self.nodes += 1
+            if self.nodes > r.limits.max_expr_nodes:
+                self.nodes_exceeded = True
+                r.limit(p, "the number of expression nodes", self.nodes, "max_expr_nodes")
+                return None
+            if d > r.limits.max_expr_depth:
+                if not too_deep:
+                    too_deep = True
+                    r.limit(p, "the expression's depth", d, "max_expr_depth")
+                out.append(None)
+                continue
+            read = self._node(node, p, atoms)
+            if read is None:
+                out.append(None)
+            elif isinstance(read, tuple):
+                op, k, args = read
+                work.append((None, op, k, len(args)))
+                for i in range(len(args) - 1, -1, -1):
+                    work.append((args[i], f"{p}.args[{i}]", d + 1))
+            else:
+                out.append(read)
+        if len(r.diags) > errors_before:
+            return None
+        return out[0]
+
+    def _node(
+        self, node: Any, p: str, atoms: Mapping[str, Any] | None
+    ) -> ir.Expr | tuple[str, int, list] | None:
+        """A leaf expression, or (op, k, args) for an operator whose args are still JSON."""
+        r = self.r
+        if not isinstance(node, dict):
+            r.err("expr", p, f"expected an expression object, found {kind(node)}", _EXPR_HELP)
+            return None
+        forms = [k for k in ("atom", "const", "op") if k in node]
+        if len(forms) != 1:
+            r.err(
+                "expr",
+                p,
+                "an expression has exactly one of `atom`, `const` and `op`"
+                + (f"; this one has {', '.join(f'`{f}`' for f in forms)}" if forms else ""),
+                help=_EXPR_HELP,
+            )
+            return None
+        form = forms[0]
+        allowed = {"atom": ("atom",), "const": ("const",), "op": ("op", "args", "k")}[form]
+        bad = False
+        for key in node:
+            if key not in allowed:
+                r.err("expr", join_path(p, key), f"unexpected key `{show(key)}` in an expression")
+                bad = True
+        if form == "atom":
+            name = node["atom"]
+            if not isinstance(name, str):
+                r.expect(join_path(p, "atom"), "an atom name (a string)", name)
+                return None
+            if atoms is not None and name not in atoms:
+                unknown_atom(r, join_path(p, "atom"), name, atoms)
+                return None
+            return None if bad else ir.mk_atom(name)
+        if form == "const":
+            v = node["const"]
+            if not isinstance(v, bool):
+                r.expect(join_path(p, "const"), "`true` or `false`", v)
+                return None
+            return None if bad else ir.mk_const(v)
+        return self._operator(node, p, bad)
+
+    def _operator(self, node: dict, p: str, bad: bool) -> tuple[str, int, list] | None:
+        r = self.r
+        op = node["op"]
+        spec = OPERATORS.get(op) if isinstance(op, str) else None
+        if spec is None:
+            r.err(
+                "expr",
+                join_path(p, "op"),
+                f"unknown operator `{show(op)}`",
+                help=did_you_mean(op, OPS) or f"operators are {', '.join(f'`{o}`' for o in OPS)}",
+            )
+            return None
+        if "args" not in node:
+            r.err("missing", p, f"missing `args` of `{op}`")
+            return None
+        args = node["args"]
+        if not isinstance(args, list):
+            r.expect(join_path(p, "args"), "an array of expressions", args)
+            return None
+        if spec.arity is not None and len(args) != spec.arity:
+            r.err(
+                "expr",
+                join_path(p, "args"),
+                f"`{op}` takes {'one argument' if spec.arity == 1 else 'two arguments'}, "
+                f"found {len(args)}",
+            )
+            bad = True
+        k = 0
+        if spec.counts:
+            if "k" not in node:
+                r.err("missing", p, f"missing `k` of `{op}`", help='write `"k": 1` or similar')
+                bad = True
+            elif not is_int(node["k"]):
+                r.expect(join_path(p, "k"), "a whole number", node["k"])
+                bad = True
+            elif node["k"] < 0:
+                r.err("expr", join_path(p, "k"), f"`k` must be 0 or more, found {node['k']}")
+                bad = True
+            else:
+                k = node["k"]
+        elif "k" in node:
+            r.err("expr", join_path(p, "k"), f"`k` belongs to {_COUNTING}, not `{op}`")
+            bad = True
+        return None if bad else (op, k, args)
+
+    # --- protocol IR ---------------------------------------------------------------------------
+
+    def protocol(self, obj: Any, path: str) -> ir.Protocol | None:
+        r = self.r
+        errors_before = len(r.diags)
+        if not isinstance(obj, dict):
+            r.expect(path, "a protocol object", obj)
+            return None
+        schema = obj.get("schema")
+        if "schema" not in obj:
+            r.err("schema", path, f"missing `schema`; expected `{PROTOCOL_SCHEMA}`")
+        elif schema != PROTOCOL_SCHEMA:
+            r.err(
+                "schema",
+                join_path(path, "schema"),
+                f"unsupported protocol schema `{show(schema)}`; expected `{PROTOCOL_SCHEMA}`",
+            )
+            return None
+        r.unknown_keys(obj, path, PROTOCOL_KEYS, "a protocol")
+        name = r.name(obj, "name", path, IDENT_RE)
+        text = r.string(obj, "text", path, required=False) or ""
+        atoms, roles, raw_atoms = self._atoms(obj, path)
+        # without a readable atom list, names are not checked: that would only echo one error
+        names: Mapping[str, str | None] | None = roles if raw_atoms is not None else None
+        constraints = self._constraints(obj, path, names)
+        decision = None
+        if "decision" not in obj:
+            r.err("missing", path, "missing `decision`", help="every protocol has one decision")
+        else:
+            decision = self.expr(obj["decision"], join_path(path, "decision"), names)
+        requirements = self._requirements(obj, path, names)
+        grounding = self._grounding(obj, path, names)
+        if len(r.diags) > errors_before or name is None or decision is None:
+            return None
+        return ir.Protocol(
+            name,
+            text,
+            tuple(atoms.values()),
+            tuple(constraints),
+            decision,
+            tuple(requirements),
+            tuple(grounding),
+        )
+
+    def _atoms(
+        self, obj: dict, path: str
+    ) -> tuple[dict[str, ir.AtomDecl], dict[str, str | None], list | None]:
+        """Valid declarations, every declared name with its role if valid, the raw list."""
+        r = self.r
+        atoms: dict[str, ir.AtomDecl] = {}
+        roles: dict[str, str | None] = {}
+        raw_atoms = r.array(obj, "atoms", path)
+        ap = join_path(path, "atoms")
+        if raw_atoms is not None and len(raw_atoms) > r.limits.max_atoms:
+            r.limit(ap, "the number of atoms", len(raw_atoms), "max_atoms")
+            raw_atoms = None
+        first: dict[str, int] = {}
+        for i, p, a in r.objects(raw_atoms, ap, "an atom", ("name", "role", "description")):
+            an = r.name(a, "name", p, ATOM_NAME_RE)
+            role = r.string(a, "role", p)
+            desc = r.string(a, "description", p, required=False) or ""
+            if role is not None and role not in ir.ROLES:
+                r.err(
+                    "role",
+                    join_path(p, "role"),
+                    f"unknown role `{show(role)}`",
+                    help="a role is `judge`, `context` or `procedure`",
+                )
+                role = None
+            if an is None:
+                continue
+            if an in first:
+                r.err(
+                    "duplicate-atom",
+                    join_path(p, "name"),
+                    f"atom `{show(an)}` is declared twice",
+                    notes=(f"the first declaration is `{index_path(ap, first[an])}`",),
+                )
+                continue
+            first[an] = i
+            roles[an] = role
+            if role is not None:
+                atoms[an] = ir.AtomDecl(an, role, desc)
+        return atoms, roles, raw_atoms
+
+    def _unique(
+        self, seen: dict[str, int], name: str | None, i: int, at: tuple[str, str], what: str
+    ) -> None:
+        """Record where ``name`` is first declared; ``at`` is (list path, key of the name)."""
+        if name is None:
+            return
+        if name not in seen:
+            seen[name] = i
+            return
+        lp, key = at
+        self.r.err(
+            "duplicate-name",
+            join_path(index_path(lp, i), key),
+            f"{what} `{show(name)}` is declared twice",
+            notes=(f"the first is `{index_path(lp, seen[name])}`",),
+        )
+
+    def _constraints(
+        self, obj: dict, path: str, names: Mapping[str, str | None] | None
+    ) -> list[ir.Constraint]:
+        r = self.r
+        out = []
+        seen: dict[str, int] = {}
+        raw = r.array(obj, "constraints", path, required=False)
+        cp = join_path(path, "constraints")
+        for i, p, c in r.objects(raw, cp, "a constraint", ("name", "expr")):
+            cn = r.name(c, "name", p, ATOM_NAME_RE)
+            self._unique(seen, cn, i, (cp, "name"), "constraint")
+            if "expr" not in c:
+                r.err("missing", p, "missing `expr`")
+                continue
+            e = self.expr(c["expr"], join_path(p, "expr"), names)
+            if cn is not None and e is not None:
+                out.append(ir.Constraint(cn, e))
+        return out
+
+    def _requirements(
+        self, obj: dict, path: str, names: Mapping[str, str | None] | None
+    ) -> list[ir.Requirement]:
+        r = self.r
+        out = []
+        seen: dict[str, int] = {}
+        raw = r.array(obj, "requirements", path, required=False)
+        rp = join_path(path, "requirements")
+        known = ("id", "description", "expr", "addressed")
+        for i, p, q in r.objects(raw, rp, "a requirement", known):
+            rid = r.name(q, "id", p, ATOM_NAME_RE)
+            self._unique(seen, rid, i, (rp, "id"), "requirement")
+            desc = r.string(q, "description", p, required=False) or ""
+            if "expr" not in q:
+                r.err("missing", p, "missing `expr`")
+                continue
+            e = self.expr(q["expr"], join_path(p, "expr"), names)
+            addressed = None
+            if q.get("addressed") is not None:
+                addressed = self.expr(q["addressed"], join_path(p, "addressed"), names)
+                if addressed is None:
+                    continue
+            if rid is not None and e is not None:
+                out.append(ir.Requirement(rid, desc, e, addressed))
+        return out
+
+    def _grounding(
+        self, obj: dict, path: str, names: Mapping[str, str | None] | None
+    ) -> list[ir.GroundPair]:
+        r = self.r
+        out = []
+        raw = r.array(obj, "grounding", path, required=False)
+        gp = join_path(path, "grounding")
+        for _, p, g in r.objects(raw, gp, "a grounding pair", ("judge", "context")):
+            j = r.string(g, "judge", p)
+            c = r.string(g, "context", p)
+            for key, n in (("judge", j), ("context", c)):
+                if n is None or names is None:
+                    continue
+                if n not in names:
+                    unknown_atom(r, join_path(p, key), n, names)
+                elif names[n] is not None and names[n] != key:
+                    r.err(
+                        "ground-role",
+                        join_path(p, key),
+                        f"the {key} side of a grounding pair must be a `{key}` atom; "
+                        f"`{show(n)}` is a `{names[n]}` atom",
+                        help="a grounding pair is written judge ~ context",
+                    )
+            if j is not None and c is not None:
+                out.append(ir.GroundPair(j, c))
+        return out
+
+
+def protocol_from_json(
+    obj: Any,
+    path: str = "protocol",
+    file: str | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> ir.Protocol:
+    """Validate ``unmask.protocol/1`` IR; JSON paths in errors start at ``path``."""
+    r = JsonReader(file, limits)
+    p = IrReader(r).protocol(obj, path)
+    if p is None or r.diags:
+        raise r.failure()
+    return p
