@@ -13,12 +13,9 @@ rendered with the source line and a caret.
 
 from __future__ import annotations
 
-<<<<<<< HEAD
-=======
 import contextlib
 import json
 import os
->>>>>>> main
 import sys
 from dataclasses import replace
 
@@ -137,9 +134,9 @@ def compile_command(
     except UnmaskError as err:
         sys.exit(_fail(err, sources))
     if emit == "ir":
-        from unmask.irjson import dumps, protocol_to_json
+        from unmask.irjson import protocol_to_json
 
-        out = dumps(protocol_to_json(protocol)) + "\n"
+        out = json.dumps(protocol_to_json(protocol), indent=2, ensure_ascii=False) + "\n"
     else:
         try:
             from unmask import emit as emitter
