@@ -461,8 +461,7 @@ def test_explanations_are_minimal_by_brute_force(backend_name: str) -> None:
             (q.holds, req.expr) for q, req in zip(r.requirements, p.requirements, strict=True)
         ]
         queries += [
-            (g.result, mk_iff(A(pair.judge), A(pair.context)))
-            for g, pair in zip(r.grounding, p.grounding, strict=True)
+            (g.result, pair.query) for g, pair in zip(r.grounding, p.grounding, strict=True)
         ]
         for res, phi in queries:
             if res.status not in ("ENTAILED", "REFUTED"):

@@ -147,10 +147,7 @@ def expected_report(replay: Replay, table: Table) -> tuple[dict, dict[str, int]]
             )
             for r in p.requirements
         ],
-        "grounding": [
-            table.classify(evid, table.mask(Binary("iff", Atom(g.judge), Atom(g.context))))
-            for g in p.grounding
-        ],
+        "grounding": [table.classify(evid, table.mask(g.query)) for g in p.grounding],
     }
     outcomes = [outcome(out["verdict"])]
     for q, a in out["requirements"]:
@@ -234,7 +231,7 @@ def sweep_one(replay: Replay, backend: str) -> None:
         if req.addressed is not None:
             checks.append((r, "coverage_", evid, req.addressed, atoms_of(req.addressed)))
     for g, pair in zip(got["grounding"], p.grounding, strict=True):
-        q = Binary("iff", Atom(pair.judge), Atom(pair.context))
+        q = pair.query
         checks.append((g, "", evid, q, atoms_of(q)))
     for obj, prefix, base, phi, atoms in checks:
         status = obj["coverage" if prefix else "status"]

@@ -33,7 +33,7 @@ from unmask.ir import (
 )
 from unmask.ireval import closed_value, smart, substitute
 from unmask.irjson import dumps, expr_to_json
-from unmask.render.text import expr_text
+from unmask.irtext import expr_text
 
 DEEP = 6000  # far past Python's default recursion limit
 

@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterator
 
 from unmask.ir import CARD_OPS, KINDS, Card, Expr, Nary, Protocol, Table, mk_atom, mk_iff
+from unmask.irtext import expr_text
 
 VERDICT = "pass"  # the verdict variable V in both formats; `pass` is never an atom name
 _VERDICT_KEY = "$pass"  # the verdict's name inside the CNF encoder, as in the checker
@@ -108,7 +109,7 @@ def _has_card(e: Expr) -> bool:
 
 
 def _all_exprs(p: Protocol) -> Iterator[Expr]:
-    yield p.decision
+    yield from p.decision_exprs
     for c in p.constraints:
         yield c.expr
     for r in p.requirements:
@@ -149,8 +150,10 @@ def emit_smt2(protocol: Protocol) -> str:
             addressed = syms.take(f"addressed_{r.id}")
             out.append(f"(define-fun {addressed} () Bool {_smt_expr(r.addressed, names)})")
     for g in protocol.grounding:
-        label = syms.take(f"ground_{g.judge}_{g.context}")
-        out.append(f"(define-fun {label} () Bool (= {names[g.judge]} {names[g.context]}))")
+        label = syms.take(f"ground_{expr_text(g.judge)}_{expr_text(g.context)}")
+        op = "=>" if g.direction == "~>" else "="
+        sides = f"{_smt_expr(g.judge, names)} {_smt_expr(g.context, names)}"
+        out.append(f"(define-fun {label} () Bool ({op} {sides}))")
     out.append("(check-sat)")
     return "\n".join(out) + "\n"
 

@@ -21,7 +21,10 @@ CARD_OPS = ("atleast", "atmost", "exactly")
 NARY_OPS = ("and", "or", "xor")
 BINARY_OPS = ("implies", "iff")
 # every kind of node a table must cover: the leaves, then each operator
-KINDS = ("const", "atom", "not", *NARY_OPS, *BINARY_OPS, *CARD_OPS)
+KINDS = ("const", "atom", "ref", "not", *NARY_OPS, *BINARY_OPS, *CARD_OPS)
+# the verdict labels of a protocol without a `verdict` statement
+BINARY_LABELS = ("PASS", "FAIL")
+DIRECTIONS = ("~", "~>")
 # binding strength in `.proto` syntax, loosest first (cardinalities are written as calls)
 PRECEDENCE = {"iff": 1, "implies": 2, "or": 3, "xor": 4, "and": 5, "not": 6}
 
@@ -61,6 +64,17 @@ class Atom:
     name: str
     span: Span | None = _loc()
     kind: ClassVar[str] = "atom"
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """A use of a definition (``define NAME = EXPR``): it means ``body`` and is shown as
+    ``name`` (the ground name as written: ``all_said``, or ``ok(cto)`` for a family)."""
+
+    name: str
+    body: Expr
+    span: Span | None = _loc()
+    kind: ClassVar[str] = "ref"
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,11 +125,12 @@ class Card:
         return self.op
 
 
-Expr = Const | Atom | Not | Nary | Binary | Card
+Expr = Const | Atom | Ref | Not | Nary | Binary | Card
 # the node class of each kind (a table may key an entry by class to cover all its kinds)
 KIND_CLASS: dict[str, type] = {
     "const": Const,
     "atom": Atom,
+    "ref": Ref,
     "not": Not,
     **dict.fromkeys(NARY_OPS, Nary),
     **dict.fromkeys(BINARY_OPS, Binary),
@@ -131,6 +146,11 @@ def mk_const(value: bool, span: Span | None = None) -> Const:
 
 def mk_atom(name: str, span: Span | None = None) -> Atom:
     return Atom(name, span)
+
+
+def mk_ref(name: str, body: Expr, span: Span | None = None) -> Ref:
+    # kept even when the body is a constant: reports show expressions as written
+    return Ref(name, body, span)
 
 
 def mk_not(arg: Expr, span: Span | None = None) -> Expr:
@@ -268,6 +288,8 @@ def children(e: Expr) -> tuple[Expr, ...]:
         return (e.arg,)  # type: ignore[union-attr]
     if cls is Binary:
         return (e.left, e.right)  # type: ignore[union-attr]
+    if cls is Ref:
+        return (e.body,)  # type: ignore[union-attr]
     return ()
 
 
@@ -301,6 +323,10 @@ def fold(expr: Expr, step: Callable[[Expr, list[T]], T], memo: Memo | None = Non
     return memo[id(expr)][1]
 
 
+def _body_value(_context: Any, _node: Any, values: list[Any]) -> Any:
+    return values[0]
+
+
 class MissingEntry(TypeError):
     """A table lacks an entry for some kind of node (a programming error, found at import)."""
 
@@ -314,7 +340,8 @@ class Table(Generic[T]):
     ``entries`` maps a kind (``"atom"``, ``"and"``, ``"atleast"``…) or a node class (which
     covers all its kinds) to ``entry(context, node, values of its children)``. Every kind
     in ``KINDS`` must be covered: a missing one is an error when the table is built, not a
-    silent fall-through when a formula happens to use it.
+    silent fall-through when a formula happens to use it. The one default is ``ref``: a
+    definition means its body, so a table that does not print names gets the body's value.
     """
 
     def __init__(self, target: str, entries: Mapping[str | type, Entry]) -> None:
@@ -322,6 +349,8 @@ class Table(Generic[T]):
         by_kind: dict[str, Entry] = {}
         for kind in KINDS:
             entry = entries.get(kind) or entries.get(KIND_CLASS[kind])
+            if entry is None and kind == "ref":
+                entry = _body_value
             if entry is None:
                 raise MissingEntry(f"the {target} table has no entry for `{kind}`")
             by_kind[kind] = entry
@@ -431,23 +460,103 @@ class Requirement:
 
 @dataclass(frozen=True, slots=True)
 class GroundPair:
-    judge: str
-    context: str
+    """``ground JUDGE ~ CONTEXT`` (``direction`` ``~``, checked as iff) or ``~>`` (one way,
+    checked as implies). Each side is an expression; an atom name given as a string is
+    taken as that atom, so ``GroundPair("j", "c")`` still means what it always did."""
+
+    judge: Expr
+    context: Expr
+    span: Span | None = _loc()
+    direction: str = "~"
+
+    def __post_init__(self) -> None:
+        for side in ("judge", "context"):
+            value = getattr(self, side)
+            if isinstance(value, str):
+                object.__setattr__(self, side, Atom(value))
+        if self.direction not in DIRECTIONS:
+            raise ValueError(f"not a grounding direction: {self.direction}")
+
+    @property
+    def query(self) -> Expr:
+        """What the check asks of the evidence: JUDGE iff CONTEXT, or JUDGE implies CONTEXT."""
+        if self.direction == "~>":
+            return mk_implies(self.judge, self.context)
+        return mk_iff(self.judge, self.context)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """``decision LABEL iff EXPR``; ``expr`` is None for ``decision LABEL otherwise``."""
+
+    label: str
+    expr: Expr | None
+    span: Span | None = _loc()
+
+
+@dataclass(frozen=True, slots=True)
+class Definition:
+    """``define NAME = EXPR`` at one ground name (``ok(cto)`` for a family definition)."""
+
+    name: str
+    expr: Expr
     span: Span | None = _loc()
 
 
 @dataclass(frozen=True, slots=True)
 class Protocol:
-    """A ground protocol (the ``unmask.protocol/1`` form of ``unmask.irjson``)."""
+    """A ground protocol (the ``unmask.protocol/1`` form of ``unmask.irjson``).
+
+    Two shapes: a *binary* protocol (no ``verdict`` statement) has ``decision`` D, labels
+    PASS and FAIL, and no ``decisions``; a protocol that declares its labels has
+    ``decision`` None and one ``Decision`` per label in ``decisions``, in declaration order.
+    ``decision_for(label)`` answers D_L for either shape.
+    """
 
     name: str
     text: str
     atoms: tuple[AtomDecl, ...]
     constraints: tuple[Constraint, ...]
-    decision: Expr
+    decision: Expr | None
     requirements: tuple[Requirement, ...]
     grounding: tuple[GroundPair, ...]
     span: Span | None = _loc()
+    labels: tuple[str, ...] = BINARY_LABELS
+    decisions: tuple[Decision, ...] = ()
+    definitions: tuple[Definition, ...] = ()
+
+    @property
+    def declared_labels(self) -> bool:
+        return bool(self.decisions)
+
+    def decision_for(self, label: str) -> Expr:
+        """D_L: the condition under which ``label`` is the verdict (``otherwise`` is the
+        negation of every other label's decision)."""
+        if not self.decisions:
+            assert self.decision is not None
+            if label == BINARY_LABELS[0]:
+                return self.decision
+            if label == BINARY_LABELS[1]:
+                return mk_not(self.decision)
+            raise KeyError(label)
+        found = None
+        for d in self.decisions:
+            if d.label == label:
+                found = d
+        if found is None:
+            raise KeyError(label)
+        if found.expr is not None:
+            return found.expr
+        return mk_not(
+            mk_or(d.expr for d in self.decisions if d.label != label and d.expr is not None)
+        )
+
+    @property
+    def decision_exprs(self) -> tuple[Expr, ...]:
+        """Every decision expression as written (``otherwise`` has none)."""
+        if not self.decisions:
+            return () if self.decision is None else (self.decision,)
+        return tuple(d.expr for d in self.decisions if d.expr is not None)
 
     def atom(self, name: str) -> AtomDecl | None:
         for a in self.atoms:

@@ -1,10 +1,15 @@
 """Writing the ground IR as JSON.
 
-Contract: ``protocol_to_json`` gives the fixed ``unmask.protocol/1`` form with keys in a
-fixed order (schema, name, text, atoms, constraints, decision, requirements, grounding);
-``expr_to_json`` the expression form, and ``dumps`` prints either as indented JSON text,
-both without recursion (expressions may be deep). Reading
-JSON back, with validation and JSON paths in every error, lives in ``unmask.replay``.
+Contract: ``protocol_to_json`` gives the ``unmask.protocol/1`` form with keys in a fixed
+order (schema, name, text, atoms, constraints, decision, requirements, grounding). A protocol
+that uses nothing but the binary form is written exactly as before labels existed; a
+protocol that declares labels writes ``labels`` and ``decisions`` where a binary one writes
+``decision``; definitions are listed in ``definitions`` (after ``atoms``) and referred to as
+``{"def": NAME}``; a grounding side that is not a single atom is an expression object, and
+a one-way pair adds ``"direction": "~>"``. ``expr_to_json`` gives the expression form, and
+``dumps`` prints either as indented JSON text, both without recursion (expressions may be
+deep). Reading JSON back, with validation and JSON paths in every error, is
+``unmask.irjson_reader``.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from unmask.ir import Binary, Card, Expr, Nary, Protocol, Table
+from unmask.ir import Atom, Binary, Card, Expr, GroundPair, Nary, Protocol, Table
 
 PROTOCOL_SCHEMA = "unmask.protocol/1"
 
@@ -21,6 +26,8 @@ _JSON: Table[dict[str, Any]] = Table(
     {
         "atom": lambda _, e, v: {"atom": e.name},
         "const": lambda _, e, v: {"const": e.value},
+        # a definition is written once, in `definitions`; a use names it
+        "ref": lambda _, e, v: {"def": e.name},
         "not": lambda _, e, v: {"op": "not", "args": v},
         Nary: lambda _, e, v: {"op": e.op, "args": v},
         Binary: lambda _, e, v: {"op": e.op, "args": v},
@@ -67,22 +74,46 @@ def dumps(value: Any, indent: int = 2) -> str:
     return "".join(out)
 
 
+def _side(e: Expr) -> str | dict[str, Any]:
+    return e.name if isinstance(e, Atom) else expr_to_json(e)
+
+
+def _ground_to_json(g: GroundPair) -> dict[str, Any]:
+    out: dict[str, Any] = {"judge": _side(g.judge), "context": _side(g.context)}
+    if g.direction != "~":
+        out["direction"] = g.direction
+    return out
+
+
 def protocol_to_json(p: Protocol) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         "schema": PROTOCOL_SCHEMA,
         "name": p.name,
         "text": p.text,
         "atoms": [{"name": a.name, "role": a.role, "description": a.description} for a in p.atoms],
-        "constraints": [{"name": c.name, "expr": expr_to_json(c.expr)} for c in p.constraints],
-        "decision": expr_to_json(p.decision),
-        "requirements": [
-            {
-                "id": r.id,
-                "description": r.description,
-                "expr": expr_to_json(r.expr),
-                "addressed": None if r.addressed is None else expr_to_json(r.addressed),
-            }
-            for r in p.requirements
-        ],
-        "grounding": [{"judge": g.judge, "context": g.context} for g in p.grounding],
     }
+    if p.definitions:
+        out["definitions"] = [{"name": d.name, "expr": expr_to_json(d.expr)} for d in p.definitions]
+    out["constraints"] = [{"name": c.name, "expr": expr_to_json(c.expr)} for c in p.constraints]
+    if p.declared_labels:
+        out["labels"] = list(p.labels)
+        out["decisions"] = [
+            {"label": d.label, "otherwise": True}
+            if d.expr is None
+            else {"label": d.label, "expr": expr_to_json(d.expr)}
+            for d in p.decisions
+        ]
+    else:
+        assert p.decision is not None
+        out["decision"] = expr_to_json(p.decision)
+    out["requirements"] = [
+        {
+            "id": r.id,
+            "description": r.description,
+            "expr": expr_to_json(r.expr),
+            "addressed": None if r.addressed is None else expr_to_json(r.addressed),
+        }
+        for r in p.requirements
+    ]
+    out["grounding"] = [_ground_to_json(g) for g in p.grounding]
+    return out

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from unmask.ir import PRECEDENCE, Binary, Card, Expr, Nary, Table, depth
+from unmask.irtext import expr_text
 from unmask.render.safe import printable
 from unmask.report import (
     BASE_NAMES,
@@ -35,56 +35,6 @@ from unmask.report import (
 
 _COLOURS = {SATISFIED: "green", OK: "green", VIOLATED: "red"}
 _QUOTE_MAX = 160
-
-
-_MAX_SHOWN_DEPTH = 60
-
-
-def expr_text(e: Expr, parent: int = 0) -> str:
-    """The expression in ``.proto`` syntax (for showing the decision or a constraint)."""
-    if parent == 0 and depth(e) > _MAX_SHOWN_DEPTH:
-        return f"(an expression nested {depth(e)} deep, not shown)"
-    return _expr_text(e, parent)
-
-
-# a printed subexpression and how tightly it binds (atoms, constants and calls never need
-# parentheses)
-_Text = tuple[str, int]
-_ATOMIC = max(PRECEDENCE.values()) + 1
-
-
-def _wrap(sub: _Text, parent: int) -> str:
-    text, prec = sub
-    return f"({text})" if prec < parent else text
-
-
-def _nary_text(_: None, e: Nary, v: list[_Text]) -> _Text:
-    prec = PRECEDENCE[e.op]
-    return f" {e.op} ".join(_wrap(a, prec + 1) for a in v), prec
-
-
-def _binary_text(_: None, e: Binary, v: list[_Text]) -> _Text:
-    prec = PRECEDENCE[e.op]
-    # implies groups to the right, so its right side needs no parentheses at its own level
-    right = _wrap(v[1], prec if e.op == "implies" else prec + 1)
-    return f"{_wrap(v[0], prec + 1)} {e.op} {right}", prec
-
-
-_TEXT: Table[_Text] = Table(
-    "text",
-    {
-        "const": lambda _, e, v: ("true" if e.value else "false", _ATOMIC),
-        "atom": lambda _, e, v: (e.name, _ATOMIC),
-        "not": lambda _, e, v: ("not " + _wrap(v[0], PRECEDENCE["not"]), PRECEDENCE["not"]),
-        Nary: _nary_text,
-        Binary: _binary_text,
-        Card: lambda _, e, v: (f"{e.op}({e.k}, {', '.join(t for t, _ in v)})", _ATOMIC),
-    },
-)
-
-
-def _expr_text(e: Expr, parent: int) -> str:
-    return _wrap(_TEXT(e), parent)
 
 
 def _short(text: str) -> str:

@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
+from unmask.irtext import expr_text
+
 # re-exported: formats read the view, the output policy and the dimension order from here
 from unmask.render.safe import clean as clean
-from unmask.render.text import expr_text
 from unmask.report import (
     DIMENSIONS as DIMENSIONS,
 )
