@@ -34,7 +34,8 @@ from typing import Any
 
 from unmask.backends.base import Backend, Part, Result, Sat, Session, Unknown, Unsat
 from unmask.backends.pysat_core import DEFAULT_SOLVER, Incremental, resolve_solver
-from unmask.ir import Atom, Binary, Card, Const, Expr, Memo, Nary, Table, children, iter_atoms, size
+from unmask.backends.refold import Refold
+from unmask.ir import Const, Expr, iter_atoms, size
 from unmask.ireval import closed_value, literal, substitute, truth_mask
 
 # above this many unpinned atoms a slice goes to the SAT solver (measured: docs/performance.md)
@@ -44,7 +45,6 @@ QUERY_ENUM_MAX = 4  # a query alone with this few unpinned atoms is decided by e
 # and its formulas' nodes times the number of assignments stay within the budget
 ENUM_MAX_ATOMS = 6
 ENUM_BUDGET = 512
-CHUNK = 16  # the widest and/or/xor a part keeps for re-folding (wider ones are nested)
 
 Pins = dict[str, tuple[bool, int]]  # atom -> (its value, the unit part pinning it)
 
@@ -90,113 +90,6 @@ class _Ask:
         return {*self.unpinned, *(n for n in self.assume if n not in self.pins)}
 
 
-def _nest(op: str, args: list[Expr]) -> Nary:
-    while len(args) > CHUNK:
-        args = [Nary(op, tuple(args[k : k + CHUNK])) for k in range(0, len(args), CHUNK)]
-    return Nary(op, tuple(args))
-
-
-def _same(e: Expr, v: list[Expr]) -> bool:
-    return all(a is b for a, b in zip(children(e), v, strict=True))
-
-
-_NESTED: Table[Expr] = Table(
-    "nesting",
-    {
-        "const": lambda _, e, v: e,
-        "atom": lambda _, e, v: e,
-        "not": lambda _, e, v: e if _same(e, v) else type(e)(v[0]),
-        Nary: lambda _, e, v: (
-            _nest(e.op, v) if len(v) > CHUNK else e if _same(e, v) else Nary(e.op, tuple(v))
-        ),
-        Binary: lambda _, e, v: e if _same(e, v) else Binary(e.op, v[0], v[1]),
-        Card: lambda _, e, v: e if _same(e, v) else Card(e.op, e.k, tuple(v)),
-    },
-)
-
-
-class _Overlay(dict):  # type: ignore[type-arg]
-    """A fold memo over a reference one: entries outside ``stale`` are read from it."""
-
-    __slots__ = ("base", "stale")
-
-    def __init__(self, base: Memo, stale: set[int]) -> None:
-        super().__init__()
-        self.base, self.stale = base, stale
-
-    def get(self, key: int, default: Any = None) -> Any:
-        got = dict.get(self, key)
-        if got is None and key not in self.stale:
-            got = self.base.get(key)
-        return default if got is None else got
-
-    def __contains__(self, key: object) -> bool:
-        return self.get(key) is not None
-
-    def __getitem__(self, key: int) -> Any:
-        got = self.get(key)
-        if got is None:
-            raise KeyError(key)
-        return got
-
-
-class _View:
-    """A non-unit part substituted with every fact of a satisfiable base (the reference),
-    ready to be re-folded above the few atoms a check changes."""
-
-    __slots__ = (
-        "atoms",
-        "expr",
-        "free",
-        "leaves",
-        "memo",
-        "parents",
-        "pin_labels",
-        "pinned",
-        "pinned_by",
-    )
-
-    def __init__(self, expr: Expr, atoms: tuple[str, ...], ref: Pins, labels: list[str]):
-        self.expr = _NESTED(expr)
-        self.atoms = frozenset(atoms)
-        self.free = tuple(a for a in atoms if a not in ref)
-        self.pinned = tuple(a for a in atoms if a in ref)
-        self.pinned_by: dict[str, list[str]] = {}  # a fact's label -> the atoms it pins here
-        for a in self.pinned:
-            self.pinned_by.setdefault(labels[ref[a][1]], []).append(a)
-        self.pin_labels = frozenset(self.pinned_by)
-        self.parents: dict[int, list[Expr]] = {}
-        self.leaves: dict[str, list[int]] = {}
-        seen: set[int] = set()
-        stack = [self.expr]
-        while stack:
-            node = stack.pop()
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            if isinstance(node, Atom):
-                self.leaves.setdefault(node.name, []).append(id(node))
-            for c in children(node):
-                self.parents.setdefault(id(c), []).append(node)
-                stack.append(c)
-        self.memo: Memo = {}
-        substitute(self.expr, {a: v for a, (v, _) in ref.items() if a in self.atoms}, self.memo)
-
-    def residual(self, ask: _Ask, changed: set[str]) -> Expr:
-        """The part with the check's values put in, re-folding only above ``changed``."""
-        touched = [a for a in changed if a in self.atoms]
-        if not touched:
-            return self.memo[id(self.expr)][1]
-        stale: set[int] = set()
-        stack = [k for a in touched for k in self.leaves.get(a, ())]
-        while stack:
-            k = stack.pop()
-            if k not in stale:
-                stale.add(k)
-                stack.extend(id(p) for p in self.parents.get(k, ()))
-        return substitute(self.expr, ask, _Overlay(self.memo, stale))
-
-
 class SlicedBackend(Backend):
     name = "sliced"
 
@@ -238,7 +131,7 @@ class SlicedSession(Session):
                     self.by_atom.setdefault(n, []).append(i)
         self.base_sat: bool | None = None
         self._ref: Pins | None = None  # every fact's pin, once the base is known satisfiable
-        self._views: dict[int, _View] = {}
+        self._views: dict[int, Refold] = {}
         self.folds = 0  # parts substituted in full (a reference, or outside one)
         self._query_atoms: dict[int, tuple[Expr, tuple[str, ...]]] = {}
         self._sat: _Incremental | None = None
@@ -289,7 +182,7 @@ class SlicedSession(Session):
                 return self._core({i, have[1]})
         return None
 
-    def _view(self, i: int) -> _View:
+    def _view(self, i: int) -> Refold:
         view = self._views.get(i)
         if view is None:
             if self._ref is None:
@@ -299,7 +192,7 @@ class SlicedSession(Session):
                 for name, units in self.units_of.items():
                     self._ref[name] = (self.units[units[0]][1], units[0])  # type: ignore[index]
             self.folds += 1
-            view = self._views[i] = _View(
+            view = self._views[i] = Refold(
                 self.parts[i].expr, self.part_atoms[i], self._ref, self.labels
             )
         return view
@@ -408,40 +301,6 @@ class SlicedSession(Session):
         names.update(dict.fromkeys(want))
         free = [n for n in names if n not in pins]
         return self._decide(_Ask(comp, pins, query, assume, want), free, guess=True)
-
-    # --- deciding ---------------------------------------------------------------------------
-
-    def _decide(self, ask: _Ask, free: list[str], guess: bool = False) -> Result:
-        for name, value in ask.assume.items():
-            pin = ask.pins.get(name)
-            if pin is not None and pin[0] != value:
-                return self._core({pin[1]})
-        unpinned = [n for n in free if n not in ask.assume]
-        if len(unpinned) <= TT_MAX_ATOMS:
-            return self._table(ask)
-        # a base's own consistency is usually shown by a trivial model; for a slice's query
-        # the guess mostly fails and would only add two linear passes to the solver's work
-        if guess:
-            guessed = self._guess(ask, unpinned)
-            if guessed is not None:
-                return guessed
-        if self._sat is None:
-            self._sat = _Incremental(self, self.solver_name)
-        return self._sat.check(ask, self.timeout_ms)
-
-    def _guess(self, ask: _Ask, unpinned: list[str]) -> Sat | None:
-        """A model with every unpinned atom false, or every one true, if either is one:
-        a linear-time proof of satisfiability that spares building a solver."""
-        exprs = [self.parts[i].expr for i in ask.comp]
-        if ask.query is not None:
-            exprs.append(ask.query)
-        for value in (False, True):
-            env = {n: v for n, (v, _) in ask.pins.items()}
-            env.update(ask.assume)
-            env.update(dict.fromkeys(unpinned, value))
-            if all(closed_value(e, env) for e in exprs):
-                return Sat({n: env.get(n, False) for n in ask.want})
-        return None
 
     def _on(self, i: int, en: set[str] | None) -> bool:
         return en is None or self.labels[i] in en
