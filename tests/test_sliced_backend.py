@@ -118,7 +118,7 @@ def test_inconsistent_base_is_answered_on_every_part():
 
 def _all_supported(n: int):
     """A factual-claims replay with ``n`` claims, every one supported by judge and context."""
-    from unmask.bench import PROTOCOL_TEXT, factual_protocol
+    from unmask.bench.workload import PROTOCOL_TEXT, factual_protocol
 
     texts: dict[str, list[str]] = {"rationale": [], "context": [], "response": []}
     annotations = []
