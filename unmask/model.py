@@ -35,6 +35,38 @@ class Evidence:
     quote: str
 
 
+PROVENANCE_KINDS = ("human", "rule", "model", "gold")
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """Who made an annotation (``by``); an annotation without one is a reviewed human one."""
+
+    kind: str  # human | rule | model | gold
+    name: str = ""
+    reviewed_flag: bool | None = None  # as given; None when the replay does not say
+
+    @property
+    def reviewed(self) -> bool:
+        # a person's annotation (or a value read off the gold label) is taken as reviewed
+        # unless it says otherwise; a rule's or a model's is not, unless it says so
+        if self.reviewed_flag is not None:
+            return self.reviewed_flag
+        return self.kind in ("human", "gold")
+
+    @property
+    def gold_derived(self) -> bool:
+        return self.kind == "gold"
+
+    def to_json(self) -> dict:
+        out: dict = {"kind": self.kind}
+        if self.name:
+            out["name"] = self.name
+        if self.reviewed_flag is not None:
+            out["reviewed"] = self.reviewed_flag
+        return out
+
+
 @dataclass(frozen=True, slots=True)
 class Annotation:
     atom: str
@@ -42,6 +74,7 @@ class Annotation:
     evidence: tuple[Evidence, ...] = ()
     explanation: str = ""
     index: int = 0  # position in the replay's `annotations` list, for JSON paths
+    by: Provenance | None = None  # None: a reviewed human annotation
 
 
 @dataclass(frozen=True, slots=True)
