@@ -1,6 +1,7 @@
 """The shipped examples: every replay validates, every one has expected results in
-``examples/expected.json``, and those expectations agree with SPEC section 4 computed here
-by brute force over every completion of the unknown atoms (independent of any solver)."""
+``tests/data/examples_expected.json``, and those expectations agree with the semantics of a
+check computed here by brute force over every completion of the unknown atoms (independent
+of any solver)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from unmask.model import Replay
 from unmask.replay import load_replay
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-REPLAYS = sorted(p.name for p in EXAMPLES.glob("*.json") if p.name != "expected.json")
-EXPECTED = json.loads((EXAMPLES / "expected.json").read_text(encoding="utf-8"))
+REPLAYS = sorted(p.name for p in EXAMPLES.glob("*.json"))
+EXPECTED = json.loads(
+    (EXAMPLES.parent / "tests" / "data" / "examples_expected.json").read_text(encoding="utf-8")
+)
 V = "\0verdict"  # cannot clash with an atom name
 
 

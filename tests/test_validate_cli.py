@@ -144,10 +144,10 @@ def test_lone_surrogate_in_the_id_is_printed_safely(tmp_path):
     assert res.stdout.startswith("case-\\ud800: valid")
 
 
-def test_a_directory_is_invalid_input_not_usage(tmp_path):
+def test_an_empty_directory_is_invalid_input_not_usage(tmp_path):
     res = run(str(tmp_path))
     assert res.exit_code == 4
-    assert "is a directory, not a regular file" in res.stderr
+    assert "no replay found in" in res.stderr
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")
@@ -174,3 +174,27 @@ def test_protocol_path_option_and_environment_variable_reach_the_limits(tmp_path
     assert res.exit_code == 0
     assert res.stdout.split() == [str(a.resolve()), str(b.resolve()), str(c.resolve())]
     assert CliRunner().invoke(cmd, ["--protocol-path", str(tmp_path / "nope")]).exit_code == 2
+
+
+def test_many_paths_folders_and_json_lines_are_validated_with_a_summary(tmp_path, examples_dir):
+    good = json.loads((examples_dir / "case_a.json").read_text(encoding="utf-8"))
+    bad = dict(good, verdict="MAYBE")
+    lines = tmp_path / "batch.jsonl"
+    # a record's protocol path resolves beside the JSON Lines file
+    (tmp_path / "factual_claims.proto").write_text(
+        (examples_dir / "factual_claims.proto").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    lines.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n", encoding="utf-8")
+    res = run(str(examples_dir / "case_b.json"), str(examples_dir), str(lines))
+    assert res.exit_code == 4
+    out = res.stdout.splitlines()
+    assert out[-1] == "validated 10 replays: 9 valid, 1 invalid"
+    assert any(x.startswith(f"{lines}:1: case-a: valid") for x in out)
+    assert f"{lines}:2: invalid" in res.stderr
+    assert "`MAYBE`" in res.stderr
+
+
+def test_many_valid_paths_exit_0(examples_dir):
+    res = run(str(examples_dir / "case_a.json"), str(examples_dir / "case_c.json"))
+    assert res.exit_code == 0, res.stderr
+    assert res.stdout.splitlines()[-1] == "validated 2 replays: 2 valid, 0 invalid"

@@ -1,39 +1,82 @@
-"""`unmask validate REPLAY.json`: validation alone, no solver.
+"""`unmask validate PATH...`: validation alone, no solver.
 
-Contract: exit 0 and one summary line on stdout for a valid replay (warnings, if any, on
-stderr); exit 4 with every diagnostic on stderr for invalid input, including a file that
-is missing, unreadable, a directory or not a regular file; exit 2 for usage errors (click's
-own).
+Contract: PATH is a replay file, a folder (walked as `unmask audit` walks it: `*.json` and
+`*.jsonl`, never leaving the folder), a JSON Lines file (one replay per line) or `-`
+(JSON Lines on stdin). Each valid replay gets one line on stdout (`ID: valid (…)`); each
+invalid one every diagnostic on stderr, under its location; warnings go to stderr and do
+not fail. With more than one replay, a last line on stdout counts them. Exit 0 when every
+replay is valid; 4 when any is invalid, when a path is missing, unreadable or not a
+regular file, or when the paths hold no replay at all; 2 for usage errors (click's own).
 """
 
 from __future__ import annotations
 
+import os
+
 import click
 
+from unmask import exitcodes
 from unmask.diagnostics import UnmaskError, render_all
 from unmask.jsonload import show
 from unmask.limits import Limits, click_options
 
-EXIT_INVALID = 4
 
-
-@click.command("validate")
-# a plain string: the reader refuses what is not a readable regular file (exit 4, not usage)
-@click.argument("replay", metavar="REPLAY.json")
-@click_options
-def command(replay: str, limits: Limits) -> None:
-    """Validate a replay without solving."""
-    from unmask.replay import load_replay, render_error
-
-    try:
-        r = load_replay(replay, limits)
-    except UnmaskError as exc:
-        click.echo(render_error(exc), err=True)
-        raise SystemExit(EXIT_INVALID) from None
-    if r.warnings:
-        click.echo(render_all(r.warnings), err=True)
+def _line(r) -> str:  # type: ignore[no-untyped-def]
     n_atoms = len(r.protocol.atoms)
-    click.echo(
+    return (
         f"{show(r.id, 200)}: valid ({n_atoms} atoms, {len(r.annotations)} annotations, "
         f"{len(r.unannotated)} unannotated)"
     )
+
+
+def _single(path: str) -> bool:
+    from unmask.batch.inputs import STDIN, is_jsonl
+
+    return path != STDIN and not os.path.isdir(path) and not is_jsonl(path)
+
+
+@click.command("validate")
+# plain strings: the reader refuses what is not a readable regular file (exit 4, not usage)
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True)
+@click_options
+def command(paths: tuple[str, ...], limits: Limits) -> None:
+    """Validate replays (files, folders, JSON Lines) without solving."""
+    from unmask.replay import load_replay, render_error
+
+    if len(paths) == 1 and _single(paths[0]):
+        try:
+            r = load_replay(paths[0], limits)
+        except UnmaskError as exc:
+            click.echo(render_error(exc), err=True)
+            raise SystemExit(exitcodes.INVALID) from None
+        if r.warnings:
+            click.echo(render_all(r.warnings), err=True)
+        click.echo(_line(r))
+        return
+    from unmask.batch.inputs import iter_tasks
+    from unmask.batch.run import load_task
+
+    valid = invalid = 0
+    for task in iter_tasks(paths, limits):
+        try:
+            r = load_task(task, limits)
+        except UnmaskError as exc:
+            invalid += 1
+            click.echo(f"{show(task.location, 300)}: invalid", err=True)
+            click.echo(render_error(exc), err=True)
+            continue
+        valid += 1
+        if r.warnings:
+            click.echo(render_all(r.warnings), err=True)
+        click.echo(f"{show(task.location, 300)}: {_line(r)}")
+    total = valid + invalid
+    if total == 0:
+        click.echo(
+            "error: no replay found in " + ", ".join(f"`{show(p)}`" for p in paths), err=True
+        )
+        raise SystemExit(exitcodes.INVALID)
+    click.echo(
+        f"validated {total} replay{'s' if total != 1 else ''}: {valid} valid, {invalid} invalid"
+    )
+    if invalid:
+        raise SystemExit(exitcodes.INVALID)
