@@ -1,0 +1,231 @@
+"""`unmask next PATH...`: which open checks remain, and which annotations would settle them.
+
+Contract: each PATH is a replay file, a directory of replays, a JSON Lines file of replays, or
+an audit's results file (``unmask audit --out``: JSON Lines of reports, each replay re-read
+from its ``location``, relative to ``--root``, default the working directory; error records
+are listed as not checked). One replay file gives that replay's open checks, what each depends
+on, and its to-do list; anything else gives every replay's and one to-do list grouped by
+protocol and atom. ``--format text|json``; ``--backend`` (default sliced) changes nothing but
+speed. Exit status: 0 no check is open; 1 some check is open (an annotation could settle it);
+3 nothing is open but some check is unsettled for another reason (a timeout, an inconsistent
+base, a translation that is not valid); 4 some replay is invalid or could not be re-read (the
+rest are still reported); 2 usage.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+from typing import Any
+
+import click
+
+from unmask.commands._options import timeout_option
+from unmask.diagnostics import Diagnostic, UnmaskError, render_all
+from unmask.limits import Limits, click_options
+
+DEFAULT_BACKEND = "sliced"  # the audit's default: docs/performance.md
+EXIT_OPEN = 1
+EXIT_USAGE = 2
+EXIT_UNSETTLED = 3
+EXIT_INVALID = 4
+BATCH_SCHEMA = "unmask.next-batch/1"
+_RESULT_SCHEMAS = ("unmask.report/1", "unmask.error/1")
+_PEEK = 1 << 20
+
+
+def _is_results(path: str) -> bool:
+    """A JSON Lines file whose first record is an audit result line (has a location)."""
+    if not path.endswith(".jsonl") or not os.path.isfile(path):
+        return False
+    try:
+        with open(path, "rb") as fh:
+            for _ in range(1000):
+                raw = fh.readline(_PEEK)
+                if not raw:
+                    return False
+                if raw.strip():
+                    obj = json.loads(raw.decode("utf-8-sig"))
+                    return (
+                        isinstance(obj, dict)
+                        and obj.get("schema") in _RESULT_SCHEMAS
+                        and isinstance(obj.get("location"), str)
+                    )
+    except (OSError, ValueError, RecursionError):
+        return False
+    return False
+
+
+def _task_at(location: str, root: str, limits: Limits):
+    """The audit task a result line's ``location`` names, or an ``UnmaskError``."""
+    from unmask.batch.inputs import STDIN_LABEL, Task, iter_tasks
+
+    def missing() -> UnmaskError:
+        return UnmaskError(
+            [
+                Diagnostic(
+                    "location",
+                    f"cannot re-read `{location}`: no such replay",
+                    help="run `unmask next` where the audit ran, or give that folder as --root",
+                )
+            ]
+        )
+
+    if location.startswith(STDIN_LABEL):
+        raise UnmaskError(
+            [Diagnostic("location", f"cannot re-read `{location}`: the audit read it from stdin")]
+        )
+    whole = os.path.join(root, location)
+    if os.path.isfile(whole) and not whole.endswith(".jsonl"):
+        return Task(location, whole)
+    file, sep, line = location.rpartition(":")
+    if not sep or not line.isdigit():
+        raise missing()
+    path = os.path.join(root, file)
+    if not os.path.isfile(path):
+        raise missing()
+    for task in iter_tasks([path], limits):
+        if task.line == int(line):
+            return dataclasses.replace(task, location=location)
+    raise missing()
+
+
+def _replays(paths: tuple[str, ...], root: str, limits: Limits):
+    """(location, replay or UnmaskError, note) for every replay the paths name, in order."""
+    from unmask.batch.inputs import iter_tasks
+    from unmask.batch.run import load_task
+
+    for path in paths:
+        if _is_results(path):
+            with open(path, "rb") as fh:
+                for n, raw in enumerate(fh, 1):
+                    if not raw.strip():
+                        continue
+                    try:
+                        obj = json.loads(raw.decode("utf-8-sig" if n == 1 else "utf-8"))
+                    except (ValueError, RecursionError):
+                        d = Diagnostic("bad-results", f"{path}:{n}: not a result line")
+                        yield f"{path}:{n}", UnmaskError([d]), None
+                        continue
+                    location = obj.get("location") if isinstance(obj, dict) else None
+                    if not isinstance(location, str):
+                        d = Diagnostic(
+                            "bad-results", f"{path}:{n}: a result line without `location`"
+                        )
+                        yield f"{path}:{n}", UnmaskError([d]), None
+                        continue
+                    if obj.get("schema") == "unmask.error/1":
+                        yield location, None, "the audit could not check it"
+                        continue
+                    try:
+                        yield location, load_task(_task_at(location, root, limits), limits), None
+                    except UnmaskError as exc:
+                        yield location, exc, None
+            continue
+        for task in iter_tasks([path], limits):
+            try:
+                yield task.location, load_task(task, limits), None
+            except UnmaskError as exc:
+                yield task.location, exc, None
+
+
+@click.command(name="next")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option(
+    "--backend",
+    default=DEFAULT_BACKEND,
+    show_default=True,
+    help="z3, pysat[:SOLVER], truthtable, sliced: the answer is the same on each",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, exists=True),
+    default=".",
+    help="the folder the audit ran in: result locations are relative to it",
+)
+@timeout_option()
+@click_options
+def command(
+    paths: tuple[str, ...], backend: str, fmt: str, root: str, timeout_ms: int, limits: Limits
+) -> None:
+    """Which open checks remain, and which one annotation would settle the most."""
+    from unmask.backends import create
+    from unmask.checker import Case
+    from unmask.next import merge, next_steps, render_batch_text, render_text
+
+    try:
+        solver = create(backend, timeout_ms=timeout_ms)
+    except (UnmaskError, ImportError) as exc:
+        diags = (
+            exc.diagnostics
+            if isinstance(exc, UnmaskError)
+            else [Diagnostic("backend-unavailable", f"backend `{backend}` cannot be loaded")]
+        )
+        click.echo(render_all(diags), err=True)
+        sys.exit(EXIT_USAGE)
+    for p in paths:
+        if p != "-" and not os.path.exists(p):
+            click.echo(render_all([Diagnostic("usage", f"no such file or folder `{p}`")]), err=True)
+            sys.exit(EXIT_USAGE)
+
+    single = len(paths) == 1 and os.path.isfile(paths[0]) and not paths[0].endswith(".jsonl")
+    reports = []
+    errors: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
+    for location, replay, note in _replays(paths, root, limits):
+        if note is not None:
+            skipped.append({"location": location, "reason": note})
+            continue
+        if isinstance(replay, UnmaskError):
+            from unmask.replay import render_error
+
+            click.echo(render_error(replay), err=True)
+            errors.append({"location": location, "errors": [d.message for d in replay.diagnostics]})
+            continue
+        try:
+            r = next_steps(Case.from_replay(replay), solver)
+        except UnmaskError as exc:  # a backend that cannot take this replay
+            click.echo(render_all(exc.diagnostics), err=True)
+            errors.append({"location": location, "errors": [d.message for d in exc.diagnostics]})
+            continue
+        reports.append(dataclasses.replace(r, location=None if single else location))
+
+    if single and reports:
+        r = reports[0]
+        if fmt == "json":
+            click.echo(json.dumps(r.to_json(), ensure_ascii=True, indent=2))
+        else:
+            click.echo(render_text(r), nl=False)
+        sys.exit(r.exit_code)
+    if single:
+        sys.exit(EXIT_INVALID)
+    batch = merge(reports)
+    if fmt == "json":
+        doc = {
+            "schema": BATCH_SCHEMA,
+            "backend": reports[0].backend if reports else backend,
+            "replays": [r.to_json() for r in reports],
+            "not_checked": skipped,
+            "errors": errors,
+            "todo": [t.to_json(batch=True) for t in batch.todo],
+        }
+        click.echo(json.dumps(doc, ensure_ascii=True, indent=2))
+    else:
+        text = render_batch_text(reports, batch)
+        from unmask.render.safe import printable
+
+        for s in skipped:
+            text += printable(f"not checked by the audit: `{s['location']}`") + "\n"
+        click.echo(text, nl=False)
+    if errors:
+        sys.exit(EXIT_INVALID)
+    if any(r.open for r in reports):
+        sys.exit(EXIT_OPEN)
+    if any(r.undecided for r in reports):
+        sys.exit(EXIT_UNSETTLED)
+    sys.exit(0)
