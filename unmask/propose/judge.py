@@ -188,10 +188,7 @@ class Rule:
 
     def members(self, captured: str) -> list[str]:
         """The member names (or one plain atom) a captured value stands for, in order."""
-        if self.values == "numbers":
-            raw = _expand_numbers(captured)
-        else:
-            raw = [captured]
+        raw = _expand_numbers(captured) if self.values == "numbers" else [captured]
         out = []
         for v in raw:
             if self.case == "lower":
@@ -248,7 +245,9 @@ def _bad(message: str) -> UnmaskError:
 
 def _compile(where: str, pattern: Any, flags: Any) -> re.Pattern[str]:
     if not isinstance(pattern, str) or not pattern or len(pattern) > MAX_PATTERN:
-        raise _bad(f"{where}: `pattern` must be a regular expression of 1 to {MAX_PATTERN} characters")
+        raise _bad(
+            f"{where}: `pattern` must be a regular expression of 1 to {MAX_PATTERN} characters"
+        )
     if flags is None:
         flags = ""
     if not isinstance(flags, str) or any(f not in _FLAGS for f in flags):
@@ -302,7 +301,7 @@ def _rule(i: int, obj: Any) -> Rule:
     doubt_re, doubt_conf = None, 0.0
     if doubt is not None:
         if not isinstance(doubt, dict) or not _unit(doubt.get("confidence")):
-            raise _bad(f"{where}: `doubt` must be {{\"pattern\": …, \"confidence\": 0 to 1}}")
+            raise _bad(f'{where}: `doubt` must be {{"pattern": …, "confidence": 0 to 1}}')
         doubt_re = _compile(f"{where} `doubt`", doubt.get("pattern"), "i")
         doubt_conf = float(doubt["confidence"])
     summary = obj.get("summary", "")
@@ -338,7 +337,7 @@ def parse_rules(obj: Any) -> RuleSet:
     if not isinstance(obj, dict):
         raise _bad("a rule file must be a JSON object")
     if obj.get("schema") != SCHEMA:
-        raise _bad(f"a rule file must have `\"schema\": \"{SCHEMA}\"`")
+        raise _bad(f'a rule file must have `"schema": "{SCHEMA}"`')
     source = obj.get("source", "rationale")
     if source not in ("rationale", "trace"):
         raise _bad("`source` must be `rationale` or `trace`")

@@ -116,7 +116,10 @@ def measure(labels: list[dict], proposer: JudgeRules, threshold: float) -> dict:
         "threshold": threshold,
         "rules": per_rule,
         "families": per_family,
-        "mentions_called_support": {"labelled_mentions": mentions, "proposed_as_said": mentions_taken},
+        "mentions_called_support": {
+            "labelled_mentions": mentions,
+            "proposed_as_said": mentions_taken,
+        },
     }
 
 
