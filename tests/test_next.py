@@ -411,3 +411,13 @@ def test_load_is_the_api_loader(examples_dir: Path):
     # the command reads replays as `unmask check` does
     replay = load(examples_dir / "case_unknown.json")
     assert run_next(replay)["replay"] == "case-unknown"
+
+
+def test_the_text_form_cannot_drive_the_terminal():
+    from unmask.commands.next import render_text
+
+    p = protocol(Nary("and", (A("a"), A("b"))))
+    replay = make_replay(p, "PASS", {"a": "TRUE"}, id="x\x1b[2Jy")
+    text = render_text(next_steps(Case.from_replay(replay), create("sliced")))
+    assert "\x1b" not in text
+    assert text.startswith("replay `x")

@@ -9,7 +9,8 @@ protocol and atom. ``--format text|json``; ``--backend`` (default sliced) change
 speed. Exit status: 0 no check is open; 1 some check is open (an annotation could settle it);
 3 nothing is open but some check is unsettled for another reason (a timeout, an inconsistent
 base, a translation that is not valid); 4 some replay is invalid or could not be re-read (the
-rest are still reported); 2 usage.
+rest are still reported); 2 usage. The text form goes through one printable filter, so a
+replay's id or location cannot drive the terminal.
 """
 
 from __future__ import annotations
@@ -18,13 +19,17 @@ import dataclasses
 import json
 import os
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import click
 
+from unmask.checker import outcome
 from unmask.commands._options import timeout_option
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits, click_options
+from unmask.next import INCONSISTENT, SETTLED, BatchTodo, NextReport, Todo
+from unmask.render.safe import printable
 
 DEFAULT_BACKEND = "sliced"  # the audit's default: docs/performance.md
 EXIT_OPEN = 1
@@ -156,7 +161,7 @@ def command(
     """Which open checks remain, and which one annotation would settle the most."""
     from unmask.backends import create
     from unmask.checker import Case
-    from unmask.next import merge, next_steps, render_batch_text, render_text
+    from unmask.next import merge, next_steps
 
     try:
         solver = create(backend, timeout_ms=timeout_ms)
@@ -217,8 +222,6 @@ def command(
         click.echo(json.dumps(doc, ensure_ascii=True, indent=2))
     else:
         text = render_batch_text(reports, batch)
-        from unmask.render.safe import printable
-
         for s in skipped:
             text += printable(f"not checked by the audit: `{s['location']}`") + "\n"
         click.echo(text, nl=False)
@@ -229,3 +232,81 @@ def command(
     if any(r.undecided for r in reports):
         sys.exit(EXIT_UNSETTLED)
     sys.exit(0)
+
+
+# --- text: the reports as a person reads them ---------------------------------------------
+
+
+def _arrow(status: str, coverage: bool) -> str:
+    if status in SETTLED:
+        return f"{status} ({outcome(status, coverage=coverage).lower()})"
+    if status == INCONSISTENT:
+        return "contradicts the other annotations"
+    return status
+
+
+_SHOWN = 6
+
+
+def _checks(names: Sequence[str]) -> str:
+    shown = ", ".join(f"`{n}`" for n in names[:_SHOWN])
+    return shown + (f" and {len(names) - _SHOWN} more" if len(names) > _SHOWN else "")
+
+
+def render_text(report: NextReport) -> str:
+    n_open = len(report.open)
+    head = (
+        f"replay `{report.replay}` (protocol `{report.protocol}`, backend {report.backend}): "
+        f"{n_open} of {report.checks} checks open"
+    )
+    lines = [head]
+    for c in report.open:
+        lines.append(f"  {c.subject} is underdetermined; it depends on:")
+        if not c.effects:
+            lines.append("    no free atom (nothing to annotate settles it)")
+        for e in c.effects:
+            lines.append(
+                f"    {e.atom} ({e.state}): TRUE → {_arrow(e.if_true, e.coverage)}, "
+                f"FALSE → {_arrow(e.if_false, e.coverage)}"
+            )
+    for u in report.undecided:
+        why = u.status or "not solved"
+        lines.append(
+            f"  {u.subject} is not settled and no annotation settles it: {why}"
+            + (f" ({u.detail})" if u.detail else "")
+        )
+    lines += _todo_lines(report.todo, batch=False)
+    return "\n".join(printable(x) for x in lines) + "\n"
+
+
+def _todo_lines(todo: Sequence[Todo], batch: bool) -> list[str]:
+    if not todo:
+        return ["nothing to annotate: no single annotation settles an open check"]
+    out = ["to do, most open checks settled first:"]
+    for i, t in enumerate(todo, 1):
+        where = f"{t.protocol} / " if batch else ""
+        reps = f" in {t.replays} replay{'s' if t.replays != 1 else ''}" if batch else ""
+        out.append(
+            f"  {i}. {where}{t.atom}: settles {t.settles} open check"
+            f"{'s' if t.settles != 1 else ''}{reps} ({t.either_way} whichever its value)"
+        )
+        if t.if_true:
+            out.append(f"       TRUE settles {_checks(t.if_true)}")
+        if t.if_false:
+            out.append(f"       FALSE settles {_checks(t.if_false)}")
+    return out
+
+
+def render_batch_text(reports: Sequence[NextReport], batch: BatchTodo) -> str:
+    n_open = sum(len(r.open) for r in reports)
+    n_checks = sum(r.checks for r in reports)
+    noun = "replay" if len(reports) == 1 else "replays"
+    lines = [f"{len(reports)} {noun}: {n_open} of {n_checks} checks open"]
+    for r in reports:
+        if r.open or r.undecided:
+            lines.append(
+                f"  `{r.replay}` ({r.protocol}): {len(r.open)} open"
+                + (f", {len(r.undecided)} not settled by annotation" if r.undecided else "")
+            )
+    lines += _todo_lines(batch.todo, batch=True)
+    return "\n".join(printable(x) for x in lines) + "\n"
