@@ -8,7 +8,8 @@ fill it). An item is a (row, member) pair: a sentence number for the citation ru
 label for the answer rule, the phrase for the quote rules. Each label row carries the judge's
 response (copied from WiCE, MIT), its judge and row index; ``--wice DIR`` re-reads every
 response from the source files and refuses to measure when one differs. ``--json FILE``
-writes the figures. The figures are a function of the labels and the rules alone.
+writes the figures. ``--labels`` may be repeated: one table per set, in order. The figures
+are a function of the labels and the rules alone.
 """
 
 from __future__ import annotations
@@ -162,21 +163,29 @@ def render(figures: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m unmask.propose.measure_judge")
-    ap.add_argument("--labels", required=True, help="the hand labels (JSON Lines)")
+    ap.add_argument(
+        "--labels",
+        required=True,
+        action="append",
+        help="the hand labels (JSON Lines); repeat to measure several sets, one table each",
+    )
     ap.add_argument("--rules", help="a rule file (default: the built-in WiCE rules)")
     ap.add_argument("--threshold", type=float, default=0.5)
     ap.add_argument("--wice", help="folder of the WiCE judge outputs: re-read every response")
     ap.add_argument("--json", dest="json_out", help="also write the figures here")
     args = ap.parse_args(argv)
-    labels = load_labels(args.labels)
+    sets = [load_labels(path) for path in args.labels]
     if args.wice:
-        bad = check_sources(labels, args.wice)
+        bad = [b for labels in sets for b in check_sources(labels, args.wice)]
         if bad:
             print("labels do not match the source at: " + ", ".join(bad), file=sys.stderr)
             return 1
     proposer = JudgeRules(load_rules(args.rules) if args.rules else None)
-    figures = measure(labels, proposer, args.threshold)
-    sys.stdout.write(render(figures))
+    figures = {
+        path: measure(labels, proposer, args.threshold)
+        for path, labels in zip(args.labels, sets, strict=True)
+    }
+    sys.stdout.write("\n".join(f"{path}:\n\n{render(f)}" for path, f in figures.items()))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
     return 0
