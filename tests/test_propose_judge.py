@@ -129,6 +129,12 @@ def test_every_proposal_quotes_its_source_exactly_and_is_unreviewed() -> None:
                 assert text[e["start"] : e["end"]] == e["quote"]
 
 
+def test_a_tag_citation_quotes_its_whole_sentence() -> None:
+    text = "<explanation>As <sentence_5> states, it holds.</explanation>"
+    (p,) = [p for p in RULES.propose(text) if p.atom == "said(s5)"]
+    assert [s.quote for s in p.spans] == ["As <sentence_5> states, it holds."]
+
+
 def test_spans_are_code_points_not_bytes() -> None:
     text = "Ryūdai 🙂 note. Sentence 4 confirms it."
     (p,) = [p for p in RULES.propose(text) if p.atom == "said(s4)"]

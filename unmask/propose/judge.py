@@ -35,8 +35,9 @@ MAX_RULES = 200
 MAX_PATTERN = 4000
 _MEMBER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL}
-# a rationale sentence ends at . ! ? followed by a space, at a line break, or at a tag
-_BOUNDARY = re.compile(r"(?<=[.!?])\s+|\n|<[^<>\n]{1,80}>")
+# a rationale sentence ends at . ! ? followed by a space, at a line break, or at a tag (but a
+# citation written as a tag, `<sentence_5>`, is part of its sentence)
+_BOUNDARY = re.compile(r"(?<=[.!?])\s+|\n|<(?!/?(?:sentence|line)_?\d)[^<>\n]{1,80}>")
 _NUMBER_ITEM = re.compile(r"(\d+)(?:\s*(?:-|–|to)\s*(\d+))?")
 
 # a list of sentence numbers: "5", "5 and 7", "10, 11, and 21", "3-5", "3 to 5"
