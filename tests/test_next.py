@@ -421,3 +421,28 @@ def test_the_text_form_cannot_drive_the_terminal():
     text = render_text(next_steps(Case.from_replay(replay), create("sliced")))
     assert "\x1b" not in text
     assert text.startswith("replay `x")
+
+
+def test_json_lines_locations_are_re_read_line_by_line(
+    tmp_path: Path, examples_dir: Path, monkeypatch
+):
+    replay = json.loads((examples_dir / "case_unknown.json").read_text(encoding="utf-8"))
+    assert "schema" in replay["protocol"]  # inline: a JSON Lines record needs no file beside it
+    lines = [json.dumps(replay), "", json.dumps(dict(replay, id="again"))]
+    (tmp_path / "replays.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    CliRunner().invoke(main, ["audit", "replays.jsonl", "--out", "results.jsonl", "--quiet"])
+    r = cli("results.jsonl", "--format", "json")
+    assert r.exit_code == 1, r.output
+    doc = json.loads(r.stdout)
+    assert [x["location"] for x in doc["replays"]] == ["replays.jsonl:1", "replays.jsonl:3"]
+    assert [x["replay"] for x in doc["replays"]] == ["case-unknown", "again"]
+    top = doc["todo"][0]
+    assert top["replays"] == 2
+    assert top["if_true"] == [
+        "replays.jsonl:1: requirement:context_only",
+        "replays.jsonl:3: requirement:context_only",
+    ]
+    # the same file given directly is a batch of replays, not of results
+    r = cli("replays.jsonl", "--format", "json")
+    assert json.loads(r.stdout)["todo"][0]["replays"] == 2

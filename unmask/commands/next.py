@@ -63,7 +63,7 @@ def _is_results(path: str) -> bool:
     return False
 
 
-def _task_at(location: str, root: str, limits: Limits):
+def _task_at(location: str, root: str, limits: Limits, cache: dict[str, dict]):
     """The audit task a result line's ``location`` names, or an ``UnmaskError``."""
     from unmask.batch.inputs import STDIN_LABEL, Task, iter_tasks
 
@@ -91,10 +91,13 @@ def _task_at(location: str, root: str, limits: Limits):
     path = os.path.join(root, file)
     if not os.path.isfile(path):
         raise missing()
-    for task in iter_tasks([path], limits):
-        if task.line == int(line):
-            return dataclasses.replace(task, location=location)
-    raise missing()
+    # one pass per JSON Lines file, however many of its lines the results name
+    if path not in cache:
+        cache[path] = {t.line: t for t in iter_tasks([path], limits) if t.line is not None}
+    task = cache[path].get(int(line))
+    if task is None:
+        raise missing()
+    return dataclasses.replace(task, location=location)
 
 
 def _replays(paths: tuple[str, ...], root: str, limits: Limits):
@@ -102,6 +105,7 @@ def _replays(paths: tuple[str, ...], root: str, limits: Limits):
     from unmask.batch.inputs import iter_tasks
     from unmask.batch.run import load_task
 
+    cache: dict[str, dict] = {}
     for path in paths:
         if _is_results(path):
             with open(path, "rb") as fh:
@@ -125,7 +129,11 @@ def _replays(paths: tuple[str, ...], root: str, limits: Limits):
                         yield location, None, "the audit could not check it"
                         continue
                     try:
-                        yield location, load_task(_task_at(location, root, limits), limits), None
+                        yield (
+                            location,
+                            load_task(_task_at(location, root, limits, cache), limits),
+                            None,
+                        )
                     except UnmaskError as exc:
                         yield location, exc, None
             continue
