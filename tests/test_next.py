@@ -446,3 +446,30 @@ def test_json_lines_locations_are_re_read_line_by_line(
     # the same file given directly is a batch of replays, not of results
     r = cli("replays.jsonl", "--format", "json")
     assert json.loads(r.stdout)["todo"][0]["replays"] == 2
+
+
+def test_a_results_file_with_bad_lines(tmp_path: Path, examples_dir: Path, monkeypatch):
+    shutil.copy(examples_dir / "case_unknown.json", tmp_path / "case_unknown.json")
+    monkeypatch.chdir(tmp_path)
+    good = {"schema": "unmask.report/1", "location": "case_unknown.json"}
+    lines = [
+        json.dumps(good),
+        "{not json",
+        json.dumps({"schema": "unmask.report/1", "location": 5}),
+        json.dumps({"schema": "unmask.error/1", "location": "gone.json", "errors": []}),
+        json.dumps({"schema": "unmask.report/1", "location": "<stdin>:3"}),
+    ]
+    (tmp_path / "results.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    r = cli("results.jsonl", "--format", "json")
+    assert r.exit_code == 4
+    doc = json.loads(r.stdout)
+    assert [x["location"] for x in doc["replays"]] == ["case_unknown.json"]
+    assert [x["location"] for x in doc["not_checked"]] == ["gone.json"]
+    assert [x["location"] for x in doc["errors"]] == [
+        "results.jsonl:2",
+        "results.jsonl:3",
+        "<stdin>:3",
+    ]
+    assert "results.jsonl:2:1: error: not a result line: not valid JSON" in r.stderr
+    assert "the audit read it from stdin" in r.stderr
+    assert "Traceback" not in r.output

@@ -8,9 +8,9 @@ on, and its to-do list; anything else gives every replay's and one to-do list gr
 protocol and atom. ``--format text|json``; ``--backend`` (default sliced) changes nothing but
 speed. Exit status: 0 no check is open; 1 some check is open (an annotation could settle it);
 3 nothing is open but some check is unsettled for another reason (a timeout, an inconsistent
-base, a translation that is not valid); 4 some replay is invalid or could not be re-read (the
-rest are still reported); 2 usage. The text form goes through one printable filter, so a
-replay's id or location cannot drive the terminal.
+base, a translation that is not valid, an internal error); 4 some replay is invalid or could not
+be re-read (the rest are still reported); 2 usage. The text form goes through one printable
+filter, so a replay's id or location cannot drive the terminal.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -27,6 +28,7 @@ import click
 from unmask.checker import outcome
 from unmask.commands._options import timeout_option
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
+from unmask.ir import Span
 from unmask.limits import Limits, click_options
 from unmask.next import INCONSISTENT, SETTLED, BatchTodo, NextReport, Todo
 from unmask.render.safe import printable
@@ -41,8 +43,14 @@ _RESULT_SCHEMAS = ("unmask.report/1", "unmask.error/1")
 _PEEK = 1 << 20
 
 
+# the audit writes `schema`, then `location`, first on every result line
+_RESULT_HEAD = re.compile(
+    rb'\s*\{\s*"schema"\s*:\s*"unmask\.(?:report|error)/1"\s*,\s*"location"\s*:'
+)
+
+
 def _is_results(path: str) -> bool:
-    """A JSON Lines file whose first record is an audit result line (has a location)."""
+    """A JSON Lines file whose first record starts as an audit result line does."""
     if not path.endswith(".jsonl") or not os.path.isfile(path):
         return False
     try:
@@ -51,16 +59,30 @@ def _is_results(path: str) -> bool:
                 raw = fh.readline(_PEEK)
                 if not raw:
                     return False
+                raw = raw.removeprefix(b"\xef\xbb\xbf")
                 if raw.strip():
-                    obj = json.loads(raw.decode("utf-8-sig"))
-                    return (
-                        isinstance(obj, dict)
-                        and obj.get("schema") in _RESULT_SCHEMAS
-                        and isinstance(obj.get("location"), str)
-                    )
-    except (OSError, ValueError, RecursionError):
+                    return _RESULT_HEAD.match(raw) is not None
+    except OSError:
         return False
     return False
+
+
+def _result_lines(path: str, max_bytes: int):
+    """Numbered lines of a results file, each read at most ``max_bytes`` at a time (None: a
+    longer line, skipped unread)."""
+    with open(path, "rb") as fh:
+        n = 0
+        while True:
+            raw = fh.readline(max_bytes + 1)
+            if not raw:
+                return
+            n += 1
+            if len(raw) > max_bytes and not raw.endswith(b"\n"):
+                while raw and not raw.endswith(b"\n"):
+                    raw = fh.readline(max_bytes)
+                yield n, None
+                continue
+            yield n, raw.removeprefix(b"\xef\xbb\xbf") if n == 1 else raw
 
 
 def _task_at(location: str, root: str, limits: Limits, cache: dict[str, dict]):
@@ -103,45 +125,56 @@ def _task_at(location: str, root: str, limits: Limits, cache: dict[str, dict]):
 def _replays(paths: tuple[str, ...], root: str, limits: Limits):
     """(location, replay or UnmaskError, note) for every replay the paths name, in order."""
     from unmask.batch.inputs import iter_tasks
-    from unmask.batch.run import load_task
 
     cache: dict[str, dict] = {}
     for path in paths:
         if _is_results(path):
-            with open(path, "rb") as fh:
-                for n, raw in enumerate(fh, 1):
-                    if not raw.strip():
-                        continue
-                    try:
-                        obj = json.loads(raw.decode("utf-8-sig" if n == 1 else "utf-8"))
-                    except (ValueError, RecursionError):
-                        d = Diagnostic("bad-results", f"{path}:{n}: not a result line")
-                        yield f"{path}:{n}", UnmaskError([d]), None
-                        continue
-                    location = obj.get("location") if isinstance(obj, dict) else None
-                    if not isinstance(location, str):
-                        d = Diagnostic(
-                            "bad-results", f"{path}:{n}: a result line without `location`"
-                        )
-                        yield f"{path}:{n}", UnmaskError([d]), None
-                        continue
-                    if obj.get("schema") == "unmask.error/1":
-                        yield location, None, "the audit could not check it"
-                        continue
-                    try:
-                        yield (
-                            location,
-                            load_task(_task_at(location, root, limits, cache), limits),
-                            None,
-                        )
-                    except UnmaskError as exc:
-                        yield location, exc, None
+            for n, raw in _result_lines(path, limits.max_file_bytes):
+                if raw is None:
+                    yield _bad_line(path, n, "line longer than the file limit")
+                    continue
+                if not raw.strip():
+                    continue
+                try:
+                    obj = json.loads(raw.decode("utf-8"))
+                except (ValueError, RecursionError):
+                    yield _bad_line(path, n, "not a result line: not valid JSON")
+                    continue
+                location = obj.get("location") if isinstance(obj, dict) else None
+                if not isinstance(location, str):
+                    yield _bad_line(path, n, "a result line without `location`")
+                    continue
+                if obj.get("schema") == "unmask.error/1":
+                    yield location, None, "the audit could not check it"
+                    continue
+                try:
+                    task = _task_at(location, root, limits, cache)
+                except UnmaskError as exc:
+                    yield location, exc, None
+                    continue
+                yield location, _load(task, limits), None
             continue
         for task in iter_tasks([path], limits):
-            try:
-                yield task.location, load_task(task, limits), None
-            except UnmaskError as exc:
-                yield task.location, exc, None
+            yield task.location, _load(task, limits), None
+
+
+def _bad_line(path: str, n: int, message: str):
+    span = Span(path, n, 1, n, 1)
+    return f"{path}:{n}", UnmaskError([Diagnostic("bad-results", message, span=span)]), None
+
+
+def _load(task, limits: Limits):
+    """The task's validated replay, or the ``UnmaskError`` that says why there is none."""
+    from unmask.batch.run import load_task
+
+    try:
+        return load_task(task, limits)
+    except UnmaskError as exc:
+        return exc
+    except RecursionError:
+        return UnmaskError(
+            [Diagnostic("limit", "the replay is nested too deeply to check", file=task.location)]
+        )
 
 
 @click.command(name="next")
@@ -190,6 +223,7 @@ def command(
     reports = []
     errors: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
     for location, replay, note in _replays(paths, root, limits):
         if note is not None:
             skipped.append({"location": location, "reason": note})
@@ -206,6 +240,12 @@ def command(
             click.echo(render_all(exc.diagnostics), err=True)
             errors.append({"location": location, "errors": [d.message for d in exc.diagnostics]})
             continue
+        except Exception as exc:  # a bug must still not end in a traceback
+            message = f"internal error while checking `{location}`: {type(exc).__name__}"
+            diag = Diagnostic("internal-error", message, help="please report this with the replay")
+            click.echo(render_all([diag]), err=True)
+            failed.append({"location": location, "errors": [message]})
+            continue
         reports.append(dataclasses.replace(r, location=None if single else location))
 
     if single and reports:
@@ -216,7 +256,7 @@ def command(
             click.echo(render_text(r), nl=False)
         sys.exit(r.exit_code)
     if single:
-        sys.exit(EXIT_INVALID)
+        sys.exit(EXIT_UNSETTLED if failed else EXIT_INVALID)
     batch = merge(reports)
     if fmt == "json":
         doc = {
@@ -225,6 +265,7 @@ def command(
             "replays": [r.to_json() for r in reports],
             "not_checked": skipped,
             "errors": errors,
+            "failed": failed,
             "todo": [t.to_json(batch=True) for t in batch.todo],
         }
         click.echo(json.dumps(doc, ensure_ascii=True, indent=2))
@@ -237,7 +278,7 @@ def command(
         sys.exit(EXIT_INVALID)
     if any(r.open for r in reports):
         sys.exit(EXIT_OPEN)
-    if any(r.undecided for r in reports):
+    if failed or any(r.undecided for r in reports):
         sys.exit(EXIT_UNSETTLED)
     sys.exit(0)
 
