@@ -119,7 +119,7 @@ def test_every_proposal_quotes_its_source_exactly_and_is_unreviewed() -> None:
     for row in load_labels(LABELS) + load_labels(HELDOUT):
         text = row["response"]
         for ann in RULES.annotations(text, threshold=0.0):
-            assert ann["by"] == {"kind": "rule", "name": "judge-rules/1", "reviewed": False}
+            assert ann["by"] == {"kind": "rule", "name": "wice-citations/1", "reviewed": False}
             assert 0.0 <= ann["confidence"] <= 1.0
             assert ann["value"] == "TRUE"
             assert ann["evidence"]
@@ -189,8 +189,12 @@ def test_a_rule_file_for_another_citation_style(tmp_path: Path) -> None:
     }
     rules_for(proto).write_text(json.dumps(rules), encoding="utf-8")
     assert rules_for(proto).name == "mine.judge.json"
-    got = JudgeRules(load_rules(rules_for(proto))).propose("As [2-3] show. GRADE: P")
+    proposer = JudgeRules(load_rules(rules_for(proto)))
+    got = proposer.propose("As [2-3] show. GRADE: P")
     assert [p.atom for p in got] == ["uses(e2)", "uses(e3)", "graded(partial)"]
+    assert proposer.by.name == "judge-rules/1"  # the default name of a rule file
+    rules["name"], rules["version"] = "mine-grades", 3
+    assert JudgeRules(parse_rules(rules)).by.name == "mine-grades/3"
 
 
 @pytest.mark.parametrize(
@@ -270,7 +274,7 @@ def test_the_shipped_example_rule_file_is_the_built_in_one() -> None:
 def test_registered_as_a_rule_proposer() -> None:
     assert "judge-rules" in available(JUDGE_RATIONALE)
     p = create("judge-rules", JUDGE_RATIONALE)
-    assert p.by.to_json() == {"kind": "rule", "name": "judge-rules/1", "reviewed": False}
+    assert p.by.to_json() == {"kind": "rule", "name": "wice-citations/1", "reviewed": False}
 
 
 # --- the command ----------------------------------------------------------------------------

@@ -6,10 +6,11 @@ atom (or atom family) each fills, how a captured value becomes a member name, th
 proposes and its confidence. ``JudgeRules(rules).propose(text, threshold)`` is a pure function
 of its arguments: one ``Proposal`` per atom, in order of first appearance, each with the exact
 spans it rests on (half-open code-point offsets into ``text``, ``quote == text[start:end]``),
-its confidence, and ``by`` (kind ``rule``, unreviewed). Below ``threshold`` it abstains and the
-atom stays UNKNOWN; two rules proposing opposite values for one atom also abstain. A rule file
-that is not of this shape raises ``UnmaskError`` naming the rule and field; nothing in it is
-executed, and its patterns are compiled with Python's ``re`` (no code runs from the file).
+its confidence, and ``by`` (kind ``rule``, the rule file's ``NAME/VERSION``, unreviewed).
+Below ``threshold`` it abstains and the atom stays UNKNOWN; two rules proposing opposite
+values for one atom also abstain. A rule file that is not of this shape raises
+``UnmaskError`` naming the rule and field; its patterns are compiled with Python's ``re`` and
+nothing in it runs as code.
 ``rules_for(protocol_path)`` finds the file kept next to a protocol (``NAME.judge.json``).
 ``WICE_RULES`` is the built-in file for WiCE-style judges (``Sentence 5 and 7 confirm …``,
 ``<answer>…</answer>``); ``docs/proposers.md`` measures each rule against hand labels.
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from unmask.diagnostics import Diagnostic, UnmaskError
-from unmask.propose import Fill, Proposer
+from unmask.propose import By, Fill, Proposer
 
 SCHEMA = "unmask.judge-rules/1"
 # the task `unmask propose judge` asks for: judge atoms read from the rationale
@@ -34,6 +35,7 @@ MAX_RANGE = 1000  # a range "3-5" expands to at most this many members; wider is
 MAX_RULES = 200
 MAX_PATTERN = 4000
 _MEMBER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_RULESET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL}
 # a rationale sentence ends at . ! ? followed by a space, at a line break, or at a tag (but a
 # citation written as a tag, `<sentence_5>`, is part of its sentence)
@@ -59,6 +61,8 @@ _DOUBT = (
 
 WICE_RULES: dict[str, Any] = {
     "schema": SCHEMA,
+    "name": "wice-citations",
+    "version": 1,
     "source": "rationale",
     "rules": [
         {
@@ -331,6 +335,8 @@ def _unit(x: Any) -> bool:
 class RuleSet:
     source: str
     rules: tuple[Rule, ...] = field(default_factory=tuple)
+    name: str = "judge-rules"  # with the version, what `by.name` says made a proposal
+    version: int = 1
 
 
 def parse_rules(obj: Any) -> RuleSet:
@@ -342,6 +348,12 @@ def parse_rules(obj: Any) -> RuleSet:
     source = obj.get("source", "rationale")
     if source not in ("rationale", "trace"):
         raise _bad("`source` must be `rationale` or `trace`")
+    name = obj.get("name", "judge-rules")
+    if not isinstance(name, str) or not _RULESET_NAME.fullmatch(name):
+        raise _bad("`name` must be a short name of letters, digits, `.`, `_` and `-`")
+    version = obj.get("version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise _bad("`version` must be a whole number from 1")
     rules = obj.get("rules")
     if not isinstance(rules, list) or not rules or len(rules) > MAX_RULES:
         raise _bad(f"`rules` must be a list of 1 to {MAX_RULES} rules")
@@ -350,7 +362,7 @@ def parse_rules(obj: Any) -> RuleSet:
     for n in names:
         if names.count(n) > 1:
             raise _bad(f"two rules are named `{n}`")
-    return RuleSet(source, parsed)
+    return RuleSet(source, parsed, name, version)
 
 
 def load_rules(path: str | Path) -> RuleSet:
@@ -403,6 +415,11 @@ class JudgeRules(Proposer):
     @property
     def source(self) -> str:
         return self.ruleset.source
+
+    @property
+    def by(self) -> By:
+        """The rule file's name and version: proposals say which file made them."""
+        return By(self.kind, f"{self.ruleset.name}/{self.ruleset.version}")
 
     def matches(self, text: str) -> list[Hit]:
         """Everything the rules find, rule by rule in file order, before any threshold."""
