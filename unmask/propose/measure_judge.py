@@ -75,6 +75,7 @@ def measure(labels: list[dict], proposer: JudgeRules, threshold: float) -> dict:
         groups.setdefault(rule.atom, (TARGETS.get(rule.atom, rule.atom), []))[1].append(rule.name)
     per_rule: dict[str, dict] = {}
     per_family: dict[str, dict] = {}
+    per_judge: dict[str, dict[str, dict]] = {}
     counts: dict[str, list[int]] = {}
     mentions_taken = 0
     mentions = 0
@@ -90,10 +91,11 @@ def measure(labels: list[dict], proposer: JudgeRules, threshold: float) -> dict:
                 c[0] += len(got & gold)
                 c[1] += len(got)
                 c[2] += len(gold)
-            c = counts.setdefault(f"family:{family}", [0, 0, 0])
-            c[0] += len(union & gold)
-            c[1] += len(union)
-            c[2] += len(gold)
+            for key in (f"family:{family}", f"judge:{row['judge']}\t{family}"):
+                c = counts.setdefault(key, [0, 0, 0])
+                c[0] += len(union & gold)
+                c[1] += len(union)
+                c[2] += len(gold)
             if family == "said":
                 m = _gold(row, "mention")
                 mentions += len(m)
@@ -107,7 +109,11 @@ def measure(labels: list[dict], proposer: JudgeRules, threshold: float) -> dict:
             "precision": round(100 * tp / proposed, 1) if proposed else None,
             "recall": round(100 * tp / gold, 1) if gold else None,
         }
-        (per_rule if kind == "rule" else per_family)[name] = entry
+        if kind == "judge":
+            judge, family = name.split("\t")
+            per_judge.setdefault(judge, {})[family] = entry
+        else:
+            (per_rule if kind == "rule" else per_family)[name] = entry
     for rule in proposer.ruleset.rules:
         per_rule[rule.name]["atom"] = rule.atom
         per_rule[rule.name]["measured_against"] = groups[rule.atom][0]
@@ -117,6 +123,7 @@ def measure(labels: list[dict], proposer: JudgeRules, threshold: float) -> dict:
         "threshold": threshold,
         "rules": per_rule,
         "families": per_family,
+        "by_judge": {j: per_judge[j] for j in sorted(per_judge)},
         "mentions_called_support": {
             "labelled_mentions": mentions,
             "proposed_as_said": mentions_taken,
@@ -152,6 +159,18 @@ def render(figures: dict) -> str:
             f"| `{name}` | {f['proposed']} | {f['true_positives']} | {f['labelled']} | "
             f"{_pct(f['precision'])} | {_pct(f['recall'])} |"
         )
+    lines += [
+        "",
+        "| judge | atom family | proposed | correct | labelled | precision | recall |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for judge, families in figures["by_judge"].items():
+        for name, f in families.items():
+            if f["proposed"] or f["labelled"]:
+                lines.append(
+                    f"| {judge} | `{name}` | {f['proposed']} | {f['true_positives']} | "
+                    f"{f['labelled']} | {_pct(f['precision'])} | {_pct(f['recall'])} |"
+                )
     m = figures["mentions_called_support"]
     lines += [
         "",
