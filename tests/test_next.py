@@ -473,3 +473,32 @@ def test_a_results_file_with_bad_lines(tmp_path: Path, examples_dir: Path, monke
     assert "results.jsonl:2:1: error: not a result line: not valid JSON" in r.stderr
     assert "the audit read it from stdin" in r.stderr
     assert "Traceback" not in r.output
+
+
+def test_a_backend_that_cannot_take_the_replay_is_not_an_invalid_input(tmp_path: Path):
+    from unmask.irjson import protocol_to_json
+
+    names = [f"x{i}" for i in range(30)]
+    p = Protocol(
+        name="wide",
+        text="",
+        atoms=tuple(AtomDecl(n, "judge") for n in names),
+        constraints=(),
+        decision=Nary("and", tuple(A(n) for n in names)),
+        requirements=(),
+        grounding=(),
+    )
+    doc = {
+        "schema": "unmask.replay/1",
+        "id": "wide",
+        "protocol": protocol_to_json(p),
+        "sources": {"rationale": "r"},
+        "verdict": "PASS",
+        "annotations": [],
+    }
+    path = tmp_path / "wide.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    r = cli(str(path), "--backend", "truthtable")
+    assert r.exit_code == 3, r.output
+    assert "Traceback" not in r.output
+    assert cli(str(path)).exit_code == 1  # the default backend takes it: the verdict is open

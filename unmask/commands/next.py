@@ -8,9 +8,10 @@ on, and its to-do list; anything else gives every replay's and one to-do list gr
 protocol and atom. ``--format text|json``; ``--backend`` (default sliced) changes nothing but
 speed. Exit status: 0 no check is open; 1 some check is open (an annotation could settle it);
 3 nothing is open but some check is unsettled for another reason (a timeout, an inconsistent
-base, a translation that is not valid, an internal error); 4 some replay is invalid or could not
-be re-read (the rest are still reported); 2 usage. The text form goes through one printable
-filter, so a replay's id or location cannot drive the terminal.
+base, a translation that is not valid, a backend that cannot take the replay, an internal
+error); 4 some replay is invalid or could not be re-read (the rest are still reported); 2
+usage. The text form goes through one printable filter, so a replay's id or location cannot
+drive the terminal.
 """
 
 from __future__ import annotations
@@ -236,9 +237,9 @@ def command(
             continue
         try:
             r = next_steps(Case.from_replay(replay), solver)
-        except UnmaskError as exc:  # a backend that cannot take this replay
+        except UnmaskError as exc:  # a backend that cannot take this replay: nothing proved
             click.echo(render_all(exc.diagnostics), err=True)
-            errors.append({"location": location, "errors": [d.message for d in exc.diagnostics]})
+            failed.append({"location": location, "errors": [d.message for d in exc.diagnostics]})
             continue
         except Exception as exc:  # a bug must still not end in a traceback
             message = f"internal error while checking `{location}`: {type(exc).__name__}"
