@@ -176,6 +176,7 @@ class NextReport:
     open: tuple[OpenCheck, ...]
     undecided: tuple[Undecided, ...]
     todo: tuple[Todo, ...]
+    verdict: str = ""  # the observed verdict
     order: tuple[str, ...] = field(default=())  # atom declaration order, for batch ranking
     location: str | None = None  # where a batch found the replay
 
@@ -194,6 +195,7 @@ class NextReport:
             "protocol": self.protocol,
             "backend": self.backend,
             "translation": self.translation,
+            "verdict": self.verdict,
             "checks": self.checks,
             "open": [c.to_json() for c in self.open],
             "undecided": [u.to_json() for u in self.undecided],
@@ -223,7 +225,16 @@ def next_steps(case: Case, backend: Backend, *, backend_name: str | None = None)
     if case.translation != "valid":
         undecided = tuple(Undecided(q.subject, None, "the translation is not valid") for q in qs)
         return NextReport(
-            case.id, case.protocol.name, name, case.translation, len(qs), (), undecided, (), order
+            case.id,
+            case.protocol.name,
+            name,
+            case.translation,
+            len(qs),
+            (),
+            undecided,
+            (),
+            case.verdict,
+            order,
         )
     facts = case.facts
     unknown = set(case.unknown)
@@ -283,6 +294,7 @@ def next_steps(case: Case, backend: Backend, *, backend_name: str | None = None)
         tuple(opened),
         tuple(undecided),
         tuple(todo),
+        case.verdict,
         order,
     )
 

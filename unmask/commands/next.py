@@ -311,7 +311,8 @@ def render_text(report: NextReport) -> str:
     )
     lines = [head]
     for c in report.open:
-        lines.append(f"  {c.subject} is underdetermined; it depends on:")
+        what = f"verdict `{report.verdict}`" if c.subject == "verdict" else c.subject
+        lines.append(f"  {what} is underdetermined; it depends on:")
         if not c.effects:
             lines.append("    no free atom (nothing to annotate settles it)")
         for e in c.effects:
