@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "bench": "Measure audit throughput against a naive baseline.",
     "import": "Turn another tool's judge output into replays.",
     "propose": "Propose unreviewed annotations with a registered proposer.",
+    "next": "Say which annotations would settle the open checks.",
 }
 # a command whose name is a Python keyword lives in a module with a trailing underscore
 MODULES: dict[str, str] = {"import": "import_"}

@@ -12,6 +12,13 @@ an output line ``{"id", "line", "error"}`` so output lines stay aligned with inp
 does not stop the rest (a line over 16 MiB is skipped unread). Exit 0 when every line was
 proposed for, 4 when any line was invalid or the input could not be read, 2 for usage errors.
 Output is a function of the input alone: same input, same bytes.
+``unmask propose judge INPUT.jsonl`` reads one JSON object a line with the rationale (field
+``rationale``, or the one ``--field`` names) and an optional ``id``, and writes one line per
+input line: ``{"id", "annotations"}``, each annotation a replay annotation of a judge atom
+(``atom``, ``value``, ``evidence`` spans into the rationale, ``explanation``) with its
+``confidence`` and ``by``; the rules come from ``--rules FILE``, from the rule file next to
+``--protocol`` (``NAME.judge.json``), or the built-in WiCE rules. Same errors and exit statuses
+as ``claims``; a rule file that cannot be used is a usage error (2).
 ``unmask propose list`` prints every registered proposer and what it fills.
 """
 
@@ -226,3 +233,111 @@ def list_proposers() -> None:
     for p in describe():
         fills = ", ".join(f"{f['role']} {f['task']}" for f in p["fills"])
         click.echo(f"{p['name']} ({p['kind']}/{p['version']}): {fills}: {p['summary']}")
+
+
+@command.command("judge")
+@click.argument("input_path", metavar="INPUT.jsonl", type=click.Path(dir_okay=False))
+@click.option("--rules", "rules_path", type=click.Path(dir_okay=False), help="a rule file")
+@click.option(
+    "--protocol",
+    "protocol_path",
+    type=click.Path(dir_okay=False),
+    help="use the rule file kept next to this protocol (NAME.judge.json)",
+)
+@click.option(
+    "--field",
+    default="rationale",
+    show_default=True,
+    help="the input field that holds the rationale (WiCE outputs: `response`)",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.5,
+    show_default=True,
+    help="proposals with a lower confidence abstain: the atom stays UNKNOWN",
+)
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False), help="write here instead of stdout"
+)
+def judge(
+    input_path: str,
+    rules_path: str | None,
+    protocol_path: str | None,
+    field: str,
+    threshold: float,
+    output: str | None,
+) -> None:
+    """What each rationale cites and asserts, as unreviewed judge annotations."""
+    from unmask.propose.judge import JudgeRules, load_rules, rules_for
+
+    try:
+        if rules_path and protocol_path:
+            raise UnmaskError([Diagnostic("usage", "give `--rules` or `--protocol`, not both")])
+        path = rules_path or (str(rules_for(protocol_path)) if protocol_path else None)
+        proposer = JudgeRules(load_rules(path) if path else None)
+    except UnmaskError as exc:
+        click.echo(render_all(exc.diagnostics), err=True)
+        raise SystemExit(EXIT_USAGE) from None
+    name = "<stdin>" if input_path == "-" else input_path
+    try:
+        out = sys.stdout if output is None else open(output, "w", encoding="utf-8")  # noqa: SIM115
+    except OSError as exc:
+        message = f"cannot write `{output}`: {(exc.strerror or 'error').lower()}"
+        click.echo(render_all([Diagnostic("usage", message)]), err=True)
+        raise SystemExit(EXIT_USAGE) from None
+    bad = total = 0
+    try:
+        for n, raw in _lines(input_path):
+            if not raw.strip():
+                continue
+            total += 1
+            try:
+                row_id, text = _parse_rationale(raw, field)
+            except _BadLine as exc:
+                bad += 1
+                span = Span(name, n, 1, n, 1)
+                click.echo(render_all([Diagnostic("bad-input", exc.message, span=span)]), err=True)
+                out.write(_dumps({"id": exc.row_id, "line": n, "error": exc.message}) + "\n")
+                continue
+            record = {"id": row_id, "annotations": proposer.annotations(text, threshold)}
+            out.write(_dumps(record) + "\n")
+    except OSError as exc:
+        message = f"cannot read `{name}`: {(exc.strerror or 'error').lower()}"
+        click.echo(render_all([Diagnostic("unreadable-input", message)]), err=True)
+        raise SystemExit(EXIT_INVALID) from None
+    finally:
+        if out is not sys.stdout:
+            out.close()
+        else:
+            out.flush()
+    if bad:
+        line = "line" if total == 1 else "lines"
+        click.echo(f"{bad} of {total} {line} invalid; the rest were proposed for", err=True)
+        raise SystemExit(EXIT_INVALID)
+
+
+def _parse_rationale(raw: bytes, field: str) -> tuple[object, str]:
+    """The line's id and rationale, or ``_BadLine`` naming the field at fault."""
+    if raw is _TOO_LONG:
+        raise _BadLine(f"line longer than {MAX_LINE_BYTES} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _BadLine(f"not UTF-8 (byte {exc.start + 1})") from None
+    try:
+        row = json.loads(text, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:
+        msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        raise _BadLine(f"not valid JSON: {msg[:1].lower()}{msg[1:]}") from None
+    if not isinstance(row, dict):
+        raise _BadLine(f"expected a JSON object, found {_kind(row)}")
+    row_id = row.get("id")
+    if row_id is not None and (isinstance(row_id, bool) or not isinstance(row_id, (str, int))):
+        raise _BadLine(f"field `id` must be a string or an integer, found {_kind(row_id)}")
+    if field not in row:
+        raise _BadLine(f"missing field `{field}`", row_id)
+    value = row[field]
+    if not isinstance(value, str):
+        raise _BadLine(f"field `{field}` must be a string, found {_kind(value)}", row_id)
+    return row_id, value

@@ -1,0 +1,363 @@
+"""`unmask next PATH...`: which open checks remain, and which annotations would settle them.
+
+Contract: each PATH is a replay file, a directory of replays, a JSON Lines file of replays, or
+an audit's results file (``unmask audit --out``: JSON Lines of reports, each replay re-read
+from its ``location``, relative to ``--root``, default the working directory; error records
+are listed as not checked). One replay file gives that replay's open checks, what each depends
+on, and its to-do list; anything else gives every replay's and one to-do list grouped by
+protocol and atom. ``--format text|json``; ``--backend`` (default sliced) changes nothing but
+speed. Exit status: 0 no check is open; 1 some check is open (an annotation could settle it);
+3 nothing is open but some check is unsettled for another reason (a timeout, an inconsistent
+base, a translation that is not valid, a backend that cannot take the replay, an internal
+error); 4 some replay is invalid or could not be re-read (the rest are still reported); 2
+usage. The text form goes through one printable filter, so a replay's id or location cannot
+drive the terminal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from unmask.checker import outcome
+from unmask.commands._options import timeout_option
+from unmask.diagnostics import Diagnostic, UnmaskError, render_all
+from unmask.ir import Span
+from unmask.limits import Limits, click_options
+from unmask.next import INCONSISTENT, SETTLED, BatchTodo, NextReport, Todo
+from unmask.render.safe import printable
+
+DEFAULT_BACKEND = "sliced"  # the audit's default: docs/performance.md
+EXIT_OPEN = 1
+EXIT_USAGE = 2
+EXIT_UNSETTLED = 3
+EXIT_INVALID = 4
+BATCH_SCHEMA = "unmask.next-batch/1"
+_RESULT_SCHEMAS = ("unmask.report/1", "unmask.error/1")
+_PEEK = 1 << 20
+
+
+# the audit writes `schema`, then `location`, first on every result line
+_RESULT_HEAD = re.compile(
+    rb'\s*\{\s*"schema"\s*:\s*"unmask\.(?:report|error)/1"\s*,\s*"location"\s*:'
+)
+
+
+def _is_results(path: str) -> bool:
+    """A JSON Lines file whose first record starts as an audit result line does."""
+    if not path.endswith(".jsonl") or not os.path.isfile(path):
+        return False
+    try:
+        with open(path, "rb") as fh:
+            for _ in range(1000):
+                raw = fh.readline(_PEEK)
+                if not raw:
+                    return False
+                raw = raw.removeprefix(b"\xef\xbb\xbf")
+                if raw.strip():
+                    return _RESULT_HEAD.match(raw) is not None
+    except OSError:
+        return False
+    return False
+
+
+def _result_lines(path: str, max_bytes: int):
+    """Numbered lines of a results file, each read at most ``max_bytes`` at a time (None: a
+    longer line, skipped unread)."""
+    with open(path, "rb") as fh:
+        n = 0
+        while True:
+            raw = fh.readline(max_bytes + 1)
+            if not raw:
+                return
+            n += 1
+            if len(raw) > max_bytes and not raw.endswith(b"\n"):
+                while raw and not raw.endswith(b"\n"):
+                    raw = fh.readline(max_bytes)
+                yield n, None
+                continue
+            yield n, raw.removeprefix(b"\xef\xbb\xbf") if n == 1 else raw
+
+
+def _task_at(location: str, root: str, limits: Limits, cache: dict[str, dict]):
+    """The audit task a result line's ``location`` names, or an ``UnmaskError``."""
+    from unmask.batch.inputs import STDIN_LABEL, Task, iter_tasks
+
+    def missing() -> UnmaskError:
+        return UnmaskError(
+            [
+                Diagnostic(
+                    "location",
+                    f"cannot re-read `{location}`: no such replay",
+                    help="run `unmask next` where the audit ran, or give that folder as --root",
+                )
+            ]
+        )
+
+    if location.startswith(STDIN_LABEL):
+        raise UnmaskError(
+            [Diagnostic("location", f"cannot re-read `{location}`: the audit read it from stdin")]
+        )
+    whole = os.path.join(root, location)
+    if os.path.isfile(whole) and not whole.endswith(".jsonl"):
+        return Task(location, whole)
+    file, sep, line = location.rpartition(":")
+    if not sep or not line.isdigit():
+        raise missing()
+    path = os.path.join(root, file)
+    if not os.path.isfile(path):
+        raise missing()
+    # one pass per JSON Lines file, however many of its lines the results name
+    if path not in cache:
+        cache[path] = {t.line: t for t in iter_tasks([path], limits) if t.line is not None}
+    task = cache[path].get(int(line))
+    if task is None:
+        raise missing()
+    return dataclasses.replace(task, location=location)
+
+
+def _replays(paths: tuple[str, ...], root: str, limits: Limits):
+    """(location, replay or UnmaskError, note) for every replay the paths name, in order."""
+    from unmask.batch.inputs import iter_tasks
+
+    cache: dict[str, dict] = {}
+    for path in paths:
+        if _is_results(path):
+            for n, raw in _result_lines(path, limits.max_file_bytes):
+                if raw is None:
+                    yield _bad_line(path, n, "line longer than the file limit")
+                    continue
+                if not raw.strip():
+                    continue
+                try:
+                    obj = json.loads(raw.decode("utf-8"))
+                except (ValueError, RecursionError):
+                    yield _bad_line(path, n, "not a result line: not valid JSON")
+                    continue
+                location = obj.get("location") if isinstance(obj, dict) else None
+                if not isinstance(location, str):
+                    yield _bad_line(path, n, "a result line without `location`")
+                    continue
+                if obj.get("schema") == "unmask.error/1":
+                    yield location, None, "the audit could not check it"
+                    continue
+                try:
+                    task = _task_at(location, root, limits, cache)
+                except UnmaskError as exc:
+                    yield location, exc, None
+                    continue
+                yield location, _load(task, limits), None
+            continue
+        for task in iter_tasks([path], limits):
+            yield task.location, _load(task, limits), None
+
+
+def _bad_line(path: str, n: int, message: str):
+    span = Span(path, n, 1, n, 1)
+    return f"{path}:{n}", UnmaskError([Diagnostic("bad-results", message, span=span)]), None
+
+
+def _load(task, limits: Limits):
+    """The task's validated replay, or the ``UnmaskError`` that says why there is none."""
+    from unmask.batch.run import load_task
+
+    try:
+        return load_task(task, limits)
+    except UnmaskError as exc:
+        return exc
+    except RecursionError:
+        return UnmaskError(
+            [Diagnostic("limit", "the replay is nested too deeply to check", file=task.location)]
+        )
+
+
+@click.command(name="next")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+@click.option(
+    "--backend",
+    default=DEFAULT_BACKEND,
+    show_default=True,
+    help="z3, pysat[:SOLVER], truthtable, sliced: the answer is the same on each",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, exists=True),
+    default=".",
+    help="the folder the audit ran in: result locations are relative to it",
+)
+@timeout_option()
+@click_options
+def command(
+    paths: tuple[str, ...], backend: str, fmt: str, root: str, timeout_ms: int, limits: Limits
+) -> None:
+    """Which open checks remain, and which one annotation would settle the most."""
+    from unmask.backends import create
+    from unmask.checker import Case
+    from unmask.next import merge, next_steps
+
+    try:
+        solver = create(backend, timeout_ms=timeout_ms)
+    except (UnmaskError, ImportError) as exc:
+        diags = (
+            exc.diagnostics
+            if isinstance(exc, UnmaskError)
+            else [Diagnostic("backend-unavailable", f"backend `{backend}` cannot be loaded")]
+        )
+        click.echo(render_all(diags), err=True)
+        sys.exit(EXIT_USAGE)
+    for p in paths:
+        if p != "-" and not os.path.exists(p):
+            click.echo(render_all([Diagnostic("usage", f"no such file or folder `{p}`")]), err=True)
+            sys.exit(EXIT_USAGE)
+
+    single = len(paths) == 1 and os.path.isfile(paths[0]) and not paths[0].endswith(".jsonl")
+    reports = []
+    errors: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
+    for location, replay, note in _replays(paths, root, limits):
+        if note is not None:
+            skipped.append({"location": location, "reason": note})
+            continue
+        if isinstance(replay, UnmaskError):
+            from unmask.replay import render_error
+
+            click.echo(render_error(replay), err=True)
+            errors.append({"location": location, "errors": [d.message for d in replay.diagnostics]})
+            continue
+        try:
+            r = next_steps(Case.from_replay(replay), solver)
+        except UnmaskError as exc:  # a backend that cannot take this replay: nothing proved
+            click.echo(render_all(exc.diagnostics), err=True)
+            failed.append({"location": location, "errors": [d.message for d in exc.diagnostics]})
+            continue
+        except Exception as exc:  # a bug must still not end in a traceback
+            message = f"internal error while checking `{location}`: {type(exc).__name__}"
+            diag = Diagnostic("internal-error", message, help="please report this with the replay")
+            click.echo(render_all([diag]), err=True)
+            failed.append({"location": location, "errors": [message]})
+            continue
+        reports.append(dataclasses.replace(r, location=None if single else location))
+
+    if single and reports:
+        r = reports[0]
+        if fmt == "json":
+            click.echo(json.dumps(r.to_json(), ensure_ascii=True, indent=2))
+        else:
+            click.echo(render_text(r), nl=False)
+        sys.exit(r.exit_code)
+    if single:
+        sys.exit(EXIT_UNSETTLED if failed else EXIT_INVALID)
+    batch = merge(reports)
+    if fmt == "json":
+        doc = {
+            "schema": BATCH_SCHEMA,
+            "backend": reports[0].backend if reports else backend,
+            "replays": [r.to_json() for r in reports],
+            "not_checked": skipped,
+            "errors": errors,
+            "failed": failed,
+            "todo": [t.to_json(batch=True) for t in batch.todo],
+        }
+        click.echo(json.dumps(doc, ensure_ascii=True, indent=2))
+    else:
+        text = render_batch_text(reports, batch)
+        for s in skipped:
+            text += printable(f"not checked by the audit: `{s['location']}`") + "\n"
+        click.echo(text, nl=False)
+    if errors:
+        sys.exit(EXIT_INVALID)
+    if any(r.open for r in reports):
+        sys.exit(EXIT_OPEN)
+    if failed or any(r.undecided for r in reports):
+        sys.exit(EXIT_UNSETTLED)
+    sys.exit(0)
+
+
+# --- text: the reports as a person reads them ---------------------------------------------
+
+
+def _arrow(status: str, coverage: bool) -> str:
+    if status in SETTLED:
+        return f"{status} ({outcome(status, coverage=coverage).lower()})"
+    if status == INCONSISTENT:
+        return "contradicts the other annotations"
+    return status
+
+
+_SHOWN = 6
+
+
+def _checks(names: Sequence[str]) -> str:
+    shown = ", ".join(f"`{n}`" for n in names[:_SHOWN])
+    return shown + (f" and {len(names) - _SHOWN} more" if len(names) > _SHOWN else "")
+
+
+def render_text(report: NextReport) -> str:
+    n_open = len(report.open)
+    head = (
+        f"replay `{report.replay}` (protocol `{report.protocol}`, backend {report.backend}): "
+        f"{n_open} of {report.checks} checks open"
+    )
+    lines = [head]
+    for c in report.open:
+        what = f"verdict `{report.verdict}`" if c.subject == "verdict" else c.subject
+        lines.append(f"  {what} is underdetermined; it depends on:")
+        if not c.effects:
+            lines.append("    no free atom (nothing to annotate settles it)")
+        for e in c.effects:
+            lines.append(
+                f"    {e.atom} ({e.state}): TRUE → {_arrow(e.if_true, e.coverage)}, "
+                f"FALSE → {_arrow(e.if_false, e.coverage)}"
+            )
+    for u in report.undecided:
+        why = u.status or "not solved"
+        lines.append(
+            f"  {u.subject} is not settled and no annotation settles it: {why}"
+            + (f" ({u.detail})" if u.detail else "")
+        )
+    lines += _todo_lines(report.todo, batch=False)
+    return "\n".join(printable(x) for x in lines) + "\n"
+
+
+def _todo_lines(todo: Sequence[Todo], batch: bool) -> list[str]:
+    if not todo:
+        return ["nothing to annotate: no single annotation settles an open check"]
+    out = ["to do, most open checks settled first:"]
+    for i, t in enumerate(todo, 1):
+        where = f"{t.protocol} / " if batch else ""
+        reps = f" in {t.replays} replay{'s' if t.replays != 1 else ''}" if batch else ""
+        out.append(
+            f"  {i}. {where}{t.atom}: settles {t.settles} open check"
+            f"{'s' if t.settles != 1 else ''}{reps} ({t.either_way} whichever its value)"
+        )
+        if t.if_true:
+            out.append(f"       TRUE settles {_checks(t.if_true)}")
+        if t.if_false:
+            out.append(f"       FALSE settles {_checks(t.if_false)}")
+    return out
+
+
+def render_batch_text(reports: Sequence[NextReport], batch: BatchTodo) -> str:
+    n_open = sum(len(r.open) for r in reports)
+    n_checks = sum(r.checks for r in reports)
+    noun = "replay" if len(reports) == 1 else "replays"
+    lines = [f"{len(reports)} {noun}: {n_open} of {n_checks} checks open"]
+    for r in reports:
+        if r.open or r.undecided:
+            lines.append(
+                f"  `{r.replay}` ({r.protocol}): {len(r.open)} open"
+                + (f", {len(r.undecided)} not settled by annotation" if r.undecided else "")
+            )
+    lines += _todo_lines(batch.todo, batch=True)
+    return "\n".join(printable(x) for x in lines) + "\n"

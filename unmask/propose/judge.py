@@ -1,0 +1,494 @@
+"""Judge-side rules: what a rationale asserts and cites, read by patterns from a small file.
+
+Contract: a *rule file* (JSON, ``{"schema": "unmask.judge-rules/1", "source": "rationale",
+"rules": [...]}``) lists named regular expressions, each with exactly one capture group, the
+atom (or atom family) each fills, how a captured value becomes a member name, the value it
+proposes and its confidence. ``JudgeRules(rules).propose(text, threshold)`` is a pure function
+of its arguments: one ``Proposal`` per atom, in order of first appearance, each with the exact
+spans it rests on (half-open code-point offsets into ``text``, ``quote == text[start:end]``),
+its confidence, and ``by`` (kind ``rule``, the rule file's ``NAME/VERSION``, unreviewed).
+Below ``threshold`` it abstains and the atom stays UNKNOWN; two rules proposing opposite
+values for one atom also abstain. A rule file that is not of this shape raises
+``UnmaskError`` naming the rule and field; its patterns are compiled with Python's ``re`` and
+nothing in it runs as code.
+``rules_for(protocol_path)`` finds the file kept next to a protocol (``NAME.judge.json``).
+``WICE_RULES`` is the built-in file for WiCE-style judges (``Sentence 5 and 7 confirm …``,
+``<answer>…</answer>``); ``docs/proposers.md`` measures each rule against hand labels.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.propose import By, Fill, Proposer
+
+SCHEMA = "unmask.judge-rules/1"
+# the task `unmask propose judge` asks for: judge atoms read from the rationale
+JUDGE_RATIONALE = Fill("judge", "rationale")
+VALUES_MODES = ("text", "numbers")
+MAX_RANGE = 1000  # a range "3-5" expands to at most this many members; wider is skipped
+MAX_RULES = 200
+MAX_PATTERN = 4000
+_MEMBER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_RULESET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL}
+# a rationale sentence ends at . ! ? followed by a space, at a line break, or at a tag (but a
+# citation written as a tag, `<sentence_5>`, is part of its sentence)
+_BOUNDARY = re.compile(r"(?<=[.!?])\s+|\n|<(?!/?(?:sentence|line)_?\d)[^<>\n]{1,80}>")
+_NUMBER_ITEM = re.compile(r"(\d+)(?:\s*(?:-|–|to)\s*(\d+))?")
+
+# a list of sentence numbers: "5", "5 and 7", "10, 11, and 21", "3-5", "3 to 5"
+_NUMS = (
+    r"\d+(?:\s*(?:-|–|to)\s*\d+)?"
+    r"(?:\s*(?:,\s*(?:and\s+)?|and\s+|&\s*)\d+(?:\s*(?:-|–|to)\s*\d+)?)*"
+)
+_CITE = r"\b(?:sentences?|lines?)[\s_]*"
+_NEG = r"(?!\bnot\b|n't\b|\bno\b|\bnor\b|\bneither\b|\bnever\b|\bnothing\b)"
+_SUPPORT_VERB = (
+    r"\b(?:confirm|support|show|state|indicate|mention|list|say|note|describe|explain"
+    r"|demonstrate|establish|verif|corroborat|reveal|report|provide|prove|specif)\w*"
+)
+_BEFORE_NEGATED = r"\b(?:no|not|nothing|none|neither|nor|never|without)\b|n't\b"
+_DOUBT = (
+    r"cannot be confirmed|can't be confirmed|cannot confirm|unclear|not clear"
+    r"|not necessarily|ambiguous|may refer to|might refer to|same event|same person"
+)
+
+WICE_RULES: dict[str, Any] = {
+    "schema": SCHEMA,
+    "name": "wice-citations",
+    "version": 1,
+    "source": "rationale",
+    "rules": [
+        {
+            "name": "cited",
+            "summary": "a sentence the rationale names by number, whatever it says of it",
+            "pattern": rf"(?<![\w<])<?{_CITE}({_NUMS})\b",
+            "flags": "i",
+            "atom": "cited",
+            "member": "s{}",
+            "values": "numbers",
+            "value": "TRUE",
+            "confidence": 0.95,
+        },
+        {
+            "name": "said",
+            "summary": "a numbered sentence followed, in the same sentence of the rationale and"
+            " with no negation between, by a verb of support (confirms, states, shows …)",
+            "pattern": rf"(?<![\w<])<?{_CITE}({_NUMS})\b(?:{_NEG}[^.;:!?])*?{_SUPPORT_VERB}",
+            "flags": "i",
+            "atom": "said",
+            "member": "s{}",
+            "values": "numbers",
+            "value": "TRUE",
+            "confidence": 0.85,
+            "unless_before": _BEFORE_NEGATED,
+            "doubt": {"pattern": _DOUBT, "confidence": 0.3},
+        },
+        {
+            "name": "said-after",
+            "summary": "a numbered sentence in parentheses after a statement of support:"
+            " `The evidence confirms that … (sentence 15)`",
+            "pattern": rf"{_SUPPORT_VERB}\b(?:{_NEG}[^.;:!?])*?\(\s*{_CITE}({_NUMS})\s*\)",
+            "flags": "i",
+            "atom": "said",
+            "member": "s{}",
+            "values": "numbers",
+            "value": "TRUE",
+            "confidence": 0.75,
+            "unless_before": _BEFORE_NEGATED,
+            "doubt": {"pattern": _DOUBT, "confidence": 0.3},
+        },
+        {
+            "name": "contradicted",
+            "summary": "a numbered sentence the rationale says contradicts the claim",
+            "pattern": rf"(?<![\w<])<?{_CITE}({_NUMS})\b(?:[^.;:!?])*?"
+            r"\b(?:contradict|refute|conflict|disprove|is inconsistent|are inconsistent)\w*",
+            "flags": "i",
+            "atom": "contradicted",
+            "member": "s{}",
+            "values": "numbers",
+            "value": "TRUE",
+            "confidence": 0.8,
+        },
+        {
+            "name": "answer",
+            "summary": "the label in the final answer tag",
+            "pattern": r"<answer>\s*([A-Za-z_]+)\s*</answer>",
+            "atom": "answered",
+            "member": "{}",
+            "values": "text",
+            "case": "lower",
+            "map": {
+                "supported": "supported",
+                "partially_supported": "partially_supported",
+                "not_supported": "not_supported",
+            },
+            "value": "TRUE",
+            "confidence": 0.99,
+        },
+        {
+            "name": "quoted",
+            "summary": "a phrase the rationale puts in double quotes",
+            "pattern": r"[\"“]([^\"“”\n]{1,300})[\"”]",
+            "atom": "quotes",
+            "values": "text",
+            "value": "TRUE",
+            "confidence": 0.9,
+        },
+        {
+            "name": "quoted-single",
+            "summary": "a phrase in single quotes that are not apostrophes (`Haskins' scandals`)",
+            "pattern": r"(?<![\w'’])['‘]([^'‘’\n]{1,300}?)['’](?![\w'’])",
+            "atom": "quotes",
+            "values": "text",
+            "value": "TRUE",
+            "confidence": 0.7,
+        },
+    ],
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    start: int
+    end: int
+    quote: str
+
+    def to_json(self, source: str) -> dict:
+        return {"source": source, "start": self.start, "end": self.end, "quote": self.quote}
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    """One proposed annotation: ``atom`` (``said(s5)``), ``value``, spans, confidence, rules."""
+
+    atom: str
+    value: str
+    confidence: float
+    spans: tuple[Span, ...]
+    rules: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    name: str
+    pattern: re.Pattern[str]
+    atom: str
+    member: str | None
+    values: str
+    value: str
+    confidence: float
+    case: str | None = None
+    mapping: dict[str, str] | None = None
+    unless_before: re.Pattern[str] | None = None
+    doubt: re.Pattern[str] | None = None
+    doubt_confidence: float = 0.0
+    summary: str = ""
+
+    def members(self, captured: str) -> list[str]:
+        """The member names (or one plain atom) a captured value stands for, in order."""
+        raw = _expand_numbers(captured) if self.values == "numbers" else [captured]
+        out = []
+        for v in raw:
+            if self.case == "lower":
+                v = v.lower()
+            elif self.case == "upper":
+                v = v.upper()
+            if self.mapping is not None:
+                if v not in self.mapping:
+                    continue  # a value the file does not map is not proposed
+                v = self.mapping[v]
+            if self.member is None:
+                out.append(self.atom)
+                continue
+            name = self.member.replace("{}", v)
+            if _MEMBER.fullmatch(name):
+                out.append(f"{self.atom}({name})")
+        return out
+
+
+def _expand_numbers(captured: str) -> list[str]:
+    out: list[str] = []
+    for m in _NUMBER_ITEM.finditer(captured):
+        lo = int(m.group(1))
+        if m.group(2) is None:
+            out.append(str(lo))
+            continue
+        hi = int(m.group(2))
+        if lo <= hi and hi - lo < MAX_RANGE:
+            out.extend(str(n) for n in range(lo, hi + 1))
+    return list(dict.fromkeys(out))
+
+
+def _sentences(text: str) -> list[tuple[int, int]]:
+    """Half-open spans of the rationale's sentences, whitespace trimmed, empty ones dropped."""
+    spans, start = [], 0
+    for m in _BOUNDARY.finditer(text):
+        spans.append((start, m.start()))
+        start = m.end()
+    spans.append((start, len(text)))
+    out = []
+    for a, b in spans:
+        while a < b and text[a].isspace():
+            a += 1
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        if a < b:
+            out.append((a, b))
+    return out
+
+
+def _bad(message: str) -> UnmaskError:
+    return UnmaskError([Diagnostic("bad-rules", message)])
+
+
+def _compile(where: str, pattern: Any, flags: Any) -> re.Pattern[str]:
+    if not isinstance(pattern, str) or not pattern or len(pattern) > MAX_PATTERN:
+        raise _bad(
+            f"{where}: `pattern` must be a regular expression of 1 to {MAX_PATTERN} characters"
+        )
+    if flags is None:
+        flags = ""
+    if not isinstance(flags, str) or any(f not in _FLAGS for f in flags):
+        raise _bad(f"{where}: `flags` must be a string of `i`, `m` and `s`")
+    bits = 0
+    for f in flags:
+        bits |= _FLAGS[f]
+    try:
+        return re.compile(pattern, bits)
+    except (re.error, RecursionError, OverflowError) as exc:
+        raise _bad(f"{where}: `pattern` is not a valid regular expression: {exc}") from None
+
+
+def _rule(i: int, obj: Any) -> Rule:
+    where = f"rule {i + 1}"
+    if not isinstance(obj, dict):
+        raise _bad(f"{where} must be an object")
+    name = obj.get("name")
+    if not isinstance(name, str) or not name:
+        raise _bad(f"{where}: `name` must be a non-empty string")
+    where = f"rule `{name}`"
+    pattern = _compile(where, obj.get("pattern"), obj.get("flags"))
+    if pattern.groups != 1:
+        raise _bad(f"{where}: `pattern` must have exactly one capture group")
+    atom = obj.get("atom")
+    if not isinstance(atom, str) or not _MEMBER.fullmatch(atom):
+        raise _bad(f"{where}: `atom` must be an atom or family name")
+    member = obj.get("member")
+    if member is not None and (not isinstance(member, str) or "{}" not in member):
+        raise _bad(f"{where}: `member` must be a string containing `{{}}`")
+    values = obj.get("values", "text")
+    if values not in VALUES_MODES:
+        raise _bad(f"{where}: `values` must be `text` or `numbers`")
+    value = obj.get("value", "TRUE")
+    if value not in ("TRUE", "FALSE"):
+        raise _bad(f"{where}: `value` must be `TRUE` or `FALSE`")
+    confidence = obj.get("confidence")
+    if not _unit(confidence):
+        raise _bad(f"{where}: `confidence` must be a number from 0 to 1")
+    case = obj.get("case")
+    if case not in (None, "lower", "upper"):
+        raise _bad(f"{where}: `case` must be `lower` or `upper`")
+    mapping = obj.get("map")
+    if mapping is not None and not (
+        isinstance(mapping, dict) and all(isinstance(v, str) for v in mapping.values())
+    ):
+        raise _bad(f"{where}: `map` must map captured values to member names")
+    unless = obj.get("unless_before")
+    unless_re = None if unless is None else _compile(f"{where} `unless_before`", unless, "i")
+    doubt = obj.get("doubt")
+    doubt_re, doubt_conf = None, 0.0
+    if doubt is not None:
+        if not isinstance(doubt, dict) or not _unit(doubt.get("confidence")):
+            raise _bad(f'{where}: `doubt` must be {{"pattern": …, "confidence": 0 to 1}}')
+        doubt_re = _compile(f"{where} `doubt`", doubt.get("pattern"), "i")
+        doubt_conf = float(doubt["confidence"])
+    summary = obj.get("summary", "")
+    return Rule(
+        name=name,
+        pattern=pattern,
+        atom=atom,
+        member=member,
+        values=values,
+        value=value,
+        confidence=float(confidence),
+        case=case,
+        mapping=mapping,
+        unless_before=unless_re,
+        doubt=doubt_re,
+        doubt_confidence=doubt_conf,
+        summary=summary if isinstance(summary, str) else "",
+    )
+
+
+def _unit(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and 0.0 <= x <= 1.0
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    source: str
+    rules: tuple[Rule, ...] = field(default_factory=tuple)
+    name: str = "judge-rules"  # with the version, what `by.name` says made a proposal
+    version: int = 1
+
+
+def parse_rules(obj: Any) -> RuleSet:
+    """A validated rule set from a rule file's JSON (raises ``UnmaskError``)."""
+    if not isinstance(obj, dict):
+        raise _bad("a rule file must be a JSON object")
+    if obj.get("schema") != SCHEMA:
+        raise _bad(f'a rule file must have `"schema": "{SCHEMA}"`')
+    source = obj.get("source", "rationale")
+    if source not in ("rationale", "trace"):
+        raise _bad("`source` must be `rationale` or `trace`")
+    name = obj.get("name", "judge-rules")
+    if not isinstance(name, str) or not _RULESET_NAME.fullmatch(name):
+        raise _bad("`name` must be a short name of letters, digits, `.`, `_` and `-`")
+    version = obj.get("version", 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise _bad("`version` must be a whole number from 1")
+    rules = obj.get("rules")
+    if not isinstance(rules, list) or not rules or len(rules) > MAX_RULES:
+        raise _bad(f"`rules` must be a list of 1 to {MAX_RULES} rules")
+    parsed = tuple(_rule(i, r) for i, r in enumerate(rules))
+    names = [r.name for r in parsed]
+    for n in names:
+        if names.count(n) > 1:
+            raise _bad(f"two rules are named `{n}`")
+    return RuleSet(source, parsed, name, version)
+
+
+def load_rules(path: str | Path) -> RuleSet:
+    """Read and validate a rule file (raises ``UnmaskError`` with one clear message)."""
+    p = Path(path)
+    try:
+        if p.stat().st_size > 1_000_000:
+            raise _bad(f"rule file `{p}` is larger than 1 MB")
+        if not p.is_file():
+            raise _bad(f"rule file `{p}` is not a regular file")
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise _bad(f"cannot read rule file `{p}`: {(exc.strerror or 'error').lower()}") from None
+    except UnicodeDecodeError:
+        raise _bad(f"rule file `{p}` is not UTF-8") from None
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise _bad(f"rule file `{p}` is not valid JSON: {exc}") from None
+    return parse_rules(obj)
+
+
+def rules_for(protocol_path: str | Path) -> Path:
+    """Where the rule file of a protocol lives: ``wice.proto`` → ``wice.judge.json``."""
+    p = Path(protocol_path)
+    return p.with_name(p.stem + ".judge.json")
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One thing a rule found: the atom, the captured value, its confidence and its span."""
+
+    rule: Rule
+    atom: str
+    captured: str
+    confidence: float
+    span: Span
+
+
+class JudgeRules(Proposer):
+    """Propose judge atoms from a rationale with the rules of one rule file."""
+
+    name, kind, version = "judge-rules", "rule", 1
+    fills = (JUDGE_RATIONALE,)
+    summary = "what the rationale cites and asserts, by the patterns of a rule file; no model"
+
+    def __init__(self, rules: RuleSet | None = None) -> None:
+        self.ruleset = rules if rules is not None else parse_rules(WICE_RULES)
+
+    @property
+    def source(self) -> str:
+        return self.ruleset.source
+
+    @property
+    def by(self) -> By:
+        """The rule file's name and version: proposals say which file made them."""
+        return By(self.kind, f"{self.ruleset.name}/{self.ruleset.version}")
+
+    def matches(self, text: str) -> list[Hit]:
+        """Everything the rules find, rule by rule in file order, before any threshold."""
+        sentences = _sentences(text)
+        found = []
+        for rule in self.ruleset.rules:
+            for m in rule.pattern.finditer(text):
+                captured, group = m.group(1), 1
+                if captured is None or m.end() == m.start():
+                    continue
+                s_start, s_end = next(
+                    ((a, b) for a, b in sentences if a <= m.start(group) < b),
+                    (m.start(), m.end()),
+                )
+                before = text[s_start : m.start()]
+                if rule.unless_before is not None and rule.unless_before.search(before):
+                    continue
+                confidence = rule.confidence
+                if rule.doubt is not None:
+                    # the hedge may follow in the next sentence ("… However, it cannot be
+                    # confirmed that …"), so look one sentence further
+                    following = [b for a, b in sentences if a >= s_end][:1]
+                    window = text[s_start : following[0] if following else s_end]
+                    if rule.doubt.search(window):
+                        confidence = min(confidence, rule.doubt_confidence)
+                # the quote: the rationale sentence holding the match (what the reviewer
+                # reads), or the match itself where it crosses sentences
+                a, b = (s_start, s_end) if s_start <= m.start() and m.end() <= s_end else m.span()
+                span = Span(a, b, text[a:b])
+                for atom in rule.members(captured):
+                    found.append(Hit(rule, atom, captured, confidence, span))
+        return found
+
+    def propose(self, text: str, threshold: float = 0.5) -> list[Proposal]:
+        """One proposal per atom at or above ``threshold``, in order of first appearance."""
+        by_atom: dict[str, list[tuple[Rule, float, Span]]] = {}
+        for h in self.matches(text):
+            by_atom.setdefault(h.atom, []).append((h.rule, h.confidence, h.span))
+        out = []
+        for atom, hits in by_atom.items():
+            kept = [(r, c, s) for r, c, s in hits if c >= threshold]
+            if not kept:
+                continue
+            values = {r.value for r, _, _ in kept}
+            if len(values) > 1:
+                continue  # rules disagree on this atom: abstain
+            spans = tuple(sorted({s.start: s for _, _, s in kept}.values(), key=lambda s: s.start))
+            out.append(
+                Proposal(
+                    atom=atom,
+                    value=values.pop(),
+                    confidence=round(max(c for _, c, _ in kept), 4),
+                    spans=spans,
+                    rules=tuple(dict.fromkeys(r.name for r, _, _ in kept)),
+                )
+            )
+        return out
+
+    def annotations(self, text: str, threshold: float = 0.5) -> list[dict]:
+        """The proposals as replay annotations (with ``by`` and ``confidence``)."""
+        by = self.by.to_json()
+        return [
+            {
+                "atom": p.atom,
+                "value": p.value,
+                "evidence": [s.to_json(self.source) for s in p.spans],
+                "explanation": "proposed by rule " + ", ".join(f"`{r}`" for r in p.rules),
+                "confidence": p.confidence,
+                "by": by,
+            }
+            for p in self.propose(text, threshold)
+        ]

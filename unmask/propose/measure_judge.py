@@ -1,0 +1,214 @@
+"""Measure the judge-side rules against hand labels of WiCE explanations.
+
+Contract: ``python -m unmask.propose.measure_judge --labels judge_citations_50.jsonl`` prints,
+for each rule of the rule file (the built-in WiCE rules unless ``--rules FILE``), how many items
+it proposes at ``--threshold``, how many of those the labels hold (precision) and how many of
+the labelled items it finds (recall), and the same per atom family (the union of the rules that
+fill it). An item is a (row, member) pair: a sentence number for the citation rules, the
+label for the answer rule, the phrase for the quote rules. Each label row carries the judge's
+response (copied from WiCE, MIT), its judge and row index; ``--wice DIR`` re-reads every
+response from the source files and refuses to measure when one differs. ``--json FILE``
+writes the figures. ``--labels`` may be repeated: one table per set, in order. The figures
+are a function of the labels and the rules alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from unmask.propose.judge import JudgeRules, load_rules
+
+# which labelled set each built-in rule's proposals are measured against
+TARGETS = {
+    "cited": "cited",
+    "said": "support",
+    "contradicted": "contradict",
+    "answered": "answer",
+    "quotes": "quotes",
+}
+
+
+def load_labels(path: str | Path) -> list[dict]:
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def check_sources(labels: Iterable[dict], wice: str | Path) -> list[str]:
+    """Rows whose response differs from the WiCE file it names (empty when all match)."""
+    cache: dict[str, list[str]] = {}
+    bad = []
+    for r in labels:
+        if r["file"] not in cache:
+            with open(Path(wice) / r["file"], encoding="utf-8") as fh:
+                cache[r["file"]] = [json.loads(x)["response"] for x in fh if x.strip()]
+        rows = cache[r["file"]]
+        if not 0 <= r["row"] < len(rows) or rows[r["row"]] != r["response"]:
+            bad.append(f"{r['file']} row {r['row']}")
+    return bad
+
+
+def _gold(row: dict, target: str) -> set[str]:
+    value = row.get(target)
+    if value is None:
+        return set()
+    if isinstance(value, str):
+        return {value}
+    return {str(v) for v in value}
+
+
+def _item(captured: str, atom: str, family: str) -> str:
+    """What a proposal names, comparable with the labels: the member without its prefix."""
+    if atom == family:
+        return captured  # a plain atom (the quote rules): the phrase itself
+    member = atom[len(family) + 1 : -1]
+    return member[1:] if member.startswith("s") and member[1:].isdigit() else member
+
+
+def measure(labels: list[dict], proposer: JudgeRules, threshold: float) -> dict:
+    """Precision and recall per rule and per atom family, with the counts behind them."""
+    groups: dict[str, tuple[str, list[str]]] = {}
+    for rule in proposer.ruleset.rules:
+        groups.setdefault(rule.atom, (TARGETS.get(rule.atom, rule.atom), []))[1].append(rule.name)
+    per_rule: dict[str, dict] = {}
+    per_family: dict[str, dict] = {}
+    per_judge: dict[str, dict[str, dict]] = {}
+    counts: dict[str, list[int]] = {}
+    mentions_taken = 0
+    mentions = 0
+    for row in labels:
+        hits = [h for h in proposer.matches(row["response"]) if h.confidence >= threshold]
+        for family, (target, names) in groups.items():
+            gold = _gold(row, target)
+            union: set[str] = set()
+            for name in names:
+                got = {_item(h.captured, h.atom, family) for h in hits if h.rule.name == name}
+                union |= got
+                c = counts.setdefault(f"rule:{name}", [0, 0, 0])
+                c[0] += len(got & gold)
+                c[1] += len(got)
+                c[2] += len(gold)
+            for key in (f"family:{family}", f"judge:{row['judge']}\t{family}"):
+                c = counts.setdefault(key, [0, 0, 0])
+                c[0] += len(union & gold)
+                c[1] += len(union)
+                c[2] += len(gold)
+            if family == "said":
+                m = _gold(row, "mention")
+                mentions += len(m)
+                mentions_taken += len(union & m)
+    for key, (tp, proposed, gold) in counts.items():
+        kind, name = key.split(":", 1)
+        entry = {
+            "true_positives": tp,
+            "proposed": proposed,
+            "labelled": gold,
+            "precision": round(100 * tp / proposed, 1) if proposed else None,
+            "recall": round(100 * tp / gold, 1) if gold else None,
+        }
+        if kind == "judge":
+            judge, family = name.split("\t")
+            per_judge.setdefault(judge, {})[family] = entry
+        else:
+            (per_rule if kind == "rule" else per_family)[name] = entry
+    for rule in proposer.ruleset.rules:
+        per_rule[rule.name]["atom"] = rule.atom
+        per_rule[rule.name]["measured_against"] = groups[rule.atom][0]
+    return {
+        "rows": len(labels),
+        "judges": sorted({r["judge"] for r in labels}),
+        "threshold": threshold,
+        "rules": per_rule,
+        "families": per_family,
+        "by_judge": {j: per_judge[j] for j in sorted(per_judge)},
+        "mentions_called_support": {
+            "labelled_mentions": mentions,
+            "proposed_as_said": mentions_taken,
+        },
+    }
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None else f"{x:5.1f}"
+
+
+def render(figures: dict) -> str:
+    lines = [
+        f"{figures['rows']} hand-labelled explanations ({', '.join(figures['judges'])}), "
+        f"threshold {figures['threshold']}",
+        "",
+        "| rule | atom | against | proposed | correct | labelled | precision | recall |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, f in figures["rules"].items():
+        lines.append(
+            f"| `{name}` | `{f['atom']}` | {f['measured_against']} | {f['proposed']} | "
+            f"{f['true_positives']} | {f['labelled']} | {_pct(f['precision'])} | "
+            f"{_pct(f['recall'])} |"
+        )
+    lines += [
+        "",
+        "| atom family (rules together) | proposed | correct | labelled | precision | recall |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, f in figures["families"].items():
+        lines.append(
+            f"| `{name}` | {f['proposed']} | {f['true_positives']} | {f['labelled']} | "
+            f"{_pct(f['precision'])} | {_pct(f['recall'])} |"
+        )
+    lines += [
+        "",
+        "| judge | atom family | proposed | correct | labelled | precision | recall |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for judge, families in figures["by_judge"].items():
+        for name, f in families.items():
+            if f["proposed"] or f["labelled"]:
+                lines.append(
+                    f"| {judge} | `{name}` | {f['proposed']} | {f['true_positives']} | "
+                    f"{f['labelled']} | {_pct(f['precision'])} | {_pct(f['recall'])} |"
+                )
+    m = figures["mentions_called_support"]
+    lines += [
+        "",
+        f"citations labelled as mere mentions: {m['labelled_mentions']}, "
+        f"of which proposed as support: {m['proposed_as_said']}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m unmask.propose.measure_judge")
+    ap.add_argument(
+        "--labels",
+        required=True,
+        action="append",
+        help="the hand labels (JSON Lines); repeat to measure several sets, one table each",
+    )
+    ap.add_argument("--rules", help="a rule file (default: the built-in WiCE rules)")
+    ap.add_argument("--threshold", type=float, default=0.5)
+    ap.add_argument("--wice", help="folder of the WiCE judge outputs: re-read every response")
+    ap.add_argument("--json", dest="json_out", help="also write the figures here")
+    args = ap.parse_args(argv)
+    sets = [load_labels(path) for path in args.labels]
+    if args.wice:
+        bad = [b for labels in sets for b in check_sources(labels, args.wice)]
+        if bad:
+            print("labels do not match the source at: " + ", ".join(bad), file=sys.stderr)
+            return 1
+    proposer = JudgeRules(load_rules(args.rules) if args.rules else None)
+    figures = {
+        path: measure(labels, proposer, args.threshold)
+        for path, labels in zip(args.labels, sets, strict=True)
+    }
+    sys.stdout.write("\n".join(f"{path}:\n\n{render(f)}" for path, f in figures.items()))
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
