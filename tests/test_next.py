@@ -73,9 +73,7 @@ def oracle(replay: Replay) -> dict:
         if r.addressed is not None:
             checks.append((f"coverage:{r.id}", "evid", r.addressed))
     for g in p.grounding:
-        checks.append(
-            (f"grounding:{g.judge}~{g.context}", "evid", Binary("iff", A(g.judge), A(g.context)))
-        )
+        checks.append((f"grounding:{g.judge.name}~{g.context.name}", "evid", g.query))
     if replay.translation != "valid":
         return {"open": [], "undecided": [c[0] for c in checks], "todo": []}
     order = list(p.atom_names)

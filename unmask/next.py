@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from unmask.backends.base import Backend, Unknown, Unsat
 from unmask.checker import VERDICT_ATOM, Case, base_parts, outcome, verdict_query
 from unmask.explain import BaseSession
-from unmask.ir import Expr, iter_atoms, mk_atom, mk_iff, mk_not
+from unmask.ir import Expr, iter_atoms, mk_not
+from unmask.irtext import expr_text
 from unmask.report import (
     ENTAILED,
     INCONSISTENT_BASE,
@@ -66,13 +67,8 @@ def queries(case: Case) -> list[Query]:
         if r.addressed is not None:
             out.append(Query(f"coverage:{r.id}", "evid", r.addressed, coverage=True))
     for g in p.grounding:
-        out.append(
-            Query(
-                f"grounding:{g.judge}~{g.context}",
-                "evid",
-                mk_iff(mk_atom(g.judge), mk_atom(g.context)),
-            )
-        )
+        # the subject names the pair as the report does (sides as written)
+        out.append(Query(f"grounding:{expr_text(g.judge)}~{expr_text(g.context)}", "evid", g.query))
     return out
 
 
