@@ -3,7 +3,8 @@
 Contract:
 - ``render(report, replay=None) -> str`` (``unmask check --format html``): one page with inline
   CSS and JS and no network reference; the overall result and the four dimensions first,
-  then what went wrong with the quotes that force it, then every check, the source texts
+  then what went wrong with the quotes that force it (and, next to a check, how many
+  unreviewed or gold-derived annotations it rests on), then every check, the source texts
   with every evidence span highlighted (``<mark>``, overlapping spans cut into segments in
   Python, by code point) and linked to its annotation, and the annotations themselves.
   Each highlighted piece names at most the innermost ``view.SHOWN`` spans over it, each
@@ -136,6 +137,7 @@ class _Views:
                 "value": item.value,
                 "quotes": [self.quote(q, atom) for q in item.evidence],
                 "explanation": item.explanation or "",
+                "by": ev.clean(ev.item_provenance(item, self.look)),
             }
         if item.kind == "constraint":
             expr = self.constraints.get(item.name or "")
@@ -180,6 +182,7 @@ class _Views:
             "detail": res.detail,
             "explanation": self.explanation(res.explanation),
             "witnesses": self.witnesses(res.witnesses),
+            "rests": ev.resting(res, self.look),
         }
 
 
@@ -220,6 +223,7 @@ def _annotations_view(replay: Any, marks: Sequence[ev.Mark], look: ev.Lookup) ->
                 "value": ann.value,
                 "explanation": ann.explanation,
                 "marks": by_ann.get(str(ai), []),
+                "by": ev.clean(ev.provenance(ann.by)),
             }
         )
     return out

@@ -3,7 +3,9 @@
 Contract: ``render(report, replay=None, *, color=False) -> str``. The overall result
 comes first, then the four dimensions with their checks; every violation shows the quotes
 that prove it; every underdetermined check shows one witness per side, with completed
-values marked as possibilities, not observations. Every line goes through
+values marked as possibilities, not observations; a check that rests on annotations a rule,
+a model or the gold label made says so ("rests on 2 unreviewed annotations"), and each
+quoted annotation names who made it when the replay says. Every line goes through
 ``safe.printable``, so control characters from a replay are shown as escapes, never acted
 on by a terminal; colour is ANSI via ``click.style``, added after that, and only when
 ``color`` is set (the command line sets it for terminals only). Deterministic.
@@ -81,6 +83,7 @@ class _Out:
         self.lines: list[str] = []
         self.color = color
         self.constraints: dict[str, str] = {}
+        self.look: Any = None  # the view's Lookup of the replay: who made each annotation
 
     def add(self, indent: int, text: str) -> None:
         self.lines.append("  " * indent + printable(text))
@@ -95,7 +98,8 @@ class _Out:
 
 def _item(out: _Out, indent: int, item: Item, decision: str) -> None:
     if item.kind == "annotation":
-        out.add(indent, f"- annotation `{item.atom}` = {item.value}")
+        by = _by(out, item)
+        out.add(indent, f"- annotation `{item.atom}` = {item.value}" + (f" ({by})" if by else ""))
         for q in item.evidence:
             out.add(indent + 2, f'{q.source}[{q.start}:{q.end}] "{_short(q.quote)}"')
         if item.explanation:
@@ -135,15 +139,28 @@ def _witnesses(out: _Out, indent: int, ws: Witnesses | None) -> None:
         out.add(indent, f"{title}: {', '.join(values) if values else '(nothing)'}")
 
 
+def _by(out: _Out, item: Item) -> str:
+    from unmask.render.view import item_provenance
+
+    return item_provenance(item, out.look)
+
+
 def _check(out: _Out, indent: int, head: str, res: CheckResult, decision: str) -> None:
+    from unmask.render.view import resting
+
     tail = f" ({res.detail})" if res.detail else ""
+    rests = resting(res, out.look)
+    if rests:
+        tail += f" ({rests})"
     out.result(indent, head, res.status, tail)
     if res.status == REFUTED:
         _explanation(out, indent + 1, "refuted by", res.explanation, decision)
     elif res.status == ENTAILED and res.explanation is not None:
         # what an OK check rests on, in one line; the quotes are kept for violations
         names = [
-            f"`{i.atom}`={i.value}" if i.kind == "annotation" else (i.name or i.kind)
+            f"`{i.atom}`={i.value}" + (f" ({by})" if (by := _by(out, i)) else "")
+            if i.kind == "annotation"
+            else (i.name or i.kind)
             for i in res.explanation.items
         ]
         out.add(
@@ -157,8 +174,10 @@ def render(report: Report, replay: Any = None, *, color: bool = False) -> str:
     """The text report; ``color`` adds ANSI colour to the result words."""
     # the view imports this module (for expr_text): import it when rendering, not before
     from unmask.render.view import DIMENSION_TITLES as titles
+    from unmask.render.view import Lookup
 
     out = _Out(color)
+    out.look = Lookup(replay if getattr(replay, "protocol", None) is not None else None)
     decision = "…"
     if replay is not None and getattr(replay, "protocol", None) is not None:
         decision = expr_text(replay.protocol.decision)

@@ -14,6 +14,9 @@ Contract:
   the innermost few of them (``SHOWN``), so a page stays linear in the replay however
   deeply spans nest. Offsets are Unicode code points, which is what Python ``str``
   indexing counts, so slicing happens here and nowhere else (never in a browser);
+- ``provenance(by)`` words who made an annotation (``rule wice-citations/1, unreviewed``)
+  and ``resting(result, lookup)`` says what a check rests on ("rests on 2 unreviewed
+  annotations"): the annotations of its explanation, or those pinned in its witnesses;
 - user text goes through ``unmask.render.safe``. Everything is deterministic.
 """
 
@@ -120,7 +123,7 @@ ICONS = {
     NOT_CHECKED: "–",
     None: "–",
 }
-SOURCE_ORDER = ("rationale", "context", "response", "trace", "protocol")
+SOURCE_ORDER = ("rationale", "context", "response", "reference", "trace", "protocol")
 
 
 def label(result: str | None) -> str:
@@ -238,6 +241,81 @@ class Lookup:
         """TRUE, FALSE or UNKNOWN (an unannotated atom is UNKNOWN)."""
         a = self.anns.get(atom)
         return UNKNOWN if a is None else a.value
+
+
+def _by_fields(by: Any) -> tuple[str, str | None, bool] | None:
+    """(kind, name, reviewed) of an annotation's ``by``, given as data or as its JSON."""
+    if by is None:
+        return None
+    if isinstance(by, dict):
+        kind = str(by.get("kind", ""))
+        reviewed = by.get("reviewed")
+        name = by.get("name")
+    else:
+        kind, name, reviewed = by.kind, by.name, by.reviewed
+    if not isinstance(reviewed, bool):
+        reviewed = kind in ("human", "gold")
+    return kind, None if name is None else str(name), reviewed
+
+
+def provenance(by: Any) -> str:
+    """``rule wice-citations/1, unreviewed``; empty for an annotation without ``by``."""
+    fields = _by_fields(by)
+    if fields is None:
+        return ""
+    kind, name, reviewed = fields
+    words = [kind if name is None else f"{kind} {name}"]
+    if not reviewed:
+        words.append("unreviewed")
+    if kind == "gold":
+        words.append("derived from the gold label")
+    return ", ".join(words)
+
+
+def _item_by(item: Any, look: Lookup) -> Any:
+    """An explanation item's ``by``; from the replay when the item does not carry it."""
+    by = getattr(item, "by", None)
+    if by is None and item.kind == "annotation":
+        ann = look.anns.get(item.atom or "")
+        by = None if ann is None else ann.by
+    return by
+
+
+def item_provenance(item: Any, look: Lookup) -> str:
+    return provenance(_item_by(item, look)) if item.kind == "annotation" else ""
+
+
+def rests_on(result: CheckResult, look: Lookup) -> tuple[int, int]:
+    """(unreviewed, gold-derived) annotations a check rests on: those of its explanation,
+    or, undetermined, those pinned in its witnesses. The checker's counts win when the
+    result carries them."""
+    given = getattr(result, "unreviewed", None), getattr(result, "gold_derived", None)
+    if all(isinstance(n, int) for n in given):
+        return given  # type: ignore[return-value]
+    bys: list[Any] = []
+    if result.explanation is not None:
+        bys = [_item_by(i, look) for i in result.explanation.items if i.kind == "annotation"]
+    elif result.witnesses is not None:
+        pinned = {
+            a.atom
+            for w in (result.witnesses.holds, result.witnesses.fails)
+            for a in w.atoms
+            if a.origin == "observed"
+        }
+        bys = [look.anns[a].by for a in sorted(pinned) if a in look.anns]
+    fields = [f for f in map(_by_fields, bys) if f is not None]
+    return sum(not f[2] for f in fields), sum(f[0] == "gold" for f in fields)
+
+
+def resting(result: CheckResult, look: Lookup) -> str:
+    """``rests on 2 unreviewed annotations`` (and the gold-derived ones); empty if none."""
+    unreviewed, gold = rests_on(result, look)
+    parts = []
+    if unreviewed:
+        parts.append(f"{unreviewed} unreviewed annotation{'' if unreviewed == 1 else 's'}")
+    if gold:
+        parts.append(f"{gold} gold-derived annotation{'' if gold == 1 else 's'}")
+    return "rests on " + " and ".join(parts) if parts else ""
 
 
 def marks(replay: Any, lookup: Lookup | None = None) -> tuple[Mark, ...]:
