@@ -2,7 +2,8 @@
 
 Contract: ``create("z3")``, ``create("pysat:glucose4", timeout_ms=...)`` give a
 ``Backend``; an unknown name raises ``UnmaskError`` with a "did you mean" hint.
-``register`` adds a backend under a new name (``"module:Class"`` or a class). The registry
+``register`` adds a backend under a new name (``"module:Class"`` or a class) and refuses a
+name already taken unless told ``replace=True``. The registry
 holds import paths, not modules, so a CLI run pays the import time (z3 ~70 ms) only for
 the backend it uses.
 """
@@ -48,7 +49,9 @@ _REGISTRY: dict[str, str | type[Backend]] = {
 }
 
 
-def register(name: str, target: str | type[Backend]) -> None:
+def register(name: str, target: str | type[Backend], *, replace: bool = False) -> None:
+    if name in _REGISTRY and not replace:
+        raise ValueError(f"a backend named `{name}` is already registered (pass replace=True)")
     _REGISTRY[name] = target
 
 

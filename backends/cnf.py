@@ -18,13 +18,13 @@ Contract:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from pysat.card import CardEnc, EncType
 from pysat.formula import IDPool
 
-from unmask.ir import Atom, Binary, Card, Const, Expr, Nary, Not, children
+from unmask.ir import Card, Expr, Table
 
 # measured on the 200-claim base with three large cardinalities (docs/backends.md): the
 # k-modulo totalizer builds fastest, is smallest and solves fastest
@@ -37,38 +37,6 @@ CARD_ENCODINGS = {
     "mtotalizer": EncType.mtotalizer,
     "kmtotalizer": EncType.kmtotalizer,
 }
-
-T = TypeVar("T")
-
-
-def fold(
-    expr: Expr,
-    leaf: Callable[[Expr], T],
-    node: Callable[[Expr, list[T]], T],
-    memo: dict[int, tuple[Expr, T]],
-) -> T:
-    """Bottom-up fold of ``expr`` without recursion, each node object visited once.
-
-    ``memo`` maps ``id(node)`` to ``(node, value)``; it keeps the node alive so its id can
-    never be reused while the memo lives, and may be kept between calls.
-    """
-    if id(expr) in memo:
-        return memo[id(expr)][1]
-    stack: list[tuple[Expr, bool]] = [(expr, False)]
-    while stack:
-        e, expanded = stack.pop()
-        if id(e) in memo:
-            continue
-        kids = children(e)
-        if not kids and not isinstance(e, (Nary, Card)):
-            memo[id(e)] = (e, leaf(e))
-            continue
-        if not expanded:
-            stack.append((e, True))
-            stack.extend((c, False) for c in reversed(kids) if id(c) not in memo)
-            continue
-        memo[id(e)] = (e, node(e, [memo[id(c)][1] for c in kids]))
-    return memo[id(expr)][1]
 
 
 class CnfEncoder:
@@ -122,33 +90,7 @@ class CnfEncoder:
 
     def lit(self, expr: Expr) -> int:
         """A literal equivalent to ``expr`` (its defining clauses are now in ``clauses``)."""
-        return fold(expr, self._leaf, self._node, self._memo)
-
-    def _leaf(self, e: Expr) -> int:
-        if isinstance(e, Atom):
-            return self.atom_var(e.name)
-        if isinstance(e, Const):
-            return self._const(e.value)
-        raise TypeError(f"not an expression: {e!r}")
-
-    def _node(self, e: Expr, lits: list[int]) -> int:
-        if isinstance(e, Not):
-            return -lits[0]
-        if isinstance(e, Nary):
-            if e.op == "and":
-                return self.and_(lits)
-            if e.op == "or":
-                return -self.and_([-x for x in lits])
-            if e.op == "xor":
-                return self.xor_(lits)
-        elif isinstance(e, Binary):
-            if e.op == "implies":
-                return -self.and_([lits[0], -lits[1]])
-            if e.op == "iff":
-                return -self.xor_(lits)
-        elif isinstance(e, Card):
-            return self.card_(e.op, e.k, lits)
-        raise TypeError(f"not an expression: {e!r}")
+        return _TSEITIN(expr, self, self._memo)
 
     def _fresh(self, key: tuple[Any, ...]) -> tuple[int, bool]:
         var = self._keys.get(key)
@@ -245,3 +187,19 @@ class CnfEncoder:
         x = self.lit(expr)
         self.clauses.append([x])
         return x
+
+
+_TSEITIN: Table[int] = Table(
+    "CNF",
+    {
+        "const": lambda enc, e, v: enc._const(e.value),
+        "atom": lambda enc, e, v: enc.atom_var(e.name),
+        "not": lambda enc, e, v: -v[0],
+        "and": lambda enc, e, v: enc.and_(v),
+        "or": lambda enc, e, v: -enc.and_([-x for x in v]),
+        "xor": lambda enc, e, v: enc.xor_(v),
+        "implies": lambda enc, e, v: -enc.and_([v[0], -v[1]]),
+        "iff": lambda enc, e, v: -enc.xor_(v),
+        Card: lambda enc, e, v: enc.card_(e.op, e.k, v),
+    },
+)

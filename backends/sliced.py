@@ -10,10 +10,15 @@ Contract (``create("sliced")``, ``create("sliced:glucose4")`` for another PySAT 
   inconsistent base) every check is answered on every enabled part, so minimising a
   conflict stays exact;
 - a slice with at most ``TT_MAX_ATOMS`` unpinned atoms is decided by a bit-parallel truth
-  table (``unmask.backends.truthtable``) after substituting the pins; a larger one by one
+  table (``unmask.ireval.truth_mask``) after substituting the pins; a larger one by one
   incremental PySAT solver over the whole base (parts behind selectors, encoded once
   when first needed; facts are assumed as literals), so a check costs about the size of
   its slice, not of the base;
+- once the base is known satisfiable, each part is substituted once with every fact of the
+  base (wide ``and``/``or``/``xor`` first split into short nested ones, which means the
+  same); a check that disables a few facts or assumes a few atoms re-folds only the nodes
+  above those atoms, so deletion over a part with n pinned atoms (every claim of a
+  decision supported) costs about n·log n, not n²;
 - cores are enabled labels (the slice's parts and the facts pinning its atoms; from the
   solver only those in its core); models hold exactly ``want``; a solver check runs in
   conflict-budget slices against a wall-clock deadline and answers ``Unknown`` when it
@@ -23,12 +28,15 @@ Contract (``create("sliced")``, ``create("sliced:glucose4")`` for another PySAT 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from unmask.backends.base import Backend, Part, Result, Sat, Session, Unknown, Unsat
-from unmask.ir import Atom, Binary, Card, Const, Expr, Nary, Not, children, iter_atoms, size
+from unmask.backends.pysat_core import DEFAULT_SOLVER, Incremental, resolve_solver
+from unmask.backends.refold import Refold
+from unmask.ir import Const, Expr, iter_atoms, size
+from unmask.ireval import closed_value, literal, substitute, truth_mask
 
 # above this many unpinned atoms a slice goes to the SAT solver (measured: docs/performance.md)
 TT_MAX_ATOMS = 12
@@ -37,85 +45,49 @@ QUERY_ENUM_MAX = 4  # a query alone with this few unpinned atoms is decided by e
 # and its formulas' nodes times the number of assignments stay within the budget
 ENUM_MAX_ATOMS = 6
 ENUM_BUDGET = 512
-DEFAULT_SOLVER = "minisat22"
-BUDGET_SLICE = 2_000  # conflicts between two looks at the clock
+
+Pins = dict[str, tuple[bool, int]]  # atom -> (its value, the unit part pinning it)
 
 
-def _unit(e: Expr) -> tuple[str, bool] | None:
-    if isinstance(e, Atom):
-        return e.name, True
-    if isinstance(e, Not) and isinstance(e.arg, Atom):
-        return e.arg.name, False
-    return None
+@dataclass(frozen=True, slots=True)
+class _Ask:
+    """One check confined to a slice: the parts to look at, the atoms their enabled facts
+    pin, and what the caller asked.
 
+    ``pins`` holds the atoms looked at one by one; with a reference (``ref``: every fact of
+    a base known satisfiable) an atom not in ``pins`` and not in ``unpinned`` is pinned as
+    the reference says."""
 
-def closed_value(e: Expr, values: Mapping[str, bool]) -> bool | None:
-    """The value of ``e`` when ``values`` covers all its atoms, else None (no recursion)."""
-    # the shapes of nearly every query (a literal, a grounding pair, their negations)
-    node: Any = e
-    neg = False
-    if node.__class__ is Not:
-        node, neg = node.arg, True
-    cls = node.__class__
-    if cls is Atom:
-        v = values.get(node.name)
-        return None if v is None else v != neg
-    if cls is Binary and node.left.__class__ is Atom and node.right.__class__ is Atom:
-        left, right = values.get(node.left.name), values.get(node.right.name)
-        if left is None or right is None:
-            return None
-        v = (not left or right) if node.op == "implies" else left == right
-        return v != neg
-    v = _closed_value(node, values)
-    return None if v is None else v != neg
+    comp: list[int]
+    pins: Pins
+    query: Expr | None
+    assume: dict[str, bool]
+    want: Sequence[str]
+    ref: Pins | None = None
+    unpinned: frozenset[str] = field(default_factory=frozenset)
 
+    def pin(self, name: str) -> tuple[bool, int] | None:
+        got = self.pins.get(name)
+        if got is None and self.ref is not None and name not in self.unpinned:
+            got = self.ref.get(name)
+        return got
 
-def _closed_value(e: Expr, values: Mapping[str, bool]) -> bool | None:
-    out: list[bool] = []
-    stack: list[tuple[Expr, bool]] = [(e, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if isinstance(node, Atom):
-            v = values.get(node.name)
-            if v is None:
-                return None
-            out.append(v)
-            continue
-        if isinstance(node, Const):
-            out.append(node.value)
-            continue
-        kids = children(node)
-        if not expanded:
-            stack.append((node, True))
-            stack.extend((c, False) for c in reversed(kids))
-            continue
-        args = out[len(out) - len(kids) :]
-        del out[len(out) - len(kids) :]
-        out.append(_combine(node, args))
-    return out[0]
+    # the Mapping protocol the folds use: the value of each atom this check fixes
+    def get(self, name: str, default: Any = None) -> Any:
+        if name in self.assume:
+            return self.assume[name]
+        got = self.pin(name)
+        return default if got is None else got[0]
 
+    def __getitem__(self, name: str) -> bool:
+        got = self.get(name)
+        if got is None:
+            raise KeyError(name)
+        return got
 
-def _combine(node: Expr, args: list[bool]) -> bool:
-    if isinstance(node, Not):
-        return not args[0]
-    if isinstance(node, Nary):
-        if node.op == "and":
-            return all(args)
-        if node.op == "or":
-            return any(args)
-        return sum(args) % 2 == 1
-    if isinstance(node, Binary):
-        return (not args[0] or args[1]) if node.op == "implies" else args[0] == args[1]
-    if isinstance(node, Card):
-        n = sum(args)
-        return (
-            n >= node.k
-            if node.op == "atleast"
-            else n <= node.k
-            if node.op == "atmost"
-            else (n == node.k)
-        )
-    raise TypeError(f"not an expression: {node!r}")
+    def changed(self) -> set[str]:
+        """The atoms whose value differs from the reference: unpinned, or newly assumed."""
+        return {*self.unpinned, *(n for n in self.assume if n not in self.pins)}
 
 
 class SlicedBackend(Backend):
@@ -123,12 +95,7 @@ class SlicedBackend(Backend):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if self.option is None:
-            self.solver_name = DEFAULT_SOLVER
-        else:
-            from unmask.backends.pysat_backend import resolve_solver
-
-            self.solver_name = resolve_solver(self.option)
+        self.solver_name = DEFAULT_SOLVER if self.option is None else resolve_solver(self.option)
 
     def open(self, parts: Sequence[Part], atoms: Sequence[str]) -> Session:
         return SlicedSession(parts, atoms, self.timeout_ms, self.solver_name)
@@ -151,7 +118,7 @@ class SlicedSession(Session):
         self.by_atom: dict[str, list[int]] = {}  # atom -> non-unit parts using it
         self.units_of: dict[str, list[int]] = {}  # atom -> unit parts pinning it
         for i, p in enumerate(self.parts):
-            unit = _unit(p.expr)
+            unit = literal(p.expr)
             self.units.append(unit)
             names = tuple(dict.fromkeys(iter_atoms(p.expr)))
             self.part_atoms.append(names)
@@ -163,12 +130,10 @@ class SlicedSession(Session):
                 for n in names:
                     self.by_atom.setdefault(n, []).append(i)
         self.base_sat: bool | None = None
+        self._ref: Pins | None = None  # every fact's pin, once the base is known satisfiable
+        self._views: dict[int, Refold] = {}
+        self.folds = 0  # parts substituted in full (a reference, or outside one)
         self._query_atoms: dict[int, tuple[Expr, tuple[str, ...]]] = {}
-        self._query_size: dict[int, tuple[Expr, int]] = {}
-        self.part_size = [
-            0 if u is not None else size(p.expr)
-            for u, p in zip(self.units, self.parts, strict=True)
-        ]
         self._sat: _Incremental | None = None
         self._closed = False
 
@@ -204,12 +169,7 @@ class SlicedSession(Session):
 
     # --- choosing what to look at ---------------------------------------------------------
 
-    def _on(self, i: int, en: set[str] | None) -> bool:
-        return en is None or self.labels[i] in en
-
-    def _pin(
-        self, name: str, en: set[str] | None, pins: dict[str, tuple[bool, int]]
-    ) -> Unsat | None:
+    def _pin(self, name: str, en: set[str] | None, pins: Pins) -> Unsat | None:
         """Record the enabled fact pinning ``name`` (if any); two contrary facts: unsat."""
         for i in self.units_of.get(name, ()):
             if en is not None and self.labels[i] not in en:
@@ -222,12 +182,27 @@ class SlicedSession(Session):
                 return self._core({i, have[1]})
         return None
 
+    def _view(self, i: int) -> Refold:
+        view = self._views.get(i)
+        if view is None:
+            if self._ref is None:
+                # the base is satisfiable, so no two facts contradict: the first of each
+                # atom stands for all
+                self._ref = {}
+                for name, units in self.units_of.items():
+                    self._ref[name] = (self.units[units[0]][1], units[0])  # type: ignore[index]
+            self.folds += 1
+            view = self._views[i] = Refold(
+                self.parts[i].expr, self.part_atoms[i], self._ref, self.labels
+            )
+        return view
+
     def _sliced(
         self, query: Expr | None, en: set[str] | None, assume: dict[str, bool], want: Sequence[str]
     ) -> Result:
         qatoms = self._atoms_of(query)
         seeds = [*want, *assume, *qatoms]
-        pins: dict[str, tuple[bool, int]] = {}
+        pins: Pins = {}
         comp: list[int] = []
         taken: set[int] = set()
         seen: set[str] = set()
@@ -248,13 +223,21 @@ class SlicedSession(Session):
                 if i not in taken and (en is None or self.labels[i] in en):
                     taken.add(i)
                     comp.append(i)
-                    stack.extend(self.part_atoms[i])
+                    view = self._view(i)
+                    # its atoms the reference leaves free, and those whose facts are all
+                    # disabled here (the rest stay pinned without being looked at)
+                    stack.extend(view.free)
+                    if en is not None:
+                        for label in view.pin_labels - en:
+                            stack.extend(view.pinned_by[label])
         if not comp:
             quick = self._query_only(query, qatoms, pins, assume, want)
             if quick is not None:
                 return quick
         comp.sort()
-        return self._decide(comp, pins, free, query, assume, want)
+        ref = self._ref if comp else None
+        unpinned = frozenset(a for a in free if ref is not None and a in ref)
+        return self._decide(_Ask(comp, pins, query, assume, want, ref, unpinned), free)
 
     def _atoms_of(self, query: Expr | None) -> tuple[str, ...]:
         if query is None:
@@ -268,21 +251,11 @@ class SlicedSession(Session):
             got = self._query_atoms[id(query)] = (query, tuple(iter_atoms(query)))
         return got[1]
 
-    def _size_of(self, query: Expr | None) -> int:
-        if query is None:
-            return 0
-        got = self._query_size.get(id(query))
-        if got is None or got[0] is not query:
-            if len(self._query_size) > 10_000:
-                self._query_size.clear()
-            got = self._query_size[id(query)] = (query, size(query))
-        return got[1]
-
     def _query_only(
         self,
         query: Expr | None,
         qatoms: tuple[str, ...],
-        pins: dict[str, tuple[bool, int]],
+        pins: Pins,
         assume: dict[str, bool],
         want: Sequence[str],
     ) -> Result | None:
@@ -313,7 +286,7 @@ class SlicedSession(Session):
     def _everything(
         self, query: Expr | None, en: set[str] | None, assume: dict[str, bool], want: Sequence[str]
     ) -> Result:
-        pins: dict[str, tuple[bool, int]] = {}
+        pins: Pins = {}
         for name in self.units_of:
             conflict = self._pin(name, en, pins)
             if conflict is not None:
@@ -327,163 +300,118 @@ class SlicedSession(Session):
         names.update(dict.fromkeys(assume))
         names.update(dict.fromkeys(want))
         free = [n for n in names if n not in pins]
-        return self._decide(comp, pins, free, query, assume, want, guess=True)
+        return self._decide(_Ask(comp, pins, query, assume, want), free, guess=True)
+
+    def _on(self, i: int, en: set[str] | None) -> bool:
+        return en is None or self.labels[i] in en
 
     # --- deciding ---------------------------------------------------------------------------
 
-    def _decide(
-        self,
-        comp: list[int],
-        pins: dict[str, tuple[bool, int]],
-        free: list[str],
-        query: Expr | None,
-        assume: dict[str, bool],
-        want: Sequence[str],
-        guess: bool = False,
-    ) -> Result:
-        for name, value in assume.items():
-            pin = pins.get(name)
+    def _decide(self, ask: _Ask, free: list[str], guess: bool = False) -> Result:
+        for name, value in ask.assume.items():
+            pin = ask.pin(name)
             if pin is not None and pin[0] != value:
                 return self._core({pin[1]})
-        unpinned = [n for n in free if n not in assume]
+        unpinned = [n for n in free if n not in ask.assume]
         if len(unpinned) <= TT_MAX_ATOMS:
-            return self._table(comp, pins, query, assume, want)
+            return self._table(ask)
         # a base's own consistency is usually shown by a trivial model; for a slice's query
         # the guess mostly fails and would only add two linear passes to the solver's work
         if guess:
-            guessed = self._guess(comp, pins, unpinned, query, assume, want)
+            guessed = self._guess(ask, unpinned)
             if guessed is not None:
                 return guessed
-        return self._solve(comp, pins, query, assume, want)
+        if self._sat is None:
+            self._sat = _Incremental(self, self.solver_name)
+        return self._sat.check(ask, self.timeout_ms)
 
-    def _guess(
-        self,
-        comp: list[int],
-        pins: dict[str, tuple[bool, int]],
-        unpinned: list[str],
-        query: Expr | None,
-        assume: dict[str, bool],
-        want: Sequence[str],
-    ) -> Sat | None:
+    def _guess(self, ask: _Ask, unpinned: list[str]) -> Sat | None:
         """A model with every unpinned atom false, or every one true, if either is one:
         a linear-time proof of satisfiability that spares building a solver."""
-        exprs = [self.parts[i].expr for i in comp]
-        if query is not None:
-            exprs.append(query)
+        exprs = [self.parts[i].expr for i in ask.comp]
+        if ask.query is not None:
+            exprs.append(ask.query)
         for value in (False, True):
-            env = {n: v for n, (v, _) in pins.items()}
-            env.update(assume)
+            env = {n: v for n, (v, _) in ask.pins.items()}
+            env.update(ask.assume)
             env.update(dict.fromkeys(unpinned, value))
             if all(closed_value(e, env) for e in exprs):
-                return Sat({n: env.get(n, False) for n in want})
+                return Sat({n: env.get(n, False) for n in ask.want})
         return None
 
     def _core(self, parts: Collection[int]) -> Unsat:
         return Unsat(tuple(self.labels[i] for i in sorted(parts)))
 
-    def _table(
-        self,
-        comp: list[int],
-        pins: dict[str, tuple[bool, int]],
-        query: Expr | None,
-        assume: dict[str, bool],
-        want: Sequence[str],
-    ) -> Result:
-        from unmask.backends.truthtable import substitute, truth_mask
-
-        values = {n: v for n, (v, _) in pins.items()}
-        values.update(assume)
+    def _table(self, ask: _Ask) -> Result:
+        changed = ask.changed() if ask.ref is not None else set()
         # the query first: an unsat slice is most often unsat because of it
-        exprs: list[tuple[int | None, Expr]] = [] if query is None else [(None, query)]
-        exprs.extend((i, self.parts[i].expr) for i in comp)
-        names: dict[str, None] = {}
-        for n in self._atoms_of(query):
-            if n not in values:
-                names[n] = None
-        for i in comp:
-            for n in self.part_atoms[i]:
-                if n not in values:
-                    names[n] = None
-        nodes = self._size_of(query) + sum(self.part_size[i] for i in comp)
-        if len(names) <= ENUM_MAX_ATOMS and (nodes << len(names)) <= ENUM_BUDGET:
-            return self._enumerate(exprs, list(names), values, pins, want)
+        items: list[tuple[int | None, Expr]] = [] if ask.query is None else [(None, ask.query)]
+        items.extend((i, self.parts[i].expr) for i in ask.comp)
         rest: list[tuple[int | None, Expr, Expr]] = []  # (part, original, residual)
-        for i, e in exprs:
-            known = closed_value(e, values)
-            residual = e
-            if known is None and any(n in values for n in iter_atoms(e)):
-                residual = substitute(e, values)
-                if isinstance(residual, Const):
-                    known = residual.value
-            if known is True:
-                continue
-            if known is False:
-                return self._table_core([(i, e)], pins)
+        for i, e in items:
+            if i is not None and ask.ref is not None:
+                residual = self._views[i].residual(ask, changed)
+            else:
+                known = closed_value(e, ask)
+                if known is None:
+                    residual = substitute(e, ask)
+                    self.folds += i is not None
+                else:
+                    residual = Const(known)
+            if isinstance(residual, Const):
+                if residual.value:
+                    continue
+                return self._table_core([(i, e)], ask)
             rest.append((i, e, residual))
         names = sorted(
             {n for _, _, r in rest for n in iter_atoms(r)},
             key=lambda n: self.order.setdefault(n, len(self.order)),
         )
+        nodes = sum(size(r) for _, _, r in rest)
+        if len(names) <= ENUM_MAX_ATOMS and (nodes << len(names)) <= ENUM_BUDGET:
+            return self._enumerate(rest, names, ask)
         index = {n: k for k, n in enumerate(names)}
         mask = (1 << (1 << len(names))) - 1
         for k, (_, _, r) in enumerate(rest):
             mask &= truth_mask(r, index, len(names))
             if not mask:
-                return self._table_core([(i, e) for i, e, _ in rest[: k + 1]], pins)
+                return self._table_core([(i, e) for i, e, _ in rest[: k + 1]], ask)
         first = (mask & -mask).bit_length() - 1
         model = {n: bool((first >> k) & 1) for n, k in index.items()}
-        model.update(values)
-        return Sat({n: model.get(n, False) for n in want})
+        return Sat({n: model[n] if n in model else ask.get(n, False) for n in ask.want})
 
     def _enumerate(
-        self,
-        exprs: list[tuple[int | None, Expr]],
-        names: list[str],
-        values: dict[str, bool],
-        pins: dict[str, tuple[bool, int]],
-        want: Sequence[str],
+        self, rest: list[tuple[int | None, Expr, Expr]], names: list[str], ask: _Ask
     ) -> Result:
-        """Try every assignment of the few unpinned ``names``, each formula evaluated as
-        it stands (no substitution, nothing built): cheaper than a table when tiny."""
-        env = dict(values)
+        """Try every assignment of the few unpinned ``names`` on the substituted formulas:
+        cheaper than a table when tiny."""
+        env: dict[str, bool] = {}
         failing: set[int] = set()
         for bits in range(1 << len(names)):
             for k, n in enumerate(names):
                 env[n] = bool((bits >> k) & 1)
             failed = -1
-            for j, (_, e) in enumerate(exprs):
-                if not closed_value(e, env):
+            for j, (_, _, r) in enumerate(rest):
+                if not closed_value(r, env):
                     failed = j
                     break
             if failed < 0:
-                return Sat({n: env.get(n, False) for n in want})
+                return Sat({n: env[n] if n in env else ask.get(n, False) for n in ask.want})
             failing.add(failed)
         # every assignment falsifies one of these formulas: together they are unsat
-        return self._table_core([exprs[j] for j in sorted(failing)], pins)
+        return self._table_core([rest[j][:2] for j in sorted(failing)], ask)  # type: ignore[misc]
 
-    def _table_core(
-        self, used: list[tuple[int | None, Expr]], pins: dict[str, tuple[bool, int]]
-    ) -> Unsat:
+    def _table_core(self, used: list[tuple[int | None, Expr]], ask: _Ask) -> Unsat:
         """The parts whose (substituted) conjunction was unsat, and the facts pinning them."""
         core: set[int] = set()
         for i, e in used:
             if i is not None:
                 core.add(i)
-            atoms = self.part_atoms[i] if i is not None else iter_atoms(e)
-            core.update(pins[n][1] for n in atoms if n in pins)
+            for n in self.part_atoms[i] if i is not None else iter_atoms(e):
+                pin = ask.pin(n)
+                if pin is not None:
+                    core.add(pin[1])
         return self._core(core)
-
-    def _solve(
-        self,
-        comp: list[int],
-        pins: dict[str, tuple[bool, int]],
-        query: Expr | None,
-        assume: dict[str, bool],
-        want: Sequence[str],
-    ) -> Result:
-        if self._sat is None:
-            self._sat = _Incremental(self, self.solver_name)
-        return self._sat.check(comp, pins, query, assume, want, self.timeout_ms)
 
     def close(self) -> None:
         self._closed = True
@@ -496,79 +424,51 @@ class _Incremental:
     """One PySAT solver over every non-unit part of a session, each behind a selector."""
 
     def __init__(self, session: SlicedSession, solver_name: str) -> None:
-        from pysat.solvers import Solver
-
-        from unmask.backends.cnf import CnfEncoder
-
         self.session = session
-        self.enc = CnfEncoder(session.order)
+        self.sat = Incremental(solver_name, session.order)
+        enc = self.sat.enc
         self.selector: dict[int, int] = {}
         self.owner: dict[int, int] = {}  # selector -> part index
         for i, p in enumerate(session.parts):
             if session.units[i] is not None:
                 continue
-            sel = self.enc.pool.id()
-            self.enc.clauses.append([-sel, self.enc.lit(p.expr)])
+            sel = enc.pool.id()
+            enc.clauses.append([-sel, enc.lit(p.expr)])
             self.selector[i] = sel
             self.owner[sel] = i
-        self.solver = Solver(name=solver_name)
-        self.added = 0
-        self._flush()
+        self.sat.flush()
 
-    def _flush(self) -> None:
-        new = self.enc.clauses[self.added :]
-        if new:
-            self.solver.append_formula(new)
-            self.added = len(self.enc.clauses)
-
-    def check(
-        self,
-        comp: list[int],
-        pins: dict[str, tuple[bool, int]],
-        query: Expr | None,
-        assume: dict[str, bool],
-        want: Sequence[str],
-        timeout_ms: int,
-    ) -> Result:
-        enc = self.enc
-        assumptions = [self.selector[i] for i in comp]
+    def check(self, ask: _Ask, timeout_ms: int) -> Result:
+        enc = self.sat.enc
+        assumptions = [self.selector[i] for i in ask.comp]
         pin_of: dict[int, int] = {}
-        for name, (value, i) in pins.items():
-            var = enc.atom_var(name)
-            lit = var if value else -var
-            assumptions.append(lit)
-            pin_of[lit] = i
-        if query is not None:
-            assumptions.append(enc.lit(query))
-        for name, value in assume.items():
+        names: dict[str, None] = dict.fromkeys(ask.pins)
+        if ask.ref is not None:
+            for i in ask.comp:
+                names.update(dict.fromkeys(self.session.part_atoms[i]))
+        for name in names:
+            pin = ask.pin(name)
+            if pin is not None:
+                var = enc.atom_var(name)
+                lit = var if pin[0] else -var
+                assumptions.append(lit)
+                pin_of[lit] = pin[1]
+        if ask.query is not None:
+            assumptions.append(enc.lit(ask.query))
+        for name, value in ask.assume.items():
             var = enc.atom_var(name)
             assumptions.append(var if value else -var)
-        for name in want:
+        for name in ask.want:
             enc.atom_var(name)
-        self._flush()
-        answer = self._run(assumptions, timeout_ms)
+        answer = self.sat.solve(assumptions, timeout_ms)
         if answer is None:
             return Unknown(f"timeout after {timeout_ms} ms")
         if answer:
-            model = self.solver.get_model() or []
-            out = {}
-            for name in want:
-                var = enc.atom_var(name)
-                out[name] = var <= len(model) and model[var - 1] > 0
-            return Sat(out)
-        core = self.solver.get_core() or ()
+            return Sat(self.sat.model(ask.want))
+        core = self.sat.core()
         parts = {self.owner[x] for x in core if x in self.owner}
         parts.update(pin_of[x] for x in core if x in pin_of)
         return self.session._core(parts)
 
-    def _run(self, assumptions: list[int], timeout_ms: int) -> bool | None:
-        solver = self.solver
-        deadline = time.monotonic() + timeout_ms / 1000
-        while True:
-            solver.conf_budget(BUDGET_SLICE)
-            answer = solver.solve_limited(assumptions=assumptions)
-            if answer is not None or time.monotonic() >= deadline:
-                return answer
-
     def delete(self) -> None:
-        self.solver.delete()
+        self.sat.delete()

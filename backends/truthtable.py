@@ -22,160 +22,15 @@ Contract:
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from functools import lru_cache
 
 from unmask.backends.base import Backend, Part, Result, Sat, Session, Unsat
-from unmask.backends.cnf import fold
 from unmask.diagnostics import Diagnostic, UnmaskError
-from unmask.ir import (
-    Atom,
-    Binary,
-    Card,
-    Const,
-    Expr,
-    Nary,
-    Not,
-    iter_atoms,
-    mk_binary,
-    mk_card,
-    mk_nary,
-    mk_not,
-)
+from unmask.ir import Atom, Binary, Const, Expr, Nary, evaluate, iter_atoms
+from unmask.ireval import literal, substitute, truth_mask
 
 # the most atoms one connected component may have: 2**20 assignments per formula is about
 # 128 KiB per bitmask and well under a second for a protocol-sized component
 MAX_ATOMS = 20
-
-
-@lru_cache(maxsize=256)
-def column(n: int, i: int) -> int:
-    """The truth column of atom i over n atoms: bit t is bit i of t."""
-    width = 1 << n
-    period = 1 << (i + 1)
-    half = 1 << i
-    repeat = ((1 << width) - 1) // ((1 << period) - 1)  # ones every `period` bits
-    return repeat * (((1 << half) - 1) << half)
-
-
-def _count_masks(masks: list[int]) -> list[int]:
-    """Bit-planes of the per-assignment count of true masks (ripple-carry adder)."""
-    planes: list[int] = []
-    for m in masks:
-        carry = m
-        for j in range(len(planes)):
-            if not carry:
-                break
-            planes[j], carry = planes[j] ^ carry, planes[j] & carry
-        if carry:
-            planes.append(carry)
-    return planes
-
-
-def _at_least(planes: list[int], k: int, full: int) -> int:
-    """Mask of assignments whose count (as bit-planes) is >= k."""
-    if k <= 0:
-        return full
-    if k >= 1 << len(planes):
-        return 0
-    greater, equal = 0, full
-    for j in reversed(range(len(planes))):
-        if (k >> j) & 1:
-            equal &= planes[j]
-        else:
-            greater |= equal & planes[j]
-            equal &= full ^ planes[j]
-    return greater | equal
-
-
-def card_mask(op: str, k: int, masks: list[int], full: int) -> int:
-    planes = _count_masks(masks)
-    if op == "atleast":
-        return _at_least(planes, k, full)
-    if op == "atmost":
-        return full ^ _at_least(planes, k + 1, full)
-    return _at_least(planes, k, full) & (full ^ _at_least(planes, k + 1, full))
-
-
-def truth_mask(
-    expr: Expr,
-    index: Mapping[str, int],
-    n: int,
-    memo: dict[int, tuple[Expr, int]] | None = None,
-    fixed: Mapping[str, bool] | None = None,
-) -> int:
-    """The 2**n-bit mask of the assignments (over atoms ``index``) that satisfy ``expr``;
-    ``memo`` may be shared by formulas over the same ``index`` (shared subterms); atoms in
-    ``fixed`` are constants instead of columns."""
-    full = (1 << (1 << n)) - 1
-
-    def leaf(e: Expr) -> int:
-        if isinstance(e, Atom):
-            if fixed is not None and e.name in fixed:
-                return full if fixed[e.name] else 0
-            return column(n, index[e.name])
-        if isinstance(e, Const):
-            return full if e.value else 0
-        raise TypeError(f"not an expression: {e!r}")
-
-    def node(e: Expr, ms: list[int]) -> int:
-        if isinstance(e, Not):
-            return full ^ ms[0]
-        if isinstance(e, Nary):
-            acc = full if e.op == "and" else 0
-            for m in ms:
-                if e.op == "and":
-                    acc &= m
-                elif e.op == "or":
-                    acc |= m
-                else:
-                    acc ^= m
-            return acc
-        if isinstance(e, Binary):
-            if e.op == "implies":
-                return (full ^ ms[0]) | ms[1]
-            return full ^ (ms[0] ^ ms[1])
-        if isinstance(e, Card):
-            return card_mask(e.op, e.k, ms, full)
-        raise TypeError(f"not an expression: {e!r}")
-
-    return fold(expr, leaf, node, {} if memo is None else memo)
-
-
-def substitute(expr: Expr, values: Mapping[str, bool | Expr]) -> Expr:
-    """``expr`` with the atoms in ``values`` replaced (by constants or expressions), folded
-    by the smart constructors."""
-
-    def leaf(e: Expr) -> Expr:
-        if isinstance(e, Atom) and e.name in values:
-            v = values[e.name]
-            return Const(v) if isinstance(v, bool) else v
-        return e
-
-    def node(e: Expr, args: list[Expr]) -> Expr:
-        if isinstance(e, Not):
-            return mk_not(args[0])
-        if isinstance(e, Nary):
-            return mk_nary(e.op, args)
-        if isinstance(e, Binary):
-            return mk_binary(e.op, args[0], args[1])
-        if isinstance(e, Card):
-            return mk_card(e.op, e.k, args)
-        raise TypeError(f"not an expression: {e!r}")
-
-    return fold(expr, leaf, node, {})
-
-
-def holds(e: Expr, env: Mapping[str, bool]) -> bool:
-    """``e`` under a total assignment to its atoms (iterative: ``ir.evaluate`` recurses)."""
-    return bool(truth_mask(e, {}, 0, None, env))
-
-
-def _unit(e: Expr) -> tuple[str, bool] | None:
-    if isinstance(e, Atom):
-        return e.name, True
-    if isinstance(e, Not) and isinstance(e.arg, Atom):
-        return e.arg.name, False
-    return None
 
 
 class TruthTableBackend(Backend):
@@ -279,7 +134,7 @@ class TruthTableSession(Session):
         for name, definition in reversed(defs):
             for a in iter_atoms(definition):
                 model.setdefault(a, False)
-            model[name] = holds(definition, model)
+            model[name] = evaluate(definition, model)
         return Sat({n: model.get(n, False) for n in want})
 
 
@@ -316,7 +171,7 @@ def _simplify(
             elif isinstance(e, Const):
                 if not e.value:
                     return deps
-            elif (unit := _unit(e)) is not None:
+            elif (unit := literal(e)) is not None:
                 name, value = unit
                 if name in pins:
                     if pins[name][0] != value:
@@ -333,7 +188,7 @@ def _simplify(
             names = tuple(iter_atoms(e))
             pinned = [n for n in names if n in pins]
             if not names:  # closed but not folded (raw IR such as `not not and()`)
-                if not holds(e, {}):
+                if not evaluate(e, {}):
                     return deps
             elif pinned:
                 deps = deps.union(*(pins[n][1] for n in pinned))

@@ -10,7 +10,7 @@ Contract:
 - a check that Z3 cannot decide within ``timeout_ms`` (or any other ``unknown``) is
   ``Unknown(reason)``, never sat or unsat;
 - ``lower(expr, ctx, var)`` turns an IR expression into a Z3 term without Python
-  recursion (the IR may be deep); ``unmask.smt2`` reuses it to emit SMT-LIB 2.
+  recursion (the IR may be deep).
 """
 
 from __future__ import annotations
@@ -20,66 +20,50 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 import z3
 
 from unmask.backends.base import Backend, Part, Result, Sat, Session, Unknown, Unsat
-from unmask.ir import Atom, Binary, Card, Const, Expr, Nary, Not, children
+from unmask.ir import Card, Expr, Nary, Table
 
 
 def lower(expr: Expr, ctx: z3.Context, var: Callable[[str], z3.BoolRef]) -> z3.BoolRef:
     """The Z3 term for ``expr``; ``var(name)`` gives the term of each atom."""
-    done: dict[int, z3.BoolRef] = {}
-    # explicit post-order walk; shared subtrees are lowered once (keyed by identity)
-    stack: list[tuple[Expr, bool]] = [(expr, False)]
-    while stack:
-        node, expanded = stack.pop()
-        key = id(node)
-        if key in done:
-            continue
-        kids = children(node)
-        if not expanded and kids:
-            stack.append((node, True))
-            stack.extend((c, False) for c in reversed(kids))
-            continue
-        args = [done[id(c)] for c in kids]
-        done[key] = _lower_node(node, args, ctx, var)
-    return done[id(expr)]
+    # shared subtrees are lowered once (the fold is keyed by identity)
+    return _LOWER(expr, (ctx, var))
 
 
-def _lower_node(
-    node: Expr,
-    args: list[z3.BoolRef],
-    ctx: z3.Context,
-    var: Callable[[str], z3.BoolRef],
-) -> z3.BoolRef:
-    if isinstance(node, Const):
-        return z3.BoolVal(node.value, ctx)
-    if isinstance(node, Atom):
-        return var(node.name)
-    if isinstance(node, Not):
-        return z3.Not(args[0], ctx)
-    if isinstance(node, Nary):
-        if node.op == "and":
-            return z3.And(*args, ctx) if args else z3.BoolVal(True, ctx)
-        if node.op == "or":
-            return z3.Or(*args, ctx) if args else z3.BoolVal(False, ctx)
-        acc = z3.BoolVal(False, ctx)
-        for a in args:
-            acc = z3.Xor(acc, a, ctx)
-        return acc
-    if isinstance(node, Binary):
-        if node.op == "implies":
-            return z3.Implies(args[0], args[1], ctx)
-        return args[0] == args[1]
-    if isinstance(node, Card):
-        if not args:
-            n = 0
-            holds = {"atleast": n >= node.k, "atmost": n <= node.k, "exactly": n == node.k}
-            return z3.BoolVal(holds[node.op], ctx)
-        weighted = [(a, 1) for a in args]
-        if node.op == "atleast":
-            return z3.PbGe(weighted, node.k)
-        if node.op == "atmost":
-            return z3.PbLe(weighted, node.k)
-        return z3.PbEq(weighted, node.k)
-    raise TypeError(f"not an expression: {node!r}")
+_Ctx = tuple[z3.Context, Callable[[str], z3.BoolRef]]
+
+
+def _xor(c: _Ctx, e: Nary, args: list[z3.BoolRef]) -> z3.BoolRef:
+    acc = z3.BoolVal(False, c[0])
+    for a in args:
+        acc = z3.Xor(acc, a, c[0])
+    return acc
+
+
+_PB = {"atleast": z3.PbGe, "atmost": z3.PbLe, "exactly": z3.PbEq}
+
+
+def _card(c: _Ctx, e: Card, args: list[z3.BoolRef]) -> z3.BoolRef:
+    if not args:
+        n = 0
+        holds = {"atleast": n >= e.k, "atmost": n <= e.k, "exactly": n == e.k}
+        return z3.BoolVal(holds[e.op], c[0])
+    return _PB[e.op]([(a, 1) for a in args], e.k)
+
+
+_LOWER: Table[z3.BoolRef] = Table(
+    "Z3",
+    {
+        "const": lambda c, e, v: z3.BoolVal(e.value, c[0]),
+        "atom": lambda c, e, v: c[1](e.name),
+        "not": lambda c, e, v: z3.Not(v[0], c[0]),
+        "and": lambda c, e, v: z3.And(*v, c[0]) if v else z3.BoolVal(True, c[0]),
+        "or": lambda c, e, v: z3.Or(*v, c[0]) if v else z3.BoolVal(False, c[0]),
+        "xor": _xor,
+        "implies": lambda c, e, v: z3.Implies(v[0], v[1], c[0]),
+        "iff": lambda c, e, v: v[0] == v[1],
+        Card: _card,
+    },
+)
 
 
 class Z3Session(Session):

@@ -3,10 +3,10 @@
 Contract: every value generated is valid input: expressions use only the given atom names
 and well-formed operators (raw nodes, so unfolded constants, empty and one-argument n-ary
 operators and trivial cardinality bounds all occur; pass them through ``smart`` for the
-folded form the compiler builds); protocols satisfy SPEC's rules (grounding pairs are judge ~
-context, the verdict variable is not an atom); replays carry annotations whose evidence spans
-are in range, fit the atom's role and quote the source exactly. Other test modules may import
-these strategies.
+folded form the compiler builds); protocols follow the language's rules (grounding pairs are
+judge ~ context, the verdict variable is not an atom); replays carry annotations whose
+evidence spans are in range, fit the atom's role and quote the source exactly. Other test
+modules may import these strategies.
 """
 
 from __future__ import annotations
@@ -64,9 +64,9 @@ SOURCES = {
 
 def smart(e: Expr) -> Expr:
     """``e`` rebuilt through the smart constructors (iteratively: e may be deep)."""
-    from unmask.backends.truthtable import substitute
+    from unmask.ireval import smart as rebuild
 
-    return substitute(e, {})
+    return rebuild(e)
 
 
 # --- hypothesis strategies -------------------------------------------------------------------

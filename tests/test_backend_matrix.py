@@ -117,3 +117,35 @@ def test_calls_are_counted_per_session(backend_name):
     assert s2.check(want=["a"]) == Sat({"a": False})
     s1.close()
     s2.close()
+
+
+def test_a_deep_formula_is_decided_without_recursion(backend_name):
+    from tests.strategies import deep_expr
+
+    deep = deep_expr(["a", "b"], 6000)
+    facts = [Part("fact:a", Atom("a")), Part("fact:b", Not(Atom("b")))]
+    session = create(backend_name).open([*facts, Part("decision", deep)], ["a", "b"])
+    expected = evaluate(deep, {"a": True, "b": False})
+    assert isinstance(session.check(), Sat if expected else Unsat)
+    assert isinstance(
+        session.check(Not(deep), enabled=["fact:a", "fact:b"]), Unsat if expected else Sat
+    )
+
+
+def test_register_refuses_a_taken_name_unless_told_to_replace():
+    import pytest
+
+    from unmask.backends import _REGISTRY, register
+
+    before = dict(_REGISTRY)
+    try:
+        with pytest.raises(ValueError, match="`z3` is already registered"):
+            register("z3", "unmask.backends.pysat_backend:PySatBackend")
+        assert _REGISTRY["z3"] == before["z3"]
+        register("z3", "unmask.backends.pysat_backend:PySatBackend", replace=True)
+        assert create("z3").name == "pysat"
+        register("extra", "unmask.backends.truthtable:TruthTableBackend")
+        assert create("extra").name == "truthtable"
+    finally:
+        _REGISTRY.clear()
+        _REGISTRY.update(before)

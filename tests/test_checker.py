@@ -13,7 +13,6 @@ from unmask.api import check
 from unmask.backends import create
 from unmask.checker import VERDICT_ATOM, Case, base_parts, check_case
 from unmask.ir import (
-    TRUE,
     AtomDecl,
     Constraint,
     Expr,
@@ -24,6 +23,7 @@ from unmask.ir import (
     iter_atoms,
     mk_and,
     mk_atom,
+    mk_const,
     mk_iff,
     mk_not,
     mk_or,
@@ -32,6 +32,7 @@ from unmask.model import Annotation, Evidence, Replay
 from unmask.report import dumps
 
 A = mk_atom
+TRUE = mk_const(True)
 
 RATIONALE = (
     "There are two claims. Joining ACME in 2024 is supported. I also checked my outside "
@@ -460,8 +461,7 @@ def test_explanations_are_minimal_by_brute_force(backend_name: str) -> None:
             (q.holds, req.expr) for q, req in zip(r.requirements, p.requirements, strict=True)
         ]
         queries += [
-            (g.result, mk_iff(A(pair.judge), A(pair.context)))
-            for g, pair in zip(r.grounding, p.grounding, strict=True)
+            (g.result, pair.query) for g, pair in zip(r.grounding, p.grounding, strict=True)
         ]
         for res, phi in queries:
             if res.status not in ("ENTAILED", "REFUTED"):

@@ -61,7 +61,7 @@ def test_family_with_many_members():
     )
     assert p.atoms[1].description == "The judge asserts the context supports claim cto"
     assert p.decision == Nary("and", (Atom("supported(joined)"), Atom("supported(cto)")))
-    assert [(g.judge, g.context) for g in p.grounding] == [
+    assert [(g.judge.name, g.context.name) for g in p.grounding] == [
         ("supported(joined)", "backed(joined)"),
         ("supported(cto)", "backed(cto)"),
     ]

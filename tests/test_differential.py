@@ -2,7 +2,7 @@
 
 - every backend gives a byte-identical report (``dumps``) except the ``backend`` field, on
   random protocols and replays (hypothesis);
-- an exhaustive sweep re-derives every base and status from SPEC's definitions over all
+- an exhaustive sweep re-derives every base and status from their definitions over all
   assignments ("holds however the unknown atoms are filled in"), with explanations checked
   to force the result and be irreducible, witnesses checked to be the canonical completion;
 - sympy's ``satisfiable`` is an independent oracle for every backend's sat/unsat answers;
@@ -116,7 +116,7 @@ def outcome(status: str, coverage: bool = False) -> str | None:
 
 
 def expected_report(replay: Replay, table: Table) -> tuple[dict, dict[str, int]]:
-    """Bases, statuses and overall by SPEC section 4; also each part's mask by label."""
+    """Bases, statuses and overall by their definitions; also each part's mask by label."""
     p = replay.protocol
     facts = {a.atom: a.value == "TRUE" for a in replay.annotations if a.value != "UNKNOWN"}
     parts = {f"fact:{n}": table.mask(Atom(n) if v else Not(Atom(n))) for n, v in facts.items()}
@@ -147,10 +147,7 @@ def expected_report(replay: Replay, table: Table) -> tuple[dict, dict[str, int]]
             )
             for r in p.requirements
         ],
-        "grounding": [
-            table.classify(evid, table.mask(Binary("iff", Atom(g.judge), Atom(g.context))))
-            for g in p.grounding
-        ],
+        "grounding": [table.classify(evid, table.mask(g.query)) for g in p.grounding],
     }
     outcomes = [outcome(out["verdict"])]
     for q, a in out["requirements"]:
@@ -167,7 +164,7 @@ def expected_report(replay: Replay, table: Table) -> tuple[dict, dict[str, int]]
     if overall == "SATISFIED" and (not p.requirements or not p.grounding):
         overall = "UNKNOWN"
     if "INCONSISTENT" in out["bases"].values():
-        overall = "UNKNOWN"  # SPEC: any inconsistent base makes the overall result UNKNOWN
+        overall = "UNKNOWN"  # any inconsistent base makes the overall result UNKNOWN
     out["overall"] = overall
     return out, parts
 
@@ -234,7 +231,7 @@ def sweep_one(replay: Replay, backend: str) -> None:
         if req.addressed is not None:
             checks.append((r, "coverage_", evid, req.addressed, atoms_of(req.addressed)))
     for g, pair in zip(got["grounding"], p.grounding, strict=True):
-        q = Binary("iff", Atom(pair.judge), Atom(pair.context))
+        q = pair.query
         checks.append((g, "", evid, q, atoms_of(q)))
     for obj, prefix, base, phi, atoms in checks:
         status = obj["coverage" if prefix else "status"]

@@ -128,9 +128,11 @@ def _brute_force(r: Replay) -> dict:
         ],
         "grounding": [
             {
-                "judge": g.judge,
-                "context": g.context,
-                "status": _classify(evid, lambda env, g=g: env[g.judge] == env[g.context], names),
+                "judge": g.judge.name,
+                "context": g.context.name,
+                "status": _classify(
+                    evid, lambda env, g=g: env[g.judge.name] == env[g.context.name], names
+                ),
             }
             for g in p.grounding
         ],

@@ -79,7 +79,7 @@ def test_the_factual_claims_example_compiles_to_the_expected_ir():
         Not(Atom("external")),
         Const(True),
     )
-    assert [(g.judge, g.context) for g in p.grounding] == [
+    assert [(g.judge.name, g.context.name) for g in p.grounding] == [
         ("j_joined", "c_joined"),
         ("j_cto", "c_cto"),
     ]
@@ -106,7 +106,7 @@ def test_statements_may_come_in_any_order_after_the_protocol_line():
         "protocol p ground a ~ b decision pass iff a atom b : context atom a : judge"
     )
     assert p.atom_names == ("b", "a")
-    assert p.grounding[0].judge == "a"
+    assert p.grounding[0].judge == Atom("a")
 
 
 def test_whitespace_and_comments_are_free():

@@ -117,7 +117,7 @@ def test_valid_replay_builds_the_model():
     assert r.annotations[0].evidence[0].quote == "Both claims hold."
     assert r.unannotated == ("ext",)
     assert r.protocol.requirements[0].expr == ir.Not(ir.Atom("ext"))
-    assert r.protocol.requirements[0].addressed == ir.TRUE
+    assert r.protocol.requirements[0].addressed == ir.Const(True)
     assert r.warnings == ()
 
 

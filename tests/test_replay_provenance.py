@@ -42,7 +42,7 @@ def test_absent_by_is_a_reviewed_human_annotation():
 )
 def test_by_kinds_and_review_defaults(by, reviewed, gold):
     a = replay_from_obj(with_by(by)).annotations[0]
-    assert a.by == Provenance(by["kind"], by.get("name"), reviewed)
+    assert a.by == Provenance(by["kind"], by.get("name", ""), by.get("reviewed"))
     assert a.by.reviewed is reviewed and a.by.gold_derived is gold
     assert a.unreviewed is (not reviewed) and a.gold_derived is gold
 
@@ -50,11 +50,8 @@ def test_by_kinds_and_review_defaults(by, reviewed, gold):
 def test_provenance_defaults_and_json():
     assert Provenance("rule").reviewed is False
     assert Provenance("human").reviewed is True
-    assert Provenance("gold", "wice-label").to_json() == {
-        "kind": "gold",
-        "name": "wice-label",
-        "reviewed": True,
-    }
+    assert Provenance("gold", "wice-label").to_json() == {"kind": "gold", "name": "wice-label"}
+    assert Provenance("rule", reviewed_flag=True).to_json() == {"kind": "rule", "reviewed": True}
     assert Annotation("x", "TRUE").by is None
 
 

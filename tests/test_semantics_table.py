@@ -1,6 +1,7 @@
-"""SPEC section 4 against exhaustive truth tables: the article's two-atom table, entailment
-that is not Kleene logic, and random protocols whose statuses, canonical witnesses and
-canonical minimal explanations must equal a brute-force reference on every backend."""
+"""The bases and Classify (docs/semantics.md) against exhaustive truth tables: the article's
+two-atom table, entailment that is not Kleene logic, and random protocols whose statuses,
+canonical witnesses and canonical minimal explanations must equal a brute-force reference on
+every backend."""
 
 from __future__ import annotations
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from unmask.backends.base import Backend, Part, Sat, Unknown, Unsat
 from unmask.explain import BaseSession, minimise, witness
 from unmask.ir import Expr, Protocol, iter_atoms, mk_atom, mk_iff, mk_not
+from unmask.irtext import expr_text
 from unmask.model import Annotation, Replay
 from unmask.report import (
     CONSISTENT,
@@ -314,9 +315,7 @@ def check_case(case: Case, backend: Backend, *, backend_name: str | None = None)
         )
         grounding = tuple(
             GroundingCheck(
-                g.judge,
-                g.context,
-                run.classify("evid", mk_iff(mk_atom(g.judge), mk_atom(g.context)), []),
+                expr_text(g.judge), expr_text(g.context), run.classify("evid", g.query, [])
             )
             for g in protocol.grounding
         )
@@ -346,7 +345,9 @@ def _unsolved(case: Case, backend_name: str) -> Report:
         )
         for r in p.requirements
     )
-    grounding = tuple(GroundingCheck(g.judge, g.context, blank) for g in p.grounding)
+    grounding = tuple(
+        GroundingCheck(expr_text(g.judge), expr_text(g.context), blank) for g in p.grounding
+    )
     return _assemble(
         case, backend_name, None, VerdictCheck(case.verdict, blank), requirements, grounding, {}
     )

@@ -1,7 +1,8 @@
 """The lowering of a protocol for other tools: SMT-LIB 2 and DIMACS (``unmaskc --emit``).
 
-Contract: both formats state B_proto = K ∧ (V ⇔ D) of SPEC section 4 and nothing else that
-constrains: no annotation is known at compile time.
+Contract: both formats state B_proto = K ∧ (V ⇔ D) (the constraints K, and the verdict V
+equivalent to the decision D) and nothing else that constrains: no annotation is known at
+compile time.
 - ``emit_smt2``: a self-contained SMT-LIB 2.6 script: one ``declare-const`` per atom in
   declaration order, then the verdict ``pass``; one named assertion per constraint
   (``constraint_NAME``) and one for the decision (``decision``); requirements, coverage and
@@ -18,7 +19,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from unmask.ir import Atom, Binary, Card, Const, Expr, Nary, Not, Protocol, mk_atom, mk_iff
+from unmask.ir import CARD_OPS, KINDS, Card, Expr, Nary, Protocol, Table, mk_atom, mk_iff
+from unmask.irtext import expr_text
 
 VERDICT = "pass"  # the verdict variable V in both formats; `pass` is never an atom name
 _VERDICT_KEY = "$pass"  # the verdict's name inside the CNF encoder, as in the checker
@@ -66,54 +68,48 @@ def smt2_symbols(protocol: Protocol) -> dict[str, str]:
     return out
 
 
+def _smt_nary(_: dict[str, str], e: Nary, v: list[str]) -> str:
+    if len(v) <= 1:  # raw IR may hold and() or or(x); SMT-LIB needs two arguments
+        return v[0] if v else ("true" if e.op == "and" else "false")
+    return f"({e.op} {' '.join(v)})"
+
+
+def _smt_card(_: dict[str, str], e: Card, v: list[str]) -> str:
+    terms = [f"(ite {a} 1 0)" for a in v]
+    total = "0" if not terms else terms[0] if len(terms) == 1 else f"(+ {' '.join(terms)})"
+    return f"({_SMT_CARD[e.op]} {total} {e.k})"
+
+
+_SMT_CARD = {"atleast": ">=", "atmost": "<=", "exactly": "="}
+_SMT: Table[str] = Table(
+    "SMT-LIB",
+    {
+        "const": lambda names, e, v: "true" if e.value else "false",
+        "atom": lambda names, e, v: names[e.name],
+        "not": lambda names, e, v: f"(not {v[0]})",
+        Nary: _smt_nary,
+        "implies": lambda names, e, v: f"(=> {v[0]} {v[1]})",
+        "iff": lambda names, e, v: f"(= {v[0]} {v[1]})",
+        Card: _smt_card,
+    },
+)
+# does a formula count (so it needs integer arithmetic)?
+_HAS_CARD: Table[bool] = Table(
+    "cardinality detection",
+    {kind: (lambda _, e, v: e.kind in CARD_OPS or any(v)) for kind in KINDS},
+)
+
+
 def _smt_expr(e: Expr, names: dict[str, str]) -> str:
-    from unmask.backends.cnf import fold
-
-    def leaf(x: Expr) -> str:
-        if isinstance(x, Atom):
-            return names[x.name]
-        if isinstance(x, Const):
-            return "true" if x.value else "false"
-        raise TypeError(f"not an expression: {x!r}")
-
-    def node(x: Expr, args: list[str]) -> str:
-        if isinstance(x, Not):
-            return f"(not {args[0]})"
-        if isinstance(x, Nary):
-            if len(args) <= 1:
-                empty = "true" if x.op == "and" else "false"
-                return args[0] if args else empty
-            return f"({x.op} {' '.join(args)})"
-        if isinstance(x, Binary):
-            op = "=>" if x.op == "implies" else "="
-            return f"({op} {args[0]} {args[1]})"
-        if isinstance(x, Card):
-            terms = [f"(ite {a} 1 0)" for a in args]
-            total = "0" if not terms else terms[0] if len(terms) == 1 else f"(+ {' '.join(terms)})"
-            op = {"atleast": ">=", "atmost": "<=", "exactly": "="}[x.op]
-            return f"({op} {total} {x.k})"
-        raise TypeError(f"not an expression: {x!r}")
-
-    return fold(e, leaf, node, {})
+    return _SMT(e, names)
 
 
 def _has_card(e: Expr) -> bool:
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, Card):
-            return True
-        if isinstance(x, Not):
-            stack.append(x.arg)
-        elif isinstance(x, Nary):
-            stack.extend(x.args)
-        elif isinstance(x, Binary):
-            stack.extend((x.left, x.right))
-    return False
+    return _HAS_CARD(e)
 
 
 def _all_exprs(p: Protocol) -> Iterator[Expr]:
-    yield p.decision
+    yield from p.decision_exprs
     for c in p.constraints:
         yield c.expr
     for r in p.requirements:
@@ -154,8 +150,10 @@ def emit_smt2(protocol: Protocol) -> str:
             addressed = syms.take(f"addressed_{r.id}")
             out.append(f"(define-fun {addressed} () Bool {_smt_expr(r.addressed, names)})")
     for g in protocol.grounding:
-        label = syms.take(f"ground_{g.judge}_{g.context}")
-        out.append(f"(define-fun {label} () Bool (= {names[g.judge]} {names[g.context]}))")
+        label = syms.take(f"ground_{expr_text(g.judge)}_{expr_text(g.context)}")
+        op = "=>" if g.direction == "~>" else "="
+        sides = f"{_smt_expr(g.judge, names)} {_smt_expr(g.context, names)}"
+        out.append(f"(define-fun {label} () Bool ({op} {sides}))")
     out.append("(check-sat)")
     return "\n".join(out) + "\n"
 

@@ -154,7 +154,7 @@ def _provenance(r: JsonReader, b: Any, p: str) -> Provenance | None:
             ok = False
     if what is None or not ok:
         return None
-    return Provenance(what, name, reviewed)
+    return Provenance(what, name or "", reviewed)
 
 
 def _evidence(

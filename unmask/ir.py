@@ -12,13 +12,21 @@ Contract:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, TypeVar
 
 ROLES = ("judge", "context", "procedure")
 CARD_OPS = ("atleast", "atmost", "exactly")
 NARY_OPS = ("and", "or", "xor")
 BINARY_OPS = ("implies", "iff")
+# every kind of node a table must cover: the leaves, then each operator
+KINDS = ("const", "atom", "ref", "not", *NARY_OPS, *BINARY_OPS, *CARD_OPS)
+# the verdict labels of a protocol without a `verdict` statement
+BINARY_LABELS = ("PASS", "FAIL")
+DIRECTIONS = ("~", "~>")
+# binding strength in `.proto` syntax, loosest first (cardinalities are written as calls)
+PRECEDENCE = {"iff": 1, "implies": 2, "or": 3, "xor": 4, "and": 5, "not": 6}
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,18 +56,32 @@ def _loc() -> Span | None:
 class Const:
     value: bool
     span: Span | None = _loc()
+    kind: ClassVar[str] = "const"
 
 
 @dataclass(frozen=True, slots=True)
 class Atom:
     name: str
     span: Span | None = _loc()
+    kind: ClassVar[str] = "atom"
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    """A use of a definition (``define NAME = EXPR``): it means ``body`` and is shown as
+    ``name`` (the ground name as written: ``all_said``, or ``ok(cto)`` for a family)."""
+
+    name: str
+    body: Expr
+    span: Span | None = _loc()
+    kind: ClassVar[str] = "ref"
 
 
 @dataclass(frozen=True, slots=True)
 class Not:
     arg: Expr
     span: Span | None = _loc()
+    kind: ClassVar[str] = "not"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +91,10 @@ class Nary:
     op: str
     args: tuple[Expr, ...]
     span: Span | None = _loc()
+
+    @property
+    def kind(self) -> str:
+        return self.op
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +106,10 @@ class Binary:
     right: Expr
     span: Span | None = _loc()
 
+    @property
+    def kind(self) -> str:
+        return self.op
+
 
 @dataclass(frozen=True, slots=True)
 class Card:
@@ -90,11 +120,24 @@ class Card:
     args: tuple[Expr, ...]
     span: Span | None = _loc()
 
+    @property
+    def kind(self) -> str:
+        return self.op
 
-Expr = Const | Atom | Not | Nary | Binary | Card
 
-TRUE = Const(True)
-FALSE = Const(False)
+Expr = Const | Atom | Ref | Not | Nary | Binary | Card
+# the node class of each kind (a table may key an entry by class to cover all its kinds)
+KIND_CLASS: dict[str, type] = {
+    "const": Const,
+    "atom": Atom,
+    "ref": Ref,
+    "not": Not,
+    **dict.fromkeys(NARY_OPS, Nary),
+    **dict.fromkeys(BINARY_OPS, Binary),
+    **dict.fromkeys(CARD_OPS, Card),
+}
+
+FALSE = Const(False)  # what the compiler puts where nothing is left to check
 
 
 def mk_const(value: bool, span: Span | None = None) -> Const:
@@ -103,6 +146,11 @@ def mk_const(value: bool, span: Span | None = None) -> Const:
 
 def mk_atom(name: str, span: Span | None = None) -> Atom:
     return Atom(name, span)
+
+
+def mk_ref(name: str, body: Expr, span: Span | None = None) -> Ref:
+    # kept even when the body is a constant: reports show expressions as written
+    return Ref(name, body, span)
 
 
 def mk_not(arg: Expr, span: Span | None = None) -> Expr:
@@ -229,17 +277,98 @@ def mk_card(op: str, k: int, args: Iterable[Expr], span: Span | None = None) -> 
     return Card(op, k, tuple(rest), span)
 
 
-# --- traversal and evaluation -------------------------------------------------------------
+# --- traversal ---------------------------------------------------------------------------
 
 
 def children(e: Expr) -> tuple[Expr, ...]:
-    if isinstance(e, Not):
-        return (e.arg,)
-    if isinstance(e, (Nary, Card)):
-        return e.args
-    if isinstance(e, Binary):
-        return (e.left, e.right)
+    cls = e.__class__
+    if cls is Nary or cls is Card:
+        return e.args  # type: ignore[union-attr]
+    if cls is Not:
+        return (e.arg,)  # type: ignore[union-attr]
+    if cls is Binary:
+        return (e.left, e.right)  # type: ignore[union-attr]
+    if cls is Ref:
+        return (e.body,)  # type: ignore[union-attr]
     return ()
+
+
+T = TypeVar("T")
+Memo = MutableMapping[int, tuple[Expr, Any]]
+
+
+def fold(expr: Expr, step: Callable[[Expr, list[T]], T], memo: Memo | None = None) -> T:
+    """Bottom-up fold of ``expr`` without recursion (depth is bounded by memory, not by
+    Python's stack); ``step(node, values of its children)``, each node object once.
+
+    ``memo`` maps ``id(node)`` to ``(node, value)``; it keeps the node alive so its id can
+    never be reused while the memo lives, and may be kept between calls.
+    """
+    if memo is None:
+        memo = {}
+    got = memo.get(id(expr))
+    if got is not None:
+        return got[1]
+    stack: list[tuple[Expr, bool]] = [(expr, False)]
+    while stack:
+        e, expanded = stack.pop()
+        if id(e) in memo:
+            continue
+        kids = children(e)
+        if kids and not expanded:
+            stack.append((e, True))
+            stack.extend((c, False) for c in reversed(kids) if id(c) not in memo)
+            continue
+        memo[id(e)] = (e, step(e, [memo[id(c)][1] for c in kids]))
+    return memo[id(expr)][1]
+
+
+def _body_value(_context: Any, _node: Any, values: list[Any]) -> Any:
+    return values[0]
+
+
+class MissingEntry(TypeError):
+    """A table lacks an entry for some kind of node (a programming error, found at import)."""
+
+
+Entry = Callable[[Any, Any, list[Any]], Any]
+
+
+class Table(Generic[T]):
+    """One target of the IR: an entry per kind of node, applied by the one ``fold``.
+
+    ``entries`` maps a kind (``"atom"``, ``"and"``, ``"atleast"``…) or a node class (which
+    covers all its kinds) to ``entry(context, node, values of its children)``. Every kind
+    in ``KINDS`` must be covered: a missing one is an error when the table is built, not a
+    silent fall-through when a formula happens to use it. The one default is ``ref``: a
+    definition means its body, so a table that does not print names gets the body's value.
+    """
+
+    def __init__(self, target: str, entries: Mapping[str | type, Entry]) -> None:
+        self.target = target
+        by_kind: dict[str, Entry] = {}
+        for kind in KINDS:
+            entry = entries.get(kind) or entries.get(KIND_CLASS[kind])
+            if entry is None and kind == "ref":
+                entry = _body_value
+            if entry is None:
+                raise MissingEntry(f"the {target} table has no entry for `{kind}`")
+            by_kind[kind] = entry
+        unknown = [k for k in entries if k not in KINDS and k not in KIND_CLASS.values()]
+        if unknown:
+            raise MissingEntry(f"the {target} table names unknown kinds: {unknown!r}")
+        self.by_kind = by_kind
+
+    def __call__(self, expr: Expr, context: Any = None, memo: Memo | None = None) -> T:
+        by_kind = self.by_kind
+
+        def step(e: Expr, values: list[Any]) -> Any:
+            entry = by_kind.get(e.kind)
+            if entry is None:
+                raise MissingEntry(f"the {self.target} table cannot handle {e!r}")
+            return entry(context, e, values)
+
+        return fold(expr, step, memo)
 
 
 def iter_atoms(e: Expr) -> Iterator[str]:
@@ -256,32 +385,30 @@ def iter_atoms(e: Expr) -> Iterator[str]:
             stack.extend(reversed(children(node)))
 
 
-def evaluate(e: Expr, env: dict[str, bool]) -> bool:
+def _card_holds(op: str, k: int, n: int) -> bool:
+    return n >= k if op == "atleast" else n <= k if op == "atmost" else n == k
+
+
+# the reference semantics; an atom missing from the assignment is a KeyError
+_EVALUATE: Table[bool] = Table(
+    "evaluation",
+    {
+        "const": lambda env, e, _: e.value,
+        "atom": lambda env, e, _: env[e.name],
+        "not": lambda env, e, v: not v[0],
+        "and": lambda env, e, v: all(v),
+        "or": lambda env, e, v: any(v),
+        "xor": lambda env, e, v: sum(v) % 2 == 1,
+        "implies": lambda env, e, v: not v[0] or v[1],
+        "iff": lambda env, e, v: v[0] == v[1],
+        Card: lambda env, e, v: _card_holds(e.op, e.k, sum(v)),
+    },
+)
+
+
+def evaluate(e: Expr, env: Mapping[str, bool]) -> bool:
     """Evaluate under a total assignment to e's atoms (the reference semantics)."""
-    if isinstance(e, Const):
-        return e.value
-    if isinstance(e, Atom):
-        return env[e.name]
-    if isinstance(e, Not):
-        return not evaluate(e.arg, env)
-    if isinstance(e, Nary):
-        vals = [evaluate(a, env) for a in e.args]
-        if e.op == "and":
-            return all(vals)
-        if e.op == "or":
-            return any(vals)
-        return sum(vals) % 2 == 1
-    if isinstance(e, Binary):
-        lv, rv = evaluate(e.left, env), evaluate(e.right, env)
-        return (not lv or rv) if e.op == "implies" else lv == rv
-    if isinstance(e, Card):
-        n = sum(evaluate(a, env) for a in e.args)
-        if e.op == "atleast":
-            return n >= e.k
-        if e.op == "atmost":
-            return n <= e.k
-        return n == e.k
-    raise TypeError(f"not an expression: {e!r}")
+    return _EVALUATE(e, env)
 
 
 def depth(e: Expr) -> int:
@@ -333,23 +460,103 @@ class Requirement:
 
 @dataclass(frozen=True, slots=True)
 class GroundPair:
-    judge: str
-    context: str
+    """``ground JUDGE ~ CONTEXT`` (``direction`` ``~``, checked as iff) or ``~>`` (one way,
+    checked as implies). Each side is an expression; an atom name given as a string is
+    taken as that atom, so ``GroundPair("j", "c")`` still means what it always did."""
+
+    judge: Expr
+    context: Expr
+    span: Span | None = _loc()
+    direction: str = "~"
+
+    def __post_init__(self) -> None:
+        for side in ("judge", "context"):
+            value = getattr(self, side)
+            if isinstance(value, str):
+                object.__setattr__(self, side, Atom(value))
+        if self.direction not in DIRECTIONS:
+            raise ValueError(f"not a grounding direction: {self.direction}")
+
+    @property
+    def query(self) -> Expr:
+        """What the check asks of the evidence: JUDGE iff CONTEXT, or JUDGE implies CONTEXT."""
+        if self.direction == "~>":
+            return mk_implies(self.judge, self.context)
+        return mk_iff(self.judge, self.context)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """``decision LABEL iff EXPR``; ``expr`` is None for ``decision LABEL otherwise``."""
+
+    label: str
+    expr: Expr | None
+    span: Span | None = _loc()
+
+
+@dataclass(frozen=True, slots=True)
+class Definition:
+    """``define NAME = EXPR`` at one ground name (``ok(cto)`` for a family definition)."""
+
+    name: str
+    expr: Expr
     span: Span | None = _loc()
 
 
 @dataclass(frozen=True, slots=True)
 class Protocol:
-    """A ground protocol (SPEC section 3, ``unmask.protocol/1``)."""
+    """A ground protocol (the ``unmask.protocol/1`` form of ``unmask.irjson``).
+
+    Two shapes: a *binary* protocol (no ``verdict`` statement) has ``decision`` D, labels
+    PASS and FAIL, and no ``decisions``; a protocol that declares its labels has
+    ``decision`` None and one ``Decision`` per label in ``decisions``, in declaration order.
+    ``decision_for(label)`` answers D_L for either shape.
+    """
 
     name: str
     text: str
     atoms: tuple[AtomDecl, ...]
     constraints: tuple[Constraint, ...]
-    decision: Expr
+    decision: Expr | None
     requirements: tuple[Requirement, ...]
     grounding: tuple[GroundPair, ...]
     span: Span | None = _loc()
+    labels: tuple[str, ...] = BINARY_LABELS
+    decisions: tuple[Decision, ...] = ()
+    definitions: tuple[Definition, ...] = ()
+
+    @property
+    def declared_labels(self) -> bool:
+        return bool(self.decisions)
+
+    def decision_for(self, label: str) -> Expr:
+        """D_L: the condition under which ``label`` is the verdict (``otherwise`` is the
+        negation of every other label's decision)."""
+        if not self.decisions:
+            assert self.decision is not None
+            if label == BINARY_LABELS[0]:
+                return self.decision
+            if label == BINARY_LABELS[1]:
+                return mk_not(self.decision)
+            raise KeyError(label)
+        found = None
+        for d in self.decisions:
+            if d.label == label:
+                found = d
+        if found is None:
+            raise KeyError(label)
+        if found.expr is not None:
+            return found.expr
+        return mk_not(
+            mk_or(d.expr for d in self.decisions if d.label != label and d.expr is not None)
+        )
+
+    @property
+    def decision_exprs(self) -> tuple[Expr, ...]:
+        """Every decision expression as written (``otherwise`` has none)."""
+        if not self.decisions:
+            return () if self.decision is None else (self.decision,)
+        return tuple(d.expr for d in self.decisions if d.expr is not None)
 
     def atom(self, name: str) -> AtomDecl | None:
         for a in self.atoms:

@@ -39,12 +39,17 @@ PROTOCOL_KEYS = (
     "name",
     "text",
     "atoms",
+    "definitions",
     "constraints",
+    "labels",
     "decision",
+    "decisions",
     "requirements",
     "grounding",
 )
-_EXPR_HELP = 'write `{"atom": NAME}`, `{"const": true}` or `{"op": OP, "args": [...]}`'
+_EXPR_HELP = (
+    'write `{"atom": NAME}`, `{"def": NAME}`, `{"const": true}` or `{"op": OP, "args": [...]}`'
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +85,8 @@ class IrReader:
         self.r = r
         self.nodes = 0
         self.nodes_exceeded = False
+        # the definitions read so far in the protocol being read: a use must come after
+        self.defs: dict[str, ir.Expr] = {}
 
     # --- expressions -------------------------------------------------------------------------
 
@@ -140,18 +147,23 @@ class IrReader:
         if not isinstance(node, dict):
             r.err("expr", p, f"expected an expression object, found {kind(node)}", _EXPR_HELP)
             return None
-        forms = [k for k in ("atom", "const", "op") if k in node]
+        forms = [k for k in ("atom", "def", "const", "op") if k in node]
         if len(forms) != 1:
             r.err(
                 "expr",
                 p,
-                "an expression has exactly one of `atom`, `const` and `op`"
+                "an expression has exactly one of `atom`, `def`, `const` and `op`"
                 + (f"; this one has {', '.join(f'`{f}`' for f in forms)}" if forms else ""),
                 help=_EXPR_HELP,
             )
             return None
         form = forms[0]
-        allowed = {"atom": ("atom",), "const": ("const",), "op": ("op", "args", "k")}[form]
+        allowed = {
+            "atom": ("atom",),
+            "def": ("def",),
+            "const": ("const",),
+            "op": ("op", "args", "k"),
+        }[form]
         bad = False
         for key in node:
             if key not in allowed:
@@ -166,6 +178,21 @@ class IrReader:
                 unknown_atom(r, join_path(p, "atom"), name, atoms)
                 return None
             return None if bad else ir.mk_atom(name)
+        if form == "def":
+            name = node["def"]
+            if not isinstance(name, str):
+                r.expect(join_path(p, "def"), "a definition name (a string)", name)
+                return None
+            if name not in self.defs:
+                r.err(
+                    "unknown-definition",
+                    join_path(p, "def"),
+                    f"unknown definition `{show(name)}`",
+                    help=did_you_mean(name, self.defs)
+                    or "a definition is listed in `definitions` before any use of it",
+                )
+                return None
+            return None if bad else ir.mk_ref(name, self.defs[name])
         if form == "const":
             v = node["const"]
             if not isinstance(v, bool):
@@ -243,15 +270,30 @@ class IrReader:
         atoms, roles, raw_atoms = self._atoms(obj, path)
         # without a readable atom list, names are not checked: that would only echo one error
         names: Mapping[str, str | None] | None = roles if raw_atoms is not None else None
+        self.defs = {}
+        definitions = self._definitions(obj, path, names)
         constraints = self._constraints(obj, path, names)
         decision = None
-        if "decision" not in obj:
+        labels: tuple[str, ...] = ir.BINARY_LABELS
+        decisions: tuple[ir.Decision, ...] = ()
+        if "labels" in obj or "decisions" in obj:
+            if "decision" in obj:
+                r.err(
+                    "decision",
+                    join_path(path, "decision"),
+                    "a protocol with `labels` has `decisions`, not `decision`",
+                )
+            labels, decisions = self._labels(obj, path, names)
+            ok = bool(decisions)
+        elif "decision" not in obj:
             r.err("missing", path, "missing `decision`", help="every protocol has one decision")
+            ok = False
         else:
             decision = self.expr(obj["decision"], join_path(path, "decision"), names)
+            ok = decision is not None
         requirements = self._requirements(obj, path, names)
         grounding = self._grounding(obj, path, names)
-        if len(r.diags) > errors_before or name is None or decision is None:
+        if len(r.diags) > errors_before or name is None or not ok:
             return None
         return ir.Protocol(
             name,
@@ -261,7 +303,100 @@ class IrReader:
             decision,
             tuple(requirements),
             tuple(grounding),
+            labels=labels,
+            decisions=decisions,
+            definitions=tuple(definitions),
         )
+
+    def _definitions(
+        self, obj: dict, path: str, names: Mapping[str, str | None] | None
+    ) -> list[ir.Definition]:
+        r = self.r
+        out = []
+        raw = r.array(obj, "definitions", path, required=False)
+        dp = join_path(path, "definitions")
+        for _, p, d in r.objects(raw, dp, "a definition", ("name", "expr")):
+            dn = r.name(d, "name", p, ATOM_NAME_RE)
+            if dn is not None and (dn in self.defs or (names is not None and dn in names)):
+                r.err(
+                    "duplicate-name",
+                    join_path(p, "name"),
+                    f"`{show(dn)}` is already an atom or a definition",
+                )
+                continue
+            if "expr" not in d:
+                r.err("missing", p, "missing `expr`")
+                continue
+            e = self.expr(d["expr"], join_path(p, "expr"), names)
+            if dn is not None and e is not None:
+                self.defs[dn] = e
+                out.append(ir.Definition(dn, e))
+        return out
+
+    def _labels(
+        self, obj: dict, path: str, names: Mapping[str, str | None] | None
+    ) -> tuple[tuple[str, ...], tuple[ir.Decision, ...]]:
+        r = self.r
+        raw_labels = r.array(obj, "labels", path)
+        lp = join_path(path, "labels")
+        labels: list[str] = []
+        for i, label in enumerate(raw_labels or ()):
+            if not isinstance(label, str) or not IDENT_RE.match(label):
+                r.expect(index_path(lp, i), "a label name", label)
+            elif label in labels:
+                r.err(
+                    "duplicate-label", index_path(lp, i), f"label `{show(label)}` is listed twice"
+                )
+            else:
+                labels.append(label)
+        if raw_labels is not None and len(raw_labels) < 2:
+            r.err("labels", lp, "a protocol has two or more labels")
+        raw = r.array(obj, "decisions", path)
+        dp = join_path(path, "decisions")
+        decided: dict[str, ir.Decision] = {}
+        otherwise = 0
+        for _, p, d in r.objects(raw, dp, "a decision", ("label", "expr", "otherwise")):
+            label = r.string(d, "label", p)
+            if label is None:
+                continue
+            if label not in labels:
+                r.err(
+                    "unknown-label",
+                    join_path(p, "label"),
+                    f"`{show(label)}` is not one of the protocol's labels",
+                    help=did_you_mean(label, labels),
+                )
+                continue
+            if label in decided:
+                r.err(
+                    "duplicate-decision",
+                    join_path(p, "label"),
+                    f"`{show(label)}` has two decisions",
+                )
+                continue
+            if d.get("otherwise") is True and "expr" not in d:
+                otherwise += 1
+                if otherwise > 1:
+                    r.err(
+                        "otherwise",
+                        join_path(p, "otherwise"),
+                        "only one decision may be `otherwise`",
+                    )
+                decided[label] = ir.Decision(label, None)
+            elif "expr" in d and "otherwise" not in d:
+                e = self.expr(d["expr"], join_path(p, "expr"), names)
+                if e is not None:
+                    decided[label] = ir.Decision(label, e)
+            else:
+                r.err("decision", p, 'a decision has `expr` or `"otherwise": true`, not both')
+        missing = [x for x in labels if x not in decided]
+        if raw is not None and missing:
+            r.err(
+                "missing-decision",
+                dp,
+                "no decision for " + ", ".join(f"`{x}`" for x in missing),
+            )
+        return tuple(labels), tuple(decided[x] for x in labels if x in decided)
 
     def _atoms(
         self, obj: dict, path: str
@@ -373,25 +508,48 @@ class IrReader:
         out = []
         raw = r.array(obj, "grounding", path, required=False)
         gp = join_path(path, "grounding")
-        for _, p, g in r.objects(raw, gp, "a grounding pair", ("judge", "context")):
-            j = r.string(g, "judge", p)
-            c = r.string(g, "context", p)
-            for key, n in (("judge", j), ("context", c)):
-                if n is None or names is None:
-                    continue
-                if n not in names:
-                    unknown_atom(r, join_path(p, key), n, names)
-                elif names[n] is not None and names[n] != key:
-                    r.err(
-                        "ground-role",
-                        join_path(p, key),
-                        f"the {key} side of a grounding pair must be a `{key}` atom; "
-                        f"`{show(n)}` is a `{names[n]}` atom",
-                        help="a grounding pair is written judge ~ context",
-                    )
-            if j is not None and c is not None:
-                out.append(ir.GroundPair(j, c))
+        for _, p, g in r.objects(raw, gp, "a grounding pair", ("judge", "context", "direction")):
+            direction = g.get("direction", "~")
+            if direction not in ir.DIRECTIONS:
+                r.expect(join_path(p, "direction"), "`~` or `~>`", direction)
+            sides = [self._side(g, key, p, names) for key in ("judge", "context")]
+            if sides[0] is not None and sides[1] is not None and direction in ir.DIRECTIONS:
+                out.append(ir.GroundPair(sides[0], sides[1], direction=direction))
         return out
+
+    def _side(
+        self, g: dict, key: str, p: str, names: Mapping[str, str | None] | None
+    ) -> ir.Expr | None:
+        """One side: an atom name (a string) or an expression over atoms of that role."""
+        r = self.r
+        if key not in g:
+            r.err("missing", p, f"missing `{key}`")
+            return None
+        value = g[key]
+        kp = join_path(p, key)
+        if isinstance(value, str):
+            if names is not None and value not in names:
+                unknown_atom(r, kp, value, names)
+                return None
+            e: ir.Expr | None = ir.mk_atom(value)
+        elif isinstance(value, dict):
+            e = self.expr(value, kp, names)
+        else:
+            r.expect(kp, "an atom name or an expression", value)
+            return None
+        if e is None or names is None:
+            return e
+        for n in ir.iter_atoms(e):
+            if names.get(n) is not None and names[n] != key:
+                r.err(
+                    "ground-role",
+                    kp,
+                    f"the {key} side of a grounding pair reads only `{key}` atoms; "
+                    f"`{show(n)}` is a `{names[n]}` atom",
+                    help="a grounding pair is written judge ~ context",
+                )
+                return None
+        return e
 
 
 def protocol_from_json(

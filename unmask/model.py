@@ -27,9 +27,6 @@ EVIDENCE_SOURCES = {
     "context": ("context", "response", "reference"),
     "procedure": ("rationale", "trace"),
 }
-PROVENANCE_KINDS = ("human", "rule", "model", "gold")
-# who is trusted without a review: a person, and the gold label itself
-_REVIEWED_BY_DEFAULT = ("human", "gold")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,30 +37,35 @@ class Evidence:
     quote: str
 
 
+PROVENANCE_KINDS = ("human", "rule", "model", "gold")
+
+
 @dataclass(frozen=True, slots=True)
 class Provenance:
-    """Who made an annotation. ``reviewed`` left as None takes the kind's default: True for
-    ``human`` and ``gold``, False for ``rule`` and ``model``."""
+    """Who made an annotation (``by``); an annotation without one is a reviewed human one."""
 
     kind: str  # human | rule | model | gold
-    name: str | None = None
-    reviewed: bool | None = None  # None on input: the kind's default, set at once
+    name: str = ""
+    reviewed_flag: bool | None = None  # as given; None when the replay does not say
 
-    def __post_init__(self) -> None:
-        if self.reviewed is None:
-            object.__setattr__(self, "reviewed", self.kind in _REVIEWED_BY_DEFAULT)
+    @property
+    def reviewed(self) -> bool:
+        # a person's annotation (or a value read off the gold label) is taken as reviewed
+        # unless it says otherwise; a rule's or a model's is not, unless it says so
+        if self.reviewed_flag is not None:
+            return self.reviewed_flag
+        return self.kind in ("human", "gold")
 
     @property
     def gold_derived(self) -> bool:
-        """Derived from the gold label: it makes a gold × adherence comparison circular."""
         return self.kind == "gold"
 
-    def to_json(self) -> dict[str, object]:
-        """The replay's ``by`` object, with ``reviewed`` resolved."""
-        out: dict[str, object] = {"kind": self.kind}
-        if self.name is not None:
+    def to_json(self) -> dict:
+        out: dict = {"kind": self.kind}
+        if self.name:
             out["name"] = self.name
-        out["reviewed"] = self.reviewed
+        if self.reviewed_flag is not None:
+            out["reviewed"] = self.reviewed_flag
         return out
 
 

@@ -104,7 +104,7 @@ class _ReplayReader:
         protocol = self._protocol(obj, domains)
         translation = self._translation(obj)
         sources = self._sources(obj)
-        labels = None if protocol is None else _labels(protocol)
+        labels = None if protocol is None else protocol.labels
         verdict = self._verdict(obj, "verdict", labels, required=True)
         gold = self._verdict(obj, "gold", labels, required=False)
         annotations = read_annotations(r, obj, protocol, sources, self.bad_sources)
@@ -405,11 +405,6 @@ class _ReplayReader:
                 hint = did_you_mean(v, labels) or hint
         r.err(key, key, message, help=hint)
         return None
-
-
-def _labels(protocol: ir.Protocol) -> tuple[str, ...]:
-    # a protocol without a `verdict` statement has the labels PASS and FAIL
-    return tuple(getattr(protocol, "labels", VERDICTS))
 
 
 def _one_of(labels: tuple[str, ...]) -> str:

@@ -44,7 +44,7 @@ class Baseline:
         """Statuses of every check of ``replay`` (a validated ``Replay``)."""
         from unmask.backends.z3_backend import lower
         from unmask.checker import Case, base_parts, verdict_query
-        from unmask.ir import mk_atom, mk_iff, mk_not
+        from unmask.ir import mk_not
 
         z3 = self.z3
         self.ctx = z3.Context()
@@ -85,7 +85,5 @@ class Baseline:
                 )
                 for r in p.requirements
             ],
-            "grounding": [
-                classify("evid", mk_iff(mk_atom(g.judge), mk_atom(g.context))) for g in p.grounding
-            ],
+            "grounding": [classify("evid", g.query) for g in p.grounding],
         }

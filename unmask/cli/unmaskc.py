@@ -14,7 +14,6 @@ rendered with the source line and a caret.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 from dataclasses import replace
@@ -134,9 +133,9 @@ def compile_command(
     except UnmaskError as err:
         sys.exit(_fail(err, sources))
     if emit == "ir":
-        from unmask.irjson import protocol_to_json
+        from unmask.irjson import dumps, protocol_to_json
 
-        out = json.dumps(protocol_to_json(protocol), indent=2, ensure_ascii=False) + "\n"
+        out = dumps(protocol_to_json(protocol)) + "\n"
     else:
         try:
             from unmask import emit as emitter

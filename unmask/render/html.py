@@ -30,8 +30,8 @@ from typing import Any
 import jinja2
 import markupsafe
 
+from unmask.irtext import expr_text
 from unmask.render import view as ev
-from unmask.render.text import expr_text
 from unmask.report import (
     BASE_NAMES,
     NOT_CHECKED,

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from unmask.irtext import expr_text
 from unmask.render import view as ev
 from unmask.report import (
     BASE_NAMES,
@@ -223,7 +224,9 @@ class _Log:
         proto = None if replay is None else replay.protocol
         self.req_spans = {} if proto is None else {r.id: r.span for r in proto.requirements}
         self.ground_spans = (
-            {} if proto is None else {(g.judge, g.context): g.span for g in proto.grounding}
+            {}
+            if proto is None
+            else {(expr_text(g.judge), expr_text(g.context)): g.span for g in proto.grounding}
         )
 
     def artifact(self, path: str) -> int:

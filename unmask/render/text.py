@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from unmask.ir import Atom, Binary, Card, Const, Expr, Nary, Not, depth
+from unmask.irtext import expr_text
 from unmask.render.safe import printable
 from unmask.report import (
     BASE_NAMES,
@@ -37,40 +37,6 @@ from unmask.report import (
 
 _COLOURS = {SATISFIED: "green", OK: "green", VIOLATED: "red"}
 _QUOTE_MAX = 160
-_PREC = {"iff": 1, "implies": 2, "or": 3, "xor": 4, "and": 5, "not": 6}
-
-
-_MAX_SHOWN_DEPTH = 60
-
-
-def expr_text(e: Expr, parent: int = 0) -> str:
-    """The expression in ``.proto`` syntax (for showing the decision or a constraint)."""
-    if parent == 0 and depth(e) > _MAX_SHOWN_DEPTH:
-        return f"(an expression nested {depth(e)} deep, not shown)"
-    return _expr_text(e, parent)
-
-
-def _expr_text(e: Expr, parent: int) -> str:
-    if isinstance(e, Const):
-        return "true" if e.value else "false"
-    if isinstance(e, Atom):
-        return e.name
-    if isinstance(e, Not):
-        out = "not " + _expr_text(e.arg, _PREC["not"])
-        prec = _PREC["not"]
-    elif isinstance(e, Nary):
-        prec = _PREC[e.op]
-        out = f" {e.op} ".join(_expr_text(a, prec + 1) for a in e.args)
-    elif isinstance(e, Binary):
-        prec = _PREC[e.op]
-        left = _expr_text(e.left, prec + 1)
-        right = _expr_text(e.right, prec if e.op == "implies" else prec + 1)
-        out = f"{left} {e.op} {right}"
-    elif isinstance(e, Card):
-        return f"{e.op}({e.k}, {', '.join(_expr_text(a, 0) for a in e.args)})"
-    else:
-        return "?"
-    return f"({out})" if prec < parent else out
 
 
 def _short(text: str) -> str:

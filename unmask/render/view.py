@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
+from unmask.irtext import expr_text
+
 # re-exported: formats read the view, the output policy and the dimension order from here
 from unmask.render.safe import clean as clean
-from unmask.render.text import expr_text
 from unmask.report import (
     DIMENSIONS as DIMENSIONS,
 )
@@ -255,7 +256,7 @@ def _by_fields(by: Any) -> tuple[str, str | None, bool] | None:
         kind, name, reviewed = by.kind, by.name, by.reviewed
     if not isinstance(reviewed, bool):
         reviewed = kind in ("human", "gold")
-    return kind, None if name is None else str(name), reviewed
+    return kind, str(name) if name else None, reviewed
 
 
 def provenance(by: Any) -> str:
