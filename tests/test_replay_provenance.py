@@ -200,3 +200,71 @@ def test_unreadable_protocol_does_not_add_a_verdict_error():
     r["verdict"] = "supported"
     del r["protocol"]["decision"]
     assert [d.code for d in diags(r)] == ["missing"]
+
+
+WICE = ("supported", "partially_supported", "not_supported")
+
+
+def three_labels() -> dict:
+    r = base()
+    p = r["protocol"]
+    del p["decision"]
+    p["labels"] = list(WICE)
+    p["decisions"] = [
+        {"label": "supported", "expr": {"atom": "j"}},
+        {"label": "partially_supported", "expr": {"atom": "c"}},
+        {"label": "not_supported", "otherwise": True},
+    ]
+    r["verdict"], r["gold"] = "partially_supported", "not_supported"
+    return r
+
+
+def test_declared_labels_are_the_verdicts() -> None:
+    rep = replay_from_obj(three_labels())
+    assert rep.protocol.labels == WICE
+    assert (rep.verdict, rep.gold) == ("partially_supported", "not_supported")
+
+
+@pytest.mark.parametrize("key", ["verdict", "gold"])
+@pytest.mark.parametrize(
+    ("value", "hint"),
+    [
+        ("PASS", "write one of `supported`, `partially_supported`, `not_supported`"),
+        ("Supported", "write `supported`"),
+        ("partialy_supported", "did you mean `partially_supported`?"),
+        (1, "write one of `supported`, `partially_supported`, `not_supported`"),
+    ],
+)
+def test_a_label_the_protocol_does_not_declare(key, value, hint) -> None:
+    r = three_labels()
+    r[key] = value
+    d = one(r)
+    assert (d.code, d.path) == (key, key)
+    assert "expected one of `supported`, `partially_supported`, `not_supported`" in d.message
+    assert d.help.startswith(hint)
+
+
+def test_binary_labels_are_not_accepted_by_a_labelled_protocol_and_vice_versa() -> None:
+    r = base()
+    r["verdict"] = "supported"
+    assert one(r).message == "the verdict must be `PASS` or `FAIL`, found `supported`"
+
+
+def test_an_undeclared_label_exits_4_listing_the_labels(tmp_path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from unmask.cli.main import main
+
+    r = three_labels()
+    r["verdict"] = "mostly_supported"
+    path = tmp_path / "wice.json"
+    path.write_text(json.dumps(r))
+    for command in ("check", "validate"):
+        result = CliRunner().invoke(main, [command, str(path)])
+        assert result.exit_code == 4, result.output
+        assert (
+            "wice.json: verdict: error: the verdict must be a label of the protocol: expected "
+            "one of `supported`, `partially_supported`, `not_supported`, found `mostly_supported`"
+        ) in result.stderr

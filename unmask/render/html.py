@@ -114,7 +114,7 @@ class _Views:
         self.constraints = (
             {} if replay is None else {c.name: c.expr for c in replay.protocol.constraints}
         )
-        self.decision = "" if replay is None else expr_text(replay.protocol.decision)
+        self.rules = list(self.look.rules.values())
 
     def quote(self, q: Any, atom: str) -> dict:
         mark = self.index.get((atom, q.source, q.start, q.end))
@@ -143,7 +143,10 @@ class _Views:
             expr = self.constraints.get(item.name or "")
             text = "" if expr is None else expr_text(expr)
             return {"kind": "constraint", "name": item.name, "expr": text}
-        return {"kind": "decision", "expr": self.decision}
+        if item.kind == "labels":
+            labels = () if self.look.protocol is None else self.look.protocol.labels
+            return {"kind": "labels", "expr": " | ".join(labels)}
+        return {"kind": "decision", "expr": ev.item_rule(item, self.look) or "pass iff …"}
 
     def explanation(self, expl: Explanation | None) -> dict | None:
         if expl is None:
@@ -272,7 +275,7 @@ def context(report: Report, replay: Any = None) -> dict:
         "report": report,
         "findings_title": findings_title,
         "title": ev.clean(report.replay),
-        "decision": vw.decision,
+        "rules": vw.rules,
         "protocol_text": "" if replay is None else ev.clean(replay.protocol.text),
         "dimensions": dimensions,
         "findings": findings,

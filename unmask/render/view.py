@@ -141,6 +141,7 @@ class Check:
     title: str
     result: CheckResult
     path: str  # where the check is in the JSON report
+    direction: str = "~"  # a grounding check's: `~` both ways, `~>` one way
 
     @property
     def status(self) -> str | None:
@@ -192,9 +193,10 @@ def checks(report: Report) -> tuple[Check, ...]:
                 f"grounding:{g.judge}~{g.context}",
                 "grounding",
                 RULES["grounding"].id,
-                f"grounding {g.judge} ~ {g.context}",
+                f"grounding {g.judge} {getattr(g, 'direction', '~')} {g.context}",
                 g.result,
                 f"$.grounding[{i}]",
+                getattr(g, "direction", "~"),
             )
         )
     return tuple(out)
@@ -228,7 +230,14 @@ class Lookup:
         self.decls = {} if replay is None else {a.name: a for a in replay.protocol.atoms}
         self.anns = {} if replay is None else {a.atom: a for a in replay.annotations}
         self.reqs = {} if replay is None else {r.id: r for r in replay.protocol.requirements}
-        self.decision = None if replay is None else replay.protocol.decision
+        self.protocol = None if replay is None else replay.protocol
+        self.rules = decision_rules(self.protocol)
+
+    def rule(self, label: str | None) -> str:
+        """The decision for ``label`` as written (a binary protocol's one rule for None)."""
+        if not self.rules:
+            return ""
+        return self.rules.get(label) or next(iter(self.rules.values()))
 
     def role(self, atom: str) -> str:
         d = self.decls.get(atom)
@@ -242,6 +251,28 @@ class Lookup:
         """TRUE, FALSE or UNKNOWN (an unannotated atom is UNKNOWN)."""
         a = self.anns.get(atom)
         return UNKNOWN if a is None else a.value
+
+
+def decision_rules(protocol: Any) -> dict[str | None, str]:
+    """Each decision as written, by label: ``pass iff D`` (under None) for a protocol
+    without a ``verdict`` statement; ``L iff D_L`` or ``L otherwise`` for each declared one."""
+    if protocol is None:
+        return {}
+    if not protocol.declared_labels:
+        d = protocol.decision
+        return {} if d is None else {None: f"pass iff {expr_text(d)}"}
+    return {
+        d.label: f"{d.label} otherwise" if d.expr is None else f"{d.label} iff {expr_text(d.expr)}"
+        for d in protocol.decisions
+    }
+
+
+def item_rule(item: Any, look: Lookup) -> str:
+    """What a ``decision`` or ``labels`` part of an explanation says, as written."""
+    if item.kind == "labels":
+        labels = () if look.protocol is None else look.protocol.labels
+        return "exactly one verdict label" + (f": {' | '.join(labels)}" if labels else "")
+    return look.rule(getattr(item, "label", None))
 
 
 def _by_fields(by: Any) -> tuple[str, str | None, bool] | None:
@@ -412,6 +443,8 @@ def finding(report: Report, check: Check, replay: Any, lookup: Lookup | None = N
         return "Not checked: the translation of the protocol is not valid."
     if check.dimension == "grounding":
         judge, context = check.key.removeprefix("grounding:").split("~", 1)
+        if judge not in look.decls or context not in look.decls:
+            return _grounding_sides(check, judge, context)
         jv, cv = look.value(judge), look.value(context)
         jd = look.description(judge) or judge
         cd = look.description(context) or context
@@ -426,7 +459,10 @@ def finding(report: Report, check: Check, replay: Any, lookup: Lookup | None = N
         )
     if check.dimension == "verdict":
         observed = report.verdict.observed
-        rule = "" if look.decision is None else f" `pass iff {expr_text(look.decision)}`"
+        if look.protocol is not None and look.protocol.declared_labels:
+            return _label_finding(report, status, look)
+        rule = look.rule(None)
+        rule = f" `{rule}`" if rule else ""
         if status == REFUTED:
             other = "FAIL" if observed == "PASS" else "PASS"
             return (
@@ -453,3 +489,41 @@ def finding(report: Report, check: Check, replay: Any, lookup: Lookup | None = N
             )
         return f"Whether the requirement {name} was observable is not settled by the annotations."
     return check.title
+
+
+def _grounding_sides(check: Check, judge: str, context: str) -> str:
+    """The finding of a grounding check whose sides are expressions, not single atoms."""
+    if check.status == REFUTED and check.direction == "~>":
+        return (
+            f"The judge asserts `{judge}`, but the independent observation `{context}` "
+            "does not back it."
+        )
+    if check.status == REFUTED:
+        return (
+            f"The judge's claim `{judge}` does not match the independent observation `{context}`."
+        )
+    return (
+        f"Whether the judge's claim `{judge}` matches the observation `{context}` "
+        "is not settled by the annotations."
+    )
+
+
+def _label_finding(report: Report, status: str | None, look: Lookup) -> str:
+    """The verdict finding of a protocol that declares its labels."""
+    observed = report.verdict.observed
+    rule = look.rule(observed)
+    rule = f" `decision {rule}`" if rule else ""
+    allowed = getattr(report.verdict, "allowed", None)
+    if status == REFUTED:
+        tail = ""
+        if allowed:
+            tail = f"; they allow only {', '.join(allowed)}"
+        return (
+            f"The rationale rules out the observed verdict {observed}: under the protocol's "
+            f"decision{rule}, the annotated facts do not allow it{tail}."
+        )
+    tail = f" (it allows {', '.join(allowed)})" if allowed else ""
+    return (
+        f"The rationale does not force the observed verdict {observed}: under the "
+        f"decision{rule}, the annotations leave it open{tail}."
+    )
