@@ -58,6 +58,7 @@ SOURCES = {
     "response": "Alice joined ACME in 2024 and is its CTO.",
     "trace": "step 1: read context; step 2: search web; step 3: answer",
     "protocol": "PASS if and only if every claim is supported.",
+    "reference": "Annotator: Alice joined in 2024; the CTO claim is not in the context.",
 }
 
 

@@ -73,11 +73,14 @@ def test_bad_timeout_is_usage(examples_dir: Path) -> None:
 def test_invalid_replay_is_exit_4_with_json_path(tmp_path: Path, examples_dir: Path) -> None:
     obj = json.loads((examples_dir / "case_b.json").read_text())
     obj["verdict"] = "MAYBE"
+    # the labels come from the protocol: it must be readable for the verdict to be judged
+    proto = "factual_claims.proto"
+    (tmp_path / proto).write_text((examples_dir / proto).read_text())
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(obj))
     result = run(str(bad))
     assert result.exit_code == 4
-    assert "verdict" in result.stderr
+    assert "bad.json: verdict: error: the verdict must be `PASS` or `FAIL`" in result.stderr
     assert result.stdout == ""
     assert "Traceback" not in result.stderr
 

@@ -2,12 +2,14 @@
 
 Contract: ``check`` accepts a validated ``Replay`` or a path to a replay file (loaded and
 validated by ``unmask.replay``; invalid input raises ``UnmaskError`` with diagnostics);
-the solver only sees the gold-free ``Case``; the gold label is added to the report
-afterwards. Backends are created through the registry (``unmask.backends.create``).
+the solver only sees the gold-free ``Case``; the gold label, and the replay's ``item`` and
+``judge``, are added to the report afterwards. Backends are created through the registry
+(``unmask.backends.create``).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from unmask.backends import DEFAULT_SEED, DEFAULT_TIMEOUT_MS, Backend, create
@@ -44,4 +46,4 @@ def check(
         solver = backend
         name = solver.name if not solver.option else f"{solver.name}:{solver.option}"
     report = check_case(Case.from_replay(replay), solver, backend_name=name)
-    return report.with_gold(replay.gold)
+    return replace(report.with_gold(replay.gold), item=replay.item, judge=replay.judge)

@@ -6,7 +6,10 @@ records every problem into the document's ``JsonReader``. A span is half-open ``
 end)`` in Unicode code points of a source that fits the atom's role, and its ``quote`` equals
 that slice exactly; when the offsets select the quote only if counted in UTF-8 bytes or
 UTF-16 code units, the error says so, and when the quote occurs elsewhere it says where.
-The ``protocol`` text is never evidence.
+The ``protocol`` text is never evidence, and ``reference`` (a reading made outside the judge)
+is evidence for ``context`` atoms only. An annotation's ``by`` is an object with ``kind``
+(required), ``name`` and ``reviewed``; unlike elsewhere, an unknown key in it is an error,
+since a misspelt ``reviewed`` would silently trust an annotation.
 """
 
 from __future__ import annotations
@@ -16,10 +19,20 @@ from typing import Any
 from unmask import ir
 from unmask.irjson_reader import unknown_atom
 from unmask.jsonreader import JsonReader, did_you_mean, is_int, join_path, show
-from unmask.model import EVIDENCE_SOURCES, SOURCES, VALUES, Annotation, Evidence
+from unmask.model import (
+    EVIDENCE_SOURCES,
+    PROVENANCE_KINDS,
+    SOURCES,
+    VALUES,
+    Annotation,
+    Evidence,
+    Provenance,
+)
 
-ANNOTATION_KEYS = ("atom", "value", "evidence", "explanation")
+ANNOTATION_KEYS = ("atom", "value", "evidence", "explanation", "by")
 EVIDENCE_KEYS = ("source", "start", "end", "quote")
+PROVENANCE_KEYS = ("kind", "name", "reviewed")
+_KINDS_HELP = "a kind is " + ", ".join(f"`{k}`" for k in PROVENANCE_KINDS)
 
 
 class _Encoded:
@@ -84,6 +97,7 @@ def read_annotations(
             r.err("value", join_path(p, "value"), f"unknown value `{show(value)}`", help=hint)
             value = None
         explanation = r.string(a, "explanation", p, required=False) or ""
+        by = _provenance(r, a["by"], join_path(p, "by")) if "by" in a else None
         ev_raw = r.array(a, "evidence", p, required=False)
         evidence = []
         if ev_raw is not None:
@@ -99,8 +113,48 @@ def read_annotations(
                 if ev is not None:
                     evidence.append(ev)
         if name is not None and value is not None:
-            out.append(Annotation(name, value, tuple(evidence), explanation, i))
+            out.append(Annotation(name, value, tuple(evidence), explanation, i, by))
     return tuple(out)
+
+
+def _provenance(r: JsonReader, b: Any, p: str) -> Provenance | None:
+    """An annotation's ``by``; None (and an error) unless every part of it is valid."""
+    if not isinstance(b, dict):
+        r.expect(p, 'an object such as `{"kind": "human"}`', b)
+        return None
+    ok = True
+    for k in b:
+        if k not in PROVENANCE_KEYS:
+            r.err(
+                "provenance",
+                join_path(p, k),
+                f"unknown key `{show(k)}` in `by`",
+                help=did_you_mean(k, PROVENANCE_KEYS)
+                or "`by` has `kind`, and optionally `name` and `reviewed`",
+            )
+            ok = False
+    what = r.string(b, "kind", p)
+    if what is not None and what not in PROVENANCE_KINDS:
+        hint = _KINDS_HELP
+        if what.lower() in PROVENANCE_KINDS:
+            hint = f"write `{what.lower()}` in lower case"
+        r.err("provenance", join_path(p, "kind"), f"unknown kind `{show(what)}`", help=hint)
+        what = None
+    name = None
+    if "name" in b:
+        name = r.string(b, "name", p)
+        if name == "":
+            r.err("provenance", join_path(p, "name"), "`name` is empty", help="leave `name` out")
+        ok = ok and bool(name)
+    reviewed = None
+    if "reviewed" in b:
+        reviewed = b["reviewed"]
+        if not isinstance(reviewed, bool):
+            r.expect(join_path(p, "reviewed"), "`true` or `false`", reviewed)
+            ok = False
+    if what is None or not ok:
+        return None
+    return Provenance(what, name or "", reviewed)
 
 
 def _evidence(
@@ -145,7 +199,13 @@ def _evidence(
     if role is not None and src not in EVIDENCE_SOURCES[role]:
         allowed = " or ".join(f"`{s}`" for s in EVIDENCE_SOURCES[role])
         message = f"evidence for a `{role}` atom comes from {allowed}, not `{src}`"
-        r.err("evidence-role", sp, message)
+        hint = None
+        if src == "reference":
+            hint = (
+                "`reference` is a reading made outside the judge: it is evidence for "
+                "`context` atoms only"
+            )
+        r.err("evidence-role", sp, message, help=hint)
         return None
     if src not in sources:
         if src in bad_sources:

@@ -2,9 +2,10 @@
 
 Contract: ``unmask.replay`` builds these only from input that passed every validation rule,
 so the rest of the program may rely on them: every annotation names a declared atom at most
-once, every span is in range and its quote matches, values are TRUE/FALSE/UNKNOWN.
-``gold`` lives here and nowhere the solver looks (the checker's input type has no field
-for it).
+once, every span is in range and its quote matches, values are TRUE/FALSE/UNKNOWN, and
+``verdict`` and ``gold`` are labels the protocol declares. ``gold`` lives here and nowhere
+the solver looks (the checker's input type has no field for it). An annotation's ``by``
+says who made it; absent, it is a reviewed human annotation.
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ from unmask.diagnostics import Diagnostic
 from unmask.ir import Protocol
 
 VALUES = ("TRUE", "FALSE", "UNKNOWN")
-VERDICTS = ("PASS", "FAIL")
-SOURCES = ("protocol", "response", "context", "rationale", "trace")
+VERDICTS = ("PASS", "FAIL")  # the labels of a protocol without a `verdict` statement
+# `reference`: an independent reading of the material made outside the judge
+SOURCES = ("protocol", "response", "context", "rationale", "trace", "reference")
 # which sources may serve as evidence for an atom of each role; the protocol never does
 EVIDENCE_SOURCES = {
     "judge": ("rationale",),
-    "context": ("context", "response"),
+    "context": ("context", "response", "reference"),
     "procedure": ("rationale", "trace"),
 }
 
@@ -76,18 +78,28 @@ class Annotation:
     index: int = 0  # position in the replay's `annotations` list, for JSON paths
     by: Provenance | None = None  # None: a reviewed human annotation
 
+    @property
+    def unreviewed(self) -> bool:
+        return self.by is not None and not self.by.reviewed
+
+    @property
+    def gold_derived(self) -> bool:
+        return self.by is not None and self.by.gold_derived
+
 
 @dataclass(frozen=True, slots=True)
 class Replay:
     id: str
     protocol: Protocol
-    verdict: str  # PASS | FAIL
+    verdict: str  # one of protocol.labels (PASS | FAIL without a `verdict` statement)
     annotations: tuple[Annotation, ...]
     sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     translation: str = "valid"
     gold: str | None = None
     domains: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: MappingProxyType({}))
     file: str | None = None  # where it was read from, for messages only
+    item: str | None = None  # what was judged, so an audit can compare judges on it
+    judge: str | None = None  # which judge (or run) judged it
     # non-fatal findings of validation (unknown keys, ignored `domains`); not part of equality
     warnings: tuple[Diagnostic, ...] = field(default=(), compare=False)
 

@@ -8,8 +8,10 @@ the JSON ``path`` of the offending value and the ``file`` it is in (compile erro
 JSON parser (``unmask.jsonload``), typed reads at JSON paths (``unmask.jsonreader``), the
 protocol IR (``unmask.irjson_reader``, whose ``protocol_from_json`` is re-exported here),
 annotations and evidence spans (``unmask.evidence``), and where a protocol ``path`` may lead
-(``unmask.confine``). This module reads the envelope (schema, id, domains, translation,
-sources, verdict, gold) and loads the protocol in its three forms. A replay's own folder is
+(``unmask.confine``). This module reads the envelope (schema, id, item, judge, domains,
+translation, sources, verdict, gold) and loads the protocol in its three forms; ``verdict``
+and ``gold`` must be labels the protocol declares (``PASS``/``FAIL`` without a ``verdict``
+statement). A replay's own folder is
 the folder of its file; for text without a file (stdin) it is the working directory.
 Warnings (unknown keys, ignored ``domains``) never fail validation; they travel on
 ``Replay.warnings``. An error raised here has a ``sources`` attribute (file name -> text)
@@ -69,6 +71,8 @@ REPLAY_KEYS = (
     "verdict",
     "gold",
     "annotations",
+    "item",
+    "judge",
 )
 _FORMS_HELP = (
     'embed protocol IR (`"schema": "unmask.protocol/1"`), or write '
@@ -94,12 +98,15 @@ class _ReplayReader:
             return None
         r.unknown_keys(obj, "", REPLAY_KEYS, "a replay")
         rid = r.string(obj, "id", "")
+        item = self._label_text(obj, "item", "what was judged")
+        judge = self._label_text(obj, "judge", "which judge or run judged it")
         domains = self._domains(obj)
         protocol = self._protocol(obj, domains)
         translation = self._translation(obj)
         sources = self._sources(obj)
-        verdict = self._verdict(obj, "verdict", required=True)
-        gold = self._verdict(obj, "gold", required=False)
+        labels = None if protocol is None else protocol.labels
+        verdict = self._verdict(obj, "verdict", labels, required=True)
+        gold = self._verdict(obj, "gold", labels, required=False)
         annotations = read_annotations(r, obj, protocol, sources, self.bad_sources)
         if r.diags or rid is None or protocol is None or verdict is None:
             return None
@@ -113,8 +120,20 @@ class _ReplayReader:
             gold=gold,
             domains=MappingProxyType(domains),
             file=r.file,
+            item=item,
+            judge=judge,
             warnings=tuple(r.warnings),
         )
+
+    def _label_text(self, obj: dict, key: str, what: str) -> str | None:
+        """``item`` or ``judge``: absent, or a string that is not empty."""
+        if key not in obj:
+            return None
+        v = self.r.string(obj, key, "")
+        if v == "":
+            self.r.err(key, key, f"`{key}` is empty", help=f"`{key}` names {what}; or leave it out")
+            return None
+        return v
 
     def _schema(self, obj: dict) -> bool:
         """False when the document is of another schema: nothing else is worth reading."""
@@ -354,26 +373,53 @@ class _ReplayReader:
             out[k] = v
         return out
 
-    def _verdict(self, obj: dict, key: str, required: bool) -> str | None:
+    def _verdict(
+        self, obj: dict, key: str, labels: tuple[str, ...] | None, required: bool
+    ) -> str | None:
+        """``verdict`` or ``gold``: one of ``labels`` (None: the protocol could not be read,
+        so any string passes here)."""
         r = self.r
         if key not in obj or (not required and obj[key] is None):
             if required:
-                r.err("missing", "$", f"missing `{key}`", help="write `PASS` or `FAIL`")
+                r.err("missing", "$", f"missing `{key}`", help=_write_one_of(labels))
             return None
         v = obj[key]
-        if v in VERDICTS:
+        if isinstance(v, str) and (labels is None or v in labels):
             return v
-        hint = "write `PASS` or `FAIL`" + ("" if required else ", or null when there is none")
-        if isinstance(v, str) and v.upper() in VERDICTS:
-            hint = f"write `{v.upper()}` in capitals"
-        r.err(
-            key,
-            key,
-            f"{'the verdict' if required else 'the gold label'} must be `PASS` or `FAIL`, "
-            f"found {f'`{show(v)}`' if isinstance(v, str) else kind(v)}",
-            help=hint,
-        )
+        what = "the verdict" if required else "the gold label"
+        found = f"`{show(v)}`" if isinstance(v, str) else kind(v)
+        if labels is None:
+            message = f"{what} must be a label (a string), found {found}"
+        elif labels == VERDICTS:
+            message = f"{what} must be {_one_of(labels)}, found {found}"
+        else:
+            message = (
+                f"{what} must be a label of the protocol: expected {_one_of(labels)}, found {found}"
+            )
+        hint = _write_one_of(labels) + ("" if required else ", or null when there is none")
+        if isinstance(v, str) and labels:
+            same = [lab for lab in labels if lab.casefold() == v.casefold()]
+            if same:
+                hint = f"write `{same[0]}`" + (" in capitals" if same[0] == v.upper() else "")
+            else:
+                hint = did_you_mean(v, labels) or hint
+        r.err(key, key, message, help=hint)
         return None
+
+
+def _one_of(labels: tuple[str, ...]) -> str:
+    names = [f"`{lab}`" for lab in labels]
+    if len(names) == 2:
+        return " or ".join(names)
+    return "one of " + ", ".join(names)
+
+
+def _write_one_of(labels: tuple[str, ...] | None) -> str:
+    return (
+        "write the label as the protocol declares it"
+        if labels is None
+        else ("write " + _one_of(labels))
+    )
 
 
 # --- public API -------------------------------------------------------------------------------

@@ -7,7 +7,8 @@ Contract:
 - ``to_json`` writes the fixed fields first, in their documented order, then the
   additions (both in ``docs/report-format.md``);
 - ``gold`` is added after checking (``with_gold``); flipping it changes only ``gold`` and
-  ``verdict_matches_gold``.
+  ``verdict_matches_gold``; the replay's ``item`` and ``judge`` are added after checking
+  too, and appear in the JSON only when the replay has them.
 """
 
 from __future__ import annotations
@@ -277,6 +278,8 @@ class Report:
     dimensions: Dimensions
     reasons: tuple[Reason, ...]
     gold: str | None = None
+    item: str | None = None  # the replay's `item` and `judge`, for grouping in an audit
+    judge: str | None = None
 
     @property
     def verdict_matches_gold(self) -> bool | None:
@@ -310,6 +313,9 @@ class Report:
             "reasons": [r.to_json() for r in self.reasons],
             "conflicts": None if self.bases is None else self.bases.conflicts_json(),
             "unknown": list(self.unknown),
+            # added only when the replay has them
+            **({} if self.item is None else {"item": self.item}),
+            **({} if self.judge is None else {"judge": self.judge}),
         }
 
 

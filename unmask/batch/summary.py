@@ -3,11 +3,15 @@
 Contract:
 - ``view(obj)`` keeps what the summary needs of one result line (a report's JSON or an
   error record), the same for a line just checked and one carried over by ``--resume``;
-- ``Summary.add(view)`` folds it in O(distinct requirement ids and grounding groups)
-  memory. The dimensions are the report's own (``verdict``, ``procedure``, ``coverage``,
-  ``grounding``) with the report's result for each; every check counts under the outcome
-  ``unmask.checker.outcome`` gives its status, with a REFUTED coverage check set apart as
-  ``not_observable``;
+- ``Summary.add(view)`` folds it in O(distinct requirement ids, grounding groups and labels)
+  memory, plus one small entry per (item, judge) for replays that name both. The dimensions
+  are the report's own (``verdict``, ``procedure``, ``coverage``, ``grounding``) with the
+  report's result for each; every check counts under the outcome ``unmask.checker.outcome``
+  gives its status, with a REFUTED coverage check set apart as ``not_observable``;
+- besides, it counts the gold × observed labels with adherence in each cell (labels in the
+  order first seen), the results whose checks rest on unreviewed or gold-derived annotations
+  (the report's ``unreviewed`` / ``gold_derived`` fields), and, for replays of one ``item``
+  by several judges, per pair of judges how often verdicts and dimensions differ;
 - ``to_json`` (``unmask.summary/1``, fields in docs/audit.md) and ``render_text`` give the
   same figures; ``index_summary`` gives them as the ``summary`` argument of
   ``unmask.render.html.render_index``.
@@ -69,6 +73,33 @@ class View:
     matches: bool | None = None
     requirements: tuple[tuple[str, str | None, str | None], ...] = ()  # id, status, coverage
     grounding: tuple[tuple[str, str, str | None], ...] = ()  # judge, context, status
+    observed: str | None = None
+    gold: str | None = None
+    labels: tuple[str, ...] = ()  # the labels the report names (`allowed`), in its order
+    item: str | None = None
+    judge: str | None = None
+    # per dimension (DIMENSIONS order): checks resting on unreviewed / gold-derived annotations
+    unreviewed: tuple[int, ...] = (0, 0, 0, 0)
+    gold_derived: tuple[int, ...] = (0, 0, 0, 0)
+
+
+def _text(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
+
+
+def _flags(obj: dict[str, Any], flag: str) -> tuple[int, ...]:
+    """How many checks of each dimension carry ``flag`` (``unreviewed``/``gold_derived``)."""
+
+    def on(entry: Any, key: str) -> int:
+        return int(isinstance(entry, dict) and entry.get(key) is True)
+
+    reqs = [r for r in obj.get("requirements") or () if isinstance(r, dict)]
+    return (
+        on(obj.get("verdict"), flag),
+        sum(on(r, flag) for r in reqs),
+        sum(on(r, f"coverage_{flag}") for r in reqs),
+        sum(on(g, flag) for g in obj.get("grounding") or ()),
+    )
 
 
 def view(obj: dict[str, Any]) -> View:
@@ -76,6 +107,8 @@ def view(obj: dict[str, Any]) -> View:
         codes = [e.get("code", "error") for e in obj.get("errors", ()) if isinstance(e, dict)]
         return View(error=str(codes[0]) if codes else "error")
     dims = obj.get("dimensions") or {}
+    verdict = obj.get("verdict") if isinstance(obj.get("verdict"), dict) else {}
+    allowed = verdict.get("allowed")
     return View(
         overall=obj.get("overall"),
         dimensions=tuple(dims.get(d) for d in DIMENSIONS),
@@ -88,6 +121,13 @@ def view(obj: dict[str, Any]) -> View:
             (str(g.get("judge")), str(g.get("context")), g.get("status"))
             for g in obj.get("grounding") or ()
         ),
+        observed=_text(verdict.get("observed")),
+        gold=_text(obj.get("gold")),
+        labels=tuple(x for x in allowed if isinstance(x, str)) if isinstance(allowed, list) else (),
+        item=_text(obj.get("item")),
+        judge=_text(obj.get("judge")),
+        unreviewed=_flags(obj, "unreviewed"),
+        gold_derived=_flags(obj, "gold_derived"),
     )
 
 
@@ -111,6 +151,13 @@ class Summary:
         self.coverage: dict[str, Counter] = {}
         self.grounding: dict[str, Counter] = {}
         self.cross: Counter = Counter()
+        self.labels: dict[str, None] = {}  # every label seen, in first-seen order
+        self.confusion: dict[tuple[str, str], Counter] = {}  # (gold, observed) -> counts
+        self.with_flag: dict[str, Counter] = {"unreviewed": Counter(), "gold_derived": Counter()}
+        self.judges: dict[str, int] = {}  # judge -> first-seen position
+        self.seen: dict[str, dict[str, tuple]] = {}  # item -> judge -> (verdict, dimensions)
+        self.pairs: dict[tuple[str, str], Counter] = {}
+        self.repeated = 0  # a second result for one (item, judge): left out of the pairs
 
     def add(self, v: View) -> None:
         self.total += 1
@@ -139,6 +186,40 @@ class Summary:
             _bump(self.grounding, key, check_key(status))
         gold = {True: "match", False: "mismatch", None: "no_gold"}[v.matches]
         self.cross[(gold, v.overall)] += 1
+        for label in (*v.labels, v.observed, v.gold):
+            if label is not None:
+                self.labels.setdefault(label)
+        flags = {"unreviewed": any(v.unreviewed), "gold_derived": any(v.gold_derived)}
+        for flag, counts in (("unreviewed", v.unreviewed), ("gold_derived", v.gold_derived)):
+            c = self.with_flag[flag]
+            c["results"] += flags[flag]
+            for d, n in zip(DIMENSIONS, counts, strict=True):
+                c[d] += n
+                c[f"results:{d}"] += n > 0
+        if v.gold is not None and v.observed is not None:
+            cell = self.confusion.setdefault((v.gold, v.observed), Counter())
+            cell["replays"] += 1
+            cell[v.overall] += 1
+            for flag, on in flags.items():
+                cell[flag] += on
+        if v.item is not None and v.judge is not None:
+            self._pair(v.item, v.judge, (v.observed, v.dimensions))
+
+    def _pair(self, item: str, judge: str, mine: tuple) -> None:
+        """Compare this judge's result on ``item`` with every other judge's so far."""
+        self.judges.setdefault(judge, len(self.judges))
+        by_judge = self.seen.setdefault(item, {})
+        if judge in by_judge:
+            self.repeated += 1
+            return
+        for other, theirs in by_judge.items():
+            a, b = sorted((other, judge), key=self.judges.__getitem__)
+            c = self.pairs.setdefault((a, b), Counter())
+            c["items"] += 1
+            c["verdict_agreement"] += theirs[0] == mine[0]
+            for d, x, y in zip(DIMENSIONS, theirs[1], mine[1], strict=True):
+                c[d] += x != y
+        by_judge[judge] = mine
 
     # -- derived figures --
 
@@ -161,6 +242,50 @@ class Summary:
             "replays": top,
             "tie": len(leaders) > 1,
             "ranking": [{"dimension": d, "replays": self.failed[d]} for d in ranking],
+        }
+
+    def confusion_json(self) -> dict[str, Any]:
+        """Gold × observed label, every cell with its adherence; labels in first-seen order."""
+        labels = list(self.labels)
+        table = {}
+        for g in labels:
+            row = {}
+            for o in labels:
+                c = self.confusion.get((g, o), Counter())
+                row[o] = {
+                    "replays": c["replays"],
+                    **{k: c[k] for k in (SATISFIED, VIOLATED, UNKNOWN)},
+                    "unreviewed": c["unreviewed"],
+                    "gold_derived": c["gold_derived"],
+                }
+            table[g] = row
+        return {"labels": labels, "table": table}
+
+    def provenance_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for flag, c in self.with_flag.items():
+            out[flag] = {
+                "with": c["results"],
+                "without": self.valid - c["results"],
+                "replays": {d: c[f"results:{d}"] for d in DIMENSIONS},
+                "checks": {d: c[d] for d in DIMENSIONS},
+            }
+        return out
+
+    def judges_json(self) -> dict[str, Any]:
+        pairs = sorted(self.pairs, key=lambda p: (self.judges[p[0]], self.judges[p[1]]))
+        return {
+            "items": sum(1 for js in self.seen.values() if len(js) > 1),
+            "repeated": self.repeated,
+            "pairs": [
+                {
+                    "judges": [a, b],
+                    "items": self.pairs[(a, b)]["items"],
+                    "verdict_agreement": self.pairs[(a, b)]["verdict_agreement"],
+                    "differ": {d: self.pairs[(a, b)][d] for d in DIMENSIONS},
+                }
+                for a, b in pairs
+            ],
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -186,6 +311,9 @@ class Summary:
                 },
             },
             "most_failing": self.most_failing(),
+            "confusion": self.confusion_json(),
+            "provenance": self.provenance_json(),
+            "judges": self.judges_json(),
         }
 
     def index_summary(self, backend: str) -> dict[str, Any]:
@@ -199,7 +327,14 @@ class Summary:
             "fails most often": f"{fails} ({mf['replays']} replays)",
             **{text: cells[key] for key, text in CELL_TEXT.items()},
         }
-        return {"title": "unmask audit", "total": self.total, "extra": extra}
+        return {
+            "title": "unmask audit",
+            "total": self.total,
+            "extra": extra,
+            "confusion": self.confusion_json(),
+            "provenance": self.provenance_json(),
+            "judges": self.judges_json(),
+        }
 
     def render_text(self) -> str:
         j = self.to_json()
@@ -242,6 +377,9 @@ class Summary:
         lines.append("gold agreement x adherence:")
         for k, text in CELL_TEXT.items():
             lines.append(f"  {text:<30} {cells[k]:>7}")
+        lines += confusion_text(j["confusion"])
+        lines += provenance_text(j["provenance"])
+        lines += judges_text(j["judges"])
         mf = j["most_failing"]
         if not mf["dimensions"]:
             lines.append("fails most often: no dimension failed in this run")
@@ -251,3 +389,83 @@ class Summary:
             rank = ", ".join(f"{r['dimension']} {r['replays']}" for r in mf["ranking"])
             lines.append(f"fails most often: {names}{tie}, in {mf['replays']} replays ({rank})")
         return "\n".join(lines)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def confusion_text(c: dict[str, Any]) -> list[str]:
+    """The gold × observed table, each cell ``replays (satisfied/violated/unknown)``."""
+    labels, table = c["labels"], c["table"]
+    cells = [table[g][o] for g in labels for o in labels]
+    if not any(x["replays"] for x in cells):
+        return []
+
+    def cell(x: dict[str, int]) -> str:
+        n = x["replays"]
+        return f"{n} ({x[SATISFIED]}/{x[VIOLATED]}/{x[UNKNOWN]})" if n else "0"
+
+    corner = "gold \\ observed"
+    first = max(len(corner), *(len(g) for g in labels))
+    widths = [max(len(o), *(len(cell(table[g][o])) for g in labels)) for o in labels]
+    lines = [
+        "gold x observed label (replays, and satisfied/violated/unknown among them):",
+        "  "
+        + corner.ljust(first)
+        + "".join(f"  {o:>{w}}" for o, w in zip(labels, widths, strict=True)),
+    ]
+    for g in labels:
+        row = "".join(f"  {cell(table[g][o]):>{w}}" for o, w in zip(labels, widths, strict=True))
+        lines.append(f"  {g:<{first}}{row}")
+    unreviewed = sum(x["unreviewed"] for x in cells)
+    gold_derived = sum(x["gold_derived"] for x in cells)
+    if unreviewed or gold_derived:
+        lines.append(
+            f"  of these, {unreviewed} rest on unreviewed annotations and "
+            f"{gold_derived} on gold-derived ones"
+        )
+    return lines
+
+
+def provenance_text(p: dict[str, Any]) -> list[str]:
+    """Counts of results resting on unreviewed / gold-derived annotations, and the warning."""
+    un, gd = p["unreviewed"], p["gold_derived"]
+    if not un["with"] and not gd["with"]:
+        return []
+    lines = [
+        f"replays resting on unreviewed annotations: {un['with']} ({un['without']} do not); "
+        f"on gold-derived annotations: {gd['with']} ({gd['without']} do not)"
+    ]
+    for title, c in (("unreviewed", un), ("gold-derived", gd)):
+        if c["with"]:
+            lines.append(
+                f"  checks resting on {title} annotations: "
+                + ", ".join(f"{d} {c['checks'][d]}" for d in DIMENSIONS)
+            )
+    n = gd["replays"]["grounding"]
+    if n:
+        lines.append(
+            f"warning: in {_plural(n, 'replay')} a gold-derived annotation feeds a grounding "
+            "check: that grounding result restates the gold label"
+        )
+    return lines
+
+
+def judges_text(j: dict[str, Any]) -> list[str]:
+    """One line per pair of judges over the items both judged."""
+    if not j["pairs"]:
+        return []
+    lines = [f"judges compared on the items both judged ({_plural(j['items'], 'item')}):"]
+    for p in j["pairs"]:
+        a, b = p["judges"]
+        differ = ", ".join(f"{d} {p['differ'][d]}" for d in DIMENSIONS)
+        lines.append(
+            f"  {a} / {b}: {_plural(p['items'], 'item')}, same verdict "
+            f"{p['verdict_agreement']}; results differ on {differ}"
+        )
+    if j["repeated"]:
+        lines.append(
+            f"  {_plural(j['repeated'], 'repeated result')} for one item and judge left out"
+        )
+    return lines

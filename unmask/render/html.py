@@ -3,7 +3,8 @@
 Contract:
 - ``render(report, replay=None) -> str`` (``unmask check --format html``): one page with inline
   CSS and JS and no network reference; the overall result and the four dimensions first,
-  then what went wrong with the quotes that force it, then every check, the source texts
+  then what went wrong with the quotes that force it (and, next to a check, how many
+  unreviewed or gold-derived annotations it rests on), then every check, the source texts
   with every evidence span highlighted (``<mark>``, overlapping spans cut into segments in
   Python, by code point) and linked to its annotation, and the annotations themselves.
   Each highlighted piece names at most the innermost ``view.SHOWN`` spans over it, each
@@ -113,7 +114,7 @@ class _Views:
         self.constraints = (
             {} if replay is None else {c.name: c.expr for c in replay.protocol.constraints}
         )
-        self.decision = "" if replay is None else expr_text(replay.protocol.decision)
+        self.rules = list(self.look.rules.values())
 
     def quote(self, q: Any, atom: str) -> dict:
         mark = self.index.get((atom, q.source, q.start, q.end))
@@ -136,12 +137,16 @@ class _Views:
                 "value": item.value,
                 "quotes": [self.quote(q, atom) for q in item.evidence],
                 "explanation": item.explanation or "",
+                "by": ev.clean(ev.item_provenance(item, self.look)),
             }
         if item.kind == "constraint":
             expr = self.constraints.get(item.name or "")
             text = "" if expr is None else expr_text(expr)
             return {"kind": "constraint", "name": item.name, "expr": text}
-        return {"kind": "decision", "expr": self.decision}
+        if item.kind == "labels":
+            labels = () if self.look.protocol is None else self.look.protocol.labels
+            return {"kind": "labels", "expr": " | ".join(labels)}
+        return {"kind": "decision", "expr": ev.item_rule(item, self.look) or "pass iff …"}
 
     def explanation(self, expl: Explanation | None) -> dict | None:
         if expl is None:
@@ -180,6 +185,7 @@ class _Views:
             "detail": res.detail,
             "explanation": self.explanation(res.explanation),
             "witnesses": self.witnesses(res.witnesses),
+            "rests": ev.resting(res, self.look),
         }
 
 
@@ -220,6 +226,7 @@ def _annotations_view(replay: Any, marks: Sequence[ev.Mark], look: ev.Lookup) ->
                 "value": ann.value,
                 "explanation": ann.explanation,
                 "marks": by_ann.get(str(ai), []),
+                "by": ev.clean(ev.provenance(ann.by)),
             }
         )
     return out
@@ -268,7 +275,7 @@ def context(report: Report, replay: Any = None) -> dict:
         "report": report,
         "findings_title": findings_title,
         "title": ev.clean(report.replay),
-        "decision": vw.decision,
+        "rules": vw.rules,
         "protocol_text": "" if replay is None else ev.clean(replay.protocol.text),
         "dimensions": dimensions,
         "findings": findings,
@@ -333,6 +340,94 @@ def _bars(counts: Mapping[str, int], order: Sequence[str]) -> dict:
     return {"total": total, "parts": parts}
 
 
+def _confusion_from_rows(rows: Sequence[Mapping]) -> dict[str, Any]:
+    """The gold × observed table of ``Summary.confusion_json`` from the rows alone."""
+    labels: dict[str, None] = {}
+    counts: dict[tuple[str, str], dict[str, int]] = {}
+    for r in rows:
+        verdict, gold, overall = r.get("verdict"), r.get("gold"), r.get("overall")
+        if not (isinstance(verdict, str) and isinstance(gold, str) and overall in OUTCOMES):
+            continue
+        labels.setdefault(verdict)
+        labels.setdefault(gold)
+        c = counts.setdefault((gold, verdict), {"replays": 0, **dict.fromkeys(OUTCOMES, 0)})
+        c["replays"] += 1
+        c[overall] += 1
+    empty = {"replays": 0, **dict.fromkeys(OUTCOMES, 0)}
+    return {
+        "labels": list(labels),
+        "table": {g: {o: counts.get((g, o), empty) for o in labels} for g in labels},
+    }
+
+
+def _confusion(c: Mapping[str, Any]) -> dict | None:
+    """Template data of the gold × observed table; None when no replay has a gold label."""
+    labels = [str(x) for x in c.get("labels") or ()]
+    table = c.get("table") or {}
+    rows, any_cell = [], False
+    for g in labels:
+        cells = []
+        for o in labels:
+            x = (table.get(g) or {}).get(o) or {}
+            n = int(x.get("replays", 0))
+            any_cell = any_cell or n > 0
+            cells.append(
+                {
+                    "n": n,
+                    "diagonal": g == o,
+                    "unreviewed": int(x.get("unreviewed", 0)),
+                    "gold_derived": int(x.get("gold_derived", 0)),
+                    **_bars(x, OUTCOMES),
+                }
+            )
+        rows.append({"gold": ev.clean(g), "cells": cells})
+    if not any_cell:
+        return None
+    return {"labels": [ev.clean(x) for x in labels], "rows": rows}
+
+
+def _provenance(p: Mapping[str, Any]) -> dict | None:
+    """Template data of the provenance counts; None when no result rests on such annotations."""
+    out = {}
+    for flag, title in (("unreviewed", "unreviewed"), ("gold_derived", "gold-derived")):
+        c = p.get(flag) or {}
+        out[flag] = {
+            "title": title,
+            "with": int(c.get("with", 0)),
+            "without": int(c.get("without", 0)),
+            "checks": [(d, int((c.get("checks") or {}).get(d, 0))) for d in ev.DIMENSIONS],
+        }
+    if not out["unreviewed"]["with"] and not out["gold_derived"]["with"]:
+        return None
+    grounding = int(((p.get("gold_derived") or {}).get("replays") or {}).get("grounding", 0))
+    out["warning"] = (
+        f"In {grounding} replay{'' if grounding == 1 else 's'} a gold-derived annotation feeds a "
+        "grounding check: that grounding result restates the gold label."
+        if grounding
+        else ""
+    )
+    return out
+
+
+def _judges(j: Mapping[str, Any]) -> list[dict]:
+    out = []
+    for p in j.get("pairs") or ():
+        a, b = (ev.clean(str(x)) for x in p.get("judges", ("", "")))
+        items = int(p.get("items", 0))
+        agree = int(p.get("verdict_agreement", 0))
+        out.append(
+            {
+                "a": a,
+                "b": b,
+                "count": items,  # not `items`: a template would read the dict method
+                "agree": agree,
+                "pct": f"{0.0 if items == 0 else 100.0 * agree / items:.1f}",
+                "differ": [int((p.get("differ") or {}).get(d, 0)) for d in ev.DIMENSIONS],
+            }
+        )
+    return out
+
+
 def index_context(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> dict:
     total = int(summary.get("total", len(rows)))
     overall = summary.get("overall") or _count(rows, "overall", OUTCOMES)
@@ -374,6 +469,9 @@ def index_context(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]])
         "outcomes": OUTCOMES,
         "rows": table,
         "extra": extra,
+        "confusion": _confusion(summary.get("confusion") or _confusion_from_rows(rows)),
+        "provenance": _provenance(summary.get("provenance") or {}),
+        "judges": _judges(summary.get("judges") or {}),
     }
 
 
@@ -416,7 +514,7 @@ def render_index(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) 
     """The batch page. ``rows``: one dict per replay with ``id``, ``overall``,
     ``dimensions`` (dimension -> OK/VIOLATED/UNKNOWN/NOT_CHECKED), ``verdict``, ``gold``,
     ``verdict_matches_gold`` and ``href`` (relative link to its report); ``summary``:
-    optional ``title``, ``total``, ``overall``, ``dimensions``, ``cross``, ``extra``
-    (see ``docs/reports.md``)."""
+    optional ``title``, ``total``, ``overall``, ``dimensions``, ``cross``, ``extra``,
+    ``confusion``, ``provenance``, ``judges`` (see ``docs/reports.md``)."""
     page = environment().get_template("index.html.j2").render(**index_context(summary, rows))
     return ev.clean(page)

@@ -316,7 +316,12 @@ class _Log:
             judge, context = check.key.removeprefix("grounding:").split("~", 1)
             return self.ground_spans.get((judge, context))
         if check.dimension == "verdict":
-            return self.replay.protocol.decision.span
+            proto = self.replay.protocol
+            if proto.decision is not None:
+                return proto.decision.span
+            # a protocol with declared labels: the decision of the observed label
+            observed = [d for d in proto.decisions if d.label == self.report.verdict.observed]
+            return observed[0].span if observed else None
         return None
 
     def result(

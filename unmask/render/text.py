@@ -3,7 +3,9 @@
 Contract: ``render(report, replay=None, *, color=False) -> str``. The overall result
 comes first, then the four dimensions with their checks; every violation shows the quotes
 that prove it; every underdetermined check shows one witness per side, with completed
-values marked as possibilities, not observations. Every line goes through
+values marked as possibilities, not observations; a check that rests on annotations a rule,
+a model or the gold label made says so ("rests on 2 unreviewed annotations"), and each
+quoted annotation names who made it when the replay says. Every line goes through
 ``safe.printable``, so control characters from a replay are shown as escapes, never acted
 on by a terminal; colour is ANSI via ``click.style``, added after that, and only when
 ``color`` is set (the command line sets it for terminals only). Deterministic.
@@ -17,6 +19,8 @@ import click
 
 from unmask.irtext import expr_text
 from unmask.render.safe import printable
+from unmask.render.view import DIMENSION_TITLES as titles
+from unmask.render.view import Lookup, item_provenance, item_rule, resting
 from unmask.report import (
     BASE_NAMES,
     ENTAILED,
@@ -47,6 +51,7 @@ class _Out:
         self.lines: list[str] = []
         self.color = color
         self.constraints: dict[str, str] = {}
+        self.look: Any = None  # the view's Lookup of the replay: who made each annotation
 
     def add(self, indent: int, text: str) -> None:
         self.lines.append("  " * indent + printable(text))
@@ -59,9 +64,10 @@ class _Out:
         self.lines.append(f"{'  ' * indent}{printable(head)}: {word}{printable(tail)}")
 
 
-def _item(out: _Out, indent: int, item: Item, decision: str) -> None:
+def _item(out: _Out, indent: int, item: Item) -> None:
     if item.kind == "annotation":
-        out.add(indent, f"- annotation `{item.atom}` = {item.value}")
+        by = _by(out, item)
+        out.add(indent, f"- annotation `{item.atom}` = {item.value}" + (f" ({by})" if by else ""))
         for q in item.evidence:
             out.add(indent + 2, f'{q.source}[{q.start}:{q.end}] "{_short(q.quote)}"')
         if item.explanation:
@@ -69,13 +75,13 @@ def _item(out: _Out, indent: int, item: Item, decision: str) -> None:
     elif item.kind == "constraint":
         body = out.constraints.get(item.name or "")
         out.add(indent, f"- constraint `{item.name}`" + (f": {body}" if body else ""))
+    elif item.kind == "labels":
+        out.add(indent, f"- {item_rule(item, out.look)}")
     else:
-        out.add(indent, f"- decision: pass iff {decision}")
+        out.add(indent, f"- decision: {item_rule(item, out.look) or 'pass iff …'}")
 
 
-def _explanation(
-    out: _Out, indent: int, title: str, expl: Explanation | None, decision: str
-) -> None:
+def _explanation(out: _Out, indent: int, title: str, expl: Explanation | None) -> None:
     if expl is None:
         return
     if not expl.items:
@@ -84,7 +90,7 @@ def _explanation(
     suffix = "" if expl.minimal else " (not minimised: the solver timed out)"
     out.add(indent, f"{title}{suffix}")
     for it in expl.items:
-        _item(out, indent + 1, it, decision)
+        _item(out, indent + 1, it)
 
 
 def _witnesses(out: _Out, indent: int, ws: Witnesses | None) -> None:
@@ -101,15 +107,24 @@ def _witnesses(out: _Out, indent: int, ws: Witnesses | None) -> None:
         out.add(indent, f"{title}: {', '.join(values) if values else '(nothing)'}")
 
 
-def _check(out: _Out, indent: int, head: str, res: CheckResult, decision: str) -> None:
+def _by(out: _Out, item: Item) -> str:
+    return item_provenance(item, out.look)
+
+
+def _check(out: _Out, indent: int, head: str, res: CheckResult) -> None:
     tail = f" ({res.detail})" if res.detail else ""
+    rests = resting(res, out.look)
+    if rests:
+        tail += f" ({rests})"
     out.result(indent, head, res.status, tail)
     if res.status == REFUTED:
-        _explanation(out, indent + 1, "refuted by", res.explanation, decision)
+        _explanation(out, indent + 1, "refuted by", res.explanation)
     elif res.status == ENTAILED and res.explanation is not None:
         # what an OK check rests on, in one line; the quotes are kept for violations
         names = [
-            f"`{i.atom}`={i.value}" if i.kind == "annotation" else (i.name or i.kind)
+            f"`{i.atom}`={i.value}" + (f" ({by})" if (by := _by(out, i)) else "")
+            if i.kind == "annotation"
+            else (i.name or i.kind)
             for i in res.explanation.items
         ]
         out.add(
@@ -121,13 +136,9 @@ def _check(out: _Out, indent: int, head: str, res: CheckResult, decision: str) -
 
 def render(report: Report, replay: Any = None, *, color: bool = False) -> str:
     """The text report; ``color`` adds ANSI colour to the result words."""
-    # the view imports this module (for expr_text): import it when rendering, not before
-    from unmask.render.view import DIMENSION_TITLES as titles
-
     out = _Out(color)
-    decision = "…"
+    out.look = Lookup(replay if getattr(replay, "protocol", None) is not None else None)
     if replay is not None and getattr(replay, "protocol", None) is not None:
-        decision = expr_text(replay.protocol.decision)
         out.constraints = {c.name: expr_text(c.expr) for c in replay.protocol.constraints}
     out.result(0, report.replay, report.overall)
     out.add(1, f"protocol `{report.protocol}`, backend {report.backend}")
@@ -142,23 +153,24 @@ def render(report: Report, replay: Any = None, *, color: bool = False) -> str:
         for name in BASE_NAMES:
             conflict = b.conflict(name)
             if conflict is not None:
-                _explanation(out, 2, f"base `{name}` conflict:", conflict, decision)
+                _explanation(out, 2, f"base `{name}` conflict:", conflict)
     dims = report.dimensions
     out.add(0, "")
     out.result(0, titles["verdict"], dims.verdict)
-    _check(out, 1, f"observed {report.verdict.observed}", report.verdict.result, decision)
+    _check(out, 1, f"observed {report.verdict.observed}", report.verdict.result)
     out.result(0, titles["procedure"], dims.procedure)
     for r in report.requirements:
-        _check(out, 1, f"requirement `{r.id}` ({_short(r.description)})", r.holds, decision)
+        _check(out, 1, f"requirement `{r.id}` ({_short(r.description)})", r.holds)
     out.result(0, titles["coverage"], dims.coverage)
     for r in report.requirements:
         if r.coverage.status == NOT_SPECIFIED:
             out.add(1, f"`{r.id}`: not specified")
         else:
-            _check(out, 1, f"`{r.id}` addressed", r.coverage, decision)
+            _check(out, 1, f"`{r.id}` addressed", r.coverage)
     out.result(0, titles["grounding"], dims.grounding)
     for g in report.grounding:
-        _check(out, 1, f"`{g.judge}` ~ `{g.context}`", g.result, decision)
+        direction = getattr(g, "direction", "~")
+        _check(out, 1, f"`{g.judge}` {direction} `{g.context}`", g.result)
     if report.unannotated or report.unknown:
         out.add(0, "")
     if report.unannotated:

@@ -14,6 +14,9 @@ Contract:
   the innermost few of them (``SHOWN``), so a page stays linear in the replay however
   deeply spans nest. Offsets are Unicode code points, which is what Python ``str``
   indexing counts, so slicing happens here and nowhere else (never in a browser);
+- ``provenance(by)`` words who made an annotation (``rule wice-citations/1, unreviewed``)
+  and ``resting(result, lookup)`` says what a check rests on ("rests on 2 unreviewed
+  annotations"): the annotations of its explanation, or those pinned in its witnesses;
 - user text goes through ``unmask.render.safe``. Everything is deterministic.
 """
 
@@ -121,7 +124,7 @@ ICONS = {
     NOT_CHECKED: "–",
     None: "–",
 }
-SOURCE_ORDER = ("rationale", "context", "response", "trace", "protocol")
+SOURCE_ORDER = ("rationale", "context", "response", "reference", "trace", "protocol")
 
 
 def label(result: str | None) -> str:
@@ -138,6 +141,7 @@ class Check:
     title: str
     result: CheckResult
     path: str  # where the check is in the JSON report
+    direction: str = "~"  # a grounding check's: `~` both ways, `~>` one way
 
     @property
     def status(self) -> str | None:
@@ -189,9 +193,10 @@ def checks(report: Report) -> tuple[Check, ...]:
                 f"grounding:{g.judge}~{g.context}",
                 "grounding",
                 RULES["grounding"].id,
-                f"grounding {g.judge} ~ {g.context}",
+                f"grounding {g.judge} {getattr(g, 'direction', '~')} {g.context}",
                 g.result,
                 f"$.grounding[{i}]",
+                getattr(g, "direction", "~"),
             )
         )
     return tuple(out)
@@ -225,7 +230,14 @@ class Lookup:
         self.decls = {} if replay is None else {a.name: a for a in replay.protocol.atoms}
         self.anns = {} if replay is None else {a.atom: a for a in replay.annotations}
         self.reqs = {} if replay is None else {r.id: r for r in replay.protocol.requirements}
-        self.decision = None if replay is None else replay.protocol.decision
+        self.protocol = None if replay is None else replay.protocol
+        self.rules = decision_rules(self.protocol)
+
+    def rule(self, label: str | None) -> str:
+        """The decision for ``label`` as written (a binary protocol's one rule for None)."""
+        if not self.rules:
+            return ""
+        return self.rules.get(label) or next(iter(self.rules.values()))
 
     def role(self, atom: str) -> str:
         d = self.decls.get(atom)
@@ -239,6 +251,103 @@ class Lookup:
         """TRUE, FALSE or UNKNOWN (an unannotated atom is UNKNOWN)."""
         a = self.anns.get(atom)
         return UNKNOWN if a is None else a.value
+
+
+def decision_rules(protocol: Any) -> dict[str | None, str]:
+    """Each decision as written, by label: ``pass iff D`` (under None) for a protocol
+    without a ``verdict`` statement; ``L iff D_L`` or ``L otherwise`` for each declared one."""
+    if protocol is None:
+        return {}
+    if not protocol.declared_labels:
+        d = protocol.decision
+        return {} if d is None else {None: f"pass iff {expr_text(d)}"}
+    return {
+        d.label: f"{d.label} otherwise" if d.expr is None else f"{d.label} iff {expr_text(d.expr)}"
+        for d in protocol.decisions
+    }
+
+
+def item_rule(item: Any, look: Lookup) -> str:
+    """What a ``decision`` or ``labels`` part of an explanation says, as written."""
+    if item.kind == "labels":
+        labels = () if look.protocol is None else look.protocol.labels
+        return "exactly one verdict label" + (f": {' | '.join(labels)}" if labels else "")
+    return look.rule(getattr(item, "label", None))
+
+
+def _by_fields(by: Any) -> tuple[str, str | None, bool] | None:
+    """(kind, name, reviewed) of an annotation's ``by``, given as data or as its JSON."""
+    if by is None:
+        return None
+    if isinstance(by, dict):
+        kind = str(by.get("kind", ""))
+        reviewed = by.get("reviewed")
+        name = by.get("name")
+    else:
+        kind, name, reviewed = by.kind, by.name, by.reviewed
+    if not isinstance(reviewed, bool):
+        reviewed = kind in ("human", "gold")
+    return kind, str(name) if name else None, reviewed
+
+
+def provenance(by: Any) -> str:
+    """``rule wice-citations/1, unreviewed``; empty for an annotation without ``by``."""
+    fields = _by_fields(by)
+    if fields is None:
+        return ""
+    kind, name, reviewed = fields
+    words = [kind if name is None else f"{kind} {name}"]
+    if not reviewed:
+        words.append("unreviewed")
+    if kind == "gold":
+        words.append("derived from the gold label")
+    return ", ".join(words)
+
+
+def _item_by(item: Any, look: Lookup) -> Any:
+    """An explanation item's ``by``; from the replay when the item does not carry it."""
+    by = getattr(item, "by", None)
+    if by is None and item.kind == "annotation":
+        ann = look.anns.get(item.atom or "")
+        by = None if ann is None else ann.by
+    return by
+
+
+def item_provenance(item: Any, look: Lookup) -> str:
+    return provenance(_item_by(item, look)) if item.kind == "annotation" else ""
+
+
+def rests_on(result: CheckResult, look: Lookup) -> tuple[int, int]:
+    """(unreviewed, gold-derived) annotations a check rests on: those of its explanation,
+    or, undetermined, those pinned in its witnesses. The checker's counts win when the
+    result carries them."""
+    given = getattr(result, "unreviewed", None), getattr(result, "gold_derived", None)
+    if all(isinstance(n, int) for n in given):
+        return given  # type: ignore[return-value]
+    bys: list[Any] = []
+    if result.explanation is not None:
+        bys = [_item_by(i, look) for i in result.explanation.items if i.kind == "annotation"]
+    elif result.witnesses is not None:
+        pinned = {
+            a.atom
+            for w in (result.witnesses.holds, result.witnesses.fails)
+            for a in w.atoms
+            if a.origin == "observed"
+        }
+        bys = [look.anns[a].by for a in sorted(pinned) if a in look.anns]
+    fields = [f for f in map(_by_fields, bys) if f is not None]
+    return sum(not f[2] for f in fields), sum(f[0] == "gold" for f in fields)
+
+
+def resting(result: CheckResult, look: Lookup) -> str:
+    """``rests on 2 unreviewed annotations`` (and the gold-derived ones); empty if none."""
+    unreviewed, gold = rests_on(result, look)
+    parts = []
+    if unreviewed:
+        parts.append(f"{unreviewed} unreviewed annotation{'' if unreviewed == 1 else 's'}")
+    if gold:
+        parts.append(f"{gold} gold-derived annotation{'' if gold == 1 else 's'}")
+    return "rests on " + " and ".join(parts) if parts else ""
 
 
 def marks(replay: Any, lookup: Lookup | None = None) -> tuple[Mark, ...]:
@@ -334,6 +443,8 @@ def finding(report: Report, check: Check, replay: Any, lookup: Lookup | None = N
         return "Not checked: the translation of the protocol is not valid."
     if check.dimension == "grounding":
         judge, context = check.key.removeprefix("grounding:").split("~", 1)
+        if judge not in look.decls or context not in look.decls:
+            return _grounding_sides(check, judge, context)
         jv, cv = look.value(judge), look.value(context)
         jd = look.description(judge) or judge
         cd = look.description(context) or context
@@ -348,7 +459,10 @@ def finding(report: Report, check: Check, replay: Any, lookup: Lookup | None = N
         )
     if check.dimension == "verdict":
         observed = report.verdict.observed
-        rule = "" if look.decision is None else f" `pass iff {expr_text(look.decision)}`"
+        if look.protocol is not None and look.protocol.declared_labels:
+            return _label_finding(report, status, look)
+        rule = look.rule(None)
+        rule = f" `{rule}`" if rule else ""
         if status == REFUTED:
             other = "FAIL" if observed == "PASS" else "PASS"
             return (
@@ -375,3 +489,41 @@ def finding(report: Report, check: Check, replay: Any, lookup: Lookup | None = N
             )
         return f"Whether the requirement {name} was observable is not settled by the annotations."
     return check.title
+
+
+def _grounding_sides(check: Check, judge: str, context: str) -> str:
+    """The finding of a grounding check whose sides are expressions, not single atoms."""
+    if check.status == REFUTED and check.direction == "~>":
+        return (
+            f"The judge asserts `{judge}`, but the independent observation `{context}` "
+            "does not back it."
+        )
+    if check.status == REFUTED:
+        return (
+            f"The judge's claim `{judge}` does not match the independent observation `{context}`."
+        )
+    return (
+        f"Whether the judge's claim `{judge}` matches the observation `{context}` "
+        "is not settled by the annotations."
+    )
+
+
+def _label_finding(report: Report, status: str | None, look: Lookup) -> str:
+    """The verdict finding of a protocol that declares its labels."""
+    observed = report.verdict.observed
+    rule = look.rule(observed)
+    rule = f" `decision {rule}`" if rule else ""
+    allowed = getattr(report.verdict, "allowed", None)
+    if status == REFUTED:
+        tail = ""
+        if allowed:
+            tail = f"; they allow only {', '.join(allowed)}"
+        return (
+            f"The rationale rules out the observed verdict {observed}: under the protocol's "
+            f"decision{rule}, the annotated facts do not allow it{tail}."
+        )
+    tail = f" (it allows {', '.join(allowed)})" if allowed else ""
+    return (
+        f"The rationale does not force the observed verdict {observed}: under the "
+        f"decision{rule}, the annotations leave it open{tail}."
+    )

@@ -1,0 +1,127 @@
+"""Who made the annotations, next to each finding in text, HTML and Markdown: "rests on 2
+unreviewed annotations" and each quoted annotation's provenance. Case C with `by` added:
+the refuted grounding `j_cto ~ c_cto` rests on a model's and a rule's annotations, neither
+reviewed; the entailed `j_joined ~ c_joined` rests on an annotation read off the gold label."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.render_cases import EXAMPLES, example
+from unmask.api import check, load
+from unmask.model import Provenance
+from unmask.render import html, markdown, text
+from unmask.render import view as ev
+from unmask.report import Explanation, Item
+
+BY = {
+    "j_cto": {"kind": "model", "name": "gpt-4o-annotator"},
+    "c_cto": {"kind": "rule", "name": "wice-citations/1"},
+    "c_joined": {"kind": "gold"},
+    "j_joined": {"kind": "human", "name": "ana", "reviewed": True},
+}
+
+
+@pytest.fixture
+def case(tmp_path: Path):
+    for proto in EXAMPLES.glob("*.proto"):
+        shutil.copy(proto, tmp_path / proto.name)
+    obj = json.loads((EXAMPLES / "case_c.json").read_text(encoding="utf-8"))
+    for ann in obj["annotations"]:
+        if ann["atom"] in BY:
+            ann["by"] = BY[ann["atom"]]
+    path = tmp_path / "case_c_by.json"
+    path.write_text(json.dumps(obj), encoding="utf-8")
+    replay = load(path)
+    return check(replay, "z3"), replay
+
+
+def grounding(report, judge):
+    return next(g for g in report.grounding if g.judge == judge)
+
+
+def test_provenance_words() -> None:
+    assert ev.provenance(None) == ""
+    assert (
+        ev.provenance(Provenance("rule", "wice-citations/1")) == "rule wice-citations/1, unreviewed"
+    )
+    assert ev.provenance({"kind": "model", "reviewed": True}) == "model"
+    assert ev.provenance({"kind": "human", "reviewed": False}) == "human, unreviewed"
+    assert ev.provenance(Provenance("gold")) == "gold, derived from the gold label"
+
+
+def test_counts_of_a_check(case) -> None:
+    report, replay = case
+    look = ev.Lookup(replay)
+    assert ev.rests_on(grounding(report, "j_cto").result, look) == (2, 0)
+    assert ev.resting(grounding(report, "j_cto").result, look) == (
+        "rests on 2 unreviewed annotations"
+    )
+    assert ev.resting(grounding(report, "j_joined").result, look) == (
+        "rests on 1 gold-derived annotation"
+    )
+
+
+def test_counts_read_the_items_own_by_without_the_replay(case) -> None:
+    # the explanation items may carry `by` themselves (as data or as its JSON)
+    report, _ = case
+    res = grounding(report, "j_cto").result
+    items = tuple(
+        Item(part=i.part, kind=i.kind, atom=i.atom, value=i.value) for i in res.explanation.items
+    )
+
+    class WithBy:
+        def __init__(self, item, by):
+            self.kind, self.atom, self.by = item.kind, item.atom, by
+
+    marked = Explanation(tuple(WithBy(i, {"kind": "rule"}) for i in items))
+    bare = type(res)(res.status, res.outcome, marked)
+    assert ev.rests_on(bare, ev.Lookup(None)) == (len(items), 0)
+
+
+def test_undetermined_checks_rest_on_their_pinned_annotations(case) -> None:
+    _, replay = case
+    from unmask.report import CheckResult, Witness, WitnessAtom, Witnesses
+
+    w = Witness((WitnessAtom("c_cto", False, "observed"), WitnessAtom("j_cto", True, "completed")))
+    res = CheckResult("UNDERDETERMINED", "UNKNOWN", None, Witnesses(w, w))
+    assert ev.rests_on(res, ev.Lookup(replay)) == (1, 0)
+
+
+def test_text_says_it_next_to_the_finding(case) -> None:
+    report, replay = case
+    out = text.render(report, replay)
+    assert "`j_cto` ~ `c_cto`: REFUTED (rests on 2 unreviewed annotations)" in out
+    assert "`j_joined` ~ `c_joined`: ENTAILED (rests on 1 gold-derived annotation)" in out
+    assert "- annotation `c_cto` = FALSE (rule wice-citations/1, unreviewed)" in out
+    assert "- annotation `j_cto` = TRUE (model gpt-4o-annotator, unreviewed)" in out
+    assert "`c_joined`=TRUE (gold, derived from the gold label)" in out
+
+
+def test_html_says_it_next_to_the_finding(case) -> None:
+    report, replay = case
+    page = html.render(report, replay)
+    finding = page.split('data-check="grounding:j_cto~c_cto"', 1)[1].split("</article>", 1)[0]
+    assert '<p class="note rests">⚠ rests on 2 unreviewed annotations</p>' in finding
+    assert '<span class="role by">by rule wice-citations/1, unreviewed</span>' in finding
+    annotations = page.split('id="annotations"', 1)[1]
+    assert "by human ana</span>" in annotations
+    assert "by gold, derived from the gold label</span>" in annotations
+
+
+def test_markdown_says_it_next_to_the_finding(case) -> None:
+    report, replay = case
+    md = markdown.render(report, replay)
+    assert "⚠ *rests on 2 unreviewed annotations*" in md
+    assert "*by rule wice-citations/1, unreviewed*" in md
+    assert "`c_cto` (by rule wice-citations/1, unreviewed) |" in md
+
+
+def test_without_by_nothing_is_added() -> None:
+    report, replay = example("case_c.json")
+    out = text.render(report, replay) + html.render(report, replay)
+    assert "rests on 2" not in out and "unreviewed" not in out and 'class="role by"' not in out
