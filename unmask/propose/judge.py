@@ -155,7 +155,7 @@ WICE_RULES: dict[str, Any] = {
 
 
 @dataclass(frozen=True, slots=True)
-class Span:
+class Quoted:
     start: int
     end: int
     quote: str
@@ -171,7 +171,7 @@ class Proposal:
     atom: str
     value: str
     confidence: float
-    spans: tuple[Span, ...]
+    spans: tuple[Quoted, ...]
     rules: tuple[str, ...]
 
 
@@ -399,7 +399,7 @@ class Hit:
     atom: str
     captured: str
     confidence: float
-    span: Span
+    span: Quoted
 
 
 class JudgeRules(Proposer):
@@ -448,14 +448,14 @@ class JudgeRules(Proposer):
                 # the quote: the rationale sentence holding the match (what the reviewer
                 # reads), or the match itself where it crosses sentences
                 a, b = (s_start, s_end) if s_start <= m.start() and m.end() <= s_end else m.span()
-                span = Span(a, b, text[a:b])
+                span = Quoted(a, b, text[a:b])
                 for atom in rule.members(captured):
                     found.append(Hit(rule, atom, captured, confidence, span))
         return found
 
     def propose(self, text: str, threshold: float = 0.5) -> list[Proposal]:
         """One proposal per atom at or above ``threshold``, in order of first appearance."""
-        by_atom: dict[str, list[tuple[Rule, float, Span]]] = {}
+        by_atom: dict[str, list[tuple[Rule, float, Quoted]]] = {}
         for h in self.matches(text):
             by_atom.setdefault(h.atom, []).append((h.rule, h.confidence, h.span))
         out = []
