@@ -72,11 +72,12 @@ def audit(*args: str) -> object:
     return CliRunner().invoke(main, ["audit", *args])
 
 
-def test_results_html_junit_and_summary_equal_a_local_run(replays, tmp_path, monkeypatch):
-    monkeypatch.setattr(cluster, "PARTITION_TASKS", 3)  # many partitions: order is tested
+def test_results_html_junit_and_summary_equal_a_local_run(replays, tmp_path) -> None:
     before = {p.pid for p in _children()}
     runs = {}
-    for name, extra in (("local", ["--jobs", "1"]), ("dask", ["--dask", "local:2"])):
+    # three replays per partition: many partitions, so their order is tested
+    dask = ["--dask", "local:2", "--partition", "3"]
+    for name, extra in (("local", ["--jobs", "1"]), ("dask", dask)):
         d = tmp_path / name
         d.mkdir()
         result = audit(
@@ -171,6 +172,8 @@ def test_without_the_extra_dask_is_a_usage_error(replays, monkeypatch) -> None:
 def test_jobs_and_dask_together_are_refused(replays) -> None:
     result = audit(str(replays), "--dask", "local:2", "--jobs", "2")
     assert result.exit_code == 2 and "not both" in result.stderr
+    result = audit(str(replays), "--partition", "8")
+    assert result.exit_code == 2 and "needs `--dask`" in result.stderr
 
 
 def test_an_audit_without_dask_does_not_import_it(replays) -> None:

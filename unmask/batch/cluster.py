@@ -156,13 +156,13 @@ def run_audit(
     emit: run.Emit,
     client: Any,
     *,
-    partition: int = PARTITION_TASKS,
+    partition: int | None = None,
     window: int | None = None,
     work: Work = run._run_chunk,
 ) -> None:
     """Audit every task on ``client``'s workers and ``emit`` each, in input order."""
     _Runner(client, settings, work, window or WINDOW_PER_WORKER * threads(client)).run(
-        run._chunks(tasks, partition, PARTITION_BYTES), emit
+        run._chunks(tasks, partition or PARTITION_TASKS, PARTITION_BYTES), emit
     )
 
 

@@ -114,6 +114,12 @@ def gate_status(summary: Any, fail_on: str | None) -> int:
     "for N local worker processes (needs the `dask` extra; docs/scale.md)",
 )
 @click.option(
+    "--partition",
+    type=click.IntRange(min=1, max=1_000_000),
+    default=None,
+    help="with --dask: replays per Dask task [default: 256]",
+)
+@click.option(
     "--backend",
     default=DEFAULT_BACKEND,
     show_default=True,
@@ -147,6 +153,7 @@ def command(
     out: str,
     jobs: int,
     dask_spec: str | None,
+    partition: int | None,
     backend: str,
     timeout_ms: int,
     resume: bool,
@@ -187,25 +194,27 @@ def command(
         jobs = os.cpu_count() or 1
     if dask_spec is not None and jobs != 1:
         _usage("give `--jobs` or `--dask`, not both", help="`--dask local:N` runs N processes")
+    if partition is not None and dask_spec is None:
+        _usage("`--partition` needs `--dask`")
     args = (paths, out, jobs, backend, timeout_ms, resume, summary_json, fail_on, progress)
     try:
         if dask_spec is None:
             _run(*args, quiet, html_dir, junit, limits)
         else:
-            _run_on_dask(dask_spec, args, quiet, html_dir, junit, limits)
+            _run_on_dask(dask_spec, partition, args, quiet, html_dir, junit, limits)
     except OutputError as exc:
         click.echo(render_all(exc.diagnostics), err=True)
         raise SystemExit(EXIT_USAGE) from None
 
 
-def _run_on_dask(spec: str, args: tuple, *rest: Any) -> None:
+def _run_on_dask(spec: str, partition: int | None, args: tuple, *rest: Any) -> None:
     """``_run`` with its replays checked on a Dask cluster (imported only here)."""
     from unmask.batch import cluster
 
     out = args[1]
     try:
         with cluster.open_cluster(spec) as client:
-            _run(*args, *rest, client=client)
+            _run(*args, *rest, dask=(client, partition))
     except cluster.Unavailable as exc:
         _usage(exc.message, help=exc.hint)
     except cluster.ClusterError as exc:
@@ -251,7 +260,7 @@ def _run(
     html_dir: str | None,
     junit: str | None,
     limits: Limits,
-    client: Any = None,
+    dask: tuple[Any, int | None] | None = None,  # a Dask client, replays per partition
 ) -> None:
     from unmask.batch import files, inputs, run
     from unmask.batch import resume as resuming
@@ -331,12 +340,13 @@ def _run(
         bar.update(already, summary.overall["VIOLATED"], force=True)
     previous = _install_sigterm()
     try:
-        if client is None:
+        if dask is None:
             run.run_audit(tasks, settings, emit, jobs)
         else:
             from unmask.batch import cluster
 
-            cluster.run_audit(tasks, settings, emit, client)
+            client, partition = dask
+            cluster.run_audit(tasks, settings, emit, client, partition=partition)
     except KeyboardInterrupt:
         if bar is not None:
             bar.close()
