@@ -144,6 +144,25 @@ def test_a_replay_that_kills_workers_is_retried_then_an_error_record(client, rep
     assert len((replays.parent / "deaths").read_text().split()) == 4
 
 
+def test_the_window_follows_the_workers_that_join(monkeypatch) -> None:
+    class Cluster:  # answers only what the window asks
+        def __init__(self) -> None:
+            self.nthreads_now = {"a": 1}
+
+        def nthreads(self) -> dict:
+            return dict(self.nthreads_now)
+
+    c = Cluster()
+    runner = cluster._Runner(c, run.Settings("sliced", 60_000), run._run_chunk)
+    assert runner._resize() == cluster.WINDOW_PER_WORKER
+    c.nthreads_now = {w: 1 for w in "abcde"}
+    assert runner._resize() == cluster.WINDOW_PER_WORKER  # not asked again at once
+    monkeypatch.setattr(cluster, "RESIZE_S", 0.0)
+    assert runner._resize() == 5 * cluster.WINDOW_PER_WORKER
+    fixed = cluster._Runner(c, run.Settings("sliced", 60_000), run._run_chunk, window=3)
+    assert fixed._resize() == 3
+
+
 def test_an_unreachable_scheduler_is_exit_2_within_the_timeout(replays, monkeypatch) -> None:
     monkeypatch.setattr(cluster, "CONNECT_TIMEOUT", 1.0)
     with socket.socket() as s:  # a port nothing listens on

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -36,6 +37,7 @@ CONNECT_TIMEOUT = 10.0  # seconds to reach a scheduler, and for it to have a wor
 PARTITION_TASKS = 256  # replays per Dask task: its overhead is a few milliseconds
 PARTITION_BYTES = 4 << 20
 WINDOW_PER_WORKER = 4  # partitions in flight per worker thread
+RESIZE_S = 5.0  # how often the window follows the number of workers
 INSTALL_HINT = "install the extra: `pip install 'unmask[dask]'`"
 
 Work = Callable[[list[Task], run.Settings], list[run.Result]]
@@ -160,8 +162,12 @@ def run_audit(
     window: int | None = None,
     work: Work = run._run_chunk,
 ) -> None:
-    """Audit every task on ``client``'s workers and ``emit`` each, in input order."""
-    _Runner(client, settings, work, window or WINDOW_PER_WORKER * threads(client)).run(
+    """Audit every task on ``client``'s workers and ``emit`` each, in input order.
+
+    ``window``: partitions in flight; by default ``WINDOW_PER_WORKER`` per worker thread,
+    counted again every ``RESIZE_S`` seconds, so workers that join (or leave) during the
+    run are used (or not waited for)."""
+    _Runner(client, settings, work, window).run(
         run._chunks(tasks, partition or PARTITION_TASKS, PARTITION_BYTES), emit
     )
 
@@ -170,13 +176,17 @@ class _Runner:
     """Partitions in flight, in input order; each is fetched as soon as it finishes (so a
     worker that dies later loses nothing finished) and emitted when all before it are."""
 
-    def __init__(self, client: Any, settings: run.Settings, work: Work, window: int) -> None:
+    def __init__(
+        self, client: Any, settings: run.Settings, work: Work, window: int | None = None
+    ) -> None:
         from distributed import as_completed
 
         self.client = client
         self.settings = settings
         self.work = work
-        self.window = window
+        self.fixed = window
+        self.sized = 0.0
+        self.window = window or 1
         self.tag = uuid.uuid4().hex[:12]
         self.count = 0
         # [partition, its future (None once fetched), its results (None until then)]
@@ -206,10 +216,16 @@ class _Runner:
                 with contextlib.suppress(Exception):  # the client may be gone already
                     self.client.cancel(futures)
 
+    def _resize(self) -> int:
+        if self.fixed is None and time.monotonic() - self.sized >= RESIZE_S:
+            self.window = WINDOW_PER_WORKER * threads(self.client)
+            self.sized = time.monotonic()
+        return self.window
+
     def _run(self, chunks: Iterator[list[Task]], emit: run.Emit) -> None:
         more = True
         while True:
-            while more and len(self.pending) < self.window:
+            while more and len(self.pending) < self._resize():
                 chunk = next(chunks, None)
                 if chunk is None:
                     more = False
