@@ -156,6 +156,17 @@ def _failed(
     return Result(encode_line(obj), view(obj), row, None, case)
 
 
+def died(task: Task, settings: Settings) -> Result:
+    """The error record of a replay whose checking kills the process running it."""
+    d = Diagnostic(
+        "internal-error",
+        "the process checking this replay died (a crash in the solver?)",
+        file=task.location,
+        help="check it alone with `unmask check`, and please report it",
+    )
+    return _failed(task, settings, [d])
+
+
 def _run_chunk(tasks: list[Task], settings: Settings) -> list[Result]:
     return [audit_task(t, settings) for t in tasks]
 
@@ -195,13 +206,15 @@ def _die_with_parent() -> None:
     threading.Thread(target=watch, name="unmask-parent-watch", daemon=True).start()
 
 
-def _chunks(tasks: Iterator[Task]) -> Iterator[list[Task]]:
+def _chunks(
+    tasks: Iterator[Task], max_tasks: int = CHUNK_TASKS, max_bytes: int = CHUNK_BYTES
+) -> Iterator[list[Task]]:
     chunk: list[Task] = []
     size = 0
     for t in tasks:
         chunk.append(t)
         size += len(t.text or b"")
-        if len(chunk) >= CHUNK_TASKS or size >= CHUNK_BYTES:
+        if len(chunk) >= max_tasks or size >= max_bytes:
             yield chunk
             chunk, size = [], 0
     if chunk:
@@ -285,13 +298,7 @@ class _Pool:
         try:
             return single.submit(_run_chunk, [task], self.settings).result()[0]
         except BrokenProcessPool:
-            d = Diagnostic(
-                "internal-error",
-                "the process checking this replay died (a crash in the solver?)",
-                file=task.location,
-                help="check it alone with `unmask check`, and please report it",
-            )
-            return _failed(task, self.settings, [d])
+            return died(task, self.settings)
         finally:
             _kill(single)
 

@@ -3,7 +3,9 @@
 Contract: ``run(plan, say)`` measures, in one process and on the same generated replays
 (``workload``), per-replay CPU and wall time with its spread over the repeats, replays per
 second and solver calls per replay for every runner (the ``baseline`` and each backend),
-the ratio to the baseline, the growth with the number of claims, ``--jobs 1`` against
+the ratio to the baseline, the growth with the number of claims, the start-up cost of a
+process that the in-process ratios leave out (a bare Python, one that imports z3 as a
+direct user's would, and ``unmask check`` of one small replay), ``--jobs 1`` against
 ``--jobs 2`` throughput, and the peak memory (resident set of a child process) of auditing
 many small replays against few from one JSON Lines file. Every figure is printed through
 ``say`` as it is measured and returned as data (``schema: unmask.bench/2``);
@@ -146,6 +148,7 @@ class Plan:
     seed: int = 0
     workload: str = "mixed"  # of the per-size cells (``workload.WORKLOADS``)
     timeout_ms: int = 60_000
+    startup: bool = True  # measure the start-up of a fresh process
 
     @classmethod
     def quick(cls, **kw: Any) -> Plan:
@@ -242,6 +245,55 @@ HEADER = (
 
 def _discard(*_: Any) -> None:
     return None
+
+
+def _child_cost(args: Sequence[str]) -> tuple[float, float]:
+    """CPU and wall seconds of one child process, from its start to its exit."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    code = subprocess.call(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if code not in (0, 1):
+        raise RuntimeError(f"the measured start-up failed with exit status {code}")
+    return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime), wall
+
+
+def measure_startup(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
+    """What a fresh process costs before its first replay, which the per-replay figures
+    (measured inside one warm process) leave out: the baseline's start-up is a Python that
+    imports z3 and makes a context; the audit's is ``unmask check`` of one 2-claim replay."""
+    with tempfile.TemporaryDirectory(prefix="unmask-bench-") as tmp:
+        replay = os.path.join(tmp, "replay.json")
+        with open(replay, "w", encoding="utf-8") as fh:
+            fh.write(replay_line(2, plan.seed, 0))
+        commands = {
+            "python": [sys.executable, "-c", "pass"],
+            "python_z3": [sys.executable, "-c", "import z3; z3.Context()"],
+            "unmask_check": [
+                sys.executable,
+                "-c",
+                "from unmask.cli.main import main; main()",
+                "check",
+                replay,
+                "--backend",
+                plan.backend,
+            ],
+        }
+        out: dict[str, Any] = {"backend": plan.backend}
+        for key, args in commands.items():
+            costs = [_child_cost(args) for _ in range(plan.repeats)]
+            out[key] = {
+                "cpu_ms": round(statistics.median(c for c, _ in costs) * 1000, 1),
+                "wall_ms": round(statistics.median(w for _, w in costs) * 1000, 1),
+            }
+    say(
+        "start-up of a fresh process (not in the per-replay figures above; CPU ms, median): "
+        f"python {out['python']['cpu_ms']:.0f}, python importing z3 (the baseline's) "
+        f"{out['python_z3']['cpu_ms']:.0f}, `unmask check` of one 2-claim replay "
+        f"({plan.backend}) {out['unmask_check']['cpu_ms']:.0f}"
+    )
+    return out
 
 
 def measure_jobs(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
@@ -421,6 +473,7 @@ def run(plan: Plan, say: Callable[[str], None] = print) -> dict[str, Any]:
                 f"growth of time per replay, {runner}: "
                 + ", ".join(f"{k} claims {v}x" for k, v in growth[runner].items())
             )
+    startup = measure_startup(plan, say) if plan.startup else {}
     jobs = measure_jobs(plan, say) if plan.jobs_replays else {}
     memory = measure_memory(plan, say) if plan.memory_small and plan.memory_large else {}
     return {
@@ -430,6 +483,7 @@ def run(plan: Plan, say: Callable[[str], None] = print) -> dict[str, Any]:
         "repeats": plan.repeats,
         "cells": [c.to_json() for c in cells],
         "growth": growth,
+        "startup": startup,
         "jobs": jobs,
         "memory": memory,
     }

@@ -106,6 +106,20 @@ def gate_status(summary: Any, fail_on: str | None) -> int:
     help=f"worker processes, at most {MAX_JOBS} (4 per CPU); 0: one per CPU",
 )
 @click.option(
+    "--dask",
+    "dask_spec",
+    metavar="ADDRESS",
+    default=None,
+    help="check on a Dask cluster: a scheduler's address (tcp://HOST:PORT), or `local[:N]` "
+    "for N local worker processes (needs the `dask` extra; docs/scale.md)",
+)
+@click.option(
+    "--partition",
+    type=click.IntRange(min=1, max=1_000_000),
+    default=None,
+    help="with --dask: replays per Dask task [default: 256]",
+)
+@click.option(
     "--backend",
     default=DEFAULT_BACKEND,
     show_default=True,
@@ -138,6 +152,8 @@ def command(
     paths: tuple[str, ...],
     out: str,
     jobs: int,
+    dask_spec: str | None,
+    partition: int | None,
     backend: str,
     timeout_ms: int,
     resume: bool,
@@ -176,24 +192,38 @@ def command(
         _usage(f"backend `{backend}` cannot be loaded: {exc}")
     if jobs == 0:
         jobs = os.cpu_count() or 1
+    if dask_spec is not None and jobs != 1:
+        _usage("give `--jobs` or `--dask`, not both", help="`--dask local:N` runs N processes")
+    if partition is not None and dask_spec is None:
+        _usage("`--partition` needs `--dask`")
+    args = (paths, out, jobs, backend, timeout_ms, resume, summary_json, fail_on, progress)
     try:
-        _run(
-            paths,
-            out,
-            jobs,
-            backend,
-            timeout_ms,
-            resume,
-            summary_json,
-            fail_on,
-            progress,
-            quiet,
-            html_dir,
-            junit,
-            limits,
-        )
+        if dask_spec is None:
+            _run(*args, quiet, html_dir, junit, limits)
+        else:
+            _run_on_dask(dask_spec, partition, args, quiet, html_dir, junit, limits)
     except OutputError as exc:
         click.echo(render_all(exc.diagnostics), err=True)
+        raise SystemExit(EXIT_USAGE) from None
+
+
+def _run_on_dask(spec: str, partition: int | None, args: tuple, *rest: Any) -> None:
+    """``_run`` with its replays checked on a Dask cluster (imported only here)."""
+    from unmask.batch import cluster
+
+    out = args[1]
+    try:
+        with cluster.open_cluster(spec) as client:
+            _run(*args, *rest, dask=(client, partition))
+    except cluster.Unavailable as exc:
+        _usage(exc.message, help=exc.hint)
+    except cluster.ClusterError as exc:
+        click.echo(
+            render_all([Diagnostic("cluster", f"the dask cluster failed: {exc}")])
+            + "\nevery line written is complete"
+            + (f"; continue with `--resume --out {out}`" if out != "-" else ""),
+            err=True,
+        )
         raise SystemExit(EXIT_USAGE) from None
 
 
@@ -230,6 +260,7 @@ def _run(
     html_dir: str | None,
     junit: str | None,
     limits: Limits,
+    dask: tuple[Any, int | None] | None = None,  # a Dask client, replays per partition
 ) -> None:
     from unmask.batch import files, inputs, run
     from unmask.batch import resume as resuming
@@ -309,7 +340,13 @@ def _run(
         bar.update(already, summary.overall["VIOLATED"], force=True)
     previous = _install_sigterm()
     try:
-        run.run_audit(tasks, settings, emit, jobs)
+        if dask is None:
+            run.run_audit(tasks, settings, emit, jobs)
+        else:
+            from unmask.batch import cluster
+
+            client, partition = dask
+            cluster.run_audit(tasks, settings, emit, client, partition=partition)
     except KeyboardInterrupt:
         if bar is not None:
             bar.close()
