@@ -499,13 +499,15 @@ def _verdict_reason(protocol: Protocol, verdict: VerdictCheck) -> Reason | None:
     what = f"the observed verdict `{verdict.observed}`"
     reason = _check_reason("verdict", what, verdict.result, "all")
     allowed = verdict.allowed
-    if reason is None or not protocol.declared_labels or not allowed:
+    if reason is None or not protocol.declared_labels:
         return reason
     # with more than two labels, "the other one" is not enough: name what is still open
-    if verdict.result.status == REFUTED:
+    status = verdict.result.status
+    if status == REFUTED and allowed:
         message = f"{what} is refuted: the evidence allows only {_labels_text(allowed)}"
-    elif verdict.result.status == UNDERDETERMINED:
-        message = f"{what} is underdetermined: the evidence allows {_labels_text(allowed)}"
+    elif status == UNDERDETERMINED:
+        allows = "it and another label" if allowed is None else _labels_text(allowed)
+        message = f"{what} is underdetermined: the evidence allows {allows}"
     else:
         return reason
     return Reason(reason.code, reason.subject, message)
