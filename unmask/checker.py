@@ -143,7 +143,7 @@ def proto_parts(case: Case) -> list[Part]:
 
 
 def base_parts(case: Case) -> dict[str, list[Part]]:
-    """The three bases of SPEC section 4, each in canonical part order."""
+    """The three bases, each in canonical part order."""
     facts, proto = fact_parts(case), proto_parts(case)
     return {"proto": proto, "evid": facts, "all": facts + proto}
 
@@ -168,7 +168,7 @@ def verdict_exprs(protocol: Protocol) -> list[Expr]:
 
 
 def outcome(status: str | None, *, coverage: bool = False) -> str | None:
-    """A check's contribution (SPEC's aggregation table); None for NOT_SPECIFIED."""
+    """A check's contribution (the aggregation table); None for NOT_SPECIFIED."""
     if status == NOT_SPECIFIED:
         return None
     if status == ENTAILED:
