@@ -159,7 +159,7 @@ def test_exactly_one_label_is_part_of_a_refutation(backend_name: str) -> None:
     assert r.verdict.allowed == ("p",)
 
 
-def test_labels_part_is_explained_as_kind_labels() -> None:
+def test_overlapping_decisions_make_b_all_inconsistent_only_where_pinned() -> None:
     # two decisions that may both hold: only exactly-one rules the observed label out
     p = replace(
         wice(),
@@ -169,6 +169,9 @@ def test_labels_part_is_explained_as_kind_labels() -> None:
             Decision("not_supported", None),
         ),
     )
+    # a world where only one part is said is fine
+    fine = check(make_replay(p, "partially_supported", {"said_a": "TRUE", "said_b": "FALSE"}), "z3")
+    assert fine.bases.all == "CONSISTENT" and fine.verdict.result.status == "ENTAILED"
     r = check(make_replay(p, "partially_supported", {"said_a": "TRUE", "said_b": "TRUE"}), "z3")
     # both decisions hold: B_all is inconsistent, and the conflict shows why
     assert r.bases.all == "INCONSISTENT"
