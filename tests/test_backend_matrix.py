@@ -2,7 +2,9 @@
 
 Each test takes the ``backend_name`` fixture, so it runs once per backend: sat/unsat under
 enabled subsets and assumptions, cores are unsatisfiable subsets of the enabled labels,
-models hold exactly the wanted atoms and satisfy everything that was asked.
+models hold exactly the wanted atoms and satisfy everything that was asked. Bases include
+uses of definitions and the parts of a protocol with declared labels (verdict variables
+``$v:LABEL``, exactly one of them, a decision each).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from hypothesis import strategies as st
 
 from tests.strategies import atom_lists, exprs
 from unmask.backends import Part, Sat, Unsat, create
-from unmask.ir import Atom, Const, Expr, Nary, Not, evaluate
+from unmask.ir import Atom, Binary, Card, Const, Expr, Nary, Not, Ref, evaluate
 
 
 def brute_sat(formulas: list[Expr], atoms: list[str], assume: dict[str, bool]) -> bool:
@@ -30,12 +32,21 @@ def brute_sat(formulas: list[Expr], atoms: list[str], assume: dict[str, bool]) -
 @st.composite
 def bases(draw):
     atoms = draw(atom_lists(1, 6))
-    e = exprs(atoms, max_leaves=8)
+    # a definition is used by name and means its body
+    refs = [Ref("d", draw(exprs(atoms, max_leaves=4)))] if draw(st.booleans()) else []
+    e = exprs(atoms, max_leaves=8, refs=refs)
     facts = draw(st.dictionaries(st.sampled_from(atoms), st.booleans(), max_size=len(atoms)))
     parts = [Part(f"fact:{a}", Atom(a) if v else Not(Atom(a))) for a, v in facts.items()]
     parts += [Part(f"constraint:k{i}", x) for i, x in enumerate(draw(st.lists(e, max_size=3)))]
     if draw(st.booleans()):
         parts.append(Part("decision", draw(e)))
+    elif draw(st.booleans()):
+        # declared labels: one verdict variable per label, exactly one of them, a decision each
+        labels = draw(st.lists(st.sampled_from(("yes", "no", "maybe")), min_size=2, unique=True))
+        variables = [Atom(f"$v:{x}") for x in labels]
+        atoms = [*atoms, *(v.name for v in variables)]
+        parts.append(Part("labels", Card("exactly", 1, tuple(variables))))
+        parts += [Part(f"decision:{v.name[3:]}", Binary("iff", v, draw(e))) for v in variables]
     parts = draw(st.permutations(parts))
     return atoms, parts, e
 

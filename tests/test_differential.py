@@ -1,10 +1,15 @@
 """Differential and exhaustive tests of whole reports.
 
 - every backend gives a byte-identical report (``dumps``) except the ``backend`` field, on
-  random protocols and replays (hypothesis);
-- an exhaustive sweep re-derives every base and status from their definitions over all
-  assignments ("holds however the unknown atoms are filled in"), with explanations checked
-  to force the result and be irreducible, witnesses checked to be the canonical completion;
+  random protocols and replays (hypothesis), binary ones and ones with declared labels,
+  definitions, one-way and expression-sided grounding and annotations that say who made
+  them;
+- an exhaustive sweep re-derives every base, status and ``allowed`` list from their
+  definitions over all assignments ("holds however the unknown atoms are filled in"), with
+  explanations checked to force the result and be irreducible, witnesses checked to be the
+  canonical completion (and to name the label that follows from it), and the
+  ``unreviewed`` / ``gold_derived`` flags checked against what each check rests on: 1,000
+  seeded binary cases and 1,000 extended ones;
 - sympy's ``satisfiable`` is an independent oracle for every backend's sat/unsat answers;
 - the long run: ``UNMASK_HYPOTHESIS_PROFILE=long pytest -m slow tests/test_differential.py -s``
   (100,000 random replays, progress printed every 1,000).
@@ -12,8 +17,9 @@
 
 from __future__ import annotations
 
-import itertools
+import functools
 import json
+import operator
 import random
 from collections.abc import Sequence
 from itertools import combinations
@@ -26,12 +32,24 @@ from sympy.logic.inference import satisfiable
 from tests.strategies import random_expr, random_protocol, random_replay, replays
 from unmask.api import check
 from unmask.backends import Part, Sat, Unsat, available, create
-from unmask.ir import Atom, Binary, Card, Const, Expr, Nary, Not, evaluate, iter_atoms
+from unmask.ir import (
+    Atom,
+    Binary,
+    Card,
+    Const,
+    Expr,
+    GroundPair,
+    Nary,
+    Not,
+    Protocol,
+    Ref,
+    evaluate,
+    iter_atoms,
+)
 from unmask.model import Replay
 from unmask.report import dumps
 
 BACKENDS = available()
-V = "$pass"  # a name no atom can have; the verdict variable of the brute-force bases
 
 
 def reports_by_backend(replay: Replay) -> dict[str, str]:
@@ -55,12 +73,17 @@ def test_every_backend_writes_the_same_report(replay):
     assert_all_agree(replay)
 
 
+@given(replays(max_atoms=10, extended=True))
+def test_every_backend_writes_the_same_report_with_labels_and_definitions(replay):
+    assert_all_agree(replay)
+
+
 _long_count = 0
 
 
 @pytest.mark.slow
 @settings(print_blob=True)
-@given(replays(max_atoms=10))
+@given(replays(max_atoms=10) | replays(max_atoms=10, extended=True))
 def test_every_backend_writes_the_same_report_long(replay):
     global _long_count
     assert_all_agree(replay)
@@ -70,21 +93,76 @@ def test_every_backend_writes_the_same_report_long(replay):
 
 
 # --- the exhaustive sweep -------------------------------------------------------------------
+#
+# The oracle is written from the semantics alone: it evaluates every formula over every
+# assignment of the atoms and the verdict variables (as row bitmasks, with its own evaluator:
+# a definition means its body), builds B_proto from the labels and decisions as declared
+# (exactly one verdict variable, V_L iff D_L, `otherwise` the negation of the other
+# decisions), and never asks the checker or the protocol's helpers for any of it.
+
+V = "$pass"  # the verdict variable of a binary protocol
+
+
+def label_var(label: str) -> str:
+    return f"$v:{label}"
 
 
 class Table:
-    """Every assignment of a replay's atoms and V as a row; formulas as row bitmasks."""
+    """Every assignment of some variables as a row; formulas as row bitmasks. Row ``i``
+    gives variable ``j`` the value of bit ``j`` of ``i``."""
 
     def __init__(self, names: Sequence[str]) -> None:
         self.names = list(names)
-        self.rows = [
-            dict(zip(self.names, values, strict=True))
-            for values in itertools.product((False, True), repeat=len(self.names))
-        ]
-        self.full = (1 << len(self.rows)) - 1
+        self.n_rows = 1 << len(self.names)
+        self.full = (1 << self.n_rows) - 1
+        self.var = {
+            name: sum(1 << i for i in range(self.n_rows) if (i >> j) & 1)
+            for j, name in enumerate(self.names)
+        }
+        self._memo: dict[int, tuple[Expr, int]] = {}
 
     def mask(self, e: Expr) -> int:
-        return sum(1 << i for i, env in enumerate(self.rows) if evaluate(e, env))
+        got = self._memo.get(id(e))
+        if got is not None:
+            return got[1]
+        full = self.full
+        if isinstance(e, Const):
+            m = full if e.value else 0
+        elif isinstance(e, Atom):
+            m = self.var[e.name]
+        elif isinstance(e, Ref):
+            m = self.mask(e.body)  # a macro: it means what it stands for
+        elif isinstance(e, Not):
+            m = full ^ self.mask(e.arg)
+        elif isinstance(e, Nary):
+            ms = [self.mask(x) for x in e.args]
+            if e.op == "and":
+                m = functools.reduce(operator.and_, ms, full)
+            elif e.op == "or":
+                m = functools.reduce(operator.or_, ms, 0)
+            else:
+                m = functools.reduce(operator.xor, ms, 0)
+        elif isinstance(e, Binary):
+            left, right = self.mask(e.left), self.mask(e.right)
+            m = (full ^ left) | right if e.op == "implies" else full ^ (left ^ right)
+        else:
+            assert isinstance(e, Card)
+            count = self.counts([self.mask(x) for x in e.args])
+            keep = {
+                "atleast": lambda j: j >= e.k,
+                "atmost": lambda j: j <= e.k,
+                "exactly": lambda j: j == e.k,
+            }[e.op]
+            m = functools.reduce(operator.or_, (c for j, c in enumerate(count) if keep(j)), 0)
+        self._memo[id(e)] = (e, m)
+        return m
+
+    def counts(self, masks: Sequence[int]) -> list[int]:
+        """``counts[j]``: the rows where exactly j of ``masks`` hold."""
+        count = [self.full] + [0] * len(masks)
+        for m in masks:
+            count = [(count[j] & ~m) | (count[j - 1] & m if j else 0) for j in range(len(count))]
+        return count
 
     def classify(self, base: int, phi: int) -> str:
         if not base:
@@ -95,13 +173,15 @@ class Table:
             return "REFUTED"
         return "UNDERDETERMINED"
 
+    def rows(self, models: int) -> list[int]:
+        return [i for i in range(self.n_rows) if (models >> i) & 1]
+
+    def value(self, row: int, name: str) -> bool:
+        return bool((row >> self.names.index(name)) & 1)
+
     def lexmin(self, models: int, atoms: Sequence[str]) -> dict[str, bool]:
         """The canonical completion: FALSE before TRUE, atoms in the given order."""
-        best = min(
-            tuple(self.rows[i][a] for a in atoms)
-            for i in range(len(self.rows))
-            if (models >> i) & 1
-        )
+        best = min(tuple(self.value(i, a) for a in atoms) for i in self.rows(models))
         return dict(zip(atoms, best, strict=True))
 
 
@@ -115,13 +195,48 @@ def outcome(status: str, coverage: bool = False) -> str | None:
     return "UNKNOWN"
 
 
+def verdict_vars(p: Protocol) -> list[str]:
+    return [label_var(x) for x in p.labels] if p.decisions else [V]
+
+
+def label_masks(p: Protocol, table: Table) -> dict[str, int]:
+    """Each label's verdict: its own variable, or for a binary protocol V / not V."""
+    if not p.decisions:
+        return {"PASS": table.var[V], "FAIL": table.full ^ table.var[V]}
+    return {x: table.var[label_var(x)] for x in p.labels}
+
+
+def proto_masks(p: Protocol, table: Table) -> dict[str, int]:
+    """B_proto's parts by label: K, then the verdict's definition."""
+    proto = {f"constraint:{c.name}": table.mask(c.expr) for c in p.constraints}
+    full = table.full
+    if not p.decisions:
+        proto["decision"] = full ^ (table.var[V] ^ table.mask(p.decision))
+        return proto
+    variables = [table.var[label_var(x)] for x in p.labels]
+    proto["labels"] = table.counts(variables)[1]  # exactly one verdict variable
+    written = {d.label: table.mask(d.expr) for d in p.decisions if d.expr is not None}
+    for d in p.decisions:
+        if d.expr is not None:
+            d_l = written[d.label]
+        else:  # otherwise: no other label's decision holds
+            others = [m for label, m in written.items() if label != d.label]
+            d_l = full ^ functools.reduce(operator.or_, others, 0)
+        proto[f"decision:{d.label}"] = full ^ (table.var[label_var(d.label)] ^ d_l)
+    return proto
+
+
+def ground_mask(g: GroundPair, table: Table) -> int:
+    j, c = table.mask(g.judge), table.mask(g.context)
+    return (table.full ^ j) | c if g.direction == "~>" else table.full ^ (j ^ c)
+
+
 def expected_report(replay: Replay, table: Table) -> tuple[dict, dict[str, int]]:
     """Bases, statuses and overall by their definitions; also each part's mask by label."""
     p = replay.protocol
     facts = {a.atom: a.value == "TRUE" for a in replay.annotations if a.value != "UNKNOWN"}
     parts = {f"fact:{n}": table.mask(Atom(n) if v else Not(Atom(n))) for n, v in facts.items()}
-    proto = {f"constraint:{c.name}": table.mask(c.expr) for c in p.constraints}
-    proto["decision"] = table.mask(Binary("iff", Atom(V), p.decision))
+    proto = proto_masks(p, table)
     evid = table.full
     for label in parts:
         evid &= parts[label]
@@ -130,14 +245,15 @@ def expected_report(replay: Replay, table: Table) -> tuple[dict, dict[str, int]]
         b_proto &= m
     parts.update(proto)
     b_all = evid & b_proto
-    phi_v = table.mask(Atom(V) if replay.verdict == "PASS" else Not(Atom(V)))
+    verdicts = label_masks(p, table)
     out = {
         "bases": {
             "proto": "CONSISTENT" if b_proto else "INCONSISTENT",
             "evid": "CONSISTENT" if evid else "INCONSISTENT",
             "all": "CONSISTENT" if b_all else "INCONSISTENT",
         },
-        "verdict": table.classify(b_all, phi_v),
+        "verdict": table.classify(b_all, verdicts[replay.verdict]),
+        "allowed": [x for x in p.labels if b_all & verdicts[x]],
         "requirements": [
             (
                 table.classify(evid, table.mask(r.expr)),
@@ -147,7 +263,7 @@ def expected_report(replay: Replay, table: Table) -> tuple[dict, dict[str, int]]
             )
             for r in p.requirements
         ],
-        "grounding": [table.classify(evid, table.mask(g.query)) for g in p.grounding],
+        "grounding": [table.classify(evid, ground_mask(g, table)) for g in p.grounding],
     }
     outcomes = [outcome(out["verdict"])]
     for q, a in out["requirements"]:
@@ -184,29 +300,84 @@ def check_explanation(expl: dict, parts: dict[str, int], table: Table, side: int
     if expl["minimal"]:
         for i in range(len(labels)):
             assert not forced(labels[:i] + labels[i + 1 :]), f"{labels[i]} is not needed"
+    for item in expl["parts"]:
+        part = item["part"]
+        kind = {"fact": "annotation", "constraint": "constraint"}.get(part.split(":")[0])
+        if part == "labels":
+            assert item == {"part": "labels", "kind": "labels"}
+        elif part.startswith("decision"):
+            label = part.partition(":")[2]
+            assert item == {"part": part, "kind": "decision", **({"label": label} if label else {})}
+        else:
+            assert item["kind"] == kind
 
 
 def check_witnesses(
-    w: dict, base: int, phi: int, atoms: Sequence[str], facts: set[str], table: Table
+    w: dict,
+    base: int,
+    phi: int,
+    atoms: Sequence[str],
+    facts: set[str],
+    table: Table,
+    verdicts: dict[str, int] | None = None,
 ) -> None:
     for side, models in (("holds", base & phi), ("fails", base & (table.full ^ phi))):
         listed = w[side]["atoms"]
         assert [a["atom"] for a in listed] == list(atoms)
         assert all((a["origin"] == "observed") == (a["atom"] in facts) for a in listed)
         got = {a["atom"]: a["value"] == "TRUE" for a in listed}
-        assert got == table.lexmin(models, atoms)
+        want = table.lexmin(models, atoms)
+        assert got == want
+        if verdicts is None:
+            assert "verdict" not in w[side]
+            continue
+        # the label follows from the completed atoms: the same in every model they extend to
+        rows = [
+            i for i in table.rows(models) if all(table.value(i, a) == v for a, v in want.items())
+        ]
+        named = {x for x, m in verdicts.items() for i in rows if (m >> i) & 1}
+        assert named == {w[side]["verdict"]}
+
+
+def rests_on(obj: dict, prefix: str) -> list[str]:
+    """The atoms whose annotations a check rests on, read off its report entry."""
+    expl, ws = obj[f"{prefix}explanation"], obj[f"{prefix}witnesses"]
+    if expl is not None:
+        return [x["atom"] for x in expl["parts"] if x["kind"] == "annotation"]
+    if ws is not None:
+        return [
+            a["atom"]
+            for side in ("holds", "fails")
+            for a in ws[side]["atoms"]
+            if a["origin"] == "observed"
+        ]
+    return []
+
+
+def check_provenance(obj: dict, prefix: str, replay: Replay) -> None:
+    by = {a.atom: a.by for a in replay.annotations}
+    on = [by[a] for a in set(rests_on(obj, prefix)) if by[a] is not None]
+    for key, flagged in (
+        ("unreviewed", any(not b.reviewed for b in on)),
+        ("gold_derived", any(b.kind == "gold" for b in on)),
+    ):
+        assert obj.get(f"{prefix}{key}", False) is flagged
+        if flagged:
+            assert obj[f"{prefix}{key}"] is True  # present only when true
 
 
 def sweep_one(replay: Replay, backend: str) -> None:
     p = replay.protocol
-    table = Table([*p.atom_names, V])
+    table = Table([*p.atom_names, *verdict_vars(p)])
     want, parts = expected_report(replay, table)
     got = json.loads(dumps(check(replay, backend)))
     assert got["bases"] == want["bases"]
     assert got["overall"] == want["overall"]
     assert got["verdict"]["status"] == want["verdict"]
+    assert got["verdict"]["allowed"] == want["allowed"]
     assert [(r["status"], r["coverage"]) for r in got["requirements"]] == want["requirements"]
     assert [g["status"] for g in got["grounding"]] == want["grounding"]
+    assert [g["direction"] for g in got["grounding"]] == [g.direction for g in p.grounding]
     assert got["unannotated"] == [
         n for n in p.atom_names if n not in {a.atom for a in replay.annotations}
     ]
@@ -224,34 +395,77 @@ def sweep_one(replay: Replay, backend: str) -> None:
     def atoms_of(*es: Expr) -> list[str]:
         return sorted({a for e in es for a in iter_atoms(e) if a in order}, key=order.get)
 
-    phi_v = Atom(V) if replay.verdict == "PASS" else Not(Atom(V))
-    checks = [(got["verdict"], "", b_all, phi_v, atoms_of(phi_v, p.decision))]
+    verdicts = label_masks(p, table)
+    # a verdict witness completes the atoms of every decision
+    decisions = [p.decision] if not p.decisions else [d.expr for d in p.decisions if d.expr]
+    checks = [(got["verdict"], "", b_all, verdicts[replay.verdict], atoms_of(*decisions), verdicts)]
     for r, req in zip(got["requirements"], p.requirements, strict=True):
-        checks.append((r, "", evid, req.expr, atoms_of(req.expr)))
+        checks.append((r, "", evid, table.mask(req.expr), atoms_of(req.expr), None))
         if req.addressed is not None:
-            checks.append((r, "coverage_", evid, req.addressed, atoms_of(req.addressed)))
+            m = table.mask(req.addressed)
+            checks.append((r, "coverage_", evid, m, atoms_of(req.addressed), None))
     for g, pair in zip(got["grounding"], p.grounding, strict=True):
-        q = pair.query
-        checks.append((g, "", evid, q, atoms_of(q)))
-    for obj, prefix, base, phi, atoms in checks:
+        atoms = atoms_of(pair.judge, pair.context)
+        checks.append((g, "", evid, ground_mask(pair, table), atoms, None))
+    for obj, prefix, base, phi_mask, atoms, labels in checks:
         status = obj["coverage" if prefix else "status"]
-        phi_mask = table.mask(phi)
         if status == "ENTAILED":
             check_explanation(obj[f"{prefix}explanation"], parts, table, table.full ^ phi_mask)
         elif status == "REFUTED":
             check_explanation(obj[f"{prefix}explanation"], parts, table, phi_mask)
         elif status == "UNDERDETERMINED":
-            check_witnesses(obj[f"{prefix}witnesses"], base, phi_mask, atoms, facts, table)
+            w = obj[f"{prefix}witnesses"]
+            check_witnesses(w, base, phi_mask, atoms, facts, table, labels)
+        check_provenance(obj, prefix, replay)
 
 
-def test_exhaustive_sweep_rederives_every_status_from_the_definition():
-    rng = random.Random(20261129)
-    for i in range(1000):
-        protocol = random_protocol(rng, rng.randrange(1, 6))
-        replay = random_replay(rng, protocol)
+# binary protocols, as before, then the same number with labels, definitions, one-way and
+# expression-sided grounding and provenance; each runs in a few seconds
+SWEEP = {"binary": (20261129, 1000), "extended": (20261130, 1000)}
+
+
+@pytest.mark.parametrize("kind", list(SWEEP))
+def test_exhaustive_sweep_rederives_every_status_from_the_definition(kind: str) -> None:
+    seed, cases = SWEEP[kind]
+    extended = kind == "extended"
+    rng = random.Random(seed)
+    for i in range(cases):
+        protocol = random_protocol(rng, rng.randrange(1, 6), extended=extended)
+        replay = random_replay(rng, protocol, extended=extended)
         # z3 is ~20x slower than the others here; it meets every tenth case
         backend = "z3" if i % 10 == 0 else BACKENDS[1 + i % (len(BACKENDS) - 1)]
         sweep_one(replay, backend)
+
+
+def test_the_extended_sweep_meets_every_new_construct() -> None:
+    """The generator behind the extended sweep does produce what it is meant to test."""
+    rng = random.Random(SWEEP["extended"][0])
+    seen: set[str] = set()
+    for _ in range(SWEEP["extended"][1]):
+        p = random_protocol(rng, rng.randrange(1, 6), extended=True)
+        r = random_replay(rng, p, extended=True)
+        if p.decisions:
+            seen.add(f"labels:{len(p.labels)}")
+            seen.add("otherwise" if any(d.expr is None for d in p.decisions) else "no-otherwise")
+        seen.update("definition" for _ in p.definitions[:1])
+        seen.update(f"ground{g.direction}" for g in p.grounding)
+        seen.update("expression-side" for g in p.grounding if not isinstance(g.judge, Atom))
+        seen.update(f"by:{a.by.kind}" for a in r.annotations if a.by is not None)
+    assert seen >= {
+        "labels:2",
+        "labels:3",
+        "labels:4",
+        "otherwise",
+        "no-otherwise",
+        "definition",
+        "ground~",
+        "ground~>",
+        "expression-side",
+        "by:human",
+        "by:rule",
+        "by:model",
+        "by:gold",
+    }
 
 
 # --- sympy as an independent oracle -------------------------------------------------------

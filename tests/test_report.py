@@ -146,3 +146,51 @@ def test_text_shows_quotes_of_violations_and_marks_possibilities() -> None:
     assert "unannotated (unknown, never read as false): j_cto, c_cto" in text
     assert "\x1b[" not in text
     assert "\x1b[" in render(check(replay, "z3"), replay, color=True)
+
+
+def test_fields_of_labels_grounding_direction_and_provenance_are_documented() -> None:
+    from tests.test_checker import make_replay
+    from tests.test_labels_check import GOLD, MODEL, wice, with_by
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "report-format.md").read_text(
+        encoding="utf-8"
+    )
+    values = {"said_a": "TRUE", "said_b": "FALSE", "backed_a": "FALSE"}
+    replay = with_by(make_replay(wice(), "supported", values), {"said_b": MODEL, "backed_a": GOLD})
+    j = check(replay, "z3").to_json()
+    keys = {
+        *j["verdict"],
+        *j["grounding"][0],
+        *j["requirements"][0],
+        *(k for x in j["verdict"]["explanation"]["parts"] for k in x),
+        *(k for x in j["grounding"][0]["explanation"]["parts"] for k in x),
+    }
+    assert {"allowed", "direction", "unreviewed", "gold_derived", "by", "label"} <= keys
+    for key in keys:
+        assert f"`{key}`" in doc, key
+    for key in ("coverage_unreviewed", "coverage_gold_derived", "labels", "decision:LABEL"):
+        assert f"`{key}`" in doc, key
+
+
+def test_binary_report_keeps_its_keys_and_adds_allowed_and_direction() -> None:
+    j = _report().to_json()
+    assert list(j["verdict"]) == [
+        "observed",
+        "status",
+        "allowed",
+        "result",
+        "explanation",
+        "witnesses",
+    ]
+    assert list(j["grounding"][0]) == [
+        "judge",
+        "context",
+        "status",
+        "direction",
+        "result",
+        "explanation",
+        "witnesses",
+    ]
+    assert j["verdict"]["allowed"] == ["FAIL"]
+    parts = j["verdict"]["explanation"]["parts"]
+    assert all(p["kind"] != "labels" and "label" not in p for p in parts)

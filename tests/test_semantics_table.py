@@ -1,7 +1,9 @@
 """The bases and Classify (docs/semantics.md) against exhaustive truth tables: the article's
 two-atom table, entailment that is not Kleene logic, and random protocols whose statuses,
 canonical witnesses and canonical minimal explanations must equal a brute-force reference on
-every backend."""
+every backend; for declared labels the reference writes B_proto out itself (exactly one
+verdict variable, each label's decision, `otherwise`) and also checks `allowed` and the
+label each verdict witness names."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from unmask.checker import VERDICT_ATOM, Case, base_parts
 from unmask.ir import (
     AtomDecl,
     Constraint,
+    Decision,
     Expr,
     GroundPair,
     Nary,
@@ -94,35 +97,39 @@ def _models(exprs_: list[Expr], names: list[str]):  # type: ignore[no-untyped-de
 ALL = [*NAMES, VERDICT_ATOM]
 
 
-def _sat(exprs_: list[Expr]) -> bool:
-    return next(_models(exprs_, ALL), None) is not None
+def _sat(exprs_: list[Expr], names: list[str] = ALL) -> bool:
+    return next(_models(exprs_, names), None) is not None
 
 
-def ref_classify(base: list[Expr], phi: Expr) -> str:
-    if not _sat(base):
+def ref_classify(base: list[Expr], phi: Expr, names: list[str] = ALL) -> str:
+    if not _sat(base, names):
         return "INCONSISTENT_BASE"
-    if not _sat([*base, mk_not(phi)]):
+    if not _sat([*base, mk_not(phi)], names):
         return "ENTAILED"
-    if not _sat([*base, phi]):
+    if not _sat([*base, phi], names):
         return "REFUTED"
     return "UNDERDETERMINED"
 
 
-def ref_minimise(parts: list[tuple[str, Expr]], side: Expr | None) -> list[str]:
+def ref_minimise(
+    parts: list[tuple[str, Expr]], side: Expr | None, names: list[str] = ALL
+) -> list[str]:
     """Plain deletion in base order, no shortcuts (the reference for canonicity)."""
     extra = [] if side is None else [side]
     current = list(parts)
     for p in parts:
         trial = [q for q in current if q[0] != p[0]]
-        if not _sat([e for _, e in trial] + extra):
+        if not _sat([e for _, e in trial] + extra, names):
             current = trial
     return [label for label, _ in current]
 
 
-def ref_witness(base: list[Expr], side: Expr, atoms: list[str]) -> list[tuple[str, bool]]:
+def ref_witness(
+    base: list[Expr], side: Expr, atoms: list[str], names: list[str] = ALL
+) -> list[tuple[str, bool]]:
     """The least assignment to ``atoms`` (in order, FALSE < TRUE) that extends to a model."""
     best = None
-    for env in _models([*base, side], ALL):
+    for env in _models([*base, side], names):
         key = tuple(env[a] for a in atoms)
         best = key if best is None or key < best else best
     assert best is not None
@@ -198,3 +205,96 @@ def test_random_protocols_match_brute_force(
                 assert [x.origin for x in w.atoms] == [
                     "observed" if a in facts else "completed" for a in atoms
                 ]
+
+
+# --- declared labels against the brute-force reference --------------------------------------
+
+LABELS = ("yes", "maybe", "no")
+LABEL_VARS = [f"$v:{x}" for x in LABELS]
+LABELLED_ALL = [*NAMES, *LABEL_VARS]
+
+
+def ref_labelled_proto(
+    constraint: Expr | None, decisions: dict[str, Expr | None]
+) -> list[tuple[str, Expr]]:
+    """B_proto written out from its definition: K, exactly one verdict variable, and
+    V_L iff D_L for each label (`otherwise`: none of the other decisions holds)."""
+    parts: list[tuple[str, Expr]] = []
+    if constraint is not None:
+        parts.append(("constraint:k", constraint))
+    variables = [A(v) for v in LABEL_VARS]
+    at_least_one = Nary("or", tuple(variables))
+    no_two = [Not(Nary("and", (x, y))) for x, y in itertools.combinations(variables, 2)]
+    parts.append(("labels", Nary("and", (at_least_one, *no_two))))
+    for label, v in zip(LABELS, variables, strict=True):
+        d = decisions[label]
+        if d is None:
+            others = [x for k, x in decisions.items() if k != label and x is not None]
+            d = Not(Nary("or", tuple(others)))
+        parts.append((f"decision:{label}", mk_iff(v, d)))
+    return parts
+
+
+@given(
+    yes=exprs,
+    maybe=exprs,
+    no=st.none() | exprs,
+    constraint=st.none() | exprs,
+    vals=st.tuples(values, values, values, values),
+    verdict=st.sampled_from(LABELS),
+)
+def test_declared_labels_match_brute_force(
+    yes: Expr,
+    maybe: Expr,
+    no: Expr | None,
+    constraint: Expr | None,
+    vals: tuple[str | None, ...],
+    verdict: str,
+) -> None:
+    decisions = {"yes": yes, "maybe": maybe, "no": no}
+    protocol = Protocol(
+        name="labelled",
+        text="",
+        atoms=tuple(AtomDecl(n, r) for n, r in zip(NAMES, ROLES, strict=True)),
+        constraints=() if constraint is None else (Constraint("k", constraint),),
+        decision=None,
+        requirements=(Requirement("r", "", yes, None),),
+        grounding=(GroundPair("a", "c", direction="~>"),),
+        labels=LABELS,
+        decisions=tuple(Decision(x, decisions[x]) for x in LABELS),
+    )
+    annotated = {n: v for n, v in zip(NAMES, vals, strict=True) if v is not None}
+    replay = make_replay(protocol, verdict, annotated)
+    facts = Case.from_replay(replay).facts
+    fact_parts = [(f"fact:{n}", A(n) if v else mk_not(A(n))) for n, v in facts.items()]
+    base = fact_parts + ref_labelled_proto(constraint, decisions)
+    exprs_ = [e for _, e in base]
+    report = check(replay, "z3")
+    res = report.verdict.result
+    phi = A(f"$v:{verdict}")
+    expected = ref_classify(exprs_, phi, LABELLED_ALL)
+    assert res.status == expected
+    allowed = tuple(x for x in LABELS if _sat([*exprs_, A(f"$v:{x}")], LABELLED_ALL))
+    assert report.verdict.allowed == (allowed if _sat(exprs_, LABELLED_ALL) else ())
+    if expected in ("ENTAILED", "REFUTED"):
+        side = mk_not(phi) if expected == "ENTAILED" else phi
+        assert [i.part for i in res.explanation.items] == ref_minimise(base, side, LABELLED_ALL)
+    if expected == "UNDERDETERMINED":
+        used = {x for d in decisions.values() if d is not None for x in iter_atoms(d)}
+        atoms = [n for n in NAMES if n in used]
+        for side, w in ((phi, res.witnesses.holds), (mk_not(phi), res.witnesses.fails)):
+            want = ref_witness(exprs_, side, atoms, LABELLED_ALL)
+            assert [(x.atom, x.value) for x in w.atoms] == want
+            # the label true in every model that extends the witness
+            env = dict(want)
+            named = {
+                x
+                for m in _models([*exprs_, side], LABELLED_ALL)
+                if all(m[a] == v for a, v in env.items())
+                for x in LABELS
+                if m[f"$v:{x}"]
+            }
+            assert named == {w.verdict}
+    # a one-way grounding against the evidence alone
+    g = report.grounding[0].result
+    assert g.status == ref_classify([e for _, e in fact_parts], Nary("or", (Not(A("a")), A("c"))))

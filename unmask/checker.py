@@ -1,25 +1,29 @@
-"""The adherence check (SPEC section 4): three bases, Classify, aggregation.
+"""The adherence check (docs/semantics.md): three bases, Classify, aggregation.
 
 Contract:
 - the solver sees only a ``Case``, built from a validated ``Replay``; ``Case`` has no gold
   field, so the gold label cannot reach any base (``unmask.api`` adds it to the report);
-- F, B_proto = K ∧ (V ⇔ D), B_evid = F and B_all = B_proto ∧ F are lists of labelled parts
-  (``fact:ATOM``, ``constraint:NAME``, ``decision``) in that canonical order; each base is
-  opened once on the backend and answers all its checks incrementally;
-- the verdict variable V is the atom ``VERDICT_ATOM`` (``$pass``), which no identifier or
-  family member can spell, so it never clashes with a protocol atom;
-- statuses are only what the solver proved; aggregation follows SPEC's table and
-  overrides, and every reason the result is not SATISFIED is named in ``Report.reasons``.
+- F, B_proto, B_evid = F and B_all = B_proto ∧ F are lists of labelled parts in a
+  canonical order: ``fact:ATOM``, then ``constraint:NAME``, then for a binary protocol
+  ``decision`` (V ⇔ D), for one that declares its labels ``labels`` (exactly one verdict
+  variable holds) and ``decision:LABEL`` (V_L ⇔ D_L) per label; each base is opened once
+  on the backend and answers all its checks incrementally;
+- the verdict variables are ``$pass`` (binary) or ``$v:LABEL``: no identifier or family
+  member can contain ``$``, so they never clash with a protocol atom;
+- statuses are only what the solver proved; aggregation follows the documented table and
+  overrides, and every reason the result is not SATISFIED is named in ``Report.reasons``;
+- a check *rests on* the annotations in its explanation, or pinned in its witnesses; its
+  ``unreviewed`` and ``gold_derived`` counts are taken over those.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from unmask.backends.base import Backend, Part, Sat, Unknown, Unsat
 from unmask.explain import BaseSession, minimise, witness
-from unmask.ir import Expr, Protocol, iter_atoms, mk_atom, mk_iff, mk_not
+from unmask.ir import Expr, Protocol, evaluate, iter_atoms, mk_atom, mk_card, mk_iff, mk_not
 from unmask.irtext import expr_text
 from unmask.model import Annotation, Replay
 from unmask.report import (
@@ -52,8 +56,16 @@ from unmask.report import (
     Witnesses,
 )
 
-# '$' is not allowed in any name, so this atom cannot clash with the protocol's atoms
-VERDICT_ATOM = "$pass"
+# '$' is not allowed in any name, so these atoms cannot clash with the protocol's atoms
+VERDICT_ATOM = "$pass"  # V of a binary protocol: true for PASS
+LABEL_PREFIX = "$v:"  # V_L of a protocol that declares its labels: `$v:LABEL`
+
+
+def verdict_atoms(protocol: Protocol) -> list[str]:
+    """The verdict variables, in label declaration order."""
+    if not protocol.declared_labels:
+        return [VERDICT_ATOM]
+    return [f"{LABEL_PREFIX}{label}" for label in protocol.labels]
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,26 +130,45 @@ def proto_parts(case: Case) -> list[Part]:
             n += 1
         used.add(label)
         parts.append(Part(label, c.expr))
-    parts.append(Part("decision", mk_iff(mk_atom(VERDICT_ATOM), case.protocol.decision)))
+    p = case.protocol
+    if not p.declared_labels:
+        assert p.decision is not None
+        parts.append(Part("decision", mk_iff(mk_atom(VERDICT_ATOM), p.decision)))
+        return parts
+    variables = [mk_atom(v) for v in verdict_atoms(p)]
+    parts.append(Part("labels", mk_card("exactly", 1, variables)))
+    for label, v in zip(p.labels, variables, strict=True):
+        parts.append(Part(f"decision:{label}", mk_iff(v, p.decision_for(label))))
     return parts
 
 
 def base_parts(case: Case) -> dict[str, list[Part]]:
-    """The three bases of SPEC section 4, each in canonical part order."""
+    """The three bases, each in canonical part order."""
     facts, proto = fact_parts(case), proto_parts(case)
     return {"proto": proto, "evid": facts, "all": facts + proto}
 
 
-def verdict_query(verdict: str) -> Expr:
+def verdict_query(verdict: str, protocol: Protocol | None = None) -> Expr:
+    """φ_v: the observed label holds (``protocol`` None or binary: V, or ¬V for FAIL)."""
+    if protocol is not None and protocol.declared_labels:
+        return mk_atom(f"{LABEL_PREFIX}{verdict}")
     v = mk_atom(VERDICT_ATOM)
     return v if verdict == "PASS" else mk_not(v)
+
+
+def verdict_exprs(protocol: Protocol) -> list[Expr]:
+    """What a verdict witness completes: the decision, or every label's decision."""
+    if not protocol.declared_labels:
+        assert protocol.decision is not None
+        return [protocol.decision]
+    return [protocol.decision_for(label) for label in protocol.labels]
 
 
 # --- aggregation ----------------------------------------------------------------------------
 
 
 def outcome(status: str | None, *, coverage: bool = False) -> str | None:
-    """A check's contribution (SPEC's aggregation table); None for NOT_SPECIFIED."""
+    """A check's contribution (the aggregation table); None for NOT_SPECIFIED."""
     if status == NOT_SPECIFIED:
         return None
     if status == ENTAILED:
@@ -173,7 +204,7 @@ class _Run:
         self.order = {n: i for i, n in enumerate(case.protocol.atom_names)}
         self.facts = case.facts
         self.by_atom = {a.atom: a for a in case.annotations}
-        self.atoms = [*case.protocol.atom_names, VERDICT_ATOM]
+        self.atoms = [*case.protocol.atom_names, *verdict_atoms(case.protocol)]
         self.sessions: dict[str, BaseSession] = {}
         self.states: dict[str, str] = {}
         self.base_detail: dict[str, str] = {}
@@ -211,10 +242,15 @@ class _Run:
                 value=ann.value,
                 evidence=tuple(Quote(e.source, e.start, e.end, e.quote) for e in ann.evidence),
                 explanation=ann.explanation,
+                by=ann.by,
             )
         if label.startswith("constraint:"):
             name = label[len("constraint:") :].split("#", 1)[0]
             return Item(part=label, kind="constraint", name=name)
+        if label == "labels":
+            return Item(part=label, kind="labels")
+        if label.startswith("decision:"):
+            return Item(part=label, kind="decision", label=label[len("decision:") :])
         return Item(part=label, kind="decision")
 
     def explanation(self, labels: Sequence[str], minimal: bool) -> Explanation:
@@ -257,15 +293,70 @@ class _Run:
                 self.witness(base, phi, t.model, atoms, scope, True),
                 self.witness(base, not_phi, f.model, atoms, scope, False),
             )
+            sides = (ws.holds, ws.fails)
+            pinned = [w.atom for side in sides for w in side.atoms if w.origin == "observed"]
             return CheckResult(
-                UNDERDETERMINED, outcome(UNDERDETERMINED, coverage=coverage), witnesses=ws
+                UNDERDETERMINED,
+                outcome(UNDERDETERMINED, coverage=coverage),
+                witnesses=ws,
+                **self.provenance(pinned),
             )
         found = minimise(base, side, scope)
+        expl = self.explanation(found.labels, found.minimal)
         return CheckResult(
             status,
             outcome(status, coverage=coverage),
-            explanation=self.explanation(found.labels, found.minimal),
+            explanation=expl,
+            **self.provenance(i.atom for i in expl.items if i.kind == "annotation"),
         )
+
+    def provenance(self, atoms: Iterable[str | None]) -> dict[str, int]:
+        """How many of the annotations a result rests on are unreviewed, gold-derived."""
+        bys = [self.by_atom[a].by for a in dict.fromkeys(atoms) if a is not None]
+        return {
+            "unreviewed": sum(1 for b in bys if b is not None and not b.reviewed),
+            "gold_derived": sum(1 for b in bys if b is not None and b.gold_derived),
+        }
+
+    # -- the verdict --
+
+    def verdict_check(self) -> VerdictCheck:
+        p = self.case.protocol
+        observed = self.case.verdict
+        phi_v = verdict_query(observed, p)
+        result = self.classify("all", phi_v, verdict_exprs(p))
+        return VerdictCheck(observed, result, self.allowed(result, phi_v))
+
+    def allowed(self, result: CheckResult, phi_v: Expr) -> tuple[str, ...] | None:
+        """The labels L with B_all ∧ V_L satisfiable, in declaration order."""
+        p = self.case.protocol
+        observed, status = self.case.verdict, result.status
+        if status == INCONSISTENT_BASE:
+            return ()
+        if status not in (ENTAILED, REFUTED, UNDERDETERMINED):
+            return None  # a needed call was undecided
+        if status == ENTAILED:
+            return (observed,)  # no other label is possible: exactly one holds
+        # the two calls of Classify answer for the observed label; a binary protocol has
+        # only the other one left, which holds exactly where φ_v fails
+        observed_ok = status == UNDERDETERMINED
+        if not p.declared_labels:
+            return tuple(x for x in p.labels if x != observed or observed_ok)
+        base = self.sessions["all"]
+        variables = dict(zip(p.labels, verdict_atoms(p), strict=True))
+        scope = base.component(variables.values())
+        out: list[str] = []
+        for label in p.labels:
+            if label == observed:
+                if observed_ok:
+                    out.append(label)
+                continue
+            got = base.check(mk_atom(variables[label]), enabled=scope)
+            if isinstance(got, Unknown):
+                return None
+            if isinstance(got, Sat):
+                out.append(label)
+        return tuple(out)
 
     def witness(
         self,
@@ -281,12 +372,24 @@ class _Run:
             WitnessAtom(a, v, "observed" if a in self.facts else "completed")
             for a, v in done.values
         )
-        verdict = None
-        if VERDICT_ATOM in iter_atoms(query):
-            # on the side where φ_v holds the verdict variable is the observed verdict
-            observed = self.case.verdict
-            verdict = observed if holds else ("FAIL" if observed == "PASS" else "PASS")
-        return Witness(items, verdict, done.canonical)
+        return Witness(items, self.witness_label(query, dict(done.values), holds), done.canonical)
+
+    def witness_label(self, query: Expr, values: dict[str, bool], holds: bool) -> str | None:
+        """The label true on one side of the verdict check (None for other checks)."""
+        p = self.case.protocol
+        if not set(iter_atoms(query)) & set(verdict_atoms(p)):
+            return None
+        observed = self.case.verdict
+        if holds:
+            return observed  # φ_v holds: the observed label is the verdict
+        if not p.declared_labels:
+            return "FAIL" if observed == "PASS" else "PASS"
+        # every decision's atoms were completed, so each V_L ⇔ D_L is settled on this
+        # side; exactly one holds in any model it extends to
+        for label in p.labels:
+            if label != observed and evaluate(p.decision_for(label), values):
+                return label
+        return None
 
 
 def check_case(case: Case, backend: Backend, *, backend_name: str | None = None) -> Report:
@@ -300,8 +403,7 @@ def check_case(case: Case, backend: Backend, *, backend_name: str | None = None)
     run = _Run(case, backend)
     try:
         run.open_bases()
-        phi_v = verdict_query(case.verdict)
-        verdict = VerdictCheck(case.verdict, run.classify("all", phi_v, [protocol.decision]))
+        verdict = run.verdict_check()
         requirements = tuple(
             RequirementCheck(
                 r.id,
@@ -315,7 +417,10 @@ def check_case(case: Case, backend: Backend, *, backend_name: str | None = None)
         )
         grounding = tuple(
             GroundingCheck(
-                expr_text(g.judge), expr_text(g.context), run.classify("evid", g.query, [])
+                expr_text(g.judge),
+                expr_text(g.context),
+                run.classify("evid", g.query, []),
+                g.direction,
             )
             for g in protocol.grounding
         )
@@ -346,7 +451,8 @@ def _unsolved(case: Case, backend_name: str) -> Report:
         for r in p.requirements
     )
     grounding = tuple(
-        GroundingCheck(expr_text(g.judge), expr_text(g.context), blank) for g in p.grounding
+        GroundingCheck(expr_text(g.judge), expr_text(g.context), blank, g.direction)
+        for g in p.grounding
     )
     return _assemble(
         case, backend_name, None, VerdictCheck(case.verdict, blank), requirements, grounding, {}
@@ -382,6 +488,29 @@ def _check_reason(subject: str, what: str, result: CheckResult, base: str) -> Re
     if result.status == INCONSISTENT_BASE:
         message += f" (base `{base}`)"
     return Reason(code, subject, message)
+
+
+def _labels_text(labels: Sequence[str]) -> str:
+    shown = [f"`{x}`" for x in labels]
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + f" and {shown[-1]}"
+
+
+def _verdict_reason(protocol: Protocol, verdict: VerdictCheck) -> Reason | None:
+    what = f"the observed verdict `{verdict.observed}`"
+    reason = _check_reason("verdict", what, verdict.result, "all")
+    allowed = verdict.allowed
+    if reason is None or not protocol.declared_labels:
+        return reason
+    # with more than two labels, "the other one" is not enough: name what is still open
+    status = verdict.result.status
+    if status == REFUTED and allowed:
+        message = f"{what} is refuted: the evidence allows only {_labels_text(allowed)}"
+    elif status == UNDERDETERMINED:
+        allows = "it and another label" if allowed is None else _labels_text(allowed)
+        message = f"{what} is underdetermined: the evidence allows {allows}"
+    else:
+        return reason
+    return Reason(reason.code, reason.subject, message)
 
 
 def _assemble(
@@ -423,11 +552,7 @@ def _assemble(
                         + (f" ({detail})" if detail else ""),
                     )
                 )
-    checks: list[Reason | None] = [
-        _check_reason(
-            "verdict", f"the observed verdict `{verdict.observed}`", verdict.result, "all"
-        )
-    ]
+    checks: list[Reason | None] = [_verdict_reason(case.protocol, verdict)]
     for r in requirements:
         checks.append(
             _check_reason(f"requirement:{r.id}", f"requirement `{r.id}`", r.holds, "evid")
@@ -436,7 +561,7 @@ def _assemble(
             _check_reason(f"coverage:{r.id}", f"coverage of `{r.id}`", r.coverage, "evid")
         )
     for g in grounding:
-        pair = f"{g.judge}~{g.context}"
+        pair = g.pair
         checks.append(_check_reason(f"grounding:{pair}", f"grounding `{pair}`", g.result, "evid"))
     reasons.extend(r for r in checks if r is not None)
     if not requirements:

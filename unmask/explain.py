@@ -9,8 +9,9 @@ Contract:
   lexicographically least model restricted to those atoms (FALSE < TRUE), whatever model
   the backend started from;
 - ``minimise`` is plain deletion in base order (facts in atom declaration order, then
-  constraints in order, then the decision), over the parts connected to the query's atoms;
-  a call that times out keeps its part and marks the result not minimal.
+  constraints in order, then the decision, or ``labels`` and each label's decision in
+  declaration order), over the parts connected to the query's atoms; a call that times
+  out keeps its part and marks the result not minimal.
 """
 
 from __future__ import annotations

@@ -8,14 +8,20 @@ Contract:
   additions (both in ``docs/report-format.md``);
 - ``gold`` is added after checking (``with_gold``); flipping it changes only ``gold`` and
   ``verdict_matches_gold``; the replay's ``item`` and ``judge`` are added after checking
-  too, and appear in the JSON only when the replay has them.
+  too, and appear in the JSON only when the replay has them;
+- a field that only says something when true (``unreviewed``, ``gold_derived``) is written
+  only then, and a part's ``label`` and ``by`` only when there is one, so a binary
+  protocol with unattributed annotations reads as it always did.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from unmask.model import Provenance
 
 SCHEMA = "unmask.report/1"
 
@@ -62,9 +68,11 @@ class Quote:
 class Item:
     """One part of a base used by an explanation or a conflict.
 
-    ``kind`` is ``annotation`` (then ``atom``, ``value``, ``evidence``, ``explanation``),
-    ``constraint`` (then ``name``) or ``decision``. ``part`` is the base label
-    (``fact:ATOM``, ``constraint:NAME``, ``decision``).
+    ``kind`` is ``annotation`` (then ``atom``, ``value``, ``evidence``, ``explanation`` and,
+    when the annotation says who made it, ``by``), ``constraint`` (then ``name``),
+    ``labels`` (exactly one label holds) or ``decision`` (then ``label`` for a protocol
+    that declares its labels). ``part`` is the base label (``fact:ATOM``,
+    ``constraint:NAME``, ``labels``, ``decision`` or ``decision:LABEL``).
     """
 
     part: str
@@ -74,6 +82,8 @@ class Item:
     evidence: tuple[Quote, ...] = ()
     explanation: str | None = None
     name: str | None = None
+    label: str | None = None
+    by: Provenance | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"part": self.part, "kind": self.kind}
@@ -82,8 +92,12 @@ class Item:
             out["value"] = self.value
             out["evidence"] = [q.to_json() for q in self.evidence]
             out["explanation"] = self.explanation or ""
+            if self.by is not None:
+                out["by"] = self.by.to_json()
         elif self.kind == "constraint":
             out["name"] = self.name
+        elif self.kind == "decision" and self.label is not None:
+            out["label"] = self.label
         return out
 
 
@@ -115,8 +129,8 @@ class WitnessAtom:
 
 @dataclass(frozen=True, slots=True)
 class Witness:
-    """One assignment on one side of an UNDERDETERMINED check; ``verdict`` is the value
-    of the verdict variable (verdict check only)."""
+    """One assignment on one side of an UNDERDETERMINED check; ``verdict`` is the label
+    the verdict takes on this side (verdict check only)."""
 
     atoms: tuple[WitnessAtom, ...]
     verdict: str | None = None
@@ -145,30 +159,48 @@ class Witnesses:
 class CheckResult:
     """One Classify result. ``status`` is None when nothing was solved (translation not
     valid); ``outcome`` is its contribution (OK/VIOLATED/UNKNOWN, None if not a check);
-    ``detail`` is the solver's reason for SOLVER_UNKNOWN."""
+    ``detail`` is the solver's reason for SOLVER_UNKNOWN. ``unreviewed`` and
+    ``gold_derived`` count the annotations the result rests on (those in its explanation,
+    or pinned in its witnesses) that are not reviewed, or derived from the gold label."""
 
     status: str | None
     outcome: str | None
     explanation: Explanation | None = None
     witnesses: Witnesses | None = None
     detail: str | None = None
+    unreviewed: int = 0
+    gold_derived: int = 0
 
     def fields(self, prefix: str = "") -> dict[str, Any]:
         expl = self.explanation
-        return {
+        out: dict[str, Any] = {
             f"{prefix}result": self.outcome,
             f"{prefix}explanation": None if expl is None else expl.to_json(),
             f"{prefix}witnesses": None if self.witnesses is None else self.witnesses.to_json(),
         }
+        if self.unreviewed:
+            out[f"{prefix}unreviewed"] = True
+        if self.gold_derived:
+            out[f"{prefix}gold_derived"] = True
+        return out
 
 
 @dataclass(frozen=True, slots=True)
 class VerdictCheck:
+    """The verdict check; ``allowed`` is the labels the evidence and the protocol still
+    allow, in declaration order (None when unsolved or a needed call timed out)."""
+
     observed: str
     result: CheckResult
+    allowed: tuple[str, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"observed": self.observed, "status": self.result.status, **self.result.fields()}
+        return {
+            "observed": self.observed,
+            "status": self.result.status,
+            "allowed": None if self.allowed is None else list(self.allowed),
+            **self.result.fields(),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,15 +223,23 @@ class RequirementCheck:
 
 @dataclass(frozen=True, slots=True)
 class GroundingCheck:
+    """One grounding pair: each side as written, ``direction`` ``~`` or ``~>``."""
+
     judge: str
     context: str
     result: CheckResult
+    direction: str = "~"
+
+    @property
+    def pair(self) -> str:
+        return f"{self.judge}{self.direction}{self.context}"
 
     def to_json(self) -> dict[str, Any]:
         return {
             "judge": self.judge,
             "context": self.context,
             "status": self.result.status,
+            "direction": self.direction,
             **self.result.fields(),
         }
 
@@ -237,7 +277,7 @@ class Reason:
     ``code``: ``translation``, ``inconsistent-base``, ``solver-unknown``, ``violated``,
     ``underdetermined``, ``not-observable``, ``no-requirements``, ``no-grounding``.
     ``subject``: ``translation``, ``base:NAME``, ``verdict``, ``requirement:ID``,
-    ``coverage:ID``, ``grounding:JUDGE~CONTEXT`` or ``replay``.
+    ``coverage:ID``, ``grounding:JUDGE~CONTEXT`` (``~>`` for one-way) or ``replay``.
     """
 
     code: str

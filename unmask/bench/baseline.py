@@ -80,7 +80,7 @@ class Baseline:
 
         p = case.protocol
         return {
-            "verdict": classify("all", verdict_query(case.verdict)),
+            "verdict": classify("all", verdict_query(case.verdict, case.protocol)),
             "requirements": [
                 (
                     classify("evid", r.expr),
