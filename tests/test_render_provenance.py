@@ -16,7 +16,6 @@ from unmask.api import check, load
 from unmask.model import Provenance
 from unmask.render import html, markdown, text
 from unmask.render import view as ev
-from unmask.report import Explanation, Item
 
 BY = {
     "j_cto": {"kind": "model", "name": "gpt-4o-annotator"},
@@ -64,32 +63,6 @@ def test_counts_of_a_check(case) -> None:
     assert ev.resting(grounding(report, "j_joined").result, look) == (
         "rests on 1 gold-derived annotation"
     )
-
-
-def test_counts_read_the_items_own_by_without_the_replay(case) -> None:
-    # the explanation items may carry `by` themselves (as data or as its JSON)
-    report, _ = case
-    res = grounding(report, "j_cto").result
-    items = tuple(
-        Item(part=i.part, kind=i.kind, atom=i.atom, value=i.value) for i in res.explanation.items
-    )
-
-    class WithBy:
-        def __init__(self, item, by):
-            self.kind, self.atom, self.by = item.kind, item.atom, by
-
-    marked = Explanation(tuple(WithBy(i, {"kind": "rule"}) for i in items))
-    bare = type(res)(res.status, res.outcome, marked)
-    assert ev.rests_on(bare, ev.Lookup(None)) == (len(items), 0)
-
-
-def test_undetermined_checks_rest_on_their_pinned_annotations(case) -> None:
-    _, replay = case
-    from unmask.report import CheckResult, Witness, WitnessAtom, Witnesses
-
-    w = Witness((WitnessAtom("c_cto", False, "observed"), WitnessAtom("j_cto", True, "completed")))
-    res = CheckResult("UNDERDETERMINED", "UNKNOWN", None, Witnesses(w, w))
-    assert ev.rests_on(res, ev.Lookup(replay)) == (1, 0)
 
 
 def test_text_says_it_next_to_the_finding(case) -> None:

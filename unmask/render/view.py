@@ -318,25 +318,9 @@ def item_provenance(item: Any, look: Lookup) -> str:
 
 
 def rests_on(result: CheckResult, look: Lookup) -> tuple[int, int]:
-    """(unreviewed, gold-derived) annotations a check rests on: those of its explanation,
-    or, undetermined, those pinned in its witnesses. The checker's counts win when the
-    result carries them."""
-    given = getattr(result, "unreviewed", None), getattr(result, "gold_derived", None)
-    if all(isinstance(n, int) for n in given):
-        return given  # type: ignore[return-value]
-    bys: list[Any] = []
-    if result.explanation is not None:
-        bys = [_item_by(i, look) for i in result.explanation.items if i.kind == "annotation"]
-    elif result.witnesses is not None:
-        pinned = {
-            a.atom
-            for w in (result.witnesses.holds, result.witnesses.fails)
-            for a in w.atoms
-            if a.origin == "observed"
-        }
-        bys = [look.anns[a].by for a in sorted(pinned) if a in look.anns]
-    fields = [f for f in map(_by_fields, bys) if f is not None]
-    return sum(not f[2] for f in fields), sum(f[0] == "gold" for f in fields)
+    """(unreviewed, gold-derived) annotations a check rests on, as the checker counted them
+    (those of its explanation or, undetermined, those pinned in its witnesses)."""
+    return result.unreviewed, result.gold_derived
 
 
 def resting(result: CheckResult, look: Lookup) -> str:
