@@ -1,9 +1,10 @@
 """`unmask check REPLAY.json`: check one replay and report the four dimensions.
 
 Contract: exit 0 SATISFIED, 1 VIOLATED, 3 UNKNOWN, 4 invalid input (the validator's
-diagnostics on stderr), 2 usage (an unknown backend or format, a bad option, a backend
-that cannot take this replay); an internal error is reported on stderr, never as a
-traceback, with exit 3 (nothing was proved). Every format ``F`` in ``FORMATS`` is
+diagnostics on stderr), 2 usage (an unknown backend or format, a bad option). A backend
+that cannot decide this replay (the truth-table backend over its atom limit) is exit 3
+with one diagnostic naming the limit and another backend; an internal error is reported
+on stderr, never as a traceback, with exit 3 (nothing was proved). Every format ``F`` in ``FORMATS`` is
 rendered by ``unmask.render.render(F, report, replay)``, which applies the one output
 policy of every format; the text report is coloured when stdout is a terminal. When the
 replay is invalid or cannot be checked, ``sarif`` and ``junit`` still write a valid
@@ -76,8 +77,9 @@ def command(replay_path: str, backend: str, fmt: str, timeout_ms: int, limits: L
     try:
         report = check(replay, solver)
     except UnmaskError as exc:
-        # a backend that cannot take this replay (the truth table over its atom limit)
-        _fail(exc.diagnostics, exitcodes.USAGE, fmt, replay_path)
+        # the backend cannot decide this replay (the truth table over its atom limit):
+        # nothing was proved, and the command line was not wrong
+        _fail(exc.diagnostics, exitcodes.UNKNOWN, fmt, replay_path)
     except Exception as exc:  # a bug must still not end in a traceback
         message = f"internal error while checking: {exc}" if str(exc) else "internal error"
         help_ = "nothing was proved; please report this with the replay"
