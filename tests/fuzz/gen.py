@@ -40,6 +40,7 @@ EXITS = {
     "crosscheck": {0, 3, 4},  # 1 would be two backends disagreeing: a finding
     "unmaskc": {0, 1},
     "unmaskc-path": {0, 1, 2},  # a file that cannot be read is usage for unmaskc
+    "audit": {0, 1, 3, 4},  # with `--fail-on unknown`
 }
 
 
@@ -65,7 +66,10 @@ def plant_canaries(outside: Path) -> None:
     # an invalid one whose parse error would show the offending line
     (outside / "broken.proto").write_text(f"protocol p\n{CANARY} {CANARY} ((\n", encoding="utf-8")
     (outside / "secret.txt").write_text(f"TOKEN={CANARY}\n", encoding="utf-8")
-    (outside / "secret.json").write_text(json.dumps({"key": CANARY}), encoding="utf-8")
+    # a valid replay: an audit that wandered out of its tree would report its id
+    replay = json.loads((EXAMPLES / "case_unknown.json").read_text(encoding="utf-8"))
+    replay["id"] = CANARY
+    (outside / "secret.json").write_text(json.dumps(replay), encoding="utf-8")
 
 
 # --- JSON mutations --------------------------------------------------------------------------
@@ -386,11 +390,26 @@ def hostile_path(rng: random.Random, folder: Path, outside: Path) -> Case:
     return case
 
 
+def wide(rng: random.Random, folder: Path, outside: Path) -> Case:
+    """A decision over many unknown atoms: near and over the truth-table backend's limit."""
+    n = rng.randrange(15, 27)
+    op = rng.choice(["and", "or", "xor"])
+    atoms = [{"name": f"x{i}", "role": "judge"} for i in range(n)]
+    obj = json.loads((EXAMPLES / "case_unknown.json").read_text(encoding="utf-8"))
+    ir = obj["protocol"]
+    ir["atoms"] = [*ir["atoms"], *atoms]
+    ir["decision"] = {"op": op, "args": [{"atom": a["name"]} for a in atoms]}
+    path = folder / "r.json"
+    path.write_text(json.dumps(obj), encoding="utf-8")
+    return _replay_command(rng, path, "wide", f"{op} over {n} atoms")
+
+
 FAMILIES = [
     (json_mutation, 50),
     (replay_flip, 15),
     (proto_flip, 20),
     (hostile_path, 15),
+    (wide, 2),
 ]
 
 

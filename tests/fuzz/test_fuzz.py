@@ -11,15 +11,17 @@ its arguments and what was mutated, and leaves its files in pytest's temporary f
 from __future__ import annotations
 
 import collections
+import json
 import os
 import random
 import shutil
+import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from tests.fuzz.gen import EXAMPLES, FORMATS, Case, make_case, plant_canaries
+from tests.fuzz.gen import CANARY, EXAMPLES, FORMATS, Case, make_case, plant_canaries
 from tests.fuzz.oracle import problems, run_inprocess, run_process
 
 SEED = int(os.environ.get("UNMASK_FUZZ_SEED", "20261130"))
@@ -94,6 +96,29 @@ def test_fuzz_real_processes(tmp_path: Path) -> None:
     failures = [(i, c, found) for i, (c, o) in pairs if (found := problems(c, o))]
     counts = collections.Counter(c.family for c in cases)
     assert not failures, _report(failures, counts)
+
+
+def test_fuzz_audit_of_the_sample(tmp_path: Path) -> None:
+    """`unmask audit` over the folders of a sample: FIFOs, links out, broken replays."""
+    root = tmp_path / "c"
+    outside = tmp_path / "outside"
+    plant_canaries(outside)
+    rng = random.Random(SEED + 2)
+    folders = [root / f"a{i:04d}" for i in range(max(PROCESSES * 2, 8))]
+    for folder in folders:
+        make_case(rng, folder, outside)
+    (root / "a0000" / "linkdir").symlink_to(outside)  # a directory link out of the tree
+    out, junit, html = tmp_path / "out.jsonl", tmp_path / "junit.xml", tmp_path / "html"
+    args = ["audit", str(root), "--out", str(out), "--junit", str(junit), "--html", str(html)]
+    case = Case("audit", "unmask", [*args, "--jobs", "2", "--fail-on", "unknown"], "audit")
+    outcome = run_process(case, timeout_s=300)
+    assert problems(case, outcome) == [], outcome.stderr[-2000:]
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert lines and all(isinstance(json.loads(line), dict) for line in lines)
+    ET.fromstring(junit.read_text(encoding="utf-8"))
+    written = [out, junit, *html.rglob("*")]
+    leaked = [p.name for p in written if p.is_file() and CANARY in p.read_text(encoding="utf-8")]
+    assert leaked == [], "a file outside the audited tree reached the audit's output"
 
 
 @pytest.mark.parametrize("seed", range(3))
