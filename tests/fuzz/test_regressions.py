@@ -5,11 +5,15 @@
   "this backend cannot decide this replay" everywhere: `check` exits 3 with the limit and
   another backend named (SARIF and JUnit record it), `crosscheck` compares the other
   backends, `audit` writes an error record and counts it like any replay it could not check.
+- `check`, `validate` and `crosscheck` writing to a full disk (stdout on `/dev/full`) ended
+  in a traceback with exit 1 (VIOLATED, disagreement); now one diagnostic and exit 2, the
+  status of every file a command cannot write.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -17,7 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.fuzz.gen import EXITS, Case
-from tests.fuzz.oracle import problems, run_inprocess
+from tests.fuzz.oracle import BIN, problems, run_inprocess
 from unmask.cli.main import main
 from unmask.ir import Atom, AtomDecl, GroundPair, Nary, Protocol, Requirement
 from unmask.irjson import protocol_to_json
@@ -102,3 +106,31 @@ def test_audit_writes_an_error_record_for_the_refusal(tmp_path: Path, examples_d
     assert CliRunner().invoke(main, [*args, "--out", str(out)]).exit_code == 0
     default = CliRunner().invoke(main, ["audit", str(path), "--out", str(out)])
     assert default.exit_code == 0 and json.loads(out.read_text())["overall"] == "UNKNOWN"
+
+
+STDOUT_COMMANDS = [
+    *(["check", "case_b.json", "--format", fmt] for fmt in ("text", "json", "sarif", "junit")),
+    ["check", "nope.json", "--format", "sarif"],  # the document recording an invalid replay
+    ["validate", "case_b.json"],
+    ["crosscheck", "case_b.json", "--backends", "z3,pysat"],
+]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("args", STDOUT_COMMANDS, ids=" ".join)
+def test_a_full_stdout_is_one_diagnostic_and_exit_2(examples_dir: Path, args: list[str]) -> None:
+    # found by writing every command's stdout to /dev/full: a traceback and exit 1, which
+    # `check` and `crosscheck` use for VIOLATED and disagreement
+    with open("/dev/full", "w") as full:
+        p = subprocess.run(
+            [str(BIN / "unmask"), *args],
+            cwd=examples_dir,
+            stdin=subprocess.DEVNULL,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            timeout=120,
+        )
+    err = p.stderr.decode()
+    assert p.returncode == 2, err
+    assert "Traceback" not in err and "Exception ignored" not in err
+    assert err.splitlines()[-1] == "error: cannot write to standard output: no space left on device"

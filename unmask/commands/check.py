@@ -4,8 +4,9 @@ Contract: exit 0 SATISFIED, 1 VIOLATED, 3 UNKNOWN, 4 invalid input (the validato
 diagnostics on stderr), 2 usage (an unknown backend or format, a bad option). A backend
 that cannot decide this replay (the truth-table backend over its atom limit) is exit 3
 with one diagnostic naming the limit and another backend; an internal error is reported
-on stderr, never as a traceback, with exit 3 (nothing was proved). Every format ``F`` in ``FORMATS`` is
-rendered by ``unmask.render.render(F, report, replay)``, which applies the one output
+on stderr, never as a traceback, with exit 3 (nothing was proved); stdout that cannot be
+written (a full disk, a closed pipe) is one diagnostic and exit 2. Every format ``F`` in
+``FORMATS`` is rendered by ``unmask.render.render(F, report, replay)``, which applies the one output
 policy of every format; the text report is coloured when stdout is a terminal. When the
 replay is invalid or cannot be checked, ``sarif`` and ``junit`` still write a valid
 document on stdout that records the error (``unmask.render.invalid``); the other formats
@@ -20,7 +21,7 @@ from pathlib import Path
 import click
 
 from unmask import exitcodes
-from unmask.commands._options import timeout_option
+from unmask.commands._options import echo, timeout_option
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits, click_options
 from unmask.render import FORMATS
@@ -37,7 +38,7 @@ def _fail(
 
         doc = invalid.render(fmt, name, diags, code, text)
         if doc is not None:
-            click.echo(doc, nl=False)
+            echo(doc, nl=False)
     sys.exit(code)
 
 
@@ -90,5 +91,5 @@ def command(replay_path: str, backend: str, fmt: str, timeout_ms: int, limits: L
     # click.echo drops the ANSI codes again when stdout is not a terminal
     options = {"color": True} if fmt == "text" else {}
     text = render(fmt, report, replay, **options)
-    click.echo(text, nl=not text.endswith("\n"))
+    echo(text, nl=not text.endswith("\n"))
     sys.exit(report.exit_code)

@@ -3,13 +3,14 @@
 Contract: exit 0 and one summary line on stdout for a valid replay (warnings, if any, on
 stderr); exit 4 with every diagnostic on stderr for invalid input, including a file that
 is missing, unreadable, a directory or not a regular file; exit 2 for usage errors (click's
-own).
+own) and for stdout that cannot be written.
 """
 
 from __future__ import annotations
 
 import click
 
+from unmask.commands._options import echo
 from unmask.diagnostics import UnmaskError, render_all
 from unmask.jsonload import show
 from unmask.limits import Limits, click_options
@@ -33,7 +34,7 @@ def command(replay: str, limits: Limits) -> None:
     if r.warnings:
         click.echo(render_all(r.warnings), err=True)
     n_atoms = len(r.protocol.atoms)
-    click.echo(
+    echo(
         f"{show(r.id, 200)}: valid ({n_atoms} atoms, {len(r.annotations)} annotations, "
         f"{len(r.unannotated)} unannotated)"
     )
