@@ -3,7 +3,7 @@
 A fixed seed draws the cases (``tests/fuzz/gen.py``); ``tests/fuzz/oracle.py`` judges each.
 Most run in-process (click's runner, a wall-clock alarm); a sample, and every output format
 of every command, run as real processes with stdin closed and a timeout. Environment:
-``UNMASK_FUZZ_CASES`` (in-process cases, default 1200), ``UNMASK_FUZZ_PROCESSES`` (the
+``UNMASK_FUZZ_CASES`` (in-process cases, default 2500), ``UNMASK_FUZZ_PROCESSES`` (the
 real-process sample, default 16), ``UNMASK_FUZZ_SEED``. A failure lists each bad case with
 its arguments and what was mutated, and leaves its files in pytest's temporary folder.
 """
@@ -25,7 +25,7 @@ from tests.fuzz.gen import CANARY, EXAMPLES, FORMATS, Case, make_case, plant_can
 from tests.fuzz.oracle import problems, run_inprocess, run_process
 
 SEED = int(os.environ.get("UNMASK_FUZZ_SEED", "20261130"))
-CASES = int(os.environ.get("UNMASK_FUZZ_CASES", "1200"))
+CASES = int(os.environ.get("UNMASK_FUZZ_CASES", "2500"))
 PROCESSES = int(os.environ.get("UNMASK_FUZZ_PROCESSES", "16"))
 
 
