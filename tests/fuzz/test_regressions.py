@@ -8,6 +8,8 @@
 - `check`, `validate` and `crosscheck` writing to a full disk (stdout on `/dev/full`) ended
   in a traceback with exit 1 (VIOLATED, disagreement); now one diagnostic and exit 2, the
   status of every file a command cannot write.
+- `check ""` said "`.` is a directory" (the empty path read as the current folder);
+  `validate` and `crosscheck` named the empty path as given. Now all three do.
 """
 
 from __future__ import annotations
@@ -134,3 +136,11 @@ def test_a_full_stdout_is_one_diagnostic_and_exit_2(examples_dir: Path, args: li
     assert p.returncode == 2, err
     assert "Traceback" not in err and "Exception ignored" not in err
     assert err.splitlines()[-1] == "error: cannot write to standard output: no space left on device"
+
+
+@pytest.mark.parametrize("command", ["check", "validate", "crosscheck"])
+def test_an_empty_replay_path_is_named_as_given(command: str) -> None:
+    # `check ""` said "`.` is a directory": the empty path was read as the current folder
+    result = CliRunner().invoke(main, [command, ""])
+    assert result.exit_code == 4
+    assert result.stderr == "error: cannot read ``: no such file or directory\n"

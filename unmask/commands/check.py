@@ -70,7 +70,8 @@ def command(replay_path: str, backend: str, fmt: str, timeout_ms: int, limits: L
     from unmask.replay import load_replay, render_error
 
     try:
-        replay = load_replay(Path(replay_path), limits)
+        # Path("") is the current folder: an empty argument is read, and named, as given
+        replay = load_replay(Path(replay_path) if replay_path else replay_path, limits)
     except UnmaskError as exc:
         _fail(exc.diagnostics, exitcodes.INVALID, fmt, replay_path, render_error(exc))
     if replay.warnings:
