@@ -106,7 +106,7 @@ def test_tiny_timeout_never_guesses(examples_dir: Path) -> None:
         assert any(r["code"] == "solver-unknown" for r in j["reasons"])
 
 
-def test_backend_refusing_the_replay_is_usage_not_traceback(tmp_path: Path) -> None:
+def test_backend_refusing_the_replay_is_unknown_not_usage(tmp_path: Path) -> None:
     from dataclasses import replace
 
     from tests.test_checker import factual_protocol
@@ -128,7 +128,7 @@ def test_backend_refusing_the_replay_is_usage_not_traceback(tmp_path: Path) -> N
     path.write_text(json.dumps(obj))
     assert run(str(path), "--format", "json").exit_code == 3  # z3 copes: all unknown
     result = run(str(path), "--backend", "truthtable")
-    assert result.exit_code == 2
+    assert result.exit_code == 3  # this backend cannot decide it: unknown, not a usage error
     assert "Traceback" not in result.stderr and result.stdout == ""
     assert result.stderr.startswith("error:")
 

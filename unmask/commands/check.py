@@ -1,10 +1,12 @@
 """`unmask check REPLAY.json`: check one replay and report the four dimensions.
 
 Contract: exit 0 SATISFIED, 1 VIOLATED, 3 UNKNOWN, 4 invalid input (the validator's
-diagnostics on stderr), 2 usage (an unknown backend or format, a bad option, a backend
-that cannot take this replay); an internal error is reported on stderr, never as a
-traceback, with exit 3 (nothing was proved). Every format ``F`` in ``FORMATS`` is
-rendered by ``unmask.render.render(F, report, replay)``, which applies the one output
+diagnostics on stderr), 2 usage (an unknown backend or format, a bad option). A backend
+that cannot decide this replay (the truth-table backend over its atom limit) is exit 3
+with one diagnostic naming the limit and another backend; an internal error is reported
+on stderr, never as a traceback, with exit 3 (nothing was proved); stdout that cannot be
+written (a full disk, a closed pipe) is one diagnostic and exit 2. Every format ``F`` in
+``FORMATS`` is rendered by ``unmask.render.render(F, report, replay)``, which applies the one output
 policy of every format; the text report is coloured when stdout is a terminal. When the
 replay is invalid or cannot be checked, ``sarif`` and ``junit`` still write a valid
 document on stdout that records the error (``unmask.render.invalid``); the other formats
@@ -19,7 +21,7 @@ from pathlib import Path
 import click
 
 from unmask import exitcodes
-from unmask.commands._options import timeout_option
+from unmask.commands._options import echo, timeout_option
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits, click_options
 from unmask.render import FORMATS
@@ -36,7 +38,7 @@ def _fail(
 
         doc = invalid.render(fmt, name, diags, code, text)
         if doc is not None:
-            click.echo(doc, nl=False)
+            echo(doc, nl=False)
     sys.exit(code)
 
 
@@ -68,7 +70,8 @@ def command(replay_path: str, backend: str, fmt: str, timeout_ms: int, limits: L
     from unmask.replay import load_replay, render_error
 
     try:
-        replay = load_replay(Path(replay_path), limits)
+        # Path("") is the current folder: an empty argument is read, and named, as given
+        replay = load_replay(Path(replay_path) if replay_path else replay_path, limits)
     except UnmaskError as exc:
         _fail(exc.diagnostics, exitcodes.INVALID, fmt, replay_path, render_error(exc))
     if replay.warnings:
@@ -76,8 +79,9 @@ def command(replay_path: str, backend: str, fmt: str, timeout_ms: int, limits: L
     try:
         report = check(replay, solver)
     except UnmaskError as exc:
-        # a backend that cannot take this replay (the truth table over its atom limit)
-        _fail(exc.diagnostics, exitcodes.USAGE, fmt, replay_path)
+        # the backend cannot decide this replay (the truth table over its atom limit):
+        # nothing was proved, and the command line was not wrong
+        _fail(exc.diagnostics, exitcodes.UNKNOWN, fmt, replay_path)
     except Exception as exc:  # a bug must still not end in a traceback
         message = f"internal error while checking: {exc}" if str(exc) else "internal error"
         help_ = "nothing was proved; please report this with the replay"
@@ -88,5 +92,5 @@ def command(replay_path: str, backend: str, fmt: str, timeout_ms: int, limits: L
     # click.echo drops the ANSI codes again when stdout is not a terminal
     options = {"color": True} if fmt == "text" else {}
     text = render(fmt, report, replay, **options)
-    click.echo(text, nl=not text.endswith("\n"))
+    echo(text, nl=not text.endswith("\n"))
     sys.exit(report.exit_code)

@@ -5,7 +5,8 @@ through ``unmask.api.check``; the reports are compared as JSON (``Report.to_json
 the ``backend`` field. Exit 0 when every backend that ran gives the same report, 1 at the
 first difference (printed with its JSON path, both values and both backends), 3 when fewer
 than two backends could run (nothing compared), 4 for an invalid replay (a file that is
-missing, unreadable, a directory or not a regular file included), 2 for usage errors.
+missing, unreadable, a directory or not a regular file included), 2 for usage errors
+and for stdout that cannot be written.
 A backend that refuses the replay with a diagnostic (the truth-table backend over its atom
 limit) is reported as skipped and is not a disagreement; a backend that fails otherwise is.
 """
@@ -19,7 +20,7 @@ import click
 
 from unmask import exitcodes
 from unmask.backends import available
-from unmask.commands._options import timeout_option
+from unmask.commands._options import echo, timeout_option
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits, click_options
 
@@ -126,7 +127,7 @@ def command(replay: str, backends: str, timeout_ms: int, limits: Limits) -> None
             click.echo(f"{name}: skipped: {notes}", err=True)
             continue
         except Exception as exc:  # a crash in one backend is a disagreement, not a traceback
-            click.echo(f"{rid}: backend `{name}` failed: {exc}")
+            echo(f"{rid}: backend `{name}` failed: {exc}")
             raise SystemExit(exitcodes.VIOLATED) from None
         report.pop("backend", None)
         reports.append((name, report))
@@ -134,17 +135,17 @@ def command(replay: str, backends: str, timeout_ms: int, limits: Limits) -> None
     ran = [n for n, _ in reports]
     if len(reports) < 2:
         only = f"only `{ran[0]}` ran" if ran else "no backend ran"
-        click.echo(f"{rid}: {only}; nothing to compare")
+        echo(f"{rid}: {only}; nothing to compare")
         raise SystemExit(exitcodes.UNKNOWN)
     ref_name, ref = reports[0]
     for name, other in reports[1:]:
         found = first_difference(ref, other)
         if found:
             path, mine, theirs = found
-            click.echo(f"{rid}: backends disagree at `{path}`")
-            click.echo(f"  {ref_name}: {_show(mine)}")
-            click.echo(f"  {name}: {_show(theirs)}")
+            echo(f"{rid}: backends disagree at `{path}`")
+            echo(f"  {ref_name}: {_show(mine)}")
+            echo(f"  {name}: {_show(theirs)}")
             raise SystemExit(exitcodes.VIOLATED)
     overall = ref.get("overall")
-    click.echo(f"{rid}: {', '.join(ran)} agree (overall {overall})")
+    echo(f"{rid}: {', '.join(ran)} agree (overall {overall})")
     raise SystemExit(exitcodes.OK)

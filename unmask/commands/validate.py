@@ -6,7 +6,8 @@ Contract: PATH is a replay file, a folder (walked as `unmask audit` walks it: `*
 invalid one every diagnostic on stderr, under its location; warnings go to stderr and do
 not fail. With more than one replay, a last line on stdout counts them. Exit 0 when every
 replay is valid; 4 when any is invalid, when a path is missing, unreadable or not a
-regular file, or when the paths hold no replay at all; 2 for usage errors (click's own).
+regular file, or when the paths hold no replay at all; 2 for usage errors (click's own)
+and for stdout that cannot be written.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import click
 
 from unmask import exitcodes
+from unmask.commands._options import echo
 from unmask.diagnostics import UnmaskError, render_all
 from unmask.jsonload import show
 from unmask.limits import Limits, click_options
@@ -51,7 +53,7 @@ def command(paths: tuple[str, ...], limits: Limits) -> None:
             raise SystemExit(exitcodes.INVALID) from None
         if r.warnings:
             click.echo(render_all(r.warnings), err=True)
-        click.echo(_line(r))
+        echo(_line(r))
         return
     from unmask.batch.inputs import iter_tasks
     from unmask.batch.run import load_task
@@ -68,7 +70,7 @@ def command(paths: tuple[str, ...], limits: Limits) -> None:
         valid += 1
         if r.warnings:
             click.echo(render_all(r.warnings), err=True)
-        click.echo(f"{show(task.location, 300)}: {_line(r)}")
+        echo(f"{show(task.location, 300)}: {_line(r)}")
     total = valid + invalid
     if total == 0:
         click.echo(
