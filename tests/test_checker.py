@@ -104,7 +104,7 @@ def ctx_ann(atom: str, value: str) -> Annotation:
     return ann(atom, value, quote="Alice joined ACME in 2024", source="context")
 
 
-# the article's four cases (SPEC's example protocol)
+# the article's four cases (its example protocol, examples/factual_claims.proto)
 CASES = {
     "case-a": (
         "PASS",

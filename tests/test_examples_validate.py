@@ -1,6 +1,7 @@
 """The shipped examples: every replay validates, every one has expected results in
-``examples/expected.json``, and those expectations agree with SPEC section 4 computed here
-by brute force over every completion of the unknown atoms (independent of any solver)."""
+``examples/expected.json``, and those expectations agree with the semantics
+(docs/semantics.md) computed here by brute force over every completion of the unknown atoms
+(independent of any solver)."""
 
 from __future__ import annotations
 
@@ -69,7 +70,7 @@ def test_article_cases_differ_as_the_article_says():
     assert [r.gold for r in (a, b, c, d)] == ["PASS", "FAIL", "FAIL", "FAIL"]
 
 
-# --- SPEC section 4 by brute force -----------------------------------------------------------
+# --- the semantics (bases, Classify, aggregation) by brute force ---------------------------
 
 
 def _classify(base, phi, free):

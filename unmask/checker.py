@@ -1,4 +1,4 @@
-"""The adherence check (SPEC section 4): three bases, Classify, aggregation.
+"""The adherence check: three bases, Classify, aggregation (docs/semantics.md).
 
 Contract:
 - the solver sees only a ``Case``, built from a validated ``Replay``; ``Case`` has no gold
@@ -8,8 +8,8 @@ Contract:
   opened once on the backend and answers all its checks incrementally;
 - the verdict variable V is the atom ``VERDICT_ATOM`` (``$pass``), which no identifier or
   family member can spell, so it never clashes with a protocol atom;
-- statuses are only what the solver proved; aggregation follows SPEC's table and
-  overrides, and every reason the result is not SATISFIED is named in ``Report.reasons``.
+- statuses are only what the solver proved; aggregation follows the outcome table and
+  its overrides, and every reason the result is not SATISFIED is named in ``Report.reasons``.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def proto_parts(case: Case) -> list[Part]:
 
 
 def base_parts(case: Case) -> dict[str, list[Part]]:
-    """The three bases of SPEC section 4, each in canonical part order."""
+    """The three bases (B_proto, B_evid, B_all), each in canonical part order."""
     facts, proto = fact_parts(case), proto_parts(case)
     return {"proto": proto, "evid": facts, "all": facts + proto}
 
@@ -137,7 +137,7 @@ def verdict_query(verdict: str) -> Expr:
 
 
 def outcome(status: str | None, *, coverage: bool = False) -> str | None:
-    """A check's contribution (SPEC's aggregation table); None for NOT_SPECIFIED."""
+    """A check's contribution (OK, VIOLATED or UNKNOWN, by status); None for NOT_SPECIFIED."""
     if status == NOT_SPECIFIED:
         return None
     if status == ENTAILED:

@@ -1,0 +1,111 @@
+"""The documentation stays true to the tree and stands on its own.
+
+- ``docs/README.md`` has a row for every Python module under ``unmask/`` and ``backends/``,
+  and every path it names exists;
+- every page in ``docs/`` is linked from ``docs/README.md``, and every relative link in the
+  README and ``docs/`` leads to a file that exists;
+- no text points at a document the user cannot see (a contract file or a repository that
+  is not part of the project): such a pointer is spelled out in ``_HIDDEN`` below.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+INDEX = DOCS / "README.md"
+# a path cell of the module table: `unmask/...`, `backends/...` or `grammar/...`
+_ROW = re.compile(r"^\|\s*`((?:unmask|backends|grammar)/[^`]*)`\s*\|", re.M)
+_LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+def _table_paths() -> list[str]:
+    return _ROW.findall(INDEX.read_text(encoding="utf-8"))
+
+
+def _modules() -> set[str]:
+    found = set()
+    for top in ("unmask", "backends"):
+        for path in (ROOT / top).rglob("*.py"):
+            found.add(path.relative_to(ROOT).as_posix())
+    return found
+
+
+def test_every_module_has_a_row() -> None:
+    missing = sorted(_modules() - set(_table_paths()))
+    assert not missing, f"docs/README.md has no row for {missing}"
+
+
+def test_every_row_names_a_path_that_exists() -> None:
+    paths = _table_paths()
+    assert paths, "no module table found in docs/README.md"
+    gone = [p for p in paths if not (ROOT / p).exists()]
+    assert not gone, f"docs/README.md names paths that do not exist: {gone}"
+    twice = sorted({p for p in paths if paths.count(p) > 1})
+    assert not twice, f"docs/README.md lists these twice: {twice}"
+
+
+def test_every_page_is_linked_from_the_index() -> None:
+    linked = set(_LINK.findall(INDEX.read_text(encoding="utf-8")))
+    pages = {p.name for p in DOCS.glob("*.md")} - {"README.md"}
+    unlinked = sorted(pages - linked)
+    assert not unlinked, f"docs/README.md does not link {unlinked}"
+
+
+@pytest.mark.parametrize(
+    "page",
+    [ROOT / "README.md", *sorted(DOCS.glob("*.md"))],
+    ids=lambda p: p.relative_to(ROOT).as_posix(),
+)
+def test_relative_links_resolve(page: Path) -> None:
+    bad = []
+    for target in _LINK.findall(page.read_text(encoding="utf-8")):
+        if re.match(r"^[a-z]+:", target):  # a web address
+            continue
+        if not (page.parent / target).exists():
+            bad.append(target)
+    assert not bad, f"{page.name} links to missing files: {bad}"
+
+
+# A pointer to a document outside the project: the contract file by its name, a section of
+# it, or the repository it lived in. Words that merely contain the letters (NOT_SPECIFIED,
+# INSPECT) are not pointers; "steering" in any sense is avoided, so it needs no exception.
+_HIDDEN = re.compile(r"(?<![A-Za-z_])SPEC(?![A-Za-z_])|(?i:steering)")
+_TEXT_SUFFIXES = {".py", ".md", ".lark", ".j2", ".toml", ".proto", ".txt", ".cfg"}
+_SKIP_DIRS = {".venv", ".git", "__pycache__", "node_modules", "build", "dist"}
+
+
+def _project_text_files() -> list[Path]:
+    out = []
+    for path in ROOT.rglob("*"):
+        rel = path.relative_to(ROOT)
+        if any(part in _SKIP_DIRS or part.endswith(".egg-info") for part in rel.parts):
+            continue
+        if rel.parts[:2] == ("tests", "data"):  # third-party fixtures, kept as found
+            continue
+        if path.is_file() and path.suffix in _TEXT_SUFFIXES:
+            out.append(path)
+    return out
+
+
+def test_no_text_points_at_a_document_the_user_cannot_see() -> None:
+    me = Path(__file__).resolve()
+    hits = []
+    for path in _project_text_files():
+        if path.resolve() == me:
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if _HIDDEN.search(line):
+                hits.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert not hits, "say the rule itself instead:\n" + "\n".join(hits)
+
+
+def test_the_hidden_document_pattern_catches_what_it_should() -> None:
+    for text in ("see SPEC section 4", "SPEC's table", "SPEC.md", "SPEC §5", "the steering repo"):
+        assert _HIDDEN.search(text), text
+    for text in ("NOT_SPECIFIED", "INSPECT_TASK", "specification", "spec"):
+        assert not _HIDDEN.search(text), text
