@@ -1,7 +1,9 @@
 """The documentation stays true to the tree and stands on its own.
 
 - ``docs/README.md`` has a row for every Python module under ``unmask/`` and ``backends/``,
-  and every path it names exists;
+  and every path it names exists; the README's "Where things are" names every top-level
+  module and package;
+- ``unmask check --help`` names every registered backend;
 - every page in ``docs/`` is linked from ``docs/README.md``, and every relative link in the
   README and ``docs/`` leads to a file that exists;
 - no text points at a document the user cannot see (a contract file or a repository that
@@ -47,6 +49,48 @@ def test_every_row_names_a_path_that_exists() -> None:
     assert not gone, f"docs/README.md names paths that do not exist: {gone}"
     twice = sorted({p for p in paths if paths.count(p) > 1})
     assert not twice, f"docs/README.md lists these twice: {twice}"
+
+
+def _readme_paths() -> set[str]:
+    """Every path in the first column of the README's "Where things are" table; a bare
+    name (`parser.py` after `unmask/ast.py`) is in the folder of the cell's first path."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Where things are", 1)[1].split("\n## ", 1)[0]
+    paths = set()
+    for cell in re.findall(r"^\|([^|]*)\|", section, re.M):
+        names = re.findall(r"`([^`]+)`", cell)
+        folder = names[0].rsplit("/", 1)[0] + "/" if names and "/" in names[0] else ""
+        for name in names:
+            paths.add(name if "/" in name else folder + name)
+    return paths
+
+
+def test_readme_names_every_top_level_module_and_package() -> None:
+    named = _readme_paths()
+    top = {p.relative_to(ROOT).as_posix() for p in (ROOT / "unmask").glob("*.py")}
+    top |= {
+        p.relative_to(ROOT).as_posix() + "/"
+        for p in (ROOT / "unmask").iterdir()
+        if (p / "__init__.py").exists()
+    }
+    top |= {"backends/", "grammar/unmask.lark"}
+    missing = sorted(top - named)
+    assert not missing, f"README.md's table of where things are does not name {missing}"
+    gone = sorted(p for p in named if not (ROOT / p).exists())
+    assert not gone, f"README.md names paths that do not exist: {gone}"
+
+
+def test_check_help_names_every_backend() -> None:
+    from click.testing import CliRunner
+
+    from unmask.backends import available
+    from unmask.cli.main import main
+
+    result = CliRunner().invoke(main, ["check", "--help"], terminal_width=200)
+    assert result.exit_code == 0
+    line = " ".join(result.output.split())
+    missing = [name for name in available() if name not in line.split("--backend", 1)[1]]
+    assert not missing, f"`unmask check --help` does not name {missing}"
 
 
 def test_every_page_is_linked_from_the_index() -> None:
