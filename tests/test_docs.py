@@ -153,3 +153,32 @@ def test_the_hidden_document_pattern_catches_what_it_should() -> None:
         assert _HIDDEN.search(text), text
     for text in ("NOT_SPECIFIED", "INSPECT_TASK", "specification", "spec"):
         assert not _HIDDEN.search(text), text
+
+
+def _python_examples(page: Path) -> list[str]:
+    """The runnable Python blocks of a page: those that start with an import (the others
+    show signatures)."""
+    blocks = re.findall(r"^```python\n(.*?)^```", page.read_text(encoding="utf-8"), re.M | re.S)
+    return [b for b in blocks if b.startswith(("import ", "from "))]
+
+
+def test_the_api_examples_run_and_say_what_they_show(tmp_path, monkeypatch, capsys) -> None:
+    """Every example of docs/api.md runs, in order, in one namespace (as a reader would
+    paste them), from a folder holding the shipped examples; a comment `# "X"` after an
+    expression is the value it shows."""
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    monkeypatch.chdir(tmp_path)
+    blocks = _python_examples(DOCS / "api.md")
+    assert len(blocks) >= 4
+    namespace: dict = {}
+    checked = 0
+    for block in blocks:
+        exec(compile(block, "docs/api.md", "exec"), namespace)
+        for line in block.splitlines():
+            shown = re.match(r"^(\S.*?)\s{2,}# (\"[A-Z_]+\"|\d+|True|False)(?!\w)", line)
+            if shown and " = " not in shown.group(1):
+                expr, value = shown.groups()
+                assert eval(expr, namespace) == eval(value), line
+                checked += 1
+    assert checked >= 8, f"only {checked} shown values were checked"
+    assert "case-x.json" in {p.name for p in tmp_path.iterdir()}
