@@ -5,7 +5,8 @@
   module and package;
 - ``unmask check --help`` names every registered backend;
 - every page in ``docs/`` is linked from ``docs/README.md``, and every relative link in the
-  README and ``docs/`` leads to a file that exists;
+  README and ``docs/`` leads to a file (and a heading) that exists;
+- the Python examples of ``docs/api.md`` run and show the values they claim;
 - no text points at a document the user cannot see (a contract file or a repository that
   is not part of the project): such a pointer is spelled out in ``_HIDDEN`` below.
 """
@@ -23,6 +24,16 @@ INDEX = DOCS / "README.md"
 # a path cell of the module table: `unmask/...`, `backends/...` or `grammar/...`
 _ROW = re.compile(r"^\|\s*`((?:unmask|backends|grammar)/[^`]*)`\s*\|", re.M)
 _LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+_ANCHORED = re.compile(r"\]\(([^)#\s]*)#([^)\s]+)\)")
+
+
+def _anchors(page: Path) -> set[str]:
+    """The heading anchors a Markdown renderer gives ``page`` (lowercase; punctuation but
+    ``-`` and ``_`` dropped; spaces become ``-``)."""
+    out = set()
+    for heading in re.findall(r"^#+ (.+)$", page.read_text(encoding="utf-8"), re.M):
+        out.add(re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-"))
+    return out
 
 
 def _table_paths() -> list[str]:
@@ -113,6 +124,12 @@ def test_relative_links_resolve(page: Path) -> None:
         if not (page.parent / target).exists():
             bad.append(target)
     assert not bad, f"{page.name} links to missing files: {bad}"
+    for target, anchor in _ANCHORED.findall(page.read_text(encoding="utf-8")):
+        if re.match(r"^[a-z]+:", target):
+            continue
+        if anchor not in _anchors(page.parent / target if target else page):
+            bad.append(f"{target}#{anchor}")
+    assert not bad, f"{page.name} links to missing headings: {bad}"
 
 
 # A pointer to a document outside the project: the contract file by its name, a section of
