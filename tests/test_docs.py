@@ -199,3 +199,47 @@ def test_the_api_examples_run_and_say_what_they_show(tmp_path, monkeypatch, caps
                 checked += 1
     assert checked >= 8, f"only {checked} shown values were checked"
     assert "case-x.json" in {p.name for p in tmp_path.iterdir()}
+
+
+def _named_in_prose(page: Path) -> tuple[set[str], set[str]]:
+    """The file paths (with an extension, or a folder ending in ``/``) and the dotted
+    ``unmask.…`` names a page mentions. Schema names (``unmask.protocol/1``), file names
+    (``unmask.lark``) and placeholders in capitals (``unmask.render.FMT``) are not modules."""
+    text = page.read_text(encoding="utf-8")
+    paths = set(re.findall(r"`((?:unmask|backends|grammar|tests|examples)/[\w./-]*\.\w+)`", text))
+    paths |= set(re.findall(r"`((?:unmask|backends|grammar|tests|examples)/[\w/]*/)`", text))
+    names = {
+        m
+        for m in re.findall(r"(?<![\w/])unmask(?:\.\w+)+(?![\w/])", text)
+        if not m.endswith(".lark") and not m.rsplit(".", 1)[1].isupper()
+    }
+    return paths, names
+
+
+def _resolves(dotted: str) -> bool:
+    import importlib
+
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for attr in parts[i:]:
+            if not hasattr(obj, attr):
+                return False
+            obj = getattr(obj, attr)
+        return True
+    return False
+
+
+@pytest.mark.parametrize(
+    "page",
+    [ROOT / "README.md", *sorted(DOCS.glob("*.md"))],
+    ids=lambda p: p.relative_to(ROOT).as_posix(),
+)
+def test_every_module_path_and_name_in_the_docs_exists(page: Path) -> None:
+    paths, names = _named_in_prose(page)
+    gone = sorted(p for p in paths if not (ROOT / p).exists())
+    unknown = sorted(n for n in names if not _resolves(n))
+    assert not gone and not unknown, f"{page.name}: no such path {gone}, no such name {unknown}"
