@@ -201,17 +201,21 @@ def test_the_api_examples_run_and_say_what_they_show(tmp_path, monkeypatch, caps
     assert "case-x.json" in {p.name for p in tmp_path.iterdir()}
 
 
+# words the docs use in place of a name: `unmask.render.FMT`, the JUnit classname
+_PLACEHOLDERS = {"FMT", "FORMAT", "NAME", "PROTOCOL"}
+
+
 def _named_in_prose(page: Path) -> tuple[set[str], set[str]]:
     """The file paths (with an extension, or a folder ending in ``/``) and the dotted
     ``unmask.…`` names a page mentions. Schema names (``unmask.protocol/1``), file names
-    (``unmask.lark``) and placeholders in capitals (``unmask.render.FMT``) are not modules."""
+    (``unmask.lark``) and placeholders (``unmask.render.FMT``) are not modules."""
     text = page.read_text(encoding="utf-8")
     paths = set(re.findall(r"`((?:unmask|backends|grammar|tests|examples)/[\w./-]*\.\w+)`", text))
     paths |= set(re.findall(r"`((?:unmask|backends|grammar|tests|examples)/[\w/]*/)`", text))
     names = {
         m
         for m in re.findall(r"(?<![\w/])unmask(?:\.\w+)+(?![\w/])", text)
-        if not m.endswith(".lark") and not m.rsplit(".", 1)[1].isupper()
+        if not m.endswith(".lark") and m.rsplit(".", 1)[1] not in _PLACEHOLDERS
     }
     return paths, names
 
