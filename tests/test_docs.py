@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -142,14 +143,18 @@ _SKIP_DIRS = {".venv", ".git", "__pycache__", "node_modules", "build", "dist"}
 
 def _project_text_files() -> list[Path]:
     out = []
-    for path in ROOT.rglob("*"):
-        rel = path.relative_to(ROOT)
-        if any(part in _SKIP_DIRS or part.endswith(".egg-info") for part in rel.parts):
-            continue
-        if rel.parts[:2] == ("tests", "data"):  # third-party fixtures, kept as found
-            continue
-        if path.is_file() and path.suffix in _TEXT_SUFFIXES:
-            out.append(path)
+    for folder, dirs, files in os.walk(ROOT):
+        here = Path(folder)
+        # pruned in place, so os.walk never descends into them; tests/data holds
+        # third-party fixtures, kept as found
+        dirs[:] = [
+            d
+            for d in dirs
+            if d not in _SKIP_DIRS
+            and not d.endswith(".egg-info")
+            and (here / d) != ROOT / "tests" / "data"
+        ]
+        out.extend(here / f for f in files if Path(f).suffix in _TEXT_SUFFIXES)
     return out
 
 
