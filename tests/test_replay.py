@@ -1,5 +1,5 @@
-"""Replay and protocol-IR validation (SPEC section 3): one test per rule, asserting the
-diagnostic's code and JSON path, plus the adversarial inputs that must end in a clear
+"""Replay and protocol-IR validation (docs/replay-format.md): one test per rule, asserting
+the diagnostic's code and JSON path, plus the adversarial inputs that must end in a clear
 error rather than a traceback."""
 
 from __future__ import annotations

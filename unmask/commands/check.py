@@ -44,7 +44,12 @@ def _fail(
 
 @click.command(name="check")
 @click.argument("replay_path", metavar="REPLAY.json")
-@click.option("--backend", default="z3", show_default=True, help="z3, pysat[:SOLVER], truthtable")
+@click.option(
+    "--backend",
+    default="z3",
+    show_default=True,
+    help="z3, pysat[:SOLVER], truthtable or sliced[:SOLVER]; reports are the same on each",
+)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @timeout_option()
 @click_options

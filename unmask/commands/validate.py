@@ -77,8 +77,6 @@ def command(paths: tuple[str, ...], limits: Limits) -> None:
             "error: no replay found in " + ", ".join(f"`{show(p)}`" for p in paths), err=True
         )
         raise SystemExit(exitcodes.INVALID)
-    click.echo(
-        f"validated {total} replay{'s' if total != 1 else ''}: {valid} valid, {invalid} invalid"
-    )
+    echo(f"validated {total} replay{'s' if total != 1 else ''}: {valid} valid, {invalid} invalid")
     if invalid:
         raise SystemExit(exitcodes.INVALID)
