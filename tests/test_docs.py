@@ -223,7 +223,7 @@ def _named_in_prose(page: Path) -> tuple[set[str], set[str]]:
     paths |= set(re.findall(r"`((?:unmask|backends|grammar|tests|examples)/[\w/]*/)`", text))
     names = {
         m
-        for m in re.findall(r"(?<![\w/])unmask(?:\.\w+)+(?![\w/])", text)
+        for m in re.findall(r"(?<![\w/])unmask(?:\.\w+)+(?![\w/-])", text)
         if not m.endswith(".lark") and m.rsplit(".", 1)[1] not in _PLACEHOLDERS
     }
     return paths, names

@@ -72,7 +72,7 @@ def test_article_cases_differ_as_the_article_says():
     assert [r.gold for r in (a, b, c, d)] == ["PASS", "FAIL", "FAIL", "FAIL"]
 
 
-# --- the semantics of a check, by brute force -----------------------------------------------------------
+# --- the semantics of a check, by brute force ------------------------------------------------
 
 
 def _classify(base, phi, free):
