@@ -2,8 +2,10 @@
 
 Contract: ``format_source(text, filename)`` parses (syntax only: a file with unknown names
 still formats) and prints the statements in the order written, one per line, with single
-spaces, canonical string escapes and the fewest parentheses that keep the meaning (and the
-compiled IR) unchanged. Consecutive atom declarations (no blank or comment line between)
+spaces (`verdict a | b`, `decision a iff …`, `define f(d) = …`, `ground x ~> y`),
+canonical string escapes and the fewest parentheses that keep the meaning (and the
+compiled IR) unchanged; a side of `ground` or a definition's body is an expression and is
+printed as one (the grammar needs no parentheses around either). Consecutive atom declarations (no blank or comment line between)
 are set as a table, roles and descriptions each in one column, as people write them.
 Comments are kept: a comment on a statement's last line stays at the end of that line,
 any other comment goes on its own line before the statement it was in or before; one
@@ -121,8 +123,16 @@ def format_statement(s: ast.Statement) -> list[str]:
         return [f"domain {s.name} = {{{', '.join(s.members)}}}"]
     if isinstance(s, ast.ConstraintDecl):
         return [f"constraint {s.ident}: {format_expr(s.expr)}"]
+    if isinstance(s, ast.VerdictDecl):
+        return [f"verdict {' | '.join(s.labels)}"]
     if isinstance(s, ast.DecisionDecl):
-        return [f"decision pass iff {format_expr(s.expr)}"]
+        label = "pass" if s.label is None else s.label
+        if s.expr is None:
+            return [f"decision {label} otherwise"]
+        return [f"decision {label} iff {format_expr(s.expr)}"]
+    if isinstance(s, ast.DefineDecl):
+        head = s.name if s.param is None else f"{s.name}({s.param})"
+        return [f"define {head} = {format_expr(s.expr)}"]
     if isinstance(s, ast.RequirementDecl):
         head = f"requirement {s.ident}{_opt_str(s.description)}"
         if s.addressed is None:
@@ -134,7 +144,7 @@ def format_statement(s: ast.Statement) -> list[str]:
             "}",
         ]
     if isinstance(s, ast.GroundDecl):
-        return [f"ground {s.judge} ~ {s.context}"]
+        return [f"ground {format_expr(s.judge)} {s.direction} {format_expr(s.context)}"]
     assert isinstance(s, ast.ForDecl)
     body = format_statement(s.body)
     return [f"for {s.var} in {s.domain}: {body[0]}", *body[1:]]
