@@ -289,8 +289,10 @@ class _Compiler:
             return
         if key in decisions:
             first = decisions[key][0]
-            what = "the protocol has a second decision" if key is None else (
-                f"label `{key}` has a second decision"
+            what = (
+                "the protocol has a second decision"
+                if key is None
+                else (f"label `{key}` has a second decision")
             )
             self.error(
                 "duplicate-decision",
@@ -310,8 +312,7 @@ class _Compiler:
                     f"`{key}` is a second `otherwise` decision",
                     s.span,
                     notes=(f"`{other.label}` is already `otherwise` at {other.span}",),
-                    help="at most one label holds when no other does; give this one "
-                    "`iff EXPR`",
+                    help="at most one label holds when no other does; give this one `iff EXPR`",
                 )
                 return
         decisions[key] = (s, expr)
@@ -477,7 +478,7 @@ class _Compiler:
             return self._def_roles[name]
         self._def_roles[name] = {}  # a cycle is reported elsewhere; stop on it here
         out: dict[str, str] = {}
-        for ref, atom, role in self._side_atoms(self.defs[name].expr):
+        for _ref, atom, role in self._side_atoms(self.defs[name].expr):
             out.setdefault(atom, role)
         self._def_roles[name] = out
         return out
@@ -500,14 +501,11 @@ class _Compiler:
 
     def _check_side(self, e: ast.Expr, role: str, side: str) -> bool:
         ok = True
-        reported: set[tuple[int, int]] = set()
+        reported: set[int] = set()  # one error per reference, however many atoms it reads
         for ref, atom, actual in self._side_atoms(e):
-            if actual == role:
+            if actual == role or id(ref) in reported:
                 continue
-            key = (id(ref), 0)
-            if key in reported:
-                continue
-            reported.add(key)
+            reported.add(id(ref))
             ok = False
             if atom == str(ref):
                 message = (
@@ -873,7 +871,6 @@ class _Compiler:
                 return ir.FALSE
             self._unknown_name(name, r.span)
             return ir.FALSE
-        arg = r.arg
         if name in self.defs:
             d = self.defs[name]
             if d.param is None:
@@ -910,8 +907,7 @@ class _Compiler:
             if b.domain != domain:
                 self.error(
                     "domain-mismatch",
-                    f"`{arg}` ranges over `{b.domain}`, but `{r.name}` is {kind} over "
-                    f"`{domain}`",
+                    f"`{arg}` ranges over `{b.domain}`, but `{r.name}` is {kind} over `{domain}`",
                     r.arg_span or r.span,
                 )
                 return None

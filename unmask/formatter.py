@@ -5,8 +5,9 @@ still formats) and prints the statements in the order written, one per line, wit
 spaces (`verdict a | b`, `decision a iff …`, `define f(d) = …`, `ground x ~> y`),
 canonical string escapes and the fewest parentheses that keep the meaning (and the
 compiled IR) unchanged; a side of `ground` or a definition's body is an expression and is
-printed as one (the grammar needs no parentheses around either). Consecutive atom declarations (no blank or comment line between)
-are set as a table, roles and descriptions each in one column, as people write them.
+printed as one (the grammar needs no parentheses around either). Consecutive atom
+declarations (no blank or comment line between) are set as a table, roles and
+descriptions each in one column, as people write them.
 Comments are kept: a comment on a statement's last line stays at the end of that line,
 any other comment goes on its own line before the statement it was in or before; one
 blank line is kept wherever the source had one or more, and one always follows the
