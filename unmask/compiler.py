@@ -121,6 +121,7 @@ class _Compiler:
         self.plain: dict[str, ast.AtomDecl] = {}
         self.families: dict[str, ast.AtomDecl] = {}
         self.defs: dict[str, ast.DefineDecl] = {}
+        self._tried: set[str | None] = set()  # labels a decision was written for
         self.cyclic: set[str] = set()  # definitions on a cycle (reported; never expanded)
         self.def_bodies: dict[str, ir.Expr] = {}  # ground name -> compiled body
         self._def_roles: dict[str, dict[str, str]] = {}  # definition -> atom -> role
@@ -259,6 +260,10 @@ class _Compiler:
         expr = None if s.expr is None else self.expr(s.expr, {})
         key = s.label
         span = s.label_span or s.span
+        # a decision refused below still answers for its label: no `missing-decision` too
+        self._tried.add(key)
+        if verdict is None and key is not None:
+            self._tried.add(None)
         if verdict is None and key is not None:
             self.error(
                 "unknown-label",
@@ -319,7 +324,7 @@ class _Compiler:
 
     def _check_decisions(self, head, verdict, decisions) -> None:
         if verdict is None:
-            if None not in decisions:
+            if None not in decisions and None not in self._tried:
                 self.error(
                     "missing-decision",
                     "the protocol has no decision",
@@ -330,7 +335,7 @@ class _Compiler:
         spans = verdict.label_spans or (verdict.span,) * len(verdict.labels)
         done: set[str] = set()
         for label, span in zip(verdict.labels, spans, strict=False):
-            if label not in decisions and label not in done:
+            if label not in decisions and label not in done and label not in self._tried:
                 self.error(
                     "missing-decision",
                     f"label `{label}` has no decision",
