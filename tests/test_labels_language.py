@@ -465,3 +465,13 @@ def test_binary_emission_is_unchanged_by_labels():
     p = compiled(HEAD + "decision pass iff a\n", None)
     assert "(declare-const pass Bool) ; verdict" in emit_smt2(p).splitlines()
     assert "c var 4 verdict pass" in emit_dimacs(p).splitlines()
+
+
+def test_consecutive_definitions_align_their_equals_sign():
+    text = HEAD + "define d = a\ndefine longer = b\n\ndefine alone = a\ndecision pass iff d\n"
+    assert format_source(text).splitlines()[5:9] == [
+        "define d      = a",
+        "define longer = b",
+        "",
+        "define alone = a",
+    ]

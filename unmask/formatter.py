@@ -7,7 +7,8 @@ canonical string escapes and the fewest parentheses that keep the meaning (and t
 compiled IR) unchanged; a side of `ground` or a definition's body is an expression and is
 printed as one (the grammar needs no parentheses around either). Consecutive atom
 declarations (no blank or comment line between) are set as a table, roles and
-descriptions each in one column, as people write them.
+descriptions each in one column, as people write them; consecutive definitions likewise
+have their `=` in one column.
 Comments are kept: a comment on a statement's last line stays at the end of that line,
 any other comment goes on its own line before the statement it was in or before; one
 blank line is kept wherever the source had one or more, and one always follows the
@@ -158,6 +159,7 @@ class _Chunk:
     lines: list[str]
     is_protocol: bool = False
     atom: ast.AtomDecl | None = None  # set for an atom declaration, which may be aligned
+    define: ast.DefineDecl | None = None  # likewise for a definition
     comment: str | None = None  # a comment at the end of the last line
 
 
@@ -180,6 +182,18 @@ def _align_atoms(run: list[_Chunk]) -> None:
         else:
             line += f"{a.role.ljust(role_width)} {encode_string(a.description)}"
         c.lines = [line]
+
+
+def _define_head(s: ast.DefineDecl) -> str:
+    return s.name if s.param is None else f"{s.name}({s.param})"
+
+
+def _align_defines(run: list[_Chunk]) -> None:
+    """Consecutive definitions with their `=` in one column, as atoms are set."""
+    width = max(len(_define_head(c.define)) for c in run)
+    for c in run:
+        d = c.define
+        c.lines = [f"define {_define_head(d).ljust(width)} = {format_expr(d.expr)}"]
 
 
 def format_file(source: ast.SourceFile) -> str:
@@ -210,6 +224,7 @@ def format_file(source: ast.SourceFile) -> str:
                 format_statement(s),
                 is_protocol=isinstance(s, ast.ProtocolDecl),
                 atom=s if isinstance(s, ast.AtomDecl) else None,
+                define=s if isinstance(s, ast.DefineDecl) else None,
                 comment=None if trailing[i] is None else trailing[i].text,
             )
         )
@@ -221,14 +236,15 @@ def format_file(source: ast.SourceFile) -> str:
         i > 0 and (chunks[i - 1].is_protocol or ch.first_line > chunks[i - 1].last_line + 1)
         for i, ch in enumerate(chunks)
     ]
-    run: list[_Chunk] = []
-    for ch, blank in zip([*chunks, None], [*blank_before, True], strict=True):
-        if ch is not None and ch.atom is not None and not (blank and run):
-            run.append(ch)
-            continue
-        if len(run) > 1:
-            _align_atoms(run)
-        run = [ch] if ch is not None and ch.atom is not None else []
+    for kind, align in (("atom", _align_atoms), ("define", _align_defines)):
+        run: list[_Chunk] = []
+        for ch, blank in zip([*chunks, None], [*blank_before, True], strict=True):
+            if ch is not None and getattr(ch, kind) is not None and not (blank and run):
+                run.append(ch)
+                continue
+            if len(run) > 1:
+                align(run)
+            run = [ch] if ch is not None and getattr(ch, kind) is not None else []
 
     out: list[str] = []
     for ch, blank in zip(chunks, blank_before, strict=True):
