@@ -9,14 +9,18 @@ import itertools
 
 import pytest
 import z3
+from hypothesis import given, settings
 from pysat.formula import CNF
 from pysat.solvers import Solver
 
+from tests.proto_strategies import protocols
 from unmask import ast, ir
 from unmask.compiler import compile_source
 from unmask.diagnostics import UnmaskError, render
 from unmask.emit import emit_dimacs, emit_smt2, label_key, smt2_symbols
 from unmask.formatter import format_source
+from unmask.irjson import protocol_to_json
+from unmask.irjson_reader import protocol_from_json
 from unmask.irtext import expr_text
 from unmask.parser import parse_source
 
@@ -475,3 +479,12 @@ def test_consecutive_definitions_align_their_equals_sign():
         "",
         "define alone = a",
     ]
+
+
+@given(protocols())
+@settings(max_examples=60)
+def test_compiled_protocols_survive_the_ir_json_round_trip(case):
+    # the IR JSON reader wants each definition after those it uses: the compiler's order
+    p = compile_source(case.text, "g.proto", case.domains)
+    assert protocol_from_json(protocol_to_json(p)) == p
+    assert p.declared_labels == bool(case.labels)
