@@ -488,3 +488,38 @@ def test_compiled_protocols_survive_the_ir_json_round_trip(case):
     p = compile_source(case.text, "g.proto", case.domains)
     assert protocol_from_json(protocol_to_json(p)) == p
     assert p.declared_labels == bool(case.labels)
+
+
+@given(protocols())
+@settings(max_examples=40, deadline=None)
+def test_dimacs_and_smt2_of_random_protocols_have_the_models_of_b_proto(case):
+    p = compile_source(case.text, "g.proto", case.domains)
+    if not p.declared_labels or len(p.atoms) + len(p.labels) > 9:
+        return  # binary protocols are covered by test_emit; keep brute force small
+    expected = proto_models(p)
+    dimacs = emit_dimacs(p)
+    table = {}
+    for line in dimacs.splitlines():
+        parts = line.split()
+        if parts[:2] == ["c", "var"]:
+            table[parts[4] if parts[3] == "atom" else label_key(parts[4])] = int(parts[2])
+    names = [*p.atom_names, *(label_key(x) for x in p.labels)]
+    found = set()
+    with Solver(name="glucose4", bootstrap_with=CNF(from_string=dimacs).clauses) as s:
+        while s.solve():
+            model = set(s.get_model())
+            values = tuple(table[n] in model for n in names)
+            found.add(values)
+            s.add_clause([-table[n] if table[n] in model else table[n] for n in names])
+    assert found == expected
+    symbols = smt2_symbols(p)
+    consts = [z3.Bool(symbols[n].strip("|")) for n in names]
+    solver = z3.Solver()
+    solver.from_string(emit_smt2(p))
+    found = set()
+    while solver.check() == z3.sat:
+        m = solver.model()
+        values = tuple(z3.is_true(m.eval(c, model_completion=True)) for c in consts)
+        found.add(values)
+        solver.add(z3.Or([c != z3.BoolVal(v) for c, v in zip(consts, values, strict=True)]))
+    assert found == expected
