@@ -523,3 +523,9 @@ def test_dimacs_and_smt2_of_random_protocols_have_the_models_of_b_proto(case):
         found.add(values)
         solver.add(z3.Or([c != z3.BoolVal(v) for c, v in zip(consts, values, strict=True)]))
     assert found == expected
+
+
+def test_a_label_used_as_an_expression_is_an_unknown_name_with_a_hint():
+    (d,) = errors(LABELS + "decision yes iff no\ndecision no otherwise\n")
+    assert (d.code, d.span.line, d.span.column) == ("unknown-name", 6, 18)
+    assert d.help == "`no` is a verdict label: labels appear only in `verdict` and `decision`"

@@ -121,6 +121,7 @@ class _Compiler:
         self.plain: dict[str, ast.AtomDecl] = {}
         self.families: dict[str, ast.AtomDecl] = {}
         self.defs: dict[str, ast.DefineDecl] = {}
+        self.label_names: set[str] = set()
         self._tried: set[str | None] = set()  # labels a decision was written for
         self.cyclic: set[str] = set()  # definitions on a cycle (reported; never expanded)
         self.def_bodies: dict[str, ir.Expr] = {}  # ground name -> compiled body
@@ -151,8 +152,9 @@ class _Compiler:
         self._declare(stmts)
         self._resolve_domains()
         atoms = self._ground_atoms()
-        self._check_definitions()
         verdict = self._verdict(stmts)
+        self.label_names = set(verdict.labels) if verdict is not None else set()
+        self._check_definitions()
         constraints: list[ir.Constraint] = []
         requirements: list[ir.Requirement] = []
         grounding: list[ir.GroundPair] = []
@@ -933,12 +935,11 @@ class _Compiler:
 
     def _unknown_name(self, name: str, span) -> None:
         what = "atom or definition" if self.defs else "atom"
-        self.error(
-            "unknown-name",
-            f"unknown {what} `{name}`",
-            span,
-            help=_did_you_mean(name, list(self.plain) + list(self.families) + list(self.defs)),
-        )
+        if name in self.label_names:
+            hint = f"`{name}` is a verdict label: labels appear only in `verdict` and `decision`"
+        else:
+            hint = _did_you_mean(name, list(self.plain) + list(self.families) + list(self.defs))
+        self.error("unknown-name", f"unknown {what} `{name}`", span, help=hint)
 
     def _leaf(self, e: ast.Expr, env) -> ir.Expr:
         if isinstance(e, ast.Lit):
