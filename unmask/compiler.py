@@ -266,7 +266,6 @@ class _Compiler:
         self._tried.add(key)
         if verdict is None and key is not None:
             self._tried.add(None)
-        if verdict is None and key is not None:
             self.error(
                 "unknown-label",
                 f"`{key}` is not a label: the protocol has no `verdict` statement",
