@@ -81,7 +81,12 @@ _RESERVED = frozenset(
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    """Text for a comment: one line, and no control character (a NUL would end the script
+    for a reader written in C, such as z3's)."""
+    text = " ".join(text.split())
+    return "".join(
+        f"\\u{ord(ch):04x}" if ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 else ch for ch in text
+    )
 
 
 class _Symbols:
