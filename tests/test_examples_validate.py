@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from unmask import ir
+from unmask.irtext import expr_text
 from unmask.model import Replay
 from unmask.replay import load_replay
 
@@ -42,8 +43,10 @@ def test_examples_cover_every_protocol_form():
     for name in REPLAYS:
         raw = json.loads((EXAMPLES / name).read_text(encoding="utf-8"))
         forms |= {k for k in ("schema", "path", "source") if k in raw["protocol"]}
-        if "domains" in raw:
-            assert load_replay(EXAMPLES / name).protocol.atom("supported(cto)") is not None
+        for domain, members in raw.get("domains", {}).items():
+            # every member grounds each family over its domain
+            protocol = load_replay(EXAMPLES / name).protocol
+            assert all(any(f"({m})" in a for a in protocol.atom_names) for m in members), domain
     assert forms == {"schema", "path", "source"}
 
 
@@ -93,14 +96,24 @@ def _classify(base, phi, free):
 def _brute_force(r: Replay) -> dict:
     p = r.protocol
     fixed = {a.atom: a.value == "TRUE" for a in r.annotations if a.value != "UNKNOWN"}
-    names = [*p.atom_names, V]
+    # one verdict variable per label (a binary protocol: one variable, true for PASS)
+    labelled = bool(p.decisions)
+    verdicts = [V + label for label in p.labels] if labelled else [V]
+    names = [*p.atom_names, *verdicts]
 
     def evid(env):
         return all(env[k] == v for k, v in fixed.items())
 
     def proto(env):
         k = all(ir.evaluate(c.expr, env) for c in p.constraints)
-        return k and env[V] == ir.evaluate(p.decision, env)
+        if not labelled:
+            return k and env[V] == ir.evaluate(p.decision, env)
+        one = sum(env[v] for v in verdicts) == 1
+        return (
+            k
+            and one
+            and all(env[V + lb] == ir.evaluate(p.decision_for(lb), env) for lb in p.labels)
+        )
 
     def full(env):
         return proto(env) and evid(env)
@@ -113,11 +126,15 @@ def _brute_force(r: Replay) -> dict:
         return "CONSISTENT" if any(base(env) for env in envs) else "INCONSISTENT"
 
     want = r.verdict == "PASS"
+
+    def observed(env):
+        return env[V + r.verdict] if labelled else env[V] == want
+
     out = {
         "bases": {"proto": consistent(proto), "evid": consistent(evid), "all": consistent(full)},
         "verdict": {
             "observed": r.verdict,
-            "status": _classify(full, lambda env: env[V] == want, names),
+            "status": _classify(full, observed, names),
         },
         "requirements": [
             {
@@ -131,15 +148,31 @@ def _brute_force(r: Replay) -> dict:
         ],
         "grounding": [
             {
-                "judge": g.judge.name,
-                "context": g.context.name,
+                "judge": expr_text(g.judge),
+                "context": expr_text(g.context),
                 "status": _classify(
-                    evid, lambda env, g=g: env[g.judge.name] == env[g.context.name], names
+                    evid,
+                    lambda env, g=g: (
+                        not ir.evaluate(g.judge, env) or ir.evaluate(g.context, env)
+                        if g.direction == "~>"
+                        else ir.evaluate(g.judge, env) == ir.evaluate(g.context, env)
+                    ),
+                    names,
                 ),
             }
             for g in p.grounding
         ],
     }
+    if labelled:
+        # the labels the evidence and the protocol still allow, and each pair's direction
+        out["verdict"]["allowed"] = [
+            lb
+            for lb in p.labels
+            if _classify(full, lambda env, lb=lb: env[V + lb], names)
+            in ("ENTAILED", "UNDERDETERMINED")
+        ]
+        for g, row in zip(p.grounding, out["grounding"], strict=True):
+            row["direction"] = g.direction
     results = [{"ENTAILED": "OK", "REFUTED": "VIOLATED"}.get(out["verdict"]["status"], "UNKNOWN")]
     for q in out["requirements"]:
         results.append({"ENTAILED": "OK", "REFUTED": "VIOLATED"}.get(q["status"], "UNKNOWN"))
@@ -183,3 +216,27 @@ def test_expected_statuses_of_the_article_cases():
     assert EXPECTED["case_c.json"]["grounding"][1]["status"] == "REFUTED"
     assert EXPECTED["case_d.json"]["verdict"]["status"] == "REFUTED"
     assert EXPECTED["case_unknown.json"]["requirements"][0]["coverage"] == "UNDERDETERMINED"
+
+
+def test_labelled_examples_show_each_verdict_status_and_one_way_grounding():
+    # stated independently of the brute force: what each labelled example is there to show
+    e = EXPECTED
+    assert e["claim_parts_entailed.json"]["verdict"]["status"] == "ENTAILED"
+    assert e["claim_parts_refuted.json"]["verdict"]["status"] == "REFUTED"
+    assert e["claim_parts_refuted.json"]["verdict"]["allowed"] == ["partially_supported"]
+    assert e["claim_parts_underdetermined.json"]["verdict"]["status"] == "UNDERDETERMINED"
+    assert e["graded_fact_refuted.json"]["verdict"]["allowed"] == ["C"]
+    # said(medal) is FALSE and backed(medal) TRUE: one-way holds where two-way is refuted
+    medal = e["claim_parts_entailed.json"]["grounding"][1]
+    assert (medal["judge"], medal["direction"], medal["status"]) == (
+        "said(medal)",
+        "~>",
+        "ENTAILED",
+    )
+    r = load_replay(EXAMPLES / "claim_parts_entailed.json")
+    two_way = ir.GroundPair("said(medal)", "backed(medal)")
+    fixed = {a.atom: a.value == "TRUE" for a in r.annotations}
+    assert not ir.evaluate(two_way.query, fixed)
+    # the underdetermined example rests on an unreviewed rule annotation
+    ann = load_replay(EXAMPLES / "claim_parts_underdetermined.json").annotation("said(date)")
+    assert ann.by is not None and not ann.by.reviewed

@@ -17,7 +17,7 @@ from unmask.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "data" / "golden"
-CASES = sorted(p.name for p in (ROOT / "examples").glob("case_*.json"))
+CASES = sorted(p.name for p in (ROOT / "examples").glob("*.json"))
 FORMATS = ("json", "text", "markdown", "html", "sarif", "junit")
 
 
