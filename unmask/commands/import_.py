@@ -41,9 +41,17 @@ EXIT_INVALID = 4
     default=None,
     help="mapping file for the `jsonl` importer",
 )
+@click.option(
+    "--gold",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="WiCE's gold rows (gold_claim_test.jsonl) for the `wice` importer",
+)
 @click_options
-def command(tool: str, input_path: str, out: str, mapping: str | None, limits: Limits) -> None:
-    """Convert judge output (promptfoo, deepeval, inspect, jsonl) into replays."""
+def command(
+    tool: str, input_path: str, out: str, mapping: str | None, gold: str | None, limits: Limits
+) -> None:
+    """Convert judge output (promptfoo, deepeval, inspect, wice, jsonl) into replays."""
     from unmask.importers import Options, get, import_file
 
     try:
@@ -54,7 +62,14 @@ def command(tool: str, input_path: str, out: str, mapping: str | None, limits: L
     if tool != "jsonl" and mapping is not None:
         click.echo(f"error: `--mapping` is for the `jsonl` importer, not `{tool}`", err=True)
         sys.exit(EXIT_USAGE)
-    options = Options(limits=limits, mapping=Path(mapping) if mapping else None)
+    if tool != "wice" and gold is not None:
+        click.echo(f"error: `--gold` is for the `wice` importer, not `{tool}`", err=True)
+        sys.exit(EXIT_USAGE)
+    options = Options(
+        limits=limits,
+        mapping=Path(mapping) if mapping else None,
+        gold=Path(gold) if gold else None,
+    )
     try:
         summary = import_file(tool, Path(input_path), Path(out), options)
     except UnmaskError as exc:

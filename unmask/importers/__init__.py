@@ -33,6 +33,7 @@ IMPORTERS: dict[str, tuple[str, str]] = {
     "deepeval": ("unmask.importers.deepeval", "a DeepEval test run (test cases with metrics)"),
     "inspect": ("unmask.importers.inspect", "model-graded scores of an Inspect `.json` log"),
     "jsonl": ("unmask.importers.jsonl", "any JSON Lines file, through a mapping file"),
+    "wice": ("unmask.importers.wice", "WiCE claim-verification judgments, with `--gold`"),
 }
 
 # Provenance of rule-derived annotations. Replays do not carry `by` yet; switching it on is
@@ -53,6 +54,7 @@ class Options:
 
     limits: Limits = DEFAULT_LIMITS
     mapping: Path | None = None  # the `jsonl` importer's mapping file
+    gold: Path | None = None  # the `wice` importer's gold rows
 
 
 @dataclass(frozen=True, slots=True)

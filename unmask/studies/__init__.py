@@ -1,0 +1,1 @@
+"""Reproducible studies on real judge data (one module per study)."""

@@ -1,0 +1,193 @@
+"""The WiCE study: audit two real judges' claim-verification judgments, reproducibly.
+
+Contract: ``python -m unmask.studies.wice --data DIR --out DIR`` imports both WiCE judge
+output files of DIR (``gpt-4-0613_…`` and ``gpt-3.5-turbo-0613_…``, joined to
+``gold_claim_test.jsonl``) with the ``wice`` importer, audits every replay with ``unmask
+audit`` (results, HTML report and summary in OUT), and prints the study's tables as
+Markdown: per judge the overall results, which dimension fails first, the gold × observed
+confusion with adherence, "right for the wrong reasons" and "wrong but procedurally clean"
+with two quoted examples each, where the two judges differ on the same item, and how many
+checks rest on unreviewed rule annotations. ``--limit N`` takes the first N judgments of
+each judge (the tests use a slice). Every number is computed from the results file alone,
+so ``tables(lines)`` can be checked against a recount.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+JUDGES = ("gpt-4-0613", "gpt-3.5-turbo-0613")
+LABELS = ("supported", "partially_supported", "not_supported")
+DIMENSIONS = ("verdict", "procedure", "coverage", "grounding")
+OVERALLS = ("SATISFIED", "VIOLATED", "UNKNOWN")
+
+
+def _slice(src: Path, dst: Path, limit: int | None) -> Path:
+    if limit is None:
+        return src
+    lines = src.read_text(encoding="utf-8").splitlines(keepends=True)[:limit]
+    dst.write_text("".join(lines), encoding="utf-8")
+    return dst
+
+
+def run(data: Path, out: Path, limit: int | None = None, jobs: int = 1) -> list[dict]:
+    """Import and audit; returns the parsed result lines (reports and error records)."""
+    from click.testing import CliRunner
+
+    from unmask.cli.main import main
+    from unmask.importers import Options, import_file
+
+    out.mkdir(parents=True, exist_ok=True)
+    replays = out / "replays"
+    gold = data / "gold_claim_test.jsonl"
+    for judge in JUDGES:
+        src = data / f"{judge}_claim_test_outputs.jsonl"
+        sliced = _slice(src, out / src.name, limit)
+        summary = import_file("wice", sliced, replays / judge, Options(gold=gold))
+        if summary.skipped:
+            for s in summary.skipped:
+                print(f"{s.where}: skipped: {s.reason}", file=sys.stderr)
+    results = out / "results.jsonl"
+    args = ["audit", str(replays), "--out", str(results), "--html", str(out / "report")]
+    args += ["--summary-json", str(out / "summary.json"), "--jobs", str(jobs)]
+    res = CliRunner().invoke(main, args)
+    if res.exit_code not in (0, 1, 3):
+        raise SystemExit(f"the audit failed ({res.exit_code}): {res.output}")
+    return [json.loads(x) for x in results.read_text(encoding="utf-8").splitlines() if x]
+
+
+def _reports(lines: Iterable[dict]) -> list[dict]:
+    return [x for x in lines if x.get("schema") == "unmask.report/1"]
+
+
+def _rests_on_unreviewed(r: dict) -> bool:
+    entries = [r["verdict"], *r["requirements"], *r["grounding"]]
+    return any(e.get("unreviewed") or e.get("coverage_unreviewed") for e in entries)
+
+
+def tables(lines: Sequence[dict]) -> dict[str, Any]:
+    """Every figure of the study, from result lines alone."""
+    reports = _reports(lines)
+    by_judge: dict[str, list[dict]] = defaultdict(list)
+    for r in reports:
+        by_judge[r.get("judge", "?")].append(r)
+    out: dict[str, Any] = {"errors": len(lines) - len(reports), "judges": {}}
+    for judge, rs in sorted(by_judge.items()):
+        confusion = {g: {o: Counter() for o in LABELS} for g in LABELS}
+        for r in rs:
+            confusion[r["gold"]][r["verdict"]["observed"]][r["overall"]] += 1
+        right_wrong = [r for r in rs if r["verdict_matches_gold"] and r["overall"] == "VIOLATED"]
+        wrong_clean = [
+            r
+            for r in rs
+            if r["verdict_matches_gold"] is False
+            and r["overall"] != "VIOLATED"
+            and r["dimensions"]["procedure"] == "OK"
+        ]
+        out["judges"][judge] = {
+            "replays": len(rs),
+            "overall": {o: sum(r["overall"] == o for r in rs) for o in OVERALLS},
+            "violated_by_dimension": {
+                d: sum(r["dimensions"][d] == "VIOLATED" for r in rs) for d in DIMENSIONS
+            },
+            "accuracy": sum(bool(r["verdict_matches_gold"]) for r in rs),
+            "confusion": {g: {o: dict(c) for o, c in row.items()} for g, row in confusion.items()},
+            "right_for_wrong_reasons": [r["replay"] for r in right_wrong],
+            "wrong_but_procedurally_clean": [r["replay"] for r in wrong_clean],
+            "rests_on_unreviewed": sum(_rests_on_unreviewed(r) for r in rs),
+        }
+    items: dict[str, dict[str, dict]] = defaultdict(dict)
+    for r in reports:
+        if r.get("item") and r.get("judge"):
+            items[r["item"]][r["judge"]] = r
+    both = [v for v in items.values() if all(j in v for j in JUDGES)]
+    out["pair"] = {
+        "items": len(both),
+        "verdict_differs": sum(
+            v[JUDGES[0]]["verdict"]["observed"] != v[JUDGES[1]]["verdict"]["observed"] for v in both
+        ),
+        "dimension_differs": {
+            d: sum(v[JUDGES[0]]["dimensions"][d] != v[JUDGES[1]]["dimensions"][d] for v in both)
+            for d in DIMENSIONS
+        },
+    }
+    return out
+
+
+def _first_reason(r: dict) -> str:
+    for x in r.get("reasons", ()):
+        if x["code"] == "violated":
+            return x["message"]
+    return r["reasons"][0]["message"] if r.get("reasons") else ""
+
+
+def markdown(t: dict[str, Any], lines: Sequence[dict], examples: int = 2) -> str:
+    by_id = {r["replay"]: r for r in _reports(lines)}
+    md: list[str] = []
+    for judge, j in t["judges"].items():
+        n = j["replays"]
+        md.append(f"### {judge} ({n} judgments, {j['accuracy']} labels equal to gold)\n")
+        md.append("| overall | " + " | ".join(OVERALLS) + " |")
+        md.append("|---|" + "---:|" * len(OVERALLS))
+        md.append("| replays | " + " | ".join(str(j["overall"][o]) for o in OVERALLS) + " |\n")
+        md.append("| dimension | " + " | ".join(DIMENSIONS) + " |")
+        md.append("|---|" + "---:|" * len(DIMENSIONS))
+        viol = j["violated_by_dimension"]
+        md.append("| violated | " + " | ".join(str(viol[d]) for d in DIMENSIONS) + " |\n")
+        md.append("gold ↓ / observed → (satisfied / violated / unknown in each cell)\n")
+        md.append("| gold | " + " | ".join(LABELS) + " |")
+        md.append("|---|" + "---|" * len(LABELS))
+        for g in LABELS:
+            cells = []
+            for o in LABELS:
+                c = j["confusion"][g][o]
+                cells.append("/".join(str(c.get(x, 0)) for x in OVERALLS))
+            md.append(f"| {g} | " + " | ".join(cells) + " |")
+        md.append("")
+        for key, title in (
+            ("right_for_wrong_reasons", "Right label, violated protocol"),
+            ("wrong_but_procedurally_clean", "Wrong label, procedure clean"),
+        ):
+            ids = j[key]
+            md.append(f"**{title}: {len(ids)}.**")
+            for rid in ids[:examples]:
+                r = by_id[rid]
+                md.append(
+                    f"- `{rid}`: gold `{r['gold']}`, answered `{r['verdict']['observed']}`; "
+                    f"{_first_reason(r)}"
+                )
+            md.append("")
+        md.append(
+            f"Replays with a check resting on unreviewed rule annotations: "
+            f"{j['rests_on_unreviewed']} of {n}.\n"
+        )
+    p = t["pair"]
+    md.append(f"### The two judges on the same items ({p['items']} items)\n")
+    md.append(f"- verdicts differ on {p['verdict_differs']} items")
+    for d in DIMENSIONS:
+        md.append(f"- the {d} dimension differs on {p['dimension_differs'][d]} items")
+    return "\n".join(md) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m unmask.studies.wice", description=__doc__)
+    ap.add_argument("--data", type=Path, required=True, help="folder with the WiCE files")
+    ap.add_argument("--out", type=Path, required=True, help="folder for replays and reports")
+    ap.add_argument("--limit", type=int, default=None, help="first N judgments of each judge")
+    ap.add_argument("--jobs", type=int, default=1)
+    a = ap.parse_args(argv)
+    lines = run(a.data, a.out, a.limit, a.jobs)
+    t = tables(lines)
+    (a.out / "study.json").write_text(json.dumps(t, indent=2) + "\n", encoding="utf-8")
+    sys.stdout.write(markdown(t, lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
