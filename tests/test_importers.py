@@ -106,11 +106,7 @@ def test_unknown_importer_and_misplaced_mapping_are_usage_errors(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-def test_rule_provenance_is_one_switch(monkeypatch):
-    import unmask.importers as importers
-
-    assert rule_by("promptfoo") is None  # replays do not carry `by` yet
-    monkeypatch.setattr(importers, "RULE_PROVENANCE", True)
+def test_rule_derived_annotations_say_so():
     assert rule_by("promptfoo") == {"kind": "rule", "name": "promptfoo/1", "reviewed": False}
 
 

@@ -36,15 +36,8 @@ IMPORTERS: dict[str, tuple[str, str]] = {
     "wice": ("unmask.importers.wice", "WiCE claim-verification judgments, with `--gold`"),
 }
 
-# Provenance of rule-derived annotations. Replays do not carry `by` yet; switching it on is
-# this one line: return the dict unconditionally.
-RULE_PROVENANCE = False
-
-
-def rule_by(importer: str) -> dict[str, Any] | None:
-    """The `by` of an annotation that ``importer`` derived by a rule (None while off)."""
-    if not RULE_PROVENANCE:
-        return None
+def rule_by(importer: str) -> dict[str, Any]:
+    """The `by` of an annotation that ``importer`` derived by a rule: unreviewed."""
     return {"kind": "rule", "name": f"{importer}/1", "reviewed": False}
 
 

@@ -40,7 +40,7 @@ _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
 # "Sentence 5", "sentences 5, 7 and 8", "line 3", "lines 3-5", "<sentence_5>"
 _CITE = re.compile(
     r"(?:<sentence_(\d+)>|\b(?:sentences?|lines?)\s+((?:\d+(?:\s*(?:-|–|to)\s*\d+)?"
-    r"(?:\s*(?:,|and|&)\s*)?)+))",
+    r"(?:\s*(?:,|and|&)\s*)*)+))",
     re.I,
 )
 _NUM_RANGE = re.compile(r"(\d+)(?:\s*(?:-|–|to)\s*(\d+))?")
