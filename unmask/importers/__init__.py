@@ -36,6 +36,7 @@ IMPORTERS: dict[str, tuple[str, str]] = {
     "wice": ("unmask.importers.wice", "WiCE claim-verification judgments, with `--gold`"),
 }
 
+
 def rule_by(importer: str) -> dict[str, Any]:
     """The `by` of an annotation that ``importer`` derived by a rule: unreviewed."""
     return {"kind": "rule", "name": f"{importer}/1", "reviewed": False}
