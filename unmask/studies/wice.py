@@ -124,7 +124,21 @@ def _first_reason(r: dict) -> str:
     for x in r.get("reasons", ()):
         if x["code"] == "violated":
             return x["message"]
-    return r["reasons"][0]["message"] if r.get("reasons") else ""
+    return r["reasons"][0]["message"] if r.get("reasons") else "every check holds"
+
+
+def _explanation(r: dict, limit: int = 400) -> str:
+    """The judge's explanation, quoted from the replay the result line names."""
+    try:
+        replay = json.loads(Path(r["location"]).read_text(encoding="utf-8"))
+        text = replay["sources"]["rationale"]
+    except (OSError, KeyError, ValueError):
+        return ""
+    start, end = text.find("<explanation>"), text.find("</explanation>")
+    if start >= 0 and end > start:
+        text = text[start + len("<explanation>") : end]
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def markdown(t: dict[str, Any], lines: Sequence[dict], examples: int = 2) -> str:
@@ -162,6 +176,9 @@ def markdown(t: dict[str, Any], lines: Sequence[dict], examples: int = 2) -> str
                     f"- `{rid}`: gold `{r['gold']}`, answered `{r['verdict']['observed']}`; "
                     f"{_first_reason(r)}"
                 )
+                quoted = _explanation(r)
+                if quoted:
+                    md.append(f"  > {quoted}")
             md.append("")
         md.append(
             f"Replays with a check resting on unreviewed rule annotations: "
