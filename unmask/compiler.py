@@ -27,7 +27,7 @@ from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.files import read_text
 from unmask.ir import Span
 from unmask.limits import DEFAULT_LIMITS, Limits
-from unmask.names import IDENT_PATTERN, IDENT_RE
+from unmask.names import IDENT_PATTERN, IDENT_RE, member_help
 from unmask.parser import parse_source, reserved_words
 
 DOMAIN_HELP = "pass `--domain {name}=a,b` to unmaskc, or `domains` in the replay"
@@ -664,7 +664,9 @@ class _Compiler:
                     f"member `{shown}` of `{name}` is not a name",
                     None,
                     path=f"{path}[{i}]",
-                    help=f"a member is a name `{IDENT_PATTERN}` that is not a reserved word",
+                    help=member_help(m)
+                    if isinstance(m, str) and m[:1].isdigit()
+                    else f"a member is a name `{IDENT_PATTERN}` that is not a reserved word",
                 )
                 ok = False
             elif m in seen:

@@ -13,3 +13,13 @@ import re
 
 IDENT_PATTERN = r"[A-Za-z_][A-Za-z0-9_]*"
 IDENT_RE = re.compile(IDENT_PATTERN + r"\Z")
+
+
+def member_help(member: str) -> str:
+    """The fix-it for a member that is not a name: a number gets a letter in front."""
+    if member[:1].isdigit() and IDENT_RE.match("s" + member):
+        return (
+            f"members are names, not numbers: write `s{member}` (a family atom is then"
+            f" named like `supported(s{member})`)"
+        )
+    return "names are letters, digits and `_`, not starting with a digit"

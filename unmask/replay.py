@@ -43,6 +43,7 @@ from unmask.jsonload import parse_json_text, read_json_file
 from unmask.jsonreader import JsonReader, did_you_mean, index_path, join_path, kind, show
 from unmask.limits import DEFAULT_LIMITS, Limits
 from unmask.model import SOURCES, VERDICTS, Replay
+from unmask.names import member_help
 
 __all__ = [
     "ATOM_NAME_RE",
@@ -202,20 +203,14 @@ class _ReplayReader:
                 r.limit(p, f"the size of domain `{dn}`", len(members), "max_domain_size")
                 continue
             seen: dict[str, int] = {}
-            ok = True
             for i, m in enumerate(members):
                 mp = index_path(p, i)
                 if not isinstance(m, str):
                     r.expect(mp, "a member name (a string)", m)
-                    ok = False
                 elif not IDENT_RE.match(m):
                     r.err(
-                        "name",
-                        mp,
-                        f"`{show(m)}` is not a valid member name",
-                        help="names are letters, digits and `_`, not starting with a digit",
+                        "name", mp, f"`{show(m)}` is not a valid member name", help=member_help(m)
                     )
-                    ok = False
                 elif m in seen:
                     r.err(
                         "domain",
@@ -223,11 +218,11 @@ class _ReplayReader:
                         f"member `{m}` occurs twice in domain `{dn}`",
                         notes=(f"the first is `{index_path(p, seen[m])}`",),
                     )
-                    ok = False
                 else:
                     seen[m] = i
-            if ok:
-                out[dn] = tuple(members)
+            # the members that are fine still ground the protocol: a bad member is reported
+            # once, here, not again as a domain the protocol finds without members
+            out[dn] = tuple(seen)
         return out
 
     # --- the protocol, in three forms -------------------------------------------------------
