@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.wice_data import WICE_DIR, needs_wice
 from unmask.cli.main import main
 from unmask.diagnostics import UnmaskError
 from unmask.propose import _REGISTRY as REGISTRY
@@ -34,19 +35,7 @@ from unmask.propose.measure import main as measure_main
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "propose"
-# CI keeps `shared/` beside the clone; a worktree kept in a folder of worktrees has it one up
-WICE = next(
-    (
-        p
-        for p in (
-            ROOT.parent / "shared" / "data" / "wice" / "gold_claim_test.jsonl",
-            ROOT.parent.parent / "shared" / "data" / "wice" / "gold_claim_test.jsonl",
-        )
-        if p.is_file()
-    ),
-    None,
-)
-needs_wice = pytest.mark.skipif(WICE is None, reason="WiCE data not found beside the repository")
+WICE = None if WICE_DIR is None else WICE_DIR / "gold_claim_test.jsonl"
 
 
 CLI = "import sys; from unmask.cli.main import main; sys.argv[0] = 'unmask'; main()"

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.wice_data import WICE_DIR
 from unmask.cli.main import main
 from unmask.diagnostics import UnmaskError
 from unmask.propose import available, create
@@ -28,17 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "propose"
 LABELS = DATA / "judge_citations_50.jsonl"
 HELDOUT = DATA / "judge_citations_heldout_30.jsonl"
-WICE = next(
-    (
-        p
-        for p in (
-            ROOT.parent / "shared" / "data" / "wice",
-            ROOT.parent.parent / "shared" / "data" / "wice",
-        )
-        if (p / "gpt-4-0613_claim_test_outputs.jsonl").is_file()
-    ),
-    None,
-)
+WICE = WICE_DIR
 
 RULES = JudgeRules()
 

@@ -13,23 +13,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.wice_data import WICE_DIR, needs_wice
 from unmask.cli.main import main
 from unmask.importers import Options, import_file
 from unmask.importers.wice import citations, judge_name
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = next(
-    (
-        p
-        for p in (
-            ROOT.parent / "shared" / "data" / "wice",
-            ROOT.parent.parent / "shared" / "data" / "wice",
-        )
-        if (p / "gold_claim_test.jsonl").is_file()
-    ),
-    None,
-)
-needs_data = pytest.mark.skipif(DATA is None, reason="the WiCE data is not beside the clone")
+DATA = WICE_DIR
+needs_data = needs_wice
 
 
 def _slice(tmp: Path, judge: str, n: int) -> Path:
