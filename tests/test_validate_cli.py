@@ -188,7 +188,8 @@ def test_many_paths_folders_and_json_lines_are_validated_with_a_summary(tmp_path
     res = run(str(examples_dir / "case_b.json"), str(examples_dir), str(lines))
     assert res.exit_code == 4
     out = res.stdout.splitlines()
-    assert out[-1] == "validated 10 replays: 9 valid, 1 invalid"
+    n = 1 + len(list(examples_dir.glob("*.json"))) + 2  # a file, the folder, two lines
+    assert out[-1] == f"validated {n} replays: {n - 1} valid, 1 invalid"
     assert any(x.startswith(f"{lines}:1: case-a: valid") for x in out)
     assert f"{lines}:2: invalid" in res.stderr
     assert "`MAYBE`" in res.stderr
