@@ -125,3 +125,28 @@ def test_sarif_and_junit_render_a_labelled_report() -> None:
     log = json.loads(sarif.render(report, replay))
     assert log["runs"][0]["results"]
     assert "partially_supported" in junit.render(report, replay)
+
+
+def test_html_lists_definitions_with_their_expansion_on_demand() -> None:
+    from pathlib import Path
+
+    from unmask.api import check
+    from unmask.ir import Atom, Definition, Nary, Ref
+    from unmask.render import html
+    from unmask.replay import load_replay
+
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    replay = load_replay(examples / "claim_parts_refuted.json")
+    page = html.render(check(replay, "z3"), replay)
+    assert '<a href="#definitions">definitions</a>' in page
+    assert "<dt><code>all_said</code></dt>" in page
+    # a definition built on another shows its expansion behind a click
+    some = Nary("or", (Atom("said(date)"), Atom("said(medal)")))
+    nested = Definition("any_or_first", Nary("or", (Ref("some_said", some), Atom("said(date)"))))
+    protocol = replay.protocol
+    object.__setattr__(protocol, "definitions", (*protocol.definitions, nested))
+    page = html.render(check(replay, "z3"), replay)
+    assert "<code>some_said or said(date)</code>" in page
+    assert (
+        "<summary>expanded</summary><code>(said(date) or said(medal)) or said(date)</code>" in page
+    )

@@ -285,7 +285,23 @@ def context(report: Report, replay: Any = None) -> dict:
         "bases": conflicts,
         "not_specified": ev.not_specified(report),
         "reasons": [ev.clean(r.message) for r in report.reasons],
+        "definitions": _definitions_view(replay),
     }
+
+
+def _definitions_view(replay: Any) -> list[dict]:
+    """Each definition the protocol uses, as written, with what it stands for (shown on
+    demand: reports print expressions with definition names kept)."""
+    if replay is None:
+        return []
+    return [
+        {
+            "name": ev.clean(d.name),
+            "expr": ev.clean(expr_text(d.expr)),
+            "expanded": ev.clean(expr_text(d.expr, expand=True)),
+        }
+        for d in replay.protocol.definitions
+    ]
 
 
 def render(report: Report, replay: Any = None) -> str:
