@@ -168,14 +168,13 @@ def test_vacuous_requirement():
     assert codes(CLEAN + req("x or not x").replace("x or not x", "x")) == []
 
 
-def test_impossible_requirement_is_an_error():
+def test_impossible_requirement_is_an_error(tmp_path):
     assert codes(CLEAN + req("x and not x")) == ["impossible-requirement"]
-    runner = CliRunner()
-    with runner.isolated_filesystem():
-        Path("p.proto").write_text(CLEAN + req("x and not x"), encoding="utf-8")
-        result = runner.invoke(main, ["analyze", "p.proto"])
-        assert result.exit_code == 1, result.output
-        assert "p.proto:11:1: error: requirement `q` holds under no assignment" in result.output
+    path = tmp_path / "p.proto"
+    path.write_text(CLEAN + req("x and not x"), encoding="utf-8")
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 1, result.output
+    assert f"{path}:11:1: error: requirement `q` holds under no assignment" in result.output
 
 
 def test_never_addressed():
@@ -317,3 +316,25 @@ def test_an_undecided_question_is_reported_as_undecided():
     assert found and all(not f.decided for f in found)
     assert [f.code for f in found] == ["contradictory-protocol"]
     assert found[0].severity == "note" and not found[0].is_error
+
+
+# --- size (figures in docs/performance.md; no wall-clock is asserted) -----------------------
+
+
+def test_a_200_atom_protocol():
+    (loaded,) = load([str(ROOT / "tests" / "data" / "analysis" / "large.proto")])
+    assert len(loaded.protocol.atoms) == 200
+    result = analyze(loaded.protocol, create("sliced"), loaded.scope)
+    # steps are chained (s0 implies s1 …), so doing a later pair implies doing an earlier one
+    assert {f.code for f in result.findings} == {"redundant-requirement"}
+    assert len(result.findings) == 10
+    assert "`step0` holds whenever `step2` holds" in result.findings[0].message
+
+
+def test_a_2000_member_family_at_domain():
+    members = [f"c{i}" for i in range(2000)]
+    path = str(ROOT / "tests" / "data" / "analysis" / "family.proto")
+    (loaded,) = load([path], domains={"claim": members})
+    assert len(loaded.protocol.atoms) == 10000
+    assert loaded.scope.to_json()["bounded"] is False
+    assert analyze(loaded.protocol, create("sliced"), loaded.scope).findings == ()

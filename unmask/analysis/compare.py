@@ -210,14 +210,20 @@ def _witness(w: tuple[tuple[str, bool], ...] | None) -> str:
     return ", ".join(f"{a} = {'TRUE' if v else 'FALSE'}" for a, v in w)
 
 
+_WHAT = {"label": "gives", "holds": "holds", "addressed": "addresses it", "constraints": "allows"}
+
+
 def text(c: Comparison) -> str:
     lines = [f"compare {c.old} -> {c.new}, backend {c.backend}", c.scope.text(), ""]
     for r in c.relations:
         lines.append(f"{r.subject}: {r.relation}")
+        what = _WHAT.get(r.subject.split(":", 1)[0], "holds")
+        if what == "gives":
+            what = f"gives `{r.subject.split(':', 1)[1]}`"
         if r.looser is not None:
-            lines.append(f"  only NEW holds on: {_witness(r.looser)}")
+            lines.append(f"  NEW {what} where OLD does not: {_witness(r.looser)}")
         if r.stricter is not None:
-            lines.append(f"  only OLD holds on: {_witness(r.stricter)}")
+            lines.append(f"  OLD {what} where NEW does not: {_witness(r.stricter)}")
         if r.detail:
             lines.append(f"  ({r.detail})")
     for key in ("labels", "requirements", "grounding", "atoms"):
