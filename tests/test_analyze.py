@@ -174,7 +174,10 @@ def test_impossible_requirement_is_an_error(tmp_path):
     path.write_text(CLEAN + req("x and not x"), encoding="utf-8")
     result = CliRunner().invoke(main, ["analyze", str(path)])
     assert result.exit_code == 1, result.output
-    assert f"{path}:11:1: error: requirement `q` holds under no assignment" in result.output
+    assert (
+        f"{path}:11:1: error[impossible-requirement]: requirement `q` holds under no assignment"
+        in result.output
+    )
 
 
 def test_never_addressed():
@@ -338,3 +341,28 @@ def test_a_2000_member_family_at_domain():
     assert len(loaded.protocol.atoms) == 10000
     assert loaded.scope.to_json()["bounded"] is False
     assert analyze(loaded.protocol, create("sliced"), loaded.scope).findings == ()
+
+
+# --- `check` and `audit` point at `analyze` when a protocol contradicts itself ----------------
+
+
+def _contradictory_replay(tmp_path: Path) -> Path:
+    proto = (ROOT / "examples" / "factual_claims.proto").read_text(encoding="utf-8")
+    proto += "constraint yes: j_cto\nconstraint no: not j_cto\n"
+    (tmp_path / "factual_claims.proto").write_text(proto, encoding="utf-8")
+    replay = tmp_path / "case_b.json"
+    replay.write_bytes((ROOT / "examples" / "case_b.json").read_bytes())
+    return replay
+
+
+def test_check_and_audit_mention_analyze_on_an_inconsistent_protocol(tmp_path):
+    replay = _contradictory_replay(tmp_path)
+    hint = "`unmask analyze` shows why the protocol contradicts itself"
+    checked = CliRunner().invoke(main, ["check", str(replay)])
+    assert checked.exit_code == 3 and hint in checked.output
+    audited = CliRunner().invoke(main, ["audit", str(replay), "--out", str(tmp_path / "r.jsonl")])
+    assert hint in audited.output
+    fine = CliRunner().invoke(main, ["check", str(ROOT / "examples" / "case_b.json")])
+    assert hint not in fine.output
+    result = CliRunner().invoke(main, ["analyze", str(tmp_path / "factual_claims.proto")])
+    assert result.exit_code == 1 and "contradictory-protocol" in result.output

@@ -73,7 +73,8 @@ class Finding:
             message,
             self.span,
             file=None if self.span is not None else file,
-            severity=self.severity,
+            # shown as `warning[unused-atom]:`, so the code is on the line, as rustc does
+            severity=f"{self.severity}[{self.code}]",
             notes=tuple(notes),
             help=None if not self.decided else HELP.get(self.code),
         )
