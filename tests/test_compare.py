@@ -207,3 +207,18 @@ def test_labelled_protocols_through_ir_json(tmp_path):
     assert got["label:no"] == "equivalent"
     # the gate's default label is the first declared one when there is no PASS
     assert CliRunner().invoke(main, ["compare", old, new, "--fail-if", "looser"]).exit_code == 1
+
+
+def test_constraint_sets_that_rule_each_other_out():
+    old = proto(extra="constraint k: x\n")
+    new = proto(extra="constraint k: not x\n")
+    rs = relations(old, new)
+    assert rs["constraints"].relation == "incomparable"
+    assert rs["constraints:both"].relation == "contradictory"
+    assert "label:PASS" not in rs
+
+
+def test_a_domain_no_file_declares_is_an_error(tmp_path):
+    fam = str(ROOT / "examples" / "factual_claims_family.proto")
+    out = CliRunner().invoke(main, ["compare", fam, fam, "--domain", "nope=a"])
+    assert out.exit_code == 4 and "nope" in out.output

@@ -31,6 +31,7 @@ STRICTER = "stricter"
 LOOSER = "looser"
 INCOMPARABLE = "incomparable"
 UNSPECIFIED = "unspecified"
+CONTRADICTORY = "contradictory"  # K_old ∧ K_new has no model
 RELATION_UNKNOWN = "unknown"
 
 
@@ -150,7 +151,8 @@ def compare(
     parts += [Part(f"new:{c.name}", c.expr) for c in new.constraints]
     space = Space(backend, parts, atoms)
     try:
-        if space.sat(None, want_witness=False).state == SAT:
+        both = space.sat(None, want_witness=False)
+        if both.state == SAT:
             for label in old.labels:
                 if label in new.labels:
                     d_old, d_new = old.decision_for(label), new.decision_for(label)
@@ -173,9 +175,10 @@ def compare(
             relations.append(
                 Relation(
                     "constraints:both",
-                    RELATION_UNKNOWN,
-                    detail="the two constraint "
-                    "sets together allow no assignment: nothing can be compared",
+                    RELATION_UNKNOWN if both.state == UNKNOWN else CONTRADICTORY,
+                    detail=both.reason
+                    or "the two constraint sets together allow no assignment: "
+                    "nothing else can be compared",
                 )
             )
     finally:

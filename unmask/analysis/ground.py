@@ -126,6 +126,9 @@ def _load(
     for text in texts.values():
         taken.update(_WORD.findall(text))
     invented = member_names(members, taken)
+    everywhere = {
+        s.name for src in parsed.values() for s in src.statements if isinstance(s, ast.DomainDecl)
+    }
     out: list[Loaded] = []
     for p in paths:
         if _is_json(p):
@@ -133,8 +136,9 @@ def _load(
             continue
         free = _free_domains(parsed[p])
         declared = {s.name for s in parsed[p].statements if isinstance(s, ast.DomainDecl)}
-        # a `--domain` for a domain this file does not declare is for the other file
-        here = {k: list(v) for k, v in given.items() if k in declared or len(paths) == 1}
+        # a `--domain` for a domain only the other file declares is for that file; one that
+        # no file declares is passed on, so the compiler reports it
+        here = {k: list(v) for k, v in given.items() if k in declared or k not in everywhere}
         made = [d for d in free if d not in here]
         for d in made:
             here[d] = list(invented)
