@@ -366,3 +366,15 @@ def test_check_and_audit_mention_analyze_on_an_inconsistent_protocol(tmp_path):
     assert hint not in fine.output
     result = CliRunner().invoke(main, ["analyze", str(tmp_path / "factual_claims.proto")])
     assert result.exit_code == 1 and "contradictory-protocol" in result.output
+
+
+def test_a_replay_input(tmp_path):
+    by_path = CliRunner().invoke(main, ["analyze", str(ROOT / "examples" / "case_b.json")])
+    assert by_path.exit_code == 4 and "analyse `factual_claims.proto` itself" in by_path.output
+    inline = json.loads((ROOT / "examples" / "case_b.json").read_text(encoding="utf-8"))
+    (loaded,) = load([str(ROOT / "examples" / "factual_claims.proto")])
+    inline["protocol"] = protocol_to_json(loaded.protocol)
+    path = tmp_path / "inline.json"
+    path.write_text(json.dumps(inline), encoding="utf-8")
+    result = CliRunner().invoke(main, ["analyze", str(path)])
+    assert result.exit_code == 0 and "no findings" in result.output

@@ -158,8 +158,12 @@ def _load_json(path: str, limits: Limits) -> ir.Protocol:
 
     obj = read_json_file(path, limits)
     if isinstance(obj, dict) and "protocol" in obj and "atoms" not in obj:
-        # a replay carries its protocol under `protocol`
-        return protocol_from_json(obj["protocol"], "protocol", path, limits)
+        # a replay carries its protocol under `protocol`, inline or as a `.proto` path
+        inner = obj["protocol"]
+        if isinstance(inner, dict) and "path" in inner and "atoms" not in inner:
+            message = f"this replay names its protocol by path: analyse `{inner['path']}` itself"
+            raise UnmaskError([Diagnostic("protocol", message, path="protocol.path", file=path)])
+        return protocol_from_json(inner, "protocol", path, limits)
     if not isinstance(obj, dict):
         raise UnmaskError(
             [
