@@ -378,3 +378,18 @@ def test_a_replay_input(tmp_path):
     path.write_text(json.dumps(inline), encoding="utf-8")
     result = CliRunner().invoke(main, ["analyze", str(path)])
     assert result.exit_code == 0 and "no findings" in result.output
+
+
+def test_too_many_linked_requirement_pairs_are_undecided_not_clean():
+    # one constraint links every step, so every pair must be compared
+    steps = [f"s{i}" for i in range(5)]
+    text = CLEAN + "".join(f'atom {s} : procedure "{s}"\n' for s in steps)
+    text += f"constraint linked: atmost(4, {', '.join(steps)})\n"
+    text += "".join(req(f"not {s}", rid=f"q{s}") for s in steps)
+    p = compile_source(text, "t.proto")
+    full = analyze(p, create("sliced"), Scope()).findings
+    assert all(f.decided for f in full)
+    capped = analyze(p, create("sliced"), Scope(), max_pairs=3).findings
+    undecided = [f for f in capped if not f.decided]
+    assert [f.code for f in undecided] == ["redundant-requirement"]
+    assert "only the first 3" in undecided[0].detail

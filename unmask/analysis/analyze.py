@@ -91,6 +91,7 @@ class Analysis:
 class _Run:
     protocol: ir.Protocol
     space: Space
+    max_pairs: int
     out: list[Finding] = field(default_factory=list)
 
     def ask(self, query: ir.Expr | None, witness: bool = False) -> Answer:
@@ -121,11 +122,18 @@ def _written(p: ir.Protocol) -> list[tuple[str, ir.Expr]]:
     return [(d.label, d.expr) for d in p.decisions if d.expr is not None]
 
 
-def analyze(protocol: ir.Protocol, backend: Backend, scope: Scope, file: str = "") -> Analysis:
+def analyze(
+    protocol: ir.Protocol,
+    backend: Backend,
+    scope: Scope,
+    file: str = "",
+    *,
+    max_pairs: int | None = None,
+) -> Analysis:
     parts = [Part(f"constraint:{c.name}", c.expr) for c in protocol.constraints]
     space = Space(backend, parts, protocol.atom_names)
     try:
-        run = _Run(protocol, space)
+        run = _Run(protocol, space, MAX_PAIRS if max_pairs is None else max_pairs)
         _solve(run)
         _structure(run)
         calls = space.calls
@@ -280,7 +288,7 @@ def _requirements(run: _Run) -> None:
                     subject,
                     a,
                 )
-    _redundant(run, varying)
+    _redundant(run, varying, run.max_pairs)
 
 
 class _Components:
@@ -311,14 +319,35 @@ class _Components:
         return frozenset(self.find(a) for a in iter_atoms(e))
 
 
-def _redundant(run: _Run, reqs: list[ir.Requirement]) -> None:
+# pairs of linked requirements compared at most: two solver calls each, so a family with
+# thousands of requirements tied by one constraint stays bounded (the rest is reported
+# as undecided, never as "no redundancy")
+MAX_PAIRS = 5_000
+
+
+def _redundant(run: _Run, reqs: list[ir.Requirement], max_pairs: int = MAX_PAIRS) -> None:
     comps = _Components(run.protocol.constraints)
     roots = [comps.roots(r.expr) for r in reqs]
+    compared = 0
     for j, rj in enumerate(reqs):
         for i in range(j):
             ri = reqs[i]
             if not roots[i] & roots[j]:
                 continue  # no shared atom, even through constraints: independent
+            if compared == max_pairs:
+                run.out.append(
+                    Finding(
+                        "redundant-requirement",
+                        f"whether requirement `{rj.id}` and later ones repeat another",
+                        rj.span,
+                        None,
+                        False,
+                        f"only the first {max_pairs} linked pairs of requirements are compared",
+                        f"requirement:{rj.id}",
+                    )
+                )
+                return
+            compared += 1
             i_j = run.ask(mk_and([ri.expr, mk_not(rj.expr)]))
             j_i = run.ask(mk_and([rj.expr, mk_not(ri.expr)]))
             subject = f"requirements:{ri.id},{rj.id}"
