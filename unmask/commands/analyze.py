@@ -78,7 +78,7 @@ def domain_option():
 
 
 @click.command(name="analyze")
-@click.argument("file", metavar="FILE.proto")
+@click.argument("file", metavar="FILE")
 @members_option()
 @domain_option()
 @click.option(
@@ -105,7 +105,8 @@ def command(
     timeout_ms: int,
     limits: Limits,
 ) -> None:
-    """Find contradictions, unreachable labels and dead requirements in a protocol."""
+    """Find contradictions, unreachable labels and dead requirements in a protocol
+    (FILE: a `.proto` file or protocol IR JSON)."""
     solver = open_backend(backend, timeout_ms)
     (loaded,) = load_or_exit((file,), members, domain_opts, limits)
     from unmask.analysis.analyze import analyze

@@ -31,8 +31,8 @@ from unmask.limits import Limits, click_options
 
 
 @click.command(name="compare")
-@click.argument("old", metavar="OLD.proto")
-@click.argument("new", metavar="NEW.proto")
+@click.argument("old", metavar="OLD")
+@click.argument("new", metavar="NEW")
 @members_option()
 @domain_option()
 @click.option(
