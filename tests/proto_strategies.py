@@ -4,8 +4,12 @@
 domains' members, and a rendering of it as text that is deliberately unlike the
 formatter's output (every operator fully parenthesised, random extra parentheses, random
 layout and comments, strings with random escapes), so that compiling the rendering and
-compiling its formatted text are two independent routes to the same IR. ``eval_surface``
-is an oracle for what an expression means, written independently of the compiler.
+compiling its formatted text are two independent routes to the same IR. A protocol may
+declare verdict labels (one of them `otherwise`), plain and family definitions (used in
+every kind of expression, each using only earlier ones), and ground expressions over
+judge atoms against expressions over context atoms, both ways and one way.
+``eval_surface`` is an oracle for what an expression means, written independently of the
+compiler.
 """
 
 from __future__ import annotations
@@ -29,6 +33,20 @@ class Ctx:
     families: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (domain, role)
     members: dict[str, tuple[str, ...]] = field(default_factory=dict)  # domain -> members
     fixed: dict[str, bool] = field(default_factory=dict)
+    # definition -> (domain of a family definition or None, body)
+    defs: dict[str, tuple[str | None, ast.Expr]] = field(default_factory=dict)
+    def_roles: dict[str, frozenset[str]] = field(default_factory=dict)  # roles a body reads
+
+    def only(self, role: str) -> Ctx:
+        """The atoms of one role and the definitions that read only them (for `ground`)."""
+        return Ctx(
+            {a: r for a, r in self.plain.items() if r == role},
+            {f: (d, r) for f, (d, r) in self.families.items() if r == role},
+            self.members,
+            self.fixed,
+            {n: v for n, v in self.defs.items() if self.def_roles[n] <= {role}},
+            self.def_roles,
+        )
 
 
 @dataclass
@@ -36,8 +54,9 @@ class Case:
     text: str
     domains: dict[str, list[str]]  # what to pass for the free domains
     ctx: Ctx
-    decision: ast.Expr
+    decision: ast.Expr  # the decision of `pass`, or of the first declared label
     statements: list = field(default_factory=list)
+    labels: tuple[str, ...] = ()  # declared labels, if any
 
 
 # --- strings ---------------------------------------------------------------------------------
@@ -87,7 +106,31 @@ def leaf(draw, ctx: Ctx, env: dict[str, str]) -> ast.Expr:
     ]
     if var_refs:
         options.append(st.sampled_from(var_refs))
+    def_refs = [ast.Ref(n) for n, (d, _) in ctx.defs.items() if d is None]
+    for n, (d, _) in ctx.defs.items():
+        if d is not None:
+            def_refs += [ast.Ref(n, m) for m in ctx.members.get(d, ())]
+            def_refs += [ast.Ref(n, v) for v, vd in env.items() if vd == d]
+    if def_refs:
+        options.append(st.sampled_from(def_refs))
     return draw(st.one_of(options))
+
+
+def roles_read(e: ast.Expr, ctx: Ctx) -> frozenset[str]:
+    """The roles of the atoms an expression reads, through definitions."""
+    out: set[str] = set()
+    todo = [e]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, ast.Ref):
+            if x.name in ctx.defs:
+                out |= ctx.def_roles[x.name]
+            elif x.arg is None:
+                out.add(ctx.plain[x.name])
+            else:
+                out.add(ctx.families[x.name][1])
+        todo.extend(ast.children(x))
+    return frozenset(out)
 
 
 @st.composite
@@ -117,9 +160,12 @@ def eval_surface(e: ast.Expr, world: dict[str, bool], ctx: Ctx, env: dict[str, s
     if isinstance(e, ast.Lit):
         return e.value
     if isinstance(e, ast.Ref):
+        member = None if e.arg is None else env.get(e.arg, e.arg)
+        if e.name in ctx.defs:
+            param, body = ctx.defs[e.name]
+            return eval_surface(body, world, ctx, {} if param is None else {param: member})
         if e.arg is None:
             return world[e.name]
-        member = env.get(e.arg, e.arg)
         return world[f"{e.name}({member})"]
     if isinstance(e, ast.NotE):
         return not eval_surface(e.arg, world, ctx, env)
@@ -229,8 +275,32 @@ def protocols(draw) -> Case:
         ctx.families[f"f{i}"] = (dom, role)
         desc = draw(desc_text) + "{" + dom + "}"
         stmts.append(["atom", f"f{i}", "(", dom, ")", ":", role, draw(string_literal(desc))])
+    for i in range(draw(st.integers(0, 3))):
+        # a family definition over a domain, whose name is the variable of its body
+        param = draw(st.sampled_from([None, *sorted(ctx.members)]))
+        name = f"g{i}" if param is None else f"h{i}"
+        body = draw(expr(ctx, {} if param is None else {param: param}, 2))
+        head = ["define", name] if param is None else ["define", name, "(", param, ")"]
+        stmts.append([*head, "=", *draw(render_expr(body))])
+        ctx.def_roles[name] = roles_read(body, ctx)
+        ctx.defs[name] = (param, body)
     decision = draw(expr(ctx, {}, 4))
-    stmts.append(["decision", "pass", "iff", *draw(render_expr(decision))])
+    labels: tuple[str, ...] = ()
+    if draw(st.booleans()):
+        stmts.append(["decision", "pass", "iff", *draw(render_expr(decision))])
+    else:
+        labels = tuple(f"l{i}" for i in range(draw(st.integers(2, 3))))
+        toks = ["verdict", labels[0]]
+        for label in labels[1:]:
+            toks += ["|", label]
+        stmts.append(toks)
+        stmts.append(["decision", labels[0], "iff", *draw(render_expr(decision))])
+        otherwise = draw(st.booleans())
+        for label in labels[1:]:
+            if otherwise and label == labels[-1]:
+                stmts.append(["decision", label, "otherwise"])
+            else:
+                stmts.append(["decision", label, "iff", *draw(render_expr(draw(expr(ctx, {}, 3))))])
     for i in range(draw(st.integers(0, 2))):
         stmts.append(["constraint", f"k{i}", ":", *draw(render_expr(draw(expr(ctx, {}, 3))))])
     for i in range(draw(st.integers(0, 2))):
@@ -248,6 +318,17 @@ def protocols(draw) -> Case:
     judges = [a for a, r in ctx.plain.items() if r == "judge"]
     contexts = [a for a, r in ctx.plain.items() if r == "context"]
     stmts.append(["ground", judges[0], "~", contexts[0]])
+    judge_ctx, context_ctx = ctx.only("judge"), ctx.only("context")
+    for _ in range(draw(st.integers(0, 2))):
+        left = draw(render_expr(draw(expr(judge_ctx, {}, 2))))
+        right = draw(render_expr(draw(expr(context_ctx, {}, 2))))
+        stmts.append(["ground", *left, draw(st.sampled_from(["~", "~>"])), *right])
+    if ctx.members and draw(st.booleans()):
+        d = draw(st.sampled_from(sorted(ctx.members)))
+        left = draw(render_expr(draw(expr(judge_ctx, {"w": d}, 2))))
+        right = draw(render_expr(draw(expr(context_ctx, {"w": d}, 2))))
+        arrow = draw(st.sampled_from(["~", "~>"]))
+        stmts.append(["for", "w", "in", d, ":", "ground", *left, arrow, *right])
     fam_j = [f for f, (_, r) in ctx.families.items() if r == "judge"]
     fam_c = [f for f, (d, r) in ctx.families.items() if r == "context"]
     for fj in fam_j:
@@ -266,7 +347,7 @@ def protocols(draw) -> Case:
     parts = [draw(join_tokens(s)) for s in [stmts[0], *rest]]
     lead = draw(st.sampled_from(["", "# head\n", "\n"]))
     source = lead + "".join(p + draw(st.sampled_from(["\n", " ", "  # end\n"])) for p in parts)
-    return Case(source, free, ctx, decision)
+    return Case(source, free, ctx, decision, labels=labels)
 
 
 # --- garbage ---------------------------------------------------------------------------------
@@ -285,6 +366,8 @@ SOUP_TOKENS = [
     ",",
     ":",
     "~",
+    "~>",
+    "|",
     "=",
     "#c\n",
     "\n",
@@ -299,6 +382,9 @@ SOUP_TOKENS = [
     "protocol p",
     "atom a : judge",
     "decision pass iff",
+    "verdict a | b",
+    "decision a otherwise",
+    "define f = a",
 ]
 
 token_soup = st.lists(st.sampled_from(SOUP_TOKENS), max_size=40).map(" ".join)

@@ -418,9 +418,11 @@ def test_compiled_decision_means_what_the_surface_says(case, rnd):
     p = compile_source(case.text, "g.proto", case.domains)
     names = p.atom_names
     assert len(set(names)) == len(names)
+    assert p.labels == (case.labels or ir.BINARY_LABELS)
+    decision = p.decision_for(p.labels[0])
     for _ in range(8):
         world = {n: rnd.random() < 0.5 for n in names}
-        assert ir.evaluate(p.decision, world) == eval_surface(case.decision, world, case.ctx, {})
+        assert ir.evaluate(decision, world) == eval_surface(case.decision, world, case.ctx, {})
 
 
 def test_exhaustively_small_precedence_table():

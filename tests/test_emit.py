@@ -136,3 +136,23 @@ def test_assertion_names_never_clash_with_atoms():
     s.from_string(text)  # z3 rejects a script that names an assertion like a constant
     assert s.check() == z3.sat
     assert proto_models(p) == {(False, True, False), (True, True, True)}
+
+
+def test_a_control_character_in_a_description_does_not_cut_the_script_short():
+    # z3 reads a script as a C string: a NUL in a comment used to end it there
+    p = Protocol(
+        name="nul\x00name",
+        text="",
+        atoms=(AtomDecl("a", "judge", "x\x00y\x1b"),),
+        constraints=(),
+        decision=Atom("a"),
+        requirements=(),
+        grounding=(),
+    )
+    text = emit_smt2(p)
+    assert "\x00" not in text and "\x1b" not in text
+    assert "; judge x\\u0000y\\u001b" in text
+    s = z3.Solver()
+    s.from_string(text)
+    assert len(s.assertions()) == 1
+    assert "\x00" not in emit_dimacs(p)

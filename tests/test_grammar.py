@@ -199,7 +199,11 @@ def test_long_chains_do_not_recurse():
     ("text", "line", "column", "needle"),
     [
         ("protocol p\ndecision pass a\n", 2, 15, "expected `iff` after `decision pass`"),
-        ("protocol p\ndecision a\n", 2, 10, "decision pass iff"),
+        ("protocol p\ndecision a\n", 2, 11, "expected `iff` or `otherwise` after"),
+        ("protocol p\ndecision iff a\n", 2, 10, "`iff` is a reserved word"),
+        ("protocol p\ndecision\n", 2, 9, "expected a label after `decision`"),
+        ("protocol p\ndefine a b\n", 2, 10, "expected `=` after the definition"),
+        ("protocol p\nverdict a b\n", 2, 11, "expected"),
         ("protocol p\nconstraint k a\n", 2, 14, "expected `:` after the constraint"),
         ("protocol p\natom a judge\n", 2, 8, "expected `:` between"),
         ("protocol p\natom a : jduge\n", 2, 10, "expected a role"),
@@ -291,6 +295,9 @@ def test_reserved_words_are_exactly_the_documented_list():
         "procedure",
         "holds",
         "addressed",
+        "verdict",
+        "define",
+        "otherwise",
     ]
     assert set(documented) == reserved_words()
     for word in documented:
@@ -417,7 +424,7 @@ def test_the_vocabulary_of_syntax_errors_is_read_off_the_grammar():
     from unmask.parser import _vocabulary
 
     v = _vocabulary()
-    words = "protocol atom domain constraint decision requirement ground for"
+    words = "protocol atom domain constraint verdict decision define requirement ground for"
     assert v.statements == {w.upper() for w in words.split()}
     assert v.roles == {"JUDGE", "CONTEXT", "PROCEDURE"}
     assert v.operators == {"AND", "OR", "XOR", "IMPLIES", "IFF"}

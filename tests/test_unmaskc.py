@@ -299,3 +299,55 @@ def test_fmt_write_refuses_a_file_it_may_not_write(runner, tmp_path, monkeypatch
     assert r.exit_code == 1 and isinstance(r.exception, SystemExit)
     assert r.stderr == f"error: cannot write `{f}`: permission denied\n"
     assert f.read_text(encoding="utf-8") == "protocol p atom a:judge decision pass iff a"
+
+
+# --- labels, definitions, one-way grounding -------------------------------------------------
+
+LABELLED = (
+    'protocol g "grade"\n'
+    "atom correct : judge\natom partial : judge\natom ref_ok : context\n"
+    "define any_credit = correct or partial\n"
+    "verdict C | P | I\n"
+    "decision C iff correct\ndecision P iff partial and not correct\ndecision I otherwise\n"
+    "ground any_credit ~> ref_ok\n"
+)
+
+
+def test_labelled_protocol_compiles_to_labels_decisions_and_definitions(runner, tmp_path):
+    f = write(tmp_path, "g.proto", LABELLED)
+    r = runner.invoke(cli, [str(f)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["labels"] == ["C", "P", "I"]
+    assert doc["decisions"][2] == {"label": "I", "otherwise": True}
+    assert [d["name"] for d in doc["definitions"]] == ["any_credit"]
+    assert doc["grounding"][0]["direction"] == "~>"
+    assert "decision" not in doc
+
+
+@pytest.mark.parametrize("emit", ["smt2", "dimacs"])
+def test_labelled_protocol_emits(runner, tmp_path, emit):
+    f = write(tmp_path, "g.proto", LABELLED)
+    r = runner.invoke(cli, [str(f), "--emit", emit])
+    assert r.exit_code == 0, r.output
+    if emit == "smt2":
+        assert "(declare-const verdict_P Bool) ; verdict `P`" in r.stdout
+        assert "(define-fun any_credit () Bool (or correct partial)) ; definition" in r.stdout
+    else:
+        assert "c var 5 verdict P" in r.stdout.splitlines()
+
+
+def test_label_errors_exit_1_located(runner, tmp_path):
+    f = write(tmp_path, "g.proto", LABELLED.replace("decision I otherwise\n", ""))
+    r = runner.invoke(cli, [str(f)])
+    assert r.exit_code == 1 and r.stdout == ""
+    assert f"{f}:6:17: error: label `I` has no decision" in r.stderr
+
+
+def test_fmt_check_accepts_canonical_labelled_text(runner, tmp_path):
+    f = write(tmp_path, "g.proto", LABELLED)
+    r = runner.invoke(cli, ["fmt", str(f)])
+    assert r.exit_code == 0
+    g = write(tmp_path, "h.proto", r.stdout)
+    assert runner.invoke(cli, ["fmt", "--check", str(g)]).exit_code == 0
+    assert "verdict C | P | I" in r.stdout and "ground any_credit ~> ref_ok" in r.stdout

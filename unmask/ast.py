@@ -200,9 +200,35 @@ class ConstraintDecl:
 
 
 @dataclass(frozen=True, slots=True)
-class DecisionDecl:
-    expr: Expr
+class VerdictDecl:
+    """``verdict L1 | L2 | …``: the protocol's verdict labels, in declaration order."""
+
+    labels: tuple[str, ...]
     span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+    label_spans: tuple[Span | None, ...] = field(default=(), compare=False, hash=False)
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionDecl:
+    """``decision pass iff EXPR`` (``label`` None), ``decision L iff EXPR`` or
+    ``decision L otherwise`` (``expr`` None)."""
+
+    expr: Expr | None
+    span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+    label: str | None = None
+    label_span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class DefineDecl:
+    """``define NAME = EXPR``, or a family ``define NAME(DOMAIN) = EXPR`` (``param``)."""
+
+    name: str
+    expr: Expr
+    param: str | None = None
+    span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+    name_span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+    param_span: Span | None = field(default=None, compare=False, hash=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,9 +242,12 @@ class RequirementDecl:
 
 @dataclass(frozen=True, slots=True)
 class GroundDecl:
-    judge: Ref
-    context: Ref
+    """``ground LEFT ~ RIGHT`` (``direction`` ``~``) or ``ground LEFT ~> RIGHT``."""
+
+    judge: Expr
+    context: Expr
     span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+    direction: str = "~"
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,7 +265,9 @@ Statement = (
     | AtomDecl
     | DomainDecl
     | ConstraintDecl
+    | VerdictDecl
     | DecisionDecl
+    | DefineDecl
     | RequirementDecl
     | GroundDecl
     | ForDecl
@@ -262,8 +293,14 @@ def statement_exprs(s: Statement) -> Iterator[Expr]:
     """The expressions a statement holds (for limit checks)."""
     if isinstance(s, ForDecl):
         s = s.body
-    if isinstance(s, (ConstraintDecl, DecisionDecl)):
+    if isinstance(s, (ConstraintDecl, DefineDecl)):
         yield s.expr
+    elif isinstance(s, DecisionDecl):
+        if s.expr is not None:
+            yield s.expr
+    elif isinstance(s, GroundDecl):
+        yield s.judge
+        yield s.context
     elif isinstance(s, RequirementDecl):
         yield s.holds
         if s.addressed is not None:

@@ -7,7 +7,11 @@ every error it found (syntax errors first and alone, since later checks would on
 them). The atom for member ``m`` of family ``f`` is named ``f(m)``; ``{DOMAIN}`` in a
 family's description (and ``{X}`` in a ``for`` statement's description) becomes the
 member. Members of a free domain come from ``domains``; members given for a fixed domain
-must be among its own. Every diagnostic has a stable ``code`` (see docs/language.md).
+must be among its own. A use of a definition becomes an ``ir.Ref`` named as written
+(``ok(cto)`` for a family definition), and the protocol lists the ground definitions it
+uses in dependency order. Every check (names, roles in ``ground``, recursion, labels) runs
+on the text as written, so its outcome never depends on a replay's members. Every
+diagnostic has a stable ``code`` (see docs/language.md).
 """
 
 from __future__ import annotations
@@ -29,8 +33,7 @@ from unmask.parser import parse_source, reserved_words
 DOMAIN_HELP = "pass `--domain {name}=a,b` to unmaskc, or `domains` in the replay"
 
 
-# stands in for the decision when compiling stopped early, so no `missing-decision` follows
-_ABORTED = ast.DecisionDecl(ast.Lit(True))
+GROUND_HELP = "the left side of `ground` reads judge atoms, the right side context atoms"
 
 
 class _TooBig(Exception):
@@ -117,6 +120,12 @@ class _Compiler:
         self.members: dict[str, tuple[str, ...]] = {}  # resolved; absent when unusable
         self.plain: dict[str, ast.AtomDecl] = {}
         self.families: dict[str, ast.AtomDecl] = {}
+        self.defs: dict[str, ast.DefineDecl] = {}
+        self.label_names: set[str] = set()
+        self._tried: set[str | None] = set()  # labels a decision was written for
+        self.cyclic: set[str] = set()  # definitions on a cycle (reported; never expanded)
+        self.def_bodies: dict[str, ir.Expr] = {}  # ground name -> compiled body
+        self._def_roles: dict[str, dict[str, str]] = {}  # definition -> atom -> role
         self.reported = 0  # errors raised so far, counting repeats that were not shown
         self.budget = limits.max_expr_nodes
 
@@ -143,53 +152,61 @@ class _Compiler:
         self._declare(stmts)
         self._resolve_domains()
         atoms = self._ground_atoms()
+        verdict = self._verdict(stmts)
+        self.label_names = set(verdict.labels) if verdict is not None else set()
+        self._check_definitions()
         constraints: list[ir.Constraint] = []
         requirements: list[ir.Requirement] = []
         grounding: list[ir.GroundPair] = []
-        decision: ir.Expr | None = None
-        first_decision: ast.DecisionDecl | None = None
+        decisions: dict[str | None, tuple[ast.DecisionDecl, ir.Expr | None]] = {}
+        aborted = False
         try:
             for s in stmts:
                 if isinstance(s, ast.DecisionDecl):
-                    expr = self.expr(s.expr, {})
-                    if first_decision is None:
-                        first_decision, decision = s, expr
-                    else:
-                        self.error(
-                            "duplicate-decision",
-                            "the protocol has a second decision",
-                            s.span,
-                            notes=(f"the first decision is at {first_decision.span}",),
-                            help="a protocol has exactly one decision; join them with `and`",
-                        )
+                    self._decision(s, verdict, decisions)
                 elif isinstance(s, ast.ForDecl):
                     self._for(s, constraints, requirements, grounding)
                 elif isinstance(s, (ast.ConstraintDecl, ast.RequirementDecl, ast.GroundDecl)):
                     self._body(s, {}, None, constraints, requirements, grounding)
         except _TooBig:
             # stop at once: every later statement would only overrun the budget again
-            first_decision = first_decision or _ABORTED
+            aborted = True
             self.limit(
                 f"grounding makes more than {self.limits.max_expr_nodes} expression nodes",
                 "max_expr_nodes",
                 None,
             )
         except RecursionError:  # pragma: no cover - depth is bounded by the parser
-            first_decision = first_decision or _ABORTED
+            aborted = True
             self.limit("an expression is nested too deeply to compile", "max_expr_depth", None)
-        if first_decision is None:
-            self.error(
-                "missing-decision",
-                "the protocol has no decision",
-                head.span if head else None,
-                help="add `decision pass iff EXPR`",
-            )
+        if not aborted:
+            self._check_decisions(head, verdict, decisions)
         self._check_unique(constraints, requirements)
         if not self.diags:
-            self._check_size(constraints, decision, requirements)
+            exprs = [e for _, e in decisions.values() if e is not None]
+            for g in grounding:
+                exprs += [g.judge, g.context]
+            self._check_size(constraints, exprs, requirements)
         if self.diags:
             raise UnmaskError(self.diags)
-        assert head is not None and decision is not None
+        assert head is not None
+        if verdict is None:
+            decision: ir.Expr | None = decisions[None][1]
+            labels, ir_decisions = ir.BINARY_LABELS, ()
+        else:
+            decision, labels = None, verdict.labels
+            ir_decisions = tuple(
+                ir.Decision(label, decisions[label][1], decisions[label][0].span)
+                for label in labels
+            )
+        definitions = self._definitions_used(
+            [c.expr for c in constraints],
+            [decision] if decision is not None else [d.expr for d in ir_decisions],
+            [r.expr for r in requirements],
+            [r.addressed for r in requirements],
+            [g.judge for g in grounding],
+            [g.context for g in grounding],
+        )
         return ir.Protocol(
             head.name,
             head.text,
@@ -199,7 +216,315 @@ class _Compiler:
             tuple(requirements),
             tuple(grounding),
             head.span,
+            labels=labels,
+            decisions=ir_decisions,
+            definitions=definitions,
         )
+
+    # --- labels and decisions ------------------------------------------------------------
+
+    def _verdict(self, stmts) -> ast.VerdictDecl | None:
+        """The one `verdict` statement, checked: two or more labels, none twice."""
+        found = [s for s in stmts if isinstance(s, ast.VerdictDecl)]
+        if not found:
+            return None
+        first = found[0]
+        for extra in found[1:]:
+            self.error(
+                "duplicate-verdict",
+                "the protocol has a second `verdict` statement",
+                extra.span,
+                notes=(f"the first is at {first.span}",),
+                help="list every label in one statement: `verdict A | B | C`",
+            )
+        spans = first.label_spans or (first.span,) * len(first.labels)
+        seen: dict[str, Span | None] = {}
+        for label, span in zip(first.labels, spans, strict=False):
+            if label in seen:
+                self.error(
+                    "labels",
+                    f"label `{label}` is declared twice",
+                    span,
+                    notes=(f"the first is at {seen[label]}",),
+                )
+            else:
+                seen[label] = span
+        if len(first.labels) < 2:
+            self.error(
+                "labels",
+                f"the verdict has only one label, `{first.labels[0]}`",
+                first.span,
+                help="a verdict has two or more labels: `verdict A | B`",
+            )
+        return first
+
+    def _decision(self, s: ast.DecisionDecl, verdict, decisions) -> None:
+        expr = None if s.expr is None else self.expr(s.expr, {})
+        key = s.label
+        span = s.label_span or s.span
+        # a decision refused below still answers for its label: no `missing-decision` too
+        self._tried.add(key)
+        if verdict is None and key is not None:
+            self._tried.add(None)
+            self.error(
+                "unknown-label",
+                f"`{key}` is not a label: the protocol has no `verdict` statement",
+                span,
+                help=f"declare the labels with `verdict {key} | …`, or write "
+                "`decision pass iff EXPR` for a PASS/FAIL verdict",
+            )
+            return
+        if verdict is not None and key is None:
+            shown = ", ".join(f"`{x}`" for x in verdict.labels)
+            self.error(
+                "unknown-label",
+                "`decision pass` is for a protocol without a `verdict` statement",
+                s.span,
+                help=f"write `decision LABEL iff EXPR` for each of the labels {shown}",
+            )
+            return
+        if verdict is not None and key not in verdict.labels:
+            shown = ", ".join(f"`{x}`" for x in verdict.labels)
+            self.error(
+                "unknown-label",
+                f"`{key}` is not a declared label",
+                span,
+                notes=(f"the labels are {shown}",),
+                help=_did_you_mean(key, verdict.labels),
+            )
+            return
+        if key in decisions:
+            first = decisions[key][0]
+            what = (
+                "the protocol has a second decision"
+                if key is None
+                else (f"label `{key}` has a second decision")
+            )
+            self.error(
+                "duplicate-decision",
+                what,
+                s.span,
+                notes=(f"the first decision is at {first.span}",),
+                help="a protocol has exactly one decision; join them with `and`"
+                if key is None
+                else "each label has exactly one decision; join them with `or`",
+            )
+            return
+        if s.expr is None:
+            other = next((d for d, e in decisions.values() if d.expr is None), None)
+            if other is not None:
+                self.error(
+                    "otherwise",
+                    f"`{key}` is a second `otherwise` decision",
+                    s.span,
+                    notes=(f"`{other.label}` is already `otherwise` at {other.span}",),
+                    help="at most one label holds when no other does; give this one `iff EXPR`",
+                )
+                return
+        decisions[key] = (s, expr)
+
+    def _check_decisions(self, head, verdict, decisions) -> None:
+        if verdict is None:
+            if None not in decisions and None not in self._tried:
+                self.error(
+                    "missing-decision",
+                    "the protocol has no decision",
+                    head.span if head else None,
+                    help="add `decision pass iff EXPR`",
+                )
+            return
+        spans = verdict.label_spans or (verdict.span,) * len(verdict.labels)
+        done: set[str] = set()
+        for label, span in zip(verdict.labels, spans, strict=False):
+            if label not in decisions and label not in done and label not in self._tried:
+                self.error(
+                    "missing-decision",
+                    f"label `{label}` has no decision",
+                    span,
+                    help=f"add `decision {label} iff EXPR` (or `decision {label} otherwise`)",
+                )
+            done.add(label)
+
+    # --- definitions ---------------------------------------------------------------------
+
+    def _check_definitions(self) -> None:
+        """Each definition's parameter, its recursion (on the text, before any expansion),
+        and its body, checked once whatever the members."""
+        for d in self.defs.values():
+            if d.param is not None and d.param not in self.domains:
+                self._unknown_domain(d.param, d.param_span)
+        edges = {name: self._defs_in(d) for name, d in self.defs.items()}
+        for name, d in self.defs.items():
+            if name in self.cyclic:
+                continue
+            path = self._cycle(name, edges)
+            if path is not None:
+                self.cyclic.update(path)
+                chain = " → ".join(f"`{x}`" for x in [*path, name])
+                self.error(
+                    "recursive-definition",
+                    f"definition `{name}` refers to itself: {chain}"
+                    if len(path) > 1
+                    else f"definition `{name}` refers to itself",
+                    d.name_span or d.span,
+                    help="a definition is a macro and cannot be recursive; spell out "
+                    "what it stands for",
+                )
+        for d in self.defs.values():
+            if d.name in self.cyclic:
+                continue
+            try:
+                if d.param is None:
+                    self._use_def(d, None, d.span)
+                else:
+                    self.expr(d.expr, {d.param: _Binding(None, d.param)})
+            except _TooBig:
+                return  # reported again, once, when a statement uses it
+
+    def _defs_in(self, d: ast.DefineDecl) -> list[str]:
+        """The definitions a definition's body names (variables shadow nothing here:
+        a variable named like a definition is itself an error)."""
+        out: list[str] = []
+        todo: list[ast.Expr] = [d.expr]
+        while todo:
+            e = todo.pop()
+            if isinstance(e, ast.Ref) and e.name in self.defs and e.name not in out:
+                out.append(e.name)
+            todo.extend(ast.children(e))
+        return out
+
+    @staticmethod
+    def _cycle(start: str, edges: dict[str, list[str]]) -> list[str] | None:
+        """A path ``start → … → start`` (without the last step), or None; breadth-first,
+        so the shortest cycle is named."""
+        parent: dict[str, str] = {}
+        frontier = [start]
+        while frontier:
+            nxt = []
+            for node in frontier:
+                for succ in edges.get(node, ()):
+                    if succ == start:
+                        path = [node]
+                        while path[-1] != start:
+                            path.append(parent[path[-1]])
+                        return path[::-1]
+                    if succ not in parent:
+                        parent[succ] = node
+                        nxt.append(succ)
+            frontier = nxt
+        return None
+
+    def _use_def(self, d: ast.DefineDecl, member: str | None, span) -> ir.Expr:
+        if d.name in self.cyclic:
+            return ir.FALSE
+        ground = d.name if d.param is None else f"{d.name}({member})"
+        body = self.def_bodies.get(ground)
+        if body is None:
+            env = {} if d.param is None else {d.param: _Binding(member, d.param)}
+            body = self.expr(d.expr, env)
+            self.def_bodies[ground] = body
+        return ir.mk_ref(ground, body, span)
+
+    def _definitions_used(self, *groups) -> tuple[ir.Definition, ...]:
+        """Every ground definition the protocol's expressions use: in the order the
+        definitions are written (a family's members in their domain's order), except that
+        each comes after the definitions it uses."""
+        used: dict[str, ir.Ref] = {}
+        for group in groups:
+            for e in group:
+                if e is not None:
+                    self._collect_refs(e, used)
+        order = {name: i for i, name in enumerate(self.defs)}
+
+        def key(name: str) -> tuple[int, int]:
+            base, _, rest = name.partition("(")
+            d = self.defs[base]
+            members = self.members.get(d.param, ()) if d.param else ()
+            member = rest[:-1]
+            return order[base], members.index(member) if member in members else 0
+
+        out: list[ir.Definition] = []
+        done: set[str] = set()
+        for name in sorted(used, key=key):
+            # post-order over the definitions this one uses (bounded by their number)
+            todo: list[tuple[str, bool]] = [(name, False)]
+            while todo:
+                n, expanded = todo.pop()
+                if n in done:
+                    continue
+                if expanded:
+                    done.add(n)
+                    decl = self.defs[n.split("(", 1)[0]]
+                    out.append(ir.Definition(n, used[n].body, decl.span))
+                    continue
+                todo.append((n, True))
+                inner: dict[str, ir.Ref] = {}
+                self._collect_refs(used[n].body, inner)
+                todo.extend((m, False) for m in sorted(inner, key=key, reverse=True))
+        return tuple(out)
+
+    @staticmethod
+    def _collect_refs(root: ir.Expr, found: dict[str, ir.Ref]) -> None:
+        """Every definition use in ``root``, bodies included (each body walked once)."""
+        todo = [root]
+        while todo:
+            e = todo.pop()
+            if isinstance(e, ir.Ref):
+                if e.name in found:
+                    continue
+                found[e.name] = e
+            todo.extend(ir.children(e))
+
+    # --- roles in `ground` ---------------------------------------------------------------
+
+    def _roles_of_def(self, name: str) -> dict[str, str]:
+        """The atoms (family names for families) a definition reads, with their roles,
+        through the definitions it uses."""
+        if name in self._def_roles:
+            return self._def_roles[name]
+        self._def_roles[name] = {}  # a cycle is reported elsewhere; stop on it here
+        out: dict[str, str] = {}
+        for _ref, atom, role in self._side_atoms(self.defs[name].expr):
+            out.setdefault(atom, role)
+        self._def_roles[name] = out
+        return out
+
+    def _side_atoms(self, root: ast.Expr):
+        """(reference, atom, role) for each atom an expression reads, a definition's atoms
+        reported at the reference to the definition."""
+        todo = [root]
+        while todo:
+            e = todo.pop()
+            if isinstance(e, ast.Ref):
+                decl = self.plain.get(e.name) if e.arg is None else None
+                decl = decl or (self.families.get(e.name) if e.arg is not None else None)
+                if decl is not None:
+                    yield e, str(e), decl.role
+                elif e.name in self.defs and e.name not in self.cyclic:
+                    for atom, role in self._roles_of_def(e.name).items():
+                        yield e, atom, role
+            todo.extend(ast.children(e))
+
+    def _check_side(self, e: ast.Expr, role: str, side: str) -> bool:
+        ok = True
+        reported: set[int] = set()  # one error per reference, however many atoms it reads
+        for ref, atom, actual in self._side_atoms(e):
+            if actual == role or id(ref) in reported:
+                continue
+            reported.add(id(ref))
+            ok = False
+            if atom == str(ref):
+                message = (
+                    f"`{ref}` is a {actual} atom, but the {side} side of `ground` may read "
+                    f"only {role} atoms"
+                )
+            else:
+                message = (
+                    f"`{ref}` reads the {actual} atom `{atom}`, but the {side} side of "
+                    f"`ground` may read only {role} atoms"
+                )
+            self.error("role-mismatch", message, ref.span, help=GROUND_HELP)
+        return ok
 
     def _protocol_line(self, stmts) -> ast.ProtocolDecl | None:
         heads = [s for s in stmts if isinstance(s, ast.ProtocolDecl)]
@@ -241,6 +566,22 @@ class _Compiler:
                     self.plain[s.name] = s
                 else:
                     self.families[s.name] = s
+        for s in stmts:
+            if not isinstance(s, ast.DefineDecl):
+                continue
+            atom = self.plain.get(s.name) or self.families.get(s.name)
+            if atom is not None:
+                self.error(
+                    "duplicate-name",
+                    f"definition `{s.name}` has the name of an atom",
+                    s.name_span or s.span,
+                    notes=(f"the atom is declared at {atom.span}",),
+                    help="a definition may not shadow an atom; choose another name",
+                )
+            elif s.name in self.defs:
+                self._duplicate("definition", s.name, s.name_span, self.defs[s.name].span)
+            else:
+                self.defs[s.name] = s
 
     def _duplicate(self, kind: str, name: str, span, first) -> None:
         self.error(
@@ -394,10 +735,11 @@ class _Compiler:
 
     def _bind(self, var: str, var_span, domain: str, domain_span, env) -> list | None:
         """The bindings of ``var`` in turn; one checking pass when there are none."""
-        if var in self.plain or var in self.families:
+        if var in self.plain or var in self.families or var in self.defs:
+            kind = "a definition" if var in self.defs else "an atom"
             self.error(
                 "duplicate-name",
-                f"the variable `{var}` has the name of an atom",
+                f"the variable `{var}` has the name of {kind}",
                 var_span,
                 help="choose another variable name",
             )
@@ -437,30 +779,15 @@ class _Compiler:
             if not checking:
                 requirements.append(r)
         else:
-            j = self._ground_ref(s.judge, env, "judge", "left")
-            c = self._ground_ref(s.context, env, "context", "right")
-            if j is not None and c is not None and not checking:
-                grounding.append(ir.GroundPair(j, c, s.span))
-
-    def _ground_ref(self, ref: ast.Ref, env, role: str, side: str) -> str | None:
-        # the role is read off the declaration the reference names, not off a ground atom,
-        # so a family over a domain with no members is checked as one with members
-        before = self.reported
-        e = self.ref(ref, env)
-        if self.reported > before:
-            return None
-        decl = self.plain.get(ref.name) if ref.arg is None else self.families.get(ref.name)
-        actual = decl.role if decl is not None else None
-        if actual is not None and actual != role:
-            self.error(
-                "role-mismatch",
-                f"`{ref}` is a {actual} atom, but the {side} side of `ground` must be a "
-                f"{role} atom",
-                ref.span,
-                help="write `ground JUDGE_ATOM ~ CONTEXT_ATOM`",
-            )
-            return None
-        return e.name if isinstance(e, ir.Atom) else None
+            # roles are read off the declarations the text names, not off ground atoms, so
+            # a family over a domain with no members is checked as one with members
+            before = self.reported
+            j = self.expr(s.judge, env)
+            c = self.expr(s.context, env)
+            roles_ok = self._check_side(s.judge, "judge", "left")
+            roles_ok = self._check_side(s.context, "context", "right") and roles_ok
+            if roles_ok and self.reported == before and not checking:
+                grounding.append(ir.GroundPair(j, c, s.span, s.direction))
 
     def _check_unique(self, constraints, requirements) -> None:
         for kind, items, key in (
@@ -480,8 +807,8 @@ class _Compiler:
                 else:
                     first[k] = it.span
 
-    def _check_size(self, constraints, decision, requirements) -> None:
-        exprs = [(c.expr, c.span) for c in constraints] + [(decision, None)]
+    def _check_size(self, constraints, others, requirements) -> None:
+        exprs = [(c.expr, c.span) for c in constraints] + [(e, None) for e in others]
         for r in requirements:
             exprs.append((r.expr, r.span))
             if r.addressed is not None:
@@ -528,6 +855,17 @@ class _Compiler:
                 return ir.FALSE
             if name in self.plain:
                 return ir.mk_atom(name, r.span)
+            if name in self.defs and self.defs[name].param is None:
+                return self._use_def(self.defs[name], None, r.span)
+            if name in self.defs:
+                d = self.defs[name]
+                self.error(
+                    "missing-member",
+                    f"`{name}` is a family of definitions over `{d.param}`, not one expression",
+                    r.span,
+                    help=f"write `{name}(c)` with a member or a variable of `{d.param}`",
+                )
+                return ir.FALSE
             if name in self.families:
                 fam = self.families[name]
                 self.error(
@@ -539,7 +877,18 @@ class _Compiler:
                 return ir.FALSE
             self._unknown_name(name, r.span)
             return ir.FALSE
-        arg = r.arg
+        if name in self.defs:
+            d = self.defs[name]
+            if d.param is None:
+                self.error(
+                    "not-a-family",
+                    f"`{name}` is a single definition, not a family",
+                    r.span,
+                    help=f"a single definition takes no member: write `{name}`",
+                )
+                return ir.FALSE
+            member = self._member(r, d.param, env, "a family of definitions")
+            return ir.FALSE if member is None else self._use_def(d, member, r.span)
         if name not in self.families:
             if name in self.plain:
                 self.error(
@@ -551,41 +900,45 @@ class _Compiler:
             else:
                 self._unknown_name(name, r.span)
             return ir.FALSE
-        fam = self.families[name]
+        member = self._member(r, self.families[name].param, env, "a family")
+        return ir.FALSE if member is None else ir.mk_atom(f"{name}({member})", r.span)
+
+    def _member(self, r: ast.Ref, domain: str, env, kind: str) -> str | None:
+        """The member ``r``'s argument names (a bound variable's or a member of
+        ``domain``), or None: an error, or a checking pass over no members."""
+        arg = r.arg
+        assert arg is not None
         if arg in env:
             b = env[arg]
-            if b.domain != fam.param:
+            if b.domain != domain:
                 self.error(
                     "domain-mismatch",
-                    f"`{arg}` ranges over `{b.domain}`, but `{name}` is a family over "
-                    f"`{fam.param}`",
+                    f"`{arg}` ranges over `{b.domain}`, but `{r.name}` is {kind} over `{domain}`",
                     r.arg_span or r.span,
                 )
-                return ir.FALSE
-            if b.member is None:
-                return ir.FALSE  # checking a body over no members: nothing to name
-            return ir.mk_atom(f"{name}({b.member})", r.span)
-        known = self.members.get(fam.param)
+                return None
+            return b.member  # None while checking a body over no members: nothing to name
+        known = self.members.get(domain)
         if known is None:
             # the domain itself is in error (reported already) or has no members yet
-            return ir.FALSE
+            return None
         if arg not in known:
             self.error(
                 "unknown-member",
-                f"`{arg}` is neither a variable nor a member of `{fam.param}`",
+                f"`{arg}` is neither a variable nor a member of `{domain}`",
                 r.arg_span or r.span,
                 help=_did_you_mean(arg, list(known) + list(env)),
             )
-            return ir.FALSE
-        return ir.mk_atom(f"{name}({arg})", r.span)
+            return None
+        return arg
 
     def _unknown_name(self, name: str, span) -> None:
-        self.error(
-            "unknown-name",
-            f"unknown atom `{name}`",
-            span,
-            help=_did_you_mean(name, list(self.plain) + list(self.families)),
-        )
+        what = "atom or definition" if self.defs else "atom"
+        if name in self.label_names:
+            hint = f"`{name}` is a verdict label: labels appear only in `verdict` and `decision`"
+        else:
+            hint = _did_you_mean(name, list(self.plain) + list(self.families) + list(self.defs))
+        self.error("unknown-name", f"unknown {what} `{name}`", span, help=hint)
 
     def _leaf(self, e: ast.Expr, env) -> ir.Expr:
         if isinstance(e, ast.Lit):

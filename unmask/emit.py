@@ -1,17 +1,26 @@
 """The lowering of a protocol for other tools: SMT-LIB 2 and DIMACS (``unmaskc --emit``).
 
-Contract: both formats state B_proto = K ∧ (V ⇔ D) (the constraints K, and the verdict V
-equivalent to the decision D) and nothing else that constrains: no annotation is known at
-compile time.
+Contract: both formats state B_proto and nothing else that constrains (no annotation is
+known at compile time). For a protocol without declared labels that is K ∧ (V ⇔ D): the
+constraints K, and the verdict V equivalent to the decision D. For one with labels
+L1…Ln it is K ∧ exactly-one(V_L1 … V_Ln) ∧ ⋀ (V_L ⇔ D_L), an ``otherwise`` decision
+expanded to the negation of the others.
 - ``emit_smt2``: a self-contained SMT-LIB 2.6 script: one ``declare-const`` per atom in
-  declaration order, then the verdict ``pass``; one named assertion per constraint
-  (``constraint_NAME``) and one for the decision (``decision``); requirements, coverage and
-  grounding as ``define-fun``s (named, unasserted, for ``check-sat-assuming``);
-  ``(check-sat)``. Cardinalities are sums of ``ite`` terms (logic ``QF_LIA``; ``QF_UF``
-  when there are none). Printed independently of any solver, so the output is byte-stable.
+  declaration order, then the verdict ``pass`` (or one ``verdict_LABEL`` per label, in
+  declaration order); each definition the protocol uses as a ``define-fun`` (named as
+  written, in dependency order; uses of it call it); one named assertion per constraint
+  (``constraint_NAME``), then ``labels`` (exactly one label) and one ``decision_LABEL`` per
+  label, or the one ``decision``; requirements, coverage and grounding as ``define-fun``s
+  (named, unasserted, for ``check-sat-assuming``; a one-way grounding is ``=>``, a two-way
+  one ``=``); ``(check-sat)``. Cardinalities are sums of ``ite`` terms (logic ``QF_LIA``;
+  ``QF_UF`` when there are none). Printed independently of any solver, so the output is
+  byte-stable.
 - ``emit_dimacs``: the Tseitin CNF (``unmask.backends.cnf``) with ``c`` comment lines mapping
-  variables 1..n to the atoms, n+1 to the verdict, and naming the literal of each
-  constraint and of the decision; each of those literals is asserted by a unit clause.
+  variables 1..n to the atoms, the next ones to the verdict (``c var N verdict pass``, or one
+  ``c var N verdict LABEL`` per label), and naming the literal of each constraint, of the
+  exactly-one over the labels (``c labels literal``) and of each decision (``c decision
+  literal`` or ``c decision LABEL literal``); each of those literals is asserted by a unit
+  clause.
 """
 
 from __future__ import annotations
@@ -19,11 +28,44 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from unmask.ir import CARD_OPS, KINDS, Card, Expr, Nary, Protocol, Table, mk_atom, mk_iff
+from unmask.ir import (
+    CARD_OPS,
+    KINDS,
+    Card,
+    Expr,
+    Nary,
+    Protocol,
+    Table,
+    mk_and,
+    mk_atom,
+    mk_iff,
+    mk_not,
+    mk_or,
+)
 from unmask.irtext import expr_text
 
 VERDICT = "pass"  # the verdict variable V in both formats; `pass` is never an atom name
 _VERDICT_KEY = "$pass"  # the verdict's name inside the CNF encoder, as in the checker
+LABEL_PREFIX = "verdict_"  # the SMT-LIB symbol of label L's verdict variable V_L
+
+
+def label_key(label: str) -> str:
+    """The name of V_L among the atoms, as in the checker (never an atom's name)."""
+    return f"$v:{label}"
+
+
+def verdict_keys(protocol: Protocol) -> list[str]:
+    """The verdict variables, in order: ``$pass``, or one per declared label."""
+    if not protocol.declared_labels:
+        return [_VERDICT_KEY]
+    return [label_key(x) for x in protocol.labels]
+
+
+def exactly_one(vars_: list[Expr]) -> Expr:
+    """At least one, and no two (pairwise, so no arithmetic is needed)."""
+    pairs = [mk_not(mk_and((a, b))) for i, a in enumerate(vars_) for b in vars_[i + 1 :]]
+    return mk_and([mk_or(vars_), *pairs])
+
 
 _SIMPLE = re.compile(r"[A-Za-z~!@$%^&*_\-+=<>.?/][A-Za-z0-9~!@$%^&*_\-+=<>.?/]*\Z")
 # SMT-LIB reserved words and the symbols of the Core and Ints theories: quoting does not
@@ -39,7 +81,12 @@ _RESERVED = frozenset(
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    """Text for a comment: one line, and no control character (a NUL would end the script
+    for a reader written in C, such as z3's)."""
+    text = " ".join(text.split())
+    return "".join(
+        f"\\u{ord(ch):04x}" if ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 else ch for ch in text
+    )
 
 
 class _Symbols:
@@ -64,7 +111,11 @@ def smt2_symbols(protocol: Protocol) -> dict[str, str]:
     # names SMT-LIB accepts keep their spelling; only reserved ones move aside
     out = {a.name: syms.take(a.name) for a in protocol.atoms if a.name not in _RESERVED}
     out.update({a.name: syms.take(a.name) for a in protocol.atoms if a.name in _RESERVED})
-    out[_VERDICT_KEY] = syms.take(VERDICT)
+    if protocol.declared_labels:
+        for label in protocol.labels:
+            out[label_key(label)] = syms.take(LABEL_PREFIX + label)
+    else:
+        out[_VERDICT_KEY] = syms.take(VERDICT)
     return out
 
 
@@ -86,6 +137,8 @@ _SMT: Table[str] = Table(
     {
         "const": lambda names, e, v: "true" if e.value else "false",
         "atom": lambda names, e, v: names[e.name],
+        # a definition with a `define-fun` is called by name; otherwise it is its body
+        "ref": lambda names, e, v: names.get(_def_key(e.name), v[0]),
         "not": lambda names, e, v: f"(not {v[0]})",
         Nary: _smt_nary,
         "implies": lambda names, e, v: f"(=> {v[0]} {v[1]})",
@@ -100,6 +153,10 @@ _HAS_CARD: Table[bool] = Table(
 )
 
 
+def _def_key(name: str) -> str:
+    return f"$def:{name}"
+
+
 def _smt_expr(e: Expr, names: dict[str, str]) -> str:
     return _SMT(e, names)
 
@@ -110,6 +167,9 @@ def _has_card(e: Expr) -> bool:
 
 def _all_exprs(p: Protocol) -> Iterator[Expr]:
     yield from p.decision_exprs
+    for g in p.grounding:
+        yield g.judge
+        yield g.context
     for c in p.constraints:
         yield c.expr
     for r in p.requirements:
@@ -124,10 +184,20 @@ def emit_smt2(protocol: Protocol) -> str:
     syms = _Symbols()
     syms.used |= {s.strip("|") for s in names.values()}
     logic = "QF_LIA" if any(_has_card(e) for e in _all_exprs(protocol)) else "QF_UF"
-    v = names[_VERDICT_KEY]
+    labelled = protocol.declared_labels
+    if labelled:
+        head = [
+            "; unmask: B_proto = K and exactly-one(V_L) and (V_L <=> D_L) for each label of "
+            f"protocol {_one_line(protocol.name)}",
+            f"; `{LABEL_PREFIX}L` is the verdict variable V_L (true means the verdict is L)",
+        ]
+    else:
+        head = [
+            f"; unmask: B_proto = K and ({VERDICT} <=> D) of protocol {_one_line(protocol.name)}",
+            f"; `{VERDICT}` is the verdict variable V (true means PASS)",
+        ]
     out = [
-        f"; unmask: B_proto = K and ({VERDICT} <=> D) of protocol {_one_line(protocol.name)}",
-        f"; `{VERDICT}` is the verdict variable V (true means PASS)",
+        *head,
         "(set-info :smt-lib-version 2.6)",
         "(set-option :produce-unsat-cores true)",
         f"(set-logic {logic})",
@@ -137,12 +207,36 @@ def emit_smt2(protocol: Protocol) -> str:
         if names[a.name].strip("|") != a.name:
             note += f" (atom `{a.name}`)"
         out.append(f"(declare-const {names[a.name]} Bool) ; {note}")
-    out.append(f"(declare-const {v} Bool) ; verdict")
+    for key in verdict_keys(protocol):
+        note = "verdict" if not labelled else f"verdict `{key.removeprefix('$v:')}`"
+        out.append(f"(declare-const {names[key]} Bool) ; {note}")
+    names = dict(names)
+    for d in protocol.definitions:
+        # the body is printed before the name is known, so it never calls itself
+        body = _smt_expr(d.expr, names)
+        sym = syms.take(d.name)
+        out.append(f"(define-fun {sym} () Bool {body}) ; definition")
+        names[_def_key(d.name)] = sym
     for c in protocol.constraints:
         label = syms.take(f"constraint_{c.name}")
         out.append(f"(assert (! {_smt_expr(c.expr, names)} :named {label}))")
-    decision = _smt_expr(protocol.decision, names)
-    out.append(f"(assert (! (= {v} {decision}) :named {syms.take('decision')}))")
+    if labelled:
+        vars_ = " ".join(names[label_key(x)] for x in protocol.labels)
+        # exactly one: at least one, and no two (pairwise: SMT-LIB's core has no counting)
+        nots = [
+            f"(not (and {names[label_key(a)]} {names[label_key(b)]}))"
+            for i, a in enumerate(protocol.labels)
+            for b in protocol.labels[i + 1 :]
+        ]
+        out.append(f"(assert (! (and (or {vars_}) {' '.join(nots)}) :named {syms.take('labels')}))")
+        for label in protocol.labels:
+            decision = _smt_expr(protocol.decision_for(label), names)
+            name = syms.take(f"decision_{label}")
+            out.append(f"(assert (! (= {names[label_key(label)]} {decision}) :named {name}))")
+    else:
+        v = names[_VERDICT_KEY]
+        decision = _smt_expr(protocol.decision, names)
+        out.append(f"(assert (! (= {v} {decision}) :named {syms.take('decision')}))")
     for r in protocol.requirements:
         holds = syms.take(f"requirement_{r.id}")
         out.append(f"(define-fun {holds} () Bool {_smt_expr(r.expr, names)})")
@@ -162,18 +256,35 @@ def emit_dimacs(protocol: Protocol) -> str:
     """DIMACS CNF of B_proto with a comment table (see the module docstring)."""
     from unmask.backends.cnf import CnfEncoder
 
-    enc = CnfEncoder([*protocol.atom_names, _VERDICT_KEY])
-    notes = [
-        f"c unmask: CNF of B_proto = K and ({VERDICT} <=> D) of protocol {_one_line(protocol.name)}"
-    ]
+    keys = verdict_keys(protocol)
+    enc = CnfEncoder([*protocol.atom_names, *keys])
+    name = _one_line(protocol.name)
+    if protocol.declared_labels:
+        notes = [
+            "c unmask: CNF of B_proto = K and exactly-one(V_L) and (V_L <=> D_L) for each "
+            f"label of protocol {name}"
+        ]
+    else:
+        notes = [f"c unmask: CNF of B_proto = K and ({VERDICT} <=> D) of protocol {name}"]
     notes.append("c full-equivalence Tseitin; variables after the verdict are auxiliary")
     for a in protocol.atoms:
         notes.append(f"c var {enc.atom_var(a.name)} atom {a.name} {a.role}")
-    notes.append(f"c var {enc.atom_var(_VERDICT_KEY)} verdict {VERDICT}")
+    if not protocol.declared_labels:
+        notes.append(f"c var {enc.atom_var(_VERDICT_KEY)} verdict {VERDICT}")
+    else:
+        for label in protocol.labels:
+            notes.append(f"c var {enc.atom_var(label_key(label))} verdict {label}")
     for c in protocol.constraints:
         notes.append(f"c constraint {c.name} literal {enc.assert_(c.expr)}")
-    decision = mk_iff(mk_atom(_VERDICT_KEY), protocol.decision)
-    notes.append(f"c decision literal {enc.assert_(decision)}")
+    if not protocol.declared_labels:
+        decision = mk_iff(mk_atom(_VERDICT_KEY), protocol.decision)
+        notes.append(f"c decision literal {enc.assert_(decision)}")
+    else:
+        one = exactly_one([mk_atom(k) for k in keys])
+        notes.append(f"c labels literal {enc.assert_(one)}")
+        for label in protocol.labels:
+            decision = mk_iff(mk_atom(label_key(label)), protocol.decision_for(label))
+            notes.append(f"c decision {label} literal {enc.assert_(decision)}")
     lines = [*notes, f"p cnf {enc.top} {len(enc.clauses)}"]
     lines.extend(" ".join(map(str, c)) + " 0" for c in enc.clauses)
     return "\n".join(lines) + "\n"

@@ -2,9 +2,13 @@
 
 Contract: ``format_source(text, filename)`` parses (syntax only: a file with unknown names
 still formats) and prints the statements in the order written, one per line, with single
-spaces, canonical string escapes and the fewest parentheses that keep the meaning (and the
-compiled IR) unchanged. Consecutive atom declarations (no blank or comment line between)
-are set as a table, roles and descriptions each in one column, as people write them.
+spaces (`verdict a | b`, `decision a iff …`, `define f(d) = …`, `ground x ~> y`),
+canonical string escapes and the fewest parentheses that keep the meaning (and the
+compiled IR) unchanged; a side of `ground` or a definition's body is an expression and is
+printed as one (the grammar needs no parentheses around either). Consecutive atom
+declarations (no blank or comment line between) are set as a table, roles and
+descriptions each in one column, as people write them; consecutive definitions likewise
+have their `=` in one column.
 Comments are kept: a comment on a statement's last line stays at the end of that line,
 any other comment goes on its own line before the statement it was in or before; one
 blank line is kept wherever the source had one or more, and one always follows the
@@ -121,8 +125,16 @@ def format_statement(s: ast.Statement) -> list[str]:
         return [f"domain {s.name} = {{{', '.join(s.members)}}}"]
     if isinstance(s, ast.ConstraintDecl):
         return [f"constraint {s.ident}: {format_expr(s.expr)}"]
+    if isinstance(s, ast.VerdictDecl):
+        return [f"verdict {' | '.join(s.labels)}"]
     if isinstance(s, ast.DecisionDecl):
-        return [f"decision pass iff {format_expr(s.expr)}"]
+        label = "pass" if s.label is None else s.label
+        if s.expr is None:
+            return [f"decision {label} otherwise"]
+        return [f"decision {label} iff {format_expr(s.expr)}"]
+    if isinstance(s, ast.DefineDecl):
+        head = s.name if s.param is None else f"{s.name}({s.param})"
+        return [f"define {head} = {format_expr(s.expr)}"]
     if isinstance(s, ast.RequirementDecl):
         head = f"requirement {s.ident}{_opt_str(s.description)}"
         if s.addressed is None:
@@ -134,7 +146,7 @@ def format_statement(s: ast.Statement) -> list[str]:
             "}",
         ]
     if isinstance(s, ast.GroundDecl):
-        return [f"ground {s.judge} ~ {s.context}"]
+        return [f"ground {format_expr(s.judge)} {s.direction} {format_expr(s.context)}"]
     assert isinstance(s, ast.ForDecl)
     body = format_statement(s.body)
     return [f"for {s.var} in {s.domain}: {body[0]}", *body[1:]]
@@ -147,6 +159,7 @@ class _Chunk:
     lines: list[str]
     is_protocol: bool = False
     atom: ast.AtomDecl | None = None  # set for an atom declaration, which may be aligned
+    define: ast.DefineDecl | None = None  # likewise for a definition
     comment: str | None = None  # a comment at the end of the last line
 
 
@@ -169,6 +182,18 @@ def _align_atoms(run: list[_Chunk]) -> None:
         else:
             line += f"{a.role.ljust(role_width)} {encode_string(a.description)}"
         c.lines = [line]
+
+
+def _define_head(s: ast.DefineDecl) -> str:
+    return s.name if s.param is None else f"{s.name}({s.param})"
+
+
+def _align_defines(run: list[_Chunk]) -> None:
+    """Consecutive definitions with their `=` in one column, as atoms are set."""
+    width = max(len(_define_head(c.define)) for c in run)
+    for c in run:
+        d = c.define
+        c.lines = [f"define {_define_head(d).ljust(width)} = {format_expr(d.expr)}"]
 
 
 def format_file(source: ast.SourceFile) -> str:
@@ -199,6 +224,7 @@ def format_file(source: ast.SourceFile) -> str:
                 format_statement(s),
                 is_protocol=isinstance(s, ast.ProtocolDecl),
                 atom=s if isinstance(s, ast.AtomDecl) else None,
+                define=s if isinstance(s, ast.DefineDecl) else None,
                 comment=None if trailing[i] is None else trailing[i].text,
             )
         )
@@ -210,14 +236,15 @@ def format_file(source: ast.SourceFile) -> str:
         i > 0 and (chunks[i - 1].is_protocol or ch.first_line > chunks[i - 1].last_line + 1)
         for i, ch in enumerate(chunks)
     ]
-    run: list[_Chunk] = []
-    for ch, blank in zip([*chunks, None], [*blank_before, True], strict=True):
-        if ch is not None and ch.atom is not None and not (blank and run):
-            run.append(ch)
-            continue
-        if len(run) > 1:
-            _align_atoms(run)
-        run = [ch] if ch is not None and ch.atom is not None else []
+    for kind, align in (("atom", _align_atoms), ("define", _align_defines)):
+        run: list[_Chunk] = []
+        for ch, blank in zip([*chunks, None], [*blank_before, True], strict=True):
+            if ch is not None and getattr(ch, kind) is not None and not (blank and run):
+                run.append(ch)
+                continue
+            if len(run) > 1:
+                align(run)
+            run = [ch] if ch is not None and getattr(ch, kind) is not None else []
 
     out: list[str] = []
     for ch, blank in zip(chunks, blank_before, strict=True):

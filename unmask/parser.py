@@ -273,9 +273,33 @@ class _ToAst(Transformer_NonRecursive):
     def constraint_decl(self, meta, ident, expr):
         return ast.ConstraintDecl(ident, expr, self._s(meta))
 
+    @v_args(meta=True)
+    def verdict_decl(self, meta, names):
+        return ast.VerdictDecl(
+            tuple(str(n) for n in names), self._s(meta), tuple(self._s(n) for n in names)
+        )
+
     @v_args(inline=True, meta=True)
-    def decision_decl(self, meta, expr):
+    def decision_pass(self, meta, expr):
         return ast.DecisionDecl(expr, self._s(meta))
+
+    @v_args(inline=True, meta=True)
+    def decision_label(self, meta, label, expr):
+        return ast.DecisionDecl(expr, self._s(meta), str(label), self._s(label))
+
+    @v_args(inline=True, meta=True)
+    def decision_otherwise(self, meta, label):
+        return ast.DecisionDecl(None, self._s(meta), str(label), self._s(label))
+
+    @v_args(inline=True, meta=True)
+    def define_plain(self, meta, name, expr):
+        return ast.DefineDecl(str(name), expr, None, self._s(meta), self._s(name))
+
+    @v_args(inline=True, meta=True)
+    def define_family(self, meta, name, param, expr):
+        return ast.DefineDecl(
+            str(name), expr, str(param), self._s(meta), self._s(name), self._s(param)
+        )
 
     @v_args(inline=True, meta=True)
     def requirement_simple(self, meta, ident, description, holds):
@@ -294,8 +318,12 @@ class _ToAst(Transformer_NonRecursive):
         return expr
 
     @v_args(inline=True, meta=True)
-    def ground_decl(self, meta, judge, context):
-        return ast.GroundDecl(judge, context, self._s(meta))
+    def ground_iff(self, meta, judge, context):
+        return ast.GroundDecl(judge, context, self._s(meta), "~")
+
+    @v_args(inline=True, meta=True)
+    def ground_implies(self, meta, judge, context):
+        return ast.GroundDecl(judge, context, self._s(meta), "~>")
 
     @v_args(inline=True, meta=True)
     def for_decl(self, meta, var, domain, body):
@@ -373,19 +401,26 @@ class _ToAst(Transformer_NonRecursive):
 
 _EXAMPLES: dict[str, list[str]] = {
     "missing-iff": ["decision pass a", "decision pass", "decision pass and a"],
-    "missing-pass": ["decision a", "decision iff a", "decision"],
+    "missing-label": ["decision iff a", "decision", "decision otherwise"],
+    "label-iff": ["decision a", "decision a b", "decision a and b", "decision a ~ b"],
     "constraint-colon": ["constraint c a", "constraint c(x) a", "constraint c"],
     "atom-colon": ['atom a judge "x"', "atom a judge", 'atom a "x"', "atom a(d) judge"],
     "role": ['atom a : "x"', "atom a : x", "atom a : ", "atom a(d) : x"],
     "ground-tilde": ["ground a b", "ground a = b", "ground a", "ground a(x) b"],
+    "define-equals": ["define a b", "define a", "define a(d) b", "define a : b"],
     "holds": ["requirement r { a }", 'requirement r "d" { addressed: a }', "requirement r {"],
 }
 
 _CUSTOM = {
     "missing-iff": ("expected `iff` after `decision pass`", "write `decision pass iff EXPR`"),
-    "missing-pass": (
-        "a decision reads `decision pass iff EXPR`",
-        "the verdict variable is always `pass`",
+    "missing-label": (
+        "expected a label after `decision`",
+        "write `decision LABEL iff EXPR` or `decision LABEL otherwise`; a protocol without "
+        "`verdict` writes `decision pass iff EXPR`",
+    ),
+    "label-iff": (
+        "expected `iff` or `otherwise` after the decision's label",
+        "write `decision LABEL iff EXPR` or `decision LABEL otherwise`",
     ),
     "constraint-colon": (
         "expected `:` after the constraint's name",
@@ -400,8 +435,12 @@ _CUSTOM = {
         'write `atom NAME : ROLE "description"`',
     ),
     "ground-tilde": (
-        "expected `~` between the judge atom and the context atom",
-        "write `ground JUDGE_ATOM ~ CONTEXT_ATOM`",
+        "expected `~` or `~>` between the two sides of `ground`",
+        "write `ground JUDGE ~ CONTEXT` (both ways) or `ground JUDGE ~> CONTEXT` (one way)",
+    ),
+    "define-equals": (
+        "expected `=` after the definition's name",
+        "write `define NAME = EXPR` or `define NAME(DOMAIN) = EXPR`",
     ),
     "holds": (
         "a requirement block starts with `holds: EXPR`",
