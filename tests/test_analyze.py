@@ -393,3 +393,40 @@ def test_too_many_linked_requirement_pairs_are_undecided_not_clean():
     undecided = [f for f in capped if not f.decided]
     assert [f.code for f in undecided] == ["redundant-requirement"]
     assert "only the first 3" in undecided[0].detail
+
+
+# --- labelled protocols written in `.proto` ----------------------------------------------------
+
+WICE = ROOT / "tests" / "data" / "analysis" / "wice.proto"
+
+
+def test_a_labelled_protocol_with_definitions_and_one_way_grounding_is_clean():
+    (loaded,) = load([str(WICE)])
+    assert loaded.protocol.labels == ("supported", "partially_supported", "not_supported")
+    assert analyze(loaded.protocol, create("sliced"), loaded.scope).findings == ()
+
+
+def test_overlapping_labelled_decisions_point_at_the_decision_line(tmp_path):
+    text = WICE.read_text(encoding="utf-8").replace(
+        "iff some_said and not all_said", "iff some_said"
+    )
+    path = tmp_path / "overlap.proto"
+    path.write_text(text, encoding="utf-8")
+    result = CliRunner().invoke(main, ["analyze", str(path), "--members", "2"])
+    assert result.exit_code == 1
+    assert f"{path}:15:1: error[overlapping-decisions]" in result.output
+    assert "witness: said(m1) = TRUE, said(m2) = TRUE" in result.output
+    assert "error[unreachable-label]: label `supported`" in result.output
+
+
+def test_uncovered_labelled_decisions(tmp_path):
+    text = WICE.read_text(encoding="utf-8").replace(
+        "decision not_supported otherwise", "decision not_supported iff false"
+    )
+    path = tmp_path / "uncovered.proto"
+    path.write_text(text, encoding="utf-8")
+    doc = json.loads(CliRunner().invoke(main, ["analyze", str(path), "--format", "json"]).output)
+    codes_ = [f["code"] for f in doc["findings"]]
+    assert "uncovered-assignment" in codes_
+    found = next(f for f in doc["findings"] if f["code"] == "uncovered-assignment")
+    assert found["witness"] == {"said(m1)": False, "said(m2)": False, "said(m3)": False}

@@ -222,3 +222,31 @@ def test_a_domain_no_file_declares_is_an_error(tmp_path):
     fam = str(ROOT / "examples" / "factual_claims_family.proto")
     out = CliRunner().invoke(main, ["compare", fam, fam, "--domain", "nope=a"])
     assert out.exit_code == 4 and "nope" in out.output
+
+
+def test_labelled_protocols_in_proto(tmp_path):
+    wice = ROOT / "tests" / "data" / "analysis" / "wice.proto"
+    text = wice.read_text(encoding="utf-8")
+    looser = write(
+        tmp_path, "looser.proto", text.replace("iff some_said and not all_said", "iff some_said")
+    )
+    out = CliRunner().invoke(
+        main, ["compare", str(wice), looser, "--members", "2", "--format", "json"]
+    )
+    doc = json.loads(out.output)
+    got = {r["subject"]: r for r in doc["relations"]}
+    assert got["label:partially_supported"]["relation"] == "looser"
+    assert got["label:partially_supported"]["new_only"] == {"said(m1)": True, "said(m2)": True}
+    assert got["label:supported"]["relation"] == "equivalent"
+    # the gate's default label is the first declared one: `supported` did not get looser
+    gate = CliRunner().invoke(main, ["compare", str(wice), looser, "--fail-if", "looser"])
+    assert gate.exit_code == 0
+    gate = ["compare", str(wice), looser, "--fail-if", "looser", "--label", "partially_supported"]
+    assert CliRunner().invoke(main, gate).exit_code == 1
+    # one-way grounding is a different pair from two-way grounding
+    both_ways = write(tmp_path, "both.proto", text.replace("~> backed(p)", "~ backed(p)"))
+    doc = json.loads(
+        CliRunner().invoke(main, ["compare", str(wice), both_ways, "--format", "json"]).output
+    )
+    assert "said(m1) ~ backed(m1)" in doc["added"]["grounding"]
+    assert "said(m1) ~> backed(m1)" in doc["removed"]["grounding"]
