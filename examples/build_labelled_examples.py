@@ -136,6 +136,9 @@ b.annotate(
 b.annotate("contradicts", False, quote="Nothing in the submission contradicts the expert answer.")
 b.annotate("in_sub(place)", True, quote="stands in Paris")
 b.annotate("in_sub(year)", True, quote="finished in 1889")
+b.annotate(
+    "conflict", False, quote="Submission: The Eiffel Tower, finished in 1889, stands in Paris."
+)
 b.annotate("grade_last", True, quote="GRADE: P")
 save(b, "graded_fact_refuted.json", "graded_fact.proto")
 
@@ -167,6 +170,7 @@ b.annotate(
 )
 b.annotate("in_sub(place)", True, quote="stands in Paris")
 b.annotate("in_sub(year)", False, quote="Submission: The Eiffel Tower stands in Paris.")
+b.annotate("conflict", False, quote="Submission: The Eiffel Tower stands in Paris.")
 b.annotate("grade_last", True, quote="GRADE: P")
 save(b, "graded_fact_satisfied.json", "graded_fact.proto")
 print("ok")

@@ -61,6 +61,17 @@ def test_wheel_puts_nothing_named_backends_at_the_top(wheel: Path) -> None:
     assert any(n.startswith("unmask/render/templates/") for n in names)
 
 
+def test_wheel_holds_every_module_of_the_tree(wheel: Path) -> None:
+    # a package missing from pyproject's list works in a checkout and vanishes when installed
+    names = set(zipfile.ZipFile(wheel).namelist())
+    tree = {
+        "unmask/" + p.relative_to(ROOT / "unmask").as_posix()
+        for p in (ROOT / "unmask").rglob("*.py")
+    } | {"unmask/backends/" + p.name for p in (ROOT / "backends").glob("*.py")}
+    assert sorted(tree - names) == []
+    assert "unmask/importers/protocols/wice.proto" in names
+
+
 def test_installed_wheel_runs_the_readme_example(wheel: Path, tmp_path: Path) -> None:
     """The README's first command, on the wheel alone: no editable finder, no checkout on
     sys.path (``-S`` skips site, so no ``.pth`` hook imports anything for us)."""

@@ -25,6 +25,8 @@ COMMANDS: dict[str, str] = {
     "import": "Turn another tool's judge output into replays.",
     "propose": "Propose unreviewed annotations with a registered proposer.",
     "next": "Say which annotations would settle the open checks.",
+    "analyze": "Find what is wrong with a protocol before any replay meets it.",
+    "compare": "Compare two versions of a protocol label by label.",
 }
 # a command whose name is a Python keyword lives in a module with a trailing underscore
 MODULES: dict[str, str] = {"import": "import_"}

@@ -277,6 +277,7 @@ def _run(
 
     summary = Summary()
     rows: list[dict[str, Any]] = []  # the HTML index (only with --html)
+    broken_proto: set[bool] = set()  # True once a replay met a protocol that contradicts itself
 
     def carry(obj: dict[str, Any]) -> None:
         summary.add(view(obj))
@@ -321,6 +322,7 @@ def _run(
             _lost(sink, out)
             raise OutputError([_results_error(out, exc)]) from None
         summary.add(result.view)
+        broken_proto.add(b'"proto":"INCONSISTENT"' in result.line)
         if result.row is not None:
             rows.append(result.row)
             if result.page is not None:
@@ -379,6 +381,8 @@ def _run(
         write_text(summary_json, text)
     if not quiet:
         click.echo(summary.render_text(), err=True)
+        if True in broken_proto:
+            click.echo("help: `unmask analyze` shows why the protocol contradicts itself", err=True)
     raise SystemExit(gate_status(summary, fail_on))
 
 

@@ -182,4 +182,6 @@ def render(report: Report, replay: Any = None, *, color: bool = False) -> str:
         out.add(0, f"why {report.overall}:")
         for reason in report.reasons:
             out.add(1, f"- {reason.message}")
+            if reason.subject == "base:proto" and reason.code == "inconsistent-base":
+                out.add(2, "help: `unmask analyze` shows why the protocol contradicts itself")
     return "\n".join(out.lines) + "\n"

@@ -1,0 +1,118 @@
+"""The findings of protocol analysis: a table of codes, and a finding as data.
+
+Contract: ``CODES`` maps each code to its severity and a one-line description (the table
+`docs/analysis.md` documents). A ``Finding`` carries its code, severity, message (lowercase,
+user input in backticks), the ``span`` in the `.proto` file it points at (None for IR
+input without positions), a witness assignment (atom, value) in declaration order where
+one shows the finding, and ``decided`` False when a solver call could not decide it (the
+finding is then reported as undecided, never guessed either way).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from unmask.diagnostics import Diagnostic
+from unmask.ir import Span
+
+ERROR = "error"
+WARNING = "warning"
+NOTE = "note"
+
+# code -> (severity, what it means)
+CODES: dict[str, tuple[str, str]] = {
+    "contradictory-protocol": (ERROR, "no assignment satisfies the constraints and one label"),
+    "unreachable-label": (ERROR, "a label is never the verdict under the constraints"),
+    "overlapping-decisions": (ERROR, "an assignment satisfies the decisions of two labels"),
+    "uncovered-assignment": (ERROR, "an assignment satisfies no decision"),
+    "constant-decision": (WARNING, "a decision does not depend on any atom"),
+    "vacuous-requirement": (WARNING, "a requirement holds under every assignment"),
+    "impossible-requirement": (ERROR, "a requirement holds under no assignment"),
+    "never-addressed": (WARNING, "a requirement is addressed under no assignment"),
+    "redundant-requirement": (NOTE, "one requirement's `holds` implies another's"),
+    "ungrounded-decision-atom": (WARNING, "a judge atom a decision reads is never grounded"),
+    "unused-atom": (NOTE, "an atom nothing reads"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    code: str
+    message: str
+    span: Span | None = None
+    witness: tuple[tuple[str, bool], ...] | None = None
+    decided: bool = True
+    detail: str = ""  # why a finding is undecided (the solver's reason)
+    subject: str = ""  # what it is about: `label:L`, `requirement:ID`, `atom:NAME`…
+
+    @property
+    def severity(self) -> str:
+        return CODES[self.code][0] if self.decided else NOTE
+
+    @property
+    def is_error(self) -> bool:
+        return self.decided and self.severity == ERROR
+
+    def witness_text(self) -> str:
+        if not self.witness:
+            return ""
+        return ", ".join(f"{a} = {'TRUE' if v else 'FALSE'}" for a, v in self.witness)
+
+    def diagnostic(self, file: str | None = None) -> Diagnostic:
+        notes: list[str] = []
+        if self.witness:
+            notes.append(f"witness: {self.witness_text()}")
+        message = self.message
+        if not self.decided:
+            message = f"could not decide `{self.code}`: {self.message}"
+            if self.detail:
+                notes.append(f"the solver said: {self.detail}")
+        return Diagnostic(
+            self.code,
+            message,
+            self.span,
+            file=None if self.span is not None else file,
+            # shown as `warning[unused-atom]:`, so the code is on the line, as rustc does
+            severity=f"{self.severity}[{self.code}]",
+            notes=tuple(notes),
+            help=None if not self.decided else HELP.get(self.code),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "code": self.code,
+            "severity": self.severity,
+            "decided": self.decided,
+            "subject": self.subject,
+            "message": self.message,
+        }
+        if self.span is not None:
+            out["location"] = {
+                "file": self.span.file,
+                "line": self.span.line,
+                "column": self.span.column,
+                "end_line": self.span.end_line,
+                "end_column": self.span.end_column,
+            }
+        if self.witness is not None:
+            out["witness"] = {a: v for a, v in self.witness}
+        if self.detail:
+            out["detail"] = self.detail
+        return out
+
+
+HELP: dict[str, str] = {
+    "contradictory-protocol": "the constraints (or the decisions) rule out every world; "
+    "drop or weaken one",
+    "unreachable-label": "make the label's decision satisfiable alone, or remove the label",
+    "overlapping-decisions": "make the two decisions exclusive, e.g. add `and not` the other",
+    "uncovered-assignment": "add `decision L otherwise`, or widen a decision to cover it",
+    "constant-decision": "the decision reads atoms the constraints fix; check the constraints",
+    "vacuous-requirement": "a requirement that always holds checks nothing; tighten `holds`",
+    "impossible-requirement": "every replay violates it; fix `holds` or the constraints",
+    "never-addressed": "`addressed` can never be true, so coverage is never observable",
+    "redundant-requirement": "merge the two requirements, or keep both on purpose",
+    "ungrounded-decision-atom": "add `ground ATOM ~ CONTEXT` (or `~>`) for the atom",
+    "unused-atom": "remove the atom, or use it where it was meant to be used",
+}

@@ -1,0 +1,175 @@
+"""Loading a protocol for analysis: a `.proto` file compiled at a bounded scope, or IR JSON.
+
+Contract: ``load(paths, members, domains, limits)`` reads each file (``.json`` is protocol
+IR, ``unmask.protocol/1``; anything else is `.proto` text) and returns one ``Loaded`` per
+path, or raises ``UnmaskError``. Every free domain without ``--domain`` members gets
+``members`` invented members ``m1..mN``; the names are checked against every identifier of
+every file loaded together, so a member never coincides with a name the protocol writes
+(``m_1``… is tried next), and two versions of one protocol ground to the same atom names.
+``Scope`` says which members were used: a finding at three members is a bounded result.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from unmask import ast, ir
+from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.limits import DEFAULT_LIMITS, Limits
+
+DEFAULT_MEMBERS = 3
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """The members each domain was grounded at; ``invented`` lists the free domains that
+    got ``m1..mN`` rather than members given on the command line."""
+
+    domains: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    invented: tuple[str, ...] = ()
+    members: int = DEFAULT_MEMBERS
+
+    @property
+    def bounded(self) -> bool:
+        return bool(self.invented)
+
+    def text(self) -> str:
+        if not self.domains:
+            return "scope: ground protocol (no free domain)"
+        parts = []
+        for name, members in self.domains:
+            how = "invented" if name in self.invented else "given"
+            parts.append(f"{name} = {{{', '.join(members)}}} ({how})")
+        line = "scope: " + "; ".join(parts)
+        if self.bounded:
+            line += (
+                f"; results hold for {self.members} member"
+                f"{'' if self.members == 1 else 's'} per free domain, not beyond"
+            )
+        return line
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "domains": {name: list(members) for name, members in self.domains},
+            "invented": list(self.invented),
+            "members": self.members,
+            "bounded": self.bounded,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    path: str
+    protocol: ir.Protocol
+    scope: Scope
+    sources: dict[str, str] = field(default_factory=dict)
+
+
+def _is_json(path: str) -> bool:
+    return path.lower().endswith(".json")
+
+
+def _free_domains(source: ast.SourceFile) -> list[str]:
+    return [
+        s.name for s in source.statements if isinstance(s, ast.DomainDecl) and s.members is None
+    ]
+
+
+def member_names(n: int, taken: set[str]) -> tuple[str, ...]:
+    """``m1..mN``, or ``m_1..m_N`` (and so on) when a name the files use is among them."""
+    prefix = "m"
+    while True:
+        names = tuple(f"{prefix}{i}" for i in range(1, n + 1))
+        if not taken.intersection(names):
+            return names
+        prefix += "_"
+
+
+def load(
+    paths: Sequence[str],
+    members: int = DEFAULT_MEMBERS,
+    domains: Mapping[str, Sequence[str]] | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> list[Loaded]:
+    """Load every path; an error carries ``sources`` (the texts read) for its excerpts."""
+    texts: dict[str, str] = {}
+    try:
+        return _load(paths, members, domains, limits, texts)
+    except UnmaskError as err:
+        err.sources = dict(texts)  # type: ignore[attr-defined]
+        raise
+
+
+def _load(
+    paths: Sequence[str],
+    members: int,
+    domains: Mapping[str, Sequence[str]] | None,
+    limits: Limits,
+    texts: dict[str, str],
+) -> list[Loaded]:
+    from unmask.compiler import compile_source
+    from unmask.files import read_text
+    from unmask.parser import parse_source
+
+    given = dict(domains or {})
+    parsed: dict[str, ast.SourceFile] = {}
+    for p in paths:
+        if _is_json(p):
+            continue
+        texts[p] = read_text(p, limits)
+        parsed[p] = parse_source(texts[p], p, limits)
+    taken: set[str] = set()
+    for text in texts.values():
+        taken.update(_WORD.findall(text))
+    invented = member_names(members, taken)
+    everywhere = {
+        s.name for src in parsed.values() for s in src.statements if isinstance(s, ast.DomainDecl)
+    }
+    out: list[Loaded] = []
+    for p in paths:
+        if _is_json(p):
+            out.append(Loaded(p, _load_json(p, limits), Scope(members=members)))
+            continue
+        free = _free_domains(parsed[p])
+        declared = {s.name for s in parsed[p].statements if isinstance(s, ast.DomainDecl)}
+        # a `--domain` for a domain only the other file declares is for that file; one that
+        # no file declares is passed on, so the compiler reports it
+        here = {k: list(v) for k, v in given.items() if k in declared or k not in everywhere}
+        made = [d for d in free if d not in here]
+        for d in made:
+            here[d] = list(invented)
+        protocol = compile_source(texts[p], p, here, limits)
+        scope = Scope(
+            tuple((d, tuple(here[d])) for d in sorted(here) if d in declared),
+            tuple(made),
+            members,
+        )
+        out.append(Loaded(p, protocol, scope, {p: texts[p]}))
+    return out
+
+
+def _load_json(path: str, limits: Limits) -> ir.Protocol:
+    from unmask.irjson_reader import protocol_from_json
+    from unmask.jsonload import read_json_file
+
+    obj = read_json_file(path, limits)
+    if isinstance(obj, dict) and "protocol" in obj and "atoms" not in obj:
+        # a replay carries its protocol under `protocol`, inline or as a `.proto` path
+        inner = obj["protocol"]
+        if isinstance(inner, dict) and "path" in inner and "atoms" not in inner:
+            message = f"this replay names its protocol by path: analyse `{inner['path']}` itself"
+            raise UnmaskError([Diagnostic("protocol", message, path="protocol.path", file=path)])
+        return protocol_from_json(inner, "protocol", path, limits)
+    if not isinstance(obj, dict):
+        raise UnmaskError(
+            [
+                Diagnostic(
+                    "protocol", "expected a protocol IR object (`unmask.protocol/1`)", file=path
+                )
+            ]
+        )
+    return protocol_from_json(obj, "$", path, limits)

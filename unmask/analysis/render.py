@@ -1,0 +1,133 @@
+"""Analysis results as text, JSON and SARIF 2.1.0.
+
+Contract: ``render(fmt, analysis, sources)`` for ``fmt`` in ``FORMATS``. Text renders each
+finding as a diagnostic (``FILE:LINE:COL: severity: message``, the source line with a
+caret, the witness as a note) after a head naming the protocol, the backend and the scope.
+SARIF writes one run whose rules are the finding codes; each result's ``ruleId`` is its
+code and its location is the region of the `.proto` file it points at, so code-scanning
+tools show it inline. Deterministic: no time, no absolute path that was not given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from unmask.analysis.analyze import Analysis
+from unmask.analysis.findings import CODES
+from unmask.diagnostics import render_all
+
+FORMATS = ("text", "json", "sarif")
+_RULE_INDEX = {code: i for i, code in enumerate(CODES)}
+
+
+def render(fmt: str, analysis: Analysis, sources: dict[str, str] | None = None) -> str:
+    if fmt == "json":
+        return json.dumps(analysis.to_json(), ensure_ascii=False, indent=2) + "\n"
+    if fmt == "sarif":
+        return json.dumps(to_sarif(analysis), ensure_ascii=False, indent=2) + "\n"
+    return text(analysis, sources)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def text(analysis: Analysis, sources: dict[str, str] | None = None) -> str:
+    lines = [
+        f"analysis of protocol `{analysis.protocol}` ({analysis.file}), backend {analysis.backend}",
+        analysis.scope.text(),
+        f"labels: {', '.join(analysis.labels)}",
+        "",
+    ]
+    if analysis.findings:
+        diags = [f.diagnostic(analysis.file) for f in analysis.findings]
+        lines.append(render_all(diags, sources))
+        lines.append("")
+    counts = [
+        _plural(analysis.count("error"), "error"),
+        _plural(analysis.count("warning"), "warning"),
+        _plural(analysis.count("note"), "note"),
+    ]
+    if analysis.undecided:
+        counts.append(f"{analysis.undecided} undecided")
+    verdict = "no findings" if not analysis.findings else ", ".join(counts)
+    lines.append(f"{verdict} ({analysis.calls} solver calls)")
+    return "\n".join(lines) + "\n"
+
+
+def _rules() -> list[dict[str, Any]]:
+    return [
+        {
+            "id": code,
+            "name": "".join(w.capitalize() for w in code.split("-")),
+            "shortDescription": {"text": meaning},
+            "defaultConfiguration": {"level": severity},
+        }
+        for code, (severity, meaning) in CODES.items()
+    ]
+
+
+def to_sarif(analysis: Analysis) -> dict[str, Any]:
+    from unmask.render.sarif import SCHEMA_URI, uri, version
+
+    artifacts: list[str] = []
+
+    def artifact(path: str) -> int:
+        if path not in artifacts:
+            artifacts.append(path)
+        return artifacts.index(path)
+
+    results = []
+    for f in analysis.findings:
+        file = f.span.file if f.span is not None else analysis.file
+        phys: dict[str, Any] = {"artifactLocation": {"uri": uri(file), "index": artifact(file)}}
+        if f.span is not None:
+            region = {"startLine": f.span.line, "startColumn": f.span.column}
+            if f.span.end_line >= f.span.line and f.span.end_column >= 1:
+                region["endLine"] = f.span.end_line
+                region["endColumn"] = f.span.end_column
+            phys["region"] = region
+        message = f.message if f.decided else f"could not decide `{f.code}`: {f.message}"
+        if f.witness:
+            message += f" (witness: {f.witness_text()})"
+        props: dict[str, Any] = {"decided": f.decided, "subject": f.subject}
+        if f.witness is not None:
+            props["witness"] = {a: v for a, v in f.witness}
+        key = f"{analysis.protocol}\0{f.code}\0{f.subject}"
+        results.append(
+            {
+                "ruleId": f.code,
+                "ruleIndex": _RULE_INDEX[f.code],
+                "level": f.severity,
+                "message": {"text": message},
+                "locations": [{"physicalLocation": phys}],
+                "partialFingerprints": {
+                    "unmaskFinding/v1": hashlib.sha256(key.encode("utf-8", "replace")).hexdigest()[
+                        :32
+                    ]
+                },
+                "properties": props,
+            }
+        )
+    run: dict[str, Any] = {
+        "tool": {
+            "driver": {
+                "name": "unmask",
+                "version": version(),
+                "semanticVersion": version(),
+                "rules": _rules(),
+            }
+        },
+        "columnKind": "unicodeCodePoints",
+    }
+    if artifacts:
+        run["artifacts"] = [{"location": {"uri": uri(a)}} for a in artifacts]
+    run["results"] = results
+    run["properties"] = {
+        "protocol": analysis.protocol,
+        "backend": analysis.backend,
+        "scope": analysis.scope.to_json(),
+    }
+    return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}

@@ -1,0 +1,121 @@
+"""`unmask analyze FILE`: find what is wrong with a protocol before any replay meets it.
+
+Contract: FILE is a `.proto` file or protocol IR JSON. Free domains are grounded at
+``--members N`` invented members (default 3) unless ``--domain NAME=a,b`` gives them; the
+output states that scope. Formats: text (diagnostics with the source line and a caret),
+json, sarif. Exit statuses: 0 no error finding, 1 an error finding, 3 no error finding but
+a question the solver could not decide, 4 invalid input (diagnostics on stderr), 2 usage
+(a bad option, an unknown backend, a file that cannot be read).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from unmask import exitcodes
+from unmask.commands._options import timeout_option
+from unmask.diagnostics import Diagnostic, UnmaskError, render_all
+from unmask.limits import Limits, click_options
+
+DEFAULT_BACKEND = "sliced"
+
+
+def fail(diags, code: int, sources: dict[str, str] | None = None) -> None:
+    click.echo(render_all(diags, sources), err=True)
+    sys.exit(code)
+
+
+def open_backend(name: str, timeout_ms: int):
+    from unmask.backends import create
+
+    try:
+        return create(name, timeout_ms=timeout_ms)
+    except UnmaskError as exc:
+        fail(exc.diagnostics, exitcodes.USAGE)
+    except ImportError as exc:
+        message = f"backend `{name}` cannot be loaded: {exc}"
+        fail([Diagnostic("backend-unavailable", message)], exitcodes.USAGE)
+
+
+def load_or_exit(paths, members: int, domain_opts, limits: Limits):
+    from unmask.analysis.ground import load
+    from unmask.cli.unmaskc import parse_domains
+
+    domains = parse_domains(domain_opts)
+    try:
+        return load(paths, members, domains, limits)
+    except UnmaskError as err:
+        diags = [
+            Diagnostic(d.code, d.message, d.span, "--domain " + d.path[8:], d.file, d.help)
+            if d.path and d.path.startswith("domains.")
+            else d
+            for d in err.diagnostics
+        ]
+        usage = all(d.code == "io" for d in diags)
+        fail(diags, exitcodes.USAGE if usage else exitcodes.INVALID, getattr(err, "sources", None))
+
+
+def members_option():
+    return click.option(
+        "--members",
+        type=click.IntRange(min=0),
+        default=3,
+        show_default=True,
+        help="members invented for each free domain (the scope of the analysis)",
+    )
+
+
+def domain_option():
+    return click.option(
+        "--domain",
+        "domain_opts",
+        multiple=True,
+        metavar="NAME=a,b",
+        help="members of a domain (repeatable), instead of invented ones",
+    )
+
+
+@click.command(name="analyze")
+@click.argument("file", metavar="FILE")
+@members_option()
+@domain_option()
+@click.option(
+    "--backend",
+    default=DEFAULT_BACKEND,
+    show_default=True,
+    help="sliced, z3, pysat[:SOLVER], truthtable",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(("text", "json", "sarif")),
+    default="text",
+    show_default=True,
+)
+@timeout_option()
+@click_options
+def command(
+    file: str,
+    members: int,
+    domain_opts: tuple[str, ...],
+    backend: str,
+    fmt: str,
+    timeout_ms: int,
+    limits: Limits,
+) -> None:
+    """Find contradictions, unreachable labels and dead requirements in a protocol
+    (FILE: a `.proto` file or protocol IR JSON)."""
+    solver = open_backend(backend, timeout_ms)
+    (loaded,) = load_or_exit((file,), members, domain_opts, limits)
+    from unmask.analysis.analyze import analyze
+    from unmask.analysis.render import render
+
+    try:
+        result = analyze(loaded.protocol, solver, loaded.scope, file)
+    except UnmaskError as exc:
+        # a backend that cannot take this protocol (the truth table over its atom limit)
+        fail(exc.diagnostics, exitcodes.USAGE)
+    click.echo(render(fmt, result, loaded.sources), nl=False)
+    sys.exit(result.exit_code)

@@ -1,0 +1,104 @@
+"""`unmask compare OLD NEW`: is the new version of a protocol stricter, looser or the same?
+
+Contract: OLD and NEW are `.proto` files or protocol IR JSON, grounded at one shared scope
+(``--members``/``--domain``, as `unmask analyze`). Formats: text, json. Exit statuses: 0
+equivalent, 1 different, 3 a relation the solver could not decide (and nothing else
+different), 4 invalid input, 2 usage. With ``--fail-if looser`` the status answers only
+"does NEW give the label ``--label`` (default `PASS`, else OLD's first label) on some
+assignment where OLD does not?": 1 yes, 0 no, 3 undecided; ``--fail-if stricter`` the
+reverse.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from unmask import exitcodes
+from unmask.commands._options import timeout_option
+from unmask.commands.analyze import (
+    DEFAULT_BACKEND,
+    domain_option,
+    fail,
+    load_or_exit,
+    members_option,
+    open_backend,
+)
+from unmask.diagnostics import Diagnostic
+from unmask.limits import Limits, click_options
+
+
+@click.command(name="compare")
+@click.argument("old", metavar="OLD")
+@click.argument("new", metavar="NEW")
+@members_option()
+@domain_option()
+@click.option(
+    "--backend",
+    default=DEFAULT_BACKEND,
+    show_default=True,
+    help="sliced, z3, pysat[:SOLVER], truthtable",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True
+)
+@click.option(
+    "--fail-if",
+    "fail_if",
+    type=click.Choice(("looser", "stricter")),
+    help="exit 1 only when NEW gives --label where OLD does not (looser), or the reverse",
+)
+@click.option("--label", help="the label --fail-if asks about (default PASS, else the first)")
+@timeout_option()
+@click_options
+def command(
+    old: str,
+    new: str,
+    members: int,
+    domain_opts: tuple[str, ...],
+    backend: str,
+    fmt: str,
+    fail_if: str | None,
+    label: str | None,
+    timeout_ms: int,
+    limits: Limits,
+) -> None:
+    """Compare two versions of a protocol, label by label and requirement by requirement."""
+    solver = open_backend(backend, timeout_ms)
+    loaded_old, loaded_new = load_or_exit((old, new), members, domain_opts, limits)
+    p_old, p_new = loaded_old.protocol, loaded_new.protocol
+    if fail_if is not None:
+        if label is None:
+            label = "PASS" if "PASS" in p_old.labels else p_old.labels[0]
+        if label not in p_old.labels or label not in p_new.labels:
+            fail(
+                [
+                    Diagnostic(
+                        "usage",
+                        f"label `{label}` is not declared by both protocols",
+                        help=f"OLD declares {', '.join(p_old.labels)}; "
+                        f"NEW declares {', '.join(p_new.labels)}",
+                    )
+                ],
+                exitcodes.USAGE,
+            )
+    elif label is not None:
+        fail([Diagnostic("usage", "`--label` needs `--fail-if`")], exitcodes.USAGE)
+    from unmask.analysis.compare import RELATION_UNKNOWN, compare, text
+
+    scope = loaded_new.scope if loaded_new.scope.domains else loaded_old.scope
+    result = compare(p_old, p_new, solver, scope, (old, new))
+    if fmt == "json":
+        click.echo(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
+    else:
+        click.echo(text(result), nl=False)
+    if fail_if is not None:
+        rel = result.relation(f"label:{label}")
+        assert rel is not None
+        if rel.relation == RELATION_UNKNOWN:
+            sys.exit(exitcodes.UNKNOWN)
+        witness = rel.looser if fail_if == "looser" else rel.stricter
+        sys.exit(exitcodes.VIOLATED if witness is not None else exitcodes.OK)
+    sys.exit(result.exit_code)
