@@ -205,3 +205,14 @@ def test_exit_statuses(tmp_path: Path, monkeypatch):
     assert res.exit_code == 2 and "`UNMASK_MODEL_URL` is not set" in res.output
     assert run("replay", str(src), "--threshold", "2").exit_code == 2
     assert run("replay", str(src), "-o", str(tmp_path / "no" / "dir" / "x.json")).exit_code == 2
+
+
+def test_rules_without_the_judge_rules_is_a_usage_error(tmp_path: Path):
+    rules = tmp_path / "r.json"
+    rules.write_text(json.dumps(CITES_RULES), encoding="utf-8")
+    src = wice_replay(tmp_path)
+    res = run("replay", str(src), "--rules", str(rules), "--proposer", "claims-lexical")
+    assert res.exit_code == 2 and "`--rules` is for the `judge-rules` proposer" in res.output
+    bad = tmp_path / "bad.judge.json"
+    bad.write_text('{"schema": "unmask.judge-rules/1", "rules": []}', encoding="utf-8")
+    assert run("replay", str(src), "--rules", str(bad)).exit_code == 2

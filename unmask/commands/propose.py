@@ -19,6 +19,13 @@ input line: ``{"id", "annotations"}``, each annotation a replay annotation of a 
 ``confidence`` and ``by``; the rules come from ``--rules FILE``, from the rule file next to
 ``--protocol`` (``NAME.judge.json``), or the built-in WiCE rules. Same errors and exit statuses
 as ``claims``; a rule file that cannot be used is a usage error (2).
+``unmask propose replay REPLAY.json`` fills the replay's open atoms (unannotated or UNKNOWN;
+never a TRUE or FALSE one) with the proposers named by ``--proposer`` (default: the judge
+rules, then the claim proposer), each proposal unreviewed with ``by``, exact quotes and its
+confidence at the end of ``explanation``; below ``--threshold`` the atom stays as it was. The
+result is validated by the replay loader, then written to ``-o`` (a protocol named by path is
+embedded when that is another folder) or stdout; what was filled, and why proposers
+abstained, goes to stderr. Exit 0 written, 4 the replay is invalid or unreadable, 2 usage.
 ``unmask propose list`` prints every registered proposer and what it fills.
 """
 
@@ -392,9 +399,14 @@ def replay(
     except UnmaskError as exc:
         click.echo(render_all(exc.diagnostics), err=True)
         raise SystemExit(EXIT_INVALID) from None
+    names = proposer_names or DEFAULT_PROPOSERS
     try:
+        if rules_path and "judge-rules" not in names:
+            raise UnmaskError(
+                [Diagnostic("usage", "`--rules` is for the `judge-rules` proposer, not asked for")]
+            )
         proposers = []
-        for name in proposer_names or DEFAULT_PROPOSERS:
+        for name in names:
             if name == "judge-rules":
                 proposers.append(_judge_rules(obj, base, rules_path))
                 continue

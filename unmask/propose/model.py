@@ -215,7 +215,7 @@ def parse_reply(raw: bytes, sources: Mapping[str, str]) -> Answer | Abstain:
     quote = answer.get("quote")
     if not isinstance(quote, str) or not quote.strip():
         return Abstain("the answer has no quote")
-    found = [(name, text.find(quote)) for name, text in sources.items() if quote in text]
+    found = [(name, body.find(quote)) for name, body in sources.items() if quote in body]
     if not found:
         return Abstain("the quote does not occur in the sources")
     name, start = found[0]
