@@ -181,6 +181,8 @@ def test_propose_replay_with_the_model(tmp_path: Path, monkeypatch):
         res = CliRunner().invoke(main, [*args, "--proposer", "model-chat"])
     assert res.exit_code == 0, res.output
     assert len(seen) == 1  # one open atom, one question
+    assert "filled `said(medal)` by model-chat/1 (confidence 0.8)" in res.output
+    assert "1 of 1 open atoms filled, unreviewed" in res.output
     anns = {a["atom"]: a for a in json.loads(out.read_text(encoding="utf-8"))["annotations"]}
     a = anns["said(medal)"]
     assert a["value"] == "FALSE"
