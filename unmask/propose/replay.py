@@ -41,7 +41,9 @@ _NOT_SUPPORT = re.compile(r"\b(?:not|no|never|contradict\w*|refut\w*|disprov\w*)
 
 
 @dataclass(frozen=True, slots=True)
-class Span:
+class Quote:
+    """One evidence span: a source and the exact code-point slice of it."""
+
     source: str
     start: int
     end: int
@@ -57,7 +59,7 @@ class Candidate:
 
     atom: str
     value: str
-    spans: tuple[Span, ...]
+    spans: tuple[Quote, ...]
     confidence: float
     by: dict
     detail: str
@@ -109,7 +111,7 @@ def _fill_judge(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
         role = roles.get(p.atom)
         if role is None or source not in EVIDENCE_SOURCES[role]:
             continue  # the protocol has no such atom, or this source cannot back it
-        spans = tuple(Span(source, s.start, s.end, s.quote) for s in p.spans)
+        spans = tuple(Quote(source, s.start, s.end, s.quote) for s in p.spans)
         rules = ", ".join(f"`{r}`" for r in p.rules)
         out.append(Candidate(p.atom, p.value, spans, p.confidence, by, f"rule {rules}"))
     return out
@@ -187,10 +189,10 @@ def _fill_claims(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
             offset, sentence = lines[n]
             if n in matched:
                 m = matched[n]
-                span = Span("context", offset + m.start, offset + m.end, m.quote)
+                span = Quote("context", offset + m.start, offset + m.end, m.quote)
                 out.append(Candidate(atom, "TRUE", (span,), m.confidence, by, "matched the claim"))
             elif alignment.label == "not_supported" and sentence:
-                span = Span("context", offset, offset + len(sentence), sentence)
+                span = Quote("context", offset, offset + len(sentence), sentence)
                 detail = "the claim is `not_supported` by any line"
                 out.append(Candidate(atom, "FALSE", (span,), alignment.confidence, by, detail))
             # a line not chosen for a claim that is partly covered: no reading either way
@@ -217,7 +219,7 @@ def _fill_model(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
         if isinstance(answer, Abstain):
             ctx.outcome.abstained.append((by["name"], f"`{atom}`: {answer.reason}"))
             continue
-        span = Span(answer.source, answer.start, answer.end, answer.quote)
+        span = Quote(answer.source, answer.start, answer.end, answer.quote)
         detail = f"model `{proposer.model}`" + (f": {answer.reason}" if answer.reason else "")
         out.append(Candidate(atom, answer.value, (span,), answer.confidence, by, detail))
     return out
