@@ -216,3 +216,56 @@ def test_rules_without_the_judge_rules_is_a_usage_error(tmp_path: Path):
     bad = tmp_path / "bad.judge.json"
     bad.write_text('{"schema": "unmask.judge-rules/1", "rules": []}', encoding="utf-8")
     assert run("replay", str(src), "--rules", str(bad)).exit_code == 2
+
+
+def test_a_claim_nothing_speaks_to_makes_every_line_false(tmp_path: Path):
+    b = ReplayBuilder(
+        PROTOCOLS / "wice.proto",
+        sources={
+            "rationale": RATIONALE,
+            "response": "The Eiffel Tower stands in Paris.",
+            "context": CONTEXT,
+        },
+        verdict="supported",
+        domains={"line": [f"s{n}" for n in LINES]},
+    )
+    src = tmp_path / "r.json"
+    b.write(src)
+    out = tmp_path / "out.json"
+    assert run("replay", str(src), "-o", str(out)).exit_code == 0
+    anns = annotations(out)
+    for n, text in LINES.items():
+        a = anns[f"supports(s{n})"]
+        assert a["value"] == "FALSE"
+        assert a["evidence"][0]["quote"] == text
+        assert "`not_supported`" in a["explanation"]
+    load_replay(out)
+
+
+PROTO = """protocol lines "Check the claim against the evidence lines."
+
+domain line
+
+atom said(line)      : judge   "The judge says line {line} supports the claim"
+atom refutes(line)   : context "Line {line} contradicts the claim"
+atom backs(line)     : context "Line {line} supports the claim"
+
+decision pass iff any(said(l) for l in line)
+for l in line: ground said(l) ~> backs(l)
+"""
+
+
+def test_only_a_family_that_states_support_is_filled(tmp_path: Path):
+    b = ReplayBuilder(
+        PROTO,
+        sources={"rationale": "Line 3 says so.", "response": CLAIM, "context": CONTEXT},
+        verdict="PASS",
+        domains={"line": [f"l{n}" for n in LINES]},
+    )
+    src = tmp_path / "r.json"
+    b.write(src)
+    out = tmp_path / "out.json"
+    assert run("replay", str(src), "-o", str(out)).exit_code == 0
+    anns = annotations(out)
+    assert anns["backs(l3)"]["value"] == "TRUE"
+    assert not any(a.startswith("refutes(") for a in anns)
