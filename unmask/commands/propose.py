@@ -19,6 +19,13 @@ input line: ``{"id", "annotations"}``, each annotation a replay annotation of a 
 ``confidence`` and ``by``; the rules come from ``--rules FILE``, from the rule file next to
 ``--protocol`` (``NAME.judge.json``), or the built-in WiCE rules. Same errors and exit statuses
 as ``claims``; a rule file that cannot be used is a usage error (2).
+``unmask propose replay REPLAY.json`` fills the replay's open atoms (unannotated or UNKNOWN;
+never a TRUE or FALSE one) with the proposers named by ``--proposer`` (default: the judge
+rules, then the claim proposer), each proposal unreviewed with ``by``, exact quotes and its
+confidence at the end of ``explanation``; below ``--threshold`` the atom stays as it was. The
+result is validated by the replay loader, then written to ``-o`` (a protocol named by path is
+embedded when that is another folder) or stdout; what was filled, and why proposers
+abstained, goes to stderr. Exit 0 written, 4 the replay is invalid or unreadable, 2 usage.
 ``unmask propose list`` prints every registered proposer and what it fills.
 """
 
@@ -27,11 +34,13 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import click
 
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.ir import Span
+from unmask.propose import Proposer
 from unmask.propose.claims import DEFAULT_THRESHOLD
 
 EXIT_INVALID = 4
@@ -341,3 +350,130 @@ def _parse_rationale(raw: bytes, field: str) -> tuple[object, str]:
     if not isinstance(value, str):
         raise _BadLine(f"field `{field}` must be a string, found {_kind(value)}", row_id)
     return row_id, value
+
+
+@command.command("replay")
+@click.argument("replay_path", metavar="REPLAY.json", type=click.Path(dir_okay=False))
+@click.option(
+    "--proposer",
+    "proposer_names",
+    multiple=True,
+    help="a registered proposer, repeatable, run in the order given"
+    " (default: `judge-rules`, then `claims-lexical`)",
+)
+@click.option(
+    "--rules",
+    "rules_path",
+    type=click.Path(dir_okay=False),
+    help="the judge rule file (default: NAME.judge.json beside the protocol, else the built-in"
+    " WiCE rules)",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.5,
+    show_default=True,
+    help="proposals with a lower confidence abstain: the atom stays as it was",
+)
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False), help="write here instead of stdout"
+)
+def replay(
+    replay_path: str,
+    proposer_names: tuple[str, ...],
+    rules_path: str | None,
+    threshold: float,
+    output: str | None,
+) -> None:
+    """Fill a replay's open atoms (unannotated or UNKNOWN) with unreviewed proposals."""
+    from unmask.builder import write_json
+    from unmask.jsonload import read_json_file
+    from unmask.propose import create
+    from unmask.propose.replay import DEFAULT_PROPOSERS, can_fill, fill
+    from unmask.replay import replay_from_obj
+
+    try:
+        obj = read_json_file(replay_path)
+        base = Path(replay_path).resolve().parent
+        loaded = replay_from_obj(obj, replay_path, base)
+    except UnmaskError as exc:
+        click.echo(render_all(exc.diagnostics), err=True)
+        raise SystemExit(EXIT_INVALID) from None
+    names = proposer_names or DEFAULT_PROPOSERS
+    try:
+        if rules_path and "judge-rules" not in names:
+            raise UnmaskError(
+                [Diagnostic("usage", "`--rules` is for the `judge-rules` proposer, not asked for")]
+            )
+        proposers = []
+        for name in names:
+            if name == "judge-rules":
+                proposers.append(_judge_rules(obj, base, rules_path))
+                continue
+            p = create(name)
+            if not can_fill(p):
+                raise UnmaskError(
+                    [Diagnostic("proposer-cannot-fill", f"proposer `{name}` fills no replay atoms")]
+                )
+            proposers.append(p)
+    except UnmaskError as exc:
+        click.echo(render_all(exc.diagnostics), err=True)
+        raise SystemExit(EXIT_USAGE) from None
+    new, outcome = fill(obj, loaded, proposers, threshold)
+    if output is not None:
+        _stand_alone(new, base, Path(output).resolve().parent)
+    try:
+        out_base = base if output is None else Path(output).resolve().parent
+        replay_from_obj(new, output or replay_path, out_base)
+    except UnmaskError as exc:  # a proposer wrote something the loader refuses: a bug, say so
+        click.echo(render_all(exc.diagnostics), err=True)
+        raise SystemExit(EXIT_INVALID) from None
+    try:
+        if output is None:
+            click.echo(json.dumps(new, ensure_ascii=False, indent=2))
+        else:
+            write_json(output, new)
+    except (OSError, UnmaskError) as exc:
+        message = f"cannot write `{output}`: {str(getattr(exc, 'strerror', '') or exc).lower()}"
+        click.echo(render_all([Diagnostic("usage", message)]), err=True)
+        raise SystemExit(EXIT_USAGE) from None
+    for atom, by, conf in outcome.filled:
+        click.echo(f"filled `{atom}` by {by} (confidence {conf:g})", err=True)
+    for atom, by, conf in outcome.below:
+        click.echo(f"below threshold: `{atom}` by {by} (confidence {conf:g})", err=True)
+    for by, reason in outcome.abstained:
+        click.echo(f"abstained: {by}: {reason}", err=True)
+    click.echo(
+        f"{len(outcome.filled)} of {len(outcome.open_atoms)} open atoms filled, unreviewed",
+        err=True,
+    )
+
+
+def _judge_rules(obj: dict, base: Path, rules_path: str | None) -> Proposer:
+    """The judge rules: ``--rules``, the rule file beside a protocol path, or the built-in."""
+    from unmask.confine import Refused, locate_protocol
+    from unmask.propose.judge import JudgeRules, load_rules, rules_for
+
+    if rules_path:
+        return JudgeRules(load_rules(rules_path))
+    protocol = obj.get("protocol")
+    if isinstance(protocol, dict) and isinstance(protocol.get("path"), str):
+        try:
+            real, _ = locate_protocol(protocol["path"], base)
+        except Refused:
+            real = None
+        if real is not None and rules_for(real).is_file():
+            return JudgeRules(load_rules(rules_for(real)))
+    return JudgeRules()
+
+
+def _stand_alone(obj: dict, base: Path, out_dir: Path) -> None:
+    """A protocol named by path is embedded when the output is written to another folder."""
+    from unmask.confine import locate_protocol
+    from unmask.files import read_text
+
+    protocol = obj.get("protocol")
+    if out_dir == base or not isinstance(protocol, dict) or "path" not in protocol:
+        return
+    real, _ = locate_protocol(protocol["path"], base)
+    obj["protocol"] = {"source": read_text(Path(real))}

@@ -63,6 +63,7 @@ class Proposer:
 _REGISTRY: dict[str, str | type[Proposer]] = {
     "claims-lexical": "unmask.propose.claims:LexicalClaims",
     "judge-rules": "unmask.propose.judge:JudgeRules",
+    "model-chat": "unmask.propose.model:ModelChat",
 }
 
 

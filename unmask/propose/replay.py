@@ -1,0 +1,292 @@
+"""Fill a replay's open atoms with registered proposers, every proposal marked unreviewed.
+
+Contract: ``fill(obj, replay, proposers, threshold)`` takes a validated replay (its
+JSON object and its loaded form) and returns ``(new_obj, Outcome)``. Only *open* atoms are
+filled: atoms with no annotation or an UNKNOWN one; a TRUE or FALSE annotation is never
+touched. Each proposer fills through the table ``FILLERS``, keyed by what it declares it
+fills: judge rules read the rationale (``Fill("judge", "rationale")``), the claim proposer
+reads a context family over evidence lines (``Fill("context", "claim-support")``), a model
+answers one atom at a time (``"replay-atom"``). Proposers run in the order given; the first
+that proposes an open atom at or above ``threshold`` fills it. Every annotation written has
+``by`` (kind, ``NAME/VERSION``, ``reviewed: false``), evidence spans that are exact
+code-point slices of a source the atom's role allows, and an ``explanation`` that ends in
+``confidence C``. The caller validates the result with the replay loader before writing it.
+
+The claim proposer's shape: a context family ``F(m)`` whose description says *support*
+(and not *contradict*, *refute* or *not*), whose every member ends in a number ``N`` naming a
+line ``line N: TEXT`` of the ``context`` source (every non-blank line of it in that form),
+and a non-empty ``response`` source holding the claim. Anything else abstains.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from unmask.model import EVIDENCE_SOURCES, Replay
+from unmask.propose import CLAIM_SUPPORT, Fill, Proposer
+
+DEFAULT_THRESHOLD = 0.5
+# proposers `unmask propose replay` runs unless told otherwise (a model only when asked)
+DEFAULT_PROPOSERS = ("judge-rules", "claims-lexical")
+
+_FAMILY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\(([A-Za-z_][A-Za-z0-9_]*)\)")
+_LINE = re.compile(r"line (\d+): ")
+_TRAILING_NUMBER = re.compile(r"[A-Za-z_]*?(\d+)")
+_SUPPORT_WORD = re.compile(r"\bsupport", re.I)
+_NOT_SUPPORT = re.compile(r"\b(?:not|no|never|contradict\w*|refut\w*|disprov\w*)\b", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class Quote:
+    """One evidence span: a source and the exact code-point slice of it."""
+
+    source: str
+    start: int
+    end: int
+    quote: str
+
+    def to_json(self) -> dict:
+        return {"source": self.source, "start": self.start, "end": self.end, "quote": self.quote}
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One proposed annotation before the threshold: atom, value, spans, confidence."""
+
+    atom: str
+    value: str
+    spans: tuple[Quote, ...]
+    confidence: float
+    by: dict
+    detail: str
+
+
+@dataclass
+class Outcome:
+    """What a run did: the atoms filled (atom, proposer), and why others abstained."""
+
+    open_atoms: list[str] = field(default_factory=list)
+    filled: list[tuple[str, str, float]] = field(default_factory=list)  # atom, by.name, conf
+    below: list[tuple[str, str, float]] = field(default_factory=list)
+    abstained: list[tuple[str, str]] = field(default_factory=list)  # proposer, reason
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What a filler may read: the replay, the atoms still open, and the options."""
+
+    replay: Replay
+    open_atoms: tuple[str, ...]
+    threshold: float
+    outcome: Outcome
+
+
+def open_atoms(replay: Replay) -> list[str]:
+    """Declared atoms with no annotation or an UNKNOWN one, in declaration order."""
+    closed = {a.atom for a in replay.annotations if a.value in ("TRUE", "FALSE")}
+    return [a.name for a in replay.protocol.atoms if a.name not in closed]
+
+
+# --- judge rules -------------------------------------------------------------------------------
+
+
+def _fill_judge(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
+    from unmask.propose.judge import JudgeRules
+
+    if not isinstance(proposer, JudgeRules):
+        return []
+    source = proposer.source
+    text = ctx.replay.sources.get(source)
+    if text is None:
+        ctx.outcome.abstained.append((proposer.by.name, f"the replay has no `{source}` source"))
+        return []
+    roles = {a.name: a.role for a in ctx.replay.protocol.atoms}
+    by = proposer.by.to_json()
+    out = []
+    for p in proposer.propose(text, ctx.threshold):
+        role = roles.get(p.atom)
+        if role is None or source not in EVIDENCE_SOURCES[role]:
+            continue  # the protocol has no such atom, or this source cannot back it
+        spans = tuple(Quote(source, s.start, s.end, s.quote) for s in p.spans)
+        rules = ", ".join(f"`{r}`" for r in p.rules)
+        out.append(Candidate(p.atom, p.value, spans, p.confidence, by, f"rule {rules}"))
+    return out
+
+
+# --- claim support over evidence lines ---------------------------------------------------------
+
+
+def context_lines(text: str) -> dict[int, tuple[int, str]] | None:
+    """``line N: TEXT`` lines of a context source: N → (offset of TEXT, TEXT), or None when
+    some non-blank line is not of that form or a number repeats."""
+    out: dict[int, tuple[int, str]] = {}
+    pos = 0
+    for raw in text.split("\n"):
+        line = raw.rstrip("\r")
+        if line.strip():
+            m = _LINE.match(line)
+            if m is None or int(m.group(1)) in out:
+                return None
+            out[int(m.group(1))] = (pos + m.end(), line[m.end() :])
+        pos += len(raw) + 1
+    return out
+
+
+def support_families(replay: Replay) -> dict[str, list[tuple[str, str]]]:
+    """Context families that state support: family → [(atom, member)], in declaration order."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for a in replay.protocol.atoms:
+        m = _FAMILY.fullmatch(a.name)
+        if a.role != "context" or m is None:
+            continue
+        d = a.description
+        if not _SUPPORT_WORD.search(d) or _NOT_SUPPORT.search(d):
+            continue
+        out.setdefault(m.group(1), []).append((a.name, m.group(2)))
+    return out
+
+
+def _fill_claims(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
+    name = proposer.by.name
+    claim = ctx.replay.sources.get("response", "")
+    context = ctx.replay.sources.get("context")
+    wanted = set(ctx.open_atoms)
+    families = {
+        f: ms for f, ms in support_families(ctx.replay).items() if any(a in wanted for a, _ in ms)
+    }
+    if not families:
+        ctx.outcome.abstained.append((name, "no open atom of a context family that states support"))
+        return []
+    if not claim.strip() or context is None:
+        ctx.outcome.abstained.append((name, "needs the claim in `response` and `context`"))
+        return []
+    lines = context_lines(context)
+    if not lines:
+        ctx.outcome.abstained.append((name, "`context` is not lines of the form `line N: …`"))
+        return []
+    numbers = sorted(lines)
+    alignment = proposer.claim_support(claim, [lines[n][1] for n in numbers], 0.0)
+    by = proposer.by.to_json()
+    out: list[Candidate] = []
+    for family, members in families.items():
+        line_of: dict[str, int] = {}
+        for atom, member in members:
+            m = _TRAILING_NUMBER.fullmatch(member)
+            if m is None or int(m.group(1)) not in lines:
+                break
+            line_of[atom] = int(m.group(1))
+        if len(line_of) != len(members) or len(set(line_of.values())) != len(members):
+            ctx.outcome.abstained.append(
+                (name, f"the members of `{family}` do not each name a `line N` of `context`")
+            )
+            continue
+        matched = {numbers[m.sentence]: m for m in alignment.matches}
+        for atom, n in line_of.items():
+            offset, sentence = lines[n]
+            if n in matched:
+                m = matched[n]
+                span = Quote("context", offset + m.start, offset + m.end, m.quote)
+                out.append(Candidate(atom, "TRUE", (span,), m.confidence, by, "matched the claim"))
+            elif alignment.label == "not_supported" and sentence:
+                span = Quote("context", offset, offset + len(sentence), sentence)
+                detail = "the claim is `not_supported` by any line"
+                out.append(Candidate(atom, "FALSE", (span,), alignment.confidence, by, detail))
+            # a line not chosen for a claim that is partly covered: no reading either way
+    return out
+
+
+# --- a model, one atom at a time ---------------------------------------------------------------
+
+
+def _fill_model(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
+    from unmask.propose.model import Abstain, ModelChat
+
+    if not isinstance(proposer, ModelChat):
+        return []
+    decls = {a.name: a for a in ctx.replay.protocol.atoms}
+    by = proposer.by.to_json()
+    out = []
+    for atom in ctx.open_atoms:
+        decl = decls[atom]
+        allowed = {
+            s: ctx.replay.sources[s] for s in EVIDENCE_SOURCES[decl.role] if s in ctx.replay.sources
+        }
+        answer = proposer.ask(atom, decl.description, allowed)
+        if isinstance(answer, Abstain):
+            ctx.outcome.abstained.append((by["name"], f"`{atom}`: {answer.reason}"))
+            continue
+        span = Quote(answer.source, answer.start, answer.end, answer.quote)
+        detail = f"model `{proposer.model}`" + (f": {answer.reason}" if answer.reason else "")
+        out.append(Candidate(atom, answer.value, (span,), answer.confidence, by, detail))
+    return out
+
+
+Filler = Callable[[Proposer, Context], Iterable[Candidate]]
+FILLERS: dict[Fill, Filler] = {
+    Fill("judge", "rationale"): _fill_judge,
+    CLAIM_SUPPORT: _fill_claims,
+    Fill("judge", "replay-atom"): _fill_model,
+    Fill("context", "replay-atom"): _fill_model,
+    Fill("procedure", "replay-atom"): _fill_model,
+}
+
+
+def can_fill(proposer: Proposer) -> bool:
+    return any(f in FILLERS for f in proposer.fills)
+
+
+def _explanation(c: Candidate) -> str:
+    return f"proposed by {c.by['name']} ({c.detail}); confidence {c.confidence:g}"
+
+
+def fill(
+    obj: Mapping[str, Any],
+    replay: Replay,
+    proposers: Iterable[Proposer],
+    threshold: float = DEFAULT_THRESHOLD,
+) -> tuple[dict[str, Any], Outcome]:
+    """The replay object with open atoms filled, and what happened (not yet re-validated)."""
+    outcome = Outcome(open_atoms=open_atoms(replay))
+    still_open = list(outcome.open_atoms)
+    chosen: dict[str, Candidate] = {}
+    for proposer in proposers:
+        ctx = Context(replay, tuple(still_open), threshold, outcome)
+        seen: set[str] = set()
+        for f in proposer.fills:
+            filler = FILLERS.get(f)
+            if filler is None or filler in seen:
+                continue
+            seen.add(filler)  # a filler runs once per proposer, however many fills name it
+            for c in filler(proposer, ctx):
+                if c.atom not in still_open or c.atom in chosen:
+                    continue
+                if c.confidence < threshold:
+                    outcome.below.append((c.atom, c.by["name"], c.confidence))
+                    continue
+                chosen[c.atom] = c
+        still_open = [a for a in still_open if a not in chosen]
+    out = copy.deepcopy(dict(obj))
+    annotations = list(out.get("annotations") or [])
+    position = {a.get("atom"): i for i, a in enumerate(annotations) if isinstance(a, dict)}
+    for atom in outcome.open_atoms:  # declaration order, so the output is stable
+        c = chosen.get(atom)
+        if c is None:
+            continue
+        ann = {
+            "atom": atom,
+            "value": c.value,
+            "evidence": [s.to_json() for s in c.spans],
+            "explanation": _explanation(c),
+            "by": dict(c.by),
+        }
+        if atom in position:
+            annotations[position[atom]] = ann  # an UNKNOWN annotation, replaced in place
+        else:
+            annotations.append(ann)
+        outcome.filled.append((atom, c.by["name"], c.confidence))
+    out["annotations"] = annotations
+    return out, outcome
