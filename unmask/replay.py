@@ -308,11 +308,11 @@ class _ReplayReader:
     def _compile(
         self, text: str, filename: str, domains: dict[str, tuple[str, ...]], fp: str
     ) -> ir.Protocol | None:
-        from unmask.compiler import compile_source
+        from unmask.compiler import compile_cached
 
         r = self.r
         try:
-            return compile_source(text, filename, domains, r.limits)
+            return compile_cached(text, filename, domains, r.limits)
         except UnmaskError as exc:
             # a diagnostic about `domains` has a JSON path but no file: it is this replay's
             r.diags.extend(
