@@ -189,16 +189,21 @@ def test_replays_sharing_a_protocol_file_compile_it_once(tmp_path, monkeypatch):
 # --- what the command line imports ----------------------------------------------------------
 
 
-def _imported(args: list[str], tmp_path: Path) -> set[str]:
-    out = tmp_path / "modules.json"
+def _run(args: list[str], tmp_path: Path) -> dict:
+    out = tmp_path / "state.json"
     code = (
-        "import atexit, json, sys\n"
-        f"atexit.register(lambda: open({str(out)!r}, 'w').write(json.dumps(sorted(sys.modules))))\n"
+        "import atexit, gc, json, sys\n"
+        "state = lambda: {'modules': sorted(sys.modules), 'gc': gc.get_threshold()}\n"
+        f"atexit.register(lambda: open({str(out)!r}, 'w').write(json.dumps(state())))\n"
         "from unmask.cli.main import main\n"
         f"main({args!r})\n"
     )
     subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    return set(json.loads(out.read_text()))
+    return json.loads(out.read_text())
+
+
+def _imported(args: list[str], tmp_path: Path) -> set[str]:
+    return set(_run(args, tmp_path)["modules"])
 
 
 def _solvers(modules: set[str]) -> set[str]:
@@ -219,3 +224,10 @@ def test_check_imports_no_solver_its_backend_does_not_need(backend, tmp_path):
 def test_check_with_z3_imports_z3_but_not_pysat(tmp_path):
     modules = _imported(["check", "--backend", "z3", str(EXAMPLES / "case_a.json")], tmp_path)
     assert _solvers(modules) == {"z3"}
+
+
+def test_a_command_runs_with_the_collector_thresholds_raised(tmp_path):
+    from unmask.cli.main import GC_THRESHOLDS
+
+    state = _run(["check", "--backend", "truthtable", str(EXAMPLES / "case_a.json")], tmp_path)
+    assert tuple(state["gc"]) == GC_THRESHOLDS
