@@ -20,11 +20,15 @@ import difflib
 import threading
 import time
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from pysat.solvers import Solver, SolverNames
-
-from unmask.backends.cnf import CnfEncoder
 from unmask.diagnostics import Diagnostic, UnmaskError
+
+if TYPE_CHECKING:
+    from pysat.solvers import Solver
+
+# PySAT (and the encoder built on it) is imported by the first call that needs a solver: the
+# sliced backend answers most small replays without one, and the import costs start-up time
 
 # solvers that answer under assumptions with cores; chosen by measurement (docs/backends.md)
 DEFAULT_SOLVER = "minisat22"
@@ -50,6 +54,8 @@ BUDGET_SLICE = 2_000  # conflicts per slice: about 10-20 ms of search
 
 def _aliases() -> dict[str, str]:
     """Every PySAT name of every solver -> its canonical name."""
+    from pysat.solvers import SolverNames
+
     out: dict[str, str] = {}
     for canonical, names in vars(SolverNames).items():
         if canonical.startswith("_") or not isinstance(names, tuple):
@@ -86,6 +92,8 @@ class Incremental:
     """One PySAT solver over the clauses of ``enc``, fed as they are encoded."""
 
     def __init__(self, solver_name: str, atoms: Iterable[str] = ()) -> None:
+        from unmask.backends.cnf import CnfEncoder
+
         self.solver_name = solver_name
         self.enc = CnfEncoder(atoms)
         self.solver: Solver | None = None
@@ -93,6 +101,8 @@ class Incremental:
     def flush(self) -> None:
         """Give the solver every clause encoded since the last flush (creating it once)."""
         if self.solver is None:
+            from pysat.solvers import Solver
+
             self.solver = Solver(name=self.solver_name)
         new = self.enc.clauses
         if new:

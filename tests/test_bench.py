@@ -72,14 +72,15 @@ def test_quick_bench_prints_and_writes_every_figure(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     figures = json.loads(out.read_text())
     cells = {(c["claims"], c["runner"]): c for c in figures["cells"]}
-    assert set(cells) == {(n, r) for n in (2, 20) for r in ("baseline", "sliced", "truthtable")}
+    runners = ("baseline", "sliced", "truthtable", "floor")
+    assert set(cells) == {(n, r) for n in (2, 20) for r in runners}
     for (n, runner), c in cells.items():
         ms = c["ms_per_replay"]
         assert c["replays"] >= 1
         assert 0 < ms["min"] <= ms["median"] <= ms["max"]
         assert ms["repeats"] in (1, 2)
         assert c["replays_per_second"] > 0 and c["wall_ms_per_replay"] > 0
-        assert c["sat_calls_per_replay"] > 0
+        assert (c["sat_calls_per_replay"] > 0) == (runner != "floor")
         # the printed table has a row for every cell
         assert any(line.split()[:2] == [str(n), runner] for line in result.output.splitlines())
     assert set(figures["growth"]["sliced"]) == {"20/2"}
@@ -97,6 +98,16 @@ def test_quick_bench_prints_and_writes_every_figure(tmp_path: Path) -> None:
     assert 0 < startup["python"]["cpu_ms"] < startup["unmask_check"]["cpu_ms"]
     assert startup["python_z3"]["wall_ms"] > 0
     assert "start-up of a fresh process" in result.output
+    assert 0 < startup["python"]["cpu_ms"] < startup["unmask_check_proto"]["cpu_ms"]
+    # the start-up is stated beside the in-process ratio
+    per_process = startup["per_process"]
+    assert per_process["claims"] == 2 and per_process["in_process_ratio"] > 0
+    assert per_process["unmask_check_ms"] == startup["unmask_check"]["cpu_ms"]
+    assert "with a process per replay" in result.output
+    floor = figures["floor"]
+    assert floor["backend"] == "sliced" and set(floor["ratio"]) == {"2", "20"}
+    assert all(v > 0 for v in floor["ratio"].values())
+    assert "over the floor" in result.output
     # the figures are measurements; what they should be is stated in docs/performance.md
     assert "targets" not in figures and "targets" not in result.output
     assert to_markdown(figures).count("\n") == len(figures["cells"]) + 1
@@ -138,3 +149,40 @@ def test_every_numeric_option_has_a_range(args: list[str]) -> None:
     assert result.exit_code == 2, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert "Invalid value for '" + args[0] + "'" in result.output
+
+
+def test_the_floor_evaluates_every_formula_once() -> None:
+    from unmask import ir
+    from unmask.bench.floor import evaluate_once, formulas
+
+    replay = load_replay_text(replay_line(5, 0, 1))
+    p = replay.protocol
+    fs = formulas(p)
+    # the decision per label, one requirement with its `addressed`, one pair per claim
+    assert len(fs) == len(p.labels) + 2 + 5 == evaluate_once(replay)
+    evaluated: list[ir.Expr] = []
+    real = ir.evaluate
+    try:
+        ir.evaluate = lambda e, env: evaluated.append(e) or real(e, env)  # type: ignore[assignment]
+        evaluate_once(replay)
+    finally:
+        ir.evaluate = real  # type: ignore[assignment]
+    assert evaluated == fs
+
+
+def test_the_proto_path_replay_checks_like_the_embedded_one(tmp_path: Path) -> None:
+    from unmask.bench.workload import PROTOCOL_SOURCE, proto_replay
+    from unmask.replay import load_replay
+
+    (tmp_path / "factual.proto").write_text(PROTOCOL_SOURCE, encoding="utf-8")
+    for n, i in ((2, 0), (7, 3)):
+        path = tmp_path / f"r{n}.json"
+        path.write_text(json.dumps(proto_replay(n, 0, i)), encoding="utf-8")
+        from_file = load_replay(path)
+        embedded = load_replay_text(replay_line(n, 0, i))
+        assert [a.name for a in from_file.protocol.atoms] == [
+            a.name for a in embedded.protocol.atoms
+        ]
+        ours, theirs = check(from_file).to_json(), check(embedded).to_json()
+        for key in ("overall", "bases", "dimensions", "unannotated"):
+            assert ours[key] == theirs[key], key

@@ -11,7 +11,8 @@ must be among its own. A use of a definition becomes an ``ir.Ref`` named as writ
 (``ok(cto)`` for a family definition), and the protocol lists the ground definitions it
 uses in dependency order. Every check (names, roles in ``ground``, recursion, labels) runs
 on the text as written, so its outcome never depends on a replay's members. Every
-diagnostic has a stable ``code`` (see docs/language.md).
+diagnostic has a stable ``code`` (see docs/language.md). ``compile_cached`` is the same,
+remembered per process for the last ``COMPILE_CACHE_SIZE`` distinct inputs.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import difflib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from unmask import ast, ir
@@ -55,6 +57,29 @@ def compile_source(
     """Compile one `.proto` text to a ground protocol, or raise ``UnmaskError``."""
     source = parse_source(text, filename, limits)
     return _Compiler(source, domains or {}, limits).run()
+
+
+COMPILE_CACHE_SIZE = 32  # distinct (text, file, domains, limits) kept per process
+
+
+def compile_cached(
+    text: str,
+    filename: str = "<input>",
+    domains: Mapping[str, Sequence[str]] | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> ir.Protocol:
+    """``compile_source``, remembered per process: replays that share a protocol (an audit,
+    a worker's partition) compile it once. The protocol is immutable, so it is shared; a
+    compile error is not remembered, it is raised again each time."""
+    key = tuple((name, tuple(members)) for name, members in (domains or {}).items())
+    return _compile_memo(text, filename, key, limits)
+
+
+@lru_cache(maxsize=COMPILE_CACHE_SIZE)
+def _compile_memo(
+    text: str, filename: str, domains: tuple[tuple[str, tuple[str, ...]], ...], limits: Limits
+) -> ir.Protocol:
+    return compile_source(text, filename, {name: members for name, members in domains}, limits)
 
 
 def compile_file(

@@ -9,15 +9,25 @@ iterative, and expressions deeper than ``limits.max_expr_depth`` are refused her
 any recursive pass (compiler, formatter) sees them; a string literal longer than
 ``limits.max_string_chars`` is refused before the lexer reads it. The vocabulary (reserved
 words, the words that start a statement or an expression, the roles) is read off the
-loaded grammar, never copied.
+loaded grammar, never copied. The parser's tables are cached in the user's cache folder
+(``cache_dir``), under a name derived from the grammar, lark's version and Python's, so a
+changed grammar never reads a stale table; a cache that cannot be used is skipped silently.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
 import re
+import sys
+import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
+from importlib import resources
+from pathlib import Path
 
+import lark
 from lark import Lark, Token, Transformer_NonRecursive, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from lark.lexer import PatternStr
@@ -31,18 +41,75 @@ from unmask.names import IDENT_RE
 MAX_SYNTAX_ERRORS = 20
 
 
+_LARK_OPTIONS = {
+    "parser": "lalr",
+    "lexer": "basic",
+    "strict": True,
+    "propagate_positions": True,
+    "maybe_placeholders": True,
+}
+CACHE_ENV = "UNMASK_CACHE_DIR"  # overrides the cache folder; empty turns the cache off
+
+
+def cache_dir() -> Path | None:
+    """The folder for cached parser tables: ``$UNMASK_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/unmask``, else ``~/.cache/unmask``; None when caching is off."""
+    env = os.environ.get(CACHE_ENV)
+    if env is not None:
+        return Path(env) if env else None
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    try:
+        base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
+    except RuntimeError:  # no home folder to be found
+        return None
+    return base / "unmask"
+
+
+def _cache_file(grammar: str) -> Path | None:
+    """The cache file for this grammar, lark, Python and options, or None: a changed
+    grammar or lark gets a new name, so a stale table is never read."""
+    folder = cache_dir()
+    if folder is None:
+        return None
+    key = "\0".join([grammar, lark.__version__, sys.version, repr(sorted(_LARK_OPTIONS.items()))])
+    return folder / f"parser-{hashlib.sha256(key.encode()).hexdigest()[:24]}.lark"
+
+
+def _build() -> Lark:
+    return Lark.open_from_package("unmask.grammar", "unmask.lark", **_LARK_OPTIONS)
+
+
 @lru_cache(maxsize=1)
 def lark_parser() -> Lark:
-    """The LALR parser, built once on first use (building it takes tens of milliseconds)."""
-    return Lark.open_from_package(
-        "unmask.grammar",
-        "unmask.lark",
-        parser="lalr",
-        lexer="basic",
-        strict=True,
-        propagate_positions=True,
-        maybe_placeholders=True,
-    )
+    """The LALR parser, built once per process on first use. Building its tables takes
+    some 150 ms of CPU, so they are saved in the user's cache folder and loaded from there
+    by later processes; a cache that cannot be read or written is skipped, never an error."""
+    grammar = resources.files("unmask.grammar").joinpath("unmask.lark").read_text("utf-8")
+    path = _cache_file(grammar)
+    if path is None:
+        return _build()
+    try:
+        with path.open("rb") as f:
+            return Lark.load(f)
+    except Exception:  # missing, unreadable or damaged: build the tables, replace the file
+        pass
+    parser = _build()
+    with contextlib.suppress(OSError):
+        _save(parser, path)
+    return parser
+
+
+def _save(parser: Lark, path: Path) -> None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # written under a private name, then renamed: a concurrent run never reads half a file
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            parser.save(f)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
 
 
 # --- the vocabulary, read off the grammar ---------------------------------------------------

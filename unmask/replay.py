@@ -9,7 +9,9 @@ JSON parser (``unmask.jsonload``), typed reads at JSON paths (``unmask.jsonreade
 protocol IR (``unmask.irjson_reader``, whose ``protocol_from_json`` is re-exported here),
 annotations and evidence spans (``unmask.evidence``), and where a protocol ``path`` may lead
 (``unmask.confine``). This module reads the envelope (schema, id, item, judge, domains,
-translation, sources, verdict, gold) and loads the protocol in its three forms; ``verdict``
+translation, sources, verdict, gold) and loads the protocol in its three forms (a
+``.proto`` text through ``unmask.compiler.compile_cached``: once per process for the same
+text, file, domains and limits); ``verdict``
 and ``gold`` must be labels the protocol declares (``PASS``/``FAIL`` without a ``verdict``
 statement). A replay's own folder is
 the folder of its file; for text without a file (stdin) it is the working directory.
@@ -308,11 +310,11 @@ class _ReplayReader:
     def _compile(
         self, text: str, filename: str, domains: dict[str, tuple[str, ...]], fp: str
     ) -> ir.Protocol | None:
-        from unmask.compiler import compile_source
+        from unmask.compiler import compile_cached
 
         r = self.r
         try:
-            return compile_source(text, filename, domains, r.limits)
+            return compile_cached(text, filename, domains, r.limits)
         except UnmaskError as exc:
             # a diagnostic about `domains` has a JSON path but no file: it is this replay's
             r.diags.extend(

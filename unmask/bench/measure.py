@@ -5,7 +5,9 @@ Contract: ``run(plan, say)`` measures, in one process and on the same generated 
 second and solver calls per replay for every runner (the ``baseline`` and each backend),
 the ratio to the baseline, the growth with the number of claims, the start-up cost of a
 process that the in-process ratios leave out (a bare Python, one that imports z3 as a
-direct user's would, and ``unmask check`` of one small replay), ``--jobs 1`` against
+direct user's would, and ``unmask check`` of one small replay with its protocol embedded
+and as a ``.proto`` path) stated beside the in-process ratio, the floor (reading,
+validating and evaluating each formula once, ``floor``) at every size, ``--jobs 1`` against
 ``--jobs 2`` throughput, and the peak memory (resident set of a child process) of auditing
 many small replays against few from one JSON Lines file. Every figure is printed through
 ``say`` as it is measured and returned as data (``schema: unmask.bench/2``);
@@ -15,6 +17,7 @@ stated in ``docs/performance.md``, not here: this module measures, it does not j
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import statistics
@@ -27,7 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from unmask.bench.baseline import Baseline
-from unmask.bench.workload import replay_line
+from unmask.bench.floor import evaluate_once
+from unmask.bench.workload import PROTOCOL_SOURCE, proto_replay, replay_line
 
 
 class _Counting:
@@ -84,6 +88,9 @@ class Cell:
         }
 
 
+FLOOR = "floor"  # the row of read + validate + evaluate each formula once (``floor``)
+
+
 def _ms(s: float) -> float | None:
     return None if s != s else round(s * 1000, 3)
 
@@ -109,6 +116,12 @@ def _time_runner(runner: str, tasks: list[Any], timeout_ms: int) -> tuple[float,
     from unmask.limits import DEFAULT_LIMITS
 
     settings = Settings(runner, timeout_ms, DEFAULT_LIMITS)
+    if runner == FLOOR:
+        cpu, wall = time.process_time(), time.perf_counter()
+        for t in tasks:
+            evaluate_once(load_task(t, DEFAULT_LIMITS))
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        return cpu / len(tasks), wall / len(tasks), 0.0
     if runner == "baseline":
         base = Baseline()
         cpu, wall = time.process_time(), time.perf_counter()
@@ -149,6 +162,7 @@ class Plan:
     workload: str = "mixed"  # of the per-size cells (``workload.WORKLOADS``)
     timeout_ms: int = 60_000
     startup: bool = True  # measure the start-up of a fresh process
+    floor: bool = True  # add the floor row (read + validate + evaluate once) at every size
 
     @classmethod
     def quick(cls, **kw: Any) -> Plan:
@@ -175,19 +189,26 @@ def _estimate(done: dict[int, Cell], n: int) -> float | None:
     return max(done[m].wall) * (n / m) ** 1.5
 
 
+def _runners(plan: Plan) -> tuple[str, ...]:
+    if plan.floor and FLOOR not in plan.runners:
+        return (*plan.runners, FLOOR)
+    return plan.runners
+
+
 def measure_cells(plan: Plan, say: Callable[[str], None]) -> list[Cell]:
     from unmask.diagnostics import UnmaskError
 
     cells: list[Cell] = []
-    by_runner: dict[str, dict[int, Cell]] = {r: {} for r in plan.runners}
+    runners = _runners(plan)
+    by_runner: dict[str, dict[int, Cell]] = {r: {} for r in runners}
     for n in plan.sizes:
         count = plan.counts.get(n, 1)
         tasks = _tasks(n, count, plan.seed, plan.workload)
-        for runner in plan.runners:
+        for runner in runners:
             est = _estimate(by_runner[runner], n)
             use = count
-            # the baseline and the default backend always run: the ratios need both
-            must = runner in ("baseline", plan.backend)
+            # the baseline, the default backend and the floor always run: the ratios need them
+            must = runner in ("baseline", plan.backend, FLOOR)
             if est is not None:
                 if est > plan.budget_s and not must:
                     cell = Cell(n, runner, 0, (), 0.0, f"skipped: about {est:.0f} s per replay")
@@ -267,6 +288,11 @@ def measure_startup(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
         replay = os.path.join(tmp, "replay.json")
         with open(replay, "w", encoding="utf-8") as fh:
             fh.write(replay_line(2, plan.seed, 0))
+        from_proto = os.path.join(tmp, "replay-proto.json")
+        with open(from_proto, "w", encoding="utf-8") as fh:
+            json.dump(proto_replay(2, plan.seed, 0, "factual.proto"), fh)
+        with open(os.path.join(tmp, "factual.proto"), "w", encoding="utf-8") as fh:
+            fh.write(PROTOCOL_SOURCE)
         commands = {
             "python": [sys.executable, "-c", "pass"],
             "python_z3": [sys.executable, "-c", "import z3; z3.Context()"],
@@ -276,6 +302,16 @@ def measure_startup(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
                 "from unmask.cli.main import main; main()",
                 "check",
                 replay,
+                "--backend",
+                plan.backend,
+            ],
+            # a hand-written replay: its protocol is a `.proto` file, compiled at start-up
+            "unmask_check_proto": [
+                sys.executable,
+                "-c",
+                "from unmask.cli.main import main; main()",
+                "check",
+                from_proto,
                 "--backend",
                 plan.backend,
             ],
@@ -291,7 +327,8 @@ def measure_startup(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
         "start-up of a fresh process (not in the per-replay figures above; CPU ms, median): "
         f"python {out['python']['cpu_ms']:.0f}, python importing z3 (the baseline's) "
         f"{out['python_z3']['cpu_ms']:.0f}, `unmask check` of one 2-claim replay "
-        f"({plan.backend}) {out['unmask_check']['cpu_ms']:.0f}"
+        f"({plan.backend}) {out['unmask_check']['cpu_ms']:.0f}, the same replay naming a "
+        f"`.proto` file {out['unmask_check_proto']['cpu_ms']:.0f}"
     )
     return out
 
@@ -460,7 +497,7 @@ def run(plan: Plan, say: Callable[[str], None] = print) -> dict[str, Any]:
     say(HEADER)
     cells = measure_cells(plan, say)
     growth = {}
-    for runner in plan.runners:
+    for runner in _runners(plan):
         mine = {c.claims: c.median for c in cells if c.runner == runner and c.seconds}
         pairs = [
             (a, b)
@@ -473,7 +510,10 @@ def run(plan: Plan, say: Callable[[str], None] = print) -> dict[str, Any]:
                 f"growth of time per replay, {runner}: "
                 + ", ".join(f"{k} claims {v}x" for k, v in growth[runner].items())
             )
+    floor = _over_floor(plan, cells, say)
     startup = measure_startup(plan, say) if plan.startup else {}
+    if startup:
+        startup["per_process"] = _per_process(plan, cells, startup, say)
     jobs = measure_jobs(plan, say) if plan.jobs_replays else {}
     memory = measure_memory(plan, say) if plan.memory_small and plan.memory_large else {}
     return {
@@ -483,10 +523,54 @@ def run(plan: Plan, say: Callable[[str], None] = print) -> dict[str, Any]:
         "repeats": plan.repeats,
         "cells": [c.to_json() for c in cells],
         "growth": growth,
+        "floor": floor,
         "startup": startup,
         "jobs": jobs,
         "memory": memory,
     }
+
+
+def _medians(cells: list[Cell], runner: str) -> dict[int, float]:
+    return {c.claims: c.median for c in cells if c.runner == runner and c.seconds}
+
+
+def _over_floor(plan: Plan, cells: list[Cell], say: Callable[[str], None]) -> dict[str, Any]:
+    """The default backend's time per replay over the floor's, at every size."""
+    floor, mine = _medians(cells, FLOOR), _medians(cells, plan.backend)
+    ratios = {str(n): round(mine[n] / floor[n], 2) for n in plan.sizes if n in floor and n in mine}
+    if ratios:
+        say(
+            f"{plan.backend} over the floor (read + validate + evaluate once): "
+            + ", ".join(f"{v}x at {k} claims" for k, v in ratios.items())
+        )
+    return {"backend": plan.backend, "ratio": ratios}
+
+
+def _per_process(
+    plan: Plan, cells: list[Cell], startup: dict[str, Any], say: Callable[[str], None]
+) -> dict[str, Any]:
+    """The smallest size's ratio when every replay is a fresh process: the start-up counts
+    then, and it is stated beside the in-process ratio."""
+    base, mine = _medians(cells, "baseline"), _medians(cells, plan.backend)
+    sizes = [n for n in plan.sizes if n in base and n in mine]
+    if not sizes:
+        return {}
+    n = sizes[0]
+    direct = startup["python_z3"]["cpu_ms"] + base[n] * 1000
+    check = startup["unmask_check"]["cpu_ms"]
+    out = {
+        "claims": n,
+        "in_process_ratio": round(base[n] / mine[n], 2),
+        "baseline_ms": round(direct, 1),
+        "unmask_check_ms": check,
+        "ratio": round(direct / check, 2) if check else None,
+    }
+    say(
+        f"at {n} claims: {out['in_process_ratio']}x the baseline in one process; with a "
+        f"process per replay the baseline costs about {direct:.0f} ms (start-up + replay) "
+        f"and `unmask check` {check:.0f} ms: {out['ratio']}x the baseline's throughput"
+    )
+    return out
 
 
 def to_markdown(figures: dict[str, Any]) -> str:

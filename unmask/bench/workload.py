@@ -5,7 +5,9 @@ claims (ground protocol IR embedded); same arguments, same replay. ``WORKLOADS``
 ``mixed`` (the default: about 20% of the atoms UNKNOWN, half of those annotated UNKNOWN
 and half left unannotated; about 10% of the rest FALSE) and ``supported`` (the ordinary
 good case: every claim said, backed and grounded, no outside knowledge, verdict PASS).
-``replay_line`` is the same replay as one JSON Lines record.
+``replay_line`` is the same replay as one JSON Lines record; ``proto_replay`` the same
+replay naming its protocol by a ``.proto`` path (``PROTOCOL_SOURCE``) with the claims as
+a domain.
 """
 
 from __future__ import annotations
@@ -159,3 +161,32 @@ def replay_line(n: int, seed: int = 0, index: int = 0, workload: str = "mixed") 
     """One replay as a JSON Lines record (no newline)."""
     obj = factual_replay(n, seed, index, workload)
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+# the same protocol as `.proto` text, over a domain of claims (names from ``factual_replay``)
+PROTOCOL_SOURCE = f"""protocol factual_claims "{PROTOCOL_TEXT}"
+
+domain claim
+
+atom supported(claim) : judge     "The judge asserts the context supports claim {{claim}}"
+atom backed(claim)    : context   "The context supports claim {{claim}}"
+atom external         : procedure "The judge used outside knowledge"
+
+decision pass iff all(supported(c) for c in claim)
+
+for c in claim: ground supported(c) ~ backed(c)
+
+requirement context_only "Use only supplied context" {{
+  holds: not external
+  addressed: true
+}}
+"""
+
+
+def proto_replay(n: int, seed: int = 0, index: int = 0, path: str = "factual.proto") -> dict:
+    """``factual_replay`` with its protocol read from ``path`` (``PROTOCOL_SOURCE``) and
+    the claims given as the domain ``claim``, the form a hand-written replay takes."""
+    obj = factual_replay(n, seed, index)
+    obj["protocol"] = {"path": path}
+    obj["domains"] = {"claim": [f"c{i}" for i in range(n)]}
+    return obj

@@ -3,17 +3,25 @@
 Contract: each subcommand lives in ``unmask.commands.<name>`` as a click command named
 ``command`` and is imported only when invoked, so ``unmask --help`` stays fast. Exit
 statuses are those of ``unmask.exitcodes``: 0 satisfied/valid/agree, 1 violated/disagree,
-2 usage, 3 unknown, 4 invalid input, 130 interrupted.
+2 usage, 3 unknown, 4 invalid input, 130 interrupted. A run raises the garbage
+collector's thresholds (``GC_THRESHOLDS``), measured to save time on large replays.
 """
 
 from __future__ import annotations
 
+import gc
 import importlib
 import importlib.util
 
 import click
 
 from unmask import __version__
+
+# The collector's thresholds for a command-line run (Python's are 700, 10, 10). A check
+# allocates many small objects that die young and makes few cycles; collecting less often
+# saved 12-16% of CPU auditing 2000-claim replays and was within the noise on small ones
+# (docs/performance.md).
+GC_THRESHOLDS = (50_000, 20, 20)
 
 # name -> one-line help, shown without importing the command's module
 COMMANDS: dict[str, str] = {
@@ -69,3 +77,4 @@ class LazyGroup(click.Group):
 @click.version_option(__version__, prog_name="unmask")
 def main() -> None:
     """Audit whether an LLM judge followed its protocol."""
+    gc.set_threshold(*GC_THRESHOLDS)

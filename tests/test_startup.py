@@ -1,0 +1,233 @@
+"""Start-up and per-process caches: lark's tables are read from the cache folder when it
+works and rebuilt when it does not; a protocol is compiled once per process per input; the
+command line imports z3 and PySAT only for a backend that needs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from unmask import parser as parser_mod
+from unmask.compiler import compile_cached, compile_source
+from unmask.limits import Limits
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+PROTO = (EXAMPLES / "factual_claims_family.proto").read_text(encoding="utf-8")
+
+
+def _fresh_parser(monkeypatch: pytest.MonkeyPatch, folder: Path | str | None):
+    if folder is None:
+        monkeypatch.setenv(parser_mod.CACHE_ENV, "")
+    else:
+        monkeypatch.setenv(parser_mod.CACHE_ENV, str(folder))
+    parser_mod.lark_parser.cache_clear()
+    try:
+        return parser_mod.lark_parser()
+    finally:
+        parser_mod.lark_parser.cache_clear()
+
+
+def _parses(p) -> None:
+    assert p.parse("protocol p\ndecision pass iff a\n").data == "start"
+
+
+def test_the_second_build_loads_the_tables_from_the_cache_file(monkeypatch, tmp_path):
+    built = []
+    real = parser_mod._build
+    monkeypatch.setattr(parser_mod, "_build", lambda: built.append(1) or real())
+    _parses(_fresh_parser(monkeypatch, tmp_path))
+    (file,) = tmp_path.glob("parser-*.lark")
+    stamp = file.stat().st_mtime_ns
+    assert built == [1]
+    second = _fresh_parser(monkeypatch, tmp_path)
+    _parses(second)
+    assert built == [1], "the second parser was built, not loaded"
+    assert file.stat().st_mtime_ns == stamp
+    assert (second.options.parser, second.options.strict) == ("lalr", True)
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_changed_grammar_gets_another_cache_file(tmp_path, monkeypatch):
+    monkeypatch.setenv(parser_mod.CACHE_ENV, str(tmp_path))
+    grammar = 'start: "a"\n'
+    one = parser_mod._cache_file(grammar)
+    assert one is not None and one.parent == tmp_path
+    assert parser_mod._cache_file(grammar + "\n") != one
+    monkeypatch.setattr(parser_mod.lark, "__version__", "0.0.0")
+    assert parser_mod._cache_file(grammar) != one
+
+
+def test_a_damaged_cache_file_is_rebuilt_and_replaced(monkeypatch, tmp_path):
+    _fresh_parser(monkeypatch, tmp_path)
+    (file,) = tmp_path.glob("parser-*.lark")
+    good = file.read_bytes()
+    built = []
+    real = parser_mod._build
+    monkeypatch.setattr(parser_mod, "_build", lambda: built.append(1) or real())
+    for damaged in (good[: len(good) // 3], b"not a pickle at all"):
+        file.write_bytes(damaged)
+        _parses(_fresh_parser(monkeypatch, tmp_path))
+        assert file.read_bytes() != damaged
+        _parses(_fresh_parser(monkeypatch, tmp_path))
+    assert built == [1, 1]  # each damage cost one build; the rewritten file was loaded
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root writes anywhere")
+def test_an_unwritable_cache_folder_is_skipped(monkeypatch, tmp_path):
+    tmp_path.chmod(0o500)
+    try:
+        _parses(_fresh_parser(monkeypatch, tmp_path / "unmask"))
+    finally:
+        tmp_path.chmod(0o700)
+
+
+def test_a_cache_path_that_is_a_file_or_a_folder_is_skipped(monkeypatch, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    _parses(_fresh_parser(monkeypatch, blocker / "unmask"))
+    # the cache file's own name taken by a folder
+    folder = tmp_path / "c"
+    monkeypatch.setenv(parser_mod.CACHE_ENV, str(folder))
+    grammar = (ROOT / "grammar" / "unmask.lark").read_text(encoding="utf-8")
+    target = parser_mod._cache_file(grammar)
+    target.mkdir(parents=True)
+    _parses(_fresh_parser(monkeypatch, folder))
+    assert target.is_dir()
+
+
+def test_an_empty_cache_setting_turns_the_cache_off(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    _parses(_fresh_parser(monkeypatch, None))
+    assert not any(tmp_path.iterdir())
+
+
+def test_the_cache_folder_follows_xdg_cache_home(monkeypatch, tmp_path):
+    monkeypatch.delenv(parser_mod.CACHE_ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert parser_mod.cache_dir() == tmp_path / "unmask"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative")  # not absolute: ignored
+    assert parser_mod.cache_dir() == Path.home() / ".cache" / "unmask"
+
+
+def test_a_command_runs_with_a_stale_or_unusable_cache(tmp_path):
+    env = {**os.environ, parser_mod.CACHE_ENV: str(tmp_path / "c")}
+    code = "from unmask.cli.main import main; main()"
+    replay = str(EXAMPLES / "case_a.json")
+    first = subprocess.run(
+        [sys.executable, "-c", code, "check", replay], env=env, capture_output=True, text=True
+    )
+    assert first.returncode == 0, first.stderr
+    (file,) = (tmp_path / "c").glob("parser-*.lark")
+    file.write_bytes(b"\x80\x04garbage")
+    again = subprocess.run(
+        [sys.executable, "-c", code, "check", replay], env=env, capture_output=True, text=True
+    )
+    assert (again.returncode, again.stdout, again.stderr) == (0, first.stdout, "")
+    blocked = {**os.environ, parser_mod.CACHE_ENV: str(file / "below-a-file")}
+    third = subprocess.run(
+        [sys.executable, "-c", code, "check", replay], env=blocked, capture_output=True, text=True
+    )
+    assert (third.returncode, third.stdout, third.stderr) == (0, first.stdout, "")
+
+
+# --- the compile cache ----------------------------------------------------------------------
+
+
+def test_equal_input_compiles_once_to_the_same_protocol():
+    domains = {"claim": ["c1", "c2"]}
+    a = compile_cached(PROTO, "f.proto", domains)
+    b = compile_cached(PROTO, "f.proto", {"claim": ("c1", "c2")})
+    assert a is b
+    assert a == compile_source(PROTO, "f.proto", domains)
+
+
+def test_different_domains_limits_or_files_compile_separately():
+    base = compile_cached(PROTO, "f.proto", {"claim": ["c1", "c2"]})
+    other_members = compile_cached(PROTO, "f.proto", {"claim": ["c1", "c3"]})
+    assert other_members != base
+    assert other_members == compile_source(PROTO, "f.proto", {"claim": ["c1", "c3"]})
+    limits = Limits(max_atoms=50_000)
+    assert compile_cached(PROTO, "f.proto", {"claim": ["c1", "c2"]}, limits) is not base
+    elsewhere = compile_cached(PROTO, "g.proto", {"claim": ["c1", "c2"]})
+    assert (elsewhere.span.file, base.span.file) == ("g.proto", "f.proto")
+
+
+def test_a_limit_is_not_escaped_through_the_cache():
+    from unmask.diagnostics import UnmaskError
+
+    compile_cached(PROTO, "f.proto", {"claim": ["c1", "c2", "c3"]})
+    with pytest.raises(UnmaskError) as info:
+        compile_cached(PROTO, "f.proto", {"claim": ["c1", "c2", "c3"]}, Limits(max_atoms=2))
+    assert {d.code for d in info.value.diagnostics} == {"limit"}
+
+
+def test_replays_sharing_a_protocol_file_compile_it_once(tmp_path, monkeypatch):
+    from unmask import compiler
+    from unmask.replay import load_replay
+
+    shutil.copy(EXAMPLES / "factual_claims.proto", tmp_path)
+    calls = []
+    real = compiler.compile_source
+    monkeypatch.setattr(
+        compiler, "compile_source", lambda *a, **k: calls.append(a[1]) or real(*a, **k)
+    )
+    compiler._compile_memo.cache_clear()
+    replay = json.loads((EXAMPLES / "case_a.json").read_text(encoding="utf-8"))
+    for i in range(3):
+        (tmp_path / f"r{i}.json").write_text(json.dumps(replay), encoding="utf-8")
+        load_replay(tmp_path / f"r{i}.json")
+    assert len(calls) == 1
+
+
+# --- what the command line imports ----------------------------------------------------------
+
+
+def _run(args: list[str], tmp_path: Path) -> dict:
+    out = tmp_path / "state.json"
+    code = (
+        "import atexit, gc, json, sys\n"
+        "state = lambda: {'modules': sorted(sys.modules), 'gc': gc.get_threshold()}\n"
+        f"atexit.register(lambda: open({str(out)!r}, 'w').write(json.dumps(state())))\n"
+        "from unmask.cli.main import main\n"
+        f"main({args!r})\n"
+    )
+    subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    return json.loads(out.read_text())
+
+
+def _imported(args: list[str], tmp_path: Path) -> set[str]:
+    return set(_run(args, tmp_path)["modules"])
+
+
+def _solvers(modules: set[str]) -> set[str]:
+    return {m.split(".")[0] for m in modules} & {"z3", "pysat"}
+
+
+def test_help_imports_no_solver(tmp_path):
+    assert _solvers(_imported(["--help"], tmp_path)) == set()
+
+
+@pytest.mark.parametrize("backend", ["sliced", "truthtable"])
+def test_check_imports_no_solver_its_backend_does_not_need(backend, tmp_path):
+    modules = _imported(["check", "--backend", backend, str(EXAMPLES / "case_a.json")], tmp_path)
+    assert "unmask.checker" in modules  # it did check
+    assert _solvers(modules) == set()
+
+
+def test_check_with_z3_imports_z3_but_not_pysat(tmp_path):
+    modules = _imported(["check", "--backend", "z3", str(EXAMPLES / "case_a.json")], tmp_path)
+    assert _solvers(modules) == {"z3"}
+
+
+def test_a_command_runs_with_the_collector_thresholds_raised(tmp_path):
+    from unmask.cli.main import GC_THRESHOLDS
+
+    state = _run(["check", "--backend", "truthtable", str(EXAMPLES / "case_a.json")], tmp_path)
+    assert tuple(state["gc"]) == GC_THRESHOLDS
