@@ -13,7 +13,7 @@ from unmask.api import check
 from unmask.render import html, markdown, text
 from unmask.render import view as ev
 from unmask.replay import replay_from_obj
-from unmask.report import CheckResult, Explanation, Item
+from unmask.report import CheckResult, Explanation, GroundingCheck, Item
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,15 +98,9 @@ def test_one_way_grounding_title_and_expression_sides() -> None:
     report, replay = labelled()
     g = report.grounding[0]
 
-    @dataclasses.dataclass(frozen=True)
-    class OneWay:
-        judge: str
-        context: str
-        result: CheckResult
-        direction: str = "~>"
-
     refuted = CheckResult("REFUTED", "VIOLATED", Explanation(()))
-    report = dataclasses.replace(report, grounding=(OneWay("j or ext", "c", refuted),))
+    one_way = GroundingCheck("j or ext", "c", refuted, direction="~>")
+    report = dataclasses.replace(report, grounding=(one_way,))
     (check_,) = [c for c in ev.checks(report) if c.dimension == "grounding"]
     assert check_.title == "grounding j or ext ~> c" and check_.direction == "~>"
     assert ev.finding(report, check_, replay) == (

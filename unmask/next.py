@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from unmask.backends.base import Backend, Unknown, Unsat
-from unmask.checker import VERDICT_ATOM, Case, base_parts, outcome, verdict_query
+from unmask.checker import Case, base_parts, outcome, verdict_atoms, verdict_query
 from unmask.explain import BaseSession
 from unmask.ir import Expr, iter_atoms, mk_not
 from unmask.irtext import expr_text
@@ -54,8 +54,8 @@ class Query:
 
 
 def _verdict_query(case: Case) -> Query:
-    # the verdict's only appearance: with verdict labels this becomes V_observed
-    return Query("verdict", "all", verdict_query(case.verdict))
+    # the verdict's only appearance: V (or not V) for PASS/FAIL, V_observed for labels
+    return Query("verdict", "all", verdict_query(case.verdict, case.protocol))
 
 
 def queries(case: Case) -> list[Query]:
@@ -68,7 +68,8 @@ def queries(case: Case) -> list[Query]:
             out.append(Query(f"coverage:{r.id}", "evid", r.addressed, coverage=True))
     for g in p.grounding:
         # the subject names the pair as the report does (sides as written)
-        out.append(Query(f"grounding:{expr_text(g.judge)}~{expr_text(g.context)}", "evid", g.query))
+        pair = f"{expr_text(g.judge)}{g.direction}{expr_text(g.context)}"
+        out.append(Query(f"grounding:{pair}", "evid", g.query))
     return out
 
 
@@ -235,7 +236,7 @@ def next_steps(case: Case, backend: Backend, *, backend_name: str | None = None)
     facts = case.facts
     unknown = set(case.unknown)
     rank = {n: i for i, n in enumerate(order)}
-    atoms = [*order, VERDICT_ATOM]
+    atoms = [*order, *verdict_atoms(case.protocol)]
     parts = base_parts(case)
     sessions: dict[str, BaseSession] = {}
     states: dict[str, object] = {}

@@ -313,7 +313,7 @@ class _Log:
         if check.dimension in ("procedure", "coverage"):
             return self.req_spans.get(check.key.split(":", 1)[1])
         if check.dimension == "grounding":
-            judge, context = check.key.removeprefix("grounding:").split("~", 1)
+            judge, context = check.sides
             return self.ground_spans.get((judge, context))
         if check.dimension == "verdict":
             proto = self.replay.protocol

@@ -135,7 +135,7 @@ def label(result: str | None) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Check:
-    key: str  # verdict | requirement:ID | coverage:ID | grounding:JUDGE~CONTEXT
+    key: str  # verdict | requirement:ID | coverage:ID | grounding:JUDGE~CONTEXT (or ~>)
     dimension: str  # one of DIMENSIONS
     rule: str
     title: str
@@ -146,6 +146,12 @@ class Check:
     @property
     def status(self) -> str | None:
         return self.result.status
+
+    @property
+    def sides(self) -> tuple[str, str]:
+        """A grounding check's judge and context sides, as written."""
+        judge, _, context = self.key.removeprefix("grounding:").partition(self.direction)
+        return judge, context
 
     @property
     def outcome(self) -> str | None:
@@ -190,13 +196,13 @@ def checks(report: Report) -> tuple[Check, ...]:
     for i, g in enumerate(report.grounding):
         out.append(
             Check(
-                f"grounding:{g.judge}~{g.context}",
+                f"grounding:{g.pair}",
                 "grounding",
                 RULES["grounding"].id,
-                f"grounding {g.judge} {getattr(g, 'direction', '~')} {g.context}",
+                f"grounding {g.judge} {g.direction} {g.context}",
                 g.result,
                 f"$.grounding[{i}]",
-                getattr(g, "direction", "~"),
+                g.direction,
             )
         )
     return tuple(out)
@@ -426,7 +432,7 @@ def finding(report: Report, check: Check, replay: Any, lookup: Lookup | None = N
     if status is None:
         return "Not checked: the translation of the protocol is not valid."
     if check.dimension == "grounding":
-        judge, context = check.key.removeprefix("grounding:").split("~", 1)
+        judge, context = check.sides
         if judge not in look.decls or context not in look.decls:
             return _grounding_sides(check, judge, context)
         jv, cv = look.value(judge), look.value(context)
