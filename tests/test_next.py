@@ -500,3 +500,21 @@ def test_a_backend_that_cannot_take_the_replay_is_not_an_invalid_input(tmp_path:
     assert r.exit_code == 3, r.output
     assert "Traceback" not in r.output
     assert cli(str(path)).exit_code == 1  # the default backend takes it: the verdict is open
+
+
+def test_labelled_protocol_asks_for_the_observed_label() -> None:
+    # claim_parts: `supported` iff every part is said supported; said(medal) is unannotated
+    path = Path(__file__).resolve().parent.parent / "examples" / "claim_parts_underdetermined.json"
+    outs = []
+    for backend in available():
+        args = ["next", str(path), "--format", "json", "--backend", backend]
+        res = CliRunner().invoke(main, args)
+        assert res.exit_code == 1, res.output
+        outs.append({k: v for k, v in json.loads(res.stdout).items() if k != "backend"})
+    assert all(o == outs[0] for o in outs)  # the same answer on every backend
+    out = outs[0]
+    verdict = next(c for c in out["open"] if c["check"] == "verdict")
+    (dep,) = verdict["depends_on"]
+    assert dep["atom"] == "said(medal)"
+    assert (dep["if_true"]["status"], dep["if_false"]["status"]) == ("ENTAILED", "REFUTED")
+    assert [c["check"] for c in out["open"]] == ["verdict", "grounding:said(medal)~>backed(medal)"]
