@@ -428,3 +428,37 @@ def test_a_backend_takes_a_lower_timeout_for_one_call(name: str) -> None:
         assert not isinstance(easy, Unknown)  # the lower limit was for that call only
     finally:
         session.close()
+
+
+def test_next_with_a_deadline(counting, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    wide = _wide_file(tmp_path)
+    args = ("next", str(wide), "--backend", "counting", "--format", "json")
+    plain = cli(*args)
+    assert cli(*args, "--deadline-ms", "3600000").stdout == plain.stdout
+    counting.sleep_ms = 20
+    cut = cli(*args, "--deadline-ms", "60")
+    assert cut.exit_code == 3, cut.output  # nothing open: what is left is undecided
+    report = json.loads(cut.stdout)
+    assert report["open"] == [] and report["todo"] == []
+    assert report["undecided"]
+    assert any(u["detail"] == "the deadline passed" for u in report["undecided"])
+    assert counting.instances[-1].wide_calls <= 60 // 20
+    assert cli("next", str(wide), "--deadline-ms", "0").exit_code == 2
+
+
+def test_next_never_shows_a_check_half_tried(counting) -> None:  # type: ignore[no-untyped-def]
+    from unmask.next import next_steps
+
+    plain = counting()
+    full = next_steps(Case.from_replay(wide_replay()), plain)
+    assert full.open  # the wide requirement is open, with an effect per atom
+    for budget in range(1, plain.calls, 9):
+        backend = counting()
+        backend.ticks = Ticks()
+        deadline = Deadline(budget, clock=backend.ticks)
+        found = next_steps(Case.from_replay(wide_replay()), backend, deadline=deadline)
+        assert backend.calls <= budget
+        for got in found.open:  # an open check is shown only with every effect tried
+            (same,) = [c for c in full.open if c.subject == got.subject]
+            assert got == same
+        assert found.undecided
