@@ -10,7 +10,8 @@ Contract:
   costly on large bases); ``Unsat.core`` is a subset of the enabled part labels that is
   unsatisfiable together with the query and the assumptions (not necessarily minimal);
 - each backend owns its solver state (its own ``z3.Context`` or variable pool), a fixed
-  seed and a per-check timeout, so sessions never interfere.
+  seed and a per-check timeout, so sessions never interfere; a check may lower that
+  timeout for itself (``timeout_ms``: what is left of the caller's deadline).
 """
 
 from __future__ import annotations
@@ -64,10 +65,12 @@ class Session(ABC):
         enabled: Collection[str] | None = None,
         assume: Mapping[str, bool] | None = None,
         want: Sequence[str] = (),
+        timeout_ms: int | None = None,
     ) -> Result:
         """Is (enabled parts) ∧ query ∧ assume satisfiable?
 
         ``enabled`` None means every part. ``assume`` pins atoms for this check only.
+        ``timeout_ms`` limits this check alone (None: the backend's own timeout).
         """
 
     def close(self) -> None:  # noqa: B027 - optional hook

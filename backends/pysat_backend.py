@@ -82,6 +82,7 @@ class PySatSession(Session):
         enabled: Collection[str] | None = None,
         assume: Mapping[str, bool] | None = None,
         want: Sequence[str] = (),
+        timeout_ms: int | None = None,
     ) -> Result:
         if self._closed:
             raise RuntimeError("session is closed")
@@ -102,9 +103,10 @@ class PySatSession(Session):
             if name not in known:
                 self.enc.atom_var(name)  # so a free atom still has a variable to read
         self.calls += 1
-        answer = self._core.solve(assumptions, self.timeout_ms)
+        limit = self.timeout_ms if timeout_ms is None else timeout_ms
+        answer = self._core.solve(assumptions, limit)
         if answer is None:
-            return Unknown(f"timeout after {self.timeout_ms} ms")
+            return Unknown(f"timeout after {limit} ms")
         if answer:
             return Sat(self._core.model(want))
         hit = {self._owner[x] for x in self._core.core() if x in self._owner}

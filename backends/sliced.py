@@ -106,7 +106,7 @@ class SlicedSession(Session):
         self, parts: Sequence[Part], atoms: Sequence[str], timeout_ms: int, solver_name: str
     ) -> None:
         self.calls = 0
-        self.timeout_ms = timeout_ms
+        self.timeout_ms = self._limit = timeout_ms
         self.solver_name = solver_name
         self.parts = list(parts)
         self.labels = [p.label for p in self.parts]
@@ -146,10 +146,13 @@ class SlicedSession(Session):
         enabled: Collection[str] | None = None,
         assume: Mapping[str, bool] | None = None,
         want: Sequence[str] = (),
+        timeout_ms: int | None = None,
     ) -> Result:
         if self._closed:
             raise RuntimeError("session is closed")
         self.calls += 1
+        # every solver call this check makes gets the caller's limit
+        self._limit = self.timeout_ms if timeout_ms is None else timeout_ms
         en = None if enabled is None else set(enabled)
         assume = dict(assume or {})
         whole = enabled is None and query is None and not assume
@@ -323,7 +326,7 @@ class SlicedSession(Session):
                 return guessed
         if self._sat is None:
             self._sat = _Incremental(self, self.solver_name)
-        return self._sat.check(ask, self.timeout_ms)
+        return self._sat.check(ask, self._limit)
 
     def _guess(self, ask: _Ask, unpinned: list[str]) -> Sat | None:
         """A model with every unpinned atom false, or every one true, if either is one:

@@ -66,6 +66,10 @@ _LOWER: Table[z3.BoolRef] = Table(
 )
 
 
+def _clamp(timeout_ms: int) -> int:
+    return min(max(1, int(timeout_ms)), 2**32 - 1)  # z3: unsigned int
+
+
 class Z3Session(Session):
     def __init__(
         self,
@@ -84,7 +88,8 @@ class Z3Session(Session):
         # finite-domain solver, z3's incremental SAT core, answers it; per check with
         # assumptions it is several times faster than the general SMT core on large bases
         solver = z3.SolverFor("QF_FD", ctx=self._ctx)
-        solver.set("timeout", min(max(1, int(timeout_ms)), 2**32 - 1))  # z3: unsigned int
+        self._timeout = self._limit = _clamp(timeout_ms)
+        solver.set("timeout", self._limit)
         solver.set("random_seed", seed)
         solver.set("sat.random_seed", seed)
         self._solver: z3.Solver | None = solver
@@ -127,10 +132,15 @@ class Z3Session(Session):
         enabled: Collection[str] | None = None,
         assume: Mapping[str, bool] | None = None,
         want: Sequence[str] = (),
+        timeout_ms: int | None = None,
     ) -> Result:
         solver = self._solver
         if solver is None:
             raise RuntimeError("session is closed")
+        limit = self._timeout if timeout_ms is None else _clamp(timeout_ms)
+        if limit != self._limit:  # a caller's deadline: set only when it changes
+            solver.set("timeout", limit)
+            self._limit = limit
         labels = self._selectors if enabled is None else enabled
         lits = [self._selectors[label] for label in labels]
         if query is not None:

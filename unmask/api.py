@@ -4,7 +4,8 @@ Contract: ``check`` accepts a validated ``Replay`` or a path to a replay file (l
 validated by ``unmask.replay``; invalid input raises ``UnmaskError`` with diagnostics);
 the solver only sees the gold-free ``Case``; the gold label, and the replay's ``item`` and
 ``judge``, are added to the report afterwards. Backends are created through the registry
-(``unmask.backends.create``).
+(``unmask.backends.create``). ``deadline_ms`` bounds the whole check of the replay
+(loading it is not counted): past it the report is UNKNOWN with a ``deadline`` reason.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from unmask.backends import DEFAULT_SEED, DEFAULT_TIMEOUT_MS, Backend, create
 from unmask.checker import Case, check_case
+from unmask.explain import Deadline
 from unmask.limits import DEFAULT_LIMITS, Limits
 from unmask.model import Replay
 from unmask.report import Report, dumps
@@ -35,6 +37,7 @@ def check(
     timeout_ms: int = DEFAULT_TIMEOUT_MS,
     seed: int = DEFAULT_SEED,
     limits: Limits = DEFAULT_LIMITS,
+    deadline_ms: int | None = None,
 ) -> Report:
     """Check one replay on one backend (``"z3"``, ``"pysat:glucose4"``, … or an instance)."""
     if not isinstance(replay, Replay):
@@ -45,5 +48,8 @@ def check(
     else:
         solver = backend
         name = solver.name if not solver.option else f"{solver.name}:{solver.option}"
-    report = check_case(Case.from_replay(replay), solver, backend_name=name)
+    if deadline_ms is not None and deadline_ms <= 0:
+        raise ValueError(f"deadline_ms must be positive, not {deadline_ms}")
+    deadline = None if deadline_ms is None else Deadline(deadline_ms)
+    report = check_case(Case.from_replay(replay), solver, backend_name=name, deadline=deadline)
     return replace(report.with_gold(replay.gold), item=replay.item, judge=replay.judge)

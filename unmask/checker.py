@@ -13,7 +13,10 @@ Contract:
 - statuses are only what the solver proved; aggregation follows the documented table and
   overrides, and every reason the result is not SATISFIED is named in ``Report.reasons``;
 - a check *rests on* the annotations in its explanation, or pinned in its witnesses; its
-  ``unreviewed`` and ``gold_derived`` counts are taken over those.
+  ``unreviewed`` and ``gold_derived`` counts are taken over those;
+- an optional ``Deadline`` bounds the whole report (see ``unmask.explain``): a report it
+  cut short is UNKNOWN with a ``deadline`` reason; one it did not is byte-identical to the
+  report without a deadline.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from unmask.backends.base import Backend, Part, Sat, Unknown, Unsat
-from unmask.explain import BaseSession, minimise, witness
+from unmask.explain import DEADLINE, BaseSession, Deadline, minimise, witness
 from unmask.ir import Expr, Protocol, evaluate, iter_atoms, mk_atom, mk_card, mk_iff, mk_not
 from unmask.irtext import expr_text
 from unmask.model import Annotation, Replay
@@ -198,9 +201,10 @@ def _dimension(outcomes: Sequence[str | None]) -> str:
 
 
 class _Run:
-    def __init__(self, case: Case, backend: Backend) -> None:
+    def __init__(self, case: Case, backend: Backend, deadline: Deadline | None = None) -> None:
         self.case = case
         self.backend = backend
+        self.deadline = deadline
         self.order = {n: i for i, n in enumerate(case.protocol.atom_names)}
         self.facts = case.facts
         self.by_atom = {a.atom: a for a in case.annotations}
@@ -216,7 +220,13 @@ class _Run:
 
     def open_bases(self) -> None:
         for name, parts in base_parts(self.case).items():
-            session = BaseSession(name, parts, self.backend.open(parts, self.atoms))
+            session = BaseSession(
+                name,
+                parts,
+                self.backend.open(parts, self.atoms),
+                self.deadline,
+                getattr(self.backend, "timeout_ms", None),
+            )
             self.sessions[name] = session
             result = session.check()
             if isinstance(result, Sat):
@@ -392,15 +402,24 @@ class _Run:
         return None
 
 
-def check_case(case: Case, backend: Backend, *, backend_name: str | None = None) -> Report:
-    """Check one case; the report's ``gold`` is None (see ``unmask.api.check``)."""
+def check_case(
+    case: Case,
+    backend: Backend,
+    *,
+    backend_name: str | None = None,
+    deadline: Deadline | None = None,
+) -> Report:
+    """Check one case; the report's ``gold`` is None (see ``unmask.api.check``).
+
+    ``deadline`` (started by the caller) bounds every solver call of the report.
+    """
     name = backend_name or (
         backend.name if not backend.option else f"{backend.name}:{backend.option}"
     )
     protocol = case.protocol
     if case.translation != "valid":
         return _unsolved(case, name)
-    run = _Run(case, backend)
+    run = _Run(case, backend, deadline)
     try:
         run.open_bases()
         verdict = run.verdict_check()
@@ -434,7 +453,10 @@ def check_case(case: Case, backend: Backend, *, backend_name: str | None = None)
         run.conflicts.get("evid"),
         run.conflicts.get("all"),
     )
-    return _assemble(case, name, bases, verdict, requirements, grounding, run.base_detail)
+    cut = deadline.ms if deadline is not None and deadline.hit else None
+    return _assemble(
+        case, name, bases, verdict, requirements, grounding, run.base_detail, deadline_ms=cut
+    )
 
 
 def _unsolved(case: Case, backend_name: str) -> Report:
@@ -483,7 +505,9 @@ def _check_reason(subject: str, what: str, result: CheckResult, base: str) -> Re
         )
     code, text = _STATUS_REASON[result.status]
     message = f"{what} {text}"
-    if result.status == SOLVER_UNKNOWN and result.detail:
+    if result.status == SOLVER_UNKNOWN and result.detail == DEADLINE:
+        message = f"{what} was not decided before the deadline"
+    elif result.status == SOLVER_UNKNOWN and result.detail:
         message += f" ({result.detail})"
     if result.status == INCONSISTENT_BASE:
         message += f" (base `{base}`)"
@@ -521,8 +545,20 @@ def _assemble(
     requirements: tuple[RequirementCheck, ...],
     grounding: tuple[GroundingCheck, ...],
     base_detail: dict[str, str],
+    *,
+    deadline_ms: int | None = None,
 ) -> Report:
+    """``deadline_ms`` is set when that deadline cut the report short."""
     reasons: list[Reason] = []
+    if deadline_ms is not None:
+        reasons.append(
+            Reason(
+                "deadline",
+                "replay",
+                f"the check ran past its deadline of {deadline_ms} ms: what was not decided "
+                "by then is unknown, and the report is incomplete",
+            )
+        )
     if case.translation != "valid":
         reasons.append(
             Reason(
@@ -544,12 +580,15 @@ def _assemble(
                 )
             elif state == SOLVER_UNKNOWN:
                 detail = base_detail.get(name)
+                if detail == DEADLINE:
+                    tail = " before the deadline"
+                else:
+                    tail = f" ({detail})" if detail else ""
                 reasons.append(
                     Reason(
                         "solver-unknown",
                         f"base:{name}",
-                        f"the solver could not decide whether base `{name}` is consistent"
-                        + (f" ({detail})" if detail else ""),
+                        f"the solver could not decide whether base `{name}` is consistent" + tail,
                     )
                 )
     checks: list[Reason | None] = [_verdict_reason(case.protocol, verdict)]
@@ -584,7 +623,8 @@ def _assemble(
         statuses += [r.holds.status, r.coverage.status]
     statuses += [g.result.status for g in grounding]
     if (
-        case.translation != "valid"
+        deadline_ms is not None
+        or case.translation != "valid"
         or bases is None
         or any(bases.state(n) != CONSISTENT for n in ("proto", "evid", "all"))
         or SOLVER_UNKNOWN in statuses

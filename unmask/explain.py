@@ -11,23 +11,65 @@ Contract:
 - ``minimise`` is plain deletion in base order (facts in atom declaration order, then
   constraints in order, then the decision, or ``labels`` and each label's decision in
   declaration order), over the parts connected to the query's atoms; a call that times
-  out keeps its part and marks the result not minimal.
+  out keeps its part and marks the result not minimal;
+- a ``Deadline`` bounds all the calls of one report: each call's timeout is the least of
+  the backend's and the time left; once it has passed, ``BaseSession.check`` answers
+  ``Unknown("deadline")`` without a call, a minimisation stops (not minimal) and a
+  witness completion stops (not canonical, the rest taken from the last model, so it is
+  still a real assignment). Nothing is guessed: an answer is only what a call proved.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from unmask.backends.base import Part, Result, Sat, Session, Unknown, Unsat
 from unmask.ir import Expr, iter_atoms
 
+DEADLINE = "deadline"  # the reason of a call refused, or cut short, by the deadline
+
+
+class Deadline:
+    """A time budget for one report, in milliseconds on a monotonic clock.
+
+    ``hit`` records that the deadline cut some work short: a call refused or timed out
+    under a limit lowered to the time left. A report that never hit its deadline made
+    exactly the calls, and got exactly the answers, it would have made without one.
+    """
+
+    def __init__(self, ms: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ms = ms
+        self.clock = clock
+        self.end = clock() + ms / 1000
+        self.hit = False
+
+    def left_ms(self) -> int:
+        """Whole milliseconds left (0 once passed)."""
+        return max(0, int((self.end - self.clock()) * 1000))
+
+    def passed(self) -> bool:
+        if self.left_ms() <= 0:
+            self.hit = True
+            return True
+        return False
+
 
 class BaseSession:
     """One base on one backend, with the cores seen so far (keyed by query)."""
 
-    def __init__(self, name: str, parts: Sequence[Part], session: Session) -> None:
+    def __init__(
+        self,
+        name: str,
+        parts: Sequence[Part],
+        session: Session,
+        deadline: Deadline | None = None,
+        timeout_ms: int | None = None,
+    ) -> None:
         self.name = name
+        self.deadline = deadline
+        self.timeout_ms = timeout_ms  # the backend's own per-call timeout
         self.parts = tuple(parts)
         self.labels = tuple(p.label for p in parts)
         self.session = session
@@ -46,10 +88,30 @@ class BaseSession:
         assume: Mapping[str, bool] | None = None,
         want: Sequence[str] = (),
     ) -> Result:
-        result = self.session.check(query, enabled=enabled, assume=assume, want=want)
+        if self.deadline is None:
+            result = self.session.check(query, enabled=enabled, assume=assume, want=want)
+        else:
+            left = self.deadline.left_ms()
+            if left <= 0:
+                self.deadline.hit = True
+                return Unknown(DEADLINE)
+            capped = self.timeout_ms is None or left < self.timeout_ms
+            limit = left if capped else self.timeout_ms
+            result = self.session.check(
+                query, enabled=enabled, assume=assume, want=want, timeout_ms=limit
+            )
+            if capped and isinstance(result, Unknown):
+                # undecided within the time left: the deadline, not the backend's timeout,
+                # stopped it (and "timeout after N ms" would name a varying N)
+                self.deadline.hit = True
+                return Unknown(DEADLINE)
         if isinstance(result, Unsat) and not assume:
             self._cores.setdefault(id(query), (query, []))[1].append(frozenset(result.core))
         return result
+
+    def expired(self) -> bool:
+        """Has the deadline passed (so no further call will be made)?"""
+        return self.deadline is not None and self.deadline.passed()
 
     def known_unsat(self, query: Expr | None, enabled: Iterable[str]) -> bool:
         have = set(enabled)
@@ -120,6 +182,8 @@ def minimise(base: BaseSession, query: Expr | None, candidates: Sequence[str]) -
     current = dict.fromkeys(candidates)  # an ordered set: removal without a list pass
     minimal = True
     for label in candidates:
+        if base.expired():
+            return Minimised(tuple(current), False)  # still unsat with the query
         # a core seen before that avoids `label` and lies within `current` proves the trial
         # unsat with no call and no copy of `current` (same test as known_unsat)
         if base.known_unsat_without(query, current, label):
@@ -144,6 +208,8 @@ def _minimise_listwise(
     current = list(candidates)
     minimal = True
     for label in candidates:
+        if base.expired():
+            return Minimised(tuple(current), False)
         trial = [x for x in current if x != label]
         if base.known_unsat(query, trial):
             current = trial
@@ -182,6 +248,12 @@ def witness(
             continue
         if not model.get(a, False):
             assume[a] = False  # the current model already shows FALSE is possible
+            continue
+        if base.expired():
+            # the current model agrees with every choice so far: the rest from it is a
+            # real completion of this side, just not perhaps the least one
+            assume[a] = True
+            canonical = False
             continue
         result = base.check(query, enabled=enabled, assume={**assume, a: False}, want=atoms)
         if isinstance(result, Sat):

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from unmask.backends.base import Backend, Unknown, Unsat
 from unmask.checker import Case, base_parts, outcome, verdict_atoms, verdict_query
-from unmask.explain import BaseSession
+from unmask.explain import DEADLINE, BaseSession, Deadline
 from unmask.ir import Expr, iter_atoms, mk_not
 from unmask.irtext import expr_text
 from unmask.report import (
@@ -200,6 +200,9 @@ class NextReport:
         }
 
 
+PASSED = "the deadline passed"
+
+
 def _status(t: object, f: object) -> str:
     if isinstance(t, Unknown) or isinstance(f, Unknown):
         return SOLVER_UNKNOWN
@@ -212,8 +215,15 @@ def _status(t: object, f: object) -> str:
     return UNDERDETERMINED
 
 
-def next_steps(case: Case, backend: Backend, *, backend_name: str | None = None) -> NextReport:
-    """The open checks of one case, what each depends on, and the ranked to-do list."""
+def next_steps(
+    case: Case,
+    backend: Backend,
+    *,
+    backend_name: str | None = None,
+    deadline: Deadline | None = None,
+) -> NextReport:
+    """The open checks of one case, what each depends on, and the ranked to-do list;
+    ``deadline`` bounds all its solver calls (a check it cuts short is undecided)."""
     name = backend_name or (
         backend.name if not backend.option else f"{backend.name}:{backend.option}"
     )
@@ -245,7 +255,13 @@ def next_steps(case: Case, backend: Backend, *, backend_name: str | None = None)
     try:
         for q in qs:
             if q.base not in sessions:
-                s = BaseSession(q.base, parts[q.base], backend.open(parts[q.base], atoms))
+                s = BaseSession(
+                    q.base,
+                    parts[q.base],
+                    backend.open(parts[q.base], atoms),
+                    deadline,
+                    getattr(backend, "timeout_ms", None),
+                )
                 sessions[q.base] = s
                 states[q.base] = s.check()
             base, state = sessions[q.base], states[q.base]
@@ -253,13 +269,15 @@ def next_steps(case: Case, backend: Backend, *, backend_name: str | None = None)
                 undecided.append(Undecided(q.subject, INCONSISTENT_BASE, f"base `{q.base}`"))
                 continue
             if isinstance(state, Unknown):
-                undecided.append(Undecided(q.subject, SOLVER_UNKNOWN, state.reason))
+                why = PASSED if state.reason == DEADLINE else state.reason
+                undecided.append(Undecided(q.subject, SOLVER_UNKNOWN, why))
                 continue
             scope = base.component(iter_atoms(q.phi))
             not_phi = mk_not(q.phi)
             status = _status(base.check(q.phi, enabled=scope), base.check(not_phi, enabled=scope))
             if status == SOLVER_UNKNOWN:
-                undecided.append(Undecided(q.subject, SOLVER_UNKNOWN, "a solver call timed out"))
+                why = PASSED if deadline and deadline.hit else "a solver call timed out"
+                undecided.append(Undecided(q.subject, SOLVER_UNKNOWN, why))
                 continue
             if status != UNDERDETERMINED:
                 continue
@@ -277,6 +295,9 @@ def next_steps(case: Case, backend: Backend, *, backend_name: str | None = None)
                     side[v] = _status(t, f)
                 state_name = "UNKNOWN" if a in unknown else "unannotated"
                 effects.append(Effect(a, state_name, side[True], side[False], q.coverage))
+            if deadline is not None and deadline.hit:  # effects cut short: none are shown
+                undecided.append(Undecided(q.subject, SOLVER_UNKNOWN, PASSED))
+                continue
             opened.append(OpenCheck(q.subject, tuple(effects)))
     finally:
         for s in sessions.values():

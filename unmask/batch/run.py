@@ -47,6 +47,7 @@ class Settings:
     limits: Limits = DEFAULT_LIMITS
     html: bool = False  # render each replay's HTML page
     junit: bool = False  # build each replay's JUnit test case
+    deadline_ms: int | None = None  # per replay (see ``unmask.explain.Deadline``)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +110,7 @@ def audit_task(task: Task, settings: Settings) -> Result:
     replay = None
     try:
         replay = load_task(task, settings.limits)
-        report = check(replay, _backend(settings))
+        report = check(replay, _backend(settings), deadline_ms=settings.deadline_ms)
     except UnmaskError as exc:
         return _failed(task, settings, exc.diagnostics, getattr(exc, "sources", None))
     except RecursionError:

@@ -27,6 +27,19 @@ def timeout_option(
     )
 
 
+def deadline_option(default: int | None = None):
+    """``--deadline-ms``: a bound on the whole check of one replay (every solver call)."""
+    return click.option(
+        "--deadline-ms",
+        type=click.IntRange(min=1),
+        default=default,
+        show_default=default is not None,
+        help="per replay: past it the report is UNKNOWN with a `deadline` reason, checks "
+        "not decided by then are SOLVER_UNKNOWN"
+        + ("" if default is not None else " [default: none]"),
+    )
+
+
 def echo(text: str, nl: bool = True) -> None:
     """``click.echo`` to stdout, where a write error is a diagnostic, not a traceback."""
     try:

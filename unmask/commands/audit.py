@@ -20,12 +20,14 @@ from typing import IO, Any
 import click
 
 from unmask.batch.inputs import STDIN
-from unmask.commands._options import timeout_option
+from unmask.commands._options import deadline_option, timeout_option
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits, click_options
 from unmask.outputs import OutputError, cannot_write, reason
 
 DEFAULT_BACKEND = "sliced"  # chosen by measurement: docs/performance.md
+# one replay that would take minutes must not hold up the batch (docs/audit.md)
+DEFAULT_DEADLINE_MS = 60_000
 
 EXIT_OK = 0
 EXIT_VIOLATED = 1
@@ -126,6 +128,7 @@ def gate_status(summary: Any, fail_on: str | None) -> int:
     help="sliced, z3, pysat[:SOLVER] or truthtable; reports are the same on each",
 )
 @timeout_option()
+@deadline_option(DEFAULT_DEADLINE_MS)
 @click.option("--resume", is_flag=True, help="keep the lines already in --out, audit the rest")
 @click.option("--summary-json", type=click.Path(dir_okay=False), help="write the summary here")
 @click.option(
@@ -156,6 +159,7 @@ def command(
     partition: int | None,
     backend: str,
     timeout_ms: int,
+    deadline_ms: int,
     resume: bool,
     summary_json: str | None,
     fail_on: str | None,
@@ -196,7 +200,8 @@ def command(
         _usage("give `--jobs` or `--dask`, not both", help="`--dask local:N` runs N processes")
     if partition is not None and dask_spec is None:
         _usage("`--partition` needs `--dask`")
-    args = (paths, out, jobs, backend, timeout_ms, resume, summary_json, fail_on, progress)
+    args = (paths, out, jobs, backend, timeout_ms, deadline_ms, resume)
+    args += (summary_json, fail_on, progress)
     try:
         if dask_spec is None:
             _run(*args, quiet, html_dir, junit, limits)
@@ -252,6 +257,7 @@ def _run(
     jobs: int,
     backend: str,
     timeout_ms: int,
+    deadline_ms: int,
     resume: bool,
     summary_json: str | None,
     fail_on: str | None,
@@ -305,7 +311,9 @@ def _run(
     tasks = inputs.iter_tasks(paths, limits)
     if done:
         tasks = resuming.skip_done(tasks, done)
-    settings = run.Settings(backend, timeout_ms, limits, html_dir is not None, junit is not None)
+    settings = run.Settings(
+        backend, timeout_ms, limits, html_dir is not None, junit is not None, deadline_ms
+    )
 
     try:
         sink = sys.stdout.buffer if out == "-" else open(out, "ab" if resume else "wb")  # noqa: SIM115

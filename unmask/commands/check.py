@@ -21,7 +21,7 @@ from pathlib import Path
 import click
 
 from unmask import exitcodes
-from unmask.commands._options import echo, timeout_option
+from unmask.commands._options import deadline_option, echo, timeout_option
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits, click_options
 from unmask.render import FORMATS
@@ -52,8 +52,16 @@ def _fail(
 )
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @timeout_option()
+@deadline_option()
 @click_options
-def command(replay_path: str, backend: str, fmt: str, timeout_ms: int, limits: Limits) -> None:
+def command(
+    replay_path: str,
+    backend: str,
+    fmt: str,
+    timeout_ms: int,
+    deadline_ms: int | None,
+    limits: Limits,
+) -> None:
     """Check one replay: verdict entailment, procedure, coverage, grounding."""
     from unmask.backends import create
 
@@ -82,7 +90,7 @@ def command(replay_path: str, backend: str, fmt: str, timeout_ms: int, limits: L
     if replay.warnings:
         click.echo(render_all(replay.warnings), err=True)
     try:
-        report = check(replay, solver)
+        report = check(replay, solver, deadline_ms=deadline_ms)
     except UnmaskError as exc:
         # the backend cannot decide this replay (the truth table over its atom limit):
         # nothing was proved, and the command line was not wrong

@@ -20,7 +20,7 @@ import click
 
 from unmask import exitcodes
 from unmask.backends import available
-from unmask.commands._options import echo, timeout_option
+from unmask.commands._options import deadline_option, echo, timeout_option
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits, click_options
 
@@ -86,8 +86,11 @@ def _usage(message: str) -> None:
     help="comma-separated backends to compare, e.g. z3,pysat:glucose4,truthtable",
 )
 @timeout_option("per solver call; a timeout shows up as a difference (SOLVER_UNKNOWN)")
+@deadline_option()
 @click_options
-def command(replay: str, backends: str, timeout_ms: int, limits: Limits) -> None:
+def command(
+    replay: str, backends: str, timeout_ms: int, deadline_ms: int | None, limits: Limits
+) -> None:
     """Run several backends on one replay and compare their reports."""
     from unmask.backends import create
 
@@ -119,7 +122,7 @@ def command(replay: str, backends: str, timeout_ms: int, limits: Limits) -> None
     reports: list[tuple[str, dict[str, Any]]] = []
     for name, solver in solvers:
         try:
-            report = check(case, solver).to_json()
+            report = check(case, solver, deadline_ms=deadline_ms).to_json()
         except UnmaskError as exc:
             notes = "; ".join(
                 d.message + (f" ({d.help})" if d.help else "") for d in exc.diagnostics

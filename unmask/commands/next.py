@@ -27,7 +27,7 @@ from typing import Any
 import click
 
 from unmask.checker import outcome
-from unmask.commands._options import timeout_option
+from unmask.commands._options import deadline_option, timeout_option
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.ir import Span
 from unmask.limits import Limits, click_options
@@ -196,13 +196,21 @@ def _load(task, limits: Limits):
     help="the folder the audit ran in: result locations are relative to it",
 )
 @timeout_option()
+@deadline_option()
 @click_options
 def command(
-    paths: tuple[str, ...], backend: str, fmt: str, root: str, timeout_ms: int, limits: Limits
+    paths: tuple[str, ...],
+    backend: str,
+    fmt: str,
+    root: str,
+    timeout_ms: int,
+    deadline_ms: int | None,
+    limits: Limits,
 ) -> None:
     """Which open checks remain, and which one annotation would settle the most."""
     from unmask.backends import create
     from unmask.checker import Case
+    from unmask.explain import Deadline
     from unmask.next import merge, next_steps
 
     try:
@@ -236,7 +244,8 @@ def command(
             errors.append({"location": location, "errors": [d.message for d in replay.diagnostics]})
             continue
         try:
-            r = next_steps(Case.from_replay(replay), solver)
+            deadline = None if deadline_ms is None else Deadline(deadline_ms)
+            r = next_steps(Case.from_replay(replay), solver, deadline=deadline)
         except UnmaskError as exc:  # a backend that cannot take this replay: nothing proved
             click.echo(render_all(exc.diagnostics), err=True)
             failed.append({"location": location, "errors": [d.message for d in exc.diagnostics]})
