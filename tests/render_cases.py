@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 from unmask.api import check, load
-from unmask.model import Replay
+from unmask.replaydata import Replay
 from unmask.report import Report
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -44,7 +44,7 @@ from unmask.ir import (
     Ref,
     Requirement,
 )
-from unmask.model import (
+from unmask.replaydata import (
     EVIDENCE_SOURCES,
     PROVENANCE_KINDS,
     Annotation,

@@ -28,7 +28,7 @@ from unmask.ir import (
     mk_not,
     mk_or,
 )
-from unmask.model import Annotation, Evidence, Replay
+from unmask.replaydata import Annotation, Evidence, Replay
 from unmask.report import dumps
 
 A = mk_atom

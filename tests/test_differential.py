@@ -46,7 +46,7 @@ from unmask.ir import (
     evaluate,
     iter_atoms,
 )
-from unmask.model import Replay
+from unmask.replaydata import Replay
 from unmask.report import dumps
 
 BACKENDS = available()

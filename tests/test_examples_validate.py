@@ -13,7 +13,7 @@ import pytest
 
 from unmask import ir
 from unmask.irtext import expr_text
-from unmask.model import Replay
+from unmask.replaydata import Replay
 from unmask.replay import load_replay
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

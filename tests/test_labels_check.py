@@ -31,7 +31,7 @@ from unmask.ir import (
     mk_ref,
 )
 from unmask.irjson_reader import protocol_from_json
-from unmask.model import Annotation, Provenance, Replay
+from unmask.replaydata import Annotation, Provenance, Replay
 from unmask.report import dumps
 
 A = Atom

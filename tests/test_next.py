@@ -37,7 +37,7 @@ from unmask.ir import (
     iter_atoms,
     mk_atom,
 )
-from unmask.model import Replay
+from unmask.replaydata import Replay
 from unmask.next import merge, next_steps, rank_todo
 
 A = mk_atom

@@ -13,7 +13,7 @@ import pytest
 
 from tests.render_cases import EXAMPLES, example
 from unmask.api import check, load
-from unmask.model import Provenance
+from unmask.replaydata import Provenance
 from unmask.render import html, markdown, text
 from unmask.render import view as ev
 

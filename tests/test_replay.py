@@ -17,7 +17,7 @@ from unmask.diagnostics import UnmaskError
 from unmask.irjson import protocol_to_json
 from unmask.jsonload import json_depth, parse_json_bytes, read_json_file
 from unmask.limits import DEFAULT_LIMITS, Limits
-from unmask.model import Replay
+from unmask.replaydata import Replay
 from unmask.replay import (
     load_replay,
     load_replay_text,

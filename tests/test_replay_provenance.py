@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.test_replay import CONTEXT, base, diags, one, span
-from unmask.model import Annotation, Provenance
+from unmask.replaydata import Annotation, Provenance
 from unmask.replay import replay_from_obj
 
 REFERENCE = "Annotator notes: Alice is the CTO of ACME since March."

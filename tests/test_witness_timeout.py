@@ -7,7 +7,7 @@ from tests.test_checker import _BruteSession
 from unmask.backends import Backend, Unknown
 from unmask.checker import Case, check_case
 from unmask.ir import AtomDecl, GroundPair, Protocol, Requirement, mk_and, mk_atom, mk_not
-from unmask.model import Annotation, Evidence, Replay
+from unmask.replaydata import Annotation, Evidence, Replay
 from unmask.report import dumps
 
 

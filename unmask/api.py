@@ -17,7 +17,7 @@ from unmask.backends import DEFAULT_SEED, DEFAULT_TIMEOUT_MS, Backend, create
 from unmask.checker import Case, check_case
 from unmask.explain import Deadline
 from unmask.limits import DEFAULT_LIMITS, Limits
-from unmask.model import Replay
+from unmask.replaydata import Replay
 from unmask.report import Report, dumps
 
 __all__ = ["Case", "check", "check_case", "dumps", "load"]

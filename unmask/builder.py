@@ -24,7 +24,7 @@ from unmask import ir
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.jsonload import show
 from unmask.limits import DEFAULT_LIMITS, Limits
-from unmask.model import EVIDENCE_SOURCES, VALUES
+from unmask.replaydata import EVIDENCE_SOURCES, VALUES
 from unmask.outputs import write_bytes
 
 __all__ = ["ReplayBuilder"]

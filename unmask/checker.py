@@ -28,7 +28,7 @@ from unmask.backends.base import Backend, Part, Sat, Unknown, Unsat
 from unmask.explain import DEADLINE, BaseSession, Deadline, minimise, witness
 from unmask.ir import Expr, Protocol, evaluate, iter_atoms, mk_atom, mk_card, mk_iff, mk_not
 from unmask.irtext import expr_text
-from unmask.model import Annotation, Replay
+from unmask.replaydata import Annotation, Replay
 from unmask.report import (
     CONSISTENT,
     ENTAILED,

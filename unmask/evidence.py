@@ -19,7 +19,7 @@ from typing import Any
 from unmask import ir
 from unmask.irjson_reader import unknown_atom
 from unmask.jsonreader import JsonReader, did_you_mean, is_int, join_path, show
-from unmask.model import (
+from unmask.replaydata import (
     EVIDENCE_SOURCES,
     PROVENANCE_KINDS,
     SOURCES,

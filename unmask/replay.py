@@ -1,7 +1,7 @@
 """Loading and validating replays: the envelope, and the protocol it names.
 
 Contract: ``load_replay``, ``load_replay_text`` and ``replay_from_obj`` return a
-``unmask.model.Replay`` only for input that passes every validation rule, and otherwise raise
+``unmask.replaydata.Replay`` only for input that passes every validation rule, and otherwise raise
 ``UnmaskError`` carrying *every* problem found, each a ``Diagnostic`` with a stable ``code``,
 the JSON ``path`` of the offending value and the ``file`` it is in (compile errors of a
 ``.proto`` keep their file:line:col spans). The parts have their own modules: the bounded
@@ -44,7 +44,7 @@ from unmask.irjson_reader import (
 from unmask.jsonload import parse_json_text, read_json_file
 from unmask.jsonreader import JsonReader, did_you_mean, index_path, join_path, kind, show
 from unmask.limits import DEFAULT_LIMITS, Limits
-from unmask.model import SOURCES, VERDICTS, Replay
+from unmask.replaydata import SOURCES, VERDICTS, Replay
 from unmask.names import member_help
 
 __all__ = [

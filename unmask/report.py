@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from unmask.model import Provenance
+    from unmask.replaydata import Provenance
 
 SCHEMA = "unmask.report/1"
 

@@ -23,7 +23,7 @@ from unmask.builder import ReplayBuilder
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.importers import Imported, Options, Skipped, build, dig
 from unmask.jsonload import parse_json_text, read_json_file, show
-from unmask.model import SOURCES, VERDICTS
+from unmask.replaydata import SOURCES, VERDICTS
 
 NAME = "jsonl"
 PROTOCOL = None  # the mapping names it

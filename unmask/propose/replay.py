@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from unmask.model import EVIDENCE_SOURCES, Replay
+from unmask.replaydata import EVIDENCE_SOURCES, Replay
 from unmask.propose import CLAIM_SUPPORT, Fill, Proposer
 
 DEFAULT_THRESHOLD = 0.5
