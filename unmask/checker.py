@@ -17,6 +17,10 @@ Contract:
 - an optional ``Deadline`` bounds the whole report (see ``unmask.explain``): a report it
   cut short is UNKNOWN with a ``deadline`` reason; one it did not is byte-identical to the
   report without a deadline.
+
+Size: bases, Classify, aggregation, labels and the reasons a result is not SATISFIED are
+the one semantics of a check; witnesses, minimisation and the deadline already live in
+``unmask.explain``.
 """
 
 from __future__ import annotations

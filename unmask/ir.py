@@ -8,6 +8,9 @@ Contract:
   flatten nested ``and``/``or`` and cancel double negation: that keeps the IR small and makes
   equal meanings more often equal trees; the constructors never change what a formula means;
 - the IR is *ground*: no families, domains or variables are left (see ``unmask.compiler``).
+
+Size: the nodes, their smart constructors, the one fold with its ``Table`` and the
+protocol types stay together so the IR imports nothing of the project.
 """
 
 from __future__ import annotations

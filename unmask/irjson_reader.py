@@ -7,6 +7,9 @@ problem found, each at its JSON path. ``IrReader`` does the same inside a larger
 (a replay) and records into that document's ``JsonReader``. Expressions are read with an
 explicit stack, never recursion, and built by the ``OPERATORS`` table through the IR's
 smart constructors; the number of nodes and the depth are bounded by ``Limits``.
+
+Size: one rule per checked property of the IR JSON, each with its JSON path and message;
+the reader is long because the format has many ways to be wrong.
 """
 
 from __future__ import annotations

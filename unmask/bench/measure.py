@@ -13,6 +13,9 @@ many small replays against few from one JSON Lines file. Every figure is printed
 ``say`` as it is measured and returned as data (``schema: unmask.bench/2``);
 ``to_markdown`` turns the data into tables. What the figures should be (the targets) is
 stated in ``docs/performance.md``, not here: this module measures, it does not judge.
+
+Size: each measured row (baseline, backends, floor, start-up, jobs, memory) is a small
+function over the same timing helpers; they are read and changed together.
 """
 
 from __future__ import annotations

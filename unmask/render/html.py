@@ -18,6 +18,9 @@ Contract:
 - Jinja2 templates with autoescape on: every piece of user text is escaped; results always
   carry a symbol and a word, never colour alone; same input, same bytes (no time, no
   random ids).
+
+Size: the report page and the batch index share one Jinja2 environment, its filters and
+its escaping; splitting them would copy that set-up.
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ Contract:
   and ``resting(result, lookup)`` says what a check rests on ("rests on 2 unreviewed
   annotations"): the annotations of its explanation, or those pinned in its witnesses;
 - user text goes through ``unmask.render.safe``. Everything is deterministic.
+
+Size: the view model every format reads (checks, findings, marks, provenance wording) is
+kept in one place so the formats cannot drift apart.
 """
 
 from __future__ import annotations
