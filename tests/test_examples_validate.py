@@ -13,8 +13,8 @@ import pytest
 
 from unmask import ir
 from unmask.irtext import expr_text
-from unmask.replaydata import Replay
 from unmask.replay import load_replay
+from unmask.replaydata import Replay
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 REPLAYS = sorted(p.name for p in EXAMPLES.glob("*.json"))

@@ -37,8 +37,8 @@ from unmask.ir import (
     iter_atoms,
     mk_atom,
 )
-from unmask.replaydata import Replay
 from unmask.next import merge, next_steps, rank_todo
+from unmask.replaydata import Replay
 
 A = mk_atom
 BACKENDS = available()

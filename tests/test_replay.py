@@ -17,7 +17,6 @@ from unmask.diagnostics import UnmaskError
 from unmask.irjson import protocol_to_json
 from unmask.jsonload import json_depth, parse_json_bytes, read_json_file
 from unmask.limits import DEFAULT_LIMITS, Limits
-from unmask.replaydata import Replay
 from unmask.replay import (
     load_replay,
     load_replay_text,
@@ -25,6 +24,7 @@ from unmask.replay import (
     render_error,
     replay_from_obj,
 )
+from unmask.replaydata import Replay
 
 RATIONALE = "Both claims hold. I used only the context."
 CONTEXT = "Alice joined ACME in 2024. She is its CTO."

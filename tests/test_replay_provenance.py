@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from tests.test_replay import CONTEXT, base, diags, one, span
-from unmask.replaydata import Annotation, Provenance
 from unmask.replay import replay_from_obj
+from unmask.replaydata import Annotation, Provenance
 
 REFERENCE = "Annotator notes: Alice is the CTO of ACME since March."
 

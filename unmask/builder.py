@@ -24,8 +24,8 @@ from unmask import ir
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.jsonload import show
 from unmask.limits import DEFAULT_LIMITS, Limits
-from unmask.replaydata import EVIDENCE_SOURCES, VALUES
 from unmask.outputs import write_bytes
+from unmask.replaydata import EVIDENCE_SOURCES, VALUES
 
 __all__ = ["ReplayBuilder"]
 

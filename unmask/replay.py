@@ -44,8 +44,8 @@ from unmask.irjson_reader import (
 from unmask.jsonload import parse_json_text, read_json_file
 from unmask.jsonreader import JsonReader, did_you_mean, index_path, join_path, kind, show
 from unmask.limits import DEFAULT_LIMITS, Limits
-from unmask.replaydata import SOURCES, VERDICTS, Replay
 from unmask.names import member_help
+from unmask.replaydata import SOURCES, VERDICTS, Replay
 
 __all__ = [
     "ATOM_NAME_RE",

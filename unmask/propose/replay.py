@@ -26,8 +26,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from unmask.replaydata import EVIDENCE_SOURCES, Replay
 from unmask.propose import CLAIM_SUPPORT, Fill, Proposer
+from unmask.replaydata import EVIDENCE_SOURCES, Replay
 
 DEFAULT_THRESHOLD = 0.5
 # proposers `unmask propose replay` runs unless told otherwise (a model only when asked)
