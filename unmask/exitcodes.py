@@ -16,6 +16,9 @@ ERRORS = 1
 """`unmaskc`: compile errors, a file that is not canonical (``fmt --check``) or not UTF-8,
 or an output file that cannot be written."""
 
+PARTIAL = 1
+"""Done in part: some records were skipped (`import`), some checks are still open (`next`)."""
+
 USAGE = 2
 """The command line is wrong: a bad option or argument, a file that cannot be read."""
 

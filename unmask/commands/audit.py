@@ -19,6 +19,7 @@ from typing import IO, Any
 
 import click
 
+from unmask import exitcodes
 from unmask.batch.inputs import STDIN
 from unmask.commands._options import deadline_option, timeout_option
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
@@ -29,12 +30,12 @@ DEFAULT_BACKEND = "sliced"  # chosen by measurement: docs/performance.md
 # one replay that would take minutes must not hold up the batch (docs/audit.md)
 DEFAULT_DEADLINE_MS = 60_000
 
-EXIT_OK = 0
-EXIT_VIOLATED = 1
-EXIT_USAGE = 2
-EXIT_UNKNOWN = 3
-EXIT_INVALID = 4
-EXIT_INTERRUPTED = 130
+EXIT_OK = exitcodes.OK
+EXIT_VIOLATED = exitcodes.VIOLATED
+EXIT_USAGE = exitcodes.USAGE
+EXIT_UNKNOWN = exitcodes.UNKNOWN
+EXIT_INVALID = exitcodes.INVALID
+EXIT_INTERRUPTED = exitcodes.INTERRUPTED
 
 # more worker processes than this only compete for the same cores (and memory)
 MAX_JOBS = max(4, 4 * (os.cpu_count() or 1))

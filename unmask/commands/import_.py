@@ -16,13 +16,14 @@ from pathlib import Path
 
 import click
 
+from unmask import exitcodes
 from unmask.diagnostics import UnmaskError, render_all
 from unmask.limits import Limits, click_options
 
-EXIT_OK = 0
-EXIT_SKIPPED = 1
-EXIT_USAGE = 2
-EXIT_INVALID = 4
+EXIT_OK = exitcodes.OK
+EXIT_SKIPPED = exitcodes.PARTIAL
+EXIT_USAGE = exitcodes.USAGE
+EXIT_INVALID = exitcodes.INVALID
 
 
 @click.command("import")

@@ -26,6 +26,7 @@ from typing import Any
 
 import click
 
+from unmask import exitcodes
 from unmask.checker import outcome
 from unmask.commands._options import deadline_option, timeout_option
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
@@ -35,10 +36,10 @@ from unmask.next import INCONSISTENT, SETTLED, BatchTodo, NextReport, Todo
 from unmask.render.safe import printable
 
 DEFAULT_BACKEND = "sliced"  # the audit's default: docs/performance.md
-EXIT_OPEN = 1
-EXIT_USAGE = 2
-EXIT_UNSETTLED = 3
-EXIT_INVALID = 4
+EXIT_OPEN = exitcodes.PARTIAL
+EXIT_USAGE = exitcodes.USAGE
+EXIT_UNSETTLED = exitcodes.UNKNOWN
+EXIT_INVALID = exitcodes.INVALID
 BATCH_SCHEMA = "unmask.next-batch/1"
 _RESULT_SCHEMAS = ("unmask.report/1", "unmask.error/1")
 _PEEK = 1 << 20

@@ -38,13 +38,14 @@ from pathlib import Path
 
 import click
 
+from unmask import exitcodes
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.ir import Span
 from unmask.propose import Proposer
 from unmask.propose.claims import DEFAULT_THRESHOLD
 
-EXIT_INVALID = 4
-EXIT_USAGE = 2
+EXIT_INVALID = exitcodes.INVALID
+EXIT_USAGE = exitcodes.USAGE
 MAX_LINE_BYTES = 16 * 1024 * 1024
 _TOO_LONG = b"\0too long"  # stands for a line that was skipped unread past the limit
 MAX_SENTENCES = 10_000
