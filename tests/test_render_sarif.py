@@ -215,3 +215,30 @@ def test_check_command_writes_sarif():
     log = json.loads(res.stdout)
     validate(log)
     assert [r["ruleId"] for r in log["runs"][0]["results"]] == ["unmask/requirement"]
+
+
+def test_a_json_lines_record_gets_regions_without_reading_the_file_again(tmp_path):
+    # the loader keeps the record's text: regions point into the .jsonl at the record's line
+    from unmask.batch.inputs import iter_tasks
+    from unmask.batch.run import load_task
+    from unmask.limits import DEFAULT_LIMITS
+
+    raw = json.loads((EXAMPLES / "case_c.json").read_text(encoding="utf-8"))
+    (tmp_path / "factual_claims.proto").write_text(
+        (EXAMPLES / "factual_claims.proto").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    lines = tmp_path / "batch.jsonl"
+    record = json.dumps(raw, ensure_ascii=False)
+    lines.write_text("\n\n" + record + "\n", encoding="utf-8")  # the record is on line 3
+    (task,) = iter_tasks([str(lines)])
+    replay = load_task(task, DEFAULT_LIMITS)
+    lines.unlink()  # nothing may be read again
+    log = sarif.to_json(check(replay, "z3"), replay)
+    (res,) = log["runs"][0]["results"]
+    phys = res["locations"][0]["physicalLocation"]
+    assert phys["artifactLocation"]["uri"] == str(lines)
+    region = phys["region"]
+    assert region["startLine"] == 3
+    start = region["startColumn"] - 1
+    obj, _ = json.JSONDecoder().raw_decode(record, start)
+    assert obj["atom"] == "j_cto"

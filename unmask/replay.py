@@ -428,11 +428,13 @@ def replay_from_obj(
     base_dir: str | Path | None = None,
     limits: Limits = DEFAULT_LIMITS,
     line: int | None = None,
+    text: str | None = None,
 ) -> Replay:
     """Validate an already parsed replay; ``line`` (JSON Lines) is shown as ``FILE:LINE``.
 
     ``base_dir`` is the replay's own folder, where a protocol ``path`` starts and may lead;
-    None means the working directory.
+    None means the working directory. ``text``, the JSON the object was parsed from, is
+    kept on the replay (with ``line``) so reports can point into it without a file.
     """
     label = f"{file or '<input>'}:{line}" if line is not None else file
     r = JsonReader(label, limits)
@@ -441,6 +443,8 @@ def replay_from_obj(
         if not r.diags:  # cannot happen: every None path records an error; stay loud anyway
             r.err("invalid", "$", "the replay is invalid")
         raise r.failure()
+    if text is not None:
+        out = replace(out, json_text=text, json_line=line or 1)
     return out
 
 
@@ -451,7 +455,7 @@ def load_replay_text(
     limits: Limits = DEFAULT_LIMITS,
 ) -> Replay:
     obj = parse_json_text(text, file, limits)
-    return replay_from_obj(obj, file, base_dir, limits)
+    return replay_from_obj(obj, file, base_dir, limits, text=text)
 
 
 def load_replay(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Replay:

@@ -102,6 +102,11 @@ class Replay:
     judge: str | None = None  # which judge (or run) judged it
     # non-fatal findings of validation (unknown keys, ignored `domains`); not part of equality
     warnings: tuple[Diagnostic, ...] = field(default=(), compare=False)
+    # the JSON text the replay was read from when it came without a file of its own (a JSON
+    # Lines record, stdin), and the line it starts on: reports locate spans in it instead of
+    # reading the input again
+    json_text: str | None = field(default=None, compare=False, repr=False)
+    json_line: int = field(default=1, compare=False)
 
     def annotation(self, atom: str) -> Annotation | None:
         for a in self.annotations:

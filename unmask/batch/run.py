@@ -100,7 +100,8 @@ def load_task(task: Task, limits: Limits) -> Any:
         return replay_from_obj(obj, task.file, Path(task.file).parent, limits)
     base_dir = Path.cwd() if task.file == STDIN_LABEL else Path(task.file).parent
     obj = parse_json_bytes(task.text, task.file, limits, first_line=task.line or 1)
-    return replay_from_obj(obj, task.file, base_dir, limits, line=task.line)
+    text = task.text.decode("utf-8-sig", errors="replace")
+    return replay_from_obj(obj, task.file, base_dir, limits, line=task.line, text=text)
 
 
 def audit_task(task: Task, settings: Settings) -> Result:

@@ -87,8 +87,9 @@ class _Locator:
     annotation, and the source strings (with a map from a code point of the decoded string
     to its place in the file, so a quote's span can be shown where it is written)."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, first_line: int = 1) -> None:
         self.text = text
+        self.first_line = first_line  # the line of the input the text starts on
         self.offsets: dict[str, int] = {}
         self._line_starts: list[int] | None = None
         self._maps: dict[str, tuple[int, list[int] | None, int] | None] = {}
@@ -189,10 +190,17 @@ class _Locator:
                 lo = mid
             else:
                 hi = mid - 1
-        return lo + 1, offset - self._line_starts[lo] + 1
+        return lo + self.first_line, offset - self._line_starts[lo] + 1
 
 
-def _locator(file: str | None) -> _Locator | None:
+def _locator(file: str | None, replay: Any = None) -> _Locator | None:
+    text = getattr(replay, "json_text", None)
+    if text is not None:
+        # a JSON Lines record or stdin: the loader kept the text it read
+        try:
+            return _Locator(text, replay.json_line)
+        except (ValueError, IndexError, RecursionError):
+            return None
     if not file:
         return None
     try:
@@ -217,7 +225,11 @@ class _Log:
         self.report = report
         self.replay = replay
         self.file = None if replay is None else replay.file
-        self.loc = _locator(self.file)
+        if self.file and getattr(replay, "json_text", None) is not None:
+            # a JSON Lines record is named FILE:LINE; the artifact is the file, the line is
+            # in the region
+            self.file = self.file.removesuffix(f":{replay.json_line}")
+        self.loc = _locator(self.file, replay)
         self.artifacts: list[str] = []
         self.ann_index = {} if replay is None else {a.atom: a for a in replay.annotations}
         self.look = ev.Lookup(replay)
