@@ -76,8 +76,8 @@ def _no_constant(name: str) -> float:
     raise ValueError(f"`{name}` is not a number JSON allows")
 
 
-def _parse(raw: bytes) -> tuple[object, str, list[str]]:
-    """The line's id, claim and evidence, or ``_BadLine`` naming the field at fault."""
+def _object(raw: bytes) -> tuple[dict, object]:
+    """One input line as a JSON object and its optional ``id``, or ``_BadLine`` saying why."""
     if raw is _TOO_LONG:
         raise _BadLine(f"line longer than {MAX_LINE_BYTES} bytes")
     try:
@@ -94,6 +94,12 @@ def _parse(raw: bytes) -> tuple[object, str, list[str]]:
     row_id = row.get("id")
     if row_id is not None and (isinstance(row_id, bool) or not isinstance(row_id, (str, int))):
         raise _BadLine(f"field `id` must be a string or an integer, found {_kind(row_id)}")
+    return row, row_id
+
+
+def _parse(raw: bytes) -> tuple[object, str, list[str]]:
+    """The line's id, claim and evidence, or ``_BadLine`` naming the field at fault."""
+    row, row_id = _object(raw)
     if "claim" not in row:
         raise _BadLine("missing field `claim`", row_id)
     claim = row["claim"]
@@ -329,22 +335,7 @@ def judge(
 
 def _parse_rationale(raw: bytes, field: str) -> tuple[object, str]:
     """The line's id and rationale, or ``_BadLine`` naming the field at fault."""
-    if raw is _TOO_LONG:
-        raise _BadLine(f"line longer than {MAX_LINE_BYTES} bytes")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _BadLine(f"not UTF-8 (byte {exc.start + 1})") from None
-    try:
-        row = json.loads(text, parse_constant=_no_constant)
-    except (ValueError, RecursionError) as exc:
-        msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-        raise _BadLine(f"not valid JSON: {msg[:1].lower()}{msg[1:]}") from None
-    if not isinstance(row, dict):
-        raise _BadLine(f"expected a JSON object, found {_kind(row)}")
-    row_id = row.get("id")
-    if row_id is not None and (isinstance(row_id, bool) or not isinstance(row_id, (str, int))):
-        raise _BadLine(f"field `id` must be a string or an integer, found {_kind(row_id)}")
+    row, row_id = _object(raw)
     if field not in row:
         raise _BadLine(f"missing field `{field}`", row_id)
     value = row[field]
