@@ -28,7 +28,8 @@ DEFAULT_SEED = 0
 
 @dataclass(frozen=True, slots=True)
 class Part:
-    """A named conjunct of a base: ``fact:ATOM``, ``constraint:NAME`` or ``decision``."""
+    """A named conjunct of a base: ``fact:ATOM``, ``constraint:NAME``, ``decision``, or for
+    declared labels ``labels`` and ``decision:LABEL``."""
 
     label: str
     expr: Expr
