@@ -30,7 +30,18 @@ from dataclasses import dataclass
 
 from unmask.backends.base import Backend, Part, Sat, Unknown, Unsat
 from unmask.explain import DEADLINE, BaseSession, Deadline, minimise, witness
-from unmask.ir import Expr, Protocol, evaluate, iter_atoms, mk_atom, mk_card, mk_iff, mk_not
+from unmask.ir import (
+    LABEL_PREFIX,
+    VERDICT_ATOM,
+    Expr,
+    Protocol,
+    evaluate,
+    iter_atoms,
+    mk_atom,
+    mk_card,
+    mk_iff,
+    mk_not,
+)
 from unmask.irtext import expr_text
 from unmask.replaydata import Annotation, Replay
 from unmask.report import (
@@ -64,8 +75,6 @@ from unmask.report import (
 )
 
 # '$' is not allowed in any name, so these atoms cannot clash with the protocol's atoms
-VERDICT_ATOM = "$pass"  # V of a binary protocol: true for PASS
-LABEL_PREFIX = "$v:"  # V_L of a protocol that declares its labels: `$v:LABEL`
 
 
 def verdict_atoms(protocol: Protocol) -> list[str]:

@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from unmask.ir import (
     CARD_OPS,
     KINDS,
+    VERDICT_ATOM,
     Card,
     Expr,
     Nary,
@@ -42,22 +43,22 @@ from unmask.ir import (
     mk_not,
     mk_or,
 )
+from unmask.ir import LABEL_PREFIX as LABEL_ATOM_PREFIX
 from unmask.irtext import expr_text
 
 VERDICT = "pass"  # the verdict variable V in both formats; `pass` is never an atom name
-_VERDICT_KEY = "$pass"  # the verdict's name inside the CNF encoder, as in the checker
 LABEL_PREFIX = "verdict_"  # the SMT-LIB symbol of label L's verdict variable V_L
 
 
 def label_key(label: str) -> str:
     """The name of V_L among the atoms, as in the checker (never an atom's name)."""
-    return f"$v:{label}"
+    return f"{LABEL_ATOM_PREFIX}{label}"
 
 
 def verdict_keys(protocol: Protocol) -> list[str]:
     """The verdict variables, in order: ``$pass``, or one per declared label."""
     if not protocol.declared_labels:
-        return [_VERDICT_KEY]
+        return [VERDICT_ATOM]
     return [label_key(x) for x in protocol.labels]
 
 
@@ -115,7 +116,7 @@ def smt2_symbols(protocol: Protocol) -> dict[str, str]:
         for label in protocol.labels:
             out[label_key(label)] = syms.take(LABEL_PREFIX + label)
     else:
-        out[_VERDICT_KEY] = syms.take(VERDICT)
+        out[VERDICT_ATOM] = syms.take(VERDICT)
     return out
 
 
@@ -208,7 +209,7 @@ def emit_smt2(protocol: Protocol) -> str:
             note += f" (atom `{a.name}`)"
         out.append(f"(declare-const {names[a.name]} Bool) ; {note}")
     for key in verdict_keys(protocol):
-        note = "verdict" if not labelled else f"verdict `{key.removeprefix('$v:')}`"
+        note = "verdict" if not labelled else f"verdict `{key.removeprefix(LABEL_ATOM_PREFIX)}`"
         out.append(f"(declare-const {names[key]} Bool) ; {note}")
     names = dict(names)
     for d in protocol.definitions:
@@ -234,7 +235,7 @@ def emit_smt2(protocol: Protocol) -> str:
             name = syms.take(f"decision_{label}")
             out.append(f"(assert (! (= {names[label_key(label)]} {decision}) :named {name}))")
     else:
-        v = names[_VERDICT_KEY]
+        v = names[VERDICT_ATOM]
         decision = _smt_expr(protocol.decision, names)
         out.append(f"(assert (! (= {v} {decision}) :named {syms.take('decision')}))")
     for r in protocol.requirements:
@@ -270,14 +271,14 @@ def emit_dimacs(protocol: Protocol) -> str:
     for a in protocol.atoms:
         notes.append(f"c var {enc.atom_var(a.name)} atom {a.name} {a.role}")
     if not protocol.declared_labels:
-        notes.append(f"c var {enc.atom_var(_VERDICT_KEY)} verdict {VERDICT}")
+        notes.append(f"c var {enc.atom_var(VERDICT_ATOM)} verdict {VERDICT}")
     else:
         for label in protocol.labels:
             notes.append(f"c var {enc.atom_var(label_key(label))} verdict {label}")
     for c in protocol.constraints:
         notes.append(f"c constraint {c.name} literal {enc.assert_(c.expr)}")
     if not protocol.declared_labels:
-        decision = mk_iff(mk_atom(_VERDICT_KEY), protocol.decision)
+        decision = mk_iff(mk_atom(VERDICT_ATOM), protocol.decision)
         notes.append(f"c decision literal {enc.assert_(decision)}")
     else:
         one = exactly_one([mk_atom(k) for k in keys])

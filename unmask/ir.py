@@ -27,6 +27,10 @@ BINARY_OPS = ("implies", "iff")
 KINDS = ("const", "atom", "ref", "not", *NARY_OPS, *BINARY_OPS, *CARD_OPS)
 # the verdict labels of a protocol without a `verdict` statement
 BINARY_LABELS = ("PASS", "FAIL")
+# the verdict variables among the atoms: V of a binary protocol (true for PASS), and V_L of
+# each declared label; `$` is in no name, so they never clash with an atom
+VERDICT_ATOM = "$pass"
+LABEL_PREFIX = "$v:"
 DIRECTIONS = ("~", "~>")
 # binding strength in `.proto` syntax, loosest first (cardinalities are written as calls)
 PRECEDENCE = {"iff": 1, "implies": 2, "or": 3, "xor": 4, "and": 5, "not": 6}
