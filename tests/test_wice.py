@@ -143,3 +143,11 @@ def test_the_study_on_a_slice_counts_what_the_results_say(tmp_path: Path) -> Non
     md = study.markdown(t, lines)
     assert "### gpt-4-0613 (8 judgments" in md
     assert (tmp_path / "report" / "index.html").is_file()
+
+
+def test_the_study_names_a_missing_data_file_without_a_traceback(tmp_path: Path, capsys) -> None:
+    from unmask.studies import wice as study
+
+    assert study.main(["--data", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")]) == 4
+    err = capsys.readouterr().err
+    assert "cannot read" in err and "gold_claim_test.jsonl" in err and "Traceback" not in err

@@ -199,7 +199,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=None, help="first N judgments of each judge")
     ap.add_argument("--jobs", type=int, default=1)
     a = ap.parse_args(argv)
-    lines = run(a.data, a.out, a.limit, a.jobs)
+    if a.limit is not None and a.limit < 1:
+        ap.error("--limit takes a whole number of at least 1")
+    from unmask.diagnostics import UnmaskError, render_all
+
+    try:
+        lines = run(a.data, a.out, a.limit, a.jobs)
+    except UnmaskError as exc:
+        # a missing or unreadable WiCE file: one message, the invalid-input status
+        sys.stderr.write(render_all(exc.diagnostics) + "\n")
+        return 4
     t = tables(lines)
     (a.out / "study.json").write_text(json.dumps(t, indent=2) + "\n", encoding="utf-8")
     sys.stdout.write(markdown(t, lines))
