@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from unmask.limits import DEFAULT_LIMITS, Limits
+from unmask.lines import bounded_lines
 from unmask.outputs import reason
 
 STDIN = "-"
@@ -105,15 +106,8 @@ def _walk(root: str) -> Iterator[Task]:
 def _lines(stream: Any, file: str, max_bytes: int) -> Iterator[Task]:
     """The records of a JSON Lines stream; a line longer than ``max_bytes`` is never held
     in memory whole: it is skipped and becomes a ``limit`` error record."""
-    number = 0
-    while True:
-        raw = stream.readline(max_bytes + 2)
-        if not raw:
-            return
-        number += 1
-        if len(raw) > max_bytes + 1 or (len(raw) == max_bytes + 2 and not raw.endswith(b"\n")):
-            while raw and not raw.endswith(b"\n"):
-                raw = stream.readline(1 << 20)
+    for number, raw in bounded_lines(stream, max_bytes):
+        if raw is None:
             problem = (
                 "limit",
                 f"the record is larger than {max_bytes} bytes",

@@ -32,6 +32,7 @@ from unmask.commands._options import deadline_option, timeout_option
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.ir import Span
 from unmask.limits import Limits, click_options
+from unmask.lines import bounded_lines
 from unmask.next import INCONSISTENT, SETTLED, BatchTodo, NextReport, Todo
 from unmask.render.safe import printable
 
@@ -67,24 +68,6 @@ def _is_results(path: str) -> bool:
     except OSError:
         return False
     return False
-
-
-def _result_lines(path: str, max_bytes: int):
-    """Numbered lines of a results file, each read at most ``max_bytes`` at a time (None: a
-    longer line, skipped unread)."""
-    with open(path, "rb") as fh:
-        n = 0
-        while True:
-            raw = fh.readline(max_bytes + 1)
-            if not raw:
-                return
-            n += 1
-            if len(raw) > max_bytes and not raw.endswith(b"\n"):
-                while raw and not raw.endswith(b"\n"):
-                    raw = fh.readline(max_bytes)
-                yield n, None
-                continue
-            yield n, raw.removeprefix(b"\xef\xbb\xbf") if n == 1 else raw
 
 
 def _task_at(location: str, root: str, limits: Limits, cache: dict[str, dict]):
@@ -131,33 +114,39 @@ def _replays(paths: tuple[str, ...], root: str, limits: Limits):
     cache: dict[str, dict] = {}
     for path in paths:
         if _is_results(path):
-            for n, raw in _result_lines(path, limits.max_file_bytes):
-                if raw is None:
-                    yield _bad_line(path, n, "line longer than the file limit")
-                    continue
-                if not raw.strip():
-                    continue
-                try:
-                    obj = json.loads(raw.decode("utf-8"))
-                except (ValueError, RecursionError):
-                    yield _bad_line(path, n, "not a result line: not valid JSON")
-                    continue
-                location = obj.get("location") if isinstance(obj, dict) else None
-                if not isinstance(location, str):
-                    yield _bad_line(path, n, "a result line without `location`")
-                    continue
-                if obj.get("schema") == "unmask.error/1":
-                    yield location, None, "the audit could not check it"
-                    continue
-                try:
-                    task = _task_at(location, root, limits, cache)
-                except UnmaskError as exc:
-                    yield location, exc, None
-                    continue
-                yield location, _load(task, limits), None
+            with open(path, "rb") as fh:
+                yield from _from_results(path, fh, root, limits, cache)
             continue
         for task in iter_tasks([path], limits):
             yield task.location, _load(task, limits), None
+
+
+def _from_results(path: str, fh, root: str, limits: Limits, cache: dict[str, dict]):
+    """``_replays`` of an audit's results file: each line's replay re-read from its location."""
+    for n, raw in bounded_lines(fh, limits.max_file_bytes, skip_bom=True):
+        if raw is None:
+            yield _bad_line(path, n, "line longer than the file limit")
+            continue
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw.decode("utf-8"))
+        except (ValueError, RecursionError):
+            yield _bad_line(path, n, "not a result line: not valid JSON")
+            continue
+        location = obj.get("location") if isinstance(obj, dict) else None
+        if not isinstance(location, str):
+            yield _bad_line(path, n, "a result line without `location`")
+            continue
+        if obj.get("schema") == "unmask.error/1":
+            yield location, None, "the audit could not check it"
+            continue
+        try:
+            task = _task_at(location, root, limits, cache)
+        except UnmaskError as exc:
+            yield location, exc, None
+            continue
+        yield location, _load(task, limits), None
 
 
 def _bad_line(path: str, n: int, message: str):

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import click
@@ -41,13 +41,13 @@ import click
 from unmask import exitcodes
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.ir import Span
+from unmask.lines import bounded_lines
 from unmask.propose import Proposer
 from unmask.propose.claims import DEFAULT_THRESHOLD
 
 EXIT_INVALID = exitcodes.INVALID
 EXIT_USAGE = exitcodes.USAGE
 MAX_LINE_BYTES = 16 * 1024 * 1024
-_TOO_LONG = b"\0too long"  # stands for a line that was skipped unread past the limit
 MAX_SENTENCES = 10_000
 
 
@@ -76,9 +76,10 @@ def _no_constant(name: str) -> float:
     raise ValueError(f"`{name}` is not a number JSON allows")
 
 
-def _object(raw: bytes) -> tuple[dict, object]:
-    """One input line as a JSON object and its optional ``id``, or ``_BadLine`` saying why."""
-    if raw is _TOO_LONG:
+def _object(raw: bytes | None) -> tuple[dict, object]:
+    """One input line as a JSON object and its optional ``id``, or ``_BadLine`` saying why
+    (None: a line skipped unread past the limit)."""
+    if raw is None:
         raise _BadLine(f"line longer than {MAX_LINE_BYTES} bytes")
     try:
         text = raw.decode("utf-8")
@@ -97,7 +98,7 @@ def _object(raw: bytes) -> tuple[dict, object]:
     return row, row_id
 
 
-def _parse(raw: bytes) -> tuple[object, str, list[str]]:
+def _parse(raw: bytes | None) -> tuple[object, str, list[str]]:
     """The line's id, claim and evidence, or ``_BadLine`` naming the field at fault."""
     row, row_id = _object(raw)
     if "claim" not in row:
@@ -122,29 +123,13 @@ def _parse(raw: bytes) -> tuple[object, str, list[str]]:
     return row_id, claim, evidence
 
 
-def _bounded(fh) -> Iterator[tuple[int, bytes]]:
+def _lines(path: str) -> Iterator[tuple[int, bytes | None]]:
     """Numbered lines, each read at most ``MAX_LINE_BYTES`` at a time: memory stays bounded."""
-    n = 0
-    while True:
-        raw = fh.readline(MAX_LINE_BYTES + 1)
-        if not raw:
-            return
-        n += 1
-        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-            while raw and not raw.endswith(b"\n"):
-                raw = fh.readline(MAX_LINE_BYTES)
-            raw = _TOO_LONG
-        elif n == 1 and raw.startswith(b"\xef\xbb\xbf"):
-            raw = raw[3:]  # a byte-order mark is not part of the first object
-        yield n, raw
-
-
-def _lines(path: str) -> Iterator[tuple[int, bytes]]:
     if path == "-":
-        yield from _bounded(sys.stdin.buffer)
+        yield from bounded_lines(sys.stdin.buffer, MAX_LINE_BYTES, skip_bom=True)
         return
     with open(path, "rb") as fh:
-        yield from _bounded(fh)
+        yield from bounded_lines(fh, MAX_LINE_BYTES, skip_bom=True)
 
 
 def _dumps(obj: dict) -> str:
@@ -186,6 +171,36 @@ def claims(input_path: str, threshold: float, proposer_name: str, output: str | 
         click.echo(render_all(exc.diagnostics), err=True)
         raise SystemExit(EXIT_USAGE) from None
     by = proposer.by.to_json()
+
+    def respond(raw: bytes | None) -> dict:
+        row_id, claim, evidence = _parse(raw)
+        a = proposer.claim_support(claim, evidence, threshold)
+        return {
+            "id": row_id,
+            "supporting": list(a.supporting),
+            "label": a.label,
+            "confidence": a.confidence,
+            "evidence": [
+                {
+                    "sentence": m.sentence,
+                    "start": m.start,
+                    "end": m.end,
+                    "quote": m.quote,
+                    "confidence": m.confidence,
+                }
+                for m in a.matches
+            ],
+            "by": by,
+        }
+
+    _each_line(input_path, output, respond)
+
+
+def _each_line(
+    input_path: str, output: str | None, respond: Callable[[bytes | None], dict]
+) -> None:
+    """One output line per non-blank input line: ``respond``'s record, or the error of a bad
+    line (also on stderr); then exit 4 when any line was bad."""
     name = "<stdin>" if input_path == "-" else input_path
     try:
         out = sys.stdout if output is None else open(output, "w", encoding="utf-8")  # noqa: SIM115
@@ -196,35 +211,17 @@ def claims(input_path: str, threshold: float, proposer_name: str, output: str | 
     bad = total = 0
     try:
         for n, raw in _lines(input_path):
-            if not raw.strip():
+            if raw is not None and not raw.strip():
                 continue
             total += 1
             try:
-                row_id, claim, evidence = _parse(raw)
+                record = respond(raw)
             except _BadLine as exc:
                 bad += 1
                 span = Span(name, n, 1, n, 1)
                 click.echo(render_all([Diagnostic("bad-input", exc.message, span=span)]), err=True)
                 out.write(_dumps({"id": exc.row_id, "line": n, "error": exc.message}) + "\n")
                 continue
-            a = proposer.claim_support(claim, evidence, threshold)
-            record = {
-                "id": row_id,
-                "supporting": list(a.supporting),
-                "label": a.label,
-                "confidence": a.confidence,
-                "evidence": [
-                    {
-                        "sentence": m.sentence,
-                        "start": m.start,
-                        "end": m.end,
-                        "quote": m.quote,
-                        "confidence": m.confidence,
-                    }
-                    for m in a.matches
-                ],
-                "by": by,
-            }
             out.write(_dumps(record) + "\n")
     except OSError as exc:
         message = f"cannot read `{name}`: {(exc.strerror or 'error').lower()}"
@@ -295,45 +292,15 @@ def judge(
     except UnmaskError as exc:
         click.echo(render_all(exc.diagnostics), err=True)
         raise SystemExit(EXIT_USAGE) from None
-    name = "<stdin>" if input_path == "-" else input_path
-    try:
-        out = sys.stdout if output is None else open(output, "w", encoding="utf-8")  # noqa: SIM115
-    except OSError as exc:
-        message = f"cannot write `{output}`: {(exc.strerror or 'error').lower()}"
-        click.echo(render_all([Diagnostic("usage", message)]), err=True)
-        raise SystemExit(EXIT_USAGE) from None
-    bad = total = 0
-    try:
-        for n, raw in _lines(input_path):
-            if not raw.strip():
-                continue
-            total += 1
-            try:
-                row_id, text = _parse_rationale(raw, field)
-            except _BadLine as exc:
-                bad += 1
-                span = Span(name, n, 1, n, 1)
-                click.echo(render_all([Diagnostic("bad-input", exc.message, span=span)]), err=True)
-                out.write(_dumps({"id": exc.row_id, "line": n, "error": exc.message}) + "\n")
-                continue
-            record = {"id": row_id, "annotations": proposer.annotations(text, threshold)}
-            out.write(_dumps(record) + "\n")
-    except OSError as exc:
-        message = f"cannot read `{name}`: {(exc.strerror or 'error').lower()}"
-        click.echo(render_all([Diagnostic("unreadable-input", message)]), err=True)
-        raise SystemExit(EXIT_INVALID) from None
-    finally:
-        if out is not sys.stdout:
-            out.close()
-        else:
-            out.flush()
-    if bad:
-        line = "line" if total == 1 else "lines"
-        click.echo(f"{bad} of {total} {line} invalid; the rest were proposed for", err=True)
-        raise SystemExit(EXIT_INVALID)
+
+    def respond(raw: bytes | None) -> dict:
+        row_id, text = _parse_rationale(raw, field)
+        return {"id": row_id, "annotations": proposer.annotations(text, threshold)}
+
+    _each_line(input_path, output, respond)
 
 
-def _parse_rationale(raw: bytes, field: str) -> tuple[object, str]:
+def _parse_rationale(raw: bytes | None, field: str) -> tuple[object, str]:
     """The line's id and rationale, or ``_BadLine`` naming the field at fault."""
     row, row_id = _object(raw)
     if field not in row:
