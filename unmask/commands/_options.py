@@ -1,6 +1,7 @@
 """Options and output that several `unmask` subcommands share, defined once so they read
-the same. ``echo`` writes a command's result on stdout; a full disk or a closed pipe ends
-the command with one ``output`` diagnostic and exit 2, as for any file it cannot write.
+the same. ``open_backend`` turns ``--backend`` into a backend or one usage error (exit 2).
+``echo`` writes a command's result on stdout; a full disk or a closed pipe ends the command
+with one ``output`` diagnostic and exit 2, as for any file it cannot write.
 """
 
 from __future__ import annotations
@@ -13,6 +14,33 @@ import click
 
 from unmask import exitcodes
 from unmask.backends.base import DEFAULT_TIMEOUT_MS
+
+
+def backend_option(help: str, default: str = "sliced"):
+    """``--backend``: which solver answers; each command says what changes with it."""
+    return click.option("--backend", default=default, show_default=True, help=help)
+
+
+def format_option(choices: tuple[str, ...]):
+    """``--format``, into the parameter ``fmt``; text unless asked otherwise."""
+    return click.option(
+        "--format", "fmt", type=click.Choice(choices), default="text", show_default=True
+    )
+
+
+def open_backend(name: str, timeout_ms: int):
+    """The backend ``name`` names, or exit 2 with one diagnostic saying why there is none."""
+    from unmask.backends import create
+    from unmask.diagnostics import Diagnostic, UnmaskError, render_all
+
+    try:
+        return create(name, timeout_ms=timeout_ms)
+    except UnmaskError as exc:
+        diags = exc.diagnostics
+    except ImportError as exc:
+        diags = [Diagnostic("backend-unavailable", f"backend `{name}` cannot be loaded: {exc}")]
+    click.echo(render_all(diags), err=True)
+    sys.exit(exitcodes.USAGE)
 
 
 def timeout_option(

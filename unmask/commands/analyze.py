@@ -15,28 +15,17 @@ import sys
 import click
 
 from unmask import exitcodes
-from unmask.commands._options import timeout_option
+from unmask.commands._options import backend_option, format_option, open_backend, timeout_option
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits, click_options
 
 DEFAULT_BACKEND = "sliced"
+BACKEND_HELP = "sliced, z3, pysat[:SOLVER], truthtable"
 
 
 def fail(diags, code: int, sources: dict[str, str] | None = None) -> None:
     click.echo(render_all(diags, sources), err=True)
     sys.exit(code)
-
-
-def open_backend(name: str, timeout_ms: int):
-    from unmask.backends import create
-
-    try:
-        return create(name, timeout_ms=timeout_ms)
-    except UnmaskError as exc:
-        fail(exc.diagnostics, exitcodes.USAGE)
-    except ImportError as exc:
-        message = f"backend `{name}` cannot be loaded: {exc}"
-        fail([Diagnostic("backend-unavailable", message)], exitcodes.USAGE)
 
 
 def load_or_exit(paths, members: int, domain_opts, limits: Limits):
@@ -81,19 +70,8 @@ def domain_option():
 @click.argument("file", metavar="FILE")
 @members_option()
 @domain_option()
-@click.option(
-    "--backend",
-    default=DEFAULT_BACKEND,
-    show_default=True,
-    help="sliced, z3, pysat[:SOLVER], truthtable",
-)
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(("text", "json", "sarif")),
-    default="text",
-    show_default=True,
-)
+@backend_option(BACKEND_HELP, DEFAULT_BACKEND)
+@format_option(("text", "json", "sarif"))
 @timeout_option()
 @click_options
 def command(

@@ -17,14 +17,14 @@ import sys
 import click
 
 from unmask import exitcodes
-from unmask.commands._options import timeout_option
+from unmask.commands._options import backend_option, format_option, open_backend, timeout_option
 from unmask.commands.analyze import (
+    BACKEND_HELP,
     DEFAULT_BACKEND,
     domain_option,
     fail,
     load_or_exit,
     members_option,
-    open_backend,
 )
 from unmask.diagnostics import Diagnostic
 from unmask.limits import Limits, click_options
@@ -35,15 +35,8 @@ from unmask.limits import Limits, click_options
 @click.argument("new", metavar="NEW")
 @members_option()
 @domain_option()
-@click.option(
-    "--backend",
-    default=DEFAULT_BACKEND,
-    show_default=True,
-    help="sliced, z3, pysat[:SOLVER], truthtable",
-)
-@click.option(
-    "--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True
-)
+@backend_option(BACKEND_HELP, DEFAULT_BACKEND)
+@format_option(("text", "json"))
 @click.option(
     "--fail-if",
     "fail_if",

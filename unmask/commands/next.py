@@ -28,7 +28,13 @@ import click
 
 from unmask import exitcodes
 from unmask.checker import outcome
-from unmask.commands._options import deadline_option, timeout_option
+from unmask.commands._options import (
+    backend_option,
+    deadline_option,
+    format_option,
+    open_backend,
+    timeout_option,
+)
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.ir import Span
 from unmask.limits import Limits, click_options
@@ -170,15 +176,10 @@ def _load(task, limits: Limits):
 
 @click.command(name="next")
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
-@click.option(
-    "--backend",
-    default=DEFAULT_BACKEND,
-    show_default=True,
-    help="z3, pysat[:SOLVER], truthtable, sliced: the answer is the same on each",
+@backend_option(
+    "z3, pysat[:SOLVER], truthtable, sliced: the answer is the same on each", DEFAULT_BACKEND
 )
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
-)
+@format_option(("text", "json"))
 @click.option(
     "--root",
     type=click.Path(file_okay=False, exists=True),
@@ -198,21 +199,11 @@ def command(
     limits: Limits,
 ) -> None:
     """Which open checks remain, and which one annotation would settle the most."""
-    from unmask.backends import create
     from unmask.checker import Case
     from unmask.explain import Deadline
     from unmask.next import merge, next_steps
 
-    try:
-        solver = create(backend, timeout_ms=timeout_ms)
-    except (UnmaskError, ImportError) as exc:
-        diags = (
-            exc.diagnostics
-            if isinstance(exc, UnmaskError)
-            else [Diagnostic("backend-unavailable", f"backend `{backend}` cannot be loaded")]
-        )
-        click.echo(render_all(diags), err=True)
-        sys.exit(EXIT_USAGE)
+    solver = open_backend(backend, timeout_ms)
     for p in paths:
         if p != "-" and not os.path.exists(p):
             click.echo(render_all([Diagnostic("usage", f"no such file or folder `{p}`")]), err=True)
