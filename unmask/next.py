@@ -229,20 +229,25 @@ def next_steps(
     )
     order = case.protocol.atom_names
     qs = queries(case)
-    if case.translation != "valid":
-        undecided = tuple(Undecided(q.subject, None, "the translation is not valid") for q in qs)
+
+    def report(opened: Iterable[OpenCheck], undecided: Iterable[Undecided]) -> NextReport:
+        still_open = tuple(opened)
+        todo = tuple(rank_todo(_todos(case.protocol.name, still_open), order))
         return NextReport(
             case.id,
             case.protocol.name,
             name,
             case.translation,
             len(qs),
-            (),
-            undecided,
-            (),
+            still_open,
+            tuple(undecided),
+            todo,
             case.verdict,
             order,
         )
+
+    if case.translation != "valid":
+        return report((), (Undecided(q.subject, None, "the translation is not valid") for q in qs))
     facts = case.facts
     unknown = set(case.unknown)
     rank = {n: i for i, n in enumerate(order)}
@@ -302,19 +307,7 @@ def next_steps(
     finally:
         for s in sessions.values():
             s.session.close()
-    todo = rank_todo(_todos(case.protocol.name, opened), order)
-    return NextReport(
-        case.id,
-        case.protocol.name,
-        name,
-        case.translation,
-        len(qs),
-        tuple(opened),
-        tuple(undecided),
-        tuple(todo),
-        case.verdict,
-        order,
-    )
+    return report(opened, undecided)
 
 
 def _todos(protocol: str, opened: Iterable[OpenCheck]) -> list[Todo]:
