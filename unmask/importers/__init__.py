@@ -132,6 +132,33 @@ def dig(obj: Any, dotted: str) -> Any:
     return cur
 
 
+def tf(b: bool) -> str:
+    """A boolean as the rendered rationales spell it."""
+    return "true" if b else "false"
+
+
+def not_the_format(file: str, message: str, at: str | None = None, help: str | None = None):
+    """The error of an input that is not of the importer's format at all."""
+    return UnmaskError([Diagnostic("not-the-format", message, file=file, path=at, help=help)])
+
+
+def read_array(
+    path: Path, options: Options, at: str, what: str, help: str | None = None
+) -> tuple[Any, list]:
+    """The JSON document at ``path`` and the array at its dotted path ``at``; anything else
+    there is not the format: "not WHAT: expected an array at `AT`"."""
+    from unmask.jsonload import read_json_file
+
+    data = read_json_file(path, options.limits)
+    try:
+        found = dig(data, at)
+    except KeyError:
+        found = None
+    if not isinstance(found, list):
+        raise not_the_format(str(path), f"not {what}: expected an array at `{at}`", at, help)
+    return data, found
+
+
 def build(where: str, stem: str, make: Any) -> Imported | Skipped:
     """``make()`` returns a ``ReplayBuilder``; its replay, or the reason it is invalid."""
     try:

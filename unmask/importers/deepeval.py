@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from unmask.builder import ReplayBuilder
-from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.importers import (
     PROTOCOLS,
     Imported,
@@ -30,9 +29,11 @@ from unmask.importers import (
     is_number,
     num,
     occurrence_at,
+    read_array,
     rule_by,
+    tf,
 )
-from unmask.jsonload import read_json_file, show
+from unmask.jsonload import show
 
 NAME = "deepeval"
 PROTOCOL = PROTOCOLS / "deepeval.proto"
@@ -64,10 +65,6 @@ HIGHER_IS_BETTER = frozenset(
 _STATED = re.compile(r"\bThe score is (\d+(?:\.\d+)?)\b")
 
 
-def _tf(b: bool) -> str:
-    return "true" if b else "false"
-
-
 def _direction(name: str) -> str | None:
     if name in LOWER_IS_BETTER:
         return "<="
@@ -78,19 +75,7 @@ def _direction(name: str) -> str | None:
 
 def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
     file = str(path)
-    data = read_json_file(path, options.limits)
-    cases = data.get("testCases") if isinstance(data, dict) else None
-    if not isinstance(cases, list):
-        raise UnmaskError(
-            [
-                Diagnostic(
-                    "not-the-format",
-                    "not a DeepEval test run: expected an array at `testCases`",
-                    file=file,
-                    path="testCases",
-                )
-            ]
-        )
+    data, cases = read_array(path, options, "testCases", "a DeepEval test run")
     proto = PROTOCOL.read_text(encoding="utf-8")
     for i, case in enumerate(cases):
         yield _case(proto, file, i, case, options)
@@ -145,17 +130,17 @@ def _case(proto: str, file: str, i: int, case: Any, options: Options) -> Importe
         if not isinstance(md.get("name"), str):
             return Skipped(f"{mw}.name", f"expected a metric name, found `{show(md.get('name'))}`")
 
-    head = f"test case: success={_tf(success)}"
+    head = f"test case: success={tf(success)}"
     blocks = [head]
     offset = len(head) + 1
     headers: list[tuple[str, int, int, dict]] = []  # header, its offset, reason offset, data
     for j, md in enumerate(metrics):
         score, thr = md.get("score"), md.get("threshold")
         h = (
-            f"[m{j}] {md['name']}: success={_tf(md['success'])}"
+            f"[m{j}] {md['name']}: success={tf(md['success'])}"
             f" score={num(score) if is_number(score) else 'none'}"
             f" threshold={num(thr) if is_number(thr) else 'none'}"
-            f" strict={_tf(md.get('strictMode') is True)}"
+            f" strict={tf(md.get('strictMode') is True)}"
         )
         if isinstance(md.get("error"), str):
             h += f" error={md['error']}"

@@ -22,9 +22,17 @@ from pathlib import Path
 from typing import Any
 
 from unmask.builder import ReplayBuilder
-from unmask.diagnostics import Diagnostic, UnmaskError
-from unmask.importers import PROTOCOLS, Imported, Options, Skipped, build, rule_by
-from unmask.jsonload import read_json_file, show
+from unmask.importers import (
+    PROTOCOLS,
+    Imported,
+    Options,
+    Skipped,
+    build,
+    not_the_format,
+    read_array,
+    rule_by,
+)
+from unmask.jsonload import show
 
 NAME = "inspect"
 PROTOCOL = PROTOCOLS / "inspect.proto"
@@ -42,29 +50,12 @@ _TRAIL = ",.;:!?"
 def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
     file = str(path)
     if path.suffix == ".eval":
-        raise UnmaskError(
-            [
-                Diagnostic(
-                    "not-the-format",
-                    "`.eval` logs are not read yet",
-                    file=file,
-                    help="convert it with `inspect log convert --to json`",
-                )
-            ]
+        raise not_the_format(
+            file,
+            "`.eval` logs are not read yet",
+            help="convert it with `inspect log convert --to json`",
         )
-    data = read_json_file(path, options.limits)
-    samples = data.get("samples") if isinstance(data, dict) else None
-    if not isinstance(samples, list):
-        raise UnmaskError(
-            [
-                Diagnostic(
-                    "not-the-format",
-                    "not an Inspect log with samples: expected an array at `samples`",
-                    file=file,
-                    path="samples",
-                )
-            ]
-        )
+    _, samples = read_array(path, options, "samples", "an Inspect log with samples")
     proto = PROTOCOL.read_text(encoding="utf-8")
     for i, sample in enumerate(samples):
         where = f"{file}: samples[{i}]"

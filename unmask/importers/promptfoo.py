@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from unmask.builder import ReplayBuilder
-from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.importers import (
     PROTOCOLS,
     Imported,
@@ -31,9 +30,11 @@ from unmask.importers import (
     is_number,
     num,
     occurrence_at,
+    read_array,
     rule_by,
+    tf,
 )
-from unmask.jsonload import read_json_file, show
+from unmask.jsonload import show
 
 NAME = "promptfoo"
 PROTOCOL = PROTOCOLS / "promptfoo.proto"
@@ -47,27 +48,15 @@ def _assertion(c: dict) -> dict:
     return a if isinstance(a, dict) else {}
 
 
-def _tf(b: bool) -> str:
-    return "true" if b else "false"
-
-
 def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
     file = str(path)
-    data = read_json_file(path, options.limits)
-    rows = data.get("results") if isinstance(data, dict) else None
-    rows = rows.get("results") if isinstance(rows, dict) else None
-    if not isinstance(rows, list):
-        raise UnmaskError(
-            [
-                Diagnostic(
-                    "not-the-format",
-                    "not a promptfoo results file: expected an array at `results.results`",
-                    file=file,
-                    path="results.results",
-                    help="write one with `promptfoo eval -o results.json`",
-                )
-            ]
-        )
+    _, rows = read_array(
+        path,
+        options,
+        "results.results",
+        "a promptfoo results file",
+        help="write one with `promptfoo eval -o results.json`",
+    )
     proto = PROTOCOL.read_text(encoding="utf-8")
     for i, row in enumerate(rows):
         yield _row(proto, file, i, row, options)
@@ -109,7 +98,7 @@ def _row(proto: str, file: str, i: int, row: Any, options: Options) -> Imported 
 
     # the rationale: one line for the test case, then one header and reason per assertion
     head = (
-        f"test case: success={_tf(success)} score={num(score) if score is not None else 'none'}"
+        f"test case: success={tf(success)} score={num(score) if score is not None else 'none'}"
         f" threshold={num(threshold) if threshold is not None else 'none'}"
     )
     lines = [head]
@@ -119,7 +108,7 @@ def _row(proto: str, file: str, i: int, row: Any, options: Options) -> Imported 
         cs = c.get("score")
         ct = _assertion(c).get("threshold")
         h = (
-            f"[{m}] {kind}: pass={_tf(c['pass'])}"
+            f"[{m}] {kind}: pass={tf(c['pass'])}"
             f" score={num(cs) if is_number(cs) else 'none'}"
             f" threshold={num(ct) if is_number(ct) else 'none'}"
         )
