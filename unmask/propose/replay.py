@@ -21,13 +21,14 @@ and a non-empty ``response`` source holding the claim. Anything else abstains.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from unmask.propose import CLAIM_SUPPORT, Fill, Proposer
-from unmask.replaydata import EVIDENCE_SOURCES, Replay
+from unmask.replaydata import EVIDENCE_SOURCES, Evidence, Replay
 
 DEFAULT_THRESHOLD = 0.5
 # proposers `unmask propose replay` runs unless told otherwise (a model only when asked)
@@ -41,25 +42,12 @@ _NOT_SUPPORT = re.compile(r"\b(?:not|no|never|contradict\w*|refut\w*|disprov\w*)
 
 
 @dataclass(frozen=True, slots=True)
-class Quote:
-    """One evidence span: a source and the exact code-point slice of it."""
-
-    source: str
-    start: int
-    end: int
-    quote: str
-
-    def to_json(self) -> dict:
-        return {"source": self.source, "start": self.start, "end": self.end, "quote": self.quote}
-
-
-@dataclass(frozen=True, slots=True)
 class Candidate:
     """One proposed annotation before the threshold: atom, value, spans, confidence."""
 
     atom: str
     value: str
-    spans: tuple[Quote, ...]
+    spans: tuple[Evidence, ...]
     confidence: float
     by: dict
     detail: str
@@ -111,7 +99,7 @@ def _fill_judge(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
         role = roles.get(p.atom)
         if role is None or source not in EVIDENCE_SOURCES[role]:
             continue  # the protocol has no such atom, or this source cannot back it
-        spans = tuple(Quote(source, s.start, s.end, s.quote) for s in p.spans)
+        spans = tuple(Evidence(source, s.start, s.end, s.quote) for s in p.spans)
         rules = ", ".join(f"`{r}`" for r in p.rules)
         out.append(Candidate(p.atom, p.value, spans, p.confidence, by, f"rule {rules}"))
     return out
@@ -189,10 +177,10 @@ def _fill_claims(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
             offset, sentence = lines[n]
             if n in matched:
                 m = matched[n]
-                span = Quote("context", offset + m.start, offset + m.end, m.quote)
+                span = Evidence("context", offset + m.start, offset + m.end, m.quote)
                 out.append(Candidate(atom, "TRUE", (span,), m.confidence, by, "matched the claim"))
             elif alignment.label == "not_supported" and sentence:
-                span = Quote("context", offset, offset + len(sentence), sentence)
+                span = Evidence("context", offset, offset + len(sentence), sentence)
                 detail = "the claim is `not_supported` by any line"
                 out.append(Candidate(atom, "FALSE", (span,), alignment.confidence, by, detail))
             # a line not chosen for a claim that is partly covered: no reading either way
@@ -219,7 +207,7 @@ def _fill_model(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
         if isinstance(answer, Abstain):
             ctx.outcome.abstained.append((by["name"], f"`{atom}`: {answer.reason}"))
             continue
-        span = Quote(answer.source, answer.start, answer.end, answer.quote)
+        span = Evidence(answer.source, answer.start, answer.end, answer.quote)
         detail = f"model `{proposer.model}`" + (f": {answer.reason}" if answer.reason else "")
         out.append(Candidate(atom, answer.value, (span,), answer.confidence, by, detail))
     return out
@@ -279,7 +267,7 @@ def fill(
         ann = {
             "atom": atom,
             "value": c.value,
-            "evidence": [s.to_json() for s in c.spans],
+            "evidence": [dataclasses.asdict(s) for s in c.spans],
             "explanation": _explanation(c),
             "by": dict(c.by),
         }
