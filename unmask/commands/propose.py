@@ -137,6 +137,22 @@ def _dumps(obj: dict) -> str:
     return json.dumps(obj, ensure_ascii=True)
 
 
+_output_option = click.option(
+    "-o", "--output", type=click.Path(dir_okay=False), help="write here instead of stdout"
+)
+
+
+def _threshold_option(default: float, abstains: str):
+    """``--threshold``; ``abstains`` ends the help: what an abstaining proposal leaves."""
+    return click.option(
+        "--threshold",
+        type=click.FloatRange(0.0, 1.0),
+        default=default,
+        show_default=True,
+        help="proposals with a lower confidence abstain" + abstains,
+    )
+
+
 @click.group("propose")
 def command() -> None:
     """Propose unreviewed annotations with a registered proposer."""
@@ -144,13 +160,7 @@ def command() -> None:
 
 @command.command("claims")
 @click.argument("input_path", metavar="INPUT.jsonl", type=click.Path(dir_okay=False))
-@click.option(
-    "--threshold",
-    type=click.FloatRange(0.0, 1.0),
-    default=DEFAULT_THRESHOLD,
-    show_default=True,
-    help="proposals with a lower confidence abstain (no sentence, null label)",
-)
+@_threshold_option(DEFAULT_THRESHOLD, " (no sentence, null label)")
 @click.option(
     "--proposer",
     "proposer_name",
@@ -158,9 +168,7 @@ def command() -> None:
     show_default=True,
     help="a registered proposer that fills claim support (see `unmask propose list`)",
 )
-@click.option(
-    "-o", "--output", type=click.Path(dir_okay=False), help="write here instead of stdout"
-)
+@_output_option
 def claims(input_path: str, threshold: float, proposer_name: str, output: str | None) -> None:
     """Which evidence sentences support each claim, and a label."""
     from unmask.propose import CLAIM_SUPPORT, create
@@ -263,16 +271,8 @@ def list_proposers() -> None:
     show_default=True,
     help="the input field that holds the rationale (WiCE outputs: `response`)",
 )
-@click.option(
-    "--threshold",
-    type=click.FloatRange(0.0, 1.0),
-    default=0.5,
-    show_default=True,
-    help="proposals with a lower confidence abstain: the atom stays UNKNOWN",
-)
-@click.option(
-    "-o", "--output", type=click.Path(dir_okay=False), help="write here instead of stdout"
-)
+@_threshold_option(0.5, ": the atom stays UNKNOWN")
+@_output_option
 def judge(
     input_path: str,
     rules_path: str | None,
@@ -327,16 +327,8 @@ def _parse_rationale(raw: bytes | None, field: str) -> tuple[object, str]:
     help="the judge rule file (default: NAME.judge.json beside the protocol, else the built-in"
     " WiCE rules)",
 )
-@click.option(
-    "--threshold",
-    type=click.FloatRange(0.0, 1.0),
-    default=0.5,
-    show_default=True,
-    help="proposals with a lower confidence abstain: the atom stays as it was",
-)
-@click.option(
-    "-o", "--output", type=click.Path(dir_okay=False), help="write here instead of stdout"
-)
+@_threshold_option(0.5, ": the atom stays as it was")
+@_output_option
 def replay(
     replay_path: str,
     proposer_names: tuple[str, ...],
