@@ -70,7 +70,7 @@ def _rules() -> list[dict[str, Any]]:
 
 
 def to_sarif(analysis: Analysis) -> dict[str, Any]:
-    from unmask.render.sarif import SCHEMA_URI, uri, version
+    from unmask.render.sarif import document, uri
 
     artifacts: list[str] = []
 
@@ -111,23 +111,9 @@ def to_sarif(analysis: Analysis) -> dict[str, Any]:
                 "properties": props,
             }
         )
-    run: dict[str, Any] = {
-        "tool": {
-            "driver": {
-                "name": "unmask",
-                "version": version(),
-                "semanticVersion": version(),
-                "rules": _rules(),
-            }
-        },
-        "columnKind": "unicodeCodePoints",
-    }
-    if artifacts:
-        run["artifacts"] = [{"location": {"uri": uri(a)}} for a in artifacts]
-    run["results"] = results
-    run["properties"] = {
+    properties = {
         "protocol": analysis.protocol,
         "backend": analysis.backend,
         "scope": analysis.scope.to_json(),
     }
-    return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+    return document(_rules(), artifacts, results, properties)

@@ -217,6 +217,31 @@ def uri(path: str) -> str:
     return quote(path.replace("\\", "/"), safe="/", errors="surrogateescape")
 
 
+def document(
+    rules: list[dict[str, Any]],
+    artifacts: list[str],
+    results: list[dict[str, Any]],
+    properties: dict[str, Any],
+) -> dict[str, Any]:
+    """A SARIF log of one run by Unmask: its driver, files, results and run properties."""
+    run: dict[str, Any] = {
+        "tool": {
+            "driver": {
+                "name": "unmask",
+                "version": version(),
+                "semanticVersion": version(),
+                "rules": rules,
+            }
+        },
+        "columnKind": "unicodeCodePoints",
+    }
+    if artifacts:
+        run["artifacts"] = [{"location": {"uri": uri(a)}} for a in artifacts]
+    run["results"] = results
+    run["properties"] = properties
+    return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+
+
 # --- building the log ------------------------------------------------------------------------
 
 
@@ -459,21 +484,7 @@ class _Log:
     def log(self) -> dict[str, Any]:
         results = self.results()
         report = self.report
-        run: dict[str, Any] = {
-            "tool": {
-                "driver": {
-                    "name": "unmask",
-                    "version": version(),
-                    "semanticVersion": version(),
-                    "rules": rules(),
-                }
-            },
-            "columnKind": "unicodeCodePoints",
-        }
-        if self.artifacts:
-            run["artifacts"] = [{"location": {"uri": uri(a)}} for a in self.artifacts]
-        run["results"] = results
-        run["properties"] = {
+        properties = {
             "replay": ev.clean(report.replay),
             "protocol": ev.clean(report.protocol),
             "backend": report.backend,
@@ -483,7 +494,7 @@ class _Log:
             "gold": report.gold,
             "verdict_matches_gold": report.verdict_matches_gold,
         }
-        return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
+        return document(rules(), self.artifacts, results, properties)
 
 
 def to_json(report: Report, replay: Any = None) -> dict[str, Any]:
