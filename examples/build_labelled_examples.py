@@ -23,6 +23,31 @@ CONTEXT = (
 )
 CLAIM = "Ada Lovelace published notes on the Analytical Engine in 1843 and won a Royal Medal."
 
+
+def claim_parts(rationale, verdict, id):
+    """A judge of ``CLAIM`` against ``CONTEXT``; the gold label is partial support."""
+    return ReplayBuilder(
+        Path("claim_parts.proto"),
+        sources={"rationale": rationale, "response": CLAIM, "context": CONTEXT},
+        verdict=verdict,
+        gold="partially_supported",
+        id=id,
+        domains={"part": ["date", "medal"]},
+    )
+
+
+def graded_fact(rationale, context, verdict, gold, id):
+    """A C/P/I grader of the Eiffel Tower facts."""
+    return ReplayBuilder(
+        Path("graded_fact.proto"),
+        sources={"rationale": rationale, "context": context},
+        verdict=verdict,
+        gold=gold,
+        id=id,
+        domains={"fact": ["place", "year"]},
+    )
+
+
 # ENTAILED: the judge says the date part is supported (line 1) and the medal part is not;
 # `partially_supported` follows. The medal part is backed by nothing... except here the
 # evidence does name a medal: the one-way grounding of `said(medal)` holds (the judge did
@@ -32,14 +57,7 @@ R1 = (
     "Part 2 (Royal Medal): I do not count it as supported. "
     "Answer: partially_supported"
 )
-b = ReplayBuilder(
-    Path("claim_parts.proto"),
-    sources={"rationale": R1, "response": CLAIM, "context": CONTEXT},
-    verdict="partially_supported",
-    gold="partially_supported",
-    id="claim-parts-entailed",
-    domains={"part": ["date", "medal"]},
-)
+b = claim_parts(R1, "partially_supported", "claim-parts-entailed")
 b.annotate("said(date)", True, quote="Part 1 (publication in 1843): supported, line 1 states it.")
 b.annotate("said(medal)", False, quote="Part 2 (Royal Medal): I do not count it as supported.")
 b.annotate(
@@ -60,14 +78,7 @@ R2 = (
     "Nothing in the evidence mentions a Royal Medal, so that part is not supported. "
     "Answer: supported"
 )
-b = ReplayBuilder(
-    Path("claim_parts.proto"),
-    sources={"rationale": R2, "response": CLAIM, "context": CONTEXT},
-    verdict="supported",
-    gold="partially_supported",
-    id="claim-parts-refuted",
-    domains={"part": ["date", "medal"]},
-)
+b = claim_parts(R2, "supported", "claim-parts-refuted")
 b.annotate("said(date)", True, quote="The publication date is confirmed by line 1.")
 b.annotate(
     "said(medal)",
@@ -89,14 +100,7 @@ save(b, "claim_parts_refuted.json", "claim_parts.proto")
 # UNDERDETERMINED: the rationale never says what it made of the medal part; a rule (not a
 # person) read the date part, so the result rests on an unreviewed annotation.
 R3 = "Line 1 gives the 1843 publication of the notes. Answer: supported"
-b = ReplayBuilder(
-    Path("claim_parts.proto"),
-    sources={"rationale": R3, "response": CLAIM, "context": CONTEXT},
-    verdict="supported",
-    gold="partially_supported",
-    id="claim-parts-underdetermined",
-    domains={"part": ["date", "medal"]},
-)
+b = claim_parts(R3, "supported", "claim-parts-underdetermined")
 b.annotate("said(date)", True, quote="Line 1 gives the 1843 publication of the notes.", by=RULE)
 b.annotate(
     "backed(date)", True, quote="Ada Lovelace published her notes on the Analytical Engine in 1843."
@@ -117,14 +121,7 @@ G1 = (
     "It also gives 1889 as the completion year, as the expert does. "
     "Nothing in the submission contradicts the expert answer.\nGRADE: P"
 )
-b = ReplayBuilder(
-    Path("graded_fact.proto"),
-    sources={"rationale": G1, "context": EXPERT_SUB},
-    verdict="P",
-    gold="C",
-    id="graded-fact-refuted",
-    domains={"fact": ["place", "year"]},
-)
+b = graded_fact(G1, EXPERT_SUB, "P", "C", "graded-fact-refuted")
 b.annotate(
     "has(place)",
     True,
@@ -150,14 +147,7 @@ EXPERT_SUB2 = (
     "Expert answer: The Eiffel Tower is in Paris and was completed in 1889.\n"
     "Submission: The Eiffel Tower stands in Paris."
 )
-b = ReplayBuilder(
-    Path("graded_fact.proto"),
-    sources={"rationale": G2, "context": EXPERT_SUB2},
-    verdict="P",
-    gold="P",
-    id="graded-fact-satisfied",
-    domains={"fact": ["place", "year"]},
-)
+b = graded_fact(G2, EXPERT_SUB2, "P", "P", "graded-fact-satisfied")
 b.annotate(
     "has(place)", True, quote="The submission places the tower in Paris, as the expert does."
 )
