@@ -17,10 +17,9 @@ def save(b, name, proto):
     Path(name).write_text(json.dumps(r, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
 
 
-CONTEXT = (
-    "line 1: Ada Lovelace published her notes on the Analytical Engine in 1843.\n"
-    "line 2: In 1998 the British Computer Society named a medal after her.\n"
-)
+DATE_FACT = "Ada Lovelace published her notes on the Analytical Engine in 1843."
+MEDAL_FACT = "In 1998 the British Computer Society named a medal after her."
+CONTEXT = f"line 1: {DATE_FACT}\nline 2: {MEDAL_FACT}\n"
 CLAIM = "Ada Lovelace published notes on the Analytical Engine in 1843 and won a Royal Medal."
 
 
@@ -60,13 +59,11 @@ R1 = (
 b = claim_parts(R1, "partially_supported", "claim-parts-entailed")
 b.annotate("said(date)", True, quote="Part 1 (publication in 1843): supported, line 1 states it.")
 b.annotate("said(medal)", False, quote="Part 2 (Royal Medal): I do not count it as supported.")
-b.annotate(
-    "backed(date)", True, quote="Ada Lovelace published her notes on the Analytical Engine in 1843."
-)
+b.annotate("backed(date)", True, quote=DATE_FACT)
 b.annotate(
     "backed(medal)",
     True,
-    quote="In 1998 the British Computer Society named a medal after her.",
+    quote=MEDAL_FACT,
     explanation="An annotator read 'a medal' as the medal of the claim (a generous reading).",
 )
 b.annotate("cited", True, quote="line 1 states it")
@@ -85,13 +82,11 @@ b.annotate(
     False,
     quote="Nothing in the evidence mentions a Royal Medal, so that part is not supported.",
 )
-b.annotate(
-    "backed(date)", True, quote="Ada Lovelace published her notes on the Analytical Engine in 1843."
-)
+b.annotate("backed(date)", True, quote=DATE_FACT)
 b.annotate(
     "backed(medal)",
     False,
-    quote="In 1998 the British Computer Society named a medal after her.",
+    quote=MEDAL_FACT,
     explanation="A medal named after her is not a Royal Medal won by her.",
 )
 b.annotate("cited", True, quote="confirmed by line 1")
@@ -102,12 +97,8 @@ save(b, "claim_parts_refuted.json", "claim_parts.proto")
 R3 = "Line 1 gives the 1843 publication of the notes. Answer: supported"
 b = claim_parts(R3, "supported", "claim-parts-underdetermined")
 b.annotate("said(date)", True, quote="Line 1 gives the 1843 publication of the notes.", by=RULE)
-b.annotate(
-    "backed(date)", True, quote="Ada Lovelace published her notes on the Analytical Engine in 1843."
-)
-b.annotate(
-    "backed(medal)", False, quote="In 1998 the British Computer Society named a medal after her."
-)
+b.annotate("backed(date)", True, quote=DATE_FACT)
+b.annotate("backed(medal)", False, quote=MEDAL_FACT)
 b.annotate("cited", True, quote="Line 1 gives", by=RULE)
 save(b, "claim_parts_underdetermined.json", "claim_parts.proto")
 
