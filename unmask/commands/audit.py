@@ -15,16 +15,20 @@ import contextlib
 import os
 import sys
 import time
-from typing import IO, Any
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
 from unmask import exitcodes
 from unmask.batch.inputs import STDIN
-from unmask.commands._options import deadline_option, timeout_option
+from unmask.commands._options import backend_option, deadline_option, timeout_option
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits, click_options
 from unmask.outputs import OutputError, cannot_write, reason
+
+if TYPE_CHECKING:
+    from unmask.batch.run import Settings
 
 DEFAULT_BACKEND = "sliced"  # chosen by measurement: docs/performance.md
 # one replay that would take minutes must not hold up the batch (docs/audit.md)
@@ -122,11 +126,8 @@ def gate_status(summary: Any, fail_on: str | None) -> int:
     default=None,
     help="with --dask: replays per Dask task [default: 256]",
 )
-@click.option(
-    "--backend",
-    default=DEFAULT_BACKEND,
-    show_default=True,
-    help="sliced, z3, pysat[:SOLVER] or truthtable; reports are the same on each",
+@backend_option(
+    "sliced, z3, pysat[:SOLVER] or truthtable; reports are the same on each", DEFAULT_BACKEND
 )
 @timeout_option()
 @deadline_option(DEFAULT_DEADLINE_MS)
@@ -201,26 +202,33 @@ def command(
         _usage("give `--jobs` or `--dask`, not both", help="`--dask local:N` runs N processes")
     if partition is not None and dask_spec is None:
         _usage("`--partition` needs `--dask`")
-    args = (paths, out, jobs, backend, timeout_ms, deadline_ms, resume)
-    args += (summary_json, fail_on, progress)
+    from unmask.batch.run import Settings
+
+    settings = Settings(
+        backend, timeout_ms, limits, html_dir is not None, junit is not None, deadline_ms
+    )
+    outputs = _Outputs(out, resume, summary_json, html_dir, junit, quiet, progress, fail_on)
     try:
         if dask_spec is None:
-            _run(*args, quiet, html_dir, junit, limits)
+            _run(paths, jobs, settings, outputs)
         else:
-            _run_on_dask(dask_spec, partition, args, quiet, html_dir, junit, limits)
+            _run_on_dask(dask_spec, partition, paths, settings, outputs)
     except OutputError as exc:
         click.echo(render_all(exc.diagnostics), err=True)
         raise SystemExit(EXIT_USAGE) from None
 
 
-def _run_on_dask(spec: str, partition: int | None, args: tuple, *rest: Any) -> None:
+def _run_on_dask(
+    spec: str, partition: int | None, paths: tuple[str, ...], settings: Settings, outputs: _Outputs
+) -> None:
     """``_run`` with its replays checked on a Dask cluster (imported only here)."""
     from unmask.batch import cluster
 
-    out = args[1]
+    out = outputs.out
     try:
         with cluster.open_cluster(spec) as client:
-            _run(*args, *rest, dask=(client, partition))
+            # the cluster's workers take the place of --jobs (which must be 1 with --dask)
+            _run(paths, 1, settings, outputs, dask=(client, partition))
     except cluster.Unavailable as exc:
         _usage(exc.message, help=exc.hint)
     except cluster.ClusterError as exc:
@@ -252,21 +260,25 @@ def input_named(target: str, paths: tuple[str, ...]) -> str | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class _Outputs:
+    """Where an audit writes its results, summary, pages and JUnit file, and what it says."""
+
+    out: str
+    resume: bool
+    summary_json: str | None
+    html_dir: str | None
+    junit: str | None
+    quiet: bool
+    progress: bool | None
+    fail_on: str | None
+
+
 def _run(
     paths: tuple[str, ...],
-    out: str,
     jobs: int,
-    backend: str,
-    timeout_ms: int,
-    deadline_ms: int,
-    resume: bool,
-    summary_json: str | None,
-    fail_on: str | None,
-    progress: bool | None,
-    quiet: bool,
-    html_dir: str | None,
-    junit: str | None,
-    limits: Limits,
+    settings: Settings,  # how each replay is checked
+    outputs: _Outputs,
     dask: tuple[Any, int | None] | None = None,  # a Dask client, replays per partition
 ) -> None:
     from unmask.batch import files, inputs, run
@@ -275,6 +287,8 @@ def _run(
     from unmask.render import html
     from unmask.render import junit as junit_render
 
+    out, resume, html_dir, junit = outputs.out, outputs.resume, outputs.html_dir, outputs.junit
+    limits = settings.limits
     if html_dir is not None:
         try:
             os.makedirs(html_dir, exist_ok=True)
@@ -305,6 +319,7 @@ def _run(
         except OSError as exc:
             _usage(f"cannot read `{out}`: {reason(exc)}")
 
+    progress = outputs.progress
     show_progress = sys.stderr.isatty() if progress is None else progress
     total = None
     if show_progress:
@@ -312,10 +327,6 @@ def _run(
     tasks = inputs.iter_tasks(paths, limits)
     if done:
         tasks = resuming.skip_done(tasks, done)
-    settings = run.Settings(
-        backend, timeout_ms, limits, html_dir is not None, junit is not None, deadline_ms
-    )
-
     try:
         sink = sys.stdout.buffer if out == "-" else open(out, "ab" if resume else "wb")  # noqa: SIM115
     except OSError as exc:
@@ -345,7 +356,7 @@ def _run(
         if junit_out is not None:
             junit_out.finish()
         if html_dir is not None:
-            files.write_index(html_dir, summary.index_summary(backend), rows)
+            files.write_index(html_dir, summary.index_summary(settings.backend), rows)
 
     if bar is not None:
         bar.update(already, summary.overall["VIOLATED"], force=True)
@@ -381,18 +392,18 @@ def _run(
         _lost(sink, out)
         raise OutputError([_results_error(out, exc)]) from None
     finish()
-    if summary_json:
+    if outputs.summary_json:
         import json
 
         from unmask.outputs import write_text
 
         text = json.dumps(summary.to_json(), ensure_ascii=False, indent=2) + "\n"
-        write_text(summary_json, text)
-    if not quiet:
+        write_text(outputs.summary_json, text)
+    if not outputs.quiet:
         click.echo(summary.render_text(), err=True)
         if True in broken_proto:
             click.echo("help: `unmask analyze` shows why the protocol contradicts itself", err=True)
-    raise SystemExit(gate_status(summary, fail_on))
+    raise SystemExit(gate_status(summary, outputs.fail_on))
 
 
 def _href(obj: dict[str, Any]) -> str:
