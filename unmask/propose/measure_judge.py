@@ -135,6 +135,14 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{x:5.1f}"
 
 
+def _counts(f: dict) -> str:
+    """The cells every table ends with: proposed, correct, labelled, precision, recall."""
+    return (
+        f"{f['proposed']} | {f['true_positives']} | {f['labelled']} | "
+        f"{_pct(f['precision'])} | {_pct(f['recall'])} |"
+    )
+
+
 def render(figures: dict) -> str:
     lines = [
         f"{figures['rows']} hand-labelled explanations ({', '.join(figures['judges'])}), "
@@ -144,21 +152,14 @@ def render(figures: dict) -> str:
         "|---|---|---|---:|---:|---:|---:|---:|",
     ]
     for name, f in figures["rules"].items():
-        lines.append(
-            f"| `{name}` | `{f['atom']}` | {f['measured_against']} | {f['proposed']} | "
-            f"{f['true_positives']} | {f['labelled']} | {_pct(f['precision'])} | "
-            f"{_pct(f['recall'])} |"
-        )
+        lines.append(f"| `{name}` | `{f['atom']}` | {f['measured_against']} | " + _counts(f))
     lines += [
         "",
         "| atom family (rules together) | proposed | correct | labelled | precision | recall |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     for name, f in figures["families"].items():
-        lines.append(
-            f"| `{name}` | {f['proposed']} | {f['true_positives']} | {f['labelled']} | "
-            f"{_pct(f['precision'])} | {_pct(f['recall'])} |"
-        )
+        lines.append(f"| `{name}` | " + _counts(f))
     lines += [
         "",
         "| judge | atom family | proposed | correct | labelled | precision | recall |",
@@ -167,10 +168,7 @@ def render(figures: dict) -> str:
     for judge, families in figures["by_judge"].items():
         for name, f in families.items():
             if f["proposed"] or f["labelled"]:
-                lines.append(
-                    f"| {judge} | `{name}` | {f['proposed']} | {f['true_positives']} | "
-                    f"{f['labelled']} | {_pct(f['precision'])} | {_pct(f['recall'])} |"
-                )
+                lines.append(f"| {judge} | `{name}` | " + _counts(f))
     m = figures["mentions_called_support"]
     lines += [
         "",
