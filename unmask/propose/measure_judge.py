@@ -135,40 +135,49 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{x:5.1f}"
 
 
-def _counts(f: dict) -> str:
-    """The cells every table ends with: proposed, correct, labelled, precision, recall."""
-    return (
-        f"{f['proposed']} | {f['true_positives']} | {f['labelled']} | "
-        f"{_pct(f['precision'])} | {_pct(f['recall'])} |"
-    )
+_COUNTED = ("proposed", "correct", "labelled", "precision", "recall")
+
+
+def _table(leading: tuple[str, ...], rows: Iterable[tuple[tuple[str, ...], dict]]) -> list[str]:
+    """A Markdown table after a blank line: the ``leading`` columns, then the figures every
+    table ends with, right-aligned."""
+    out = [
+        "",
+        "| " + " | ".join(leading + _COUNTED) + " |",
+        "|" + "---|" * len(leading) + "---:|" * len(_COUNTED),
+    ]
+    for cells, f in rows:
+        counts = (f["proposed"], f["true_positives"], f["labelled"])
+        pcts = (_pct(f["precision"]), _pct(f["recall"]))
+        out.append("| " + " | ".join(cells + tuple(map(str, counts)) + pcts) + " |")
+    return out
 
 
 def render(figures: dict) -> str:
     lines = [
         f"{figures['rows']} hand-labelled explanations ({', '.join(figures['judges'])}), "
         f"threshold {figures['threshold']}",
-        "",
-        "| rule | atom | against | proposed | correct | labelled | precision | recall |",
-        "|---|---|---|---:|---:|---:|---:|---:|",
     ]
-    for name, f in figures["rules"].items():
-        lines.append(f"| `{name}` | `{f['atom']}` | {f['measured_against']} | " + _counts(f))
-    lines += [
-        "",
-        "| atom family (rules together) | proposed | correct | labelled | precision | recall |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for name, f in figures["families"].items():
-        lines.append(f"| `{name}` | " + _counts(f))
-    lines += [
-        "",
-        "| judge | atom family | proposed | correct | labelled | precision | recall |",
-        "|---|---|---:|---:|---:|---:|---:|",
-    ]
-    for judge, families in figures["by_judge"].items():
-        for name, f in families.items():
-            if f["proposed"] or f["labelled"]:
-                lines.append(f"| {judge} | `{name}` | " + _counts(f))
+    lines += _table(
+        ("rule", "atom", "against"),
+        (
+            ((f"`{name}`", f"`{f['atom']}`", str(f["measured_against"])), f)
+            for name, f in figures["rules"].items()
+        ),
+    )
+    lines += _table(
+        ("atom family (rules together)",),
+        (((f"`{name}`",), f) for name, f in figures["families"].items()),
+    )
+    lines += _table(
+        ("judge", "atom family"),
+        (
+            ((judge, f"`{name}`"), f)
+            for judge, families in figures["by_judge"].items()
+            for name, f in families.items()
+            if f["proposed"] or f["labelled"]
+        ),
+    )
     m = figures["mentions_called_support"]
     lines += [
         "",
