@@ -84,7 +84,7 @@ def test_one_changed_pinned_byte_fails_the_comparison(where: str, tmp_path, monk
     pinned[at] ^= 0x01
     tampered = tmp_path / "case_a.json.golden"
     tampered.write_bytes(bytes(pinned))
-    with pytest.raises(AssertionError, match="differs from its pin case_a.json.golden"):
+    with pytest.raises(AssertionError, match=r"differs from its pin case_a\.json\.golden"):
         assert_pinned(actual, tampered, regen=False)
 
 
