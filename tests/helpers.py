@@ -3,15 +3,22 @@
 - ``wide_replay``: a valid replay file whose decision joins many unknown atoms, over the
   truth-table backend's limit;
 - ``assert_a_directory_or_an_unreadable_file_is_exit_4``: what every command that reads a
-  replay does with a path that is not a readable regular file.
+  replay does with a path that is not a readable regular file;
+- ``smt2_models``, ``dimacs_vars`` and ``dimacs_models``: emitted SMT-LIB read back by z3 and
+  emitted DIMACS by a SAT solver, every model enumerated, so a test can compare the two
+  against the IR's own evaluator.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+
+import z3
+from pysat.formula import CNF
+from pysat.solvers import Solver
 
 from unmask.ir import Atom, AtomDecl, GroundPair, Nary, Protocol, Requirement
 from unmask.irjson import protocol_to_json
@@ -54,3 +61,40 @@ def assert_a_directory_or_an_unreadable_file_is_exit_4(run: Callable, tmp_path: 
         f.write_text("{}")
         f.chmod(0)
         assert run(str(f)).exit_code == 4
+
+
+def smt2_models(text: str, symbols: Sequence[str]) -> set[tuple[bool, ...]]:
+    """Every model of the SMT-LIB ``text`` as read by z3, projected on ``symbols`` in order."""
+    consts = [z3.Bool(sym.strip("|")) for sym in symbols]
+    solver = z3.Solver()
+    solver.from_string(text)
+    found = set()
+    while solver.check() == z3.sat:
+        m = solver.model()
+        values = tuple(z3.is_true(m.eval(c, model_completion=True)) for c in consts)
+        found.add(values)
+        solver.add(z3.Or([c != z3.BoolVal(v) for c, v in zip(consts, values, strict=True)]))
+    return found
+
+
+def dimacs_vars(text: str, verdict_key: Callable[[str], str]) -> dict[str, int]:
+    """The variable of each name in the DIMACS ``text``'s ``c var`` comments: atoms by their
+    name, the verdict's variables by ``verdict_key`` of theirs."""
+    table = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if parts[:2] == ["c", "var"]:
+            table[parts[4] if parts[3] == "atom" else verdict_key(parts[4])] = int(parts[2])
+    return table
+
+
+def dimacs_models(text: str, table: dict[str, int], names: Sequence[str]) -> set[tuple[bool, ...]]:
+    """Every model of the DIMACS ``text`` as a SAT solver finds them, projected on ``names``."""
+    found = set()
+    with Solver(name="glucose4", bootstrap_with=CNF(from_string=text).clauses) as s:
+        while s.solve():
+            model = set(s.get_model())
+            values = tuple(table[n] in model for n in names)
+            found.add(values)
+            s.add_clause([-table[n] if table[n] in model else table[n] for n in names])
+    return found
