@@ -89,14 +89,25 @@ values = st.sampled_from(["TRUE", "FALSE", "UNKNOWN", None])
 
 
 def replay_over_names(
-    constraint: Expr | None, vals: tuple[str | None, ...], verdict: str, **fields
+    vals: tuple[str | None, ...],
+    verdict: str,
+    constraint: Expr | None,
+    requirement: Requirement,
+    grounding: tuple[GroundPair, ...],
+    *,
+    name: str = "random",
+    **fields,
 ) -> Replay:
     """A replay of the protocol over NAMES (with ROLES) that has constraint `k` when one is
-    given and ``fields`` otherwise; each atom annotated with its value in ``vals``, if any."""
+    given, the one requirement, the grounding pairs and ``fields``; each atom annotated with
+    its value in ``vals``, if any."""
     protocol = Protocol(
+        name=name,
         text="",
         atoms=tuple(AtomDecl(n, r) for n, r in zip(NAMES, ROLES, strict=True)),
         constraints=() if constraint is None else (Constraint("k", constraint),),
+        requirements=(requirement,),
+        grounding=grounding,
         **fields,
     )
     annotated = {n: v for n, v in zip(NAMES, vals, strict=True) if v is not None}
@@ -168,15 +179,9 @@ def test_random_protocols_match_brute_force(
     vals: tuple[str | None, ...],
     verdict: str,
 ) -> None:
-    replay = replay_over_names(
-        constraint,
-        vals,
-        verdict,
-        name="random",
-        decision=decision,
-        requirements=(Requirement("r", "", req, addressed),),
-        grounding=(GroundPair("a", "c"), GroundPair("b", "d")),
-    )
+    requirement = Requirement("r", "", req, addressed)
+    grounding = (GroundPair("a", "c"), GroundPair("b", "d"))
+    replay = replay_over_names(vals, verdict, constraint, requirement, grounding, decision=decision)
     case = Case.from_replay(replay)
     bases = {k: [(p.label, p.expr) for p in v] for k, v in base_parts(case).items()}
     facts = case.facts
@@ -267,13 +272,13 @@ def test_declared_labels_match_brute_force(
 ) -> None:
     decisions = {"yes": yes, "maybe": maybe, "no": no}
     replay = replay_over_names(
-        constraint,
         vals,
         verdict,
+        constraint,
+        Requirement("r", "", yes, None),
+        (GroundPair("a", "c", direction="~>"),),
         name="labelled",
         decision=None,
-        requirements=(Requirement("r", "", yes, None),),
-        grounding=(GroundPair("a", "c", direction="~>"),),
         labels=LABELS,
         decisions=tuple(Decision(x, decisions[x]) for x in LABELS),
     )
