@@ -1,5 +1,6 @@
-"""Builders and assertions that several test files share, so each is written once.
+"""Builders, assertions and paths that several test files share, so each is written once.
 
+- ``ROOT``, ``TEST_DATA``: the project folder and the tests' data folder;
 - ``wide_replay``: a valid replay file whose decision joins many unknown atoms, over the
   truth-table backend's limit;
 - ``assert_a_directory_or_an_unreadable_file_is_exit_4``: what every command that reads a
@@ -22,6 +23,9 @@ from pysat.solvers import Solver
 
 from unmask.ir import Atom, AtomDecl, GroundPair, Nary, Protocol, Requirement
 from unmask.irjson import protocol_to_json
+
+ROOT = Path(__file__).resolve().parent.parent
+TEST_DATA = ROOT / "tests" / "data"
 
 
 def wide_replay(folder: Path, n: int = 25, name: str = "wide") -> Path:

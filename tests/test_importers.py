@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.helpers import ROOT, TEST_DATA
 from unmask.cli.main import main
 from unmask.diagnostics import UnmaskError
 from unmask.importers import (
@@ -28,8 +29,7 @@ from unmask.importers import (
 )
 from unmask.replay import load_replay
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "tests" / "data" / "importers"
+DATA = TEST_DATA / "importers"
 PROMPTFOO = DATA / "promptfoo-sample-export.json"
 DEEPEVAL = DATA / "deepeval-test-run-sample.json"
 PROTO = ROOT / "examples" / "factual_claims.proto"

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.helpers import ROOT, TEST_DATA
 from tests.wice_data import WICE_DIR
 from unmask.cli.main import main
 from unmask.diagnostics import UnmaskError
@@ -25,8 +26,7 @@ from unmask.propose.judge import (
 from unmask.propose.measure_judge import check_sources, load_labels, measure, render
 from unmask.propose.measure_judge import main as measure_main
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "tests" / "data" / "propose"
+DATA = TEST_DATA / "propose"
 LABELS = DATA / "judge_citations_50.jsonl"
 HELDOUT = DATA / "judge_citations_heldout_30.jsonl"
 WICE = WICE_DIR
