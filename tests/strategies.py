@@ -137,16 +137,10 @@ def protocols(
     names = draw(atom_lists(1, min(max_atoms, len(ATOM_POOL))))
     roles = [draw(st.sampled_from(ROLES)) for _ in names]
     folded = draw(st.booleans()) if fold is None else fold
-    judges = [n for n, r in zip(names, roles, strict=True) if r == "judge"]
-    contexts = [n for n, r in zip(names, roles, strict=True) if r == "context"]
-    defs: list[Definition] = []
-    refs: list[Ref] = []
-    j_refs: list[Ref] = []
-    c_refs: list[Ref] = []
-    if extended:
-        # the seeded generator's definitions, from a drawn seed (shrinks to fewer of them)
-        rng = random.Random(draw(st.integers(0, 2**32 - 1)))
-        defs, refs, j_refs, c_refs = _random_definitions(rng, names, judges, contexts)
+    judges, contexts = _by_role(names, roles)
+    # the seeded generator's definitions, from a drawn seed (shrinks to fewer of them)
+    rng = random.Random(draw(st.integers(0, 2**32 - 1))) if extended else None
+    defs, refs, j_refs, c_refs = _definitions(rng, names, judges, contexts)
     e = exprs(names, max_leaves=10, refs=refs).map(smart if folded else (lambda x: x))
 
     constraints = [Constraint(f"k{i}", x) for i, x in enumerate(draw(st.lists(e, max_size=2)))]
@@ -284,6 +278,22 @@ def random_expr(
     return Card(rng.choice(CARD_OPS), rng.randrange(0, n + 2), args)
 
 
+def _by_role(names: list[str], roles: list[str]) -> tuple[list[str], list[str]]:
+    """The judge atoms and the context atoms among ``names``, in order."""
+    judges = [n for n, r in zip(names, roles, strict=True) if r == "judge"]
+    contexts = [n for n, r in zip(names, roles, strict=True) if r == "context"]
+    return judges, contexts
+
+
+def _definitions(
+    rng: random.Random | None, names: list[str], judges: list[str], contexts: list[str]
+) -> tuple[list[Definition], list[Ref], list[Ref], list[Ref]]:
+    """``_random_definitions`` drawn from ``rng``; none at all without one."""
+    if rng is None:
+        return [], [], [], []
+    return _random_definitions(rng, names, judges, contexts)
+
+
 def _random_definitions(
     rng: random.Random, names: list[str], judges: list[str], contexts: list[str]
 ) -> tuple[list[Definition], list[Ref], list[Ref], list[Ref]]:
@@ -330,16 +340,10 @@ def random_protocol(rng: random.Random, n_atoms: int, *, extended: bool = False)
     names = list(ATOM_POOL[:n_atoms])
     roles = [rng.choice(ROLES) for _ in names]
     fold = rng.random() < 0.5
-    judges = [n for n, r in zip(names, roles, strict=True) if r == "judge"]
-    contexts = [n for n, r in zip(names, roles, strict=True) if r == "context"]
-    defs: list[Definition] = []
-    refs: list[Ref] = []
-    j_refs: list[Ref] = []
-    c_refs: list[Ref] = []
+    judges, contexts = _by_role(names, roles)
     pairs = [(j, c) for j in judges for c in contexts]
     rng.shuffle(pairs)
-    if extended:
-        defs, refs, j_refs, c_refs = _random_definitions(rng, names, judges, contexts)
+    defs, refs, j_refs, c_refs = _definitions(rng if extended else None, names, judges, contexts)
 
     def ex() -> Expr:
         e = random_expr(rng, names, rng.randrange(1, 5), refs)

@@ -30,6 +30,15 @@ def lines_of(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
 
 
+def audited(tmp_path: Path, n: int) -> tuple[Path, Path]:
+    """``n`` replays in ``in.jsonl``, and their audit run to the end in ``full.jsonl``."""
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(replay_line(2, 5, i) + "\n" for i in range(n)))
+    full = tmp_path / "full.jsonl"
+    assert run([str(src), "--out", str(full), "--quiet"]).exit_code == 0
+    return src, full
+
+
 @pytest.fixture
 def cases(tmp_path: Path) -> Path:
     d = tmp_path / "cases"
@@ -117,10 +126,7 @@ def test_progress_only_when_asked_or_on_a_terminal(cases: Path) -> None:
 
 
 def test_resume_after_a_truncated_line_skips_what_is_done(tmp_path: Path) -> None:
-    src = tmp_path / "in.jsonl"
-    src.write_text("".join(replay_line(2, 5, i) + "\n" for i in range(6)))
-    full = tmp_path / "full.jsonl"
-    assert run([str(src), "--out", str(full), "--quiet"]).exit_code == 0
+    src, full = audited(tmp_path, 6)
     part = tmp_path / "part.jsonl"
     complete = full.read_bytes().splitlines(keepends=True)
     part.write_bytes(b"".join(complete[:2]) + complete[2][:17])  # killed mid-line

@@ -12,25 +12,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
+from tests.test_audit_cli import audited, lines_of, run
 from unmask.batch import inputs
 from unmask.bench import replay_line
-from unmask.cli.main import main
 from unmask.commands.audit import MAX_JOBS
 from unmask.outputs import OutputError, atomic, write_text
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DEV_FULL = Path("/dev/full")
 needs_dev_full = pytest.mark.skipif(not DEV_FULL.exists(), reason="no /dev/full here")
-
-
-def run(args, input=None):
-    return CliRunner().invoke(main, ["audit", *args], input=input)
-
-
-def lines_of(path: Path) -> list[dict]:
-    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
 
 
 def _replays(folder: Path, *names: str) -> None:
@@ -339,10 +330,7 @@ def test_resume_refuses_result_shaped_lines_with_wrong_types(tmp_path: Path, cha
 
 
 def test_resume_writes_no_carriage_returns(tmp_path: Path) -> None:
-    src = tmp_path / "in.jsonl"
-    src.write_text("".join(replay_line(2, 5, i) + "\n" for i in range(4)))
-    full = tmp_path / "full.jsonl"
-    assert run([str(src), "--out", str(full), "--quiet"]).exit_code == 0
+    src, full = audited(tmp_path, 4)
     part = tmp_path / "part.jsonl"
     first_two = full.read_bytes().splitlines()[:2]
     part.write_bytes(b"".join(line + b"\r\n" for line in first_two))

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from tests.helpers import assert_a_directory_or_an_unreadable_file_is_exit_4
 from unmask.api import check
 from unmask.cli.main import main
 from unmask.commands.check import FORMATS
@@ -134,11 +134,4 @@ def test_backend_refusing_the_replay_is_unknown_not_usage(tmp_path: Path) -> Non
 
 
 def test_a_directory_or_an_unreadable_file_is_exit_4(tmp_path: Path) -> None:
-    result = run(str(tmp_path))
-    assert result.exit_code == 4
-    assert "is a directory, not a regular file" in result.stderr
-    if os.geteuid() != 0:  # root reads every file
-        f = tmp_path / "r.json"
-        f.write_text("{}")
-        f.chmod(0)
-        assert run(str(f)).exit_code == 4
+    assert_a_directory_or_an_unreadable_file_is_exit_4(run, tmp_path)

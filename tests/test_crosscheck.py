@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import json
-import os
-
 import pytest
 from click.testing import CliRunner
 
 import unmask.backends as registry
+from tests.helpers import assert_a_directory_or_an_unreadable_file_is_exit_4, wide_replay
 from unmask.backends import Backend, Part, Sat, Session
 from unmask.cli.main import main
 from unmask.commands.crosscheck import first_difference
-from unmask.ir import Atom, AtomDecl, GroundPair, Nary, Protocol, Requirement
-from unmask.irjson import protocol_to_json
 
 
 def run(*args: str):
@@ -63,32 +59,8 @@ def test_a_disagreeing_backend_is_caught_at_the_first_difference(examples_dir, m
     assert lines[2].startswith("  alwayssat: ")
 
 
-def _big_replay(tmp_path, n: int):
-    names = [f"x{i}" for i in range(n)]
-    protocol = Protocol(
-        name="big",
-        text="a decision over many unknown atoms",
-        atoms=(*(AtomDecl(x, "judge") for x in names), AtomDecl("c", "context")),
-        constraints=(),
-        decision=Nary("and", tuple(map(Atom, names))),
-        requirements=(Requirement("r", "", Atom("x0")),),
-        grounding=(GroundPair("x0", "c"),),
-    )
-    obj = {
-        "schema": "unmask.replay/1",
-        "id": "big",
-        "protocol": protocol_to_json(protocol),
-        "sources": {"rationale": "r", "context": "c"},
-        "verdict": "PASS",
-        "annotations": [],
-    }
-    path = tmp_path / "big.json"
-    path.write_text(json.dumps(obj))
-    return path
-
-
 def test_a_backend_over_its_limit_is_skipped_not_a_disagreement(tmp_path):
-    result = run(str(_big_replay(tmp_path, 30)))
+    result = run(str(wide_replay(tmp_path, 30, "big")))
     assert result.exit_code == 0, result.output + result.stderr
     ran = ", ".join(n for n in registry.available() if n != "truthtable")
     assert result.stdout.strip() == f"big: {ran} agree (overall UNKNOWN)"
@@ -97,7 +69,7 @@ def test_a_backend_over_its_limit_is_skipped_not_a_disagreement(tmp_path):
 
 
 def test_nothing_compared_when_only_one_backend_runs(tmp_path):
-    result = run(str(_big_replay(tmp_path, 30)), "--backends", "pysat,truthtable")
+    result = run(str(wide_replay(tmp_path, 30, "big")), "--backends", "pysat,truthtable")
     assert result.exit_code == 3
     assert "only `pysat` ran" in result.stdout
 
@@ -118,11 +90,4 @@ def test_invalid_input_and_usage(tmp_path, examples_dir):
 
 
 def test_a_directory_or_an_unreadable_file_is_invalid_input(tmp_path):
-    res = run(str(tmp_path))
-    assert res.exit_code == 4
-    assert "is a directory, not a regular file" in res.stderr
-    if os.geteuid() != 0:  # root reads every file
-        f = tmp_path / "r.json"
-        f.write_text("{}")
-        f.chmod(0)
-        assert run(str(f)).exit_code == 4
+    assert_a_directory_or_an_unreadable_file_is_exit_4(run, tmp_path)

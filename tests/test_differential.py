@@ -30,6 +30,7 @@ from hypothesis import given, settings
 from sympy.logic.inference import satisfiable
 
 from tests.strategies import random_expr, random_protocol, random_replay, replays
+from unmask import ir
 from unmask.api import check
 from unmask.backends import Part, Sat, Unsat, available, create
 from unmask.ir import (
@@ -38,10 +39,8 @@ from unmask.ir import (
     Card,
     Const,
     Expr,
-    GroundPair,
     Nary,
     Not,
-    Protocol,
     Ref,
     evaluate,
     iter_atoms,
@@ -195,18 +194,18 @@ def outcome(status: str, coverage: bool = False) -> str | None:
     return "UNKNOWN"
 
 
-def verdict_vars(p: Protocol) -> list[str]:
+def verdict_vars(p: ir.Protocol) -> list[str]:
     return [label_var(x) for x in p.labels] if p.decisions else [V]
 
 
-def label_masks(p: Protocol, table: Table) -> dict[str, int]:
+def label_masks(p: ir.Protocol, table: Table) -> dict[str, int]:
     """Each label's verdict: its own variable, or for a binary protocol V / not V."""
     if not p.decisions:
         return {"PASS": table.var[V], "FAIL": table.full ^ table.var[V]}
     return {x: table.var[label_var(x)] for x in p.labels}
 
 
-def proto_masks(p: Protocol, table: Table) -> dict[str, int]:
+def proto_masks(p: ir.Protocol, table: Table) -> dict[str, int]:
     """B_proto's parts by label: K, then the verdict's definition."""
     proto = {f"constraint:{c.name}": table.mask(c.expr) for c in p.constraints}
     full = table.full
@@ -226,7 +225,7 @@ def proto_masks(p: Protocol, table: Table) -> dict[str, int]:
     return proto
 
 
-def ground_mask(g: GroundPair, table: Table) -> int:
+def ground_mask(g: ir.GroundPair, table: Table) -> int:
     j, c = table.mask(g.judge), table.mask(g.context)
     return (table.full ^ j) | c if g.direction == "~>" else table.full ^ (j ^ c)
 

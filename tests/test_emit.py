@@ -7,8 +7,8 @@ import itertools
 import z3
 from hypothesis import given
 from pysat.formula import CNF
-from pysat.solvers import Solver
 
+from tests.helpers import dimacs_models, dimacs_vars, smt2_models
 from tests.strategies import protocols
 from unmask.emit import VERDICT, emit_dimacs, emit_smt2, smt2_symbols
 from unmask.ir import Atom, AtomDecl, Card, Constraint, Nary, Not, Protocol, evaluate
@@ -29,50 +29,24 @@ def proto_models(p: Protocol) -> set[tuple[bool, ...]]:
     return out
 
 
-def dimacs_table(text: str) -> dict[str, int]:
-    table = {}
-    for line in text.splitlines():
-        parts = line.split()
-        if parts[:2] == ["c", "var"]:
-            table[parts[4] if parts[3] == "atom" else V] = int(parts[2])
-    return table
-
-
 @given(protocols(max_atoms=5))
 def test_dimacs_read_back_and_solved_by_another_solver_has_the_models_of_b_proto(p):
     text = emit_dimacs(p)
     cnf = CNF(from_string=text)
     header = next(line for line in text.splitlines() if line.startswith("p cnf"))
     assert header == f"p cnf {cnf.nv} {len(cnf.clauses)}"
-    table = dimacs_table(text)
+    table = dimacs_vars(text, lambda _name: V)
     names = [*p.atom_names, V]
     # atoms get 1..n in declaration order, the verdict n+1
     assert [table[n] for n in names] == list(range(1, len(names) + 1))
-    found = set()
-    with Solver(name="glucose4", bootstrap_with=cnf.clauses) as s:
-        while s.solve():
-            model = set(s.get_model())
-            values = tuple(table[n] in model for n in names)
-            found.add(values)
-            s.add_clause([-table[n] if table[n] in model else table[n] for n in names])
-    assert found == proto_models(p)
+    assert dimacs_models(text, table, names) == proto_models(p)
 
 
 @given(protocols(max_atoms=4))
 def test_smt2_read_back_by_z3_has_the_models_of_b_proto(p):
-    text = emit_smt2(p)
     symbols = smt2_symbols(p)
     names = [*p.atom_names, V]
-    consts = [z3.Bool(symbols[n].strip("|")) for n in names]
-    s = z3.Solver()
-    s.from_string(text)
-    found = set()
-    while s.check() == z3.sat:
-        m = s.model()
-        values = tuple(z3.is_true(m.eval(c, model_completion=True)) for c in consts)
-        found.add(values)
-        s.add(z3.Or([c != z3.BoolVal(v) for c, v in zip(consts, values, strict=True)]))
-    assert found == proto_models(p)
+    assert smt2_models(emit_smt2(p), [symbols[n] for n in names]) == proto_models(p)
 
 
 def test_smt2_layout_names_and_quoting():

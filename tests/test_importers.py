@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.helpers import ROOT, TEST_DATA
 from unmask.cli.main import main
 from unmask.diagnostics import UnmaskError
 from unmask.importers import (
@@ -28,8 +29,7 @@ from unmask.importers import (
 )
 from unmask.replay import load_replay
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "tests" / "data" / "importers"
+DATA = TEST_DATA / "importers"
 PROMPTFOO = DATA / "promptfoo-sample-export.json"
 DEEPEVAL = DATA / "deepeval-test-run-sample.json"
 PROTO = ROOT / "examples" / "factual_claims.proto"
@@ -79,6 +79,16 @@ def statuses(report: dict) -> dict[str, str]:
     out.update({r["id"]: r["status"] for r in report["requirements"]})
     out.update({f"~{g['judge']}": g["status"] for g in report["grounding"]})
     return out
+
+
+def assert_violated_with(path: Path, expect: dict[str, str]) -> None:
+    """On z3 and sliced, the replay at ``path`` is VIOLATED (exit 1) with ``expect``'s
+    statuses."""
+    for backend in ("z3", "sliced"):
+        code, report = check(path, backend)
+        s = statuses(report)
+        assert {k: s[k] for k in expect} == expect
+        assert (code, s["overall"]) == (1, "VIOLATED")
 
 
 # --- the registry -------------------------------------------------------------------------
@@ -220,11 +230,7 @@ def test_promptfoo_rules_on_changed_copies_of_a_real_row(tmp_path, change, expec
     src = promptfoo_copy(tmp_path, change)
     out = tmp_path / "out"
     assert imp("promptfoo", src, out).exit_code == 0
-    for backend in ("z3", "sliced"):
-        code, report = check(out / "t0-p1.json", backend)
-        s = statuses(report)
-        assert {k: s[k] for k in expect} == expect
-        assert (code, s["overall"]) == (1, "VIOLATED")
+    assert_violated_with(out / "t0-p1.json", expect)
 
 
 @pytest.mark.parametrize(
@@ -385,11 +391,7 @@ def _metric(data, j, **kw):
 def test_deepeval_rules_on_changed_copies_of_the_real_run(tmp_path, change, expect):
     out = tmp_path / "out"
     imp("deepeval", deepeval_copy(tmp_path, change), out)
-    for backend in ("z3", "sliced"):
-        code, report = check(out / "0000-sample_test_case.json", backend)
-        s = statuses(report)
-        assert {k: s[k] for k in expect} == expect
-        assert (code, s["overall"]) == (1, "VIOLATED")
+    assert_violated_with(out / "0000-sample_test_case.json", expect)
 
 
 def test_deepeval_a_reason_stating_the_reported_score_agrees(tmp_path):
@@ -740,11 +742,7 @@ def test_inspect_real_sample_quotes_and_offsets(tmp_path):
 def test_inspect_rules_on_changed_copies_of_a_real_sample(tmp_path, change, expect):
     out = tmp_path / "out"
     assert imp("inspect", inspect_copy(tmp_path, change), out).exit_code == 0
-    for backend in ("z3", "sliced"):
-        code, report = check(out / "1-e1-model_graded_fact.json", backend)
-        s = statuses(report)
-        assert {k: s[k] for k in expect} == expect
-        assert (code, s["overall"]) == (1, "VIOLATED")
+    assert_violated_with(out / "1-e1-model_graded_fact.json", expect)
 
 
 @pytest.mark.parametrize(

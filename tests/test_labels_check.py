@@ -220,32 +220,40 @@ def test_nothing_known_allows_every_label_and_the_least_other_world(backend_name
     assert reason.message.endswith("allows `supported`, `partially_supported` and `not_supported`")
 
 
+class Z3With:
+    """z3, with each session's ``check`` passed to ``hook(session, parts, query, **kw)``, which
+    may answer itself or ask the session."""
+
+    def __init__(self, hook) -> None:  # type: ignore[no-untyped-def]
+        self.inner = create("z3")
+        self.name, self.option = "z3", None
+        self.hook = hook
+
+    def open(self, parts, atoms):  # type: ignore[no-untyped-def]
+        session = self.inner.open(parts, atoms)
+        hook = self.hook
+
+        class Wrapped:
+            calls = 0
+
+            def check(self, query=None, **kw):  # type: ignore[no-untyped-def]
+                return hook(session, parts, query, **kw)
+
+            def close(self) -> None:
+                session.close()
+
+        return Wrapped()
+
+
 def test_allowed_is_null_when_a_needed_call_is_undecided() -> None:
-    class GivesUp:
-        """z3, except that asking whether `supported` is possible times out."""
-
-        def __init__(self) -> None:
-            self.inner = create("z3")
-            self.name, self.option = "z3", None
-
-        def open(self, parts, atoms):  # type: ignore[no-untyped-def]
-            session = self.inner.open(parts, atoms)
-
-            class Wrapped:
-                calls = 0
-
-                def check(self, query=None, **kw):  # type: ignore[no-untyped-def]
-                    if query == A("$v:supported"):
-                        return Unknown("timeout")
-                    return session.check(query, **kw)
-
-                def close(self) -> None:
-                    session.close()
-
-            return Wrapped()
+    def gives_up(session, parts, query=None, **kw):  # type: ignore[no-untyped-def]
+        # asking whether `supported` is possible times out
+        if query == A("$v:supported"):
+            return Unknown("timeout")
+        return session.check(query, **kw)
 
     replay = make_replay(wice(), "partially_supported", {"said_a": "TRUE"})
-    r = check(replay, GivesUp())  # type: ignore[arg-type]
+    r = check(replay, Z3With(gives_up))  # type: ignore[arg-type]
     assert r.verdict.result.status == "UNDERDETERMINED"  # the check itself was decided
     assert r.verdict.allowed is None
     assert r.to_json()["verdict"]["allowed"] is None
@@ -267,29 +275,12 @@ def test_binary_allowed_follows_the_status_without_extra_calls() -> None:
     # no query of the verdict variable beyond Classify's two
     seen: list[object] = []
 
-    class Spy:
-        def __init__(self) -> None:
-            self.inner = create("z3")
-            self.name, self.option = "z3", None
+    def spy(session, parts, query=None, **kw):  # type: ignore[no-untyped-def]
+        if "decision" in [p.label for p in parts] and not kw.get("assume"):
+            seen.append(query)
+        return session.check(query, **kw)
 
-        def open(self, parts, atoms):  # type: ignore[no-untyped-def]
-            session = self.inner.open(parts, atoms)
-            base = [p.label for p in parts]
-
-            class Wrapped:
-                calls = 0
-
-                def check(self, query=None, **kw):  # type: ignore[no-untyped-def]
-                    if "decision" in base and not kw.get("assume"):
-                        seen.append(query)
-                    return session.check(query, **kw)
-
-                def close(self) -> None:
-                    session.close()
-
-            return Wrapped()
-
-    check(open_replay, Spy())  # type: ignore[arg-type]
+    check(open_replay, Z3With(spy))  # type: ignore[arg-type]
     phi = A("$pass")
     assert seen.count(phi) + seen.count(mk_not(phi)) == 2
 

@@ -8,11 +8,9 @@ from __future__ import annotations
 import itertools
 
 import pytest
-import z3
 from hypothesis import given, settings
-from pysat.formula import CNF
-from pysat.solvers import Solver
 
+from tests.helpers import dimacs_models, dimacs_vars, smt2_models
 from tests.proto_strategies import protocols
 from unmask import ast, ir
 from unmask.compiler import compile_source
@@ -415,18 +413,9 @@ LABELLED = [
 @pytest.mark.parametrize("text", LABELLED)
 def test_smt2_of_a_labelled_protocol_read_back_by_z3_has_the_models_of_b_proto(text):
     p = compiled(text)
-    smt = emit_smt2(p)
     symbols = smt2_symbols(p)
     names = [*p.atom_names, *(label_key(x) for x in p.labels)]
-    consts = [z3.Bool(symbols[n].strip("|")) for n in names]
-    s = z3.Solver()
-    s.from_string(smt)
-    found = set()
-    while s.check() == z3.sat:
-        m = s.model()
-        values = tuple(z3.is_true(m.eval(c, model_completion=True)) for c in consts)
-        found.add(values)
-        s.add(z3.Or([c != z3.BoolVal(v) for c, v in zip(consts, values, strict=True)]))
+    found = smt2_models(emit_smt2(p), [symbols[n] for n in names])
     assert found == proto_models(p)
 
 
@@ -434,21 +423,10 @@ def test_smt2_of_a_labelled_protocol_read_back_by_z3_has_the_models_of_b_proto(t
 def test_dimacs_of_a_labelled_protocol_has_the_models_of_b_proto(text):
     p = compiled(text)
     dimacs = emit_dimacs(p)
-    cnf = CNF(from_string=dimacs)
-    table = {}
-    for line in dimacs.splitlines():
-        parts = line.split()
-        if parts[:2] == ["c", "var"]:
-            table[parts[4] if parts[3] == "atom" else label_key(parts[4])] = int(parts[2])
+    table = dimacs_vars(dimacs, label_key)
     names = [*p.atom_names, *(label_key(x) for x in p.labels)]
     assert [table[n] for n in names] == list(range(1, len(names) + 1))
-    found = set()
-    with Solver(name="glucose4", bootstrap_with=cnf.clauses) as s:
-        while s.solve():
-            model = set(s.get_model())
-            values = tuple(table[n] in model for n in names)
-            found.add(values)
-            s.add_clause([-table[n] if table[n] in model else table[n] for n in names])
+    found = dimacs_models(dimacs, table, names)
     assert found == proto_models(p)
     assert len(found) == len(proto_models(p))
 
@@ -498,31 +476,10 @@ def test_dimacs_and_smt2_of_random_protocols_have_the_models_of_b_proto(case):
         return  # binary protocols are covered by test_emit; keep brute force small
     expected = proto_models(p)
     dimacs = emit_dimacs(p)
-    table = {}
-    for line in dimacs.splitlines():
-        parts = line.split()
-        if parts[:2] == ["c", "var"]:
-            table[parts[4] if parts[3] == "atom" else label_key(parts[4])] = int(parts[2])
     names = [*p.atom_names, *(label_key(x) for x in p.labels)]
-    found = set()
-    with Solver(name="glucose4", bootstrap_with=CNF(from_string=dimacs).clauses) as s:
-        while s.solve():
-            model = set(s.get_model())
-            values = tuple(table[n] in model for n in names)
-            found.add(values)
-            s.add_clause([-table[n] if table[n] in model else table[n] for n in names])
-    assert found == expected
+    assert dimacs_models(dimacs, dimacs_vars(dimacs, label_key), names) == expected
     symbols = smt2_symbols(p)
-    consts = [z3.Bool(symbols[n].strip("|")) for n in names]
-    solver = z3.Solver()
-    solver.from_string(emit_smt2(p))
-    found = set()
-    while solver.check() == z3.sat:
-        m = solver.model()
-        values = tuple(z3.is_true(m.eval(c, model_completion=True)) for c in consts)
-        found.add(values)
-        solver.add(z3.Or([c != z3.BoolVal(v) for c, v in zip(consts, values, strict=True)]))
-    assert found == expected
+    assert smt2_models(emit_smt2(p), [symbols[n] for n in names]) == expected
 
 
 def test_a_label_used_as_an_expression_is_an_unknown_name_with_a_hint():

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.helpers import TEST_DATA
 from tests.wice_data import WICE_DIR, needs_wice
 from unmask.cli.main import main
 from unmask.diagnostics import UnmaskError
@@ -33,8 +34,7 @@ from unmask.propose.measure import (
 )
 from unmask.propose.measure import main as measure_main
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "tests" / "data" / "propose"
+DATA = TEST_DATA / "propose"
 WICE = None if WICE_DIR is None else WICE_DIR / "gold_claim_test.jsonl"
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.helpers import ROOT, TEST_DATA
 from tests.wice_data import WICE_DIR
 from unmask.cli.main import main
 from unmask.diagnostics import UnmaskError
@@ -25,8 +26,7 @@ from unmask.propose.judge import (
 from unmask.propose.measure_judge import check_sources, load_labels, measure, render
 from unmask.propose.measure_judge import main as measure_main
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "tests" / "data" / "propose"
+DATA = TEST_DATA / "propose"
 LABELS = DATA / "judge_citations_50.jsonl"
 HELDOUT = DATA / "judge_citations_heldout_30.jsonl"
 WICE = WICE_DIR
@@ -188,72 +188,36 @@ def test_a_rule_file_for_another_citation_style(tmp_path: Path) -> None:
     assert JudgeRules(parse_rules(rules)).by.name == "mine-grades/3"
 
 
+def rule_file(*changes: dict) -> dict:
+    """A rule file of one good rule per change, each with those fields changed."""
+    good = {"name": "x", "pattern": "(a)", "atom": "b", "confidence": 1}
+    return {"schema": "unmask.judge-rules/1", "rules": [{**good, **c} for c in changes]}
+
+
 @pytest.mark.parametrize(
     ("obj", "message"),
     [
         ([], "a rule file must be a JSON object"),
         ({"rules": []}, '`"schema": "unmask.judge-rules/1"`'),
         ({"schema": "unmask.judge-rules/1", "rules": []}, "`rules` must be a list"),
-        (
-            {
-                "schema": "unmask.judge-rules/1",
-                "rules": [{"name": "x", "pattern": "a", "atom": "b", "confidence": 1}],
-            },
-            "rule `x`: `pattern` must have exactly one capture group",
-        ),
-        (
-            {
-                "schema": "unmask.judge-rules/1",
-                "rules": [{"name": "x", "pattern": "(a)(b)", "atom": "b", "confidence": 1}],
-            },
-            "exactly one capture group",
-        ),
-        (
-            {
-                "schema": "unmask.judge-rules/1",
-                "rules": [{"name": "x", "pattern": "(a", "atom": "b", "confidence": 1}],
-            },
-            "rule `x`: `pattern` is not a valid regular expression",
-        ),
-        (
-            {
-                "schema": "unmask.judge-rules/1",
-                "rules": [{"name": "x", "pattern": "(a)", "atom": "b", "confidence": 2}],
-            },
-            "`confidence` must be a number from 0 to 1",
-        ),
-        (
-            {
-                "schema": "unmask.judge-rules/1",
-                "rules": [{"name": "x", "pattern": "(a)", "atom": "b(c)", "confidence": 1}],
-            },
-            "`atom` must be an atom or family name",
-        ),
-        (
-            {
-                "schema": "unmask.judge-rules/1",
-                "rules": [
-                    {"name": "x", "pattern": "(a)", "atom": "b", "member": "m", "confidence": 1}
-                ],
-            },
-            "`member` must be a string containing `{}`",
-        ),
-        (
-            {
-                "schema": "unmask.judge-rules/1",
-                "rules": [
-                    {"name": "x", "pattern": "(a)", "atom": "b", "confidence": 1},
-                    {"name": "x", "pattern": "(a)", "atom": "b", "confidence": 1},
-                ],
-            },
-            "two rules are named `x`",
-        ),
+        (rule_file({"pattern": "a"}), "rule `x`: `pattern` must have exactly one capture group"),
+        (rule_file({"pattern": "(a)(b)"}), "exactly one capture group"),
+        (rule_file({"pattern": "(a"}), "rule `x`: `pattern` is not a valid regular expression"),
+        (rule_file({"confidence": 2}), "`confidence` must be a number from 0 to 1"),
+        (rule_file({"atom": "b(c)"}), "`atom` must be an atom or family name"),
+        (rule_file({"member": "m"}), "`member` must be a string containing `{}`"),
+        (rule_file({}, {}), "two rules are named `x`"),
     ],
 )
 def test_a_bad_rule_file_says_what_is_wrong(obj, message: str) -> None:
     with pytest.raises(UnmaskError) as err:
         parse_rules(obj)
     assert message in err.value.diagnostics[0].message
+
+
+def test_the_rule_the_bad_files_change_is_good_unchanged() -> None:
+    # so each bad file above is refused for the one field it changes
+    assert [r.name for r in parse_rules(rule_file({})).rules] == ["x"]
 
 
 def test_the_shipped_example_rule_file_is_the_built_in_one() -> None:

@@ -66,6 +66,24 @@ def wice_replay(tmp_path: Path, annotate=None) -> Path:
     return path
 
 
+def proposed(
+    tmp_path: Path, protocol: Path | str, sources: dict, verdict: str, member: str
+) -> Path:
+    """`propose replay` run on a replay of ``protocol`` over the lines ``MEMBER1``...; the
+    proposed replay's path."""
+    b = ReplayBuilder(
+        protocol,
+        sources=sources,
+        verdict=verdict,
+        domains={"line": [f"{member}{n}" for n in LINES]},
+    )
+    src = tmp_path / "r.json"
+    b.write(src)
+    out = tmp_path / "out.json"
+    assert run("replay", str(src), "-o", str(out)).exit_code == 0
+    return out
+
+
 def annotations(path: Path) -> dict[str, dict]:
     return {a["atom"]: a for a in json.loads(path.read_text(encoding="utf-8"))["annotations"]}
 
@@ -219,20 +237,12 @@ def test_rules_without_the_judge_rules_is_a_usage_error(tmp_path: Path):
 
 
 def test_a_claim_nothing_speaks_to_makes_every_line_false(tmp_path: Path):
-    b = ReplayBuilder(
-        PROTOCOLS / "wice.proto",
-        sources={
-            "rationale": RATIONALE,
-            "response": "The Eiffel Tower stands in Paris.",
-            "context": CONTEXT,
-        },
-        verdict="supported",
-        domains={"line": [f"s{n}" for n in LINES]},
-    )
-    src = tmp_path / "r.json"
-    b.write(src)
-    out = tmp_path / "out.json"
-    assert run("replay", str(src), "-o", str(out)).exit_code == 0
+    sources = {
+        "rationale": RATIONALE,
+        "response": "The Eiffel Tower stands in Paris.",
+        "context": CONTEXT,
+    }
+    out = proposed(tmp_path, PROTOCOLS / "wice.proto", sources, "supported", "s")
     anns = annotations(out)
     for n, text in LINES.items():
         a = anns[f"supports(s{n})"]
@@ -256,16 +266,7 @@ for l in line: ground said(l) ~> backs(l)
 
 
 def test_only_a_family_that_states_support_is_filled(tmp_path: Path):
-    b = ReplayBuilder(
-        PROTO,
-        sources={"rationale": "Line 3 says so.", "response": CLAIM, "context": CONTEXT},
-        verdict="PASS",
-        domains={"line": [f"l{n}" for n in LINES]},
-    )
-    src = tmp_path / "r.json"
-    b.write(src)
-    out = tmp_path / "out.json"
-    assert run("replay", str(src), "-o", str(out)).exit_code == 0
-    anns = annotations(out)
+    sources = {"rationale": "Line 3 says so.", "response": CLAIM, "context": CONTEXT}
+    anns = annotations(proposed(tmp_path, PROTO, sources, "PASS", "l"))
     assert anns["backs(l3)"]["value"] == "TRUE"
     assert not any(a.startswith("refutes(") for a in anns)

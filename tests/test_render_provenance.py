@@ -65,14 +65,35 @@ def test_counts_of_a_check(case) -> None:
     )
 
 
-def test_text_says_it_next_to_the_finding(case) -> None:
+@pytest.mark.parametrize(
+    ("renderer", "lines"),
+    [
+        (
+            text,
+            [
+                "`j_cto` ~ `c_cto`: REFUTED (rests on 2 unreviewed annotations)",
+                "`j_joined` ~ `c_joined`: ENTAILED (rests on 1 gold-derived annotation)",
+                "- annotation `c_cto` = FALSE (rule wice-citations/1, unreviewed)",
+                "- annotation `j_cto` = TRUE (model gpt-4o-annotator, unreviewed)",
+                "`c_joined`=TRUE (gold, derived from the gold label)",
+            ],
+        ),
+        (
+            markdown,
+            [
+                "⚠ *rests on 2 unreviewed annotations*",
+                "*by rule wice-citations/1, unreviewed*",
+                "`c_cto` (by rule wice-citations/1, unreviewed) |",
+            ],
+        ),
+    ],
+    ids=["text", "markdown"],
+)
+def test_text_and_markdown_say_it_next_to_the_finding(case, renderer, lines) -> None:
     report, replay = case
-    out = text.render(report, replay)
-    assert "`j_cto` ~ `c_cto`: REFUTED (rests on 2 unreviewed annotations)" in out
-    assert "`j_joined` ~ `c_joined`: ENTAILED (rests on 1 gold-derived annotation)" in out
-    assert "- annotation `c_cto` = FALSE (rule wice-citations/1, unreviewed)" in out
-    assert "- annotation `j_cto` = TRUE (model gpt-4o-annotator, unreviewed)" in out
-    assert "`c_joined`=TRUE (gold, derived from the gold label)" in out
+    out = renderer.render(report, replay)
+    for line in lines:
+        assert line in out
 
 
 def test_html_says_it_next_to_the_finding(case) -> None:
@@ -84,14 +105,6 @@ def test_html_says_it_next_to_the_finding(case) -> None:
     annotations = page.split('id="annotations"', 1)[1]
     assert "by human ana</span>" in annotations
     assert "by gold, derived from the gold label</span>" in annotations
-
-
-def test_markdown_says_it_next_to_the_finding(case) -> None:
-    report, replay = case
-    md = markdown.render(report, replay)
-    assert "⚠ *rests on 2 unreviewed annotations*" in md
-    assert "*by rule wice-citations/1, unreviewed*" in md
-    assert "`c_cto` (by rule wice-citations/1, unreviewed) |" in md
 
 
 def test_without_by_nothing_is_added() -> None:

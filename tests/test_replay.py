@@ -98,6 +98,21 @@ def one(obj: object, **kw):
     return ds[0]
 
 
+DROP = object()
+
+
+def one_with(**fields: object):
+    """The one diagnostic of ``base()`` with those top-level fields set (``DROP`` removes
+    one)."""
+    r = base()
+    for key, value in fields.items():
+        if value is DROP:
+            del r[key]
+        else:
+            r[key] = value
+    return one(r)
+
+
 def proto_diag(mutate) -> object:
     r = base()
     mutate(r["protocol"])
@@ -153,16 +168,12 @@ def test_top_level_must_be_an_object():
 
 
 def test_schema_missing():
-    r = base()
-    del r["schema"]
-    d = one(r)
+    d = one_with(schema=DROP)
     assert (d.code, d.path) == ("schema", "$")
 
 
 def test_schema_other_version():
-    r = base()
-    r["schema"] = "unmask.replay/2"
-    d = one(r)
+    d = one_with(schema="unmask.replay/2")
     assert (d.code, d.path) == ("schema", "schema")
     assert "`unmask.replay/2`" in d.message
 
@@ -173,32 +184,24 @@ def test_protocol_ir_given_as_replay_gets_a_hint():
 
 
 def test_id_must_be_a_string():
-    r = base()
-    r["id"] = 7
-    d = one(r)
+    d = one_with(id=7)
     assert (d.code, d.path) == ("type", "id")
 
 
 def test_verdict_must_be_pass_or_fail():
-    r = base()
-    r["verdict"] = "pass"
-    d = one(r)
+    d = one_with(verdict="pass")
     assert (d.code, d.path) == ("verdict", "verdict")
     assert "`PASS`" in d.help
 
 
 def test_verdict_is_required():
-    r = base()
-    del r["verdict"]
-    d = one(r)
+    d = one_with(verdict=DROP)
     assert (d.code, d.path) == ("missing", "$")
     assert "`verdict`" in d.message
 
 
 def test_gold_must_be_pass_fail_or_null():
-    r = base()
-    r["gold"] = "MAYBE"
-    d = one(r)
+    d = one_with(gold="MAYBE")
     assert (d.code, d.path) == ("gold", "gold")
 
 
@@ -476,9 +479,7 @@ def test_domain_size_limit():
 
 
 def test_protocol_must_have_a_known_form():
-    r = base()
-    r["protocol"] = {"file": "x.proto"}
-    d = one(r)
+    d = one_with(protocol={"file": "x.proto"})
     assert (d.code, d.path) == ("protocol-form", "protocol")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_replay import CONTEXT, base, diags, one, span
+from tests.test_replay import CONTEXT, base, diags, one, one_with, span
 from unmask.replay import replay_from_obj
 from unmask.replaydata import Annotation, Provenance
 
@@ -172,25 +172,19 @@ def test_item_and_judge_must_be_non_empty_strings(key, value, code):
 
 
 def test_binary_verdict_message_is_unchanged():
-    r = base()
-    r["verdict"] = "MAYBE"
-    d = one(r)
+    d = one_with(verdict="MAYBE")
     assert d.message == "the verdict must be `PASS` or `FAIL`, found `MAYBE`"
     assert d.help == "write `PASS` or `FAIL`"
 
 
 def test_gold_in_lower_case_gets_the_capitals_hint():
-    r = base()
-    r["gold"] = "fail"
-    d = one(r)
+    d = one_with(gold="fail")
     assert (d.code, d.path) == ("gold", "gold")
     assert d.help == "write `FAIL` in capitals"
 
 
 def test_a_verdict_that_is_not_a_string():
-    r = base()
-    r["verdict"] = True
-    d = one(r)
+    d = one_with(verdict=True)
     assert (d.code, d.path) == ("verdict", "verdict")
     assert "found `true`" in d.message
 

@@ -33,6 +33,7 @@ from unmask.ir import (
     mk_iff,
     mk_not,
 )
+from unmask.replaydata import Replay
 
 A = mk_atom
 
@@ -85,6 +86,32 @@ ROLES = ("judge", "judge", "context", "context")
 
 exprs = random_exprs(NAMES, max_leaves=6)
 values = st.sampled_from(["TRUE", "FALSE", "UNKNOWN", None])
+
+
+def replay_over_names(
+    vals: tuple[str | None, ...],
+    verdict: str,
+    constraint: Expr | None,
+    requirement: Requirement,
+    grounding: tuple[GroundPair, ...],
+    *,
+    name: str = "random",
+    **fields,
+) -> Replay:
+    """A replay of the protocol over NAMES (with ROLES) that has constraint `k` when one is
+    given, the one requirement, the grounding pairs and ``fields``; each atom annotated with
+    its value in ``vals``, if any."""
+    protocol = Protocol(
+        name=name,
+        text="",
+        atoms=tuple(AtomDecl(n, r) for n, r in zip(NAMES, ROLES, strict=True)),
+        constraints=() if constraint is None else (Constraint("k", constraint),),
+        requirements=(requirement,),
+        grounding=grounding,
+        **fields,
+    )
+    annotated = {n: v for n, v in zip(NAMES, vals, strict=True) if v is not None}
+    return make_replay(protocol, verdict, annotated)
 
 
 def _models(exprs_: list[Expr], names: list[str]):  # type: ignore[no-untyped-def]
@@ -152,17 +179,9 @@ def test_random_protocols_match_brute_force(
     vals: tuple[str | None, ...],
     verdict: str,
 ) -> None:
-    protocol = Protocol(
-        name="random",
-        text="",
-        atoms=tuple(AtomDecl(n, r) for n, r in zip(NAMES, ROLES, strict=True)),
-        constraints=() if constraint is None else (Constraint("k", constraint),),
-        decision=decision,
-        requirements=(Requirement("r", "", req, addressed),),
-        grounding=(GroundPair("a", "c"), GroundPair("b", "d")),
-    )
-    annotated = {n: v for n, v in zip(NAMES, vals, strict=True) if v is not None}
-    replay = make_replay(protocol, verdict, annotated)
+    requirement = Requirement("r", "", req, addressed)
+    grounding = (GroundPair("a", "c"), GroundPair("b", "d"))
+    replay = replay_over_names(vals, verdict, constraint, requirement, grounding, decision=decision)
     case = Case.from_replay(replay)
     bases = {k: [(p.label, p.expr) for p in v] for k, v in base_parts(case).items()}
     facts = case.facts
@@ -252,19 +271,17 @@ def test_declared_labels_match_brute_force(
     verdict: str,
 ) -> None:
     decisions = {"yes": yes, "maybe": maybe, "no": no}
-    protocol = Protocol(
+    replay = replay_over_names(
+        vals,
+        verdict,
+        constraint,
+        Requirement("r", "", yes, None),
+        (GroundPair("a", "c", direction="~>"),),
         name="labelled",
-        text="",
-        atoms=tuple(AtomDecl(n, r) for n, r in zip(NAMES, ROLES, strict=True)),
-        constraints=() if constraint is None else (Constraint("k", constraint),),
         decision=None,
-        requirements=(Requirement("r", "", yes, None),),
-        grounding=(GroundPair("a", "c", direction="~>"),),
         labels=LABELS,
         decisions=tuple(Decision(x, decisions[x]) for x in LABELS),
     )
-    annotated = {n: v for n, v in zip(NAMES, vals, strict=True) if v is not None}
-    replay = make_replay(protocol, verdict, annotated)
     facts = Case.from_replay(replay).facts
     fact_parts = [(f"fact:{n}", A(n) if v else mk_not(A(n))) for n, v in facts.items()]
     base = fact_parts + ref_labelled_proto(constraint, decisions)

@@ -24,34 +24,8 @@ from click.testing import CliRunner
 
 from tests.fuzz.gen import EXITS, Case
 from tests.fuzz.oracle import BIN, problems, run_inprocess
+from tests.helpers import wide_replay
 from unmask.cli.main import main
-from unmask.ir import Atom, AtomDecl, GroundPair, Nary, Protocol, Requirement
-from unmask.irjson import protocol_to_json
-
-
-def wide_replay(folder: Path, n: int = 25) -> Path:
-    """A valid replay whose decision joins `n` unknown atoms: one component of n atoms."""
-    names = [f"x{i}" for i in range(n)]
-    protocol = Protocol(
-        name="wide",
-        text="a decision over many unknown atoms",
-        atoms=(*(AtomDecl(x, "judge") for x in names), AtomDecl("c", "context")),
-        constraints=(),
-        decision=Nary("and", tuple(map(Atom, names))),
-        requirements=(Requirement("r", "", Atom("x0")),),
-        grounding=(GroundPair("x0", "c"),),
-    )
-    obj = {
-        "schema": "unmask.replay/1",
-        "id": "wide",
-        "protocol": protocol_to_json(protocol),
-        "sources": {"rationale": "r", "context": "c"},
-        "verdict": "PASS",
-        "annotations": [],
-    }
-    path = folder / "wide.json"
-    path.write_text(json.dumps(obj), encoding="utf-8")
-    return path
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "html", "markdown", "sarif", "junit"])

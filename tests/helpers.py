@@ -1,0 +1,104 @@
+"""Builders, assertions and paths that several test files share, so each is written once.
+
+- ``ROOT``, ``TEST_DATA``: the project folder and the tests' data folder;
+- ``wide_replay``: a valid replay file whose decision joins many unknown atoms, over the
+  truth-table backend's limit;
+- ``assert_a_directory_or_an_unreadable_file_is_exit_4``: what every command that reads a
+  replay does with a path that is not a readable regular file;
+- ``smt2_models``, ``dimacs_vars`` and ``dimacs_models``: emitted SMT-LIB read back by z3 and
+  emitted DIMACS by a SAT solver, every model enumerated, so a test can compare the two
+  against the IR's own evaluator.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import z3
+from pysat.formula import CNF
+from pysat.solvers import Solver
+
+from unmask.ir import Atom, AtomDecl, GroundPair, Nary, Protocol, Requirement
+from unmask.irjson import protocol_to_json
+
+ROOT = Path(__file__).resolve().parent.parent
+TEST_DATA = ROOT / "tests" / "data"
+
+
+def wide_replay(folder: Path, n: int = 25, name: str = "wide") -> Path:
+    """Write ``NAME.json``: a replay with id ``name`` whose decision joins ``n`` unknown atoms
+    (one component of ``n`` atoms)."""
+    names = [f"x{i}" for i in range(n)]
+    protocol = Protocol(
+        name=name,
+        text="a decision over many unknown atoms",
+        atoms=(*(AtomDecl(x, "judge") for x in names), AtomDecl("c", "context")),
+        constraints=(),
+        decision=Nary("and", tuple(map(Atom, names))),
+        requirements=(Requirement("r", "", Atom("x0")),),
+        grounding=(GroundPair("x0", "c"),),
+    )
+    obj = {
+        "schema": "unmask.replay/1",
+        "id": name,
+        "protocol": protocol_to_json(protocol),
+        "sources": {"rationale": "r", "context": "c"},
+        "verdict": "PASS",
+        "annotations": [],
+    }
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps(obj), encoding="utf-8")
+    return path
+
+
+def assert_a_directory_or_an_unreadable_file_is_exit_4(run: Callable, tmp_path: Path) -> None:
+    """``run(path)`` (a command's runner) refuses a directory and, unless run by root, which
+    reads every file, a file it may not read: exit 4, invalid input."""
+    result = run(str(tmp_path))
+    assert result.exit_code == 4
+    assert "is a directory, not a regular file" in result.stderr
+    if os.geteuid() != 0:
+        f = tmp_path / "r.json"
+        f.write_text("{}")
+        f.chmod(0)
+        assert run(str(f)).exit_code == 4
+
+
+def smt2_models(text: str, symbols: Sequence[str]) -> set[tuple[bool, ...]]:
+    """Every model of the SMT-LIB ``text`` as read by z3, projected on ``symbols`` in order."""
+    consts = [z3.Bool(sym.strip("|")) for sym in symbols]
+    solver = z3.Solver()
+    solver.from_string(text)
+    found = set()
+    while solver.check() == z3.sat:
+        m = solver.model()
+        values = tuple(z3.is_true(m.eval(c, model_completion=True)) for c in consts)
+        found.add(values)
+        solver.add(z3.Or([c != z3.BoolVal(v) for c, v in zip(consts, values, strict=True)]))
+    return found
+
+
+def dimacs_vars(text: str, verdict_key: Callable[[str], str]) -> dict[str, int]:
+    """The variable of each name in the DIMACS ``text``'s ``c var`` comments: atoms by their
+    name, the verdict's variables by ``verdict_key`` of theirs."""
+    table = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if parts[:2] == ["c", "var"]:
+            table[parts[4] if parts[3] == "atom" else verdict_key(parts[4])] = int(parts[2])
+    return table
+
+
+def dimacs_models(text: str, table: dict[str, int], names: Sequence[str]) -> set[tuple[bool, ...]]:
+    """Every model of the DIMACS ``text`` as a SAT solver finds them, projected on ``names``."""
+    found = set()
+    with Solver(name="glucose4", bootstrap_with=CNF(from_string=text).clauses) as s:
+        while s.solve():
+            model = set(s.get_model())
+            values = tuple(table[n] in model for n in names)
+            found.add(values)
+            s.add_clause([-table[n] if table[n] in model else table[n] for n in names])
+    return found
