@@ -20,7 +20,8 @@ PARTIAL = 1
 """Done in part: some records were skipped (`import`), some checks are still open (`next`)."""
 
 USAGE = 2
-"""The command line is wrong: a bad option or argument, a file that cannot be read."""
+"""The command line is wrong: a bad option or argument, a file that cannot be read; or
+(`unmask`) an output, standard output included, that cannot be written."""
 
 UNKNOWN = 3
 """No definite answer: a solver gave up, `crosscheck` had nothing to compare, or (`audit`)
@@ -31,3 +32,7 @@ INVALID = 4
 
 INTERRUPTED = 130
 """Stopped by Ctrl-C (128 + SIGINT)."""
+
+BROKEN_PIPE = 141
+"""Standard output is a pipe whose reader went away (`| head`): stopped quietly, as a
+shell reports a command the pipe closed on (128 + SIGPIPE); ``unmask.cli.stdout``."""

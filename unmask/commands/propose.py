@@ -31,10 +31,12 @@ abstained, goes to stderr. Exit 0 written, 4 the replay is invalid or unreadable
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import click
 
@@ -139,12 +141,35 @@ def _bounded(fh) -> Iterator[tuple[int, bytes]]:
         yield n, raw
 
 
-def _lines(path: str) -> Iterator[tuple[int, bytes]]:
-    if path == "-":
-        yield from _bounded(sys.stdin.buffer)
+def _lines(path: str, name: str) -> Iterator[tuple[int, bytes]]:
+    """The input's numbered lines; one that cannot be read ends the command with exit 4."""
+    try:
+        if path == "-":
+            yield from _bounded(sys.stdin.buffer)
+            return
+        with open(path, "rb") as fh:
+            yield from _bounded(fh)
+    except OSError as exc:
+        message = f"cannot read `{name}`: {(exc.strerror or 'error').lower()}"
+        click.echo(render_all([Diagnostic("unreadable-input", message)]), err=True)
+        raise SystemExit(EXIT_INVALID) from None
+
+
+@contextlib.contextmanager
+def _output(output: str | None) -> Iterator[IO[str]]:
+    """Where the lines go: stdout, or the ``-o`` file (one that cannot be written: exit 2).
+    Standard output's failures are the entry point's to report, as for every command
+    (``unmask.cli.stdout``); reading errors never reach here (``_lines``)."""
+    if output is None:
+        yield sys.stdout
         return
-    with open(path, "rb") as fh:
-        yield from _bounded(fh)
+    try:
+        with open(output, "w", encoding="utf-8") as out:
+            yield out
+    except OSError as exc:
+        message = f"cannot write `{output}`: {(exc.strerror or 'error').lower()}"
+        click.echo(render_all([Diagnostic("usage", message)]), err=True)
+        raise SystemExit(EXIT_USAGE) from None
 
 
 def _dumps(obj: dict) -> str:
@@ -187,15 +212,9 @@ def claims(input_path: str, threshold: float, proposer_name: str, output: str | 
         raise SystemExit(EXIT_USAGE) from None
     by = proposer.by.to_json()
     name = "<stdin>" if input_path == "-" else input_path
-    try:
-        out = sys.stdout if output is None else open(output, "w", encoding="utf-8")  # noqa: SIM115
-    except OSError as exc:
-        message = f"cannot write `{output}`: {(exc.strerror or 'error').lower()}"
-        click.echo(render_all([Diagnostic("usage", message)]), err=True)
-        raise SystemExit(EXIT_USAGE) from None
     bad = total = 0
-    try:
-        for n, raw in _lines(input_path):
+    with _output(output) as out:
+        for n, raw in _lines(input_path, name):
             if not raw.strip():
                 continue
             total += 1
@@ -226,15 +245,6 @@ def claims(input_path: str, threshold: float, proposer_name: str, output: str | 
                 "by": by,
             }
             out.write(_dumps(record) + "\n")
-    except OSError as exc:
-        message = f"cannot read `{name}`: {(exc.strerror or 'error').lower()}"
-        click.echo(render_all([Diagnostic("unreadable-input", message)]), err=True)
-        raise SystemExit(EXIT_INVALID) from None
-    finally:
-        if out is not sys.stdout:
-            out.close()
-        else:
-            out.flush()
     if bad:
         line = "line" if total == 1 else "lines"
         click.echo(f"{bad} of {total} {line} invalid; the rest were proposed for", err=True)
@@ -296,15 +306,9 @@ def judge(
         click.echo(render_all(exc.diagnostics), err=True)
         raise SystemExit(EXIT_USAGE) from None
     name = "<stdin>" if input_path == "-" else input_path
-    try:
-        out = sys.stdout if output is None else open(output, "w", encoding="utf-8")  # noqa: SIM115
-    except OSError as exc:
-        message = f"cannot write `{output}`: {(exc.strerror or 'error').lower()}"
-        click.echo(render_all([Diagnostic("usage", message)]), err=True)
-        raise SystemExit(EXIT_USAGE) from None
     bad = total = 0
-    try:
-        for n, raw in _lines(input_path):
+    with _output(output) as out:
+        for n, raw in _lines(input_path, name):
             if not raw.strip():
                 continue
             total += 1
@@ -318,15 +322,6 @@ def judge(
                 continue
             record = {"id": row_id, "annotations": proposer.annotations(text, threshold)}
             out.write(_dumps(record) + "\n")
-    except OSError as exc:
-        message = f"cannot read `{name}`: {(exc.strerror or 'error').lower()}"
-        click.echo(render_all([Diagnostic("unreadable-input", message)]), err=True)
-        raise SystemExit(EXIT_INVALID) from None
-    finally:
-        if out is not sys.stdout:
-            out.close()
-        else:
-            out.flush()
     if bad:
         line = "line" if total == 1 else "lines"
         click.echo(f"{bad} of {total} {line} invalid; the rest were proposed for", err=True)
@@ -420,15 +415,17 @@ def replay(
     except UnmaskError as exc:  # a proposer wrote something the loader refuses: a bug, say so
         click.echo(render_all(exc.diagnostics), err=True)
         raise SystemExit(EXIT_INVALID) from None
-    try:
-        if output is None:
-            click.echo(json.dumps(new, ensure_ascii=False, indent=2))
-        else:
+    if output is None:
+        click.echo(json.dumps(new, ensure_ascii=False, indent=2))
+    else:
+        try:
             write_json(output, new)
-    except (OSError, UnmaskError) as exc:
-        message = f"cannot write `{output}`: {str(getattr(exc, 'strerror', '') or exc).lower()}"
-        click.echo(render_all([Diagnostic("usage", message)]), err=True)
-        raise SystemExit(EXIT_USAGE) from None
+        except (OSError, UnmaskError) as exc:
+            reason = str(getattr(exc, "strerror", "") or exc).lower()
+            click.echo(
+                render_all([Diagnostic("usage", f"cannot write `{output}`: {reason}")]), err=True
+            )
+            raise SystemExit(EXIT_USAGE) from None
     for atom, by, conf in outcome.filled:
         click.echo(f"filled `{atom}` by {by} (confidence {conf:g})", err=True)
     for atom, by, conf in outcome.below:
