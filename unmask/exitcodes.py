@@ -24,11 +24,13 @@ USAGE = 2
 (`unmask`) an output, standard output included, that cannot be written."""
 
 UNKNOWN = 3
-"""No definite answer: a solver gave up, `crosscheck` had nothing to compare, or (`audit`)
-a replay was unknown or invalid."""
+"""No definite answer: a solver gave up, the backend cannot decide the replay, `crosscheck`
+had nothing to compare, or (`audit --fail-on unknown`) a replay was unknown, not decided or
+invalid."""
 
 INVALID = 4
-"""The replay is not valid input (`audit`: no replay was valid)."""
+"""The replay is not valid input (`audit`: no input was a valid replay; one the backend
+could not decide is valid, and is 3 as in `check`)."""
 
 INTERRUPTED = 130
 """Stopped by Ctrl-C (128 + SIGINT)."""

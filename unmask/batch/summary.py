@@ -31,6 +31,10 @@ from unmask.report import OK, REFUTED, SATISFIED, UNKNOWN, VIOLATED, Dimensions
 SUMMARY_SCHEMA = "unmask.summary/1"
 DIMENSIONS = tuple(f.name for f in fields(Dimensions))  # verdict, procedure, coverage, grounding
 OVERALL_KEYS = (SATISFIED, VIOLATED, UNKNOWN, "INVALID")
+# error records of a valid replay that was not decided: the backend refused it (the truth
+# table over its atom limit) or its check failed unexpectedly. Nothing is known about it, as
+# for `unmask check`'s exit 3; it is not invalid input, so it never makes a run exit 4
+UNCHECKED_CODES = frozenset({"truthtable-limit", "internal-error"})
 _OUTCOME_KEY = {OK: "satisfied", VIOLATED: "violated", UNKNOWN: "unknown", None: "not_specified"}
 _DIMENSION_KEY = {OK: "satisfied", VIOLATED: "violated", UNKNOWN: "unknown"}
 _FAMILY = re.compile(r"\(([^()]*)\)")
@@ -145,6 +149,7 @@ class Summary:
         self.total = 0
         self.overall: Counter = Counter()
         self.errors: Counter = Counter()
+        self.unchecked = 0  # error records of valid replays not decided (UNCHECKED_CODES)
         self.dimensions: dict[str, Counter] = {d: Counter() for d in DIMENSIONS}
         self.failed: Counter = Counter()  # replays in which each dimension fails
         self.requirements: dict[str, Counter] = {}
@@ -164,6 +169,7 @@ class Summary:
         if v.error is not None:
             self.overall["INVALID"] += 1
             self.errors[v.error] += 1
+            self.unchecked += v.error in UNCHECKED_CODES
             return
         self.overall[v.overall] += 1
         for d, result in zip(DIMENSIONS, v.dimensions, strict=True):
@@ -225,7 +231,13 @@ class Summary:
 
     @property
     def valid(self) -> int:
+        """Replays checked: lines that are reports, not error records."""
         return self.total - self.overall["INVALID"]
+
+    @property
+    def valid_inputs(self) -> int:
+        """Inputs that are valid replays: the checked ones and the ones not decided."""
+        return self.valid + self.unchecked
 
     def cells(self) -> dict[str, int]:
         out = dict.fromkeys(CELL_TEXT, 0)
@@ -297,6 +309,7 @@ class Summary:
             "replays": self.total,
             "valid": self.valid,
             "invalid": self.overall["INVALID"],
+            "unchecked": self.unchecked,
             "overall": {k: self.overall[k] for k in OVERALL_KEYS},
             "errors": dict(sorted(self.errors.items())),
             "dimensions": {d: dict(sorted(self.dimensions[d].items())) for d in DIMENSIONS},
@@ -342,7 +355,12 @@ class Summary:
         lines = [
             f"audited {j['replays']} replay{'' if j['replays'] == 1 else 's'}: "
             f"{o['SATISFIED']} satisfied, {o['VIOLATED']} violated, "
-            f"{o['UNKNOWN']} unknown, {o['INVALID']} invalid",
+            f"{o['UNKNOWN']} unknown, {o['INVALID']} invalid"
+            + (
+                f" ({j['unchecked']} of them valid but not decided by the backend)"
+                if j["unchecked"]
+                else ""
+            ),
         ]
         if j["errors"]:
             lines.append(

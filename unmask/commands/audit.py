@@ -80,7 +80,9 @@ class Progress:
 
 
 def gate_status(summary: Any, fail_on: str | None) -> int:
-    if summary.valid == 0:
+    # 4 means invalid input, as for `unmask check`: a valid replay the backend could not
+    # decide is not one (`check` exits 3 for it), so a run of only those is not exit 4
+    if summary.valid_inputs == 0:
         return EXIT_INVALID
     if fail_on is None:
         return EXIT_OK
