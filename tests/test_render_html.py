@@ -422,6 +422,7 @@ def test_index_rows_built_from_reports_render_like_hand_written_ones():
         "verdict": "PASS",
         "gold": "FAIL",
         "verdict_matches_gold": False,
+        "protocol": "factual_claims",
         "href": "case_c.html",
     }
     doc = parse(html.render_index({"title": "examples"}, rows))

@@ -20,14 +20,21 @@ PARTIAL = 1
 """Done in part: some records were skipped (`import`), some checks are still open (`next`)."""
 
 USAGE = 2
-"""The command line is wrong: a bad option or argument, a file that cannot be read."""
+"""The command line is wrong: a bad option or argument, a file that cannot be read; or
+(`unmask`) an output, standard output included, that cannot be written."""
 
 UNKNOWN = 3
-"""No definite answer: a solver gave up, `crosscheck` had nothing to compare, or (`audit`)
-a replay was unknown or invalid."""
+"""No definite answer: a solver gave up, the backend cannot decide the replay, `crosscheck`
+had nothing to compare, or (`audit --fail-on unknown`) a replay was unknown, not decided or
+invalid."""
 
 INVALID = 4
-"""The replay is not valid input (`audit`: no replay was valid)."""
+"""The replay is not valid input (`audit`: no input was a valid replay; one the backend
+could not decide is valid, and is 3 as in `check`)."""
 
 INTERRUPTED = 130
 """Stopped by Ctrl-C (128 + SIGINT)."""
+
+BROKEN_PIPE = 141
+"""Standard output is a pipe whose reader went away (`| head`): stopped quietly, as a
+shell reports a command the pipe closed on (128 + SIGPIPE); ``unmask.cli.stdout``."""

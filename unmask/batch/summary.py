@@ -9,7 +9,9 @@ Contract:
   report's result for each; every check counts under the outcome ``unmask.checker.outcome``
   gives its status, with a REFUTED coverage check set apart as ``not_observable``;
 - besides, it counts the gold × observed labels with adherence in each cell (labels in the
-  order first seen), the results whose checks rest on unreviewed or gold-derived annotations
+  order first seen), over the run and per protocol (by the name each report carries: labels
+  of two protocols are not comparable), the results whose checks rest on unreviewed or
+  gold-derived annotations
   (the report's ``unreviewed`` / ``gold_derived`` fields), and, for replays of one ``item``
   by several judges, per pair of judges how often verdicts and dimensions differ;
 - ``to_json`` (``unmask.summary/1``, fields in docs/audit.md) and ``render_text`` give the
@@ -26,11 +28,16 @@ from typing import Any
 
 from unmask.batch.records import ERROR_SCHEMA
 from unmask.checker import outcome
+from unmask.jsonload import show
 from unmask.report import OK, REFUTED, SATISFIED, UNKNOWN, VIOLATED, Dimensions
 
 SUMMARY_SCHEMA = "unmask.summary/1"
 DIMENSIONS = tuple(f.name for f in fields(Dimensions))  # verdict, procedure, coverage, grounding
 OVERALL_KEYS = (SATISFIED, VIOLATED, UNKNOWN, "INVALID")
+# error records of a valid replay that was not decided: the backend refused it (the truth
+# table over its atom limit) or its check failed unexpectedly. Nothing is known about it, as
+# for `unmask check`'s exit 3; it is not invalid input, so it never makes a run exit 4
+UNCHECKED_CODES = frozenset({"truthtable-limit", "internal-error"})
 _OUTCOME_KEY = {OK: "satisfied", VIOLATED: "violated", UNKNOWN: "unknown", None: "not_specified"}
 _DIMENSION_KEY = {OK: "satisfied", VIOLATED: "violated", UNKNOWN: "unknown"}
 _FAMILY = re.compile(r"\(([^()]*)\)")
@@ -76,6 +83,7 @@ class View:
     observed: str | None = None
     gold: str | None = None
     labels: tuple[str, ...] = ()  # the labels the report names (`allowed`), in its order
+    protocol: str | None = None
     item: str | None = None
     judge: str | None = None
     # per dimension (DIMENSIONS order): checks resting on unreviewed / gold-derived annotations
@@ -126,9 +134,46 @@ def view(obj: dict[str, Any]) -> View:
         labels=tuple(x for x in allowed if isinstance(x, str)) if isinstance(allowed, list) else (),
         item=_text(obj.get("item")),
         judge=_text(obj.get("judge")),
+        protocol=_text(obj.get("protocol")),
         unreviewed=_flags(obj, "unreviewed"),
         gold_derived=_flags(obj, "gold_derived"),
     )
+
+
+class Confusion:
+    """Gold × observed label, with adherence and provenance in each cell; labels in the
+    order first seen (observed, gold, or allowed by a report)."""
+
+    def __init__(self) -> None:
+        self.labels: dict[str, None] = {}
+        self.cells: dict[tuple[str, str], Counter] = {}  # (gold, observed) -> counts
+
+    def add(self, v: View, flags: dict[str, bool]) -> None:
+        for label in (*v.labels, v.observed, v.gold):
+            if label is not None:
+                self.labels.setdefault(label)
+        if v.gold is not None and v.observed is not None:
+            cell = self.cells.setdefault((v.gold, v.observed), Counter())
+            cell["replays"] += 1
+            cell[v.overall] += 1
+            for flag, on in flags.items():
+                cell[flag] += on
+
+    def to_json(self) -> dict[str, Any]:
+        labels = list(self.labels)
+        table = {}
+        for g in labels:
+            row = {}
+            for o in labels:
+                c = self.cells.get((g, o), Counter())
+                row[o] = {
+                    "replays": c["replays"],
+                    **{k: c[k] for k in (SATISFIED, VIOLATED, UNKNOWN)},
+                    "unreviewed": c["unreviewed"],
+                    "gold_derived": c["gold_derived"],
+                }
+            table[g] = row
+        return {"labels": labels, "table": table}
 
 
 def _bump(table: dict[str, Counter], key: str, what: str) -> None:
@@ -145,14 +190,15 @@ class Summary:
         self.total = 0
         self.overall: Counter = Counter()
         self.errors: Counter = Counter()
+        self.unchecked = 0  # error records of valid replays not decided (UNCHECKED_CODES)
         self.dimensions: dict[str, Counter] = {d: Counter() for d in DIMENSIONS}
         self.failed: Counter = Counter()  # replays in which each dimension fails
         self.requirements: dict[str, Counter] = {}
         self.coverage: dict[str, Counter] = {}
         self.grounding: dict[str, Counter] = {}
         self.cross: Counter = Counter()
-        self.labels: dict[str, None] = {}  # every label seen, in first-seen order
-        self.confusion: dict[tuple[str, str], Counter] = {}  # (gold, observed) -> counts
+        self.confusion = Confusion()  # over the run, whatever the protocol
+        self.by_protocol: dict[str, Confusion] = {}  # protocol name -> its own, first seen
         self.with_flag: dict[str, Counter] = {"unreviewed": Counter(), "gold_derived": Counter()}
         self.judges: dict[str, int] = {}  # judge -> first-seen position
         self.seen: dict[str, dict[str, tuple]] = {}  # item -> judge -> (verdict, dimensions)
@@ -164,6 +210,7 @@ class Summary:
         if v.error is not None:
             self.overall["INVALID"] += 1
             self.errors[v.error] += 1
+            self.unchecked += v.error in UNCHECKED_CODES
             return
         self.overall[v.overall] += 1
         for d, result in zip(DIMENSIONS, v.dimensions, strict=True):
@@ -186,9 +233,6 @@ class Summary:
             _bump(self.grounding, key, check_key(status))
         gold = {True: "match", False: "mismatch", None: "no_gold"}[v.matches]
         self.cross[(gold, v.overall)] += 1
-        for label in (*v.labels, v.observed, v.gold):
-            if label is not None:
-                self.labels.setdefault(label)
         flags = {"unreviewed": any(v.unreviewed), "gold_derived": any(v.gold_derived)}
         for flag, counts in (("unreviewed", v.unreviewed), ("gold_derived", v.gold_derived)):
             c = self.with_flag[flag]
@@ -196,12 +240,11 @@ class Summary:
             for d, n in zip(DIMENSIONS, counts, strict=True):
                 c[d] += n
                 c[f"results:{d}"] += n > 0
-        if v.gold is not None and v.observed is not None:
-            cell = self.confusion.setdefault((v.gold, v.observed), Counter())
-            cell["replays"] += 1
-            cell[v.overall] += 1
-            for flag, on in flags.items():
-                cell[flag] += on
+        self.confusion.add(v, flags)
+        mine = self.by_protocol.get(v.protocol or "")
+        if mine is None:
+            mine = self.by_protocol[v.protocol or ""] = Confusion()
+        mine.add(v, flags)
         if v.item is not None and v.judge is not None:
             self._pair(v.item, v.judge, (v.observed, v.dimensions))
 
@@ -225,7 +268,13 @@ class Summary:
 
     @property
     def valid(self) -> int:
+        """Replays checked: lines that are reports, not error records."""
         return self.total - self.overall["INVALID"]
+
+    @property
+    def valid_inputs(self) -> int:
+        """Inputs that are valid replays: the checked ones and the ones not decided."""
+        return self.valid + self.unchecked
 
     def cells(self) -> dict[str, int]:
         out = dict.fromkeys(CELL_TEXT, 0)
@@ -245,21 +294,12 @@ class Summary:
         }
 
     def confusion_json(self) -> dict[str, Any]:
-        """Gold × observed label, every cell with its adherence; labels in first-seen order."""
-        labels = list(self.labels)
-        table = {}
-        for g in labels:
-            row = {}
-            for o in labels:
-                c = self.confusion.get((g, o), Counter())
-                row[o] = {
-                    "replays": c["replays"],
-                    **{k: c[k] for k in (SATISFIED, VIOLATED, UNKNOWN)},
-                    "unreviewed": c["unreviewed"],
-                    "gold_derived": c["gold_derived"],
-                }
-            table[g] = row
-        return {"labels": labels, "table": table}
+        """Gold × observed label over the run, every protocol's labels in one table."""
+        return self.confusion.to_json()
+
+    def confusion_by_protocol_json(self) -> dict[str, Any]:
+        """Gold × observed label per protocol name, in the order the protocols were seen."""
+        return {name: c.to_json() for name, c in self.by_protocol.items()}
 
     def provenance_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -297,6 +337,7 @@ class Summary:
             "replays": self.total,
             "valid": self.valid,
             "invalid": self.overall["INVALID"],
+            "unchecked": self.unchecked,
             "overall": {k: self.overall[k] for k in OVERALL_KEYS},
             "errors": dict(sorted(self.errors.items())),
             "dimensions": {d: dict(sorted(self.dimensions[d].items())) for d in DIMENSIONS},
@@ -312,6 +353,7 @@ class Summary:
             },
             "most_failing": self.most_failing(),
             "confusion": self.confusion_json(),
+            "confusion_by_protocol": self.confusion_by_protocol_json(),
             "provenance": self.provenance_json(),
             "judges": self.judges_json(),
         }
@@ -332,6 +374,7 @@ class Summary:
             "total": self.total,
             "extra": extra,
             "confusion": self.confusion_json(),
+            "confusion_by_protocol": self.confusion_by_protocol_json(),
             "provenance": self.provenance_json(),
             "judges": self.judges_json(),
         }
@@ -342,7 +385,12 @@ class Summary:
         lines = [
             f"audited {j['replays']} replay{'' if j['replays'] == 1 else 's'}: "
             f"{o['SATISFIED']} satisfied, {o['VIOLATED']} violated, "
-            f"{o['UNKNOWN']} unknown, {o['INVALID']} invalid",
+            f"{o['UNKNOWN']} unknown, {o['INVALID']} invalid"
+            + (
+                f" ({j['unchecked']} of them valid but not decided by the backend)"
+                if j["unchecked"]
+                else ""
+            ),
         ]
         if j["errors"]:
             lines.append(
@@ -377,7 +425,7 @@ class Summary:
         lines.append("gold agreement x adherence:")
         for k, text in CELL_TEXT.items():
             lines.append(f"  {text:<30} {cells[k]:>7}")
-        lines += confusion_text(j["confusion"])
+        lines += confusions_text(j["confusion"], j["confusion_by_protocol"])
         lines += provenance_text(j["provenance"])
         lines += judges_text(j["judges"])
         mf = j["most_failing"]
@@ -395,8 +443,35 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def confusions_text(merged: dict[str, Any], by_protocol: dict[str, Any]) -> list[str]:
+    """The gold × observed tables: one for a run of one protocol, else one per protocol
+    that has a replay with a gold label, each under its name."""
+    if len(by_protocol) <= 1:
+        return confusion_text(merged)
+    lines = []
+    for name, c in by_protocol.items():
+        table = _table_lines(c, "    ")
+        if table:
+            # a name read back by `--resume` is any string: shown as diagnostics show input
+            shown = name if name.isprintable() else show(name, limit=len(name))
+            lines += [f"  protocol `{shown}`:", *table]
+    if not lines:
+        return []
+    title = (
+        "gold x observed label, per protocol (replays, and satisfied/violated/unknown among them):"
+    )
+    return [title, *lines]
+
+
 def confusion_text(c: dict[str, Any]) -> list[str]:
     """The gold × observed table, each cell ``replays (satisfied/violated/unknown)``."""
+    table = _table_lines(c, "  ")
+    if not table:
+        return []
+    return ["gold x observed label (replays, and satisfied/violated/unknown among them):", *table]
+
+
+def _table_lines(c: dict[str, Any], indent: str) -> list[str]:
     labels, table = c["labels"], c["table"]
     cells = [table[g][o] for g in labels for o in labels]
     if not any(x["replays"] for x in cells):
@@ -410,19 +485,18 @@ def confusion_text(c: dict[str, Any]) -> list[str]:
     first = max(len(corner), *(len(g) for g in labels))
     widths = [max(len(o), *(len(cell(table[g][o])) for g in labels)) for o in labels]
     lines = [
-        "gold x observed label (replays, and satisfied/violated/unknown among them):",
-        "  "
+        indent
         + corner.ljust(first)
         + "".join(f"  {o:>{w}}" for o, w in zip(labels, widths, strict=True)),
     ]
     for g in labels:
         row = "".join(f"  {cell(table[g][o]):>{w}}" for o, w in zip(labels, widths, strict=True))
-        lines.append(f"  {g:<{first}}{row}")
+        lines.append(f"{indent}{g:<{first}}{row}")
     unreviewed = sum(x["unreviewed"] for x in cells)
     gold_derived = sum(x["gold_derived"] for x in cells)
     if unreviewed or gold_derived:
         lines.append(
-            f"  of these, {unreviewed} rest on unreviewed annotations and "
+            f"{indent}of these, {unreviewed} rest on unreviewed annotations and "
             f"{gold_derived} on gold-derived ones"
         )
     return lines

@@ -3,8 +3,9 @@
 Contract: each subcommand lives in ``unmask.commands.<name>`` as a click command named
 ``command`` and is imported only when invoked, so ``unmask --help`` stays fast. Exit
 statuses are those of ``unmask.exitcodes``: 0 satisfied/valid/agree, 1 violated/disagree,
-2 usage, 3 unknown, 4 invalid input, 130 interrupted. A run raises the garbage
-collector's thresholds (``GC_THRESHOLDS``), measured to save time on large replays.
+2 usage, 3 unknown, 4 invalid input, 130 interrupted, 141 a closed pipe on stdout; standard
+output that cannot be written is handled once, here, by ``unmask.cli.stdout``. A run raises
+the garbage collector's thresholds (``GC_THRESHOLDS``), measured to save time on large replays.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import importlib.util
 import click
 
 from unmask import __version__
+from unmask.cli.stdout import StdoutGuard
 
 # The collector's thresholds for a command-line run (Python's are 700, 10, 10). A check
 # allocates many small objects that die young and makes few cycles; collecting less often
@@ -40,7 +42,7 @@ COMMANDS: dict[str, str] = {
 MODULES: dict[str, str] = {"import": "import_"}
 
 
-class LazyGroup(click.Group):
+class LazyGroup(StdoutGuard):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [n for n in COMMANDS if self._available(n)]
 

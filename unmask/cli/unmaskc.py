@@ -7,20 +7,20 @@ instead. ``unmaskc fmt FILE...`` prints canonical text, ``--check`` only reports
 would change, ``--write`` rewrites them. A file is written whole or not at all (a temporary
 file in the same folder replaces it). Exit statuses (``unmask.exitcodes``): 0 ok; 1 compile
 errors, a file that is not canonical (``--check``) or not UTF-8, or an output that cannot
-be written; 2 usage (bad options, a missing or unreadable file). Diagnostics go to stderr,
-rendered with the source line and a caret.
+be written; 2 usage (bad options, a missing or unreadable file); 141 a closed pipe on stdout
+(``unmask.cli.stdout``, which also reports a stdout that cannot be written, with status 1).
+Diagnostics go to stderr, rendered with the source line and a caret.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
 from dataclasses import replace
 
 import click
 
 from unmask import __version__, exitcodes
+from unmask.cli.stdout import StdoutGuard
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits, click_options
 from unmask.outputs import write_text
@@ -43,19 +43,6 @@ def _fail(err: UnmaskError, sources: dict[str, str]) -> int:
     return exitcodes.ERRORS
 
 
-def _print(text: str, sources: dict[str, str]) -> None:
-    """Write to stdout; a full disk or a closed pipe ends the command with one diagnostic."""
-    try:
-        click.echo(text, nl=False)
-    except OSError as exc:
-        # point stdout at nothing, so the interpreter's last flush cannot fail again
-        with contextlib.suppress(OSError, ValueError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        reason = (exc.strerror or "cannot be written").lower()
-        diag = Diagnostic("output", f"cannot write to standard output: {reason}")
-        sys.exit(_fail(UnmaskError([diag]), sources))
-
-
 def parse_domains(values: tuple[str, ...]) -> dict[str, list[str]]:
     """``claim=a,b`` options to a mapping; ``claim=`` is an empty domain."""
     out: dict[str, list[str]] = {}
@@ -73,8 +60,10 @@ def parse_domains(values: tuple[str, ...]) -> dict[str, list[str]]:
     return out
 
 
-class _DefaultGroup(click.Group):
+class _DefaultGroup(StdoutGuard):
     """A group whose first argument, when it names no subcommand, is a file to compile."""
+
+    output_status = exitcodes.ERRORS
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("-h", "--help", "--version"):
@@ -153,7 +142,7 @@ def compile_command(
         except UnmaskError as err:
             sys.exit(_fail(err, sources))
     else:
-        _print(out, sources)
+        click.echo(out, nl=False)
 
 
 @cli.command("fmt")
@@ -189,7 +178,7 @@ def fmt_command(files: tuple[str, ...], check: bool, write: bool, limits: Limits
                     continue
                 click.echo(f"reformatted {path}", err=True)
         else:
-            _print(formatted, sources)
+            click.echo(formatted, nl=False)
     sys.exit(status)
 
 

@@ -1,13 +1,11 @@
 """Options and output that several `unmask` subcommands share, defined once so they read
 the same. ``open_backend`` turns ``--backend`` into a backend or one usage error (exit 2).
-``echo`` writes a command's result on stdout; a full disk or a closed pipe ends the command
-with one ``output`` diagnostic and exit 2, as for any file it cannot write.
+``echo`` writes a command's result on stdout; a full disk or a closed pipe there is
+handled once for every command, by the entry point (``unmask.cli.stdout``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
 
 import click
@@ -69,17 +67,5 @@ def deadline_option(default: int | None = None):
 
 
 def echo(text: str, nl: bool = True) -> None:
-    """``click.echo`` to stdout, where a write error is a diagnostic, not a traceback."""
-    try:
-        click.echo(text, nl=nl)
-    except OSError as exc:
-        from unmask.diagnostics import Diagnostic, render_all
-        from unmask.outputs import reason
-
-        # point stdout at nothing, so the interpreter's last flush cannot fail again
-        with contextlib.suppress(OSError, ValueError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        diag = Diagnostic("output", f"cannot write to standard output: {reason(exc)}")
-        with contextlib.suppress(OSError):
-            click.echo(render_all([diag]), err=True)
-        sys.exit(exitcodes.USAGE)
+    """``click.echo`` to stdout (a write that fails is the entry point's to report)."""
+    click.echo(text, nl=nl)

@@ -84,7 +84,9 @@ class Progress:
 
 
 def gate_status(summary: Any, fail_on: str | None) -> int:
-    if summary.valid == 0:
+    # 4 means invalid input, as for `unmask check`: a valid replay the backend could not
+    # decide is not one (`check` exits 3 for it), so a run of only those is not exit 4
+    if summary.valid_inputs == 0:
         return EXIT_INVALID
     if fail_on is None:
         return EXIT_OK
@@ -339,8 +341,7 @@ def _run(
             sink.write(result.line)
             sink.flush()
         except OSError as exc:
-            _lost(sink, out)
-            raise OutputError([_results_error(out, exc)]) from None
+            raise _lost(sink, out, exc) from None
         summary.add(result.view)
         broken_proto.add(b'"proto":"INCONSISTENT"' in result.line)
         if result.row is not None:
@@ -389,8 +390,7 @@ def _run(
     try:
         _close(sink, out, strict=True)
     except OSError as exc:
-        _lost(sink, out)
-        raise OutputError([_results_error(out, exc)]) from None
+        raise _lost(sink, out, exc) from None
     finish()
     if outputs.summary_json:
         import json
@@ -412,22 +412,15 @@ def _href(obj: dict[str, Any]) -> str:
     return page_name(str(obj.get("location")), str(obj.get("replay")))
 
 
-def _results_error(out: str, exc: OSError) -> Diagnostic:
+def _lost(sink: Any, out: str, exc: OSError) -> Exception:
+    """After a failed write of the results: the error to raise, the file closed quietly.
+    Standard output's own error goes on unchanged: it is the entry point's to report, the
+    same for every command (``unmask.cli.stdout``)."""
     if out == "-":
-        return Diagnostic("output", f"cannot write the results to stdout: {reason(exc)}")
-    return cannot_write(out, exc)
-
-
-def _lost(sink: Any, out: str) -> None:
-    """After a failed write: close quietly, and keep stdout from failing again at exit."""
-    if out == "-":
-        with contextlib.suppress(OSError, ValueError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            os.close(devnull)
-        return
+        return exc
     with contextlib.suppress(OSError):
         sink.close()
+    return OutputError([cannot_write(out, exc)])
 
 
 def _close(sink: Any, out: str, strict: bool = False) -> None:

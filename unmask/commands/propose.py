@@ -31,10 +31,12 @@ abstained, goes to stderr. Exit 0 written, 4 the replay is invalid or unreadable
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import IO
 
 import click
 
@@ -123,13 +125,37 @@ def _parse(raw: bytes | None) -> tuple[object, str, list[str]]:
     return row_id, claim, evidence
 
 
-def _lines(path: str) -> Iterator[tuple[int, bytes | None]]:
-    """Numbered lines, each read at most ``MAX_LINE_BYTES`` at a time: memory stays bounded."""
-    if path == "-":
-        yield from bounded_lines(sys.stdin.buffer, MAX_LINE_BYTES, skip_bom=True)
+def _lines(path: str, name: str) -> Iterator[tuple[int, bytes | None]]:
+    """The input's numbered lines, each read at most ``MAX_LINE_BYTES`` at a time (memory
+    stays bounded; a longer line is None); one that cannot be read ends the command with
+    exit 4."""
+    try:
+        if path == "-":
+            yield from bounded_lines(sys.stdin.buffer, MAX_LINE_BYTES, skip_bom=True)
+            return
+        with open(path, "rb") as fh:
+            yield from bounded_lines(fh, MAX_LINE_BYTES, skip_bom=True)
+    except OSError as exc:
+        message = f"cannot read `{name}`: {(exc.strerror or 'error').lower()}"
+        click.echo(render_all([Diagnostic("unreadable-input", message)]), err=True)
+        raise SystemExit(EXIT_INVALID) from None
+
+
+@contextlib.contextmanager
+def _output(output: str | None) -> Iterator[IO[str]]:
+    """Where the lines go: stdout, or the ``-o`` file (one that cannot be written: exit 2).
+    Standard output's failures are the entry point's to report, as for every command
+    (``unmask.cli.stdout``); reading errors never reach here (``_lines``)."""
+    if output is None:
+        yield sys.stdout
         return
-    with open(path, "rb") as fh:
-        yield from bounded_lines(fh, MAX_LINE_BYTES, skip_bom=True)
+    try:
+        with open(output, "w", encoding="utf-8") as out:
+            yield out
+    except OSError as exc:
+        message = f"cannot write `{output}`: {(exc.strerror or 'error').lower()}"
+        click.echo(render_all([Diagnostic("usage", message)]), err=True)
+        raise SystemExit(EXIT_USAGE) from None
 
 
 def _dumps(obj: dict) -> str:
@@ -210,15 +236,9 @@ def _each_line(
     """One output line per non-blank input line: ``respond``'s record, or the error of a bad
     line (also on stderr); then exit 4 when any line was bad."""
     name = "<stdin>" if input_path == "-" else input_path
-    try:
-        out = sys.stdout if output is None else open(output, "w", encoding="utf-8")  # noqa: SIM115
-    except OSError as exc:
-        message = f"cannot write `{output}`: {(exc.strerror or 'error').lower()}"
-        click.echo(render_all([Diagnostic("usage", message)]), err=True)
-        raise SystemExit(EXIT_USAGE) from None
     bad = total = 0
-    try:
-        for n, raw in _lines(input_path):
+    with _output(output) as out:
+        for n, raw in _lines(input_path, name):
             if raw is not None and not raw.strip():
                 continue
             total += 1
@@ -231,15 +251,6 @@ def _each_line(
                 out.write(_dumps({"id": exc.row_id, "line": n, "error": exc.message}) + "\n")
                 continue
             out.write(_dumps(record) + "\n")
-    except OSError as exc:
-        message = f"cannot read `{name}`: {(exc.strerror or 'error').lower()}"
-        click.echo(render_all([Diagnostic("unreadable-input", message)]), err=True)
-        raise SystemExit(EXIT_INVALID) from None
-    finally:
-        if out is not sys.stdout:
-            out.close()
-        else:
-            out.flush()
     if bad:
         line = "line" if total == 1 else "lines"
         click.echo(f"{bad} of {total} {line} invalid; the rest were proposed for", err=True)
@@ -379,15 +390,17 @@ def replay(
     except UnmaskError as exc:  # a proposer wrote something the loader refuses: a bug, say so
         click.echo(render_all(exc.diagnostics), err=True)
         raise SystemExit(EXIT_INVALID) from None
-    try:
-        if output is None:
-            click.echo(json.dumps(new, ensure_ascii=False, indent=2))
-        else:
+    if output is None:
+        click.echo(json.dumps(new, ensure_ascii=False, indent=2))
+    else:
+        try:
             write_json(output, new)
-    except (OSError, UnmaskError) as exc:
-        message = f"cannot write `{output}`: {str(getattr(exc, 'strerror', '') or exc).lower()}"
-        click.echo(render_all([Diagnostic("usage", message)]), err=True)
-        raise SystemExit(EXIT_USAGE) from None
+        except (OSError, UnmaskError) as exc:
+            reason = str(getattr(exc, "strerror", "") or exc).lower()
+            click.echo(
+                render_all([Diagnostic("usage", f"cannot write `{output}`: {reason}")]), err=True
+            )
+            raise SystemExit(EXIT_USAGE) from None
     for atom, by, conf in outcome.filled:
         click.echo(f"filled `{atom}` by {by} (confidence {conf:g})", err=True)
     for atom, by, conf in outcome.below:

@@ -14,7 +14,8 @@ Contract:
   ``summary`` and ``rows`` are plain dicts (keys in ``docs/reports.md``; a missing count is
   computed from ``rows``; ``index_row(report, href)`` builds one row of a report,
   ``line_row(obj, href)`` one of an audit result line); the table sorts and
-  filters with a little inline JS and is a plain table without it;
+  filters with a little inline JS and is a plain table without it; the gold × observed
+  label table is one table, or one per protocol when the run mixes protocols;
 - Jinja2 templates with autoescape on: every piece of user text is escaped; results always
   carry a symbol and a word, never colour alone; same input, same bytes (no time, no
   random ids).
@@ -379,6 +380,23 @@ def _confusion_from_rows(rows: Sequence[Mapping]) -> dict[str, Any]:
     }
 
 
+def _confusions(summary: Mapping[str, Any], rows: Sequence[Mapping]) -> list[dict]:
+    """Template data of the gold × observed tables: one per protocol when the run mixes
+    protocols (their labels are not comparable), else the one table; none without gold."""
+    by_protocol = summary.get("confusion_by_protocol")
+    if by_protocol is None and not summary.get("confusion"):
+        groups: dict[str, list[Mapping]] = {}
+        for r in rows:
+            if isinstance(r.get("protocol"), str):
+                groups.setdefault(r["protocol"], []).append(r)
+        by_protocol = {name: _confusion_from_rows(group) for name, group in groups.items()}
+    if by_protocol and len(by_protocol) > 1:
+        tables = ((name, _confusion(c)) for name, c in by_protocol.items())
+        return [{**t, "protocol": ev.clean(str(name))} for name, t in tables if t is not None]
+    one = _confusion(summary.get("confusion") or _confusion_from_rows(rows))
+    return [] if one is None else [{**one, "protocol": None}]
+
+
 def _confusion(c: Mapping[str, Any]) -> dict | None:
     """Template data of the gold × observed table; None when no replay has a gold label."""
     labels = [str(x) for x in c.get("labels") or ()]
@@ -488,7 +506,7 @@ def index_context(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]])
         "outcomes": OUTCOMES,
         "rows": table,
         "extra": extra,
-        "confusion": _confusion(summary.get("confusion") or _confusion_from_rows(rows)),
+        "confusions": _confusions(summary, rows),
         "provenance": _provenance(summary.get("provenance") or {}),
         "judges": _judges(summary.get("judges") or {}),
     }
@@ -503,6 +521,7 @@ def index_row(report: Report, href: str) -> dict[str, Any]:
         "verdict": report.verdict.observed,
         "gold": report.gold,
         "verdict_matches_gold": report.verdict_matches_gold,
+        "protocol": report.protocol,
         "href": href,
     }
 
@@ -525,6 +544,7 @@ def line_row(obj: Mapping[str, Any], href: str) -> dict[str, Any]:
         "verdict": verdict.get("observed") if isinstance(verdict, Mapping) else None,
         "gold": obj.get("gold"),
         "verdict_matches_gold": obj.get("verdict_matches_gold"),
+        "protocol": obj.get("protocol"),
         "href": href,
     }
 
@@ -532,8 +552,9 @@ def line_row(obj: Mapping[str, Any], href: str) -> dict[str, Any]:
 def render_index(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str:
     """The batch page. ``rows``: one dict per replay with ``id``, ``overall``,
     ``dimensions`` (dimension -> OK/VIOLATED/UNKNOWN/NOT_CHECKED), ``verdict``, ``gold``,
-    ``verdict_matches_gold`` and ``href`` (relative link to its report); ``summary``:
-    optional ``title``, ``total``, ``overall``, ``dimensions``, ``cross``, ``extra``,
-    ``confusion``, ``provenance``, ``judges`` (see ``docs/reports.md``)."""
+    ``verdict_matches_gold``, ``protocol`` (its name) and ``href`` (relative link to its
+    report); ``summary``: optional ``title``, ``total``, ``overall``, ``dimensions``,
+    ``cross``, ``extra``, ``confusion``, ``confusion_by_protocol``, ``provenance``,
+    ``judges`` (see ``docs/reports.md``)."""
     page = environment().get_template("index.html.j2").render(**index_context(summary, rows))
     return ev.clean(page)

@@ -1,0 +1,120 @@
+"""Standard output that cannot be written: one policy for every command of both programs.
+
+Contract: ``StdoutGuard`` is the click group that `unmask` and `unmaskc` are built on.
+Around parsing (``--help``, ``--version``) and around running any subcommand it flushes
+standard output before the exit status is returned, so a write that fails, fails while it
+can still be reported, not in the interpreter's last flush. Then:
+
+- a closed pipe (the reader went away, as in `unmask audit ... | head -1`): the command
+  stops quietly, nothing on stderr, exit status 141 (``exitcodes.BROKEN_PIPE``: 128 +
+  SIGPIPE, what a shell reports for a command whose pipe was closed);
+- any other failed write to standard output (a full disk or `/dev/full`, an I/O error, a
+  command started with stdout closed, `>&-`, whose first write fails as a closed descriptor
+  does): one ``output`` diagnostic, ``cannot write to standard output: no space left on
+  device``, and the group's ``output_status`` (2 for `unmask`, 1 for `unmaskc`).
+
+Commands write with ``click.echo`` or ``sys.stdout`` and catch nothing about standard output
+themselves. Files a command names are written through ``unmask.outputs`` or caught where
+they are written, so an error that reaches this guard with no file name is the stream's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import io
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import click
+
+from unmask import exitcodes
+
+# what a write to a stream can fail with; any other error is not the stream's and goes on
+_WRITE_ERRORS = frozenset(
+    getattr(errno, name)
+    for name in ("ENOSPC", "EDQUOT", "EFBIG", "EIO", "EPIPE", "EBADF")
+    if hasattr(errno, name)
+)
+
+
+def _silence(fd: int) -> None:
+    """Point ``fd`` at nothing, so the interpreter's last flush cannot fail again."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+
+
+def _stream_fd(stream: Any) -> int | None:
+    try:
+        return stream.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced (tests), closed or absent
+        return None
+
+
+class _Closed(io.TextIOBase):
+    """Standard output for a process started without one, where Python leaves ``None`` and
+    writes would vanish or crash: each write fails as a closed descriptor does."""
+
+    encoding = "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        if not data:
+            return 0
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+
+    @property
+    def buffer(self) -> _Closed:  # bytes are refused the same way
+        return self
+
+
+@contextlib.contextmanager
+def guarded(status: int) -> Iterator[None]:
+    """Run a command's body under the policy above; ``status`` for a write that failed."""
+    if sys.stdout is None:
+        sys.stdout = _Closed()
+    try:
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+    except OSError as exc:
+        if exc.errno not in _WRITE_ERRORS or exc.filename is not None:
+            raise
+        if exc.errno == errno.EPIPE:
+            # either stream may be the closed one; nothing more is written to either
+            for stream in (sys.stdout, sys.stderr):
+                fd = _stream_fd(stream)
+                if fd is not None:
+                    _silence(fd)
+            raise SystemExit(exitcodes.BROKEN_PIPE) from None
+        from unmask.diagnostics import Diagnostic, render_all
+        from unmask.outputs import reason
+
+        fd = _stream_fd(sys.stdout)
+        if fd is not None:
+            _silence(fd)
+        diag = Diagnostic("output", f"cannot write to standard output: {reason(exc)}")
+        with contextlib.suppress(OSError):
+            click.echo(render_all([diag]), err=True)
+        raise SystemExit(status) from None
+
+
+class StdoutGuard(click.Group):
+    """A group whose parsing and commands run ``guarded``, with ``output_status``."""
+
+    output_status: ClassVar[int] = exitcodes.USAGE
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        with guarded(self.output_status):
+            return super().make_context(*args, **kwargs)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with guarded(self.output_status):
+            return super().invoke(ctx)
