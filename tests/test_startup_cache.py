@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from unmask import cache
+from unmask import cache, cache_writer
 from unmask.compiler import compile_source
 from unmask.diagnostics import UnmaskError
 from unmask.irjson import protocol_to_json
@@ -31,7 +31,7 @@ def folder(tmp_path, monkeypatch) -> Path:
     """An empty cache folder, and a process memo that remembers nothing yet."""
     where = tmp_path / "cache"
     monkeypatch.setenv(cache.CACHE_ENV, str(where))
-    monkeypatch.setattr(cache, "_writes", 0)
+    monkeypatch.setattr(cache_writer, "_writes", 0)
     cache._memo.cache_clear()
     yield where
     cache._memo.cache_clear()
@@ -49,8 +49,8 @@ def _domains(text: str) -> dict[str, list[str]]:
 def _same(a, b) -> None:
     """Equal protocols with equal spans at every node."""
     assert protocol_to_json(a) == protocol_to_json(b)
-    assert list(cache._spans(a)) == list(cache._spans(b))
-    assert any(s is not None for s in cache._spans(b))
+    assert list(cache_writer.spans(a)) == list(cache_writer.spans(b))
+    assert any(s is not None for s in cache_writer.spans(b))
 
 
 def _from_disk(text: str, name: str, domains, limits=DEFAULT_LIMITS):
@@ -236,11 +236,11 @@ def test_an_unusable_folder_only_costs_a_compile(tmp_path, monkeypatch):
 
 
 def test_writes_per_process_and_entries_per_folder_are_bounded(folder, monkeypatch):
-    monkeypatch.setattr(cache, "MAX_ENTRIES", 3)
-    monkeypatch.setattr(cache, "WRITES_PER_PROCESS", 5)
+    monkeypatch.setattr(cache_writer, "MAX_ENTRIES", 3)
+    monkeypatch.setattr(cache_writer, "WRITES_PER_PROCESS", 5)
     text = (EXAMPLES / "factual_claims_family.proto").read_text(encoding="utf-8")
     for i in range(8):
         cache.compile_cached(text, "f.proto", {"claim": [f"c{i}"]})
         assert len(_entries(folder)) <= 3
-    assert cache._writes == 5
+    assert cache_writer._writes == 5
     assert len(_entries(folder)) == 3

@@ -11,15 +11,12 @@ module and grammar file that compiling reads. A hit is read back through the pro
 reader (``unmask.irjson_reader``), so it imports neither lark nor the compiler. An entry
 that cannot be read, does not validate, or was written for another key is ignored and
 rebuilt; an entry is written only after reading it back gave the very protocol compiled;
-compile errors are never written. A cache that cannot be used is skipped silently. A
-process writes at most ``WRITES_PER_PROCESS`` entries and the folder keeps at most
-``MAX_ENTRIES`` of them, so a batch of many distinct protocols neither slows down nor fills
-the disk.
+compile errors are never written (``unmask.cache_writer``, imported only on a miss). A
+cache that cannot be used is skipped silently.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -36,8 +33,6 @@ CACHE_ENV = "UNMASK_CACHE_DIR"  # overrides the cache folder; empty turns the ca
 COMPILE_CACHE_SIZE = 32  # distinct (text, file, domains, limits) kept per process
 ENTRY_SCHEMA = "unmask.compiled/1"
 ENTRY_PREFIX = "protocol-"
-WRITES_PER_PROCESS = 16
-MAX_ENTRIES = 256
 MAX_ENTRY_BYTES = 64 * 1024 * 1024
 # what compiling a `.proto` text reads: a change to any of them changes every key
 _MODULES = (
@@ -54,7 +49,6 @@ _MODULES = (
     "parser",
 )
 
-_writes = 0
 _END = object()
 
 
@@ -100,7 +94,9 @@ def _memo(
 
     protocol = compiler.compile_source(text, filename, dict(domains), limits)
     if entry is not None:
-        _store(entry[0], entry[1], protocol, filename, limits)
+        from unmask.cache_writer import store
+
+        store(entry[0], entry[1], protocol, filename, limits)
     return protocol
 
 
@@ -164,10 +160,10 @@ def _load(path: Path, digest: str, filename: str, limits: Limits) -> ir.Protocol
         return None
     if len(data) > MAX_ENTRY_BYTES:
         return None
-    return _decode(data, digest, filename, limits)
+    return decode(data, digest, filename, limits)
 
 
-def _decode(data: bytes | str, digest: str, filename: str, limits: Limits) -> ir.Protocol | None:
+def decode(data: bytes | str, digest: str, filename: str, limits: Limits) -> ir.Protocol | None:
     from unmask.diagnostics import UnmaskError
     from unmask.irjson_reader import protocol_from_json
 
@@ -199,7 +195,8 @@ def _span(raw: Any, filename: str) -> ir.Span | None:
 
 
 def _with_spans(p: ir.Protocol, spans: Iterator[Any], filename: str) -> ir.Protocol:
-    """``p`` rebuilt with the spans of ``spans``, taken in the order of ``_spans``."""
+    """``p`` rebuilt with the spans of ``spans``, taken in the order in which
+    ``unmask.cache_writer.spans`` lists them."""
 
     def take() -> ir.Span | None:
         return _span(next(spans), filename)
@@ -250,7 +247,7 @@ def _with_spans(p: ir.Protocol, spans: Iterator[Any], filename: str) -> ir.Proto
     )
 
 
-def _kids(e: ir.Expr) -> tuple[ir.Expr, ...]:
+def kids(e: ir.Expr) -> tuple[ir.Expr, ...]:
     # a use of a definition is a leaf here: its body is the definition's, rebuilt once
     return () if e.__class__ is ir.Ref else ir.children(e)
 
@@ -263,11 +260,10 @@ def _expr_with_spans(root: ir.Expr, take: Any, defs: Mapping[str, ir.Expr]) -> i
     while todo:
         e, visited, span = todo.pop()
         if not visited:
-            kids = _kids(e)
             todo.append((e, True, take()))
-            todo.extend((k, False, None) for k in reversed(kids))
+            todo.extend((k, False, None) for k in reversed(kids(e)))
             continue
-        n = len(_kids(e))
+        n = len(kids(e))
         args = done[len(done) - n :] if n else []
         if n:
             del done[len(done) - n :]
@@ -291,120 +287,3 @@ def _expr_with_spans(root: ir.Expr, take: Any, defs: Mapping[str, ir.Expr]) -> i
         done.append(out)
     (result,) = done
     return result
-
-
-# --- writing --------------------------------------------------------------------------------
-
-
-def _spans(p: ir.Protocol) -> Iterator[ir.Span | None]:
-    """Every span of ``p`` in the order ``_with_spans`` takes them."""
-    yield p.span
-    for a in p.atoms:
-        yield a.span
-    for d in p.definitions:
-        yield d.span
-        yield from _expr_spans(d.expr)
-    for c in p.constraints:
-        yield c.span
-        yield from _expr_spans(c.expr)
-    if p.decision is not None:
-        yield from _expr_spans(p.decision)
-    for d in p.decisions:
-        yield d.span
-        if d.expr is not None:
-            yield from _expr_spans(d.expr)
-    for r in p.requirements:
-        yield r.span
-        yield from _expr_spans(r.expr)
-        if r.addressed is not None:
-            yield from _expr_spans(r.addressed)
-    for g in p.grounding:
-        yield g.span
-        yield from _expr_spans(g.judge)
-        yield from _expr_spans(g.context)
-
-
-def _expr_spans(root: ir.Expr) -> Iterator[ir.Span | None]:
-    todo = [root]
-    while todo:
-        e = todo.pop()
-        yield e.span
-        todo.extend(reversed(_kids(e)))
-
-
-def _refs_share_their_definition(p: ir.Protocol) -> bool:
-    """Every use of a definition means the listed definition itself (so its spans are
-    the definition's, which is what a rebuilt use points to)."""
-    defs = {d.name: d.expr for d in p.definitions}
-    todo: list[ir.Expr] = [d.expr for d in p.definitions]
-    todo += [c.expr for c in p.constraints]
-    todo += [e for e in (p.decision, *(d.expr for d in p.decisions)) if e is not None]
-    for r in p.requirements:
-        todo += [e for e in (r.expr, r.addressed) if e is not None]
-    for g in p.grounding:
-        todo += [g.judge, g.context]
-    while todo:
-        e = todo.pop()
-        if e.__class__ is ir.Ref and defs.get(e.name) is not e.body:  # type: ignore[union-attr]
-            return False
-        todo.extend(_kids(e))
-    return True
-
-
-def _encode_spans(p: ir.Protocol, filename: str) -> list[Any] | None:
-    out: list[Any] = []
-    for s in _spans(p):
-        if s is None:
-            out.append(None)
-        elif s.file != filename:
-            return None
-        else:
-            out.append([s.line, s.column, s.end_line, s.end_column, s.start_pos, s.end_pos])
-    return out
-
-
-def _store(path: Path, digest: str, protocol: ir.Protocol, filename: str, limits: Limits) -> None:
-    """Write the entry for ``protocol``, if this process may still write and reading it
-    back gives the same protocol, spans included; any failure only skips the cache."""
-    global _writes
-    if _writes >= WRITES_PER_PROCESS:
-        return
-    _writes += 1
-    from unmask.irjson import protocol_to_json
-    from unmask.outputs import write_text
-
-    try:
-        if not _refs_share_their_definition(protocol):
-            return
-        spans = _encode_spans(protocol, filename)
-        if spans is None:
-            return
-        doc = protocol_to_json(protocol)
-        entry = {"schema": ENTRY_SCHEMA, "key": digest, "protocol": doc, "spans": spans}
-        text = json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
-        if len(text.encode("utf-8", "surrogatepass")) > MAX_ENTRY_BYTES:
-            return
-        back = _decode(text, digest, filename, limits)
-        if (
-            back is None
-            or protocol_to_json(back) != doc
-            or list(_spans(back)) != list(_spans(protocol))
-        ):
-            return
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        write_text(str(path), text)
-        _prune(path.parent)
-    except Exception:  # a cache is never worth a failure: a full disk, a deep expression…
-        return
-
-
-def _prune(folder: Path) -> None:
-    """Keep the newest ``MAX_ENTRIES`` entries: the folder never grows without bound."""
-    with contextlib.suppress(OSError):
-        entries = [e for e in os.scandir(folder) if e.name.startswith(ENTRY_PREFIX)]
-        if len(entries) <= MAX_ENTRIES:
-            return
-        entries.sort(key=lambda e: e.stat().st_mtime_ns, reverse=True)
-        for old in entries[MAX_ENTRIES:]:
-            with contextlib.suppress(OSError):
-                os.unlink(old.path)
