@@ -178,18 +178,30 @@ def test_an_edited_proto_is_compiled_again(tmp_path, folder):
     assert len(_entries(folder)) == 2
 
 
-def test_the_key_holds_every_input_of_compiling(folder):
+def test_the_key_holds_every_input_of_compiling_but_the_file_name(folder):
     text = (EXAMPLES / "factual_claims_family.proto").read_text(encoding="utf-8")
     doms = (("claim", ("a", "b")),)
-    base = cache._entry(text, "f.proto", doms, Limits())
+    base = cache._entry(text, doms, Limits())
     others = [
-        cache._entry(text + "\n", "f.proto", doms, Limits()),
-        cache._entry(text, "g.proto", doms, Limits()),
-        cache._entry(text, "f.proto", (("claim", ("b", "a")),), Limits()),
-        cache._entry(text, "f.proto", doms, Limits(max_atoms=3)),
+        cache._entry(text + "\n", doms, Limits()),
+        cache._entry(text, (("claim", ("b", "a")),), Limits()),
+        cache._entry(text, doms, Limits(max_atoms=3)),
     ]
     assert base is not None
-    assert len({base[0], *(o[0] for o in others)}) == 5
+    assert len({base[0], *(o[0] for o in others)}) == 4
+
+
+def test_one_entry_serves_every_file_name_with_its_own_spans(folder, monkeypatch):
+    text = (EXAMPLES / "claim_parts.proto").read_text(encoding="utf-8")
+    domains = {"part": ["a", "b"]}
+    cache.compile_cached(text, "here/claim_parts.proto", domains)
+    from unmask import compiler
+
+    monkeypatch.setattr(compiler, "compile_source", None)  # a hit must not compile
+    moved = _from_disk(text, "elsewhere/claim_parts.proto", domains)
+    _same(moved, compile_source(text, "elsewhere/claim_parts.proto", domains))
+    assert {s.file for s in cache_writer.spans(moved) if s} == {"elsewhere/claim_parts.proto"}
+    assert len(_entries(folder)) == 1
 
 
 def test_compile_errors_are_reported_the_same_and_never_cached(tmp_path):

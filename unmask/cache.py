@@ -6,13 +6,15 @@ domains, limits)`` returns what ``unmask.compiler.compile_source`` returns for t
 arguments, spans included, or raises the same ``UnmaskError``: it remembers the last
 ``COMPILE_CACHE_SIZE`` protocols per process, and keeps each compiled protocol on disk as
 its ``unmask.protocol/1`` JSON with the spans beside it, named by a digest of the text, the
-file name, the domains, the limits, Python's and lark's versions and the bytes of every
-module and grammar file that compiling reads. A hit is read back through the protocol IR
-reader (``unmask.irjson_reader``), so it imports neither lark nor the compiler. An entry
-that cannot be read, does not validate, or was written for another key is ignored and
-rebuilt; an entry is written only after reading it back gave the very protocol compiled;
-compile errors are never written (``unmask.cache_writer``, imported only on a miss). A
-cache that cannot be used is skipped silently.
+domains, the limits, Python's and lark's versions and the bytes of every module and grammar
+file that compiling reads. The file name is not in the key: compiling puts it in the spans
+and nowhere else, so an entry is shared by every copy of the same text (a checkout moved, a
+temporary folder) and its spans are given the name asked for. A hit is read back through
+the protocol IR reader (``unmask.irjson_reader``), so it imports neither lark nor the
+compiler. An entry that cannot be read, does not validate, or was written for another key
+is ignored and rebuilt; an entry is written only after reading it back gave the very
+protocol compiled; compile errors are never written (``unmask.cache_writer``, imported only
+on a miss). A cache that cannot be used is skipped silently.
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ def compile_cached(
 def _memo(
     text: str, filename: str, domains: tuple[tuple[str, tuple[str, ...]], ...], limits: Limits
 ) -> ir.Protocol:
-    entry = _entry(text, filename, domains, limits)
+    entry = _entry(text, domains, limits)
     if entry is not None:
         path, digest = entry
         found = _load(path, digest, filename, limits)
@@ -133,7 +135,7 @@ def _update(h: Any, part: str | bytes) -> None:
 
 
 def _entry(
-    text: str, filename: str, domains: tuple[tuple[str, tuple[str, ...]], ...], limits: Limits
+    text: str, domains: tuple[tuple[str, tuple[str, ...]], ...], limits: Limits
 ) -> tuple[Path, str] | None:
     """(the entry's file, the digest it must record), or None when caching is off."""
     folder = cache_dir()
@@ -141,7 +143,7 @@ def _entry(
     if folder is None or fingerprint is None:
         return None
     h = hashlib.sha256()
-    for part in (fingerprint, filename, repr(domains), repr(limits), text):
+    for part in (fingerprint, repr(domains), repr(limits), text):
         _update(h, part)
     digest = h.hexdigest()
     return folder / f"{ENTRY_PREFIX}{digest[:32]}.json", digest
