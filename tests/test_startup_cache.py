@@ -256,3 +256,12 @@ def test_writes_per_process_and_entries_per_folder_are_bounded(folder, monkeypat
         assert len(_entries(folder)) <= 3
     assert cache_writer._writes == 5
     assert len(_entries(folder)) == 3
+
+
+def test_a_large_protocol_is_not_written(folder, monkeypatch):
+    monkeypatch.setattr(cache_writer, "MAX_ATOMS", 4)
+    text = (EXAMPLES / "factual_claims_family.proto").read_text(encoding="utf-8")
+    cache.compile_cached(text, "f.proto", {"claim": ["c1", "c2"]})  # 5 atoms
+    assert not _entries(folder)
+    cache.compile_cached(text, "f.proto", {"claim": ["c1"]})  # 3 atoms
+    assert len(_entries(folder)) == 1

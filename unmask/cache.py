@@ -35,7 +35,7 @@ CACHE_ENV = "UNMASK_CACHE_DIR"  # overrides the cache folder; empty turns the ca
 COMPILE_CACHE_SIZE = 32  # distinct (text, file, domains, limits) kept per process
 ENTRY_SCHEMA = "unmask.compiled/1"
 ENTRY_PREFIX = "protocol-"
-MAX_ENTRY_BYTES = 64 * 1024 * 1024
+MAX_ENTRY_BYTES = 4 * 1024 * 1024  # a larger file is not an entry this module wrote
 # what compiling a `.proto` text reads: a change to any of them changes every key
 _MODULES = (
     "ast",

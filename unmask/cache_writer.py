@@ -6,8 +6,8 @@ span in the order of ``spans``. It writes only when reading the entry back throu
 ``unmask.cache`` gives the very protocol, spans included; the file is replaced whole
 (``unmask.outputs``), so a concurrent run never reads half an entry. A process writes at
 most ``WRITES_PER_PROCESS`` entries and the folder keeps the newest ``MAX_ENTRIES``, so a
-batch of many distinct protocols neither slows down nor fills the disk. Any failure only
-skips the cache.
+batch of many distinct protocols neither slows down nor fills the disk; a protocol of more
+than ``MAX_ATOMS`` atoms is not written. Any failure only skips the cache.
 """
 
 from __future__ import annotations
@@ -26,6 +26,10 @@ from unmask.limits import Limits
 
 WRITES_PER_PROCESS = 16
 MAX_ENTRIES = 256
+# Past this many atoms reading an entry back costs about what compiling does (1,000
+# claims: some 70 ms to read, 50 ms to compile, three times that to write and verify), so
+# a large protocol is not written: the cache is for the start-up of small checks.
+MAX_ATOMS = 1_000
 
 _writes = 0
 
@@ -101,7 +105,7 @@ def store(path: Path, digest: str, protocol: ir.Protocol, filename: str, limits:
     """Write the entry for ``protocol``, if this process may still write and reading it
     back gives the same protocol, spans included; any failure only skips the cache."""
     global _writes
-    if _writes >= WRITES_PER_PROCESS:
+    if _writes >= WRITES_PER_PROCESS or len(protocol.atoms) > MAX_ATOMS:
         return
     _writes += 1
     from unmask.outputs import write_text  # its tempfile is slow to import: only here
