@@ -265,3 +265,17 @@ def test_a_large_protocol_is_not_written(folder, monkeypatch):
     assert not _entries(folder)
     cache.compile_cached(text, "f.proto", {"claim": ["c1"]})  # 3 atoms
     assert len(_entries(folder)) == 1
+
+
+def test_a_link_in_the_place_of_an_entry_is_replaced_not_followed(folder, tmp_path):
+    text = (EXAMPLES / "factual_claims.proto").read_text(encoding="utf-8")
+    compiled = cache.compile_cached(text, "f.proto")
+    (entry,) = _entries(folder)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me", encoding="utf-8")
+    entry.unlink()
+    entry.symlink_to(victim)
+    _same(_from_disk(text, "f.proto", None), compiled)
+    assert victim.read_text(encoding="utf-8") == "keep me"
+    assert not entry.is_symlink() and json.loads(entry.read_text(encoding="utf-8"))["key"]
+    assert not list(folder.glob("*.tmp"))

@@ -3,8 +3,9 @@
 Contract: ``store(path, digest, protocol, filename, limits)`` writes the entry for a
 protocol just compiled: its ``unmask.protocol/1`` JSON, the digest of its key and every
 span in the order of ``spans``. It writes only when reading the entry back through
-``unmask.cache`` gives the very protocol, spans included; the file is replaced whole
-(``unmask.outputs``), so a concurrent run never reads half an entry. A process writes at
+``unmask.cache`` gives the very protocol, spans included; the file is written under a
+private name and renamed over the entry, so a concurrent run never reads half an entry and
+a link in the entry's place is replaced, never followed. A process writes at
 most ``WRITES_PER_PROCESS`` entries and the folder keeps the newest ``MAX_ENTRIES``, so a
 batch of many distinct protocols neither slows down nor fills the disk; a protocol of more
 than ``MAX_ATOMS`` atoms is not written. Any failure only skips the cache.
@@ -108,8 +109,6 @@ def store(path: Path, digest: str, protocol: ir.Protocol, filename: str, limits:
     if _writes >= WRITES_PER_PROCESS or len(protocol.atoms) > MAX_ATOMS:
         return
     _writes += 1
-    from unmask.outputs import write_text  # its tempfile is slow to import: only here
-
     try:
         if not _refs_share_their_definition(protocol):
             return
@@ -129,10 +128,23 @@ def store(path: Path, digest: str, protocol: ir.Protocol, filename: str, limits:
         ):
             return
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        write_text(str(path), text)
+        _replace(path, text)
         _prune(path.parent)
     except Exception:  # a cache is never worth a failure: a full disk, a deep expression…
         return
+
+
+def _replace(path: Path, text: str) -> None:
+    import tempfile  # slow to import: only when an entry is written
+
+    fd, tmp = tempfile.mkstemp(prefix=".protocol-", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
 
 
 def _prune(folder: Path) -> None:
