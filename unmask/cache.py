@@ -36,10 +36,12 @@ COMPILE_CACHE_SIZE = 32  # distinct (text, file, domains, limits) kept per proce
 ENTRY_SCHEMA = "unmask.compiled/1"
 ENTRY_PREFIX = "protocol-"
 MAX_ENTRY_BYTES = 4 * 1024 * 1024  # a larger file is not an entry this module wrote
-# what compiling a `.proto` text reads: a change to any of them changes every key
+# what compiling a `.proto` text reads, and how an entry is written and read back: a
+# change to any of them changes every key
 _MODULES = (
     "ast",
     "cache",
+    "cache_writer",
     "compiler",
     "diagnostics",
     "ir",
