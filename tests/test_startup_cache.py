@@ -279,3 +279,14 @@ def test_a_link_in_the_place_of_an_entry_is_replaced_not_followed(folder, tmp_pa
     assert victim.read_text(encoding="utf-8") == "keep me"
     assert not entry.is_symlink() and json.loads(entry.read_text(encoding="utf-8"))["key"]
     assert not list(folder.glob("*.tmp"))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_a_pipe_in_the_place_of_an_entry_is_not_read(folder):
+    text = (EXAMPLES / "factual_claims.proto").read_text(encoding="utf-8")
+    compiled = cache.compile_cached(text, "f.proto")
+    (entry,) = _entries(folder)
+    entry.unlink()
+    os.mkfifo(entry)  # opening it to read would wait for a writer for ever
+    _same(_from_disk(text, "f.proto", None), compiled)
+    assert entry.is_file()

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
@@ -157,18 +158,31 @@ def _entry(
 def _load(path: Path, digest: str, filename: str, limits: Limits) -> ir.Protocol | None:
     """The protocol in the entry at ``path``, or None when there is none or it is not
     usable (then it will be rebuilt and replaced)."""
+    # an entry is a regular file this module renamed into place: a link, a pipe (which
+    # would block) or a device in its place is not read
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
-        with path.open("rb") as f:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb") as f:
+            fd = -1
             data = f.read(MAX_ENTRY_BYTES + 1)
     except OSError:
         return None
+    finally:
+        if fd >= 0:
+            os.close(fd)
     if len(data) > MAX_ENTRY_BYTES:
         return None
     return decode(data, digest, filename, limits)
 
 
 def decode(data: bytes | str, digest: str, filename: str, limits: Limits) -> ir.Protocol | None:
-    from unmask.diagnostics import UnmaskError
+    """The protocol of an entry's text, or None when it is not an entry for ``digest``."""
     from unmask.irjson_reader import protocol_from_json
 
     try:
@@ -186,7 +200,7 @@ def decode(data: bytes | str, digest: str, filename: str, limits: Limits) -> ir.
         if next(spans, _END) is not _END:  # spans left over: not this protocol's
             return None
         return out
-    except (UnmaskError, ValueError, TypeError, KeyError, StopIteration, RecursionError):
+    except Exception:  # whatever is wrong with an entry, compiling is the answer
         return None
 
 
