@@ -11,7 +11,6 @@ solver, which the sliced backend rarely needs for a small replay.
 
 from __future__ import annotations
 
-import difflib
 import importlib
 
 from unmask.backends.base import (
@@ -75,6 +74,8 @@ def create(
 ) -> Backend:
     name, _, option = spec.partition(":")
     if name not in _REGISTRY:
+        import difflib  # only for a name that is wrong: not at every start-up
+
         close = difflib.get_close_matches(name, list(_REGISTRY), n=1, cutoff=0.5)
         hint = f"did you mean `{close[0]}`?" if close else None
         choices = ", ".join(f"`{n}`" for n in _REGISTRY)

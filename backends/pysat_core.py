@@ -16,7 +16,6 @@ Contract:
 
 from __future__ import annotations
 
-import difflib
 import threading
 import time
 from collections.abc import Iterable
@@ -83,6 +82,8 @@ def resolve_solver(option: str | None) -> str:
         hint = f"try `pysat:{DEFAULT_SOLVER}`"
     else:
         message = f"unknown pysat solver `{option}`; usable solvers: {choices}"
+        import difflib  # only for a wrong name: not at every start-up
+
         close = difflib.get_close_matches(option.lower(), list(SUPPORTED), n=1, cutoff=0.5)
         hint = f"did you mean `pysat:{close[0]}`?" if close else None
     raise UnmaskError([Diagnostic(code="unknown-solver", message=message, help=hint)])

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from unmask import cache as cache_mod
 from unmask import parser as parser_mod
 from unmask.compiler import compile_cached, compile_source
 from unmask.limits import Limits
@@ -24,9 +25,9 @@ PROTO = (EXAMPLES / "factual_claims_family.proto").read_text(encoding="utf-8")
 
 def _fresh_parser(monkeypatch: pytest.MonkeyPatch, folder: Path | str | None):
     if folder is None:
-        monkeypatch.setenv(parser_mod.CACHE_ENV, "")
+        monkeypatch.setenv(cache_mod.CACHE_ENV, "")
     else:
-        monkeypatch.setenv(parser_mod.CACHE_ENV, str(folder))
+        monkeypatch.setenv(cache_mod.CACHE_ENV, str(folder))
     parser_mod.lark_parser.cache_clear()
     try:
         return parser_mod.lark_parser()
@@ -55,7 +56,7 @@ def test_the_second_build_loads_the_tables_from_the_cache_file(monkeypatch, tmp_
 
 
 def test_a_changed_grammar_gets_another_cache_file(tmp_path, monkeypatch):
-    monkeypatch.setenv(parser_mod.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(cache_mod.CACHE_ENV, str(tmp_path))
     grammar = 'start: "a"\n'
     one = parser_mod._cache_file(grammar)
     assert one is not None and one.parent == tmp_path
@@ -94,7 +95,7 @@ def test_a_cache_path_that_is_a_file_or_a_folder_is_skipped(monkeypatch, tmp_pat
     _parses(_fresh_parser(monkeypatch, blocker / "unmask"))
     # the cache file's own name taken by a folder
     folder = tmp_path / "c"
-    monkeypatch.setenv(parser_mod.CACHE_ENV, str(folder))
+    monkeypatch.setenv(cache_mod.CACHE_ENV, str(folder))
     grammar = (ROOT / "grammar" / "unmask.lark").read_text(encoding="utf-8")
     target = parser_mod._cache_file(grammar)
     target.mkdir(parents=True)
@@ -109,15 +110,15 @@ def test_an_empty_cache_setting_turns_the_cache_off(monkeypatch, tmp_path):
 
 
 def test_the_cache_folder_follows_xdg_cache_home(monkeypatch, tmp_path):
-    monkeypatch.delenv(parser_mod.CACHE_ENV, raising=False)
+    monkeypatch.delenv(cache_mod.CACHE_ENV, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert parser_mod.cache_dir() == tmp_path / "unmask"
+    assert cache_mod.cache_dir() == tmp_path / "unmask"
     monkeypatch.setenv("XDG_CACHE_HOME", "relative")  # not absolute: ignored
-    assert parser_mod.cache_dir() == Path.home() / ".cache" / "unmask"
+    assert cache_mod.cache_dir() == Path.home() / ".cache" / "unmask"
 
 
 def test_a_command_runs_with_a_stale_or_unusable_cache(tmp_path):
-    env = {**os.environ, parser_mod.CACHE_ENV: str(tmp_path / "c")}
+    env = {**os.environ, cache_mod.CACHE_ENV: str(tmp_path / "c")}
     code = "from unmask.cli.main import main; main()"
     replay = str(EXAMPLES / "case_a.json")
     first = subprocess.run(
@@ -130,7 +131,7 @@ def test_a_command_runs_with_a_stale_or_unusable_cache(tmp_path):
         [sys.executable, "-c", code, "check", replay], env=env, capture_output=True, text=True
     )
     assert (again.returncode, again.stdout, again.stderr) == (0, first.stdout, "")
-    blocked = {**os.environ, parser_mod.CACHE_ENV: str(file / "below-a-file")}
+    blocked = {**os.environ, cache_mod.CACHE_ENV: str(file / "below-a-file")}
     third = subprocess.run(
         [sys.executable, "-c", code, "check", replay], env=blocked, capture_output=True, text=True
     )
@@ -178,7 +179,8 @@ def test_replays_sharing_a_protocol_file_compile_it_once(tmp_path, monkeypatch):
     monkeypatch.setattr(
         compiler, "compile_source", lambda *a, **k: calls.append(a[1]) or real(*a, **k)
     )
-    compiler._compile_memo.cache_clear()
+    monkeypatch.setenv(cache_mod.CACHE_ENV, "")  # the process's memo alone, not the disk
+    cache_mod._memo.cache_clear()
     replay = json.loads((EXAMPLES / "case_a.json").read_text(encoding="utf-8"))
     for i in range(3):
         (tmp_path / f"r{i}.json").write_text(json.dumps(replay), encoding="utf-8")

@@ -12,7 +12,7 @@ must be among its own. A use of a definition becomes an ``ir.Ref`` named as writ
 uses in dependency order. Every check (names, roles in ``ground``, recursion, labels) runs
 on the text as written, so its outcome never depends on a replay's members. Every
 diagnostic has a stable ``code`` (see docs/language.md). ``compile_cached`` is the same,
-remembered per process for the last ``COMPILE_CACHE_SIZE`` distinct inputs.
+remembered per process and on disk (``unmask.cache``).
 
 Size: over 1,000 lines because each statement kind keeps its grounding and its located
 errors side by side, all over one environment of names; split it by statement kind
@@ -25,7 +25,6 @@ import difflib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 from unmask import ast, ir
@@ -63,27 +62,18 @@ def compile_source(
     return _Compiler(source, domains or {}, limits).run()
 
 
-COMPILE_CACHE_SIZE = 32  # distinct (text, file, domains, limits) kept per process
-
-
 def compile_cached(
     text: str,
     filename: str = "<input>",
     domains: Mapping[str, Sequence[str]] | None = None,
     limits: Limits = DEFAULT_LIMITS,
 ) -> ir.Protocol:
-    """``compile_source``, remembered per process: replays that share a protocol (an audit,
-    a worker's partition) compile it once. The protocol is immutable, so it is shared; a
-    compile error is not remembered, it is raised again each time."""
-    key = tuple((name, tuple(members)) for name, members in (domains or {}).items())
-    return _compile_memo(text, filename, key, limits)
+    """``compile_source``, remembered per process and in the user's cache folder
+    (``unmask.cache.compile_cached``, where a replay's protocol is loaded from without
+    importing this module)."""
+    from unmask.cache import compile_cached as cached
 
-
-@lru_cache(maxsize=COMPILE_CACHE_SIZE)
-def _compile_memo(
-    text: str, filename: str, domains: tuple[tuple[str, tuple[str, ...]], ...], limits: Limits
-) -> ir.Protocol:
-    return compile_source(text, filename, {name: members for name, members in domains}, limits)
+    return cached(text, filename, domains, limits)
 
 
 def compile_file(

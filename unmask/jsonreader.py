@@ -10,7 +10,6 @@ here knows what a replay or a protocol is.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Collection, Iterator
@@ -73,6 +72,8 @@ def is_int(v: Any) -> bool:
 def did_you_mean(name: Any, candidates: Collection[str]) -> str | None:
     if not isinstance(name, str) or len(candidates) > _SUGGEST_MAX:
         return None
+    import difflib  # only when a name is wrong: not at every start-up
+
     close = difflib.get_close_matches(name, list(candidates), n=1)
     return f"did you mean `{close[0]}`?" if close else None
 

@@ -10,8 +10,9 @@ any recursive pass (compiler, formatter) sees them; a string literal longer than
 ``limits.max_string_chars`` is refused before the lexer reads it. The vocabulary (reserved
 words, the words that start a statement or an expression, the roles) is read off the
 loaded grammar, never copied. The parser's tables are cached in the user's cache folder
-(``cache_dir``), under a name derived from the grammar, lark's version and Python's, so a
-changed grammar never reads a stale table; a cache that cannot be used is skipped silently.
+(``unmask.cache.cache_dir``), under a name derived from the grammar, lark's version and
+Python's, so a changed grammar never reads a stale table; a cache that cannot be used is
+skipped silently.
 
 Size: the transformer, the syntax-error examples for ``match_examples`` and the vocabulary
 read off the grammar are one job (text to syntax tree with friendly errors) and change
@@ -37,6 +38,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 from lark.lexer import PatternStr
 
 from unmask import ast
+from unmask.cache import cache_dir
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.ir import Span
 from unmask.limits import DEFAULT_LIMITS, Limits
@@ -52,21 +54,6 @@ _LARK_OPTIONS = {
     "propagate_positions": True,
     "maybe_placeholders": True,
 }
-CACHE_ENV = "UNMASK_CACHE_DIR"  # overrides the cache folder; empty turns the cache off
-
-
-def cache_dir() -> Path | None:
-    """The folder for cached parser tables: ``$UNMASK_CACHE_DIR``, else
-    ``$XDG_CACHE_HOME/unmask``, else ``~/.cache/unmask``; None when caching is off."""
-    env = os.environ.get(CACHE_ENV)
-    if env is not None:
-        return Path(env) if env else None
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    try:
-        base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
-    except RuntimeError:  # no home folder to be found
-        return None
-    return base / "unmask"
 
 
 def _cache_file(grammar: str) -> Path | None:

@@ -310,7 +310,7 @@ class _ReplayReader:
     def _compile(
         self, text: str, filename: str, domains: dict[str, tuple[str, ...]], fp: str
     ) -> ir.Protocol | None:
-        from unmask.compiler import compile_cached
+        from unmask.cache import compile_cached
 
         r = self.r
         try:

@@ -23,7 +23,6 @@ import hashlib
 import json
 import re
 from functools import lru_cache
-from importlib import metadata
 from json.decoder import scanstring
 from pathlib import Path
 from typing import Any
@@ -58,6 +57,8 @@ _TOKENS = re.compile(
 @lru_cache(maxsize=1)
 def version() -> str:
     """The installed distribution's version (a bare source checkout has none to give)."""
+    from importlib import metadata  # slow to import: only when a SARIF report is written
+
     try:
         return metadata.version("unmask")
     except metadata.PackageNotFoundError:

@@ -1,0 +1,159 @@
+"""Writing compiled protocols into the cache folder (``unmask.cache`` reads them).
+
+Contract: ``store(path, digest, protocol, filename, limits)`` writes the entry for a
+protocol just compiled: its ``unmask.protocol/1`` JSON, the digest of its key and every
+span in the order of ``spans``. It writes only when reading the entry back through
+``unmask.cache`` gives the very protocol, spans included; the file is written under a
+private name and renamed over the entry, so a concurrent run never reads half an entry and
+a link in the entry's place is replaced, never followed. A process writes at
+most ``WRITES_PER_PROCESS`` entries and the folder keeps the newest ``MAX_ENTRIES``, so a
+batch of many distinct protocols neither slows down nor fills the disk; a protocol of more
+than ``MAX_ATOMS`` atoms is not written. Any failure only skips the cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from unmask import ir
+from unmask.cache import ENTRY_PREFIX, ENTRY_SCHEMA, MAX_ENTRY_BYTES, decode, kids
+from unmask.irjson import protocol_to_json
+from unmask.limits import Limits
+
+WRITES_PER_PROCESS = 16
+MAX_ENTRIES = 256
+# Past this many atoms reading an entry back costs about what compiling does (1,000
+# claims: some 70 ms to read, 50 ms to compile, three times that to write and verify), so
+# a large protocol is not written: the cache is for the start-up of small checks.
+MAX_ATOMS = 1_000
+
+_writes = 0
+
+
+def spans(p: ir.Protocol) -> Iterator[ir.Span | None]:
+    """Every span of ``p``, in the order ``unmask.cache`` takes them back."""
+    yield p.span
+    for a in p.atoms:
+        yield a.span
+    for d in p.definitions:
+        yield d.span
+        yield from _expr_spans(d.expr)
+    for c in p.constraints:
+        yield c.span
+        yield from _expr_spans(c.expr)
+    if p.decision is not None:
+        yield from _expr_spans(p.decision)
+    for d in p.decisions:
+        yield d.span
+        if d.expr is not None:
+            yield from _expr_spans(d.expr)
+    for r in p.requirements:
+        yield r.span
+        yield from _expr_spans(r.expr)
+        if r.addressed is not None:
+            yield from _expr_spans(r.addressed)
+    for g in p.grounding:
+        yield g.span
+        yield from _expr_spans(g.judge)
+        yield from _expr_spans(g.context)
+
+
+def _expr_spans(root: ir.Expr) -> Iterator[ir.Span | None]:
+    todo = [root]
+    while todo:
+        e = todo.pop()
+        yield e.span
+        todo.extend(reversed(kids(e)))
+
+
+def _refs_share_their_definition(p: ir.Protocol) -> bool:
+    """Every use of a definition means the listed definition itself (so its spans are
+    the definition's, which is what a rebuilt use points to)."""
+    defs = {d.name: d.expr for d in p.definitions}
+    todo: list[ir.Expr] = [d.expr for d in p.definitions]
+    todo += [c.expr for c in p.constraints]
+    todo += [e for e in (p.decision, *(d.expr for d in p.decisions)) if e is not None]
+    for r in p.requirements:
+        todo += [e for e in (r.expr, r.addressed) if e is not None]
+    for g in p.grounding:
+        todo += [g.judge, g.context]
+    while todo:
+        e = todo.pop()
+        if e.__class__ is ir.Ref and defs.get(e.name) is not e.body:  # type: ignore[union-attr]
+            return False
+        todo.extend(kids(e))
+    return True
+
+
+def _encode_spans(p: ir.Protocol, filename: str) -> list[Any] | None:
+    out: list[Any] = []
+    for s in spans(p):
+        if s is None:
+            out.append(None)
+        elif s.file != filename:
+            return None
+        else:
+            out.append([s.line, s.column, s.end_line, s.end_column, s.start_pos, s.end_pos])
+    return out
+
+
+def store(path: Path, digest: str, protocol: ir.Protocol, filename: str, limits: Limits) -> None:
+    """Write the entry for ``protocol``, if this process may still write and reading it
+    back gives the same protocol, spans included; any failure only skips the cache."""
+    global _writes
+    if _writes >= WRITES_PER_PROCESS or len(protocol.atoms) > MAX_ATOMS:
+        return
+    _writes += 1
+    try:
+        if not _refs_share_their_definition(protocol):
+            return
+        encoded = _encode_spans(protocol, filename)
+        if encoded is None:
+            return
+        doc = protocol_to_json(protocol)
+        entry = {"schema": ENTRY_SCHEMA, "key": digest, "protocol": doc, "spans": encoded}
+        text = json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
+        if len(text.encode("utf-8", "surrogatepass")) > MAX_ENTRY_BYTES:
+            return
+        back = decode(text, digest, filename, limits)
+        if (
+            back is None
+            or protocol_to_json(back) != doc
+            or list(spans(back)) != list(spans(protocol))
+        ):
+            return
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _replace(path, text)
+        _prune(path.parent)
+    except Exception:  # a cache is never worth a failure: a full disk, a deep expression…
+        return
+
+
+def _replace(path: Path, text: str) -> None:
+    import tempfile  # slow to import: only when an entry is written
+
+    fd, tmp = tempfile.mkstemp(prefix=".protocol-", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def _prune(folder: Path) -> None:
+    """Keep the newest ``MAX_ENTRIES`` entries: the folder never grows without bound."""
+    with contextlib.suppress(OSError):
+        entries = [e for e in os.scandir(folder) if e.name.startswith(ENTRY_PREFIX)]
+        if len(entries) <= MAX_ENTRIES:
+            return
+        entries.sort(key=lambda e: e.stat().st_mtime_ns, reverse=True)
+        for old in entries[MAX_ENTRIES:]:
+            with contextlib.suppress(OSError):
+                os.unlink(old.path)
