@@ -53,6 +53,11 @@ class Unknown:
 Result = Sat | Unsat | Unknown
 
 
+def spec(backend: Backend) -> str:
+    """The name a backend is asked for by, and reported under: ``z3``, ``pysat:glucose4``."""
+    return backend.name if not backend.option else f"{backend.name}:{backend.option}"
+
+
 class Session(ABC):
     """A base opened on one backend; ``calls`` counts the solver calls made."""
 

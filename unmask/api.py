@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from unmask.backends import DEFAULT_SEED, DEFAULT_TIMEOUT_MS, Backend, create
+from unmask.backends.base import spec
 from unmask.checker import Case, check_case
 from unmask.explain import Deadline
 from unmask.limits import DEFAULT_LIMITS, Limits
@@ -47,7 +48,7 @@ def check(
         solver = create(backend, timeout_ms=timeout_ms, seed=seed)
     else:
         solver = backend
-        name = solver.name if not solver.option else f"{solver.name}:{solver.option}"
+        name = spec(solver)
     if deadline_ms is not None and deadline_ms <= 0:
         raise ValueError(f"deadline_ms must be positive, not {deadline_ms}")
     deadline = None if deadline_ms is None else Deadline(deadline_ms)

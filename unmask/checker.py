@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from unmask.backends.base import Backend, Part, Sat, Unknown, Unsat
+from unmask.backends.base import Backend, Part, Sat, Unknown, Unsat, spec
 from unmask.explain import DEADLINE, BaseSession, Deadline, minimise, witness
 from unmask.ir import (
     LABEL_PREFIX,
@@ -426,9 +426,7 @@ def check_case(
 
     ``deadline`` (started by the caller) bounds every solver call of the report.
     """
-    name = backend_name or (
-        backend.name if not backend.option else f"{backend.name}:{backend.option}"
-    )
+    name = backend_name or spec(backend)
     protocol = case.protocol
     if case.translation != "valid":
         return _unsolved(case, name)

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from unmask.backends.base import Backend, Unknown, Unsat
+from unmask.backends.base import Backend, Unknown, Unsat, spec
 from unmask.checker import Case, base_parts, outcome, verdict_atoms, verdict_query
 from unmask.explain import DEADLINE, BaseSession, Deadline
 from unmask.ir import Expr, iter_atoms, mk_not
@@ -224,9 +224,7 @@ def next_steps(
 ) -> NextReport:
     """The open checks of one case, what each depends on, and the ranked to-do list;
     ``deadline`` bounds all its solver calls (a check it cuts short is undecided)."""
-    name = backend_name or (
-        backend.name if not backend.option else f"{backend.name}:{backend.option}"
-    )
+    name = backend_name or spec(backend)
     order = case.protocol.atom_names
     qs = queries(case)
 

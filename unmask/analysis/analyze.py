@@ -34,7 +34,7 @@ from unmask import ir
 from unmask.analysis.findings import CODES, Finding
 from unmask.analysis.ground import Scope
 from unmask.analysis.solve import SAT, UNKNOWN, UNSAT, Answer, Space
-from unmask.backends.base import Backend, Part
+from unmask.backends.base import Backend, Part, spec
 from unmask.ir import iter_atoms, mk_and, mk_card, mk_not, mk_or
 
 SCHEMA = "unmask.analysis/1"
@@ -144,7 +144,7 @@ def analyze(
     return Analysis(
         file,
         protocol.name,
-        backend.name + (f":{backend.option}" if backend.option else ""),
+        spec(backend),
         scope,
         protocol.labels,
         tuple(findings),

@@ -21,7 +21,7 @@ from typing import Any
 from unmask import ir
 from unmask.analysis.ground import Scope
 from unmask.analysis.solve import SAT, UNKNOWN, Answer, Space
-from unmask.backends.base import Backend, Part
+from unmask.backends.base import Backend, Part, spec
 from unmask.ir import mk_and, mk_not
 from unmask.irtext import expr_text
 
@@ -199,7 +199,7 @@ def compare(
     return Comparison(
         names[0],
         names[1],
-        backend.name + (f":{backend.option}" if backend.option else ""),
+        spec(backend),
         scope,
         tuple(relations),
         added,
