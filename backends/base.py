@@ -20,7 +20,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from unmask.ir import Expr
+from unmask.ir import Expr, iter_atoms
 
 DEFAULT_TIMEOUT_MS = 60_000
 DEFAULT_SEED = 0
@@ -33,6 +33,12 @@ class Part:
 
     label: str
     expr: Expr
+    # its atoms in first-occurrence order, found once: the bases of a replay share their
+    # parts, so every session and every component search reads this one index
+    atoms: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "atoms", tuple(iter_atoms(self.expr)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -120,7 +120,7 @@ class SlicedSession(Session):
         for i, p in enumerate(self.parts):
             unit = literal(p.expr)
             self.units.append(unit)
-            names = tuple(dict.fromkeys(iter_atoms(p.expr)))
+            names = p.atoms
             self.part_atoms.append(names)
             for n in names:
                 self.order.setdefault(n, len(self.order))

@@ -49,7 +49,7 @@ class TruthTableSession(Session):
         for name in atoms:
             self._order.setdefault(name, len(self._order))
         for p in self._parts:
-            for name in iter_atoms(p.expr):
+            for name in p.atoms:
                 self._order.setdefault(name, len(self._order))
 
     def _core(self, labels: set[str]) -> Unsat:

@@ -54,7 +54,8 @@ BACKENDS = available()
 def reports_by_backend(replay: Replay) -> dict[str, str]:
     out = {}
     for name in BACKENDS:
-        obj = json.loads(dumps(check(replay, name)))
+        # every check on the backend itself: the closed form has its own differential test
+        obj = json.loads(dumps(check(replay, name, closed_form=False)))
         assert obj.pop("backend") == name
         out[name] = json.dumps(obj, ensure_ascii=False, indent=2)
     return out

@@ -39,8 +39,13 @@ def check(
     seed: int = DEFAULT_SEED,
     limits: Limits = DEFAULT_LIMITS,
     deadline_ms: int | None = None,
+    closed_form: bool = True,
 ) -> Report:
-    """Check one replay on one backend (``"z3"``, ``"pysat:glucose4"``, … or an instance)."""
+    """Check one replay on one backend (``"z3"``, ``"pysat:glucose4"``, … or an instance).
+
+    ``closed_form`` False sends every check to the backend, even those the facts alone
+    settle without a call (the report is the same either way: crosschecks use it to test
+    the backends themselves)."""
     if not isinstance(replay, Replay):
         replay = load(replay, limits)
     if isinstance(backend, str):
@@ -52,5 +57,11 @@ def check(
     if deadline_ms is not None and deadline_ms <= 0:
         raise ValueError(f"deadline_ms must be positive, not {deadline_ms}")
     deadline = None if deadline_ms is None else Deadline(deadline_ms)
-    report = check_case(Case.from_replay(replay), solver, backend_name=name, deadline=deadline)
+    report = check_case(
+        Case.from_replay(replay),
+        solver,
+        backend_name=name,
+        deadline=deadline,
+        closed_form=closed_form,
+    )
     return replace(report.with_gold(replay.gold), item=replay.item, judge=replay.judge)

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from unmask.backends.base import Backend, Part, Sat, Unknown, Unsat, spec
+from unmask.closed import FactChecks, TableBase
 from unmask.explain import DEADLINE, BaseSession, Deadline, minimise, witness
 from unmask.ir import (
     LABEL_PREFIX,
@@ -214,7 +215,13 @@ def _dimension(outcomes: Sequence[str | None]) -> str:
 
 
 class _Run:
-    def __init__(self, case: Case, backend: Backend, deadline: Deadline | None = None) -> None:
+    def __init__(
+        self,
+        case: Case,
+        backend: Backend,
+        deadline: Deadline | None = None,
+        closed_form: bool = True,
+    ) -> None:
         self.case = case
         self.backend = backend
         self.deadline = deadline
@@ -222,25 +229,64 @@ class _Run:
         self.facts = case.facts
         self.by_atom = {a.atom: a for a in case.annotations}
         self.atoms = [*case.protocol.atom_names, *verdict_atoms(case.protocol)]
+        self.parts: dict[str, list[Part]] = {}
         self.sessions: dict[str, BaseSession] = {}
         self.states: dict[str, str] = {}
         self.base_detail: dict[str, str] = {}
         self.conflicts: dict[str, Explanation] = {}
+        self.closed = FactChecks(self.facts) if closed_form else None
+        self.tables: dict[str, TableBase] = {}
 
     def close(self) -> None:
         for s in self.sessions.values():
             s.session.close()
 
-    def open_bases(self) -> None:
-        for name, parts in base_parts(self.case).items():
-            session = BaseSession(
+    def session(self, name: str) -> BaseSession:
+        """The base opened on the backend, on first use."""
+        got = self.sessions.get(name)
+        if got is None:
+            parts = self.parts[name]
+            got = BaseSession(
                 name,
                 parts,
                 self.backend.open(parts, self.atoms),
                 self.deadline,
                 getattr(self.backend, "timeout_ms", None),
             )
-            self.sessions[name] = session
+            self.sessions[name] = got
+        return got
+
+    def open_bases(self) -> None:
+        self.parts = base_parts(self.case)
+        p = self.case.protocol
+        # the closed form makes no call, so no deadline cuts it short
+        closed = self.closed is not None
+        whole = None
+        if closed:
+            whole = TableBase.build(self.parts["all"], [verdict_query(self.case.verdict, p)])
+        for name, parts in self.parts.items():
+            if closed:
+                if name == "evid":
+                    # one literal per annotated atom, on distinct atoms: consistent, and
+                    # every check on it is first tried in closed form (the backend opens
+                    # on demand)
+                    self.states[name] = CONSISTENT
+                    continue
+                if name == "all":
+                    table = whole
+                elif whole is not None:
+                    table = whole.restrict(parts)
+                else:
+                    table = TableBase.build(parts, [])
+                if table is not None:
+                    self.tables[name] = table
+                    if table.models:
+                        self.states[name] = CONSISTENT
+                    else:
+                        self.states[name] = INCONSISTENT
+                        self.conflicts[name] = self.explanation(table.kept(table.full), True)
+                    continue
+            session = self.session(name)
             result = session.check()
             if isinstance(result, Sat):
                 self.states[name] = CONSISTENT
@@ -295,8 +341,15 @@ class _Run:
             return CheckResult(
                 SOLVER_UNKNOWN, outcome(SOLVER_UNKNOWN), detail=self.base_detail[base_name]
             )
-        base = self.sessions[base_name]
+        if base_name == "evid" and self.closed is not None and not witness_exprs:
+            settled = self.settle(phi, coverage)
+            if settled is not None:
+                return settled
+        table = self.tables.get(base_name)
+        if table is not None and all(a in table.index for a in iter_atoms(phi)):
+            return self.tabled(table, phi, witness_exprs, coverage)
         atoms = self.sorted_atoms([phi, *witness_exprs])
+        base = self.session(base_name)
         # the base is consistent: confining every call to the query's component changes
         # no answer (see BaseSession.component) and keeps large replays fast
         scope = base.component({a for e in [phi, *witness_exprs] for a in iter_atoms(e)})
@@ -333,6 +386,73 @@ class _Run:
             **self.provenance(i.atom for i in expl.items if i.kind == "annotation"),
         )
 
+    def settle(self, phi: Expr, coverage: bool) -> CheckResult | None:
+        """Classify on the facts alone without a call (``unmask.closed``), or None."""
+        assert self.closed is not None
+        atoms = list(iter_atoms(phi))
+        order = self.order
+        if any(a not in order for a in atoms):
+            return None  # an atom outside the protocol's: the backend decides
+        if len(atoms) > 1:
+            atoms.sort(key=order.__getitem__)
+        got = self.closed.settle(phi, atoms)
+        if got is None:
+            return None
+        if got.status == UNDERDETERMINED:
+            ws = Witnesses(self.assigned(got.holds), self.assigned(got.fails))
+            pinned = [a for side in (got.holds, got.fails) for a, _ in side if a in self.facts]
+            return CheckResult(
+                UNDERDETERMINED,
+                outcome(UNDERDETERMINED, coverage=coverage),
+                witnesses=ws,
+                **self.provenance(pinned),
+            )
+        expl = self.explanation([f"fact:{a}" for a in got.kept], True)
+        return CheckResult(
+            got.status,
+            outcome(got.status, coverage=coverage),
+            explanation=expl,
+            **self.provenance(got.kept),
+        )
+
+    def tabled(
+        self, table: TableBase, phi: Expr, witness_exprs: Sequence[Expr], coverage: bool
+    ) -> CheckResult:
+        """Classify on a tabulated base (``unmask.closed.TableBase``): no call."""
+        q = table.mask(phi)
+        holds, fails = table.models & q, table.models & (table.full ^ q)
+        if holds and fails:
+            atoms = self.sorted_atoms([phi, *witness_exprs])
+            h, f = table.least(holds, atoms), table.least(fails, atoms)
+            ws = Witnesses(
+                self.assigned(h, self.witness_label(phi, dict(h), True)),
+                self.assigned(f, self.witness_label(phi, dict(f), False)),
+            )
+            pinned = [a for side in (h, f) for a, _ in side if a in self.facts]
+            return CheckResult(
+                UNDERDETERMINED,
+                outcome(UNDERDETERMINED, coverage=coverage),
+                witnesses=ws,
+                **self.provenance(pinned),
+            )
+        status = ENTAILED if not fails else REFUTED
+        kept = table.kept(table.full ^ q if status == ENTAILED else q)
+        expl = self.explanation(kept, True)
+        return CheckResult(
+            status,
+            outcome(status, coverage=coverage),
+            explanation=expl,
+            **self.provenance(i.atom for i in expl.items if i.kind == "annotation"),
+        )
+
+    def assigned(
+        self, values: Sequence[tuple[str, bool]], label: str | None = None, canonical: bool = True
+    ) -> Witness:
+        items = tuple(
+            WitnessAtom(a, v, "observed" if a in self.facts else "completed") for a, v in values
+        )
+        return Witness(items, label, canonical)
+
     def provenance(self, atoms: Iterable[str | None]) -> dict[str, int]:
         """How many of the annotations a result rests on are unreviewed, gold-derived."""
         bys = [self.by_atom[a].by for a in dict.fromkeys(atoms) if a is not None]
@@ -365,8 +485,19 @@ class _Run:
         observed_ok = status == UNDERDETERMINED
         if not p.declared_labels:
             return tuple(x for x in p.labels if x != observed or observed_ok)
-        base = self.sessions["all"]
         variables = dict(zip(p.labels, verdict_atoms(p), strict=True))
+        table = self.tables.get("all")
+        if table is not None:
+            return tuple(
+                label
+                for label in p.labels
+                if (
+                    observed_ok
+                    if label == observed
+                    else table.models & table.column(variables[label])
+                )
+            )
+        base = self.session("all")
         scope = base.component(variables.values())
         out: list[str] = []
         for label in p.labels:
@@ -391,11 +522,8 @@ class _Run:
         holds: bool,
     ) -> Witness:
         done = witness(base, query, start, atoms, self.facts, scope)
-        items = tuple(
-            WitnessAtom(a, v, "observed" if a in self.facts else "completed")
-            for a, v in done.values
-        )
-        return Witness(items, self.witness_label(query, dict(done.values), holds), done.canonical)
+        label = self.witness_label(query, dict(done.values), holds)
+        return self.assigned(done.values, label, done.canonical)
 
     def witness_label(self, query: Expr, values: dict[str, bool], holds: bool) -> str | None:
         """The label true on one side of the verdict check (None for other checks)."""
@@ -421,16 +549,19 @@ def check_case(
     *,
     backend_name: str | None = None,
     deadline: Deadline | None = None,
+    closed_form: bool = True,
 ) -> Report:
     """Check one case; the report's ``gold`` is None (see ``unmask.api.check``).
 
     ``deadline`` (started by the caller) bounds every solver call of the report.
+    ``closed_form`` False sends every check to the backend, even those the facts alone
+    settle (``unmask.closed``); the report is the same either way.
     """
     name = backend_name or spec(backend)
     protocol = case.protocol
     if case.translation != "valid":
         return _unsolved(case, name)
-    run = _Run(case, backend, deadline)
+    run = _Run(case, backend, deadline, closed_form)
     try:
         run.open_bases()
         verdict = run.verdict_check()

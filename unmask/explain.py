@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from unmask.backends.base import Part, Result, Sat, Session, Unknown, Unsat
-from unmask.ir import Expr, iter_atoms
+from unmask.ir import Expr
 
 DEADLINE = "deadline"  # the reason of a call refused, or cut short, by the deadline
 
@@ -129,7 +129,7 @@ class BaseSession:
 
     def part_atoms(self) -> dict[str, frozenset[str]]:
         if self._part_atoms is None:
-            self._part_atoms = {p.label: frozenset(iter_atoms(p.expr)) for p in self.parts}
+            self._part_atoms = {p.label: frozenset(p.atoms) for p in self.parts}
             self._by_atom = {}
             for label, atoms in self._part_atoms.items():
                 for a in atoms:

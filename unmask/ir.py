@@ -380,6 +380,19 @@ class Table(Generic[T]):
 
 def iter_atoms(e: Expr) -> Iterator[str]:
     """Atom names in first-occurrence order, each once (iterative: IR may be deep)."""
+    # the shapes of nearly every part and query (a fact, a grounding pair) without a walk
+    cls = e.__class__
+    if cls is Atom:
+        return iter((e.name,))  # type: ignore[union-attr]
+    if cls is Not and e.arg.__class__ is Atom:  # type: ignore[union-attr]
+        return iter((e.arg.name,))  # type: ignore[union-attr]
+    if cls is Binary and e.left.__class__ is Atom and e.right.__class__ is Atom:  # type: ignore[union-attr]
+        left, right = e.left.name, e.right.name  # type: ignore[union-attr]
+        return iter((left,) if left == right else (left, right))
+    return _walk_atoms(e)
+
+
+def _walk_atoms(e: Expr) -> Iterator[str]:
     seen: set[str] = set()
     stack = [e]
     while stack:

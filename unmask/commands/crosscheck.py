@@ -1,12 +1,14 @@
 """`unmask crosscheck REPLAY.json`: run several backends and compare their whole reports.
 
 Contract: each backend in ``--backends`` (default: every registered one) checks the replay
-through ``unmask.api.check``; the reports are compared as JSON (``Report.to_json``) without
-the ``backend`` field. Exit 0 when every backend that ran gives the same report, 1 at the
-first difference (printed with its JSON path, both values and both backends), 3 when fewer
-than two backends could run (nothing compared), 4 for an invalid replay (a file that is
-missing, unreadable, a directory or not a regular file included), 2 for usage errors
-and for stdout that cannot be written.
+through ``unmask.api.check``, deciding every check itself (``closed_form=False``); the first
+of them then checks it once more the way ``unmask check`` does, settling without a call the
+checks the facts alone decide (compared under the name ``closed form``). The reports are
+compared as JSON (``Report.to_json``) without the ``backend`` field. Exit 0 when all of them
+are the same, 1 at the first difference (printed with its JSON path, both values and both
+names), 3 when fewer than two backends could run (nothing compared), 4 for an invalid replay
+(a file that is missing, unreadable, a directory or not a regular file included), 2 for
+usage errors and for stdout that cannot be written.
 A backend that refuses the replay with a diagnostic (the truth-table backend over its atom
 limit) is reported as skipped and is not a disagreement; a backend that fails otherwise is.
 """
@@ -122,7 +124,8 @@ def command(
     reports: list[tuple[str, dict[str, Any]]] = []
     for name, solver in solvers:
         try:
-            report = check(case, solver, deadline_ms=deadline_ms).to_json()
+            # the backend decides every check itself, even those the facts alone settle
+            report = check(case, solver, deadline_ms=deadline_ms, closed_form=False).to_json()
         except UnmaskError as exc:
             notes = "; ".join(
                 d.message + (f" ({d.help})" if d.help else "") for d in exc.diagnostics
@@ -141,6 +144,10 @@ def command(
         echo(f"{rid}: {only}; nothing to compare")
         raise SystemExit(exitcodes.UNKNOWN)
     ref_name, ref = reports[0]
+    # and the report `unmask check` writes, where checks the facts settle make no call
+    usual = check(case, dict(solvers)[ref_name], deadline_ms=deadline_ms).to_json()
+    usual.pop("backend", None)
+    reports.append(("closed form", usual))
     for name, other in reports[1:]:
         found = first_difference(ref, other)
         if found:

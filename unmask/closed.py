@@ -1,0 +1,223 @@
+"""Checks decided in closed form, without a backend call.
+
+Contract:
+- ``FactChecks`` answers Classify on B_evid, the base of the facts alone: one literal per
+  annotated atom, on distinct atoms, so the base is always consistent;
+- ``settle(phi, atoms)`` gives what the solver path of ``unmask.checker`` finds for the
+  same check — the status; for ENTAILED and REFUTED the facts that deletion in base order
+  keeps; for UNDERDETERMINED the least assignment to ``atoms`` on each side — or None when
+  that would mean enumerating more than ``MAX_FREE`` atoms at once or more than
+  ``MAX_WORK`` steps of deletion; the caller then takes the solver path;
+- nothing is approximated: every validity and satisfiability question is answered by
+  evaluating the query on all assignments of its unobserved atoms at once
+  (``unmask.ireval.truth_mask``, bit-parallel), with the observed atoms fixed to their
+  facts;
+- ``TableBase`` holds a whole base of at most ``MAX_TABLE`` atoms (B_proto, B_all of a
+  small protocol) as truth masks: consistency, Classify, deletion (in base order, over
+  every part), the least completion of a witness and the labels still possible are mask
+  operations, with the same answers as the solver path;
+- ``tests/test_closed_form.py`` holds both to the solver path on every backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from unmask.backends.base import Part
+from unmask.ir import Atom, Binary, Expr, iter_atoms
+from unmask.ireval import column, truth_mask
+from unmask.report import ENTAILED, REFUTED, UNDERDETERMINED
+
+# 2**12 assignments are one 4096-bit integer per node: far cheaper than a solver call
+MAX_FREE = 12
+# deletion evaluates the query once per observed atom: bound the product
+MAX_WORK = 4096
+# a whole base (facts, constraints, decisions) tabulated at once: 2**14 bits per mask
+MAX_TABLE = 14
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """A check decided without a call.
+
+    ``kept``: the observed atoms whose facts the explanation keeps (ENTAILED, REFUTED).
+    ``holds`` / ``fails``: the least assignment to the check's atoms on each side
+    (UNDERDETERMINED), FALSE before TRUE, in the order given.
+    """
+
+    status: str
+    kept: tuple[str, ...] = ()
+    holds: tuple[tuple[str, bool], ...] = ()
+    fails: tuple[tuple[str, bool], ...] = ()
+
+
+class FactChecks:
+    """Classify on the facts alone, for one replay."""
+
+    def __init__(self, facts: Mapping[str, bool]) -> None:
+        self.facts = facts
+
+    def settle(self, phi: Expr, atoms: Sequence[str]) -> Settled | None:
+        """Classify ``phi`` on the facts; ``atoms`` are all of ``phi``'s atoms in
+        declaration order (the order its witnesses are completed in)."""
+        facts = self.facts
+        free = [a for a in atoms if a not in facts]
+        if len(free) > MAX_FREE:
+            return None
+        observed = [a for a in atoms if a in facts]
+        mask, full = _mask(phi, free, {a: facts[a] for a in observed})
+        if mask == full:
+            status = ENTAILED
+        elif mask == 0:
+            status = REFUTED
+        else:
+            return Settled(
+                UNDERDETERMINED,
+                holds=_least(mask, atoms, free, facts),
+                fails=_least(full ^ mask, atoms, free, facts),
+            )
+        if len(observed) * len(atoms) > MAX_WORK:
+            return None
+        # deletion in base order (the facts in atom declaration order): a fact goes when
+        # the others still force the same answer on every assignment of the rest
+        kept = dict.fromkeys(observed)
+        dropped: list[str] = []
+        for a in observed:
+            columns = [*free, *dropped, a]
+            if len(columns) > MAX_FREE:
+                return None
+            trial = {b: facts[b] for b in kept if b != a}
+            m, f = _mask(phi, columns, trial)
+            if m == (f if status == ENTAILED else 0):
+                del kept[a]
+                dropped.append(a)
+        return Settled(status, kept=tuple(kept))
+
+
+def _mask(phi: Expr, columns: Sequence[str], fixed: Mapping[str, bool]) -> tuple[int, int]:
+    """The assignments of ``columns`` that satisfy ``phi`` with ``fixed``, and all of them.
+
+    The first column is the most significant bit of an assignment's number, so the
+    least number in a mask is the lexicographically least assignment (FALSE < TRUE)."""
+    n = len(columns)
+    index = {a: n - 1 - j for j, a in enumerate(columns)}
+    full = (1 << (1 << n)) - 1
+    # the shapes of nearly every check (a grounding pair, a literal) without a fold
+    cls = phi.__class__
+    if cls is Binary and phi.left.__class__ is Atom and phi.right.__class__ is Atom:  # type: ignore[union-attr]
+        left = _column(phi.left.name, index, n, fixed, full)  # type: ignore[union-attr]
+        right = _column(phi.right.name, index, n, fixed, full)  # type: ignore[union-attr]
+        if phi.op == "implies":  # type: ignore[union-attr]
+            return (full ^ left) | right, full
+        if phi.op == "iff":  # type: ignore[union-attr]
+            return full ^ (left ^ right), full
+    elif cls is Atom:
+        return _column(phi.name, index, n, fixed, full), full  # type: ignore[union-attr]
+    return truth_mask(phi, index, n, fixed=fixed), full
+
+
+def _column(
+    name: str, index: Mapping[str, int], n: int, fixed: Mapping[str, bool], full: int
+) -> int:
+    v = fixed.get(name)
+    if v is not None:
+        return full if v else 0
+    return column(n, index[name])
+
+
+def _least(
+    mask: int, atoms: Sequence[str], free: Sequence[str], facts: Mapping[str, bool]
+) -> tuple[tuple[str, bool], ...]:
+    t = (mask & -mask).bit_length() - 1
+    n = len(free)
+    values = {a: bool((t >> (n - 1 - j)) & 1) for j, a in enumerate(free)}
+    return tuple((a, facts[a] if a in facts else values[a]) for a in atoms)
+
+
+class TableBase:
+    """A whole base over at most ``MAX_TABLE`` atoms, every answer read off truth masks.
+
+    Bit t of a mask is the assignment numbered t (atom i is bit i of t); a part's mask is
+    the assignments satisfying it, the base's models are the AND of its parts' masks.
+    Satisfiability, deletion and the least completion are then mask operations, and agree
+    with the solver path: a base small enough to tabulate needs no confinement to a
+    component (deletion drops every part outside it; the models projected onto the
+    check's atoms are the same).
+    """
+
+    def __init__(
+        self, parts: Sequence[Part], names: Sequence[str], within: TableBase | None = None
+    ) -> None:
+        self.labels = tuple(p.label for p in parts)
+        if within is None:
+            self.n = len(names)
+            self.index = {a: i for i, a in enumerate(names)}
+            self.full = (1 << (1 << self.n)) - 1
+            self.memo: dict[int, tuple[Expr, int]] = {}
+            self.masks = [self.mask(p.expr) for p in parts]
+        else:  # the same columns and part masks: one index per replay
+            self.n, self.index, self.full, self.memo = (
+                within.n,
+                within.index,
+                within.full,
+                within.memo,
+            )
+            known = dict(zip(within.labels, within.masks, strict=True))
+            self.masks = [known[p.label] if p.label in known else self.mask(p.expr) for p in parts]
+        self.models = self.full
+        for m in self.masks:
+            self.models &= m
+
+    def restrict(self, parts: Sequence[Part]) -> TableBase | None:
+        """The table of a base whose parts are among this one's (B_proto within B_all)."""
+        if any(a not in self.index for p in parts for a in p.atoms):
+            return None
+        return TableBase(parts, (), within=self)
+
+    @classmethod
+    def build(cls, parts: Sequence[Part], extra: Sequence[Expr]) -> TableBase | None:
+        """The table of ``parts`` able to answer queries over ``extra``'s atoms too, or
+        None when that is more than ``MAX_TABLE`` atoms."""
+        names: dict[str, None] = {}
+        for p in parts:
+            names.update(dict.fromkeys(p.atoms))
+        for e in extra:
+            names.update(dict.fromkeys(iter_atoms(e)))
+        if len(names) > MAX_TABLE:
+            return None
+        return cls(parts, list(names))
+
+    def mask(self, e: Expr) -> int:
+        return truth_mask(e, self.index, self.n, self.memo)
+
+    def column(self, name: str) -> int:
+        return column(self.n, self.index[name])
+
+    def kept(self, side: int) -> tuple[str, ...]:
+        """Deletion in base order: the parts that, with ``side``, stay unsatisfiable."""
+        current = list(range(len(self.masks)))
+        for i in range(len(self.masks)):
+            trial = side
+            for j in current:
+                if j != i:
+                    trial &= self.masks[j]
+                    if not trial:
+                        break
+            if not trial:
+                current.remove(i)
+        return tuple(self.labels[j] for j in current)
+
+    def least(self, models: int, atoms: Sequence[str]) -> tuple[tuple[str, bool], ...]:
+        """The least assignment to ``atoms`` (in order, FALSE first) among ``models``."""
+        out = []
+        for a in atoms:
+            col = self.column(a)
+            without = models & ~col
+            if without:
+                models = without
+                out.append((a, False))
+            else:
+                models &= col
+                out.append((a, True))
+        return tuple(out)
