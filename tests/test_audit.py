@@ -342,3 +342,42 @@ def test_index_rows_of_a_report_and_of_its_result_line_agree(cases: Path) -> Non
         assert html.line_row(line, "x.html") == html.index_row(report, "x.html")
     record = {"schema": "unmask.error/1", "location": "bad.json", "errors": []}
     assert html.line_row(record, "ignored")["overall"] == "INVALID"
+
+
+def _line_task(i: int = 0) -> inputs.Task:
+    return inputs.Task(f"runs.jsonl:{i + 1}", "runs.jsonl", i + 1, replay_line(2, 0, i).encode())
+
+
+def test_an_audit_collects_garbage_less_often_and_puts_the_thresholds_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Python's thresholds inside a program or a Dask worker; the audit's while it runs."""
+    import gc
+
+    old = gc.get_threshold()
+    seen = []
+    try:
+        gc.set_threshold(700, 10, 10)
+        run.run_audit(iter([_line_task()]), SETTINGS, lambda t, r: seen.append(gc.get_threshold()))
+        assert seen == [run.GC_THRESHOLDS]
+        assert gc.get_threshold() == (700, 10, 10)
+        # a worker's chunk, however its process was started
+        with monkeypatch.context() as m:
+            m.setattr(run, "audit_task", lambda t, s: seen.append(gc.get_threshold()))
+            run._run_chunk([_line_task()], SETTINGS)
+        assert seen[-1] == run.GC_THRESHOLDS
+        assert gc.get_threshold() == (700, 10, 10)
+        # higher thresholds are kept, and a collector switched off stays off
+        gc.set_threshold(100_000, 5, 50)
+        with run.batch_gc():
+            assert gc.get_threshold() == (100_000, 20, 50)
+        gc.set_threshold(0, 10, 10)
+        with run.batch_gc():
+            assert gc.get_threshold()[0] == 0
+        # an error in the middle still puts them back
+        gc.set_threshold(700, 10, 10)
+        with pytest.raises(KeyboardInterrupt), run.batch_gc():
+            raise KeyboardInterrupt
+        assert gc.get_threshold() == (700, 10, 10)
+    finally:
+        gc.set_threshold(*old)

@@ -61,6 +61,8 @@ def read_annotations(
 
     ``protocol`` is None when it could not be read: atom names are then not checked.
     ``bad_sources`` were given but rejected: spans quoting them are not also "missing".
+    Each annotation is first offered to ``quick_annotation``; only one it does not accept
+    goes through the rule-by-rule reading that words every problem.
     """
     raw = r.array(obj, "annotations", "")
     if raw is None:
@@ -69,52 +71,137 @@ def read_annotations(
     encoded = _Encoded()
     first: dict[str, int] = {}
     out = []
-    for i, p, a in r.objects(raw, "annotations", "an annotation", ANNOTATION_KEYS):
-        name = r.string(a, "atom", p)
-        role = None
-        if name is not None:
-            if name in first:
-                r.err(
-                    "duplicate-annotation",
-                    join_path(p, "atom"),
-                    f"atom `{show(name)}` is annotated twice",
-                    help="keep one annotation per atom; merge their evidence",
-                    notes=(f"the first annotation is `annotations[{first[name]}]`",),
-                )
-            else:
-                first[name] = i
-            if atoms is not None:
-                decl = atoms.get(name)
-                if decl is None:
-                    unknown_atom(r, join_path(p, "atom"), name, atoms)
-                else:
-                    role = decl.role
-        value = r.string(a, "value", p)
-        if value is not None and value not in VALUES:
-            hint = "a value is `TRUE`, `FALSE` or `UNKNOWN`"
-            if value.upper() in VALUES:
-                hint = f"write `{value.upper()}` in capitals"
-            r.err("value", join_path(p, "value"), f"unknown value `{show(value)}`", help=hint)
-            value = None
-        explanation = r.string(a, "explanation", p, required=False) or ""
-        by = _provenance(r, a["by"], join_path(p, "by")) if "by" in a else None
-        ev_raw = r.array(a, "evidence", p, required=False)
-        evidence = []
-        if ev_raw is not None:
-            if value in ("TRUE", "FALSE") and not ev_raw:
-                r.err(
-                    "evidence-missing",
-                    join_path(p, "evidence"),
-                    f"a {value} annotation needs at least one evidence span",
-                    help="quote the text that shows it, or make the value `UNKNOWN`",
-                )
-            for j, e in enumerate(ev_raw):
-                ev = _evidence(r, e, f"{p}.evidence[{j}]", role, sources, bad_sources, encoded)
-                if ev is not None:
-                    evidence.append(ev)
-        if name is not None and value is not None:
-            out.append(Annotation(name, value, tuple(evidence), explanation, i, by))
+    for i, a in enumerate(raw):
+        if atoms is not None:
+            quick = quick_annotation(a, i, atoms, first, sources)
+            if quick is not None:
+                first[quick.atom] = i
+                out.append(quick)
+                continue
+        p = r.object_at(a, "annotations", i, "an annotation", ANNOTATION_KEYS)
+        if p is not None:
+            got = _annotation(r, a, i, p, atoms, first, sources, bad_sources, encoded)
+            if got is not None:
+                out.append(got)
     return tuple(out)
+
+
+# an annotation the quick reader takes has these keys at most (`by` goes the long way)
+_QUICK_KEYS = frozenset(ANNOTATION_KEYS) - {"by"}
+
+
+def quick_annotation(
+    a: Any,
+    i: int,
+    atoms: dict[str, ir.AtomDecl],
+    first: dict[str, int],
+    sources: dict[str, str],
+) -> Annotation | None:
+    """Annotation ``i`` when every rule plainly holds for it, else None (then the full
+    reading decides and words the problem). It records nothing: what it accepts, the full
+    reading accepts too, with no error and no warning, and builds the same annotation."""
+    if a.__class__ is not dict or not a.keys() <= _QUICK_KEYS:
+        return None
+    name = a.get("atom")
+    value = a.get("value")
+    explanation = a.get("explanation", "")
+    if (
+        name.__class__ is not str
+        or name in first
+        or value.__class__ is not str
+        or value not in VALUES
+        or explanation.__class__ is not str
+    ):
+        return None
+    decl = atoms.get(name)
+    if decl is None:
+        return None
+    raw = a.get("evidence", [])
+    if raw.__class__ is not list:
+        return None
+    if not raw and value != "UNKNOWN":
+        return None
+    allowed = EVIDENCE_SOURCES[decl.role]
+    evidence = []
+    for e in raw:
+        if e.__class__ is not dict or len(e) != 4:
+            return None
+        src = e.get("source")
+        start = e.get("start")
+        end = e.get("end")
+        quote = e.get("quote")
+        if (
+            src.__class__ is not str
+            or quote.__class__ is not str
+            or start.__class__ is not int
+            or end.__class__ is not int
+            or src not in allowed
+        ):
+            return None
+        text = sources.get(src)
+        if text is None or not 0 <= start < end <= len(text) or text[start:end] != quote:
+            return None
+        evidence.append(Evidence(src, start, end, quote))
+    return Annotation(name, value, tuple(evidence), explanation, i, None)
+
+
+def _annotation(
+    r: JsonReader,
+    a: dict,
+    i: int,
+    p: str,
+    atoms: dict[str, ir.AtomDecl] | None,
+    first: dict[str, int],
+    sources: dict[str, str],
+    bad_sources: set[str],
+    encoded: _Encoded,
+) -> Annotation | None:
+    """Annotation ``i`` (at JSON path ``p``), rule by rule: every problem is recorded."""
+    name = r.string(a, "atom", p)
+    role = None
+    if name is not None:
+        if name in first:
+            r.err(
+                "duplicate-annotation",
+                join_path(p, "atom"),
+                f"atom `{show(name)}` is annotated twice",
+                help="keep one annotation per atom; merge their evidence",
+                notes=(f"the first annotation is `annotations[{first[name]}]`",),
+            )
+        else:
+            first[name] = i
+        if atoms is not None:
+            decl = atoms.get(name)
+            if decl is None:
+                unknown_atom(r, join_path(p, "atom"), name, atoms)
+            else:
+                role = decl.role
+    value = r.string(a, "value", p)
+    if value is not None and value not in VALUES:
+        hint = "a value is `TRUE`, `FALSE` or `UNKNOWN`"
+        if value.upper() in VALUES:
+            hint = f"write `{value.upper()}` in capitals"
+        r.err("value", join_path(p, "value"), f"unknown value `{show(value)}`", help=hint)
+        value = None
+    explanation = r.string(a, "explanation", p, required=False) or ""
+    by = _provenance(r, a["by"], join_path(p, "by")) if "by" in a else None
+    ev_raw = r.array(a, "evidence", p, required=False)
+    evidence = []
+    if ev_raw is not None:
+        if value in ("TRUE", "FALSE") and not ev_raw:
+            r.err(
+                "evidence-missing",
+                join_path(p, "evidence"),
+                f"a {value} annotation needs at least one evidence span",
+                help="quote the text that shows it, or make the value `UNKNOWN`",
+            )
+        for j, e in enumerate(ev_raw):
+            ev = _evidence(r, e, f"{p}.evidence[{j}]", role, sources, bad_sources, encoded)
+            if ev is not None:
+                evidence.append(ev)
+    if name is not None and value is not None:
+        return Annotation(name, value, tuple(evidence), explanation, i, by)
+    return None
 
 
 def _provenance(r: JsonReader, b: Any, p: str) -> Provenance | None:

@@ -50,6 +50,8 @@ PROTOCOL_KEYS = (
     "requirements",
     "grounding",
 )
+# the keys an expression object may have, by its form
+_FORM_KEYS = {"atom": ("atom",), "def": ("def",), "const": ("const",), "op": ("op", "args", "k")}
 _EXPR_HELP = (
     'write `{"atom": NAME}`, `{"def": NAME}`, `{"const": true}` or `{"op": OP, "args": [...]}`'
 )
@@ -81,6 +83,69 @@ def unknown_atom(r: JsonReader, path: str, name: str, atoms: Collection[str]) ->
     r.err("unknown-atom", path, f"unknown atom `{show(name)}`", help=did_you_mean(name, atoms))
 
 
+def quick_atoms(args: list, atoms: Mapping[str, Any] | None) -> list[ir.Expr] | None:
+    """The atoms of an operator's arguments when every one is a plain ``{"atom": NAME}``
+    naming a declared atom (any name when ``atoms`` is None), else None: the arguments are
+    then read one by one, which words every problem."""
+    out = []
+    for a in args:
+        if a.__class__ is not dict or len(a) != 1:
+            return None
+        name = a.get("atom")
+        if name.__class__ is not str or (atoms is not None and name not in atoms):
+            return None
+        out.append(ir.mk_atom(name))
+    return out
+
+
+_ATOM_KEYS = ("name", "role", "description")
+_QUICK_ATOM_KEYS = frozenset(_ATOM_KEYS)
+
+
+def quick_atom_decl(a: Any) -> ir.AtomDecl | None:
+    """An atom declaration when every rule plainly holds for it (a valid name, a known
+    role, a string description if any), else None; whether its name is new is the
+    caller's to check."""
+    if a.__class__ is not dict or not a.keys() <= _QUICK_ATOM_KEYS:
+        return None
+    name = a.get("name")
+    role = a.get("role")
+    desc = a.get("description", "")
+    if (
+        name.__class__ is not str
+        or role.__class__ is not str
+        or desc.__class__ is not str
+        or role not in ir.ROLES
+        or not ATOM_NAME_RE.match(name)
+    ):
+        return None
+    return ir.AtomDecl(name, role, desc)
+
+
+_PAIR_KEYS = ("judge", "context", "direction")
+_QUICK_PAIR_KEYS = frozenset(_PAIR_KEYS)
+
+
+def quick_pair(g: Any, names: Mapping[str, str | None]) -> ir.GroundPair | None:
+    """A grounding pair of two atom names, a judge atom and a context atom, with a known
+    direction; else None."""
+    if g.__class__ is not dict or not g.keys() <= _QUICK_PAIR_KEYS:
+        return None
+    judge = g.get("judge")
+    context = g.get("context")
+    direction = g.get("direction", "~")
+    if (
+        judge.__class__ is not str
+        or context.__class__ is not str
+        or direction.__class__ is not str
+        or direction not in ir.DIRECTIONS
+        or names.get(judge) != "judge"
+        or names.get(context) != "context"
+    ):
+        return None
+    return ir.GroundPair(ir.mk_atom(judge), ir.mk_atom(context), direction=direction)
+
+
 class IrReader:
     """Reads protocol IR and expressions into ``r``, counting nodes across the document."""
 
@@ -102,6 +167,7 @@ class IrReader:
         if self.nodes_exceeded:
             return None
         r = self.r
+        limits = r.limits
         errors_before = len(r.diags)
         out: list[ir.Expr | None] = []
         # (json, path, depth) to read; or (None, op, k, n) to build from the last n results
@@ -134,6 +200,14 @@ class IrReader:
             elif isinstance(read, tuple):
                 op, k, args = read
                 work.append((None, op, k, len(args)))
+                leaves = None
+                if d < limits.max_expr_depth and self.nodes + len(args) <= limits.max_expr_nodes:
+                    leaves = quick_atoms(args, atoms)
+                if leaves is not None:
+                    # what reading each argument in turn would do: count it, build it
+                    self.nodes += len(leaves)
+                    out.extend(leaves)
+                    continue
                 for i in range(len(args) - 1, -1, -1):
                     work.append((args[i], f"{p}.args[{i}]", d + 1))
             else:
@@ -161,12 +235,7 @@ class IrReader:
             )
             return None
         form = forms[0]
-        allowed = {
-            "atom": ("atom",),
-            "def": ("def",),
-            "const": ("const",),
-            "op": ("op", "args", "k"),
-        }[form]
+        allowed = _FORM_KEYS[form]
         bad = False
         for key in node:
             if key not in allowed:
@@ -414,7 +483,16 @@ class IrReader:
             r.limit(ap, "the number of atoms", len(raw_atoms), "max_atoms")
             raw_atoms = None
         first: dict[str, int] = {}
-        for i, p, a in r.objects(raw_atoms, ap, "an atom", ("name", "role", "description")):
+        for i, a in enumerate(raw_atoms or ()):
+            quick = quick_atom_decl(a)
+            if quick is not None and quick.name not in first:
+                first[quick.name] = i
+                roles[quick.name] = quick.role
+                atoms[quick.name] = quick
+                continue
+            p = r.object_at(a, ap, i, "an atom", _ATOM_KEYS)
+            if p is None:
+                continue
             an = r.name(a, "name", p, ATOM_NAME_RE)
             role = r.string(a, "role", p)
             desc = r.string(a, "description", p, required=False) or ""
@@ -511,7 +589,15 @@ class IrReader:
         out = []
         raw = r.array(obj, "grounding", path, required=False)
         gp = join_path(path, "grounding")
-        for _, p, g in r.objects(raw, gp, "a grounding pair", ("judge", "context", "direction")):
+        for i, g in enumerate(raw or ()):
+            if names is not None:
+                quick = quick_pair(g, names)
+                if quick is not None:
+                    out.append(quick)
+                    continue
+            p = r.object_at(g, gp, i, "a grounding pair", _PAIR_KEYS)
+            if p is None:
+                continue
             direction = g.get("direction", "~")
             if direction not in ir.DIRECTIONS:
                 r.expect(join_path(p, "direction"), "`~` or `~>`", direction)

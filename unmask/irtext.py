@@ -10,13 +10,15 @@ everywhere.
 
 from __future__ import annotations
 
-from unmask.ir import PRECEDENCE, Binary, Card, Expr, Nary, Table, depth
+from unmask.ir import PRECEDENCE, Atom, Binary, Card, Expr, Nary, Table, depth
 
 _MAX_SHOWN_DEPTH = 60
 
 
 def expr_text(e: Expr, parent: int = 0, *, expand: bool = False) -> str:
     """The expression in ``.proto`` syntax (for showing the decision or a constraint)."""
+    if e.__class__ is Atom:  # most grounding sides: an atom prints as its name
+        return e.name
     if parent == 0 and depth(e) > _MAX_SHOWN_DEPTH:
         return f"(an expression nested {depth(e)} deep, not shown)"
     return _wrap((_EXPANDED if expand else _TEXT)(e), parent)

@@ -17,7 +17,6 @@ from typing import Any
 
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.limits import Limits
-from unmask.names import IDENT_RE
 
 _SUGGEST_MAX = 5000  # above this many candidates, "did you mean" is not worth its cost
 NAME_HELP = "names are letters, digits and `_`, not starting with a digit"
@@ -39,7 +38,8 @@ def show(value: Any, limit: int = 60) -> str:
 
 def join_path(path: str, key: str) -> str:
     """Extend a JSON path by an object key, quoting keys that are not plain names."""
-    if IDENT_RE.match(key):
+    # an ASCII identifier is exactly a plain name (``IDENT_RE``), and quicker to test
+    if key.isascii() and key.isidentifier():
         return f"{path}.{key}" if path else key
     return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
 
@@ -168,12 +168,22 @@ class JsonReader:
         ``what`` names one item with its article (``an atom``); unknown keys are warnings.
         """
         for i, item in enumerate(items or ()):
-            p = index_path(path, i)
-            if not isinstance(item, dict):
-                self.expect(p, f"{what} object", item)
-                continue
-            self.unknown_keys(item, p, known, what)
-            yield i, p, item
+            p = self.object_at(item, path, i, what, known)
+            if p is not None:
+                yield i, p, item
+
+    def object_at(
+        self, item: Any, path: str, i: int, what: str, known: tuple[str, ...]
+    ) -> str | None:
+        """The JSON path of item ``i`` of the list at ``path`` when it is an object (its
+        unknown keys are warnings), else None and an error: one step of ``objects``, for
+        readers that try a quicker way first and fall back to this one."""
+        p = index_path(path, i)
+        if not isinstance(item, dict):
+            self.expect(p, f"{what} object", item)
+            return None
+        self.unknown_keys(item, p, known, what)
+        return p
 
     def failure(self) -> UnmaskError:
         """The error to raise: every diagnostic, with ``sources`` for excerpts."""

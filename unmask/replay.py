@@ -92,7 +92,9 @@ class _ReplayReader:
         self.base_dir = base_dir
         self.bad_sources: set[str] = set()  # given but rejected: no echo errors for them
 
-    def replay(self, obj: Any) -> Replay | None:
+    def replay(self, obj: Any, text: str | None = None, line: int | None = None) -> Replay | None:
+        """The replay, or None after recording why not; ``text`` and ``line`` are kept on it
+        (see ``replay_from_obj``)."""
         r = self.r
         if not isinstance(obj, dict):
             r.err("type", "$", f"expected a replay object at the top level, found {kind(obj)}")
@@ -126,6 +128,8 @@ class _ReplayReader:
             item=item,
             judge=judge,
             warnings=tuple(r.warnings),
+            json_text=text,
+            json_line=(line or 1) if text is not None else 1,
         )
 
     def _label_text(self, obj: dict, key: str, what: str) -> str | None:
@@ -438,13 +442,12 @@ def replay_from_obj(
     """
     label = f"{file or '<input>'}:{line}" if line is not None else file
     r = JsonReader(label, limits)
-    out = _ReplayReader(r, Path(base_dir) if base_dir is not None else None).replay(obj)
+    reader = _ReplayReader(r, Path(base_dir) if base_dir is not None else None)
+    out = reader.replay(obj, text, line)
     if out is None or r.diags:
         if not r.diags:  # cannot happen: every None path records an error; stay loud anyway
             r.err("invalid", "$", "the replay is invalid")
         raise r.failure()
-    if text is not None:
-        out = replace(out, json_text=text, json_line=line or 1)
     return out
 
 

@@ -86,17 +86,26 @@ class Item:
     by: Provenance | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"part": self.part, "kind": self.kind}
-        if self.kind == "annotation":
-            out["atom"] = self.atom
-            out["value"] = self.value
-            out["evidence"] = [q.to_json() for q in self.evidence]
-            out["explanation"] = self.explanation or ""
+        kind = self.kind
+        if kind == "annotation":
+            out: dict[str, Any] = {
+                "part": self.part,
+                "kind": kind,
+                "atom": self.atom,
+                "value": self.value,
+                "evidence": [
+                    {"source": q.source, "start": q.start, "end": q.end, "quote": q.quote}
+                    for q in self.evidence
+                ],
+                "explanation": self.explanation or "",
+            }
             if self.by is not None:
                 out["by"] = self.by.to_json()
-        elif self.kind == "constraint":
+            return out
+        out = {"part": self.part, "kind": kind}
+        if kind == "constraint":
             out["name"] = self.name
-        elif self.kind == "decision" and self.label is not None:
+        elif kind == "decision" and self.label is not None:
             out["label"] = self.label
         return out
 
@@ -172,17 +181,34 @@ class CheckResult:
     gold_derived: int = 0
 
     def fields(self, prefix: str = "") -> dict[str, Any]:
-        expl = self.explanation
-        out: dict[str, Any] = {
-            f"{prefix}result": self.outcome,
-            f"{prefix}explanation": None if expl is None else expl.to_json(),
-            f"{prefix}witnesses": None if self.witnesses is None else self.witnesses.to_json(),
-        }
-        if self.unreviewed:
-            out[f"{prefix}unreviewed"] = True
-        if self.gold_derived:
-            out[f"{prefix}gold_derived"] = True
+        out: dict[str, Any] = {}
+        self.put_fields(out, _field_names(prefix))
         return out
+
+    def put_fields(self, out: dict[str, Any], names: tuple[str, ...]) -> None:
+        """Add what ``fields`` holds to ``out``; ``names`` is ``_field_names(prefix)``."""
+        expl = self.explanation
+        wit = self.witnesses
+        out[names[0]] = self.outcome
+        out[names[1]] = None if expl is None else expl.to_json()
+        out[names[2]] = None if wit is None else wit.to_json()
+        if self.unreviewed:
+            out[names[3]] = True
+        if self.gold_derived:
+            out[names[4]] = True
+
+
+def _field_names(prefix: str) -> tuple[str, ...]:
+    """The keys of a check result's fields under ``prefix``, in the order they are written."""
+    names = _FIELD_NAMES.get(prefix)
+    if names is None:
+        names = tuple(prefix + n for n in _FIELDS)
+    return names
+
+
+_FIELDS = ("result", "explanation", "witnesses", "unreviewed", "gold_derived")
+_FIELD_NAMES = {p: tuple(p + n for n in _FIELDS) for p in ("", "coverage_")}
+_PLAIN, _COVERAGE = _FIELD_NAMES[""], _FIELD_NAMES["coverage_"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,12 +221,13 @@ class VerdictCheck:
     allowed: tuple[str, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "observed": self.observed,
             "status": self.result.status,
             "allowed": None if self.allowed is None else list(self.allowed),
-            **self.result.fields(),
         }
+        self.result.put_fields(out, _PLAIN)
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,14 +238,15 @@ class RequirementCheck:
     coverage: CheckResult
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "id": self.id,
             "status": self.holds.status,
             "coverage": self.coverage.status,
             "description": self.description,
-            **self.holds.fields(),
-            **self.coverage.fields("coverage_"),
         }
+        self.holds.put_fields(out, _PLAIN)
+        self.coverage.put_fields(out, _COVERAGE)
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,13 +263,14 @@ class GroundingCheck:
         return f"{self.judge}{self.direction}{self.context}"
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "judge": self.judge,
             "context": self.context,
             "status": self.result.status,
             "direction": self.direction,
-            **self.result.fields(),
         }
+        self.result.put_fields(out, _PLAIN)
+        return out
 
 
 @dataclass(frozen=True, slots=True)

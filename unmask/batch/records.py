@@ -56,12 +56,19 @@ def error_record(location: str, diags: Iterable[Diagnostic]) -> dict[str, Any]:
     }
 
 
+# made once: ``json.dumps`` with options builds a new encoder on every call. A line is data
+# this module's callers built (a report's JSON, an error record): it has no cycles, so the
+# encoder need not keep a set of every object it is inside of
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
+_COMPACT_ASCII = json.JSONEncoder(separators=(",", ":"), check_circular=False)
+
+
 def encode_line(obj: dict[str, Any]) -> bytes:
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    text = _COMPACT.encode(obj)
     try:
         return text.encode("utf-8") + b"\n"
     except UnicodeEncodeError:  # a lone surrogate from the input: escape, stay valid UTF-8
-        return json.dumps(obj, ensure_ascii=True, separators=(",", ":")).encode() + b"\n"
+        return _COMPACT_ASCII.encode(obj).encode() + b"\n"
 
 
 def _str_or_none(v: Any) -> bool:

@@ -12,12 +12,19 @@ Contract:
   as soon as it and all earlier results are done (the reorder buffer is the window), so
   memory does not grow with the number of replays; a worker that dies costs only the
   replay that killed it (an ``internal-error`` record), and workers never outlive a
-  killed parent.
+  killed parent;
+- while ``run_audit`` runs, and while a worker runs a chunk, the garbage collector runs
+  less often: its thresholds are at least ``GC_THRESHOLDS`` (``batch_gc``; the command
+  line sets the same for a whole run, but a Dask worker or a program calling this module
+  has Python's 700, 10, 10). A replay allocates many objects that live until its report
+  is written and makes almost no reference cycles, so frequent collections only
+  re-examine live objects. The old thresholds are put back afterwards.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import os
 import re
@@ -38,6 +45,9 @@ from unmask.limits import DEFAULT_LIMITS, Limits
 CHUNK_TASKS = 16
 CHUNK_BYTES = 1 << 20
 WINDOW_PER_JOB = 4
+# the collector's thresholds during an audit, the command line's (measured in
+# docs/performance.md, "Garbage collector")
+GC_THRESHOLDS = (50_000, 20, 20)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,8 +179,22 @@ def died(task: Task, settings: Settings) -> Result:
     return _failed(task, settings, [d])
 
 
+@contextlib.contextmanager
+def batch_gc() -> Iterator[None]:
+    """Collect garbage less often for the length of a batch run."""
+    old = gc.get_threshold()
+    if old[0] != 0:  # 0: automatic collection is off, and stays off
+        gc.set_threshold(*(max(a, b) for a, b in zip(old, GC_THRESHOLDS, strict=False)))
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
 def _run_chunk(tasks: list[Task], settings: Settings) -> list[Result]:
-    return [audit_task(t, settings) for t in tasks]
+    # in a pool or cluster worker too, whatever process started it
+    with batch_gc():
+        return [audit_task(t, settings) for t in tasks]
 
 
 def _worker_init() -> None:
@@ -228,11 +252,12 @@ Emit = Callable[[Task, Result], None]
 
 def run_audit(tasks: Iterator[Task], settings: Settings, emit: Emit, jobs: int = 1) -> None:
     """Audit every task and ``emit(task, result)`` each, in input order."""
-    if jobs <= 1:
-        for t in tasks:
-            emit(t, audit_task(t, settings))
-        return
-    _Pool(settings, jobs).run(tasks, emit)
+    with batch_gc():
+        if jobs <= 1:
+            for t in tasks:
+                emit(t, audit_task(t, settings))
+            return
+        _Pool(settings, jobs).run(tasks, emit)
 
 
 class _Pool:
