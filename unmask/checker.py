@@ -272,6 +272,10 @@ class _Run:
                     # on demand)
                     self.states[name] = CONSISTENT
                     continue
+                if name == "proto" and not p.constraints and not p.declared_labels:
+                    # V ⇔ D alone: any assignment, with V set to D's value, satisfies it
+                    self.states[name] = CONSISTENT
+                    continue
                 if name == "all":
                     table = whole
                 elif whole is not None:
