@@ -15,7 +15,8 @@ import pytest
 
 from unmask import cache as cache_mod
 from unmask import parser as parser_mod
-from unmask.compiler import compile_cached, compile_source
+from unmask.cache import compile_cached
+from unmask.compiler import compile_source
 from unmask.limits import Limits
 
 ROOT = Path(__file__).resolve().parent.parent

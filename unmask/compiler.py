@@ -11,8 +11,8 @@ must be among its own. A use of a definition becomes an ``ir.Ref`` named as writ
 (``ok(cto)`` for a family definition), and the protocol lists the ground definitions it
 uses in dependency order. Every check (names, roles in ``ground``, recursion, labels) runs
 on the text as written, so its outcome never depends on a replay's members. Every
-diagnostic has a stable ``code`` (see docs/language.md). ``compile_cached`` is the same,
-remembered per process and on disk (``unmask.cache``).
+diagnostic has a stable ``code`` (see docs/language.md). ``unmask.cache.compile_cached`` is
+the same, remembered per process and on disk.
 
 Size: over 1,000 lines because each statement kind keeps its grounding and its located
 errors side by side, all over one environment of names; split it by statement kind
@@ -60,20 +60,6 @@ def compile_source(
     """Compile one `.proto` text to a ground protocol, or raise ``UnmaskError``."""
     source = parse_source(text, filename, limits)
     return _Compiler(source, domains or {}, limits).run()
-
-
-def compile_cached(
-    text: str,
-    filename: str = "<input>",
-    domains: Mapping[str, Sequence[str]] | None = None,
-    limits: Limits = DEFAULT_LIMITS,
-) -> ir.Protocol:
-    """``compile_source``, remembered per process and in the user's cache folder
-    (``unmask.cache.compile_cached``, where a replay's protocol is loaded from without
-    importing this module)."""
-    from unmask.cache import compile_cached as cached
-
-    return cached(text, filename, domains, limits)
 
 
 def compile_file(

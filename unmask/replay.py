@@ -10,8 +10,8 @@ protocol IR (``unmask.irjson_reader``, whose ``protocol_from_json`` is re-export
 annotations and evidence spans (``unmask.evidence``), and where a protocol ``path`` may lead
 (``unmask.confine``). This module reads the envelope (schema, id, item, judge, domains,
 translation, sources, verdict, gold) and loads the protocol in its three forms (a
-``.proto`` text through ``unmask.compiler.compile_cached``: once per process for the same
-text, file, domains and limits); ``verdict``
+``.proto`` text through ``unmask.cache.compile_cached``: once per process, and on disk,
+for the same text, file, domains and limits); ``verdict``
 and ``gold`` must be labels the protocol declares (``PASS``/``FAIL`` without a ``verdict``
 statement). A replay's own folder is
 the folder of its file; for text without a file (stdin) it is the working directory.

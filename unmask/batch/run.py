@@ -14,8 +14,8 @@ Contract:
   replay that killed it (an ``internal-error`` record), and workers never outlive a
   killed parent;
 - while ``run_audit`` runs, and while a worker runs a chunk, the garbage collector runs
-  less often: its thresholds are at least ``GC_THRESHOLDS`` (``batch_gc``; the command
-  line sets the same for a whole run, but a Dask worker or a program calling this module
+  less often: its thresholds are at least ``unmask.limits.GC_THRESHOLDS`` (``batch_gc``;
+  the command line sets the same for a whole run, but a Dask worker or a program calling this module
   has Python's 700, 10, 10). A replay allocates many objects that live until its report
   is written and makes almost no reference cycles, so frequent collections only
   re-examine live objects. The old thresholds are put back afterwards.
@@ -39,15 +39,12 @@ from unmask.batch.inputs import STDIN_LABEL, Task
 from unmask.batch.records import encode_line, error_record
 from unmask.batch.summary import View, view
 from unmask.diagnostics import Diagnostic, UnmaskError
-from unmask.limits import DEFAULT_LIMITS, Limits
+from unmask.limits import DEFAULT_LIMITS, GC_THRESHOLDS, Limits
 
 # how many tasks one pool job carries, and how many jobs per process may be in flight
 CHUNK_TASKS = 16
 CHUNK_BYTES = 1 << 20
 WINDOW_PER_JOB = 4
-# the collector's thresholds during an audit, the command line's (measured in
-# docs/performance.md, "Garbage collector")
-GC_THRESHOLDS = (50_000, 20, 20)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,8 @@ Contract: each subcommand lives in ``unmask.commands.<name>`` as a click command
 statuses are those of ``unmask.exitcodes``: 0 satisfied/valid/agree, 1 violated/disagree,
 2 usage, 3 unknown, 4 invalid input, 130 interrupted, 141 a closed pipe on stdout; standard
 output that cannot be written is handled once, here, by ``unmask.cli.stdout``. A run raises
-the garbage collector's thresholds (``GC_THRESHOLDS``), measured to save time on large replays.
+the garbage collector's thresholds (``unmask.limits.GC_THRESHOLDS``), measured to save time
+on large replays.
 """
 
 from __future__ import annotations
@@ -18,12 +19,7 @@ import click
 
 from unmask import __version__
 from unmask.cli.stdout import StdoutGuard
-
-# The collector's thresholds for a command-line run (Python's are 700, 10, 10). A check
-# allocates many small objects that die young and makes few cycles; collecting less often
-# saved 12-16% of CPU auditing 2000-claim replays and was within the noise on small ones
-# (docs/performance.md).
-GC_THRESHOLDS = (50_000, 20, 20)
+from unmask.limits import GC_THRESHOLDS
 
 # name -> one-line help, shown without importing the command's module
 COMMANDS: dict[str, str] = {
