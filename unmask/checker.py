@@ -6,8 +6,12 @@ Contract:
 - F, B_proto, B_evid = F and B_all = B_proto ∧ F are lists of labelled parts in a
   canonical order: ``fact:ATOM``, then ``constraint:NAME``, then for a binary protocol
   ``decision`` (V ⇔ D), for one that declares its labels ``labels`` (exactly one verdict
-  variable holds) and ``decision:LABEL`` (V_L ⇔ D_L) per label; each base is opened once
-  on the backend and answers all its checks incrementally;
+  variable holds) and ``decision:LABEL`` (V_L ⇔ D_L) per label; a base is opened on the
+  backend at most once, when a check needs it, and answers all its checks incrementally;
+- with ``closed_form`` (the default) the checks that need no solver are decided without
+  one (``unmask.closed``: a check on the facts alone, a base small enough to tabulate,
+  B_proto of a binary protocol without constraints), with the same result, so the report
+  is the same either way; such a check makes no call, so no deadline cuts it;
 - the verdict variables are ``$pass`` (binary) or ``$v:LABEL``: no identifier or family
   member can contain ``$``, so they never clash with a protocol atom;
 - statuses are only what the solver proved; aggregation follows the documented table and
@@ -18,9 +22,10 @@ Contract:
   cut short is UNKNOWN with a ``deadline`` reason; one it did not is byte-identical to the
   report without a deadline.
 
-Size: bases, Classify, aggregation, labels and the reasons a result is not SATISFIED are
-the one semantics of a check; witnesses, minimisation and the deadline already live in
-``unmask.explain``.
+Size: bases, Classify (on a backend, or in closed form), aggregation, labels and the
+reasons a result is not SATISFIED are the one semantics of a check; witnesses,
+minimisation and the deadline already live in ``unmask.explain``, the closed forms'
+arithmetic in ``unmask.closed``.
 """
 
 from __future__ import annotations

@@ -17,6 +17,9 @@ Contract:
 - ``to_json`` (``unmask.summary/1``, fields in docs/audit.md) and ``render_text`` give the
   same figures; ``index_summary`` gives them as the ``summary`` argument of
   ``unmask.render.html.render_index``.
+
+Size: one fold and the two renderings of its figures (JSON and text) kept side by side, so
+a figure added to one is seen missing from the other.
 """
 
 from __future__ import annotations

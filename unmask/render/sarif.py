@@ -15,6 +15,9 @@ statement in the ``.proto`` file where the protocol came from one. Lines and col
 code points (``columnKind: unicodeCodePoints``). When the replay file cannot be read again,
 locations name the file without a region. Deterministic: no time, no absolute path that
 was not given.
+
+Size: the rule table, the results and the location finding (into the replay's JSON text
+and the ``.proto`` file) are one mapping of a report onto SARIF's shapes.
 """
 
 from __future__ import annotations
