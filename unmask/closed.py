@@ -25,8 +25,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from unmask.backends.base import Part
-from unmask.ir import Atom, Binary, Expr, iter_atoms
-from unmask.ireval import column, truth_mask
+from unmask.ir import Atom, Binary, Const, Expr, Not, iter_atoms
+from unmask.ireval import column, literal, truth_mask
 from unmask.report import ENTAILED, REFUTED, UNDERDETERMINED
 
 # 2**12 assignments are one 4096-bit integer per node: far cheaper than a solver call
@@ -114,6 +114,10 @@ def _mask(phi: Expr, columns: Sequence[str], fixed: Mapping[str, bool]) -> tuple
             return full ^ (left ^ right), full
     elif cls is Atom:
         return _column(phi.name, index, n, fixed, full), full  # type: ignore[union-attr]
+    elif cls is Not and phi.arg.__class__ is Atom:  # type: ignore[union-attr]
+        return full ^ _column(phi.arg.name, index, n, fixed, full), full  # type: ignore[union-attr]
+    elif cls is Const:
+        return (full if phi.value else 0), full  # type: ignore[union-attr]
     return truth_mask(phi, index, n, fixed=fixed), full
 
 
@@ -189,6 +193,10 @@ class TableBase:
         return cls(parts, list(names))
 
     def mask(self, e: Expr) -> int:
+        got = literal(e)  # a fact, most of a base's parts: its column without a fold
+        if got is not None:
+            col = column(self.n, self.index[got[0]])
+            return col if got[1] else self.full ^ col
         return truth_mask(e, self.index, self.n, self.memo)
 
     def column(self, name: str) -> int:
