@@ -64,4 +64,5 @@ def check(
         deadline=deadline,
         closed_form=closed_form,
     )
-    return replace(report.with_gold(replay.gold), item=replay.item, judge=replay.judge)
+    # one copy, not two: the replay's own fields, which never reach the solver
+    return replace(report, gold=replay.gold, item=replay.item, judge=replay.judge)
