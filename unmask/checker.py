@@ -374,20 +374,29 @@ class _Run:
             status, side = REFUTED, phi
         else:
             assert isinstance(t, Sat) and isinstance(f, Sat)
-            ws = Witnesses(
+            return self.open_result(
                 self.witness(base, phi, t.model, atoms, scope, True),
                 self.witness(base, not_phi, f.model, atoms, scope, False),
-            )
-            sides = (ws.holds, ws.fails)
-            pinned = [w.atom for side in sides for w in side.atoms if w.origin == "observed"]
-            return CheckResult(
-                UNDERDETERMINED,
-                outcome(UNDERDETERMINED, coverage=coverage),
-                witnesses=ws,
-                **self.provenance(pinned),
+                coverage,
             )
         found = minimise(base, side, scope)
-        expl = self.explanation(found.labels, found.minimal)
+        return self.forced(status, found.labels, found.minimal, coverage)
+
+    def open_result(self, holds: Witness, fails: Witness, coverage: bool) -> CheckResult:
+        """UNDERDETERMINED, with its two witnesses; it rests on their observed atoms."""
+        pinned = [w.atom for side in (holds, fails) for w in side.atoms if w.origin == "observed"]
+        return CheckResult(
+            UNDERDETERMINED,
+            outcome(UNDERDETERMINED, coverage=coverage),
+            witnesses=Witnesses(holds, fails),
+            **self.provenance(pinned),
+        )
+
+    def forced(
+        self, status: str, labels: Sequence[str], minimal: bool, coverage: bool
+    ) -> CheckResult:
+        """ENTAILED or REFUTED, explained by ``labels``; it rests on their annotations."""
+        expl = self.explanation(labels, minimal)
         return CheckResult(
             status,
             outcome(status, coverage=coverage),
@@ -408,21 +417,8 @@ class _Run:
         if got is None:
             return None
         if got.status == UNDERDETERMINED:
-            ws = Witnesses(self.assigned(got.holds), self.assigned(got.fails))
-            pinned = [a for side in (got.holds, got.fails) for a, _ in side if a in self.facts]
-            return CheckResult(
-                UNDERDETERMINED,
-                outcome(UNDERDETERMINED, coverage=coverage),
-                witnesses=ws,
-                **self.provenance(pinned),
-            )
-        expl = self.explanation([f"fact:{a}" for a in got.kept], True)
-        return CheckResult(
-            got.status,
-            outcome(got.status, coverage=coverage),
-            explanation=expl,
-            **self.provenance(got.kept),
-        )
+            return self.open_result(self.assigned(got.holds), self.assigned(got.fails), coverage)
+        return self.forced(got.status, [f"fact:{a}" for a in got.kept], True, coverage)
 
     def tabled(
         self, table: TableBase, phi: Expr, witness_exprs: Sequence[Expr], coverage: bool
@@ -433,26 +429,14 @@ class _Run:
         if holds and fails:
             atoms = self.sorted_atoms([phi, *witness_exprs])
             h, f = table.least(holds, atoms), table.least(fails, atoms)
-            ws = Witnesses(
+            return self.open_result(
                 self.assigned(h, self.witness_label(phi, dict(h), True)),
                 self.assigned(f, self.witness_label(phi, dict(f), False)),
-            )
-            pinned = [a for side in (h, f) for a, _ in side if a in self.facts]
-            return CheckResult(
-                UNDERDETERMINED,
-                outcome(UNDERDETERMINED, coverage=coverage),
-                witnesses=ws,
-                **self.provenance(pinned),
+                coverage,
             )
         status = ENTAILED if not fails else REFUTED
         kept = table.kept(table.full ^ q if status == ENTAILED else q)
-        expl = self.explanation(kept, True)
-        return CheckResult(
-            status,
-            outcome(status, coverage=coverage),
-            explanation=expl,
-            **self.provenance(i.atom for i in expl.items if i.kind == "annotation"),
-        )
+        return self.forced(status, kept, True, coverage)
 
     def assigned(
         self, values: Sequence[tuple[str, bool]], label: str | None = None, canonical: bool = True
