@@ -191,9 +191,10 @@ class _Counting:
         return sum(s.calls for s in self.sessions)
 
 
-def _grounded(n: int, unknown: int) -> Replay:
-    """``n`` pairs `said_i ~ seen_i`, all observed TRUE, plus a requirement over
-    ``unknown`` unannotated atoms."""
+def _grounded(n: int, unknown: int, open_said: int = 0) -> Replay:
+    """``n`` pairs `said_i ~ seen_i`, all observed TRUE but the first ``open_said`` of the
+    `said` atoms, with the decision ``all`` of them, plus a requirement over ``unknown``
+    unannotated atoms."""
     names = [f"said{i}" for i in range(n)] + [f"seen{i}" for i in range(n)]
     free = [f"u{i}" for i in range(unknown)]
     protocol = Protocol(
@@ -214,15 +215,26 @@ def _grounded(n: int, unknown: int) -> Replay:
         id="grounded",
         protocol=protocol,
         verdict="PASS",
-        annotations=tuple(Annotation(x, "TRUE", (), "", i) for i, x in enumerate(names)),
+        annotations=tuple(
+            Annotation(x, "TRUE", (), "", i) for i, x in enumerate(names[open_said:])
+        ),
         sources={},
     )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("pairs", [5, 8])
-def test_closed_form_makes_no_call_where_it_decides(backend: str, pairs: int) -> None:
-    replay = _grounded(pairs, 0)
+@pytest.mark.parametrize(
+    ("pairs", "open_said", "opened_bases"),
+    [
+        (5, 0, 0),  # every base small enough to tabulate: no session at all
+        (8, 0, 0),  # B_all too wide to tabulate, but its `all(...)` decision is forced
+        (8, 1, 1),  # not forced: only B_all goes to the backend
+    ],
+)
+def test_closed_form_makes_no_call_where_it_decides(
+    backend: str, pairs: int, open_said: int, opened_bases: int
+) -> None:
+    replay = _grounded(pairs, 0, open_said)
     counting = _Counting(backend)
     fast = check_case(Case.from_replay(replay), counting)  # type: ignore[arg-type]
     fast_calls, opened = counting.calls, list(counting.opened)
@@ -230,14 +242,14 @@ def test_closed_form_makes_no_call_where_it_decides(backend: str, pairs: int) ->
     slow = check_case(Case.from_replay(replay), counting, closed_form=False)  # type: ignore[arg-type]
     assert dumps(fast) == dumps(slow)
     assert len(counting.opened) == 3 and counting.calls > 0
-    assert all(g.result.status == "ENTAILED" for g in fast.grounding)
-    if 2 * pairs + 1 <= closed.MAX_TABLE:
-        # every base is small enough to tabulate: no session at all
-        assert opened == [] and fast_calls == 0
+    assert sum(g.result.status == "ENTAILED" for g in fast.grounding) == pairs - open_said
+    assert len(opened) == opened_bases
+    if opened_bases == 0:
+        assert fast_calls == 0
     else:
-        # only B_all goes to the backend: the facts' base is settled in closed form, and
-        # B_proto (V iff D, nothing else) is satisfiable whatever D is
-        assert len(opened) == 1 and opened[0].split(",")[-1] == "decision"
+        # the facts' base is settled in closed form, and B_proto (V iff D, nothing else) is
+        # satisfiable whatever D is: only B_all is opened
+        assert opened[0].split(",")[-1] == "decision"
         assert opened[0].split(",")[0].startswith("fact:")
         assert 0 < fast_calls < counting.calls
 
@@ -262,19 +274,96 @@ def test_settle_refuses_past_its_limits() -> None:
     assert FactChecks({}).settle(_or([mk_atom(x) for x in free[:-1]]), free[:-1]) is not None
 
 
-@pytest.mark.parametrize("pairs", [2, 8])
-def test_the_closed_form_makes_no_call_so_no_deadline_cuts_it(pairs: int) -> None:
-    replay = _grounded(pairs, 0)
+@pytest.mark.parametrize(("pairs", "open_said"), [(2, 0), (8, 0), (8, 1)])
+def test_the_closed_form_makes_no_call_so_no_deadline_cuts_it(pairs: int, open_said: int) -> None:
+    replay = _grounded(pairs, 0, open_said)
     clock = iter([0.0] + [10.0] * 1000).__next__  # the deadline passes at once
     report = check_case(
         Case.from_replay(replay), create("sliced"), deadline=Deadline(1, clock=clock)
     )
     plain = check_case(Case.from_replay(replay), create("sliced"))
-    assert {g.result.status for g in report.grounding} == {"ENTAILED"}
-    if 2 * pairs + 1 <= closed.MAX_TABLE:
-        # every base tabulated: no call was needed, so none was refused
+    assert {g.result.status for g in report.grounding[open_said:]} == {"ENTAILED"}
+    if not open_said:
+        # every base tabulated, or the decision forced: no call was needed, none refused
         assert dumps(report) == dumps(plain)
     else:
-        # B_proto and B_all need calls: refused, and the report says the deadline cut it
+        # B_all needs calls: refused, and the report says the deadline cut it
         assert report.overall == "UNKNOWN" and report.reasons[0].code == "deadline"
-        assert report.bases.all == "SOLVER_UNKNOWN" and report.bases.evid == "CONSISTENT"
+        assert report.bases.evid == "CONSISTENT"
+        assert report.verdict.result.status == "SOLVER_UNKNOWN"
+
+
+def _wide_decision(rng: random.Random, n: int) -> Replay:
+    """A binary protocol whose decision is an ``and``/``or`` of ``n`` literals, in an order
+    other than the declaration order, too wide to tabulate; random facts and verdict."""
+    names = [f"x{i}" for i in range(n)]
+    shuffled = rng.sample(names, n)
+    lits = [mk_atom(x) if rng.random() < 0.7 else mk_not(mk_atom(x)) for x in shuffled]
+    if rng.random() < 0.1:
+        lits.append(mk_not(lits[0]) if lits[0].__class__.__name__ == "Atom" else lits[0].arg)
+    is_and = rng.random() < 0.5
+    decision = (_and if is_and else _or)(lits)
+    protocol = Protocol(
+        name="wide",
+        text="",
+        atoms=tuple(AtomDecl(x, "context") for x in names),
+        constraints=(),
+        decision=decision,
+        requirements=(Requirement("r", "", mk_atom(names[0]), None),),
+        grounding=(),
+    )
+    values = {x: rng.choice(("TRUE",) * 4 + ("FALSE", "UNKNOWN", None)) for x in names}
+    if rng.random() < 0.3:
+        # every literal observed and none settling the connective (all supported), but
+        # perhaps one flipped
+        for lit in lits:
+            positive = lit.__class__.__name__ == "Atom"
+            name = lit.name if positive else lit.arg.name
+            values[name] = "TRUE" if positive == is_and else "FALSE"
+        if rng.random() < 0.5:
+            x = rng.choice(names)
+            values[x] = "FALSE" if values[x] == "TRUE" else "TRUE"
+    annotations = []
+    for x in names:
+        if values[x] is not None:
+            annotations.append(Annotation(x, values[x], (), "", len(annotations)))
+    return Replay(
+        id="wide",
+        protocol=protocol,
+        verdict=rng.choice(("PASS", "FAIL")),
+        annotations=tuple(annotations),
+        sources={},
+    )
+
+
+@pytest.mark.parametrize("backend", ["sliced", "z3"])
+def test_a_forced_wide_decision_gives_the_backends_verdict(backend: str) -> None:
+    rng = random.Random(4242)
+    forced = 0
+    for i in range(150):
+        replay = _wide_decision(rng, rng.randrange(closed.MAX_TABLE, 40))
+        fast, slow = both_ways(replay, backend)
+        assert fast == slow, f"case {i}"
+        forced += check(replay, backend).verdict.result.status != "UNDERDETERMINED"
+    assert forced > 30  # the shortcut was really taken, not only the general path
+
+
+def test_forced_decision_keeps_the_last_deciding_fact_in_declaration_order() -> None:
+    x = [mk_atom(f"x{i}") for i in range(4)]
+    order = {f"x{i}": i for i in range(4)}
+    # written x3, x1, x0: FALSE facts on x1 and x3 each settle the `and`; x3 comes last
+    got = closed.forced_decision(_and([x[3], x[1], x[0]]), {"x1": False, "x3": False}, order)
+    assert got == (False, ("x3",))
+    # `or` of negations: a FALSE fact makes `not x` TRUE and settles it
+    assert closed.forced_decision(_or([mk_not(x[2]), x[0]]), {"x2": False}, order) == (
+        True,
+        ("x2",),
+    )
+    # nothing settles it, and every literal observed: all of them, in declaration order
+    assert closed.forced_decision(_and([x[2], x[0]]), {"x0": True, "x2": True}, order) == (
+        True,
+        ("x0", "x2"),
+    )
+    # one literal open: not forced; a repeated atom: left to the general path
+    assert closed.forced_decision(_and([x[2], x[0]]), {"x0": True}, order) is None
+    assert closed.forced_decision(_and([x[0], mk_not(x[0])]), {}, order) is None

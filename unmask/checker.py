@@ -10,8 +10,9 @@ Contract:
   backend at most once, when a check needs it, and answers all its checks incrementally;
 - with ``closed_form`` (the default) the checks that need no solver are decided without
   one (``unmask.closed``: a check on the facts alone, a base small enough to tabulate,
-  B_proto of a binary protocol without constraints), with the same result, so the report
-  is the same either way; such a check makes no call, so no deadline cuts it;
+  the bases of a binary protocol without constraints and its verdict when the facts force
+  an ``and``/``or`` decision), with the same result, so the report is the same either
+  way; such a check makes no call, so no deadline cuts it;
 - the verdict variables are ``$pass`` (binary) or ``$v:LABEL``: no identifier or family
   member can contain ``$``, so they never clash with a protocol atom;
 - statuses are only what the solver proved; aggregation follows the documented table and
@@ -34,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from unmask.backends.base import Backend, Part, Sat, Unknown, Unsat, spec
-from unmask.closed import FactChecks, TableBase
+from unmask.closed import FactChecks, TableBase, forced_decision
 from unmask.explain import DEADLINE, BaseSession, Deadline, minimise, witness
 from unmask.ir import (
     LABEL_PREFIX,
@@ -277,10 +278,6 @@ class _Run:
                     # on demand)
                     self.states[name] = CONSISTENT
                     continue
-                if name == "proto" and not p.constraints and not p.declared_labels:
-                    # V ⇔ D alone: any assignment, with V set to D's value, satisfies it
-                    self.states[name] = CONSISTENT
-                    continue
                 if name == "all":
                     table = whole
                 elif whole is not None:
@@ -294,6 +291,11 @@ class _Run:
                     else:
                         self.states[name] = INCONSISTENT
                         self.conflicts[name] = self.explanation(table.kept(table.full), True)
+                    continue
+                if self.bare_decision():
+                    # V ⇔ D and facts on distinct atoms: any completion, with V set to D's
+                    # value, satisfies it (the backend opens if a check needs it)
+                    self.states[name] = CONSISTENT
                     continue
             session = self.session(name)
             result = session.check()
@@ -357,6 +359,10 @@ class _Run:
         table = self.tables.get(base_name)
         if table is not None and all(a in table.index for a in iter_atoms(phi)):
             return self.tabled(table, phi, witness_exprs, coverage)
+        if base_name == "all" and self.closed is not None and self.bare_decision():
+            forced = self.forced_verdict(phi, coverage)
+            if forced is not None:
+                return forced
         atoms = self.sorted_atoms([phi, *witness_exprs])
         base = self.session(base_name)
         # the base is consistent: confining every call to the query's component changes
@@ -381,6 +387,26 @@ class _Run:
             )
         found = minimise(base, side, scope)
         return self.forced(status, found.labels, found.minimal, coverage)
+
+    def bare_decision(self) -> bool:
+        """A binary protocol without constraints: its B_proto is V ⇔ D and nothing else."""
+        p = self.case.protocol
+        return not p.constraints and not p.declared_labels and p.decision is not None
+
+    def forced_verdict(self, phi: Expr, coverage: bool) -> CheckResult | None:
+        """The verdict check when the facts force a wide ``all``/``any`` decision
+        (``unmask.closed.forced_decision``): V is forced with it, and deletion keeps the
+        facts that force it and the decision (without it V is free); else None."""
+        p = self.case.protocol
+        if phi != verdict_query(self.case.verdict, p):
+            return None
+        assert p.decision is not None
+        got = forced_decision(p.decision, self.facts, self.order)
+        if got is None:
+            return None
+        value, kept = got
+        status = ENTAILED if value == (self.case.verdict == "PASS") else REFUTED
+        return self.forced(status, [*(f"fact:{a}" for a in kept), "decision"], True, coverage)
 
     def open_result(self, holds: Witness, fails: Witness, coverage: bool) -> CheckResult:
         """UNDERDETERMINED, with its two witnesses; it rests on their observed atoms."""

@@ -16,7 +16,9 @@ Contract:
   small protocol) as truth masks: consistency, Classify, deletion (in base order, over
   every part), the least completion of a witness and the labels still possible are mask
   operations, with the same answers as the solver path;
-- ``tests/test_closed_form.py`` holds both to the solver path on every backend.
+- ``forced_decision`` settles a wide ``and``/``or`` decision of literals on distinct atoms
+  by counting, for the verdict of a binary protocol without constraints;
+- ``tests/test_closed_form.py`` holds all three to the solver path on every backend.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from unmask.backends.base import Part
-from unmask.ir import Atom, Binary, Const, Expr, Not, iter_atoms
+from unmask.ir import Atom, Binary, Const, Expr, Nary, Not, iter_atoms
 from unmask.ireval import column, literal, truth_mask
 from unmask.report import ENTAILED, REFUTED, UNDERDETERMINED
 
@@ -93,6 +95,43 @@ class FactChecks:
                 del kept[a]
                 dropped.append(a)
         return Settled(status, kept=tuple(kept))
+
+
+def forced_decision(
+    d: Expr, facts: Mapping[str, bool], order: Mapping[str, int]
+) -> tuple[bool, tuple[str, ...]] | None:
+    """A wide decision the facts settle, without enumerating: for ``d`` an ``and`` or ``or``
+    of literals on distinct atoms (``all(...)``, ``any(...)``), or one literal, the value
+    the facts force on it and the observed atoms that deletion in declaration order
+    (``order``) keeps, in that order: ``d`` keeps its value with only their facts, and
+    loses it with any one dropped. None when the facts do not force ``d``, or ``d`` has
+    another shape.
+
+    A literal that settles the connective (FALSE under ``and``, TRUE under ``or``) forces
+    it alone: deletion drops each such fact while a later one remains, and every other
+    fact, so it keeps the last. Without one, the value is forced only when every literal is
+    observed, and then each is needed."""
+    got = literal(d)
+    if got is not None:
+        op, lits = "and", [got]
+    elif d.__class__ is Nary and d.op in ("and", "or"):  # type: ignore[union-attr]
+        op = d.op  # type: ignore[union-attr]
+        found = [literal(x) for x in d.args]  # type: ignore[union-attr]
+        if any(x is None for x in found):
+            return None
+        lits = found  # type: ignore[assignment]
+    else:
+        return None
+    names = [a for a, _ in lits]  # type: ignore[misc]
+    if len(set(names)) != len(names) or any(a not in order for a in names):
+        return None  # `x and not x` is settled by no fact: the general path decides
+    settles = op == "or"  # the literal value that settles the connective
+    deciding = [a for a, pos in lits if a in facts and (facts[a] == pos) == settles]  # type: ignore[misc]
+    if deciding:
+        return settles, (max(deciding, key=order.__getitem__),)
+    if all(a in facts for a in names):
+        return not settles, tuple(sorted(names, key=order.__getitem__))
+    return None
 
 
 def _mask(phi: Expr, columns: Sequence[str], fixed: Mapping[str, bool]) -> tuple[int, int]:
