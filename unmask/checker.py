@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from unmask.backends.base import Backend, Part, Sat, Unknown, Unsat, spec
-from unmask.closed import FactChecks, TableBase, forced_decision
+from unmask.closed import MAX_TABLE, FactChecks, TableBase, forced_decision
 from unmask.explain import DEADLINE, BaseSession, Deadline, minimise, witness
 from unmask.ir import (
     LABEL_PREFIX,
@@ -251,7 +251,7 @@ class _Run:
         """The base opened on the backend, on first use."""
         got = self.sessions.get(name)
         if got is None:
-            parts = self.parts[name]
+            parts = self.base(name)
             got = BaseSession(
                 name,
                 parts,
@@ -262,15 +262,24 @@ class _Run:
             self.sessions[name] = got
         return got
 
+    def base(self, name: str) -> list[Part]:
+        """A base's parts, made on first use (a replay the closed form decides needs none)."""
+        if not self.parts:
+            self.parts = base_parts(self.case)
+        return self.parts[name]
+
     def open_bases(self) -> None:
-        self.parts = base_parts(self.case)
         p = self.case.protocol
         # the closed form makes no call, so no deadline cuts it short
         closed = self.closed is not None
+        bare = closed and self.bare_decision()
+        # a base has at most the protocol's atoms and the verdict's: a wide bare protocol
+        # is not worth tabulating (its bases are consistent as they stand, below)
+        tabulate = closed and (not bare or len(self.atoms) <= MAX_TABLE)
         whole = None
-        if closed:
-            whole = TableBase.build(self.parts["all"], [verdict_query(self.case.verdict, p)])
-        for name, parts in self.parts.items():
+        if tabulate:
+            whole = TableBase.build(self.base("all"), [verdict_query(self.case.verdict, p)])
+        for name in ("proto", "evid", "all"):
             if closed:
                 if name == "evid":
                     # one literal per annotated atom, on distinct atoms: consistent, and
@@ -278,12 +287,13 @@ class _Run:
                     # on demand)
                     self.states[name] = CONSISTENT
                     continue
+                table = None
                 if name == "all":
                     table = whole
                 elif whole is not None:
-                    table = whole.restrict(parts)
-                else:
-                    table = TableBase.build(parts, [])
+                    table = whole.restrict(self.base(name))
+                elif tabulate:
+                    table = TableBase.build(self.base(name), [])
                 if table is not None:
                     self.tables[name] = table
                     if table.models:
@@ -292,7 +302,7 @@ class _Run:
                         self.states[name] = INCONSISTENT
                         self.conflicts[name] = self.explanation(table.kept(table.full), True)
                     continue
-                if self.bare_decision():
+                if bare:
                     # V ⇔ D and facts on distinct atoms: any completion, with V set to D's
                     # value, satisfies it (the backend opens if a check needs it)
                     self.states[name] = CONSISTENT

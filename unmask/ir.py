@@ -544,6 +544,11 @@ class Protocol:
     labels: tuple[str, ...] = BINARY_LABELS
     decisions: tuple[Decision, ...] = ()
     definitions: tuple[Definition, ...] = ()
+    # read for every replay many times over (facts, order, the unannotated): kept once
+    _names: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_names", tuple(a.name for a in self.atoms))
 
     @property
     def declared_labels(self) -> bool:
@@ -586,4 +591,4 @@ class Protocol:
 
     @property
     def atom_names(self) -> tuple[str, ...]:
-        return tuple(a.name for a in self.atoms)
+        return self._names
