@@ -75,13 +75,7 @@ def _refs_share_their_definition(p: ir.Protocol) -> bool:
     """Every use of a definition means the listed definition itself (so its spans are
     the definition's, which is what a rebuilt use points to)."""
     defs = {d.name: d.expr for d in p.definitions}
-    todo: list[ir.Expr] = [d.expr for d in p.definitions]
-    todo += [c.expr for c in p.constraints]
-    todo += [e for e in (p.decision, *(d.expr for d in p.decisions)) if e is not None]
-    for r in p.requirements:
-        todo += [e for e in (r.expr, r.addressed) if e is not None]
-    for g in p.grounding:
-        todo += [g.judge, g.context]
+    todo = [*defs.values(), *p.exprs()]
     while todo:
         e = todo.pop()
         if e.__class__ is ir.Ref and defs.get(e.name) is not e.body:  # type: ignore[union-attr]

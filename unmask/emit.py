@@ -26,7 +26,6 @@ expanded to the negation of the others.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 from unmask.ir import (
     CARD_OPS,
@@ -166,25 +165,12 @@ def _has_card(e: Expr) -> bool:
     return _HAS_CARD(e)
 
 
-def _all_exprs(p: Protocol) -> Iterator[Expr]:
-    yield from p.decision_exprs
-    for g in p.grounding:
-        yield g.judge
-        yield g.context
-    for c in p.constraints:
-        yield c.expr
-    for r in p.requirements:
-        yield r.expr
-        if r.addressed is not None:
-            yield r.addressed
-
-
 def emit_smt2(protocol: Protocol) -> str:
     """SMT-LIB 2 script of B_proto (see the module docstring)."""
     names = smt2_symbols(protocol)
     syms = _Symbols()
     syms.used |= {s.strip("|") for s in names.values()}
-    logic = "QF_LIA" if any(_has_card(e) for e in _all_exprs(protocol)) else "QF_UF"
+    logic = "QF_LIA" if any(_has_card(e) for e in protocol.exprs()) else "QF_UF"
     labelled = protocol.declared_labels
     if labelled:
         head = [

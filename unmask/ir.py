@@ -583,6 +583,21 @@ class Protocol:
             return () if self.decision is None else (self.decision,)
         return tuple(d.expr for d in self.decisions if d.expr is not None)
 
+    def exprs(self) -> Iterator[Expr]:
+        """Every expression the protocol states (decisions, grounding sides, constraints,
+        requirements and their coverage), as written; a definition's body is reached
+        through its uses."""
+        yield from self.decision_exprs
+        for g in self.grounding:
+            yield g.judge
+            yield g.context
+        for c in self.constraints:
+            yield c.expr
+        for r in self.requirements:
+            yield r.expr
+            if r.addressed is not None:
+                yield r.addressed
+
     def atom(self, name: str) -> AtomDecl | None:
         for a in self.atoms:
             if a.name == name:
