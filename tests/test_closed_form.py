@@ -22,7 +22,6 @@ from unmask import closed
 from unmask.api import check
 from unmask.backends import available, create
 from unmask.checker import Case, check_case
-from unmask.closed import FactChecks
 from unmask.explain import Deadline
 from unmask.ir import (
     AtomDecl,
@@ -268,10 +267,10 @@ def test_settle_refuses_past_its_limits() -> None:
     names = list(facts)
     big = _or([mk_atom(x) for x in names])
     # entailed, but deletion would evaluate it 100 times over 100 atoms
-    assert FactChecks(facts).settle(big, names) is None
+    assert closed.settle(big, names, facts) is None
     free = [f"y{i}" for i in range(closed.MAX_FREE + 1)]
-    assert FactChecks({}).settle(_or([mk_atom(x) for x in free]), free) is None
-    assert FactChecks({}).settle(_or([mk_atom(x) for x in free[:-1]]), free[:-1]) is not None
+    assert closed.settle(_or([mk_atom(x) for x in free]), free, {}) is None
+    assert closed.settle(_or([mk_atom(x) for x in free[:-1]]), free[:-1], {}) is not None
 
 
 @pytest.mark.parametrize(("pairs", "open_said"), [(2, 0), (8, 0), (8, 1)])

@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from unmask.backends.base import Backend, Part, Sat, Unknown, Unsat, spec
-from unmask.closed import MAX_TABLE, FactChecks, TableBase, forced_decision
+from unmask.closed import MAX_TABLE, TableBase, forced_decision, settle
 from unmask.explain import DEADLINE, BaseSession, Deadline, minimise, witness
 from unmask.ir import (
     LABEL_PREFIX,
@@ -240,7 +240,7 @@ class _Run:
         self.states: dict[str, str] = {}
         self.base_detail: dict[str, str] = {}
         self.conflicts: dict[str, Explanation] = {}
-        self.closed = FactChecks(self.facts) if closed_form else None
+        self.closed_form = closed_form
         self.tables: dict[str, TableBase] = {}
 
     def close(self) -> None:
@@ -271,7 +271,7 @@ class _Run:
     def open_bases(self) -> None:
         p = self.case.protocol
         # the closed form makes no call, so no deadline cuts it short
-        closed = self.closed is not None
+        closed = self.closed_form
         bare = closed and self.bare_decision()
         # a base has at most the protocol's atoms and the verdict's: a wide bare protocol
         # is not worth tabulating (its bases are consistent as they stand, below)
@@ -362,14 +362,14 @@ class _Run:
             return CheckResult(
                 SOLVER_UNKNOWN, outcome(SOLVER_UNKNOWN), detail=self.base_detail[base_name]
             )
-        if base_name == "evid" and self.closed is not None and not witness_exprs:
-            settled = self.settle(phi, coverage)
+        if base_name == "evid" and self.closed_form and not witness_exprs:
+            settled = self.on_facts(phi, coverage)
             if settled is not None:
                 return settled
         table = self.tables.get(base_name)
         if table is not None and all(a in table.index for a in iter_atoms(phi)):
             return self.tabled(table, phi, witness_exprs, coverage)
-        if base_name == "all" and self.closed is not None and self.bare_decision():
+        if base_name == "all" and self.closed_form and self.bare_decision():
             forced = self.forced_verdict(phi, coverage)
             if forced is not None:
                 return forced
@@ -440,16 +440,15 @@ class _Run:
             **self.provenance(i.atom for i in expl.items if i.kind == "annotation"),
         )
 
-    def settle(self, phi: Expr, coverage: bool) -> CheckResult | None:
+    def on_facts(self, phi: Expr, coverage: bool) -> CheckResult | None:
         """Classify on the facts alone without a call (``unmask.closed``), or None."""
-        assert self.closed is not None
         atoms = list(iter_atoms(phi))
         order = self.order
         if any(a not in order for a in atoms):
             return None  # an atom outside the protocol's: the backend decides
         if len(atoms) > 1:
             atoms.sort(key=order.__getitem__)
-        got = self.closed.settle(phi, atoms)
+        got = settle(phi, atoms, self.facts)
         if got is None:
             return None
         if got.status == UNDERDETERMINED:

@@ -1,9 +1,9 @@
 """Checks decided in closed form, without a backend call.
 
 Contract:
-- ``FactChecks`` answers Classify on B_evid, the base of the facts alone: one literal per
+- ``settle`` answers Classify on B_evid, the base of the facts alone: one literal per
   annotated atom, on distinct atoms, so the base is always consistent;
-- ``settle(phi, atoms)`` gives what the solver path of ``unmask.checker`` finds for the
+- ``settle(phi, atoms, facts)`` gives what the solver path of ``unmask.checker`` finds for the
   same check — the status; for ENTAILED and REFUTED the facts that deletion in base order
   keeps; for UNDERDETERMINED the least assignment to ``atoms`` on each side — or None when
   that would mean enumerating more than ``MAX_FREE`` atoms at once or more than
@@ -54,47 +54,40 @@ class Settled:
     fails: tuple[tuple[str, bool], ...] = ()
 
 
-class FactChecks:
-    """Classify on the facts alone, for one replay."""
-
-    def __init__(self, facts: Mapping[str, bool]) -> None:
-        self.facts = facts
-
-    def settle(self, phi: Expr, atoms: Sequence[str]) -> Settled | None:
-        """Classify ``phi`` on the facts; ``atoms`` are all of ``phi``'s atoms in
-        declaration order (the order its witnesses are completed in)."""
-        facts = self.facts
-        free = [a for a in atoms if a not in facts]
-        if len(free) > MAX_FREE:
+def settle(phi: Expr, atoms: Sequence[str], facts: Mapping[str, bool]) -> Settled | None:
+    """Classify ``phi`` on the facts alone; ``atoms`` are all of ``phi``'s atoms in
+    declaration order (the order its witnesses are completed in)."""
+    free = [a for a in atoms if a not in facts]
+    if len(free) > MAX_FREE:
+        return None
+    observed = [a for a in atoms if a in facts]
+    mask, full = _mask(phi, free, {a: facts[a] for a in observed})
+    if mask == full:
+        status = ENTAILED
+    elif mask == 0:
+        status = REFUTED
+    else:
+        return Settled(
+            UNDERDETERMINED,
+            holds=_least(mask, atoms, free, facts),
+            fails=_least(full ^ mask, atoms, free, facts),
+        )
+    if len(observed) * len(atoms) > MAX_WORK:
+        return None
+    # deletion in base order (the facts in atom declaration order): a fact goes when
+    # the others still force the same answer on every assignment of the rest
+    kept = dict.fromkeys(observed)
+    dropped: list[str] = []
+    for a in observed:
+        columns = [*free, *dropped, a]
+        if len(columns) > MAX_FREE:
             return None
-        observed = [a for a in atoms if a in facts]
-        mask, full = _mask(phi, free, {a: facts[a] for a in observed})
-        if mask == full:
-            status = ENTAILED
-        elif mask == 0:
-            status = REFUTED
-        else:
-            return Settled(
-                UNDERDETERMINED,
-                holds=_least(mask, atoms, free, facts),
-                fails=_least(full ^ mask, atoms, free, facts),
-            )
-        if len(observed) * len(atoms) > MAX_WORK:
-            return None
-        # deletion in base order (the facts in atom declaration order): a fact goes when
-        # the others still force the same answer on every assignment of the rest
-        kept = dict.fromkeys(observed)
-        dropped: list[str] = []
-        for a in observed:
-            columns = [*free, *dropped, a]
-            if len(columns) > MAX_FREE:
-                return None
-            trial = {b: facts[b] for b in kept if b != a}
-            m, f = _mask(phi, columns, trial)
-            if m == (f if status == ENTAILED else 0):
-                del kept[a]
-                dropped.append(a)
-        return Settled(status, kept=tuple(kept))
+        trial = {b: facts[b] for b in kept if b != a}
+        m, f = _mask(phi, columns, trial)
+        if m == (f if status == ENTAILED else 0):
+            del kept[a]
+            dropped.append(a)
+    return Settled(status, kept=tuple(kept))
 
 
 def forced_decision(
