@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from tests.fuzz.gen import mutate_obj
 from tests.strategies import ATOM_POOL, replays
-from unmask import evidence, irjson_reader
+from unmask import evidence, irjson_reader, replay
 from unmask.bench.workload import replay_line
 from unmask.diagnostics import UnmaskError
 from unmask.ir import Atom
@@ -47,10 +47,13 @@ QUICK = (
 
 @contextlib.contextmanager
 def full_reading_only() -> Iterator[None]:
-    """Every quick reader declines, so everything is read rule by rule."""
+    """Every quick reader declines, so everything is read rule by rule (and an embedded
+    protocol read before is read again, not taken from ``unmask.replay``'s memo)."""
     with contextlib.ExitStack() as stack:
         for module, name in QUICK:
             stack.enter_context(mock.patch.object(module, name, lambda *_a, **_k: None))
+        stack.enter_context(mock.patch.object(replay, "EMBEDDED_SIZE", 0))
+        replay._EMBEDDED.clear()
         yield
 
 

@@ -13,6 +13,9 @@ Contract:
   the bases of a binary protocol without constraints and its verdict when the facts force
   an ``and``/``or`` decision), with the same result, so the report is the same either
   way; such a check makes no call, so no deadline cuts it;
+- what a protocol alone determines (its parts, their table, the checks on the facts it
+  has settled) is made once per process for the last ``DERIVED_SIZE`` protocols, keyed
+  by the protocol object (``unmask.replay`` hands every replay of a batch the same one);
 - the verdict variables are ``$pass`` (binary) or ``$v:LABEL``: no identifier or family
   member can contain ``$``, so they never clash with a protocol atom;
 - statuses are only what the solver proved; aggregation follows the documented table and
@@ -31,11 +34,12 @@ arithmetic in ``unmask.closed``.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from unmask.backends.base import Backend, Part, Sat, Unknown, Unsat, spec
-from unmask.closed import MAX_TABLE, TableBase, forced_decision, settle
+from unmask.closed import MAX_TABLE, Settled, TableBase, forced_decision, settle
 from unmask.explain import DEADLINE, BaseSession, Deadline, minimise, witness
 from unmask.ir import (
     LABEL_PREFIX,
@@ -142,10 +146,10 @@ def fact_parts(case: Case) -> list[Part]:
     ]
 
 
-def proto_parts(case: Case) -> list[Part]:
+def proto_parts(p: Protocol) -> list[Part]:
     parts: list[Part] = []
     used: set[str] = set()
-    for c in case.protocol.constraints:
+    for c in p.constraints:
         label = f"constraint:{c.name}"
         n = 2
         while label in used:  # defensive: labels must be unique for selectors
@@ -153,7 +157,6 @@ def proto_parts(case: Case) -> list[Part]:
             n += 1
         used.add(label)
         parts.append(Part(label, c.expr))
-    p = case.protocol
     if not p.declared_labels:
         assert p.decision is not None
         parts.append(Part("decision", mk_iff(mk_atom(VERDICT_ATOM), p.decision)))
@@ -167,8 +170,64 @@ def proto_parts(case: Case) -> list[Part]:
 
 def base_parts(case: Case) -> dict[str, list[Part]]:
     """The three bases, each in canonical part order."""
-    facts, proto = fact_parts(case), proto_parts(case)
+    facts, proto = fact_parts(case), list(_derived(case.protocol).parts)
     return {"proto": proto, "evid": facts, "all": facts + proto}
+
+
+class _Derived:
+    """What a protocol alone determines, made once for all the replays that share it (a
+    batch embeds one protocol in every replay; ``unmask.replay`` reads it once): its
+    base parts, the table of those parts over every atom, and the checks on the facts
+    already settled (``unmask.closed``), by the facts on the check's atoms."""
+
+    __slots__ = ("_template", "parts", "protocol", "settled")
+
+    def __init__(self, protocol: Protocol) -> None:
+        self.protocol = protocol  # kept alive: the cache is keyed by its identity
+        self.parts = tuple(proto_parts(protocol))
+        self._template: TableBase | bool | None = False
+        self.settled: dict[tuple[int, tuple[bool | None, ...]], tuple[Expr, Settled | None]] = {}
+
+    def settle(self, phi: Expr, atoms: list[str], facts: dict[str, bool]) -> Settled | None:
+        """``unmask.closed.settle``, remembered: it depends only on ``phi`` and the facts on
+        its atoms (``atoms`` follow from ``phi`` and this protocol's order)."""
+        key = (id(phi), tuple(facts.get(a) for a in atoms))
+        got = self.settled.get(key)
+        if got is not None and got[0] is phi:  # the entry holds ``phi``: its id is not reused
+            return got[1]
+        found = settle(phi, atoms, facts)
+        with _LOCK:
+            if len(self.settled) >= SETTLED_SIZE:
+                self.settled.clear()
+            self.settled[key] = (phi, found)
+        return found
+
+    def template(self, names: Sequence[str]) -> TableBase | None:
+        """The parts tabulated over ``names`` (the protocol's atoms and the verdict's),
+        or None when that is more than ``MAX_TABLE`` atoms."""
+        if self._template is False:
+            fits = len(names) <= MAX_TABLE and all(a in names for p in self.parts for a in p.atoms)
+            self._template = TableBase(self.parts, names) if fits else None
+        return self._template  # type: ignore[return-value]
+
+
+_DERIVED: dict[int, _Derived] = {}
+DERIVED_SIZE = 8  # protocols whose derived parts are kept per process
+SETTLED_SIZE = 4096  # checks on the facts remembered per protocol
+
+
+_LOCK = threading.Lock()  # a Dask worker may check replays in several threads
+
+
+def _derived(protocol: Protocol) -> _Derived:
+    got = _DERIVED.get(id(protocol))
+    if got is None or got.protocol is not protocol:
+        made = _Derived(protocol)
+        with _LOCK:
+            while len(_DERIVED) >= DERIVED_SIZE:
+                del _DERIVED[next(iter(_DERIVED))]  # the oldest
+            got = _DERIVED[id(protocol)] = made
+    return got
 
 
 def verdict_query(verdict: str, protocol: Protocol | None = None) -> Expr:
@@ -242,6 +301,7 @@ class _Run:
         self.conflicts: dict[str, Explanation] = {}
         self.closed_form = closed_form
         self.tables: dict[str, TableBase] = {}
+        self.items: dict[str, Item] = {}
 
     def close(self) -> None:
         for s in self.sessions.values():
@@ -278,7 +338,11 @@ class _Run:
         tabulate = closed and (not bare or len(self.atoms) <= MAX_TABLE)
         whole = None
         if tabulate:
-            whole = TableBase.build(self.base("all"), [verdict_query(self.case.verdict, p)])
+            template = _derived(p).template(self.atoms)
+            if template is not None:  # the protocol's masks are made once, not per replay
+                whole = TableBase(self.base("all"), (), within=template)
+            else:
+                whole = TableBase.build(self.base("all"), [verdict_query(self.case.verdict, p)])
         for name in ("proto", "evid", "all"):
             if closed:
                 if name == "evid":
@@ -322,6 +386,12 @@ class _Run:
     # -- explanation items --
 
     def item(self, label: str) -> Item:
+        got = self.items.get(label)
+        if got is None:  # explanations of a replay cite the same few parts again and again
+            got = self.items[label] = self._item(label)
+        return got
+
+    def _item(self, label: str) -> Item:
         if label.startswith("fact:"):
             atom = label[len("fact:") :]
             ann = self.by_atom[atom]
@@ -448,7 +518,7 @@ class _Run:
             return None  # an atom outside the protocol's: the backend decides
         if len(atoms) > 1:
             atoms.sort(key=order.__getitem__)
-        got = settle(phi, atoms, self.facts)
+        got = _derived(self.case.protocol).settle(phi, atoms, self.facts)
         if got is None:
             return None
         if got.status == UNDERDETERMINED:

@@ -193,12 +193,10 @@ class TableBase:
             self.memo: dict[int, tuple[Expr, int]] = {}
             self.masks = [self.mask(p.expr) for p in parts]
         else:  # the same columns and part masks: one index per replay
-            self.n, self.index, self.full, self.memo = (
-                within.n,
-                within.index,
-                within.full,
-                within.memo,
-            )
+            self.n, self.index, self.full = within.n, within.index, within.full
+            # a copy: ``within`` may serve many replays (a protocol's own table), and a
+            # query's masks must not outlive its replay
+            self.memo = dict(within.memo)
             known = dict(zip(within.labels, within.masks, strict=True))
             self.masks = [known[p.label] if p.label in known else self.mask(p.expr) for p in parts]
         self.models = self.full

@@ -488,6 +488,8 @@ class GroundPair:
     context: Expr
     span: Span | None = _loc()
     direction: str = "~"
+    # built once: every replay sharing the protocol asks the same query object
+    _query: Expr = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for side in ("judge", "context"):
@@ -496,13 +498,13 @@ class GroundPair:
                 object.__setattr__(self, side, Atom(value))
         if self.direction not in DIRECTIONS:
             raise ValueError(f"not a grounding direction: {self.direction}")
+        make = mk_implies if self.direction == "~>" else mk_iff
+        object.__setattr__(self, "_query", make(self.judge, self.context))
 
     @property
     def query(self) -> Expr:
         """What the check asks of the evidence: JUDGE iff CONTEXT, or JUDGE implies CONTEXT."""
-        if self.direction == "~>":
-            return mk_implies(self.judge, self.context)
-        return mk_iff(self.judge, self.context)
+        return self._query
 
 
 @dataclass(frozen=True, slots=True)

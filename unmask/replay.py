@@ -11,7 +11,8 @@ annotations and evidence spans (``unmask.evidence``), and where a protocol ``pat
 (``unmask.confine``). This module reads the envelope (schema, id, item, judge, domains,
 translation, sources, verdict, gold) and loads the protocol in its three forms (a
 ``.proto`` text through ``unmask.cache.compile_cached``: once per process, and on disk,
-for the same text, file, domains and limits); ``verdict``
+for the same text, file, domains and limits; embedded IR once per process for the same
+JSON and limits, when reading it found nothing to say); ``verdict``
 and ``gold`` must be labels the protocol declares (``PASS``/``FAIL`` without a ``verdict``
 statement). A replay's own folder is
 the folder of its file; for text without a file (stdin) it is the working directory.
@@ -22,6 +23,9 @@ so that ``render_error`` can show compile errors with the offending line.
 
 from __future__ import annotations
 
+import marshal
+import threading
+from collections import OrderedDict
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
@@ -77,6 +81,12 @@ REPLAY_KEYS = (
     "item",
     "judge",
 )
+# A batch embeds the same protocol in every replay: the last few are kept, keyed by their
+# JSON (as marshal bytes) and the limits they were read under
+EMBEDDED_SIZE = 8
+EMBEDDED_MAX_BYTES = 8 << 20
+_EMBEDDED: OrderedDict[tuple[Limits, bytes], ir.Protocol] = OrderedDict()
+_EMBEDDED_LOCK = threading.Lock()  # a Dask worker may run replays in several threads
 _FORMS_HELP = (
     'embed protocol IR (`"schema": "unmask.protocol/1"`), or write '
     '`{"path": "FILE.proto"}` or `{"source": "protocol …"}`'
@@ -266,7 +276,7 @@ class _ReplayReader:
                     "domains",
                     "`domains` is ignored: an embedded protocol is already ground",
                 )
-            return self.ir.protocol(p, "protocol")
+            return self._embedded(p)
         if len(forms) == 2:
             r.err(
                 "protocol-form",
@@ -293,6 +303,31 @@ class _ReplayReader:
             return None
         r.sources[filename] = text
         return self._compile(text, filename, domains, fp)
+
+    def _embedded(self, p: dict) -> ir.Protocol | None:
+        """Embedded protocol IR, read once per process for the same JSON and limits."""
+        r = self.r
+        try:
+            # marshal tells `true` from `1` and `1.0`, which `==` does not; the bytes
+            # determine the value, so equal keys are the same JSON
+            key = (r.limits, marshal.dumps(p, 2))
+        except ValueError:  # not plain JSON values (a duplicate key): read it, report it
+            return self.ir.protocol(p, "protocol")
+        with _EMBEDDED_LOCK:
+            got = _EMBEDDED.get(key)
+            if got is not None:
+                _EMBEDDED.move_to_end(key)
+                return got
+        before = (len(r.diags), len(r.warnings))
+        read = self.ir.protocol(p, "protocol")
+        # only a clean read is kept: a hit must add no error and no warning either
+        clean = read is not None and (len(r.diags), len(r.warnings)) == before
+        if clean and len(key[1]) <= EMBEDDED_MAX_BYTES:
+            with _EMBEDDED_LOCK:
+                _EMBEDDED[key] = read  # type: ignore[assignment]
+                while len(_EMBEDDED) > EMBEDDED_SIZE:
+                    _EMBEDDED.popitem(last=False)
+        return read
 
     def _protocol_file(self, path: str, fp: str) -> tuple[str, str] | None:
         """(file name, text) of a protocol ``path``, confined to the allowed folders."""
