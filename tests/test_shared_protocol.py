@@ -240,3 +240,14 @@ def test_threads_sharing_the_memos_write_the_reports_one_thread_writes():
     with ThreadPoolExecutor(4) as pool:
         together = list(pool.map(lambda o: _reports([o], remember=True)[0], objs))
     assert together == alone
+
+
+def test_large_protocols_are_kept_within_a_byte_budget():
+    with (
+        mock.patch.object(replay, "EMBEDDED_BUDGET_BYTES", 3000),
+        mock.patch.object(replay, "EMBEDDED_MAX_BYTES", 2500),
+    ):
+        for n in (1, 2, 3, 40):  # the last is larger than one entry may be
+            _read(_obj(n))
+        sizes = [len(k[1]) for k in replay._EMBEDDED]
+        assert sizes and sum(sizes) <= 3000 and all(s <= 2500 for s in sizes)

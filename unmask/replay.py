@@ -84,7 +84,8 @@ REPLAY_KEYS = (
 # A batch embeds the same protocol in every replay: the last few are kept, keyed by their
 # JSON (as marshal bytes) and the limits they were read under
 EMBEDDED_SIZE = 8
-EMBEDDED_MAX_BYTES = 8 << 20
+EMBEDDED_MAX_BYTES = 8 << 20  # one protocol's (20,000 claims: 6.5 MB)
+EMBEDDED_BUDGET_BYTES = 16 << 20  # all of them: a few large protocols, not eight
 _EMBEDDED: OrderedDict[tuple[Limits, bytes], ir.Protocol] = OrderedDict()
 _EMBEDDED_LOCK = threading.Lock()  # a Dask worker may run replays in several threads
 _FORMS_HELP = (
@@ -325,7 +326,9 @@ class _ReplayReader:
         if clean and len(key[1]) <= EMBEDDED_MAX_BYTES:
             with _EMBEDDED_LOCK:
                 _EMBEDDED[key] = read  # type: ignore[assignment]
-                while len(_EMBEDDED) > EMBEDDED_SIZE:
+                while len(_EMBEDDED) > EMBEDDED_SIZE or (
+                    len(_EMBEDDED) > 1 and sum(len(k[1]) for k in _EMBEDDED) > EMBEDDED_BUDGET_BYTES
+                ):
                     _EMBEDDED.popitem(last=False)
         return read
 
