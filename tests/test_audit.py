@@ -110,10 +110,25 @@ def test_jobs_2_keeps_input_order(tmp_path: Path) -> None:
     f = tmp_path / "many.jsonl"
     sizes = [1, 6, 2, 9, 1, 3] * 12  # uneven work, so workers finish out of order
     f.write_text("".join(replay_line(n, 1, i) + "\n" for i, n in enumerate(sizes)))
-    one = [line for _, line, _ in _collect(inputs.iter_tasks([str(f)]), jobs=1)]
-    two = [line for _, line, _ in _collect(inputs.iter_tasks([str(f)]), jobs=2)]
+    one = [(line, v) for _, line, v in _collect(inputs.iter_tasks([str(f)]), jobs=1)]
+    two = [(line, v) for _, line, v in _collect(inputs.iter_tasks([str(f)]), jobs=2)]
     assert len(one) == len(sizes)
-    assert two == one
+    assert two == one  # the lines, and the summary's views that crossed the pipe
+
+
+@pytest.mark.parametrize("which", [0, 3, "invalid"])
+def test_a_pool_job_carries_results_across_the_pipe_unchanged(which) -> None:
+    import pickle
+
+    task = inputs.Task("x:1", "x", 1, b"{}") if which == "invalid" else _line_task(which)
+    settings = run.Settings("sliced", 60_000, html=True, junit=True)
+    direct = run._run_chunk([task], settings)
+    wired = pickle.loads(pickle.dumps(run._run_wire([run._task_wire(task)], settings)))
+    got = [run._from_wire(w) for w in wired]
+    assert [(r.line, r.view, r.row, r.page) for r in got] == [
+        (r.line, r.view, r.row, r.page) for r in direct
+    ]
+    assert [repr(r.case) for r in got] == [repr(r.case) for r in direct]
 
 
 def test_read_done_cuts_a_truncated_last_line_and_counts_locations(tmp_path: Path) -> None:
