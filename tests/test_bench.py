@@ -96,6 +96,7 @@ def test_quick_bench_prints_and_writes_every_figure(tmp_path: Path) -> None:
     assert jobs["speedup"] > 0 and jobs["speedup_on_idle_cores"] > 0
     assert set(jobs["cpu_seconds"]) == {"jobs1", "jobs2_parent", "jobs2_workers"}
     assert "other_processes_cores" in jobs
+    assert jobs["claims"] == 2  # the default: the smallest replays, the worst case
     memory = figures["memory"]
     assert memory["small"]["peak_rss_kib"] > 0 and memory["large"]["peak_rss_kib"] > 0
     assert memory["large"]["replays"] > memory["small"]["replays"]
@@ -148,6 +149,8 @@ def test_bench_usage_errors() -> None:
         ["--repeats", "1000000"],
         ["--seed", "-1"],
         ["--seed", str(2**64)],
+        ["--jobs-claims", "0"],
+        ["--jobs-claims", "100000000"],
     ],
 )
 def test_every_numeric_option_has_a_range(args: list[str]) -> None:
@@ -193,3 +196,14 @@ def test_the_proto_path_replay_checks_like_the_embedded_one(tmp_path: Path) -> N
         ours, theirs = check(from_file).to_json(), check(embedded).to_json()
         for key in ("overall", "bases", "dimensions", "unannotated"):
             assert ours[key] == theirs[key], key
+
+
+def test_the_jobs_figure_takes_replays_of_the_size_asked_for(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    args = ["bench", "--quick", "--sizes", "2", "--runners", "sliced", "--repeats", "1"]
+    result = CliRunner().invoke(
+        main, [*args, "--no-memory", "--jobs-claims", "7", "--json", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["jobs"]["claims"] == 7
+    assert "7-claim replays" in result.output

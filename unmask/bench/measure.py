@@ -158,6 +158,7 @@ class Plan:
     repeats: int = 3
     budget_s: float = 60.0  # per cell; cells estimated to need more get fewer replays or none
     jobs_replays: int = 2000
+    jobs_claims: int = 2  # claims per replay of the --jobs figure: the smallest, the worst case
     memory_small: int = 1_000
     memory_large: int = 100_000
     backend: str = "sliced"  # for the jobs and memory figures
@@ -340,7 +341,7 @@ def measure_jobs(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
     """Throughput of ``--jobs 1`` and ``--jobs 2`` on the same small replays."""
     from unmask.batch.run import Settings, run_audit
 
-    tasks = _tasks(2, plan.jobs_replays, plan.seed)
+    tasks = _tasks(plan.jobs_claims, plan.jobs_replays, plan.seed)
     settings = Settings(plan.backend, plan.timeout_ms)
     rates: dict[int, list[float]] = {1: [], 2: []}
     cpu: dict[int, list[tuple[float, float]]] = {1: [], 2: []}  # (parent, workers) seconds
@@ -367,6 +368,7 @@ def measure_jobs(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
     two = statistics.median(max(p, w / 2) for p, w in cpu[2])
     out = {
         "replays": len(tasks),
+        "claims": plan.jobs_claims,
         "backend": plan.backend,
         "cpus": os.cpu_count(),
         "load_average": None if load is None else round(load, 2),
@@ -384,7 +386,7 @@ def measure_jobs(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
         },
     }
     say(
-        f"--jobs 1 vs --jobs 2 on {len(tasks)} 2-claim replays ({plan.backend}, "
+        f"--jobs 1 vs --jobs 2 on {len(tasks)} {plan.jobs_claims}-claim replays ({plan.backend}, "
         f"{os.cpu_count()} cpus, load average {out['load_average']}): {med[1]:.0f}/s vs "
         f"{med[2]:.0f}/s, speedup {out['speedup']:.2f}x (repeats: {out['jobs1_per_second']} vs "
         f"{out['jobs2_per_second']}); by CPU time {out['speedup_on_idle_cores']}x "

@@ -80,6 +80,13 @@ class _Seconds(click.ParamType):
 )
 @click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True)
 @click.option("--no-jobs", is_flag=True, help="skip the --jobs 1 vs --jobs 2 figure")
+@click.option(
+    "--jobs-claims",
+    type=click.IntRange(1, MAX_CLAIMS),
+    default=2,
+    show_default=True,
+    help="claims per replay of the --jobs figure",
+)
 @click.option("--no-memory", is_flag=True, help="skip the peak-memory figure")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False), help="write the figures")
 def command(
@@ -92,6 +99,7 @@ def command(
     workload: str,
     seed: int,
     no_jobs: bool,
+    jobs_claims: int,
     no_memory: bool,
     json_out: str | None,
 ) -> None:
@@ -99,7 +107,7 @@ def command(
     from unmask.backends import available, create
     from unmask.bench import Plan, run
 
-    kw: dict = {"seed": seed, "workload": workload}
+    kw: dict = {"seed": seed, "workload": workload, "jobs_claims": jobs_claims}
     if sizes:
         kw["sizes"] = sizes
     if runners:
