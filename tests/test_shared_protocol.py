@@ -177,11 +177,19 @@ def test_remembered_checks_on_the_facts_are_never_another_querys():
 
 def test_remembered_checks_are_bounded():
     derived = checker._derived(_read(_obj()).protocol)
-    phi = mk_iff(Atom("a"), Atom("b"))
-    with mock.patch.object(checker, "SETTLED_SIZE", 4):
-        for i in range(10):
-            derived.settle(phi, ["a", "b"], {"a": i % 2 == 0} if i % 3 else {})
-            assert len(derived.settled) <= 4
+    derived.room = 4
+    for i in range(12):
+        phi = mk_iff(Atom("a"), Atom("b"))  # a new query each time: a new entry
+        derived.settle(phi, ["a", "b"], {"a": i % 2 == 0} if i % 3 else {})
+        assert len(derived.settled) <= 4
+
+
+def test_the_room_for_remembered_checks_grows_with_the_protocol():
+    small = checker._derived(_read(_obj(2)).protocol)
+    large = checker._derived(_read(_obj(2000)).protocol)
+    assert small.room == checker.SETTLED_SIZE
+    # 2000 grounding pairs and one requirement with its coverage: 16 entries each
+    assert large.room == checker.SETTLED_PER_CHECK * 2002 <= checker.SETTLED_MAX
 
 
 def test_derived_parts_are_bounded_and_keyed_by_the_protocol_itself():

@@ -180,13 +180,17 @@ class _Derived:
     base parts, the table of those parts over every atom, and the checks on the facts
     already settled (``unmask.closed``), by the facts on the check's atoms."""
 
-    __slots__ = ("_template", "parts", "protocol", "settled")
+    __slots__ = ("_template", "parts", "protocol", "room", "settled")
 
     def __init__(self, protocol: Protocol) -> None:
         self.protocol = protocol  # kept alive: the cache is keyed by its identity
         self.parts = tuple(proto_parts(protocol))
         self._template: TableBase | bool | None = False
         self.settled: dict[tuple[int, tuple[bool | None, ...]], tuple[Expr, Settled | None]] = {}
+        # room for a few fact patterns of every check a replay makes on the facts, so a
+        # protocol with thousands of them does not clear the memo every replay
+        checks = 2 * len(protocol.requirements) + len(protocol.grounding)
+        self.room = min(SETTLED_MAX, max(SETTLED_SIZE, SETTLED_PER_CHECK * checks))
 
     def settle(self, phi: Expr, atoms: list[str], facts: dict[str, bool]) -> Settled | None:
         """``unmask.closed.settle``, remembered: it depends only on ``phi`` and the facts on
@@ -197,7 +201,7 @@ class _Derived:
             return got[1]
         found = settle(phi, atoms, facts)
         with _LOCK:
-            if len(self.settled) >= SETTLED_SIZE:
+            if len(self.settled) >= self.room:
                 self.settled.clear()
             self.settled[key] = (phi, found)
         return found
@@ -213,7 +217,9 @@ class _Derived:
 
 _DERIVED: dict[int, _Derived] = {}
 DERIVED_SIZE = 8  # protocols whose derived parts are kept per process
-SETTLED_SIZE = 4096  # checks on the facts remembered per protocol
+SETTLED_SIZE = 4096  # checks on the facts remembered per protocol, at least
+SETTLED_PER_CHECK = 16  # ... or this many per check the protocol makes on the facts
+SETTLED_MAX = 1 << 16  # ... but never more (about 20 MB)
 
 
 _LOCK = threading.Lock()  # a Dask worker may check replays in several threads
