@@ -92,6 +92,10 @@ class Z3Session(Session):
         solver.set("timeout", self._limit)
         solver.set("random_seed", seed)
         solver.set("sat.random_seed", seed)
+        # z3 would take Ctrl-C for itself, cancel the check and answer `unknown`: an
+        # interruption reported as a solver's result. Python's handler gets it instead,
+        # once the call returns (the timeout bounds the wait)
+        solver.set("ctrl_c", False)
         self._solver: z3.Solver | None = solver
         self._selectors: dict[str, z3.BoolRef] = {}
         self._labels: dict[int, str] = {}  # selector AST id -> part label

@@ -34,6 +34,7 @@ class Baseline:
     def _sat(self, terms: list[Any], extra: Any | None) -> bool:
         z3 = self.z3
         solver = z3.Solver(ctx=self.ctx)
+        solver.set("ctrl_c", False)  # Ctrl-C stops the run, not this check (z3_backend)
         for t in terms:
             solver.add(t)
         if extra is not None:

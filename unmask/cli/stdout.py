@@ -13,6 +13,9 @@ can still be reported, not in the interpreter's last flush. Then:
   does): one ``output`` diagnostic, ``cannot write to standard output: no space left on
   device``, and the group's ``output_status`` (2 for `unmask`, 1 for `unmaskc`).
 
+A command interrupted by Ctrl-C says `interrupted` on stderr and exits 130
+(``exitcodes.INTERRUPTED``), in both programs.
+
 Commands write with ``click.echo`` or ``sys.stdout`` and catch nothing about standard output
 themselves. Files a command names are written through ``unmask.outputs`` or caught where
 they are written, so an error that reaches this guard with no file name is the stream's.
@@ -116,5 +119,12 @@ class StdoutGuard(click.Group):
             return super().make_context(*args, **kwargs)
 
     def invoke(self, ctx: click.Context) -> Any:
-        with guarded(self.output_status):
-            return super().invoke(ctx)
+        try:
+            with guarded(self.output_status):
+                return super().invoke(ctx)
+        except KeyboardInterrupt:
+            # click would print `Aborted!` and exit 1, which reads as a finding; every
+            # command documents 130 for an interrupted run (`unmask audit` says more first)
+            with contextlib.suppress(OSError):
+                click.echo("interrupted", err=True)
+            raise SystemExit(exitcodes.INTERRUPTED) from None
