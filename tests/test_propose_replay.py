@@ -270,3 +270,17 @@ def test_only_a_family_that_states_support_is_filled(tmp_path: Path):
     anns = annotations(proposed(tmp_path, PROTO, sources, "PASS", "l"))
     assert anns["backs(l3)"]["value"] == "TRUE"
     assert not any(a.startswith("refutes(") for a in anns)
+
+
+def test_rules_for_another_protocol_say_so_instead_of_filling_nothing(tmp_path: Path):
+    # the built-in rules fill `cited`, `said`, …; this protocol names its atom `cites`
+    res = run("replay", str(wice_replay(tmp_path)), "-o", str(tmp_path / "out.json"))
+    assert res.exit_code == 0, res.output
+    line = next(x for x in res.output.splitlines() if "wice-citations" in x)
+    assert line.startswith("abstained: wice-citations/1: the rules fill `cited`, `said`")
+    assert line.endswith("the protocol declares none of them")
+    # a rule file that fills one of its atoms is not told so
+    rules = tmp_path / "cites.judge.json"
+    rules.write_text(json.dumps(CITES_RULES), encoding="utf-8")
+    res = run("replay", str(wice_replay(tmp_path)), "--rules", str(rules))
+    assert "declares none of them" not in res.output

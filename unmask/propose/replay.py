@@ -93,6 +93,15 @@ def _fill_judge(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
         ctx.outcome.abstained.append((proposer.by.name, f"the replay has no `{source}` source"))
         return []
     roles = {a.name: a.role for a in ctx.replay.protocol.atoms}
+    filled = dict.fromkeys(r.atom for r in proposer.ruleset.rules)
+    declared = {n.split("(", 1)[0] for n in roles}
+    if not any(a in declared for a in filled):
+        # say so: the rules fill atoms of another protocol (a rule file for the wrong one)
+        names = ", ".join(f"`{a}`" for a in filled)
+        ctx.outcome.abstained.append(
+            (proposer.by.name, f"the rules fill {names}; the protocol declares none of them")
+        )
+        return []
     by = proposer.by.to_json()
     out = []
     for p in proposer.propose(text, ctx.threshold):
