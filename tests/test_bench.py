@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -96,6 +97,8 @@ def test_quick_bench_prints_and_writes_every_figure(tmp_path: Path) -> None:
     assert jobs["speedup"] > 0 and jobs["speedup_on_idle_cores"] > 0
     assert set(jobs["cpu_seconds"]) == {"jobs1", "jobs2_parent", "jobs2_workers"}
     assert "other_processes_cores" in jobs
+    if hasattr(os, "fork"):  # the ceiling: two forked halves, no pool
+        assert jobs["ceiling"] > 0 and "ceiling" in result.output
     assert jobs["claims"] == 2  # the default: the smallest replays, the worst case
     memory = figures["memory"]
     assert memory["small"]["peak_rss_kib"] > 0 and memory["large"]["peak_rss_kib"] > 0

@@ -337,6 +337,32 @@ def measure_startup(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
     return out
 
 
+def _split_rate(tasks: list[Any], settings: Any) -> float | None:
+    """Replays per second of two forked processes checking half the tasks each, with no
+    pool and nothing sent between them: the most two processes can give on this machine
+    (None where there is no ``fork``)."""
+    from unmask.batch.run import _run_chunk
+
+    if not hasattr(os, "fork"):
+        return None
+    half = len(tasks) // 2
+    start = time.perf_counter()
+    pids = []
+    for part in (tasks[:half], tasks[half:]):
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child's coverage is not collected
+            code = 0
+            try:
+                _run_chunk(part, settings)
+            except BaseException:
+                code = 1
+            os._exit(code)
+        pids.append(pid)
+    statuses = [os.waitpid(pid, 0)[1] for pid in pids]  # every child is reaped
+    wall = time.perf_counter() - start
+    return len(tasks) / wall if not any(statuses) else None
+
+
 def measure_jobs(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
     """Throughput of ``--jobs 1`` and ``--jobs 2`` on the same small replays."""
     from unmask.batch.run import Settings, run_audit
@@ -347,6 +373,7 @@ def measure_jobs(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
     cpu: dict[int, list[tuple[float, float]]] = {1: [], 2: []}  # (parent, workers) seconds
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     others: dict[int, list[float]] = {1: [], 2: []}  # cores used by other processes meanwhile
+    ceiling: list[float] = []  # two forked halves, no pool: what any pool could reach
     for _ in range(plan.repeats):
         for jobs in (1, 2):
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -362,6 +389,9 @@ def measure_jobs(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
             done = _machine_busy()
             if busy is not None and done is not None:
                 others[jobs].append(max(0.0, (done - busy - mine - workers) / wall))
+        split = _split_rate(tasks, settings)
+        if split is not None:
+            ceiling.append(split / rates[1][-1])
     med = {j: statistics.median(r) for j, r in rates.items()}
     # what the cores could give if nothing else ran: the busiest process bounds the wall time
     one = statistics.median(p + w for p, w in cpu[1])
@@ -381,6 +411,7 @@ def measure_jobs(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
             "jobs2_workers": [round(w, 3) for _, w in cpu[2]],
         },
         "speedup_on_idle_cores": round(one / two, 3) if two > 0 else None,
+        "ceiling": round(statistics.median(ceiling), 3) if ceiling else None,
         "other_processes_cores": {
             f"jobs{j}": [round(x, 2) for x in v] for j, v in others.items() if v
         },
@@ -392,6 +423,12 @@ def measure_jobs(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
         f"{out['jobs2_per_second']}); by CPU time {out['speedup_on_idle_cores']}x "
         f"(parent {out['cpu_seconds']['jobs2_parent']} s, workers "
         f"{out['cpu_seconds']['jobs2_workers']} s, vs {out['cpu_seconds']['jobs1']} s)"
+        + (
+            f"; ceiling {out['ceiling']}x (two forked processes checking half each, "
+            "nothing sent between them)"
+            if out["ceiling"] is not None
+            else ""
+        )
         + (
             f"; other processes kept {out['other_processes_cores']} cores busy meanwhile"
             if out["other_processes_cores"]
