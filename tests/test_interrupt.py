@@ -115,3 +115,69 @@ def test_z3_leaves_ctrl_c_to_python_and_its_answer_stands():
         signal.signal(signal.SIGINT, old)
     assert isinstance(got, Unsat), got
     assert seen == [signal.SIGINT]
+
+
+# --- Ctrl-C in disguise ------------------------------------------------------------------------
+
+
+def _disguised() -> BaseException:
+    """What ctypes raises when SIGINT lands while it converts a C call's arguments."""
+    import ctypes
+
+    class Interrupting:
+        @property
+        def _as_parameter_(self):
+            raise KeyboardInterrupt
+
+    try:
+        ctypes.CDLL(None).abs(Interrupting())
+    except ctypes.ArgumentError as exc:
+        return exc
+    raise AssertionError("ctypes converted the argument")
+
+
+def _raise_disguised(*_args, **_kwargs):
+    raise _disguised()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the C library of the process")
+def test_a_wrapped_ctrl_c_is_known_for_what_it_is():
+    import ctypes
+
+    from unmask.interrupt import is_interrupt
+
+    assert is_interrupt(_disguised()) and is_interrupt(KeyboardInterrupt())
+    assert not is_interrupt(ctypes.ArgumentError("argument 1: TypeError: wrong type"))
+    assert not is_interrupt(ValueError("KeyboardInterrupt"))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the C library of the process")
+def test_an_audit_does_not_turn_a_wrapped_ctrl_c_into_an_error_record(monkeypatch):
+    import unmask.api
+    from unmask.batch import inputs, run
+    from unmask.bench.workload import replay_line
+
+    monkeypatch.setattr(unmask.api, "check", _raise_disguised)
+    task = inputs.Task("r.jsonl:1", "r.jsonl", 1, replay_line(2, 0, 0).encode())
+    with pytest.raises(KeyboardInterrupt):
+        run.audit_task(task, run.Settings("sliced", 60_000))
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the C library of the process")
+@pytest.mark.parametrize(
+    ("module", "name", "args"),
+    [
+        ("unmask.api", "check", ["check", "REPLAY"]),
+        ("unmask.api", "check", ["crosscheck", "REPLAY", "--backends", "z3,sliced"]),
+        ("unmask.next", "next_steps", ["next", "REPLAY"]),
+    ],
+)
+def test_commands_stop_on_a_wrapped_ctrl_c(monkeypatch, module, name, args):
+    # before: an internal error (exit 3), a disagreement (exit 1), a failed replay
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module(module), name, _raise_disguised)
+    replay = str(EXAMPLES / "case_a.json")
+    result = CliRunner().invoke(main, [replay if a == "REPLAY" else a for a in args])
+    assert result.exit_code == exitcodes.INTERRUPTED, result.output
+    assert "interrupted" in result.output and "internal" not in result.output

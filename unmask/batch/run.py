@@ -39,6 +39,7 @@ from unmask.batch.inputs import STDIN_LABEL, Task
 from unmask.batch.records import encode_line, error_record
 from unmask.batch.summary import View, view
 from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.interrupt import reraise_interrupt
 from unmask.limits import DEFAULT_LIMITS, GC_THRESHOLDS, Limits
 
 # how many tasks one pool job carries, and how many jobs per process may be in flight
@@ -125,6 +126,7 @@ def audit_task(task: Task, settings: Settings) -> Result:
         d = Diagnostic("limit", "the replay is nested too deeply to check", file=task.location)
         return _failed(task, settings, [d])
     except Exception as exc:  # one broken replay must not stop the batch
+        reraise_interrupt(exc)
         d = Diagnostic(
             "internal-error",
             f"checking this replay failed unexpectedly: {type(exc).__name__}: {exc}",

@@ -34,6 +34,7 @@ from typing import Any, ClassVar
 import click
 
 from unmask import exitcodes
+from unmask.interrupt import is_interrupt
 
 # what a write to a stream can fail with; any other error is not the stream's and goes on
 _WRITE_ERRORS = frozenset(
@@ -122,9 +123,11 @@ class StdoutGuard(click.Group):
         try:
             with guarded(self.output_status):
                 return super().invoke(ctx)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, Exception) as exc:
             # click would print `Aborted!` and exit 1, which reads as a finding; every
             # command documents 130 for an interrupted run (`unmask audit` says more first)
+            if not is_interrupt(exc):
+                raise
             with contextlib.suppress(OSError):
                 click.echo("interrupted", err=True)
             raise SystemExit(exitcodes.INTERRUPTED) from None

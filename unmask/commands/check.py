@@ -23,6 +23,7 @@ import click
 from unmask import exitcodes
 from unmask.commands._options import deadline_option, echo, timeout_option
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
+from unmask.interrupt import reraise_interrupt
 from unmask.limits import Limits, click_options
 from unmask.render import FORMATS
 
@@ -96,6 +97,7 @@ def command(
         # nothing was proved, and the command line was not wrong
         _fail(exc.diagnostics, exitcodes.UNKNOWN, fmt, replay_path)
     except Exception as exc:  # a bug must still not end in a traceback
+        reraise_interrupt(exc)
         message = f"internal error while checking: {exc}" if str(exc) else "internal error"
         help_ = "nothing was proved; please report this with the replay"
         diag = Diagnostic(code="internal-error", message=message, help=help_)

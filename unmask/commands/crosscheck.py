@@ -24,6 +24,7 @@ from unmask import exitcodes
 from unmask.backends import available
 from unmask.commands._options import deadline_option, echo, timeout_option
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
+from unmask.interrupt import reraise_interrupt
 from unmask.limits import Limits, click_options
 
 
@@ -133,6 +134,7 @@ def command(
             click.echo(f"{name}: skipped: {notes}", err=True)
             continue
         except Exception as exc:  # a crash in one backend is a disagreement, not a traceback
+            reraise_interrupt(exc)
             echo(f"{rid}: backend `{name}` failed: {exc}")
             raise SystemExit(exitcodes.VIOLATED) from None
         report.pop("backend", None)

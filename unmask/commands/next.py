@@ -36,6 +36,7 @@ from unmask.commands._options import (
     timeout_option,
 )
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
+from unmask.interrupt import reraise_interrupt
 from unmask.ir import Span
 from unmask.limits import Limits, click_options
 from unmask.lines import bounded_lines
@@ -232,6 +233,7 @@ def command(
             failed.append({"location": location, "errors": [d.message for d in exc.diagnostics]})
             continue
         except Exception as exc:  # a bug must still not end in a traceback
+            reraise_interrupt(exc)
             message = f"internal error while checking `{location}`: {type(exc).__name__}"
             diag = Diagnostic("internal-error", message, help="please report this with the replay")
             click.echo(render_all([diag]), err=True)
