@@ -181,3 +181,51 @@ def test_commands_stop_on_a_wrapped_ctrl_c(monkeypatch, module, name, args):
     result = CliRunner().invoke(main, [replay if a == "REPLAY" else a for a in args])
     assert result.exit_code == exitcodes.INTERRUPTED, result.output
     assert "interrupted" in result.output and "internal" not in result.output
+
+
+# --- a Ctrl-C that Python swallowed --------------------------------------------------------------
+
+
+class _DelInterrupted:
+    """An object whose `__del__` the signal hits: Python prints and swallows the error."""
+
+    def __del__(self):
+        from unmask import interrupt
+
+        interrupt.interrupt(signal.SIGINT, None)
+
+
+def test_a_swallowed_ctrl_c_is_raised_again_at_the_next_solver_call(monkeypatch):
+    from unmask import interrupt
+    from unmask.api import check
+
+    monkeypatch.setattr(sys, "unraisablehook", lambda _u: None)  # the swallowing, quietly
+    replay = EXAMPLES / "case_a.json"
+    with interrupt.sticky():
+        _DelInterrupted()  # dropped at once: the KeyboardInterrupt goes nowhere
+        with pytest.raises(KeyboardInterrupt):
+            check(replay, "z3", closed_form=False)
+    # outside, nothing is remembered: the same check runs
+    interrupt.checkpoint()
+    assert check(replay, "z3").overall
+
+
+def test_sticky_puts_the_old_handler_back_and_leaves_others_alone():
+    from unmask import interrupt
+
+    before = signal.getsignal(signal.SIGINT)
+    with interrupt.sticky():
+        assert signal.getsignal(signal.SIGINT) is (
+            interrupt.interrupt if before is signal.default_int_handler else before
+        )
+    assert signal.getsignal(signal.SIGINT) is before
+
+    def mine(signum, frame):
+        return None
+
+    signal.signal(signal.SIGINT, mine)
+    try:
+        with interrupt.sticky():
+            assert signal.getsignal(signal.SIGINT) is mine  # a program's own: kept
+    finally:
+        signal.signal(signal.SIGINT, before)

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from unmask.backends.base import Part, Result, Sat, Session, Unknown, Unsat
+from unmask.interrupt import checkpoint
 from unmask.ir import Expr
 
 DEADLINE = "deadline"  # the reason of a call refused, or cut short, by the deadline
@@ -88,6 +89,7 @@ class BaseSession:
         assume: Mapping[str, bool] | None = None,
         want: Sequence[str] = (),
     ) -> Result:
+        checkpoint()  # a Ctrl-C that a solver object's `__del__` swallowed stops here
         if self.deadline is None:
             result = self.session.check(query, enabled=enabled, assume=assume, want=want)
         else:

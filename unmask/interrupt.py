@@ -1,17 +1,27 @@
-"""Ctrl-C that arrives dressed as another error.
+"""Ctrl-C, kept: never lost, never dressed as another error.
 
-Contract: ``is_interrupt(exc)`` is True for a ``KeyboardInterrupt`` and for the
-``ctypes.ArgumentError`` that ctypes raises in its place when the signal lands while it
-converts a C call's arguments (z3's bindings call C through ctypes; the message reads
-`argument N: KeyboardInterrupt: ` and the original is not chained). Every handler that
-catches broad exceptions around checking calls ``reraise_interrupt(exc)`` first, so an
-interruption never becomes an error record, an internal error or a disagreement: it stops
-the command with exit status 130 (``unmask.cli.stdout``).
+Contract:
+- ``is_interrupt(exc)`` is True for a ``KeyboardInterrupt`` and for the
+  ``ctypes.ArgumentError`` that ctypes raises in its place when the signal lands while it
+  converts a C call's arguments (z3's bindings call C through ctypes; the message reads
+  `argument N: KeyboardInterrupt: ` and the original is not chained). Every handler that
+  catches broad exceptions around checking calls ``reraise_interrupt(exc)`` first, so an
+  interruption never becomes an error record, an internal error or a disagreement;
+- under ``sticky()`` (both programs' commands run under it) SIGINT is remembered as well
+  as raised: a ``KeyboardInterrupt`` raised inside a ``__del__`` (z3's objects have one) is
+  swallowed by Python, so ``checkpoint()``, called before every solver call, raises it
+  again. Outside ``sticky()``, and in a thread that is not the main one, nothing changes;
+- the command then stops with exit status 130 (``unmask.cli.stdout``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
+from typing import Any
+
+_seen = False
 
 
 def is_interrupt(exc: BaseException) -> bool:
@@ -29,3 +39,37 @@ def reraise_interrupt(exc: BaseException) -> None:
     """Raise ``KeyboardInterrupt`` when ``exc`` is one in disguise; else return."""
     if is_interrupt(exc):
         raise KeyboardInterrupt from None
+
+
+def interrupt(signum: int = 0, frame: Any = None) -> None:
+    """A signal handler: remember the interruption, and raise it."""
+    global _seen
+    _seen = True
+    raise KeyboardInterrupt
+
+
+def checkpoint() -> None:
+    """Raise ``KeyboardInterrupt`` again if one was seen and may have been swallowed."""
+    if _seen:
+        raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def sticky() -> Iterator[None]:
+    """SIGINT handled by ``interrupt`` for the length of the block, when it has Python's
+    default handler and this is the main thread; the old handler is put back after."""
+    import signal
+
+    global _seen
+    _seen = False
+    previous = None
+    with contextlib.suppress(ValueError):  # not the main thread: leave it alone
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            previous = signal.signal(signal.SIGINT, interrupt)
+    try:
+        yield
+    finally:
+        _seen = False
+        if previous is not None:
+            with contextlib.suppress(ValueError):
+                signal.signal(signal.SIGINT, previous)

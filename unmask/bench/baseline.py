@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from unmask.interrupt import checkpoint
+
 
 class Baseline:
     """Classify done the straightforward way: a fresh z3 ``Solver`` per query.
@@ -33,6 +35,7 @@ class Baseline:
 
     def _sat(self, terms: list[Any], extra: Any | None) -> bool:
         z3 = self.z3
+        checkpoint()  # see unmask.interrupt
         solver = z3.Solver(ctx=self.ctx)
         solver.set("ctrl_c", False)  # Ctrl-C stops the run, not this check (z3_backend)
         for t in terms:

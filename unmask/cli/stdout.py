@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 import click
 
 from unmask import exitcodes
-from unmask.interrupt import is_interrupt
+from unmask.interrupt import is_interrupt, sticky
 
 # what a write to a stream can fail with; any other error is not the stream's and goes on
 _WRITE_ERRORS = frozenset(
@@ -121,13 +121,16 @@ class StdoutGuard(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            with guarded(self.output_status):
+            with sticky(), guarded(self.output_status):
                 return super().invoke(ctx)
         except (KeyboardInterrupt, Exception) as exc:
             # click would print `Aborted!` and exit 1, which reads as a finding; every
             # command documents 130 for an interrupted run (`unmask audit` says more first)
             if not is_interrupt(exc):
                 raise
+            # an object whose construction the signal cut short fails again in its
+            # `__del__` at exit: noise after the one line that matters
+            sys.unraisablehook = lambda _unraisable: None
             with contextlib.suppress(OSError):
                 click.echo("interrupted", err=True)
             raise SystemExit(exitcodes.INTERRUPTED) from None

@@ -438,11 +438,10 @@ def _install_sigterm() -> Any:
     """SIGTERM stops the run like Ctrl-C: whole lines only, then a clean exit."""
     import signal
 
-    def stop(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
+    from unmask.interrupt import interrupt
 
     try:
-        return signal.signal(signal.SIGTERM, stop)
+        return signal.signal(signal.SIGTERM, interrupt)
     except ValueError:  # not the main thread (embedded use): leave it alone
         return None
 
