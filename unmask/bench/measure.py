@@ -364,7 +364,8 @@ def _split_rate(tasks: list[Any], settings: Any) -> float | None:
 
 
 def measure_jobs(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
-    """Throughput of ``--jobs 1`` and ``--jobs 2`` on the same small replays."""
+    """Throughput of ``--jobs 1`` and ``--jobs 2`` on the same replays (``plan.jobs_claims``
+    claims each), and the ceiling two processes give without a pool (``_split_rate``)."""
     from unmask.batch.run import Settings, run_audit
 
     tasks = _tasks(plan.jobs_claims, plan.jobs_replays, plan.seed)
