@@ -195,9 +195,11 @@ class _Derived:
     def settle(self, phi: Expr, atoms: list[str], facts: dict[str, bool]) -> Settled | None:
         """``unmask.closed.settle``, remembered: it depends only on ``phi`` and the facts on
         its atoms (``atoms`` follow from ``phi`` and this protocol's order)."""
+        # keyed by ``id(phi)``: the entry holds ``phi``, so no other query can take its id
+        # while the entry lives
         key = (id(phi), tuple(facts.get(a) for a in atoms))
         got = self.settled.get(key)
-        if got is not None and got[0] is phi:  # the entry holds ``phi``: its id is not reused
+        if got is not None:
             return got[1]
         found = settle(phi, atoms, facts)
         with _LOCK:
@@ -226,8 +228,9 @@ _LOCK = threading.Lock()  # a Dask worker may check replays in several threads
 
 
 def _derived(protocol: Protocol) -> _Derived:
+    # keyed by ``id``: the entry holds the protocol, so its id is not reused while it lives
     got = _DERIVED.get(id(protocol))
-    if got is None or got.protocol is not protocol:
+    if got is None:
         made = _Derived(protocol)
         with _LOCK:
             while len(_DERIVED) >= DERIVED_SIZE:
@@ -308,6 +311,7 @@ class _Run:
         self.closed_form = closed_form
         self.tables: dict[str, TableBase] = {}
         self.items: dict[str, Item] = {}
+        self.derived = _derived(case.protocol)
 
     def close(self) -> None:
         for s in self.sessions.values():
@@ -344,7 +348,7 @@ class _Run:
         tabulate = closed and (not bare or len(self.atoms) <= MAX_TABLE)
         whole = None
         if tabulate:
-            template = _derived(p).template(self.atoms)
+            template = self.derived.template(self.atoms)
             if template is not None:  # the protocol's masks are made once, not per replay
                 whole = TableBase(self.base("all"), (), within=template)
             else:
@@ -524,7 +528,7 @@ class _Run:
             return None  # an atom outside the protocol's: the backend decides
         if len(atoms) > 1:
             atoms.sort(key=order.__getitem__)
-        got = _derived(self.case.protocol).settle(phi, atoms, self.facts)
+        got = self.derived.settle(phi, atoms, self.facts)
         if got is None:
             return None
         if got.status == UNDERDETERMINED:
