@@ -229,3 +229,26 @@ def test_sticky_puts_the_old_handler_back_and_leaves_others_alone():
             assert signal.getsignal(signal.SIGINT) is mine  # a program's own: kept
     finally:
         signal.signal(signal.SIGINT, before)
+
+
+class _DelFails:
+    def __del__(self):
+        raise ValueError("not an interruption")
+
+
+def test_a_swallowed_ctrl_c_is_not_reported_but_other_unraisables_are(monkeypatch):
+    from unmask import interrupt
+
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: seen.append(type(u.exc_value)))
+    monkeypatch.setattr(interrupt, "_seen", False)  # put back after: the last line sets it
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        pytest.skip("SIGINT has a handler of its own here")
+    with interrupt.sticky():
+        _DelInterrupted()  # Python would print "exception ignored ... KeyboardInterrupt"
+        _DelFails()
+        assert seen == [ValueError]
+        with pytest.raises(KeyboardInterrupt):
+            interrupt.checkpoint()  # remembered, though not reported
+    _DelInterrupted()
+    assert seen == [ValueError, KeyboardInterrupt]  # outside: Python's own hook again

@@ -10,7 +10,9 @@ Contract:
 - under ``sticky()`` (both programs' commands run under it) SIGINT is remembered as well
   as raised: a ``KeyboardInterrupt`` raised inside a ``__del__`` (z3's objects have one) is
   swallowed by Python, so ``checkpoint()``, called before every solver call, raises it
-  again. Outside ``sticky()``, and in a thread that is not the main one, nothing changes;
+  again, and Python's "exception ignored" report of it is not printed (it is no error:
+  the command stops with the one line that says it was interrupted). Outside
+  ``sticky()``, and in a thread that is not the main one, nothing changes;
 - the command then stops with exit status 130 (``unmask.cli.stdout``).
 """
 
@@ -66,10 +68,20 @@ def sticky() -> Iterator[None]:
     with contextlib.suppress(ValueError):  # not the main thread: leave it alone
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             previous = signal.signal(signal.SIGINT, interrupt)
+    if previous is None:
+        yield
+        return
+    hook = sys.unraisablehook
+
+    def quiet(unraisable: Any) -> None:
+        if unraisable.exc_value is None or not is_interrupt(unraisable.exc_value):
+            hook(unraisable)
+
+    sys.unraisablehook = quiet
     try:
         yield
     finally:
         _seen = False
-        if previous is not None:
-            with contextlib.suppress(ValueError):
-                signal.signal(signal.SIGINT, previous)
+        sys.unraisablehook = hook
+        with contextlib.suppress(ValueError):
+            signal.signal(signal.SIGINT, previous)
