@@ -263,6 +263,57 @@ def test_summary_memory_depends_on_distinct_ids_not_on_replays() -> None:
     assert len(s.cross) == 2 and s.total == 2000
 
 
+def _views(n: int) -> list:
+    statuses = ("ENTAILED", "REFUTED", "UNKNOWN", None)
+    return [
+        summary.View(
+            overall="VIOLATED",
+            dimensions=("OK", "VIOLATED", "OK", "OK"),
+            requirements=tuple(
+                (f"cited(c{k})", statuses[(i + k) % 4], statuses[(i * k) % 4]) for k in range(3)
+            ),
+            grounding=((f"supported(c{i % 3})", "backed(x, y)", statuses[i % 4]),),
+        )
+        for i in range(n)
+    ]
+
+
+def test_the_summary_keys_memo_changes_no_figure(monkeypatch) -> None:
+    """The same ids with other statuses are other keys, and a memo that is cleared when
+    full (here after every second tuple) gives the figures of one that never is."""
+    views = _views(50)
+    whole = summary.Summary()
+    for v in views:
+        whole.add(v)
+    monkeypatch.setattr(summary, "KEYS_MEMO", 2)
+    small = summary.Summary()
+    for v in views:
+        small.add(v)
+    assert len(small._keys) <= 2
+    assert small.to_json() == whole.to_json()
+    # against a fold by hand: each requirement counted under its own status
+    want = Counter(summary.check_key(s) for v in views for _, s, _ in v.requirements)
+    assert sum(whole.requirements["cited(*)"].values()) == 150
+    assert whole.requirements["cited(*)"] == want
+    assert list(whole.grounding) == ["supported(*) ~ backed(*,*)"]
+
+
+@pytest.mark.parametrize("count", [0, 1, 7, 40, 300, 1001])
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_pool_jobs_keep_every_task_in_order_and_end_small(count: int, jobs: int) -> None:
+    tasks = [inputs.Task(f"f:{i}", "f", i, b"x" * (1 + i % 13)) for i in range(count)]
+    chunks = list(run._chunks(iter(tasks), jobs, max_tasks=50, max_bytes=300))
+    assert [t for c in chunks for t in c] == tasks
+    assert all(c for c in chunks)
+    for c in chunks:
+        assert len(c) <= 50 and sum(len(t.text) for t in c[:-1]) < 300
+    # the input's last full jobs are cut smaller: nothing near the end is a full job
+    full = [len(c) == 50 or sum(len(t.text) for t in c) >= 300 for c in chunks]
+    assert not any(full[-jobs * run.TAIL_PIECES :]) or len(chunks) <= jobs * run.TAIL_PIECES
+    if count >= 300:
+        assert len(chunks[-1]) <= -(-(jobs * 50) // (jobs * run.TAIL_PIECES))
+
+
 def test_error_records_are_counted_by_first_code() -> None:
     s = summary.Summary()
     s.add(summary.view({"schema": "unmask.error/1", "location": "x", "errors": [{"code": "io"}]}))

@@ -43,8 +43,9 @@ from unmask.interrupt import reraise_interrupt
 from unmask.limits import DEFAULT_LIMITS, GC_THRESHOLDS, Limits
 
 # how many tasks one pool job carries, and how many jobs per process may be in flight
-CHUNK_TASKS = 16
-CHUNK_BYTES = 1 << 20
+CHUNK_TASKS = 256
+CHUNK_BYTES = 1 << 18
+TAIL_PIECES = 4  # the input's last jobs, cut smaller, per process
 WINDOW_PER_JOB = 4
 
 
@@ -256,9 +257,7 @@ def _die_with_parent() -> None:
     threading.Thread(target=watch, name="unmask-parent-watch", daemon=True).start()
 
 
-def _chunks(
-    tasks: Iterator[Task], max_tasks: int = CHUNK_TASKS, max_bytes: int = CHUNK_BYTES
-) -> Iterator[list[Task]]:
+def _cut(tasks: Iterator[Task], max_tasks: int, max_bytes: int) -> Iterator[list[Task]]:
     chunk: list[Task] = []
     size = 0
     for t in tasks:
@@ -269,6 +268,30 @@ def _chunks(
             chunk, size = [], 0
     if chunk:
         yield chunk
+
+
+def _chunks(
+    tasks: Iterator[Task],
+    jobs: int = 1,
+    max_tasks: int = CHUNK_TASKS,
+    max_bytes: int = CHUNK_BYTES,
+) -> Iterator[list[Task]]:
+    """The tasks in pool jobs of at most ``max_tasks`` tasks or about ``max_bytes`` of text.
+
+    Big jobs keep the parent's share small (each job costs it a fixed amount besides its
+    replays), but a big last job keeps one worker busy while the others wait. So the last
+    ``jobs`` full jobs are held back until the input ends, and their tasks go out in
+    ``TAIL_PIECES * jobs`` smaller jobs: the workers finish close together.
+    """
+    held: deque[list[Task]] = deque()
+    for chunk in _cut(tasks, max_tasks, max_bytes):
+        held.append(chunk)
+        if len(held) > jobs:
+            yield held.popleft()
+    rest = [t for chunk in held for t in chunk]
+    size = max(1, -(-len(rest) // (TAIL_PIECES * jobs)))
+    for i in range(0, len(rest), size):
+        yield rest[i : i + size]
 
 
 Emit = Callable[[Task, Result], None]
@@ -316,7 +339,7 @@ class _Pool:
 
     def run(self, tasks: Iterator[Task], emit: Emit) -> None:
         try:
-            for chunk in _chunks(tasks):
+            for chunk in _chunks(tasks, self.jobs):
                 self.pending.append((chunk, self._submit(self.pool, chunk)))
                 while len(self.pending) >= self.window or (
                     self.pending and self.pending[0][1].done()

@@ -43,6 +43,7 @@ OVERALL_KEYS = (SATISFIED, VIOLATED, UNKNOWN, "INVALID")
 UNCHECKED_CODES = frozenset({"truthtable-limit", "internal-error"})
 _OUTCOME_KEY = {OK: "satisfied", VIOLATED: "violated", UNKNOWN: "unknown", None: "not_specified"}
 _DIMENSION_KEY = {OK: "satisfied", VIOLATED: "violated", UNKNOWN: "unknown"}
+KEYS_MEMO = 4096  # distinct requirement/grounding tuples whose summary keys are kept
 _FAMILY = re.compile(r"\(([^()]*)\)")
 
 CELLS = {
@@ -207,6 +208,7 @@ class Summary:
         self.seen: dict[str, dict[str, tuple]] = {}  # item -> judge -> (verdict, dimensions)
         self.pairs: dict[tuple[str, str], Counter] = {}
         self.repeated = 0  # a second result for one (item, judge): left out of the pairs
+        self._keys: dict[tuple, Any] = {}  # requirement/grounding tuple -> its summary keys
 
     def add(self, v: View) -> None:
         self.total += 1
@@ -221,25 +223,23 @@ class Summary:
             # coverage is never VIOLATED: it fails where a requirement was not observable
             if result == VIOLATED and d != "coverage":
                 self.failed[d] += 1
-        not_observable = False
-        for rid, status, coverage in v.requirements:
-            key = family_key(rid)
-            _bump(self.requirements, key, check_key(status))
-            cov = check_key(coverage, coverage=True)
+        requirements, not_observable = self._requirement_keys(v.requirements)
+        for key, req, cov in requirements:
+            _bump(self.requirements, key, req)
             _bump(self.coverage, key, cov)
-            not_observable = not_observable or cov == "not_observable"
         if not_observable:
             self.dimensions["coverage"]["not_observable"] += 1
             self.failed["coverage"] += 1
-        for judge, context, status in v.grounding:
-            key = f"{family_key(judge)} ~ {family_key(context)}"
-            _bump(self.grounding, key, check_key(status))
+        for key, out in self._grounding_keys(v.grounding):
+            _bump(self.grounding, key, out)
         gold = {True: "match", False: "mismatch", None: "no_gold"}[v.matches]
         self.cross[(gold, v.overall)] += 1
         flags = {"unreviewed": any(v.unreviewed), "gold_derived": any(v.gold_derived)}
         for flag, counts in (("unreviewed", v.unreviewed), ("gold_derived", v.gold_derived)):
+            if not flags[flag]:
+                continue  # every count is 0: the figures read missing keys as 0
             c = self.with_flag[flag]
-            c["results"] += flags[flag]
+            c["results"] += 1
             for d, n in zip(DIMENSIONS, counts, strict=True):
                 c[d] += n
                 c[f"results:{d}"] += n > 0
@@ -250,6 +250,39 @@ class Summary:
         mine.add(v, flags)
         if v.item is not None and v.judge is not None:
             self._pair(v.item, v.judge, (v.observed, v.dimensions))
+
+    # The replays of a batch mostly share a protocol, so the same requirement and grounding
+    # tuples come back again and again: their summary keys are worked out once (the names'
+    # families are regular-expression work, most of the parent's time in a `--jobs` run)
+    def _requirement_keys(
+        self, requirements: tuple[tuple[str, str | None, str | None], ...]
+    ) -> tuple[list[tuple[str, str, str]], bool]:
+        known = self._keys.get(requirements)
+        if known is None:
+            rows = [
+                (family_key(rid), check_key(status), check_key(coverage, coverage=True))
+                for rid, status, coverage in requirements
+            ]
+            known = self._remember(
+                requirements, (rows, any(c == "not_observable" for *_, c in rows))
+            )
+        return known
+
+    def _grounding_keys(self, grounding: tuple[tuple[str, str, str | None], ...]) -> list:
+        known = self._keys.get(grounding)
+        if known is None:
+            rows = [
+                (f"{family_key(judge)} ~ {family_key(context)}", check_key(status))
+                for judge, context, status in grounding
+            ]
+            known = self._remember(grounding, rows)
+        return known
+
+    def _remember(self, key: tuple, value: Any) -> Any:
+        if len(self._keys) >= KEYS_MEMO:
+            self._keys.clear()  # a batch of many protocols: start again rather than grow
+        self._keys[key] = value
+        return value
 
     def _pair(self, item: str, judge: str, mine: tuple) -> None:
         """Compare this judge's result on ``item`` with every other judge's so far."""
