@@ -302,7 +302,7 @@ def test_the_summary_keys_memo_changes_no_figure(monkeypatch) -> None:
 @pytest.mark.parametrize("jobs", [2, 3])
 def test_pool_jobs_keep_every_task_in_order_and_end_small(count: int, jobs: int) -> None:
     tasks = [inputs.Task(f"f:{i}", "f", i, b"x" * (1 + i % 13)) for i in range(count)]
-    chunks = list(run._chunks(iter(tasks), jobs, max_tasks=50, max_bytes=300))
+    chunks = list(run._pool_jobs(iter(tasks), jobs, max_tasks=50, max_bytes=300))
     assert [t for c in chunks for t in c] == tasks
     assert all(c for c in chunks)
     for c in chunks:

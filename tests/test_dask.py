@@ -37,6 +37,13 @@ def crash_on_line_7(tasks: list, settings: run.Settings) -> list:
     return run._run_chunk(tasks, settings)
 
 
+def note_sizes(tasks: list, settings: run.Settings) -> list:
+    """Checks a partition like a worker does, after noting its size beside the input."""
+    with open(Path(tasks[0].file).parent / "sizes", "a") as fh:
+        fh.write(f"{tasks[0].line} {len(tasks)}\n")
+    return run._run_chunk(tasks, settings)
+
+
 def _children() -> list:
     import psutil
 
@@ -142,6 +149,20 @@ def test_a_replay_that_kills_workers_is_retried_then_an_error_record(client, rep
     # every other line is the local run's; the partition ran twice, then the replay alone twice
     assert got[: CRASH_LINE - 1] + got[CRASH_LINE:] == want[: CRASH_LINE - 1] + want[CRASH_LINE:]
     assert len((replays.parent / "deaths").read_text().split()) == 4
+
+
+def test_partitions_are_the_size_asked_for(client, replays) -> None:
+    got: list[bytes] = []
+    tasks = inputs.iter_tasks([str(replays)])
+    settings = run.Settings("sliced", 60_000)
+    cluster.run_audit(
+        tasks, settings, lambda t, r: got.append(r.line), client, partition=6, work=note_sizes
+    )
+    sizes = sorted(
+        tuple(map(int, x.split())) for x in (replays.parent / "sizes").read_text().splitlines()
+    )
+    assert sizes == [(first, 6) for first in range(1, 37, 6)] + [(37, 4)]
+    assert len(got) == 40
 
 
 def test_the_window_follows_the_workers_that_join(monkeypatch) -> None:

@@ -168,7 +168,7 @@ def run_audit(
     counted again every ``RESIZE_S`` seconds, so workers that join (or leave) during the
     run are used (or not waited for)."""
     _Runner(client, settings, work, window).run(
-        run._chunks(tasks, partition or PARTITION_TASKS, PARTITION_BYTES), emit
+        run.chunks(tasks, partition or PARTITION_TASKS, PARTITION_BYTES), emit
     )
 
 

@@ -257,7 +257,9 @@ def _die_with_parent() -> None:
     threading.Thread(target=watch, name="unmask-parent-watch", daemon=True).start()
 
 
-def _cut(tasks: Iterator[Task], max_tasks: int, max_bytes: int) -> Iterator[list[Task]]:
+def chunks(tasks: Iterator[Task], max_tasks: int, max_bytes: int) -> Iterator[list[Task]]:
+    """The tasks in order, in lists of at most ``max_tasks`` tasks or about ``max_bytes``
+    of text (the last task of a list may pass it)."""
     chunk: list[Task] = []
     size = 0
     for t in tasks:
@@ -270,9 +272,10 @@ def _cut(tasks: Iterator[Task], max_tasks: int, max_bytes: int) -> Iterator[list
         yield chunk
 
 
-def _chunks(
+def _pool_jobs(
     tasks: Iterator[Task],
-    jobs: int = 1,
+    jobs: int,
+    *,
     max_tasks: int = CHUNK_TASKS,
     max_bytes: int = CHUNK_BYTES,
 ) -> Iterator[list[Task]]:
@@ -284,7 +287,7 @@ def _chunks(
     ``TAIL_PIECES * jobs`` smaller jobs: the workers finish close together.
     """
     held: deque[list[Task]] = deque()
-    for chunk in _cut(tasks, max_tasks, max_bytes):
+    for chunk in chunks(tasks, max_tasks, max_bytes):
         held.append(chunk)
         if len(held) > jobs:
             yield held.popleft()
@@ -339,7 +342,7 @@ class _Pool:
 
     def run(self, tasks: Iterator[Task], emit: Emit) -> None:
         try:
-            for chunk in _chunks(tasks, self.jobs):
+            for chunk in _pool_jobs(tasks, self.jobs):
                 self.pending.append((chunk, self._submit(self.pool, chunk)))
                 while len(self.pending) >= self.window or (
                     self.pending and self.pending[0][1].done()
