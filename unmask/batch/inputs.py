@@ -10,7 +10,12 @@ Contract:
   is not a regular file (a FIFO would block the run), a record over the size limit, and a
   symbolic link below a directory that points outside that directory's tree (not followed:
   a walk never leaves the tree it was given);
-- ``count_tasks(paths)`` says how many tasks ``iter_tasks`` will yield (None for stdin).
+- ``count_tasks(paths)`` says how many tasks ``iter_tasks`` will yield (None for stdin);
+- ``iter_work(paths, limits, range_bytes)`` is ``iter_tasks`` for a pool: a regular JSON
+  Lines file comes as ``LineRange`` items of about ``range_bytes`` bytes each, cut at line
+  ends, which a worker turns into the very tasks ``iter_tasks`` yields for those lines
+  (``range_tasks``), so the parent neither splits nor sends the records; ``split_range``
+  cuts one smaller.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from __future__ import annotations
 import os
 import stat
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -103,10 +108,24 @@ def _walk(root: str) -> Iterator[Task]:
             yield Task(entry.path, entry.path)
 
 
-def _lines(stream: Any, file: str, max_bytes: int) -> Iterator[Task]:
-    """The records of a JSON Lines stream; a line longer than ``max_bytes`` is never held
-    in memory whole: it is skipped and becomes a ``limit`` error record."""
+@dataclass(frozen=True, slots=True)
+class LineRange:
+    """Lines of a JSON Lines file for a pool worker to read itself: the bytes ``[start,
+    end)``, which begin at a line's start, whose first line is number ``line``, and which
+    end at a line's end (or the file's)."""
+
+    file: str
+    start: int
+    end: int
+    line: int
+
+
+def _lines(stream: Any, file: str, max_bytes: int, first: int = 1) -> Iterator[Task]:
+    """The records of a JSON Lines stream whose first line is number ``first``; a line
+    longer than ``max_bytes`` is never held in memory whole: it is skipped and becomes a
+    ``limit`` error record."""
     for number, raw in bounded_lines(stream, max_bytes):
+        number += first - 1
         if raw is None:
             problem = (
                 "limit",
@@ -137,6 +156,18 @@ def _open_jsonl(path: str) -> Any:
 
 
 def iter_tasks(paths: Iterable[str], limits: Limits = DEFAULT_LIMITS) -> Iterator[Task]:
+    return _items(paths, limits, lambda fh, p: _lines(fh, p, limits.max_file_bytes))
+
+
+def iter_work(
+    paths: Iterable[str], limits: Limits = DEFAULT_LIMITS, range_bytes: int = 1 << 18
+) -> Iterator[Task | LineRange]:
+    return _items(paths, limits, lambda fh, p: _ranges(fh, p, range_bytes))
+
+
+def _items(
+    paths: Iterable[str], limits: Limits, jsonl: Callable[[Any, str], Iterator[Any]]
+) -> Iterator[Any]:
     for p in paths:
         if p == STDIN:
             yield from _lines(sys.stdin.buffer, STDIN_LABEL, limits.max_file_bytes)
@@ -148,9 +179,95 @@ def iter_tasks(paths: Iterable[str], limits: Limits = DEFAULT_LIMITS) -> Iterato
                 yield fh
                 continue
             with fh:
-                yield from _lines(fh, p, limits.max_file_bytes)
+                yield from jsonl(fh, p)
         else:
             yield Task(p, p)
+
+
+def _ranges(fh: Any, file: str, size: int) -> Iterator[LineRange]:
+    """``file`` in ranges of at most ``size`` bytes, or one line where a line is longer;
+    only newline positions are looked at, one block at a time."""
+    start, line = 0, 1
+    while True:
+        fh.seek(start)
+        block = fh.read(size)
+        if not block:
+            return
+        cut = block.rfind(b"\n") + 1
+        if cut:
+            end, lines = start + cut, block.count(b"\n", 0, cut)
+        elif len(block) < size:  # the file's last line, with no newline after it
+            end, lines = start + len(block), 0
+        else:  # one line longer than a block: its end is further on
+            end, lines = _line_end(fh, start + size, size)
+        yield LineRange(file, start, end, line)
+        start, line = end, line + lines
+
+
+def _line_end(fh: Any, pos: int, size: int) -> tuple[int, int]:
+    """Where the line going on at ``pos`` ends, and 1 if a newline ends it (0 at EOF)."""
+    fh.seek(pos)
+    while True:
+        block = fh.read(size)
+        if not block:
+            return pos, 0
+        nl = block.find(b"\n")
+        if nl >= 0:
+            return pos + nl + 1, 1
+        pos += len(block)
+
+
+class _Slice:
+    """``readline`` over the next ``left`` bytes of a binary stream, and nothing after."""
+
+    def __init__(self, stream: Any, left: int) -> None:
+        self.stream = stream
+        self.left = left
+
+    def readline(self, limit: int) -> bytes:
+        if self.left <= 0:
+            return b""
+        raw = self.stream.readline(min(limit, self.left))
+        self.left -= len(raw)
+        return raw
+
+
+def range_tasks(rg: LineRange, limits: Limits = DEFAULT_LIMITS) -> Iterator[Task]:
+    """The tasks of the lines of ``rg``: those ``iter_tasks`` yields for them."""
+    try:
+        fh = open(rg.file, "rb")  # noqa: SIM115 - closed below, after the last line
+    except OSError as exc:
+        message = f"cannot read `{rg.file}` from line {rg.line}: {reason(exc)}"
+        yield Task(f"{rg.file}:{rg.line}", rg.file, rg.line, problem=("io", message, None))
+        return
+    with fh:
+        fh.seek(rg.start)
+        part = _Slice(fh, rg.end - rg.start)
+        yield from _lines(part, rg.file, limits.max_file_bytes, rg.line)
+
+
+def split_range(rg: LineRange, pieces: int, max_bytes: int) -> list[LineRange]:
+    """``rg`` cut at line ends into about ``pieces`` ranges of equal size: fewer where it
+    has fewer lines, and itself where it is longer than ``max_bytes`` (one long line; it
+    is not read) or cannot be read."""
+    if rg.end - rg.start > max_bytes:
+        return [rg]
+    try:
+        with open(rg.file, "rb") as fh:
+            fh.seek(rg.start)
+            data = fh.read(rg.end - rg.start)
+    except OSError:
+        return [rg]
+    out: list[LineRange] = []
+    start, line = 0, rg.line
+    step = max(1, len(data) // max(1, pieces))
+    while start < len(data):
+        nl = data.find(b"\n", min(len(data), start + step) - 1)
+        end = len(data) if nl < 0 else nl + 1
+        out.append(LineRange(rg.file, rg.start + start, rg.start + end, line))
+        line += data.count(b"\n", start, end)
+        start = end
+    return out or [rg]
 
 
 def count_tasks(paths: Iterable[str], limits: Limits = DEFAULT_LIMITS) -> int | None:

@@ -8,11 +8,13 @@ Contract:
   renderers run here, so pool workers render in parallel, and the caller writes the files.
   A bad replay never raises;
 - ``run_audit`` streams the tasks through one process or a pool of ``jobs`` processes with
-  a bounded window of chunks in flight, and hands every result to ``emit`` in input order
+  a bounded window of jobs in flight, and hands every result to ``emit`` in input order
   as soon as it and all earlier results are done (the reorder buffer is the window), so
   memory does not grow with the number of replays; a worker that dies costs only the
   replay that killed it (an ``internal-error`` record), and workers never outlive a
-  killed parent;
+  killed parent. Its input may hold ``LineRange`` items (``inputs.iter_work``): in a pool a
+  worker reads the range's lines itself, so their text never crosses a pipe, and each is
+  emitted with a task that names the line (its ``text`` None);
 - while ``run_audit`` runs, and while a worker runs a chunk, the garbage collector runs
   less often: its thresholds are at least ``unmask.limits.GC_THRESHOLDS`` (``batch_gc``;
   the command line sets the same for a whole run, but a Dask worker or a program calling this module
@@ -35,7 +37,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from unmask.batch.inputs import STDIN_LABEL, Task
+from unmask.batch.inputs import STDIN_LABEL, LineRange, Task, range_tasks, split_range
 from unmask.batch.records import encode_line, error_record
 from unmask.batch.summary import View, view
 from unmask.diagnostics import Diagnostic, UnmaskError
@@ -222,6 +224,14 @@ def _run_wire(items: list[tuple], settings: Settings) -> list[tuple]:
     return [_result_wire(r) for r in _run_chunk([Task(*w) for w in items], settings)]
 
 
+def _run_range(rg: tuple, settings: Settings) -> list[tuple]:
+    """A pool job that reads its own lines: ``(line number, _result_wire)`` for each."""
+    tasks = list(range_tasks(LineRange(*rg), settings.limits))
+    return [
+        (t.line, _result_wire(r)) for t, r in zip(tasks, _run_chunk(tasks, settings), strict=True)
+    ]
+
+
 def _worker_init() -> None:
     # Ctrl-C goes to the whole process group: the parent decides, workers stay quiet
     import signal
@@ -257,12 +267,21 @@ def _die_with_parent() -> None:
     threading.Thread(target=watch, name="unmask-parent-watch", daemon=True).start()
 
 
-def chunks(tasks: Iterator[Task], max_tasks: int, max_bytes: int) -> Iterator[list[Task]]:
+Job = list[Task] | LineRange  # what one pool job checks
+
+
+def chunks(tasks: Iterator[Task | LineRange], max_tasks: int, max_bytes: int) -> Iterator[Job]:
     """The tasks in order, in lists of at most ``max_tasks`` tasks or about ``max_bytes``
-    of text (the last task of a list may pass it)."""
+    of text (the last task of a list may pass it); a ``LineRange`` goes alone."""
     chunk: list[Task] = []
     size = 0
     for t in tasks:
+        if isinstance(t, LineRange):
+            if chunk:
+                yield chunk
+                chunk, size = [], 0
+            yield t
+            continue
         chunk.append(t)
         size += len(t.text or b"")
         if len(chunk) >= max_tasks or size >= max_bytes:
@@ -273,41 +292,66 @@ def chunks(tasks: Iterator[Task], max_tasks: int, max_bytes: int) -> Iterator[li
 
 
 def _pool_jobs(
-    tasks: Iterator[Task],
+    tasks: Iterator[Task | LineRange],
     jobs: int,
     *,
     max_tasks: int = CHUNK_TASKS,
     max_bytes: int = CHUNK_BYTES,
-) -> Iterator[list[Task]]:
+) -> Iterator[Job]:
     """The tasks in pool jobs of at most ``max_tasks`` tasks or about ``max_bytes`` of text.
 
     Big jobs keep the parent's share small (each job costs it a fixed amount besides its
     replays), but a big last job keeps one worker busy while the others wait. So the last
-    ``jobs`` full jobs are held back until the input ends, and their tasks go out in
-    ``TAIL_PIECES * jobs`` smaller jobs: the workers finish close together.
+    ``jobs`` jobs are held back until the input ends, and each goes out in ``TAIL_PIECES``
+    smaller ones: the workers finish close together.
     """
-    held: deque[list[Task]] = deque()
-    for chunk in chunks(tasks, max_tasks, max_bytes):
-        held.append(chunk)
+    held: deque[Job] = deque()
+    for job in chunks(tasks, max_tasks, max_bytes):
+        held.append(job)
         if len(held) > jobs:
             yield held.popleft()
-    rest = [t for chunk in held for t in chunk]
-    size = max(1, -(-len(rest) // (TAIL_PIECES * jobs)))
-    for i in range(0, len(rest), size):
-        yield rest[i : i + size]
+    for job in held:
+        if isinstance(job, LineRange):
+            yield from split_range(job, TAIL_PIECES, max_bytes)
+            continue
+        size = max(1, -(-len(job) // TAIL_PIECES))
+        for i in range(0, len(job), size):
+            yield job[i : i + size]
 
 
 Emit = Callable[[Task, Result], None]
 
 
-def run_audit(tasks: Iterator[Task], settings: Settings, emit: Emit, jobs: int = 1) -> None:
-    """Audit every task and ``emit(task, result)`` each, in input order."""
+def run_audit(
+    tasks: Iterator[Task | LineRange], settings: Settings, emit: Emit, jobs: int = 1
+) -> None:
+    """Audit every task (and every line of every range) and ``emit(task, result)`` each, in
+    input order."""
     with batch_gc():
         if jobs <= 1:
-            for t in tasks:
+            for t in _expand(tasks, settings.limits):
                 emit(t, audit_task(t, settings))
             return
         _Pool(settings, jobs).run(tasks, emit)
+
+
+def inputs_for(paths: Iterable[str], limits: Limits, jobs: int) -> Iterator[Task | LineRange]:
+    """What ``run_audit`` with ``jobs`` processes reads for ``paths``: with a pool, each
+    JSON Lines file in ranges of ``CHUNK_BYTES`` that the workers read themselves (the
+    parent only looks for line ends); else one task per replay."""
+    from unmask.batch import inputs
+
+    if jobs > 1:
+        return inputs.iter_work(paths, limits, CHUNK_BYTES)
+    return inputs.iter_tasks(paths, limits)
+
+
+def _expand(items: Iterable[Task | LineRange], limits: Limits) -> Iterator[Task]:
+    for item in items:
+        if isinstance(item, LineRange):
+            yield from range_tasks(item, limits)
+        else:
+            yield item
 
 
 class _Pool:
@@ -327,7 +371,7 @@ class _Pool:
         fork = sys.platform.startswith("linux")
         self.ctx = multiprocessing.get_context("fork" if fork else "spawn")
         self.window = jobs * WINDOW_PER_JOB
-        self.pending: deque[tuple[list[Task], Any]] = deque()
+        self.pending: deque[tuple[Job, Any]] = deque()
         self.pool = self._new(jobs)
 
     def _new(self, workers: int) -> Any:
@@ -337,15 +381,27 @@ class _Pool:
             max_workers=workers, mp_context=self.ctx, initializer=_worker_init
         )
 
-    def _submit(self, pool: Any, chunk: list[Task]) -> Any:
-        return pool.submit(_run_wire, [_task_wire(t) for t in chunk], self.settings)
+    def _submit(self, pool: Any, job: Job) -> Any:
+        if isinstance(job, LineRange):
+            return pool.submit(_run_range, (job.file, job.start, job.end, job.line), self.settings)
+        return pool.submit(_run_wire, [_task_wire(t) for t in job], self.settings)
 
-    def run(self, tasks: Iterator[Task], emit: Emit) -> None:
+    def _try(self, job: Job) -> Any:
+        """The job's future, or None when the pool is broken already (a worker died and
+        its job is not drained yet): the job then waits for the pool that replaces it."""
+        from concurrent.futures.process import BrokenProcessPool
+
         try:
-            for chunk in _pool_jobs(tasks, self.jobs):
-                self.pending.append((chunk, self._submit(self.pool, chunk)))
+            return self._submit(self.pool, job)
+        except BrokenProcessPool:
+            return None
+
+    def run(self, tasks: Iterator[Task | LineRange], emit: Emit) -> None:
+        try:
+            for job in _pool_jobs(tasks, self.jobs):
+                self.pending.append((job, self._try(job)))
                 while len(self.pending) >= self.window or (
-                    self.pending and self.pending[0][1].done()
+                    self.pending and (self.pending[0][1] is None or self.pending[0][1].done())
                 ):
                     self._drain_one(emit)
             while self.pending:
@@ -358,15 +414,25 @@ class _Pool:
     def _drain_one(self, emit: Emit) -> None:
         from concurrent.futures.process import BrokenProcessPool
 
-        chunk, fut = self.pending.popleft()
+        job, fut = self.pending.popleft()
         try:
-            results = [_from_wire(w) for w in fut.result()]
+            out = (fut or self._submit(self.pool, job)).result()
+            if isinstance(job, LineRange):
+                # a line the worker read itself is named, not carried: its text stays there
+                f = job.file
+                tasks = [Task(f"{f}:{n}", f, n) for n, _ in out]
+                results = [_from_wire(w) for _, w in out]
+            else:
+                tasks, results = job, [_from_wire(w) for w in out]
         except BrokenProcessPool:
             _kill(self.pool)
-            results = [self._alone(t) for t in chunk]
+            tasks = (
+                list(range_tasks(job, self.settings.limits)) if isinstance(job, LineRange) else job
+            )
+            results = [self._alone(t) for t in tasks]
             self.pool = self._new(self.jobs)
-            self.pending = deque((c, self._submit(self.pool, c)) for c, _ in self.pending)
-        for t, done in zip(chunk, results, strict=True):
+            self.pending = deque((j, self._try(j)) for j, _ in self.pending)
+        for t, done in zip(tasks, results, strict=True):
             emit(t, done)
 
     def _alone(self, task: Task) -> Result:

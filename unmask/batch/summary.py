@@ -24,6 +24,7 @@ a figure added to one is seen missing from the other.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, fields
@@ -43,7 +44,8 @@ OVERALL_KEYS = (SATISFIED, VIOLATED, UNKNOWN, "INVALID")
 UNCHECKED_CODES = frozenset({"truthtable-limit", "internal-error"})
 _OUTCOME_KEY = {OK: "satisfied", VIOLATED: "violated", UNKNOWN: "unknown", None: "not_specified"}
 _DIMENSION_KEY = {OK: "satisfied", VIOLATED: "violated", UNKNOWN: "unknown"}
-KEYS_MEMO = 4096  # distinct requirement/grounding tuples whose summary keys are kept
+KEYS_MEMO = 4096  # distinct requirement (and grounding) tuples, and names, kept
+_GOLD = {True: "match", False: "mismatch", None: "no_gold"}  # a report's verdict_matches_gold
 _FAMILY = re.compile(r"\(([^()]*)\)")
 
 CELLS = {
@@ -61,9 +63,12 @@ CELL_TEXT = {
 }
 
 
+@functools.lru_cache(maxsize=KEYS_MEMO)  # ids come back replay after replay
 def family_key(name: str) -> str:
     """``supported(joined)`` -> ``supported(*)``; a plain name stays as it is."""
-    return _FAMILY.sub(lambda m: "(" + ",".join("*" for _ in m.group(1).split(",")) + ")", name)
+    if "(" not in name:
+        return name
+    return _FAMILY.sub(lambda m: "(*" + ",*" * m.group(1).count(",") + ")", name)
 
 
 def check_key(status: str | None, *, coverage: bool = False) -> str:
@@ -153,11 +158,14 @@ class Confusion:
         self.cells: dict[tuple[str, str], Counter] = {}  # (gold, observed) -> counts
 
     def add(self, v: View, flags: dict[str, bool]) -> None:
+        labels = self.labels
         for label in (*v.labels, v.observed, v.gold):
-            if label is not None:
-                self.labels.setdefault(label)
+            if label is not None and label not in labels:
+                labels[label] = None
         if v.gold is not None and v.observed is not None:
-            cell = self.cells.setdefault((v.gold, v.observed), Counter())
+            cell = self.cells.get((v.gold, v.observed))
+            if cell is None:
+                cell = self.cells[(v.gold, v.observed)] = Counter()
             cell["replays"] += 1
             cell[v.overall] += 1
             for flag, on in flags.items():
@@ -180,11 +188,18 @@ class Confusion:
         return {"labels": labels, "table": table}
 
 
-def _bump(table: dict[str, Counter], key: str, what: str) -> None:
-    counter = table.get(key)
+def _table(tables: dict[str, Counter], key: str) -> Counter:
+    counter = tables.get(key)
     if counter is None:
-        counter = table[key] = Counter()
-    counter[what] += 1
+        counter = tables[key] = Counter()
+    return counter
+
+
+def _remember(memo: dict[tuple, Any], key: tuple, value: Any) -> Any:
+    if len(memo) >= KEYS_MEMO:
+        memo.clear()  # a batch of many protocols: start again rather than grow
+    memo[key] = value
+    return value
 
 
 class Summary:
@@ -208,7 +223,9 @@ class Summary:
         self.seen: dict[str, dict[str, tuple]] = {}  # item -> judge -> (verdict, dimensions)
         self.pairs: dict[tuple[str, str], Counter] = {}
         self.repeated = 0  # a second result for one (item, judge): left out of the pairs
-        self._keys: dict[tuple, Any] = {}  # requirement/grounding tuple -> its summary keys
+        # a view's requirement / grounding tuple -> the (counter, key) pairs it adds one to
+        self._by_requirements: dict[tuple, tuple[list[tuple[Counter, str]], bool]] = {}
+        self._by_grounding: dict[tuple, list[tuple[Counter, str]]] = {}
 
     def add(self, v: View) -> None:
         self.total += 1
@@ -223,17 +240,15 @@ class Summary:
             # coverage is never VIOLATED: it fails where a requirement was not observable
             if result == VIOLATED and d != "coverage":
                 self.failed[d] += 1
-        requirements, not_observable = self._requirement_keys(v.requirements)
-        for key, req, cov in requirements:
-            _bump(self.requirements, key, req)
-            _bump(self.coverage, key, cov)
+        bumps, not_observable = self._requirement_bumps(v.requirements)
+        for counter, what in bumps:
+            counter[what] += 1
         if not_observable:
             self.dimensions["coverage"]["not_observable"] += 1
             self.failed["coverage"] += 1
-        for key, out in self._grounding_keys(v.grounding):
-            _bump(self.grounding, key, out)
-        gold = {True: "match", False: "mismatch", None: "no_gold"}[v.matches]
-        self.cross[(gold, v.overall)] += 1
+        for counter, what in self._grounding_bumps(v.grounding):
+            counter[what] += 1
+        self.cross[(_GOLD[v.matches], v.overall)] += 1
         flags = {"unreviewed": any(v.unreviewed), "gold_derived": any(v.gold_derived)}
         for flag, counts in (("unreviewed", v.unreviewed), ("gold_derived", v.gold_derived)):
             if not flags[flag]:
@@ -252,37 +267,41 @@ class Summary:
             self._pair(v.item, v.judge, (v.observed, v.dimensions))
 
     # The replays of a batch mostly share a protocol, so the same requirement and grounding
-    # tuples come back again and again: their summary keys are worked out once (the names'
-    # families are regular-expression work, most of the parent's time in a `--jobs` run)
-    def _requirement_keys(
+    # tuples come back again and again: which counters they add to is worked out once (the
+    # names' families are regular-expression work; this fold is most of the parent's time
+    # in a `--jobs` run). The counters live as long as the summary, so an entry stays true.
+    def _requirement_bumps(
         self, requirements: tuple[tuple[str, str | None, str | None], ...]
-    ) -> tuple[list[tuple[str, str, str]], bool]:
-        known = self._keys.get(requirements)
+    ) -> tuple[list[tuple[Counter, str]], bool]:
+        known = self._by_requirements.get(requirements)
         if known is None:
-            rows = [
-                (family_key(rid), check_key(status), check_key(coverage, coverage=True))
-                for rid, status, coverage in requirements
-            ]
-            known = self._remember(
-                requirements, (rows, any(c == "not_observable" for *_, c in rows))
+            bumps, not_observable = [], False
+            for rid, status, coverage in requirements:
+                family = family_key(rid)
+                cov = check_key(coverage, coverage=True)
+                bumps.append((_table(self.requirements, family), check_key(status)))
+                bumps.append((_table(self.coverage, family), cov))
+                not_observable = not_observable or cov == "not_observable"
+            known = _remember(self._by_requirements, requirements, (bumps, not_observable))
+        return known
+
+    def _grounding_bumps(
+        self, grounding: tuple[tuple[str, str, str | None], ...]
+    ) -> list[tuple[Counter, str]]:
+        known = self._by_grounding.get(grounding)
+        if known is None:
+            known = _remember(
+                self._by_grounding,
+                grounding,
+                [
+                    (
+                        _table(self.grounding, f"{family_key(judge)} ~ {family_key(context)}"),
+                        check_key(status),
+                    )
+                    for judge, context, status in grounding
+                ],
             )
         return known
-
-    def _grounding_keys(self, grounding: tuple[tuple[str, str, str | None], ...]) -> list:
-        known = self._keys.get(grounding)
-        if known is None:
-            rows = [
-                (f"{family_key(judge)} ~ {family_key(context)}", check_key(status))
-                for judge, context, status in grounding
-            ]
-            known = self._remember(grounding, rows)
-        return known
-
-    def _remember(self, key: tuple, value: Any) -> Any:
-        if len(self._keys) >= KEYS_MEMO:
-            self._keys.clear()  # a batch of many protocols: start again rather than grow
-        self._keys[key] = value
-        return value
 
     def _pair(self, item: str, judge: str, mine: tuple) -> None:
         """Compare this judge's result on ``item`` with every other judge's so far."""

@@ -8,11 +8,12 @@ process that the in-process ratios leave out (a bare Python, one that imports z3
 direct user's would, and ``unmask check`` of one small replay with its protocol embedded
 and as a ``.proto`` path) stated beside the in-process ratio, the floor (reading,
 validating and evaluating each formula once, ``floor``) at every size, ``--jobs 1`` against
-``--jobs 2`` throughput, and the peak memory (resident set of a child process) of auditing
-many small replays against few from one JSON Lines file. Every figure is printed through
-``say`` as it is measured and returned as data (``schema: unmask.bench/2``);
-``to_markdown`` turns the data into tables. What the figures should be (the targets) is
-stated in ``docs/performance.md``, not here: this module measures, it does not judge.
+``--jobs 2`` throughput auditing one JSON Lines file, and the peak memory (resident set of
+a child process) of auditing many small replays against few from one JSON Lines file.
+Every figure is printed through ``say`` as it is measured and returned as data (``schema:
+unmask.bench/2``); ``to_markdown`` turns the data into tables. What the figures should be
+(the targets) is stated in ``docs/performance.md``, not here: this module measures, it
+does not judge.
 
 Size: each measured row (baseline, backends, floor, start-up, jobs, memory) is a small
 function over the same timing helpers; they are read and changed together.
@@ -157,7 +158,7 @@ class Plan:
     runners: tuple[str, ...] = ("baseline", "sliced", "pysat", "truthtable", "z3")
     repeats: int = 3
     budget_s: float = 60.0  # per cell; cells estimated to need more get fewer replays or none
-    jobs_replays: int = 2000
+    jobs_replays: int = 10_000  # 2-claim replays: about 3 s for --jobs 1
     jobs_claims: int = 2  # claims per replay of the --jobs figure: the smallest, the worst case
     memory_small: int = 1_000
     memory_large: int = 100_000
@@ -337,68 +338,106 @@ def measure_startup(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
     return out
 
 
-def _split_rate(tasks: list[Any], settings: Any) -> float | None:
-    """Replays per second of two forked processes checking half the tasks each, with no
-    pool and nothing sent between them: the most two processes can give on this machine
-    (None where there is no ``fork``)."""
-    from unmask.batch.run import _run_chunk
-
+def _split_rate(
+    items: list[Any], audit: Callable[[list[Any], int, str], None], count: int
+) -> float | None:
+    """Replays per second of two forked processes each auditing half the input (the
+    ``count`` replays of ``items``, the ranges of one JSON Lines file) with ``--jobs 1``'s
+    work, results file and summary included, and nothing sent between them: the most two
+    processes can give on this machine (None where there is no ``fork``)."""
     if not hasattr(os, "fork"):
         return None
-    half = len(tasks) // 2
+    half = len(items) // 2
     start = time.perf_counter()
     pids = []
-    for part in (tasks[:half], tasks[half:]):
+    for k, part in enumerate((items[:half], items[half:])):
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child's coverage is not collected
             code = 0
             try:
-                _run_chunk(part, settings)
+                audit(part, 1, f"half-{k}")
             except BaseException:
                 code = 1
             os._exit(code)
         pids.append(pid)
     statuses = [os.waitpid(pid, 0)[1] for pid in pids]  # every child is reaped
     wall = time.perf_counter() - start
-    return len(tasks) / wall if not any(statuses) else None
+    return count / wall if not any(statuses) else None
 
 
 def measure_jobs(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
-    """Throughput of ``--jobs 1`` and ``--jobs 2`` on the same replays (``plan.jobs_claims``
-    claims each), and the ceiling two processes give without a pool (``_split_rate``)."""
-    from unmask.batch.run import Settings, run_audit
+    """Throughput of ``--jobs 1`` and ``--jobs 2`` auditing one JSON Lines file of
+    ``plan.jobs_replays`` replays (``plan.jobs_claims`` claims each) as ``unmask audit
+    --out`` does: each reads the file its own way (``run.inputs_for``), writes every
+    result line to a file and folds it into the summary; the process's start-up is left
+    out (it is the start-up row's). Both results files must be the same, byte for byte.
+    Besides, the ceiling two processes give without a pool (``_split_rate``)."""
+    from unmask.batch.run import CHUNK_BYTES, Settings, inputs_for, run_audit
+    from unmask.batch.summary import Summary
 
-    tasks = _tasks(plan.jobs_claims, plan.jobs_replays, plan.seed)
     settings = Settings(plan.backend, plan.timeout_ms)
     rates: dict[int, list[float]] = {1: [], 2: []}
     cpu: dict[int, list[tuple[float, float]]] = {1: [], 2: []}  # (parent, workers) seconds
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     others: dict[int, list[float]] = {1: [], 2: []}  # cores used by other processes meanwhile
     ceiling: list[float] = []  # two forked halves, no pool: what any pool could reach
-    for _ in range(plan.repeats):
-        for jobs in (1, 2):
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            busy = _machine_busy()
-            own, start = time.process_time(), time.perf_counter()
-            run_audit(iter(tasks), settings, _discard, jobs)
-            wall = time.perf_counter() - start
-            rates[jobs].append(len(tasks) / wall)
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            workers = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-            mine = time.process_time() - own
-            cpu[jobs].append((mine, workers))
-            done = _machine_busy()
-            if busy is not None and done is not None:
-                others[jobs].append(max(0.0, (done - busy - mine - workers) / wall))
-        split = _split_rate(tasks, settings)
-        if split is not None:
-            ceiling.append(split / rates[1][-1])
+    with tempfile.TemporaryDirectory(prefix="unmask-bench-") as tmp:
+        source = os.path.join(tmp, "replays.jsonl")
+        with open(source, "w", encoding="utf-8") as fh:
+            for i in range(plan.jobs_replays):
+                fh.write(replay_line(plan.jobs_claims, plan.seed, i) + "\n")
+
+        def audit(items: Any, jobs: int, name: str) -> None:
+            summary = Summary()
+            with open(os.path.join(tmp, name), "wb") as out:
+
+                def emit(_task: Any, result: Any) -> None:
+                    out.write(result.line)
+                    out.flush()
+                    summary.add(result.view)
+
+                run_audit(iter(items), settings, emit, jobs)
+
+        from unmask.batch.inputs import iter_work
+
+        ranges = list(iter_work([source], settings.limits, CHUNK_BYTES))
+        for _ in range(plan.repeats):
+            for jobs in (1, 2):
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                busy = _machine_busy()
+                own, start = time.process_time(), time.perf_counter()
+                audit(inputs_for([source], settings.limits, jobs), jobs, f"results-{jobs}")
+                wall = time.perf_counter() - start
+                rates[jobs].append(plan.jobs_replays / wall)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                workers = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+                mine = time.process_time() - own
+                cpu[jobs].append((mine, workers))
+                done = _machine_busy()
+                if busy is not None and done is not None:
+                    others[jobs].append(max(0.0, (done - busy - mine - workers) / wall))
+            split = _split_rate(ranges, audit, plan.jobs_replays)
+            if split is not None:
+                ceiling.append(split / rates[1][-1])
+
+        # a figure is only worth its results: every way of auditing wrote the same lines
+        def wrote(*names: str) -> bytes:
+            out = b""
+            for name in names:
+                with open(os.path.join(tmp, name), "rb") as fh:
+                    out += fh.read()
+            return out
+
+        if wrote("results-2") != wrote("results-1"):
+            raise RuntimeError("--jobs 2 wrote other results than --jobs 1")
+        if ceiling and wrote("half-0", "half-1") != wrote("results-1"):
+            raise RuntimeError("the ceiling's two processes wrote other results than --jobs 1")
     med = {j: statistics.median(r) for j, r in rates.items()}
     # what the cores could give if nothing else ran: the busiest process bounds the wall time
     one = statistics.median(p + w for p, w in cpu[1])
     two = statistics.median(max(p, w / 2) for p, w in cpu[2])
     out = {
-        "replays": len(tasks),
+        "replays": plan.jobs_replays,
         "claims": plan.jobs_claims,
         "backend": plan.backend,
         "cpus": os.cpu_count(),
@@ -418,7 +457,8 @@ def measure_jobs(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
         },
     }
     say(
-        f"--jobs 1 vs --jobs 2 on {len(tasks)} {plan.jobs_claims}-claim replays ({plan.backend}, "
+        f"--jobs 1 vs --jobs 2 auditing a file of {plan.jobs_replays} {plan.jobs_claims}-claim "
+        f"replays ({plan.backend}, "
         f"{os.cpu_count()} cpus, load average {out['load_average']}): {med[1]:.0f}/s vs "
         f"{med[2]:.0f}/s, speedup {out['speedup']:.2f}x (repeats: {out['jobs1_per_second']} vs "
         f"{out['jobs2_per_second']}); by CPU time {out['speedup_on_idle_cores']}x "

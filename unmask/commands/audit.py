@@ -326,9 +326,12 @@ def _run(
     total = None
     if show_progress:
         total = inputs.count_tasks(paths, limits)
-    tasks = inputs.iter_tasks(paths, limits)
     if done:
-        tasks = resuming.skip_done(tasks, done)
+        tasks = resuming.skip_done(inputs.iter_tasks(paths, limits), done)
+    elif dask is None:
+        tasks = run.inputs_for(paths, limits, jobs)
+    else:
+        tasks = inputs.iter_tasks(paths, limits)
     try:
         sink = sys.stdout.buffer if out == "-" else open(out, "ab" if resume else "wb")  # noqa: SIM115
     except OSError as exc:
