@@ -267,8 +267,13 @@ def _views(n: int) -> list:
     statuses = ("ENTAILED", "REFUTED", "UNKNOWN", None)
     return [
         summary.View(
-            overall="VIOLATED",
-            dimensions=("OK", "VIOLATED", "OK", "OK"),
+            overall=("VIOLATED", "SATISFIED", "UNKNOWN")[i % 3],
+            dimensions=(("OK", "VIOLATED", "OK", "OK"), ("VIOLATED", "OK", "UNKNOWN", None))[i % 2],
+            matches=(True, False, None)[i % 5 % 3],
+            unreviewed=(0, i % 4, 0, 0),
+            gold_derived=(i % 3, 0, 0, 1),
+            observed="PASS",
+            gold=("PASS", "FAIL")[i % 2],
             requirements=tuple(
                 (f"cited(c{k})", statuses[(i + k) % 4], statuses[(i * k) % 4]) for k in range(3)
             ),
@@ -289,8 +294,20 @@ def test_the_summary_keys_memo_changes_no_figure(monkeypatch) -> None:
     small = summary.Summary()
     for v in views:
         small.add(v)
-    assert len(small._by_requirements) <= 2 and len(small._by_grounding) <= 2
+    assert max(map(len, (small._by_requirements, small._by_grounding, small._by_result))) <= 2
     assert small.to_json() == whole.to_json()
+    # against a fold by hand: the dimensions, failures and gold cells
+    for d_index, d in enumerate(summary.DIMENSIONS):
+        if d == "coverage":
+            continue  # it also counts the not observable requirements
+        want_d = Counter(
+            summary._DIMENSION_KEY.get(v.dimensions[d_index], "not_checked") for v in views
+        )
+        assert whole.dimensions[d] == want_d
+    assert whole.failed["verdict"] == sum(v.dimensions[0] == "VIOLATED" for v in views)
+    assert sum(whole.cross.values()) == len(views)
+    assert whole.with_flag["unreviewed"]["results"] == sum(any(v.unreviewed) for v in views)
+    assert whole.with_flag["gold_derived"]["procedure"] == 0
     # against a fold by hand: each requirement counted under its own status
     want = Counter(summary.check_key(s) for v in views for _, s, _ in v.requirements)
     assert sum(whole.requirements["cited(*)"].values()) == 150
@@ -448,3 +465,23 @@ def test_an_audit_collects_garbage_less_often_and_puts_the_thresholds_back(
         assert gc.get_threshold() == (700, 10, 10)
     finally:
         gc.set_threshold(*old)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_settle_follows_every_batch_of_results(tmp_path: Path, jobs: int) -> None:
+    f = tmp_path / "r.jsonl"
+    f.write_text("".join(replay_line(2, 1, i) + "\n" for i in range(30)))
+    events: list[str] = []
+    run.run_audit(
+        run.inputs_for([str(f)], SETTINGS.limits, jobs),
+        SETTINGS,
+        lambda t, r: events.append("result"),
+        jobs,
+        lambda: events.append("settle"),
+    )
+    assert events.count("result") == 30 and events[-1] == "settle"
+    if jobs == 1:
+        assert events == ["result", "settle"] * 30  # one process: after every line
+    else:
+        assert 1 < events.count("settle") < 30  # a pool: after each job's results
+        assert "settle,settle" not in ",".join(events)  # never after an empty batch

@@ -161,13 +161,15 @@ def run_audit(
     partition: int | None = None,
     window: int | None = None,
     work: Work = run._run_chunk,
+    settle: Callable[[], None] | None = None,
 ) -> None:
-    """Audit every task on ``client``'s workers and ``emit`` each, in input order.
+    """Audit every task on ``client``'s workers and ``emit`` each, in input order, and
+    ``settle()`` after each partition's results (see ``run.run_audit``).
 
     ``window``: partitions in flight; by default ``WINDOW_PER_WORKER`` per worker thread,
     counted again every ``RESIZE_S`` seconds, so workers that join (or leave) during the
     run are used (or not waited for)."""
-    _Runner(client, settings, work, window).run(
+    _Runner(client, settings, work, window, settle).run(
         run.chunks(tasks, partition or PARTITION_TASKS, PARTITION_BYTES), emit
     )
 
@@ -177,13 +179,19 @@ class _Runner:
     worker that dies later loses nothing finished) and emitted when all before it are."""
 
     def __init__(
-        self, client: Any, settings: run.Settings, work: Work, window: int | None = None
+        self,
+        client: Any,
+        settings: run.Settings,
+        work: Work,
+        window: int | None = None,
+        settle: Callable[[], None] | None = None,
     ) -> None:
         from distributed import as_completed
 
         self.client = client
         self.settings = settings
         self.work = work
+        self.settle = settle
         self.fixed = window
         self.sized = 0.0
         self.window = window or 1
@@ -249,6 +257,8 @@ class _Runner:
                 chunk, _, results = self.pending.popleft()
                 for task, result in zip(chunk, results, strict=True):
                     emit(task, result)
+                if self.settle is not None:
+                    self.settle()
 
     def _fetch(self, entry: list[Any]) -> None:
         chunk, future, _ = entry

@@ -33,7 +33,7 @@ import re
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -202,7 +202,6 @@ def _run_chunk(tasks: list[Task], settings: Settings) -> list[Result]:
 # A pool job crosses two pipes as plain tuples: pickling a slotted dataclass goes through
 # ``copyreg`` for every object, and at a quarter of a millisecond a replay that was a
 # tenth of the parent's time and a twentieth of the workers'
-_VIEW_FIELDS = tuple(f.name for f in fields(View))
 
 
 def _task_wire(t: Task) -> tuple:
@@ -210,13 +209,11 @@ def _task_wire(t: Task) -> tuple:
 
 
 def _result_wire(r: Result) -> tuple:
-    v = r.view
-    return (r.line, tuple(getattr(v, f) for f in _VIEW_FIELDS), r.row, r.page, r.case)
+    return (r.line, r.view, r.row, r.page, r.case)  # a view is a named tuple already
 
 
 def _from_wire(w: tuple) -> Result:
-    line, view, row, page, case = w
-    return Result(line, View(*view), row, page, case)
+    return Result(*w)
 
 
 def _run_wire(items: list[tuple], settings: Settings) -> list[tuple]:
@@ -323,16 +320,23 @@ Emit = Callable[[Task, Result], None]
 
 
 def run_audit(
-    tasks: Iterator[Task | LineRange], settings: Settings, emit: Emit, jobs: int = 1
+    tasks: Iterator[Task | LineRange],
+    settings: Settings,
+    emit: Emit,
+    jobs: int = 1,
+    settle: Callable[[], None] | None = None,
 ) -> None:
     """Audit every task (and every line of every range) and ``emit(task, result)`` each, in
-    input order."""
+    input order; ``settle()`` after each batch of results: every one with one process,
+    each job's with a pool (a caller flushes its output there, not once a line)."""
     with batch_gc():
         if jobs <= 1:
             for t in _expand(tasks, settings.limits):
                 emit(t, audit_task(t, settings))
+                if settle is not None:
+                    settle()
             return
-        _Pool(settings, jobs).run(tasks, emit)
+        _Pool(settings, jobs, settle).run(tasks, emit)
 
 
 def inputs_for(paths: Iterable[str], limits: Limits, jobs: int) -> Iterator[Task | LineRange]:
@@ -362,12 +366,15 @@ class _Pool:
     replay that kills its process becomes an error record, and the rest is resubmitted.
     """
 
-    def __init__(self, settings: Settings, jobs: int) -> None:
+    def __init__(
+        self, settings: Settings, jobs: int, settle: Callable[[], None] | None = None
+    ) -> None:
         import multiprocessing
 
         _backend(settings)  # fail here, not in every worker; forked workers inherit it
         self.settings = settings
         self.jobs = jobs
+        self.settle = settle
         fork = sys.platform.startswith("linux")
         self.ctx = multiprocessing.get_context("fork" if fork else "spawn")
         self.window = jobs * WINDOW_PER_JOB
@@ -434,6 +441,8 @@ class _Pool:
             self.pending = deque((j, self._try(j)) for j, _ in self.pending)
         for t, done in zip(tasks, results, strict=True):
             emit(t, done)
+        if self.settle is not None:
+            self.settle()
 
     def _alone(self, task: Task) -> Result:
         from concurrent.futures.process import BrokenProcessPool

@@ -27,8 +27,8 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import fields
+from typing import Any, NamedTuple
 
 from unmask.batch.records import ERROR_SCHEMA
 from unmask.checker import outcome
@@ -45,6 +45,7 @@ UNCHECKED_CODES = frozenset({"truthtable-limit", "internal-error"})
 _OUTCOME_KEY = {OK: "satisfied", VIOLATED: "violated", UNKNOWN: "unknown", None: "not_specified"}
 _DIMENSION_KEY = {OK: "satisfied", VIOLATED: "violated", UNKNOWN: "unknown"}
 KEYS_MEMO = 4096  # distinct requirement (and grounding) tuples, and names, kept
+_NO_FLAGS = {"unreviewed": False, "gold_derived": False}  # never changed
 _GOLD = {True: "match", False: "mismatch", None: "no_gold"}  # a report's verdict_matches_gold
 _FAMILY = re.compile(r"\(([^()]*)\)")
 
@@ -78,10 +79,11 @@ def check_key(status: str | None, *, coverage: bool = False) -> str:
     return _OUTCOME_KEY[outcome(status, coverage=coverage)]
 
 
-@dataclass(frozen=True, slots=True)
-class View:
+class View(NamedTuple):
     """What the summary needs of one result line; ``error`` (the first diagnostic's code)
-    is set for an error record and nothing else is."""
+    is set for an error record and nothing else is. A named tuple, not a dataclass: a
+    ``--jobs`` run builds one per replay in the parent, from the pipe, and a tuple costs a
+    fifth of the time there."""
 
     error: str | None = None
     overall: str | None = None
@@ -169,7 +171,8 @@ class Confusion:
             cell["replays"] += 1
             cell[v.overall] += 1
             for flag, on in flags.items():
-                cell[flag] += on
+                if on:
+                    cell[flag] += 1
 
     def to_json(self) -> dict[str, Any]:
         labels = list(self.labels)
@@ -226,6 +229,7 @@ class Summary:
         # a view's requirement / grounding tuple -> the (counter, key) pairs it adds one to
         self._by_requirements: dict[tuple, tuple[list[tuple[Counter, str]], bool]] = {}
         self._by_grounding: dict[tuple, list[tuple[Counter, str]]] = {}
+        self._by_result: dict[tuple, list[tuple[Counter, Any]]] = {}
 
     def add(self, v: View) -> None:
         self.total += 1
@@ -234,12 +238,8 @@ class Summary:
             self.errors[v.error] += 1
             self.unchecked += v.error in UNCHECKED_CODES
             return
-        self.overall[v.overall] += 1
-        for d, result in zip(DIMENSIONS, v.dimensions, strict=True):
-            self.dimensions[d][_DIMENSION_KEY.get(result, "not_checked")] += 1
-            # coverage is never VIOLATED: it fails where a requirement was not observable
-            if result == VIOLATED and d != "coverage":
-                self.failed[d] += 1
+        for counter, what in self._result_bumps(v.overall, v.dimensions, v.matches):
+            counter[what] += 1
         bumps, not_observable = self._requirement_bumps(v.requirements)
         for counter, what in bumps:
             counter[what] += 1
@@ -248,16 +248,16 @@ class Summary:
             self.failed["coverage"] += 1
         for counter, what in self._grounding_bumps(v.grounding):
             counter[what] += 1
-        self.cross[(_GOLD[v.matches], v.overall)] += 1
-        flags = {"unreviewed": any(v.unreviewed), "gold_derived": any(v.gold_derived)}
-        for flag, counts in (("unreviewed", v.unreviewed), ("gold_derived", v.gold_derived)):
-            if not flags[flag]:
-                continue  # every count is 0: the figures read missing keys as 0
-            c = self.with_flag[flag]
-            c["results"] += 1
-            for d, n in zip(DIMENSIONS, counts, strict=True):
-                c[d] += n
-                c[f"results:{d}"] += n > 0
+        flags = _NO_FLAGS
+        if any(v.unreviewed) or any(v.gold_derived):  # else every count is 0: left out
+            flags = {"unreviewed": any(v.unreviewed), "gold_derived": any(v.gold_derived)}
+            for flag, counts in (("unreviewed", v.unreviewed), ("gold_derived", v.gold_derived)):
+                if flags[flag]:
+                    c = self.with_flag[flag]
+                    c["results"] += 1
+                    for d, n in zip(DIMENSIONS, counts, strict=True):
+                        c[d] += n
+                        c[f"results:{d}"] += n > 0
         self.confusion.add(v, flags)
         mine = self.by_protocol.get(v.protocol or "")
         if mine is None:
@@ -270,6 +270,22 @@ class Summary:
     # tuples come back again and again: which counters they add to is worked out once (the
     # names' families are regular-expression work; this fold is most of the parent's time
     # in a `--jobs` run). The counters live as long as the summary, so an entry stays true.
+    def _result_bumps(
+        self, overall: str | None, dimensions: tuple[str | None, ...], matches: bool | None
+    ) -> list[tuple[Counter, Any]]:
+        key = (overall, dimensions, matches)
+        known = self._by_result.get(key)
+        if known is None:
+            bumps: list[tuple[Counter, Any]] = [(self.overall, overall)]
+            for d, result in zip(DIMENSIONS, dimensions, strict=True):
+                bumps.append((self.dimensions[d], _DIMENSION_KEY.get(result, "not_checked")))
+                # coverage is never VIOLATED: it fails where a requirement was not observable
+                if result == VIOLATED and d != "coverage":
+                    bumps.append((self.failed, d))
+            bumps.append((self.cross, (_GOLD[matches], overall)))
+            known = _remember(self._by_result, key, bumps)
+        return known
+
     def _requirement_bumps(
         self, requirements: tuple[tuple[str, str | None, str | None], ...]
     ) -> tuple[list[tuple[Counter, str]], bool]:

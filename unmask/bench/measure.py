@@ -393,10 +393,9 @@ def measure_jobs(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
 
                 def emit(_task: Any, result: Any) -> None:
                     out.write(result.line)
-                    out.flush()
                     summary.add(result.view)
 
-                run_audit(iter(items), settings, emit, jobs)
+                run_audit(iter(items), settings, emit, jobs, out.flush)
 
         from unmask.batch.inputs import iter_work
 

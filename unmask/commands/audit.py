@@ -342,7 +342,6 @@ def _run(
     def emit(task: Any, result: Any) -> None:
         try:
             sink.write(result.line)
-            sink.flush()
         except OSError as exc:
             raise _lost(sink, out, exc) from None
         summary.add(result.view)
@@ -356,6 +355,12 @@ def _run(
         if bar is not None:
             bar.update(summary.total, summary.overall["VIOLATED"])
 
+    def settle() -> None:  # whole lines out after every batch, for readers and resume
+        try:
+            sink.flush()
+        except OSError as exc:
+            raise _lost(sink, out, exc) from None
+
     def finish() -> None:
         if junit_out is not None:
             junit_out.finish()
@@ -367,12 +372,12 @@ def _run(
     previous = _install_sigterm()
     try:
         if dask is None:
-            run.run_audit(tasks, settings, emit, jobs)
+            run.run_audit(tasks, settings, emit, jobs, settle)
         else:
             from unmask.batch import cluster
 
             client, partition = dask
-            cluster.run_audit(tasks, settings, emit, client, partition=partition)
+            cluster.run_audit(tasks, settings, emit, client, partition=partition, settle=settle)
     except KeyboardInterrupt:
         if bar is not None:
             bar.close()
