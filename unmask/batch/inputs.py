@@ -160,7 +160,7 @@ def iter_tasks(paths: Iterable[str], limits: Limits = DEFAULT_LIMITS) -> Iterato
 
 
 def iter_work(
-    paths: Iterable[str], limits: Limits = DEFAULT_LIMITS, range_bytes: int = 1 << 18
+    paths: Iterable[str], limits: Limits = DEFAULT_LIMITS, range_bytes: int = 1 << 20
 ) -> Iterator[Task | LineRange]:
     return _items(paths, limits, lambda fh, p: _ranges(fh, p, range_bytes))
 

@@ -46,7 +46,7 @@ from unmask.limits import DEFAULT_LIMITS, GC_THRESHOLDS, Limits
 
 # how many tasks one pool job carries, and how many jobs per process may be in flight
 CHUNK_TASKS = 256
-CHUNK_BYTES = 1 << 18
+CHUNK_BYTES = 1 << 20
 TAIL_PIECES = 4  # the input's last jobs, cut smaller, per process
 WINDOW_PER_JOB = 4
 
