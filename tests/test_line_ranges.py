@@ -183,3 +183,33 @@ def test_a_job_refused_by_a_broken_pool_waits_and_is_run(tmp_path: Path, monkeyp
     assert [loc for loc, _, _ in got] == [f"{f}:{n}" for n in range(1, 31)]
     assert all(json.loads(line)["schema"] == "unmask.report/1" for _, line, _ in got)
     assert calls.count(calls[2]) == 2  # refused once, then submitted again
+
+
+def test_audit_jobs_2_writes_every_output_of_jobs_1(tmp_path: Path) -> None:
+    """The command end to end: results, HTML pages, JUnit, summary JSON and text."""
+    from click.testing import CliRunner
+
+    from unmask.cli.main import main
+
+    src = tmp_path / "r.jsonl"
+    lines = [replay_line(2 + i % 3, 2, i) for i in range(40)]
+    lines[11] = '{"schema": "unmask.replay/1", "oops"'  # an error record among the reports
+    src.write_text("".join(line + "\n" for line in lines))
+    runs = {}
+    for jobs in ("1", "2"):
+        d = tmp_path / f"jobs{jobs}"
+        d.mkdir()
+        outputs = ["--out", str(d / "r.jsonl"), "--html", str(d / "html")]
+        outputs += ["--junit", str(d / "junit.xml"), "--summary-json", str(d / "s.json")]
+        result = CliRunner().invoke(main, ["audit", str(src), *outputs, "--jobs", jobs])
+        assert result.exit_code == 0, result.output  # no `--fail-on`: a finished audit is 0
+        runs[jobs] = (d, result.stderr)
+    (a, text_a), (b, text_b) = runs["1"], runs["2"]
+    assert len((a / "r.jsonl").read_bytes().splitlines()) == 40
+    for name in ("r.jsonl", "junit.xml", "s.json"):
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+    pages = sorted(p.name for p in (a / "html").iterdir())
+    assert pages == sorted(p.name for p in (b / "html").iterdir()) and len(pages) == 40
+    for page in pages:
+        assert (a / "html" / page).read_bytes() == (b / "html" / page).read_bytes(), page
+    assert text_a == text_b
