@@ -5,6 +5,8 @@
   truth-table backend's limit;
 - ``assert_a_directory_or_an_unreadable_file_is_exit_4``: what every command that reads a
   replay does with a path that is not a readable regular file;
+- ``assert_same_audit_outputs``: two runs of ``unmask audit`` wrote the same results, HTML
+  pages, JUnit file, summary JSON and summary text, byte for byte;
 - ``smt2_models``, ``dimacs_vars`` and ``dimacs_models``: emitted SMT-LIB read back by z3 and
   emitted DIMACS by a SAT solver, every model enumerated, so a test can compare the two
   against the IR's own evaluator.
@@ -65,6 +67,23 @@ def assert_a_directory_or_an_unreadable_file_is_exit_4(run: Callable, tmp_path: 
         f.write_text("{}")
         f.chmod(0)
         assert run(str(f)).exit_code == 4
+
+
+def assert_same_audit_outputs(
+    a: Path, text_a: str, b: Path, text_b: str, replays: int
+) -> list[str]:
+    """Folders ``a`` and ``b`` each hold an audit's ``r.jsonl`` (of ``replays`` lines),
+    ``html/``, ``junit.xml`` and ``s.json``; ``text_a``/``text_b`` are the summaries it
+    printed. Returns the names of the HTML files."""
+    assert len((a / "r.jsonl").read_bytes().splitlines()) == replays
+    for name in ("r.jsonl", "junit.xml", "s.json"):
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+    pages = sorted(p.name for p in (a / "html").iterdir())
+    assert pages == sorted(p.name for p in (b / "html").iterdir())
+    for page in pages:
+        assert (a / "html" / page).read_bytes() == (b / "html" / page).read_bytes(), page
+    assert text_a == text_b
+    return pages
 
 
 def smt2_models(text: str, symbols: Sequence[str]) -> set[tuple[bool, ...]]:

@@ -360,7 +360,10 @@ def test_an_overlong_jsonl_record_is_skipped_without_reading_it_whole(tmp_path: 
     assert err["code"] == "limit" and err["file"] == f"{f}:2"
 
 
-def test_a_replay_that_kills_its_worker_becomes_an_error_record(tmp_path, monkeypatch) -> None:
+@pytest.mark.parametrize("reader", ["tasks", "line ranges"])
+def test_a_replay_that_kills_its_worker_becomes_an_error_record(
+    tmp_path, monkeypatch, reader
+) -> None:
     f = tmp_path / "r.jsonl"
     f.write_text("".join(replay_line(2, 2, i) + "\n" for i in range(40)))
     real = run.audit_task
@@ -372,7 +375,9 @@ def test_a_replay_that_kills_its_worker_becomes_an_error_record(tmp_path, monkey
 
     # forked workers inherit the patched module
     monkeypatch.setattr(run, "audit_task", crashing)
-    got = [json.loads(line) for _, line, _ in _collect(inputs.iter_tasks([str(f)]), jobs=2)]
+    # read by the parent and sent, or read by the worker that dies
+    items = inputs.iter_tasks([str(f)]) if reader == "tasks" else inputs.iter_work([str(f)])
+    got = [json.loads(line) for _, line, _ in _collect(items, jobs=2)]
     assert [o["location"] for o in got] == [f"{f}:{n}" for n in range(1, 41)]
     bad = [o for o in got if o["schema"] == "unmask.error/1"]
     assert [o["location"] for o in bad] == [f"{f}:7"]

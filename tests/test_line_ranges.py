@@ -2,14 +2,12 @@
 
 A range's lines must become exactly the tasks ``iter_tasks`` makes of them (differential,
 over generated files with blank, CRLF, overlong and unterminated lines); a pool that reads
-ranges writes what ``--jobs 1`` writes, and a worker that dies on a range's line costs only
-that line.
+ranges writes what ``--jobs 1`` writes (``test_audit`` kills a worker that reads a range).
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.helpers import assert_same_audit_outputs
 from unmask.batch import inputs, run
 from unmask.bench import replay_line
 from unmask.limits import DEFAULT_LIMITS
@@ -55,7 +54,7 @@ def _read(items: list) -> list[tuple]:
     last_newline=st.booleans(),
     range_bytes=st.integers(1, 90),
 )
-def test_spans_read_the_tasks_iter_tasks_reads(
+def test_line_ranges_read_the_tasks_iter_tasks_reads(
     tmp_path_factory, lines, crlf, last_newline, range_bytes
 ):
     f = tmp_path_factory.mktemp("ranges") / "r.jsonl"
@@ -74,7 +73,7 @@ def test_spans_read_the_tasks_iter_tasks_reads(
     assert _read(pieces) == want
 
 
-def test_a_span_longer_than_the_bound_is_not_cut(tmp_path: Path) -> None:
+def test_a_line_range_longer_than_the_bound_is_not_cut(tmp_path: Path) -> None:
     f = tmp_path / "r.jsonl"
     f.write_bytes(b"x" * 500 + b"\n{}\n")
     first = next(iter(inputs.iter_work([str(f)], SMALL, 64)))
@@ -84,7 +83,7 @@ def test_a_span_longer_than_the_bound_is_not_cut(tmp_path: Path) -> None:
     assert task.problem is not None and task.problem[0] == "limit"
 
 
-def test_a_span_whose_file_is_gone_is_one_error_record(tmp_path: Path) -> None:
+def test_a_line_range_whose_file_is_gone_is_one_error_record(tmp_path: Path) -> None:
     f = tmp_path / "r.jsonl"
     f.write_text("{}\n{}\n")
     [rg] = inputs.iter_work([str(f)], SMALL, 1 << 10)
@@ -104,7 +103,9 @@ def _audit(items, jobs: int) -> list[tuple]:
 
 
 @pytest.mark.parametrize("range_bytes", [1, 5_000, 1 << 18])
-def test_a_pool_reading_spans_writes_what_one_process_writes(tmp_path: Path, range_bytes) -> None:
+def test_a_pool_reading_line_ranges_writes_what_one_process_writes(
+    tmp_path: Path, range_bytes
+) -> None:
     f = tmp_path / "many.jsonl"
     sizes = [1, 6, 2, 9, 1, 3] * 8  # uneven work, so workers finish out of order
     lines = [replay_line(n, 1, i) for i, n in enumerate(sizes)]
@@ -125,34 +126,14 @@ def test_a_pool_reading_spans_writes_what_one_process_writes(tmp_path: Path, ran
     assert [loc for loc, _, _ in _audit(mixed, 2)] == [loc for loc, _, _ in one] + [str(single)]
 
 
-def test_a_replay_that_kills_a_worker_reading_a_span_is_one_error_record(
-    tmp_path, monkeypatch
-) -> None:
-    f = tmp_path / "r.jsonl"
-    f.write_text("".join(replay_line(2, 2, i) + "\n" for i in range(40)))
-    real = run.audit_task
-
-    def crashing(task, settings):
-        if task.line == 23:
-            os._exit(3)  # as a segfault in a solver would: no exception, no clean-up
-        return real(task, settings)
-
-    monkeypatch.setattr(run, "audit_task", crashing)  # forked workers inherit it
-    got = _audit(inputs.iter_work([str(f)], DEFAULT_LIMITS, 10_000), 2)
-    objs = [json.loads(line) for _, line, _ in got]
-    assert [o["location"] for o in objs] == [f"{f}:{n}" for n in range(1, 41)]
-    bad = [o["location"] for o in objs if o["schema"] == "unmask.error/1"]
-    assert bad == [f"{f}:23"]
-
-
-def test_the_audit_command_reads_spans_only_with_a_pool(tmp_path: Path) -> None:
+def test_the_audit_command_reads_line_ranges_only_with_a_pool(tmp_path: Path) -> None:
     f = tmp_path / "r.jsonl"
     f.write_text("{}\n")
     assert all(isinstance(t, inputs.Task) for t in run.inputs_for([str(f)], DEFAULT_LIMITS, 1))
     assert [type(t) for t in run.inputs_for([str(f)], DEFAULT_LIMITS, 2)] == [inputs.LineRange]
 
 
-def test_a_span_reads_its_bytes_and_nothing_after(tmp_path: Path) -> None:
+def test_a_line_range_reads_its_bytes_and_nothing_after(tmp_path: Path) -> None:
     f = tmp_path / "r.jsonl"
     f.write_bytes(b"{}\n[]\n")
     first = next(iter(inputs.iter_work([str(f)], SMALL, 3)))
@@ -204,12 +185,5 @@ def test_audit_jobs_2_writes_every_output_of_jobs_1(tmp_path: Path) -> None:
         result = CliRunner().invoke(main, ["audit", str(src), *outputs, "--jobs", jobs])
         assert result.exit_code == 0, result.output  # no `--fail-on`: a finished audit is 0
         runs[jobs] = (d, result.stderr)
-    (a, text_a), (b, text_b) = runs["1"], runs["2"]
-    assert len((a / "r.jsonl").read_bytes().splitlines()) == 40
-    for name in ("r.jsonl", "junit.xml", "s.json"):
-        assert (a / name).read_bytes() == (b / name).read_bytes(), name
-    pages = sorted(p.name for p in (a / "html").iterdir())
-    assert pages == sorted(p.name for p in (b / "html").iterdir()) and len(pages) == 40
-    for page in pages:
-        assert (a / "html" / page).read_bytes() == (b / "html" / page).read_bytes(), page
-    assert text_a == text_b
+    pages = assert_same_audit_outputs(*runs["1"], *runs["2"], replays=40)
+    assert len(pages) == 40  # 39 replays (one line is not one) and the index
