@@ -362,8 +362,9 @@ class _Pool:
     """``jobs`` worker processes with a bounded window of chunks in flight.
 
     A worker that dies (a crash inside a solver) breaks the whole executor: the pool is
-    restarted, the chunk in front is re-run one replay per fresh process so that only the
-    replay that kills its process becomes an error record, and the rest is resubmitted.
+    restarted, the job in front is re-run one replay per fresh process (the parent reads a
+    line range's lines for that) so that only the replay that kills its process becomes an
+    error record, and the rest is resubmitted.
     """
 
     def __init__(
