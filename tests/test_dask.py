@@ -158,6 +158,18 @@ def test_partitions_are_the_size_asked_for(client, replays) -> None:
     assert len(got) == 40
 
 
+def test_line_ranges_are_read_by_the_client(client, replays) -> None:
+    settings = run.Settings("sliced", 60_000)
+    got: list[tuple] = []
+    items = inputs.iter_work([str(replays)], settings.limits, 20_000)
+    cluster.run_audit(items, settings, lambda t, r: got.append((t.location, r.line)), client)
+    want: list[tuple] = []
+    run.run_audit(
+        inputs.iter_tasks([str(replays)]), settings, lambda t, r: want.append((t.location, r.line))
+    )
+    assert got == want and len(got) == 40
+
+
 def test_the_window_follows_the_workers_that_join(monkeypatch) -> None:
     class Cluster:  # answers only what the window asks
         def __init__(self) -> None:

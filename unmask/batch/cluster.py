@@ -8,8 +8,9 @@ Contract:
   here only, so commands that do not ask for it do not pay for it;
 - ``run_audit(tasks, settings, emit, client)`` cuts the tasks into partitions
   (``run``'s chunking, larger bounds) and submits each as one Dask task: what ships is the
-  ``Task`` objects (a JSON Lines record's bytes, or a file's path) and the ``Settings``,
-  never a solver object; a worker process keeps its backend and parser between
+  ``Task`` objects (a JSON Lines record's bytes, or a file's path; a ``LineRange`` given
+  is read here, on the client, since the workers may not see its file) and the
+  ``Settings``, never a solver object; a worker process keeps its backend and parser between
   partitions. Results reach ``emit`` in input order, with at most ``window`` partitions in
   flight (completion is followed with ``as_completed``, the reorder buffer is the window),
   so the lines are those of a local run, byte for byte;
@@ -30,7 +31,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from unmask.batch import run
-from unmask.batch.inputs import Task
+from unmask.batch.inputs import LineRange, Task
 
 LOCAL = "local"
 CONNECT_TIMEOUT = 10.0  # seconds to reach a scheduler, and for it to have a worker
@@ -153,7 +154,7 @@ def threads(client: Any) -> int:
 
 
 def run_audit(
-    tasks: Iterator[Task],
+    tasks: Iterator[Task | LineRange],
     settings: run.Settings,
     emit: run.Emit,
     client: Any,
@@ -169,8 +170,10 @@ def run_audit(
     ``window``: partitions in flight; by default ``WINDOW_PER_WORKER`` per worker thread,
     counted again every ``RESIZE_S`` seconds, so workers that join (or leave) during the
     run are used (or not waited for)."""
+    # a line range is read here: the cluster's workers may not see the client's files
+    records = run._expand(tasks, settings.limits)
     _Runner(client, settings, work, window, settle).run(
-        run.chunks(tasks, partition or PARTITION_TASKS, PARTITION_BYTES), emit
+        run.chunks(records, partition or PARTITION_TASKS, PARTITION_BYTES), emit
     )
 
 
