@@ -171,7 +171,7 @@ def run_audit(
     counted again every ``RESIZE_S`` seconds, so workers that join (or leave) during the
     run are used (or not waited for)."""
     # a line range is read here: the cluster's workers may not see the client's files
-    records = run._expand(tasks, settings.limits)
+    records = run.expand(tasks, settings.limits)
     _Runner(client, settings, work, window, settle).run(
         run.chunks(records, partition or PARTITION_TASKS, PARTITION_BYTES), emit
     )

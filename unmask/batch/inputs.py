@@ -272,19 +272,7 @@ def split_range(rg: LineRange, pieces: int, max_bytes: int) -> list[LineRange]:
 
 def count_tasks(paths: Iterable[str], limits: Limits = DEFAULT_LIMITS) -> int | None:
     """How many tasks ``iter_tasks`` will yield (None when reading stdin)."""
-    total = 0
-    for p in paths:
-        if p == STDIN:
-            return None
-        if os.path.isdir(p):
-            total += sum(1 for _ in _walk(str(Path(p))))
-        elif is_jsonl(p):
-            fh = _open_jsonl(p)
-            if isinstance(fh, Task):
-                total += 1
-                continue
-            with fh:
-                total += sum(1 for _ in _lines(fh, p, limits.max_file_bytes))
-        else:
-            total += 1
-    return total
+    paths = list(paths)
+    if STDIN in paths:
+        return None
+    return sum(1 for _ in iter_tasks(paths, limits))

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from unmask.batch import inputs
 from unmask.batch.inputs import STDIN_LABEL, LineRange, Task, range_tasks, split_range
 from unmask.batch.records import encode_line, error_record
 from unmask.batch.summary import View, view
@@ -202,8 +203,6 @@ def _run_chunk(tasks: list[Task], settings: Settings) -> list[Result]:
 # A pool job crosses two pipes as plain tuples: pickling a slotted dataclass goes through
 # ``copyreg`` for every object, and at a quarter of a millisecond a replay that was a
 # tenth of the parent's time and a twentieth of the workers'
-
-
 def _task_wire(t: Task) -> tuple:
     return (t.location, t.file, t.line, t.text, t.problem)
 
@@ -331,7 +330,7 @@ def run_audit(
     each job's with a pool (a caller flushes its output there, not once a line)."""
     with batch_gc():
         if jobs <= 1:
-            for t in _expand(tasks, settings.limits):
+            for t in expand(tasks, settings.limits):
                 emit(t, audit_task(t, settings))
                 if settle is not None:
                     settle()
@@ -343,14 +342,13 @@ def inputs_for(paths: Iterable[str], limits: Limits, jobs: int) -> Iterator[Task
     """What ``run_audit`` with ``jobs`` processes reads for ``paths``: with a pool, each
     JSON Lines file in ranges of ``CHUNK_BYTES`` that the workers read themselves (the
     parent only looks for line ends); else one task per replay."""
-    from unmask.batch import inputs
-
     if jobs > 1:
         return inputs.iter_work(paths, limits, CHUNK_BYTES)
     return inputs.iter_tasks(paths, limits)
 
 
-def _expand(items: Iterable[Task | LineRange], limits: Limits) -> Iterator[Task]:
+def expand(items: Iterable[Task | LineRange], limits: Limits) -> Iterator[Task]:
+    """The tasks, each line range read in its place (by this process)."""
     for item in items:
         if isinstance(item, LineRange):
             yield from range_tasks(item, limits)
