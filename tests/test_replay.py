@@ -682,6 +682,51 @@ def test_depth_scan_ignores_brackets_in_strings():
     assert json_depth(b'["]]]", [["\\\\\\"]"]]]') == 3
 
 
+def _depth_by_hand(data: bytes) -> int:
+    """The oracle: a byte-by-byte scanner that knows strings and escapes."""
+    depth = deepest = 0
+    inside = escaped = False
+    for b in data:
+        if inside:
+            if escaped:
+                escaped = False
+            elif b == ord("\\"):
+                escaped = True
+            elif b == ord('"'):
+                inside = False
+        elif b == ord('"'):
+            inside = True
+        elif b in b"[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif b in b"]}":
+            depth -= 1
+    return deepest
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(alphabet='[]{}"\\ab:,'),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(alphabet='[]{}"\\a', max_size=3), inner, max_size=4)
+    ),
+    max_leaves=40,
+)
+
+
+@given(_JSON_VALUES, st.booleans())
+def test_depth_scan_agrees_with_a_scanner_by_hand(value, spaced):
+    data = json.dumps(value, indent=1 if spaced else None).encode()
+    assert json_depth(data) == _depth_by_hand(data)
+
+
+@given(st.text(alphabet="[]{}", max_size=80), st.integers(0, 45))
+def test_depth_scan_of_unbalanced_or_deep_brackets(brackets, deeper):
+    # the innermost-pair passes stop at 32 levels and never trust an unbalanced string
+    data = ("[" * deeper + brackets + "]" * deeper).encode()
+    assert json_depth(data) == _depth_by_hand(data)
+
+
 def test_raising_the_json_depth_beyond_the_parser_is_still_an_error():
     d = _text_error("[" * 100_000 + "]" * 100_000)
     assert d.code == "limit"

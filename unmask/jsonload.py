@@ -35,9 +35,12 @@ __all__ = [
 ]
 
 # every byte except the four brackets and the double quote: after deleting these, what
-# is left is the document's skeleton (strings collapse to pairs of quotes)
+# is left is the document's skeleton (strings collapse to pairs of quotes); braces become
+# brackets on the way, since only the nesting counts
 _NOT_SKELETON = bytes(b for b in range(256) if b not in b'[]{}"')
-_DELTA = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+_BRACKETS = bytes.maketrans(b"{}", b"[]")
+_DELTA = {ord("["): 1, ord("]"): -1}
+_PASSES = 32  # innermost-pair passes before counting bracket by bracket
 _MAX_INT_DIGITS = 4000  # Python refuses to convert longer integer literals
 
 
@@ -63,17 +66,42 @@ class _DupDict(dict):
 def json_depth(data: bytes) -> int:
     """Deepest nesting of arrays and objects, ignoring brackets inside strings.
 
-    Linear in C: escapes that could hide a quote go first (inside strings backslashes only
-    occur in pairs or before one escaped character, so pairing left to right is exact), then
-    every byte but brackets and quotes, then the strings themselves.
+    Linear, and in C for any real document: escapes that could hide a quote go first
+    (inside strings backslashes only occur in pairs or before one escaped character, so
+    pairing left to right is exact), then every byte but brackets and quotes, then the
+    strings themselves, then the nesting is measured (``_nesting``).
     """
-    skeleton = data.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_SKELETON)
+    if b"\\" in data:
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    skeleton = data.translate(_BRACKETS, _NOT_SKELETON)
     # dropping two adjacent quotes changes no other byte's inside-a-string parity, so empty
     # skeleton strings (nearly all of them) go in one C-speed pass
     skeleton = skeleton.replace(b'""', b"")
     if b'"' in skeleton:
         skeleton = b"".join(skeleton.split(b'"')[::2])
-    return max(0, max(accumulate(map(_DELTA.get, skeleton, repeat(0))), default=0))
+    return _nesting(skeleton)
+
+
+def _nesting(brackets: bytes) -> int:
+    """The nesting of a string of ``[`` and ``]`` (the deepest running count of opened
+    brackets, at least 0).
+
+    A pass that deletes every adjacent ``[]`` of the string as it was (a pair that a
+    deletion brings together waits for the next pass) removes exactly the innermost level
+    of a balanced string. So when passes empty the string, their number is its depth, and
+    a real document, a few levels deep, costs a few passes over its brackets. An
+    unbalanced string, or one nested deeper than ``_PASSES``, is counted bracket by
+    bracket.
+    """
+    rest, passes = brackets, 0
+    while rest and passes < _PASSES:
+        inner = rest.replace(b"[]", b"")
+        if len(inner) == len(rest):
+            break  # no innermost pair: unbalanced
+        rest, passes = inner, passes + 1
+    if not rest:
+        return passes
+    return max(0, max(accumulate(map(_DELTA.get, brackets, repeat(0))), default=0))
 
 
 def _span(file: str, text: str, pos: int, first_line: int = 1) -> Span:
