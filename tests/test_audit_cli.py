@@ -271,3 +271,36 @@ def test_backend_option_reaches_every_report_and_resume_keeps_the_summary(
     s = json.loads(summary.read_text())
     assert s["replays"] == len(CASES) and s["overall"]["VIOLATED"] == 3
     assert [o["location"] for o in lines_of(out)] == [str(cases / n) for n in CASES]
+
+
+def test_with_jobs_the_results_file_changes_only_when_a_job_is_flushed(
+    tmp_path: Path, monkeypatch
+) -> None:
+    # a job's lines leave in one write: a results file opened with a few KiB of buffer
+    # wrote every line or two (a system call each, a quarter of the pool parent's time)
+    from unmask.batch import run as runner
+
+    source = tmp_path / "r.jsonl"
+    source.write_text("".join(replay_line(2, 3, i) + "\n" for i in range(60)))
+    out = tmp_path / "out.jsonl"
+    sizes: list[int] = []
+    settles = 0
+    real = runner.run_audit
+
+    def watched(tasks, settings, emit, jobs=1, settle=None):
+        def emit_seen(task, result):
+            sizes.append(out.stat().st_size)
+            emit(task, result)
+
+        def settle_seen():
+            nonlocal settles
+            settles += 1
+            settle()
+
+        return real(tasks, settings, emit_seen, jobs, settle_seen)
+
+    monkeypatch.setattr(runner, "run_audit", watched)
+    result = run(["--jobs", "2", "--out", str(out), str(source)])
+    assert result.exit_code == 0, result.output
+    assert len(sizes) == 60 and len(lines_of(out)) == 60
+    assert len(set(sizes)) <= settles < 60

@@ -372,7 +372,7 @@ def measure_jobs(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
     result line to a file and folds it into the summary; the process's start-up is left
     out (it is the start-up row's). Both results files must be the same, byte for byte.
     Besides, the ceiling two processes give without a pool (``_split_rate``)."""
-    from unmask.batch.run import CHUNK_BYTES, Settings, inputs_for, run_audit
+    from unmask.batch.run import CHUNK_BYTES, RESULTS_BUFFER, Settings, inputs_for, run_audit
     from unmask.batch.summary import Summary
 
     settings = Settings(plan.backend, plan.timeout_ms)
@@ -389,7 +389,7 @@ def measure_jobs(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
 
         def audit(items: Any, jobs: int, name: str) -> None:
             summary = Summary()
-            with open(os.path.join(tmp, name), "wb") as out:
+            with open(os.path.join(tmp, name), "wb", buffering=RESULTS_BUFFER) as out:
 
                 def emit(_task: Any, result: Any) -> None:
                     out.write(result.line)

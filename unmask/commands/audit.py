@@ -333,7 +333,11 @@ def _run(
     else:
         tasks = inputs.iter_tasks(paths, limits)
     try:
-        sink = sys.stdout.buffer if out == "-" else open(out, "ab" if resume else "wb")  # noqa: SIM115
+        sink = (
+            sys.stdout.buffer
+            if out == "-"
+            else open(out, "ab" if resume else "wb", buffering=run.RESULTS_BUFFER)  # noqa: SIM115
+        )
     except OSError as exc:
         raise OutputError([cannot_write(out, exc)]) from None
     bar = Progress(sys.stderr, total) if show_progress else None
