@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import shutil
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -470,6 +473,54 @@ def test_an_audit_collects_garbage_less_often_and_puts_the_thresholds_back(
         assert gc.get_threshold() == (700, 10, 10)
     finally:
         gc.set_threshold(*old)
+
+
+_HEAP_ROUNDS = """
+import resource, sys
+from unmask.batch.run import batch_heap
+took = batch_heap() if sys.argv[1] == "on" else None
+def replay_sized():
+    # a 2000-claim replay's share of the C heap: many small blocks and a few documents
+    blocks = [bytes(2000) for _ in range(4000)] + [b"x" * 1_300_000 for _ in range(3)]
+    del blocks
+replay_sized()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+replay_sized()
+print(took, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="a glibc setting")
+def test_a_batch_process_keeps_its_freed_heap_for_the_next_replay() -> None:
+    def faults(mode: str) -> tuple[str, int]:
+        out = subprocess.run(
+            [sys.executable, "-c", _HEAP_ROUNDS, mode], capture_output=True, text=True, check=True
+        ).stdout.split()
+        return out[0], int(out[1])
+
+    took, kept = faults("on")
+    _, returned = faults("off")
+    assert took == "True"
+    # without it glibc hands the 12 MB back and the second round faults its pages in again
+    assert returned > 1000 and kept < 100
+
+
+def test_the_batch_commands_keep_their_heap(tmp_path: Path, monkeypatch) -> None:
+    from click.testing import CliRunner
+
+    from unmask.cli.main import main
+
+    calls: list[str] = []
+    monkeypatch.setattr(run, "batch_heap", lambda: calls.append("heap") or True)
+    f = tmp_path / "r.jsonl"
+    f.write_text(replay_line(2, 0, 0) + "\n")
+    result = CliRunner().invoke(main, ["audit", "-q", "--out", str(tmp_path / "o"), str(f)])
+    assert result.exit_code == 0, result.output
+    assert calls == ["heap"]
+    args = ["bench", "--quick", "--sizes", "2", "--runners", "sliced", "--repeats", "1"]
+    result = CliRunner().invoke(main, [*args, "--no-jobs", "--no-memory"])
+    assert result.exit_code == 0, result.output
+    assert calls == ["heap", "heap"]
 
 
 @pytest.mark.parametrize("jobs", [1, 2])

@@ -374,6 +374,7 @@ def _run(
     if bar is not None:
         bar.update(already, summary.overall["VIOLATED"], force=True)
     previous = _install_sigterm()
+    run.batch_heap()
     try:
         if dask is None:
             run.run_audit(tasks, settings, emit, jobs, settle)
