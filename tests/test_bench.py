@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from unmask.api import check
-from unmask.bench import Baseline, factual_replay, replay_line, to_markdown
+from unmask.bench import Baseline, Plan, factual_replay, replay_line, to_markdown
 from unmask.cli.main import main
 from unmask.replay import load_replay_text, replay_from_obj
 
@@ -210,3 +210,36 @@ def test_the_jobs_figure_takes_replays_of_the_size_asked_for(tmp_path: Path) -> 
     assert result.exit_code == 0, result.output
     assert json.loads(out.read_text())["jobs"]["claims"] == 7
     assert "7-claim replays" in result.output
+
+
+@pytest.mark.parametrize("forbidden", [True, False])
+def test_startup_is_also_measured_with_bytecode_cached_where_python_may_not_write_it(
+    monkeypatch, forbidden: bool
+) -> None:
+    from unmask.bench import measure
+
+    if forbidden:
+        monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    else:
+        monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    written: list[int] = []
+    real = measure._child_cost
+
+    def counting(args, env=None):
+        cost = real(args, env)
+        if env is not None:
+            assert "PYTHONDONTWRITEBYTECODE" not in env
+            written.append(sum(1 for _ in Path(env["PYTHONPYCACHEPREFIX"]).rglob("unmask/*.pyc")))
+        return cost
+
+    monkeypatch.setattr(measure, "_child_cost", counting)
+    lines: list[str] = []
+    out = measure.measure_startup(Plan.quick(repeats=1), lines.append)
+    cached = [out[k].get("bytecode_cached") for k in ("unmask_check", "unmask_check_proto")]
+    if not forbidden:
+        assert cached == [None, None] and not written and "bytecode" not in lines[0]
+        return
+    assert all(c is not None and c["cpu_ms"] > 0 for c in cached)
+    # a run that fills the folder, then one measured run reading it, per command
+    assert len(written) == 4 and all(n >= 20 for n in written)
+    assert "with the bytecode cached" in lines[0]

@@ -273,11 +273,11 @@ def _discard(*_: Any) -> None:
     return None
 
 
-def _child_cost(args: Sequence[str]) -> tuple[float, float]:
+def _child_cost(args: Sequence[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """CPU and wall seconds of one child process, from its start to its exit."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    code = subprocess.call(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    code = subprocess.call(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if code not in (0, 1):
@@ -285,10 +285,24 @@ def _child_cost(args: Sequence[str]) -> tuple[float, float]:
     return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime), wall
 
 
+def _median_cost(args: Sequence[str], repeats: int, env: dict[str, str] | None = None) -> dict:
+    costs = [_child_cost(args, env) for _ in range(repeats)]
+    return {
+        "cpu_ms": round(statistics.median(c for c, _ in costs) * 1000, 1),
+        "wall_ms": round(statistics.median(w for _, w in costs) * 1000, 1),
+    }
+
+
 def measure_startup(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
     """What a fresh process costs before its first replay, which the per-replay figures
     (measured inside one warm process) leave out: the baseline's start-up is a Python that
-    imports z3 and makes a context; the audit's is ``unmask check`` of one 2-claim replay."""
+    imports z3 and makes a context; the audit's is ``unmask check`` of one 2-claim replay.
+
+    Where the environment forbids Python to write bytecode (``PYTHONDONTWRITEBYTECODE``),
+    every process compiles each module it imports from source, which an installed package
+    never does; then ``unmask check`` is measured a second time (``bytecode_cached``) with
+    the bytecode written to, and read from, a private folder (``PYTHONPYCACHEPREFIX``)
+    after one run that fills it."""
     with tempfile.TemporaryDirectory(prefix="unmask-bench-") as tmp:
         replay = os.path.join(tmp, "replay.json")
         with open(replay, "w", encoding="utf-8") as fh:
@@ -323,17 +337,28 @@ def measure_startup(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
         }
         out: dict[str, Any] = {"backend": plan.backend}
         for key, args in commands.items():
-            costs = [_child_cost(args) for _ in range(plan.repeats)]
-            out[key] = {
-                "cpu_ms": round(statistics.median(c for c, _ in costs) * 1000, 1),
-                "wall_ms": round(statistics.median(w for _, w in costs) * 1000, 1),
-            }
+            out[key] = _median_cost(args, plan.repeats)
+        cached = None
+        if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+            cached = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+            cached["PYTHONPYCACHEPREFIX"] = os.path.join(tmp, "bytecode")
+            for key in ("unmask_check", "unmask_check_proto"):
+                _child_cost(commands[key], cached)  # writes the bytecode
+                out[key]["bytecode_cached"] = _median_cost(commands[key], plan.repeats, cached)
     say(
         "start-up of a fresh process (not in the per-replay figures above; CPU ms, median): "
         f"python {out['python']['cpu_ms']:.0f}, python importing z3 (the baseline's) "
         f"{out['python_z3']['cpu_ms']:.0f}, `unmask check` of one 2-claim replay "
         f"({plan.backend}) {out['unmask_check']['cpu_ms']:.0f}, the same replay naming a "
         f"`.proto` file {out['unmask_check_proto']['cpu_ms']:.0f}"
+        + (
+            "; Python may not write bytecode here, so each of them compiled every module from "
+            "source: with the bytecode cached, as an installed package has it, "
+            f"{out['unmask_check']['bytecode_cached']['cpu_ms']:.0f} and "
+            f"{out['unmask_check_proto']['bytecode_cached']['cpu_ms']:.0f}"
+            if cached is not None
+            else ""
+        )
     )
     return out
 
