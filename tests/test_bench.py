@@ -214,7 +214,7 @@ def test_the_jobs_figure_takes_replays_of_the_size_asked_for(tmp_path: Path) -> 
 
 @pytest.mark.parametrize("forbidden", [True, False])
 def test_startup_is_also_measured_with_bytecode_cached_where_python_may_not_write_it(
-    monkeypatch, forbidden: bool
+    monkeypatch, tmp_path: Path, forbidden: bool
 ) -> None:
     from unmask.bench import measure
 
@@ -222,6 +222,8 @@ def test_startup_is_also_measured_with_bytecode_cached_where_python_may_not_writ
         monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     else:
         monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+        # the children may write bytecode: not into the checkout, where it would stay
+        monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path))
     written: list[int] = []
     real = measure._child_cost
 
