@@ -126,8 +126,8 @@ def test_a_pool_job_carries_results_across_the_pipe_unchanged(which) -> None:
     task = inputs.Task("x:1", "x", 1, b"{}") if which == "invalid" else _line_task(which)
     settings = run.Settings("sliced", 60_000, html=True, junit=True)
     direct = run._run_chunk([task], settings)
-    wired = pickle.loads(pickle.dumps(run._run_wire([run._task_wire(task)], settings)))
-    got = [run._from_wire(w) for w in wired]
+    wired = pickle.loads(pickle.dumps(run.run_wire([run.task_wire(task)], settings)))
+    got = [run.from_wire(w) for w in wired]
     assert [(r.line, r.view, r.row, r.page) for r in got] == [
         (r.line, r.view, r.row, r.page) for r in direct
     ]

@@ -7,13 +7,14 @@ Contract:
   spec, an address that does not answer, a scheduler without workers). Dask is imported
   here only, so commands that do not ask for it do not pay for it;
 - ``run_audit(tasks, settings, emit, client)`` cuts the tasks into partitions
-  (``run``'s chunking, larger bounds) and submits each as one Dask task: what ships is the
-  ``Task`` objects (a JSON Lines record's bytes, or a file's path; a ``LineRange`` given
-  is read here, on the client, since the workers may not see its file) and the
-  ``Settings``, never a solver object; a worker process keeps its backend and parser between
-  partitions. Results reach ``emit`` in input order, with at most ``window`` partitions in
-  flight (completion is followed with ``as_completed``, the reorder buffer is the window),
-  so the lines are those of a local run, byte for byte;
+  (``run``'s chunking, larger bounds) and submits each as one Dask task: the tasks go out
+  (a JSON Lines record's bytes, or a file's path; a ``LineRange`` given is read here, on
+  the client, since the workers may not see its file) with the ``Settings``, and their
+  results come back, each list as ``run``'s wire tuples pickled in one blob
+  (``_partition``); never a solver object. A worker process keeps its backend and parser
+  between partitions. Results reach ``emit`` in input order, with at most ``window``
+  partitions in flight (completion is followed with ``as_completed``, the reorder buffer
+  is the window), so the lines are those of a local run, byte for byte;
 - a worker that dies costs its partition, which the scheduler runs again; a partition
   that kills workers twice (``allowed-failures`` 1, set on a local cluster) is re-run one
   replay at a time, and a replay that kills workers twice becomes the local pool's error
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 import time
 import uuid
 from collections import deque
@@ -149,6 +151,15 @@ def _reason(exc: BaseException) -> str:
     return text[:1].lower() + text[1:]
 
 
+def _partition(tasks: bytes, settings: run.Settings, work: Work) -> bytes:
+    """One partition on a worker: its tasks in, its results out, each list ``run``'s wire
+    tuples pickled in one piece. Dask's own serialisation walks lists and tuples element by
+    element (a partition of tuples cost the client more than one of objects), and pickles
+    a slotted dataclass through ``copyreg`` object by object; one blob each way is neither."""
+    out = run.run_wire(pickle.loads(tasks), settings, work)
+    return pickle.dumps(out, pickle.HIGHEST_PROTOCOL)
+
+
 def threads(client: Any) -> int:
     return max(1, sum(client.nthreads().values()))
 
@@ -208,9 +219,10 @@ class _Runner:
     def _submit(self, chunk: list[Task]) -> Any:
         self.count += 1
         return self.client.submit(
-            self.work,
-            chunk,
+            _partition,
+            pickle.dumps([run.task_wire(t) for t in chunk], pickle.HIGHEST_PROTOCOL),
             self.settings,
+            self.work,
             key=f"unmask-partition-{self.tag}-{self.count}",
             pure=False,
             retries=1,  # an exception (not a replay's: those are records) is tried again
@@ -273,7 +285,7 @@ class _Runner:
         from distributed import KilledWorker
 
         try:
-            return future.result()
+            return [run.from_wire(w) for w in pickle.loads(future.result())]
         except KilledWorker:
             pass
         except Exception as exc:
@@ -285,7 +297,7 @@ class _Runner:
         for task in chunk:
             single = self._submit([task])
             try:
-                out.extend(single.result())
+                out.extend(run.from_wire(w) for w in pickle.loads(single.result()))
             except KilledWorker:
                 out.append(run.died(task, self.settings))
             except Exception as exc:

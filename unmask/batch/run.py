@@ -242,31 +242,36 @@ def _run_chunk(tasks: list[Task], settings: Settings) -> list[Result]:
         return [audit_task(t, settings) for t in tasks]
 
 
-# A pool job crosses two pipes as plain tuples: pickling a slotted dataclass goes through
-# ``copyreg`` for every object, and at a quarter of a millisecond a replay that was a
-# tenth of the parent's time and a twentieth of the workers'
-def _task_wire(t: Task) -> tuple:
+# A pool job (and a Dask partition) crosses as plain tuples: pickling a slotted dataclass
+# goes through ``copyreg`` for every object, and at a quarter of a millisecond a replay
+# that was a tenth of the pool parent's time and a twentieth of the workers'
+def task_wire(t: Task) -> tuple:
     return (t.location, t.file, t.line, t.text, t.problem)
 
 
-def _result_wire(r: Result) -> tuple:
+def result_wire(r: Result) -> tuple:
     return (r.line, r.view, r.row, r.page, r.case)  # a view is a named tuple already
 
 
-def _from_wire(w: tuple) -> Result:
+def from_wire(w: tuple) -> Result:
     return Result(*w)
 
 
-def _run_wire(items: list[tuple], settings: Settings) -> list[tuple]:
-    """``_run_chunk`` for a pool job: tasks and results as ``_task_wire``/``_result_wire``."""
-    return [_result_wire(r) for r in _run_chunk([Task(*w) for w in items], settings)]
+def run_wire(
+    items: list[tuple],
+    settings: Settings,
+    work: Callable[[list[Task], Settings], list[Result]] = _run_chunk,
+) -> list[tuple]:
+    """``work`` (``_run_chunk``) for a pool job or a Dask partition: tasks and results as
+    ``task_wire``/``result_wire``."""
+    return [result_wire(r) for r in work([Task(*w) for w in items], settings)]
 
 
 def _run_range(rg: tuple, settings: Settings) -> list[tuple]:
-    """A pool job that reads its own lines: ``(line number, _result_wire)`` for each."""
+    """A pool job that reads its own lines: ``(line number, result_wire)`` for each."""
     tasks = list(range_tasks(LineRange(*rg), settings.limits))
     return [
-        (t.line, _result_wire(r)) for t, r in zip(tasks, _run_chunk(tasks, settings), strict=True)
+        (t.line, result_wire(r)) for t, r in zip(tasks, _run_chunk(tasks, settings), strict=True)
     ]
 
 
@@ -432,7 +437,7 @@ class _Pool:
     def _submit(self, pool: Any, job: Job) -> Any:
         if isinstance(job, LineRange):
             return pool.submit(_run_range, (job.file, job.start, job.end, job.line), self.settings)
-        return pool.submit(_run_wire, [_task_wire(t) for t in job], self.settings)
+        return pool.submit(run_wire, [task_wire(t) for t in job], self.settings)
 
     def _try(self, job: Job) -> Any:
         """The job's future, or None when the pool is broken already (a worker died and
@@ -469,9 +474,9 @@ class _Pool:
                 # a line the worker read itself is named, not carried: its text stays there
                 f = job.file
                 tasks = [Task(f"{f}:{n}", f, n) for n, _ in out]
-                results = [_from_wire(w) for _, w in out]
+                results = [from_wire(w) for _, w in out]
             else:
-                tasks, results = job, [_from_wire(w) for w in out]
+                tasks, results = job, [from_wire(w) for w in out]
         except BrokenProcessPool:
             _kill(self.pool)
             tasks = (
@@ -490,7 +495,7 @@ class _Pool:
 
         single = self._new(1)
         try:
-            return _from_wire(self._submit(single, [task]).result()[0])
+            return from_wire(self._submit(single, [task]).result()[0])
         except BrokenProcessPool:
             return died(task, self.settings)
         finally:
