@@ -126,12 +126,15 @@ def test_a_pool_job_carries_results_across_the_pipe_unchanged(which) -> None:
     task = inputs.Task("x:1", "x", 1, b"{}") if which == "invalid" else _line_task(which)
     settings = run.Settings("sliced", 60_000, html=True, junit=True)
     direct = run._run_chunk([task], settings)
-    wired = pickle.loads(pickle.dumps(run.run_wire([run.task_wire(task)], settings)))
+    wired, part = pickle.loads(
+        pickle.dumps(run.run_wire([run.task_wire(task)], settings, folded=True))
+    )
     got = [run.from_wire(w) for w in wired]
     assert [(r.line, r.view, r.row, r.page) for r in got] == [
         (r.line, r.view, r.row, r.page) for r in direct
     ]
     assert [repr(r.case) for r in got] == [repr(r.case) for r in direct]
+    assert part.to_json() == run.fold(direct).to_json() and part.total == 1
 
 
 def test_read_done_cuts_a_truncated_last_line_and_counts_locations(tmp_path: Path) -> None:
@@ -385,6 +388,59 @@ def test_a_replay_that_kills_its_worker_becomes_an_error_record(
     bad = [o for o in got if o["schema"] == "unmask.error/1"]
     assert [o["location"] for o in bad] == [f"{f}:7"]
     assert bad[0]["errors"][0]["code"] == "internal-error"
+    # the summary folded by the workers, and by the parent for the job it re-ran alone
+    items = inputs.iter_tasks([str(f)]) if reader == "tasks" else inputs.iter_work([str(f)])
+    folded = summary.Summary()
+    run.run_audit(items, SETTINGS, lambda t, r: None, 2, None, folded)
+    assert folded.to_json() == run.fold(_results(got)).to_json()
+    assert folded.total == 40 and folded.errors["internal-error"] == 1
+
+
+def _results(objs: list[dict]) -> list[run.Result]:
+    return [run.Result(b"", summary.view(o)) for o in objs]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("reader", ["tasks", "line ranges"])
+def test_the_summary_folds_every_result_emitted_in_order(tmp_path, jobs, reader) -> None:
+    f = tmp_path / "r.jsonl"
+    lines = [replay_line(2, 4, i) for i in range(70)]
+    lines[9] = "{not json"  # an error record among them
+    f.write_text("".join(line + "\n" for line in lines))
+    items = inputs.iter_tasks([str(f)]) if reader == "tasks" else inputs.iter_work([str(f)])
+    folded = summary.Summary()
+    seen: list[int] = []
+    emitted: list[dict] = []
+
+    def emit(task, result):
+        seen.append(folded.total)  # a result is folded once it is out, not before
+        emitted.append(json.loads(result.line))
+
+    run.run_audit(items, SETTINGS, emit, jobs, None, folded)
+    assert folded.to_json() == run.fold(_results(emitted)).to_json()
+    assert folded.total == 70 and folded.errors["json-syntax"] == 1
+    assert all(total <= i for i, total in enumerate(seen))
+
+
+def test_a_job_stopped_while_emitting_folds_only_what_was_emitted() -> None:
+    results = [run.audit_task(_line_task(i), SETTINGS) for i in range(5)]
+    tasks = [_line_task(i) for i in range(5)]
+    part = run.fold(results)
+    folded = summary.Summary()
+    count = 0
+
+    def emit(task, result):
+        nonlocal count
+        if count == 3:
+            raise KeyboardInterrupt
+        count += 1
+
+    with pytest.raises(KeyboardInterrupt):
+        run.emit_all(tasks, results, part, emit, folded)
+    assert folded.to_json() == run.fold(results[:3]).to_json() and folded.total == 3
+    whole = summary.Summary()
+    run.emit_all(tasks, results, part, lambda t, r: None, whole)
+    assert whole.to_json() == part.to_json()
 
 
 def test_a_symlink_loop_is_not_followed_forever(cases: Path) -> None:

@@ -287,7 +287,7 @@ def test_with_jobs_the_results_file_changes_only_when_a_job_is_flushed(
     settles = 0
     real = runner.run_audit
 
-    def watched(tasks, settings, emit, jobs=1, settle=None):
+    def watched(tasks, settings, emit, jobs=1, settle=None, summary=None):
         def emit_seen(task, result):
             sizes.append(out.stat().st_size)
             emit(task, result)
@@ -297,7 +297,7 @@ def test_with_jobs_the_results_file_changes_only_when_a_job_is_flushed(
             settles += 1
             settle()
 
-        return real(tasks, settings, emit_seen, jobs, settle_seen)
+        return real(tasks, settings, emit_seen, jobs, settle_seen, summary)
 
     monkeypatch.setattr(runner, "run_audit", watched)
     result = run(["--jobs", "2", "--out", str(out), str(source)])

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 pytest.importorskip("distributed")
 
 from tests.helpers import assert_same_audit_outputs
-from unmask.batch import cluster, inputs, run
+from unmask.batch import cluster, inputs, run, summary
 from unmask.bench import replay_line
 from unmask.cli.main import main
 
@@ -124,6 +124,7 @@ def test_resume_after_a_partial_results_file(client, replays, tmp_path) -> None:
 def test_a_replay_that_kills_workers_is_retried_then_an_error_record(client, replays) -> None:
     settings = run.Settings("sliced", 60_000)
     got: list[bytes] = []
+    folded = summary.Summary()
     cluster.run_audit(
         inputs.iter_tasks([str(replays)]),
         settings,
@@ -131,6 +132,7 @@ def test_a_replay_that_kills_workers_is_retried_then_an_error_record(client, rep
         client,
         partition=8,
         work=crash_on_line_7,
+        summary=folded,
     )
     want: list[bytes] = []
     run.run_audit(inputs.iter_tasks([str(replays)]), settings, lambda t, r: want.append(r.line))
@@ -142,6 +144,11 @@ def test_a_replay_that_kills_workers_is_retried_then_an_error_record(client, rep
     # every other line is the local run's; the partition ran twice, then the replay alone twice
     assert got[: CRASH_LINE - 1] + got[CRASH_LINE:] == want[: CRASH_LINE - 1] + want[CRASH_LINE:]
     assert len((replays.parent / "deaths").read_text().split()) == 4
+    # partitions folded by their workers; the one re-run a replay at a time, by the client
+    by_hand = summary.Summary()
+    for obj in objs:
+        by_hand.add(summary.view(obj))
+    assert folded.to_json() == by_hand.to_json() and folded.errors["internal-error"] == 1
 
 
 def test_partitions_are_the_size_asked_for(client, replays) -> None:

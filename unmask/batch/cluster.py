@@ -34,6 +34,7 @@ from typing import Any
 
 from unmask.batch import run
 from unmask.batch.inputs import LineRange, Task
+from unmask.batch.summary import Summary
 
 LOCAL = "local"
 CONNECT_TIMEOUT = 10.0  # seconds to reach a scheduler, and for it to have a worker
@@ -151,12 +152,13 @@ def _reason(exc: BaseException) -> str:
     return text[:1].lower() + text[1:]
 
 
-def _partition(tasks: bytes, settings: run.Settings, work: Work) -> bytes:
-    """One partition on a worker: its tasks in, its results out, each list ``run``'s wire
-    tuples pickled in one piece. Dask's own serialisation walks lists and tuples element by
-    element (a partition of tuples cost the client more than one of objects), and pickles
-    a slotted dataclass through ``copyreg`` object by object; one blob each way is neither."""
-    out = run.run_wire(pickle.loads(tasks), settings, work)
+def _partition(tasks: bytes, settings: run.Settings, work: Work, folded: bool) -> bytes:
+    """One partition on a worker: its tasks in, its results out (with ``folded``, and
+    their summary), each list ``run``'s wire tuples pickled in one piece. Dask's own
+    serialisation walks lists and tuples element by element (a partition of tuples cost
+    the client more than one of objects), and pickles a slotted dataclass through
+    ``copyreg`` object by object; one blob each way is neither."""
+    out = run.run_wire(pickle.loads(tasks), settings, work, folded)
     return pickle.dumps(out, pickle.HIGHEST_PROTOCOL)
 
 
@@ -174,16 +176,18 @@ def run_audit(
     window: int | None = None,
     work: Work = run._run_chunk,
     settle: Callable[[], None] | None = None,
+    summary: Summary | None = None,
 ) -> None:
     """Audit every task on ``client``'s workers and ``emit`` each, in input order, and
-    ``settle()`` after each partition's results (see ``run.run_audit``).
+    ``settle()`` after each partition's results; with ``summary``, each partition's
+    results are folded by its worker and merged here (see ``run.run_audit``).
 
     ``window``: partitions in flight; by default ``WINDOW_PER_WORKER`` per worker thread,
     counted again every ``RESIZE_S`` seconds, so workers that join (or leave) during the
     run are used (or not waited for)."""
     # a line range is read here: the cluster's workers may not see the client's files
     records = run.expand(tasks, settings.limits)
-    _Runner(client, settings, work, window, settle).run(
+    _Runner(client, settings, work, window, settle, summary).run(
         run.chunks(records, partition or PARTITION_TASKS, PARTITION_BYTES), emit
     )
 
@@ -199,6 +203,7 @@ class _Runner:
         work: Work,
         window: int | None = None,
         settle: Callable[[], None] | None = None,
+        summary: Summary | None = None,
     ) -> None:
         from distributed import as_completed
 
@@ -206,23 +211,26 @@ class _Runner:
         self.settings = settings
         self.work = work
         self.settle = settle
+        self.summary = summary
         self.fixed = window
         self.sized = 0.0
         self.window = window or 1
         self.tag = uuid.uuid4().hex[:12]
         self.count = 0
-        # [partition, its future (None once fetched), its results (None until then)]
+        # [partition, its future (None once fetched), (its results, their summary) (None
+        # until then)]
         self.pending: deque[list[Any]] = deque()
         self.by_key: dict[str, list[Any]] = {}
         self.done = as_completed()
 
-    def _submit(self, chunk: list[Task]) -> Any:
+    def _submit(self, chunk: list[Task], folded: bool = True) -> Any:
         self.count += 1
         return self.client.submit(
             _partition,
             pickle.dumps([run.task_wire(t) for t in chunk], pickle.HIGHEST_PROTOCOL),
             self.settings,
             self.work,
+            folded and self.summary is not None,
             key=f"unmask-partition-{self.tag}-{self.count}",
             pure=False,
             retries=1,  # an exception (not a replay's: those are records) is tried again
@@ -269,9 +277,8 @@ class _Runner:
                     if entry is not None and entry[1] is future:
                         self._fetch(entry)
             while self.pending and self.pending[0][2] is not None:
-                chunk, _, results = self.pending.popleft()
-                for task, result in zip(chunk, results, strict=True):
-                    emit(task, result)
+                chunk, _, (results, part) = self.pending.popleft()
+                run.emit_all(chunk, results, part, emit, self.summary)
                 if self.settle is not None:
                     self.settle()
 
@@ -281,25 +288,27 @@ class _Runner:
         entry[1] = None  # released: the cluster forgets the partition's results
         self.by_key.pop(future.key, None)
 
-    def _results(self, chunk: list[Task], future: Any) -> list[run.Result]:
+    def _results(self, chunk: list[Task], future: Any) -> tuple[list[run.Result], Any]:
+        """A partition's results and, when its worker folded them, their summary."""
         from distributed import KilledWorker
 
         try:
-            return [run.from_wire(w) for w in pickle.loads(future.result())]
+            wires, part = pickle.loads(future.result())
+            return [run.from_wire(w) for w in wires], part
         except KilledWorker:
             pass
         except Exception as exc:
             raise ClusterError(f"{type(exc).__name__}: {exc}") from None
         if len(chunk) == 1:
-            return [run.died(chunk[0], self.settings)]
+            return [run.died(chunk[0], self.settings)], None
         # one replay at a time, so that a crash cannot be blamed on its neighbours
         out: list[run.Result] = []
         for task in chunk:
-            single = self._submit([task])
+            single = self._submit([task], folded=False)
             try:
-                out.extend(run.from_wire(w) for w in pickle.loads(single.result()))
+                out.extend(run.from_wire(w) for w in pickle.loads(single.result())[0])
             except KilledWorker:
                 out.append(run.died(task, self.settings))
             except Exception as exc:
                 raise ClusterError(f"{type(exc).__name__}: {exc}") from None
-        return out
+        return out, None

@@ -14,7 +14,10 @@ Contract:
   replay that killed it (an ``internal-error`` record), and workers never outlive a
   killed parent. Its input may hold ``LineRange`` items (``inputs.iter_work``): in a pool a
   worker reads the range's lines itself, so their text never crosses a pipe, and each is
-  emitted with a task that names the line (its ``text`` None);
+  emitted with a task that names the line (its ``text`` None). Given a ``Summary``, it
+  folds every result emitted into it: in a pool each worker folds its job's results
+  (``fold``) and the parent merges the piece once the job's results are out
+  (``emit_all``), so the fold, most of a pool parent's work per replay, runs in parallel;
 - while ``run_audit`` runs, and while a worker runs a chunk, the garbage collector runs
   less often: its thresholds are at least ``unmask.limits.GC_THRESHOLDS`` (``batch_gc``;
   the command line sets the same for a whole run, but a Dask worker or a program calling this module
@@ -35,7 +38,7 @@ import os
 import re
 import sys
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,7 +46,7 @@ from typing import Any
 from unmask.batch import inputs
 from unmask.batch.inputs import STDIN_LABEL, LineRange, Task, range_tasks, split_range
 from unmask.batch.records import encode_line, error_record
-from unmask.batch.summary import View, view
+from unmask.batch.summary import Summary, View, view
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.interrupt import reraise_interrupt
 from unmask.limits import DEFAULT_LIMITS, GC_THRESHOLDS, Limits
@@ -257,22 +260,34 @@ def from_wire(w: tuple) -> Result:
     return Result(*w)
 
 
+def fold(results: Iterable[Result]) -> Summary:
+    """The summary of ``results`` alone, which the run merges in its place (a worker's
+    share of the parent's work: on a cluster the client is what limits the run)."""
+    part = Summary()
+    for r in results:
+        part.add(r.view)
+    return part
+
+
 def run_wire(
     items: list[tuple],
     settings: Settings,
     work: Callable[[list[Task], Settings], list[Result]] = _run_chunk,
-) -> list[tuple]:
+    folded: bool = False,
+) -> tuple[list[tuple], Summary | None]:
     """``work`` (``_run_chunk``) for a pool job or a Dask partition: tasks and results as
-    ``task_wire``/``result_wire``."""
-    return [result_wire(r) for r in work([Task(*w) for w in items], settings)]
+    ``task_wire``/``result_wire``, and with ``folded`` the results' summary (``fold``)."""
+    results = work([Task(*w) for w in items], settings)
+    return [result_wire(r) for r in results], fold(results) if folded else None
 
 
-def _run_range(rg: tuple, settings: Settings) -> list[tuple]:
-    """A pool job that reads its own lines: ``(line number, result_wire)`` for each."""
+def _run_range(rg: tuple, settings: Settings, folded: bool = False) -> tuple[list, Summary | None]:
+    """A pool job that reads its own lines: ``(line number, result_wire)`` for each, and
+    with ``folded`` their summary."""
     tasks = list(range_tasks(LineRange(*rg), settings.limits))
-    return [
-        (t.line, result_wire(r)) for t, r in zip(tasks, _run_chunk(tasks, settings), strict=True)
-    ]
+    results = _run_chunk(tasks, settings)
+    wires = [(t.line, result_wire(r)) for t, r in zip(tasks, results, strict=True)]
+    return wires, fold(results) if folded else None
 
 
 def _worker_init() -> None:
@@ -371,18 +386,49 @@ def run_audit(
     emit: Emit,
     jobs: int = 1,
     settle: Callable[[], None] | None = None,
+    summary: Summary | None = None,
 ) -> None:
     """Audit every task (and every line of every range) and ``emit(task, result)`` each, in
     input order; ``settle()`` after each batch of results: every one with one process,
-    each job's with a pool (a caller flushes its output there, not once a line)."""
+    each job's with a pool (a caller flushes its output there, not once a line). With
+    ``summary``, every result emitted is folded into it (``emit_all``): a pool's workers
+    fold their jobs' results and the pieces are merged here, in input order."""
     with batch_gc():
         if jobs <= 1:
             for t in expand(tasks, settings.limits):
-                emit(t, audit_task(t, settings))
+                result = audit_task(t, settings)
+                emit(t, result)
+                if summary is not None:
+                    summary.add(result.view)
                 if settle is not None:
                     settle()
             return
-        _Pool(settings, jobs, settle).run(tasks, emit)
+        _Pool(settings, jobs, settle, summary).run(tasks, emit)
+
+
+def emit_all(
+    tasks: Sequence[Task],
+    results: Sequence[Result],
+    part: Summary | None,
+    emit: Emit,
+    summary: Summary | None,
+) -> None:
+    """Emit a job's results in order, and fold them into ``summary``: by merging ``part``
+    (their summary, made by the worker) once all are out, or one by one when there is no
+    part or the emitting stopped early (an interruption, a write that failed), so that the
+    summary counts exactly the results emitted."""
+    done = 0
+    try:
+        for t, r in zip(tasks, results, strict=True):
+            emit(t, r)
+            done += 1
+    finally:
+        if summary is not None:
+            if part is not None and done == len(results):
+                summary.merge(part)
+            else:
+                for r in results[:done]:
+                    summary.add(r.view)
 
 
 def inputs_for(paths: Iterable[str], limits: Limits, jobs: int) -> Iterator[Task | LineRange]:
@@ -413,7 +459,11 @@ class _Pool:
     """
 
     def __init__(
-        self, settings: Settings, jobs: int, settle: Callable[[], None] | None = None
+        self,
+        settings: Settings,
+        jobs: int,
+        settle: Callable[[], None] | None = None,
+        summary: Summary | None = None,
     ) -> None:
         import multiprocessing
 
@@ -421,6 +471,7 @@ class _Pool:
         self.settings = settings
         self.jobs = jobs
         self.settle = settle
+        self.summary = summary
         fork = sys.platform.startswith("linux")
         self.ctx = multiprocessing.get_context("fork" if fork else "spawn")
         self.window = jobs * WINDOW_PER_JOB
@@ -434,10 +485,12 @@ class _Pool:
             max_workers=workers, mp_context=self.ctx, initializer=_worker_init
         )
 
-    def _submit(self, pool: Any, job: Job) -> Any:
+    def _submit(self, pool: Any, job: Job, folded: bool = True) -> Any:
+        folded = folded and self.summary is not None
         if isinstance(job, LineRange):
-            return pool.submit(_run_range, (job.file, job.start, job.end, job.line), self.settings)
-        return pool.submit(run_wire, [task_wire(t) for t in job], self.settings)
+            rg = (job.file, job.start, job.end, job.line)
+            return pool.submit(_run_range, rg, self.settings, folded)
+        return pool.submit(run_wire, [task_wire(t) for t in job], self.settings, _run_chunk, folded)
 
     def _try(self, job: Job) -> Any:
         """The job's future, or None when the pool is broken already (a worker died and
@@ -469,7 +522,7 @@ class _Pool:
 
         job, fut = self.pending.popleft()
         try:
-            out = (fut or self._submit(self.pool, job)).result()
+            out, part = (fut or self._submit(self.pool, job)).result()
             if isinstance(job, LineRange):
                 # a line the worker read itself is named, not carried: its text stays there
                 f = job.file
@@ -482,11 +535,10 @@ class _Pool:
             tasks = (
                 list(range_tasks(job, self.settings.limits)) if isinstance(job, LineRange) else job
             )
-            results = [self._alone(t) for t in tasks]
+            results, part = [self._alone(t) for t in tasks], None
             self.pool = self._new(self.jobs)
             self.pending = deque((j, self._try(j)) for j, _ in self.pending)
-        for t, done in zip(tasks, results, strict=True):
-            emit(t, done)
+        emit_all(tasks, results, part, emit, self.summary)
         if self.settle is not None:
             self.settle()
 
@@ -495,7 +547,7 @@ class _Pool:
 
         single = self._new(1)
         try:
-            return from_wire(self._submit(single, [task]).result()[0])
+            return from_wire(self._submit(single, [task], folded=False).result()[0][0])
         except BrokenProcessPool:
             return died(task, self.settings)
         finally:

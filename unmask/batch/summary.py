@@ -45,6 +45,7 @@ UNCHECKED_CODES = frozenset({"truthtable-limit", "internal-error"})
 _OUTCOME_KEY = {OK: "satisfied", VIOLATED: "violated", UNKNOWN: "unknown", None: "not_specified"}
 _DIMENSION_KEY = {OK: "satisfied", VIOLATED: "violated", UNKNOWN: "unknown"}
 KEYS_MEMO = 4096  # distinct requirement (and grounding) tuples, and names, kept
+_MEMOS = ("_by_requirements", "_by_grounding", "_by_result")  # a summary's caches
 _NO_FLAGS = {"unreviewed": False, "gold_derived": False}  # never changed
 _GOLD = {True: "match", False: "mismatch", None: "no_gold"}  # a report's verdict_matches_gold
 _FAMILY = re.compile(r"\(([^()]*)\)")
@@ -174,6 +175,13 @@ class Confusion:
                 if on:
                     cell[flag] += 1
 
+    def merge(self, other: Confusion) -> None:
+        """Add ``other``'s counts, its labels after this one's (each once)."""
+        for label in other.labels:
+            self.labels.setdefault(label)
+        for key, counts in other.cells.items():
+            _table(self.cells, key).update(counts)
+
     def to_json(self) -> dict[str, Any]:
         labels = list(self.labels)
         table = {}
@@ -191,7 +199,7 @@ class Confusion:
         return {"labels": labels, "table": table}
 
 
-def _table(tables: dict[str, Counter], key: str) -> Counter:
+def _table(tables: dict[Any, Counter], key: Any) -> Counter:
     counter = tables.get(key)
     if counter is None:
         counter = tables[key] = Counter()
@@ -265,6 +273,51 @@ class Summary:
         mine.add(v, flags)
         if v.item is not None and v.judge is not None:
             self._pair(v.item, v.judge, (v.observed, v.dimensions))
+
+    def merge(self, other: Summary) -> None:
+        """Fold in ``other``, the summary of the results that come right after this one's:
+        the figures are those of one summary that folded both in that order. (A pool
+        worker or a Dask partition folds its own results; the run merges them in input
+        order.) Judges compared on one item are compared again here, across the two."""
+        self.total += other.total
+        self.unchecked += other.unchecked
+        for mine, theirs in (
+            (self.overall, other.overall),
+            (self.errors, other.errors),
+            (self.failed, other.failed),
+            (self.cross, other.cross),
+            *((self.dimensions[d], other.dimensions[d]) for d in DIMENSIONS),
+            *((self.with_flag[f], c) for f, c in other.with_flag.items()),
+        ):
+            mine.update(theirs)
+        for tables, theirs in (
+            (self.requirements, other.requirements),
+            (self.coverage, other.coverage),
+            (self.grounding, other.grounding),
+        ):
+            for key, counts in theirs.items():
+                _table(tables, key).update(counts)
+        self.confusion.merge(other.confusion)
+        for name, confusion in other.by_protocol.items():
+            mine_c = self.by_protocol.get(name)
+            if mine_c is None:
+                mine_c = self.by_protocol[name] = Confusion()
+            mine_c.merge(confusion)
+        # an item's judges in the order the other saw them first: their pairs are counted
+        # again against the judges of that item seen here before
+        for judge in other.judges:
+            self.judges.setdefault(judge, len(self.judges))
+        for item, by_judge in other.seen.items():
+            for judge, result in by_judge.items():
+                self._pair(item, judge, result)
+        self.repeated += other.repeated
+
+    def __getstate__(self) -> dict[str, Any]:
+        # the memos are the sender's: their entries point at its counters, not at copies
+        state = dict(self.__dict__)
+        for memo in _MEMOS:
+            state[memo] = {}
+        return state
 
     # The replays of a batch mostly share a protocol, so the same requirement and grounding
     # tuples come back again and again: which counters they add to is worked out once (the

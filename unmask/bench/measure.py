@@ -418,9 +418,8 @@ def measure_jobs(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
 
                 def emit(_task: Any, result: Any) -> None:
                     out.write(result.line)
-                    summary.add(result.view)
 
-                run_audit(iter(items), settings, emit, jobs, out.flush)
+                run_audit(iter(items), settings, emit, jobs, out.flush, summary)
 
         from unmask.batch.inputs import iter_work
 

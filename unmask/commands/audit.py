@@ -348,7 +348,6 @@ def _run(
             sink.write(result.line)
         except OSError as exc:
             raise _lost(sink, out, exc) from None
-        summary.add(result.view)
         broken_proto.add(b'"proto":"INCONSISTENT"' in result.line)
         if result.row is not None:
             rows.append(result.row)
@@ -377,12 +376,14 @@ def _run(
     run.batch_heap()
     try:
         if dask is None:
-            run.run_audit(tasks, settings, emit, jobs, settle)
+            run.run_audit(tasks, settings, emit, jobs, settle, summary)
         else:
             from unmask.batch import cluster
 
             client, partition = dask
-            cluster.run_audit(tasks, settings, emit, client, partition=partition, settle=settle)
+            cluster.run_audit(
+                tasks, settings, emit, client, partition=partition, settle=settle, summary=summary
+            )
     except KeyboardInterrupt:
         if bar is not None:
             bar.close()
