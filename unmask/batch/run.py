@@ -396,10 +396,7 @@ def run_audit(
     with batch_gc():
         if jobs <= 1:
             for t in expand(tasks, settings.limits):
-                result = audit_task(t, settings)
-                emit(t, result)
-                if summary is not None:
-                    summary.add(result.view)
+                emit_all((t,), (audit_task(t, settings),), None, emit, summary)
                 if settle is not None:
                     settle()
             return
