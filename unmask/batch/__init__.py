@@ -8,6 +8,7 @@ itself. Modules, in the order a run uses them:
 - ``cluster``: the same on a Dask cluster (``--dask``; Dask is imported there only);
 - ``records``: the result lines (a report with its location, or an error record);
 - ``resume``: reading an earlier output back for ``--resume``;
-- ``summary``: the figures of a run, folded one line at a time;
+- ``summary``: the figures of a run, folded one line at a time (by the workers of a pool
+  or cluster, a job at a time, and merged in input order);
 - ``files``: the files a run writes besides its results (HTML pages and index, JUnit).
 """
