@@ -14,6 +14,9 @@ Contract:
   gold-derived annotations
   (the report's ``unreviewed`` / ``gold_derived`` fields), and, for replays of one ``item``
   by several judges, per pair of judges how often verdicts and dimensions differ;
+- ``merge(other)`` folds in the summary of the results that come next, with the figures of
+  one fold of both (a pool worker or a Dask partition folds its own results; a summary
+  pickles without its memos);
 - ``to_json`` (``unmask.summary/1``, fields in docs/audit.md) and ``render_text`` give the
   same figures; ``index_summary`` gives them as the ``summary`` argument of
   ``unmask.render.html.render_index``.
