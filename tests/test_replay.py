@@ -984,3 +984,12 @@ def test_domain_the_protocol_does_not_declare_names_the_replay_file():
     r["domains"] = {"claim": ["a"]}
     ds = diags(r)
     assert [(d.path, d.file) for d in ds] == [("domains.claim", "r.json")]
+
+
+def test_a_document_is_decoded_once_for_its_value_and_its_text():
+    from unmask.jsonload import parse_json_document
+
+    data = b'\xef\xbb\xbf{"a": ["\xc3\xa9", 1]}'
+    value, text = parse_json_document(data, "r.json")
+    assert value == parse_json_bytes(data, "r.json") == {"a": ["é", 1]}
+    assert text == '{"a": ["é", 1]}'  # the byte order mark left out, as the parser did

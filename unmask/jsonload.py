@@ -9,7 +9,8 @@ parsing, because the standard parser recurses), a ``NaN``/``Infinity`` literal, 
 literal too long to convert, or a duplicate key in one object (an error: which of the two
 values was meant is unknowable, and an audit must not guess). A UTF-8 byte order mark is
 skipped. Non-finite and duplicate-key problems carry the JSON path of the offending value.
-No message quotes the document's text.
+No message quotes the document's text. ``parse_json_document`` returns the decoded text
+beside the value, for a reader that needs both.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "join_path",
     "json_depth",
     "parse_json_bytes",
+    "parse_json_document",
     "parse_json_text",
     "read_json_file",
     "show",
@@ -130,6 +132,14 @@ def parse_json_bytes(
     data: bytes, file: str | None = None, limits: Limits = DEFAULT_LIMITS, first_line: int = 1
 ) -> Any:
     """Parse one document; ``first_line`` numbers its first line (a JSON Lines record's)."""
+    return parse_json_document(data, file, limits, first_line)[0]
+
+
+def parse_json_document(
+    data: bytes, file: str | None = None, limits: Limits = DEFAULT_LIMITS, first_line: int = 1
+) -> tuple[Any, str]:
+    """``parse_json_bytes``, and the document's text (its byte order mark left out), for a
+    reader that also needs the text: the bytes are decoded once."""
     name = file or "<input>"
     if len(data) > limits.max_file_bytes:
         raise UnmaskError([too_large(name, limits, file)])
@@ -147,7 +157,7 @@ def parse_json_bytes(
             file,
             help=f"raise the bound with `{limits.option('max_json_depth')}`",
         )
-    return _loads(text, name, file, limits, first_line)
+    return _loads(text, name, file, limits, first_line), text
 
 
 def _loads(text: str, name: str, file: str | None, limits: Limits, first_line: int) -> Any:

@@ -111,7 +111,7 @@ def _backend(settings: Settings) -> Any:
 
 def load_task(task: Task, limits: Limits) -> Any:
     """The validated ``Replay`` of a task (raises ``UnmaskError`` when it is not one)."""
-    from unmask.jsonload import parse_json_bytes, read_json_file
+    from unmask.jsonload import parse_json_document, read_json_file
     from unmask.replay import replay_from_obj
 
     if task.problem is not None:
@@ -121,8 +121,7 @@ def load_task(task: Task, limits: Limits) -> Any:
         obj = read_json_file(task.file, limits)
         return replay_from_obj(obj, task.file, Path(task.file).parent, limits)
     base_dir = Path.cwd() if task.file == STDIN_LABEL else Path(task.file).parent
-    obj = parse_json_bytes(task.text, task.file, limits, first_line=task.line or 1)
-    text = task.text.decode("utf-8-sig", errors="replace")
+    obj, text = parse_json_document(task.text, task.file, limits, first_line=task.line or 1)
     return replay_from_obj(obj, task.file, base_dir, limits, line=task.line, text=text)
 
 
