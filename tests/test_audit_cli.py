@@ -304,3 +304,25 @@ def test_with_jobs_the_results_file_changes_only_when_a_job_is_flushed(
     assert result.exit_code == 0, result.output
     assert len(sizes) == 60 and len(lines_of(out)) == 60
     assert len(set(sizes)) <= settles < 60
+
+
+def test_shards_audited_apart_give_the_whole_runs_summary_by_resuming_their_results(
+    tmp_path: Path,
+) -> None:
+    # docs/scale.md: shards on a cluster, then one summary without checking anything again
+    lines = [replay_line(2, 5, i) + "\n" for i in range(24)]
+    one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    one.write_text("".join(lines[:10]))
+    two.write_text("".join(lines[10:]))
+    for shard in (one, two):
+        assert run(["-q", "--out", str(shard) + ".out", str(shard)]).exit_code in (0, 1)
+    whole = tmp_path / "whole.out"
+    run(["-q", "--out", str(whole), "--summary-json", str(tmp_path / "w.json"), str(one), str(two)])
+    both = tmp_path / "all.jsonl"
+    both.write_bytes(Path(str(one) + ".out").read_bytes() + Path(str(two) + ".out").read_bytes())
+    args = ["--resume", "--out", str(both), "--summary-json", str(tmp_path / "a.json")]
+    result = run([*args, str(one), str(two)])
+    assert result.exit_code in (0, 1), result.output
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "w.json").read_bytes()
+    assert both.read_bytes() == whole.read_bytes()
+    assert "audited 24 replays" in result.output
