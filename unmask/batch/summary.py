@@ -169,9 +169,7 @@ class Confusion:
             if label is not None and label not in labels:
                 labels[label] = None
         if v.gold is not None and v.observed is not None:
-            cell = self.cells.get((v.gold, v.observed))
-            if cell is None:
-                cell = self.cells[(v.gold, v.observed)] = Counter()
+            cell = _table(self.cells, (v.gold, v.observed))
             cell["replays"] += 1
             cell[v.overall] += 1
             for flag, on in flags.items():
@@ -270,10 +268,7 @@ class Summary:
                         c[d] += n
                         c[f"results:{d}"] += n > 0
         self.confusion.add(v, flags)
-        mine = self.by_protocol.get(v.protocol or "")
-        if mine is None:
-            mine = self.by_protocol[v.protocol or ""] = Confusion()
-        mine.add(v, flags)
+        self._protocol(v.protocol or "").add(v, flags)
         if v.item is not None and v.judge is not None:
             self._pair(v.item, v.judge, (v.observed, v.dimensions))
 
@@ -302,10 +297,7 @@ class Summary:
                 _table(tables, key).update(counts)
         self.confusion.merge(other.confusion)
         for name, confusion in other.by_protocol.items():
-            mine_c = self.by_protocol.get(name)
-            if mine_c is None:
-                mine_c = self.by_protocol[name] = Confusion()
-            mine_c.merge(confusion)
+            self._protocol(name).merge(confusion)
         # an item's judges in the order the other saw them first: their pairs are counted
         # again against the judges of that item seen here before
         for judge in other.judges:
@@ -314,6 +306,13 @@ class Summary:
             for judge, result in by_judge.items():
                 self._pair(item, judge, result)
         self.repeated += other.repeated
+
+    def _protocol(self, name: str) -> Confusion:
+        """The protocol's own gold × observed table, made when its name is first seen."""
+        mine = self.by_protocol.get(name)
+        if mine is None:
+            mine = self.by_protocol[name] = Confusion()
+        return mine
 
     def __getstate__(self) -> dict[str, Any]:
         # the memos are the sender's: their entries point at its counters, not at copies
