@@ -34,6 +34,10 @@ IMPORTERS: dict[str, tuple[str, str]] = {
     "inspect": ("unmask.importers.inspect", "model-graded scores of an Inspect `.json` log"),
     "jsonl": ("unmask.importers.jsonl", "any JSON Lines file, through a mapping file"),
     "wice": ("unmask.importers.wice", "WiCE claim-verification judgments, with `--gold`"),
+    "factcc-explanations": (
+        "unmask.importers.factcc",
+        "FactCC judges' explanations (`factcc_explanation_annotation.json`)",
+    ),
 }
 
 
