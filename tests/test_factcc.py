@@ -16,7 +16,8 @@ from click.testing import CliRunner
 
 from unmask.cli.main import main
 from unmask.importers import Options, import_file
-from unmask.importers.factcc import changed_words, locate, material, quotations
+from unmask.importers.factcc import NAMINGS, changed_words
+from unmask.importers.quoting import locate, material, quotations
 from unmask.studies import factcc as study
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,7 +78,7 @@ def test_quote_marks_pair_in_order_so_the_text_between_two_quotations_is_no_quot
         'The document refers to Brown as "he" and "him", indicating Brown is male, and '
         'it says "the biggest rise since November 2007".'
     )
-    spans = [text[s:e] for s, e, *_ in quotations(text)]
+    spans = [text[q.start : q.end] for q in quotations(text, NAMINGS)]
     assert spans == ["the biggest rise since November 2007"]
 
 
@@ -94,13 +95,13 @@ def test_quote_marks_pair_in_order_so_the_text_between_two_quotations_is_no_quot
 def test_a_quotation_is_the_documents_words_only_where_the_words_before_it_say_so(
     text: str, says_doc: bool | None
 ) -> None:
-    ((_, _, said, _),) = quotations(text)
-    assert said is says_doc
+    (q,) = quotations(text, NAMINGS)
+    assert q.attributed is says_doc
 
 
 def test_a_quotation_given_to_the_summary_is_not_a_member():
     text = 'The summary states "That wasn\'t twice the UK average rise of 7%".'
-    assert quotations(text) == []
+    assert quotations(text, NAMINGS) == []
 
 
 def test_locate_folds_case_punctuation_mojibake_and_reads_across_an_ellipsis():
