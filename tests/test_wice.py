@@ -114,7 +114,10 @@ def test_wice_needs_gold_and_gold_is_only_for_wice(tmp_path: Path) -> None:
     res = CliRunner().invoke(
         main, ["import", "deepeval", str(src), "--gold", str(src), "--out", str(tmp_path / "o")]
     )
-    assert res.exit_code == 2 and "`--gold` is for the `wice` importer" in res.stderr
+    assert (
+        res.exit_code == 2
+        and "`--gold` is for the `wice` and `realmistake` importers" in res.stderr
+    )
 
 
 @needs_data

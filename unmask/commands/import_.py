@@ -46,7 +46,8 @@ EXIT_INVALID = exitcodes.INVALID
     "--gold",
     type=click.Path(dir_okay=False),
     default=None,
-    help="WiCE's gold rows (gold_claim_test.jsonl) for the `wice` importer",
+    help="the dataset's items and gold labels: WiCE's gold_claim_test.jsonl for `wice`, "
+    "ReaLMistake's data.zip for `realmistake`",
 )
 @click_options
 def command(
@@ -63,8 +64,11 @@ def command(
     if tool != "jsonl" and mapping is not None:
         click.echo(f"error: `--mapping` is for the `jsonl` importer, not `{tool}`", err=True)
         sys.exit(EXIT_USAGE)
-    if tool != "wice" and gold is not None:
-        click.echo(f"error: `--gold` is for the `wice` importer, not `{tool}`", err=True)
+    if tool not in ("wice", "realmistake") and gold is not None:
+        click.echo(
+            f"error: `--gold` is for the `wice` and `realmistake` importers, not `{tool}`",
+            err=True,
+        )
         sys.exit(EXIT_USAGE)
     options = Options(
         limits=limits,

@@ -34,6 +34,10 @@ IMPORTERS: dict[str, tuple[str, str]] = {
     "inspect": ("unmask.importers.inspect", "model-graded scores of an Inspect `.json` log"),
     "jsonl": ("unmask.importers.jsonl", "any JSON Lines file, through a mapping file"),
     "wice": ("unmask.importers.wice", "WiCE claim-verification judgments, with `--gold`"),
+    "realmistake": (
+        "unmask.importers.realmistake",
+        "ReaLMistake error detectors' judgments, with the items' `data.zip` as `--gold`",
+    ),
     "factcc-explanations": (
         "unmask.importers.factcc",
         "FactCC judges' explanations (`factcc_explanation_annotation.json`)",
@@ -52,7 +56,7 @@ class Options:
 
     limits: Limits = DEFAULT_LIMITS
     mapping: Path | None = None  # the `jsonl` importer's mapping file
-    gold: Path | None = None  # the `wice` importer's gold rows
+    gold: Path | None = None  # the dataset's items and gold labels (`wice`, `realmistake`)
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,9 +50,9 @@ STOP = frozenset(_STOPWORDS.split())
 
 @dataclass(frozen=True, slots=True)
 class Namings:
-    """Who a quotation can be given to. ``naming`` has a group ``source`` (a naming of the
-    source whose words are checked) and a group ``other`` (anything else, whose quotations
-    are left out); ``according`` matches an attribution with no reporting verb."""
+    """Who a quotation can be given to. ``naming`` matches a naming of the source whose
+    words are checked, or, in a group ``other`` if it has one, of anything else (whose
+    quotations are left out); ``according`` matches an attribution with no reporting verb."""
 
     naming: re.Pattern[str]
     according: re.Pattern[str] | None = None
@@ -188,7 +188,8 @@ def sentence_start(text: str, at: int) -> int:
 def quotations(text: str, namings: Namings) -> list[Quotation]:
     """Every quotation of ``text`` not given to something other than the source, in order,
     at most ``MAX_QUOTES``. The nearest naming before a quotation, in its sentence, says
-    whose words it gives."""
+    whose words it gives: the nearest naming followed by a verb that reports words ("the
+    document states that"), unless a naming of something else comes nearer."""
     spans = sorted(pairs(text, '"', '"') + pairs(text, "“", "”"))
     out: list[Quotation] = []
     prev_end = 0
@@ -201,12 +202,22 @@ def quotations(text: str, namings: Namings) -> list[Quotation]:
         if len(body.strip()) < MIN_QUOTE_CHARS or len(body.split()) < MIN_QUOTE_WORDS:
             continue
         lead = text[lead_start : s - 1]
-        names = list(namings.naming.finditer(lead))
         according = namings.according.search(lead) if namings.according else None
-        if names and names[-1].group("other"):
+        attribution = -1
+        # the nearest naming that reports the words decides; one of something else first
+        # gives the quotation to it
+        for name in reversed(list(namings.naming.finditer(lead))):
+            if name.groupdict().get("other"):
+                break
+            if _REPORTS.match(lead, name.end()):
+                attribution = lead_start + name.start()
+                break
+        else:
+            name = None
+        if name is not None and name.groupdict().get("other"):
             continue  # given to something else: its words, not the source's
-        if names and _REPORTS.match(lead, names[-1].end()):
-            out.append(Quotation(s, e, True, lead_start + names[-1].start()))
+        if attribution >= 0:
+            out.append(Quotation(s, e, True, attribution))
         elif according:
             out.append(Quotation(s, e, True, lead_start + according.start()))
         else:

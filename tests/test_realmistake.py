@@ -1,0 +1,285 @@
+"""The `realmistake` importer and the ReaLMistake study.
+
+The upstream items must not be published in plain text, so the tests make their own items
+(in an archive of their own) for the rules, and read the real archive, beside the clone in
+CI, only at run time for the study on a slice.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from unmask.cli.main import main
+from unmask.importers.realmistake import conclusions, is_fixed
+from unmask.studies import realmistake as study
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = next(
+    (
+        p
+        for p in (
+            ROOT.parent / "shared" / "data" / "realmistake",
+            ROOT.parent.parent / "shared" / "data" / "realmistake",
+        )
+        if (p / "data.zip").is_file() and (p / "judgments").is_dir()
+    ),
+    None,
+)
+needs_data = pytest.mark.skipif(DATA is None, reason="the ReaLMistake data is not beside the clone")
+
+INPUT = (
+    "Write a math problem. The problem must start with the sentence "
+    '"A baker sells 40 loaves every day." Use only integers.'
+)
+RESPONSE = "A baker sells 40 loaves every day. How many loaves in 7 days? Answer: 280."
+ITEM = {
+    "input": INPUT,
+    "llm_response": RESPONSE,
+    "error_label": "no_error",
+    "human_explanation": "EXPERT-NOTE-NEVER-IN-A-REPLAY",
+    "error_categories": [],
+    "metadata": {"id": "math_item1_gpt"},
+}
+FIXED_ERROR = "Therefore, the model response contains an error."
+FIXED_NONE = "Therefore, the model response contains no error."
+EXPLANATION = (
+    "The response follows the instructions: it starts with the required sentence, and it uses "
+    "only integers in the question and in the answer. "
+)
+
+
+def _archive(tmp: Path, items: list[dict] | None = None) -> Path:
+    path = tmp / "data.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("data/README.md", "items")
+        z.writestr(
+            "data/math_word_problem_generation/gpt.jsonl",
+            "".join(json.dumps(i) + "\n" for i in items or [ITEM]),
+        )
+    return path
+
+
+def _judgments(tmp: Path, *rows: tuple[str, str | None]) -> Path:
+    path = tmp / "judgments.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "item_id": "math_item1_gpt",
+                    "judge_model": f"judge{k}",
+                    "judge_prompt": "cot_instruction_prompt",
+                    "judge_rationale": text,
+                    "judge_verdict": verdict,
+                }
+            )
+            + "\n"
+            for k, (text, verdict) in enumerate(rows)
+        ),
+        encoding="utf-8",
+    )
+    return path
+
+
+def _import(tmp: Path, *rows: tuple[str, str | None]) -> tuple[list[dict], object]:
+    out = tmp / "out"
+    res = CliRunner().invoke(
+        main,
+        [
+            "import",
+            "realmistake",
+            str(_judgments(tmp, *rows)),
+            "--gold",
+            str(_archive(tmp)),
+            "--out",
+            str(out),
+        ],
+    )
+    replays = sorted(out.glob("*.json")) if out.exists() else []
+    return [json.loads(p.read_text(encoding="utf-8")) for p in replays], res
+
+
+def _values(replay: dict) -> dict[str, str]:
+    return {a["atom"]: a["value"] for a in replay["annotations"]}
+
+
+def _check(tmp: Path, name: str) -> dict:
+    res = CliRunner().invoke(main, ["check", str(tmp / "out" / name), "--format", "json"])
+    assert res.exit_code in (0, 1, 3), res.output
+    return json.loads(res.output)
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        (f"Fine. {FIXED_NONE}", [("no", True)]),
+        ("So the model response contains an error because of X.", [("an", False)]),
+        ("The model response contains an error.\n\nExplanation: x", [("an", False)]),
+        (f'I must end with "{FIXED_ERROR}" or "{FIXED_NONE}" so here goes.', []),
+        (f"**{FIXED_ERROR}**", [("an", True)]),
+    ],
+)
+def test_conclusions_and_the_fixed_sentences(text: str, found: list) -> None:
+    assert [(m.group(1).lower(), is_fixed(text, m)) for m in conclusions(text)] == found
+
+
+def test_the_rules_read_the_conclusion_the_order_and_the_ending(tmp_path: Path) -> None:
+    replays, res = _import(
+        tmp_path,
+        (EXPLANATION + FIXED_NONE, "no_error"),  # by the book
+        (EXPLANATION + FIXED_ERROR, "no_error"),  # the parse contradicts the rationale
+        (FIXED_ERROR + " " + EXPLANATION * 2, "error"),  # answer first, words after
+        (EXPLANATION * 2, None),  # no conclusion at all
+    )
+    assert res.exit_code == 0, res.output
+    clean, misparsed, first, none = replays
+    v = _values(clean)
+    assert v["concludes_no_error"] == "TRUE" and v["concludes_error"] == "FALSE"
+    assert v["states_fixed"] == v["ends_fixed"] == v["explained_first"] == "TRUE"
+    assert _check(tmp_path, "judge0-math_item1_gpt-cot_instruction_prompt.json")["overall"] != (
+        "VIOLATED"
+    )
+    report = _check(tmp_path, "judge1-math_item1_gpt-cot_instruction_prompt.json")
+    assert report["dimensions"]["verdict"] == "VIOLATED"
+    assert misparsed["verdict"] == "no_error"
+    v = _values(first)
+    assert v["explained_first"] == "FALSE" and v["ends_fixed"] == "FALSE"
+    assert none["verdict"] == "none"
+    v = _values(none)
+    assert v["states_fixed"] == "FALSE"
+    assert "concludes_error" not in v and "explained_first" not in v  # nothing to read: UNKNOWN
+    for replay in replays:
+        assert replay["gold"] == "no_error"
+        assert "EXPERT-NOTE" not in json.dumps(replay)  # the expert's words reach no replay
+
+
+def test_a_quotation_of_the_task_is_checked_against_the_task(tmp_path: Path) -> None:
+    replays, _ = _import(
+        tmp_path,
+        (
+            'The model input requires that the problem starts with "A baker sells 40 loaves '
+            'every day" and it does. ' + FIXED_NONE,
+            "no_error",
+        ),
+        (
+            'The model input requires that the problem starts with "A baker sells 50 loaves '
+            'every day" and it does not. ' + FIXED_ERROR,
+            "error",
+        ),
+    )
+    good, bad = (_values(r) for r in replays)
+    assert good["quotes_task(q1)"] == "TRUE" and good["in_task(q1)"] == "TRUE"
+    assert bad["quotes_task(q1)"] == "TRUE" and bad["in_task(q1)"] == "FALSE"
+    report = _check(tmp_path, "judge1-math_item1_gpt-cot_instruction_prompt.json")
+    assert report["dimensions"]["grounding"] == "VIOLATED"
+
+
+def test_without_the_archive_or_with_another_file_it_is_one_message_and_exit_4(tmp_path):
+    judgments = _judgments(tmp_path, (EXPLANATION + FIXED_NONE, "no_error"))
+    res = CliRunner().invoke(
+        main, ["import", "realmistake", str(judgments), "--out", str(tmp_path / "o")]
+    )
+    assert res.exit_code == 4 and "--gold data.zip" in res.output
+    not_zip = tmp_path / "x.zip"
+    not_zip.write_text("plain", encoding="utf-8")
+    res = CliRunner().invoke(
+        main,
+        [
+            "import",
+            "realmistake",
+            str(judgments),
+            "--gold",
+            str(not_zip),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+    )
+    assert res.exit_code == 4 and "as a zip archive" in res.output
+    assert "Traceback" not in res.output and not (tmp_path / "o").exists()
+
+
+def test_an_archive_member_that_inflates_too_far_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "data.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("data/math/bomb.jsonl", " " * 2_000_000)
+    judgments = _judgments(tmp_path, (EXPLANATION + FIXED_NONE, "no_error"))
+    res = CliRunner().invoke(
+        main,
+        [
+            "import",
+            "realmistake",
+            str(judgments),
+            "--gold",
+            str(path),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+    )
+    assert res.exit_code == 4 and "too large" in res.output
+
+
+def test_a_judgment_without_its_item_is_skipped_with_the_reason(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    path.write_text(
+        json.dumps(
+            {
+                "item_id": "elsewhere",
+                "judge_model": "j",
+                "judge_rationale": EXPLANATION + FIXED_NONE,
+                "judge_verdict": "no_error",
+            }
+        )
+        + "\n[1]\n",
+        encoding="utf-8",
+    )
+    res = CliRunner().invoke(
+        main,
+        [
+            "import",
+            "realmistake",
+            str(path),
+            "--gold",
+            str(_archive(tmp_path)),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+    )
+    assert res.exit_code == 1
+    assert "j.jsonl:1: skipped: `item_id`: no item of the archive has this id" in res.output
+    assert "j.jsonl:2: skipped: not a judgment" in res.output
+
+
+@needs_data
+def test_the_study_on_a_slice_counts_what_the_results_say(tmp_path: Path) -> None:
+    assert DATA is not None
+    res = CliRunner().invoke(
+        study.main, ["--data", str(DATA), "--out", str(tmp_path), "--limit", "60"]
+    )
+    assert res.exit_code == 0, res.output
+    t = json.loads((tmp_path / "study.json").read_text(encoding="utf-8"))
+    lines = [json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()]
+    assert t["judgments"] == len(lines) == 60
+    for judge, j in t["judges"].items():
+        rs = [r for r in lines if r["judge"] == judge]
+        assert j["judgments"] == len(rs)
+        assert j["accuracy"] == round(sum(r["verdict_matches_gold"] for r in rs) / len(rs), 3)
+        assert j["right_for_wrong_reasons"] == sum(
+            r["verdict_matches_gold"] and r["overall"] == "VIOLATED" for r in rs
+        )
+        assert j["unparsed"] == sum(r["verdict"]["observed"] == "none" for r in rs)
+        for q in study.REQUIREMENTS:
+            assert j["requirement_violated"][q] == sum(
+                x["id"] == q and x["result"] == "VIOLATED" for r in rs for x in r["requirements"]
+            )
+    assert t["misparsed"]["count"] == sum(r["dimensions"]["verdict"] == "VIOLATED" for r in lines)
+    assert "| judge |" in res.output
+
+
+def test_the_study_names_missing_data_without_a_traceback(tmp_path: Path) -> None:
+    res = CliRunner().invoke(study.main, ["--data", str(tmp_path), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 4
+    assert "is not there" in res.output and "Traceback" not in res.output
