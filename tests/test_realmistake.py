@@ -283,3 +283,19 @@ def test_the_study_names_missing_data_without_a_traceback(tmp_path: Path) -> Non
     res = CliRunner().invoke(study.main, ["--data", str(tmp_path), "--out", str(tmp_path / "o")])
     assert res.exit_code == 4
     assert "is not there" in res.output and "Traceback" not in res.output
+
+
+def test_a_quotation_that_gathers_listed_options_is_no_misquote() -> None:
+    from unmask.importers.quoting import misquote
+
+    source = (
+        "* Your response should end with one of the following sentences:\n"
+        '  * "Therefore, the claim is supported." - Select this option if all is supported.\n'
+        '  * "Therefore, the claim is not supported." - Select this option otherwise.'
+    )
+    quote = (
+        "Your response should end with one of the following sentences: 'Therefore, the "
+        "claim is supported.', 'Therefore, the claim is not supported.'"
+    )
+    assert misquote(source, quote) is None
+    assert misquote(source, "Therefore, the claim is never supported in 2020.") is not None

@@ -35,6 +35,7 @@ _REPORTS = re.compile(
     re.I,
 )
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_CLAUSE = re.compile(r"(?<=[.!?;:])['\"”’]*,?\s+|['\"”’],?\s+['\"“‘]")
 WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 NEGATIONS = frozenset({"not", "no", "never", "none", "nor", "without"})
 # words that carry no fact of their own, left out when comparing a quotation with a source
@@ -159,7 +160,11 @@ def misquote(source: str, quote: str) -> str | None:
     quotation is the source's words or differs from them in nothing material."""
     if locate(source, quote) is not None:
         return None
-    for part in sentences(quote):
+    # clause by clause: a quotation may gather the source's sentences (a list of options,
+    # each in its own quote marks) that are there one by one
+    for part in _CLAUSE.split(quote):
+        if not part.strip():
+            continue
         near = closest(source, part)
         if locate(source, part) is None and material(source, near, part):
             return near
