@@ -410,8 +410,9 @@ def _run(
         import json
 
         from unmask.outputs import write_text
+        from unmask.render.safe import finish
 
-        text = json.dumps(summary.to_json(), ensure_ascii=False, indent=2) + "\n"
+        text = finish("json", json.dumps(summary.to_json(), ensure_ascii=False, indent=2)) + "\n"
         write_text(outputs.summary_json, text)
     if not outputs.quiet:
         click.echo(summary.render_text(), err=True)
