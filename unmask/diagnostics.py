@@ -7,7 +7,9 @@ JSON ``path``, and an optional ``help``. ``render`` is the only place that turns
 text, and it writes every part through the output policy (``unmask.render.safe.printable``):
 a file name, a source line or a message that holds a control character or a bidirectional
 override shows it as an escape, never acts on the terminal. Tests assert on the fields, not
-on rendered strings.
+on rendered strings. ``internal_error`` is the one diagnostic of a bug: every command and
+the batch engine report an unexpected exception with it, with the exit status
+``exitcodes.INTERNAL``.
 """
 
 from __future__ import annotations
@@ -38,6 +40,27 @@ class Diagnostic:
         if self.path is not None:
             return self.path
         return self.file or ""
+
+
+INTERNAL_HELP = "nothing was proved, please report this with the input that caused it"
+
+
+def internal_error(
+    exc: BaseException | None = None,
+    *,
+    file: str | None = None,
+    what: str = "Unmask failed unexpectedly",
+) -> Diagnostic:
+    """The one message of a bug, never a traceback: ``internal error: WHAT`` (by default an
+    unexpected exception ``exc``; the batch engine says a process died). What failed inside
+    is a note in backticks, for the bug report: the message names no implementation type."""
+    notes: tuple[str, ...] = ()
+    if exc is not None:
+        text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        notes = (f"for the report: `{text if len(text) <= 200 else text[:199] + '…'}`",)
+    return Diagnostic(
+        "internal-error", f"internal error: {what}", file=file, help=INTERNAL_HELP, notes=notes
+    )
 
 
 class UnmaskError(Exception):

@@ -22,7 +22,12 @@ import click
 
 from unmask import exitcodes
 from unmask.batch.inputs import STDIN
-from unmask.commands._options import backend_option, deadline_option, timeout_option
+from unmask.commands._options import (
+    backend_option,
+    deadline_option,
+    open_backend,
+    timeout_option,
+)
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits, click_options
 from unmask.outputs import OutputError, cannot_write, reason
@@ -174,7 +179,6 @@ def command(
     limits: Limits,
 ) -> None:
     """Check many replays (files, directories, JSON Lines, `-`) and summarise the run."""
-    from unmask.backends import create
 
     for p in paths:
         if p != STDIN and not os.path.exists(p):
@@ -191,13 +195,7 @@ def command(
                     f"`{option} {target}` would overwrite the input `{source}`",
                     help="write the output to a file that is not read by the audit",
                 )
-    try:
-        create(backend, timeout_ms=timeout_ms)
-    except UnmaskError as exc:
-        click.echo(render_all(exc.diagnostics), err=True)
-        raise SystemExit(EXIT_USAGE) from None
-    except ImportError as exc:
-        _usage(f"backend `{backend}` cannot be loaded: {exc}")
+    open_backend(backend, timeout_ms)  # a wrong name is a usage error before anything runs
     if jobs == 0:
         jobs = os.cpu_count() or 1
     if dask_spec is not None and jobs != 1:
