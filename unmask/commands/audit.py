@@ -233,7 +233,15 @@ def _run_on_dask(
         _usage(exc.message, help=exc.hint)
     except cluster.ClusterError as exc:
         click.echo(
-            render_all([Diagnostic("cluster", f"the dask cluster failed: {exc}")])
+            render_all(
+                [
+                    Diagnostic(
+                        "cluster",
+                        f"the dask cluster failed: {exc.message}",
+                        notes=(f"`{exc.detail}`",),
+                    )
+                ]
+            )
             + "\nevery line written is complete"
             + (f"; continue with `--resume --out {out}`" if out != "-" else ""),
             err=True,
@@ -313,7 +321,7 @@ def _run(
             done = resuming.read_done(out, carry)
         except resuming.ResumeError as exc:
             _usage(
-                f"`{out}` line {exc.line} {exc.message}; it is not an audit result file",
+                f"`{out}` is not an audit result file: line {exc.line} {exc.message}",
                 help="resume only into the output of an earlier `unmask audit`",
             )
         except OSError as exc:
