@@ -217,6 +217,7 @@ def test_audit_writes_no_acting_character_in_any_output(tmp_path: Path) -> None:
     assert len(written) >= 5, written  # results, summary, JUnit, index, a page
     for p in written:
         assert_clean(p.read_bytes(), str(p.relative_to(tmp_path)))
+        assert_clean(p.name, "the name of a written file")
     # the results and the summary keep the values, as JSON escapes
     lines = (tmp_path / "results.jsonl").read_text(encoding="utf-8").splitlines()
     assert any(json.loads(line).get("replay") == "case-c" + EVIL for line in lines)
@@ -231,8 +232,7 @@ def test_next_writes_no_acting_character(tmp_path: Path) -> None:
         assert_clean(res.stderr, f"next --format {fmt} (stderr)")
 
 
-@pytest.mark.parametrize("fmt", ["text", "json", "sarif"])
-def test_analyze_writes_no_acting_character(tmp_path: Path, fmt: str) -> None:
+def _hostile_proto(tmp_path: Path) -> Path:
     proto = tmp_path / ("p" + EVIL + ".proto")
     proto.write_text(
         f'protocol p "text{EVIL}"\n'
@@ -242,10 +242,38 @@ def test_analyze_writes_no_acting_character(tmp_path: Path, fmt: str) -> None:
         f'requirement r "r{EVIL}" {{ holds: b and not b  addressed: true }}\n',
         encoding="utf-8",
     )
-    res = unmask("analyze", str(proto), "--format", fmt)
+    return proto
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif"])
+def test_analyze_writes_no_acting_character(tmp_path: Path, fmt: str) -> None:
+    res = unmask("analyze", str(_hostile_proto(tmp_path)), "--format", fmt)
     assert res.returncode in (0, 1), res.stderr.decode(errors="replace")
     assert_clean(res.stdout, f"analyze --format {fmt}")
     assert_clean(res.stderr, f"analyze --format {fmt} (stderr)")
     if fmt == "sarif":
         for s in _strings(json.loads(res.stdout)):
             assert ACTING.search(s) is None, s
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_compare_writes_no_acting_character(tmp_path: Path, fmt: str) -> None:
+    old = _hostile_proto(tmp_path)
+    new = tmp_path / "new.proto"
+    new.write_bytes(old.read_bytes().replace(b"a and not a", b"a"))
+    res = unmask("compare", str(old), str(new), "--format", fmt)
+    assert res.returncode in (0, 1), res.stderr.decode(errors="replace")
+    assert_clean(res.stdout, f"compare --format {fmt}")
+    assert_clean(res.stderr, f"compare --format {fmt} (stderr)")
+
+
+def test_a_compile_error_in_a_hostile_proto_is_printed_cleanly(tmp_path: Path) -> None:
+    proto = tmp_path / ("bad" + EVIL + ".proto")
+    proto.write_text(
+        f'protocol p "x{EVIL}"\natom a : judge "{EVIL}"\ndecision pass iff a and zz\n', "utf-8"
+    )
+    res = unmask("analyze", str(proto))
+    assert res.returncode == 4 or res.returncode == 2, res.stderr.decode(errors="replace")
+    assert b"unknown" in res.stderr
+    assert_clean(res.stdout, "stdout")
+    assert_clean(res.stderr, "stderr")

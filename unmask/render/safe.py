@@ -11,6 +11,7 @@ output decides how such a character is shown (docs/security.md, "What Unmask nev
 - ``printable(text)``: for a terminal and every message (``unmask.diagnostics.render``):
   every character that is not printable, those above and any other invisible one, written
   out as a ``\\x1b``/``\\u202e`` escape, as ``unmask.jsonload.show`` shows user input;
+  ``lines(text)`` does it line by line, for a command's text output;
 - ``visible(text)``: for a document a person reads (HTML, Markdown, JUnit XML): only the
   characters above become such escapes; line breaks, tabs, joiners inside emoji and every
   other character stay, so the same replay gives the same page as before;
@@ -60,6 +61,11 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text  # printable excludes surrogates and controls: nothing to do
     return "".join(c if c.isprintable() else escape_char(c) for c in text)
+
+
+def lines(text: str) -> str:
+    """Lines for a terminal: each ``printable``, the line breaks kept."""
+    return "\n".join(printable(line) for line in text.split("\n"))
 
 
 def visible(text: str) -> str:
