@@ -277,3 +277,24 @@ def test_a_compile_error_in_a_hostile_proto_is_printed_cleanly(tmp_path: Path) -
     assert b"unknown" in res.stderr
     assert_clean(res.stdout, "stdout")
     assert_clean(res.stderr, "stderr")
+
+
+@pytest.mark.parametrize(
+    "args", [[], ["compile", "--emit", "smt2"], ["compile", "--emit", "dimacs"], ["fmt"]]
+)
+def test_unmaskc_writes_no_acting_character(tmp_path: Path, args: list[str]) -> None:
+    proto = _hostile_proto(tmp_path)
+    code = "from unmask.cli.unmaskc import main; main()"
+    res = subprocess.run(
+        [sys.executable, "-c", code, *args, str(proto)], capture_output=True, timeout=120
+    )
+    assert res.returncode == 0, res.stderr.decode(errors="replace")
+    assert_clean(res.stdout, f"unmaskc {' '.join(args)}")
+    assert_clean(res.stderr, f"unmaskc {' '.join(args)} (stderr)")
+    if args == ["fmt"]:  # the canonical text still means the same protocol
+        again = tmp_path / "again.proto"
+        again.write_bytes(res.stdout)
+        ir = [sys.executable, "-c", code]
+        a = subprocess.run([*ir, str(proto)], capture_output=True, check=True).stdout
+        b = subprocess.run([*ir, str(again)], capture_output=True, check=True).stdout
+        assert json.loads(a) | {"name": None} == json.loads(b) | {"name": None}
