@@ -46,6 +46,7 @@ SINKS: dict[str, tuple[int, str]] = {
     "ResumeError": (1, "message"),
     "Refused": (1, "message"),
     "_BadLine": (0, "message"),
+    "internal_error": (99, "what"),  # keyword only: `internal error: WHAT`
 }
 
 
