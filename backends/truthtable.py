@@ -124,8 +124,8 @@ class TruthTableSession(Session):
                     Diagnostic(
                         code="truthtable-limit",
                         message=(
-                            f"this check needs {max(too_big)} interdependent unknown atoms, more "
-                            f"than the {MAX_ATOMS} the truth-table backend enumerates"
+                            f"this check needs {max(too_big)} interdependent unknown atoms, but "
+                            f"the truth-table backend enumerates at most {MAX_ATOMS}"
                         ),
                         help="use `--backend z3` or `--backend pysat` for this replay",
                     )

@@ -116,7 +116,8 @@ def _source_excerpt(span: Span, sources: _Sources) -> list[str]:
         end = span.end_column - 1
     # a character shown as an escape is wider: the caret follows the escaped text
     before = len(printable(text[:start])) + max(0, start - len(text))
-    width = max(1, len(printable(text[start:end])))
+    shown = text[start:end]
+    width = len(printable(shown)) + (end - start - len(shown))  # past the line's end too
     gutter = f"{span.line} | "
     return [
         f"{' ' * (len(gutter) - 2)}|",
