@@ -77,16 +77,10 @@ def create(
         import difflib  # only for a name that is wrong: not at every start-up
 
         close = difflib.get_close_matches(name, list(_REGISTRY), n=1, cutoff=0.5)
-        hint = f"did you mean `{close[0]}`?" if close else None
-        choices = ", ".join(f"`{n}`" for n in _REGISTRY)
+        choices = "the backends are " + ", ".join(f"`{n}`" for n in _REGISTRY)
+        hint = f"did you mean `{close[0]}`? {choices}" if close else choices
         raise UnmaskError(
-            [
-                Diagnostic(
-                    code="unknown-backend",
-                    message=f"unknown backend `{name}`; the backends are {choices}",
-                    help=hint,
-                )
-            ]
+            [Diagnostic(code="unknown-backend", message=f"unknown backend `{name}`", help=hint)]
         )
     cls = _resolve(_REGISTRY[name])
     return cls(timeout_ms=timeout_ms, seed=seed, option=option or None)

@@ -73,19 +73,18 @@ def resolve_solver(option: str | None) -> str:
     canonical = aliases.get(option.lower())
     if canonical in SUPPORTED:
         return canonical
-    choices = ", ".join(f"`{n}`" for n in SUPPORTED)
+    choices = "the usable solvers are " + ", ".join(f"`{n}`" for n in SUPPORTED)
     if canonical is not None:
         message = (
-            f"the solver `{option}` cannot answer under assumptions with cores and a time "
-            f"limit; usable solvers: {choices}"
+            f"the solver `{option}` cannot answer under assumptions with cores and a time limit"
         )
-        hint = f"try `pysat:{DEFAULT_SOLVER}`"
+        hint = f"try `pysat:{DEFAULT_SOLVER}`, {choices}"
     else:
-        message = f"unknown pysat solver `{option}`; usable solvers: {choices}"
+        message = f"unknown pysat solver `{option}`"
         import difflib  # only for a wrong name: not at every start-up
 
         close = difflib.get_close_matches(option.lower(), list(SUPPORTED), n=1, cutoff=0.5)
-        hint = f"did you mean `pysat:{close[0]}`?" if close else None
+        hint = f"did you mean `pysat:{close[0]}`? {choices}" if close else choices
     raise UnmaskError([Diagnostic(code="unknown-solver", message=message, help=hint)])
 
 

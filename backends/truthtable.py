@@ -124,8 +124,8 @@ class TruthTableSession(Session):
                     Diagnostic(
                         code="truthtable-limit",
                         message=(
-                            f"the truth-table backend enumerates at most {MAX_ATOMS} "
-                            f"interdependent unknown atoms; this check needs {max(too_big)}"
+                            f"this check needs {max(too_big)} interdependent unknown atoms, but "
+                            f"the truth-table backend enumerates at most {MAX_ATOMS}"
                         ),
                         help="use `--backend z3` or `--backend pysat` for this replay",
                     )

@@ -604,7 +604,7 @@ def test_jsonl_verdict_without_a_map_must_be_a_label(tmp_path):
         ({"verdict": {"field": "x", "mapp": {}}}, "verdict.mapp", "unknown key `mapp`"),
         ({"gold": {"field": "x", "map": {"a": 1}}}, "gold.map", "expected an object of raw"),
         ({"domains": {"claim": "a"}}, "domains", "expected an object of domain"),
-        ({"annotations": {}}, "annotations", "expected a list"),
+        ({"annotations": {}}, "annotations", "expected an array"),
         ({"annotations": [{"value": {"field": "x"}}]}, "annotations[0]", 'expected `{"atom"'),
         ({"annotations": [{"atom": "a"}]}, "annotations[0]", "missing `value`"),
         (

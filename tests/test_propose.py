@@ -184,8 +184,8 @@ def test_an_unknown_proposer_says_did_you_mean():
         create("claim-lexical")
     (d,) = err.value.diagnostics
     assert d.code == "unknown-proposer"
-    assert "`claim-lexical`" in d.message
-    assert d.help == "did you mean `claims-lexical`?"
+    assert d.message == "unknown proposer `claim-lexical`"
+    assert d.help.startswith("did you mean `claims-lexical`? the proposers are ")
 
 
 class _JudgeRule(Proposer):
@@ -297,7 +297,7 @@ def test_bad_lines_are_reported_counted_and_do_not_stop_the_rest(tmp_path):
     assert err[0] == f"{path}:3:1: error: not valid JSON: expecting value"
     assert err[1] == f"{path}:4:1: error: missing field `claim`"
     assert err[2] == (
-        f"{path}:5:1: error: field `evidence` must be a list of sentences, found a string"
+        f"{path}:5:1: error: field `evidence` must be an array of sentences, found a string"
     )
     assert err[3] == f"{path}:6:1: error: field `evidence[1]` must be a string, found a number"
     assert err[4] == f"{path}:7:1: error: field `id` must be a string or an integer, found a list"

@@ -47,8 +47,10 @@ def test_unknown_solver_is_a_diagnostic_with_a_suggestion():
         create("pysat:glucos4")
     (d,) = err.value.diagnostics
     assert d.code == "unknown-solver"
-    assert "`glucos4`" in d.message and "`cadical195`" in d.message
-    assert d.help == "did you mean `pysat:glucose4`?"
+    # one sentence: the usable solvers follow the suggestion, in help
+    assert d.message == "unknown pysat solver `glucos4`"
+    assert d.help.startswith("did you mean `pysat:glucose4`? the usable solvers are ")
+    assert "`cadical195`" in d.help
 
 
 @pytest.mark.parametrize("name", ["kissat", "lingeling"])

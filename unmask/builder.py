@@ -270,7 +270,7 @@ class ReplayBuilder:
             if not isinstance(occurrence, int) or not 0 <= occurrence < len(hits):
                 raise _error(
                     "occurrence",
-                    f"occurrence {show(occurrence)} of `{show(quote, 80)}` does not exist: "
+                    f"occurrence `{show(occurrence)}` of `{show(quote, 80)}` does not exist: "
                     f"it occurs {len(hits)} time{'s' if len(hits) != 1 else ''} in {where}",
                     f"{path}.quote",
                     help=f"pick 0 to {len(hits) - 1}",

@@ -656,7 +656,7 @@ class _Compiler:
         path = f"domains.{name}"
         if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
             self.error(
-                "bad-member", f"the members of `{name}` must be a list of names", None, path=path
+                "bad-member", f"the members of `{name}` must be an array of names", None, path=path
             )
             return None
         ok = True

@@ -59,7 +59,7 @@ def locate_protocol(text: str, base_dir: Path | None, roots: Iterable[str] = ())
     if PurePath(text).anchor:
         raise Refused(
             "protocol-path",
-            f"the protocol path `{shown}` is absolute; it must be relative to the replay's folder",
+            f"the protocol path `{shown}` is absolute, not relative to the replay's folder",
             help=ALLOW_HELP,
         )
     if not text.endswith(PROTOCOL_SUFFIX):

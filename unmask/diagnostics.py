@@ -4,7 +4,12 @@ Contract: every user-facing problem (compile error, validation error, usage erro
 ``Diagnostic`` with a stable ``code``, a lowercase ``message`` that puts user input in
 backticks and names no implementation type, an optional ``span`` (file, line, column) or
 JSON ``path``, and an optional ``help``. ``render`` is the only place that turns them into
-text; tests assert on the fields, not on rendered strings.
+text, and it writes every part through the output policy (``unmask.render.safe.printable``):
+a file name, a source line or a message that holds a control character or a bidirectional
+override shows it as an escape, never acts on the terminal. Tests assert on the fields, not
+on rendered strings. ``internal_error`` is the one diagnostic of a bug: every command and
+the batch engine report an unexpected exception with it, with the exit status
+``exitcodes.INTERNAL``.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from unmask.ir import Span
+from unmask.render.safe import printable
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +40,27 @@ class Diagnostic:
         if self.path is not None:
             return self.path
         return self.file or ""
+
+
+INTERNAL_HELP = "nothing was proved, please report this with the input that caused it"
+
+
+def internal_error(
+    exc: BaseException | None = None,
+    *,
+    file: str | None = None,
+    what: str = "Unmask failed unexpectedly",
+) -> Diagnostic:
+    """The one message of a bug, never a traceback: ``internal error: WHAT`` (by default an
+    unexpected exception ``exc``; the batch engine says a process died). What failed inside
+    is a note in backticks, for the bug report: the message names no implementation type."""
+    notes: tuple[str, ...] = ()
+    if exc is not None:
+        text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        notes = (f"for the report: `{text if len(text) <= 200 else text[:199] + '…'}`",)
+    return Diagnostic(
+        "internal-error", f"internal error: {what}", file=file, help=INTERNAL_HELP, notes=notes
+    )
 
 
 class UnmaskError(Exception):
@@ -83,14 +110,19 @@ def _source_excerpt(span: Span, sources: _Sources) -> list[str]:
     if line is None:
         return []
     text = line.expandtabs(1)
-    width = 1
+    start = span.column - 1
+    end = start + 1
     if span.end_line == span.line and span.end_column > span.column:
-        width = span.end_column - span.column
+        end = span.end_column - 1
+    # a character shown as an escape is wider: the caret follows the escaped text
+    before = len(printable(text[:start])) + max(0, start - len(text))
+    shown = text[start:end]
+    width = len(printable(shown)) + (end - start - len(shown))  # past the line's end too
     gutter = f"{span.line} | "
     return [
         f"{' ' * (len(gutter) - 2)}|",
-        f"{gutter}{text}",
-        f"{' ' * (len(gutter) - 2)}| {' ' * (span.column - 1)}{'^' * width}",
+        f"{gutter}{printable(text)}",
+        f"{' ' * (len(gutter) - 2)}| {' ' * before}{'^' * width}",
     ]
 
 
@@ -98,14 +130,15 @@ def render(d: Diagnostic, sources: dict[str, str] | _Sources | None = None) -> s
     """``FILE:LINE:COL: error: message``, the line with a caret, then notes and help."""
     if not isinstance(sources, _Sources):
         sources = _Sources(sources)
-    loc = d.location()
-    head = f"{loc}: {d.severity}: {d.message}" if loc else f"{d.severity}: {d.message}"
+    loc = printable(d.location())
+    message = printable(d.message)
+    head = f"{loc}: {d.severity}: {message}" if loc else f"{d.severity}: {message}"
     out = [head]
     if d.span is not None:
         out.extend(_source_excerpt(d.span, sources))
-    out.extend(f"  = note: {n}" for n in d.notes)
+    out.extend(f"  = note: {printable(n)}" for n in d.notes)
     if d.help:
-        out.append(f"  = help: {d.help}")
+        out.append(f"  = help: {printable(d.help)}")
     return "\n".join(out)
 
 

@@ -28,6 +28,11 @@ UNKNOWN = 3
 had nothing to compare, or (`audit --fail-on unknown`) a replay was unknown, not decided or
 invalid."""
 
+INTERNAL = UNKNOWN
+"""An internal error (a bug): one ``internal-error`` diagnostic
+(``unmask.diagnostics.internal_error``), never a traceback; nothing was proved, so it is the
+status of no definite answer."""
+
 INVALID = 4
 """The replay is not valid input (`audit`: no input was a valid replay; one the backend
 could not decide is valid, and is 3 as in `check`)."""

@@ -328,12 +328,12 @@ class IrReader:
             return None
         schema = obj.get("schema")
         if "schema" not in obj:
-            r.err("schema", path, f"missing `schema`; expected `{PROTOCOL_SCHEMA}`")
+            r.err("schema", path, f"missing `schema`, expected `{PROTOCOL_SCHEMA}`")
         elif schema != PROTOCOL_SCHEMA:
             r.err(
                 "schema",
                 join_path(path, "schema"),
-                f"unsupported protocol schema `{show(schema)}`; expected `{PROTOCOL_SCHEMA}`",
+                f"unsupported protocol schema `{show(schema)}`, expected `{PROTOCOL_SCHEMA}`",
             )
             return None
         r.unknown_keys(obj, path, PROTOCOL_KEYS, "a protocol")
@@ -633,8 +633,8 @@ class IrReader:
                 r.err(
                     "ground-role",
                     kp,
-                    f"the {key} side of a grounding pair reads only `{key}` atoms; "
-                    f"`{show(n)}` is a `{names[n]}` atom",
+                    f"`{show(n)}` is a `{names[n]}` atom, but the {key} side of a grounding "
+                    f"pair reads only `{key}` atoms",
                     help="a grounding pair is written judge ~ context",
                 )
                 return None

@@ -145,7 +145,7 @@ def parse_json_document(
         raise UnmaskError([too_large(name, limits, file)])
     text = decode_utf8(data, name, file, first_line)
     if not text.strip():
-        raise _error("json-empty", "the file is empty; expected a json object", file)
+        raise _error("json-empty", "expected a json object, found an empty file", file)
     # the nesting is at most the number of opening brackets: count them (C speed) before
     # measuring it
     opening = data.count(b"{") + data.count(b"[")
@@ -153,7 +153,7 @@ def parse_json_document(
     if depth > limits.max_json_depth:
         raise _error(
             "limit",
-            f"json nesting is {depth} levels deep; the limit is {limits.max_json_depth}",
+            f"json nesting is {depth} levels deep, more than the limit of {limits.max_json_depth}",
             file,
             help=f"raise the bound with `{limits.option('max_json_depth')}`",
         )

@@ -112,7 +112,7 @@ class JsonReader:
         self.err(
             "limit",
             path,
-            f"{what} is {seen}; the limit is {bound}",
+            f"{what} is {seen}, more than the limit of {bound}",
             help=f"raise the bound with `{self.limits.option(field)}`",
         )
 

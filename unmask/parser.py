@@ -43,6 +43,7 @@ from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.ir import Span
 from unmask.limits import DEFAULT_LIMITS, Limits
 from unmask.names import IDENT_RE
+from unmask.render.safe import UNSAFE
 
 MAX_SYNTAX_ERRORS = 20
 
@@ -219,7 +220,7 @@ def encode_string(value: str) -> str:
             out.append("\\t")
         elif ch == "\r":
             out.append("\\r")
-        elif ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0 or ch in "\u2028\u2029":
+        elif ch in "\u2028\u2029" or UNSAFE.match(ch):  # controls, bidirectional overrides
             out.append(f"\\u{ord(ch):04x}")
         else:
             out.append(ch)

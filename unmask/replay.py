@@ -159,7 +159,7 @@ class _ReplayReader:
             self.r.err(
                 "schema",
                 "$",
-                f"missing `schema`; expected `{REPLAY_SCHEMA}`",
+                f"missing `schema`, expected `{REPLAY_SCHEMA}`",
                 help=f'add `"schema": "{REPLAY_SCHEMA}"`',
             )
             return True
@@ -172,7 +172,7 @@ class _ReplayReader:
         self.r.err(
             "schema",
             "schema",
-            f"unsupported schema `{show(schema)}`; expected `{REPLAY_SCHEMA}`",
+            f"unsupported schema `{show(schema)}`, expected `{REPLAY_SCHEMA}`",
             help=hint,
         )
         return False

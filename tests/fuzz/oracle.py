@@ -4,13 +4,17 @@ Contract: ``run_inprocess(case)`` runs it through click's ``CliRunner`` under a 
 alarm; ``run_process(case)`` through a real process (stdin closed, a timeout). Both return
 an ``Outcome``; ``problems(case, outcome)`` lists what is wrong with it: no exit within the
 timeout, an exit status the command does not document, a traceback, stdout that is not a
-valid document of the format asked for, or a canary's content anywhere in the output.
+valid document of the format asked for, a control character or bidirectional override
+from the input raw on stderr or on `unmask`'s stdout (the output policy), a message on
+stderr that breaks docs/style.md (``tests.message_style``), or a canary's content anywhere
+in the output.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,8 +25,13 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from tests.fuzz.gen import CANARY, EXITS, Case
+from tests.message_style import message_problems
 
 BIN = Path(sys.executable).parent
+# a diagnostic as `unmask.diagnostics.render` prints it: `[PLACE: ]error: MESSAGE`
+_MESSAGE = re.compile(r"^(?:.*?: )?(?:error|warning): (.*)$", re.MULTILINE)
+# what the output policy (unmask/render/safe.py) keeps out of every output, written out here
+ACTING = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 @dataclass
@@ -96,8 +105,8 @@ def _format_problem(case: Case, out: str) -> str:
             return "html is not a whole page"
     except (ValueError, ET.ParseError) as exc:
         return f"stdout is not valid {fmt}: {exc}"
-    if fmt in ("text", "markdown", "json", "sarif", "junit") and "\x1b" in out:
-        return "a raw escape character reached stdout"
+    if case.prog == "unmask" and ACTING.search(out):
+        return "a raw control character or bidirectional override reached stdout"
     return ""
 
 
@@ -111,6 +120,12 @@ def problems(case: Case, o: Outcome) -> list[str]:
         found.append(f"exit {o.code} is not one of {sorted(EXITS[case.command])}")
     if "Traceback" in o.stderr or "Traceback" in o.stdout:
         found.append("traceback in the output")
+    if ACTING.search(o.stderr):  # every message goes through the output policy
+        found.append("a raw control character or bidirectional override reached stderr")
+    for m in _MESSAGE.finditer(o.stderr):  # every message printed keeps docs/style.md
+        broken = message_problems(m.group(1))
+        if broken:
+            found.append(f"the message {m.group(1)!r} {', '.join(broken)}")
     # a file named on `unmaskc`'s command line was chosen by the user, not by a replay
     if case.command != "unmaskc-path" and (CANARY in o.stdout or CANARY in o.stderr):
         found.append("a file outside the replay's folder was printed")

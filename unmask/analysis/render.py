@@ -5,7 +5,10 @@ finding as a diagnostic (``FILE:LINE:COL: severity: message``, the source line w
 caret, the witness as a note) after a head naming the protocol, the backend and the scope.
 SARIF writes one run whose rules are the finding codes; each result's ``ruleId`` is its
 code and its location is the region of the `.proto` file it points at, so code-scanning
-tools show it inline. Deterministic: no time, no absolute path that was not given.
+tools show it inline. Every format goes through the output policy (``unmask.render.safe``):
+a file name or a string of the protocol never reaches the terminal or a file with a
+control character or a bidirectional override in it. Deterministic: no time, no absolute
+path that was not given.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 from unmask.analysis.analyze import Analysis
 from unmask.analysis.findings import CODES
 from unmask.diagnostics import render_all
+from unmask.render.safe import finish, printable, visible_values
 
 FORMATS = ("text", "json", "sarif")
 _RULE_INDEX = {code: i for i, code in enumerate(CODES)}
@@ -24,9 +28,10 @@ _RULE_INDEX = {code: i for i, code in enumerate(CODES)}
 
 def render(fmt: str, analysis: Analysis, sources: dict[str, str] | None = None) -> str:
     if fmt == "json":
-        return json.dumps(analysis.to_json(), ensure_ascii=False, indent=2) + "\n"
+        return finish(fmt, json.dumps(analysis.to_json(), ensure_ascii=False, indent=2)) + "\n"
     if fmt == "sarif":
-        return json.dumps(to_sarif(analysis), ensure_ascii=False, indent=2) + "\n"
+        log = visible_values(to_sarif(analysis))
+        return finish(fmt, json.dumps(log, ensure_ascii=False, indent=2)) + "\n"
     return text(analysis, sources)
 
 
@@ -35,12 +40,11 @@ def _plural(n: int, word: str) -> str:
 
 
 def text(analysis: Analysis, sources: dict[str, str] | None = None) -> str:
-    lines = [
-        f"analysis of protocol `{analysis.protocol}` ({analysis.file}), backend {analysis.backend}",
-        analysis.scope.text(),
-        f"labels: {', '.join(analysis.labels)}",
-        "",
-    ]
+    head = (
+        f"analysis of protocol `{analysis.protocol}` ({analysis.file}), backend {analysis.backend}"
+    )
+    lines = [printable(head), printable(analysis.scope.text())]
+    lines += [printable(f"labels: {', '.join(analysis.labels)}"), ""]
     if analysis.findings:
         diags = [f.diagnostic(analysis.file) for f in analysis.findings]
         lines.append(render_all(diags, sources))

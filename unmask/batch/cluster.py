@@ -57,7 +57,13 @@ class Unavailable(Exception):
 
 
 class ClusterError(Exception):
-    """The cluster failed during the run (not a replay: a lost scheduler, a broken worker)."""
+    """The cluster failed during the run (not a replay: a lost scheduler, a broken worker):
+    ``message`` says what failed in words, ``detail`` quotes the exception, for a report."""
+
+    def __init__(self, message: str, detail: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.detail = detail
 
 
 def parse_spec(spec: str) -> tuple[str, int | None]:
@@ -298,7 +304,8 @@ class _Runner:
         except KilledWorker:
             pass
         except Exception as exc:
-            raise ClusterError(f"{type(exc).__name__}: {exc}") from None
+            detail = f"{type(exc).__name__}: {exc}"
+            raise ClusterError("the results of a partition could not be fetched", detail) from None
         if len(chunk) == 1:
             return [run.died(chunk[0], self.settings)], None
         # one replay at a time, so that a crash cannot be blamed on its neighbours
@@ -310,5 +317,6 @@ class _Runner:
             except KilledWorker:
                 out.append(run.died(task, self.settings))
             except Exception as exc:
-                raise ClusterError(f"{type(exc).__name__}: {exc}") from None
+                detail = f"{type(exc).__name__}: {exc}"
+                raise ClusterError("the results of a replay could not be fetched", detail) from None
         return out, None

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from unmask.diagnostics import Diagnostic
+from unmask.render.safe import json_text
 from unmask.report import NOT_CHECKED, OK, SATISFIED, UNKNOWN, VIOLATED
 from unmask.report import SCHEMA as REPORT_SCHEMA
 
@@ -64,7 +65,7 @@ _COMPACT_ASCII = json.JSONEncoder(separators=(",", ":"), check_circular=False)
 
 
 def encode_line(obj: dict[str, Any]) -> bytes:
-    text = _COMPACT.encode(obj)
+    text = json_text(_COMPACT.encode(obj))  # the output policy: no raw control, no override
     try:
         return text.encode("utf-8") + b"\n"
     except UnicodeEncodeError:  # a lone surrogate from the input: escape, stay valid UTF-8

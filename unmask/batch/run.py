@@ -47,7 +47,7 @@ from unmask.batch import inputs
 from unmask.batch.inputs import STDIN_LABEL, LineRange, Task, range_tasks, split_range
 from unmask.batch.records import encode_line, error_record
 from unmask.batch.summary import Summary, View, view
-from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.diagnostics import Diagnostic, UnmaskError, internal_error
 from unmask.interrupt import reraise_interrupt
 from unmask.limits import DEFAULT_LIMITS, GC_THRESHOLDS, Limits
 
@@ -140,13 +140,7 @@ def audit_task(task: Task, settings: Settings) -> Result:
         return _failed(task, settings, [d])
     except Exception as exc:  # one broken replay must not stop the batch
         reraise_interrupt(exc)
-        d = Diagnostic(
-            "internal-error",
-            f"checking this replay failed unexpectedly: {type(exc).__name__}: {exc}",
-            file=task.location,
-            help="please report this with the replay",
-        )
-        return _failed(task, settings, [d])
+        return _failed(task, settings, [internal_error(exc, file=task.location)])
     body = report.to_json()
     obj = {"schema": body.pop("schema"), "location": task.location, **body}
     row, page, case = None, None, None
@@ -182,13 +176,8 @@ def _failed(
 
 def died(task: Task, settings: Settings) -> Result:
     """The error record of a replay whose checking kills the process running it."""
-    d = Diagnostic(
-        "internal-error",
-        "the process checking this replay died (a crash in the solver?)",
-        file=task.location,
-        help="check it alone with `unmask check`, and please report it",
-    )
-    return _failed(task, settings, [d])
+    what = "the process checking this replay died (a crash in the solver?)"
+    return _failed(task, settings, [internal_error(file=task.location, what=what)])
 
 
 @contextlib.contextmanager

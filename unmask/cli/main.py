@@ -17,7 +17,7 @@ import importlib.util
 
 import click
 
-from unmask import __version__
+from unmask import __version__, exitcodes
 from unmask.cli.stdout import StdoutGuard
 from unmask.limits import GC_THRESHOLDS
 
@@ -39,6 +39,8 @@ MODULES: dict[str, str] = {"import": "import_"}
 
 
 class LazyGroup(StdoutGuard):
+    internal_status = exitcodes.INTERNAL
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [n for n in COMMANDS if self._available(n)]
 

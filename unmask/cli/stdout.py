@@ -14,7 +14,10 @@ can still be reported, not in the interpreter's last flush. Then:
   device``, and the group's ``output_status`` (2 for `unmask`, 1 for `unmaskc`).
 
 A command interrupted by Ctrl-C says `interrupted` on stderr and exits 130
-(``exitcodes.INTERRUPTED``), in both programs.
+(``exitcodes.INTERRUPTED``), in both programs. An exception no command expected (a bug)
+ends `unmask` with the one ``internal-error`` diagnostic
+(``unmask.diagnostics.internal_error``) and ``exitcodes.INTERNAL``, never a traceback
+(``internal_status``; `unmaskc` leaves it as it is).
 
 Commands write with ``click.echo`` or ``sys.stdout`` and catch nothing about standard output
 themselves. Files a command names are written through ``unmask.outputs`` or caught where
@@ -110,10 +113,14 @@ def guarded(status: int) -> Iterator[None]:
         raise SystemExit(status) from None
 
 
+_CLICKS = (click.ClickException, click.exceptions.Exit, click.Abort)
+
+
 class StdoutGuard(click.Group):
     """A group whose parsing and commands run ``guarded``, with ``output_status``."""
 
     output_status: ClassVar[int] = exitcodes.USAGE
+    internal_status: ClassVar[int | None] = None  # None: an unexpected exception goes on
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
         with guarded(self.output_status):
@@ -127,6 +134,7 @@ class StdoutGuard(click.Group):
             # click would print `Aborted!` and exit 1, which reads as a finding; every
             # command documents 130 for an interrupted run (`unmask audit` says more first)
             if not is_interrupt(exc):
+                self._internal(exc)
                 raise
             # an object whose construction the signal cut short fails again in its
             # `__del__` at exit: noise after the one line that matters
@@ -134,3 +142,15 @@ class StdoutGuard(click.Group):
             with contextlib.suppress(OSError):
                 click.echo("interrupted", err=True)
             raise SystemExit(exitcodes.INTERRUPTED) from None
+
+    def _internal(self, exc: BaseException) -> None:
+        """A bug in a command: its one message and ``internal_status``, no traceback."""
+        if self.internal_status is None or not isinstance(exc, Exception):
+            return
+        if isinstance(exc, _CLICKS):  # click's own ends: a usage error, an exit, an abort
+            return
+        from unmask.diagnostics import internal_error, render_all
+
+        with contextlib.suppress(OSError):
+            click.echo(render_all([internal_error(exc)]), err=True)
+        raise SystemExit(self.internal_status) from None

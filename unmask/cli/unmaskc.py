@@ -123,8 +123,9 @@ def compile_command(
         sys.exit(_fail(err, sources))
     if emit == "ir":
         from unmask.irjson import dumps, protocol_to_json
+        from unmask.render.safe import json_text
 
-        out = dumps(protocol_to_json(protocol)) + "\n"
+        out = json_text(dumps(protocol_to_json(protocol))) + "\n"
     else:
         try:
             from unmask import emit as emitter

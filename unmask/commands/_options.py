@@ -1,5 +1,8 @@
 """Options and output that several `unmask` subcommands share, defined once so they read
-the same. ``open_backend`` turns ``--backend`` into a backend or one usage error (exit 2).
+the same. ``open_backend`` is the one place a command turns ``--backend`` (or a name of
+``--backends``) into a backend: an unknown name, or a bad solver option, is one diagnostic
+with a "did you mean" hint and the list of names; a backend whose solver library cannot be
+imported is one diagnostic naming the missing module; both exit ``exitcodes.USAGE`` (2).
 ``echo`` writes a command's result on stdout; a full disk or a closed pipe there is
 handled once for every command, by the entry point (``unmask.cli.stdout``).
 """
@@ -29,16 +32,31 @@ def format_option(choices: tuple[str, ...]):
 def open_backend(name: str, timeout_ms: int):
     """The backend ``name`` names, or exit 2 with one diagnostic saying why there is none."""
     from unmask.backends import create
-    from unmask.diagnostics import Diagnostic, UnmaskError, render_all
+    from unmask.diagnostics import UnmaskError, render_all
 
     try:
         return create(name, timeout_ms=timeout_ms)
     except UnmaskError as exc:
         diags = exc.diagnostics
     except ImportError as exc:
-        diags = [Diagnostic("backend-unavailable", f"backend `{name}` cannot be loaded: {exc}")]
+        diags = (backend_unavailable(name, exc),)
     click.echo(render_all(diags), err=True)
     sys.exit(exitcodes.USAGE)
+
+
+def backend_unavailable(name: str, exc: ImportError):
+    """A backend whose solver library is missing: named, never the import error's text."""
+    from unmask.diagnostics import Diagnostic
+    from unmask.jsonload import show
+
+    missing = (exc.name or "").partition(".")[0]
+    help_ = (
+        f"it needs the module `{show(missing)}`, which is not installed"
+        if missing
+        else "its solver library is not installed"
+    )
+    message = f"backend `{show(name)}` cannot be loaded"
+    return Diagnostic("backend-unavailable", message, help=help_)
 
 
 def timeout_option(

@@ -22,7 +22,12 @@ import click
 
 from unmask import exitcodes
 from unmask.batch.inputs import STDIN
-from unmask.commands._options import backend_option, deadline_option, timeout_option
+from unmask.commands._options import (
+    backend_option,
+    deadline_option,
+    open_backend,
+    timeout_option,
+)
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits, click_options
 from unmask.outputs import OutputError, cannot_write, reason
@@ -174,7 +179,6 @@ def command(
     limits: Limits,
 ) -> None:
     """Check many replays (files, directories, JSON Lines, `-`) and summarise the run."""
-    from unmask.backends import create
 
     for p in paths:
         if p != STDIN and not os.path.exists(p):
@@ -191,13 +195,7 @@ def command(
                     f"`{option} {target}` would overwrite the input `{source}`",
                     help="write the output to a file that is not read by the audit",
                 )
-    try:
-        create(backend, timeout_ms=timeout_ms)
-    except UnmaskError as exc:
-        click.echo(render_all(exc.diagnostics), err=True)
-        raise SystemExit(EXIT_USAGE) from None
-    except ImportError as exc:
-        _usage(f"backend `{backend}` cannot be loaded: {exc}")
+    open_backend(backend, timeout_ms)  # a wrong name is a usage error before anything runs
     if jobs == 0:
         jobs = os.cpu_count() or 1
     if dask_spec is not None and jobs != 1:
@@ -235,7 +233,15 @@ def _run_on_dask(
         _usage(exc.message, help=exc.hint)
     except cluster.ClusterError as exc:
         click.echo(
-            render_all([Diagnostic("cluster", f"the dask cluster failed: {exc}")])
+            render_all(
+                [
+                    Diagnostic(
+                        "cluster",
+                        f"the dask cluster failed: {exc.message}",
+                        notes=(f"`{exc.detail}`",),
+                    )
+                ]
+            )
             + "\nevery line written is complete"
             + (f"; continue with `--resume --out {out}`" if out != "-" else ""),
             err=True,
@@ -315,7 +321,7 @@ def _run(
             done = resuming.read_done(out, carry)
         except resuming.ResumeError as exc:
             _usage(
-                f"`{out}` line {exc.line} {exc.message}; it is not an audit result file",
+                f"`{out}` is not an audit result file: line {exc.line} {exc.message}",
                 help="resume only into the output of an earlier `unmask audit`",
             )
         except OSError as exc:
@@ -410,8 +416,9 @@ def _run(
         import json
 
         from unmask.outputs import write_text
+        from unmask.render.safe import finish
 
-        text = json.dumps(summary.to_json(), ensure_ascii=False, indent=2) + "\n"
+        text = finish("json", json.dumps(summary.to_json(), ensure_ascii=False, indent=2)) + "\n"
         write_text(outputs.summary_json, text)
     if not outputs.quiet:
         click.echo(summary.render_text(), err=True)

@@ -18,7 +18,7 @@ import math
 import click
 
 from unmask.bench.workload import WORKLOADS
-from unmask.diagnostics import Diagnostic, UnmaskError, render_all
+from unmask.diagnostics import Diagnostic, render_all
 
 # a replay of n claims has 2n + 1 atoms and takes memory and time that grow with n (the
 # baseline's more than linearly): ten times the default plan's largest size is the most
@@ -104,8 +104,10 @@ def command(
     json_out: str | None,
 ) -> None:
     """Measure audit throughput against a naive fresh-solver-per-query baseline."""
-    from unmask.backends import available, create
+    from unmask.backends import available
+    from unmask.backends.base import DEFAULT_TIMEOUT_MS
     from unmask.bench import Plan, run
+    from unmask.commands._options import open_backend
 
     kw: dict = {"seed": seed, "workload": workload, "jobs_claims": jobs_claims}
     if sizes:
@@ -125,11 +127,7 @@ def command(
     for name in [*kw.get("runners", ()), kw.get("backend", "sliced")]:
         if name == "baseline":
             continue
-        try:
-            create(name)
-        except UnmaskError as exc:
-            click.echo(render_all(exc.diagnostics), err=True)
-            raise SystemExit(2) from None
+        open_backend(name, DEFAULT_TIMEOUT_MS)
     if "runners" not in kw:
         kw["runners"] = ("baseline", *(b for b in available() if b != "baseline"))
     plan = Plan.quick(**kw) if quick else Plan(**kw)

@@ -21,8 +21,8 @@ from pathlib import Path
 import click
 
 from unmask import exitcodes
-from unmask.commands._options import deadline_option, echo, timeout_option
-from unmask.diagnostics import Diagnostic, UnmaskError, render_all
+from unmask.commands._options import deadline_option, echo, open_backend, timeout_option
+from unmask.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
 from unmask.interrupt import reraise_interrupt
 from unmask.limits import Limits, click_options
 from unmask.render import FORMATS
@@ -64,22 +64,7 @@ def command(
     limits: Limits,
 ) -> None:
     """Check one replay: verdict entailment, procedure, coverage, grounding."""
-    from unmask.backends import create
-
-    try:
-        solver = create(backend, timeout_ms=timeout_ms)
-    except UnmaskError as exc:
-        _fail(exc.diagnostics, exitcodes.USAGE)
-    except ImportError as exc:
-        _fail(
-            (
-                Diagnostic(
-                    code="backend-unavailable",
-                    message=f"backend `{backend}` cannot be loaded: {exc}",
-                ),
-            ),
-            exitcodes.USAGE,
-        )
+    solver = open_backend(backend, timeout_ms)
     from unmask.api import check
     from unmask.replay import load_replay, render_error
 
@@ -98,10 +83,7 @@ def command(
         _fail(exc.diagnostics, exitcodes.UNKNOWN, fmt, replay_path)
     except Exception as exc:  # a bug must still not end in a traceback
         reraise_interrupt(exc)
-        message = f"internal error while checking: {exc}" if str(exc) else "internal error"
-        help_ = "nothing was proved; please report this with the replay"
-        diag = Diagnostic(code="internal-error", message=message, help=help_)
-        _fail((diag,), exitcodes.UNKNOWN, fmt, replay_path)
+        _fail((internal_error(exc),), exitcodes.INTERNAL, fmt, replay_path)
     from unmask.render import render
 
     # click.echo drops the ANSI codes again when stdout is not a terminal

@@ -83,10 +83,12 @@ def command(
 
     scope = loaded_new.scope if loaded_new.scope.domains else loaded_old.scope
     result = compare(p_old, p_new, solver, scope, (old, new))
+    from unmask.render.safe import finish, lines
+
     if fmt == "json":
-        click.echo(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
+        click.echo(finish("json", json.dumps(result.to_json(), ensure_ascii=False, indent=2)))
     else:
-        click.echo(text(result), nl=False)
+        click.echo(lines(text(result)), nl=False)
     if fail_if is not None:
         rel = result.relation(f"label:{label}")
         assert rel is not None

@@ -22,10 +22,11 @@ import click
 
 from unmask import exitcodes
 from unmask.backends import available
-from unmask.commands._options import deadline_option, echo, timeout_option
-from unmask.diagnostics import Diagnostic, UnmaskError, render_all
+from unmask.commands._options import deadline_option, echo, open_backend, timeout_option
+from unmask.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
 from unmask.interrupt import reraise_interrupt
 from unmask.limits import Limits, click_options
+from unmask.render.safe import json_text, printable
 
 
 def first_difference(a: Any, b: Any, path: str = "") -> tuple[str, Any, Any] | None:
@@ -66,7 +67,7 @@ _MISSING = _Missing()
 def _show(value: Any) -> str:
     if value is _MISSING:
         return "(absent)"
-    text = json.dumps(value, ensure_ascii=False, sort_keys=False)
+    text = json_text(json.dumps(value, ensure_ascii=False, sort_keys=False))
     return text if len(text) <= 300 else text[:297] + "..."
 
 
@@ -95,20 +96,13 @@ def command(
     replay: str, backends: str, timeout_ms: int, deadline_ms: int | None, limits: Limits
 ) -> None:
     """Run several backends on one replay and compare their reports."""
-    from unmask.backends import create
-
     names = [n.strip() for n in backends.split(",") if n.strip()]
     if len(names) < 2:
         _usage("`--backends` needs at least two backends to compare")
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         _usage(f"backend `{dup}` is listed twice in `--backends`")
-    solvers = []
-    for name in names:
-        try:
-            solvers.append((name, create(name, timeout_ms=timeout_ms)))
-        except UnmaskError as exc:
-            _fail(exc.diagnostics, exitcodes.USAGE)
+    solvers = [(name, open_backend(name, timeout_ms)) for name in names]
 
     from unmask.api import check
     from unmask.replay import load_replay, render_error
@@ -131,11 +125,12 @@ def command(
             notes = "; ".join(
                 d.message + (f" ({d.help})" if d.help else "") for d in exc.diagnostics
             )
-            click.echo(f"{name}: skipped: {notes}", err=True)
+            click.echo(printable(f"{name}: skipped: {notes}"), err=True)
             continue
         except Exception as exc:  # a crash in one backend is a disagreement, not a traceback
             reraise_interrupt(exc)
-            echo(f"{rid}: backend `{name}` failed: {exc}")
+            echo(f"{rid}: backend `{name}` failed")
+            click.echo(render_all([internal_error(exc)]), err=True)
             raise SystemExit(exitcodes.VIOLATED) from None
         report.pop("backend", None)
         reports.append((name, report))

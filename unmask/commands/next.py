@@ -35,7 +35,7 @@ from unmask.commands._options import (
     open_backend,
     timeout_option,
 )
-from unmask.diagnostics import Diagnostic, UnmaskError, render_all
+from unmask.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
 from unmask.interrupt import reraise_interrupt
 from unmask.ir import Span
 from unmask.limits import Limits, click_options
@@ -234,10 +234,9 @@ def command(
             continue
         except Exception as exc:  # a bug must still not end in a traceback
             reraise_interrupt(exc)
-            message = f"internal error while checking `{location}`: {type(exc).__name__}"
-            diag = Diagnostic("internal-error", message, help="please report this with the replay")
+            diag = internal_error(exc, file=location)
             click.echo(render_all([diag]), err=True)
-            failed.append({"location": location, "errors": [message]})
+            failed.append({"location": location, "errors": [diag.message]})
             continue
         reports.append(dataclasses.replace(r, location=None if single else location))
 

@@ -113,7 +113,7 @@ def _parse(raw: bytes | None) -> tuple[object, str, list[str]]:
     evidence = row["evidence"]
     if not isinstance(evidence, list):
         raise _BadLine(
-            f"field `evidence` must be a list of sentences, found {_kind(evidence)}", row_id
+            f"field `evidence` must be an array of sentences, found {_kind(evidence)}", row_id
         )
     if len(evidence) > MAX_SENTENCES:
         raise _BadLine(f"field `evidence` has more than {MAX_SENTENCES} sentences", row_id)

@@ -120,7 +120,7 @@ def load_mapping(path: Path, options: Options) -> dict[str, Any]:
     out["domains"] = doms
     anns = m.get("annotations", [])
     if not isinstance(anns, list):
-        raise _bad(mapping, "annotations", "expected a list")
+        raise _bad(mapping, "annotations", "expected an array")
     for j, a in enumerate(anns):
         p = f"annotations[{j}]"
         if not isinstance(a, dict) or not isinstance(a.get("atom"), str):

@@ -83,9 +83,10 @@ def _gold_index(path: Path, options: Options) -> dict[tuple[str, tuple[int, ...]
             claim, meta, label = row["claim"], row["meta"], row["label"]
             key = (claim, tuple(int(i) for i in meta["chunk_idx"]))
             cid = str(meta["id"])
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError):
+            help_ = "a row has `claim`, `label` and `meta` with `id` and `chunk_idx`"
             raise UnmaskError(
-                [Diagnostic("wice", f"{path}:{n}: not a WiCE gold row (field {exc})")]
+                [Diagnostic("wice", f"{path}:{n}: not a WiCE gold row", help=help_)]
             ) from None
         if label not in LABELS:
             raise UnmaskError(

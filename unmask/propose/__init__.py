@@ -100,13 +100,13 @@ def create(name: str, fill: Fill | None = None) -> Proposer:
     """The proposer registered as ``name``; with ``fill``, one that declares it."""
     if name not in _REGISTRY:
         close = difflib.get_close_matches(name, list(_REGISTRY), n=1, cutoff=0.5)
-        choices = ", ".join(f"`{n}`" for n in _REGISTRY)
+        choices = "the proposers are " + ", ".join(f"`{n}`" for n in _REGISTRY)
         raise UnmaskError(
             [
                 Diagnostic(
                     "unknown-proposer",
-                    f"unknown proposer `{name}`; the proposers are {choices}",
-                    help=f"did you mean `{close[0]}`?" if close else None,
+                    f"unknown proposer `{name}`",
+                    help=f"did you mean `{close[0]}`? {choices}" if close else choices,
                 )
             ]
         )

@@ -3,9 +3,10 @@
 
 Contract: ``FORMATS`` names the modules (``unmask.render.text``, ``json``, ``html``,
 ``markdown``, ``sarif``, ``junit``); ``render(fmt, report, replay=None, **options)``
-imports only the one asked for and passes its text through ``safe.clean`` last, the single
-output policy (a lone surrogate becomes U+FFFD), so whatever a replay holds, the result
-can be written. Adding a format is adding its module and its name here.
+imports only the one asked for and passes its text through ``safe.finish`` last, the single
+output policy (no character that acts on a terminal or reorders a line reaches a document
+raw, a lone surrogate becomes U+FFFD), so whatever a replay holds, the result can be
+written and read as it is. Adding a format is adding its module and its name here.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ FORMATS: tuple[str, ...] = ("text", "json", "html", "markdown", "sarif", "junit"
 
 def render(fmt: str, report: Any, replay: Any = None, **options: Any) -> str:
     """The report in format ``fmt`` (one of ``FORMATS``)."""
-    from unmask.render.safe import clean
+    from unmask.render.safe import finish
 
     if fmt not in FORMATS:
         raise ValueError(f"unknown report format `{fmt}`")
     module = importlib.import_module(f"unmask.render.{fmt}")
-    return clean(module.render(report, replay, **options))
+    return finish(fmt, module.render(report, replay, **options))

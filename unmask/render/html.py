@@ -36,6 +36,7 @@ import markupsafe
 
 from unmask.irtext import expr_text
 from unmask.render import view as ev
+from unmask.render.safe import finish
 from unmask.report import (
     BASE_NAMES,
     NOT_CHECKED,
@@ -309,8 +310,10 @@ def _definitions_view(replay: Any) -> list[dict]:
 
 
 def render(report: Report, replay: Any = None) -> str:
-    # spans were cut before; a last pass replaces any lone surrogate left in other text
-    return ev.clean(environment().get_template("report.html.j2").render(**context(report, replay)))
+    # spans were cut before; a last pass applies the output policy to the whole page
+    return finish(
+        "html", environment().get_template("report.html.j2").render(**context(report, replay))
+    )
 
 
 # --- the batch index -------------------------------------------------------------------------
@@ -557,4 +560,4 @@ def render_index(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) 
     ``cross``, ``extra``, ``confusion``, ``confusion_by_protocol``, ``provenance``,
     ``judges`` (see ``docs/reports.md``)."""
     page = environment().get_template("index.html.j2").render(**index_context(summary, rows))
-    return ev.clean(page)
+    return finish("html", page)

@@ -24,7 +24,7 @@ from typing import Any
 from unmask.diagnostics import Diagnostic, render_all
 from unmask.render import sarif
 from unmask.render.junit import xml_safe
-from unmask.render.safe import clean
+from unmask.render.safe import clean, finish, visible_values
 
 
 def _location(d: Diagnostic, name: str) -> dict[str, Any] | None:
@@ -102,8 +102,8 @@ def render(
     that has none. ``text``: the diagnostics as printed (default: rendered without source
     excerpts)."""
     if fmt == "sarif":
-        body = json.dumps(sarif_log(name, diagnostics, exit_code), ensure_ascii=False, indent=2)
-        return clean(body) + "\n"
+        log = visible_values(sarif_log(name, diagnostics, exit_code))
+        return finish(fmt, json.dumps(log, ensure_ascii=False, indent=2)) + "\n"
     if fmt == "junit":
-        return clean(junit_xml(name, text or render_all(diagnostics)))
+        return finish(fmt, junit_xml(name, text or render_all(diagnostics)))
     return None

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from unmask.render import text as text_render
+from unmask.render.safe import UNSAFE, escape_char
 from unmask.report import SATISFIED, VIOLATED, Report
 
 ERROR_SCHEMA = "unmask.error/1"  # the audit's record of a replay that could not be checked
@@ -76,16 +77,18 @@ class Case:
 
 
 def xml_safe(text: str) -> str:
-    """``text`` with every character XML 1.0 forbids written out as an escape sequence."""
+    """``text`` with every character XML 1.0 forbids, and every one the output policy keeps
+    out of documents (``safe.UNSAFE``: controls, bidirectional overrides), written out as an
+    escape sequence."""
     out = []
     for ch in text:
         o = ord(ch)
-        if ch in "\t\n\r" or 0x20 <= o < 0xD800 or 0xE000 <= o < 0xFFFE or o > 0xFFFF:
+        if (ch in "\t\n" or 0x20 <= o < 0xD800 or 0xE000 <= o < 0xFFFE or o > 0xFFFF) and (
+            not UNSAFE.match(ch)
+        ):
             out.append(ch)
-        elif o < 0x100:
-            out.append(f"\\x{o:02x}")
         else:
-            out.append(f"\\u{o:04x}")
+            out.append(escape_char(ch))
     return "".join(out)
 
 

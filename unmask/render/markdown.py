@@ -21,6 +21,7 @@ from markupsafe import Markup
 
 from unmask.render import html
 from unmask.render import view as ev
+from unmask.render.safe import finish
 from unmask.report import Report
 
 _PUNCT = re.compile(r"([\\`*_\[\]|~])")
@@ -136,4 +137,4 @@ def render(report: Report, replay: Any = None) -> str:
         s["markdown"] = _source_line(s["segments"])
     text = environment().get_template("report.md.j2").render(**ctx)
     # no run of blank lines longer than one, and exactly one newline at the end
-    return re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n"
+    return finish("markdown", re.sub(r"\n{3,}", "\n\n", text).strip("\n") + "\n")

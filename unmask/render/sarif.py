@@ -33,6 +33,7 @@ from urllib.parse import quote
 
 from unmask.irtext import expr_text
 from unmask.render import view as ev
+from unmask.render.safe import finish, visible_values
 from unmask.report import (
     BASE_NAMES,
     INCONSISTENT,
@@ -507,4 +508,5 @@ def to_json(report: Report, replay: Any = None) -> dict[str, Any]:
 
 def render(report: Report, replay: Any = None) -> str:
     """The SARIF log as JSON text."""
-    return ev.clean(json.dumps(to_json(report, replay), ensure_ascii=False, indent=2)) + "\n"
+    log = visible_values(to_json(report, replay))  # every string is text a viewer shows
+    return finish("sarif", json.dumps(log, ensure_ascii=False, indent=2)) + "\n"
