@@ -119,8 +119,8 @@ def _items(path: Path, options: Options) -> dict[str, dict[str, Any]]:
 
     try:
         archive = zipfile.ZipFile(path)
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise bad(f"cannot read `{file}` as a zip archive: {exc.__class__.__name__}") from None
+    except (OSError, zipfile.BadZipFile):
+        raise bad(f"cannot read `{file}` as a zip archive") from None
     items: dict[str, dict[str, Any]] = {}
     with archive:
         members = archive.infolist()
@@ -137,8 +137,9 @@ def _items(path: Path, options: Options) -> dict[str, dict[str, Any]]:
                 raise bad(f"archive member `{info.filename}` is too large ({size} bytes)")
             try:
                 data = archive.read(info)
-            except (RuntimeError, zipfile.BadZipFile, OSError) as exc:
-                raise bad(f"cannot read archive member `{info.filename}`: {exc}") from None
+            except (RuntimeError, zipfile.BadZipFile, OSError):
+                # a damaged member, or one sealed with another password
+                raise bad(f"cannot read archive member `{info.filename}`") from None
             text = decode_utf8(data, file, f"{file}:{info.filename}")
             for n, line in enumerate(text.split("\n"), start=1):
                 if not line.strip():
