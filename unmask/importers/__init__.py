@@ -12,6 +12,7 @@ rule passes ``by=rule_by(NAME)``.
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import importlib
 import itertools
@@ -117,6 +118,30 @@ def occurrence_at(text: str, quote: str, start: int) -> int:
     if i != start:
         raise ValueError("the quote does not start there")
     return n
+
+
+class Occurrences:
+    """``occurrence_at`` for many quotes of one text: each quote's starts are found once,
+    then looked up by bisection (a rationale quoting one phrase 8,000 times was quadratic)."""
+
+    __slots__ = ("_starts", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._starts: dict[str, list[int]] = {}
+
+    def at(self, quote: str, start: int) -> int:
+        starts = self._starts.get(quote)
+        if starts is None:
+            starts, i = [], self.text.find(quote)
+            while i != -1:
+                starts.append(i)
+                i = self.text.find(quote, i + 1)
+            self._starts[quote] = starts
+        n = bisect.bisect_left(starts, start)
+        if n == len(starts) or starts[n] != start:
+            raise ValueError("the quote does not start there")
+        return n
 
 
 def num(v: Any) -> str:

@@ -23,12 +23,12 @@ from unmask.builder import ReplayBuilder
 from unmask.importers import (
     PROTOCOLS,
     Imported,
+    Occurrences,
     Options,
     Skipped,
     build,
     is_number,
     num,
-    occurrence_at,
     read_array,
     rule_by,
     tf,
@@ -169,6 +169,8 @@ def _case(proto: str, file: str, i: int, case: Any, options: Options) -> Importe
     order = case.get("order") if isinstance(case.get("order"), int) else i
     stem = f"{order:04d}-{name}" if name else f"{order:04d}"
 
+    occurrences = Occurrences(rationale)
+
     def make() -> ReplayBuilder:
         b = ReplayBuilder(
             proto,
@@ -181,7 +183,7 @@ def _case(proto: str, file: str, i: int, case: Any, options: Options) -> Importe
         by = rule_by(NAME)
         for j, (h, at, reason_at, md) in enumerate(headers):
             m = f"m{j}"
-            occ = occurrence_at(rationale, h, at)
+            occ = occurrences.at(h, at)
             b.annotate(f"succeeded({m})", md["success"], quote=h, occurrence=occ, by=by)
             score, thr, direction = md.get("score"), md.get("threshold"), _direction(md["name"])
             if is_number(score) and is_number(thr) and direction is not None:
@@ -204,13 +206,13 @@ def _case(proto: str, file: str, i: int, case: Any, options: Options) -> Importe
                     f"states_score({m})",
                     False,
                     quote=reason,
-                    occurrence=occurrence_at(rationale, reason, reason_at),
+                    occurrence=occurrences.at(reason, reason_at),
                     by=by,
                     explanation="the reason does not say `The score is …`",
                 )
                 continue
             q = stated.group(0)
-            qocc = occurrence_at(rationale, q, reason_at + stated.start())
+            qocc = occurrences.at(q, reason_at + stated.start())
             b.annotate(f"states_score({m})", True, quote=q, occurrence=qocc, by=by)
             if is_number(score):
                 text = stated.group(1)

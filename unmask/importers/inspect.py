@@ -25,6 +25,7 @@ from unmask.builder import ReplayBuilder
 from unmask.importers import (
     PROTOCOLS,
     Imported,
+    Occurrences,
     Options,
     Skipped,
     build,
@@ -45,6 +46,9 @@ _GRADE = re.compile(rf"(?i)(?<!\w)GRADE(?!\w){_SPACING}:{_SPACING}([CPI])")
 # a phrase in straight or curly double quotes, on one line, 3 to 300 characters
 _QUOTED = re.compile(r"\"([^\"\n]{3,300})\"|“([^”\n]{3,300})”")
 _TRAIL = ",.;:!?"
+# looking up every distinct quoted phrase searches the response and the context: a record
+# whose lookups would read more characters than this is skipped (docs/security.md)
+MAX_LOOKUP = 1_000_000_000
 
 
 def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
@@ -107,7 +111,8 @@ def _score(
 
     response = _response(sample)
     task, target = _text(sample.get("input")), sample.get("target")
-    target = "\n".join(target) if isinstance(target, list) else target
+    if isinstance(target, list) and all(isinstance(t, str) for t in target):
+        target = "\n".join(target)
     context = "\n\n".join(t for t in (task, target if isinstance(target, str) else None) if t)
     sources = {"rationale": explanation}
     if response:
@@ -116,9 +121,18 @@ def _score(
         sources["context"] = context
     answer = score.get("answer")
 
-    phrases = _phrases(explanation, [s for s in (response, context) if s])
+    texts = [(n, t) for n, t in (("response", response), ("context", context)) if t]
+    phrases = _phrases(explanation, texts)
+    if phrases is None:
+        return Skipped(
+            f"{where}.explanation",
+            f"too many quoted phrases to look up: more than {MAX_LOOKUP:,} characters to search"
+            " (distinct phrases times the length of the response and context)",
+        )
     sid, epoch = sample.get("id"), sample.get("epoch")
     stem = f"{sid}-e{epoch}-{scorer}"
+
+    occurrences = Occurrences(explanation)
 
     def make() -> ReplayBuilder:
         b = ReplayBuilder(
@@ -135,7 +149,7 @@ def _score(
             "says_correct",
             last.group(1).upper() == "C",
             quote=last.group(0),
-            occurrence=_nth(explanation, last.group(0), last.start()),
+            occurrence=occurrences.at(last.group(0), last.start()),
             by=by,
             explanation="the last grade written",
         )
@@ -145,7 +159,7 @@ def _score(
                 "one_grade",
                 True,
                 quote=last.group(0),
-                occurrence=_nth(explanation, last.group(0), last.start()),
+                occurrence=occurrences.at(last.group(0), last.start()),
                 by=by,
             )
         else:
@@ -155,8 +169,8 @@ def _score(
                 False,
                 quote=[first_other.group(0), last.group(0)],
                 occurrence=[
-                    _nth(explanation, first_other.group(0), first_other.start()),
-                    _nth(explanation, last.group(0), last.start()),
+                    occurrences.at(first_other.group(0), first_other.start()),
+                    occurrences.at(last.group(0), last.start()),
                 ],
                 by=by,
                 explanation=f"grades written: {', '.join(sorted(letters))}",
@@ -175,7 +189,7 @@ def _score(
             )
         for k, (phrase, at, found) in enumerate(phrases):
             b.annotate(
-                f"quotes(q{k})", True, quote=phrase, occurrence=_nth(explanation, phrase, at), by=by
+                f"quotes(q{k})", True, quote=phrase, occurrence=occurrences.at(phrase, at), by=by
             )
             if found is not None:
                 src, quote = found
@@ -195,37 +209,44 @@ def _score(
     return build(where, stem, make)
 
 
-def _nth(text: str, quote: str, start: int) -> int:
-    from unmask.importers import occurrence_at
-
-    return occurrence_at(text, quote, start)
-
-
-def _phrases(explanation: str, texts: list[str]) -> list[tuple[str, int, tuple[str, str] | None]]:
-    """Each quoted phrase, where it is, and where it was found (source, exact text)."""
+def _phrases(
+    explanation: str, texts: list[tuple[str, str]]
+) -> list[tuple[str, int, tuple[str, str] | None]] | None:
+    """Each quoted phrase, where it is, and where it was found (source, exact text); None
+    when looking them up would search more than ``MAX_LOOKUP`` characters."""
     out = []
-    names = ["response", "context"][: len(texts)]
+    found: dict[str, tuple[str, str] | None] = {}  # each distinct phrase is looked up once
+    per_phrase = 2 * sum(len(t) for _, t in texts)  # exact, then ignoring case
+    lowered: dict[str, str] = {}
     for m in _QUOTED.finditer(explanation):
         g = 1 if m.group(1) is not None else 2
         phrase, at = m.group(g), m.start(g)
         if not phrase.strip():
             continue
-        out.append((phrase, at, _find(phrase, names, texts)))
+        if phrase not in found:
+            if (len(found) + 1) * per_phrase > MAX_LOOKUP:
+                return None
+            found[phrase] = _find(phrase, texts, lowered)
+        out.append((phrase, at, found[phrase]))
     return out
 
 
-def _find(phrase: str, names: list[str], texts: list[str]) -> tuple[str, str] | None:
+def _find(
+    phrase: str, texts: list[tuple[str, str]], lowered: dict[str, str]
+) -> tuple[str, str] | None:
     """Where ``phrase`` occurs: exactly, without trailing punctuation, or ignoring case."""
     candidates = [phrase, phrase.rstrip(_TRAIL)]
     for cand in candidates:
         if not cand:
             continue
-        for name, text in zip(names, texts, strict=True):
+        for name, text in texts:
             if cand in text:
                 return name, cand
     cand = phrase.rstrip(_TRAIL)
-    for name, text in zip(names, texts, strict=True):
-        low = text.lower()
+    for name, text in texts:
+        low = lowered.get(name)
+        if low is None:
+            low = lowered[name] = text.lower()  # once per text, not once per phrase
         if len(low) == len(text) and len(cand.lower()) == len(cand):
             i = low.find(cand.lower())
             if i >= 0:

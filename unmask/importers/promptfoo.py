@@ -24,12 +24,12 @@ from unmask.builder import ReplayBuilder
 from unmask.importers import (
     PROTOCOLS,
     Imported,
+    Occurrences,
     Options,
     Skipped,
     build,
     is_number,
     num,
-    occurrence_at,
     read_array,
     rule_by,
     tf,
@@ -142,6 +142,8 @@ def _row(proto: str, file: str, i: int, row: Any, options: Options) -> Imported 
     )
     rid = row["id"] if isinstance(row.get("id"), str) and row["id"] else f"{file}#{i}"
 
+    occurrences = Occurrences(rationale)
+
     def make() -> ReplayBuilder:
         b = ReplayBuilder(
             proto,
@@ -172,7 +174,7 @@ def _row(proto: str, file: str, i: int, row: Any, options: Options) -> Imported 
             )
         for m, c, kind in members:
             h, at = headers[m]
-            occ = occurrence_at(rationale, h, at)
+            occ = occurrences.at(h, at)
             b.annotate(f"passed({m})", c["pass"], quote=h, occurrence=occ, by=by)
             says = _score_says(c)
             if says is not None:
