@@ -11,7 +11,8 @@ for each phrase the explanation puts in quotation marks, ``quotes`` (TRUE, quoti
 ``said`` (whether it occurs in the response or the context). Verdicts are binary until
 multi-label protocols exist: C is PASS, I is FAIL; a P (partial credit), an unscored
 sample, or another scorer is skipped with the reason. `.eval` logs are refused with a hint
-to convert them (`inspect log convert --to json`).
+to convert them (`inspect log convert --to json`). A score whose quoted phrases would need
+more than ``MAX_LOOKUP`` characters searched is skipped with that reason.
 """
 
 from __future__ import annotations

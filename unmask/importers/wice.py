@@ -13,6 +13,8 @@ comes from the annotators' ``oracle_idx`` (a reviewed human reading); nothing is
 from the gold label, which stays in ``gold`` and out of every base. What a rule cannot
 establish stays unannotated (UNKNOWN): in particular ``gap`` is never FALSE, since a
 rationale that does not mention a gap has not said there is none.
+A gold row with a field of another kind than WiCE writes is an ``UnmaskError`` naming the
+line and JSON path, before anything is read; tags are paired in linear time.
 """
 
 from __future__ import annotations
@@ -152,7 +154,12 @@ def _gold_row(where: str, row: Any) -> tuple[str, tuple[int, ...], str, str, fro
     writes; anything else is one error naming the line and the JSON path."""
 
     def bad(at: str, expected: str, found: Any = None) -> UnmaskError:
-        shown = "" if found is None else f", found {kind(found)}"
+        if found is None:
+            shown = ""
+        elif isinstance(found, str):
+            shown = f", found `{show(found)}`"
+        else:
+            shown = f", found {kind(found)}"
         return UnmaskError(
             [
                 Diagnostic(
