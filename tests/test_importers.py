@@ -254,10 +254,10 @@ def test_promptfoo_rules_on_changed_copies_of_a_real_row(tmp_path, change, expec
         ),
         (
             lambda rows: rows[0]["gradingResult"]["componentResults"][0]["assertion"].update(
-                type="assert-set"
+                type="guardrails"
             ),
             "results.results[0].gradingResult.componentResults[0].assertion.type",
-            "`assert-set` assertions are not imported yet",
+            "`guardrails` assertions are not imported yet",
         ),
         (
             lambda rows: rows[0]["gradingResult"]["componentResults"].__setitem__(0, 3),

@@ -80,6 +80,8 @@ def command(
         sys.exit(EXIT_INVALID)
     for s in summary.skipped:
         say(f"{s.where}: skipped: {s.reason}")
+    for note in summary.notes:
+        say(f"{note.where}: note: {note.message}")
     n, k = len(summary.written), summary.n_skipped
     say(
         f"imported {n} replay{'s' if n != 1 else ''} from `{input_path}` into `{out}`"
