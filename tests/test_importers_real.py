@@ -159,3 +159,62 @@ def test_regenerated_promptfoo_output_reads_the_same(tmp_path: Path) -> None:
             assert res.exit_code == 0, res.stderr
         for path in sorted(old.iterdir()):
             assert check(path)["overall"] == check(new / path.name)["overall"]
+
+
+# --- `unmask import jsonl`: a three-label judge with per-record passages and parts --------------
+
+RAG = TEST_DATA / "importers" / "rag-judge"
+
+
+def test_a_three_label_judge_with_per_record_passages_imports_and_audits(tmp_path: Path) -> None:
+    # the worked example of docs/importers.md: SUPPORTED / PARTIAL / UNSUPPORTED mapped to the
+    # protocol's own labels, each record with its own passages and its own claim parts
+    out = tmp_path / "out"
+    res = cli(
+        "import",
+        "jsonl",
+        str(RAG / "judgments.jsonl"),
+        "--mapping",
+        str(RAG / "mapping.json"),
+        "--out",
+        str(out),
+    )
+    assert res.exit_code == 0, res.stderr
+    r1 = json.loads((out / "r1.json").read_text(encoding="utf-8"))
+    assert r1["verdict"] == "partially_supported"
+    assert r1["domains"] == {"part": ["joined", "cto"]}
+    assert r1["sources"]["context"] == (
+        "[1] Alice joined ACME in 2024.\n[2] Bob has been ACME's CTO since 2019."
+    )
+    r2 = json.loads((out / "r2.json").read_text(encoding="utf-8"))
+    assert r2["domains"] == {"part": ["opened"]} and r2["verdict"] == "supported"
+    assert {a["atom"]: a["value"] for a in r1["annotations"]} == {
+        "said(joined)": "TRUE",
+        "said(cto)": "FALSE",
+        "backed(joined)": "TRUE",
+        "backed(cto)": "FALSE",
+        "cited": "TRUE",
+    }
+    overall = {p.stem: check(p)["overall"] for p in sorted(out.iterdir())}
+    # r3 calls a claim supported whose parts the passages contradict
+    assert overall == {"r1": "SATISFIED", "r2": "SATISFIED", "r3": "VIOLATED"}
+
+
+def test_a_label_the_protocol_does_not_declare_is_skipped_naming_the_labels(tmp_path) -> None:
+    rows = (RAG / "judgments.jsonl").read_text(encoding="utf-8").splitlines()
+    first = json.loads(rows[0])
+    first["verdict"] = "MAYBE"
+    src = tmp_path / "j.jsonl"
+    src.write_text("\n".join([json.dumps(first), *rows[1:]]) + "\n", encoding="utf-8")
+    mapping = json.loads((RAG / "mapping.json").read_text(encoding="utf-8"))
+    del mapping["verdict"]["map"]  # without a map, the field must hold the protocol's label
+    (tmp_path / "claim_parts.proto").write_bytes((RAG / "claim_parts.proto").read_bytes())
+    m = tmp_path / "mapping.json"
+    m.write_text(json.dumps(mapping), encoding="utf-8")
+    res = cli("import", "jsonl", str(src), "--mapping", str(m), "--out", str(tmp_path / "o"))
+    assert res.exit_code == 1
+    assert (
+        f"{src}:1: field `verdict`: skipped: `MAYBE` is not one of `supported`,"
+        " `partially_supported`, `not_supported`" in res.stderr
+    )
+    assert f"{src}:2: field `verdict`: skipped: `SUPPORTED` is not one of" in res.stderr
