@@ -9,7 +9,7 @@ escaped exception, no raw ESC, BEL or bidirectional control on stderr, and every
 wrote valid by ``unmask validate``; every proposer output line is JSON, one per input line.
 
 Cases per test: ``MAX_EXAMPLES`` below (hypothesis' ``max_examples``; derandomized, so CI
-runs the same cases every time). Seven tests, about 20 s together on a loaded machine.
+runs the same cases every time). Eight tests, about 25 s together on a loaded machine.
 """
 
 from __future__ import annotations
@@ -208,6 +208,23 @@ INSPECT["samples"] = INSPECT["samples"][:1]
 @given(ops=OPS, how=HOW, cut=st.integers(min_value=0))
 def test_fuzz_import_promptfoo(ops, how, cut) -> None:
     _import("promptfoo", _mutated(PROMPTFOO, ops, how, cut), "results.json")
+
+
+PROMPTFOO_ROWS = [
+    json.loads(line)
+    for line in (DATA / "promptfoo-0.121.20" / "results.jsonl").read_text("utf-8").splitlines()
+]
+
+
+@SETTINGS
+@given(rows=st.lists(st.tuples(OPS, HOW, st.integers(min_value=0)), min_size=1, max_size=3))
+def test_fuzz_import_promptfoo_jsonl(rows) -> None:
+    # promptfoo 0.121.20's own `-o results.jsonl` rows (assert-sets among them), mutated
+    lines = [
+        _mutated(PROMPTFOO_ROWS[cut % len(PROMPTFOO_ROWS)], ops, how, cut).replace(b"\n", b" ")
+        for ops, how, cut in rows
+    ]
+    _import("promptfoo", b"\n".join(lines) + b"\n", "results.jsonl")
 
 
 @SETTINGS
