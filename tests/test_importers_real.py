@@ -218,3 +218,39 @@ def test_a_label_the_protocol_does_not_declare_is_skipped_naming_the_labels(tmp_
         " `partially_supported`, `not_supported`" in res.stderr
     )
     assert f"{src}:2: field `verdict`: skipped: `SUPPORTED` is not one of" in res.stderr
+
+
+# --- Inspect: a claim about the submission is checked against the submission -----------------
+
+INSPECT = TEST_DATA / "importers" / "inspect-generated"
+
+
+def test_inspect_a_quote_of_the_target_does_not_back_a_claim_about_the_submission(
+    tmp_path: Path,
+) -> None:
+    # written by inspect-ai itself (mockllm, `regenerate.py`): the answer names Buzz Aldrin,
+    # the grader writes `The submission names "Neil Armstrong" as required. GRADE: C`
+    assert (INSPECT / "VERSION").read_text(encoding="utf-8").startswith("inspect-ai 0.3.")
+    out = tmp_path / "out"
+    res = cli("import", "inspect", str(INSPECT / "moon.json"), "--out", str(out))
+    assert res.exit_code == 0, res.stderr
+    (path,) = out.iterdir()
+    r = json.loads(path.read_text(encoding="utf-8"))
+    said = next(a for a in r["annotations"] if a["atom"] == "said(q0)")
+    assert said["value"] == "FALSE" and said["evidence"][0]["source"] == "response"
+    assert said["explanation"].startswith("the explanation attributes the phrase to the submission")
+    report = check(path)
+    assert report["overall"] == "VIOLATED"
+    assert [g["status"] for g in report["grounding"]] == ["REFUTED"]
+
+
+def test_inspect_a_quote_of_the_expert_answer_is_still_found_in_the_target() -> None:
+    from unmask.importers.inspect import _phrases
+
+    texts = [("response", "Buzz Aldrin."), ("context", "Who?\n\nNeil Armstrong")]
+    expert = 'The expert answer states: "Neil Armstrong". The submission differs.'
+    ((_, _, found),) = _phrases(expert, texts, True)
+    assert found == ("context", "Neil Armstrong")
+    about = 'The submission names "Neil Armstrong" as required.'
+    ((_, _, found),) = _phrases(about, texts, True)
+    assert found is None

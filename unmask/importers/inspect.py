@@ -47,6 +47,11 @@ _GRADE = re.compile(rf"(?i)(?<!\w)GRADE(?!\w){_SPACING}:{_SPACING}([CPI])")
 # a phrase in straight or curly double quotes, on one line, 3 to 300 characters
 _QUOTED = re.compile(r"\"([^\"\n]{3,300})\"|“([^”\n]{3,300})”")
 _TRAIL = ",.;:!?"
+# a quote whose sentence, before it, names the submission (and not the expert answer, the
+# criterion or the task) is a claim about the submission; at most this far back
+_LOOKBACK = 300
+_SUBMISSION = re.compile(r"(?i)\b(?:submission|submitted|submits|the answer given)\b")
+_REFERENCE = re.compile(r"(?i)\b(?:expert|criterion|criteria|target|reference|question|task)\b")
 # looking up every distinct quoted phrase searches the response and the context: a record
 # whose lookups would read more characters than this is skipped (docs/security.md)
 MAX_LOOKUP = 1_000_000_000
@@ -123,7 +128,7 @@ def _score(
     answer = score.get("answer")
 
     texts = [(n, t) for n, t in (("response", response), ("context", context)) if t]
-    phrases = _phrases(explanation, texts)
+    phrases = _phrases(explanation, texts, bool(response))
     if phrases is None:
         return Skipped(
             f"{where}.explanation",
@@ -203,7 +208,10 @@ def _score(
                     source="response",
                     occurrence=0,
                     by=by,
-                    explanation="the phrase occurs in neither the response nor the context",
+                    explanation="the phrase occurs in neither the response nor the context"
+                    if not _about_submission(explanation, at - 1)
+                    else "the explanation attributes the phrase to the submission, which does"
+                    " not contain it",
                 )
         return b
 
@@ -211,25 +219,39 @@ def _score(
 
 
 def _phrases(
-    explanation: str, texts: list[tuple[str, str]]
+    explanation: str, texts: list[tuple[str, str]], has_response: bool
 ) -> list[tuple[str, int, tuple[str, str] | None]] | None:
     """Each quoted phrase, where it is, and where it was found (source, exact text); None
-    when looking them up would search more than ``MAX_LOOKUP`` characters."""
+    when looking them up would search more than ``MAX_LOOKUP`` characters. A phrase the
+    explanation attributes to the submission is looked up in the response only: a grader
+    that writes `The submission names "Neil Armstrong"` about an answer naming Buzz Aldrin
+    must not be backed by the target, which does name him."""
     out = []
-    found: dict[str, tuple[str, str] | None] = {}  # each distinct phrase is looked up once
+    # each distinct (phrase, where it is looked up) is looked up once
+    found: dict[tuple[str, bool], tuple[str, str] | None] = {}
     per_phrase = 2 * sum(len(t) for _, t in texts)  # exact, then ignoring case
     lowered: dict[str, str] = {}
+    response_only = [(n, t) for n, t in texts if n == "response"]
     for m in _QUOTED.finditer(explanation):
         g = 1 if m.group(1) is not None else 2
         phrase, at = m.group(g), m.start(g)
         if not phrase.strip():
             continue
-        if phrase not in found:
+        key = (phrase, has_response and _about_submission(explanation, m.start()))
+        if key not in found:
             if (len(found) + 1) * per_phrase > MAX_LOOKUP:
                 return None
-            found[phrase] = _find(phrase, texts, lowered)
-        out.append((phrase, at, found[phrase]))
+            found[key] = _find(phrase, response_only if key[1] else texts, lowered)
+        out.append((phrase, at, found[key]))
     return out
+
+
+def _about_submission(explanation: str, at: int) -> bool:
+    """Whether the words before a quote, in its sentence, speak of the submission (and not
+    of the expert answer, criterion or task): `The submission states: "…"`."""
+    start = max(explanation.rfind(ch, max(0, at - _LOOKBACK), at) for ch in ".!?\n") + 1
+    before = explanation[max(start, at - _LOOKBACK) : at]
+    return bool(_SUBMISSION.search(before)) and not _REFERENCE.search(before)
 
 
 def _find(
