@@ -254,3 +254,26 @@ def test_inspect_a_quote_of_the_expert_answer_is_still_found_in_the_target() -> 
     about = 'The submission names "Neil Armstrong" as required.'
     ((_, _, found),) = _phrases(about, texts, True)
     assert found is None
+
+
+# --- DeepEval 4.x: a run DeepEval itself wrote ---------------------------------------------
+
+DEEPEVAL = TEST_DATA / "importers" / "deepeval-generated"
+
+
+def test_deepeval_4_latest_test_run_imports_with_no_false_finding(tmp_path: Path) -> None:
+    # `.deepeval/.latest_test_run.json` as deepeval 4.3.1 wrote it (`regenerate.py`, a
+    # fixed-JSON judge): Hallucination scores the share of agreeing verdicts, 1.0 passing
+    assert (DEEPEVAL / "VERSION").read_text(encoding="utf-8") == "deepeval 4.3.1\n"
+    out = tmp_path / "out"
+    res = cli("import", "deepeval", str(DEEPEVAL / "latest_test_run.json"), "--out", str(out))
+    assert res.exit_code == 0, res.stderr
+    assert ": note: " not in res.stderr
+    agrees = check(out / "0000-agrees.json")
+    assert agrees["overall"] != "VIOLATED"
+    assert requirement_statuses(agrees)["success_agrees(m0)"] == "ENTAILED"
+    # the second case's reason says "The score is 1.00" of a Hallucination score of 0.0
+    contradicts = check(out / "0001-contradicts.json")
+    assert contradicts["overall"] == "VIOLATED"
+    s = requirement_statuses(contradicts)
+    assert (s["success_agrees(m0)"], s["reason_agrees(m0)"]) == ("ENTAILED", "REFUTED")
