@@ -93,6 +93,6 @@ def say(text: str) -> None:
     """A message on stderr, every line through the one output policy
     (``unmask.render.safe.printable``): an input's escape sequences, bells and
     bidirectional overrides are written out, never acted on, piped or not."""
-    from unmask.render.safe import printable
+    from unmask.render.safe import lines
 
-    click.echo("\n".join(printable(line) for line in text.split("\n")), err=True)
+    click.echo(lines(text), err=True)

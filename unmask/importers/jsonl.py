@@ -253,7 +253,9 @@ def _text(name: str, fld: str, v: Any) -> str:
         return v
     if isinstance(v, list) and all(isinstance(x, str) for x in v):
         return "\n".join(f"[{k}] {x}" for k, x in enumerate(v, start=1))
-    raise _Missing(fld, f"expected text or an array of texts for source `{name}`, found `{show(v)}`")
+    raise _Missing(
+        fld, f"expected text or an array of texts for source `{name}`, found `{show(v)}`"
+    )
 
 
 def _record(
