@@ -254,10 +254,10 @@ def test_promptfoo_rules_on_changed_copies_of_a_real_row(tmp_path, change, expec
         ),
         (
             lambda rows: rows[0]["gradingResult"]["componentResults"][0]["assertion"].update(
-                type="assert-set"
+                type="guardrails"
             ),
             "results.results[0].gradingResult.componentResults[0].assertion.type",
-            "`assert-set` assertions are not imported yet",
+            "`guardrails` assertions are not imported yet",
         ),
         (
             lambda rows: rows[0]["gradingResult"]["componentResults"].__setitem__(0, 3),
@@ -382,8 +382,6 @@ def _metric(data, j, **kw):
             ),
             {"reason_agrees(m1)": "REFUTED"},
         ),
-        # Bias succeeds at or under its threshold: 0.92 is over 0.5, so success is wrong
-        (lambda d: _metric(d, 0, name="Bias"), {"success_agrees(m0)": "REFUTED"}),
         # the test case claims success while Faithfulness failed
         (lambda d: d["testCases"][0].update(success=True), {"verdict": "REFUTED"}),
     ],
@@ -392,6 +390,65 @@ def test_deepeval_rules_on_changed_copies_of_the_real_run(tmp_path, change, expe
     out = tmp_path / "out"
     imp("deepeval", deepeval_copy(tmp_path, change), out)
     assert_violated_with(out / "0000-sample_test_case.json", expect)
+
+
+HALLUCINATION = {"name": "Hallucination", "threshold": 0.5}
+
+
+def test_deepeval_the_direction_of_hallucination_is_read_from_the_file(tmp_path):
+    # DeepEval 4.x: the share of passing verdicts, success when score >= threshold; the file
+    # shows it (every result agrees with >= and not with <=), so a passing one is not refuted
+    def change(d):
+        d["testCases"][0]["metricsData"][2:] = [
+            dict(HALLUCINATION, score=0.9, success=True),
+            dict(HALLUCINATION, score=0.2, success=False),
+        ]
+
+    out = tmp_path / "out"
+    res = imp("deepeval", deepeval_copy(tmp_path, change), out)
+    assert ": note: " not in res.stderr
+    r = replay(out, "0000-sample_test_case")
+    says = ann(r, "score_says(m2)")
+    assert says["value"] == "TRUE"
+    assert says["explanation"] == "`Hallucination` succeeds when score >= threshold: 0.9 >= 0.5"
+    _, report = check(out / "0000-sample_test_case.json")
+    assert statuses(report)["success_agrees(m2)"] == "ENTAILED"
+    assert statuses(report)["success_agrees(m3)"] == "ENTAILED"
+
+
+def test_deepeval_a_direction_the_file_does_not_show_is_not_checked_and_said_once(tmp_path):
+    def change(d):
+        d["testCases"][0]["metricsData"][2:] = [
+            dict(HALLUCINATION, score=0.9, success=True),
+            dict(HALLUCINATION, score=0.3, success=True),  # agrees with neither
+        ]
+
+    out = tmp_path / "out"
+    src = deepeval_copy(tmp_path, change)
+    res = imp("deepeval", src, out)
+    assert [x for x in res.stderr.splitlines() if ": note: " in x] == [
+        f"{src}: note: `Hallucination`: whether a higher or a lower score succeeds changed"
+        " between DeepEval versions and this file does not show which, so those scores were"
+        " not checked"
+    ]
+    r = replay(out, "0000-sample_test_case")
+    assert ann(r, "score_says(m2)") is None and ann(r, "score_says(m3)") is None
+
+
+def test_deepeval_latest_test_run_wrapped_in_test_run_data_imports(tmp_path):
+    data = json.loads(DEEPEVAL.read_text(encoding="utf-8"))
+    src = write(tmp_path, ".latest_test_run.json", {"testFile": "t.py", "testRunData": data})
+    out = tmp_path / "out"
+    res = imp("deepeval", src, out)
+    assert res.exit_code == 1, res.stderr  # the span metrics, as for the bare run
+    assert f"{src}: testRunData.testCases[0].trace: skipped: 6 metric results" in res.stderr
+    assert replay(out, "0000-sample_test_case") == replay_of(tmp_path, DEEPEVAL)
+
+
+def replay_of(tmp_path: Path, src: Path) -> dict:
+    out = tmp_path / "bare"
+    imp("deepeval", src, out)
+    return replay(out, "0000-sample_test_case")
 
 
 def test_deepeval_a_reason_stating_the_reported_score_agrees(tmp_path):
@@ -603,7 +660,8 @@ def test_jsonl_verdict_without_a_map_must_be_a_label(tmp_path):
         ({"verdict": "judge.label"}, "verdict", 'expected `{"field": "…"}`'),
         ({"verdict": {"field": "x", "mapp": {}}}, "verdict.mapp", "unknown key `mapp`"),
         ({"gold": {"field": "x", "map": {"a": 1}}}, "gold.map", "expected an object of raw"),
-        ({"domains": {"claim": "a"}}, "domains", "expected an object of domain"),
+        ({"domains": {"claim": "a"}}, "domains.claim", "expected an array of member names"),
+        ({"domains": ["a"]}, "domains", "expected an object of domain"),
         ({"annotations": {}}, "annotations", "expected an array"),
         ({"annotations": [{"value": {"field": "x"}}]}, "annotations[0]", 'expected `{"atom"'),
         ({"annotations": [{"atom": "a"}]}, "annotations[0]", "missing `value`"),

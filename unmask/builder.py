@@ -134,6 +134,9 @@ class ReplayBuilder:
         self.judge = judge
         self._annotations: list[dict[str, Any]] = []
         self._annotated: set[str] = set()
+        # (source, quote) -> its starts: an importer quotes one phrase thousands of times,
+        # and finding every occurrence again for each was quadratic
+        self._starts: dict[tuple[str, str], list[int]] = {}
 
     # --- annotations -----------------------------------------------------------------------
 
@@ -250,9 +253,10 @@ class ReplayBuilder:
                     + " or ".join(f"`{s}`" for s in allowed),
                     path,
                 )
-        hits = [(s, i) for s in candidates for i in _occurrences(self.sources[s], quote)]
+        found = [(s, self._occurrences(s, quote)) for s in candidates]
+        total = sum(len(starts) for _, starts in found)
         where = " or ".join(f"`{s}`" for s in candidates)
-        if not hits:
+        if not total:
             near = [(s, closest_match(self.sources[s], quote)) for s in candidates]
             near = [(s, c) for s, c in near if c is not None]
             best = max(
@@ -267,28 +271,41 @@ class ReplayBuilder:
                 help=f"the closest text in `{best[0]}` is `{show(best[1], 80)}`" if best else None,
             )
         if occurrence is not None:
-            if not isinstance(occurrence, int) or not 0 <= occurrence < len(hits):
+            if not isinstance(occurrence, int) or not 0 <= occurrence < total:
                 raise _error(
                     "occurrence",
                     f"occurrence `{show(occurrence)}` of `{show(quote, 80)}` does not exist: "
-                    f"it occurs {len(hits)} time{'s' if len(hits) != 1 else ''} in {where}",
+                    f"it occurs {total} time{'s' if total != 1 else ''} in {where}",
                     f"{path}.quote",
-                    help=f"pick 0 to {len(hits) - 1}",
+                    help=f"pick 0 to {total - 1}",
                 )
-            s, start = hits[occurrence]
-        elif len(hits) > 1:
-            at = ", ".join(f"`{s}` at {i}" for s, i in hits[:5])
+            k = occurrence
+            for s, starts in found:  # noqa: B007 -- counted source after source; `s` is kept
+                if k < len(starts):
+                    break
+                k -= len(starts)
+            start = starts[k]
+        elif total > 1:
+            first = [(s, i) for s, starts in found for i in starts[:5]][:5]
+            at = ", ".join(f"`{s}` at {i}" for s, i in first)
             raise _error(
                 "quote-ambiguous",
-                f"`{show(quote, 80)}` occurs {len(hits)} times in {where} ({at}"
-                f"{', …' if len(hits) > 5 else ''})",
+                f"`{show(quote, 80)}` occurs {total} times in {where} ({at}"
+                f"{', …' if total > 5 else ''})",
                 f"{path}.quote",
                 help="pass `occurrence=` (0-based) or a longer quote"
                 + ("" if source is not None else ", or name the `source`"),
             )
         else:
-            s, start = hits[0]
+            s, start = next((s, starts[0]) for s, starts in found if starts)
         return {"source": s, "start": start, "end": start + len(quote), "quote": quote}
+
+    def _occurrences(self, source: str, quote: str) -> list[int]:
+        key = (source, quote)
+        starts = self._starts.get(key)
+        if starts is None:
+            starts = self._starts[key] = _occurrences(self.sources[source], quote)
+        return starts
 
     # --- output ----------------------------------------------------------------------------
 

@@ -548,9 +548,15 @@ class Protocol:
     definitions: tuple[Definition, ...] = ()
     # read for every replay many times over (facts, order, the unannotated): kept once
     _names: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    # an importer annotates thousands of atoms; a scan per lookup made that quadratic
+    _by_name: dict[str, AtomDecl] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_names", tuple(a.name for a in self.atoms))
+        by_name: dict[str, AtomDecl] = {}
+        for a in self.atoms:
+            by_name.setdefault(a.name, a)  # the first declaration, as the scan found it
+        object.__setattr__(self, "_by_name", by_name)
 
     @property
     def declared_labels(self) -> bool:
@@ -601,10 +607,7 @@ class Protocol:
                 yield r.addressed
 
     def atom(self, name: str) -> AtomDecl | None:
-        for a in self.atoms:
-            if a.name == name:
-                return a
-        return None
+        return self._by_name.get(name)
 
     @property
     def atom_names(self) -> tuple[str, ...]:

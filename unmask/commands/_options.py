@@ -87,3 +87,12 @@ def deadline_option(default: int | None = None):
 def echo(text: str, nl: bool = True) -> None:
     """``click.echo`` to stdout (a write that fails is the entry point's to report)."""
     click.echo(text, nl=nl)
+
+
+def say(text: str) -> None:
+    """A message on stderr, every line through the one output policy
+    (``unmask.render.safe.printable``): an input's escape sequences, bells and
+    bidirectional overrides are written out, never acted on, piped or not."""
+    from unmask.render.safe import lines
+
+    click.echo(lines(text), err=True)

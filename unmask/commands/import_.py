@@ -17,6 +17,7 @@ from pathlib import Path
 import click
 
 from unmask import exitcodes
+from unmask.commands._options import say
 from unmask.diagnostics import UnmaskError, render_all
 from unmask.limits import Limits, click_options
 
@@ -59,16 +60,13 @@ def command(
     try:
         get(tool)
     except UnmaskError as exc:
-        click.echo(render_all(exc.diagnostics), err=True)
+        say(render_all(exc.diagnostics))
         sys.exit(EXIT_USAGE)
     if tool != "jsonl" and mapping is not None:
-        click.echo(f"error: `--mapping` is for the `jsonl` importer, not `{tool}`", err=True)
+        say(f"error: `--mapping` is for the `jsonl` importer, not `{tool}`")
         sys.exit(EXIT_USAGE)
     if tool not in ("wice", "realmistake") and gold is not None:
-        click.echo(
-            f"error: `--gold` is for the `wice` and `realmistake` importers, not `{tool}`",
-            err=True,
-        )
+        say(f"error: `--gold` is for the `wice` and `realmistake` importers, not `{tool}`")
         sys.exit(EXIT_USAGE)
     options = Options(
         limits=limits,
@@ -78,14 +76,15 @@ def command(
     try:
         summary = import_file(tool, Path(input_path), Path(out), options)
     except UnmaskError as exc:
-        click.echo(render_all(exc.diagnostics), err=True)
+        say(render_all(exc.diagnostics))
         sys.exit(EXIT_INVALID)
     for s in summary.skipped:
-        click.echo(f"{s.where}: skipped: {s.reason}", err=True)
+        say(f"{s.where}: skipped: {s.reason}")
+    for note in summary.notes:
+        say(f"{note.where}: note: {note.message}")
     n, k = len(summary.written), summary.n_skipped
-    click.echo(
+    say(
         f"imported {n} replay{'s' if n != 1 else ''} from `{input_path}` into `{out}`"
-        f" with `{tool}`; skipped {k}",
-        err=True,
+        f" with `{tool}`; skipped {k}"
     )
     sys.exit(EXIT_SKIPPED if k else EXIT_OK)

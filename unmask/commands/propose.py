@@ -41,6 +41,7 @@ from typing import IO
 import click
 
 from unmask import exitcodes
+from unmask.commands._options import say
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.ir import Span
 from unmask.lines import bounded_lines
@@ -137,7 +138,7 @@ def _lines(path: str, name: str) -> Iterator[tuple[int, bytes | None]]:
             yield from bounded_lines(fh, MAX_LINE_BYTES, skip_bom=True)
     except OSError as exc:
         message = f"cannot read `{name}`: {(exc.strerror or 'error').lower()}"
-        click.echo(render_all([Diagnostic("unreadable-input", message)]), err=True)
+        say(render_all([Diagnostic("unreadable-input", message)]))
         raise SystemExit(EXIT_INVALID) from None
 
 
@@ -154,7 +155,7 @@ def _output(output: str | None) -> Iterator[IO[str]]:
             yield out
     except OSError as exc:
         message = f"cannot write `{output}`: {(exc.strerror or 'error').lower()}"
-        click.echo(render_all([Diagnostic("usage", message)]), err=True)
+        say(render_all([Diagnostic("usage", message)]))
         raise SystemExit(EXIT_USAGE) from None
 
 
@@ -202,7 +203,7 @@ def claims(input_path: str, threshold: float, proposer_name: str, output: str | 
     try:
         proposer = create(proposer_name, CLAIM_SUPPORT)
     except UnmaskError as exc:
-        click.echo(render_all(exc.diagnostics), err=True)
+        say(render_all(exc.diagnostics))
         raise SystemExit(EXIT_USAGE) from None
     by = proposer.by.to_json()
 
@@ -243,17 +244,22 @@ def _each_line(
                 continue
             total += 1
             try:
-                record = respond(raw)
+                try:
+                    record = respond(raw)
+                except (MemoryError, RecursionError):
+                    # one line too large to hold is that line's error; the lines before it
+                    # are written and the rest are still read
+                    raise _BadLine("too large to propose for: out of memory") from None
             except _BadLine as exc:
                 bad += 1
                 span = Span(name, n, 1, n, 1)
-                click.echo(render_all([Diagnostic("bad-input", exc.message, span=span)]), err=True)
+                say(render_all([Diagnostic("bad-input", exc.message, span=span)]))
                 out.write(_dumps({"id": exc.row_id, "line": n, "error": exc.message}) + "\n")
                 continue
             out.write(_dumps(record) + "\n")
     if bad:
         line = "line" if total == 1 else "lines"
-        click.echo(f"{bad} of {total} {line} invalid; the rest were proposed for", err=True)
+        say(f"{bad} of {total} {line} invalid; the rest were proposed for")
         raise SystemExit(EXIT_INVALID)
 
 
@@ -283,6 +289,13 @@ def list_proposers() -> None:
     help="the input field that holds the rationale (WiCE outputs: `response`)",
 )
 @_threshold_option(0.5, ": the atom stays UNKNOWN")
+@click.option(
+    "--max-chars",
+    type=click.IntRange(min=1),
+    default=100_000,
+    show_default=True,
+    help="longest rationale read, in characters; a longer one is that line's error",
+)
 @_output_option
 def judge(
     input_path: str,
@@ -290,23 +303,27 @@ def judge(
     protocol_path: str | None,
     field: str,
     threshold: float,
+    max_chars: int,
     output: str | None,
 ) -> None:
     """What each rationale cites and asserts, as unreviewed judge annotations."""
-    from unmask.propose.judge import JudgeRules, load_rules, rules_for
+    from unmask.propose.judge import JudgeRules, TooLarge, load_rules, rules_for
 
     try:
         if rules_path and protocol_path:
             raise UnmaskError([Diagnostic("usage", "give `--rules` or `--protocol`, not both")])
         path = rules_path or (str(rules_for(protocol_path)) if protocol_path else None)
-        proposer = JudgeRules(load_rules(path) if path else None)
+        proposer = JudgeRules(load_rules(path) if path else None, max_chars)
     except UnmaskError as exc:
-        click.echo(render_all(exc.diagnostics), err=True)
+        say(render_all(exc.diagnostics))
         raise SystemExit(EXIT_USAGE) from None
 
     def respond(raw: bytes | None) -> dict:
         row_id, text = _parse_rationale(raw, field)
-        return {"id": row_id, "annotations": proposer.annotations(text, threshold)}
+        try:
+            return {"id": row_id, "annotations": proposer.annotations(text, threshold)}
+        except TooLarge as exc:
+            raise _BadLine(str(exc), row_id) from None
 
     _each_line(input_path, output, respond)
 
@@ -359,7 +376,7 @@ def replay(
         base = Path(replay_path).resolve().parent
         loaded = replay_from_obj(obj, replay_path, base)
     except UnmaskError as exc:
-        click.echo(render_all(exc.diagnostics), err=True)
+        say(render_all(exc.diagnostics))
         raise SystemExit(EXIT_INVALID) from None
     names = proposer_names or DEFAULT_PROPOSERS
     try:
@@ -379,7 +396,7 @@ def replay(
                 )
             proposers.append(p)
     except UnmaskError as exc:
-        click.echo(render_all(exc.diagnostics), err=True)
+        say(render_all(exc.diagnostics))
         raise SystemExit(EXIT_USAGE) from None
     new, outcome = fill(obj, loaded, proposers, threshold)
     if output is not None:
@@ -388,7 +405,7 @@ def replay(
         out_base = base if output is None else Path(output).resolve().parent
         replay_from_obj(new, output or replay_path, out_base)
     except UnmaskError as exc:  # a proposer wrote something the loader refuses: a bug, say so
-        click.echo(render_all(exc.diagnostics), err=True)
+        say(render_all(exc.diagnostics))
         raise SystemExit(EXIT_INVALID) from None
     if output is None:
         click.echo(json.dumps(new, ensure_ascii=False, indent=2))
@@ -397,20 +414,15 @@ def replay(
             write_json(output, new)
         except (OSError, UnmaskError) as exc:
             reason = str(getattr(exc, "strerror", "") or exc).lower()
-            click.echo(
-                render_all([Diagnostic("usage", f"cannot write `{output}`: {reason}")]), err=True
-            )
+            say(render_all([Diagnostic("usage", f"cannot write `{output}`: {reason}")]))
             raise SystemExit(EXIT_USAGE) from None
     for atom, by, conf in outcome.filled:
-        click.echo(f"filled `{atom}` by {by} (confidence {conf:g})", err=True)
+        say(f"filled `{atom}` by {by} (confidence {conf:g})")
     for atom, by, conf in outcome.below:
-        click.echo(f"below threshold: `{atom}` by {by} (confidence {conf:g})", err=True)
+        say(f"below threshold: `{atom}` by {by} (confidence {conf:g})")
     for by, reason in outcome.abstained:
-        click.echo(f"abstained: {by}: {reason}", err=True)
-    click.echo(
-        f"{len(outcome.filled)} of {len(outcome.open_atoms)} open atoms filled, unreviewed",
-        err=True,
-    )
+        say(f"abstained: {by}: {reason}")
+    say(f"{len(outcome.filled)} of {len(outcome.open_atoms)} open atoms filled, unreviewed")
 
 
 def _judge_rules(obj: dict, base: Path, rules_path: str | None) -> Proposer:

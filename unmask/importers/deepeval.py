@@ -1,13 +1,15 @@
 """The `deepeval` importer: a DeepEval test run (JSON with ``testCases``), one replay per case.
 
-Contract: each entry of ``testCases`` becomes a replay of ``protocols/deepeval.proto``
+Contract: each entry of ``testCases`` (or ``testRunData.testCases``, as
+``.deepeval/.latest_test_run.json`` wraps it) becomes a replay of ``protocols/deepeval.proto``
 whose domain ``metric`` holds the case's ``metricsData`` (``m0``, ``m1``, … in file order).
 The rationale is a fixed rendering of the metrics (documented in ``docs/importers.md``).
 Derived by rule: ``succeeded`` from ``success``; ``score_says`` from ``score`` and
-``threshold`` in the metric's direction (at most the threshold for Bias, Hallucination,
-Misuse and Toxicity, at least it for DeepEval's other built-in metrics and for G-Eval; a
-metric name Unmask does not know leaves it unannotated, since a custom metric decides
-success its own way); ``states_score`` and ``reason_score`` from a reason of the form
+``threshold`` in the metric's direction (at least it for DeepEval's built-in metrics and
+for G-Eval; for Bias, Hallucination, Misuse and Toxicity, whose direction changed in 4.x,
+the direction every such result in the file agrees with, else unannotated with one note per
+file; a metric name Unmask does not know leaves it unannotated, since a custom metric
+decides success its own way); ``states_score`` and ``reason_score`` from a reason of the form
 DeepEval's templates ask for, "The score is X because …". Conversational test cases and
 metrics attached to trace spans are not imported: each is counted as skipped, with why.
 """
@@ -23,12 +25,13 @@ from unmask.builder import ReplayBuilder
 from unmask.importers import (
     PROTOCOLS,
     Imported,
+    Note,
+    Occurrences,
     Options,
     Skipped,
     build,
     is_number,
     num,
-    occurrence_at,
     read_array,
     rule_by,
     tf,
@@ -38,8 +41,10 @@ from unmask.jsonload import show
 NAME = "deepeval"
 PROTOCOL = PROTOCOLS / "deepeval.proto"
 
-# from DeepEval's metric classes: these four succeed when score <= threshold
-LOWER_IS_BETTER = frozenset({"Bias", "Hallucination", "Misuse", "Toxicity"})
+# These four succeeded when score <= threshold up to DeepEval 3.x; 4.x scores the share of
+# passing verdicts and succeeds when score >= threshold. A run file carries no DeepEval
+# version, so their direction is read from the file itself (``file_directions``).
+EITHER_WAY = frozenset({"Bias", "Hallucination", "Misuse", "Toxicity"})
 # DeepEval's other built-in metrics keep the base rule, score >= threshold
 HIGHER_IS_BETTER = frozenset(
     {
@@ -65,24 +70,51 @@ HIGHER_IS_BETTER = frozenset(
 _STATED = re.compile(r"\bThe score is (\d+(?:\.\d+)?)\b")
 
 
-def _direction(name: str) -> str | None:
-    if name in LOWER_IS_BETTER:
-        return "<="
+def _direction(name: str, directions: dict[str, str | None]) -> str | None:
+    if name in EITHER_WAY:
+        return directions.get(name)
     if name in HIGHER_IS_BETTER or name.endswith(" [GEval]"):
         return ">="
     return None
 
 
-def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
+def file_directions(cases: list) -> dict[str, str | None]:
+    """For each metric whose direction changed between DeepEval versions, the one direction
+    that every result of it in the file agrees with (its ``success`` against its score and
+    threshold), or None when the file shows none or both: then it is not checked."""
+    possible: dict[str, set[str]] = {}
+    for case in cases:
+        metrics = case.get("metricsData") if isinstance(case, dict) else None
+        for md in metrics if isinstance(metrics, list) else ():
+            if not isinstance(md, dict) or md.get("name") not in EITHER_WAY:
+                continue
+            left = possible.setdefault(md["name"], {"<=", ">="})
+            score, thr, ok = md.get("score"), md.get("threshold"), md.get("success")
+            if is_number(score) and is_number(thr) and isinstance(ok, bool) and score != thr:
+                left.discard("<=" if (score <= thr) != ok else "")
+                left.discard(">=" if (score >= thr) != ok else "")
+    return {name: next(iter(d)) if len(d) == 1 else None for name, d in possible.items()}
+
+
+def read(path: Path, options: Options) -> Iterator[Imported | Skipped | Note]:
     file = str(path)
-    data, cases = read_array(path, options, "testCases", "a DeepEval test run")
+    from unmask.jsonload import read_json_file
+
+    # `.deepeval/.latest_test_run.json` wraps the run in `testRunData`
+    wrapped = read_json_file(path, options.limits)
+    at = "testRunData.testCases" if isinstance(wrapped, dict) and "testRunData" in wrapped else None
+    data, cases = read_array(path, options, at or "testCases", "a DeepEval test run")
+    if at:
+        data = data["testRunData"]
+    prefix = "testRunData." if at else ""
     proto = PROTOCOL.read_text(encoding="utf-8")
+    directions = file_directions(cases)
     for i, case in enumerate(cases):
-        yield _case(proto, file, i, case, options)
+        yield _case(proto, file, i, case, options, directions, prefix)
         spans = _span_metrics(case.get("trace")) if isinstance(case, dict) else 0
         if spans:
             yield Skipped(
-                f"{file}: testCases[{i}].trace",
+                f"{file}: {prefix}testCases[{i}].trace",
                 f"{spans} metric result{'s' if spans != 1 else ''} on trace spans "
                 "(only test-case metrics are imported)",
                 count=spans,
@@ -91,9 +123,17 @@ def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
     if isinstance(convo, list):
         for i, _ in enumerate(convo):
             yield Skipped(
-                f"{file}: conversationalTestCases[{i}]",
+                f"{file}: {prefix}conversationalTestCases[{i}]",
                 "conversational test cases are not imported",
             )
+    unread = sorted(name for name, d in directions.items() if d is None)
+    if unread:
+        names = ", ".join(f"`{show(n)}`" for n in unread)
+        yield Note(
+            file,
+            f"{names}: whether a higher or a lower score succeeds changed between DeepEval"
+            " versions and this file does not show which, so those scores were not checked",
+        )
 
 
 def _span_metrics(trace: Any) -> int:
@@ -109,8 +149,16 @@ def _span_metrics(trace: Any) -> int:
     return n
 
 
-def _case(proto: str, file: str, i: int, case: Any, options: Options) -> Imported | Skipped:
-    where = f"{file}: testCases[{i}]"
+def _case(
+    proto: str,
+    file: str,
+    i: int,
+    case: Any,
+    options: Options,
+    directions: dict[str, str | None],
+    prefix: str = "",
+) -> Imported | Skipped:
+    where = f"{file}: {prefix}testCases[{i}]"
     if not isinstance(case, dict):
         return Skipped(where, f"expected a test case object, found `{show(case)}`")
     success = case.get("success")
@@ -169,6 +217,8 @@ def _case(proto: str, file: str, i: int, case: Any, options: Options) -> Importe
     order = case.get("order") if isinstance(case.get("order"), int) else i
     stem = f"{order:04d}-{name}" if name else f"{order:04d}"
 
+    occurrences = Occurrences(rationale)
+
     def make() -> ReplayBuilder:
         b = ReplayBuilder(
             proto,
@@ -181,9 +231,13 @@ def _case(proto: str, file: str, i: int, case: Any, options: Options) -> Importe
         by = rule_by(NAME)
         for j, (h, at, reason_at, md) in enumerate(headers):
             m = f"m{j}"
-            occ = occurrence_at(rationale, h, at)
+            occ = occurrences.at(h, at)
             b.annotate(f"succeeded({m})", md["success"], quote=h, occurrence=occ, by=by)
-            score, thr, direction = md.get("score"), md.get("threshold"), _direction(md["name"])
+            score, thr, direction = (
+                md.get("score"),
+                md.get("threshold"),
+                _direction(md["name"], directions),
+            )
             if is_number(score) and is_number(thr) and direction is not None:
                 ok = score <= thr if direction == "<=" else score >= thr
                 b.annotate(
@@ -204,13 +258,13 @@ def _case(proto: str, file: str, i: int, case: Any, options: Options) -> Importe
                     f"states_score({m})",
                     False,
                     quote=reason,
-                    occurrence=occurrence_at(rationale, reason, reason_at),
+                    occurrence=occurrences.at(reason, reason_at),
                     by=by,
                     explanation="the reason does not say `The score is …`",
                 )
                 continue
             q = stated.group(0)
-            qocc = occurrence_at(rationale, q, reason_at + stated.start())
+            qocc = occurrences.at(q, reason_at + stated.start())
             b.annotate(f"states_score({m})", True, quote=q, occurrence=qocc, by=by)
             if is_number(score):
                 text = stated.group(1)

@@ -11,7 +11,8 @@ for each phrase the explanation puts in quotation marks, ``quotes`` (TRUE, quoti
 ``said`` (whether it occurs in the response or the context). Verdicts are binary until
 multi-label protocols exist: C is PASS, I is FAIL; a P (partial credit), an unscored
 sample, or another scorer is skipped with the reason. `.eval` logs are refused with a hint
-to convert them (`inspect log convert --to json`).
+to convert them (`inspect log convert --to json`). A score whose quoted phrases would need
+more than ``MAX_LOOKUP`` characters searched is skipped with that reason.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from unmask.builder import ReplayBuilder
 from unmask.importers import (
     PROTOCOLS,
     Imported,
+    Occurrences,
     Options,
     Skipped,
     build,
@@ -45,6 +47,14 @@ _GRADE = re.compile(rf"(?i)(?<!\w)GRADE(?!\w){_SPACING}:{_SPACING}([CPI])")
 # a phrase in straight or curly double quotes, on one line, 3 to 300 characters
 _QUOTED = re.compile(r"\"([^\"\n]{3,300})\"|“([^”\n]{3,300})”")
 _TRAIL = ",.;:!?"
+# a quote whose sentence, before it, names the submission (and not the expert answer, the
+# criterion or the task) is a claim about the submission; at most this far back
+_LOOKBACK = 300
+_SUBMISSION = re.compile(r"(?i)\b(?:submission|submitted|submits|the answer given)\b")
+_REFERENCE = re.compile(r"(?i)\b(?:expert|criterion|criteria|target|reference|question|task)\b")
+# looking up every distinct quoted phrase searches the response and the context: a record
+# whose lookups would read more characters than this is skipped (docs/security.md)
+MAX_LOOKUP = 1_000_000_000
 
 
 def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
@@ -107,7 +117,8 @@ def _score(
 
     response = _response(sample)
     task, target = _text(sample.get("input")), sample.get("target")
-    target = "\n".join(target) if isinstance(target, list) else target
+    if isinstance(target, list) and all(isinstance(t, str) for t in target):
+        target = "\n".join(target)
     context = "\n\n".join(t for t in (task, target if isinstance(target, str) else None) if t)
     sources = {"rationale": explanation}
     if response:
@@ -116,9 +127,18 @@ def _score(
         sources["context"] = context
     answer = score.get("answer")
 
-    phrases = _phrases(explanation, [s for s in (response, context) if s])
+    texts = [(n, t) for n, t in (("response", response), ("context", context)) if t]
+    phrases = _phrases(explanation, texts, bool(response))
+    if phrases is None:
+        return Skipped(
+            f"{where}.explanation",
+            f"too many quoted phrases to look up: more than {MAX_LOOKUP:,} characters to search"
+            " (distinct phrases times the length of the response and context)",
+        )
     sid, epoch = sample.get("id"), sample.get("epoch")
     stem = f"{sid}-e{epoch}-{scorer}"
+
+    occurrences = Occurrences(explanation)
 
     def make() -> ReplayBuilder:
         b = ReplayBuilder(
@@ -135,7 +155,7 @@ def _score(
             "says_correct",
             last.group(1).upper() == "C",
             quote=last.group(0),
-            occurrence=_nth(explanation, last.group(0), last.start()),
+            occurrence=occurrences.at(last.group(0), last.start()),
             by=by,
             explanation="the last grade written",
         )
@@ -145,7 +165,7 @@ def _score(
                 "one_grade",
                 True,
                 quote=last.group(0),
-                occurrence=_nth(explanation, last.group(0), last.start()),
+                occurrence=occurrences.at(last.group(0), last.start()),
                 by=by,
             )
         else:
@@ -155,8 +175,8 @@ def _score(
                 False,
                 quote=[first_other.group(0), last.group(0)],
                 occurrence=[
-                    _nth(explanation, first_other.group(0), first_other.start()),
-                    _nth(explanation, last.group(0), last.start()),
+                    occurrences.at(first_other.group(0), first_other.start()),
+                    occurrences.at(last.group(0), last.start()),
                 ],
                 by=by,
                 explanation=f"grades written: {', '.join(sorted(letters))}",
@@ -175,7 +195,7 @@ def _score(
             )
         for k, (phrase, at, found) in enumerate(phrases):
             b.annotate(
-                f"quotes(q{k})", True, quote=phrase, occurrence=_nth(explanation, phrase, at), by=by
+                f"quotes(q{k})", True, quote=phrase, occurrence=occurrences.at(phrase, at), by=by
             )
             if found is not None:
                 src, quote = found
@@ -188,44 +208,68 @@ def _score(
                     source="response",
                     occurrence=0,
                     by=by,
-                    explanation="the phrase occurs in neither the response nor the context",
+                    explanation="the phrase occurs in neither the response nor the context"
+                    if not _about_submission(explanation, at - 1)
+                    else "the explanation attributes the phrase to the submission, which does"
+                    " not contain it",
                 )
         return b
 
     return build(where, stem, make)
 
 
-def _nth(text: str, quote: str, start: int) -> int:
-    from unmask.importers import occurrence_at
-
-    return occurrence_at(text, quote, start)
-
-
-def _phrases(explanation: str, texts: list[str]) -> list[tuple[str, int, tuple[str, str] | None]]:
-    """Each quoted phrase, where it is, and where it was found (source, exact text)."""
+def _phrases(
+    explanation: str, texts: list[tuple[str, str]], has_response: bool
+) -> list[tuple[str, int, tuple[str, str] | None]] | None:
+    """Each quoted phrase, where it is, and where it was found (source, exact text); None
+    when looking them up would search more than ``MAX_LOOKUP`` characters. A phrase the
+    explanation attributes to the submission is looked up in the response only: a grader
+    that writes `The submission names "Neil Armstrong"` about an answer naming Buzz Aldrin
+    must not be backed by the target, which does name him."""
     out = []
-    names = ["response", "context"][: len(texts)]
+    # each distinct (phrase, where it is looked up) is looked up once
+    found: dict[tuple[str, bool], tuple[str, str] | None] = {}
+    per_phrase = 2 * sum(len(t) for _, t in texts)  # exact, then ignoring case
+    lowered: dict[str, str] = {}
+    response_only = [(n, t) for n, t in texts if n == "response"]
     for m in _QUOTED.finditer(explanation):
         g = 1 if m.group(1) is not None else 2
         phrase, at = m.group(g), m.start(g)
         if not phrase.strip():
             continue
-        out.append((phrase, at, _find(phrase, names, texts)))
+        key = (phrase, has_response and _about_submission(explanation, m.start()))
+        if key not in found:
+            if (len(found) + 1) * per_phrase > MAX_LOOKUP:
+                return None
+            found[key] = _find(phrase, response_only if key[1] else texts, lowered)
+        out.append((phrase, at, found[key]))
     return out
 
 
-def _find(phrase: str, names: list[str], texts: list[str]) -> tuple[str, str] | None:
+def _about_submission(explanation: str, at: int) -> bool:
+    """Whether the words before a quote, in its sentence, speak of the submission (and not
+    of the expert answer, criterion or task): `The submission states: "…"`."""
+    start = max(explanation.rfind(ch, max(0, at - _LOOKBACK), at) for ch in ".!?\n") + 1
+    before = explanation[max(start, at - _LOOKBACK) : at]
+    return bool(_SUBMISSION.search(before)) and not _REFERENCE.search(before)
+
+
+def _find(
+    phrase: str, texts: list[tuple[str, str]], lowered: dict[str, str]
+) -> tuple[str, str] | None:
     """Where ``phrase`` occurs: exactly, without trailing punctuation, or ignoring case."""
     candidates = [phrase, phrase.rstrip(_TRAIL)]
     for cand in candidates:
         if not cand:
             continue
-        for name, text in zip(names, texts, strict=True):
+        for name, text in texts:
             if cand in text:
                 return name, cand
     cand = phrase.rstrip(_TRAIL)
-    for name, text in zip(names, texts, strict=True):
-        low = text.lower()
+    for name, text in texts:
+        low = lowered.get(name)
+        if low is None:
+            low = lowered[name] = text.lower()  # once per text, not once per phrase
         if len(low) == len(text) and len(cand.lower()) == len(cand):
             i = low.find(cand.lower())
             if i >= 0:

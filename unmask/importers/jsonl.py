@@ -5,7 +5,11 @@ relative to the mapping file) and, for each replay field, the record field that 
 (dotted paths reach into objects): ``sources`` (source name -> field), ``verdict`` and
 ``gold`` (``{"field": F, "map": {raw: label}}``; without ``map`` the raw value must already
 be the label), ``id`` and ``item`` (fields), fixed ``domains``, and ``annotations`` (a list of
-``{"atom": A, "value": {"field": F, "map": {…}}, "quote": F}``). A mapping that is
+``{"atom": A, "value": {"field": F, "map": {…}}, "quote": F}``, repeated for each member of
+a domain with ``"for": D``, ``{D}`` standing for the member). Verdicts and gold are the
+protocol's own labels (``verdict a | b | c``, else PASS and FAIL), through the optional map; a
+domain's members are a fixed list or ``{"field": F}``, the record's own list; a source field
+holding a list of texts becomes numbered lines ``[1] …``. A mapping that is
 malformed is an ``UnmaskError`` naming the mapping file and the key; a record that cannot
 be imported (bad JSON, a missing field, a value the map does not know, a quote not in its
 source) is skipped with ``FILE:LINE`` and the field. Blank lines are not records.
@@ -23,7 +27,7 @@ from unmask.builder import ReplayBuilder
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.importers import Imported, Options, Skipped, build, dig
 from unmask.jsonload import parse_json_text, read_json_file, show
-from unmask.replaydata import SOURCES, VERDICTS
+from unmask.replaydata import SOURCES
 
 NAME = "jsonl"
 PROTOCOL = None  # the mapping names it
@@ -113,10 +117,17 @@ def load_mapping(path: Path, options: Options) -> dict[str, Any]:
     out["verdict"] = _labelled(m, "verdict", mapping, True)
     out["gold"] = _labelled(m, "gold", mapping, False)
     doms = m.get("domains", {})
-    if not isinstance(doms, dict) or not all(
-        isinstance(v, list) and all(isinstance(x, str) for x in v) for v in doms.values()
-    ):
+    if not isinstance(doms, dict):
         raise _bad(mapping, "domains", "expected an object of domain names to member lists")
+    for k, v in doms.items():
+        fixed = isinstance(v, list) and all(isinstance(x, str) for x in v)
+        per_record = isinstance(v, dict) and list(v) == ["field"] and isinstance(v["field"], str)
+        if not (fixed or per_record):
+            raise _bad(
+                mapping,
+                f"domains.{k}",
+                'expected an array of member names, or `{"field": F}` naming the record\'s array',
+            )
     out["domains"] = doms
     anns = m.get("annotations", [])
     if not isinstance(anns, list):
@@ -128,6 +139,16 @@ def load_mapping(path: Path, options: Options) -> dict[str, Any]:
         _labelled(a, "value", mapping, True, at=p)
         if "quote" in a and not isinstance(a["quote"], str):
             raise _bad(mapping, f"{p}.quote", "expected a field name")
+        extra = [k for k in a if k not in ("atom", "value", "quote", "for")]
+        if extra:
+            raise _bad(mapping, f"{p}.{extra[0]}", f"unknown key `{show(extra[0])}`")
+        if "for" in a and a["for"] not in doms:
+            raise _bad(
+                mapping,
+                f"{p}.for",
+                f"`{show(a['for'])}` is not a domain of the mapping's `domains`",
+                help='`"for": D` repeats the annotation for each member of domain D, as `{D}`',
+            )
     out["annotations"] = anns
     return out
 
@@ -171,16 +192,75 @@ def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
     from unmask.files import decode_utf8, read_bytes, read_text
 
     proto = read_text(m["protocol"], options.limits)
+    labels = protocol_labels(proto, m["protocol_name"], options)
     file = str(path)
     # the shared reader: regular files only, size checked before the read and the read bounded
     text = decode_utf8(read_bytes(path, options.limits, file), file, file)
     for n, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
-        yield _record(proto, m, file, n, line, options)
+        yield _record(proto, labels, m, file, n, line, options)
 
 
-def _record(proto: str, m: dict, file: str, n: int, line: str, options: Options):
+def protocol_labels(proto: str, name: str, options: Options) -> tuple[str, ...]:
+    """The verdict labels the protocol declares (``verdict a | b | c``), else PASS and FAIL;
+    read from the parsed text, so domains whose members each record gives need not be known."""
+    from unmask import ast
+    from unmask.ir import BINARY_LABELS
+    from unmask.parser import parse_source
+
+    for st in parse_source(proto, name, options.limits).statements:
+        if isinstance(st, ast.VerdictDecl):
+            return tuple(st.labels)
+    return BINARY_LABELS
+
+
+def _members(rec: Any, m: dict) -> dict[str, list[str]]:
+    """Each domain's members: the mapping's fixed list, or the record's own list."""
+    out = {}
+    for name, spec in m["domains"].items():
+        if isinstance(spec, list):
+            out[name] = list(spec)
+            continue
+        v = _get(rec, spec["field"])
+        if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+            raise _Missing(spec["field"], f"expected an array of member names, found `{show(v)}`")
+        out[name] = v
+    return out
+
+
+def _each_member(anns: list[dict], domains: dict[str, list[str]]) -> Iterator[dict]:
+    """The annotations, one per member for those with ``"for": D`` (``{D}`` in the atom,
+    the value's field and the quote's field becomes the member's name)."""
+    for a in anns:
+        d = a.get("for")
+        if d is None:
+            yield a
+            continue
+        slot = "{" + d + "}"
+        for member in domains[d]:
+            value = dict(a["value"], field=a["value"]["field"].replace(slot, member))
+            out = {"atom": a["atom"].replace(slot, member), "value": value}
+            if "quote" in a:
+                out["quote"] = a["quote"].replace(slot, member)
+            yield out
+
+
+def _text(name: str, fld: str, v: Any) -> str:
+    """A source's text: a string as it is; a list of strings (passages, retrieved contexts)
+    as numbered lines `[1] …`, `[2] …`, so that a quote can name which."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, list) and all(isinstance(x, str) for x in v):
+        return "\n".join(f"[{k}] {x}" for k, x in enumerate(v, start=1))
+    raise _Missing(
+        fld, f"expected text or an array of texts for source `{name}`, found `{show(v)}`"
+    )
+
+
+def _record(
+    proto: str, labels: tuple[str, ...], m: dict, file: str, n: int, line: str, options: Options
+):
     where = f"{file}:{n}"
     try:
         rec = parse_json_text(line, file, options.limits, first_line=n)
@@ -189,18 +269,14 @@ def _record(proto: str, m: dict, file: str, n: int, line: str, options: Options)
     if not isinstance(rec, dict):
         return Skipped(where, f"expected a JSON object, found `{show(rec)}`")
     try:
-        sources = {}
-        for name, fld in m["sources"].items():
-            v = _get(rec, fld)
-            if not isinstance(v, str):
-                raise _Missing(fld, f"expected text for source `{name}`, found `{show(v)}`")
-            sources[name] = v
-        verdict = _label(rec, m["verdict"], VERDICTS, "verdict")
-        gold = _label(rec, m["gold"], VERDICTS, "gold") if m["gold"] else None
+        sources = {name: _text(name, fld, _get(rec, fld)) for name, fld in m["sources"].items()}
+        domains = _members(rec, m)
+        verdict = _label(rec, m["verdict"], labels, "verdict")
+        gold = _label(rec, m["gold"], labels, "gold") if m["gold"] else None
         rid = str(_get(rec, m["id"])) if m["id"] else f"{Path(file).stem}-{n}"
         item = str(_get(rec, m["item"])) if m["item"] else None
         values = []
-        for a in m["annotations"]:
+        for a in _each_member(m["annotations"], domains):
             value = _label(rec, a["value"], ("TRUE", "FALSE", "UNKNOWN"), "value")
             quote = _get(rec, a["quote"]) if "quote" in a else None
             if quote is not None and not isinstance(quote, str):
@@ -216,7 +292,7 @@ def _record(proto: str, m: dict, file: str, n: int, line: str, options: Options)
             verdict=verdict,
             gold=gold,
             id=rid,
-            domains=m["domains"],
+            domains=domains,
             item=item,
             limits=options.limits,
         )

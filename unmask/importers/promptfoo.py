@@ -1,17 +1,21 @@
-"""The `promptfoo` importer: `promptfoo eval -o results.json` output, one replay per row.
+"""The `promptfoo` importer: `promptfoo eval -o results.json` (or `-o results.jsonl`) output,
+one replay per row.
 
-Contract: reads ``results.results`` (one row per test case × prompt × provider); each row
-with a grading result becomes a replay of ``protocols/promptfoo.proto`` whose domain
-``assertion`` holds the row's component results (``a0``, ``a1``, … in file order; a
-metric-only assertion, which promptfoo leaves out of pass and score, is left out too). The
-rationale is a fixed rendering of the grading result (documented in ``docs/importers.md``)
-so that every annotation quotes it. Values are derived by rule and only where the row says
-them: ``passed`` from each component's ``pass``, ``score_says`` from its score and threshold
-(without a threshold only the scores 1 and 0 say anything), ``has_property`` for `contains`
-and `icontains` by searching the response and for `cost` and `latency` from the row's own
-measurements (rendered as the ``context`` source); everything else stays unannotated. Rows without a
-grading result, with a malformed field, or using assertion sets or guardrails (whose
-pass/fail rules this protocol does not state) are skipped with the reason.
+Contract: reads ``results.results`` (one row per test case × prompt × provider), or one row
+a line from a ``.jsonl`` file (the same replays); each row with a grading result becomes a
+replay of ``protocols/promptfoo.proto`` whose domain ``assertion`` holds the row's top-level
+component results (``a0``, ``a1``, … in file order; a metric-only assertion, which promptfoo
+leaves out of pass and score, is left out too, and so are an assert-set's children, which
+0.121.x lists flat beside the set). The rationale is a fixed rendering of the grading result
+(documented in ``docs/importers.md``) so that every annotation quotes it. Values are derived
+by rule and only where the row says them: ``passed`` from each component's ``pass``,
+``score_says`` from its score read by its assertion type's rule (``BINARY``: the score is
+pass ? 1 : 0 and a threshold limits a measured value; ``AT_LEAST``: pass needs score ≥
+threshold), never for a type whose rule is not known (one ``Note`` per file says so),
+``has_property`` for `contains` and `icontains` by searching the response and for `cost`
+and `latency` from the row's own measurements (rendered as the ``context`` source);
+everything else stays unannotated. Rows without a grading result, with a malformed field, or
+using guardrails (whose pass rule this protocol does not state) are skipped with the reason.
 """
 
 from __future__ import annotations
@@ -21,15 +25,17 @@ from pathlib import Path
 from typing import Any
 
 from unmask.builder import ReplayBuilder
+from unmask.diagnostics import UnmaskError
 from unmask.importers import (
     PROTOCOLS,
     Imported,
+    Note,
+    Occurrences,
     Options,
     Skipped,
     build,
     is_number,
     num,
-    occurrence_at,
     read_array,
     rule_by,
     tf,
@@ -39,7 +45,35 @@ from unmask.jsonload import show
 NAME = "promptfoo"
 PROTOCOL = PROTOCOLS / "promptfoo.proto"
 # promptfoo's own rules for these differ from "all components pass"; not stated here yet
-UNSUPPORTED = ("assert-set", "guardrails")
+UNSUPPORTED = ("guardrails",)
+# How each assertion type's handler (promptfoo 0.121.20, `src/assertions/*`) sets score and
+# pass, so that a score is read by its type's rule and no other:
+# - BINARY: the score is `pass ? 1 : 0`; a threshold there limits a measured value (latency,
+#   cost, Levenshtein distance, perplexity), never the score. `not-X` inverts pass and score
+#   alike, so it reads the same.
+# - AT_LEAST: the assertion cannot pass with a score below its threshold (the handler's
+#   default when the assertion sets none, where it has one); `llm-rubric` with a threshold
+#   passes when the grader says pass *and* the score reaches it (promptfoo issue 2998).
+# A type in neither is not checked, and the import says so once per file.
+BINARY = frozenset(
+    {
+        "contains", "contains-all", "contains-any", "contains-html", "contains-json",
+        "contains-sql", "cost", "equals", "finish-reason", "icontains", "icontains-all",
+        "icontains-any", "is-html", "is-json", "is-sql", "is-xml", "latency", "levenshtein",
+        "perplexity", "regex", "starts-with", "word-count",
+    }
+)  # fmt: skip
+AT_LEAST: dict[str, float | None] = {
+    "assert-set": None,  # a set passes when its weighted score reaches its threshold
+    "llm-rubric": None,
+    "javascript": None,
+    "python": None,
+    "similar": 0.75,
+    "bleu": 0.5,
+    "gleu": 0.5,
+    "rouge-n": 0.75,
+}
+_EPSILON = 2.220446049250313e-16  # promptfoo compares `score >= threshold - Number.EPSILON`
 
 
 def _assertion(c: dict) -> dict:
@@ -48,22 +82,65 @@ def _assertion(c: dict) -> dict:
     return a if isinstance(a, dict) else {}
 
 
-def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
+def read(path: Path, options: Options) -> Iterator[Imported | Skipped | Note]:
     file = str(path)
-    _, rows = read_array(
-        path,
-        options,
-        "results.results",
-        "a promptfoo results file",
-        help="write one with `promptfoo eval -o results.json`",
-    )
     proto = PROTOCOL.read_text(encoding="utf-8")
-    for i, row in enumerate(rows):
-        yield _row(proto, file, i, row, options)
+    unread: set[str] = set()
+    if path.suffix == ".jsonl":  # `promptfoo eval -o results.jsonl`: one row a line
+        for i, (n, row) in enumerate(_jsonl_rows(path, options)):
+            yield _row(proto, file, f"{file}:{n}", i, row, options, unread)
+    else:
+        _, rows = read_array(
+            path,
+            options,
+            "results.results",
+            "a promptfoo results file",
+            help="write one with `promptfoo eval -o results.json` (or `-o results.jsonl`)",
+        )
+        for i, row in enumerate(rows):
+            yield _row(proto, file, f"{file}: results.results[{i}]", i, row, options, unread)
+    if unread:
+        names = ", ".join(f"`{show(k)}`" for k in sorted(unread))
+        yield Note(
+            file,
+            f"assertion type{'s' if len(unread) > 1 else ''} {names}: how the score and"
+            " threshold say pass is not known to Unmask, so those scores were not checked",
+        )
 
 
-def _row(proto: str, file: str, i: int, row: Any, options: Options) -> Imported | Skipped:
-    where = f"{file}: results.results[{i}]"
+def _jsonl_rows(path: Path, options: Options) -> Iterator[tuple[int, Any]]:
+    """Each non-blank line's row; a line that is not JSON is a row that is not an object."""
+    from unmask.files import decode_utf8, read_bytes
+    from unmask.jsonload import parse_json_text
+
+    file = str(path)
+    text = decode_utf8(read_bytes(path, options.limits, file), file, file)
+    seen = False
+    for n, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = parse_json_text(line, file, options.limits, first_line=n)
+        except UnmaskError:
+            if not seen:  # the first line is not JSON: not a promptfoo JSON Lines file
+                raise
+            row = _NotJson()
+        seen = True
+        yield n, row
+
+
+class _NotJson:
+    """A line of a JSON Lines file that is not JSON (skipped as not a result object)."""
+
+    def __repr__(self) -> str:
+        return "not JSON"
+
+
+def _row(
+    proto: str, file: str, where: str, i: int, row: Any, options: Options, unread: set[str]
+) -> Imported | Skipped:
+    if isinstance(row, _NotJson):
+        return Skipped(where, "not a JSON record")
     if not isinstance(row, dict):
         return Skipped(where, f"expected a result object, found `{show(row)}`")
     gr = row.get("gradingResult")
@@ -76,12 +153,23 @@ def _row(proto: str, file: str, i: int, row: Any, options: Options) -> Imported 
     if not isinstance(comps, list) or not comps:
         return Skipped(f"{where}.gradingResult.componentResults", "no assertion results to check")
     members: list[tuple[str, dict, str]] = []  # (member, component, assertion type)
+    children: set[int] = set()  # an assert-set's children, listed flat beside it
     for j, c in enumerate(comps):
         cw = f"{where}.gradingResult.componentResults[{j}]"
+        if j in children:
+            continue
         if not isinstance(c, dict):
             return Skipped(cw, f"expected an assertion result, found `{show(c)}`")
         assertion = _assertion(c)
         kind = assertion.get("type") if isinstance(assertion.get("type"), str) else "unknown"
+        meta = c.get("metadata")
+        the_set = meta.get("assertionSet") if isinstance(meta, dict) else None
+        if isinstance(the_set, dict) or kind == "assert-set":
+            kind = "assert-set"
+            flat = _set_children(c, comps, j)
+            if flat is None:
+                return Skipped(cw, "an assert-set whose children are not listed beside it")
+            children.update(flat)
         if kind in UNSUPPORTED:
             return Skipped(f"{cw}.assertion.type", f"`{kind}` assertions are not imported yet")
         if assertion.get("metricOnly") is True:
@@ -106,7 +194,9 @@ def _row(proto: str, file: str, i: int, row: Any, options: Options) -> Imported 
     offset = len(head) + 1
     for m, c, kind in members:
         cs = c.get("score")
-        ct = _assertion(c).get("threshold")
+        ct = _threshold(c)
+        if is_number(cs) and _reading(kind) is None:
+            unread.add(kind)
         h = (
             f"[{m}] {kind}: pass={tf(c['pass'])}"
             f" score={num(cs) if is_number(cs) else 'none'}"
@@ -142,6 +232,8 @@ def _row(proto: str, file: str, i: int, row: Any, options: Options) -> Imported 
     )
     rid = row["id"] if isinstance(row.get("id"), str) and row["id"] else f"{file}#{i}"
 
+    occurrences = Occurrences(rationale)
+
     def make() -> ReplayBuilder:
         b = ReplayBuilder(
             proto,
@@ -172,9 +264,9 @@ def _row(proto: str, file: str, i: int, row: Any, options: Options) -> Imported 
             )
         for m, c, kind in members:
             h, at = headers[m]
-            occ = occurrence_at(rationale, h, at)
+            occ = occurrences.at(h, at)
             b.annotate(f"passed({m})", c["pass"], quote=h, occurrence=occ, by=by)
-            says = _score_says(c)
+            says = _score_says(c, kind)
             if says is not None:
                 b.annotate(
                     f"score_says({m})",
@@ -204,18 +296,60 @@ def _row(proto: str, file: str, i: int, row: Any, options: Options) -> Imported 
     return build(where, stem, make)
 
 
-def _score_says(c: dict) -> tuple[bool, str] | None:
-    s = c.get("score")
+def _threshold(c: dict) -> Any:
+    """The threshold the assertion (or, for an assert-set, the set) was given."""
     t = _assertion(c).get("threshold")
+    meta = c.get("metadata")
+    the_set = meta.get("assertionSet") if isinstance(meta, dict) else None
+    if t is None and isinstance(the_set, dict):
+        t = the_set.get("threshold")
+    return t
+
+
+def _set_children(c: dict, comps: list, j: int) -> list[int] | None:
+    """Where an assert-set's children are listed flat after it: the entries right after it
+    that equal its own ``componentResults`` (0.121.x); [] when it lists none; None when the
+    children it lists are not there (the row is then not read)."""
+    own = c.get("componentResults")
+    if own is None:
+        return []
+    if not isinstance(own, list):
+        return None
+    after = comps[j + 1 : j + 1 + len(own)]
+    if after != own:
+        return [] if not own else None
+    return list(range(j + 1, j + 1 + len(own)))
+
+
+def _reading(kind: str) -> tuple[str, float | None] | None:
+    """How ``kind``'s score says pass: ("binary", None), ("at-least", default), or None."""
+    if kind in BINARY or (kind.startswith("not-") and kind[4:] in BINARY):
+        return "binary", None
+    if kind in AT_LEAST:
+        return "at-least", AT_LEAST[kind]
+    return None
+
+
+def _score_says(c: dict, kind: str) -> tuple[bool, str] | None:
+    s = c.get("score")
     if not is_number(s):
         return None
-    if is_number(t):
-        ok = s >= t
-        return ok, f"score {num(s)} {'≥' if ok else '<'} threshold {num(t)}"
+    reading = _reading(kind)
+    if reading is None:
+        return None  # a type whose rule is not known: not checked (one note per file)
+    t = _threshold(c)
+    if reading[0] == "at-least":
+        if not is_number(t):
+            t = reading[1]
+        if t is not None:
+            ok = s >= t - _EPSILON
+            return ok, f"`{kind}` passes only at score ≥ threshold: {num(s)} " + (
+                f"≥ {num(t)}" if ok else f"< {num(t)}"
+            )
     if s == 1:
-        return True, "score 1 with no threshold"
+        return True, f"`{kind}` scores 1 for a pass"
     if s == 0:
-        return False, "score 0 with no threshold"
+        return False, f"`{kind}` scores 0 for a fail"
     return None
 
 

@@ -13,36 +13,44 @@ comes from the annotators' ``oracle_idx`` (a reviewed human reading); nothing is
 from the gold label, which stays in ``gold`` and out of every base. What a rule cannot
 establish stays unannotated (UNKNOWN): in particular ``gap`` is never FALSE, since a
 rationale that does not mention a gap has not said there is none.
+A gold row with a field of another kind than WiCE writes is an ``UnmaskError`` naming the
+line and JSON path, before anything is read; tags are paired in linear time.
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from unmask.builder import ReplayBuilder
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.files import decode_utf8, read_bytes
-from unmask.importers import PROTOCOLS, Imported, Options, Skipped, build
+from unmask.importers import PROTOCOLS, Imported, Occurrences, Options, Skipped, build
 from unmask.jsonload import parse_json_text
+from unmask.jsonreader import kind, show
 
 NAME = "wice"
 PROTOCOL = PROTOCOLS / "wice.proto"
 RULES = {"kind": "rule", "name": "wice-rules/1", "reviewed": False}
 LABELS = ("supported", "partially_supported", "not_supported")
+MAX_DIGITS = 18  # a line number with more digits is no line a prompt shows
 
-_CLAIM = re.compile(r"<claim>(.*?)</claim>", re.S)
-_SENTENCE = re.compile(r"<sentence_(\d+)>(.*?)</sentence_\1>", re.S)
-_EXPLANATION = re.compile(r"<explanation>(.*?)</explanation>", re.S)
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
+# tags are found by `_tag` and `_sentences`, in linear time: the lazy patterns
+# `<claim>(.*?)</claim>` and `<sentence_(\d+)>(.*?)</sentence_\1>` they replace read to the
+# end of the text from every unclosed tag (a 280 KB line of them took minutes)
+_OPEN_SENTENCE = re.compile(r"<sentence_(\d+)>")
+_CLOSE_SENTENCE = re.compile(r"</sentence_(\d+)>")
 # "Sentence 5", "sentences 5, 7 and 8", "line 3", "lines 3-5", "<sentence_5>"
 _CITE = re.compile(
     r"(?:<sentence_(\d+)>|\b(?:sentences?|lines?)\s+((?:\d+(?:\s*(?:-|–|to)\s*\d+)?"
     r"(?:\s*(?:,|and|&)\s*)*)+))",
     re.I,
 )
+_STOP = re.compile(r"[.\n]")
 _NUM_RANGE = re.compile(r"(\d+)(?:\s*(?:-|–|to)\s*(\d+))?")
 # a cue that the sentence around a citation denies support rather than giving it
 _DENIAL = re.compile(
@@ -57,6 +65,60 @@ _GAP = re.compile(
     r"supported|provided|stated|confirmed)|there is no|is not (?:supported|mentioned)",
     re.I,
 )
+
+
+def _tag(text: str, name: str) -> _Found | None:
+    """The first ``<NAME>…</NAME>``, as ``re.search(r"<NAME>(.*?)</NAME>", text, re.S)``
+    finds it: the first opening a closing follows, up to the first closing after it."""
+    i = text.find(f"<{name}>")
+    if i < 0:
+        return None
+    inner = i + len(name) + 2
+    j = text.find(f"</{name}>", inner)
+    if j < 0:  # no closing after the first opening: none after a later one either
+        return None
+    return _Found(text, i, inner, j, j + len(name) + 3)
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """A tag found by ``_tag``, read as a ``re.Match`` of its pattern is."""
+
+    text: str
+    a: int  # the opening tag's start
+    b: int  # the content's start
+    c: int  # the content's end
+    d: int  # the closing tag's end
+
+    def group(self, n: int = 0) -> str:
+        return self.text[self.a : self.d] if n == 0 else self.text[self.b : self.c]
+
+    def start(self, n: int = 0) -> int:
+        return self.a if n == 0 else self.b
+
+    def end(self, n: int = 0) -> int:
+        return self.d if n == 0 else self.c
+
+
+def _sentences(segment: str) -> list[tuple[int, str]]:
+    """``(N, text)`` of each ``<sentence_N>text</sentence_N>``, as ``findall`` of the pattern
+    ``<sentence_(\\d+)>(.*?)</sentence_\\1>`` (re.S) lists them: each opening is paired with
+    the first closing of the same number after it, and a pair's text is not searched again.
+    Every closing tag is indexed once, so unclosed openings cost no rescan."""
+    closes: dict[str, list[int]] = {}
+    for m in _CLOSE_SENTENCE.finditer(segment):
+        closes.setdefault(m.group(1), []).append(m.start())
+    out, pos = [], 0
+    for m in _OPEN_SENTENCE.finditer(segment):
+        if m.start() < pos:
+            continue  # inside the text of a pair already read
+        starts = closes.get(m.group(1), ())
+        k = bisect.bisect_left(starts, m.end())
+        if k == len(starts):
+            continue
+        out.append((_number(m.group(1)), segment[m.end() : starts[k]]))
+        pos = starts[k] + len(m.group(1)) + 12  # past `</sentence_N>`
+    return out
 
 
 def _lines(path: Path, options: Options) -> Iterator[tuple[int, str]]:
@@ -79,46 +141,104 @@ def _gold_index(path: Path, options: Options) -> dict[tuple[str, tuple[int, ...]
     chunks: dict[str, int] = {}
     for n, line in _lines(path, options):
         row = parse_json_text(line, str(path), options.limits, first_line=n)
-        try:
-            claim, meta, label = row["claim"], row["meta"], row["label"]
-            key = (claim, tuple(int(i) for i in meta["chunk_idx"]))
-            cid = str(meta["id"])
-        except (KeyError, TypeError, ValueError):
-            help_ = "a row has `claim`, `label` and `meta` with `id` and `chunk_idx`"
-            raise UnmaskError(
-                [Diagnostic("wice", f"{path}:{n}: not a WiCE gold row", help=help_)]
-            ) from None
-        if label not in LABELS:
-            raise UnmaskError(
-                [Diagnostic("wice", f"{path}:{n}: `label` is `{label}`, not a WiCE label")]
-            )
+        claim, chunk_idx, cid, _, _ = _gold_row(f"{path}:{n}", row)
+        key = (claim, chunk_idx)
         k = chunks.get(cid, 0)
         chunks[cid] = k + 1
         index[key] = (f"{cid}-{k}", row)
     return index
 
 
+def _gold_row(where: str, row: Any) -> tuple[str, tuple[int, ...], str, str, frozenset[int]]:
+    """A gold row's claim, chunk_idx, id, label and oracle_idx, each of the kind WiCE
+    writes; anything else is one error naming the line and the JSON path."""
+
+    def bad(at: str, expected: str, found: Any = None) -> UnmaskError:
+        if found is None:
+            shown = ""
+        elif isinstance(found, str):
+            shown = f", found `{show(found)}`"
+        else:
+            shown = f", found {kind(found)}"
+        return UnmaskError(
+            [
+                Diagnostic(
+                    "wice",
+                    f"{where}: not a WiCE gold row: `{at}` must be {expected}{shown}",
+                    help="pass WiCE's `gold_claim_test.jsonl` as `--gold`",
+                )
+            ]
+        )
+
+    if not isinstance(row, dict):
+        raise bad("$", "an object", row)
+    for key in ("claim", "meta", "label"):
+        if key not in row:
+            raise bad(key, "present")
+    claim, meta, label = row["claim"], row["meta"], row["label"]
+    if not isinstance(claim, str):
+        raise bad("claim", "a string", claim)
+    if not isinstance(meta, dict):
+        raise bad("meta", "an object", meta)
+    if not isinstance(label, str):
+        raise bad("label", "a string", label)
+    if label not in LABELS:
+        raise bad("label", "one of " + ", ".join(f"`{x}`" for x in LABELS), label)
+    cid = meta.get("id")
+    if isinstance(cid, bool) or not isinstance(cid, (str, int)):
+        raise bad("meta.id", "a string or a whole number", cid)
+
+    def numbers(field: str, optional: bool) -> tuple[int, ...]:
+        value = meta.get(field)
+        if value is None and optional:
+            return ()
+        if not isinstance(value, list):
+            raise bad(f"meta.{field}", "an array of line numbers", value)
+        for j, i in enumerate(value):
+            if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < 10**MAX_DIGITS:
+                raise bad(f"meta.{field}[{j}]", "a line number (a whole number from 0)", i)
+        return tuple(value)
+
+    chunk_idx = numbers("chunk_idx", optional=False)
+    oracle = frozenset(numbers("oracle_idx", optional=True))
+    return claim, chunk_idx, str(cid), label, oracle
+
+
 def citations(explanation: str) -> list[tuple[int, int, int, bool]]:
     """(line number, start, end, denied) for each line the explanation cites; ``denied``
     when the sentence around the citation carries a denial cue."""
     out = []
+    # the sentence around a citation runs from after the last `.` or line break before it
+    # to the next `.`; the stops are indexed once and each sentence is read for the denial
+    # cue once, however many citations it holds (a rescan per citation was quadratic)
+    stops = [m.start() for m in _STOP.finditer(explanation)]
+    dots = [i for i in stops if explanation[i] == "."]
+    denial: dict[tuple[int, int], bool] = {}
     for m in _CITE.finditer(explanation):
         start, end = m.span()
-        # the sentence around the citation, for the denial cue
-        s0 = max(explanation.rfind(".", 0, start), explanation.rfind("\n", 0, start)) + 1
-        s1 = explanation.find(".", end)
-        sentence = explanation[s0 : len(explanation) if s1 < 0 else s1]
-        denied = bool(_DENIAL.search(sentence))
+        k = bisect.bisect_left(stops, start)
+        s0 = stops[k - 1] + 1 if k else 0
+        k = bisect.bisect_left(dots, end)
+        s1 = dots[k] if k < len(dots) else len(explanation)
+        if (s0, s1) not in denial:
+            denial[s0, s1] = bool(_DENIAL.search(explanation, s0, s1))
+        denied = denial[s0, s1]
         if m.group(1) is not None:
-            out.append((int(m.group(1)), start, end, denied))
+            out.append((_number(m.group(1)), start, end, denied))
             continue
         for r in _NUM_RANGE.finditer(m.group(2)):
-            a = int(r.group(1))
-            b = int(r.group(2)) if r.group(2) else a
+            a = _number(r.group(1))
+            b = _number(r.group(2)) if r.group(2) else a
             if b < a or b - a > 50:
                 b = a
             out.extend((i, start, end, denied) for i in range(a, b + 1))
     return out
+
+
+def _number(digits: str) -> int:
+    """A line number as written; one too long to be a line of any prompt reads as one past
+    every line a prompt can show (``int`` refuses over 4,300 digits)."""
+    return int(digits) if len(digits) <= MAX_DIGITS else 10**MAX_DIGITS
 
 
 def _record(where: str, row: Any, gold: dict, judge: str) -> Imported | Skipped:
@@ -129,25 +249,29 @@ def _record(where: str, row: Any, gold: dict, judge: str) -> Imported | Skipped:
     prompt, response = row["prompt"], row["response"]
     last = prompt.rfind("<input>")
     segment = prompt[last:] if last >= 0 else prompt
-    claim_m = _CLAIM.search(segment)
+    claim_m = _tag(segment, "claim")
     if claim_m is None:
         return Skipped(where, "`prompt`: no <claim> in the last <input>")
     claim = claim_m.group(1)
-    shown = [(int(i), s) for i, s in _SENTENCE.findall(segment)]
+    shown = _sentences(segment)
+    if any(i >= 10**MAX_DIGITS for i, _ in shown):
+        return Skipped(where, f"`prompt`: a sentence number has more than {MAX_DIGITS} digits")
     key = (claim, tuple(i for i, _ in shown))
     if key not in gold:
         return Skipped(where, "`prompt`: no gold row has this claim and these evidence lines")
     item, g = gold[key]
-    oracle = {int(i) for i in g["meta"].get("oracle_idx") or ()}
+    oracle = _gold_row(where, g)[4]  # checked when the index was made
     members = [f"s{i}" for i, _ in shown]
     context = "\n".join(f"line {i}: {s}" for i, s in shown)
     reference = "\n".join(
         f"line {i}: {'supporting' if i in oracle else 'not marked as supporting'}" for i, _ in shown
     )
-    answer_m = _ANSWER.search(response)
+    answer_m = _tag(response, "answer")
     verdict = answer_m.group(1).strip() if answer_m else None
     if verdict not in LABELS:
-        return Skipped(where, f"`response`: the answer is {verdict!r}, not one of the labels")
+        if verdict is None:
+            return Skipped(where, "`response`: no `<answer>…</answer>`")
+        return Skipped(where, f"`response`: the answer is `{show(verdict)}`, not one of the labels")
 
     def make() -> ReplayBuilder:
         b = ReplayBuilder(
@@ -177,8 +301,13 @@ def _record(where: str, row: Any, gold: dict, judge: str) -> Imported | Skipped:
 
 def _judge_side(b: ReplayBuilder, response: str, shown: set[int]) -> None:
     """Annotations read off the response by rule; each quotes what it rests on."""
-    ex = _EXPLANATION.search(response)
-    ans = _ANSWER.search(response)
+    occurrences = Occurrences(response)
+
+    def occurrence(start: int, end: int) -> int:
+        return occurrences.at(response[start:end], start)
+
+    ex = _tag(response, "explanation")
+    ans = _tag(response, "answer")
     if ex and ans:
         first = ex.start() < ans.start()
         b.annotate(
@@ -215,7 +344,7 @@ def _judge_side(b: ReplayBuilder, response: str, shown: set[int]) -> None:
                 True,
                 quote=response[s:e],
                 source="rationale",
-                occurrence=_occurrence(response, s, e),
+                occurrence=occurrence(s, e),
                 by=RULES,
             )
         elif line not in mentioned:
@@ -225,7 +354,7 @@ def _judge_side(b: ReplayBuilder, response: str, shown: set[int]) -> None:
                 False,
                 quote=whole,
                 source="rationale",
-                occurrence=_occurrence(response, offset, offset + len(text)),
+                occurrence=occurrence(offset, offset + len(text)),
                 by=RULES,
             )
         # cited next to a denial: whether as support is not for a rule to say (UNKNOWN)
@@ -238,7 +367,7 @@ def _judge_side(b: ReplayBuilder, response: str, shown: set[int]) -> None:
                 False,
                 quote=response[offset + s : offset + e],
                 source="rationale",
-                occurrence=_occurrence(response, offset + s, offset + e),
+                occurrence=occurrence(offset + s, offset + e),
                 by=RULES,
             )
         else:
@@ -247,7 +376,7 @@ def _judge_side(b: ReplayBuilder, response: str, shown: set[int]) -> None:
                 True,
                 quote=whole,
                 source="rationale",
-                occurrence=_occurrence(response, offset, offset + len(text)),
+                occurrence=occurrence(offset, offset + len(text)),
                 by=RULES,
             )
     gap = _GAP.search(text)
@@ -258,7 +387,7 @@ def _judge_side(b: ReplayBuilder, response: str, shown: set[int]) -> None:
             True,
             quote=response[s:e],
             source="rationale",
-            occurrence=_occurrence(response, s, e),
+            occurrence=occurrence(s, e),
             by=RULES,
         )
 
@@ -267,12 +396,6 @@ def _instructions(prompt: str) -> str:
     """The judge's instructions: the prompt up to its worked examples."""
     cut = prompt.find("\n\nWe provide")
     return (prompt if cut < 0 else prompt[:cut]).strip()
-
-
-def _occurrence(text: str, start: int, end: int) -> int:
-    from unmask.importers import occurrence_at
-
-    return occurrence_at(text, text[start:end], start)
 
 
 def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:

@@ -18,6 +18,7 @@ nothing in it runs as code.
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from dataclasses import dataclass, field
@@ -33,6 +34,12 @@ JUDGE_RATIONALE = Fill("judge", "rationale")
 VALUES_MODES = ("text", "numbers")
 MAX_RANGE = 1000  # a range "3-5" expands to at most this many members; wider is skipped
 MAX_RULES = 200
+# per rationale: its length (a pattern is tried from every citation, up to `_REACH` on),
+# matches of all rules together, and characters read around them by `unless_before` and
+# `doubt`; past any of them the rationale is refused, not read for minutes (docs/security.md)
+MAX_CHARS = 100_000
+MAX_HITS = 100_000
+MAX_SCAN = 10_000_000
 MAX_PATTERN = 4000
 _MEMBER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RULESET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -48,7 +55,12 @@ _NUMS = (
     r"(?:\s*(?:,\s*(?:and\s+)?|and\s+|&\s*)\d+(?:\s*(?:-|–|to)\s*\d+)?)*"
 )
 _CITE = r"\b(?:sentences?|lines?)[\s_]*"
+# how far (characters, within one sentence) a citation and its verb may be apart: unbounded,
+# a long sentence naming many lines was read again from every one of them (quadratic)
+_REACH = 200
 _NEG = r"(?!\bnot\b|n't\b|\bno\b|\bnor\b|\bneither\b|\bnever\b|\bnothing\b)"
+_NEAR = rf"(?:{_NEG}[^.;:!?]){{0,{_REACH}}}?"  # then, within reach, with no negation
+_NEAR_ANY = rf"(?:[^.;:!?]){{0,{_REACH}}}?"
 _SUPPORT_VERB = (
     r"\b(?:confirm|support|show|state|indicate|mention|list|say|note|describe|explain"
     r"|demonstrate|establish|verif|corroborat|reveal|report|provide|prove|specif)\w*"
@@ -80,7 +92,7 @@ WICE_RULES: dict[str, Any] = {
             "name": "said",
             "summary": "a numbered sentence followed, in the same sentence of the rationale and"
             " with no negation between, by a verb of support (confirms, states, shows …)",
-            "pattern": rf"(?<![\w<])<?{_CITE}({_NUMS})\b(?:{_NEG}[^.;:!?])*?{_SUPPORT_VERB}",
+            "pattern": rf"(?<![\w<])<?{_CITE}({_NUMS})\b{_NEAR}{_SUPPORT_VERB}",
             "flags": "i",
             "atom": "said",
             "member": "s{}",
@@ -94,7 +106,7 @@ WICE_RULES: dict[str, Any] = {
             "name": "said-after",
             "summary": "a numbered sentence in parentheses after a statement of support:"
             " `The evidence confirms that … (sentence 15)`",
-            "pattern": rf"{_SUPPORT_VERB}\b(?:{_NEG}[^.;:!?])*?\(\s*{_CITE}({_NUMS})\s*\)",
+            "pattern": rf"{_SUPPORT_VERB}\b{_NEAR}\(\s*{_CITE}({_NUMS})\s*\)",
             "flags": "i",
             "atom": "said",
             "member": "s{}",
@@ -107,7 +119,7 @@ WICE_RULES: dict[str, Any] = {
         {
             "name": "contradicted",
             "summary": "a numbered sentence the rationale says contradicts the claim",
-            "pattern": rf"(?<![\w<])<?{_CITE}({_NUMS})\b(?:[^.;:!?])*?"
+            "pattern": rf"(?<![\w<])<?{_CITE}({_NUMS})\b{_NEAR_ANY}"
             r"\b(?:contradict|refute|conflict|disprove|is inconsistent|are inconsistent)\w*",
             "flags": "i",
             "atom": "contradicted",
@@ -391,6 +403,14 @@ def rules_for(protocol_path: str | Path) -> Path:
     return p.with_name(p.stem + ".judge.json")
 
 
+class TooLarge(ValueError):
+    """A rationale the rules would take too long to read (``MAX_HITS``, ``MAX_SCAN``)."""
+
+
+def _too_large(what: str) -> str:
+    return f"the rationale is too large to propose for: {what}"
+
+
 @dataclass(frozen=True, slots=True)
 class Hit:
     """One thing a rule found: the atom, the captured value, its confidence and its span."""
@@ -409,8 +429,9 @@ class JudgeRules(Proposer):
     fills = (JUDGE_RATIONALE,)
     summary = "what the rationale cites and asserts, by the patterns of a rule file; no model"
 
-    def __init__(self, rules: RuleSet | None = None) -> None:
+    def __init__(self, rules: RuleSet | None = None, max_chars: int = MAX_CHARS) -> None:
         self.ruleset = rules if rules is not None else parse_rules(WICE_RULES)
+        self.max_chars = max_chars
 
     @property
     def source(self) -> str:
@@ -422,35 +443,57 @@ class JudgeRules(Proposer):
         return By(self.kind, f"{self.ruleset.name}/{self.ruleset.version}")
 
     def matches(self, text: str) -> list[Hit]:
-        """Everything the rules find, rule by rule in file order, before any threshold."""
+        """Everything the rules find, rule by rule in file order, before any threshold.
+
+        Linear in the matches: sentences are found by bisection and each span's quote is
+        made once. Raises ``TooLarge`` for a text longer than ``max_chars``, past
+        ``MAX_HITS`` matches or past ``MAX_SCAN`` characters read around them
+        (``unless_before`` and ``doubt``), rather than run for minutes.
+        """
+        if len(text) > self.max_chars:
+            raise TooLarge(_too_large(f"more than {self.max_chars:,} characters"))
         sentences = _sentences(text)
-        found = []
+        starts = [a for a, _ in sentences]
+        spans: dict[tuple[int, int], Quoted] = {}  # one quote per span, however many hits
+        found: list[Hit] = []
+        scanned = 0
         for rule in self.ruleset.rules:
             for m in rule.pattern.finditer(text):
                 captured, group = m.group(1), 1
                 if captured is None or m.end() == m.start():
                     continue
-                s_start, s_end = next(
-                    ((a, b) for a, b in sentences if a <= m.start(group) < b),
-                    (m.start(), m.end()),
-                )
-                before = text[s_start : m.start()]
-                if rule.unless_before is not None and rule.unless_before.search(before):
-                    continue
+                k = bisect.bisect_right(starts, m.start(group)) - 1
+                if k >= 0 and m.start(group) < sentences[k][1]:
+                    s_start, s_end = sentences[k]
+                else:
+                    s_start, s_end = m.start(), m.end()
+                if rule.unless_before is not None:
+                    scanned += m.start() - s_start
+                    if scanned > MAX_SCAN:
+                        raise TooLarge(_too_large(f"more than {MAX_SCAN:,} characters to read"))
+                    if rule.unless_before.search(text[s_start : m.start()]):
+                        continue
                 confidence = rule.confidence
                 if rule.doubt is not None:
                     # the hedge may follow in the next sentence ("… However, it cannot be
                     # confirmed that …"), so look one sentence further
-                    following = [b for a, b in sentences if a >= s_end][:1]
-                    window = text[s_start : following[0] if following else s_end]
-                    if rule.doubt.search(window):
+                    j = bisect.bisect_left(starts, s_end)
+                    window_end = sentences[j][1] if j < len(sentences) else s_end
+                    scanned += window_end - s_start
+                    if scanned > MAX_SCAN:
+                        raise TooLarge(_too_large(f"more than {MAX_SCAN:,} characters to read"))
+                    if rule.doubt.search(text[s_start:window_end]):
                         confidence = min(confidence, rule.doubt_confidence)
                 # the quote: the rationale sentence holding the match (what the reviewer
                 # reads), or the match itself where it crosses sentences
                 a, b = (s_start, s_end) if s_start <= m.start() and m.end() <= s_end else m.span()
-                span = Quoted(a, b, text[a:b])
+                span = spans.get((a, b))
+                if span is None:
+                    span = spans[a, b] = Quoted(a, b, text[a:b])
                 for atom in rule.members(captured):
                     found.append(Hit(rule, atom, captured, confidence, span))
+                if len(found) > MAX_HITS:
+                    raise TooLarge(_too_large(f"more than {MAX_HITS:,} rule matches"))
         return found
 
     def propose(self, text: str, threshold: float = 0.5) -> list[Proposal]:

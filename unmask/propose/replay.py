@@ -83,7 +83,7 @@ def open_atoms(replay: Replay) -> list[str]:
 
 
 def _fill_judge(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
-    from unmask.propose.judge import JudgeRules
+    from unmask.propose.judge import JudgeRules, TooLarge
 
     if not isinstance(proposer, JudgeRules):
         return []
@@ -104,7 +104,12 @@ def _fill_judge(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
         return []
     by = proposer.by.to_json()
     out = []
-    for p in proposer.propose(text, ctx.threshold):
+    try:
+        proposals = proposer.propose(text, ctx.threshold)
+    except TooLarge as exc:
+        ctx.outcome.abstained.append((proposer.by.name, str(exc)))
+        return []
+    for p in proposals:
         role = roles.get(p.atom)
         if role is None or source not in EVIDENCE_SOURCES[role]:
             continue  # the protocol has no such atom, or this source cannot back it

@@ -1,0 +1,111 @@
+"""Regenerate this folder's DeepEval run with DeepEval itself, offline.
+
+The judge is a `DeepEvalBaseLLM` subclass that answers every prompt with fixed JSON (no
+network): Hallucination verdicts and a reason, and an Answer Relevancy reading. Two test
+cases: one whose answer agrees with its context (Hallucination passes) and one whose
+answer contradicts it (Hallucination fails). Run with a Python that has `deepeval`:
+
+    python tests/data/importers/deepeval-generated/regenerate.py [OUT_DIR]
+
+It writes `latest_test_run.json` (DeepEval's `.deepeval/.latest_test_run.json`, as written)
+and `VERSION` (the deepeval version).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from importlib.metadata import version
+from pathlib import Path
+
+os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "YES")
+os.environ.setdefault("DEEPEVAL_DISABLE_DOTENV", "1")
+
+from deepeval import evaluate
+from deepeval.evaluate.configs import AsyncConfig, DisplayConfig
+from deepeval.metrics import AnswerRelevancyMetric, HallucinationMetric
+from deepeval.models import DeepEvalBaseLLM
+from deepeval.test_case import LLMTestCase
+
+
+class FixedJudge(DeepEvalBaseLLM):
+    """Fixed answers by what the prompt asks for; the contradiction is about Lyon."""
+
+    def load_model(self):  # type: ignore[no-untyped-def]
+        return self
+
+    def get_model_name(self) -> str:
+        return "fixed-judge"
+
+    def _answer(self, prompt: str) -> str:
+        wrong = "Lyon" in prompt
+        if '"verdicts"' in prompt and "context" in prompt.lower() and "statements" not in prompt:
+            verdict = "no" if wrong else "yes"
+            return json.dumps(
+                {"verdicts": [{"verdict": verdict, "reason": "Compared with the context."}]}
+            )
+        if '"statements"' in prompt:
+            return json.dumps({"statements": ["The capital of France is Paris."]})
+        if '"verdicts"' in prompt:
+            return json.dumps({"verdicts": [{"verdict": "yes", "reason": "It is relevant."}]})
+        return json.dumps(
+            {
+                "reason": "The score is 0.00 because the output contradicts the context."
+                if wrong
+                else "The score is 1.00 because the output agrees with the context."
+            }
+        )
+
+    def generate(self, prompt: str, schema=None):  # type: ignore[no-untyped-def]
+        text = self._answer(prompt)
+        return schema.model_validate_json(text) if schema is not None else text
+
+    async def a_generate(self, prompt: str, schema=None):  # type: ignore[no-untyped-def]
+        return self.generate(prompt, schema)
+
+
+def main() -> None:
+    here = Path(__file__).resolve().parent
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else here
+    judge = FixedJudge()
+    cases = [
+        LLMTestCase(
+            name="agrees",
+            input="What is the capital of France?",
+            actual_output="The capital of France is Paris.",
+            context=["Paris is the capital of France."],
+        ),
+        LLMTestCase(
+            name="contradicts",
+            input="What is the capital of France?",
+            actual_output="The capital of France is Lyon.",
+            context=["Paris is the capital of France."],
+        ),
+    ]
+    metrics = [
+        HallucinationMetric(model=judge, threshold=0.5),
+        AnswerRelevancyMetric(model=judge, threshold=0.5),
+    ]
+    cwd = os.getcwd()
+    with tempfile.TemporaryDirectory() as work:
+        os.chdir(work)
+        try:
+            evaluate(
+                test_cases=cases,
+                metrics=metrics,
+                async_config=AsyncConfig(run_async=False),
+                display_config=DisplayConfig(show_indicator=False, print_results=False),
+            )
+            out.mkdir(parents=True, exist_ok=True)
+            written = Path(work) / ".deepeval" / ".latest_test_run.json"
+            shutil.copyfile(written, out / "latest_test_run.json")
+        finally:
+            os.chdir(cwd)
+    (out / "VERSION").write_text(f"deepeval {version('deepeval')}\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
