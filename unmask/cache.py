@@ -52,6 +52,7 @@ _MODULES = (
     "limits",
     "names",
     "parser",
+    "span",
 )
 
 _END = object()

@@ -10,7 +10,8 @@ Contract:
 - the IR is *ground*: no families, domains or variables are left (see ``unmask.compiler``).
 
 Size: the nodes, their smart constructors, the one fold with its ``Table`` and the
-protocol types stay together so the IR imports nothing of the project.
+protocol types stay together so the IR imports nothing of the project but ``Span``
+(``unmask.span``, under every layer, so diagnostics can name a place without the IR).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
+
+from unmask.span import Span
 
 ROLES = ("judge", "context", "procedure")
 CARD_OPS = ("atleast", "atmost", "exactly")
@@ -34,22 +37,6 @@ LABEL_PREFIX = "$v:"
 DIRECTIONS = ("~", "~>")
 # binding strength in `.proto` syntax, loosest first (cardinalities are written as calls)
 PRECEDENCE = {"iff": 1, "implies": 2, "or": 3, "xor": 4, "and": 5, "not": 6}
-
-
-@dataclass(frozen=True, slots=True)
-class Span:
-    """A half-open region of a source file; lines and columns count from 1."""
-
-    file: str
-    line: int
-    column: int
-    end_line: int
-    end_column: int
-    start_pos: int = 0
-    end_pos: int = 0
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.column}"
 
 
 def _loc() -> Span | None:
