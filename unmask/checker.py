@@ -3,11 +3,12 @@
 Contract:
 - the solver sees only a ``Case``, built from a validated ``Replay``; ``Case`` has no gold
   field, so the gold label cannot reach any base (``unmask.api`` adds it to the report);
-- F, B_proto, B_evid = F and B_all = B_proto ∧ F are lists of labelled parts in a
-  canonical order: ``fact:ATOM``, then ``constraint:NAME``, then for a binary protocol
-  ``decision`` (V ⇔ D), for one that declares its labels ``labels`` (exactly one verdict
-  variable holds) and ``decision:LABEL`` (V_L ⇔ D_L) per label; a base is opened on the
-  backend at most once, when a check needs it, and answers all its checks incrementally;
+- F, B_proto, B_evid = F and B_all = B_proto ∧ F are lists of parts, each named by a
+  ``PartId`` (``unmask.report``), in a canonical order: ``fact:ATOM``, then
+  ``constraint:NAME``, then for a binary protocol ``decision`` (V ⇔ D), for one that
+  declares its labels ``labels`` (exactly one verdict variable holds) and
+  ``decision:LABEL`` (V_L ⇔ D_L) per label; a base is opened on the backend at most once,
+  when a check needs it, and answers all its checks incrementally;
 - with ``closed_form`` (the default) the checks that need no solver are decided without
   one (``unmask.closed``: a check on the facts alone, a base small enough to tabulate,
   the bases of a binary protocol without constraints and its verdict when the facts force
@@ -69,12 +70,17 @@ from unmask.report import (
     UNDERDETERMINED,
     UNKNOWN,
     VIOLATED,
+    AnnotationItem,
     Bases,
     CheckResult,
+    ConstraintItem,
+    DecisionItem,
     Dimensions,
     Explanation,
     GroundingCheck,
     Item,
+    LabelsItem,
+    PartId,
     Quote,
     Reason,
     Report,
@@ -141,30 +147,30 @@ class Case:
 
 def fact_parts(case: Case) -> list[Part]:
     return [
-        Part(f"fact:{name}", mk_atom(name) if value else mk_not(mk_atom(name)))
+        Part(PartId.fact(name), mk_atom(name) if value else mk_not(mk_atom(name)))
         for name, value in case.facts.items()
     ]
 
 
+# a binary protocol's decision part, V ⇔ D
+DECISION = PartId("decision")
+
+
 def proto_parts(p: Protocol) -> list[Part]:
     parts: list[Part] = []
-    used: set[str] = set()
+    seen: dict[str, int] = {}
     for c in p.constraints:
-        label = f"constraint:{c.name}"
-        n = 2
-        while label in used:  # defensive: labels must be unique for selectors
-            label = f"constraint:{c.name}#{n}"
-            n += 1
-        used.add(label)
-        parts.append(Part(label, c.expr))
+        # defensive: part ids must be unique for selectors, so a repeated name is numbered
+        seen[c.name] = n = seen.get(c.name, 0) + 1
+        parts.append(Part(PartId("constraint", c.name, n), c.expr))
     if not p.declared_labels:
         assert p.decision is not None
-        parts.append(Part("decision", mk_iff(mk_atom(VERDICT_ATOM), p.decision)))
+        parts.append(Part(DECISION, mk_iff(mk_atom(VERDICT_ATOM), p.decision)))
         return parts
     variables = [mk_atom(v) for v in verdict_atoms(p)]
-    parts.append(Part("labels", mk_card("exactly", 1, variables)))
+    parts.append(Part(PartId("labels"), mk_card("exactly", 1, variables)))
     for label, v in zip(p.labels, variables, strict=True):
-        parts.append(Part(f"decision:{label}", mk_iff(v, p.decision_for(label))))
+        parts.append(Part(PartId("decision", label), mk_iff(v, p.decision_for(label))))
     return parts
 
 
@@ -310,7 +316,7 @@ class _Run:
         self.conflicts: dict[str, Explanation] = {}
         self.closed_form = closed_form
         self.tables: dict[str, TableBase] = {}
-        self.items: dict[str, Item] = {}
+        self.items: dict[PartId, Item] = {}
         self.derived = _derived(case.protocol)
 
     def close(self) -> None:
@@ -395,35 +401,33 @@ class _Run:
 
     # -- explanation items --
 
-    def item(self, label: str) -> Item:
-        got = self.items.get(label)
+    def item(self, part: PartId) -> Item:
+        got = self.items.get(part)
         if got is None:  # explanations of a replay cite the same few parts again and again
-            got = self.items[label] = self._item(label)
+            got = self.items[part] = self._item(part)
         return got
 
-    def _item(self, label: str) -> Item:
-        if label.startswith("fact:"):
-            atom = label[len("fact:") :]
-            ann = self.by_atom[atom]
-            return Item(
-                part=label,
-                kind="annotation",
-                atom=atom,
-                value=ann.value,
-                evidence=tuple(Quote(e.source, e.start, e.end, e.quote) for e in ann.evidence),
-                explanation=ann.explanation,
-                by=ann.by,
+    def _item(self, part: PartId) -> Item:
+        kind, name = part.kind, part.name
+        if kind == "fact":
+            assert name is not None
+            ann = self.by_atom[name]
+            return AnnotationItem(
+                part,
+                name,
+                ann.value,
+                tuple(Quote(e.source, e.start, e.end, e.quote) for e in ann.evidence),
+                ann.explanation,
+                ann.by,
             )
-        if label.startswith("constraint:"):
-            name = label[len("constraint:") :].split("#", 1)[0]
-            return Item(part=label, kind="constraint", name=name)
-        if label == "labels":
-            return Item(part=label, kind="labels")
-        if label.startswith("decision:"):
-            return Item(part=label, kind="decision", label=label[len("decision:") :])
-        return Item(part=label, kind="decision")
+        if kind == "constraint":
+            assert name is not None
+            return ConstraintItem(part, name)
+        if kind == "labels":
+            return LabelsItem(part)
+        return DecisionItem(part, name)
 
-    def explanation(self, labels: Sequence[str], minimal: bool) -> Explanation:
+    def explanation(self, labels: Sequence[PartId], minimal: bool) -> Explanation:
         return Explanation(tuple(self.item(x) for x in labels), minimal)
 
     # -- Classify --
@@ -496,7 +500,7 @@ class _Run:
             return None
         value, kept = got
         status = ENTAILED if value == (self.case.verdict == "PASS") else REFUTED
-        return self.forced(status, [*(f"fact:{a}" for a in kept), "decision"], True, coverage)
+        return self.forced(status, [*(PartId.fact(a) for a in kept), DECISION], True, coverage)
 
     def open_result(self, holds: Witness, fails: Witness, coverage: bool) -> CheckResult:
         """UNDERDETERMINED, with its two witnesses; it rests on their observed atoms."""
@@ -509,7 +513,7 @@ class _Run:
         )
 
     def forced(
-        self, status: str, labels: Sequence[str], minimal: bool, coverage: bool
+        self, status: str, labels: Sequence[PartId], minimal: bool, coverage: bool
     ) -> CheckResult:
         """ENTAILED or REFUTED, explained by ``labels``; it rests on their annotations."""
         expl = self.explanation(labels, minimal)
@@ -533,7 +537,7 @@ class _Run:
             return None
         if got.status == UNDERDETERMINED:
             return self.open_result(self.assigned(got.holds), self.assigned(got.fails), coverage)
-        return self.forced(got.status, [f"fact:{a}" for a in got.kept], True, coverage)
+        return self.forced(got.status, [PartId.fact(a) for a in got.kept], True, coverage)
 
     def tabled(
         self, table: TableBase, phi: Expr, witness_exprs: Sequence[Expr], coverage: bool
