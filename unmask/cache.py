@@ -53,6 +53,7 @@ _MODULES = (
     "names",
     "parser",
     "span",
+    "syntaxtree",
 )
 
 _END = object()
