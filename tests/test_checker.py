@@ -182,7 +182,7 @@ def test_case_b_right_verdict_wrong_procedure(backend_name: str) -> None:
     assert r.verdict_matches_gold is True
     # the violation is proved by the annotation `external`, with its quote
     items = r.requirements[0].holds.explanation.items
-    assert [i.part for i in items] == ["fact:external"]
+    assert [str(i.part) for i in items] == ["fact:external"]
     assert items[0].evidence[0].quote == "two claims"
     assert [x.subject for x in r.reasons] == ["requirement:context_only"]
 
@@ -193,7 +193,7 @@ def test_case_c_consistent_but_ungrounded(backend_name: str) -> None:
     assert r.verdict.result.status == "ENTAILED"
     assert r.requirements[0].holds.status == "ENTAILED"
     assert [g.result.status for g in r.grounding] == ["ENTAILED", "REFUTED"]
-    assert [i.part for i in r.grounding[1].result.explanation.items] == [
+    assert [str(i.part) for i in r.grounding[1].result.explanation.items] == [
         "fact:j_cto",
         "fact:c_cto",
     ]
@@ -205,7 +205,7 @@ def test_case_d_contradicts_itself_and_breaks_the_protocol(backend_name: str) ->
     r = check(case_replay("case-d"), backend_name)
     assert r.overall == "VIOLATED"
     assert r.verdict.result.status == "REFUTED"
-    assert [i.part for i in r.verdict.result.explanation.items] == ["fact:j_cto", "decision"]
+    assert [str(i.part) for i in r.verdict.result.explanation.items] == ["fact:j_cto", "decision"]
     assert r.requirements[0].holds.status == "REFUTED"
     assert r.exit_code == 1
 
@@ -216,7 +216,7 @@ def test_case_d_contradicts_itself_and_breaks_the_protocol(backend_name: str) ->
 def test_bases_order_and_labels() -> None:
     case = Case.from_replay(case_replay("case-b", factual_protocol((Constraint("k", TRUE),))))
     bases = base_parts(case)
-    labels = {k: [p.label for p in v] for k, v in bases.items()}
+    labels = {k: [str(p.label) for p in v] for k, v in bases.items()}
     facts = ["fact:j_joined", "fact:j_cto", "fact:c_joined", "fact:c_cto", "fact:external"]
     assert labels["evid"] == facts
     assert labels["proto"] == ["constraint:k", "decision"]
@@ -243,7 +243,10 @@ def test_contradictory_protocol_names_proto_and_keeps_evidence_checks(backend_na
     assert [g.result.status for g in r.grounding] == ["ENTAILED", "ENTAILED"]
     assert r.overall == "UNKNOWN"
     assert "base:proto" in [x.subject for x in r.reasons]
-    assert [i.part for i in r.bases.proto_conflict.items] == ["constraint:yes", "constraint:no"]
+    assert [str(i.part) for i in r.bases.proto_conflict.items] == [
+        "constraint:yes",
+        "constraint:no",
+    ]
 
 
 def test_evidence_contradicting_protocol_makes_all_inconsistent(backend_name: str) -> None:
@@ -260,7 +263,7 @@ def test_evidence_contradicting_protocol_makes_all_inconsistent(backend_name: st
     assert r.overall == "UNKNOWN"
     subjects = [x.subject for x in r.reasons]
     assert "base:all" in subjects and "base:proto" not in subjects
-    assert [i.part for i in r.bases.all_conflict.items] == [
+    assert [str(i.part) for i in r.bases.all_conflict.items] == [
         "fact:j_cto",
         "fact:c_cto",
         "constraint:grounded",
@@ -487,7 +490,7 @@ class _Spy:
         self.seen: list[str] = []
 
     def open(self, parts, atoms):  # type: ignore[no-untyped-def]
-        self.opened.append([p.label for p in parts])
+        self.opened.append([str(p.label) for p in parts])
         self.seen.extend(repr(p) for p in parts)
         self.seen.extend(atoms)
         session = self.inner.open(parts, atoms)

@@ -180,7 +180,7 @@ class _Counting:
         self.sessions: list = []
 
     def open(self, parts, atoms):
-        self.opened.append(",".join(p.label for p in parts))
+        self.opened.append(",".join(str(p.label) for p in parts))
         s = self.inner.open(parts, atoms)
         self.sessions.append(s)
         return s

@@ -58,5 +58,5 @@ def test_span_is_defined_once():
         for p in sorted((root / folder).rglob("*.py"))
         if re.search(r"^\s*(class Span\b|Span\s*=)", p.read_text(encoding="utf-8"), re.M)
     ]
-    assert defining == ["unmask/ir.py"]
+    assert defining == ["unmask/span.py"]
     assert diagnostics.Span is Span

@@ -113,7 +113,9 @@ def test_consecutive_atoms_are_aligned_as_a_table():
 
 
 def test_the_shipped_examples_are_formatted():
-    for path in sorted(EXAMPLES.glob("*.proto")):
+    paths = sorted(EXAMPLES.glob("*.proto"))
+    assert len(paths) >= 3, "the examples moved: this test would check nothing"
+    for path in paths:
         text = path.read_text(encoding="utf-8")
         assert format_source(text, str(path)) == text, path
 

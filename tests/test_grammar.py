@@ -19,13 +19,8 @@ from unmask.diagnostics import UnmaskError
 from unmask.ir import Atom, Binary, Card, Const, Nary, Not, Protocol
 from unmask.limits import Limits
 from unmask.names import IDENT_PATTERN
-from unmask.parser import (
-    decode_string,
-    encode_string,
-    lark_parser,
-    parse_source,
-    reserved_words,
-)
+from unmask.parser import lark_parser, parse_source, reserved_words
+from unmask.syntaxtree import decode_string, encode_string
 
 HEAD = 'protocol p "t"\natom a : judge\natom b : context\natom c : procedure\natom d : judge\n'
 A, B, C, D = Atom("a"), Atom("b"), Atom("c"), Atom("d")

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from tests.strategies import deep_expr
 from unmask.cli.unmaskc import cli
+from unmask.closed import _mask
 from unmask.emit import emit_dimacs, emit_smt2
 from unmask.ir import (
     KINDS,
@@ -30,8 +31,10 @@ from unmask.ir import (
     Table,
     evaluate,
     fold,
+    iter_atoms,
+    small_shape,
 )
-from unmask.ireval import closed_value, smart, substitute
+from unmask.ireval import closed_value, smart, substitute, truth_mask
 from unmask.irjson import dumps, expr_to_json
 from unmask.irtext import expr_text
 
@@ -60,6 +63,48 @@ def test_a_class_entry_covers_its_kinds_and_unknown_keys_are_refused():
     assert table(Nary("xor", (Atom("a"), Not(Const(True))))) == 4
     with pytest.raises(MissingEntry, match="unknown kinds"):
         Table("bad", {**{k: (lambda *_: 0) for k in KINDS}, "nand": lambda *_: 0})
+
+
+_SMALL = [
+    (Atom("a"), ("atom", "a", "a")),
+    (Not(Atom("a")), ("not", "a", "a")),
+    (Binary("implies", Atom("a"), Atom("b")), ("implies", "a", "b")),
+    (Binary("iff", Atom("b"), Atom("a")), ("iff", "b", "a")),
+    (Binary("iff", Atom("a"), Atom("a")), ("iff", "a", "a")),
+    (Not(Not(Atom("a"))), None),
+    (Not(Binary("iff", Atom("a"), Atom("b"))), None),
+    (Binary("implies", Atom("a"), Not(Atom("b"))), None),
+    (Nary("and", (Atom("a"), Atom("b"))), None),
+    (Const(True), None),
+]
+
+
+@pytest.mark.parametrize(("e", "shape"), _SMALL, ids=lambda x: str(x)[:30])
+def test_the_quick_shapes_agree_with_the_fold(e, shape):
+    """The one quick path (``small_shape``) that ``iter_atoms``, ``closed_value`` and the
+    closed-form masks share gives what the general walk gives, on each shape and beside it."""
+    assert small_shape(e) == shape
+    walked = list(dict.fromkeys(_all_atoms(e)))
+    names = sorted(walked)
+    assert list(iter_atoms(e)) == walked
+    for bits in range(1 << len(names)):
+        env = {n: bool(bits >> i & 1) for i, n in enumerate(names)}
+        assert closed_value(e, env) == evaluate(e, env)
+        assert closed_value(Not(e), env) == evaluate(Not(e), env)
+    index = {n: len(names) - 1 - j for j, n in enumerate(names)}
+    assert _mask(e, names, {}) == (truth_mask(e, index, len(names)), (1 << (1 << len(names))) - 1)
+    if names:
+        assert closed_value(e, {}) is None
+
+
+def _all_atoms(e):
+    if isinstance(e, Atom):
+        yield e.name
+    for c in (getattr(e, "arg", None), getattr(e, "left", None), getattr(e, "right", None)):
+        if c is not None:
+            yield from _all_atoms(c)
+    for c in getattr(e, "args", ()) or ():
+        yield from _all_atoms(c)
 
 
 def test_fold_visits_shared_nodes_once():

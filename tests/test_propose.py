@@ -448,13 +448,14 @@ def test_the_split_is_by_claim_fixed_and_complete():
 
 
 @needs_wice
-def test_the_measure_command_writes_the_figures_it_prints(wice_slice, tmp_path, capsys):
+def test_the_measure_command_writes_the_figures_it_prints(wice_slice, tmp_path):
     lines = WICE.read_text(encoding="utf-8").splitlines()[::10]
     gold = tmp_path / "slice.jsonl"
     gold.write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = tmp_path / "figures.json"
-    assert measure_main(["--gold", str(gold), "--json", str(out)]) == 0
-    printed = capsys.readouterr().out
+    result = CliRunner().invoke(measure_main, ["--gold", str(gold), "--json", str(out)])
+    assert result.exit_code == 0, result.stderr
+    printed = result.stdout
     figures = json.loads(out.read_text(encoding="utf-8"))
     _, rows = wice_slice
     dev, held = split(rows)
@@ -465,6 +466,15 @@ def test_the_measure_command_writes_the_figures_it_prints(wice_slice, tmp_path, 
         assert f"{100 * got['micro']['f1']:5.1f}" in printed
 
 
-def test_the_measure_command_names_an_unreadable_gold_file(tmp_path, capsys):
-    assert measure_main(["--gold", str(tmp_path / "none.jsonl")]) == 4
-    assert "none.jsonl" in capsys.readouterr().err
+def test_the_measure_command_names_an_unreadable_gold_file(tmp_path):
+    result = CliRunner().invoke(measure_main, ["--gold", str(tmp_path / "none.jsonl")])
+    assert result.exit_code == 4
+    assert "none.jsonl" in result.stderr and result.stdout == ""
+
+
+def test_the_measure_command_without_gold_is_a_usage_error():
+    result = CliRunner().invoke(measure_main, [])
+    assert result.exit_code == 2 and "--gold" in result.stderr
+    result = CliRunner().invoke(measure_main, ["--gold", "g.jsonl", "--seed", "x"])
+    assert result.exit_code == 2 and "--seed" in result.stderr
+    assert "--tune" in CliRunner().invoke(measure_main, ["--help"]).stdout

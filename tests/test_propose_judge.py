@@ -331,7 +331,34 @@ def test_measure_counts_by_hand() -> None:
 
 
 @pytest.mark.skipif(WICE is None, reason="WiCE data not found beside the repository")
-def test_the_labels_quote_the_wice_outputs_exactly(capsys) -> None:
+def test_the_labels_quote_the_wice_outputs_exactly() -> None:
     assert check_sources(load_labels(LABELS) + load_labels(HELDOUT), WICE) == []
-    assert measure_main(["--labels", str(LABELS), "--wice", str(WICE)]) == 0
-    assert "| `said` |" in capsys.readouterr().out
+    result = CliRunner().invoke(measure_main, ["--labels", str(LABELS), "--wice", str(WICE)])
+    assert result.exit_code == 0, result.stderr
+    assert "| `said` |" in result.stdout
+
+
+def test_the_measure_command_prints_and_writes_one_table_per_label_set(tmp_path) -> None:
+    out = tmp_path / "figures.json"
+    args = ["--labels", str(LABELS), "--labels", str(HELDOUT), "--json", str(out)]
+    result = CliRunner().invoke(measure_main, args)
+    assert result.exit_code == 0, result.stderr
+    figures = json.loads(out.read_text(encoding="utf-8"))
+    assert list(figures) == [str(LABELS), str(HELDOUT)]
+    assert result.stdout.startswith(f"{LABELS}:\n") and f"\n{HELDOUT}:\n" in result.stdout
+    assert figures[str(LABELS)] == measure(load_labels(LABELS), JudgeRules(), 0.5)
+
+
+def test_the_measure_command_refuses_labels_that_do_not_match_their_source(tmp_path) -> None:
+    # WiCE outputs whose responses are not the ones labelled
+    for name in {row["file"] for row in load_labels(LABELS)}:
+        rows = [json.dumps({"response": f"another response {i}"}) for i in range(200)]
+        (tmp_path / name).write_text("\n".join(rows) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(measure_main, ["--labels", str(LABELS), "--wice", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "labels do not match the source" in result.stderr
+
+
+def test_the_measure_command_without_labels_is_a_usage_error() -> None:
+    result = CliRunner().invoke(measure_main, ["--threshold", "0.5"])
+    assert result.exit_code == 2 and "--labels" in result.stderr

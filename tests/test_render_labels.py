@@ -13,21 +13,15 @@ from unmask.api import check
 from unmask.render import html, markdown, text
 from unmask.render import view as ev
 from unmask.replay import replay_from_obj
-from unmask.report import CheckResult, Explanation, GroundingCheck, Item
-
-
-@dataclasses.dataclass(frozen=True)
-class LabelItem:
-    """An explanation part as the checker writes it for a labelled protocol."""
-
-    part: str
-    kind: str
-    label: str | None = None
-    atom: str | None = None
-    value: str | None = None
-    evidence: tuple = ()
-    explanation: str | None = None
-    name: str | None = None
+from unmask.report import (
+    AnnotationItem,
+    CheckResult,
+    DecisionItem,
+    Explanation,
+    GroundingCheck,
+    LabelsItem,
+    PartId,
+)
 
 
 def labelled():
@@ -39,9 +33,9 @@ def labelled():
     ann = next(i for i in report.verdict.result.explanation.items if i.kind == "annotation")
     expl = Explanation(
         (
-            Item(ann.part, "annotation", ann.atom, ann.value, ann.evidence, ann.explanation),
-            LabelItem("labels", "labels"),
-            LabelItem("decision:partially_supported", "decision", "partially_supported"),
+            AnnotationItem(ann.part, ann.atom, ann.value, ann.evidence, ann.explanation),
+            LabelsItem(PartId("labels")),
+            DecisionItem(PartId("decision", "partially_supported"), "partially_supported"),
         )
     )
     refuted = CheckResult("REFUTED", "VIOLATED", expl)

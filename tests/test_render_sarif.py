@@ -42,7 +42,9 @@ def at(text: str, line: int, col: int) -> int:
 
 
 def test_every_example_is_valid_sarif():
-    for path in sorted(EXAMPLES.glob("case_*.json")):
+    paths = sorted(EXAMPLES.glob("case_*.json"))
+    assert len(paths) >= 5, "the examples moved: this test would check nothing"
+    for path in paths:
         replay = load(path)
         log = sarif.to_json(check(replay, "z3"), replay)
         validate(log)

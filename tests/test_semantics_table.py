@@ -183,7 +183,7 @@ def test_random_protocols_match_brute_force(
     grounding = (GroundPair("a", "c"), GroundPair("b", "d"))
     replay = replay_over_names(vals, verdict, constraint, requirement, grounding, decision=decision)
     case = Case.from_replay(replay)
-    bases = {k: [(p.label, p.expr) for p in v] for k, v in base_parts(case).items()}
+    bases = {k: [(str(p.label), p.expr) for p in v] for k, v in base_parts(case).items()}
     facts = case.facts
     # one backend is enough per example here; the cross-backend run is test_crosscheck's.
     # The report decides what it can in closed form: the solver path must agree, so both
@@ -197,7 +197,7 @@ def test_random_protocols_match_brute_force(
         assert report.bases.state(name) == ("CONSISTENT" if ok else "INCONSISTENT")
         conflict = report.bases.conflict(name)
         if not ok:
-            assert [i.part for i in conflict.items] == ref_minimise(bases[name], None)
+            assert [str(i.part) for i in conflict.items] == ref_minimise(bases[name], None)
 
     v = A(VERDICT_ATOM)
     phi_v = v if verdict == "PASS" else mk_not(v)
@@ -217,7 +217,9 @@ def test_random_protocols_match_brute_force(
         assert res.status == expected
         if expected in ("ENTAILED", "REFUTED"):
             side = mk_not(phi) if expected == "ENTAILED" else phi
-            assert [i.part for i in res.explanation.items] == ref_minimise(bases[base_name], side)
+            assert [str(i.part) for i in res.explanation.items] == ref_minimise(
+                bases[base_name], side
+            )
             assert res.explanation.minimal
         if expected == "UNDERDETERMINED":
             names = {x for e in [phi, *extra] for x in iter_atoms(e)}
@@ -299,7 +301,9 @@ def test_declared_labels_match_brute_force(
     assert report.verdict.allowed == (allowed if _sat(exprs_, LABELLED_ALL) else ())
     if expected in ("ENTAILED", "REFUTED"):
         side = mk_not(phi) if expected == "ENTAILED" else phi
-        assert [i.part for i in res.explanation.items] == ref_minimise(base, side, LABELLED_ALL)
+        assert [str(i.part) for i in res.explanation.items] == ref_minimise(
+            base, side, LABELLED_ALL
+        )
     if expected == "UNDERDETERMINED":
         used = {x for d in decisions.values() if d is not None for x in iter_atoms(d)}
         atoms = [n for n in NAMES if n in used]

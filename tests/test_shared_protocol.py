@@ -17,7 +17,7 @@ from unittest import mock
 
 import pytest
 
-from unmask import checker, replay
+from unmask import bases, checker, replay
 from unmask.api import check
 from unmask.bench.workload import replay_line
 from unmask.closed import settle
@@ -39,10 +39,10 @@ def _read(obj: dict, limits: Limits = DEFAULT_LIMITS):
 @pytest.fixture(autouse=True)
 def _fresh_memos():
     replay._EMBEDDED.clear()
-    checker._DERIVED.clear()
+    bases._DERIVED.clear()
     yield
     replay._EMBEDDED.clear()
-    checker._DERIVED.clear()
+    bases._DERIVED.clear()
 
 
 # --- reading -------------------------------------------------------------------------------
@@ -121,7 +121,7 @@ def _reports(objs: list[dict], *, remember: bool, closed_form: bool = True) -> l
     for obj in objs:
         if not remember:
             replay._EMBEDDED.clear()
-            checker._DERIVED.clear()
+            bases._DERIVED.clear()
         report = check(_read(obj), "sliced", closed_form=closed_form)
         out.append(json.dumps(report.to_json(), sort_keys=True))
     return out
@@ -167,7 +167,7 @@ def test_remembered_checks_on_the_facts_are_never_another_querys():
     # would hand the next query the same id and the memo would answer for the old one
     rng = random.Random(7)
     names = ["a", "b", "c", "d"]
-    derived = checker._derived(checker.Case("x", _read(_obj()).protocol, "PASS", ()).protocol)
+    derived = bases._derived(checker.Case("x", _read(_obj()).protocol, "PASS", ()).protocol)
     for _ in range(600):
         phi = _random_expr(rng, names)
         atoms = sorted({a for a in names if a in repr(phi)}, key=names.index)
@@ -176,7 +176,7 @@ def test_remembered_checks_on_the_facts_are_never_another_querys():
 
 
 def test_remembered_checks_are_bounded():
-    derived = checker._derived(_read(_obj()).protocol)
+    derived = bases._derived(_read(_obj()).protocol)
     derived.room = 4
     for i in range(12):
         phi = mk_iff(Atom("a"), Atom("b"))  # a new query each time: a new entry
@@ -185,21 +185,21 @@ def test_remembered_checks_are_bounded():
 
 
 def test_the_room_for_remembered_checks_grows_with_the_protocol():
-    small = checker._derived(_read(_obj(2)).protocol)
-    large = checker._derived(_read(_obj(2000)).protocol)
-    assert small.room == checker.SETTLED_SIZE
+    small = bases._derived(_read(_obj(2)).protocol)
+    large = bases._derived(_read(_obj(2000)).protocol)
+    assert small.room == bases.SETTLED_SIZE
     # 2000 grounding pairs and one requirement with its coverage: 16 entries each
-    assert large.room == checker.SETTLED_PER_CHECK * 2002 <= checker.SETTLED_MAX
+    assert large.room == bases.SETTLED_PER_CHECK * 2002 <= bases.SETTLED_MAX
 
 
 def test_derived_parts_are_bounded_and_keyed_by_the_protocol_itself():
-    protocols = [_read(_obj(n)).protocol for n in range(1, checker.DERIVED_SIZE + 3)]
+    protocols = [_read(_obj(n)).protocol for n in range(1, bases.DERIVED_SIZE + 3)]
     for p in protocols:
-        assert checker._derived(p).protocol is p
-    assert len(checker._DERIVED) == checker.DERIVED_SIZE
+        assert bases._derived(p).protocol is p
+    assert len(bases._DERIVED) == bases.DERIVED_SIZE
     # an equal protocol read again (another object) gets its own entry, not a stale one
     again = dataclasses.replace(protocols[-1])
-    assert checker._derived(again).protocol is again
+    assert bases._derived(again).protocol is again
 
 
 # --- the grounding query -------------------------------------------------------------------
@@ -244,7 +244,7 @@ def test_threads_sharing_the_memos_write_the_reports_one_thread_writes():
     objs = [_obj(3, i) for i in range(120)]
     alone = _reports(objs, remember=False)
     replay._EMBEDDED.clear()
-    checker._DERIVED.clear()
+    bases._DERIVED.clear()
     with ThreadPoolExecutor(4) as pool:
         together = list(pool.map(lambda o: _reports([o], remember=True)[0], objs))
     assert together == alone

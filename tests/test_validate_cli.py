@@ -12,7 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from unmask.cli.main import main
-from unmask.limits import DEFAULT_LIMITS, Limits, click_options
+from unmask.commands._options import click_options
+from unmask.limits import DEFAULT_LIMITS, Limits
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

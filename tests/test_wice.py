@@ -148,9 +148,25 @@ def test_the_study_on_a_slice_counts_what_the_results_say(tmp_path: Path) -> Non
     assert (tmp_path / "report" / "index.html").is_file()
 
 
-def test_the_study_names_a_missing_data_file_without_a_traceback(tmp_path: Path, capsys) -> None:
+def test_the_study_names_a_missing_data_file_without_a_traceback(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
     from unmask.studies import wice as study
 
-    assert study.main(["--data", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")]) == 4
-    err = capsys.readouterr().err
+    args = ["--data", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")]
+    result = CliRunner().invoke(study.main, args)
+    assert result.exit_code == 4
+    err = result.stderr
     assert "cannot read" in err and "gold_claim_test.jsonl" in err and "Traceback" not in err
+
+
+def test_the_study_options_are_checked_before_anything_runs(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from unmask.studies import wice as study
+
+    base = ["--data", str(tmp_path), "--out", str(tmp_path / "o")]
+    for args in (base[2:], [*base, "--limit", "0"], [*base, "--jobs", "two"]):
+        result = CliRunner().invoke(study.main, args)
+        assert result.exit_code == 2 and "Traceback" not in result.stderr, args
+    assert not (tmp_path / "o").exists()

@@ -339,6 +339,19 @@ class ReplayBuilder:
         return write_json(path, self.build())
 
 
+def declared_labels(source: str, name: str, limits: Limits = DEFAULT_LIMITS) -> tuple[str, ...]:
+    """The verdict labels a ``.proto`` text declares (``verdict a | b | c``), else PASS and
+    FAIL; read from the parsed text alone, so a protocol whose domains each record gives
+    need not be compiled first."""
+    from unmask import ast
+    from unmask.parser import parse_source
+
+    for st in parse_source(source, name, limits).statements:
+        if isinstance(st, ast.VerdictDecl):
+            return tuple(st.labels)
+    return ir.BINARY_LABELS
+
+
 def write_json(path: str | Path, obj: Any) -> Any:
     """Write ``obj`` as indented UTF-8 JSON, atomically: readers see the old or new file."""
     try:

@@ -52,6 +52,8 @@ _MODULES = (
     "limits",
     "names",
     "parser",
+    "span",
+    "syntaxtree",
 )
 
 _END = object()

@@ -1,82 +1,77 @@
-"""The adherence check (docs/semantics.md): three bases, Classify, aggregation.
+"""The adherence check (docs/semantics.md): Classify each check on its base.
 
 Contract:
-- the solver sees only a ``Case``, built from a validated ``Replay``; ``Case`` has no gold
-  field, so the gold label cannot reach any base (``unmask.api`` adds it to the report);
-- F, B_proto, B_evid = F and B_all = B_proto ∧ F are lists of labelled parts in a
-  canonical order: ``fact:ATOM``, then ``constraint:NAME``, then for a binary protocol
-  ``decision`` (V ⇔ D), for one that declares its labels ``labels`` (exactly one verdict
-  variable holds) and ``decision:LABEL`` (V_L ⇔ D_L) per label; a base is opened on the
-  backend at most once, when a check needs it, and answers all its checks incrementally;
+- ``check_case`` sees only a ``Case`` (``unmask.bases``: no gold label); the bases are
+  ``unmask.bases``'s, each opened on the backend at most once, when a check needs it, and
+  answering all its checks incrementally;
 - with ``closed_form`` (the default) the checks that need no solver are decided without
   one (``unmask.closed``: a check on the facts alone, a base small enough to tabulate,
   the bases of a binary protocol without constraints and its verdict when the facts force
   an ``and``/``or`` decision), with the same result, so the report is the same either
   way; such a check makes no call, so no deadline cuts it;
-- what a protocol alone determines (its parts, their table, the checks on the facts it
-  has settled) is made once per process for the last ``DERIVED_SIZE`` protocols, keyed
-  by the protocol object (``unmask.replay`` hands every replay of a batch the same one);
-- the verdict variables are ``$pass`` (binary) or ``$v:LABEL``: no identifier or family
-  member can contain ``$``, so they never clash with a protocol atom;
-- statuses are only what the solver proved; aggregation follows the documented table and
-  overrides, and every reason the result is not SATISFIED is named in ``Report.reasons``;
+- statuses are only what the solver proved; the results are aggregated, and every reason
+  the result is not SATISFIED named, by ``unmask.aggregate``;
 - a check *rests on* the annotations in its explanation, or pinned in its witnesses; its
   ``unreviewed`` and ``gold_derived`` counts are taken over those;
 - an optional ``Deadline`` bounds the whole report (see ``unmask.explain``): a report it
   cut short is UNKNOWN with a ``deadline`` reason; one it did not is byte-identical to the
   report without a deadline.
 
-Size: bases, Classify (on a backend, or in closed form), aggregation, labels and the
-reasons a result is not SATISFIED are the one semantics of a check; witnesses,
-minimisation and the deadline already live in ``unmask.explain``, the closed forms'
-arithmetic in ``unmask.closed``.
+Size: Classify (on a backend, or in closed form), the verdict's labels and the items of
+an explanation are this module; the bases and what a protocol alone determines are
+``unmask.bases``, aggregation and reasons ``unmask.aggregate``, witnesses, minimisation and
+the deadline ``unmask.explain``, the closed forms' arithmetic ``unmask.closed``. The names
+tests and callers import from here (``Case``, ``base_parts``, ``outcome``, …) stay here.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
+from unmask.aggregate import aggregate, assemble, outcome, unsolved
 from unmask.backends.base import Backend, Part, Sat, Unknown, Unsat, spec
-from unmask.closed import MAX_TABLE, Settled, TableBase, forced_decision, settle
-from unmask.explain import DEADLINE, BaseSession, Deadline, minimise, witness
+from unmask.bases import (
+    DECISION,
+    Case,
+    _derived,
+    base_parts,
+    fact_parts,
+    proto_parts,
+    verdict_atoms,
+    verdict_exprs,
+    verdict_query,
+)
+from unmask.closed import MAX_TABLE, TableBase, forced_decision
+from unmask.explain import BaseSession, Deadline, minimise, witness
 from unmask.ir import (
-    LABEL_PREFIX,
     VERDICT_ATOM,
     Expr,
-    Protocol,
     evaluate,
     iter_atoms,
     mk_atom,
-    mk_card,
-    mk_iff,
     mk_not,
 )
 from unmask.irtext import expr_text
-from unmask.replaydata import Annotation, Replay
 from unmask.report import (
     CONSISTENT,
     ENTAILED,
     INCONSISTENT,
     INCONSISTENT_BASE,
-    NOT_CHECKED,
     NOT_SPECIFIED,
-    OK,
     REFUTED,
-    SATISFIED,
     SOLVER_UNKNOWN,
     UNDERDETERMINED,
-    UNKNOWN,
-    VIOLATED,
+    AnnotationItem,
     Bases,
     CheckResult,
-    Dimensions,
+    ConstraintItem,
+    DecisionItem,
     Explanation,
     GroundingCheck,
     Item,
+    LabelsItem,
+    PartId,
     Quote,
-    Reason,
     Report,
     RequirementCheck,
     VerdictCheck,
@@ -85,205 +80,19 @@ from unmask.report import (
     Witnesses,
 )
 
-# '$' is not allowed in any name, so these atoms cannot clash with the protocol's atoms
-
-
-def verdict_atoms(protocol: Protocol) -> list[str]:
-    """The verdict variables, in label declaration order."""
-    if not protocol.declared_labels:
-        return [VERDICT_ATOM]
-    return [f"{LABEL_PREFIX}{label}" for label in protocol.labels]
-
-
-@dataclass(frozen=True, slots=True)
-class Case:
-    """What the solver may see of a replay: deliberately no gold label."""
-
-    id: str
-    protocol: Protocol
-    verdict: str
-    annotations: tuple[Annotation, ...]
-    translation: str = "valid"
-
-    @classmethod
-    def from_replay(cls, replay: Replay) -> Case:
-        return cls(
-            id=replay.id,
-            protocol=replay.protocol,
-            verdict=replay.verdict,
-            annotations=tuple(replay.annotations),
-            translation=replay.translation,
-        )
-
-    @property
-    def facts(self) -> dict[str, bool]:
-        """Pinned atoms (non-UNKNOWN annotations) in atom declaration order."""
-        given = {a.atom: a.value for a in self.annotations}
-        return {
-            n: given[n] == "TRUE"
-            for n in self.protocol.atom_names
-            if given.get(n, "UNKNOWN") != "UNKNOWN"
-        }
-
-    @property
-    def unannotated(self) -> tuple[str, ...]:
-        seen = {a.atom for a in self.annotations}
-        return tuple(n for n in self.protocol.atom_names if n not in seen)
-
-    @property
-    def unknown(self) -> tuple[str, ...]:
-        marked = {a.atom for a in self.annotations if a.value == "UNKNOWN"}
-        return tuple(n for n in self.protocol.atom_names if n in marked)
-
-
-# --- bases ----------------------------------------------------------------------------------
-
-
-def fact_parts(case: Case) -> list[Part]:
-    return [
-        Part(f"fact:{name}", mk_atom(name) if value else mk_not(mk_atom(name)))
-        for name, value in case.facts.items()
-    ]
-
-
-def proto_parts(p: Protocol) -> list[Part]:
-    parts: list[Part] = []
-    used: set[str] = set()
-    for c in p.constraints:
-        label = f"constraint:{c.name}"
-        n = 2
-        while label in used:  # defensive: labels must be unique for selectors
-            label = f"constraint:{c.name}#{n}"
-            n += 1
-        used.add(label)
-        parts.append(Part(label, c.expr))
-    if not p.declared_labels:
-        assert p.decision is not None
-        parts.append(Part("decision", mk_iff(mk_atom(VERDICT_ATOM), p.decision)))
-        return parts
-    variables = [mk_atom(v) for v in verdict_atoms(p)]
-    parts.append(Part("labels", mk_card("exactly", 1, variables)))
-    for label, v in zip(p.labels, variables, strict=True):
-        parts.append(Part(f"decision:{label}", mk_iff(v, p.decision_for(label))))
-    return parts
-
-
-def base_parts(case: Case) -> dict[str, list[Part]]:
-    """The three bases, each in canonical part order."""
-    facts, proto = fact_parts(case), list(_derived(case.protocol).parts)
-    return {"proto": proto, "evid": facts, "all": facts + proto}
-
-
-class _Derived:
-    """What a protocol alone determines, made once for all the replays that share it (a
-    batch embeds one protocol in every replay; ``unmask.replay`` reads it once): its
-    base parts, the table of those parts over every atom, and the checks on the facts
-    already settled (``unmask.closed``), by the facts on the check's atoms."""
-
-    __slots__ = ("_template", "parts", "protocol", "room", "settled")
-
-    def __init__(self, protocol: Protocol) -> None:
-        self.protocol = protocol  # kept alive: the cache is keyed by its identity
-        self.parts = tuple(proto_parts(protocol))
-        self._template: TableBase | bool | None = False
-        self.settled: dict[tuple[int, tuple[bool | None, ...]], tuple[Expr, Settled | None]] = {}
-        # room for a few fact patterns of every check a replay makes on the facts, so a
-        # protocol with thousands of them does not clear the memo every replay
-        checks = 2 * len(protocol.requirements) + len(protocol.grounding)
-        self.room = min(SETTLED_MAX, max(SETTLED_SIZE, SETTLED_PER_CHECK * checks))
-
-    def settle(self, phi: Expr, atoms: list[str], facts: dict[str, bool]) -> Settled | None:
-        """``unmask.closed.settle``, remembered: it depends only on ``phi`` and the facts on
-        its atoms (``atoms`` follow from ``phi`` and this protocol's order)."""
-        # keyed by ``id(phi)``: the entry holds ``phi``, so no other query can take its id
-        # while the entry lives
-        key = (id(phi), tuple(facts.get(a) for a in atoms))
-        got = self.settled.get(key)
-        if got is not None:
-            return got[1]
-        found = settle(phi, atoms, facts)
-        with _LOCK:
-            if len(self.settled) >= self.room:
-                self.settled.clear()
-            self.settled[key] = (phi, found)
-        return found
-
-    def template(self, names: Sequence[str]) -> TableBase | None:
-        """The parts tabulated over ``names`` (the protocol's atoms and the verdict's),
-        or None when that is more than ``MAX_TABLE`` atoms."""
-        if self._template is False:
-            fits = len(names) <= MAX_TABLE and all(a in names for p in self.parts for a in p.atoms)
-            self._template = TableBase(self.parts, names) if fits else None
-        return self._template  # type: ignore[return-value]
-
-
-_DERIVED: dict[int, _Derived] = {}
-DERIVED_SIZE = 8  # protocols whose derived parts are kept per process
-SETTLED_SIZE = 4096  # checks on the facts remembered per protocol, at least
-SETTLED_PER_CHECK = 16  # ... or this many per check the protocol makes on the facts
-SETTLED_MAX = 1 << 16  # ... but never more (about 20 MB)
-
-
-_LOCK = threading.Lock()  # a Dask worker may check replays in several threads
-
-
-def _derived(protocol: Protocol) -> _Derived:
-    # keyed by ``id``: the entry holds the protocol, so its id is not reused while it lives
-    got = _DERIVED.get(id(protocol))
-    if got is None:
-        made = _Derived(protocol)
-        with _LOCK:
-            while len(_DERIVED) >= DERIVED_SIZE:
-                del _DERIVED[next(iter(_DERIVED))]  # the oldest
-            got = _DERIVED[id(protocol)] = made
-    return got
-
-
-def verdict_query(verdict: str, protocol: Protocol | None = None) -> Expr:
-    """φ_v: the observed label holds (``protocol`` None or binary: V, or ¬V for FAIL)."""
-    if protocol is not None and protocol.declared_labels:
-        return mk_atom(f"{LABEL_PREFIX}{verdict}")
-    v = mk_atom(VERDICT_ATOM)
-    return v if verdict == "PASS" else mk_not(v)
-
-
-def verdict_exprs(protocol: Protocol) -> list[Expr]:
-    """What a verdict witness completes: the decision, or every label's decision."""
-    if not protocol.declared_labels:
-        assert protocol.decision is not None
-        return [protocol.decision]
-    return [protocol.decision_for(label) for label in protocol.labels]
-
-
-# --- aggregation ----------------------------------------------------------------------------
-
-
-def outcome(status: str | None, *, coverage: bool = False) -> str | None:
-    """A check's contribution (the aggregation table); None for NOT_SPECIFIED."""
-    if status == NOT_SPECIFIED:
-        return None
-    if status == ENTAILED:
-        return OK
-    if status == REFUTED:
-        return UNKNOWN if coverage else VIOLATED
-    return UNKNOWN
-
-
-def aggregate(outcomes: Sequence[str]) -> str:
-    if VIOLATED in outcomes:
-        return VIOLATED
-    if all(o == OK for o in outcomes):
-        return SATISFIED
-    return UNKNOWN
-
-
-def _dimension(outcomes: Sequence[str | None]) -> str:
-    present = [o for o in outcomes if o is not None]
-    if not present:
-        return NOT_CHECKED
-    agg = aggregate(present)
-    return OK if agg == SATISFIED else agg
-
+# what callers and tests import from the check, wherever it is defined
+__all__ = [
+    "VERDICT_ATOM",
+    "Case",
+    "aggregate",
+    "base_parts",
+    "check_case",
+    "fact_parts",
+    "outcome",
+    "proto_parts",
+    "verdict_atoms",
+    "verdict_query",
+]
 
 # --- the check ------------------------------------------------------------------------------
 
@@ -310,7 +119,7 @@ class _Run:
         self.conflicts: dict[str, Explanation] = {}
         self.closed_form = closed_form
         self.tables: dict[str, TableBase] = {}
-        self.items: dict[str, Item] = {}
+        self.items: dict[PartId, Item] = {}
         self.derived = _derived(case.protocol)
 
     def close(self) -> None:
@@ -395,35 +204,33 @@ class _Run:
 
     # -- explanation items --
 
-    def item(self, label: str) -> Item:
-        got = self.items.get(label)
+    def item(self, part: PartId) -> Item:
+        got = self.items.get(part)
         if got is None:  # explanations of a replay cite the same few parts again and again
-            got = self.items[label] = self._item(label)
+            got = self.items[part] = self._item(part)
         return got
 
-    def _item(self, label: str) -> Item:
-        if label.startswith("fact:"):
-            atom = label[len("fact:") :]
-            ann = self.by_atom[atom]
-            return Item(
-                part=label,
-                kind="annotation",
-                atom=atom,
-                value=ann.value,
-                evidence=tuple(Quote(e.source, e.start, e.end, e.quote) for e in ann.evidence),
-                explanation=ann.explanation,
-                by=ann.by,
+    def _item(self, part: PartId) -> Item:
+        kind, name = part.kind, part.name
+        if kind == "fact":
+            assert name is not None
+            ann = self.by_atom[name]
+            return AnnotationItem(
+                part,
+                name,
+                ann.value,
+                tuple(Quote(e.source, e.start, e.end, e.quote) for e in ann.evidence),
+                ann.explanation,
+                ann.by,
             )
-        if label.startswith("constraint:"):
-            name = label[len("constraint:") :].split("#", 1)[0]
-            return Item(part=label, kind="constraint", name=name)
-        if label == "labels":
-            return Item(part=label, kind="labels")
-        if label.startswith("decision:"):
-            return Item(part=label, kind="decision", label=label[len("decision:") :])
-        return Item(part=label, kind="decision")
+        if kind == "constraint":
+            assert name is not None
+            return ConstraintItem(part, name)
+        if kind == "labels":
+            return LabelsItem(part)
+        return DecisionItem(part, name)
 
-    def explanation(self, labels: Sequence[str], minimal: bool) -> Explanation:
+    def explanation(self, labels: Sequence[PartId], minimal: bool) -> Explanation:
         return Explanation(tuple(self.item(x) for x in labels), minimal)
 
     # -- Classify --
@@ -496,7 +303,7 @@ class _Run:
             return None
         value, kept = got
         status = ENTAILED if value == (self.case.verdict == "PASS") else REFUTED
-        return self.forced(status, [*(f"fact:{a}" for a in kept), "decision"], True, coverage)
+        return self.forced(status, [*(PartId.fact(a) for a in kept), DECISION], True, coverage)
 
     def open_result(self, holds: Witness, fails: Witness, coverage: bool) -> CheckResult:
         """UNDERDETERMINED, with its two witnesses; it rests on their observed atoms."""
@@ -509,7 +316,7 @@ class _Run:
         )
 
     def forced(
-        self, status: str, labels: Sequence[str], minimal: bool, coverage: bool
+        self, status: str, labels: Sequence[PartId], minimal: bool, coverage: bool
     ) -> CheckResult:
         """ENTAILED or REFUTED, explained by ``labels``; it rests on their annotations."""
         expl = self.explanation(labels, minimal)
@@ -533,7 +340,7 @@ class _Run:
             return None
         if got.status == UNDERDETERMINED:
             return self.open_result(self.assigned(got.holds), self.assigned(got.fails), coverage)
-        return self.forced(got.status, [f"fact:{a}" for a in got.kept], True, coverage)
+        return self.forced(got.status, [PartId.fact(a) for a in got.kept], True, coverage)
 
     def tabled(
         self, table: TableBase, phi: Expr, witness_exprs: Sequence[Expr], coverage: bool
@@ -668,7 +475,7 @@ def check_case(
     name = backend_name or spec(backend)
     protocol = case.protocol
     if case.translation != "valid":
-        return _unsolved(case, name)
+        return unsolved(case, name)
     run = _Run(case, backend, deadline, closed_form)
     try:
         run.open_bases()
@@ -704,200 +511,6 @@ def check_case(
         run.conflicts.get("all"),
     )
     cut = deadline.ms if deadline is not None and deadline.hit else None
-    return _assemble(
+    return assemble(
         case, name, bases, verdict, requirements, grounding, run.base_detail, deadline_ms=cut
-    )
-
-
-def _unsolved(case: Case, backend_name: str) -> Report:
-    """Translation not valid: nothing is solved, every check is UNKNOWN with status null."""
-    p = case.protocol
-    blank = CheckResult(None, UNKNOWN)
-    requirements = tuple(
-        RequirementCheck(
-            r.id,
-            r.description,
-            blank,
-            CheckResult(NOT_SPECIFIED, None) if r.addressed is None else blank,
-        )
-        for r in p.requirements
-    )
-    grounding = tuple(
-        GroundingCheck(expr_text(g.judge), expr_text(g.context), blank, g.direction)
-        for g in p.grounding
-    )
-    return _assemble(
-        case, backend_name, None, VerdictCheck(case.verdict, blank), requirements, grounding, {}
-    )
-
-
-_BASE_MEANING = {
-    "proto": "the protocol contradicts itself",
-    "evid": "the annotations contradict each other",
-    "all": "the annotations contradict the protocol",
-}
-_STATUS_REASON = {
-    REFUTED: ("violated", "is refuted"),
-    UNDERDETERMINED: ("underdetermined", "is underdetermined: the evidence allows both"),
-    SOLVER_UNKNOWN: ("solver-unknown", "could not be decided by the solver"),
-    INCONSISTENT_BASE: ("inconsistent-base", "was not classified: its base is inconsistent"),
-}
-
-
-def _check_reason(subject: str, what: str, result: CheckResult, base: str) -> Reason | None:
-    if result.outcome in (None, OK):
-        return None
-    if result.status is None:
-        return None  # the translation reason covers it
-    if subject.startswith("coverage:") and result.status == REFUTED:
-        return Reason(
-            "not-observable", subject, f"{what} is refuted: the requirement was not observable"
-        )
-    code, text = _STATUS_REASON[result.status]
-    message = f"{what} {text}"
-    if result.status == SOLVER_UNKNOWN and result.detail == DEADLINE:
-        message = f"{what} was not decided before the deadline"
-    elif result.status == SOLVER_UNKNOWN and result.detail:
-        message += f" ({result.detail})"
-    if result.status == INCONSISTENT_BASE:
-        message += f" (base `{base}`)"
-    return Reason(code, subject, message)
-
-
-def _labels_text(labels: Sequence[str]) -> str:
-    shown = [f"`{x}`" for x in labels]
-    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + f" and {shown[-1]}"
-
-
-def _verdict_reason(protocol: Protocol, verdict: VerdictCheck) -> Reason | None:
-    what = f"the observed verdict `{verdict.observed}`"
-    reason = _check_reason("verdict", what, verdict.result, "all")
-    allowed = verdict.allowed
-    if reason is None or not protocol.declared_labels:
-        return reason
-    # with more than two labels, "the other one" is not enough: name what is still open
-    status = verdict.result.status
-    if status == REFUTED and allowed:
-        message = f"{what} is refuted: the evidence allows only {_labels_text(allowed)}"
-    elif status == UNDERDETERMINED:
-        allows = "it and another label" if allowed is None else _labels_text(allowed)
-        message = f"{what} is underdetermined: the evidence allows {allows}"
-    else:
-        return reason
-    return Reason(reason.code, reason.subject, message)
-
-
-def _assemble(
-    case: Case,
-    backend_name: str,
-    bases: Bases | None,
-    verdict: VerdictCheck,
-    requirements: tuple[RequirementCheck, ...],
-    grounding: tuple[GroundingCheck, ...],
-    base_detail: dict[str, str],
-    *,
-    deadline_ms: int | None = None,
-) -> Report:
-    """``deadline_ms`` is set when that deadline cut the report short."""
-    reasons: list[Reason] = []
-    if deadline_ms is not None:
-        reasons.append(
-            Reason(
-                "deadline",
-                "replay",
-                f"the check ran past its deadline of {deadline_ms} ms: what was not decided "
-                "by then is unknown, and the report is incomplete",
-            )
-        )
-    if case.translation != "valid":
-        reasons.append(
-            Reason(
-                "translation",
-                "translation",
-                f"the translation is `{case.translation}`, so nothing was solved",
-            )
-        )
-    if bases is not None:
-        for name in ("proto", "evid", "all"):
-            state = bases.state(name)
-            if state == INCONSISTENT:
-                reasons.append(
-                    Reason(
-                        "inconsistent-base",
-                        f"base:{name}",
-                        f"base `{name}` is inconsistent: {_BASE_MEANING[name]}",
-                    )
-                )
-            elif state == SOLVER_UNKNOWN:
-                detail = base_detail.get(name)
-                if detail == DEADLINE:
-                    tail = " before the deadline"
-                else:
-                    tail = f" ({detail})" if detail else ""
-                reasons.append(
-                    Reason(
-                        "solver-unknown",
-                        f"base:{name}",
-                        f"the solver could not decide whether base `{name}` is consistent" + tail,
-                    )
-                )
-    checks: list[Reason | None] = [_verdict_reason(case.protocol, verdict)]
-    for r in requirements:
-        checks.append(
-            _check_reason(f"requirement:{r.id}", f"requirement `{r.id}`", r.holds, "evid")
-        )
-        checks.append(
-            _check_reason(f"coverage:{r.id}", f"coverage of `{r.id}`", r.coverage, "evid")
-        )
-    for g in grounding:
-        pair = g.pair
-        checks.append(_check_reason(f"grounding:{pair}", f"grounding `{pair}`", g.result, "evid"))
-    reasons.extend(r for r in checks if r is not None)
-    if not requirements:
-        reasons.append(
-            Reason("no-requirements", "replay", "the protocol has no requirements to check")
-        )
-    if not grounding:
-        reasons.append(Reason("no-grounding", "replay", "the protocol has no grounding pairs"))
-
-    verdict_out = verdict.result.outcome
-    req_outs = [r.holds.outcome for r in requirements]
-    cov_outs = [r.coverage.outcome for r in requirements]
-    ground_outs = [g.result.outcome for g in grounding]
-    every = [o for o in [verdict_out, *req_outs, *cov_outs, *ground_outs] if o is not None]
-    overall = aggregate(every)
-    if overall == SATISFIED and (not requirements or not grounding):
-        overall = UNKNOWN
-    statuses = [verdict.result.status]
-    for r in requirements:
-        statuses += [r.holds.status, r.coverage.status]
-    statuses += [g.result.status for g in grounding]
-    if (
-        deadline_ms is not None
-        or case.translation != "valid"
-        or bases is None
-        or any(bases.state(n) != CONSISTENT for n in ("proto", "evid", "all"))
-        or SOLVER_UNKNOWN in statuses
-    ):
-        overall = UNKNOWN
-    dims = Dimensions(
-        verdict=_dimension([verdict_out]),
-        procedure=_dimension(req_outs),
-        coverage=_dimension(cov_outs),
-        grounding=_dimension(ground_outs),
-    )
-    return Report(
-        replay=case.id,
-        protocol=case.protocol.name,
-        backend=backend_name,
-        translation=case.translation,
-        overall=overall,
-        bases=bases,
-        verdict=verdict,
-        requirements=requirements,
-        grounding=grounding,
-        unannotated=case.unannotated,
-        unknown=case.unknown,
-        dimensions=dims,
-        reasons=tuple(reasons),
     )

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from unmask.backends.base import Part
-from unmask.ir import Atom, Binary, Const, Expr, Nary, Not, iter_atoms
+from unmask.ir import Const, Expr, Nary, iter_atoms, small_shape
 from unmask.ireval import column, literal, truth_mask
 from unmask.report import ENTAILED, REFUTED, UNDERDETERMINED
 
@@ -136,19 +136,19 @@ def _mask(phi: Expr, columns: Sequence[str], fixed: Mapping[str, bool]) -> tuple
     index = {a: n - 1 - j for j, a in enumerate(columns)}
     full = (1 << (1 << n)) - 1
     # the shapes of nearly every check (a grounding pair, a literal) without a fold
-    cls = phi.__class__
-    if cls is Binary and phi.left.__class__ is Atom and phi.right.__class__ is Atom:  # type: ignore[union-attr]
-        left = _column(phi.left.name, index, n, fixed, full)  # type: ignore[union-attr]
-        right = _column(phi.right.name, index, n, fixed, full)  # type: ignore[union-attr]
-        if phi.op == "implies":  # type: ignore[union-attr]
+    shape = small_shape(phi)
+    if shape is not None:
+        kind, a, b = shape
+        left = _column(a, index, n, fixed, full)
+        if kind == "atom":
+            return left, full
+        if kind == "not":
+            return full ^ left, full
+        right = _column(b, index, n, fixed, full)
+        if kind == "implies":
             return (full ^ left) | right, full
-        if phi.op == "iff":  # type: ignore[union-attr]
-            return full ^ (left ^ right), full
-    elif cls is Atom:
-        return _column(phi.name, index, n, fixed, full), full  # type: ignore[union-attr]
-    elif cls is Not and phi.arg.__class__ is Atom:  # type: ignore[union-attr]
-        return full ^ _column(phi.arg.name, index, n, fixed, full), full  # type: ignore[union-attr]
-    elif cls is Const:
+        return full ^ (left ^ right), full  # iff
+    if phi.__class__ is Const:
         return (full if phi.value else 0), full  # type: ignore[union-attr]
     return truth_mask(phi, index, n, fixed=fixed), full
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from unmask.ir import Span
 from unmask.render.safe import printable
+from unmask.span import Span
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,8 +19,8 @@ import stat
 from pathlib import Path
 
 from unmask.diagnostics import Diagnostic, UnmaskError
-from unmask.ir import Span
 from unmask.limits import DEFAULT_LIMITS, Limits
+from unmask.span import Span
 
 _BOM = b"\xef\xbb\xbf"
 # pseudo-filesystems: a file there reports a size that is not its content's

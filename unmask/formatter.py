@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from unmask import ast
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.limits import DEFAULT_LIMITS, Limits
-from unmask.parser import encode_string, parse_source
+from unmask.parser import parse_source
+from unmask.syntaxtree import encode_string
 
 # binding strength, loosest first; `not` binds tighter than every binary operator
 PREC = {"iff": 1, "implies": 2, "or": 3, "xor": 4, "and": 5}

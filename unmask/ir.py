@@ -10,7 +10,8 @@ Contract:
 - the IR is *ground*: no families, domains or variables are left (see ``unmask.compiler``).
 
 Size: the nodes, their smart constructors, the one fold with its ``Table`` and the
-protocol types stay together so the IR imports nothing of the project.
+protocol types stay together so the IR imports nothing of the project but ``Span``
+(``unmask.span``, under every layer, so diagnostics can name a place without the IR).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
+
+from unmask.span import Span
 
 ROLES = ("judge", "context", "procedure")
 CARD_OPS = ("atleast", "atmost", "exactly")
@@ -34,22 +37,6 @@ LABEL_PREFIX = "$v:"
 DIRECTIONS = ("~", "~>")
 # binding strength in `.proto` syntax, loosest first (cardinalities are written as calls)
 PRECEDENCE = {"iff": 1, "implies": 2, "or": 3, "xor": 4, "and": 5, "not": 6}
-
-
-@dataclass(frozen=True, slots=True)
-class Span:
-    """A half-open region of a source file; lines and columns count from 1."""
-
-    file: str
-    line: int
-    column: int
-    end_line: int
-    end_column: int
-    start_pos: int = 0
-    end_pos: int = 0
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.column}"
 
 
 def _loc() -> Span | None:
@@ -378,16 +365,29 @@ class Table(Generic[T]):
         return fold(expr, step, memo)
 
 
-def iter_atoms(e: Expr) -> Iterator[str]:
-    """Atom names in first-occurrence order, each once (iterative: IR may be deep)."""
-    # the shapes of nearly every part and query (a fact, a grounding pair) without a walk
+def small_shape(e: Expr) -> tuple[str, str, str] | None:
+    """``(kind, left, right)`` for the shapes of nearly every part and query, else None:
+    ``("atom", a, a)`` for ``a``, ``("not", a, a)`` for ``not a``, ``(op, a, b)`` for
+    ``a implies b`` and ``a iff b``. The one place that knows them, so every quick path
+    (atoms, closed values, truth masks) reads the same shapes without a fold."""
     cls = e.__class__
     if cls is Atom:
-        return iter((e.name,))  # type: ignore[union-attr]
-    if cls is Not and e.arg.__class__ is Atom:  # type: ignore[union-attr]
-        return iter((e.arg.name,))  # type: ignore[union-attr]
-    if cls is Binary and e.left.__class__ is Atom and e.right.__class__ is Atom:  # type: ignore[union-attr]
-        left, right = e.left.name, e.right.name  # type: ignore[union-attr]
+        return "atom", e.name, e.name  # type: ignore[union-attr]
+    if cls is Not:
+        arg = e.arg  # type: ignore[union-attr]
+        return ("not", arg.name, arg.name) if arg.__class__ is Atom else None
+    if cls is Binary:
+        left, right = e.left, e.right  # type: ignore[union-attr]
+        if left.__class__ is Atom and right.__class__ is Atom:
+            return e.op, left.name, right.name  # type: ignore[union-attr]
+    return None
+
+
+def iter_atoms(e: Expr) -> Iterator[str]:
+    """Atom names in first-occurrence order, each once (iterative: IR may be deep)."""
+    shape = small_shape(e)
+    if shape is not None:
+        _, left, right = shape
         return iter((left,) if left == right else (left, right))
     return _walk_atoms(e)
 

@@ -33,6 +33,7 @@ from unmask.ir import (
     mk_card,
     mk_nary,
     mk_not,
+    small_shape,
 )
 
 
@@ -52,15 +53,20 @@ def closed_value(e: Expr, values: Mapping[str, bool]) -> bool | None:
     neg = False
     if node.__class__ is Not:
         node, neg = node.arg, True
-    cls = node.__class__
-    if cls is Atom:
-        v = values.get(node.name)
-        return None if v is None else v != neg
-    if cls is Binary and node.left.__class__ is Atom and node.right.__class__ is Atom:
-        left, right = values.get(node.left.name), values.get(node.right.name)
-        if left is None or right is None:
+    shape = small_shape(node)
+    if shape is not None:
+        kind, a, b = shape
+        left = values.get(a)
+        if left is None:
             return None
-        v = (not left or right) if node.op == "implies" else left == right
+        if kind == "atom":
+            return left != neg
+        if kind == "not":
+            return left == neg
+        right = values.get(b)
+        if right is None:
+            return None
+        v = (not left or right) if kind == "implies" else left == right
         return v != neg
     try:
         return evaluate(e, values)

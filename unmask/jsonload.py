@@ -22,9 +22,9 @@ from typing import Any
 
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.files import decode_utf8, read_bytes, too_large
-from unmask.ir import Span
 from unmask.jsonreader import join_path, show
 from unmask.limits import DEFAULT_LIMITS, Limits
+from unmask.span import Span
 
 __all__ = [
     "join_path",

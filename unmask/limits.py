@@ -5,7 +5,8 @@ Contract: one ``Limits`` value travels from the command line (``--max-*`` option
 ``--protocol-path``) to the parser, the compiler and the replay validator; exceeding a bound
 is a diagnostic with code ``limit`` naming the bound, the value seen and the option that
 raises it. ``protocol_path`` holds the folders, besides a replay's own, where its protocol
-``path`` may lead (see ``unmask.confine``).
+``path`` may lead (see ``unmask.confine``). The options themselves are the commands'
+(``unmask.commands._options.click_options``): this module imports nothing of the project.
 """
 
 from __future__ import annotations
@@ -37,58 +38,3 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
-
-
-def click_options(f):  # type: ignore[no-untyped-def]
-    """Add one ``--max-*`` option per bound, and ``--protocol-path``, to a click command;
-    it receives ``limits``.
-
-    Shared by every command so that the same bound has the same option everywhere. The
-    folders of ``--protocol-path`` (repeatable) come first, then those of the environment
-    variable ``UNMASK_PROTOCOL_PATH``; both count.
-    """
-    import functools
-    from dataclasses import fields
-
-    import click
-
-    from unmask.confine import PROTOCOL_PATH_ENV, env_roots, real_roots
-
-    names = [fl.name for fl in fields(Limits) if fl.name != "protocol_path"]
-    helps = {
-        "max_atoms": "most ground atoms in one protocol",
-        "max_expr_depth": "deepest nesting of one expression",
-        "max_expr_nodes": "most expression nodes in one protocol",
-        "max_source_chars": "longest source text or .proto file, in characters",
-        "max_string_chars": "longest string literal in a .proto file, in characters",
-        "max_domain_size": "most members of one domain",
-        "max_json_depth": "deepest nesting of a JSON document",
-        "max_file_bytes": "largest input file, in bytes",
-    }
-
-    @functools.wraps(f)
-    def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
-        bounds = {n: kwargs.pop(n) for n in names}
-        roots = real_roots([*kwargs.pop("protocol_path"), *env_roots()])
-        kwargs["limits"] = Limits(**bounds, protocol_path=roots)
-        return f(*args, **kwargs)
-
-    wrapper = click.option(
-        DEFAULT_LIMITS.option("protocol_path"),
-        "protocol_path",
-        multiple=True,
-        metavar="DIR",
-        type=click.Path(exists=True, file_okay=False),
-        help="a folder a replay's protocol `path` may lead into, besides the replay's own "
-        f"(repeatable; also the `{PROTOCOL_PATH_ENV}` environment variable)",
-    )(wrapper)
-    for n in reversed(names):
-        wrapper = click.option(
-            DEFAULT_LIMITS.option(n),
-            n,
-            type=click.IntRange(min=1),
-            default=getattr(DEFAULT_LIMITS, n),
-            show_default=True,
-            help=helps.get(n, n.replace("_", " ")),
-        )(wrapper)
-    return wrapper

@@ -14,9 +14,9 @@ loaded grammar, never copied. The parser's tables are cached in the user's cache
 Python's, so a changed grammar never reads a stale table; a cache that cannot be used is
 skipped silently.
 
-Size: the transformer, the syntax-error examples for ``match_examples`` and the vocabulary
-read off the grammar are one job (text to syntax tree with friendly errors) and change
-together when the grammar does.
+Size: the syntax-error examples for ``match_examples`` and the vocabulary read off the
+grammar are one job (text to tree with friendly errors) and change together when the
+grammar does; the transformer from lark's tree to ``unmask.ast`` is ``unmask.syntaxtree``.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from importlib import resources
 from pathlib import Path
 
 import lark
-from lark import Lark, Token, Transformer_NonRecursive, v_args
+from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from lark.lexer import PatternStr
 
@@ -43,7 +43,7 @@ from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.ir import Span
 from unmask.limits import DEFAULT_LIMITS, Limits
 from unmask.names import IDENT_RE
-from unmask.render.safe import UNSAFE
+from unmask.syntaxtree import ToAst, span_of
 
 MAX_SYNTAX_ERRORS = 20
 
@@ -145,315 +145,6 @@ def _vocabulary() -> _Vocabulary:
     words = sorted(_terminal_text()[t] for t in statements)
     resume = re.compile(r"^[ \t]*(?:" + "|".join(words) + r")\b", re.MULTILINE)
     return _Vocabulary(statements, expr_start, operators, _accepts("atom a :"), resume)
-
-
-# --- spans and strings ---------------------------------------------------------------------
-
-
-def _span(file: str, m) -> Span | None:  # m: lark Meta or Token
-    line = getattr(m, "line", None)
-    if line is None:
-        return None
-    return Span(
-        file,
-        line,
-        m.column,
-        m.end_line,
-        m.end_column,
-        m.start_pos,
-        m.end_pos,
-    )
-
-
-_ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r"}
-ESCAPES_HELP = 'the escapes are `\\"`, `\\\\`, `\\n`, `\\t`, `\\r` and `\\uXXXX`'
-
-
-def decode_string(raw: str) -> tuple[str, list[tuple[int, str]]]:
-    """The value of a string token, and (offset, message) for every bad escape in it.
-
-    Plain runs are copied as slices, so the cost is one step per escape, not per character.
-    """
-    body = raw[1:-1]
-    at = body.find("\\")
-    if at < 0:
-        return body, []
-    out: list[str] = []
-    errors: list[tuple[int, str]] = []
-    i = 0
-    while at >= 0:
-        out.append(body[i:at])
-        nxt = body[at + 1]  # the token's pattern guarantees a character after `\`
-        i = at + 2
-        if nxt in _ESCAPES:
-            out.append(_ESCAPES[nxt])
-        elif nxt == "u":
-            digits = body[at + 2 : at + 6]
-            if len(digits) == 4 and all(c in "0123456789abcdefABCDEF" for c in digits):
-                code = int(digits, 16)
-                if 0xD800 <= code <= 0xDFFF:
-                    errors.append((at + 1, f"`\\u{digits}` is a surrogate, not a character"))
-                else:
-                    out.append(chr(code))
-                i = at + 6
-            else:
-                errors.append((at + 1, "`\\u` must be followed by four hexadecimal digits"))
-        else:
-            errors.append((at + 1, f"unknown escape `\\{nxt}`"))
-            out.append(nxt)
-        at = body.find("\\", i)
-    out.append(body[i:])
-    return "".join(out), errors
-
-
-def encode_string(value: str) -> str:
-    """The canonical string literal for ``value`` (inverse of ``decode_string``)."""
-    out = ['"']
-    for ch in value:
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch in "\u2028\u2029" or UNSAFE.match(ch):  # controls, bidirectional overrides
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
-# --- tree to AST ---------------------------------------------------------------------------
-
-
-def _binary(op: str):
-    """The method for one binary operator's rule (``iff_``, ``and_``, …)."""
-
-    @v_args(inline=True, meta=True)
-    def build(self, meta, left, right):
-        return ast.BinE(op, left, right, self._s(meta))
-
-    return build
-
-
-class _ToAst(Transformer_NonRecursive):
-    """Builds ``unmask.ast`` nodes, one method per grammar rule (the ``lark.ast_utils`` way).
-
-    The grammar leaves keywords and punctuation out of the tree, so each method receives
-    by name exactly the parts that carry meaning, with ``meta`` (the rule's position) first;
-    every node gets the span of the text it was parsed from. String escapes are checked
-    here and reported as diagnostics.
-    """
-
-    def __init__(self, file: str):
-        super().__init__()
-        self.file = file
-        self.diagnostics: list[Diagnostic] = []
-
-    def _s(self, m) -> Span | None:
-        return _span(self.file, m)
-
-    def _str(self, tok: Token | None) -> str | None:
-        if tok is None:
-            return None
-        value, errors = decode_string(str(tok))
-        for offset, message in errors:
-            col = tok.column + offset
-            pos = tok.start_pos + offset
-            self.diagnostics.append(
-                Diagnostic(
-                    "bad-escape",
-                    message,
-                    Span(self.file, tok.line, col, tok.line, col + 1, pos, pos + 1),
-                    help=ESCAPES_HELP,
-                )
-            )
-        return value
-
-    # statements
-
-    def start(self, children):
-        return tuple(children)
-
-    @v_args(inline=True, meta=True)
-    def protocol_decl(self, meta, name, text):
-        return ast.ProtocolDecl(str(name), self._str(text) or "", self._s(meta))
-
-    @v_args(inline=True, meta=True)
-    def atom_decl(self, meta, name, role, description):
-        return ast.AtomDecl(
-            str(name), role, self._str(description), None, self._s(meta), self._s(name), None
-        )
-
-    @v_args(inline=True, meta=True)
-    def family_decl(self, meta, name, param, role, description):
-        return ast.AtomDecl(
-            str(name),
-            role,
-            self._str(description),
-            str(param),
-            self._s(meta),
-            self._s(name),
-            self._s(param),
-        )
-
-    @v_args(inline=True)
-    def role(self, word):
-        return str(word)
-
-    @v_args(inline=True, meta=True)
-    def free_domain(self, meta, name):
-        return ast.DomainDecl(str(name), None, self._s(meta), self._s(name))
-
-    @v_args(inline=True, meta=True)
-    def fixed_domain(self, meta, name, members):
-        members = members or ()
-        return ast.DomainDecl(
-            str(name),
-            tuple(str(m) for m in members),
-            self._s(meta),
-            self._s(name),
-            tuple(self._s(m) for m in members),
-        )
-
-    def member_list(self, names):
-        return tuple(names)
-
-    @v_args(inline=True, meta=True)
-    def ident(self, meta, name, arg):
-        return ast.Ident(str(name), None if arg is None else str(arg), self._s(meta))
-
-    @v_args(inline=True, meta=True)
-    def constraint_decl(self, meta, ident, expr):
-        return ast.ConstraintDecl(ident, expr, self._s(meta))
-
-    @v_args(meta=True)
-    def verdict_decl(self, meta, names):
-        return ast.VerdictDecl(
-            tuple(str(n) for n in names), self._s(meta), tuple(self._s(n) for n in names)
-        )
-
-    @v_args(inline=True, meta=True)
-    def decision_pass(self, meta, expr):
-        return ast.DecisionDecl(expr, self._s(meta))
-
-    @v_args(inline=True, meta=True)
-    def decision_label(self, meta, label, expr):
-        return ast.DecisionDecl(expr, self._s(meta), str(label), self._s(label))
-
-    @v_args(inline=True, meta=True)
-    def decision_otherwise(self, meta, label):
-        return ast.DecisionDecl(None, self._s(meta), str(label), self._s(label))
-
-    @v_args(inline=True, meta=True)
-    def define_plain(self, meta, name, expr):
-        return ast.DefineDecl(str(name), expr, None, self._s(meta), self._s(name))
-
-    @v_args(inline=True, meta=True)
-    def define_family(self, meta, name, param, expr):
-        return ast.DefineDecl(
-            str(name), expr, str(param), self._s(meta), self._s(name), self._s(param)
-        )
-
-    @v_args(inline=True, meta=True)
-    def requirement_simple(self, meta, ident, description, holds):
-        return ast.RequirementDecl(ident, self._str(description), holds, None, self._s(meta))
-
-    @v_args(inline=True, meta=True)
-    def requirement_block(self, meta, ident, description, holds, addressed):
-        return ast.RequirementDecl(ident, self._str(description), holds, addressed, self._s(meta))
-
-    @v_args(inline=True)
-    def holds(self, expr):
-        return expr
-
-    @v_args(inline=True)
-    def addressed(self, expr):
-        return expr
-
-    @v_args(inline=True, meta=True)
-    def ground_iff(self, meta, judge, context):
-        return ast.GroundDecl(judge, context, self._s(meta), "~")
-
-    @v_args(inline=True, meta=True)
-    def ground_implies(self, meta, judge, context):
-        return ast.GroundDecl(judge, context, self._s(meta), "~>")
-
-    @v_args(inline=True, meta=True)
-    def for_decl(self, meta, var, domain, body):
-        return ast.ForDecl(
-            str(var), str(domain), body, self._s(meta), self._s(var), self._s(domain)
-        )
-
-    # expressions
-
-    @v_args(inline=True, meta=True)
-    def name_ref(self, meta, name):
-        return ast.Ref(str(name), None, self._s(meta))
-
-    @v_args(inline=True, meta=True)
-    def member_ref(self, meta, name, arg):
-        return ast.Ref(str(name), str(arg), self._s(meta), self._s(arg))
-
-    iff_ = _binary("iff")
-    implies_ = _binary("implies")
-    or_ = _binary("or")
-    xor_ = _binary("xor")
-    and_ = _binary("and")
-
-    @v_args(inline=True, meta=True)
-    def not_(self, meta, arg):
-        return ast.NotE(arg, self._s(meta))
-
-    @v_args(inline=True, meta=True)
-    def true_(self, meta):
-        return ast.Lit(True, self._s(meta))
-
-    @v_args(inline=True, meta=True)
-    def false_(self, meta):
-        return ast.Lit(False, self._s(meta))
-
-    @v_args(inline=True, meta=True)
-    def verdict(self, meta):
-        return ast.Verdict(self._s(meta))
-
-    @v_args(inline=True)
-    def boolop(self, word):
-        return str(word)
-
-    @v_args(inline=True)
-    def cardop(self, word):
-        return str(word)
-
-    def expr_list(self, exprs):
-        return tuple(exprs)
-
-    @v_args(inline=True, meta=True)
-    def generator(self, meta, body, var, domain):
-        return ast.Generator(
-            body, str(var), str(domain), self._s(meta), self._s(var), self._s(domain)
-        )
-
-    @v_args(inline=True, meta=True)
-    def bool_call(self, meta, op, args):
-        return ast.Call(op, None, args or (), None, self._s(meta))
-
-    @v_args(inline=True, meta=True)
-    def bool_gen(self, meta, op, gen):
-        return ast.Call(op, None, (), gen, self._s(meta))
-
-    @v_args(inline=True, meta=True)
-    def card_call(self, meta, op, k, args):
-        return ast.Call(op, str(k), args or (), None, self._s(meta), self._s(k))
-
-    @v_args(inline=True, meta=True)
-    def card_gen(self, meta, op, k, gen):
-        return ast.Call(op, str(k), (), gen, self._s(meta), self._s(k))
 
 
 # --- syntax errors -------------------------------------------------------------------------
@@ -760,14 +451,14 @@ def parse_source(
     if errors:
         raise UnmaskError(errors)
     assert tree is not None
-    builder = _ToAst(filename)
+    builder = ToAst(filename)
     statements = builder.transform(tree)
     diags = list(builder.diagnostics)
     diags.extend(_depth_diagnostics(statements, limits))
     if diags:
         raise UnmaskError(diags)
     comments = tuple(
-        ast.Comment(str(t).rstrip(), _span(filename, t))
+        ast.Comment(str(t).rstrip(), span_of(filename, t))
         for t in parser.lex(text, dont_ignore=True)
         if t.type == "COMMENT"
     )

@@ -17,33 +17,73 @@ Contract:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 if TYPE_CHECKING:
     from unmask.replaydata import Provenance
 
 SCHEMA = "unmask.report/1"
 
-# check statuses; NOT_SPECIFIED only for a coverage with no `addressed`
-ENTAILED = "ENTAILED"
-REFUTED = "REFUTED"
-UNDERDETERMINED = "UNDERDETERMINED"
-SOLVER_UNKNOWN = "SOLVER_UNKNOWN"
-INCONSISTENT_BASE = "INCONSISTENT_BASE"
-NOT_SPECIFIED = "NOT_SPECIFIED"
 
-# base states
-CONSISTENT = "CONSISTENT"
-INCONSISTENT = "INCONSISTENT"
+class _Word(str, Enum):
+    """A word of the report: equal to, hashed as, printed and written to JSON as its
+    value, so comparing it with the JSON's plain strings just works (``enum.StrEnum`` is
+    Python 3.11 or later; this is the same thing for 3.10)."""
+
+    def __str__(self) -> str:
+        return self.value  # type: ignore[no-any-return]
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+class Status(_Word):
+    """What a check established; NOT_SPECIFIED only for a coverage with no ``addressed``."""
+
+    ENTAILED = "ENTAILED"
+    REFUTED = "REFUTED"
+    UNDERDETERMINED = "UNDERDETERMINED"
+    SOLVER_UNKNOWN = "SOLVER_UNKNOWN"
+    INCONSISTENT_BASE = "INCONSISTENT_BASE"
+    NOT_SPECIFIED = "NOT_SPECIFIED"
+
+
+class BaseState(_Word):
+    """What a base is; SOLVER_UNKNOWN is the same word as the check status."""
+
+    CONSISTENT = "CONSISTENT"
+    INCONSISTENT = "INCONSISTENT"
+    SOLVER_UNKNOWN = "SOLVER_UNKNOWN"
+
+
+class Outcome(_Word):
+    """What one check contributes (OK, VIOLATED, UNKNOWN), a dimension with no check
+    (NOT_CHECKED), and the overall result (SATISFIED, VIOLATED, UNKNOWN)."""
+
+    OK = "OK"
+    VIOLATED = "VIOLATED"
+    UNKNOWN = "UNKNOWN"
+    SATISFIED = "SATISFIED"
+    NOT_CHECKED = "NOT_CHECKED"
+
+
+# the words by their plain names, as the checker and the formats import them
+ENTAILED = Status.ENTAILED
+REFUTED = Status.REFUTED
+UNDERDETERMINED = Status.UNDERDETERMINED
+SOLVER_UNKNOWN = Status.SOLVER_UNKNOWN
+INCONSISTENT_BASE = Status.INCONSISTENT_BASE
+NOT_SPECIFIED = Status.NOT_SPECIFIED
+CONSISTENT = BaseState.CONSISTENT
+INCONSISTENT = BaseState.INCONSISTENT
 BASE_NAMES = ("proto", "evid", "all")
-
-# what one check contributes, and the overall result
-OK = "OK"
-VIOLATED = "VIOLATED"
-UNKNOWN = "UNKNOWN"
-SATISFIED = "SATISFIED"
-NOT_CHECKED = "NOT_CHECKED"  # a dimension with no check at all
+OK = Outcome.OK
+VIOLATED = Outcome.VIOLATED
+UNKNOWN = Outcome.UNKNOWN
+SATISFIED = Outcome.SATISFIED
+NOT_CHECKED = Outcome.NOT_CHECKED
 
 # the four dimensions, in the order every report and every format shows them
 DIMENSIONS = ("verdict", "procedure", "coverage", "grounding")
@@ -65,49 +105,104 @@ class Quote:
 
 
 @dataclass(frozen=True, slots=True)
-class Item:
-    """One part of a base used by an explanation or a conflict.
+class PartId:
+    """The name of one conjunct of a base, as the checker gives it to a backend and the
+    report shows it: ``fact:ATOM``, ``constraint:NAME`` (``constraint:NAME#2`` for a second
+    constraint of one name), ``decision`` (a binary protocol's), ``labels`` (exactly one
+    declared label holds) and ``decision:LABEL``. Built from its fields and printed by
+    ``str``; never parsed back. A backend only hashes and compares it."""
 
-    ``kind`` is ``annotation`` (then ``atom``, ``value``, ``evidence``, ``explanation`` and,
-    when the annotation says who made it, ``by``), ``constraint`` (then ``name``),
-    ``labels`` (exactly one label holds) or ``decision`` (then ``label`` for a protocol
-    that declares its labels). ``part`` is the base label (``fact:ATOM``,
-    ``constraint:NAME``, ``labels``, ``decision`` or ``decision:LABEL``).
-    """
+    kind: Literal["fact", "constraint", "decision", "labels"]
+    name: str | None = None  # the atom, constraint or label
+    n: int = 1  # which constraint of that name (the first is 1)
+    _hash: int = field(init=False, repr=False, compare=False)
 
-    part: str
-    kind: str
-    atom: str | None = None
-    value: str | None = None
+    def __post_init__(self) -> None:
+        # cached: a backend looks parts up by their id at every call
+        object.__setattr__(self, "_hash", hash((self.kind, self.name, self.n)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __str__(self) -> str:
+        if self.name is None:
+            return self.kind
+        return f"{self.kind}:{self.name}" + (f"#{self.n}" if self.n > 1 else "")
+
+    @staticmethod
+    def fact(atom: str) -> PartId:
+        return PartId("fact", atom)
+
+
+@dataclass(frozen=True, slots=True)
+class AnnotationItem:
+    """An annotation the explanation rests on (``by``: who made it, when the replay says)."""
+
+    kind: ClassVar[Literal["annotation"]] = "annotation"
+    part: PartId
+    atom: str
+    value: str
     evidence: tuple[Quote, ...] = ()
     explanation: str | None = None
-    name: str | None = None
-    label: str | None = None
     by: Provenance | None = None
 
     def to_json(self) -> dict[str, Any]:
-        kind = self.kind
-        if kind == "annotation":
-            out: dict[str, Any] = {
-                "part": self.part,
-                "kind": kind,
-                "atom": self.atom,
-                "value": self.value,
-                "evidence": [
-                    {"source": q.source, "start": q.start, "end": q.end, "quote": q.quote}
-                    for q in self.evidence
-                ],
-                "explanation": self.explanation or "",
-            }
-            if self.by is not None:
-                out["by"] = self.by.to_json()
-            return out
-        out = {"part": self.part, "kind": kind}
-        if kind == "constraint":
-            out["name"] = self.name
-        elif kind == "decision" and self.label is not None:
+        out: dict[str, Any] = {
+            "part": str(self.part),
+            "kind": self.kind,
+            "atom": self.atom,
+            "value": self.value,
+            "evidence": [
+                {"source": q.source, "start": q.start, "end": q.end, "quote": q.quote}
+                for q in self.evidence
+            ],
+            "explanation": self.explanation or "",
+        }
+        if self.by is not None:
+            out["by"] = self.by.to_json()
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ConstraintItem:
+    """A constraint of the protocol, by ``name``."""
+
+    kind: ClassVar[Literal["constraint"]] = "constraint"
+    part: PartId
+    name: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"part": str(self.part), "kind": self.kind, "name": self.name}
+
+
+@dataclass(frozen=True, slots=True)
+class LabelsItem:
+    """Exactly one declared label holds."""
+
+    kind: ClassVar[Literal["labels"]] = "labels"
+    part: PartId
+
+    def to_json(self) -> dict[str, Any]:
+        return {"part": str(self.part), "kind": self.kind}
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionItem:
+    """The decision rule: a binary protocol's (``label`` None), or one declared label's."""
+
+    kind: ClassVar[Literal["decision"]] = "decision"
+    part: PartId
+    label: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"part": str(self.part), "kind": self.kind}
+        if self.label is not None:
             out["label"] = self.label
         return out
+
+
+# one part of a base used by an explanation or a conflict; ``kind`` tells them apart
+Item = AnnotationItem | ConstraintItem | LabelsItem | DecisionItem
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,8 +21,9 @@ import click
 
 from unmask import __version__, exitcodes
 from unmask.cli.stdout import StdoutGuard
+from unmask.commands._options import click_options
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
-from unmask.limits import Limits, click_options
+from unmask.limits import Limits
 from unmask.outputs import write_text
 
 # reading problems that mean the command line named the wrong thing

@@ -1,20 +1,26 @@
 """Options and output that several `unmask` subcommands share, defined once so they read
-the same. ``open_backend`` is the one place a command turns ``--backend`` (or a name of
-``--backends``) into a backend: an unknown name, or a bad solver option, is one diagnostic
-with a "did you mean" hint and the list of names; a backend whose solver library cannot be
-imported is one diagnostic naming the missing module; both exit ``exitcodes.USAGE`` (2).
-``echo`` writes a command's result on stdout; a full disk or a closed pipe there is
-handled once for every command, by the entry point (``unmask.cli.stdout``).
+the same. ``click_options`` adds one ``--max-*`` option per bound of ``Limits`` and
+``--protocol-path``, so a bound has the same option everywhere. ``open_backend`` is the one
+place a command turns ``--backend`` (or a name of ``--backends``) into a backend: an unknown
+name, or a bad solver option, is one diagnostic with a "did you mean" hint and the list of
+names; a backend whose solver library cannot be imported is one diagnostic naming the
+missing module; both exit ``exitcodes.USAGE`` (2). ``echo`` writes a command's result on
+stdout; a full disk or a closed pipe there is handled once for every command, by the entry
+point (``unmask.cli.stdout``).
 """
 
 from __future__ import annotations
 
+import functools
 import sys
+from dataclasses import fields
 
 import click
 
 from unmask import exitcodes
 from unmask.backends.base import DEFAULT_TIMEOUT_MS
+from unmask.confine import PROTOCOL_PATH_ENV, env_roots, real_roots
+from unmask.limits import DEFAULT_LIMITS, Limits
 
 
 def backend_option(help: str, default: str = "sliced"):
@@ -96,3 +102,51 @@ def say(text: str) -> None:
     from unmask.render.safe import lines
 
     click.echo(lines(text), err=True)
+
+
+def click_options(f):  # type: ignore[no-untyped-def]
+    """Add one ``--max-*`` option per bound, and ``--protocol-path``, to a click command;
+    it receives ``limits``.
+
+    Shared by every command so that the same bound has the same option everywhere. The
+    folders of ``--protocol-path`` (repeatable) come first, then those of the environment
+    variable ``UNMASK_PROTOCOL_PATH``; both count.
+    """
+    names = [fl.name for fl in fields(Limits) if fl.name != "protocol_path"]
+    helps = {
+        "max_atoms": "most ground atoms in one protocol",
+        "max_expr_depth": "deepest nesting of one expression",
+        "max_expr_nodes": "most expression nodes in one protocol",
+        "max_source_chars": "longest source text or .proto file, in characters",
+        "max_string_chars": "longest string literal in a .proto file, in characters",
+        "max_domain_size": "most members of one domain",
+        "max_json_depth": "deepest nesting of a JSON document",
+        "max_file_bytes": "largest input file, in bytes",
+    }
+
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+        bounds = {n: kwargs.pop(n) for n in names}
+        roots = real_roots([*kwargs.pop("protocol_path"), *env_roots()])
+        kwargs["limits"] = Limits(**bounds, protocol_path=roots)
+        return f(*args, **kwargs)
+
+    wrapper = click.option(
+        DEFAULT_LIMITS.option("protocol_path"),
+        "protocol_path",
+        multiple=True,
+        metavar="DIR",
+        type=click.Path(exists=True, file_okay=False),
+        help="a folder a replay's protocol `path` may lead into, besides the replay's own "
+        f"(repeatable; also the `{PROTOCOL_PATH_ENV}` environment variable)",
+    )(wrapper)
+    for n in reversed(names):
+        wrapper = click.option(
+            DEFAULT_LIMITS.option(n),
+            n,
+            type=click.IntRange(min=1),
+            default=getattr(DEFAULT_LIMITS, n),
+            show_default=True,
+            help=helps.get(n, n.replace("_", " ")),
+        )(wrapper)
+    return wrapper

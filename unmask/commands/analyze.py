@@ -15,9 +15,15 @@ import sys
 import click
 
 from unmask import exitcodes
-from unmask.commands._options import backend_option, format_option, open_backend, timeout_option
+from unmask.commands._options import (
+    backend_option,
+    click_options,
+    format_option,
+    open_backend,
+    timeout_option,
+)
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
-from unmask.limits import Limits, click_options
+from unmask.limits import Limits
 
 DEFAULT_BACKEND = "sliced"
 BACKEND_HELP = "sliced, z3, pysat[:SOLVER], truthtable"

@@ -24,12 +24,13 @@ from unmask import exitcodes
 from unmask.batch.inputs import STDIN
 from unmask.commands._options import (
     backend_option,
+    click_options,
     deadline_option,
     open_backend,
     timeout_option,
 )
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
-from unmask.limits import Limits, click_options
+from unmask.limits import Limits
 from unmask.outputs import OutputError, cannot_write, reason
 
 if TYPE_CHECKING:

@@ -21,10 +21,16 @@ from pathlib import Path
 import click
 
 from unmask import exitcodes
-from unmask.commands._options import deadline_option, echo, open_backend, timeout_option
+from unmask.commands._options import (
+    click_options,
+    deadline_option,
+    echo,
+    open_backend,
+    timeout_option,
+)
 from unmask.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
 from unmask.interrupt import reraise_interrupt
-from unmask.limits import Limits, click_options
+from unmask.limits import Limits
 from unmask.render import FORMATS
 
 

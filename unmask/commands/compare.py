@@ -17,7 +17,13 @@ import sys
 import click
 
 from unmask import exitcodes
-from unmask.commands._options import backend_option, format_option, open_backend, timeout_option
+from unmask.commands._options import (
+    backend_option,
+    click_options,
+    format_option,
+    open_backend,
+    timeout_option,
+)
 from unmask.commands.analyze import (
     BACKEND_HELP,
     DEFAULT_BACKEND,
@@ -27,7 +33,7 @@ from unmask.commands.analyze import (
     members_option,
 )
 from unmask.diagnostics import Diagnostic
-from unmask.limits import Limits, click_options
+from unmask.limits import Limits
 
 
 @click.command(name="compare")

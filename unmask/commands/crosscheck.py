@@ -22,10 +22,16 @@ import click
 
 from unmask import exitcodes
 from unmask.backends import available
-from unmask.commands._options import deadline_option, echo, open_backend, timeout_option
+from unmask.commands._options import (
+    click_options,
+    deadline_option,
+    echo,
+    open_backend,
+    timeout_option,
+)
 from unmask.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
 from unmask.interrupt import reraise_interrupt
-from unmask.limits import Limits, click_options
+from unmask.limits import Limits
 from unmask.render.safe import json_text, printable
 
 

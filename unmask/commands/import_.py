@@ -17,9 +17,9 @@ from pathlib import Path
 import click
 
 from unmask import exitcodes
-from unmask.commands._options import say
+from unmask.commands._options import click_options, say
 from unmask.diagnostics import UnmaskError, render_all
-from unmask.limits import Limits, click_options
+from unmask.limits import Limits
 
 EXIT_OK = exitcodes.OK
 EXIT_SKIPPED = exitcodes.PARTIAL

@@ -30,6 +30,7 @@ from unmask import exitcodes
 from unmask.checker import outcome
 from unmask.commands._options import (
     backend_option,
+    click_options,
     deadline_option,
     format_option,
     open_backend,
@@ -38,7 +39,7 @@ from unmask.commands._options import (
 from unmask.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
 from unmask.interrupt import reraise_interrupt
 from unmask.ir import Span
-from unmask.limits import Limits, click_options
+from unmask.limits import Limits
 from unmask.lines import bounded_lines
 from unmask.next import INCONSISTENT, SETTLED, BatchTodo, NextReport, Todo
 from unmask.render.safe import printable

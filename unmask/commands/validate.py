@@ -17,10 +17,10 @@ import os
 import click
 
 from unmask import exitcodes
-from unmask.commands._options import echo
+from unmask.commands._options import click_options, echo
 from unmask.diagnostics import UnmaskError, render_all
 from unmask.jsonload import show
-from unmask.limits import Limits, click_options
+from unmask.limits import Limits
 
 
 def _line(r) -> str:  # type: ignore[no-untyped-def]

@@ -205,14 +205,9 @@ def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
 def protocol_labels(proto: str, name: str, options: Options) -> tuple[str, ...]:
     """The verdict labels the protocol declares (``verdict a | b | c``), else PASS and FAIL;
     read from the parsed text, so domains whose members each record gives need not be known."""
-    from unmask import ast
-    from unmask.ir import BINARY_LABELS
-    from unmask.parser import parse_source
+    from unmask.builder import declared_labels
 
-    for st in parse_source(proto, name, options.limits).statements:
-        if isinstance(st, ast.VerdictDecl):
-            return tuple(st.labels)
-    return BINARY_LABELS
+    return declared_labels(proto, name, options.limits)
 
 
 def _members(rec: Any, m: dict) -> dict[str, list[str]]:

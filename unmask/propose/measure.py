@@ -16,7 +16,6 @@ are left out (counted in the output). A ``not_supported`` claim has no gold sent
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import itertools
 import json
@@ -25,6 +24,8 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+import click
 
 from unmask.propose.claims import (
     DEFAULT_PARAMS,
@@ -337,36 +338,39 @@ def render(figures: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m unmask.propose.measure", description=__doc__)
-    ap.add_argument("--gold", required=True, help="WiCE gold_claim_test.jsonl")
-    ap.add_argument("--seed", type=int, default=SEED, help="split seed [default: %(default)s]")
-    ap.add_argument("--json", dest="json_out", help="also write the figures to this file")
-    ap.add_argument("--tune", action="store_true", help="grid search on the dev half only")
-    args = ap.parse_args(argv)
+@click.command(
+    context_settings={"help_option_names": ["-h", "--help"]},
+    help=__doc__.split("\n\n", 1)[0].strip() if __doc__ else None,
+)
+@click.option("--gold", required=True, help="WiCE gold_claim_test.jsonl")
+@click.option("--seed", type=int, default=SEED, show_default=True, help="split seed")
+@click.option("--json", "json_out", help="also write the figures to this file")
+@click.option("--tune", "tune_only", is_flag=True, help="grid search on the dev half only")
+def main(gold: str, seed: int, json_out: str | None, tune_only: bool) -> None:
+    """Measure the claim proposer: 0, or 4 when the gold file cannot be read (2, click's,
+    for a usage error)."""
     try:
-        rows = load_gold(args.gold)
+        rows = load_gold(gold)
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        print(f"error: cannot read gold file `{args.gold}`: {exc}", file=sys.stderr)
-        return 4
-    if args.tune:
-        dev, _ = split(rows, args.seed)
+        click.echo(f"error: cannot read gold file `{gold}`: {exc}", err=True)
+        sys.exit(4)
+    if tune_only:
+        dev, _ = split(rows, seed)
         grid, table = tune(dev)
         for f1, acc, p in grid[:15]:
-            print(f"f1 {f1:.4f}  acc {acc:.4f}  {p}")
-        print("LABEL_CONFIDENCE = {")
+            click.echo(f"f1 {f1:.4f}  acc {acc:.4f}  {p}")
+        click.echo("LABEL_CONFIDENCE = {")
         for k, row in table.items():
-            print(f"    {k!r}: {row},")
-        print("}")
-        return 0
-    figures = measure(rows, seed=args.seed)
-    print(render(figures))
-    if args.json_out:
-        with open(args.json_out, "w", encoding="utf-8") as fh:
+            click.echo(f"    {k!r}: {row},")
+        click.echo("}")
+        return
+    figures = measure(rows, seed=seed)
+    click.echo(render(figures))
+    if json_out:
+        with open(json_out, "w", encoding="utf-8") as fh:
             json.dump(figures, fh, indent=2, sort_keys=True)
             fh.write("\n")
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main(prog_name="python -m unmask.propose.measure")

@@ -14,11 +14,12 @@ are a function of the labels and the rules alone.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+
+import click
 
 from unmask.propose.judge import JudgeRules, load_rules
 
@@ -187,35 +188,36 @@ def render(figures: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m unmask.propose.measure_judge")
-    ap.add_argument(
-        "--labels",
-        required=True,
-        action="append",
-        help="the hand labels (JSON Lines); repeat to measure several sets, one table each",
-    )
-    ap.add_argument("--rules", help="a rule file (default: the built-in WiCE rules)")
-    ap.add_argument("--threshold", type=float, default=0.5)
-    ap.add_argument("--wice", help="folder of the WiCE judge outputs: re-read every response")
-    ap.add_argument("--json", dest="json_out", help="also write the figures here")
-    args = ap.parse_args(argv)
-    sets = [load_labels(path) for path in args.labels]
-    if args.wice:
-        bad = [b for labels in sets for b in check_sources(labels, args.wice)]
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--labels",
+    required=True,
+    multiple=True,
+    help="the hand labels (JSON Lines); repeat to measure several sets, one table each",
+)
+@click.option("--rules", help="a rule file (default: the built-in WiCE rules)")
+@click.option("--threshold", type=float, default=0.5, show_default=True)
+@click.option("--wice", help="folder of the WiCE judge outputs: re-read every response")
+@click.option("--json", "json_out", help="also write the figures here")
+def main(
+    labels: tuple[str, ...], rules: str | None, threshold: float, wice: str | None, json_out: str
+) -> None:
+    """Measure the judge-side rules against hand labels: 0, or 1 when the labels do not
+    match the responses they were made on (2, click's, for a usage error)."""
+    sets = [load_labels(path) for path in labels]
+    if wice:
+        bad = [b for got in sets for b in check_sources(got, wice)]
         if bad:
-            print("labels do not match the source at: " + ", ".join(bad), file=sys.stderr)
-            return 1
-    proposer = JudgeRules(load_rules(args.rules) if args.rules else None)
+            click.echo("labels do not match the source at: " + ", ".join(bad), err=True)
+            sys.exit(1)
+    proposer = JudgeRules(load_rules(rules) if rules else None)
     figures = {
-        path: measure(labels, proposer, args.threshold)
-        for path, labels in zip(args.labels, sets, strict=True)
+        path: measure(got, proposer, threshold) for path, got in zip(labels, sets, strict=True)
     }
-    sys.stdout.write("\n".join(f"{path}:\n\n{render(f)}" for path, f in figures.items()))
-    if args.json_out:
-        Path(args.json_out).write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
-    return 0
+    click.echo("\n".join(f"{path}:\n\n{render(f)}" for path, f in figures.items()), nl=False)
+    if json_out:
+        Path(json_out).write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main(prog_name="python -m unmask.propose.measure_judge")

@@ -124,7 +124,7 @@ def _check(out: _Out, indent: int, head: str, res: CheckResult) -> None:
         names = [
             f"`{i.atom}`={i.value}" + (f" ({by})" if (by := _by(out, i)) else "")
             if i.kind == "annotation"
-            else (i.name or i.kind)
+            else (i.name if i.kind == "constraint" else i.kind)
             for i in res.explanation.items
         ]
         out.add(

@@ -14,13 +14,14 @@ so ``tables(lines)`` can be checked against a recount.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+import click
 
 JUDGES = ("gpt-4-0613", "gpt-3.5-turbo-0613")
 LABELS = ("supported", "partially_supported", "not_supported")
@@ -192,28 +193,41 @@ def markdown(t: dict[str, Any], lines: Sequence[dict], examples: int = 2) -> str
     return "\n".join(md) + "\n"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m unmask.studies.wice", description=__doc__)
-    ap.add_argument("--data", type=Path, required=True, help="folder with the WiCE files")
-    ap.add_argument("--out", type=Path, required=True, help="folder for replays and reports")
-    ap.add_argument("--limit", type=int, default=None, help="first N judgments of each judge")
-    ap.add_argument("--jobs", type=int, default=1)
-    a = ap.parse_args(argv)
-    if a.limit is not None and a.limit < 1:
-        ap.error("--limit takes a whole number of at least 1")
+@click.command(
+    context_settings={"help_option_names": ["-h", "--help"]},
+    help=__doc__.split("\n\n", 1)[0].strip() if __doc__ else None,
+)
+@click.option(
+    "--data",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="folder with the WiCE files",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="folder for replays and reports",
+)
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=None, help="first N judgments of each judge"
+)
+@click.option("--jobs", type=int, default=1, show_default=True)
+def main(data: Path, out: Path, limit: int | None, jobs: int) -> None:
+    """The study from the command line: 0 when written, 4 when a WiCE file cannot be read
+    (2, click's, for a usage error)."""
     from unmask.diagnostics import UnmaskError, render_all
 
     try:
-        lines = run(a.data, a.out, a.limit, a.jobs)
+        lines = run(data, out, limit, jobs)
     except UnmaskError as exc:
         # a missing or unreadable WiCE file: one message, the invalid-input status
-        sys.stderr.write(render_all(exc.diagnostics) + "\n")
-        return 4
+        click.echo(render_all(exc.diagnostics), err=True)
+        sys.exit(4)
     t = tables(lines)
-    (a.out / "study.json").write_text(json.dumps(t, indent=2) + "\n", encoding="utf-8")
-    sys.stdout.write(markdown(t, lines))
-    return 0
+    (out / "study.json").write_text(json.dumps(t, indent=2) + "\n", encoding="utf-8")
+    click.echo(markdown(t, lines), nl=False)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main(prog_name="python -m unmask.studies.wice")
