@@ -1,0 +1,244 @@
+"""Every new surface bounded (issue 28): a doubling chain of definitions, `--members`,
+`--dask local:N`, wide cardinalities. Each case is refused at once with one line and a
+documented exit status, or answered fast; never a traceback, never a hang."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from unmask import exitcodes, ir
+from unmask.batch import cluster
+from unmask.cli.main import main
+from unmask.cli.unmaskc import cli as unmaskc
+from unmask.compiler import compile_source
+from unmask.diagnostics import UnmaskError
+from unmask.irjson import protocol_to_json
+
+BACKENDS = ("sliced", "z3", "pysat", "truthtable")
+# seconds any bounded case may take on a shared CI machine; the unbounded ones took minutes
+FAST = 8.0
+RAISED = "999999999999"  # a --max-expr-nodes no chain here reaches
+
+
+def run(*args: str):  # type: ignore[no-untyped-def]
+    start = time.monotonic()
+    result = CliRunner().invoke(main, list(args))
+    return result, time.monotonic() - start
+
+
+# --- a chain of doubling definitions ---------------------------------------------------
+
+
+def chain_proto(levels: int) -> str:
+    """`define a1 = a0 and a0`, `define a2 = a1 or a1`, …: a use of `aN` stands for
+    2^N leaves, written in N lines."""
+    lines = ['protocol p "x"', 'atom a0 : judge "a"', 'atom c : context "c"']
+    for i in range(1, levels + 1):
+        op = "and" if i % 2 else "or"
+        lines.append(f"define a{i} = a{i - 1} {op} a{i - 1}")
+    lines += [f"decision pass iff a{levels}", f"ground a{levels} ~ c"]
+    return "\n".join(lines) + "\n"
+
+
+def chain_replay(levels: int, form: str) -> dict:
+    """A replay embedding the chain as `.proto` source or as protocol IR with its
+    definitions (each use a `{"def": …}` node of the JSON)."""
+    if form == "source":
+        protocol: dict = {"source": chain_proto(levels)}
+    else:
+        defs = [
+            {
+                "name": f"a{i}",
+                "expr": {
+                    "op": "and" if i % 2 else "or",
+                    "args": [{"def": f"a{i - 1}"} if i > 1 else {"atom": "a0"}] * 2,
+                },
+            }
+            for i in range(1, levels + 1)
+        ]
+        top = {"def": f"a{levels}"}
+        protocol = {
+            "schema": "unmask.protocol/1",
+            "name": "p",
+            "text": "x",
+            "atoms": [{"name": "a0", "role": "judge"}, {"name": "c", "role": "context"}],
+            "definitions": defs,
+            "decision": top,
+            "grounding": [{"judge": top, "context": {"atom": "c"}}],
+        }
+    return {
+        "schema": "unmask.replay/1",
+        "id": "chain",
+        "protocol": protocol,
+        "sources": {"rationale": "yes it is"},
+        "verdict": "PASS",
+        "annotations": [
+            {
+                "atom": "a0",
+                "value": "TRUE",
+                "evidence": [{"source": "rationale", "start": 0, "end": 3, "quote": "yes"}],
+            }
+        ],
+    }
+
+
+def write(tmp_path: Path, name: str, obj) -> str:  # type: ignore[no-untyped-def]
+    path = tmp_path / name
+    path.write_text(obj if isinstance(obj, str) else json.dumps(obj), encoding="utf-8")
+    return str(path)
+
+
+def test_a_doubling_chain_is_refused_at_once_naming_size_limit_and_option() -> None:
+    start = time.monotonic()
+    with pytest.raises(UnmaskError) as err:
+        compile_source(chain_proto(30), "chain.proto")
+    assert time.monotonic() - start < FAST  # 23 s at 22 levels before sizes were memoised
+    (d,) = err.value.diagnostics
+    assert d.code == "limit"
+    # the size written out, counted without writing it out: a use of `aN` is 3 * 2^N - 2
+    # nodes (each use a node, each body one more), twice, and the atom `c`
+    assert f"{2 * (3 * 2**30 - 2) + 1} expression nodes" in d.message and "1000000" in d.message
+    assert "--max-expr-nodes" in (d.help or "")
+
+
+def test_the_size_counted_is_the_size_written_out() -> None:
+    p = compile_source(chain_proto(6), "chain.proto", limits=ir_limits(10**6))
+    assert p.decision is not None
+    # the same count as a walk of the tree the definitions stand for
+    assert ir.size(p.decision) == _tree_size(p.decision) == 3 * 2**6 - 2
+    assert ir.depth(p.decision) == _tree_depth(p.decision)
+
+
+def ir_limits(nodes: int):  # type: ignore[no-untyped-def]
+    from unmask.limits import Limits
+
+    return Limits(max_expr_nodes=nodes)
+
+
+def _tree_size(e: ir.Expr) -> int:
+    return 1 + sum(_tree_size(c) for c in ir.children(e))
+
+
+def _tree_depth(e: ir.Expr) -> int:
+    return 1 + max((_tree_depth(c) for c in ir.children(e)), default=0)
+
+
+@pytest.mark.parametrize("form", ["source", "ir"])
+@pytest.mark.parametrize(
+    "command", [["check"], ["validate"], ["audit", "--deadline-ms", "2000", "--quiet"]]
+)
+def test_every_command_refuses_an_embedded_chain_at_once(tmp_path, form, command) -> None:
+    path = write(tmp_path, "chain.json", chain_replay(30, form))
+    result, took = run(*command, path)
+    assert took < FAST, took
+    assert "Traceback" not in result.output
+    if command[0] == "audit":  # an invalid replay is a line of the audit, not its end
+        assert "limit" in result.output
+        return
+    assert result.exit_code == exitcodes.INVALID, result.output
+    assert "expression nodes" in result.stderr and "--max-expr-nodes" in result.stderr
+
+
+def test_the_ir_reader_counts_a_use_as_the_compiler_does(tmp_path) -> None:
+    # the compiler's protocol, written as IR and read back, is accepted at the same limit
+    text = chain_proto(8)
+    p = compile_source(text, "chain.proto")
+    nodes = ir.size(p.decision) + sum(ir.size(g.judge) + ir.size(g.context) for g in p.grounding)
+    replay = chain_replay(8, "ir")
+    replay["protocol"] = protocol_to_json(p)
+    path = write(tmp_path, "r.json", replay)
+    ok, _ = run("validate", "--max-expr-nodes", str(nodes), path)
+    assert ok.exit_code == 0, ok.output
+    # the context side is the string `"c"` in IR, an atom by name and no node of its own
+    refused, _ = run("validate", "--max-expr-nodes", str(nodes - 2), path)
+    assert refused.exit_code == exitcodes.INVALID
+    assert f"definitions written out, is {nodes - 1}" in refused.stderr
+
+
+def test_the_ir_reader_bounds_depth_through_definitions(tmp_path) -> None:
+    path = write(tmp_path, "r.json", chain_replay(30, "ir"))
+    result, _ = run("validate", "--max-expr-nodes", RAISED, "--max-expr-depth", "20", path)
+    assert result.exit_code == exitcodes.INVALID
+    # each level a use and a body: the depth the compiler counts for the same text
+    assert "depth, definitions written out, is 61" in result.stderr
+
+
+def test_analyze_refuses_a_chain_at_once(tmp_path) -> None:
+    result, took = run("analyze", write(tmp_path, "chain.proto", chain_proto(30)))
+    assert took < FAST and result.exit_code == exitcodes.INVALID
+    assert "--max-expr-nodes" in result.stderr
+
+
+def test_unmaskc_refuses_a_chain_at_once(tmp_path) -> None:
+    start = time.monotonic()
+    result = CliRunner().invoke(unmaskc, [write(tmp_path, "chain.proto", chain_proto(30))])
+    assert time.monotonic() - start < FAST
+    assert result.exit_code != 0 and "--max-expr-nodes" in result.stderr
+
+
+@pytest.mark.parametrize("form", ["source", "ir"])
+def test_a_raised_limit_keeps_definitions_shared_on_every_backend(tmp_path, form) -> None:
+    # 2^31 nodes written out: every backend works on the shared bodies, and agrees
+    path = write(tmp_path, "chain.json", chain_replay(30, form))
+    reports = {}
+    for backend in BACKENDS:
+        result, took = run(
+            "check", "--max-expr-nodes", RAISED, "--backend", backend, "--format", "json", path
+        )
+        assert took < FAST, (backend, took)
+        assert result.exit_code == exitcodes.UNKNOWN, result.output
+        j = json.loads(result.stdout)
+        j.pop("backend")
+        reports[backend] = j
+    assert all(r == reports["sliced"] for r in reports.values())
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "junit", "sarif", "html"])
+def test_a_raised_limit_renders_every_format_fast(tmp_path, fmt) -> None:
+    path = write(tmp_path, "chain.json", chain_replay(30, "ir"))
+    result, took = run("check", "--max-expr-nodes", RAISED, "--format", fmt, path)
+    assert took < FAST, took
+    assert result.exit_code == exitcodes.UNKNOWN, result.output
+    if fmt == "html":  # the expansion of `a30` is named, not written (2^30 leaves)
+        assert "nodes written out, not shown" in result.stdout
+
+
+def test_analyze_and_compare_take_a_chain_under_a_raised_limit(tmp_path) -> None:
+    old = write(tmp_path, "old.proto", chain_proto(30))
+    new = write(tmp_path, "new.proto", chain_proto(29))
+    result, took = run("analyze", "--max-expr-nodes", RAISED, old)
+    assert took < FAST and result.exit_code == 0, result.output
+    result, took = run("compare", "--max-expr-nodes", RAISED, old, new)
+    # a30 and a29 both mean a0: the same decisions
+    assert took < FAST and "Traceback" not in result.output
+
+
+# --- `--dask local:N` ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["local:²", "local:٣", "local:99999999999999999999", "local:257", "local:0", "local:+3"],
+)
+def test_a_local_worker_count_is_ascii_digits_and_bounded(spec) -> None:
+    with pytest.raises(cluster.Unavailable) as err:
+        cluster.parse_spec(spec)
+    assert f"from 1 to {cluster.MAX_LOCAL_WORKERS}" in err.value.message
+
+
+def test_a_local_worker_count_within_the_bound_is_taken() -> None:
+    assert cluster.parse_spec("local:2") == ("local", 2)
+    assert cluster.parse_spec(f"local:{cluster.MAX_LOCAL_WORKERS}")[1] == 256
+
+
+@pytest.mark.parametrize("spec", ["local:²", "local:99999999999999999999"])
+def test_a_bad_local_worker_count_is_one_line_and_exit_2(tmp_path, spec) -> None:
+    result, took = run("audit", "--dask", spec, str(tmp_path))
+    assert result.exit_code == exitcodes.USAGE and took < FAST
+    assert "Traceback" not in result.output
+    assert result.stderr.count("error:") == 1 and "workers must be an integer" in result.stderr
