@@ -242,3 +242,28 @@ def test_a_bad_local_worker_count_is_one_line_and_exit_2(tmp_path, spec) -> None
     assert result.exit_code == exitcodes.USAGE and took < FAST
     assert "Traceback" not in result.output
     assert result.stderr.count("error:") == 1 and "workers must be an integer" in result.stderr
+
+
+# --- `--members N` -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["analyze", "compare"])
+@pytest.mark.parametrize("members", ["100000000", "100001", str(10**40)])
+def test_members_over_the_domain_limit_is_a_usage_error_before_any_name(
+    examples_dir, command, members
+) -> None:
+    proto = str(examples_dir / "claim_parts.proto")
+    files = [proto] if command == "analyze" else [proto, proto]
+    result, took = run(command, "--members", members, *files)
+    # 10^8 names took 7 GB and ended in a MemoryError traceback
+    assert result.exit_code == exitcodes.USAGE and took < FAST
+    assert "Traceback" not in result.output
+    assert result.stderr.count("error:") == 1
+    assert f"`--members {members}` is more than the limit of 100000" in result.stderr
+    assert "--max-domain-size" in result.stderr
+
+
+def test_members_within_a_raised_limit_are_taken(examples_dir, tmp_path) -> None:
+    proto = str(examples_dir / "claim_parts.proto")
+    result, _ = run("analyze", "--members", "12", "--max-domain-size", "12", proto)
+    assert result.exit_code == 0 and "m12" in result.stdout
