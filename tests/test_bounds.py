@@ -267,3 +267,51 @@ def test_members_within_a_raised_limit_are_taken(examples_dir, tmp_path) -> None
     proto = str(examples_dir / "claim_parts.proto")
     result, _ = run("analyze", "--members", "12", "--max-domain-size", "12", proto)
     assert result.exit_code == 0 and "m12" in result.stdout
+
+
+# --- a cardinality over thousands of arguments ---------------------------------------
+
+
+def card_replay(n: int, op: str, k: int) -> dict:
+    src = (
+        'protocol p "x"\ndomain part\natom said(part) : judge "s"\natom c : context "c"\n'
+        f"decision pass iff {op}({k}, said(p) for p in part)\nground said(m0) ~ c\n"
+    )
+    return {
+        "schema": "unmask.replay/1",
+        "id": "card",
+        "protocol": {"source": src},
+        "domains": {"part": [f"m{i}" for i in range(n)]},
+        "sources": {"rationale": "yes it is"},
+        "verdict": "PASS",
+        "annotations": [
+            {
+                "atom": "said(m0)",
+                "value": "TRUE",
+                "evidence": [{"source": "rationale", "start": 0, "end": 3, "quote": "yes"}],
+            }
+        ],
+    }
+
+
+@pytest.mark.parametrize(("op", "k"), [("atleast", 2), ("atmost", 4998), ("exactly", 3)])
+def test_a_cardinality_over_5000_arguments_is_checked_fast_and_alike(tmp_path, op, k) -> None:
+    # the reified CardEnc encodings made n^2 clauses whatever k, and the witness made a
+    # call per argument: minutes at 20,000 (7 s at 2,000 on every CNF backend)
+    path = write(tmp_path, "card.json", card_replay(5000, op, k))
+    reports = []
+    for backend in ("sliced", "pysat"):
+        result, took = run("check", "--backend", backend, "--format", "json", path)
+        assert took < 4 * FAST, (backend, took)
+        assert result.exit_code == exitcodes.UNKNOWN, result.output
+        j = json.loads(result.stdout)
+        j.pop("backend")
+        reports.append(j)
+    assert reports[0] == reports[1]
+
+
+def test_the_truth_table_refuses_a_wide_cardinality_with_a_hint(tmp_path) -> None:
+    path = write(tmp_path, "card.json", card_replay(5000, "atleast", 2))
+    result, took = run("check", "--backend", "truthtable", path)
+    assert took < FAST and result.exit_code == exitcodes.UNKNOWN
+    assert "--backend pysat" in result.output and "Traceback" not in result.output
