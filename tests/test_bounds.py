@@ -315,3 +315,45 @@ def test_the_truth_table_refuses_a_wide_cardinality_with_a_hint(tmp_path) -> Non
     result, took = run("check", "--backend", "truthtable", path)
     assert took < FAST and result.exit_code == exitcodes.UNKNOWN
     assert "--backend pysat" in result.output and "Traceback" not in result.output
+
+
+# --- analyze and compare under the one output policy ----------------------------------
+
+HOSTILE = "\x1b[2J\x1b]0;pwned\x07\u202eevil"
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif"])
+def test_analyze_writes_no_escape_from_a_string_literal(tmp_path, fmt) -> None:
+    proto = (
+        'protocol p "x"\natom j : judge "j"\natom c : context "c"\natom x : procedure "x"\n'
+        f'decision pass iff j\nrequirement r "{HOSTILE}" {{ holds: x and not x }}\n'
+        "ground j ~ c\n"
+    )
+    path = write(tmp_path, "esc.proto", proto)
+    from unmask.analysis.analyze import analyze
+    from unmask.analysis.ground import load
+    from unmask.analysis.render import render
+    from unmask.backends import create
+
+    (loaded,) = load([path])
+    out = render(
+        fmt, analyze(loaded.protocol, create("sliced"), loaded.scope, path), loaded.sources
+    )
+    result, _ = run("analyze", "--format", fmt, path)
+    assert result.exit_code == 1, result.output  # the impossible requirement
+    for shown in (out, result.stdout):
+        assert not {"\x1b", "\x07", "\u202e"} & set(shown)
+        if fmt != "text":
+            json.loads(shown)
+    if fmt == "text":  # written out as diagnostics show user input
+        assert "\\x1b]0;pwned\\x07\\u202eevil" in out
+
+
+def test_compare_writes_no_escape(tmp_path) -> None:
+    base = 'protocol p "x"\natom j : judge "j"\natom c : context "c"\ndecision pass iff j\n'
+    old = write(tmp_path, f"o{HOSTILE}.proto", base + "ground j ~ c\n")
+    new = write(tmp_path, "n.proto", base)
+    for fmt in ("text", "json"):
+        result, _ = run("compare", "--format", fmt, old, new)
+        assert result.exit_code == 1
+        assert not {"\x1b", "\x07", "\u202e"} & set(result.stdout)
