@@ -357,3 +357,26 @@ def test_compare_writes_no_escape(tmp_path) -> None:
         result, _ = run("compare", "--format", fmt, old, new)
         assert result.exit_code == 1
         assert not {"\x1b", "\x07", "\u202e"} & set(result.stdout)
+
+
+# --- provenance of an atom that folds away (documented in semantics.md) ---------------
+
+
+def test_an_unreviewed_annotation_of_an_atom_that_folds_away_marks_nothing(tmp_path) -> None:
+    src = (
+        'protocol p "x"\natom j : judge "j"\natom u : judge "u"\natom c : context "c"\n'
+        "decision pass iff j or (u and false)\nground j ~ c\n"
+    )
+    base = card_replay(1, "atleast", 1)
+    base.pop("domains")
+    base["protocol"] = {"source": src}
+    base["annotations"][0]["atom"] = "u"
+    base["annotations"][0]["by"] = {"kind": "model", "name": "m"}
+    marked = json.loads(run("check", "--format", "json", write(tmp_path, "a.json", base))[0].stdout)
+    # the decision reads `j` only: the check is open with or without `u`'s annotation,
+    # and the annotation, unreviewed as it is, cannot change that
+    assert marked["verdict"]["status"] == "UNDERDETERMINED"
+    assert "unreviewed" not in marked["verdict"]
+    base["annotations"] = []
+    plain = json.loads(run("check", "--format", "json", write(tmp_path, "b.json", base))[0].stdout)
+    assert plain["verdict"] == marked["verdict"]
