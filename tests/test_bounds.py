@@ -380,3 +380,18 @@ def test_an_unreviewed_annotation_of_an_atom_that_folds_away_marks_nothing(tmp_p
     base["annotations"] = []
     plain = json.loads(run("check", "--format", "json", write(tmp_path, "b.json", base))[0].stdout)
     assert plain["verdict"] == marked["verdict"]
+
+
+def test_check_has_a_default_deadline_and_z3_on_a_wide_cardinality_honours_it(tmp_path) -> None:
+    from unmask.commands import check as check_command
+
+    deadline = next(p for p in check_command.command.params if p.name == "deadline_ms")
+    assert deadline.default == 60_000
+    # z3 solves 2,000-argument pseudo-Boolean constraints in about a minute: a deadline
+    # makes that an UNKNOWN report with a reason, not a wait
+    path = write(tmp_path, "card.json", card_replay(2000, "atleast", 1000))
+    result, took = run(
+        "check", "--backend", "z3", "--deadline-ms", "1500", "--format", "json", path
+    )
+    assert result.exit_code == exitcodes.UNKNOWN and took < 3 * FAST, took
+    assert json.loads(result.stdout)["reasons"][0]["code"] == "deadline"
