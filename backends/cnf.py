@@ -35,7 +35,7 @@ from unmask.ir import Card, Expr, Table
 # encoding of a counter past TOTALIZER_BUDGET, with cardinality networks past that.
 REIFIED = -1
 DEFAULT_CARD_ENCODING = REIFIED
-TOTALIZER_BUDGET = 1_000_000  # n * cap past which the counter gives way to a network
+TOTALIZER_BUDGET = 2_000_000  # n * cap past which the counter gives way to a network
 CARD_ENCODINGS = {
     "reified": REIFIED,
     "seqcounter": EncType.seqcounter,
