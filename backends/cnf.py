@@ -26,10 +26,18 @@ from pysat.formula import IDPool
 
 from unmask.ir import Card, Expr, Table
 
-# measured on the 200-claim base with three large cardinalities (docs/backends.md): the
-# k-modulo totalizer builds fastest, is smallest and solves fastest
-DEFAULT_CARD_ENCODING = EncType.kmtotalizer
+# the reified totalizer of this module: one unary counter capped at min(k, n-k+1) serves
+# both halves of `v <-> atleast(k)`, so its size is about n * min(k, n-k+1) clauses. A
+# `CardEnc` encoding of `atleast(k)` counts the false arguments up to n-k, and its other
+# half the true ones up to k-1: n^2 clauses for any k (a cardinality over 20,000
+# arguments ran for minutes and took gigabytes). Measured on the 200-claim base before it,
+# the k-modulo totalizer was the best of `CardEnc`'s (docs/backends.md); it stays as the
+# encoding of a counter past TOTALIZER_BUDGET, with cardinality networks past that.
+REIFIED = -1
+DEFAULT_CARD_ENCODING = REIFIED
+TOTALIZER_BUDGET = 2_000_000  # n * cap past which the counter gives way to a network
 CARD_ENCODINGS = {
+    "reified": REIFIED,
     "seqcounter": EncType.seqcounter,
     "sortnetwrk": EncType.sortnetwrk,
     "cardnetwrk": EncType.cardnetwrk,
@@ -173,14 +181,70 @@ class CnfEncoder:
             return self.and_(lits)
         args = tuple(sorted(lits))
         v, new = self._fresh(("atleast", k, args))
+        if new and self.card_encoding == REIFIED:
+            cap = min(k, n - k + 1)
+            if n * cap <= TOTALIZER_BUDGET:
+                # count the true arguments up to k, or the false ones up to n-k+1
+                # (atleast k of them true = not atleast n-k+1 of them false)
+                count = args if cap == k else tuple(-x for x in args)
+                out = self._totalizer(count, cap)
+                self._equal(v, out if cap == k else -out)
+                return v
         if new:
             enc = self.card_encoding
+            if enc == REIFIED:
+                enc = EncType.cardnetwrk  # n log^2 n clauses for a k far from both ends
             # v -> at least k; -v -> at most k-1 (each encoding with its own aux vars)
             ge = CardEnc.atleast(list(args), bound=k, vpool=self.pool, encoding=enc)
             self.clauses.extend([-v, *c] for c in ge.clauses)
             le = CardEnc.atmost(list(args), bound=k - 1, vpool=self.pool, encoding=enc)
             self.clauses.extend([v, *c] for c in le.clauses)
         return v
+
+    def _equal(self, v: int, x: int) -> None:
+        self.clauses.extend([[-v, x], [v, -x]])
+
+    def _totalizer(self, lits: tuple[int, ...], cap: int) -> int:
+        """A literal for "at least ``cap`` of ``lits``", exact both ways: a balanced tree
+        of unary counters (Bailleux and Boufkhad's totalizer), each node's outputs
+        ``r[j]`` (at least j below it) kept up to ``cap`` only. Built level by level."""
+        level: list[list[int]] = [[x] for x in lits]
+        while len(level) > 1:
+            nxt = [self._merge(level[i], level[i + 1], cap) for i in range(0, len(level) - 1, 2)]
+            if len(level) % 2:
+                nxt.append(level[-1])
+            level = nxt
+        return level[0][cap - 1]
+
+    def _merge(self, a: list[int], b: list[int], cap: int) -> list[int]:
+        """Outputs ``r[0..m-1]`` (``r[j]`` iff at least j+1 below) of a node over two
+        children's outputs, ``m`` = min(len a + len b, cap)."""
+        m = min(len(a) + len(b), cap)
+        r = [self.pool.id() for _ in range(m)]
+        add = self.clauses.append
+        for i in range(len(a) + 1):
+            for j in range(len(b) + 1):
+                if i + j == 0:
+                    continue
+                # i true on the left and j on the right: at least i+j (capped)
+                clause = [r[min(i + j, m) - 1]]
+                if i:
+                    clause.append(-a[i - 1])
+                if j:
+                    clause.append(-b[j - 1])
+                add(clause)
+        for i in range(len(a) + 1):
+            for j in range(len(b) + 1):
+                if i + j + 1 > m:
+                    continue
+                # fewer than i+1 on the left and j+1 on the right: fewer than i+j+1
+                clause = [-r[i + j]]
+                if i < len(a):
+                    clause.append(a[i])
+                if j < len(b):
+                    clause.append(b[j])
+                add(clause)
+        return r
 
     def assert_(self, expr: Expr) -> int:
         """Add ``expr`` as a hard fact (a unit clause on its literal); returns the literal."""

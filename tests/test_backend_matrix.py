@@ -160,3 +160,32 @@ def test_register_refuses_a_taken_name_unless_told_to_replace():
     finally:
         _REGISTRY.clear()
         _REGISTRY.update(before)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=60)
+@given(
+    n=st.integers(1, 9),
+    op=st.sampled_from(["atleast", "atmost", "exactly"]),
+    data=st.data(),
+)
+def test_cardinalities_at_every_bound_agree_with_brute_force(backend_name, n, op, data):
+    # every bound from 0 to n+1 over up to 9 arguments, some negated or repeated: the CNF
+    # backends' capped totalizer counts the true arguments or the false ones
+    atoms = [f"x{i}" for i in range(n)]
+    args = data.draw(
+        st.lists(
+            st.sampled_from(atoms).map(Atom) | st.sampled_from(atoms).map(lambda a: Not(Atom(a))),
+            min_size=1,
+            max_size=n + 2,
+        )
+    )
+    k = data.draw(st.integers(0, len(args) + 1))
+    card = Card(op, k, tuple(args))
+    session = create(backend_name).open([Part("card", card)], atoms)
+    for negate in (False, True):
+        query = Not(card) if negate else None
+        assume = data.draw(st.dictionaries(st.sampled_from(atoms), st.booleans(), max_size=3))
+        formulas = [card] + ([query] if query is not None else [])
+        result = session.check(query, assume=assume, want=atoms)
+        assert isinstance(result, Sat) == brute_sat(formulas, atoms, assume)
+    session.close()

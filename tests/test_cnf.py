@@ -135,3 +135,25 @@ def test_deep_expressions_encode_without_recursion(depth):
         for t in range(8):
             pins = [enc.atom_var(n) * (1 if (t >> i) & 1 else -1) for i, n in enumerate(atoms)]
             assert s.solve(assumptions=[*pins, x]) == bool((mask >> t) & 1)
+
+
+@given(atoms=atom_lists(3, 7), data=st.data())
+def test_the_reified_encoding_past_its_totalizer_budget_is_exact(atoms, data):
+    # past TOTALIZER_BUDGET a cardinality network replaces the capped totalizer
+    import unmask.backends.cnf as cnf
+
+    args = data.draw(st.lists(st.sampled_from(atoms).map(Atom), min_size=3, max_size=7))
+    op = data.draw(st.sampled_from(["atleast", "atmost", "exactly"]))
+    k = data.draw(st.integers(0, len(args) + 1))
+    expr = Card(op, k, tuple(args))
+    saved = cnf.TOTALIZER_BUDGET
+    cnf.TOTALIZER_BUDGET = 0
+    try:
+        enc = CnfEncoder(atoms)
+        x = enc.lit(expr)
+    finally:
+        cnf.TOTALIZER_BUDGET = saved
+    want = brute_models(expr, atoms)
+    assert cnf_models(enc, atoms, [x]) == want
+    every = set(itertools.product((False, True), repeat=len(atoms)))
+    assert cnf_models(enc, atoms, [-x]) == every - want

@@ -251,3 +251,41 @@ def test_labelled_protocols_in_proto(tmp_path):
     )
     assert "said(m1) ~ backed(m1)" in doc["added"]["grounding"]
     assert "said(m1) ~> backed(m1)" in doc["removed"]["grounding"]
+
+
+def _verdicts(tmp_path, old_text: str, new_text: str):  # type: ignore[no-untyped-def]
+    """(JSON `equivalent`, JSON `outcome`, the text's last line, exit status) of one pair."""
+    old, new = write(tmp_path, "o.proto", old_text), write(tmp_path, "n.proto", new_text)
+    js = CliRunner().invoke(main, ["compare", old, new, "--format", "json"])
+    tx = CliRunner().invoke(main, ["compare", old, new])
+    assert js.exit_code == tx.exit_code
+    doc = json.loads(js.stdout)
+    return doc["equivalent"], doc["outcome"], tx.stdout.splitlines()[-1], tx.exit_code
+
+
+def test_an_added_or_removed_pair_or_requirement_is_different_in_json_text_and_status(
+    tmp_path,
+):
+    # the docs: equivalent is every relation equivalent *and* nothing added or removed; a
+    # removal alone was `"equivalent": true` and `equivalent` while the status was 1
+    base = proto()
+    extra_pair = proto(extra='atom cb : context "cb"\nground b ~ cb\n')
+    no_req = base.replace('requirement r "r" {\n  holds: not x\n  addressed: true\n}\n', "")
+    assert no_req != base
+    for old, new in ((base, extra_pair), (extra_pair, base), (base, no_req), (no_req, base)):
+        assert _verdicts(tmp_path, old, new) == (False, "different", "different", 1)
+    assert _verdicts(tmp_path, base, proto()) == (True, "equivalent", "equivalent", 0)
+
+
+def test_an_undecided_relation_alone_is_unknown_everywhere():
+    from unmask.analysis.compare import RELATION_UNKNOWN, Comparison, Relation, text
+
+    empty = {k: () for k in ("labels", "requirements", "grounding", "atoms")}
+    rels = (Relation("constraints", "equivalent"), Relation("label:PASS", RELATION_UNKNOWN))
+    c = Comparison("o", "n", "sliced", Scope(), rels, dict(empty), dict(empty))
+    assert c.exit_code == 3 and c.to_json()["equivalent"] is False
+    assert c.to_json()["outcome"] == "unknown"
+    assert text(c).splitlines()[-1].startswith("unknown:")
+    # a known difference outweighs the undecided relation, as the exit status says
+    changed = Comparison("o", "n", "sliced", Scope(), rels, dict(empty, atoms=("z",)), empty)
+    assert changed.exit_code == 1 and changed.outcome == "different"

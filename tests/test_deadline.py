@@ -35,7 +35,7 @@ from unmask.report import dumps
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 CASES = ["case_a", "case_b", "case_c", "case_d", "case_unknown", "case_unicode"]
-WIDE = 60  # atoms in the wide cardinality: witness completion makes about one call each
+WIDE = 60  # atoms in the wide cardinality: witness completion makes many calls over them
 
 
 class Ticks:
@@ -140,7 +140,9 @@ def run_with(replay, backend: Counting, deadline: Deadline | None) -> dict:  # t
 def test_the_wide_replay_needs_many_calls_without_a_deadline(counting) -> None:  # type: ignore[no-untyped-def]
     backend = counting()
     report = run_with(wide_replay(), backend, None)
-    assert backend.calls > WIDE  # so a deadline of a few calls really cuts it short
+    # so a deadline of a few calls really cuts it short (witness completion goes in
+    # galloping runs now, not a call per atom: 39 calls here, 60 and more before)
+    assert backend.calls > WIDE // 2
     assert report["requirements"][1]["status"] == "UNDERDETERMINED"
     assert not any(r["code"] == "deadline" for r in report["reasons"])
 
@@ -345,9 +347,11 @@ def test_a_deadline_that_is_not_positive_is_a_usage_error(command: str, value: s
     assert "Traceback" not in result.output
 
 
-def test_audit_has_a_default_deadline_and_check_has_none() -> None:
+def test_audit_and_check_have_a_default_deadline_and_crosscheck_has_none() -> None:
+    # check has one since issue 28: no replay may hang a CI job that runs it
     assert "default: 60000" in cli("audit", "--help").output
-    assert "[default: none]" in cli("check", "--help").output
+    assert "default: 60000" in cli("check", "--help").output
+    assert "[default: none]" in cli("crosscheck", "--help").output
 
 
 def test_audit_cuts_the_slow_replay_and_moves_on(counting, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

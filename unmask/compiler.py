@@ -821,9 +821,13 @@ class _Compiler:
             if r.addressed is not None:
                 exprs.append((r.addressed, r.span))
         total = 0
+        # one memo each over the protocol: a definition's body is counted at every use
+        # without being walked again (a chain of doubling definitions stays linear)
+        sizes: dict[int, int] = {}
+        depths: dict[int, int] = {}
         for e, span in exprs:
-            total += ir.size(e)
-            d = ir.depth(e)
+            total += ir.size(e, sizes)
+            d = ir.depth(e, depths)
             if d > self.limits.max_expr_depth:
                 self.limit(
                     f"an expression is {d} levels deep after grounding, more than the limit "

@@ -394,13 +394,21 @@ def iter_atoms(e: Expr) -> Iterator[str]:
 
 def _walk_atoms(e: Expr) -> Iterator[str]:
     seen: set[str] = set()
+    # a definition's body is shared by its uses: walked at the first, whose atoms come
+    # first anyway, so a chain of doubling definitions is walked in linear time
+    bodies: set[int] = set()
     stack = [e]
     while stack:
         node = stack.pop()
-        if isinstance(node, Atom):
-            if node.name not in seen:
-                seen.add(node.name)
-                yield node.name
+        cls = node.__class__
+        if cls is Atom:
+            if node.name not in seen:  # type: ignore[union-attr]
+                seen.add(node.name)  # type: ignore[union-attr]
+                yield node.name  # type: ignore[union-attr]
+        elif cls is Ref:
+            if id(node.body) not in bodies:  # type: ignore[union-attr]
+                bodies.add(id(node.body))  # type: ignore[union-attr]
+                stack.append(node.body)  # type: ignore[union-attr]
         else:
             stack.extend(reversed(children(node)))
 
@@ -431,24 +439,39 @@ def evaluate(e: Expr, env: Mapping[str, bool]) -> bool:
     return _EVALUATE(e, env)
 
 
-def depth(e: Expr) -> int:
-    best = 0
-    stack = [(e, 1)]
+def _per_node(e: Expr, combine: Callable[[list[int]], int], memo: dict[int, int]) -> int:
+    """``combine(values of the children)`` for every node, each node object once: a
+    definition's body is shared by all its uses (a DAG), so a walk of the tree it stands
+    for could take exponential time (`define a2 = a1 or a1`, …)."""
+    got = memo.get(id(e))
+    if got is not None:
+        return got
+    stack: list[tuple[Expr, bool]] = [(e, False)]
     while stack:
-        node, d = stack.pop()
-        best = max(best, d)
-        stack.extend((c, d + 1) for c in children(node))
-    return best
+        node, expanded = stack.pop()
+        if id(node) in memo:
+            continue
+        kids = children(node)
+        if kids and not expanded:
+            stack.append((node, True))
+            stack.extend((c, False) for c in kids if id(c) not in memo)
+            continue
+        memo[id(node)] = combine([memo[id(c)] for c in kids])
+    return memo[id(e)]
 
 
-def size(e: Expr) -> int:
-    n = 0
-    stack = [e]
-    while stack:
-        node = stack.pop()
-        n += 1
-        stack.extend(children(node))
-    return n
+def depth(e: Expr, memo: dict[int, int] | None = None) -> int:
+    """Nesting of ``e`` as written out, a definition's body counted at each use; in time
+    linear in the distinct nodes (``memo``, by node id, may be shared over one protocol
+    while its expressions live)."""
+    return _per_node(e, lambda v: 1 + max(v, default=0), {} if memo is None else memo)
+
+
+def size(e: Expr, memo: dict[int, int] | None = None) -> int:
+    """Nodes of ``e`` as written out, a definition's body counted at each use (what
+    ``max_expr_nodes`` bounds), counted without writing it out: linear in the distinct
+    nodes, however often a body is shared."""
+    return _per_node(e, lambda v: 1 + sum(v), {} if memo is None else memo)
 
 
 # --- protocols ------------------------------------------------------------------------------

@@ -3,16 +3,20 @@
 Contract: ``expr_text(e)`` writes ``e`` in the language's syntax with the fewest
 parentheses the precedence allows; a definition is shown by its name, as written
 (``expand=True`` shows what it stands for instead). It walks with the IR's one fold (no
-recursion) and refuses to print past a depth a reader could follow. Reports, renders and
-analysis findings all show expressions through it, so one protocol reads the same
-everywhere.
+recursion) and refuses to print past a depth a reader could follow, or an expansion past
+``MAX_EXPANDED_NODES`` (definitions that use each other twice double at each step).
+Reports, renders and analysis findings all show expressions through it, so one protocol
+reads the same everywhere.
 """
 
 from __future__ import annotations
 
-from unmask.ir import PRECEDENCE, Atom, Binary, Card, Expr, Nary, Table, depth
+from unmask.ir import PRECEDENCE, Atom, Binary, Card, Expr, Nary, Table, depth, size
 
 _MAX_SHOWN_DEPTH = 60
+# the most nodes an expansion prints: a chain of 30 doubling definitions stands for a
+# billion nodes, which no reader follows and no report should spend gigabytes writing
+MAX_EXPANDED_NODES = 20_000
 
 
 def expr_text(e: Expr, parent: int = 0, *, expand: bool = False) -> str:
@@ -21,6 +25,8 @@ def expr_text(e: Expr, parent: int = 0, *, expand: bool = False) -> str:
         return e.name
     if parent == 0 and depth(e) > _MAX_SHOWN_DEPTH:
         return f"(an expression nested {depth(e)} deep, not shown)"
+    if expand and parent == 0 and size(e) > MAX_EXPANDED_NODES:
+        return f"(an expression of {size(e)} nodes written out, not shown)"
     return _wrap((_EXPANDED if expand else _TEXT)(e), parent)
 
 

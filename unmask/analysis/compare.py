@@ -71,24 +71,39 @@ class Comparison:
         return next((r for r in self.relations if r.subject == subject), None)
 
     @property
+    def changed(self) -> bool:
+        """Something was added or removed: a label, requirement, grounding pair or atom."""
+        return any(self.added.values()) or any(self.removed.values())
+
+    @property
     def different(self) -> bool:
-        return any(r.relation != EQUIVALENT for r in self.relations) or any(
-            self.added.values() or self.removed.values()
-        )
+        """Known to differ: a relation decided other than ``equivalent``, or a change."""
+        known = any(r.relation not in (EQUIVALENT, RELATION_UNKNOWN) for r in self.relations)
+        return known or self.changed
 
     @property
     def undecided(self) -> bool:
         return any(r.relation == RELATION_UNKNOWN for r in self.relations)
 
     @property
+    def outcome(self) -> str:
+        """``equivalent`` (every relation equivalent, nothing added or removed),
+        ``different``, or ``unknown`` (nothing known to differ, a relation undecided): what
+        the text's last line, the JSON's ``equivalent`` and the exit status all say."""
+        if self.different:
+            return "different"
+        return RELATION_UNKNOWN if self.undecided else EQUIVALENT
+
+    @property
     def exit_code(self) -> int:
         """1 when something is known to differ, else 3 when a relation is undecided, else 0."""
         from unmask import exitcodes
 
-        known = any(r.relation not in (EQUIVALENT, RELATION_UNKNOWN) for r in self.relations)
-        if known or any(self.added.values()) or any(self.removed.values()):
-            return exitcodes.VIOLATED
-        return exitcodes.UNKNOWN if self.undecided else exitcodes.OK
+        return {
+            "different": exitcodes.VIOLATED,
+            RELATION_UNKNOWN: exitcodes.UNKNOWN,
+            EQUIVALENT: exitcodes.OK,
+        }[self.outcome]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -97,7 +112,8 @@ class Comparison:
             "new": self.new,
             "backend": self.backend,
             "scope": self.scope.to_json(),
-            "equivalent": not self.different,
+            "equivalent": self.outcome == EQUIVALENT,
+            "outcome": self.outcome,
             "relations": [r.to_json() for r in self.relations],
             "added": {k: list(v) for k, v in self.added.items()},
             "removed": {k: list(v) for k, v in self.removed.items()},
@@ -235,5 +251,9 @@ def text(c: Comparison) -> str:
         for x in c.removed[key]:
             lines.append(f"removed {key[:-1] if key != 'grounding' else 'grounding pair'}: `{x}`")
     lines.append("")
-    lines.append("equivalent" if not c.different else "different")
+    lines.append(
+        "unknown: nothing known to differ, but a relation is undecided"
+        if c.outcome == RELATION_UNKNOWN
+        else c.outcome
+    )
     return "\n".join(lines) + "\n"

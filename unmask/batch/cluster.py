@@ -37,6 +37,9 @@ from unmask.batch.inputs import LineRange, Task
 from unmask.batch.summary import Summary
 
 LOCAL = "local"
+# the most worker processes `local:N` starts: each is a Python process of tens of megabytes,
+# and a number past this is a typo, not a machine (docs/security.md)
+MAX_LOCAL_WORKERS = 256
 CONNECT_TIMEOUT = 10.0  # seconds to reach a scheduler, and for it to have a worker
 PARTITION_TASKS = 256  # replays per Dask task: its overhead is a few milliseconds
 PARTITION_BYTES = 4 << 20
@@ -72,9 +75,13 @@ def parse_spec(spec: str) -> tuple[str, int | None]:
         count = spec[len(LOCAL) + 1 :]
         if not count:
             return LOCAL, os.cpu_count() or 1
-        if not count.isdigit() or int(count) < 1:
+        # ASCII digits only (`str.isdigit` also takes `²`, which `int` refuses), and few
+        # enough that `int` never reads a number of thousands of digits
+        ascii_digits = count.isascii() and count.isdigit() and len(count) <= 6
+        if not ascii_digits or not 1 <= int(count) <= MAX_LOCAL_WORKERS:
             raise Unavailable(
-                f"`--dask {spec}`: the number of local workers must be a positive integer",
+                f"`--dask {spec}`: the number of local workers must be an integer from 1 "
+                f"to {MAX_LOCAL_WORKERS}",
                 "write `local` (one worker per CPU) or `local:N`",
             )
         return LOCAL, int(count)

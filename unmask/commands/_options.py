@@ -77,6 +77,11 @@ def timeout_option(
     )
 
 
+# per replay, for `check` and `audit`: no input, however wide, keeps a command past it
+# (a cardinality over thousands of arguments on z3 took minutes); see docs/security.md
+DEFAULT_DEADLINE_MS = 60_000
+
+
 def deadline_option(default: int | None = None):
     """``--deadline-ms``: a bound on the whole check of one replay (every solver call)."""
     return click.option(

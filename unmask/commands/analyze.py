@@ -5,7 +5,8 @@ Contract: FILE is a `.proto` file or protocol IR JSON. Free domains are grounded
 output states that scope. Formats: text (diagnostics with the source line and a caret),
 json, sarif. Exit statuses: 0 no error finding, 1 an error finding, 3 no error finding but
 a question the solver could not decide, 4 invalid input (diagnostics on stderr), 2 usage
-(a bad option, an unknown backend, a file that cannot be read).
+(a bad option, an unknown backend, a file that cannot be read, ``--members`` over
+``--max-domain-size``).
 """
 
 from __future__ import annotations
@@ -38,6 +39,20 @@ def load_or_exit(paths, members: int, domain_opts, limits: Limits):
     from unmask.analysis.ground import load
     from unmask.cli.unmaskc import parse_domains
 
+    if members > limits.max_domain_size:
+        # before any name is made: `--members 100000000` built them all (7 GB) and crashed
+        fail(
+            [
+                Diagnostic(
+                    "usage",
+                    f"`--members {members}` is more than the limit of "
+                    f"{limits.max_domain_size} members of one domain",
+                    help="give fewer, or raise the limit with "
+                    f"`{limits.option('max_domain_size')}`",
+                )
+            ],
+            exitcodes.USAGE,
+        )
     domains = parse_domains(domain_opts)
     try:
         return load(paths, members, domains, limits)

@@ -23,6 +23,7 @@ import click
 from unmask import exitcodes
 from unmask.batch.inputs import STDIN
 from unmask.commands._options import (
+    DEFAULT_DEADLINE_MS,
     backend_option,
     click_options,
     deadline_option,
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
 
 DEFAULT_BACKEND = "sliced"  # chosen by measurement: docs/performance.md
 # one replay that would take minutes must not hold up the batch (docs/audit.md)
-DEFAULT_DEADLINE_MS = 60_000
 
 EXIT_OK = exitcodes.OK
 EXIT_VIOLATED = exitcodes.VIOLATED

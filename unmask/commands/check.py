@@ -1,6 +1,7 @@
 """`unmask check REPLAY.json`: check one replay and report the four dimensions.
 
-Contract: exit 0 SATISFIED, 1 VIOLATED, 3 UNKNOWN, 4 invalid input (the validator's
+Contract: exit 0 SATISFIED, 1 VIOLATED, 3 UNKNOWN (also past ``--deadline-ms``, default
+60 s, with a ``deadline`` reason), 4 invalid input (the validator's
 diagnostics on stderr), 2 usage (an unknown backend or format, a bad option). A backend
 that cannot decide this replay (the truth-table backend over its atom limit) is exit 3
 with one diagnostic naming the limit and another backend; an internal error is reported
@@ -22,6 +23,7 @@ import click
 
 from unmask import exitcodes
 from unmask.commands._options import (
+    DEFAULT_DEADLINE_MS,
     click_options,
     deadline_option,
     echo,
@@ -59,7 +61,7 @@ def _fail(
 )
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @timeout_option()
-@deadline_option()
+@deadline_option(DEFAULT_DEADLINE_MS)
 @click_options
 def command(
     replay_path: str,
