@@ -237,7 +237,9 @@ def test_a_limit_is_not_escaped_through_the_disk(folder):
     compile_cache.compile_cached(text, "f.proto", {"claim": ["c1", "c2", "c3"]})
     compile_cache._memo.cache_clear()
     with pytest.raises(UnmaskError) as info:
-        compile_cache.compile_cached(text, "f.proto", {"claim": ["c1", "c2", "c3"]}, Limits(max_atoms=2))
+        compile_cache.compile_cached(
+            text, "f.proto", {"claim": ["c1", "c2", "c3"]}, Limits(max_atoms=2)
+        )
     assert {d.code for d in info.value.diagnostics} == {"limit"}
 
 
