@@ -14,6 +14,9 @@ Contract:
   ``O_NOFOLLOW`` and named ``.unmask-PID-RANDOM.tmp``: ``remove_stale_temps(folder)``
   removes those a killed process (``kill -9``) left, and only those;
 - ``write_text(path, text)`` / ``write_bytes(path, data)`` are the one-call forms;
+- ``write_in_folder(folder, name, data)`` writes a regular file directly inside a folder
+  whose content others may have made (``unmask import --out DIR``): never through a link,
+  and a name taken by anything but a regular file is left alone (the reason is returned);
 - every ``OSError`` on the way (a missing or read-only folder, a directory named as the
   file, a full disk, a closed pipe) becomes ``OutputError``, an ``UnmaskError`` carrying one
   ``output`` diagnostic that names the file and the reason; ``cannot_write(name, exc)``
@@ -151,3 +154,36 @@ def write_bytes(
 ) -> None:
     with atomic(path, "wb", follow=follow, file_mode=file_mode) as fh:
         fh.write(data)
+
+
+def write_in_folder(folder: str | os.PathLike[str], name: str, data: bytes) -> str | None:
+    """Write ``data`` as the regular file ``name`` directly inside ``folder``; None when it
+    was written, else why not: the name is taken by a link, a folder, a pipe or a device,
+    which is never followed, written into nor replaced."""
+    if not name or name in (".", "..") or "/" in name or (os.altsep and os.altsep in name):
+        raise ValueError("not a plain file name")
+    path = os.path.join(folder, name)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise OutputError([cannot_write(path, exc)]) from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        return f"`{name}` in the output folder is {_kind(st.st_mode)}, not a regular file"
+    # a new temporary file (O_EXCL, O_NOFOLLOW) renamed onto the name: a link swapped in
+    # meanwhile is replaced, never followed, and a hard link's other names keep their text
+    write_bytes(path, data, follow=False)
+    return None
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device"
