@@ -422,3 +422,74 @@ def test_fuzz_the_cache_folder(
     assert hit == (trusted and entry_ok), (trusted, entry_ok, calls)
     if folder_kind == "dir":
         folder.chmod(0o700)
+
+
+# --- shape: no circle, one table --------------------------------------------------------------
+
+
+def _imports(module: str) -> set[str]:
+    """The `unmask` modules ``module`` imports anywhere in its source (lazily too)."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec(module)
+    assert spec is not None and spec.origin is not None
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(Path(spec.origin).read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("unmask"):
+            for a in node.names:
+                full = f"{node.module}.{a.name}"
+                found.add(
+                    full
+                    if importlib.util.find_spec(node.module) and _is_module(full)
+                    else node.module
+                )
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("unmask"))
+    return found
+
+
+def _is_module(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def test_the_cache_modules_import_no_circle():
+    """`cache -> compiler -> parser -> cache` and `cache <-> cache_writer` are gone: the
+    folder is a leaf both use, `compile_cached` sits above both halves of the cache."""
+    start = ["unmask.cachedir", "unmask.cache", "unmask.cache_writer", "unmask.compile_cache"]
+    graph: dict[str, set[str]] = {}
+    todo = [*start, "unmask.parser", "unmask.compiler"]
+    while todo:
+        m = todo.pop()
+        if m not in graph:
+            graph[m] = _imports(m)
+            todo.extend(graph[m])
+
+    def reaches(a: str, b: str) -> bool:
+        seen, stack = set(), [a]
+        while stack:
+            m = stack.pop()
+            for n in graph.get(m, ()):
+                if n == b:
+                    return True
+                if n not in seen:
+                    seen.add(n)
+                    stack.append(n)
+        return False
+
+    for m in [*start, "unmask.parser", "unmask.compiler"]:
+        assert not reaches(m, m), f"{m} imports itself through a circle"
+    assert graph["unmask.cachedir"] <= {"unmask.outputs", "unmask.diagnostics"}
+    assert "unmask.compiler" not in graph["unmask.cache"]
+
+
+def test_the_span_rebuild_is_a_table_over_every_kind():
+    from unmask import ir
+
+    assert isinstance(cache._WITH_SPANS, ir.Table)
+    assert set(cache._WITH_SPANS.by_kind) == set(ir.KINDS)
