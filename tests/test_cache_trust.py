@@ -163,6 +163,23 @@ def test_the_warning_is_one_line_and_the_command_still_works(tmp_path):
     assert "Traceback" not in run.stderr and not any(shared.iterdir())
 
 
+def test_an_audit_with_workers_warns_once(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    for name in ("case_a.json", "case_b.json", "factual_claims.proto"):
+        (cases / name).write_bytes((EXAMPLES / name).read_bytes())
+    env = {**os.environ, cachedir.CACHE_ENV: str(shared)}
+    args = [sys.executable, "-c", MAIN, "audit", str(cases), "--jobs", "2", "--quiet"]
+    args += ["--out", str(tmp_path / "r.jsonl")]
+    run = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode in (0, 1), run.stderr
+    assert run.stderr.count("warning: the cache folder") == 1, run.stderr
+    assert not any(shared.iterdir())
+
+
 # --- entries ----------------------------------------------------------------------------------
 
 
