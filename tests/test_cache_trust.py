@@ -249,6 +249,26 @@ def test_a_pickle_sealed_under_another_key_is_not_loaded(folder, tmp_path):
     assert not marker.exists()
 
 
+def test_a_key_others_can_read_or_a_damaged_key_is_replaced(folder, monkeypatch):
+    _fill(folder)
+    key = folder / cachedir.KEY_NAME
+    calls = _compiles(monkeypatch)
+    for damage in ("readable", "short"):
+        old = key.read_bytes()
+        if damage == "readable":
+            key.chmod(0o644)  # whoever read it could forge entries: no longer a secret
+        else:
+            key.write_bytes(b"short")
+        compile_cache._memo.cache_clear()
+        compile_cache.compile_cached(TEXT, "f.proto")
+        assert key.stat().st_mode & 0o777 == 0o600
+        assert len(key.read_bytes()) == cachedir.KEY_BYTES and key.read_bytes() != old
+    assert calls == ["f.proto", "f.proto"]  # each entry of the old key was a miss
+    compile_cache._memo.cache_clear()
+    compile_cache.compile_cached(TEXT, "f.proto")
+    assert calls == ["f.proto", "f.proto"]  # and the new key's entry a hit
+
+
 def test_an_edited_entry_with_its_key_kept_is_a_miss(folder, monkeypatch):
     text = (EXAMPLES / "factual_claims.proto").read_text(encoding="utf-8")
     compiled = compile_cache.compile_cached(text, "f.proto")

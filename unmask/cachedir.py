@@ -11,7 +11,8 @@ costs a rebuild). ``read_sealed(path, max_bytes)`` returns the payload of a file
 O_NONBLOCK``: a link, a pipe or a device is never followed nor waited on) owned by the user
 and not writable by others, and must carry an HMAC-SHA256 of its name and payload under the
 folder's key. The key is 32 random bytes in ``key`` (mode 600) in the trusted folder, made
-on first use; whoever cannot read it cannot forge an entry. Nothing here raises ``OSError``:
+on first use and made again when the one there is damaged or readable by others; whoever
+cannot read it cannot forge an entry. Nothing here raises ``OSError``:
 a cache that cannot be used only costs a rebuild. This module imports nothing of Unmask
 but the atomic writer (``unmask.outputs``) and, to warn, ``unmask.diagnostics``, so the
 parser and the compiled-protocol cache share it without a circle.
@@ -111,10 +112,10 @@ def trusted_dir() -> Path | None:
     return folder
 
 
-def read_private(path: Path, max_bytes: int) -> bytes | None:
+def read_private(path: Path, max_bytes: int, secret: bool = False) -> bytes | None:
     """The bytes of the regular file ``path``, owned by this user and writable by nobody
-    else, if it has at most ``max_bytes``; None otherwise. Never follows a link and never
-    waits on a pipe."""
+    else (``secret``: nor readable), if it has at most ``max_bytes``; None otherwise.
+    Never follows a link and never waits on a pipe."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(path, flags)
@@ -123,6 +124,8 @@ def read_private(path: Path, max_bytes: int) -> bytes | None:
     try:
         st = os.fstat(fd)
         if not (stat.S_ISREG(st.st_mode) and _private(st)) or st.st_size > max_bytes:
+            return None
+        if secret and st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
             return None
         with os.fdopen(fd, "rb") as f:
             fd = -1
@@ -136,16 +139,19 @@ def read_private(path: Path, max_bytes: int) -> bytes | None:
 
 
 def _key(folder: Path, make: bool) -> bytes | None:
-    """The folder's HMAC key; made (when ``make``) if there is none yet."""
+    """The folder's HMAC key; made (when ``make``) if there is none yet, or if the one
+    there is not the user's secret (then every sealed file becomes a miss)."""
     path = folder / KEY_NAME
-    key = read_private(path, KEY_BYTES)
+    key = read_private(path, KEY_BYTES, secret=True)
     if key is not None and len(key) == KEY_BYTES:
         return key
-    if key is not None or not make:
-        return None  # a damaged key file: nothing is read or written until it is removed
+    if not make:
+        return None
     import tempfile
 
     try:
+        if os.path.lexists(path):  # damaged, or readable by others: never used again
+            os.unlink(path)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".unmask-{os.getpid()}-", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
@@ -158,7 +164,7 @@ def _key(folder: Path, make: bool) -> bytes | None:
                 os.unlink(tmp)
     except OSError:
         return None
-    key = read_private(path, KEY_BYTES)
+    key = read_private(path, KEY_BYTES, secret=True)
     return key if key is not None and len(key) == KEY_BYTES else None
 
 
