@@ -37,9 +37,10 @@ root_only = pytest.mark.skipif(
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
 
 
-def _fresh() -> None:
+def _fresh(parser: bool = True) -> None:
     compile_cache._memo.cache_clear()
-    parser_mod.lark_parser.cache_clear()
+    if parser:  # building the tables costs some 200 ms: the fuzz keeps them
+        parser_mod.lark_parser.cache_clear()
     cachedir._warned = False
     cache_writer._writes = 0
 
@@ -415,7 +416,7 @@ def test_fuzz_the_cache_folder(
     base = tmp_path_factory.mktemp("fuzz")
     folder = base / "c"
     monkeypatch.setenv(cachedir.CACHE_ENV, str(folder))
-    _fresh()
+    _fresh(parser=False)
     compile_cache.compile_cached(TEXT, "f.proto")  # a good entry, then the case made of it
     entry = _entry(folder)
     good = entry.read_bytes()
@@ -447,7 +448,7 @@ def test_fuzz_the_cache_folder(
         if folder_other and root:
             os.chown(folder, OTHER_UID, OTHER_UID)
     trusted = folder_kind == "dir" and not folder_mode & 0o022 and not (folder_other and root)
-    _fresh()
+    _fresh(parser=False)
     calls = _compiles(monkeypatch)
     try:
         with _alarm(30):
