@@ -3,7 +3,7 @@
 Contract: ``entry(text, domains, limits)`` names the entry of a ``.proto`` text (or None
 when there is no trusted cache folder, ``unmask.cachedir.trusted_dir``): a file named by a
 digest of the text, the domains, the limits, Python's and lark's versions and the bytes of
-every module and grammar file that compiling reads. ``load(entry, text, filename, limits)``
+every module and grammar file that compiling reads. ``load(entry, filename, limits)``
 returns the protocol it holds, spans included and given the file name asked for, or None:
 an entry is read only as a sealed file (``unmask.cachedir.read_sealed``: a private regular
 file whose HMAC under the folder's key holds), must record the full digest of its key and
@@ -51,7 +51,6 @@ _MODULES = (
     "jsonreader",
     "limits",
     "names",
-    "outputs",
     "parser",
     "span",
     "syntaxtree",

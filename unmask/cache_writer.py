@@ -7,10 +7,10 @@ source text and every span in the order of ``spans``, sealed with the folder's H
 ``unmask.cache`` gives the very protocol, spans included; the file is written under a
 private name (``unmask.outputs.atomic``) and renamed over the entry, so a concurrent run
 never reads half an entry and a link in the entry's place is replaced, never followed. A
-process writes at
-most ``WRITES_PER_PROCESS`` entries and the folder keeps the newest ``MAX_ENTRIES``, so a
-batch of many distinct protocols neither slows down nor fills the disk; a protocol of more
-than ``MAX_ATOMS`` atoms is not written. Any failure only skips the cache.
+process writes at most ``WRITES_PER_PROCESS`` entries and the folder keeps the newest
+``MAX_ENTRIES`` (and no temporary file of a killed run), so a batch of many distinct
+protocols neither slows down nor fills the disk; a protocol of more than ``MAX_ATOMS``
+atoms is not written. Any failure only skips the cache.
 """
 
 from __future__ import annotations

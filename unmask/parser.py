@@ -45,7 +45,7 @@ from unmask.names import IDENT_RE
 from unmask.syntaxtree import ToAst, span_of
 
 MAX_SYNTAX_ERRORS = 20
-MAX_TABLE_BYTES = 4 * 1024 * 1024  # the tables take some 100 KB: a larger file is not ours
+MAX_TABLE_BYTES = 4 * 1024 * 1024  # the tables take some 45 KB: a larger file is not ours
 
 
 _LARK_OPTIONS = {
