@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from unmask import ir
-from unmask.cachedir import CACHE_ENV, cache_dir, read_sealed, trusted_dir
+from unmask.cachedir import CACHE_ENV as CACHE_ENV  # the folder's names, also read here
+from unmask.cachedir import cache_dir as cache_dir
+from unmask.cachedir import read_sealed, trusted_dir
 from unmask.limits import Limits
-
-__all__ = ["CACHE_ENV", "cache_dir"]  # the folder's names, for those who read them here
 
 ENTRY_SCHEMA = "unmask.compiled/2"
 ENTRY_PREFIX = "protocol-"
