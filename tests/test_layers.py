@@ -24,15 +24,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 INDEX = ROOT / "docs" / "README.md"
 
-# issue 26 ("circles and misfiled floors"): the parser asks the cache for its folder and the
-# cache compiles on a miss; cache and cache_writer share the entry format. Delete this entry
-# when that circle is broken (a leaf module for the cache folder, compiling beside the
-# compiler): the test then fails until it is.
-KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset(
-    {
-        frozenset({"unmask.cache", "unmask.cache_writer", "unmask.compiler", "unmask.parser"}),
-    }
-)
+# none left: the cache's circle (issue 26) was broken by a leaf module for the cache folder
+# (cachedir) and compiling beside the compiler (compile_cache)
+KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset()
 # issue 26 ("the audit is assembled in the CLI"): the batch engine and the benchmark check a
 # replay through `unmask.api.check`, on the face above them.
 KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset(

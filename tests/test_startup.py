@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from unmask import cache as cache_mod
+from unmask import compile_cache
 from unmask import parser as parser_mod
-from unmask.cache import compile_cached
+from unmask.compile_cache import compile_cached
 from unmask.compiler import compile_source
 from unmask.limits import Limits
 
@@ -181,7 +182,7 @@ def test_replays_sharing_a_protocol_file_compile_it_once(tmp_path, monkeypatch):
         compiler, "compile_source", lambda *a, **k: calls.append(a[1]) or real(*a, **k)
     )
     monkeypatch.setenv(cache_mod.CACHE_ENV, "")  # the process's memo alone, not the disk
-    cache_mod._memo.cache_clear()
+    compile_cache._memo.cache_clear()
     replay = json.loads((EXAMPLES / "case_a.json").read_text(encoding="utf-8"))
     for i in range(3):
         (tmp_path / f"r{i}.json").write_text(json.dumps(replay), encoding="utf-8")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from unmask import cache, cache_writer
+from unmask import cache, cache_writer, cachedir, compile_cache
 from unmask.compiler import compile_source
 from unmask.diagnostics import UnmaskError
 from unmask.irjson import protocol_to_json
@@ -32,13 +32,20 @@ def folder(tmp_path, monkeypatch) -> Path:
     where = tmp_path / "cache"
     monkeypatch.setenv(cache.CACHE_ENV, str(where))
     monkeypatch.setattr(cache_writer, "_writes", 0)
-    cache._memo.cache_clear()
+    compile_cache._memo.cache_clear()
     yield where
-    cache._memo.cache_clear()
+    compile_cache._memo.cache_clear()
 
 
 def _entries(folder: Path) -> list[Path]:
     return sorted(folder.glob(f"{cache.ENTRY_PREFIX}*.json"))
+
+
+def _payload(entry: Path) -> dict:
+    """The JSON inside a sealed entry."""
+    data = cachedir.read_sealed(entry, cache.MAX_ENTRY_BYTES)
+    assert data is not None, "not a sealed entry"
+    return json.loads(data)
 
 
 def _domains(text: str) -> dict[str, list[str]]:
@@ -55,8 +62,8 @@ def _same(a, b) -> None:
 
 def _from_disk(text: str, name: str, domains, limits=DEFAULT_LIMITS):
     """The protocol read back from the entry the first call wrote."""
-    cache._memo.cache_clear()
-    return cache.compile_cached(text, name, domains, limits)
+    compile_cache._memo.cache_clear()
+    return compile_cache.compile_cached(text, name, domains, limits)
 
 
 @pytest.mark.parametrize("proto", PROTOS, ids=lambda p: p.name)
@@ -64,7 +71,7 @@ def test_a_hit_is_the_compiled_protocol_spans_included(proto, folder, monkeypatc
     text = proto.read_text(encoding="utf-8")
     domains = _domains(text)
     compiled = compile_source(text, proto.name, domains)
-    _same(cache.compile_cached(text, proto.name, domains), compiled)
+    _same(compile_cache.compile_cached(text, proto.name, domains), compiled)
     assert len(_entries(folder)) == 1, "the protocol was not written"
     from unmask import compiler
 
@@ -104,16 +111,18 @@ def test_a_warm_cache_checks_a_proto_replay_without_lark_or_the_compiler(tmp_pat
 def test_a_damaged_entry_is_ignored_and_rebuilt(folder):
     text = (EXAMPLES / "claim_parts.proto").read_text(encoding="utf-8")
     domains = {"part": ["a", "b"]}
-    compiled = cache.compile_cached(text, "claim_parts.proto", domains)
+    compiled = compile_cache.compile_cached(text, "claim_parts.proto", domains)
     (entry,) = _entries(folder)
-    good = entry.read_text(encoding="utf-8")
-    obj = json.loads(good)
+    sealed = entry.read_bytes()
+    obj = _payload(entry)
+    good = json.dumps(obj)
     wrong_key = {**obj, "key": "0" * 64}
     short = {**obj, "spans": obj["spans"][:-1]}
     long = {**obj, "spans": [*obj["spans"], None]}
     bad_span = {**obj, "spans": [[1, 2, 3], *obj["spans"][1:]]}
     invalid_ir = {**obj, "protocol": {**obj["protocol"], "atoms": "none"}}
     other_schema = {**obj, "schema": "unmask.compiled/0"}
+    # each damage sealed with the folder's key: the checks behind the seal hold too
     for damaged in [
         good[: len(good) // 2],
         "",
@@ -121,9 +130,14 @@ def test_a_damaged_entry_is_ignored_and_rebuilt(folder):
         "\udcff not json",
         *(json.dumps(o) for o in (wrong_key, short, long, bad_span, invalid_ir, other_schema)),
     ]:
-        entry.write_text(damaged, encoding="utf-8", errors="surrogateescape")
+        assert cachedir.write_sealed(entry, damaged.encode("utf-8", "surrogateescape"))
         _same(_from_disk(text, "claim_parts.proto", domains), compiled)
-        assert json.loads(entry.read_text(encoding="utf-8")) == obj, "not rebuilt"
+        assert _payload(entry) == obj, "not rebuilt"
+    # and damage that breaks the seal: a cut, a flipped byte, the bare payload
+    for damaged_bytes in [sealed[: len(sealed) // 2], sealed[:-1] + b"}", good.encode()]:
+        entry.write_bytes(damaged_bytes)
+        _same(_from_disk(text, "claim_parts.proto", domains), compiled)
+        assert entry.read_bytes() == sealed, "not rebuilt"
     entry.unlink()
     entry.mkdir()  # the entry's name taken by a folder: compiled, nothing else
     _same(_from_disk(text, "claim_parts.proto", domains), compiled)
@@ -131,7 +145,7 @@ def test_a_damaged_entry_is_ignored_and_rebuilt(folder):
 
 def test_a_stale_entry_of_another_compiler_is_never_read(folder, monkeypatch):
     text = (EXAMPLES / "factual_claims.proto").read_text(encoding="utf-8")
-    cache.compile_cached(text, "f.proto", {})
+    compile_cache.compile_cached(text, "f.proto", {})
     (first,) = _entries(folder)
     # the compiler's modules, the grammar or lark changing make another fingerprint
     monkeypatch.setattr(cache, "_fingerprint", lambda: "another compiler")
@@ -171,7 +185,7 @@ def test_an_edited_proto_is_compiled_again(tmp_path, folder):
     )
     assert edited != proto.read_text(encoding="utf-8")
     proto.write_text(edited, encoding="utf-8")
-    cache._memo.cache_clear()
+    compile_cache._memo.cache_clear()
     second = load_replay(tmp_path / "case_a.json").protocol
     assert second != first
     assert "Use only the supplied context" in {r.description for r in second.requirements}
@@ -181,20 +195,20 @@ def test_an_edited_proto_is_compiled_again(tmp_path, folder):
 def test_the_key_holds_every_input_of_compiling_but_the_file_name(folder):
     text = (EXAMPLES / "factual_claims_family.proto").read_text(encoding="utf-8")
     doms = (("claim", ("a", "b")),)
-    base = cache._entry(text, doms, Limits())
+    base = cache.entry(text, doms, Limits())
     others = [
-        cache._entry(text + "\n", doms, Limits()),
-        cache._entry(text, (("claim", ("b", "a")),), Limits()),
-        cache._entry(text, doms, Limits(max_atoms=3)),
+        cache.entry(text + "\n", doms, Limits()),
+        cache.entry(text, (("claim", ("b", "a")),), Limits()),
+        cache.entry(text, doms, Limits(max_atoms=3)),
     ]
-    assert base is not None
-    assert len({base[0], *(o[0] for o in others)}) == 4
+    assert base is not None and all(o is not None for o in others)
+    assert len({base.path, *(o.path for o in others)}) == 4
 
 
 def test_one_entry_serves_every_file_name_with_its_own_spans(folder, monkeypatch):
     text = (EXAMPLES / "claim_parts.proto").read_text(encoding="utf-8")
     domains = {"part": ["a", "b"]}
-    cache.compile_cached(text, "here/claim_parts.proto", domains)
+    compile_cache.compile_cached(text, "here/claim_parts.proto", domains)
     from unmask import compiler
 
     monkeypatch.setattr(compiler, "compile_source", None)  # a hit must not compile
@@ -220,31 +234,33 @@ def test_compile_errors_are_reported_the_same_and_never_cached(tmp_path):
 
 def test_a_limit_is_not_escaped_through_the_disk(folder):
     text = (EXAMPLES / "factual_claims_family.proto").read_text(encoding="utf-8")
-    cache.compile_cached(text, "f.proto", {"claim": ["c1", "c2", "c3"]})
-    cache._memo.cache_clear()
+    compile_cache.compile_cached(text, "f.proto", {"claim": ["c1", "c2", "c3"]})
+    compile_cache._memo.cache_clear()
     with pytest.raises(UnmaskError) as info:
-        cache.compile_cached(text, "f.proto", {"claim": ["c1", "c2", "c3"]}, Limits(max_atoms=2))
+        compile_cache.compile_cached(
+            text, "f.proto", {"claim": ["c1", "c2", "c3"]}, Limits(max_atoms=2)
+        )
     assert {d.code for d in info.value.diagnostics} == {"limit"}
 
 
 def test_an_empty_setting_writes_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv(cache.CACHE_ENV, "")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    cache._memo.cache_clear()
+    compile_cache._memo.cache_clear()
     text = (EXAMPLES / "factual_claims.proto").read_text(encoding="utf-8")
-    assert cache.compile_cached(text, "f.proto") == compile_source(text, "f.proto")
+    assert compile_cache.compile_cached(text, "f.proto") == compile_source(text, "f.proto")
     assert not any(tmp_path.iterdir())
-    cache._memo.cache_clear()
+    compile_cache._memo.cache_clear()
 
 
 def test_an_unusable_folder_only_costs_a_compile(tmp_path, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("x", encoding="utf-8")
     monkeypatch.setenv(cache.CACHE_ENV, str(blocker / "below"))
-    cache._memo.cache_clear()
+    compile_cache._memo.cache_clear()
     text = (EXAMPLES / "factual_claims.proto").read_text(encoding="utf-8")
-    assert cache.compile_cached(text, "f.proto") == compile_source(text, "f.proto")
-    cache._memo.cache_clear()
+    assert compile_cache.compile_cached(text, "f.proto") == compile_source(text, "f.proto")
+    compile_cache._memo.cache_clear()
 
 
 def test_writes_per_process_and_entries_per_folder_are_bounded(folder, monkeypatch):
@@ -252,7 +268,7 @@ def test_writes_per_process_and_entries_per_folder_are_bounded(folder, monkeypat
     monkeypatch.setattr(cache_writer, "WRITES_PER_PROCESS", 5)
     text = (EXAMPLES / "factual_claims_family.proto").read_text(encoding="utf-8")
     for i in range(8):
-        cache.compile_cached(text, "f.proto", {"claim": [f"c{i}"]})
+        compile_cache.compile_cached(text, "f.proto", {"claim": [f"c{i}"]})
         assert len(_entries(folder)) <= 3
     assert cache_writer._writes == 5
     assert len(_entries(folder)) == 3
@@ -261,15 +277,15 @@ def test_writes_per_process_and_entries_per_folder_are_bounded(folder, monkeypat
 def test_a_large_protocol_is_not_written(folder, monkeypatch):
     monkeypatch.setattr(cache_writer, "MAX_ATOMS", 4)
     text = (EXAMPLES / "factual_claims_family.proto").read_text(encoding="utf-8")
-    cache.compile_cached(text, "f.proto", {"claim": ["c1", "c2"]})  # 5 atoms
+    compile_cache.compile_cached(text, "f.proto", {"claim": ["c1", "c2"]})  # 5 atoms
     assert not _entries(folder)
-    cache.compile_cached(text, "f.proto", {"claim": ["c1"]})  # 3 atoms
+    compile_cache.compile_cached(text, "f.proto", {"claim": ["c1"]})  # 3 atoms
     assert len(_entries(folder)) == 1
 
 
 def test_a_link_in_the_place_of_an_entry_is_replaced_not_followed(folder, tmp_path):
     text = (EXAMPLES / "factual_claims.proto").read_text(encoding="utf-8")
-    compiled = cache.compile_cached(text, "f.proto")
+    compiled = compile_cache.compile_cached(text, "f.proto")
     (entry,) = _entries(folder)
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me", encoding="utf-8")
@@ -277,14 +293,14 @@ def test_a_link_in_the_place_of_an_entry_is_replaced_not_followed(folder, tmp_pa
     entry.symlink_to(victim)
     _same(_from_disk(text, "f.proto", None), compiled)
     assert victim.read_text(encoding="utf-8") == "keep me"
-    assert not entry.is_symlink() and json.loads(entry.read_text(encoding="utf-8"))["key"]
+    assert not entry.is_symlink() and _payload(entry)["key"]
     assert not list(folder.glob("*.tmp"))
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
 def test_a_pipe_in_the_place_of_an_entry_is_not_read(folder):
     text = (EXAMPLES / "factual_claims.proto").read_text(encoding="utf-8")
-    compiled = cache.compile_cached(text, "f.proto")
+    compiled = compile_cache.compile_cached(text, "f.proto")
     (entry,) = _entries(folder)
     entry.unlink()
     os.mkfifo(entry)  # opening it to read would wait for a writer for ever

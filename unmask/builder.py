@@ -352,12 +352,15 @@ def declared_labels(source: str, name: str, limits: Limits = DEFAULT_LIMITS) -> 
     return ir.BINARY_LABELS
 
 
+def json_bytes(obj: Any) -> bytes:
+    """``obj`` as indented UTF-8 JSON, the bytes ``write_json`` writes."""
+    try:
+        return (json.dumps(obj, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: keep it as a JSON escape
+        return (json.dumps(obj, ensure_ascii=True, indent=2) + "\n").encode("ascii")
+
+
 def write_json(path: str | Path, obj: Any) -> Any:
     """Write ``obj`` as indented UTF-8 JSON, atomically: readers see the old or new file."""
-    try:
-        text = json.dumps(obj, ensure_ascii=False, indent=2) + "\n"
-        data = text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: keep it as a JSON escape
-        data = (json.dumps(obj, ensure_ascii=True, indent=2) + "\n").encode("ascii")
-    write_bytes(str(path), data)
+    write_bytes(str(path), json_bytes(obj))
     return obj

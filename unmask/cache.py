@@ -1,40 +1,38 @@
-"""The user's cache folder, and compiled protocols kept there between runs.
+"""Compiled protocols kept in the user's cache folder between runs: their keys and reading.
 
-Contract: ``cache_dir()`` is ``$UNMASK_CACHE_DIR`` (empty: no cache at all), else
-``$XDG_CACHE_HOME/unmask``, else ``~/.cache/unmask``. ``compile_cached(text, filename,
-domains, limits)`` returns what ``unmask.compiler.compile_source`` returns for the same
-arguments, spans included, or raises the same ``UnmaskError``: it remembers the last
-``COMPILE_CACHE_SIZE`` protocols per process, and keeps each compiled protocol on disk as
-its ``unmask.protocol/1`` JSON with the spans beside it, named by a digest of the text, the
-domains, the limits, Python's and lark's versions and the bytes of every module and grammar
-file that compiling reads. The file name is not in the key: compiling puts it in the spans
-and nowhere else, so an entry is shared by every copy of the same text (a checkout moved, a
-temporary folder) and its spans are given the name asked for. A hit is read back through
-the protocol IR reader (``unmask.irjson_reader``), so it imports neither lark nor the
-compiler. An entry that cannot be read, does not validate, or was written for another key
-is ignored and rebuilt; an entry is written only after reading it back gave the very
-protocol compiled; compile errors are never written (``unmask.cache_writer``, imported only
-on a miss). A cache that cannot be used is skipped silently.
+Contract: ``entry(text, domains, limits)`` names the entry of a ``.proto`` text (or None
+when there is no trusted cache folder, ``unmask.cachedir.trusted_dir``): a file named by a
+digest of the text, the domains, the limits, Python's and lark's versions and the bytes of
+every module and grammar file that compiling reads. ``load(entry, filename, limits)``
+returns the protocol it holds, spans included and given the file name asked for, or None:
+an entry is read only as a sealed file (``unmask.cachedir.read_sealed``: a private regular
+file whose HMAC under the folder's key holds), must record the full digest of its key and
+the SHA-256 of the very text being compiled, and is read back through the protocol IR
+reader (``unmask.irjson_reader``), so a hit imports neither lark nor the compiler. An entry
+that fails any of this is a miss: compiled again, and replaced
+(``unmask.compile_cache.compile_cached`` puts the two together, ``unmask.cache_writer``
+writes). The file name is not in the key: compiling puts it in the spans and nowhere else,
+so an entry is shared by every copy of the same text.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import stat
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from unmask import ir
-from unmask.limits import DEFAULT_LIMITS, Limits
+from unmask.cachedir import CACHE_ENV as CACHE_ENV  # the folder's names, also read here
+from unmask.cachedir import cache_dir as cache_dir
+from unmask.cachedir import read_sealed, trusted_dir
+from unmask.limits import Limits
 
-CACHE_ENV = "UNMASK_CACHE_DIR"  # overrides the cache folder; empty turns the cache off
-COMPILE_CACHE_SIZE = 32  # distinct (text, file, domains, limits) kept per process
-ENTRY_SCHEMA = "unmask.compiled/1"
+ENTRY_SCHEMA = "unmask.compiled/2"
 ENTRY_PREFIX = "protocol-"
 MAX_ENTRY_BYTES = 4 * 1024 * 1024  # a larger file is not an entry this module wrote
 # what compiling a `.proto` text reads, and how an entry is written and read back: a
@@ -43,6 +41,8 @@ _MODULES = (
     "ast",
     "cache",
     "cache_writer",
+    "cachedir",
+    "compile_cache",
     "compiler",
     "diagnostics",
     "ir",
@@ -57,54 +57,6 @@ _MODULES = (
 )
 
 _END = object()
-
-
-def cache_dir() -> Path | None:
-    """The folder for cached files: ``$UNMASK_CACHE_DIR``, else ``$XDG_CACHE_HOME/unmask``,
-    else ``~/.cache/unmask``; None when caching is off."""
-    env = os.environ.get(CACHE_ENV)
-    if env is not None:
-        return Path(env) if env else None
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    try:
-        base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
-    except RuntimeError:  # no home folder to be found
-        return None
-    return base / "unmask"
-
-
-def compile_cached(
-    text: str,
-    filename: str = "<input>",
-    domains: Mapping[str, Sequence[str]] | None = None,
-    limits: Limits = DEFAULT_LIMITS,
-) -> ir.Protocol:
-    """``compile_source``, remembered in this process and on disk: replays that share a
-    protocol (an audit, a worker's partition, one command run after another) compile it
-    once. The protocol is immutable, so it is shared; a compile error is raised again
-    each time, never remembered."""
-    key = tuple((name, tuple(members)) for name, members in (domains or {}).items())
-    return _memo(text, filename, key, limits)
-
-
-@lru_cache(maxsize=COMPILE_CACHE_SIZE)
-def _memo(
-    text: str, filename: str, domains: tuple[tuple[str, tuple[str, ...]], ...], limits: Limits
-) -> ir.Protocol:
-    entry = _entry(text, domains, limits)
-    if entry is not None:
-        path, digest = entry
-        found = _load(path, digest, filename, limits)
-        if found is not None:
-            return found
-    from unmask import compiler
-
-    protocol = compiler.compile_source(text, filename, dict(domains), limits)
-    if entry is not None:
-        from unmask.cache_writer import store
-
-        store(entry[0], entry[1], protocol, filename, limits)
-    return protocol
 
 
 # --- keys ---------------------------------------------------------------------------------
@@ -139,11 +91,20 @@ def _update(h: Any, part: str | bytes) -> None:
     h.update(data)
 
 
-def _entry(
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """Where the entry of one compile lives and what it must record."""
+
+    path: Path
+    key: str  # the digest of everything compiling reads
+    source: str  # the SHA-256 of the `.proto` text alone
+
+
+def entry(
     text: str, domains: tuple[tuple[str, tuple[str, ...]], ...], limits: Limits
-) -> tuple[Path, str] | None:
-    """(the entry's file, the digest it must record), or None when caching is off."""
-    folder = cache_dir()
+) -> Entry | None:
+    """The entry of this compile, or None when there is no trusted cache folder."""
+    folder = trusted_dir()
     fingerprint = _fingerprint() if folder is not None else None
     if folder is None or fingerprint is None:
         return None
@@ -151,40 +112,23 @@ def _entry(
     for part in (fingerprint, repr(domains), repr(limits), text):
         _update(h, part)
     digest = h.hexdigest()
-    return folder / f"{ENTRY_PREFIX}{digest[:32]}.json", digest
+    source = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return Entry(folder / f"{ENTRY_PREFIX}{digest[:32]}.json", digest, source)
 
 
 # --- reading --------------------------------------------------------------------------------
 
 
-def _load(path: Path, digest: str, filename: str, limits: Limits) -> ir.Protocol | None:
-    """The protocol in the entry at ``path``, or None when there is none or it is not
-    usable (then it will be rebuilt and replaced)."""
-    # an entry is a regular file this module renamed into place: a link, a pipe (which
-    # would block) or a device in its place is not read
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb") as f:
-            fd = -1
-            data = f.read(MAX_ENTRY_BYTES + 1)
-    except OSError:
-        return None
-    finally:
-        if fd >= 0:
-            os.close(fd)
-    if len(data) > MAX_ENTRY_BYTES:
-        return None
-    return decode(data, digest, filename, limits)
+def load(e: Entry, filename: str, limits: Limits) -> ir.Protocol | None:
+    """The protocol in the entry ``e``, or None when there is none or it is not usable
+    (then it will be rebuilt and replaced)."""
+    data = read_sealed(e.path, MAX_ENTRY_BYTES)
+    return None if data is None else decode(data, e, filename, limits)
 
 
-def decode(data: bytes | str, digest: str, filename: str, limits: Limits) -> ir.Protocol | None:
-    """The protocol of an entry's text, or None when it is not an entry for ``digest``."""
+def decode(data: bytes | str, e: Entry, filename: str, limits: Limits) -> ir.Protocol | None:
+    """The protocol of an entry's text, or None when it is not the entry ``e``: another
+    key, or compiled from another source text."""
     from unmask.irjson_reader import protocol_from_json
 
     try:
@@ -192,7 +136,8 @@ def decode(data: bytes | str, digest: str, filename: str, limits: Limits) -> ir.
         if not (
             isinstance(obj, dict)
             and obj.get("schema") == ENTRY_SCHEMA
-            and obj.get("key") == digest
+            and obj.get("key") == e.key
+            and obj.get("source") == e.source
             and isinstance(obj.get("spans"), list)
         ):
             return None
@@ -221,36 +166,35 @@ def _with_spans(p: ir.Protocol, spans: Iterator[Any], filename: str) -> ir.Proto
     def take() -> ir.Span | None:
         return _span(next(spans), filename)
 
+    rebuild = _Rebuild(take)
     span = take()
     atoms = tuple(ir.AtomDecl(a.name, a.role, a.description, take()) for a in p.atoms)
-    defs: dict[str, ir.Expr] = {}
     definitions = []
     for d in p.definitions:
         s = take()
-        e = _expr_with_spans(d.expr, take, defs)
-        defs[d.name] = e
+        e = rebuild(d.expr)
+        rebuild.defs[d.name] = e
         definitions.append(ir.Definition(d.name, e, s))
     constraints = []
     for c in p.constraints:
         s = take()
-        constraints.append(ir.Constraint(c.name, _expr_with_spans(c.expr, take, defs), s))
-    decision = None if p.decision is None else _expr_with_spans(p.decision, take, defs)
+        constraints.append(ir.Constraint(c.name, rebuild(c.expr), s))
+    decision = None if p.decision is None else rebuild(p.decision)
     decisions = []
     for d in p.decisions:
         s = take()
-        e = None if d.expr is None else _expr_with_spans(d.expr, take, defs)
-        decisions.append(ir.Decision(d.label, e, s))
+        decisions.append(ir.Decision(d.label, None if d.expr is None else rebuild(d.expr), s))
     requirements = []
     for r in p.requirements:
         s = take()
-        e = _expr_with_spans(r.expr, take, defs)
-        addressed = None if r.addressed is None else _expr_with_spans(r.addressed, take, defs)
+        e = rebuild(r.expr)
+        addressed = None if r.addressed is None else rebuild(r.addressed)
         requirements.append(ir.Requirement(r.id, r.description, e, addressed, s))
     grounding = []
     for g in p.grounding:
         s = take()
-        judge = _expr_with_spans(g.judge, take, defs)
-        context = _expr_with_spans(g.context, take, defs)
+        judge = rebuild(g.judge)
+        context = rebuild(g.context)
         grounding.append(ir.GroundPair(judge, context, s, g.direction))
     return ir.Protocol(
         p.name,
@@ -272,38 +216,38 @@ def kids(e: ir.Expr) -> tuple[ir.Expr, ...]:
     return () if e.__class__ is ir.Ref else ir.children(e)
 
 
-def _expr_with_spans(root: ir.Expr, take: Any, defs: Mapping[str, ir.Expr]) -> ir.Expr:
-    """``root`` rebuilt node by node, each taking the next span in pre-order; iterative,
-    since expressions may be deep."""
-    done: list[ir.Expr] = []
-    todo: list[tuple[ir.Expr, bool, Any]] = [(root, False, None)]
-    while todo:
-        e, visited, span = todo.pop()
-        if not visited:
-            todo.append((e, True, take()))
-            todo.extend((k, False, None) for k in reversed(kids(e)))
-            continue
-        n = len(kids(e))
-        args = done[len(done) - n :] if n else []
-        if n:
-            del done[len(done) - n :]
-        cls = e.__class__
-        if cls is ir.Const:
-            out: ir.Expr = ir.Const(e.value, span)
-        elif cls is ir.Atom:
-            out = ir.Atom(e.name, span)
-        elif cls is ir.Ref:
-            out = ir.Ref(e.name, defs[e.name], span)
-        elif cls is ir.Not:
-            out = ir.Not(args[0], span)
-        elif cls is ir.Nary:
-            out = ir.Nary(e.op, tuple(args), span)
-        elif cls is ir.Binary:
-            out = ir.Binary(e.op, args[0], args[1], span)
-        elif cls is ir.Card:
-            out = ir.Card(e.op, e.k, tuple(args), span)
-        else:
-            raise TypeError(f"not an expression node: {cls.__name__}")
-        done.append(out)
-    (result,) = done
-    return result
+class _Rebuild:
+    """Expressions rebuilt with the spans taken from an entry: each node takes the next
+    span in pre-order (``kids``), then ``_WITH_SPANS`` rebuilds the tree over the IR's
+    fold. One memo serves the whole protocol, so a use of a definition finds its body
+    already rebuilt."""
+
+    def __init__(self, take: Any) -> None:
+        self.take = take
+        self.spans: dict[int, ir.Span | None] = {}
+        self.defs: dict[str, ir.Expr] = {}
+        self.memo: ir.Memo = {}
+
+    def __call__(self, root: ir.Expr) -> ir.Expr:
+        todo = [root]  # iterative: expressions may be deep
+        while todo:
+            e = todo.pop()
+            self.spans[id(e)] = self.take()
+            todo.extend(reversed(kids(e)))
+        return _WITH_SPANS(root, self, self.memo)
+
+
+# one entry per kind of node, checked when this module is imported: a new kind of node
+# fails here at once, not when some cached protocol happens to use it
+_WITH_SPANS: ir.Table[ir.Expr] = ir.Table(
+    "cache span",
+    {
+        ir.Const: lambda c, e, _: ir.Const(e.value, c.spans[id(e)]),
+        ir.Atom: lambda c, e, _: ir.Atom(e.name, c.spans[id(e)]),
+        ir.Ref: lambda c, e, _: ir.Ref(e.name, c.defs[e.name], c.spans[id(e)]),
+        ir.Not: lambda c, e, v: ir.Not(v[0], c.spans[id(e)]),
+        ir.Nary: lambda c, e, v: ir.Nary(e.op, tuple(v), c.spans[id(e)]),
+        ir.Binary: lambda c, e, v: ir.Binary(e.op, v[0], v[1], c.spans[id(e)]),
+        ir.Card: lambda c, e, v: ir.Card(e.op, e.k, tuple(v), c.spans[id(e)]),
+    },
+)

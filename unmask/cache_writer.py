@@ -1,14 +1,16 @@
 """Writing compiled protocols into the cache folder (``unmask.cache`` reads them).
 
-Contract: ``store(path, digest, protocol, filename, limits)`` writes the entry for a
-protocol just compiled: its ``unmask.protocol/1`` JSON, the digest of its key and every
-span in the order of ``spans``. It writes only when reading the entry back through
+Contract: ``store(entry, protocol, filename, limits)`` writes the entry for a protocol
+just compiled: its ``unmask.protocol/1`` JSON, the digest of its key, the SHA-256 of its
+source text and every span in the order of ``spans``, sealed with the folder's HMAC key
+(``unmask.cachedir.write_sealed``). It writes only when reading the entry back through
 ``unmask.cache`` gives the very protocol, spans included; the file is written under a
-private name and renamed over the entry, so a concurrent run never reads half an entry and
-a link in the entry's place is replaced, never followed. A process writes at
-most ``WRITES_PER_PROCESS`` entries and the folder keeps the newest ``MAX_ENTRIES``, so a
-batch of many distinct protocols neither slows down nor fills the disk; a protocol of more
-than ``MAX_ATOMS`` atoms is not written. Any failure only skips the cache.
+private name (``unmask.outputs.atomic``) and renamed over the entry, so a concurrent run
+never reads half an entry and a link in the entry's place is replaced, never followed. A
+process writes at most ``WRITES_PER_PROCESS`` entries and the folder keeps the newest
+``MAX_ENTRIES`` (and no temporary file of a killed run), so a batch of many distinct
+protocols neither slows down nor fills the disk; a protocol of more than ``MAX_ATOMS``
+atoms is not written. Any failure only skips the cache.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from unmask import ir
-from unmask.cache import ENTRY_PREFIX, ENTRY_SCHEMA, MAX_ENTRY_BYTES, decode, kids
+from unmask.cache import ENTRY_PREFIX, ENTRY_SCHEMA, MAX_ENTRY_BYTES, Entry, decode, kids
+from unmask.cachedir import write_sealed
 from unmask.irjson import protocol_to_json
 from unmask.limits import Limits
 
@@ -96,7 +99,7 @@ def _encode_spans(p: ir.Protocol, filename: str) -> list[Any] | None:
     return out
 
 
-def store(path: Path, digest: str, protocol: ir.Protocol, filename: str, limits: Limits) -> None:
+def store(entry: Entry, protocol: ir.Protocol, filename: str, limits: Limits) -> None:
     """Write the entry for ``protocol``, if this process may still write and reading it
     back gives the same protocol, spans included; any failure only skips the cache."""
     global _writes
@@ -110,39 +113,37 @@ def store(path: Path, digest: str, protocol: ir.Protocol, filename: str, limits:
         if encoded is None:
             return
         doc = protocol_to_json(protocol)
-        entry = {"schema": ENTRY_SCHEMA, "key": digest, "protocol": doc, "spans": encoded}
-        text = json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
-        if len(text.encode("utf-8", "surrogatepass")) > MAX_ENTRY_BYTES:
+        obj = {
+            "schema": ENTRY_SCHEMA,
+            "key": entry.key,
+            "source": entry.source,
+            "protocol": doc,
+            "spans": encoded,
+        }
+        data = json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode(
+            "utf-8", "surrogatepass"
+        )
+        if len(data) > MAX_ENTRY_BYTES:
             return
-        back = decode(text, digest, filename, limits)
+        back = decode(data, entry, filename, limits)
         if (
             back is None
             or protocol_to_json(back) != doc
             or list(spans(back)) != list(spans(protocol))
         ):
             return
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        _replace(path, text)
-        _prune(path.parent)
+        if write_sealed(entry.path, data):
+            _prune(entry.path.parent)
     except Exception:  # a cache is never worth a failure: a full disk, a deep expression…
         return
 
 
-def _replace(path: Path, text: str) -> None:
-    import tempfile  # slow to import: only when an entry is written
-
-    fd, tmp = tempfile.mkstemp(prefix=".protocol-", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-
-
 def _prune(folder: Path) -> None:
-    """Keep the newest ``MAX_ENTRIES`` entries: the folder never grows without bound."""
+    """Keep the newest ``MAX_ENTRIES`` entries, and no temporary file of a killed run:
+    the folder never grows without bound."""
+    from unmask.outputs import remove_stale_temps
+
+    remove_stale_temps(folder)
     with contextlib.suppress(OSError):
         entries = [e for e in os.scandir(folder) if e.name.startswith(ENTRY_PREFIX)]
         if len(entries) <= MAX_ENTRIES:

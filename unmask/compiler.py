@@ -11,7 +11,7 @@ must be among its own. A use of a definition becomes an ``ir.Ref`` named as writ
 (``ok(cto)`` for a family definition), and the protocol lists the ground definitions it
 uses in dependency order. Every check (names, roles in ``ground``, recursion, labels) runs
 on the text as written, so its outcome never depends on a replay's members. Every
-diagnostic has a stable ``code`` (see docs/language.md). ``unmask.cache.compile_cached`` is
+diagnostic has a stable ``code`` (see docs/language.md). ``unmask.compile_cache.compile_cached`` is
 the same, remembered per process and on disk.
 
 Size: over 1,000 lines because each statement kind keeps its grounding and its located

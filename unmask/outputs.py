@@ -7,8 +7,16 @@ Contract:
   file. The new file keeps the mode of the file it replaces (else the umask's default), and
   a symbolic link is followed, not replaced, and a file the user may not write is refused.
   A path that exists and is not a regular file (``/dev/null``, ``/dev/stdout``, a FIFO) is
-  written in place: it cannot be replaced;
+  written in place: it cannot be replaced. With ``follow=False`` the name itself is
+  replaced whatever it is (a link, a pipe: never followed, never written into), as files
+  written into a folder the user does not control must be; ``file_mode`` sets the new
+  file's permissions (the cache's 0600). The temporary file is created ``O_EXCL`` and
+  ``O_NOFOLLOW`` and named ``.unmask-PID-RANDOM.tmp``: ``remove_stale_temps(folder)``
+  removes those a killed process (``kill -9``) left, and only those;
 - ``write_text(path, text)`` / ``write_bytes(path, data)`` are the one-call forms;
+- ``write_in_folder(folder, name, data)`` writes a regular file directly inside a folder
+  whose content others may have made (``unmask import --out DIR``): never through a link,
+  and a name taken by anything but a regular file is left alone (the reason is returned);
 - every ``OSError`` on the way (a missing or read-only folder, a directory named as the
   file, a full disk, a closed pipe) becomes ``OutputError``, an ``UnmaskError`` carrying one
   ``output`` diagnostic that names the file and the reason; ``cannot_write(name, exc)``
@@ -19,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -46,36 +55,85 @@ def _default_mode() -> int:
     return 0o666 & ~mask
 
 
+TEMP_PREFIX = ".unmask-"
+TEMP_SUFFIX = ".tmp"
+_TEMP_NAME = re.compile(r"\.unmask-([0-9]{1,10})-[A-Za-z0-9_]{1,16}\.tmp")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (OSError, OverflowError):  # another user's process, or not a process id at all
+        return pid > 0
+    return True
+
+
+def remove_stale_temps(folder: str | os.PathLike[str]) -> int:
+    """Remove the temporary files ``atomic`` left in ``folder`` when its process was killed
+    (their process is gone): regular files of this user named ``.unmask-PID-RANDOM.tmp``,
+    nothing else. Returns how many were removed; an unreadable folder removes none."""
+    removed = 0
+    with contextlib.suppress(OSError):
+        for e in os.scandir(folder):
+            m = _TEMP_NAME.fullmatch(e.name)
+            if m is None or _alive(int(m.group(1))):
+                continue
+            with contextlib.suppress(OSError):
+                st = e.stat(follow_symlinks=False)
+                if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid():
+                    os.unlink(e.path)
+                    removed += 1
+    return removed
+
+
 @contextlib.contextmanager
-def atomic(path: str, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO[Any]]:
+def atomic(
+    path: str,
+    mode: str = "w",
+    encoding: str | None = "utf-8",
+    *,
+    follow: bool = True,
+    file_mode: int | None = None,
+) -> Iterator[IO[Any]]:
     """A file object whose content replaces ``path`` when the block ends without error."""
     binary = "b" in mode
     kwargs: dict[str, Any] = {} if binary else {"encoding": encoding, "newline": ""}
     try:
-        target = os.path.realpath(path)
+        target = os.path.realpath(path) if follow else os.path.abspath(path)
         try:
-            st = os.stat(target)
+            st = os.stat(target) if follow else os.lstat(target)
         except FileNotFoundError:
             st = None
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(21, "Is a directory")
-        if st is not None and not os.access(target, os.W_OK):
+        if follow and st is not None and not os.access(target, os.W_OK):
             # renaming over it would succeed, but the user made it read-only on purpose
             raise PermissionError(13, "Permission denied")
-        if st is not None and not stat.S_ISREG(st.st_mode):
+        if follow and st is not None and not stat.S_ISREG(st.st_mode):
             # a device or a pipe cannot be replaced: write into it
             with open(target, "wb" if binary else "w", **kwargs) as fh:
                 yield fh
             return
+        if not (st is not None and stat.S_ISREG(st.st_mode)):
+            st = None  # nothing, or a link or a pipe about to be replaced: no mode to keep
         folder = os.path.dirname(target) or "."
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
+        # mkstemp opens O_CREAT | O_EXCL | O_NOFOLLOW, mode 0600
+        prefix = f"{TEMP_PREFIX}{os.getpid()}-"
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=TEMP_SUFFIX)
     except OSError as exc:
         raise OutputError([cannot_write(path, exc)]) from None
     try:
         with os.fdopen(fd, "wb" if binary else "w", **kwargs) as fh:
             yield fh
-        os.chmod(tmp, stat.S_IMODE(st.st_mode) if st is not None else _default_mode())
-        os.replace(tmp, target)
+        if file_mode is not None:
+            new_mode = file_mode
+        else:
+            new_mode = stat.S_IMODE(st.st_mode) if st is not None else _default_mode()
+        if new_mode != 0o600:  # what mkstemp made
+            os.chmod(tmp, new_mode)
+        os.replace(tmp, target)  # replaces the name: a link there is never followed
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -91,6 +149,41 @@ def write_text(path: str, text: str) -> None:
         fh.write(text)
 
 
-def write_bytes(path: str, data: bytes) -> None:
-    with atomic(path, "wb") as fh:
+def write_bytes(
+    path: str, data: bytes, *, follow: bool = True, file_mode: int | None = None
+) -> None:
+    with atomic(path, "wb", follow=follow, file_mode=file_mode) as fh:
         fh.write(data)
+
+
+def write_in_folder(folder: str | os.PathLike[str], name: str, data: bytes) -> str | None:
+    """Write ``data`` as the regular file ``name`` directly inside ``folder``; None when it
+    was written, else why not: the name is taken by a link, a folder, a pipe or a device,
+    which is never followed, written into nor replaced."""
+    if not name or name in (".", "..") or "/" in name or (os.altsep and os.altsep in name):
+        raise ValueError("not a plain file name")
+    path = os.path.join(folder, name)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise OutputError([cannot_write(path, exc)]) from None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        return f"`{name}` in the output folder is {_kind(st.st_mode)}, not a regular file"
+    # a new temporary file (O_EXCL, O_NOFOLLOW) renamed onto the name: a link swapped in
+    # meanwhile is replaced, never followed, and a hard link's other names keep their text
+    write_bytes(path, data, follow=False)
+    return None
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device"

@@ -10,9 +10,10 @@ any recursive pass (compiler, formatter) sees them; a string literal longer than
 ``limits.max_string_chars`` is refused before the lexer reads it. The vocabulary (reserved
 words, the words that start a statement or an expression, the roles) is read off the
 loaded grammar, never copied. The parser's tables are cached in the user's cache folder
-(``unmask.cache.cache_dir``), under a name derived from the grammar, lark's version and
-Python's, so a changed grammar never reads a stale table; a cache that cannot be used is
-skipped silently.
+(``unmask.cachedir``), under a name derived from the grammar, lark's version and Python's,
+so a changed grammar never reads a stale table. They are a pickle, so they are unpickled
+only from a private folder and only when their HMAC under the folder's key holds
+(``read_sealed``); anything else there (a link, a pipe, another user's file) is a miss.
 
 Size: the syntax-error examples for ``match_examples`` and the vocabulary read off the
 grammar are one job (text to tree with friendly errors) and change together when the
@@ -21,12 +22,10 @@ grammar does; the transformer from lark's tree to ``unmask.ast`` is ``unmask.syn
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import os
+import io
 import re
 import sys
-import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -38,7 +37,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 from lark.lexer import PatternStr
 
 from unmask import ast
-from unmask.cache import cache_dir
+from unmask.cachedir import read_sealed, trusted_dir, write_sealed
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.ir import Span
 from unmask.limits import DEFAULT_LIMITS, Limits
@@ -46,6 +45,7 @@ from unmask.names import IDENT_RE
 from unmask.syntaxtree import ToAst, span_of
 
 MAX_SYNTAX_ERRORS = 20
+MAX_TABLE_BYTES = 4 * 1024 * 1024  # the tables take some 45 KB: a larger file is not ours
 
 
 _LARK_OPTIONS = {
@@ -60,7 +60,7 @@ _LARK_OPTIONS = {
 def _cache_file(grammar: str) -> Path | None:
     """The cache file for this grammar, lark, Python and options, or None: a changed
     grammar or lark gets a new name, so a stale table is never read."""
-    folder = cache_dir()
+    folder = trusted_dir()
     if folder is None:
         return None
     key = "\0".join([grammar, lark.__version__, sys.version, repr(sorted(_LARK_OPTIONS.items()))])
@@ -80,28 +80,18 @@ def lark_parser() -> Lark:
     path = _cache_file(grammar)
     if path is None:
         return _build()
-    try:
-        with path.open("rb") as f:
-            return Lark.load(f)
-    except Exception:  # missing, unreadable or damaged: build the tables, replace the file
-        pass
+    data = read_sealed(path, MAX_TABLE_BYTES)
+    if data is not None:
+        try:
+            # sealed by this user's key in this user's private folder: our own tables
+            return Lark.load(io.BytesIO(data))
+        except Exception:  # damaged or of another lark: build the tables, replace the file
+            pass
     parser = _build()
-    with contextlib.suppress(OSError):
-        _save(parser, path)
+    buf = io.BytesIO()
+    parser.save(buf)
+    write_sealed(path, buf.getvalue())
     return parser
-
-
-def _save(parser: Lark, path: Path) -> None:
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    # written under a private name, then renamed: a concurrent run never reads half a file
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            parser.save(f)
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
 
 
 # --- the vocabulary, read off the grammar ---------------------------------------------------

@@ -10,7 +10,7 @@ protocol IR (``unmask.irjson_reader``, whose ``protocol_from_json`` is re-export
 annotations and evidence spans (``unmask.evidence``), and where a protocol ``path`` may lead
 (``unmask.confine``). This module reads the envelope (schema, id, item, judge, domains,
 translation, sources, verdict, gold) and loads the protocol in its three forms (a
-``.proto`` text through ``unmask.cache.compile_cached``: once per process, and on disk,
+``.proto`` text through ``unmask.compile_cache.compile_cached``: once per process, and on disk,
 for the same text, file, domains and limits; embedded IR once per process for the same
 JSON and limits, when reading it found nothing to say); ``verdict``
 and ``gold`` must be labels the protocol declares (``PASS``/``FAIL`` without a ``verdict``
@@ -352,7 +352,7 @@ class _ReplayReader:
     def _compile(
         self, text: str, filename: str, domains: dict[str, tuple[str, ...]], fp: str
     ) -> ir.Protocol | None:
-        from unmask.cache import compile_cached
+        from unmask.compile_cache import compile_cached
 
         r = self.r
         try:

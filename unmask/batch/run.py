@@ -453,6 +453,9 @@ class _Pool:
         import multiprocessing
 
         _backend(settings)  # fail here, not in every worker; forked workers inherit it
+        from unmask.cachedir import trusted_dir
+
+        trusted_dir()  # an untrusted cache folder is warned of here, once, not per worker
         self.settings = settings
         self.jobs = jobs
         self.settle = settle

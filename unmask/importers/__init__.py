@@ -115,9 +115,10 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def safe_name(stem: str) -> str:
-    """A file-name stem made of letters, digits, `.`, `_` and `-`, never hidden or empty."""
+    """A file-name stem made of letters, digits, `.`, `_` and `-`, never hidden or empty,
+    and never read as an option by a shell command (`-rf` becomes `_-rf`)."""
     s = _UNSAFE.sub("_", stem).strip("._")[:100]
-    return s or "replay"
+    return f"_{s}" if s.startswith("-") else s or "replay"
 
 
 def occurrence_at(text: str, quote: str, start: int) -> int:
@@ -222,7 +223,8 @@ def import_file(importer: str, path: Path, out: Path, options: Options | None = 
     of the format or ``out`` cannot be written; a record that cannot be imported is a
     ``Skipped`` entry of the summary, never an exception.
     """
-    from unmask.builder import write_json
+    from unmask.builder import json_bytes
+    from unmask.outputs import remove_stale_temps, write_in_folder
 
     mod = get(importer)
     options = options or Options()
@@ -236,6 +238,7 @@ def import_file(importer: str, path: Path, out: Path, options: Options | None = 
     used: set[str] = set()
     try:
         out.mkdir(parents=True, exist_ok=True)
+        remove_stale_temps(out)  # left by an import killed while writing
         for rec in records:
             if isinstance(rec, Skipped):
                 summary.skipped.append(rec)
@@ -249,7 +252,10 @@ def import_file(importer: str, path: Path, out: Path, options: Options | None = 
                 name, k = f"{stem}-{k}", k + 1
             used.add(name.lower())
             target = out / f"{name}.json"
-            write_json(target, rec.replay)
+            taken = write_in_folder(out, target.name, json_bytes(rec.replay))
+            if taken is not None:
+                summary.skipped.append(Skipped(str(target), taken))
+                continue
             summary.written.append(target)
     except OSError as exc:
         reason = (exc.strerror or "cannot write").lower()
