@@ -170,7 +170,7 @@ def emit_judge_prompt(view: JudgeView) -> str:
         f'- "verdict": exactly one of {labels}.',
         '- "atoms": for each statement listed below, an object {"value": ..., "quotes": [...]}:',
         '  - "value" is "TRUE" or "FALSE" when your rationale says whether the statement',
-        "    holds, and \"quotes\" then lists the sentence or sentences of your rationale that",
+        '    holds, and "quotes" then lists the sentence or sentences of your rationale that',
         "    say so, each copied from the rationale exactly: the same characters, case and",
         "    punctuation, no ellipsis, no paraphrase. A quote that is not in the rationale",
         "    word for word is reported as a false quote.",
@@ -178,7 +178,7 @@ def emit_judge_prompt(view: JudgeView) -> str:
         "    statement; you may also leave the statement out. Never answer FALSE for something",
         "    you did not address.",
         "  - A statement written NAME[DOMAIN] is an object keyed by the members of DOMAIN (the",
-        "    names you are given for them), one {\"value\", \"quotes\"} per member;",
+        '    names you are given for them), one {"value", "quotes"} per member;',
         "    {DOMAIN} in its description stands for the member.",
     ]
     for role, head in (
@@ -269,12 +269,16 @@ def read_output(
             raise OutputError(at, f"missing `{key}`")
     rationale, verdict, atoms = obj["rationale"], obj["verdict"], obj["atoms"]
     if not isinstance(rationale, str) or not rationale:
-        raise OutputError(f"{at}.rationale", f"expected the rationale text, found `{_show(rationale)}`")
+        raise OutputError(
+            f"{at}.rationale", f"expected the rationale text, found `{_show(rationale)}`"
+        )
     if verdict not in view.labels:
         labels = ", ".join(f"`{x}`" for x in view.labels)
         raise OutputError(f"{at}.verdict", f"expected one of {labels}, found `{_show(verdict)}`")
     if not isinstance(atoms, dict):
-        raise OutputError(f"{at}.atoms", f"expected an object of statements, found `{_show(atoms)}`")
+        raise OutputError(
+            f"{at}.atoms", f"expected an object of statements, found `{_show(atoms)}`"
+        )
     out = []
     for name, stmt in atoms.items():
         path = f"{at}.atoms.{name}"
@@ -294,4 +298,3 @@ def read_output(
                 )
             out.append(_statement(s, f"{name}({m})", f"{path}.{m}"))
     return Output(rationale, verdict, tuple(out))
-

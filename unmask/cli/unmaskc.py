@@ -3,8 +3,8 @@
 Contract: ``unmaskc FILE.proto`` (also spelled ``unmaskc compile FILE.proto``) writes the
 ground protocol IR as JSON (indent 2, trailing newline) on stdout or to ``-o``;
 ``--domain NAME=a,b`` gives a domain's members; ``--emit smt2|dimacs`` writes the lowering
-instead, ``--emit judge-schema|judge-prompt`` the judge's structured output (a free domain
-then needs no members: ``unmask.judgeschema``). ``unmaskc fmt FILE...`` prints canonical text, ``--check`` only reports files that
+instead (``--emit judge-schema|judge-prompt``: ``unmask.judgeschema``, no members needed).
+``unmaskc fmt FILE...`` prints canonical text, ``--check`` only reports files that
 would change, ``--write`` rewrites them. A file is written whole or not at all (a temporary
 file in the same folder replaces it). Exit statuses (``unmask.exitcodes``): 0 ok; 1 compile
 errors, a file that is not canonical (``--check``) or not UTF-8, or an output that cannot
@@ -129,7 +129,11 @@ def compile_command(
     except UnmaskError as err:
         sys.exit(_fail(err, sources))
     if emit.startswith("judge-"):
-        fn = judgeschema.emit_judge_schema if emit == "judge-schema" else judgeschema.emit_judge_prompt
+        fn = (
+            judgeschema.emit_judge_schema
+            if emit == "judge-schema"
+            else judgeschema.emit_judge_prompt
+        )
         out = fn(view)
     elif emit == "ir":
         from unmask.irjson import dumps, protocol_to_json

@@ -52,7 +52,8 @@ EXIT_INVALID = exitcodes.INVALID
 )
 @click.option(
     "--protocol",
-    type=click.Path(dir_okay=False),
+    # not click's check: a folder is a protocol that cannot be read (4), as a missing file
+    type=click.Path(),
     default=None,
     help="the judge's protocol for the `structured` importer",
 )

@@ -24,8 +24,8 @@ from typing import Any
 from unmask.builder import ReplayBuilder
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.importers import Occurrences, Options, Skipped, build, not_the_format, rule_by
-from unmask.judgeschema import VERBATIM_ATOM, JudgeView, OutputError, judge_view, read_output
 from unmask.jsonload import parse_json_text, show
+from unmask.judgeschema import VERBATIM_ATOM, JudgeView, OutputError, judge_view, read_output
 
 NAME = "structured"
 PROTOCOL = None  # `--protocol` names it
@@ -36,7 +36,7 @@ RECORD_SOURCES = ("response", "context", "reference", "protocol")
 REQUIREMENT = "verbatim_quotes"
 APPENDED = f"""
 # added by `unmask import structured`: every quote the judge gave is in its rationale
-atom {VERBATIM_ATOM} : procedure "Every quote the judge gave for a statement occurs verbatim in its rationale"
+atom {VERBATIM_ATOM} : procedure "Every quote the judge gave occurs verbatim in its rationale"
 requirement {REQUIREMENT} "Quote the rationale exactly": {VERBATIM_ATOM}
 """
 
@@ -264,4 +264,3 @@ def _record(proto: str, view: JudgeView, file: str, n: int, line: str, options: 
         return b
 
     return build(where, f["id"], make)
-
