@@ -157,7 +157,7 @@ BAD_OUTPUTS = {
     "empty quote": (lambda o: o["atoms"]["outside"].update(quotes=[""]),
                     "output.atoms.outside.quotes[0]"),
     "member not a name": (lambda o: o["atoms"]["says"].update({"1st": {"value": "UNKNOWN",
-                          "quotes": []}}), "output.atoms.says.1st"),
+                          "quotes": []}}), 'output.atoms.says["1st"]'),
     "empty rationale": (lambda o: o.update(rationale=""), "output.rationale"),
 }  # fmt: skip
 
@@ -362,3 +362,30 @@ def test_a_protocol_that_declares_quotes_verbatim_keeps_its_own(tmp_path: Path):
     r = json.loads((out / "q2-judge-b.json").read_text(encoding="utf-8"))
     assert r["protocol"]["source"] == text  # nothing appended
     assert ann(r, "quotes_verbatim")["value"] == "FALSE"
+
+
+def test_a_statement_keeps_the_quotes_that_are_there_and_the_first_occurrence(tmp_path: Path):
+    rec = records(HONEST)[0]
+    out_ = rec["output"]
+    out_["rationale"] += " Passage [1] says Alice joined ACME in 2024."
+    out_["atoms"]["says"]["joined"]["quotes"].append("Passage [3] says so.")
+    out = tmp_path / "o"
+    assert imp(write_lines(tmp_path, [rec]), out, "--protocol", str(PROTO)).exit_code == 0
+    r = json.loads((out / "q1-judge-a.json").read_text(encoding="utf-8"))
+    a = ann(r, "says(joined)")
+    assert a["value"] == "TRUE" and a["by"]["kind"] == "model"
+    assert [(e["quote"], e["start"]) for e in a["evidence"]] == [
+        ("Passage [1] says Alice joined ACME in 2024.", 0)
+    ]
+    v = ann(r, "quotes_verbatim")
+    assert v["value"] == "FALSE" and [e["quote"] for e in v["evidence"]] == ["Passage [3] says so."]
+
+
+def test_a_key_with_a_line_break_cannot_forge_a_line_of_the_summary(tmp_path: Path):
+    rec = records(HONEST)[0]
+    rec["output"]["atoms"]["x\nimported 9 replays"] = {"value": "UNKNOWN", "quotes": []}
+    res = imp(write_lines(tmp_path, [rec]), tmp_path / "o", "--protocol", str(PROTO))
+    assert res.exit_code == 1
+    (skip,) = [x for x in res.stderr.splitlines() if "skipped:" in x]
+    assert 'field `output.atoms["x\\nimported 9 replays"]`' in skip
+    assert not any(x.startswith("imported 9") for x in res.stderr.splitlines())

@@ -228,12 +228,17 @@ def _show(v: Any) -> str:
     return show(v)
 
 
+def key_path(at: str, key: str) -> str:
+    """``at.key``, or ``at["…"]`` (JSON-escaped, so one line) for a key that is not a name."""
+    return f"{at}.{key}" if IDENT_RE.match(key) else f"{at}[{json.dumps(key)}]"
+
+
 def _statement(obj: Any, atom: str, path: str) -> Statement:
     if not isinstance(obj, dict):
         raise OutputError(path, f'expected `{{"value": …, "quotes": […]}}`, found `{_show(obj)}`')
     for key in obj:
         if key not in ("value", "quotes"):
-            raise OutputError(f"{path}.{key}", f"unknown key `{_show(key)}`")
+            raise OutputError(key_path(path, key), f"unknown key `{_show(key)}`")
     for key in ("value", "quotes"):
         if key not in obj:
             raise OutputError(path, f"missing `{key}`")
@@ -263,7 +268,7 @@ def read_output(
         raise OutputError(at, f"expected the judge's output object, found `{_show(obj)}`")
     for key in obj:
         if key not in ("rationale", "verdict", "atoms"):
-            raise OutputError(f"{at}.{key}", f"unknown key `{_show(key)}`")
+            raise OutputError(key_path(at, key), f"unknown key `{_show(key)}`")
     for key in ("rationale", "verdict", "atoms"):
         if key not in obj:
             raise OutputError(at, f"missing `{key}`")
@@ -281,7 +286,7 @@ def read_output(
         )
     out = []
     for name, stmt in atoms.items():
-        path = f"{at}.atoms.{name}"
+        path = key_path(f"{at}.atoms", name)
         a = view.get(name)
         if a is None:
             raise OutputError(path, f"`{_show(name)}` is not a judge or procedure atom")
@@ -294,7 +299,7 @@ def read_output(
         for m, s in stmt.items():
             if not IDENT_RE.match(m) or m not in known:
                 raise OutputError(
-                    f"{path}.{m}", f"`{_show(m)}` is not a member of domain `{a.domain}`"
+                    key_path(path, m), f"`{_show(m)}` is not a member of domain `{a.domain}`"
                 )
-            out.append(_statement(s, f"{name}({m})", f"{path}.{m}"))
+            out.append(_statement(s, f"{name}({m})", key_path(path, m)))
     return Output(rationale, verdict, tuple(out))

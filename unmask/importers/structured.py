@@ -25,7 +25,14 @@ from unmask.builder import ReplayBuilder
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.importers import Occurrences, Options, Skipped, build, not_the_format, rule_by
 from unmask.jsonload import parse_json_text, show
-from unmask.judgeschema import VERBATIM_ATOM, JudgeView, OutputError, judge_view, read_output
+from unmask.judgeschema import (
+    VERBATIM_ATOM,
+    JudgeView,
+    OutputError,
+    judge_view,
+    key_path,
+    read_output,
+)
 
 NAME = "structured"
 PROTOCOL = None  # `--protocol` names it
@@ -119,7 +126,7 @@ def _fields(rec: dict, view: JudgeView, file: str, n: int, options: Options) -> 
         if key not in RECORD_KEYS:
             close = difflib.get_close_matches(key, RECORD_KEYS, n=1)
             hint = f" (did you mean `{close[0]}`?)" if close else ""
-            raise _Bad(key, f"unknown key `{show(key)}`{hint}")
+            raise _Bad(key_path("$", key).removeprefix("$."), f"unknown key `{show(key)}`{hint}")
     judge = _string(rec, "judge", True)
     out: dict[str, Any] = {
         "judge": judge,
@@ -136,7 +143,7 @@ def _fields(rec: dict, view: JudgeView, file: str, n: int, options: Options) -> 
     for k in sources:
         if k not in RECORD_SOURCES:
             raise _Bad(
-                f"sources.{k}",
+                key_path("sources", k),
                 f"`{show(k)}` is not a source a record gives: expected "
                 + ", ".join(f"`{s}`" for s in RECORD_SOURCES),
             )
