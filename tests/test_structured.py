@@ -389,3 +389,23 @@ def test_a_key_with_a_line_break_cannot_forge_a_line_of_the_summary(tmp_path: Pa
     (skip,) = [x for x in res.stderr.splitlines() if "skipped:" in x]
     assert 'field `output.atoms["x\\nimported 9 replays"]`' in skip
     assert not any(x.startswith("imported 9") for x in res.stderr.splitlines())
+
+
+def test_a_requirement_named_like_the_appended_one_is_refused_once(tmp_path: Path):
+    clash = tmp_path / "clash.proto"
+    clash.write_text(
+        PROTO.read_text(encoding="utf-8") + 'requirement verbatim_quotes "mine": not outside\n',
+        encoding="utf-8",
+    )
+    res = imp(HONEST, tmp_path / "o", "--protocol", str(clash))
+    assert res.exit_code == 4 and "verbatim_quotes" in res.stderr
+    assert "skipped" not in res.stderr and not (tmp_path / "o").exists()
+
+
+def test_too_many_quotes_to_look_up_is_one_skip(tmp_path: Path, monkeypatch):
+    from unmask.importers import structured
+
+    monkeypatch.setattr(structured, "MAX_LOOKUP", 100)
+    res = imp(HONEST, tmp_path / "o", "--protocol", str(PROTO))
+    assert res.exit_code == 1
+    assert res.stderr.count("too many quotes to look up: more than 100 characters") == 2

@@ -41,6 +41,7 @@ RECORD_KEYS = ("judge", "output", "id", "item", "gold", "sources", "domains", "m
 # the sources a record may give; `rationale` and `trace` come from the output itself
 RECORD_SOURCES = ("response", "context", "reference", "protocol")
 REQUIREMENT = "verbatim_quotes"
+MAX_LOOKUP = 10**9  # characters searched for one line's quotes, as `inspect` bounds it
 APPENDED = f"""
 # added by `unmask import structured`: every quote the judge gave is in its rationale
 atom {VERBATIM_ATOM} : procedure "Every quote the judge gave occurs verbatim in its rationale"
@@ -72,7 +73,6 @@ def _protocol(options: Options) -> tuple[str, JudgeView]:
         )
     path = options.protocol
     text = read_text(path, options.limits)
-    view = judge_view(text, str(path), None, options.limits)
     own = [
         st
         for st in parse_source(text, str(path), options.limits).statements
@@ -86,7 +86,9 @@ def _protocol(options: Options) -> tuple[str, JudgeView]:
         )
     if not own:
         text = text + ("" if text.endswith("\n") else "\n") + APPENDED
-    return text, view
+    # compiled once as every replay will embed it: a clash with the appended lines (a
+    # requirement of the protocol named `verbatim_quotes`) stops here, not on every line
+    return text, judge_view(text, str(path), None, options.limits)
 
 
 def read(path: Path, options: Options) -> Iterator[Any]:
@@ -202,6 +204,13 @@ def _record(proto: str, view: JudgeView, file: str, n: int, line: str, options: 
     except (_Bad, OutputError) as exc:
         return Skipped(f"{where}: field `{exc.path}`", exc.reason)
     statements = list(out.statements)
+    distinct = len({q for s in statements for q in s.quotes})
+    if distinct * (len(out.rationale) + 1) > MAX_LOOKUP:
+        return Skipped(
+            f"{where}: field `output`",
+            f"too many quotes to look up: more than {MAX_LOOKUP:,} characters to search"
+            " (distinct quotes times the length of the rationale)",
+        )
     trace, starts = _trace(out.verdict, statements)
     rationale = Occurrences(out.rationale)
     tr = Occurrences(trace)
