@@ -11,7 +11,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 
+from tests.fuzz.test_importers_fuzz import HOW, OPS, SETTINGS, _import, _mutated
 from tests.helpers import ROOT, TEST_DATA
 from unmask.cli.main import main
 from unmask.cli.unmaskc import cli as unmaskc
@@ -409,3 +412,18 @@ def test_too_many_quotes_to_look_up_is_one_skip(tmp_path: Path, monkeypatch):
     res = imp(HONEST, tmp_path / "o", "--protocol", str(PROTO))
     assert res.exit_code == 1
     assert res.stderr.count("too many quotes to look up: more than 100 characters") == 2
+
+
+# hostile input: the fuzz harness of the other importers (documented exits, no traceback,
+# nothing raw on stderr, every replay written valid), on mutated lines of both judges
+SEEDS = records(HONEST) + records(LIAR)
+
+
+@SETTINGS
+@given(rows=st.lists(st.tuples(OPS, HOW, st.integers(min_value=0)), min_size=1, max_size=3))
+def test_fuzz_import_structured(rows) -> None:
+    lines = [
+        _mutated(SEEDS[cut % len(SEEDS)], ops, how, cut).replace(b"\n", b" ")
+        for ops, how, cut in rows
+    ]
+    _import("structured", b"\n".join(lines) + b"\n", "outputs.jsonl", "--protocol", str(PROTO))
