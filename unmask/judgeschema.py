@@ -45,6 +45,7 @@ class JudgeView:
     labels: tuple[str, ...]
     atoms: tuple[Stated, ...]
     free_domains: tuple[str, ...]
+    verbatim: Stated | None = None  # the protocol's own `quotes_verbatim`, if it declares one
 
     def get(self, name: str) -> Stated | None:
         return next((a for a in self.atoms if a.name == name), None)
@@ -72,7 +73,10 @@ def judge_view(
     members.update({k: tuple(v) for k, v in given.items()})
     labels: tuple[str, ...] = BINARY_LABELS
     atoms = []
+    verbatim = None
     for st in tree.statements:
+        if isinstance(st, ast.AtomDecl) and st.name == VERBATIM_ATOM:
+            verbatim = Stated(st.name, st.role, st.description or "", st.param)
         if isinstance(st, ast.VerdictDecl):
             labels = tuple(st.labels)
         elif (
@@ -90,7 +94,7 @@ def judge_view(
                 )
             )
     name = next(st.name for st in tree.statements if isinstance(st, ast.ProtocolDecl))
-    return JudgeView(name, labels, tuple(atoms), free)
+    return JudgeView(name, labels, tuple(atoms), free, verbatim)
 
 
 # --- the schema ----------------------------------------------------------------------------

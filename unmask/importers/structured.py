@@ -57,9 +57,7 @@ class _Bad(Exception):
 
 def _protocol(options: Options) -> tuple[str, JudgeView]:
     """The protocol text each replay embeds (with the appended requirement) and its view."""
-    from unmask import ast
     from unmask.files import read_text
-    from unmask.parser import parse_source
 
     if options.protocol is None:
         raise UnmaskError(
@@ -73,18 +71,14 @@ def _protocol(options: Options) -> tuple[str, JudgeView]:
         )
     path = options.protocol
     text = read_text(path, options.limits)
-    own = [
-        st
-        for st in parse_source(text, str(path), options.limits).statements
-        if isinstance(st, ast.AtomDecl) and st.name == VERBATIM_ATOM
-    ]
-    if own and (own[0].role != "procedure" or own[0].param is not None):
+    own = judge_view(text, str(path), None, options.limits).verbatim
+    if own is not None and (own.role != "procedure" or own.domain is not None):
         raise not_the_format(
             str(path),
             f"atom `{VERBATIM_ATOM}` must be a single procedure atom: the importer annotates it",
             help="rename the atom, or declare it `atom quotes_verbatim : procedure`",
         )
-    if not own:
+    if own is None:
         text = text + ("" if text.endswith("\n") else "\n") + APPENDED
     # compiled once as every replay will embed it: a clash with the appended lines (a
     # requirement of the protocol named `verbatim_quotes`) stops here, not on every line
