@@ -99,8 +99,7 @@ def test_the_emitted_files_are_current_and_byte_stable():
 
 
 def test_a_family_is_keyed_by_member_so_one_schema_serves_any_members(tmp_path: Path):
-    # a free domain needs no members here (`unmaskc` refuses to compile it to IR without)
-    assert compile_(str(PROTO)).exit_code == 1
+    # `claim` is a free domain, and no `--domain` is given
     says = schema_of(PROTO)["properties"]["atoms"]["properties"]["says"]
     assert says["propertyNames"] == {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}
     # members given narrow the keys to them
@@ -427,3 +426,23 @@ def test_fuzz_import_structured(rows) -> None:
         for ops, how, cut in rows
     ]
     _import("structured", b"\n".join(lines) + b"\n", "outputs.jsonl", "--protocol", str(PROTO))
+
+
+def test_the_prompt_speaks_of_families_only_for_a_protocol_with_them():
+    binary = compile_(str(ROOT / "examples" / "factual_claims.proto"), "--emit", "judge-prompt")
+    assert binary.exit_code == 0 and "NAME[DOMAIN]" not in binary.stdout
+    assert "- external: The judge consulted outside knowledge" in binary.stdout
+    assert "NAME[DOMAIN]" in compile_(str(PROTO), "--emit", "judge-prompt").stdout
+
+
+def test_text_that_would_act_on_a_terminal_is_escaped_in_both_emits(tmp_path: Path):
+    p = tmp_path / "p.proto"
+    p.write_text(
+        'protocol p ""\natom a : judge "says \\u202e so \\u001b[2J"\ndecision pass iff a\n',
+        encoding="utf-8",
+    )
+    for emit in ("judge-schema", "judge-prompt"):
+        res = compile_(str(p), "--emit", emit)
+        assert res.exit_code == 0, res.stderr
+        assert "\u202e" not in res.stdout and "\x1b" not in res.stdout
+        assert "\\u202e" in res.stdout

@@ -181,10 +181,13 @@ def emit_judge_prompt(view: JudgeView) -> str:
         '  - "value" is "UNKNOWN", with "quotes": [], when your rationale does not address the',
         "    statement; you may also leave the statement out. Never answer FALSE for something",
         "    you did not address.",
-        "  - A statement written NAME[DOMAIN] is an object keyed by the members of DOMAIN (the",
-        '    names you are given for them), one {"value", "quotes"} per member;',
-        "    {DOMAIN} in its description stands for the member.",
     ]
+    if any(a.domain is not None for a in view.atoms):
+        out += [
+            "  - A statement written NAME[DOMAIN] is an object keyed by the members of DOMAIN (the",
+            '    names you are given for them), one {"value", "quotes"} per member;',
+            "    {DOMAIN} in its description stands for the member.",
+        ]
     for role, head in (
         ("judge", "Statements about the material you judged:"),
         ("procedure", "Statements about how you judged:"),
