@@ -3,7 +3,8 @@
 Contract: ``unmaskc FILE.proto`` (also spelled ``unmaskc compile FILE.proto``) writes the
 ground protocol IR as JSON (indent 2, trailing newline) on stdout or to ``-o``;
 ``--domain NAME=a,b`` gives a domain's members; ``--emit smt2|dimacs`` writes the lowering
-instead. ``unmaskc fmt FILE...`` prints canonical text, ``--check`` only reports files that
+instead (``--emit judge-schema|judge-prompt``: ``unmask.judgeschema``, no members needed).
+``unmaskc fmt FILE...`` prints canonical text, ``--check`` only reports files that
 would change, ``--write`` rewrites them. A file is written whole or not at all (a temporary
 file in the same folder replaces it). Exit statuses (``unmask.exitcodes``): 0 ok; 1 compile
 errors, a file that is not canonical (``--check``) or not UTF-8, or an output that cannot
@@ -103,10 +104,10 @@ def _read(path: str, limits: Limits, sources: dict[str, str]) -> str:
 )
 @click.option(
     "--emit",
-    type=click.Choice(["ir", "smt2", "dimacs"]),
+    type=click.Choice(["ir", "smt2", "dimacs", "judge-schema", "judge-prompt"]),
     default="ir",
     show_default=True,
-    help="what to write: the IR as JSON, or its lowering",
+    help="what to write: the IR as JSON, its lowering, or the judge's output schema or prompt",
 )
 @click_options
 def compile_command(
@@ -119,10 +120,22 @@ def compile_command(
         from unmask.compiler import compile_source
 
         text = _read(file, limits, sources)
-        protocol = compile_source(text, file, domains, limits)
+        if emit.startswith("judge-"):
+            from unmask import judgeschema
+
+            view = judgeschema.judge_view(text, file, domains, limits)
+        else:
+            protocol = compile_source(text, file, domains, limits)
     except UnmaskError as err:
         sys.exit(_fail(err, sources))
-    if emit == "ir":
+    if emit.startswith("judge-"):
+        fn = (
+            judgeschema.emit_judge_schema
+            if emit == "judge-schema"
+            else judgeschema.emit_judge_prompt
+        )
+        out = fn(view)
+    elif emit == "ir":
         from unmask.irjson import dumps, protocol_to_json
         from unmask.render.safe import json_text
 

@@ -50,11 +50,24 @@ EXIT_INVALID = exitcodes.INVALID
     help="the dataset's items and gold labels: WiCE's gold_claim_test.jsonl for `wice`, "
     "ReaLMistake's data.zip for `realmistake`",
 )
+@click.option(
+    "--protocol",
+    # not click's check: a folder is a protocol that cannot be read (4), as a missing file
+    type=click.Path(),
+    default=None,
+    help="the judge's protocol for the `structured` importer",
+)
 @click_options
 def command(
-    tool: str, input_path: str, out: str, mapping: str | None, gold: str | None, limits: Limits
+    tool: str,
+    input_path: str,
+    out: str,
+    mapping: str | None,
+    gold: str | None,
+    protocol: str | None,
+    limits: Limits,
 ) -> None:
-    """Convert judge output (promptfoo, deepeval, inspect, wice, jsonl) into replays."""
+    """Convert judge output (promptfoo, deepeval, inspect, wice, jsonl, structured) into replays."""
     from unmask.importers import Options, get, import_file
 
     try:
@@ -68,10 +81,17 @@ def command(
     if tool not in ("wice", "realmistake") and gold is not None:
         say(f"error: `--gold` is for the `wice` and `realmistake` importers, not `{tool}`")
         sys.exit(EXIT_USAGE)
+    if (tool == "structured") != (protocol is not None):
+        say(
+            "error: `--protocol` is for the `structured` importer, which needs it"
+            + ("" if tool == "structured" else f", not `{tool}`")
+        )
+        sys.exit(EXIT_USAGE)
     options = Options(
         limits=limits,
         mapping=Path(mapping) if mapping else None,
         gold=Path(gold) if gold else None,
+        protocol=Path(protocol) if protocol else None,
     )
     try:
         summary = import_file(tool, Path(input_path), Path(out), options)

@@ -35,6 +35,10 @@ IMPORTERS: dict[str, tuple[str, str]] = {
     "deepeval": ("unmask.importers.deepeval", "a DeepEval test run (test cases with metrics)"),
     "inspect": ("unmask.importers.inspect", "model-graded scores of an Inspect `.json` log"),
     "jsonl": ("unmask.importers.jsonl", "any JSON Lines file, through a mapping file"),
+    "structured": (
+        "unmask.importers.structured",
+        "a judge's structured outputs (`unmaskc --emit judge-schema`), with `--protocol`",
+    ),
     "wice": ("unmask.importers.wice", "WiCE claim-verification judgments, with `--gold`"),
     "realmistake": (
         "unmask.importers.realmistake",
@@ -59,6 +63,7 @@ class Options:
     limits: Limits = DEFAULT_LIMITS
     mapping: Path | None = None  # the `jsonl` importer's mapping file
     gold: Path | None = None  # the dataset's items and gold labels (`wice`, `realmistake`)
+    protocol: Path | None = None  # the judge's protocol (`structured`)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,276 @@
+"""The `structured` importer: judges that annotate themselves, through ``--emit judge-schema``.
+
+Contract: ``unmask import structured OUTPUTS.jsonl --protocol FILE.proto`` reads one
+judgment per line: ``{"judge": NAME, "output": OUTPUT, "id"?, "item"?, "gold"?, "sources"?,
+"domains"?, "meta"?}``, where OUTPUT (an object, or a string holding one) follows the schema
+``unmaskc --emit judge-schema`` writes (``unmask.judgeschema``). Each line becomes a replay:
+the output's rationale and verdict; each atom the judge stated annotated with its value and
+its quotes located in the rationale, ``by: {kind: model, name: NAME, reviewed: false}``; an
+atom it did not state stays unannotated (UNKNOWN). A quote that is not in the rationale is a
+finding, not an error: the statement keeps only the quotes found (UNKNOWN when none is), and
+the procedure atom ``quotes_verbatim``, which the importer appends to the protocol with a
+requirement ``verbatim_quotes`` (unless the protocol declares that atom itself), is FALSE,
+quoting the missing quotes in the ``trace`` source (the output as stated). A line that does
+not follow the shape is skipped with ``FILE:LINE`` and the JSON path.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from unmask.builder import ReplayBuilder
+from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.importers import Occurrences, Options, Skipped, build, not_the_format, rule_by
+from unmask.jsonload import parse_json_text, show
+from unmask.judgeschema import (
+    VERBATIM_ATOM,
+    JudgeView,
+    OutputError,
+    judge_view,
+    key_path,
+    read_output,
+)
+
+NAME = "structured"
+PROTOCOL = None  # `--protocol` names it
+
+RECORD_KEYS = ("judge", "output", "id", "item", "gold", "sources", "domains", "meta")
+# the sources a record may give; `rationale` and `trace` come from the output itself
+RECORD_SOURCES = ("response", "context", "reference", "protocol")
+REQUIREMENT = "verbatim_quotes"
+MAX_LOOKUP = 10**9  # characters searched for one line's quotes, as `inspect` bounds it
+APPENDED = f"""
+# added by `unmask import structured`: every quote the judge gave is in its rationale
+atom {VERBATIM_ATOM} : procedure "Every quote the judge gave occurs verbatim in its rationale"
+requirement {REQUIREMENT} "Quote the rationale exactly": {VERBATIM_ATOM}
+"""
+
+
+class _Bad(Exception):
+    def __init__(self, path: str, reason: str):
+        super().__init__(path, reason)
+        self.path, self.reason = path, reason
+
+
+def _protocol(options: Options) -> tuple[str, JudgeView]:
+    """The protocol text each replay embeds (with the appended requirement) and its view."""
+    from unmask.files import read_text
+
+    if options.protocol is None:
+        raise UnmaskError(
+            [
+                Diagnostic(
+                    "protocol",
+                    "the `structured` importer needs the judge's protocol",
+                    help="pass `--protocol FILE.proto`",
+                )
+            ]
+        )
+    path = options.protocol
+    text = read_text(path, options.limits)
+    own = judge_view(text, str(path), None, options.limits).verbatim
+    if own is not None and (own.role != "procedure" or own.domain is not None):
+        raise not_the_format(
+            str(path),
+            f"atom `{VERBATIM_ATOM}` must be a single procedure atom: the importer annotates it",
+            help="rename the atom, or declare it `atom quotes_verbatim : procedure`",
+        )
+    if own is None:
+        text = text + ("" if text.endswith("\n") else "\n") + APPENDED
+    # compiled once as every replay will embed it: a clash with the appended lines (a
+    # requirement of the protocol named `verbatim_quotes`) stops here, not on every line
+    return text, judge_view(text, str(path), None, options.limits)
+
+
+def read(path: Path, options: Options) -> Iterator[Any]:
+    from unmask.files import decode_utf8, read_bytes
+
+    proto, view = _protocol(options)
+    file = str(path)
+    text = decode_utf8(read_bytes(path, options.limits, file), file, file)
+    for n, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        yield _record(proto, view, file, n, line, options)
+
+
+def _text(v: Any, path: str) -> str:
+    """A source: text as it is; an array of texts as numbered lines ``[1] …`` (as ``jsonl``)."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, list) and all(isinstance(x, str) for x in v):
+        return "\n".join(f"[{k}] {x}" for k, x in enumerate(v, start=1))
+    raise _Bad(path, f"expected text or an array of texts, found `{show(v)}`")
+
+
+def _string(rec: dict, key: str, required: bool) -> str | None:
+    if key not in rec:
+        if required:
+            raise _Bad(key, f"missing `{key}`")
+        return None
+    v = rec[key]
+    if not isinstance(v, str) or not v:
+        raise _Bad(key, f"expected text, found `{show(v)}`")
+    return v
+
+
+def _fields(rec: dict, view: JudgeView, file: str, n: int, options: Options) -> dict[str, Any]:
+    for key in rec:
+        if key not in RECORD_KEYS:
+            close = difflib.get_close_matches(key, RECORD_KEYS, n=1)
+            hint = f" (did you mean `{close[0]}`?)" if close else ""
+            raise _Bad(key_path("$", key).removeprefix("$."), f"unknown key `{show(key)}`{hint}")
+    judge = _string(rec, "judge", True)
+    out: dict[str, Any] = {
+        "judge": judge,
+        "id": _string(rec, "id", False) or f"{Path(file).stem}-{n}",
+        "item": _string(rec, "item", False),
+        "gold": _string(rec, "gold", False),
+    }
+    if out["gold"] is not None and out["gold"] not in view.labels:
+        labels = ", ".join(f"`{x}`" for x in view.labels)
+        raise _Bad("gold", f"expected one of {labels}, found `{show(out['gold'])}`")
+    sources = rec.get("sources", {})
+    if not isinstance(sources, dict):
+        raise _Bad("sources", f"expected an object of source texts, found `{show(sources)}`")
+    for k in sources:
+        if k not in RECORD_SOURCES:
+            raise _Bad(
+                key_path("sources", k),
+                f"`{show(k)}` is not a source a record gives: expected "
+                + ", ".join(f"`{s}`" for s in RECORD_SOURCES),
+            )
+    out["sources"] = {k: _text(v, f"sources.{k}") for k, v in sources.items()}
+    domains = rec.get("domains", {})
+    if not isinstance(domains, dict) or not all(
+        isinstance(v, list) and all(isinstance(x, str) for x in v) for v in domains.values()
+    ):
+        raise _Bad("domains", "expected an object of domain names to arrays of members")
+    for d in view.free_domains:
+        if d not in domains:
+            raise _Bad("domains", f"missing the members of domain `{d}`")
+    out["domains"] = domains
+    output = rec.get("output")
+    if isinstance(output, str):  # a chat API returns the structured output as text
+        try:
+            output = parse_json_text(output, file, options.limits, first_line=n)
+        except UnmaskError as exc:
+            raise _Bad("output", f"not a JSON object: {exc.diagnostics[0].message}") from None
+    if "output" not in rec:
+        raise _Bad("output", "missing `output`, the judge's structured output")
+    out["output"] = output
+    return out
+
+
+def _trace(verdict: str, statements: list) -> tuple[str, list[list[int]]]:
+    """The output as stated, one line per statement and one per quote; and where each quote
+    starts in it, so that a quote missing from the rationale can be shown where it was said."""
+    n = sum(len(s.quotes) for s in statements)
+    text = f"verdict: {verdict}\nquotes: {n}\n"
+    starts = []
+    for s in statements:
+        text += f"{s.atom}: {s.value}\n"
+        mine = []
+        for q in s.quotes:
+            text += "  quote: "
+            mine.append(len(text))
+            text += q + "\n"
+        starts.append(mine)
+    return text, starts
+
+
+def _record(proto: str, view: JudgeView, file: str, n: int, line: str, options: Options):
+    where = f"{file}:{n}"
+    try:
+        rec = parse_json_text(line, file, options.limits, first_line=n)
+    except UnmaskError as exc:
+        return Skipped(where, f"not a JSON record: {exc.diagnostics[0].message}")
+    if not isinstance(rec, dict):
+        return Skipped(where, f"expected a JSON object, found `{show(rec)}`")
+    try:
+        f = _fields(rec, view, file, n, options)
+        members = {a.domain: list(a.members) for a in view.atoms if a.members is not None}
+        members.update(f["domains"])
+        out = read_output(f["output"], view, members)
+    except (_Bad, OutputError) as exc:
+        return Skipped(f"{where}: field `{exc.path}`", exc.reason)
+    statements = list(out.statements)
+    distinct = len({q for s in statements for q in s.quotes})
+    if distinct * (len(out.rationale) + 1) > MAX_LOOKUP:
+        return Skipped(
+            f"{where}: field `output`",
+            f"too many quotes to look up: more than {MAX_LOOKUP:,} characters to search"
+            " (distinct quotes times the length of the rationale)",
+        )
+    trace, starts = _trace(out.verdict, statements)
+    rationale = Occurrences(out.rationale)
+    tr = Occurrences(trace)
+    model = {"kind": "model", "name": f["judge"], "reviewed": False}
+
+    def make() -> ReplayBuilder:
+        sources = {**f["sources"], "rationale": out.rationale, "trace": trace}
+        b = ReplayBuilder(
+            proto,
+            sources=sources,
+            verdict=out.verdict,
+            gold=f["gold"],
+            id=f["id"],
+            domains=f["domains"] or None,
+            item=f["item"],
+            judge=f["judge"],
+            limits=options.limits,
+        )
+        found: list[tuple[str, int]] = []  # (quote, start in the rationale)
+        missing: list[tuple[str, int, str]] = []  # (quote, start in the trace, atom)
+        for s, at in zip(statements, starts, strict=True):
+            here = [(q, out.rationale.find(q)) for q in s.quotes]
+            ok = [(q, i) for q, i in here if i != -1]
+            missing += [(q, t, s.atom) for (q, i), t in zip(here, at, strict=True) if i == -1]
+            found += ok
+            if s.value == "UNKNOWN" or ok:
+                b.annotate(
+                    s.atom,
+                    s.value,
+                    quote=[q for q, _ in ok] or None,
+                    source="rationale" if ok else None,
+                    occurrence=[rationale.at(q, i) for q, i in ok] if ok else None,
+                    by=model,
+                )
+            else:
+                # the judge's value rests on quotes it did not write: no value from them
+                b.annotate(
+                    s.atom,
+                    "UNKNOWN",
+                    by=rule_by(NAME),
+                    explanation=f"the judge stated {s.value}, but none of its quotes is in "
+                    "the rationale",
+                )
+        if missing:
+            b.annotate(
+                VERBATIM_ATOM,
+                "FALSE",
+                quote=[q for q, _, _ in missing],
+                source="trace",
+                occurrence=[tr.at(q, t) for q, t, _ in missing],
+                by=rule_by(NAME),
+                explanation="not in the rationale: a quote of "
+                + ", ".join(dict.fromkeys(f"`{a}`" for _, _, a in missing)),
+            )
+        elif found:
+            uniq = list(dict.fromkeys(found))
+            b.annotate(
+                VERBATIM_ATOM,
+                "TRUE",
+                quote=[q for q, _ in uniq],
+                source="rationale",
+                occurrence=[rationale.at(q, i) for q, i in uniq],
+                by=rule_by(NAME),
+            )
+        else:  # nothing was quoted, so nothing was misquoted: the trace says so
+            b.annotate(VERBATIM_ATOM, "TRUE", quote="quotes: 0", source="trace", by=rule_by(NAME))
+        return b
+
+    return build(where, f["id"], make)

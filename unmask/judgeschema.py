@@ -1,0 +1,312 @@
+"""What a judge states about itself: the structured-output shape of a protocol.
+
+Contract: ``judge_view`` reads a `.proto` text (compiled in full, with no members for a free
+domain that ``domains`` does not name, so a protocol that compiles for some members is
+accepted without any) and returns the verdict labels and every ``judge`` and ``procedure``
+atom, a family once with its domain. ``emit_judge_schema`` writes the JSON Schema (draft
+2020-12) of a judge's output under it: ``rationale`` (text), ``verdict`` (a label) and
+``atoms``, one statement ``{"value": TRUE|FALSE|UNKNOWN, "quotes": [...]}`` per atom, a
+family as an object keyed by member, so one schema serves any members; every atom may be
+left out (it is then UNKNOWN). ``emit_judge_prompt`` writes the instructions for filling it.
+``read_output`` checks one output against the same shape by hand, first problem first, with
+the JSON path, so the importer needs no schema library. Both outputs are byte-stable.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from unmask.limits import DEFAULT_LIMITS, Limits
+from unmask.names import IDENT_PATTERN, IDENT_RE
+
+VALUES = ("TRUE", "FALSE", "UNKNOWN")
+# the procedure atom `unmask import structured` annotates itself: never the judge's to state
+VERBATIM_ATOM = "quotes_verbatim"
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+
+
+@dataclass(frozen=True, slots=True)
+class Stated:
+    """One atom, or one family, that the judge states."""
+
+    name: str
+    role: str  # judge | procedure
+    description: str
+    domain: str | None = None  # a family's domain
+    members: tuple[str, ...] | None = None  # a family's members when known (fixed or given)
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeView:
+    protocol: str
+    labels: tuple[str, ...]
+    atoms: tuple[Stated, ...]
+    free_domains: tuple[str, ...]
+    verbatim: Stated | None = None  # the protocol's own `quotes_verbatim`, if it declares one
+
+    def get(self, name: str) -> Stated | None:
+        return next((a for a in self.atoms if a.name == name), None)
+
+
+def judge_view(
+    text: str,
+    filename: str = "<input>",
+    domains: Mapping[str, Sequence[str]] | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> JudgeView:
+    """The view of a protocol text; ``UnmaskError`` with every compile error."""
+    from unmask import ast
+    from unmask.compiler import compile_source
+    from unmask.ir import BINARY_LABELS
+    from unmask.parser import parse_source
+
+    given = {k: list(v) for k, v in (domains or {}).items()}
+    tree = parse_source(text, filename, limits)
+    decls = [st for st in tree.statements if isinstance(st, ast.DomainDecl)]
+    free = tuple(d.name for d in decls if d.members is None)
+    # every check that does not need members runs on the text as written (language.md)
+    compile_source(text, filename, {**{d: [] for d in free}, **given}, limits)
+    members = {d.name: d.members for d in decls}
+    members.update({k: tuple(v) for k, v in given.items()})
+    labels: tuple[str, ...] = BINARY_LABELS
+    atoms = []
+    verbatim = None
+    for st in tree.statements:
+        if isinstance(st, ast.AtomDecl) and st.name == VERBATIM_ATOM:
+            verbatim = Stated(st.name, st.role, st.description or "", st.param)
+        if isinstance(st, ast.VerdictDecl):
+            labels = tuple(st.labels)
+        elif (
+            isinstance(st, ast.AtomDecl)
+            and st.role in ("judge", "procedure")
+            and st.name != VERBATIM_ATOM
+        ):
+            atoms.append(
+                Stated(
+                    st.name,
+                    st.role,
+                    st.description or "",
+                    st.param,
+                    members.get(st.param) if st.param else None,
+                )
+            )
+    name = next(st.name for st in tree.statements if isinstance(st, ast.ProtocolDecl))
+    return JudgeView(name, labels, tuple(atoms), free, verbatim)
+
+
+# --- the schema ----------------------------------------------------------------------------
+
+_STATEMENT = {
+    "type": "object",
+    "properties": {
+        "value": {"enum": list(VALUES)},
+        "quotes": {"type": "array", "items": {"type": "string", "minLength": 1}},
+    },
+    "required": ["value", "quotes"],
+    "additionalProperties": False,
+    # TRUE and FALSE are shown by a quote; UNKNOWN ("not addressed") quotes nothing
+    "if": {"properties": {"value": {"const": "UNKNOWN"}}},
+    "then": {"properties": {"quotes": {"maxItems": 0}}},
+    "else": {"properties": {"quotes": {"minItems": 1}}},
+}
+
+
+def _atom_schema(a: Stated) -> dict[str, Any]:
+    desc = f"({a.role}) {a.description}".rstrip()
+    if a.domain is None:
+        return {"$ref": "#/$defs/statement", "description": desc}
+    keys: dict[str, Any] = (
+        {"enum": list(a.members)} if a.members is not None else {"pattern": f"^{IDENT_PATTERN}$"}
+    )
+    return {
+        "type": "object",
+        "description": f"one statement per member of `{a.domain}`, keyed by the member: {desc}",
+        "propertyNames": keys,
+        "additionalProperties": {"$ref": "#/$defs/statement"},
+    }
+
+
+def judge_schema(view: JudgeView) -> dict[str, Any]:
+    return {
+        "$schema": DRAFT,
+        "title": f"judge output for protocol {view.protocol}",
+        "type": "object",
+        "properties": {
+            "rationale": {
+                "type": "string",
+                "minLength": 1,
+                "description": "the judge's reasoning; every quote is copied from it exactly",
+            },
+            "verdict": {"enum": list(view.labels)},
+            "atoms": {
+                "type": "object",
+                "description": "what the rationale states; an atom left out is UNKNOWN",
+                "properties": {a.name: _atom_schema(a) for a in view.atoms},
+                "additionalProperties": False,
+            },
+        },
+        "required": ["rationale", "verdict", "atoms"],
+        "additionalProperties": False,
+        "$defs": {"statement": _STATEMENT},
+    }
+
+
+def emit_judge_schema(view: JudgeView) -> str:
+    # ASCII only: every character that could act on a terminal is a \\u escape
+    return json.dumps(judge_schema(view), indent=2, ensure_ascii=True) + "\n"
+
+
+def emit_judge_prompt(view: JudgeView) -> str:
+    from unmask.render.safe import UNSAFE
+
+    def one_line(text: str) -> str:
+        text = " ".join(text.split())
+        return UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+    labels = ", ".join(f'"{x}"' for x in view.labels)
+    out = [
+        f"Answer with one JSON object (protocol {one_line(view.protocol)}) with three keys:",
+        "",
+        '- "rationale": your reasoning, as plain text, written before anything else.',
+        f'- "verdict": exactly one of {labels}.',
+        '- "atoms": for each statement listed below, an object {"value": ..., "quotes": [...]}:',
+        '  - "value" is "TRUE" or "FALSE" when your rationale says whether the statement',
+        '    holds, and "quotes" then lists the sentence or sentences of your rationale that',
+        "    say so, each copied from the rationale exactly: the same characters, case and",
+        "    punctuation, no ellipsis, no paraphrase. A quote that is not in the rationale",
+        "    word for word is reported as a false quote.",
+        '  - "value" is "UNKNOWN", with "quotes": [], when your rationale does not address the',
+        "    statement; you may also leave the statement out. Never answer FALSE for something",
+        "    you did not address.",
+    ]
+    if any(a.domain is not None for a in view.atoms):
+        out += [
+            "  - A statement written NAME[DOMAIN] is an object keyed by the members of DOMAIN (the",
+            '    names you are given for them), one {"value", "quotes"} per member;',
+            "    {DOMAIN} in its description stands for the member.",
+        ]
+    for role, head in (
+        ("judge", "Statements about the material you judged:"),
+        ("procedure", "Statements about how you judged:"),
+    ):
+        atoms = [a for a in view.atoms if a.role == role]
+        if not atoms:
+            continue
+        out += ["", head]
+        for a in atoms:
+            name = a.name if a.domain is None else f"{a.name}[{a.domain}]"
+            desc = one_line(a.description) or "(no description)"
+            out.append(f"- {name}: {desc}")
+    return "\n".join(out) + "\n"
+
+
+# --- reading an output by hand ---------------------------------------------------------------
+
+
+class OutputError(Exception):
+    """An output that does not follow the schema: where (a JSON path) and why."""
+
+    def __init__(self, path: str, reason: str):
+        super().__init__(path, reason)
+        self.path, self.reason = path, reason
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    atom: str  # the ground name: `said(cto)` for a family member
+    value: str
+    quotes: tuple[str, ...]
+    path: str  # where in the output
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    rationale: str
+    verdict: str
+    statements: tuple[Statement, ...]
+
+
+def _show(v: Any) -> str:
+    from unmask.jsonload import show
+
+    return show(v)
+
+
+def key_path(at: str, key: str) -> str:
+    """``at.key``, or ``at["…"]`` (JSON-escaped, so one line) for a key that is not a name."""
+    return f"{at}.{key}" if IDENT_RE.match(key) else f"{at}[{json.dumps(key)}]"
+
+
+def _statement(obj: Any, atom: str, path: str) -> Statement:
+    if not isinstance(obj, dict):
+        raise OutputError(path, f'expected `{{"value": …, "quotes": […]}}`, found `{_show(obj)}`')
+    for key in obj:
+        if key not in ("value", "quotes"):
+            raise OutputError(key_path(path, key), f"unknown key `{_show(key)}`")
+    for key in ("value", "quotes"):
+        if key not in obj:
+            raise OutputError(path, f"missing `{key}`")
+    value, quotes = obj["value"], obj["quotes"]
+    if value not in VALUES:
+        raise OutputError(
+            f"{path}.value", f"expected `TRUE`, `FALSE` or `UNKNOWN`, found `{_show(value)}`"
+        )
+    if not isinstance(quotes, list):
+        raise OutputError(f"{path}.quotes", f"expected an array of quotes, found `{_show(quotes)}`")
+    for j, q in enumerate(quotes):
+        if not isinstance(q, str) or not q:
+            raise OutputError(f"{path}.quotes[{j}]", f"expected a quote, found `{_show(q)}`")
+    if value == "UNKNOWN" and quotes:
+        raise OutputError(f"{path}.quotes", "an `UNKNOWN` statement quotes nothing")
+    if value != "UNKNOWN" and not quotes:
+        raise OutputError(f"{path}.quotes", f"a `{value}` statement needs a quote")
+    return Statement(atom, value, tuple(quotes), path)
+
+
+def read_output(
+    obj: Any, view: JudgeView, members: Mapping[str, Sequence[str]], at: str = "output"
+) -> Output:
+    """The statements of one output, or ``OutputError`` at the first problem. A family's
+    keys must be among ``members`` (the record's, or the domain's own)."""
+    if not isinstance(obj, dict):
+        raise OutputError(at, f"expected the judge's output object, found `{_show(obj)}`")
+    for key in obj:
+        if key not in ("rationale", "verdict", "atoms"):
+            raise OutputError(key_path(at, key), f"unknown key `{_show(key)}`")
+    for key in ("rationale", "verdict", "atoms"):
+        if key not in obj:
+            raise OutputError(at, f"missing `{key}`")
+    rationale, verdict, atoms = obj["rationale"], obj["verdict"], obj["atoms"]
+    if not isinstance(rationale, str) or not rationale:
+        raise OutputError(
+            f"{at}.rationale", f"expected the rationale text, found `{_show(rationale)}`"
+        )
+    if verdict not in view.labels:
+        labels = ", ".join(f"`{x}`" for x in view.labels)
+        raise OutputError(f"{at}.verdict", f"expected one of {labels}, found `{_show(verdict)}`")
+    if not isinstance(atoms, dict):
+        raise OutputError(
+            f"{at}.atoms", f"expected an object of statements, found `{_show(atoms)}`"
+        )
+    out = []
+    for name, stmt in atoms.items():
+        path = key_path(f"{at}.atoms", name)
+        a = view.get(name)
+        if a is None:
+            raise OutputError(path, f"`{_show(name)}` is not a judge or procedure atom")
+        if a.domain is None:
+            out.append(_statement(stmt, name, path))
+            continue
+        if not isinstance(stmt, dict):
+            raise OutputError(path, f"expected an object keyed by member, found `{_show(stmt)}`")
+        known = members.get(a.domain, ())
+        for m, s in stmt.items():
+            if not IDENT_RE.match(m) or m not in known:
+                raise OutputError(
+                    key_path(path, m), f"`{_show(m)}` is not a member of domain `{a.domain}`"
+                )
+            out.append(_statement(s, f"{name}({m})", key_path(path, m)))
+    return Output(rationale, verdict, tuple(out))
