@@ -1,0 +1,219 @@
+"""Declarations: the protocol line, atoms, families, definitions and domains, and the ground
+atoms they give once each domain's members are known.
+
+Contract: ``Declarations`` records every declaration in the shared environment (a name
+declared twice is one `duplicate-name` error naming the first), resolves each domain's
+members (fixed in the text, or given for a free domain, each checked as a name) and grounds
+every atom family over its members, ``{DOMAIN}`` in a description becoming the member.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from unmask import ast, ir
+from unmask.compile_base import (
+    DOMAIN_HELP,
+    CompilerBase,
+    _as_json,
+    _did_you_mean,
+    _subst,
+)
+from unmask.ir import Span
+from unmask.names import IDENT_PATTERN, IDENT_RE, member_help
+from unmask.parser import reserved_words
+
+
+class Declarations(CompilerBase):
+    """Declarations, domains and the ground atoms they give."""
+
+    def _protocol_line(self, stmts) -> ast.ProtocolDecl | None:
+        heads = [s for s in stmts if isinstance(s, ast.ProtocolDecl)]
+        if not heads:
+            self.error(
+                "missing-protocol",
+                'expected a `protocol NAME "text"` line at the top of the file',
+                Span(self.file, 1, 1, 1, 2, 0, 1),
+            )
+            return None
+        if stmts[0] is not heads[0]:
+            self.error(
+                "protocol-order",
+                "the `protocol` line must come before every other statement",
+                heads[0].span,
+            )
+        for extra in heads[1:]:
+            self.error(
+                "duplicate-protocol",
+                "the file has a second `protocol` line",
+                extra.span,
+                help="a file holds one protocol",
+                notes=(f"the first is at {heads[0].span}",),
+            )
+        return heads[0]
+
+    def _declare(self, stmts) -> None:
+        for s in stmts:
+            if isinstance(s, ast.DomainDecl):
+                if s.name in self.domains:
+                    self._duplicate("domain", s.name, s.name_span, self.domains[s.name].span)
+                else:
+                    self.domains[s.name] = s
+            elif isinstance(s, ast.AtomDecl):
+                prev = self.plain.get(s.name) or self.families.get(s.name)
+                if prev is not None:
+                    self._duplicate("atom", s.name, s.name_span, prev.span)
+                elif s.param is None:
+                    self.plain[s.name] = s
+                else:
+                    self.families[s.name] = s
+        for s in stmts:
+            if not isinstance(s, ast.DefineDecl):
+                continue
+            atom = self.plain.get(s.name) or self.families.get(s.name)
+            if atom is not None:
+                self.error(
+                    "duplicate-name",
+                    f"definition `{s.name}` has the name of an atom",
+                    s.name_span or s.span,
+                    notes=(f"the atom is declared at {atom.span}",),
+                    help="a definition may not shadow an atom; choose another name",
+                )
+            elif s.name in self.defs:
+                self._duplicate("definition", s.name, s.name_span, self.defs[s.name].span)
+            else:
+                self.defs[s.name] = s
+
+    def _resolve_domains(self) -> None:
+        supplied = self.supplied
+        if not isinstance(supplied, Mapping):
+            self.error("bad-domains", "domains must map each domain name to its members", None)
+            supplied = {}
+        for name in supplied:
+            if name not in self.domains:
+                hint = _did_you_mean(str(name), self.domains)
+                self.error(
+                    "unknown-domain",
+                    f"members were given for `{name}`, but the protocol declares no such domain",
+                    None,
+                    path=f"domains.{name}",
+                    help=hint,
+                )
+        for name, decl in self.domains.items():
+            fixed = decl.members
+            if fixed is not None:
+                self._check_fixed(decl)
+            given = supplied.get(name)
+            if given is None:
+                if fixed is None:
+                    self.error(
+                        "missing-domain",
+                        f"no members were given for the free domain `{name}`",
+                        decl.span,
+                        help=DOMAIN_HELP.format(name=name),
+                    )
+                    continue
+                members = fixed
+            else:
+                members = self._check_given(name, given, decl)
+                if members is None:
+                    continue
+            if len(members) > self.limits.max_domain_size:
+                self.limit(
+                    f"domain `{name}` has {len(members)} members, more than the limit of "
+                    f"{self.limits.max_domain_size}",
+                    "max_domain_size",
+                    decl.span,
+                )
+                continue
+            self.members[name] = tuple(members)
+
+    def _check_fixed(self, decl: ast.DomainDecl) -> None:
+        seen: set[str] = set()
+        spans = decl.member_spans or (None,) * len(decl.members or ())
+        for m, sp in zip(decl.members or (), spans, strict=False):
+            if m in seen:
+                self.error(
+                    "duplicate-name",
+                    f"member `{m}` appears twice in `{decl.name}`",
+                    sp or decl.span,
+                )
+            seen.add(m)
+
+    def _check_given(self, name: str, given, decl: ast.DomainDecl) -> tuple[str, ...] | None:
+        path = f"domains.{name}"
+        if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
+            self.error(
+                "bad-member", f"the members of `{name}` must be an array of names", None, path=path
+            )
+            return None
+        ok = True
+        seen: set[str] = set()
+        for i, m in enumerate(given):
+            if not isinstance(m, str) or not IDENT_RE.match(m) or m in reserved_words():
+                shown = m if isinstance(m, str) else _as_json(m)
+                self.error(
+                    "bad-member",
+                    f"member `{shown}` of `{name}` is not a name",
+                    None,
+                    path=f"{path}[{i}]",
+                    help=member_help(m)
+                    if isinstance(m, str) and m[:1].isdigit()
+                    else f"a member is a name `{IDENT_PATTERN}` that is not a reserved word",
+                )
+                ok = False
+            elif m in seen:
+                self.error(
+                    "duplicate-name",
+                    f"member `{m}` of `{name}` is given twice",
+                    None,
+                    path=f"{path}[{i}]",
+                )
+                ok = False
+            elif decl.members is not None and m not in decl.members:
+                self.error(
+                    "member-not-in-domain",
+                    f"member `{m}` is not in the fixed domain `{name}`",
+                    decl.span,
+                    path=f"{path}[{i}]",
+                    notes=("its members are " + ", ".join(f"`{x}`" for x in decl.members),)
+                    if decl.members
+                    else ("it has no members",),
+                )
+                ok = False
+            if isinstance(m, str):
+                seen.add(m)
+        return tuple(given) if ok else None
+
+    def _ground_atoms(self) -> list[ir.AtomDecl]:
+        out: list[ir.AtomDecl] = []
+        total = 0
+        for d in list(self.plain.values()) + list(self.families.values()):
+            if d.param is not None and d.param in self.members:
+                total += len(self.members[d.param])
+            elif d.param is None:
+                total += 1
+        if total > self.limits.max_atoms:
+            self.limit(
+                f"the protocol has {total} ground atoms, more than the limit of "
+                f"{self.limits.max_atoms}",
+                "max_atoms",
+                None,
+            )
+            return out
+        for s in self.src.statements:
+            if not isinstance(s, ast.AtomDecl):
+                continue
+            if self.plain.get(s.name) is not s and self.families.get(s.name) is not s:
+                continue  # a duplicate, already reported
+            desc = s.description or ""
+            if s.param is None:
+                out.append(ir.AtomDecl(s.name, s.role, desc, s.span))
+                continue
+            if s.param not in self.domains:
+                self._unknown_domain(s.param, s.param_span)
+                continue
+            for m in self.members.get(s.param, ()):
+                name = f"{s.name}({m})"
+                out.append(ir.AtomDecl(name, s.role, _subst(desc, s.param, m), s.span))
+        return out
