@@ -1,22 +1,16 @@
-"""How ``unmask bench`` measures: per-replay time, solver calls, ``--jobs``, peak memory.
+"""How ``unmask bench`` measures in process, and the whole run.
 
 Contract: ``run(plan, say)`` measures, in one process and on the same generated replays
 (``workload``), per-replay CPU and wall time with its spread over the repeats, replays per
 second and solver calls per replay for every runner (the ``baseline`` and each backend),
-the ratio to the baseline, the growth with the number of claims, the start-up cost of a
-process that the in-process ratios leave out (a bare Python, one that imports z3 as a
-direct user's would, and ``unmask check`` of one small replay with its protocol embedded
-and as a ``.proto`` path) stated beside the in-process ratio, the floor (reading,
-validating and evaluating each formula once, ``floor``) at every size, ``--jobs 1`` against
-``--jobs 2`` throughput auditing one JSON Lines file, and the peak memory (resident set of
-a child process) of auditing many small replays against few from one JSON Lines file.
-Every figure is printed through ``say`` as it is measured and returned as data (``schema:
-unmask.bench/2``); ``to_markdown`` turns the data into tables. What the figures should be
-(the targets) is stated in ``docs/performance.md``, not here: this module measures, it
-does not judge.
-
-Size: each measured row (baseline, backends, floor, start-up, jobs, memory) is a small
-function over the same timing helpers; they are read and changed together.
+the ratio to the baseline, the growth with the number of claims, the floor (reading,
+validating and evaluating each formula once, ``floor``) at every size and on the
+three-label protocol at ``plan.labelled_parts`` parts; then the start-up of a fresh
+process and the peak memory (``processes``), stated beside the in-process ratio, and
+``--jobs 1`` against ``--jobs 2`` (``jobs``); last, every target read against the figures
+of this run (``targets``). Every figure is printed through ``say`` as it is measured and
+returned as data (``schema: unmask.bench/3``); ``to_markdown`` turns the cells into a
+table. A measurement that cannot be trusted raises ``processes.BenchError``.
 """
 
 from __future__ import annotations

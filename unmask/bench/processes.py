@@ -65,19 +65,17 @@ def child_python(bytecode: Sequence[str]) -> list[str]:
 
 
 def _describe(args: Sequence[str]) -> str:
-    """A child's command line as a reader would type it (the script of ``-c`` elided)."""
-    words: list[str] = []
-    skip = False
-    for a in args[1:]:
-        if skip:
-            skip = False
-            words.append("unmask" if a.endswith(MAIN) else "-c ...")
-            continue
-        if a == "-c":
-            skip = True
-            continue
-        words.append(os.path.basename(a) if os.sep in a else a)
-    return " ".join(w for w in words if not w.startswith(("-I", "-B")) and "prefix=" not in w)
+    """A child's command line as a reader would type it: ``unmask check replay.json ...``
+    for the entry point, ``python -c ...`` for a script; interpreter flags and folders
+    left out."""
+    if "-c" not in args:
+        return " ".join(os.path.basename(a) for a in args)
+    at = list(args).index("-c")
+    script, rest = args[at + 1], args[at + 2 :]
+    if script == _CHILD:  # its first argument is where it writes its peak memory
+        script, rest = MAIN, rest[1:]
+    head = "unmask" if script == MAIN else "python -c ..."
+    return " ".join([head, *(os.path.basename(a) for a in rest)])
 
 
 def run_child(
