@@ -28,11 +28,13 @@ from unmask.checker import check_case as check_uncached
 from unmask.explain import Deadline
 from unmask.report import (
     SOLVER_UNKNOWN,
+    AnnotationItem,
     Bases,
     CheckResult,
     Explanation,
     GroundingCheck,
     Item,
+    PartId,
     Quote,
     Report,
     RequirementCheck,
@@ -93,22 +95,21 @@ class _Refill:
 
     def __init__(self, case: Case) -> None:
         self.by_atom = {a.atom: a for a in case.annotations}
-        self.items: dict[str, Item] = {}
+        self.items: dict[PartId, Item] = {}
 
     def item(self, old: Item) -> Item:
-        if old.kind != "annotation":
+        if not isinstance(old, AnnotationItem):
             return old
         got = self.items.get(old.part)
         if got is None:
-            ann = self.by_atom[old.atom]  # type: ignore[index]
-            got = self.items[old.part] = Item(
-                part=old.part,
-                kind="annotation",
-                atom=old.atom,
-                value=ann.value,
-                evidence=tuple(Quote(e.source, e.start, e.end, e.quote) for e in ann.evidence),
-                explanation=ann.explanation,
-                by=ann.by,
+            ann = self.by_atom[old.atom]
+            got = self.items[old.part] = AnnotationItem(
+                old.part,
+                old.atom,
+                ann.value,
+                tuple(Quote(e.source, e.start, e.end, e.quote) for e in ann.evidence),
+                ann.explanation,
+                ann.by,
             )
         return got
 

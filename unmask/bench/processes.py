@@ -128,9 +128,8 @@ def expected_check(path: str, backend: str) -> Expect:
 
 
 def _package_dir() -> str:
-    import unmask
-
-    return os.path.dirname(os.path.abspath(unmask.__file__))
+    """The folder of the ``unmask`` package this process runs (``unmask/bench/..``)."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def measure_startup(plan: Any, say: Callable[[str], None]) -> dict[str, Any]:
