@@ -33,6 +33,7 @@ KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset(
     {
         ("unmask.batch.run", "unmask.api"),
         ("unmask.bench.measure", "unmask.api"),
+        ("unmask.bench.processes", "unmask.api"),
     }
 )
 

@@ -18,6 +18,7 @@ from unmask.backends.base import spec
 from unmask.checker import Case, check_case
 from unmask.explain import Deadline
 from unmask.limits import DEFAULT_LIMITS, Limits
+from unmask.outcomes import check_case as remembered
 from unmask.replaydata import Replay
 from unmask.report import Report, dumps
 
@@ -57,7 +58,7 @@ def check(
     if deadline_ms is not None and deadline_ms <= 0:
         raise ValueError(f"deadline_ms must be positive, not {deadline_ms}")
     deadline = None if deadline_ms is None else Deadline(deadline_ms)
-    report = check_case(
+    report = remembered(
         Case.from_replay(replay),
         solver,
         backend_name=name,

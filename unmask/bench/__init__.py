@@ -1,9 +1,11 @@
 """`unmask bench`: throughput of the whole audit against a naive baseline, side by side.
 
 The package has one module per job: ``workload`` generates the replays, ``baseline`` is
-the fresh-solver-per-query implementation every backend is compared with, ``measure``
-times them and the batch runner and prints and returns the figures. The targets the
-figures are read against are in ``docs/performance.md``.
+the fresh-solver-per-query implementation every backend is compared with, ``floor`` the
+least any audit can do, ``measure`` times them in process and runs the whole plan,
+``processes`` the figures taken from child processes (start-up, peak memory), ``jobs`` the
+``--jobs`` figure, and ``targets`` reads every figure against its target, PASS or MISS.
+The targets are explained in ``docs/performance.md``.
 """
 
 from __future__ import annotations

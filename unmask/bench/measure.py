@@ -1,41 +1,33 @@
-"""How ``unmask bench`` measures: per-replay time, solver calls, ``--jobs``, peak memory.
+"""How ``unmask bench`` measures in process, and the whole run.
 
 Contract: ``run(plan, say)`` measures, in one process and on the same generated replays
 (``workload``), per-replay CPU and wall time with its spread over the repeats, replays per
 second and solver calls per replay for every runner (the ``baseline`` and each backend),
-the ratio to the baseline, the growth with the number of claims, the start-up cost of a
-process that the in-process ratios leave out (a bare Python, one that imports z3 as a
-direct user's would, and ``unmask check`` of one small replay with its protocol embedded
-and as a ``.proto`` path) stated beside the in-process ratio, the floor (reading,
-validating and evaluating each formula once, ``floor``) at every size, ``--jobs 1`` against
-``--jobs 2`` throughput auditing one JSON Lines file, and the peak memory (resident set of
-a child process) of auditing many small replays against few from one JSON Lines file.
-Every figure is printed through ``say`` as it is measured and returned as data (``schema:
-unmask.bench/2``); ``to_markdown`` turns the data into tables. What the figures should be
-(the targets) is stated in ``docs/performance.md``, not here: this module measures, it
-does not judge.
-
-Size: each measured row (baseline, backends, floor, start-up, jobs, memory) is a small
-function over the same timing helpers; they are read and changed together.
+the ratio to the baseline, the growth with the number of claims, the floor (reading,
+validating and evaluating each formula once, ``floor``) at every size and on the
+three-label protocol at ``plan.labelled_parts`` parts; then the start-up of a fresh
+process and the peak memory (``processes``), stated beside the in-process ratio, and
+``--jobs 1`` against ``--jobs 2`` (``jobs``); last, every target read against the figures
+of this run (``targets``). Every figure is printed through ``say`` as it is measured and
+returned as data (``schema: unmask.bench/3``); ``to_markdown`` turns the cells into a
+table. A measurement that cannot be trusted raises ``processes.BenchError``.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import resource
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from unmask.bench.baseline import Baseline
 from unmask.bench.floor import evaluate_once
-from unmask.bench.workload import PROTOCOL_SOURCE, proto_replay, replay_line
+from unmask.bench.jobs import measure_jobs
+from unmask.bench.processes import measure_memory, measure_startup
+from unmask.bench.targets import evaluate, say_targets
+from unmask.bench.workload import labelled_line, replay_line
 
 
 class _Counting:
@@ -93,6 +85,7 @@ class Cell:
 
 
 FLOOR = "floor"  # the row of read + validate + evaluate each formula once (``floor``)
+LABELLED = "labelled"  # the three-label protocol over parts (``workload.labelled_replay``)
 
 
 def _ms(s: float) -> float | None:
@@ -100,15 +93,16 @@ def _ms(s: float) -> float | None:
 
 
 def _tasks(n: int, count: int, seed: int, workload: str = "mixed") -> list[Any]:
+    """``count`` replays of ``n`` claims (``labelled``: of ``n`` parts) as batch tasks."""
     from unmask.batch.inputs import Task
 
+    def line(i: int) -> str:
+        if workload == LABELLED:
+            return labelled_line(n, seed, i)
+        return replay_line(n, seed, i, workload)
+
     return [
-        Task(
-            f"bench-{n}.jsonl:{i + 1}",
-            "bench.jsonl",
-            i + 1,
-            replay_line(n, seed, i, workload).encode(),
-        )
+        Task(f"bench-{n}.jsonl:{i + 1}", "bench.jsonl", i + 1, line(i).encode())
         for i in range(count)
     ]
 
@@ -168,6 +162,9 @@ class Plan:
     timeout_ms: int = 60_000
     startup: bool = True  # measure the start-up of a fresh process
     floor: bool = True  # add the floor row (read + validate + evaluate once) at every size
+    labelled_parts: int = 20  # the three-label protocol's figure: parts per replay
+    labelled_replays: int = 50  # and replays (0: not measured)
+    marked_quick: bool = False  # scaled down (``quick``): the targets are marked as quick
 
     @classmethod
     def quick(cls, **kw: Any) -> Plan:
@@ -179,6 +176,8 @@ class Plan:
             "jobs_replays": 60,
             "memory_small": 50,
             "memory_large": 500,
+            "labelled_replays": 5,
+            "marked_quick": True,
         }
         base.update(kw)
         return cls(**base)
@@ -269,331 +268,6 @@ HEADER = (
 )
 
 
-def _discard(*_: Any) -> None:
-    return None
-
-
-def _child_cost(args: Sequence[str], env: dict[str, str] | None = None) -> tuple[float, float]:
-    """CPU and wall seconds of one child process, from its start to its exit."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    code = subprocess.call(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if code not in (0, 1):
-        raise RuntimeError(f"the measured start-up failed with exit status {code}")
-    return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime), wall
-
-
-def _median_cost(args: Sequence[str], repeats: int, env: dict[str, str] | None = None) -> dict:
-    costs = [_child_cost(args, env) for _ in range(repeats)]
-    return {
-        "cpu_ms": round(statistics.median(c for c, _ in costs) * 1000, 1),
-        "wall_ms": round(statistics.median(w for _, w in costs) * 1000, 1),
-    }
-
-
-def measure_startup(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
-    """What a fresh process costs before its first replay, which the per-replay figures
-    (measured inside one warm process) leave out: the baseline's start-up is a Python that
-    imports z3 and makes a context; the audit's is ``unmask check`` of one 2-claim replay.
-
-    Where the environment forbids Python to write bytecode (``PYTHONDONTWRITEBYTECODE``),
-    every process compiles each module it imports from source, which an installed package
-    never does; then ``unmask check`` is measured a second time (``bytecode_cached``) with
-    the bytecode written to, and read from, a private folder (``PYTHONPYCACHEPREFIX``)
-    after one run that fills it."""
-    with tempfile.TemporaryDirectory(prefix="unmask-bench-") as tmp:
-        replay = os.path.join(tmp, "replay.json")
-        with open(replay, "w", encoding="utf-8") as fh:
-            fh.write(replay_line(2, plan.seed, 0))
-        from_proto = os.path.join(tmp, "replay-proto.json")
-        with open(from_proto, "w", encoding="utf-8") as fh:
-            json.dump(proto_replay(2, plan.seed, 0, "factual.proto"), fh)
-        with open(os.path.join(tmp, "factual.proto"), "w", encoding="utf-8") as fh:
-            fh.write(PROTOCOL_SOURCE)
-        commands = {
-            "python": [sys.executable, "-c", "pass"],
-            "python_z3": [sys.executable, "-c", "import z3; z3.Context()"],
-            "unmask_check": [
-                sys.executable,
-                "-c",
-                "from unmask.cli.main import main; main()",
-                "check",
-                replay,
-                "--backend",
-                plan.backend,
-            ],
-            # a hand-written replay: its protocol is a `.proto` file, compiled at start-up
-            "unmask_check_proto": [
-                sys.executable,
-                "-c",
-                "from unmask.cli.main import main; main()",
-                "check",
-                from_proto,
-                "--backend",
-                plan.backend,
-            ],
-        }
-        out: dict[str, Any] = {"backend": plan.backend}
-        for key, args in commands.items():
-            out[key] = _median_cost(args, plan.repeats)
-        cached = None
-        if os.environ.get("PYTHONDONTWRITEBYTECODE"):
-            cached = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-            cached["PYTHONPYCACHEPREFIX"] = os.path.join(tmp, "bytecode")
-            for key in ("unmask_check", "unmask_check_proto"):
-                _child_cost(commands[key], cached)  # writes the bytecode
-                out[key]["bytecode_cached"] = _median_cost(commands[key], plan.repeats, cached)
-    say(
-        "start-up of a fresh process (not in the per-replay figures above; CPU ms, median): "
-        f"python {out['python']['cpu_ms']:.0f}, python importing z3 (the baseline's) "
-        f"{out['python_z3']['cpu_ms']:.0f}, `unmask check` of one 2-claim replay "
-        f"({plan.backend}) {out['unmask_check']['cpu_ms']:.0f}, the same replay naming a "
-        f"`.proto` file {out['unmask_check_proto']['cpu_ms']:.0f}"
-        + (
-            "; Python may not write bytecode here, so each of them compiled every module from "
-            "source: with the bytecode cached, as an installed package has it, "
-            f"{out['unmask_check']['bytecode_cached']['cpu_ms']:.0f} and "
-            f"{out['unmask_check_proto']['bytecode_cached']['cpu_ms']:.0f}"
-            if cached is not None
-            else ""
-        )
-    )
-    return out
-
-
-def _split_rate(
-    items: list[Any], audit: Callable[[list[Any], int, str], None], count: int
-) -> float | None:
-    """Replays per second of two forked processes each auditing half the input (the
-    ``count`` replays of ``items``, the ranges of one JSON Lines file) with ``--jobs 1``'s
-    work, results file and summary included, and nothing sent between them: the most two
-    processes can give on this machine (None where there is no ``fork``)."""
-    if not hasattr(os, "fork"):
-        return None
-    half = len(items) // 2
-    start = time.perf_counter()
-    pids = []
-    for k, part in enumerate((items[:half], items[half:])):
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child's coverage is not collected
-            code = 0
-            try:
-                audit(part, 1, f"half-{k}")
-            except BaseException:
-                code = 1
-            os._exit(code)
-        pids.append(pid)
-    statuses = [os.waitpid(pid, 0)[1] for pid in pids]  # every child is reaped
-    wall = time.perf_counter() - start
-    return count / wall if not any(statuses) else None
-
-
-def measure_jobs(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
-    """Throughput of ``--jobs 1`` and ``--jobs 2`` auditing one JSON Lines file of
-    ``plan.jobs_replays`` replays (``plan.jobs_claims`` claims each) as ``unmask audit
-    --out`` does: each reads the file its own way (``run.inputs_for``), writes every
-    result line to a file and folds it into the summary; the process's start-up is left
-    out (it is the start-up row's). Both results files must be the same, byte for byte.
-    Besides, the ceiling two processes give without a pool (``_split_rate``)."""
-    from unmask.batch.run import CHUNK_BYTES, RESULTS_BUFFER, Settings, inputs_for, run_audit
-    from unmask.batch.summary import Summary
-
-    settings = Settings(plan.backend, plan.timeout_ms)
-    rates: dict[int, list[float]] = {1: [], 2: []}
-    cpu: dict[int, list[tuple[float, float]]] = {1: [], 2: []}  # (parent, workers) seconds
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    others: dict[int, list[float]] = {1: [], 2: []}  # cores used by other processes meanwhile
-    ceiling: list[float] = []  # two forked halves, no pool: what any pool could reach
-    with tempfile.TemporaryDirectory(prefix="unmask-bench-") as tmp:
-        source = os.path.join(tmp, "replays.jsonl")
-        with open(source, "w", encoding="utf-8") as fh:
-            for i in range(plan.jobs_replays):
-                fh.write(replay_line(plan.jobs_claims, plan.seed, i) + "\n")
-
-        def audit(items: Any, jobs: int, name: str) -> None:
-            summary = Summary()
-            with open(os.path.join(tmp, name), "wb", buffering=RESULTS_BUFFER) as out:
-
-                def emit(_task: Any, result: Any) -> None:
-                    out.write(result.line)
-
-                run_audit(iter(items), settings, emit, jobs, out.flush, summary)
-
-        from unmask.batch.inputs import iter_work
-
-        ranges = list(iter_work([source], settings.limits, CHUNK_BYTES))
-        for _ in range(plan.repeats):
-            for jobs in (1, 2):
-                before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                busy = _machine_busy()
-                own, start = time.process_time(), time.perf_counter()
-                audit(inputs_for([source], settings.limits, jobs), jobs, f"results-{jobs}")
-                wall = time.perf_counter() - start
-                rates[jobs].append(plan.jobs_replays / wall)
-                after = resource.getrusage(resource.RUSAGE_CHILDREN)
-                workers = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-                mine = time.process_time() - own
-                cpu[jobs].append((mine, workers))
-                done = _machine_busy()
-                if busy is not None and done is not None:
-                    others[jobs].append(max(0.0, (done - busy - mine - workers) / wall))
-            split = _split_rate(ranges, audit, plan.jobs_replays)
-            if split is not None:
-                ceiling.append(split / rates[1][-1])
-
-        # a figure is only worth its results: every way of auditing wrote the same lines
-        def wrote(*names: str) -> bytes:
-            out = b""
-            for name in names:
-                with open(os.path.join(tmp, name), "rb") as fh:
-                    out += fh.read()
-            return out
-
-        if wrote("results-2") != wrote("results-1"):
-            raise RuntimeError("--jobs 2 wrote other results than --jobs 1")
-        if ceiling and wrote("half-0", "half-1") != wrote("results-1"):
-            raise RuntimeError("the ceiling's two processes wrote other results than --jobs 1")
-    med = {j: statistics.median(r) for j, r in rates.items()}
-    # what the cores could give if nothing else ran: the busiest process bounds the wall time
-    one = statistics.median(p + w for p, w in cpu[1])
-    two = statistics.median(max(p, w / 2) for p, w in cpu[2])
-    out = {
-        "replays": plan.jobs_replays,
-        "claims": plan.jobs_claims,
-        "backend": plan.backend,
-        "cpus": os.cpu_count(),
-        "load_average": None if load is None else round(load, 2),
-        "jobs1_per_second": [round(x, 1) for x in rates[1]],
-        "jobs2_per_second": [round(x, 1) for x in rates[2]],
-        "speedup": round(med[2] / med[1], 3),
-        "cpu_seconds": {
-            "jobs1": [round(p + w, 3) for p, w in cpu[1]],
-            "jobs2_parent": [round(p, 3) for p, _ in cpu[2]],
-            "jobs2_workers": [round(w, 3) for _, w in cpu[2]],
-        },
-        "speedup_on_idle_cores": round(one / two, 3) if two > 0 else None,
-        "ceiling": round(statistics.median(ceiling), 3) if ceiling else None,
-        "other_processes_cores": {
-            f"jobs{j}": [round(x, 2) for x in v] for j, v in others.items() if v
-        },
-    }
-    say(
-        f"--jobs 1 vs --jobs 2 auditing a file of {plan.jobs_replays} {plan.jobs_claims}-claim "
-        f"replays ({plan.backend}, "
-        f"{os.cpu_count()} cpus, load average {out['load_average']}): {med[1]:.0f}/s vs "
-        f"{med[2]:.0f}/s, speedup {out['speedup']:.2f}x (repeats: {out['jobs1_per_second']} vs "
-        f"{out['jobs2_per_second']}); by CPU time {out['speedup_on_idle_cores']}x "
-        f"(parent {out['cpu_seconds']['jobs2_parent']} s, workers "
-        f"{out['cpu_seconds']['jobs2_workers']} s, vs {out['cpu_seconds']['jobs1']} s)"
-        + (
-            f"; ceiling {out['ceiling']}x (two forked processes checking half each, "
-            "nothing sent between them)"
-            if out["ceiling"] is not None
-            else ""
-        )
-        + (
-            f"; other processes kept {out['other_processes_cores']} cores busy meanwhile"
-            if out["other_processes_cores"]
-            else ""
-        )
-    )
-    return out
-
-
-def _machine_busy() -> float | None:
-    """CPU seconds all processes have spent busy since boot (Linux), else None."""
-    try:
-        with open("/proc/stat", encoding="ascii") as fh:
-            fields = fh.readline().split()
-    except OSError:
-        return None
-    if not fields or fields[0] != "cpu":
-        return None
-    ticks = [int(x) for x in fields[1:]]
-    # user nice system idle iowait irq softirq steal ...: busy is all but idle and iowait
-    busy = sum(ticks[:8]) - ticks[3] - ticks[4]
-    return busy / os.sysconf("SC_CLK_TCK")
-
-
-# run in the measured child: its own high-water mark, written at exit. /proc's VmHWM
-# belongs to the image after exec; getrusage's ru_maxrss would also count the pages of the
-# (large) benchmark process the child was forked from
-_CHILD = """
-import atexit, resource, sys
-
-_report = sys.argv.pop(1)
-
-def _peak():
-    kib = None
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    kib = int(line.split()[1])
-    except OSError:
-        pass
-    if kib is None:
-        kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        if sys.platform == "darwin":
-            kib //= 1024
-    with open(_report, "w") as fh:
-        fh.write(str(kib))
-
-atexit.register(_peak)
-from unmask.cli.main import main
-main()
-"""
-
-
-def _peak_rss_kib(args: Sequence[str], report: str) -> tuple[int, float]:
-    """Peak resident set (KiB) and wall seconds of one ``unmask`` child process."""
-    start = time.perf_counter()
-    code = subprocess.call(
-        [sys.executable, "-c", _CHILD, report, *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    if code not in (0, 1, 3):
-        raise RuntimeError(f"the measured audit failed with exit status {code}")
-    with open(report, encoding="utf-8") as fh:
-        return int(fh.read()), time.perf_counter() - start
-
-
-def measure_memory(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
-    """Peak memory of ``unmask audit`` over few and many small replays from one file."""
-    distinct = [replay_line(2, plan.seed, i) for i in range(min(1000, plan.memory_small))]
-    out: dict[str, Any] = {"backend": plan.backend}
-    with tempfile.TemporaryDirectory(prefix="unmask-bench-") as tmp:
-        for key, count in (("small", plan.memory_small), ("large", plan.memory_large)):
-            path = os.path.join(tmp, f"{key}.jsonl")
-            with open(path, "w", encoding="utf-8") as fh:
-                for i in range(count):
-                    fh.write(distinct[i % len(distinct)])
-                    fh.write("\n")
-            args = [
-                "audit",
-                path,
-                "--out",
-                os.devnull,
-                "--quiet",
-                "--no-progress",
-                "--backend",
-                plan.backend,
-            ]
-            rss, wall = _peak_rss_kib(args, os.path.join(tmp, f"{key}.rss"))
-            out[key] = {"replays": count, "peak_rss_kib": rss, "seconds": round(wall, 2)}
-            os.unlink(path)
-    out["ratio"] = round(out["large"]["peak_rss_kib"] / out["small"]["peak_rss_kib"], 3)
-    say(
-        f"peak memory of `unmask audit` ({plan.backend}): {out['small']['replays']} replays "
-        f"{out['small']['peak_rss_kib'] / 1024:.1f} MiB, {out['large']['replays']} replays "
-        f"{out['large']['peak_rss_kib'] / 1024:.1f} MiB, ratio {out['ratio']:.2f}"
-    )
-    return out
-
-
 def run(plan: Plan, say: Callable[[str], None] = print) -> dict[str, Any]:
     """Measure everything in ``plan``, printing as it goes; returns every figure."""
     say(
@@ -620,20 +294,52 @@ def run(plan: Plan, say: Callable[[str], None] = print) -> dict[str, Any]:
     startup = measure_startup(plan, say) if plan.startup else {}
     if startup:
         startup["per_process"] = _per_process(plan, cells, startup, say)
+    labelled = _labelled(plan, say) if plan.labelled_replays else {}
     jobs = measure_jobs(plan, say) if plan.jobs_replays else {}
     memory = measure_memory(plan, say) if plan.memory_small and plan.memory_large else {}
-    return {
-        "schema": "unmask.bench/2",
+    figures = {
+        "schema": "unmask.bench/3",
         "seed": plan.seed,
         "workload": plan.workload,
         "repeats": plan.repeats,
+        "quick": plan.marked_quick,
         "cells": [c.to_json() for c in cells],
         "growth": growth,
         "floor": floor,
+        "labelled": labelled,
         "startup": startup,
         "jobs": jobs,
         "memory": memory,
     }
+    targets = evaluate(figures, plan.backend)
+    say_targets(targets, plan.marked_quick, say)
+    figures["targets"] = [t.to_json() for t in targets]
+    return figures
+
+
+def _labelled(plan: Plan, say: Callable[[str], None]) -> dict[str, Any]:
+    """The default backend over the floor on the three-label protocol, where every label's
+    decision spans every part (the ratio a binary protocol's figures do not show)."""
+    n = plan.labelled_parts
+    tasks = _tasks(n, plan.labelled_replays, plan.seed, LABELLED)
+    ms: dict[str, float] = {}
+    for runner in (plan.backend, FLOOR):
+        times = [_time_runner(runner, tasks, plan.timeout_ms)[0] for _ in range(plan.repeats)]
+        ms[runner] = statistics.median(times) * 1000
+    out = {
+        "parts": n,
+        "replays": len(tasks),
+        "backend": plan.backend,
+        "backend_ms": round(ms[plan.backend], 3),
+        "floor_ms": round(ms[FLOOR], 3),
+        "ratio": round(ms[plan.backend] / ms[FLOOR], 2),
+    }
+    say(
+        f"three-label protocol at {n} parts ({len(tasks)} replays): {plan.backend} "
+        f"{out['backend_ms']:.3f} ms, floor {out['floor_ms']:.3f} ms per replay (CPU, "
+        f"median): {out['ratio']}x the floor"
+    )
+    return out
 
 
 def _medians(cells: list[Cell], runner: str) -> dict[int, float]:

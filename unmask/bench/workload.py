@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import random
+from functools import lru_cache
 from typing import Any
 
 PROTOCOL_TEXT = (
@@ -190,3 +191,103 @@ def proto_replay(n: int, seed: int = 0, index: int = 0, path: str = "factual.pro
     obj["protocol"] = {"path": path}
     obj["domains"] = {"claim": [f"c{i}" for i in range(n)]}
     return obj
+
+
+# a three-label protocol over parts (examples/claim_parts.proto): every label's decision
+# spans every part, the labelled case the floor ratio is read on at 20 parts
+LABELLED_SOURCE = """protocol claim_parts "Split the claim into parts and check each part against \
+the evidence only. Answer supported if every part is supported, partially_supported if some \
+part is, not_supported otherwise."
+
+domain part
+
+atom said(part)   : judge     "The judge asserts part {part} of the claim is supported"
+atom backed(part) : context   "The evidence supports part {part} of the claim"
+atom cited        : procedure "The judge cites an evidence line for each part it calls supported"
+
+define all_said  = all(said(p) for p in part)
+define some_said = any(said(p) for p in part)
+
+verdict supported | partially_supported | not_supported
+decision supported iff all_said
+decision partially_supported iff some_said and not all_said
+decision not_supported otherwise
+
+requirement cite_support "Cite evidence for every part called supported" {
+  holds: cited
+  addressed: some_said
+}
+
+for p in part: ground said(p) ~> backed(p)
+ground some_said ~ any(backed(p) for p in part)
+"""
+LABELS = ("supported", "partially_supported", "not_supported")
+_LABELLED_TEXT = LABELLED_SOURCE.split('"')[1]
+
+
+@lru_cache(maxsize=8)
+def _labelled_protocol(n: int) -> str:
+    from unmask.compiler import compile_source
+    from unmask.irjson import protocol_to_json
+
+    protocol = compile_source(LABELLED_SOURCE, "claim_parts.proto", {"part": _parts(n)})
+    return json.dumps(protocol_to_json(protocol), ensure_ascii=False, separators=(",", ":"))
+
+
+def _parts(n: int) -> list[str]:
+    return [f"p{i}" for i in range(n)]
+
+
+def labelled_replay(n: int, seed: int = 0, index: int = 0) -> dict[str, Any]:
+    """A deterministic replay of the three-label protocol ``LABELLED_SOURCE`` over ``n``
+    parts (ground IR embedded): atoms TRUE, FALSE or UNKNOWN as in ``mixed``, the verdict
+    the one the judge's own statements decide nine times in ten."""
+    rng = random.Random(f"unmask-bench-labelled:{seed}:{n}:{index}")
+    rationale, context = _Text(), _Text()
+    annotations: list[dict[str, Any]] = []
+    said: list[str] = []
+
+    def annotate(atom: str, value: str, source: str, span: tuple[int, int, str]) -> None:
+        if value == "UNKNOWN":
+            if rng.random() < 0.5:
+                annotations.append({"atom": atom, "value": "UNKNOWN"})
+            return
+        start, end, quote = span
+        evidence = [{"source": source, "start": start, "end": end, "quote": quote}]
+        annotations.append({"atom": atom, "value": value, "evidence": evidence})
+
+    for p in _parts(n):
+        value = _value(rng, 0.7)
+        said.append(value)
+        word = "is" if value != "FALSE" else "is not"
+        annotate(f"said({p})", value, "rationale", rationale.add(f"Part {p} {word} supported."))
+    for p in _parts(n):
+        value = _value(rng, 0.8)
+        word = "supports" if value != "FALSE" else "says nothing of"
+        annotate(f"backed({p})", value, "context", context.add(f"Line {p} {word} part {p}."))
+    annotate("cited", _value(rng, 0.9), "rationale", rationale.add("Each line is cited."))
+    if all(v == "TRUE" for v in said):
+        decided = "supported"
+    elif any(v == "TRUE" for v in said):
+        decided = "partially_supported"
+    else:
+        decided = "not_supported"
+    verdict = decided if rng.random() < 0.9 else rng.choice(LABELS)
+    return {
+        "schema": "unmask.replay/1",
+        "id": f"bench-labelled-{n}-{seed}-{index}",
+        "protocol": json.loads(_labelled_protocol(n)),
+        "sources": {
+            "protocol": _LABELLED_TEXT,
+            "context": context.text(),
+            "rationale": rationale.text(),
+        },
+        "verdict": verdict,
+        "gold": rng.choice([*LABELS, None]),
+        "annotations": annotations,
+    }
+
+
+def labelled_line(n: int, seed: int = 0, index: int = 0) -> str:
+    """``labelled_replay`` as one JSON Lines record (no newline)."""
+    return json.dumps(labelled_replay(n, seed, index), ensure_ascii=False, separators=(",", ":"))

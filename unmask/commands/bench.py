@@ -7,7 +7,11 @@ many replays); ``--json FILE`` writes the same figures. The targets they are rea
 are in ``docs/performance.md``. ``--quick`` scales everything down to seconds. Every
 numeric option has a range (``MAX_CLAIMS``, ``MAX_SIZES``, ``MAX_REPEATS``,
 ``MAX_BUDGET_S``, ``MAX_SEED``; seconds must be finite): outside it, or not a number, is
-a usage error. Exit 0, or 2 for usage errors.
+a usage error. Every target is printed PASS or MISS with its margin (``targets``), and
+``--quick`` marks them as quick. Exit 0 whatever the figures are, 2 for usage errors, 3
+when a measurement failed (a child process exited otherwise than expected or did not
+print its report, or two ways of auditing wrote different results): one diagnostic, and
+no figure of that measurement.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import math
 
 import click
 
+from unmask import exitcodes
 from unmask.bench.workload import WORKLOADS
 from unmask.diagnostics import Diagnostic, render_all
 
@@ -107,6 +112,7 @@ def command(
     from unmask.backends import available
     from unmask.backends.base import DEFAULT_TIMEOUT_MS
     from unmask.bench import Plan, run
+    from unmask.bench.processes import BenchError
     from unmask.commands._options import open_backend
 
     kw: dict = {"seed": seed, "workload": workload, "jobs_claims": jobs_claims}
@@ -134,7 +140,16 @@ def command(
     from unmask.batch.run import batch_heap
 
     batch_heap()  # as `unmask audit` runs: the figures are the audit's
-    figures = run(plan, lambda line: click.echo(line))
+    try:
+        figures = run(plan, lambda line: click.echo(line))
+    except BenchError as exc:
+        diag = Diagnostic(
+            "bench-failed",
+            str(exc),
+            help="no figure of this run can be trusted; is `unmask` installed for this python?",
+        )
+        click.echo(render_all([diag]), err=True)
+        raise SystemExit(exitcodes.UNKNOWN) from None
     if json_out:
         try:
             with open(json_out, "w", encoding="utf-8") as fh:

@@ -1,0 +1,207 @@
+"""Reports remembered per protocol and fact pattern: small replays repeat a few patterns.
+
+Contract: ``check_case(case, backend, ...)`` returns what ``unmask.checker.check_case``
+returns for the same arguments, equal field for field. A report depends on its case only
+through the protocol, the verdict, the translation, the backend's name and, for each atom,
+whether it is annotated, its value and whether that annotation is unreviewed or derived
+from the gold label; beyond those, only the case's id and the annotations the
+explanations cite (their evidence, explanation and provenance) reach it. So the first
+report of a pattern is remembered, and a later case with the same pattern gets it with its
+own id and its own annotations in the explanations, without a check. Remembered: the last
+``PROTOCOLS`` protocols of at most ``MAX_ATOMS`` atoms, ``PATTERNS`` reports each (then
+the memo of that protocol starts again). A case checked without the closed form (which
+asks the backend everything, to test it) is neither answered from memory nor
+remembered. Never remembered: a report cut by its deadline, or one that rests on a
+solver that gave up or ran out of time (SOLVER_UNKNOWN anywhere, an explanation not
+minimal, a witness not canonical), since those depend on time, not on the pattern. So a
+remembered report is what a solver proved for the pattern; a hit is answered at once,
+and no deadline cuts it.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from unmask.checker import Case
+from unmask.checker import check_case as check_uncached
+from unmask.explain import Deadline
+from unmask.report import (
+    SOLVER_UNKNOWN,
+    AnnotationItem,
+    Bases,
+    CheckResult,
+    Explanation,
+    GroundingCheck,
+    Item,
+    PartId,
+    Quote,
+    Report,
+    RequirementCheck,
+    VerdictCheck,
+)
+
+MAX_ATOMS = 12  # a protocol's atoms, at most, for its reports to be remembered
+PROTOCOLS = 8  # protocols remembered per process
+PATTERNS = 4096  # reports remembered per protocol (a 2-claim protocol has 1,024 patterns)
+
+_LOCK = threading.Lock()  # a Dask worker may check replays in several threads
+# id(protocol) -> (the protocol, kept alive so its id is not reused; its reports by key)
+_MEMO: dict[int, tuple[Any, dict[tuple[Any, ...], Report]]] = {}
+
+
+def _pattern(case: Case) -> tuple[Any, ...]:
+    """What of the annotations a report depends on, atom by atom in declaration order."""
+    given = {a.atom: a for a in case.annotations}
+    out: list[Any] = []
+    for name in case.protocol.atom_names:
+        a = given.get(name)
+        if a is None:
+            out.append(None)
+        elif a.by is None:
+            out.append(a.value)
+        else:
+            out.append((a.value, a.unreviewed, a.gold_derived))
+    return tuple(out)
+
+
+def _keeps(report: Report) -> bool:
+    """Whether ``report`` is the pattern's and not the clock's (see the contract)."""
+    results = [report.verdict.result]
+    for r in report.requirements:
+        results += (r.holds, r.coverage)
+    results += [g.result for g in report.grounding]
+    for r in results:
+        if r.status == SOLVER_UNKNOWN:
+            return False
+        if r.explanation is not None and not r.explanation.minimal:
+            return False
+        w = r.witnesses
+        if w is not None and not (w.holds.canonical and w.fails.canonical):
+            return False
+    bases = report.bases
+    if bases is None:
+        return True
+    if SOLVER_UNKNOWN in (bases.proto, bases.evid, bases.all):
+        return False
+    conflicts = (bases.proto_conflict, bases.evid_conflict, bases.all_conflict)
+    return all(c is None or c.minimal for c in conflicts)
+
+
+class _Refill:
+    """The explanations of a remembered report, citing this case's annotations."""
+
+    __slots__ = ("by_atom", "items")
+
+    def __init__(self, case: Case) -> None:
+        self.by_atom = {a.atom: a for a in case.annotations}
+        self.items: dict[PartId, Item] = {}
+
+    def item(self, old: Item) -> Item:
+        if not isinstance(old, AnnotationItem):
+            return old
+        got = self.items.get(old.part)
+        if got is None:
+            ann = self.by_atom[old.atom]
+            got = self.items[old.part] = AnnotationItem(
+                old.part,
+                old.atom,
+                ann.value,
+                tuple(Quote(e.source, e.start, e.end, e.quote) for e in ann.evidence),
+                ann.explanation,
+                ann.by,
+            )
+        return got
+
+    def explanation(self, e: Explanation | None) -> Explanation | None:
+        if e is None:
+            return None
+        return Explanation(tuple(self.item(i) for i in e.items), e.minimal)
+
+    def result(self, r: CheckResult) -> CheckResult:
+        if r.explanation is None:
+            return r
+        return CheckResult(
+            r.status,
+            r.outcome,
+            self.explanation(r.explanation),
+            r.witnesses,
+            r.detail,
+            r.unreviewed,
+            r.gold_derived,
+        )
+
+
+def _refill(report: Report, case: Case) -> Report:
+    f = _Refill(case)
+    bases = report.bases
+    if bases is not None and (bases.proto_conflict or bases.evid_conflict or bases.all_conflict):
+        bases = Bases(
+            bases.proto,
+            bases.evid,
+            bases.all,
+            f.explanation(bases.proto_conflict),
+            f.explanation(bases.evid_conflict),
+            f.explanation(bases.all_conflict),
+        )
+    v = report.verdict
+    return Report(
+        replay=case.id,
+        protocol=report.protocol,
+        backend=report.backend,
+        translation=report.translation,
+        overall=report.overall,
+        bases=bases,
+        verdict=VerdictCheck(v.observed, f.result(v.result), v.allowed),
+        requirements=tuple(
+            RequirementCheck(r.id, r.description, f.result(r.holds), f.result(r.coverage))
+            for r in report.requirements
+        ),
+        grounding=tuple(
+            GroundingCheck(g.judge, g.context, f.result(g.result), g.direction)
+            for g in report.grounding
+        ),
+        unannotated=report.unannotated,
+        unknown=report.unknown,
+        dimensions=report.dimensions,
+        reasons=report.reasons,
+    )
+
+
+def _memo(protocol: Any) -> dict[tuple[Any, ...], Report]:
+    # keyed by ``id``: the entry holds the protocol, so its id is not reused while it lives
+    got = _MEMO.get(id(protocol))
+    if got is None:
+        with _LOCK:
+            while len(_MEMO) >= PROTOCOLS:
+                del _MEMO[next(iter(_MEMO))]  # the oldest
+            got = _MEMO[id(protocol)] = (protocol, {})
+    return got[1]
+
+
+def check_case(
+    case: Case,
+    backend: Any,
+    *,
+    backend_name: str,
+    deadline: Deadline | None = None,
+    closed_form: bool = True,
+) -> Report:
+    """``unmask.checker.check_case``, remembered by pattern (see the contract)."""
+    protocol = case.protocol
+    if not closed_form or len(protocol.atom_names) > MAX_ATOMS:
+        return check_uncached(
+            case, backend, backend_name=backend_name, deadline=deadline, closed_form=closed_form
+        )
+    memo = _memo(protocol)
+    key = (backend_name, case.verdict, case.translation, _pattern(case))
+    known = memo.get(key)
+    if known is not None:
+        return _refill(known, case)
+    report = check_uncached(case, backend, backend_name=backend_name, deadline=deadline)
+    if (deadline is None or not deadline.hit) and _keeps(report):
+        with _LOCK:
+            if len(memo) >= PATTERNS:
+                memo.clear()
+            memo[key] = report
+    return report
