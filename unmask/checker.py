@@ -27,6 +27,7 @@ tests and callers import from here (``Case``, ``base_parts``, ``outcome``, …) 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 from unmask.aggregate import aggregate, assemble, outcome, unsolved
 from unmask.backends.base import Backend, Part, Sat, Unknown, Unsat, spec
@@ -52,6 +53,7 @@ from unmask.ir import (
     mk_not,
 )
 from unmask.irtext import expr_text
+from unmask.replaydata import Replay
 from unmask.report import (
     CONSISTENT,
     ENTAILED,
@@ -514,3 +516,29 @@ def check_case(
     return assemble(
         case, name, bases, verdict, requirements, grounding, run.base_detail, deadline_ms=cut
     )
+
+
+def check_replay(
+    replay: Replay,
+    backend: Backend,
+    *,
+    backend_name: str | None = None,
+    deadline_ms: int | None = None,
+    closed_form: bool = True,
+) -> Report:
+    """Check a validated replay: ``check_case`` of its gold-free ``Case``, then the replay's
+    own fields (gold label, ``item``, ``judge``) added to the report. ``deadline_ms`` starts
+    here (None: none; not positive: ``ValueError``). ``unmask.api.check`` and the batch
+    engine both check through this."""
+    if deadline_ms is not None and deadline_ms <= 0:
+        raise ValueError(f"deadline_ms must be positive, not {deadline_ms}")
+    deadline = None if deadline_ms is None else Deadline(deadline_ms)
+    report = check_case(
+        Case.from_replay(replay),
+        backend,
+        backend_name=backend_name,
+        deadline=deadline,
+        closed_form=closed_form,
+    )
+    # one copy, not two: the replay's own fields, which never reach the solver
+    return replace(report, gold=replay.gold, item=replay.item, judge=replay.judge)
