@@ -140,18 +140,7 @@ def validate(paths: tuple[str, ...], options: AuditOptions) -> int:
         raise _usage("`-` (stdin) may be given once")
     if options.resume and options.out in (None, "-"):
         raise _usage("`--resume` needs `--out FILE`", help="results on stdout cannot be resumed")
-    for option, target in (
-        ("--out", options.out),
-        ("--summary-json", options.summary_json),
-        ("--junit", options.junit),
-    ):
-        if target is not None and target != "-":
-            source = input_named(target, paths)
-            if source is not None:
-                raise _usage(
-                    f"`{option} {target}` would overwrite the input `{source}`",
-                    help="write the output to a file that is not read by the audit",
-                )
+    _no_output_is_an_input(paths, options)
     from unmask.backends import create
 
     create(options.backend, timeout_ms=options.timeout_ms)  # else each replay an error
@@ -165,6 +154,21 @@ def validate(paths: tuple[str, ...], options: AuditOptions) -> int:
     if options.partition is not None and options.dask is None:
         raise _usage("`--partition` needs `--dask`")
     return jobs
+
+
+def _no_output_is_an_input(paths: tuple[str, ...], options: AuditOptions) -> None:
+    for option, target in (
+        ("--out", options.out),
+        ("--summary-json", options.summary_json),
+        ("--junit", options.junit),
+    ):
+        if target is not None and target != "-":
+            source = input_named(target, paths)
+            if source is not None:
+                raise _usage(
+                    f"`{option} {target}` would overwrite the input `{source}`",
+                    help="write the output to a file that is not read by the audit",
+                )
 
 
 def input_named(target: str, paths: tuple[str, ...]) -> str | None:
@@ -208,55 +212,12 @@ class _Run:
     bar: Progress | None = None
 
     def go(self, client: Any) -> Outcome:
+        """Run the audit (on ``client``'s cluster, or locally when None), every output."""
         o = self.options
-        settings = run.Settings(
-            o.backend, o.timeout_ms, o.limits, html=o.html is not None, deadline_ms=o.deadline_ms
-        )
-        if o.html is not None:
-            try:
-                os.makedirs(o.html, exist_ok=True)
-            except OSError as exc:
-                raise OutputError([cannot_write(o.html, exc)]) from None
-        self.junit = files.JUnitFile(o.junit) if o.junit is not None else None
-        done = self._resume()
-        total = inputs.count_tasks(self.paths, o.limits) if o.progress is not None else None
-        if done:
-            tasks: Iterator[Any] = resuming.skip_done(inputs.iter_tasks(self.paths, o.limits), done)
-        elif client is None:
-            tasks = run.inputs_for(self.paths, o.limits, self.jobs)
-        else:
-            tasks = inputs.iter_tasks(self.paths, o.limits)
-        self.sink = self._open_sink()
-        self.bar = Progress(o.progress, total) if o.progress is not None else None
-        if self.bar is not None:
-            self.bar.update(self.summary.total, self.summary.overall["VIOLATED"], force=True)
+        tasks = self._open(client)
         try:
             with _sigterm_stops():
-                if client is None:
-                    run.run_audit(
-                        tasks, settings, self._emit, self.jobs, self._settle, self.summary
-                    )
-                else:
-                    from unmask.batch import cluster
-
-                    try:
-                        cluster.run_audit(
-                            tasks,
-                            settings,
-                            self._emit,
-                            client,
-                            partition=o.partition,
-                            settle=self._settle,
-                            summary=self.summary,
-                        )
-                    except cluster.ClusterError as exc:
-                        self._stop()
-                        diag = Diagnostic(
-                            "cluster",
-                            f"the dask cluster failed: {exc.message}",
-                            notes=(f"`{exc.detail}`",),
-                        )
-                        raise ClusterFailed([diag], _complete(o.out)) from None
+                self._check_all(tasks, client)
         except KeyboardInterrupt:
             self._stop()
             with contextlib.suppress(UnmaskError):  # what is done is reported, like the lines
@@ -280,6 +241,56 @@ class _Run:
             text = finish("json", body) + "\n"
             write_text(o.summary_json, text)
         return Outcome(self.summary, (BROKEN_PROTOCOL_HINT,) if self.broken else ())
+
+    def _open(self, client: Any) -> Iterator[Any]:
+        """Every output opened (the lines to resume carried over), and the tasks left."""
+        o = self.options
+        if o.html is not None:
+            try:
+                os.makedirs(o.html, exist_ok=True)
+            except OSError as exc:
+                raise OutputError([cannot_write(o.html, exc)]) from None
+        self.junit = files.JUnitFile(o.junit) if o.junit is not None else None
+        done = self._resume()
+        total = inputs.count_tasks(self.paths, o.limits) if o.progress is not None else None
+        if done:
+            tasks: Iterator[Any] = resuming.skip_done(inputs.iter_tasks(self.paths, o.limits), done)
+        elif client is None:
+            tasks = run.inputs_for(self.paths, o.limits, self.jobs)
+        else:
+            tasks = inputs.iter_tasks(self.paths, o.limits)
+        self.sink = self._open_sink()
+        if o.progress is not None:
+            self.bar = Progress(o.progress, total)
+            self.bar.update(self.summary.total, self.summary.overall["VIOLATED"], force=True)
+        return tasks
+
+    def _check_all(self, tasks: Iterator[Any], client: Any) -> None:
+        o = self.options
+        settings = run.Settings(
+            o.backend, o.timeout_ms, o.limits, html=o.html is not None, deadline_ms=o.deadline_ms
+        )
+        if client is None:
+            run.run_audit(tasks, settings, self._emit, self.jobs, self._settle, self.summary)
+            return
+        from unmask.batch import cluster
+
+        try:
+            cluster.run_audit(
+                tasks,
+                settings,
+                self._emit,
+                client,
+                partition=o.partition,
+                settle=self._settle,
+                summary=self.summary,
+            )
+        except cluster.ClusterError as exc:
+            self._stop()
+            diag = Diagnostic(
+                "cluster", f"the dask cluster failed: {exc.message}", notes=(f"`{exc.detail}`",)
+            )
+            raise ClusterFailed([diag], _complete(o.out)) from None
 
     def _resume(self) -> Any:
         """The locations already in ``out`` (their records carried over), or None."""
