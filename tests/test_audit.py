@@ -16,6 +16,7 @@ import pytest
 from unmask.api import check
 from unmask.batch import inputs, resume, run, summary
 from unmask.bench import replay_line
+from unmask.record import ResultRecord
 from unmask.replay import load_replay
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -25,7 +26,7 @@ SETTINGS = run.Settings("sliced", 60_000)
 
 def _collect(tasks, jobs=1, settings=SETTINGS):
     out = []
-    run.run_audit(iter(tasks), settings, lambda t, r: out.append((t, r.line, r.view)), jobs)
+    run.run_audit(iter(tasks), settings, lambda t, r: out.append((t, r.line, r.record)), jobs)
     return out
 
 
@@ -106,7 +107,7 @@ def test_unreadable_replay_file_is_an_error_record(tmp_path: Path) -> None:
     [(_, line, v)] = _collect([inputs.Task(str(missing), str(missing))])
     obj = json.loads(line)
     assert obj["schema"] == "unmask.error/1" and obj["errors"][0]["code"] == "io"
-    assert v == summary.View(error="io")
+    assert v.error == "io" and v == ResultRecord.from_line(obj)
 
 
 def test_jobs_2_keeps_input_order(tmp_path: Path) -> None:
@@ -124,16 +125,13 @@ def test_a_pool_job_carries_results_across_the_pipe_unchanged(which) -> None:
     import pickle
 
     task = inputs.Task("x:1", "x", 1, b"{}") if which == "invalid" else _line_task(which)
-    settings = run.Settings("sliced", 60_000, html=True, junit=True)
+    settings = run.Settings("sliced", 60_000, html=True)
     direct = run._run_chunk([task], settings)
     wired, part = pickle.loads(
         pickle.dumps(run.run_wire([run.task_wire(task)], settings, folded=True))
     )
     got = [run.from_wire(w) for w in wired]
-    assert [(r.line, r.view, r.row, r.page) for r in got] == [
-        (r.line, r.view, r.row, r.page) for r in direct
-    ]
-    assert [repr(r.case) for r in got] == [repr(r.case) for r in direct]
+    assert [(r.line, r.record, r.page) for r in got] == [(r.line, r.record, r.page) for r in direct]
     assert part.to_json() == run.fold(direct).to_json() and part.total == 1
 
 
@@ -231,7 +229,7 @@ def test_most_failing_dimension_counts_replays_and_states_ties(cases: Path) -> N
 def test_no_failure_and_not_observable_coverage() -> None:
     s = summary.Summary()
     assert s.most_failing()["dimensions"] == []
-    v = summary.View(
+    v = ResultRecord(
         overall="UNKNOWN",
         dimensions=("OK", "OK", "UNKNOWN", "OK"),
         matches=None,
@@ -256,7 +254,7 @@ def test_summary_memory_depends_on_distinct_ids_not_on_replays() -> None:
     s = summary.Summary()
     for i in range(2000):
         s.add(
-            summary.View(
+            ResultRecord(
                 overall="VIOLATED",
                 dimensions=("VIOLATED",) * len(summary.DIMENSIONS),
                 matches=i % 2 == 0,
@@ -272,7 +270,7 @@ def test_summary_memory_depends_on_distinct_ids_not_on_replays() -> None:
 def _views(n: int) -> list:
     statuses = ("ENTAILED", "REFUTED", "UNKNOWN", None)
     return [
-        summary.View(
+        ResultRecord(
             overall=("VIOLATED", "SATISFIED", "UNKNOWN")[i % 3],
             dimensions=(("OK", "VIOLATED", "OK", "OK"), ("VIOLATED", "OK", "UNKNOWN", None))[i % 2],
             matches=(True, False, None)[i % 5 % 3],
@@ -340,7 +338,11 @@ def test_pool_jobs_keep_every_task_in_order_and_end_small(count: int, jobs: int)
 
 def test_error_records_are_counted_by_first_code() -> None:
     s = summary.Summary()
-    s.add(summary.view({"schema": "unmask.error/1", "location": "x", "errors": [{"code": "io"}]}))
+    s.add(
+        ResultRecord.from_line(
+            {"schema": "unmask.error/1", "location": "x", "errors": [{"code": "io"}]}
+        )
+    )
     assert s.to_json()["errors"] == {"io": 1}
     assert s.valid == 0 and s.overall["INVALID"] == 1
 
@@ -397,7 +399,7 @@ def test_a_replay_that_kills_its_worker_becomes_an_error_record(
 
 
 def _results(objs: list[dict]) -> list[run.Result]:
-    return [run.Result(b"", summary.view(o)) for o in objs]
+    return [run.Result(b"", ResultRecord.from_line(o)) for o in objs]
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
@@ -486,10 +488,13 @@ def test_index_rows_of_a_report_and_of_its_result_line_agree(cases: Path) -> Non
 
     for name in CASES:
         report = check(load_replay(cases / name), "sliced")
-        line = {"location": name, **report.to_json()}
-        assert html.line_row(line, "x.html") == html.index_row(report, "x.html")
+        line = json.loads(json.dumps({"location": name, **report.to_json()}))
+        fresh = html.index_row(ResultRecord.from_report(report, name), "x.html")
+        assert html.index_row(ResultRecord.from_line(line), "x.html") == fresh
+        assert fresh["id"] == report.replay and fresh["overall"] == report.overall
     record = {"schema": "unmask.error/1", "location": "bad.json", "errors": []}
-    assert html.line_row(record, "ignored")["overall"] == "INVALID"
+    row = html.index_row(ResultRecord.from_line(record), "ignored")
+    assert row["overall"] == "INVALID" and row["href"] == ""
 
 
 def _line_task(i: int = 0) -> inputs.Task:

@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from unmask.batch.summary import Summary, confusion_text, view
+from unmask.batch.summary import Summary, confusion_text
 from unmask.cli.main import main
-from unmask.render.html import line_row, render_index
+from unmask.record import ResultRecord
+from unmask.render.html import index_row, render_index
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 BINARY = ["case_a.json", "case_b.json", "case_c.json", "case_d.json"]
@@ -95,7 +96,7 @@ def test_the_summary_json_adds_the_tables_per_protocol(tmp_path: Path) -> None:
     # folding the result lines again (as --resume does) gives the same tables
     again = Summary()
     for obj in lines:
-        again.add(view(obj))
+        again.add(ResultRecord.from_line(obj))
     assert again.to_json()["confusion_by_protocol"] == by
 
 
@@ -160,6 +161,6 @@ def test_the_html_index_of_one_protocol_has_one_unnamed_table(tmp_path: Path) ->
 
 def test_the_html_index_groups_rows_by_protocol_without_a_summary(tmp_path: Path) -> None:
     _, _, lines = _audit(tmp_path, MIXED)
-    page = render_index({}, [line_row(o, "r.html") for o in lines])
+    page = render_index({}, [index_row(ResultRecord.from_line(o), "r.html") for o in lines])
     assert page.count('<table class="cross confusion">') == 4
     assert "<h3>protocol <code>graded_fact</code></h3>" in page

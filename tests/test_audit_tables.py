@@ -9,9 +9,10 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from unmask.batch.summary import Summary, view
+from unmask.batch.summary import Summary
 from unmask.cli.main import main
-from unmask.render.html import line_row, render_index
+from unmask.record import ResultRecord
+from unmask.render.html import index_row, render_index
 
 DIMS = ("verdict", "procedure", "coverage", "grounding")
 
@@ -76,7 +77,7 @@ LINES = [
 def summary(lines=LINES) -> Summary:
     s = Summary()
     for obj in lines:
-        s.add(view(obj))
+        s.add(ResultRecord.from_line(obj))
     return s
 
 
@@ -208,14 +209,16 @@ def test_nothing_extra_without_gold_judges_or_provenance() -> None:
 
 def test_html_index_shows_the_tables() -> None:
     s = summary()
-    page = render_index(s.index_summary("z3"), [line_row(o, "r.html") for o in LINES])
+    page = render_index(
+        s.index_summary("z3"), [index_row(ResultRecord.from_line(o), "r.html") for o in LINES]
+    )
     assert 'id="labels"' in page and 'id="provenance"' in page and 'id="judges"' in page
     assert "gpt-4 / gpt-3.5</th><td>3</td><td>1 (33.3%)</td>" in page
     assert "feeds a grounding check" in page
 
 
 def test_html_index_computes_the_label_table_from_rows_alone() -> None:
-    page = render_index({}, [line_row(o, "r.html") for o in LINES])
+    page = render_index({}, [index_row(ResultRecord.from_line(o), "r.html") for o in LINES])
     assert 'id="labels"' in page and 'id="judges"' not in page
 
 

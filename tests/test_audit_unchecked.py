@@ -17,8 +17,9 @@ from click.testing import CliRunner
 
 from tests.fuzz.test_regressions import wide_replay
 from unmask import exitcodes
-from unmask.batch.summary import Summary, view
+from unmask.batch.summary import Summary
 from unmask.cli.main import main
+from unmask.record import ResultRecord
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -77,7 +78,11 @@ def test_invalid_input_is_still_exit_4(tmp_path: Path) -> None:
 def test_the_summary_tells_unchecked_from_invalid() -> None:
     s = Summary()
     for code in ("json-syntax", "truthtable-limit", "internal-error", "unknown-atom"):
-        s.add(view({"schema": "unmask.error/1", "location": code, "errors": [{"code": code}]}))
+        s.add(
+            ResultRecord.from_line(
+                {"schema": "unmask.error/1", "location": code, "errors": [{"code": code}]}
+            )
+        )
     j = s.to_json()
     assert (j["valid"], j["invalid"], j["unchecked"], s.valid_inputs) == (0, 4, 2, 2)
     first = s.render_text().splitlines()[0]

@@ -23,6 +23,7 @@ from tests.helpers import assert_same_audit_outputs
 from unmask.batch import cluster, inputs, run, summary
 from unmask.bench import replay_line
 from unmask.cli.main import main
+from unmask.record import ResultRecord
 
 CRASH_LINE = 7
 
@@ -147,7 +148,7 @@ def test_a_replay_that_kills_workers_is_retried_then_an_error_record(client, rep
     # partitions folded by their workers; the one re-run a replay at a time, by the client
     by_hand = summary.Summary()
     for obj in objs:
-        by_hand.add(summary.view(obj))
+        by_hand.add(ResultRecord.from_line(obj))
     assert folded.to_json() == by_hand.to_json() and folded.errors["internal-error"] == 1
 
 

@@ -212,7 +212,11 @@ def test_the_api_examples_run_and_say_what_they_show(tmp_path, monkeypatch, caps
                 assert eval(expr, namespace) == eval(value), line
                 checked += 1
     assert checked >= 8, f"only {checked} shown values were checked"
-    assert "case-x.json" in {p.name for p in tmp_path.iterdir()}
+    written = {p.name for p in tmp_path.iterdir()}
+    assert "case-x.json" in written
+    # the whole audit run from Python wrote every output it was given
+    assert {"results.jsonl", "summary.json", "junit.xml", "pages"} <= written
+    assert (tmp_path / "pages" / "index.html").is_file()
 
 
 # words the docs use in place of a name: `unmask.render.FMT`, the JUnit classname

@@ -153,11 +153,12 @@ def test_a_wrapped_ctrl_c_is_known_for_what_it_is():
 
 @pytest.mark.skipif(sys.platform == "win32", reason="the C library of the process")
 def test_an_audit_does_not_turn_a_wrapped_ctrl_c_into_an_error_record(monkeypatch):
-    import unmask.api
+    import unmask.outcomes
     from unmask.batch import inputs, run
     from unmask.bench.workload import replay_line
 
-    monkeypatch.setattr(unmask.api, "check", _raise_disguised)
+    # the batch engine checks through the semantics layer, not the library face
+    monkeypatch.setattr(unmask.outcomes, "check_replay", _raise_disguised)
     task = inputs.Task("r.jsonl:1", "r.jsonl", 1, replay_line(2, 0, 0).encode())
     with pytest.raises(KeyboardInterrupt):
         run.audit_task(task, run.Settings("sliced", 60_000))

@@ -29,13 +29,7 @@ INDEX = ROOT / "docs" / "README.md"
 KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset()
 # issue 26 ("the audit is assembled in the CLI"): the batch engine and the benchmark check a
 # replay through `unmask.api.check`, on the face above them.
-KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset(
-    {
-        ("unmask.batch.run", "unmask.api"),
-        ("unmask.bench.measure", "unmask.api"),
-        ("unmask.bench.processes", "unmask.api"),
-    }
-)
+KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset()
 
 _SECTION = re.compile(r"^\|\s*\*\*([^*|]+)\*\*\s*\|", re.M)
 _ROW = re.compile(r"^\|\s*`((?:unmask|backends)/[^`]*\.py)`\s*\|", re.M)

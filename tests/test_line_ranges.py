@@ -97,7 +97,7 @@ def test_a_line_range_whose_file_is_gone_is_one_error_record(tmp_path: Path) -> 
 def _audit(items, jobs: int) -> list[tuple]:
     out: list[tuple] = []
     run.run_audit(
-        iter(items), SETTINGS, lambda t, r: out.append((t.location, r.line, r.view)), jobs
+        iter(items), SETTINGS, lambda t, r: out.append((t.location, r.line, r.record)), jobs
     )
     return out
 

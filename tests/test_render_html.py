@@ -24,6 +24,7 @@ from tests.render_cases import (
 )
 from unmask.api import check, load
 from unmask.cli.main import main
+from unmask.record import ResultRecord
 from unmask.render import html, safe
 from unmask.render import view as ev
 
@@ -411,7 +412,8 @@ def test_index_rows_built_from_reports_render_like_hand_written_ones():
     rows = []
     for name in ("case_a.json", "case_c.json", "case_unknown.json"):
         report, _ = example(name)
-        rows.append(html.index_row(report, name.replace(".json", ".html")))
+        record = ResultRecord.from_report(report, name)
+        rows.append(html.index_row(record, name.replace(".json", ".html")))
     assert rows[1] == {
         "id": "case-c",
         "overall": "VIOLATED",

@@ -16,7 +16,9 @@ from hypothesis import strategies as st
 from tests.render_cases import EXAMPLES, SCRIPT, example, hostile_replay
 from unmask.api import check, load
 from unmask.cli.main import main
+from unmask.record import ResultRecord
 from unmask.render import junit
+from unmask.render import text as text_render
 
 XSD = Path(__file__).resolve().parent / "data" / "junit-10.xsd"
 
@@ -145,18 +147,29 @@ def test_streamed_suite_is_the_batch_document_byte_for_byte():
     valid(out.getvalue())
 
 
-def test_a_case_from_a_result_line_matches_the_case_from_its_report():
+def test_a_case_from_a_result_line_is_the_case_from_its_report():
+    import json
+
     for name in ("case_a.json", "case_c.json", "case_unknown.json"):
         report, replay = example(name)
-        fresh = junit.case((report, replay))
-        carried = junit.case_from_line({"location": name, **report.to_json()})
-        assert (carried.name, carried.classname, carried.kind, carried.type, carried.message) == (
+        fresh = junit.case(ResultRecord.from_report(report, name))
+        line = json.loads(json.dumps({"location": name, **report.to_json()}))
+        assert junit.case(ResultRecord.from_line(line)) == fresh  # the text too
+        assert fresh.text.startswith(f"{name}: {report.overall}\ndimensions: verdict ")
+        # `unmask check` gives the same case with its text report
+        checked = junit.case((report, replay))
+        assert checked.text == text_render.render(report, replay, color=False)
+        assert (checked.name, checked.classname, checked.kind, checked.type, checked.message) == (
             fresh.name,
             fresh.classname,
             fresh.kind,
             fresh.type,
             fresh.message,
         )
-        assert carried.text is None  # the text report is not re-rendered
-    record = {"schema": "unmask.error/1", "location": "x.json", "errors": [{"message": "m"}]}
-    assert junit.case_from_line(record) == junit.case(junit.Invalid("x.json", "m"))
+    record = {
+        "schema": "unmask.error/1",
+        "location": "x.json",
+        "errors": [{"code": "missing", "message": "m", "path": "$", "help": "h"}],
+    }
+    case = junit.case(ResultRecord.from_line(record))
+    assert case == junit.case(junit.Invalid("x.json", "$: error: m\n  = help: h"))

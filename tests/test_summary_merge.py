@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from unmask.batch import summary
-from unmask.batch.summary import Summary, View
+from unmask.batch.summary import Summary
+from unmask.record import ResultRecord
 
 _RESULT = st.sampled_from(["OK", "VIOLATED", "UNKNOWN", None])
 _STATUS = st.sampled_from(["ENTAILED", "REFUTED", "UNDERDETERMINED", "SOLVER_UNKNOWN", None])
@@ -24,10 +25,12 @@ _NAME = st.sampled_from(["context_only", "cited(c1)", "cited(c2)", "backed(x, y)
 
 
 @st.composite
-def _views(draw: st.DrawFn) -> View:
+def _views(draw: st.DrawFn) -> ResultRecord:
     if draw(st.integers(0, 9)) == 0:
-        return View(error=draw(st.sampled_from(["json-syntax", "internal-error", "schema"])))
-    return View(
+        return ResultRecord(
+            error=draw(st.sampled_from(["json-syntax", "internal-error", "schema"]))
+        )
+    return ResultRecord(
         overall=draw(st.sampled_from(["SATISFIED", "VIOLATED", "UNKNOWN"])),
         dimensions=tuple(draw(_RESULT) for _ in summary.DIMENSIONS),
         matches=draw(st.sampled_from([True, False, None])),
@@ -52,7 +55,7 @@ def _figures(s: Summary) -> tuple:
     return s.to_json(), s.render_text(), s.index_summary("sliced")
 
 
-def _fold(views: list[View]) -> Summary:
+def _fold(views: list[ResultRecord]) -> Summary:
     s = Summary()
     for v in views:
         s.add(v)
@@ -73,7 +76,9 @@ def test_pieces_merged_in_order_give_the_figures_of_one_fold(views, cuts) -> Non
 def test_a_merged_summary_goes_on_folding_like_one_that_folded_everything() -> None:
     # its memos are its own after a merge: later results count in its own counters
     views = [
-        View(overall="VIOLATED", dimensions=("OK", "VIOLATED", "OK", "OK"), item="i", judge=j)
+        ResultRecord(
+            overall="VIOLATED", dimensions=("OK", "VIOLATED", "OK", "OK"), item="i", judge=j
+        )
         for j in ("a", "b", "a")
     ]
     merged = Summary()
@@ -87,7 +92,7 @@ def test_a_merged_summary_goes_on_folding_like_one_that_folded_everything() -> N
 def test_a_piece_travels_without_its_memos() -> None:
     piece = _fold(
         [
-            View(
+            ResultRecord(
                 overall="SATISFIED",
                 dimensions=("OK", "OK", "OK", "OK"),
                 requirements=(("cited(c1)", "ENTAILED", None),),

@@ -21,11 +21,14 @@ and no deadline cuts it.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from typing import Any
 
+from unmask.backends.base import Backend, spec
 from unmask.checker import Case
 from unmask.checker import check_case as check_uncached
 from unmask.explain import Deadline
+from unmask.replaydata import Replay
 from unmask.report import (
     SOLVER_UNKNOWN,
     AnnotationItem,
@@ -194,7 +197,9 @@ def check_case(
             case, backend, backend_name=backend_name, deadline=deadline, closed_form=closed_form
         )
     memo = _memo(protocol)
-    key = (backend_name, case.verdict, case.translation, _pattern(case))
+    # the backend's name as the report prints it: two backends never share a memo entry
+    name = backend_name or spec(backend)
+    key = (name, case.verdict, case.translation, _pattern(case))
     known = memo.get(key)
     if known is not None:
         return _refill(known, case)
@@ -205,3 +210,29 @@ def check_case(
                 memo.clear()
             memo[key] = report
     return report
+
+
+def check_replay(
+    replay: Replay,
+    backend: Backend,
+    *,
+    backend_name: str | None = None,
+    deadline_ms: int | None = None,
+    closed_form: bool = True,
+) -> Report:
+    """Check a validated replay: ``check_case`` of its gold-free ``Case``, then the replay's
+    own fields (gold label, ``item``, ``judge``) added to the report. ``deadline_ms`` starts
+    here (None: none; not positive: ``ValueError``). ``unmask.api.check``, the batch
+    engine and the bench all check through this, so all of them are answered from memory."""
+    if deadline_ms is not None and deadline_ms <= 0:
+        raise ValueError(f"deadline_ms must be positive, not {deadline_ms}")
+    deadline = None if deadline_ms is None else Deadline(deadline_ms)
+    report = check_case(
+        Case.from_replay(replay),
+        backend,
+        backend_name=backend_name,
+        deadline=deadline,
+        closed_form=closed_form,
+    )
+    # one copy, not two: the replay's own fields, which never reach the solver
+    return replace(report, gold=replay.gold, item=replay.item, judge=replay.judge)

@@ -1,14 +1,19 @@
 """The batch engine behind ``unmask audit``: many replays, one streaming run, one summary.
 
-It produces reports and asks ``unmask.render`` for pages and test cases; it renders nothing
-itself. Modules, in the order a run uses them:
+It produces reports and their ``unmask.record.ResultRecord``s (what every output but a page
+reads, fresh or resumed) and asks ``unmask.render`` for pages, index rows and test cases;
+it renders nothing itself, and imports nothing of the command line or ``unmask.api``.
+Modules, in the order a run uses them:
 
+- ``audit``: a whole audit (inputs, settings, every output, resume, progress, SIGTERM,
+  hints), for ``unmask audit`` and for a Python program alike;
 - ``inputs``: the tasks named by the paths (files, directories, JSON Lines, stdin);
 - ``run``: checking one task, and the pool that checks many in input order;
 - ``cluster``: the same on a Dask cluster (``--dask``; Dask is imported there only);
-- ``records``: the result lines (a report with its location, or an error record);
+- ``records``: the result lines (a report with its location, or an error record), and
+  checking one read back;
 - ``resume``: reading an earlier output back for ``--resume``;
-- ``summary``: the figures of a run, folded one line at a time (by the workers of a pool
+- ``summary``: the figures of a run, folded one record at a time (by the workers of a pool
   or cluster, a job at a time, and merged in input order);
 - ``files``: the files a run writes besides its results (HTML pages and index, JUnit).
 """

@@ -17,8 +17,8 @@ from unmask.outputs import OutputError, atomic, cannot_write, write_text
 from unmask.render import html, junit
 
 
-def write_page(html_dir: str, row: Mapping[str, Any], page: str) -> None:
-    write_text(os.path.join(html_dir, str(row["href"])), page)
+def write_page(html_dir: str, name: str, page: str) -> None:
+    write_text(os.path.join(html_dir, name), page)
 
 
 def write_index(html_dir: str, summary: Mapping[str, Any], rows: Sequence[Mapping]) -> None:

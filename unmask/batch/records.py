@@ -2,8 +2,8 @@
 
 Contract:
 - a checked replay's line is its report's JSON with ``location`` after ``schema``; a replay
-  that could not be checked is an error record ``{"schema": "unmask.error/1", "location":
-  ..., "errors": [diagnostic fields ...]}``;
+  that could not be checked is an error record ``{"schema": ERROR_SCHEMA, "location":
+  ..., "errors": [diagnostic fields ...]}`` (``unmask.record``, which reads both back);
 - ``encode_line`` writes one compact UTF-8 line ending in a newline (a lone surrogate from
   the input is escaped, so the line stays valid UTF-8);
 - ``line_problem(obj)`` says what is wrong with a parsed line read back for ``--resume``
@@ -18,35 +18,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from unmask.diagnostics import Diagnostic
+from unmask.record import ERROR_SCHEMA, diagnostic_json
 from unmask.render.safe import json_text
 from unmask.report import NOT_CHECKED, OK, SATISFIED, UNKNOWN, VIOLATED
 from unmask.report import SCHEMA as REPORT_SCHEMA
 
-ERROR_SCHEMA = "unmask.error/1"
 OVERALL = (SATISFIED, VIOLATED, UNKNOWN)
 DIMENSION_RESULTS = (OK, VIOLATED, UNKNOWN, NOT_CHECKED)
-
-
-def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
-    out: dict[str, Any] = {"code": d.code, "message": d.message, "severity": d.severity}
-    if d.file is not None:
-        out["file"] = d.file
-    if d.path is not None:
-        out["path"] = d.path
-    if d.span is not None:
-        s = d.span
-        out["span"] = {
-            "file": s.file,
-            "line": s.line,
-            "column": s.column,
-            "end_line": s.end_line,
-            "end_column": s.end_column,
-        }
-    if d.help is not None:
-        out["help"] = d.help
-    if d.notes:
-        out["notes"] = list(d.notes)
-    return out
 
 
 def error_record(location: str, diags: Iterable[Diagnostic]) -> dict[str, Any]:

@@ -1,12 +1,12 @@
 """Running an audit: one task at a time, or through a pool of worker processes.
 
 Contract:
-- ``audit_task(task, settings)`` checks one task and returns a ``Result``: the result line
-  (UTF-8 bytes ending in a newline, see ``records``), what the summary needs of it
-  (``view``), and when ``settings`` asks for them the replay's HTML page and index row
-  (from ``unmask.render.html``) and JUnit test case (from ``unmask.render.junit``); the
-  renderers run here, so pool workers render in parallel, and the caller writes the files.
-  A bad replay never raises;
+- ``audit_task(task, settings)`` checks one task (``unmask.outcomes.check_replay``) and
+  returns a ``Result``: the result line (UTF-8 bytes ending in a newline, see
+  ``records``), its ``unmask.record.ResultRecord`` (what the summary, the HTML index and
+  the JUnit file read), and when ``settings.html`` asks for it the replay's HTML page
+  (from ``unmask.render.html``), rendered here so pool workers render in parallel; the
+  caller writes the files. A bad replay never raises;
 - ``run_audit`` streams the tasks through one process or a pool of ``jobs`` processes with
   a bounded window of jobs in flight, and hands every result to ``emit`` in input order
   as soon as it and all earlier results are done (the reorder buffer is the window), so
@@ -46,10 +46,11 @@ from typing import Any
 from unmask.batch import inputs
 from unmask.batch.inputs import STDIN_LABEL, LineRange, Task, range_tasks, split_range
 from unmask.batch.records import encode_line, error_record
-from unmask.batch.summary import Summary, View, view
+from unmask.batch.summary import Summary
 from unmask.diagnostics import Diagnostic, UnmaskError, internal_error
 from unmask.interrupt import reraise_interrupt
 from unmask.limits import DEFAULT_LIMITS, GC_THRESHOLDS, Limits
+from unmask.record import ResultRecord
 
 # how many tasks one pool job carries, and how many jobs per process may be in flight
 CHUNK_TASKS = 256
@@ -68,21 +69,18 @@ class Settings:
     timeout_ms: int
     limits: Limits = DEFAULT_LIMITS
     html: bool = False  # render each replay's HTML page
-    junit: bool = False  # build each replay's JUnit test case
     deadline_ms: int | None = None  # per replay (see ``unmask.explain.Deadline``)
 
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    """One audited task: its result ``line``, its summary ``view``, and what ``Settings``
-    asked for: the HTML index ``row`` and ``page`` (whose file name is ``row["href"]``;
-    a checked replay only), the JUnit ``case``."""
+    """One audited task: its result ``line``, its ``record`` (what the summary, the index
+    and the JUnit file read of it), and with ``Settings.html`` a checked replay's HTML
+    ``page`` (to be written as ``page_name(location, replay id)``)."""
 
     line: bytes
-    view: View
-    row: dict[str, Any] | None = None
+    record: ResultRecord
     page: str | None = None
-    case: Any = None
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -127,57 +125,40 @@ def load_task(task: Task, limits: Limits) -> Any:
 
 def audit_task(task: Task, settings: Settings) -> Result:
     """Check one task; every failure becomes an error record."""
-    from unmask.api import check
+    from unmask.outcomes import check_replay
 
     replay = None
     try:
         replay = load_task(task, settings.limits)
-        report = check(replay, _backend(settings), deadline_ms=settings.deadline_ms)
+        report = check_replay(replay, _backend(settings), deadline_ms=settings.deadline_ms)
     except UnmaskError as exc:
-        return _failed(task, settings, exc.diagnostics, getattr(exc, "sources", None))
+        return _failed(task, exc.diagnostics)
     except RecursionError:
         d = Diagnostic("limit", "the replay is nested too deeply to check", file=task.location)
-        return _failed(task, settings, [d])
+        return _failed(task, [d])
     except Exception as exc:  # one broken replay must not stop the batch
         reraise_interrupt(exc)
-        return _failed(task, settings, [internal_error(exc, file=task.location)])
+        return _failed(task, [internal_error(exc, file=task.location)])
     body = report.to_json()
     obj = {"schema": body.pop("schema"), "location": task.location, **body}
-    row, page, case = None, None, None
+    page = None
     if settings.html:
         from unmask.render import html
 
-        row = html.line_row(obj, page_name(task.location, report.replay))
         page = html.render(report, replay)
-    if settings.junit:
-        from unmask.render import junit
-
-        case = junit.case((report, replay))
-    return Result(encode_line(obj), view(obj), row, page, case)
+    return Result(encode_line(obj), ResultRecord.from_report(report, task.location), page)
 
 
-def _failed(
-    task: Task, settings: Settings, diags: Iterable[Diagnostic], sources: Any = None
-) -> Result:
-    diags = list(diags)
+def _failed(task: Task, diags: Iterable[Diagnostic]) -> Result:
     obj = error_record(task.location, diags)
-    row, case = None, None
-    if settings.html:
-        from unmask.render import html
-
-        row = html.line_row(obj, "")
-    if settings.junit:
-        from unmask.diagnostics import render_all
-        from unmask.render import junit
-
-        case = junit.case(junit.Invalid(task.location, render_all(diags, sources)))
-    return Result(encode_line(obj), view(obj), row, None, case)
+    # made of the line itself: an error record is read back the one way
+    return Result(encode_line(obj), ResultRecord.from_line(obj))
 
 
-def died(task: Task, settings: Settings) -> Result:
+def died(task: Task) -> Result:
     """The error record of a replay whose checking kills the process running it."""
     what = "the process checking this replay died (a crash in the solver?)"
-    return _failed(task, settings, [internal_error(file=task.location, what=what)])
+    return _failed(task, [internal_error(file=task.location, what=what)])
 
 
 @contextlib.contextmanager
@@ -241,7 +222,7 @@ def task_wire(t: Task) -> tuple:
 
 
 def result_wire(r: Result) -> tuple:
-    return (r.line, r.view, r.row, r.page, r.case)  # a view is a named tuple already
+    return (r.line, r.record, r.page)  # a record is a named tuple already
 
 
 def from_wire(w: tuple) -> Result:
@@ -253,7 +234,7 @@ def fold(results: Iterable[Result]) -> Summary:
     share of the parent's work: on a cluster the client is what limits the run)."""
     part = Summary()
     for r in results:
-        part.add(r.view)
+        part.add(r.record)
     return part
 
 
@@ -413,7 +394,7 @@ def emit_all(
                 summary.merge(part)
             else:
                 for r in results[:done]:
-                    summary.add(r.view)
+                    summary.add(r.record)
 
 
 def inputs_for(paths: Iterable[str], limits: Limits, jobs: int) -> Iterator[Task | LineRange]:
@@ -537,7 +518,7 @@ class _Pool:
         try:
             return from_wire(self._submit(single, [task], folded=False).result()[0][0])
         except BrokenProcessPool:
-            return died(task, self.settings)
+            return died(task)
         finally:
             _kill(single)
 

@@ -1,10 +1,10 @@
-"""The summary of an audit, folded one result line at a time.
+"""The summary of an audit, folded one result at a time.
 
 Contract:
-- ``view(obj)`` keeps what the summary needs of one result line (a report's JSON or an
-  error record), the same for a line just checked and one carried over by ``--resume``;
-- ``Summary.add(view)`` folds it in O(distinct requirement ids, grounding groups and labels)
-  memory, plus one small entry per (item, judge) for replays that name both. The dimensions
+- ``Summary.add(record)`` folds one result's ``unmask.record.ResultRecord`` (the same for a
+  replay just checked and a line carried over by ``--resume``) in O(distinct requirement
+  ids, grounding groups and labels) memory, plus one small entry per (item, judge) for
+  replays that name both. The dimensions
   are the report's own (``verdict``, ``procedure``, ``coverage``, ``grounding``) with the
   report's result for each; every check counts under the outcome ``unmask.checker.outcome``
   gives its status, with a REFUTED coverage check set apart as ``not_observable``;
@@ -31,11 +31,11 @@ import functools
 import re
 from collections import Counter
 from dataclasses import fields
-from typing import Any, NamedTuple
+from typing import Any
 
-from unmask.batch.records import ERROR_SCHEMA
 from unmask.checker import outcome
 from unmask.jsonload import show
+from unmask.record import ResultRecord
 from unmask.report import OK, REFUTED, SATISFIED, UNKNOWN, VIOLATED, Dimensions
 
 SUMMARY_SCHEMA = "unmask.summary/1"
@@ -83,78 +83,6 @@ def check_key(status: str | None, *, coverage: bool = False) -> str:
     return _OUTCOME_KEY[outcome(status, coverage=coverage)]
 
 
-class View(NamedTuple):
-    """What the summary needs of one result line; ``error`` (the first diagnostic's code)
-    is set for an error record and nothing else is. A named tuple, not a dataclass: a
-    ``--jobs`` run builds one per replay in the parent, from the pipe, and a tuple costs a
-    fifth of the time there."""
-
-    error: str | None = None
-    overall: str | None = None
-    dimensions: tuple[str | None, ...] = ()  # in DIMENSIONS order
-    matches: bool | None = None
-    requirements: tuple[tuple[str, str | None, str | None], ...] = ()  # id, status, coverage
-    grounding: tuple[tuple[str, str, str | None], ...] = ()  # judge, context, status
-    observed: str | None = None
-    gold: str | None = None
-    labels: tuple[str, ...] = ()  # the labels the report names (`allowed`), in its order
-    protocol: str | None = None
-    item: str | None = None
-    judge: str | None = None
-    # per dimension (DIMENSIONS order): checks resting on unreviewed / gold-derived annotations
-    unreviewed: tuple[int, ...] = (0, 0, 0, 0)
-    gold_derived: tuple[int, ...] = (0, 0, 0, 0)
-
-
-def _text(v: Any) -> str | None:
-    return v if isinstance(v, str) else None
-
-
-def _flags(obj: dict[str, Any], flag: str) -> tuple[int, ...]:
-    """How many checks of each dimension carry ``flag`` (``unreviewed``/``gold_derived``)."""
-
-    def on(entry: Any, key: str) -> int:
-        return int(isinstance(entry, dict) and entry.get(key) is True)
-
-    reqs = [r for r in obj.get("requirements") or () if isinstance(r, dict)]
-    return (
-        on(obj.get("verdict"), flag),
-        sum(on(r, flag) for r in reqs),
-        sum(on(r, f"coverage_{flag}") for r in reqs),
-        sum(on(g, flag) for g in obj.get("grounding") or ()),
-    )
-
-
-def view(obj: dict[str, Any]) -> View:
-    if obj.get("schema") == ERROR_SCHEMA:
-        codes = [e.get("code", "error") for e in obj.get("errors", ()) if isinstance(e, dict)]
-        return View(error=str(codes[0]) if codes else "error")
-    dims = obj.get("dimensions") or {}
-    verdict = obj.get("verdict") if isinstance(obj.get("verdict"), dict) else {}
-    allowed = verdict.get("allowed")
-    return View(
-        overall=obj.get("overall"),
-        dimensions=tuple(dims.get(d) for d in DIMENSIONS),
-        matches=obj.get("verdict_matches_gold"),
-        requirements=tuple(
-            (str(r.get("id")), r.get("status"), r.get("coverage"))
-            for r in obj.get("requirements") or ()
-        ),
-        grounding=tuple(
-            (str(g.get("judge")), str(g.get("context")), g.get("status"))
-            for g in obj.get("grounding") or ()
-        ),
-        observed=_text(verdict.get("observed")),
-        gold=_text(obj.get("gold")),
-        labels=tuple(x for x in allowed if isinstance(x, str)) if isinstance(allowed, list) else (),
-        item=_text(obj.get("item")),
-        judge=_text(obj.get("judge")),
-        protocol=_text(obj.get("protocol")),
-        unreviewed=_flags(obj, "unreviewed"),
-        gold_derived=_flags(obj, "gold_derived"),
-    )
-
-
 class Confusion:
     """Gold × observed label, with adherence and provenance in each cell; labels in the
     order first seen (observed, gold, or allowed by a report)."""
@@ -163,7 +91,7 @@ class Confusion:
         self.labels: dict[str, None] = {}
         self.cells: dict[tuple[str, str], Counter] = {}  # (gold, observed) -> counts
 
-    def add(self, v: View, flags: dict[str, bool]) -> None:
+    def add(self, v: ResultRecord, flags: dict[str, bool]) -> None:
         labels = self.labels
         for label in (*v.labels, v.observed, v.gold):
             if label is not None and label not in labels:
@@ -235,12 +163,12 @@ class Summary:
         self.seen: dict[str, dict[str, tuple]] = {}  # item -> judge -> (verdict, dimensions)
         self.pairs: dict[tuple[str, str], Counter] = {}
         self.repeated = 0  # a second result for one (item, judge): left out of the pairs
-        # a view's requirement / grounding tuple -> the (counter, key) pairs it adds one to
+        # a record's requirement / grounding tuple -> the (counter, key) pairs it adds one to
         self._by_requirements: dict[tuple, tuple[list[tuple[Counter, str]], bool]] = {}
         self._by_grounding: dict[tuple, list[tuple[Counter, str]]] = {}
         self._by_result: dict[tuple, list[tuple[Counter, Any]]] = {}
 
-    def add(self, v: View) -> None:
+    def add(self, v: ResultRecord) -> None:
         self.total += 1
         if v.error is not None:
             self.overall["INVALID"] += 1

@@ -116,13 +116,13 @@ def _median_cost(
 def expected_check(path: str, backend: str) -> Expect:
     """What ``unmask check PATH --backend B`` must do: the status and text report this
     process gives for the same replay."""
-    from unmask.api import check
     from unmask.backends import create
+    from unmask.outcomes import check_replay
     from unmask.render import render
     from unmask.replay import load_replay
 
     replay = load_replay(Path(path))
-    report = check(replay, create(backend))
+    report = check_replay(replay, create(backend), backend_name=backend)
     text = render("text", report, replay)
     return Expect(report.exit_code, text if text.endswith("\n") else text + "\n")
 

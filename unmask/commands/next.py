@@ -42,7 +42,9 @@ from unmask.ir import Span
 from unmask.limits import Limits
 from unmask.lines import bounded_lines
 from unmask.next import INCONSISTENT, SETTLED, BatchTodo, NextReport, Todo
+from unmask.record import ERROR_SCHEMA
 from unmask.render.safe import printable
+from unmask.report import SCHEMA as REPORT_SCHEMA
 
 DEFAULT_BACKEND = "sliced"  # the audit's default: docs/performance.md
 EXIT_OPEN = exitcodes.PARTIAL
@@ -50,7 +52,7 @@ EXIT_USAGE = exitcodes.USAGE
 EXIT_UNSETTLED = exitcodes.UNKNOWN
 EXIT_INVALID = exitcodes.INVALID
 BATCH_SCHEMA = "unmask.next-batch/1"
-_RESULT_SCHEMAS = ("unmask.report/1", "unmask.error/1")
+_RESULT_SCHEMAS = (REPORT_SCHEMA, ERROR_SCHEMA)
 _PEEK = 1 << 20
 
 
@@ -146,7 +148,7 @@ def _from_results(path: str, fh, root: str, limits: Limits, cache: dict[str, dic
         if not isinstance(location, str):
             yield _bad_line(path, n, "a result line without `location`")
             continue
-        if obj.get("schema") == "unmask.error/1":
+        if obj.get("schema") == ERROR_SCHEMA:
             yield location, None, "the audit could not check it"
             continue
         try:

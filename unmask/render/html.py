@@ -12,8 +12,8 @@ Contract:
   linearly with the replay however deeply its spans nest;
 - ``render_index(summary, rows) -> str``: the batch page of ``unmask audit --html DIR``;
   ``summary`` and ``rows`` are plain dicts (keys in ``docs/reports.md``; a missing count is
-  computed from ``rows``; ``index_row(report, href)`` builds one row of a report,
-  ``line_row(obj, href)`` one of an audit result line); the table sorts and
+  computed from ``rows``; ``index_row(record, href)`` builds the row of one result from
+  its ``unmask.record.ResultRecord``, fresh or read back); the table sorts and
   filters with a little inline JS and is a plain table without it; the gold × observed
   label table is one table, or one per protocol when the run mixes protocols;
 - Jinja2 templates with autoescape on: every piece of user text is escaped; results always
@@ -35,6 +35,7 @@ import jinja2
 import markupsafe
 
 from unmask.irtext import expr_text
+from unmask.record import ResultRecord
 from unmask.render import view as ev
 from unmask.render.safe import finish
 from unmask.report import (
@@ -54,7 +55,6 @@ from unmask.report import (
 TEMPLATES = Path(__file__).parent / "templates"
 OUTCOMES = (SATISFIED, VIOLATED, UNKNOWN)
 DIM_OUTCOMES = (OK, VIOLATED, UNKNOWN, NOT_CHECKED)
-ERROR_SCHEMA = "unmask.error/1"  # the audit's record of a replay that could not be checked
 
 
 @lru_cache(maxsize=1)
@@ -515,39 +515,20 @@ def index_context(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]])
     }
 
 
-def index_row(report: Report, href: str) -> dict[str, Any]:
-    """The ``rows`` entry of ``render_index`` for one checked replay."""
+def index_row(record: ResultRecord, href: str) -> dict[str, Any]:
+    """The ``rows`` entry of ``render_index`` for one result (``unmask.record``): a checked
+    replay, or one that could not be checked, which shows as INVALID without a link."""
+    if record.error is not None:
+        return {"id": record.location, "overall": "INVALID", "dimensions": {}, "href": ""}
     return {
-        "id": report.replay,
-        "overall": report.overall,
-        "dimensions": report.dimensions.to_json(),
-        "verdict": report.verdict.observed,
-        "gold": report.gold,
-        "verdict_matches_gold": report.verdict_matches_gold,
-        "protocol": report.protocol,
-        "href": href,
-    }
-
-
-def line_row(obj: Mapping[str, Any], href: str) -> dict[str, Any]:
-    """The ``rows`` entry of ``render_index`` for one audit result line: a report's JSON
-    (with ``location``) or an error record, which shows as INVALID without a link."""
-    if obj.get("schema") == ERROR_SCHEMA:
-        return {
-            "id": str(obj.get("location", "")),
-            "overall": "INVALID",
-            "dimensions": {},
-            "href": "",
-        }
-    verdict = obj.get("verdict")
-    return {
-        "id": str(obj.get("replay", "")),
-        "overall": obj.get("overall"),
-        "dimensions": obj.get("dimensions") or {},
-        "verdict": verdict.get("observed") if isinstance(verdict, Mapping) else None,
-        "gold": obj.get("gold"),
-        "verdict_matches_gold": obj.get("verdict_matches_gold"),
-        "protocol": obj.get("protocol"),
+        "id": record.replay or "",
+        "overall": record.overall,
+        # a record made by hand may leave its dimensions out: they show as not checked
+        "dimensions": dict(zip(ev.DIMENSIONS, record.dimensions, strict=False)),
+        "verdict": record.observed,
+        "gold": record.gold,
+        "verdict_matches_gold": record.matches,
+        "protocol": record.protocol,
         "href": href,
     }
 

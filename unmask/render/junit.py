@@ -2,14 +2,17 @@
 
 Contract:
 - one test case per replay, built in one place (``Case``): name = the replay id, classname
-  = ``unmask.PROTOCOL``. SATISFIED passes (the text report in ``<system-out>``); VIOLATED is
+  = ``unmask.PROTOCOL``. SATISFIED passes (its text in ``<system-out>``); VIOLATED is
   a ``<failure type="VIOLATED">``; UNKNOWN is ``<skipped type="UNKNOWN">`` (nothing was
   proved either way, which is not a failure of the judge and not a pass); a replay that
   could not be checked is an ``<error type="invalid">``. The message attribute says why
-  (the report's reasons), the element text is the text report;
-- ``case(item)`` makes a ``Case`` of a ``Report``, a ``(Report, Replay | None)`` pair or an
-  ``Invalid``; ``case_from_line(obj)`` makes one of an audit result line (a report's JSON
-  with ``location``, or an error record), without the text report;
+  (the report's reasons), the element text is the text report (in an audit, what the
+  result record says);
+- ``case(item, text=None)`` makes every ``Case`` from a ``unmask.record.ResultRecord``: of
+  a record itself (``unmask audit --junit``: its text is ``record_text``, what the record
+  says, so a replay just checked and a line carried over by ``--resume`` give the same
+  case), or of a ``Report``, a ``(Report, Replay | None)`` pair (text: the text report) or
+  an ``Invalid``, each made a record first;
 - ``render(report, replay)`` (``unmask check --format junit``) and ``render_batch(results,
   name="unmask audit")`` write a whole document: ``<testsuites>`` with one ``<testsuite>``;
   ``Suite`` writes the same document to a stream one case at a time (``unmask audit
@@ -26,11 +29,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import IO, Any
 
+from unmask.diagnostics import render_all
+from unmask.record import ResultRecord
 from unmask.render import text as text_render
 from unmask.render.safe import UNSAFE, escape_char
-from unmask.report import SATISFIED, VIOLATED, Report
+from unmask.report import DIMENSIONS, SATISFIED, VIOLATED, Report
 
-ERROR_SCHEMA = "unmask.error/1"  # the audit's record of a replay that could not be checked
 INVALID_MESSAGE = "the replay could not be checked"
 # the element that marks a case, and the suite attribute that counts it
 KINDS = {"failure": "failures", "error": "errors", "skipped": "skipped"}
@@ -107,26 +111,38 @@ def _result_case(
     return Case(name, classname, kind, overall, _message(overall, reasons), text)
 
 
-def case(item: Report | tuple[Report, Any] | Invalid) -> Case:
-    """The test case of one replay: checked (a report, with its replay if known) or not."""
+def case(
+    item: ResultRecord | Report | tuple[Report, Any] | Invalid, text: str | None = None
+) -> Case:
+    """The test case of one replay, built from its ``ResultRecord`` (a report, with its
+    replay if known, or an ``Invalid`` is made one first). ``text`` is the element's text:
+    by default a report's text report, and a record's ``record_text``."""
     if isinstance(item, Invalid):
-        return Case(item.name, "unmask", "error", "invalid", INVALID_MESSAGE, item.message)
-    report, replay = item if isinstance(item, tuple) else (item, None)
-    body = text_render.render(report, replay, color=False)
-    reasons = (r.message for r in report.reasons)
-    return _result_case(report.replay, report.protocol, report.overall, reasons, body)
+        return case(ResultRecord(location=item.name, error="invalid"), item.message)
+    if isinstance(item, ResultRecord):  # before the pair: a record is a tuple too
+        record = item
+        body = record_text(record) if text is None else text
+    else:
+        report, replay = item if isinstance(item, tuple) else (item, None)
+        record = ResultRecord.from_report(report)
+        body = text_render.render(report, replay, color=False) if text is None else text
+    if record.error is not None:
+        return Case(record.location, "unmask", "error", "invalid", INVALID_MESSAGE, body)
+    overall = record.overall or ""
+    return _result_case(record.replay or "", record.protocol or "", overall, record.reasons, body)
 
 
-def case_from_line(obj: Mapping[str, Any]) -> Case:
-    """The test case of an audit result line (its text report is not re-rendered)."""
-    if obj.get("schema") == ERROR_SCHEMA:
-        messages = "; ".join(str(e.get("message")) for e in obj.get("errors") or ())
-        return Case(
-            str(obj.get("location")), "unmask", "error", "invalid", INVALID_MESSAGE, messages
-        )
-    reasons = (str(r.get("message")) for r in obj.get("reasons") or ())
-    overall = str(obj.get("overall"))
-    return _result_case(str(obj.get("replay")), str(obj.get("protocol")), overall, reasons, None)
+def record_text(record: ResultRecord) -> str:
+    """What a record alone says of its replay (``unmask audit --junit``, where a replay just
+    checked and a line carried over by ``--resume`` must give the same case): an error
+    record's diagnostics, or the location, the overall result, the four dimensions and
+    the reasons."""
+    if record.error is not None:
+        return render_all(record.errors)
+    dims = ", ".join(f"{d} {r}" for d, r in zip(DIMENSIONS, record.dimensions, strict=False))
+    lines = [f"{record.location}: {record.overall}", f"dimensions: {dims}"]
+    lines += [f"- {reason}" for reason in record.reasons]
+    return "\n".join(lines)
 
 
 def _suite_attrs(name: str, counts: Mapping[str, int]) -> tuple[dict[str, str], dict[str, str]]:

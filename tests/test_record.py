@@ -1,0 +1,134 @@
+"""The one shape of a result: a report's ``ResultRecord`` is the record its own result line
+gives back, for every shipped example, generated replays, a protocol that contradicts
+itself, a lone surrogate and error records; what the batch outputs read comes from it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from unmask.batch import inputs, run
+from unmask.batch.records import encode_line, error_record
+from unmask.bench.workload import replay_line
+from unmask.diagnostics import Diagnostic, render_all
+from unmask.ir import Span
+from unmask.record import ERROR_SCHEMA, ResultRecord, diagnostic_from_json, diagnostic_json
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
+SETTINGS = run.Settings("sliced", 60_000)
+
+
+def _read_back(result: run.Result) -> ResultRecord:
+    return ResultRecord.from_line(json.loads(result.line))
+
+
+def _contradictory(tmp_path: Path) -> Path:
+    proto = (ROOT / "examples" / "factual_claims.proto").read_text(encoding="utf-8")
+    proto += "constraint yes: j_cto\nconstraint no: not j_cto\n"
+    (tmp_path / "factual_claims.proto").write_text(proto, encoding="utf-8")
+    replay = tmp_path / "case_b.json"
+    shutil.copy(ROOT / "examples" / "case_b.json", replay)
+    return replay
+
+
+def test_every_example_reads_back_as_the_record_of_its_report() -> None:
+    assert len(EXAMPLES) >= 10
+    seen = set()
+    for path in EXAMPLES:
+        result = run.audit_task(inputs.Task(str(path), str(path)), SETTINGS)
+        record = result.record
+        assert record.error is None and record.location == str(path)
+        assert _read_back(result) == record, path.name
+        seen.add(record.overall)
+        seen |= {"labels"} if record.labels else set()
+        seen |= {"flags"} if any(record.unreviewed) or any(record.gold_derived) else set()
+        seen |= {"reasons"} if record.reasons else set()
+    # the examples reach every field the outputs read (else the equality says little)
+    assert {"SATISFIED", "VIOLATED", "UNKNOWN", "labels", "flags", "reasons"} <= seen
+
+
+@pytest.mark.parametrize("workload", ["mixed", "supported"])
+def test_generated_replays_read_back_as_their_records(workload: str) -> None:
+    for i in range(30):
+        text = replay_line(3, 7, i, workload).encode()
+        result = run.audit_task(inputs.Task(f"g.jsonl:{i + 1}", "g.jsonl", i + 1, text), SETTINGS)
+        assert result.record.requirements and result.record.grounding
+        assert _read_back(result) == result.record
+
+
+def test_a_record_of_a_report_names_its_replay_judge_and_reasons() -> None:
+    from unmask.api import check
+
+    report = check(ROOT / "examples" / "case_c.json", "sliced")
+    record = ResultRecord.from_report(report, "here")
+    assert (record.replay, record.protocol, record.overall) == (
+        "case-c",
+        "factual_claims",
+        "VIOLATED",
+    )
+    assert record.reasons == tuple(r.message for r in report.reasons)
+    assert record.bases == ("CONSISTENT", "CONSISTENT", "CONSISTENT")
+    assert record.dimensions == ("OK", "OK", "OK", "VIOLATED")
+    assert not record.protocol_contradicts_itself
+
+
+def test_a_protocol_that_contradicts_itself_is_read_from_the_bases(tmp_path: Path) -> None:
+    path = _contradictory(tmp_path)
+    result = run.audit_task(inputs.Task(str(path), str(path)), SETTINGS)
+    assert result.record.bases[0] == "INCONSISTENT"
+    assert result.record.protocol_contradicts_itself
+    assert _read_back(result).protocol_contradicts_itself
+
+
+def test_a_lone_surrogate_reads_back_the_same() -> None:
+    obj = json.loads((ROOT / "examples" / "case_b.json").read_text(encoding="utf-8"))
+    obj["id"] = "case-\ud800"
+    text = json.dumps(obj).encode()  # the surrogate stays escaped in the input
+    beside = str(ROOT / "examples" / "s.jsonl")  # its protocol path resolves from there
+    result = run.audit_task(inputs.Task("s.jsonl:1", beside, 1, text), SETTINGS)
+    assert result.record.replay == "case-\ud800"
+    assert result.line.isascii()  # the line escaped it to stay valid UTF-8
+    assert _read_back(result) == result.record
+
+
+def test_an_error_record_keeps_its_diagnostics() -> None:
+    bad = b'{"schema": "unmask.replay/1",\n "id": }'
+    result = run.audit_task(inputs.Task("b.jsonl:4", "b.jsonl", 4, bad), SETTINGS)
+    record = result.record
+    assert record.error == "json-syntax" and record.location == "b.jsonl:4"
+    assert record.errors and record.errors[0].span is not None
+    assert record.errors[0].span.line == 5  # the record's own line in its file, and on
+    assert _read_back(result) == record
+    assert record.replay is None and record.overall is None and record.dimensions == ()
+
+
+def test_diagnostics_survive_their_json() -> None:
+    d = Diagnostic(
+        "missing",
+        "missing `verdict`",
+        span=Span("r.json", 2, 3, 2, 9),
+        path="$.verdict",
+        file="r.json",
+        help="add it",
+        notes=("one", "two"),
+    )
+    back = diagnostic_from_json(json.loads(json.dumps(diagnostic_json(d))))
+    assert back == d and render_all([back]) == render_all([d])
+    line = json.loads(encode_line(error_record("r.json", [d])))
+    assert line["schema"] == ERROR_SCHEMA
+    assert ResultRecord.from_line(line).errors == (d,)
+
+
+def test_a_malformed_line_that_resume_accepts_never_raises() -> None:
+    odd = {
+        "schema": ERROR_SCHEMA,
+        "location": "x",
+        "errors": [{"code": "c", "message": "m", "span": {"file": "f", "line": "2"}, "notes": 3}],
+    }
+    record = ResultRecord.from_line(odd)
+    assert record.error == "c" and record.errors[0].span is None and record.errors[0].notes == ()
+    assert ResultRecord.from_line({"schema": ERROR_SCHEMA, "location": "y"}).error == "error"

@@ -1,0 +1,224 @@
+"""One checked replay as every batch output sees it: the ``ResultRecord``.
+
+Contract:
+- a ``ResultRecord`` is what the summary, the HTML index, the JUnit file and the audit's
+  hints read of one result, and nothing else: ``from_report(report, location)`` makes it
+  of a report just checked, ``from_line(obj)`` of a result line (a report's JSON with its
+  ``location``, or an error record ``ERROR_SCHEMA``) read back from a results file, and
+  the two are equal for a report and its own line (tests/test_record.py), so a run that
+  resumes writes what a fresh run writes;
+- an error record's record has ``error`` (its first diagnostic's code) and ``errors``
+  (its diagnostics, read back from their JSON fields), and no report field;
+- ``from_line`` reads what ``unmask.batch.records.line_problem`` accepts, and takes a
+  field of another type as absent, never raises.
+
+A named tuple, not a dataclass: a ``--jobs`` run builds one per replay in the parent,
+from the pipe, and unpickling a tuple costs a fifth of a slotted dataclass there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from unmask.diagnostics import Diagnostic
+from unmask.ir import Span
+from unmask.report import DIMENSIONS, INCONSISTENT, CheckResult
+
+if TYPE_CHECKING:
+    from unmask.report import Report
+
+ERROR_SCHEMA = "unmask.error/1"  # the result line of a replay that could not be checked
+
+ResultKey = tuple[str, str | None, str | None]  # requirement id, status, coverage status
+
+
+class ResultRecord(NamedTuple):
+    """What every batch output reads of one result; dimensions, flags and base states
+    in ``unmask.report``'s orders (``DIMENSIONS``; ``proto``, ``evid``, ``all``)."""
+
+    location: str = ""
+    error: str | None = None  # an error record's first diagnostic code; then no report
+    errors: tuple[Diagnostic, ...] = ()
+    replay: str | None = None  # the replay's id
+    protocol: str | None = None  # the protocol's name
+    overall: str | None = None
+    bases: tuple[str | None, str | None, str | None] | None = None  # proto, evid, all
+    dimensions: tuple[str | None, ...] = ()
+    matches: bool | None = None  # verdict_matches_gold
+    requirements: tuple[ResultKey, ...] = ()
+    grounding: tuple[tuple[str, str, str | None], ...] = ()  # judge, context, status
+    observed: str | None = None
+    gold: str | None = None
+    labels: tuple[str, ...] = ()  # the labels the report names (`allowed`), in its order
+    item: str | None = None
+    judge: str | None = None
+    reasons: tuple[str, ...] = ()  # the messages of the report's reasons
+    # per dimension: checks resting on unreviewed / gold-derived annotations
+    unreviewed: tuple[int, ...] = (0, 0, 0, 0)
+    gold_derived: tuple[int, ...] = (0, 0, 0, 0)
+
+    @property
+    def protocol_contradicts_itself(self) -> bool:
+        """The protocol's own base is inconsistent: no replay of it can be checked."""
+        return self.bases is not None and self.bases[0] == INCONSISTENT
+
+    @classmethod
+    def from_report(cls, report: Report, location: str = "") -> ResultRecord:
+        """The record of a report just checked (the one its result line gives back)."""
+        bases = report.bases
+        verdict = report.verdict
+        reqs = report.requirements
+        ground = report.grounding
+        dims = report.dimensions
+        return cls(
+            location=location,
+            replay=report.replay,
+            protocol=report.protocol,
+            overall=report.overall,
+            bases=None if bases is None else (bases.proto, bases.evid, bases.all),
+            dimensions=(dims.verdict, dims.procedure, dims.coverage, dims.grounding),
+            matches=report.verdict_matches_gold,
+            requirements=tuple((r.id, r.holds.status, r.coverage.status) for r in reqs),
+            grounding=tuple((g.judge, g.context, g.result.status) for g in ground),
+            observed=verdict.observed,
+            gold=report.gold,
+            labels=() if verdict.allowed is None else tuple(verdict.allowed),
+            item=report.item,
+            judge=report.judge,
+            reasons=tuple(r.message for r in report.reasons),
+            unreviewed=_report_flags(report, "unreviewed"),
+            gold_derived=_report_flags(report, "gold_derived"),
+        )
+
+    @classmethod
+    def from_line(cls, obj: Mapping[str, Any]) -> ResultRecord:
+        """The record of a result line, parsed (a report's JSON or an error record)."""
+        location = _text(obj.get("location")) or ""
+        if obj.get("schema") == ERROR_SCHEMA:
+            entries = [e for e in obj.get("errors") or () if isinstance(e, Mapping)]
+            codes = [e.get("code", "error") for e in entries]
+            return cls(
+                location=location,
+                error=str(codes[0]) if codes else "error",
+                errors=tuple(diagnostic_from_json(e) for e in entries),
+            )
+        dims = obj.get("dimensions") or {}
+        verdict = obj.get("verdict") if isinstance(obj.get("verdict"), Mapping) else {}
+        allowed = verdict.get("allowed")
+        bases = obj.get("bases")
+        return cls(
+            location=location,
+            replay=_text(obj.get("replay")),
+            protocol=_text(obj.get("protocol")),
+            overall=obj.get("overall"),
+            bases=(bases.get("proto"), bases.get("evid"), bases.get("all"))
+            if isinstance(bases, Mapping)
+            else None,
+            dimensions=tuple(dims.get(d) for d in DIMENSIONS),
+            matches=obj.get("verdict_matches_gold"),
+            requirements=tuple(
+                (str(r.get("id")), r.get("status"), r.get("coverage"))
+                for r in obj.get("requirements") or ()
+            ),
+            grounding=tuple(
+                (str(g.get("judge")), str(g.get("context")), g.get("status"))
+                for g in obj.get("grounding") or ()
+            ),
+            observed=_text(verdict.get("observed")),
+            gold=_text(obj.get("gold")),
+            labels=tuple(x for x in allowed if isinstance(x, str))
+            if isinstance(allowed, list)
+            else (),
+            item=_text(obj.get("item")),
+            judge=_text(obj.get("judge")),
+            reasons=tuple(
+                _text(r.get("message")) or ""
+                for r in obj.get("reasons") or ()
+                if isinstance(r, Mapping)
+            ),
+            unreviewed=_line_flags(obj, "unreviewed"),
+            gold_derived=_line_flags(obj, "gold_derived"),
+        )
+
+
+def _text(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
+
+
+def _on(result: CheckResult, flag: str) -> int:
+    return int(getattr(result, flag) > 0)
+
+
+def _report_flags(report: Report, flag: str) -> tuple[int, ...]:
+    """How many checks of each dimension rest on ``flag`` annotations (as the line says)."""
+    reqs = report.requirements
+    return (
+        _on(report.verdict.result, flag),
+        sum(_on(r.holds, flag) for r in reqs),
+        sum(_on(r.coverage, flag) for r in reqs),
+        sum(_on(g.result, flag) for g in report.grounding),
+    )
+
+
+def _line_flags(obj: Mapping[str, Any], flag: str) -> tuple[int, ...]:
+    """``_report_flags`` read back from a line: a check's field is written only when true."""
+
+    def on(entry: Any, key: str) -> int:
+        return int(isinstance(entry, Mapping) and entry.get(key) is True)
+
+    reqs = [r for r in obj.get("requirements") or () if isinstance(r, Mapping)]
+    return (
+        on(obj.get("verdict"), flag),
+        sum(on(r, flag) for r in reqs),
+        sum(on(r, f"coverage_{flag}") for r in reqs),
+        sum(on(g, flag) for g in obj.get("grounding") or ()),
+    )
+
+
+def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
+    """A diagnostic's fields as an error record writes them."""
+    out: dict[str, Any] = {"code": d.code, "message": d.message, "severity": d.severity}
+    if d.file is not None:
+        out["file"] = d.file
+    if d.path is not None:
+        out["path"] = d.path
+    if d.span is not None:
+        s = d.span
+        out["span"] = {
+            "file": s.file,
+            "line": s.line,
+            "column": s.column,
+            "end_line": s.end_line,
+            "end_column": s.end_column,
+        }
+    if d.help is not None:
+        out["help"] = d.help
+    if d.notes:
+        out["notes"] = list(d.notes)
+    return out
+
+
+_SPAN_FIELDS = ("line", "column", "end_line", "end_column")
+
+
+def diagnostic_from_json(e: Mapping[str, Any]) -> Diagnostic:
+    """The diagnostic ``diagnostic_json`` wrote (a field of another type is left out)."""
+    span = e.get("span")
+    if isinstance(span, Mapping) and isinstance(span.get("file"), str):
+        numbers = [span.get(k) for k in _SPAN_FIELDS]
+        ok = all(isinstance(n, int) and not isinstance(n, bool) for n in numbers)
+        span = Span(span["file"], *numbers) if ok else None  # type: ignore[arg-type]
+    else:
+        span = None
+    notes = e.get("notes")
+    return Diagnostic(
+        code=str(e.get("code", "error")),
+        message=str(e.get("message", "")),
+        span=span,
+        path=_text(e.get("path")),
+        file=_text(e.get("file")),
+        help=_text(e.get("help")),
+        severity=_text(e.get("severity")) or "error",
+        notes=tuple(n for n in notes if isinstance(n, str)) if isinstance(notes, list) else (),
+    )
