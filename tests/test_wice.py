@@ -67,8 +67,16 @@ def test_real_judgments_become_valid_three_label_replays(tmp_path: Path) -> None
     anns = {a["atom"]: a for a in r["annotations"]}
     # the judge cites sentences 5 and 7 as confirming; annotators marked 5 and 7 supporting
     assert anns["cites(s5)"]["value"] == "TRUE" and anns["cites(s5)"]["by"]["kind"] == "rule"
-    assert anns["supports(s5)"]["value"] == "TRUE" and "by" not in anns["supports(s5)"]
-    assert anns["supports(s0)"]["value"] == "FALSE"
+    assert anns["supports(s5)"]["value"] == "TRUE"
+    assert anns["supports(s5)"]["by"] == {
+        "kind": "human",
+        "name": "wice-annotators",
+        "reviewed": True,
+    }
+    # line 0 is marked in no chunk of the claim: the annotators did not say it does not
+    # support the claim, so it stays UNKNOWN (no annotation), never FALSE
+    assert "supports(s0)" not in anns
+    assert all(a["value"] != "FALSE" for n, a in anns.items() if n.startswith("supports("))
     assert anns["gap"]["value"] == "TRUE"
     res = CliRunner().invoke(main, ["validate", str(tmp_path / "out")])
     assert res.exit_code == 0, res.output
@@ -77,6 +85,34 @@ def test_real_judgments_become_valid_three_label_replays(tmp_path: Path) -> None
     assert report["verdict"]["status"] == "ENTAILED"
     assert report["verdict"]["allowed"] == ["partially_supported"]
     assert {g["direction"] for g in report["grounding"]} == {"~>"}
+
+
+def _imported(tmp: Path, judge: str, item: str) -> dict:
+    """The replay of ``item`` by ``judge``, imported from the whole output file."""
+    assert DATA is not None
+    src = DATA / f"{judge}_claim_test_outputs.jsonl"
+    s = import_file("wice", src, tmp / "out", Options(gold=DATA / "gold_claim_test.jsonl"))
+    (path,) = [p for p in s.written if p.stem == f"{judge}-{item}"]
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@needs_data
+def test_a_line_marked_in_another_chunk_or_as_a_copy_counts_as_marked(tmp_path: Path) -> None:
+    r = _imported(tmp_path, "gpt-4-0613", "test03444-1")
+    anns = {a["atom"]: a for a in r["annotations"]}
+    # line 9 is word for word line 13, which the annotators marked; the judge cites line 9
+    assert anns["cites(s9)"]["value"] == "TRUE"
+    assert anns["supports(s9)"]["value"] == "TRUE"
+    assert anns["supports(s9)"]["evidence"][0]["quote"].startswith("line 9: marked as supporting")
+    assert anns["supports(s9)"]["by"]["kind"] == "human"
+    # a line marked in no chunk is left open, and the grounding of line 9 holds
+    assert "supports(s1)" not in anns
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(r), encoding="utf-8")
+    checked = CliRunner().invoke(main, ["check", str(path), "--format", "json"])
+    report = json.loads(checked.stdout)
+    g9 = next(g for g in report["grounding"] if "s9" in g["judge"])
+    assert g9["status"] == "ENTAILED"
 
 
 @needs_data

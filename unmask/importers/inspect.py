@@ -8,10 +8,11 @@ Derived by rule: ``says_correct`` from the last ``GRADE: X`` the explanation wri
 rule Inspect's default pattern applies), ``one_grade`` from whether every grade written is
 the same, ``graded_response`` from whether the score's ``answer`` is the response, and,
 for each phrase the explanation puts in quotation marks, ``quotes`` (TRUE, quoting it) and
-``said`` (whether it occurs in the response or the context). Verdicts are binary until
-multi-label protocols exist: C is PASS, I is FAIL; a P (partial credit), an unscored
-sample, or another scorer is skipped with the reason. `.eval` logs are refused with a hint
-to convert them (`inspect log convert --to json`).
+``said`` (TRUE where it occurs in the response or the context; FALSE only when the
+response, the task and the target are all present and it occurs in none of them).
+Verdicts are binary until multi-label protocols exist: C is PASS, I is FAIL; a P (partial
+credit), an unscored sample, or another scorer is skipped with the reason. `.eval` logs are
+refused with a hint to convert them (`inspect log convert --to json`).
 """
 
 from __future__ import annotations
@@ -115,6 +116,8 @@ def _score(
     if context:
         sources["context"] = context
     answer = score.get("answer")
+    # the sample carries all three texts a quote may come from (an empty target included)
+    searched_all = isinstance(sample.get("target"), (str, list)) and isinstance(target, str)
 
     phrases = _phrases(explanation, [s for s in (response, context) if s])
     sid, epoch = sample.get("id"), sample.get("epoch")
@@ -180,7 +183,9 @@ def _score(
             if found is not None:
                 src, quote = found
                 b.annotate(f"said(q{k})", True, quote=quote, source=src, occurrence=0, by=by)
-            elif response:
+            elif response and task is not None and searched_all:
+                # searched the response, the task and the target, all present: the phrase
+                # is in none of them (with one missing, not finding it proves nothing)
                 b.annotate(
                     f"said(q{k})",
                     False,
