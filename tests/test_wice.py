@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from tests.wice_data import WICE_DIR, needs_wice
 from unmask.cli.main import main
 from unmask.importers import Options, import_file
+from unmask.importers import wice
 from unmask.importers.wice import citations, judge_name
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -116,6 +117,22 @@ def test_a_line_marked_in_another_chunk_or_as_a_copy_counts_as_marked(tmp_path: 
 
 
 @needs_data
+def test_a_cited_line_nobody_marked_is_read_by_the_aligner_or_left_open(tmp_path: Path) -> None:
+    r = _imported(tmp_path, "gpt-4-0613", "test01979-2")
+    anns = {a["atom"]: a for a in r["annotations"]}
+    # line 10 is cited and marked in no chunk: the aligner reads it as support (0.97 >= 0.9)
+    assert anns["cites(s10)"]["value"] == "TRUE"
+    s10 = anns["supports(s10)"]
+    assert s10["value"] == "TRUE" and s10["by"] == wice.LEXICAL
+    (ev,) = s10["evidence"]
+    assert ev["source"] == "context" and "Roy Lee Hilton died" in ev["quote"]
+    assert r["sources"]["context"][ev["start"] : ev["end"]] == ev["quote"]
+    # below the threshold the aligner abstains: nothing at all is written for the line
+    assert wice.lexical_support(r["sources"]["response"], [(1, "Cats purr.")], [(1, "x")]) == []
+    assert all(a["value"] == "TRUE" for n, a in anns.items() if n.startswith("supports("))
+
+
+@needs_data
 def test_a_row_without_its_gold_row_is_skipped_with_the_reason(tmp_path: Path) -> None:
     src = _slice(tmp_path, "gpt-3.5-turbo-0613", 3)
     rows = src.read_text(encoding="utf-8").splitlines()
@@ -187,3 +204,108 @@ def test_the_study_names_a_missing_data_file_without_a_traceback(tmp_path: Path,
     assert study.main(["--data", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")]) == 4
     err = capsys.readouterr().err
     assert "cannot read" in err and "gold_claim_test.jsonl" in err and "Traceback" not in err
+
+
+# --- the explanation rules, on the cases issue 22 names (texts copied from WiCE's outputs) ----
+
+from unmask.importers import wice_rules as rules  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # test02359-0, test04247-0, test01062-2 (gpt-4-0613): support stated in words
+        "The evidence only mentions that F. Scott Hess had installations at the Koplin Del Rio "
+        "Gallery in 2011 and 2014. There is no mention of the other galleries.",
+        "The evidence provided only mentions the oldest player in the ICC Cricket World Cup "
+        "2019, who is Imran Tahir from South Africa and is 40 years old. However, there is no "
+        "mention of the youngest player, Mujeeb Ur Rahman, or his age.",
+        "The evidence does not mention who was responsible for preparing the ground. It only "
+        "mentions that the Menzies government sponsored the National Service Act 1951.",
+    ],
+)
+def test_support_stated_in_words_is_read(text: str) -> None:
+    assert rules.support_said(text) is not None
+    assert rules.gap(text) is not None and not rules.citations(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The evidence does not confirm that the strike took place.",
+        "Sentence 5 states that he was born in 1909. The evidence only mentions his birth.",
+    ],
+)
+def test_support_in_words_needs_no_negation_and_no_line(text: str) -> None:
+    # denied support is no support; a sentence naming a line is a citation, read as such
+    first = text.split(". ")[0] + "."
+    assert rules.support_said(first) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # test00115-0 (gpt-3.5-turbo-0613): lines mentioned as background, then dismissed
+        "Sentence 18 states that Oklahoma has had the highest cuts to general education "
+        "funding. Sentence 26 mentions that teachers are desperate for a solution. However, "
+        "there is no direct evidence that a teacher's strike was held in Oklahoma in early "
+        "April. Therefore, the claim is not supported by the evidence.",
+        # test03895-0 (gpt-3.5-turbo-0613): the line is about someone else
+        "Sentence 67 mentions that Ray Owens, lead singer with Juicy Lucy, died from cancer a "
+        "couple of weeks ago. However, there is no mention of the death of the person "
+        "mentioned in the claim.",
+    ],
+)
+def test_a_line_mentioned_then_dismissed_is_no_citation(tmp_path: Path, text: str) -> None:
+    from unmask.studies.wice import read_explanation
+
+    assert rules.dismissal(text) is not None
+    got = read_explanation(f"<explanation>{text}</explanation><answer>not_supported</answer>")
+    assert got["cites"] == [] and got["dismissed"] and not got["support_said"]
+
+
+def test_a_partial_answer_is_not_a_dismissal() -> None:
+    text = "Sentence 5 confirms the date. However, the claim is not fully supported."
+    assert rules.dismissal(text) is None
+
+
+def test_gap_ignores_negations_a_cited_line_reports() -> None:
+    # test02679-2 (gpt-4-0613): the negation is what line 21 says, not a gap
+    text = (
+        "Sentence 21 states that the Church of Scientology did not mention that its "
+        "definition of drug use included an occasional alcoholic drink or prescription "
+        "medicine, and exposure to chemical toxins. This supports the claim."
+    )
+    assert rules.gap(text) is None
+    ((line, _, _, denied),) = rules.citations(text)
+    assert line == 21 and not denied
+    # ... but the evidence as the subject is the judge's own reading, reported or not
+    assert rules.gap("Sentence 5 states that he won, but the evidence does not mention when.")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The name of the ship is not named in the evidence.",
+        "Sentence 4 contradicted the claim's date.",
+        "The year is contradicted by sentence 9.",
+        "Sentence 3 confirms the title. His age is not mentioned.",
+    ],
+)
+def test_gap_phrases(text: str) -> None:
+    assert rules.gap(text) is not None
+
+
+@needs_data
+def test_the_rule_precision_in_the_study_is_recounted_from_the_labels() -> None:
+    from unmask.studies import wice as study
+
+    recs = [json.loads(x) for x in study.LABELS_FILE.read_text(encoding="utf-8").splitlines()]
+    assert len(recs) == 40
+    # every labelled response is still the one at its row of the WiCE file
+    for r in recs:
+        lines = (DATA / r["file"]).read_text(encoding="utf-8").splitlines()
+        assert json.loads(lines[r["row"]])["response"] == r["response"]
+    table = study.precision_markdown(study.rule_precision(recs), len(recs))
+    doc = (ROOT / "docs" / "study-wice.md").read_text(encoding="utf-8")
+    assert table in doc

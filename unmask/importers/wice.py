@@ -30,6 +30,7 @@ from unmask.builder import ReplayBuilder
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.files import decode_utf8, read_bytes
 from unmask.importers import PROTOCOLS, Imported, Options, Skipped, build
+from unmask.importers.wice_rules import citations, dismissal, gap, support_said
 from unmask.jsonload import parse_json_text
 
 NAME = "wice"
@@ -50,28 +51,6 @@ _CLAIM = re.compile(r"<claim>(.*?)</claim>", re.S)
 _SENTENCE = re.compile(r"<sentence_(\d+)>(.*?)</sentence_\1>", re.S)
 _EXPLANATION = re.compile(r"<explanation>(.*?)</explanation>", re.S)
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
-# "Sentence 5", "sentences 5, 7 and 8", "line 3", "lines 3-5", "<sentence_5>"
-_CITE = re.compile(
-    r"(?:<sentence_(\d+)>|\b(?:sentences?|lines?)\s+((?:\d+(?:\s*(?:-|–|to)\s*\d+)?"
-    r"(?:\s*(?:,|and|&)\s*)*)+))",
-    re.I,
-)
-_NUM_RANGE = re.compile(r"(\d+)(?:\s*(?:-|–|to)\s*(\d+))?")
-# a cue that the sentence around a citation denies support rather than giving it
-_DENIAL = re.compile(
-    r"\b(?:not|no|does(?:n't| not)|nor|neither|without|lacks?|fails?|contradicts?|"
-    r"however|but)\b",
-    re.I,
-)
-# a cue that the explanation says some part of the claim is unsupported
-_GAP = re.compile(
-    r"(?:does not|doesn't|do not|did not) (?:mention|provide|support|state|confirm|say|"
-    r"specify|include|indicate)|no (?:mention|information|evidence)|not (?:mentioned|"
-    r"supported|provided|stated|confirmed)|there is no|is not (?:supported|mentioned)",
-    re.I,
-)
-
-
 def _lines(path: Path, options: Options) -> Iterator[tuple[int, str]]:
     file = str(path)
     text = decode_utf8(read_bytes(path, options.limits, file), file, file)
@@ -169,29 +148,6 @@ def _line_span(context: str, line: int, quote: str) -> tuple[int, int]:
     at = context.index(head) if context.startswith(head) else context.index("\n" + head) + 1
     start = context.index(quote, at + len(head))
     return start, start + len(quote)
-
-
-def citations(explanation: str) -> list[tuple[int, int, int, bool]]:
-    """(line number, start, end, denied) for each line the explanation cites; ``denied``
-    when the sentence around the citation carries a denial cue."""
-    out = []
-    for m in _CITE.finditer(explanation):
-        start, end = m.span()
-        # the sentence around the citation, for the denial cue
-        s0 = max(explanation.rfind(".", 0, start), explanation.rfind("\n", 0, start)) + 1
-        s1 = explanation.find(".", end)
-        sentence = explanation[s0 : len(explanation) if s1 < 0 else s1]
-        denied = bool(_DENIAL.search(sentence))
-        if m.group(1) is not None:
-            out.append((int(m.group(1)), start, end, denied))
-            continue
-        for r in _NUM_RANGE.finditer(m.group(2)):
-            a = int(r.group(1))
-            b = int(r.group(2)) if r.group(2) else a
-            if b < a or b - a > 50:
-                b = a
-            out.extend((i, start, end, denied) for i in range(a, b + 1))
-    return out
 
 
 def _record(where: str, row: Any, gold: dict, judge: str) -> Imported | Skipped:
@@ -293,9 +249,12 @@ def _judge_side(b: ReplayBuilder, response: str, shown: set[int]) -> set[int]:
         return set()
     text, offset = ex.group(1), ex.start(1)
     cited = citations(text)
+    # after "the claim is not supported" or "a different person", a line the explanation
+    # named was background, not support: neither TRUE nor FALSE
+    dismissed = dismissal(text)
     support: dict[int, tuple[int, int]] = {}
     for line, s, e, denied in cited:
-        if not denied and line not in support:
+        if not denied and dismissed is None and line not in support:
             support[line] = (offset + s, offset + e)
     mentioned = {line for line, *_ in cited}
     whole = response[offset : offset + len(text)]
@@ -312,7 +271,8 @@ def _judge_side(b: ReplayBuilder, response: str, shown: set[int]) -> set[int]:
                 by=RULES,
             )
         elif line not in mentioned:
-            # the explanation, read whole, cites this line nowhere
+            # the explanation, present and read whole, names this line nowhere: a reading
+            # of the explanation about itself (docs/semantics.md, "No value from absence")
             b.annotate(
                 atom,
                 False,
@@ -321,7 +281,7 @@ def _judge_side(b: ReplayBuilder, response: str, shown: set[int]) -> set[int]:
                 occurrence=_occurrence(response, offset, offset + len(text)),
                 by=RULES,
             )
-        # cited next to a denial: whether as support is not for a rule to say (UNKNOWN)
+        # named next to a denial, or before a dismissal: not for a rule to say (UNKNOWN)
     unshown = sorted({line for line, *_ in cited} - shown)
     if cited:
         if unshown:
@@ -343,17 +303,18 @@ def _judge_side(b: ReplayBuilder, response: str, shown: set[int]) -> set[int]:
                 occurrence=_occurrence(response, offset, offset + len(text)),
                 by=RULES,
             )
-    gap = _GAP.search(text)
-    if gap:
-        s, e = offset + gap.start(), offset + gap.end()
-        b.annotate(
-            "gap",
-            True,
-            quote=response[s:e],
-            source="rationale",
-            occurrence=_occurrence(response, s, e),
-            by=RULES,
-        )
+    said = None if dismissed is not None else support_said(text)
+    for atom, span in (("support_said", said), ("gap", gap(text))):
+        if span is not None:
+            s, e = offset + span[0], offset + span[1]
+            b.annotate(
+                atom,
+                True,
+                quote=response[s:e],
+                source="rationale",
+                occurrence=_occurrence(response, s, e),
+                by=RULES,
+            )
     return set(support) & shown
 
 

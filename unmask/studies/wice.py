@@ -26,6 +26,14 @@ JUDGES = ("gpt-4-0613", "gpt-3.5-turbo-0613")
 LABELS = ("supported", "partially_supported", "not_supported")
 DIMENSIONS = ("verdict", "procedure", "coverage", "grounding")
 OVERALLS = ("SATISFIED", "VIOLATED", "UNKNOWN")
+# the explanation rules, measured on hand-labelled held-out explanations
+RULES = {
+    "cites": "a line cited as support (`cites(l)`)",
+    "support_said": "support stated in words (`support_said`)",
+    "gap": "a part stated unsupported (`gap`)",
+    "dismissed": "the cited lines set aside as a whole (their `cites` left UNKNOWN)",
+}
+LABELS_FILE = Path(__file__).resolve().parents[2] / "tests" / "data" / "wice_rules_heldout.jsonl"
 
 
 def _slice(src: Path, dst: Path, limit: int | None) -> Path:
@@ -118,6 +126,65 @@ def tables(lines: Sequence[dict]) -> dict[str, Any]:
         },
     }
     return out
+
+
+def read_explanation(response: str) -> dict[str, Any]:
+    """What the importer's rules read off one response: the lines cited as support and
+    whether support is said in words, a gap stated, the cited lines dismissed."""
+    import re
+
+    from unmask.importers import wice_rules as rules
+
+    m = re.search(r"<explanation>(.*?)</explanation>", response, re.S)
+    text = m.group(1) if m else ""
+    dismissed = rules.dismissal(text) is not None
+    cites = (
+        sorted({n for n, _, _, denied in rules.citations(text) if not denied})
+        if not dismissed
+        else []
+    )
+    return {
+        "cites": cites,
+        "support_said": not dismissed and rules.support_said(text) is not None,
+        "gap": rules.gap(text) is not None,
+        "dismissed": dismissed,
+    }
+
+
+def rule_precision(labelled: Iterable[dict]) -> dict[str, dict[str, int]]:
+    """Per rule, on hand-labelled explanations: how many readings it proposed, how many of
+    them the labels bear out, and how many the labels hold (for recall)."""
+    out = {k: {"proposed": 0, "correct": 0, "labelled": 0} for k in RULES}
+    for rec in labelled:
+        got = read_explanation(rec["response"])
+        cited, want = set(got["cites"]), set(rec["cites"])
+        out["cites"]["proposed"] += len(cited)
+        out["cites"]["correct"] += len(cited & want)
+        out["cites"]["labelled"] += len(want)
+        for k in ("support_said", "gap", "dismissed"):
+            out[k]["proposed"] += got[k]
+            out[k]["correct"] += got[k] and rec[k]
+            out[k]["labelled"] += rec[k]
+    return out
+
+
+def _pct(a: int, b: int) -> str:
+    return f"{100 * a / b:.1f}%" if b else "–"
+
+
+def precision_markdown(figures: dict[str, dict[str, int]], n: int) -> str:
+    md = [
+        f"| rule | reads | proposed | correct | precision | labelled | recall |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for k, what in RULES.items():
+        f = figures[k]
+        md.append(
+            f"| `{k}` | {what} | {f['proposed']} | {f['correct']} | "
+            f"{_pct(f['correct'], f['proposed'])} | {f['labelled']} | "
+            f"{_pct(f['correct'], f['labelled'])} |"
+        )
+    return f"{n} held-out explanations, labelled by hand\n\n" + "\n".join(md) + "\n"
 
 
 def _first_reason(r: dict) -> str:
