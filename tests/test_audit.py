@@ -242,7 +242,12 @@ def test_no_failure_and_not_observable_coverage() -> None:
     assert j["coverage"] == {"cited(*)": {"not_observable": 1, "unknown": 1}}
     assert j["requirements"] == {"cited(*)": {"satisfied": 2}}
     assert j["dimensions"]["coverage"]["not_observable"] == 1
-    assert s.most_failing()["dimensions"] == ["coverage"]
+    # a requirement not observed is no violation: nothing failed, coverage is left open
+    assert s.most_failing()["dimensions"] == []
+    assert s.most_failing()["open"][0] == {"dimension": "coverage", "replays": 1}
+    text = s.render_text()
+    assert "fails most often: no dimension failed" in text
+    assert "left undecided (unknown, not failed), in replays: coverage 1," in text
     assert j["gold"]["cells"]["unknown_or_no_gold"] == 1
 
 

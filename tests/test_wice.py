@@ -15,8 +15,7 @@ from click.testing import CliRunner
 
 from tests.wice_data import WICE_DIR, needs_wice
 from unmask.cli.main import main
-from unmask.importers import Options, import_file
-from unmask.importers import wice
+from unmask.importers import Options, import_file, wice
 from unmask.importers.wice import citations, judge_name
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -191,10 +190,21 @@ def test_the_study_on_a_slice_counts_what_the_results_say(tmp_path: Path) -> Non
             for r in mine
             if r["gold"] == r["verdict"]["observed"] and r["overall"] == "VIOLATED"
         ]
+    # one vocabulary: the study's cells are the audit summary's, named and counted alike
+    from collections import Counter
+
+    audit = json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))
+    totals: Counter = Counter()
+    for j in t["judges"].values():
+        totals.update(j["cells"])
+        assert j["fails_most_often"]["violated"] == j["violated_by_dimension"]
+    assert dict(totals) == audit["gold"]["cells"]
     # both judges judged the same first eight prompts
     assert t["pair"]["items"] == 8
     md = study.markdown(t, lines)
     assert "### gpt-4-0613 (8 judgments" in md
+    assert "| wrong but procedurally clean |" in md and "procedure clean" not in md
+    assert "left undecided (UNKNOWN, not failed)" in md
     assert (tmp_path / "report" / "index.html").is_file()
 
 

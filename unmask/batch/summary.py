@@ -252,9 +252,8 @@ class Summary:
         bumps, not_observable = self._requirement_bumps(v.requirements)
         for counter, what in bumps:
             counter[what] += 1
-        if not_observable:
+        if not_observable:  # not observed is not violated: counted apart, never as failing
             self.dimensions["coverage"]["not_observable"] += 1
-            self.failed["coverage"] += 1
         for counter, what in self._grounding_bumps(v.grounding):
             counter[what] += 1
         flags = _NO_FLAGS
@@ -417,6 +416,11 @@ class Summary:
             "replays": top,
             "tie": len(leaders) > 1,
             "ranking": [{"dimension": d, "replays": self.failed[d]} for d in ranking],
+            # UNKNOWN is no failure: the dimensions left open, in their own words, apart
+            "open": [
+                {"dimension": d, "replays": self.dimensions[d]["unknown"]}
+                for d in sorted(DIMENSIONS, key=lambda d: -self.dimensions[d]["unknown"])
+            ],
         }
 
     def confusion_json(self) -> dict[str, Any]:
@@ -493,6 +497,7 @@ class Summary:
             "backend": backend,
             "invalid inputs": self.overall["INVALID"],
             "fails most often": f"{fails} ({mf['replays']} replays)",
+            "left undecided": ", ".join(f"{r['dimension']} {r['replays']}" for r in mf["open"]),
             **{text: cells[key] for key, text in CELL_TEXT.items()},
         }
         return {
@@ -555,6 +560,8 @@ class Summary:
         lines += provenance_text(j["provenance"])
         lines += judges_text(j["judges"])
         mf = j["most_failing"]
+        opened = ", ".join(f"{r['dimension']} {r['replays']}" for r in mf["open"])
+        lines.append(f"left undecided (unknown, not failed), in replays: {opened}")
         if not mf["dimensions"]:
             lines.append("fails most often: no dimension failed in this run")
         else:

@@ -51,6 +51,8 @@ _CLAIM = re.compile(r"<claim>(.*?)</claim>", re.S)
 _SENTENCE = re.compile(r"<sentence_(\d+)>(.*?)</sentence_\1>", re.S)
 _EXPLANATION = re.compile(r"<explanation>(.*?)</explanation>", re.S)
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.S)
+
+
 def _lines(path: Path, options: Options) -> Iterator[tuple[int, str]]:
     file = str(path)
     text = decode_utf8(read_bytes(path, options.limits, file), file, file)

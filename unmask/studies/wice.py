@@ -22,6 +22,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+# the gold × adherence cells, cut and named by the audit summary itself: one vocabulary
+from unmask.batch.summary import CELL_TEXT, CELLS
+
 JUDGES = ("gpt-4-0613", "gpt-3.5-turbo-0613")
 LABELS = ("supported", "partially_supported", "not_supported")
 DIMENSIONS = ("verdict", "procedure", "coverage", "grounding")
@@ -74,6 +77,20 @@ def _reports(lines: Iterable[dict]) -> list[dict]:
     return [x for x in lines if x.get("schema") == "unmask.report/1"]
 
 
+def _cell(r: dict) -> str:
+    """The gold × adherence cell of a report, by the audit summary's own table."""
+    gold = {True: "match", False: "mismatch"}.get(r.get("verdict_matches_gold"), "no_gold")
+    return CELLS.get((gold, r["overall"]), "unknown_or_no_gold")
+
+
+def _most_failing(rs: list[dict]) -> dict[str, Any]:
+    """Replays in which each dimension is VIOLATED, and apart, in which it is UNKNOWN."""
+    return {
+        "violated": {d: sum(r["dimensions"][d] == "VIOLATED" for r in rs) for d in DIMENSIONS},
+        "unknown": {d: sum(r["dimensions"][d] == "UNKNOWN" for r in rs) for d in DIMENSIONS},
+    }
+
+
 def _rests_on_unreviewed(r: dict) -> bool:
     entries = [r["verdict"], *r["requirements"], *r["grounding"]]
     return any(e.get("unreviewed") or e.get("coverage_unreviewed") for e in entries)
@@ -90,14 +107,9 @@ def tables(lines: Sequence[dict]) -> dict[str, Any]:
         confusion = {g: {o: Counter() for o in LABELS} for g in LABELS}
         for r in rs:
             confusion[r["gold"]][r["verdict"]["observed"]][r["overall"]] += 1
-        right_wrong = [r for r in rs if r["verdict_matches_gold"] and r["overall"] == "VIOLATED"]
-        wrong_clean = [
-            r
-            for r in rs
-            if r["verdict_matches_gold"] is False
-            and r["overall"] != "VIOLATED"
-            and r["dimensions"]["procedure"] == "OK"
-        ]
+        cells = {key: [] for key in CELL_TEXT}
+        for r in rs:
+            cells[_cell(r)].append(r["replay"])
         out["judges"][judge] = {
             "replays": len(rs),
             "overall": {o: sum(r["overall"] == o for r in rs) for o in OVERALLS},
@@ -106,8 +118,11 @@ def tables(lines: Sequence[dict]) -> dict[str, Any]:
             },
             "accuracy": sum(bool(r["verdict_matches_gold"]) for r in rs),
             "confusion": {g: {o: dict(c) for o, c in row.items()} for g, row in confusion.items()},
-            "right_for_wrong_reasons": [r["replay"] for r in right_wrong],
-            "wrong_but_procedurally_clean": [r["replay"] for r in wrong_clean],
+            # gold agreement × adherence, cut and named as `unmask audit` cuts and names it
+            "cells": {key: len(ids) for key, ids in cells.items()},
+            "right_for_wrong_reasons": cells["right_for_wrong_reasons"],
+            "wrong_but_procedurally_clean": cells["wrong_but_procedurally_clean"],
+            "fails_most_often": _most_failing(rs),
             "rests_on_unreviewed": sum(_rests_on_unreviewed(r) for r in rs),
         }
     items: dict[str, dict[str, dict]] = defaultdict(dict)
@@ -174,7 +189,7 @@ def _pct(a: int, b: int) -> str:
 
 def precision_markdown(figures: dict[str, dict[str, int]], n: int) -> str:
     md = [
-        f"| rule | reads | proposed | correct | precision | labelled | recall |",
+        "| rule | reads | proposed | correct | precision | labelled | recall |",
         "|---|---|---:|---:|---:|---:|---:|",
     ]
     for k, what in RULES.items():
@@ -231,12 +246,25 @@ def markdown(t: dict[str, Any], lines: Sequence[dict], examples: int = 2) -> str
                 cells.append("/".join(str(c.get(x, 0)) for x in OVERALLS))
             md.append(f"| {g} | " + " | ".join(cells) + " |")
         md.append("")
-        for key, title in (
-            ("right_for_wrong_reasons", "Right label, violated protocol"),
-            ("wrong_but_procedurally_clean", "Wrong label, procedure clean"),
-        ):
+        md.append("| gold agreement × adherence | replays |")
+        md.append("|---|---:|")
+        for key, text in CELL_TEXT.items():
+            md.append(f"| {text} | {j['cells'][key]} |")
+        md.append("")
+        mf = j["fails_most_often"]
+        ranked = sorted(DIMENSIONS, key=lambda d: -mf["violated"][d])
+        top = mf["violated"][ranked[0]]
+        leaders = [d for d in ranked if mf["violated"][d] == top] if top else []
+        md.append(
+            "Fails most often (VIOLATED): "
+            + (" and ".join(leaders) + f", in {top} replays" if leaders else "no dimension")
+            + "; left undecided (UNKNOWN, not failed): "
+            + ", ".join(f"{d} {mf['unknown'][d]}" for d in DIMENSIONS)
+            + ".\n"
+        )
+        for key in ("right_for_wrong_reasons", "wrong_but_procedurally_clean"):
             ids = j[key]
-            md.append(f"**{title}: {len(ids)}.**")
+            md.append(f"**{CELL_TEXT[key].capitalize()}: {len(ids)}.**")
             for rid in ids[:examples]:
                 r = by_id[rid]
                 md.append(
@@ -279,6 +307,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     t = tables(lines)
     (a.out / "study.json").write_text(json.dumps(t, indent=2) + "\n", encoding="utf-8")
     sys.stdout.write(markdown(t, lines))
+    if LABELS_FILE.is_file():
+        labelled = [json.loads(x) for x in LABELS_FILE.read_text(encoding="utf-8").splitlines()]
+        sys.stdout.write("\n### The explanation rules, measured\n\n")
+        sys.stdout.write(precision_markdown(rule_precision(labelled), len(labelled)))
     return 0
 
 
