@@ -224,12 +224,9 @@ from unmask.importers import wice_rules as rules  # noqa: E402
 @pytest.mark.parametrize(
     "text",
     [
-        # test02359-0, test04247-0, test01062-2 (gpt-4-0613): support stated in words
+        # test02359-0, test01062-2 (gpt-4-0613): support stated in words
         "The evidence only mentions that F. Scott Hess had installations at the Koplin Del Rio "
         "Gallery in 2011 and 2014. There is no mention of the other galleries.",
-        "The evidence provided only mentions the oldest player in the ICC Cricket World Cup "
-        "2019, who is Imran Tahir from South Africa and is 40 years old. However, there is no "
-        "mention of the youngest player, Mujeeb Ur Rahman, or his age.",
         "The evidence does not mention who was responsible for preparing the ground. It only "
         "mentions that the Menzies government sponsored the National Service Act 1951.",
     ],
@@ -237,6 +234,25 @@ from unmask.importers import wice_rules as rules  # noqa: E402
 def test_support_stated_in_words_is_read(text: str) -> None:
     assert rules.support_said(text) is not None
     assert rules.gap(text) is not None and not rules.citations(text)
+
+
+@needs_data
+def test_the_named_partial_answers_in_words_are_no_longer_refuted(tmp_path: Path) -> None:
+    # issue 22: GPT-4 states support in words and answers partially_supported; with no line
+    # number the old protocol allowed only not_supported and reported the answer refuted
+    assert DATA is not None
+    src = DATA / "gpt-4-0613_claim_test_outputs.jsonl"
+    s = import_file("wice", src, tmp_path / "out", Options(gold=DATA / "gold_claim_test.jsonl"))
+    for item, allowed in (
+        ("test02359-0", ["partially_supported"]),
+        ("test01062-2", ["partially_supported"]),
+        # "only mentions the oldest player" names a topic: no reading, so no verdict forced
+        ("test04247-0", ["partially_supported", "not_supported"]),
+    ):
+        (path,) = [p for p in s.written if p.stem == f"gpt-4-0613-{item}"]
+        res = CliRunner().invoke(main, ["check", str(path), "--format", "json"])
+        verdict = json.loads(res.stdout)["verdict"]
+        assert verdict["status"] != "REFUTED" and verdict["allowed"] == allowed, item
 
 
 @pytest.mark.parametrize(
@@ -319,3 +335,59 @@ def test_the_rule_precision_in_the_study_is_recounted_from_the_labels() -> None:
     table = study.precision_markdown(study.rule_precision(recs), len(recs))
     doc = (ROOT / "docs" / "study-wice.md").read_text(encoding="utf-8")
     assert table in doc
+
+
+@pytest.mark.parametrize(
+    ("text", "cited"),
+    [
+        # a hedge: the line may be about someone else
+        ("Sentence 37 mentions that the drama stars three actresses, one of whom could be the "
+         "woman in the claim.", []),
+        # a line named for its topic alone: no `that`, no word of support after
+        ("Sentence 38 mentions \"A Basic Record Library\" of 1950s and 1960s recordings.", []),
+        # ... but a topic with support said after it is a citation
+        ("Sentence 24 mentions a four-day strike, which supports the claim.", [24]),
+        ("Sentence 69 mentions that she hosts a daily program.", [69]),
+    ],
+)  # fmt: skip
+def test_hedged_and_topic_only_lines_are_not_cited_as_support(text: str, cited: list) -> None:
+    assert [n for n, _, _, denied in rules.citations(text) if not denied] == cited
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        # "only mentions" a topic is a contrast, not support (a proposition needs `that`)
+        ("The evidence does not provide any information about the galleries. It only mentions "
+         "the galleries where his exhibitions took place.", False),
+        ("The evidence only discusses Madhavan's performance in a film.", False),
+        ("The evidence does not provide any information about his birthplace. It only confirms "
+         "that he died at the age of 65.", True),
+    ],
+)  # fmt: skip
+def test_only_a_proposition_is_support_stated_in_words(text: str, said: bool) -> None:
+    assert (rules.support_said(text) is not None) is said
+
+
+@pytest.mark.parametrize(
+    ("text", "dismissed"),
+    [
+        ("Sentence 20 states the claim. Therefore, the evidence does not support the claim.", True),
+        ("Sentence 20 states it. The evidence does not support the claim that it was 1990.", False),
+        ("Sentence 16 states the league grew. However, the specific team mentioned in the claim "
+         "is not named in the evidence provided.", True),
+        ("Sentences 45 and 46 say GPs lack training. However, the evidence does not mention "
+         "anything about accreditation or deaths.", True),
+    ],
+)  # fmt: skip
+def test_whole_claim_dismissals(text: str, dismissed: bool) -> None:
+    assert (rules.dismissal(text) is not None) is dismissed
+
+
+def test_a_gap_after_a_contrast_in_a_reported_sentence_is_the_judges_own() -> None:
+    text = (
+        "Sentence 6 and 22 mention that Ford was arrested for stealing tires, but there is no "
+        "evidence to support the claim that he was arrested a second time."
+    )
+    assert rules.gap(text) is not None
+    assert rules.gap("Sentence 20 states that he won, but it did not mention the year.") is None

@@ -1,8 +1,10 @@
 """The rules that read a WiCE judge's explanation: citations, dismissal, support in words, gap.
 
 Contract: pure functions of the explanation text (no state, no model). ``citations`` gives
-each line number the text names, with whether its sentence carries a denial cue (in a
-sentence that reports what a line says, only before the reported content);
+each line number the text names, with whether its sentence denies it as support: a denial
+cue (in a sentence that reports what a line says, only before the reported content), a hedge
+("could be"), or a line named for its topic alone ("Sentence 38 mentions 'A Basic Record
+Library'", no `that` and no word of support after);
 ``dismissal`` the span of a statement that sets the cited lines aside as a whole (the claim
 "is not supported", the line is about "the person mentioned in the claim" or "a different"
 one), after which no citation is read as support; ``support_said`` the span of support stated
@@ -35,8 +37,10 @@ _DENIAL = re.compile(
 # about someone or something else than the claim
 _DISMISS = re.compile(
     r"\b(?:the|this) claim (?:is|was) not (?:directly |explicitly |clearly )?supported\b"
-    r"|\b(?:the|a) (?:person|individual|people|entity|event|player|team|company|band|film)"
-    r" (?:mentioned|named|described|referred to) in the claim\b"
+    r"|\bdoes not (?:directly )?support the claim\b(?!\s+that)(?!')"
+    r"|\bdoes not (?:mention|provide|contain|include|say) anything (?:about|regarding|on)\b"
+    r"|\b(?:the|a) (?:\w+ )?(?:person|individual|people|entity|event|player|team|company|band"
+    r"|film|club|school|album|song) (?:mentioned|named|described|referred to) in the claim\b"
     r"|\b(?:a |an )?(?:different|another|other) (?:person|individual|event|entity|player"
     r"|team|company|band|film|song|album|book|organi[sz]ation)\b"
     r"|\bnot (?:necessarily )?(?:the same|related to the claim)\b",
@@ -46,8 +50,8 @@ _DISMISS = re.compile(
 # partial support GPT-4 often states this way), or "is supported by the evidence"
 _SUPPORT_WORDS = re.compile(
     r"\b(?:the )?(?:evidence|snippet|article|text|passage|it)(?: provided| given)? only"
-    r" (?:mentions|states|confirms|shows|says|indicates|supports|provides|talks about"
-    r"|discusses|refers to|lists|verifies)\b"
+    r" (?:(?:confirms|states|shows|says|indicates|supports|verifies|proves|establishes)\b"
+    r"|(?:mentions|provides|talks about|discusses|refers to|lists|notes) that\b)"
     r"|\bthe (?:evidence|snippet|article|text|passage)(?: provided| given)?"
     r" (?:confirms|supports|verifies|corroborates|shows|states|mentions) that\b"
     r"|\b(?:is|are|was|were) (?:partially |partly )?(?:supported|confirmed) by the evidence\b",
@@ -75,6 +79,8 @@ _EVIDENCE_SUBJECT = re.compile(
     r" (?:sentences|lines|evidence))(?: provided| given)?\s*$",
     re.I,
 )
+# the end of what a line is reported to say: ", but there is no …" is the judge's own voice
+_CONTRAST = re.compile(r"(?:,|;)\s*(?:but|however|yet),?\s*$", re.I)
 # a sentence that reports what a cited line says: "Sentence 21 states that …"
 _REPORTED = re.compile(
     r"^\W*(?:(?:however|but|also|additionally|furthermore|moreover|and),?\s+)?"
@@ -83,6 +89,20 @@ _REPORTED = re.compile(
     r"|describes?|reveals?)\s+that\b",
     re.I,
 )
+# a hedge: the line may or may not be what the claim is about ("one of whom could be …")
+_HEDGE = re.compile(
+    r"\b(?:could|may|might) (?:be|refer|have been)\b|\bpossibly\b|\bperhaps\b"
+    r"|\b(?:appears?|seems?) to\b|\bit is (?:unclear|possible)\b",
+    re.I,
+)
+# a line named for its topic, not for what it asserts: "Sentence 38 mentions 'A Basic Record
+# Library'" (no `that`), with no word of support after it in the sentence
+_TOPIC = re.compile(
+    r"^\W*(?:(?:however|but|also|and),?\s+)?(?:sentences?|lines?)\s+[\d,\s&–-]+(?:and\s+\d+\s+)?"
+    r"(?:also\s+)?mentions?\s+(?!that\b)",
+    re.I,
+)
+_SUPPORT_AFTER = re.compile(r"\b(?:support|confirm|align|verif|corroborat|prov|match)\w*", re.I)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
 
 
@@ -113,6 +133,10 @@ def citations(explanation: str) -> list[tuple[int, int, int, bool]]:
         # the line's content, so only the words before it can deny the citation
         reported = _REPORTED.match(sentence)
         denied = bool(_DENIAL.search(reported.group(0) if reported else sentence))
+        # a hedged line, or one named for its topic only, is not cited as support either
+        topic = _TOPIC.match(sentence)
+        denied = denied or bool(_HEDGE.search(sentence))
+        denied = denied or bool(topic and not _SUPPORT_AFTER.search(sentence[topic.end() :]))
         if m.group(1) is not None:
             out.append((int(m.group(1)), start, end, denied))
             continue
@@ -150,8 +174,11 @@ def gap(explanation: str) -> tuple[int, int] | None:
     spans = sentences(explanation)
     for m in _GAP.finditer(explanation):
         a, _ = _sentence_of(spans, m.start())
-        if _REPORTED.match(explanation[a : m.start()]) and not _EVIDENCE_SUBJECT.search(
-            explanation[a : m.start()]
+        before = explanation[a : m.start()]
+        if (
+            _REPORTED.match(before)
+            and not _EVIDENCE_SUBJECT.search(before)
+            and not _CONTRAST.search(before)
         ):
             continue
         return m.span()
