@@ -104,6 +104,9 @@ class View(NamedTuple):
     # per dimension (DIMENSIONS order): checks resting on unreviewed / gold-derived annotations
     unreviewed: tuple[int, ...] = (0, 0, 0, 0)
     gold_derived: tuple[int, ...] = (0, 0, 0, 0)
+    # per dimension: None where nothing is VIOLATED; True where some VIOLATED check rests only
+    # on reviewed annotations (a confirmed finding), False where every one is provisional
+    confirmed: tuple[bool | None, ...] = (None, None, None, None)
 
 
 def _text(v: Any) -> str | None:
@@ -123,6 +126,19 @@ def _flags(obj: dict[str, Any], flag: str) -> tuple[int, ...]:
         sum(on(r, f"coverage_{flag}") for r in reqs),
         sum(on(g, flag) for g in obj.get("grounding") or ()),
     )
+
+
+def _confirmed(obj: dict[str, Any]) -> tuple[bool | None, ...]:
+    """Per dimension, whether its findings are confirmed (see ``View.confirmed``)."""
+
+    def found(entries: list[Any]) -> bool | None:
+        hits = [e for e in entries if isinstance(e, dict) and e.get("result") == VIOLATED]
+        if not hits:
+            return None
+        return any(not e.get("unreviewed") and not e.get("gold_derived") for e in hits)
+
+    reqs = list(obj.get("requirements") or ())
+    return (found([obj.get("verdict")]), found(reqs), None, found(list(obj.get("grounding") or ())))
 
 
 def view(obj: dict[str, Any]) -> View:
@@ -152,6 +168,7 @@ def view(obj: dict[str, Any]) -> View:
         protocol=_text(obj.get("protocol")),
         unreviewed=_flags(obj, "unreviewed"),
         gold_derived=_flags(obj, "gold_derived"),
+        confirmed=_confirmed(obj),
     )
 
 
@@ -224,6 +241,9 @@ class Summary:
         self.unchecked = 0  # error records of valid replays not decided (UNCHECKED_CODES)
         self.dimensions: dict[str, Counter] = {d: Counter() for d in DIMENSIONS}
         self.failed: Counter = Counter()  # replays in which each dimension fails
+        # VIOLATED replays (`replays`), dimensions and gold cells, by whether the finding is
+        # confirmed (rests only on reviewed annotations) or provisional: `KEY:confirmed`
+        self.standing: Counter = Counter()
         self.requirements: dict[str, Counter] = {}
         self.coverage: dict[str, Counter] = {}
         self.grounding: dict[str, Counter] = {}
@@ -249,6 +269,16 @@ class Summary:
             return
         for counter, what in self._result_bumps(v.overall, v.dimensions, v.matches):
             counter[what] += 1
+        if v.overall == VIOLATED:
+            word = {True: "confirmed", False: "provisional"}
+            sure = any(c is True for c in v.confirmed)
+            self.standing[f"replays:{word[sure]}"] += 1
+            self.standing[
+                f"{CELLS.get((_GOLD[v.matches], VIOLATED), 'unknown_or_no_gold')}:{word[sure]}"
+            ] += 1
+            for d, c in zip(DIMENSIONS, v.confirmed, strict=True):
+                if c is not None:
+                    self.standing[f"{d}:{word[c]}"] += 1
         bumps, not_observable = self._requirement_bumps(v.requirements)
         for counter, what in bumps:
             counter[what] += 1
@@ -282,6 +312,7 @@ class Summary:
             (self.overall, other.overall),
             (self.errors, other.errors),
             (self.failed, other.failed),
+            (self.standing, other.standing),
             (self.cross, other.cross),
             *((self.dimensions[d], other.dimensions[d]) for d in DIMENSIONS),
             *((self.with_flag[f], c) for f, c in other.with_flag.items()),
@@ -423,6 +454,13 @@ class Summary:
             ],
         }
 
+    def findings_json(self) -> dict[str, Any]:
+        """VIOLATED replays, per dimension and per gold cell, confirmed and provisional apart."""
+        keys = ("replays", *DIMENSIONS, "right_for_wrong_reasons", "wrong_and_violated")
+        return {
+            k: {w: self.standing[f"{k}:{w}"] for w in ("confirmed", "provisional")} for k in keys
+        }
+
     def confusion_json(self) -> dict[str, Any]:
         """Gold × observed label over the run, every protocol's labels in one table."""
         return self.confusion.to_json()
@@ -482,6 +520,7 @@ class Summary:
                 },
             },
             "most_failing": self.most_failing(),
+            "findings": self.findings_json(),
             "confusion": self.confusion_json(),
             "confusion_by_protocol": self.confusion_by_protocol_json(),
             "provenance": self.provenance_json(),
@@ -553,9 +592,20 @@ class Summary:
                         + ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in c.items())
                     )
         cells = j["gold"]["cells"]
+        found = j["findings"]
         lines.append("gold agreement x adherence:")
         for k, text in CELL_TEXT.items():
-            lines.append(f"  {text:<30} {cells[k]:>7}")
+            apart = found.get(k)
+            tail = (
+                f"  ({apart['confirmed']} confirmed, {apart['provisional']} provisional)"
+                if apart
+                else ""
+            )
+            lines.append(f"  {text:<30} {cells[k]:>7}{tail}")
+        lines.append(
+            f"violated replays: {found['replays']['confirmed']} confirmed (resting only on "
+            f"reviewed annotations), {found['replays']['provisional']} provisional"
+        )
         lines += confusions_text(j["confusion"], j["confusion_by_protocol"])
         lines += provenance_text(j["provenance"])
         lines += judges_text(j["judges"])
@@ -567,7 +617,11 @@ class Summary:
         else:
             names = " and ".join(mf["dimensions"])
             tie = " (a tie)" if mf["tie"] else ""
-            rank = ", ".join(f"{r['dimension']} {r['replays']}" for r in mf["ranking"])
+            rank = ", ".join(
+                f"{r['dimension']} {found[r['dimension']]['confirmed']} confirmed"
+                f" + {found[r['dimension']]['provisional']} provisional"
+                for r in mf["ranking"]
+            )
             lines.append(f"fails most often: {names}{tie}, in {mf['replays']} replays ({rank})")
         return "\n".join(lines)
 
