@@ -198,7 +198,10 @@ def test_the_study_on_a_slice_counts_what_the_results_say(tmp_path: Path) -> Non
     for j in t["judges"].values():
         totals.update(j["cells"])
         assert j["fails_most_often"]["violated"] == j["violated_by_dimension"]
+        assert j["violated_confirmed"] + j["violated_provisional"] == j["overall"]["VIOLATED"]
     assert dict(totals) == audit["gold"]["cells"]
+    confirmed = sum(j["violated_confirmed"] for j in t["judges"].values())
+    assert audit["findings"]["replays"]["confirmed"] == confirmed
     # both judges judged the same first eight prompts
     assert t["pair"]["items"] == 8
     md = study.markdown(t, lines)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 # the gold × adherence cells, cut and named by the audit summary itself: one vocabulary
-from unmask.batch.summary import CELL_TEXT, CELLS
+from unmask.batch.summary import CELL_TEXT, CELLS, view
 
 JUDGES = ("gpt-4-0613", "gpt-3.5-turbo-0613")
 LABELS = ("supported", "partially_supported", "not_supported")
@@ -91,6 +91,20 @@ def _most_failing(rs: list[dict]) -> dict[str, Any]:
     }
 
 
+def _unreviewed_behind_findings(rs: list[dict]) -> set[tuple[str, str]]:
+    """(replay, atom) of every unreviewed annotation in a VIOLATED check's explanation."""
+    out = set()
+    for r in rs:
+        for entry in [r["verdict"], *r["requirements"], *r["grounding"]]:
+            if entry.get("result") != "VIOLATED" or not entry.get("explanation"):
+                continue
+            for part in entry["explanation"].get("parts", ()):
+                by = part.get("by") or {}
+                if part.get("kind") == "annotation" and by and not by.get("reviewed", False):
+                    out.add((r["replay"], part["atom"]))
+    return out
+
+
 def _rests_on_unreviewed(r: dict) -> bool:
     entries = [r["verdict"], *r["requirements"], *r["grounding"]]
     return any(e.get("unreviewed") or e.get("coverage_unreviewed") for e in entries)
@@ -123,6 +137,17 @@ def tables(lines: Sequence[dict]) -> dict[str, Any]:
             "right_for_wrong_reasons": cells["right_for_wrong_reasons"],
             "wrong_but_procedurally_clean": cells["wrong_but_procedurally_clean"],
             "fails_most_often": _most_failing(rs),
+            # VIOLATED replays by standing, as the audit summary decides it, and how many
+            # distinct unreviewed annotations a reviewer must read to confirm or dismiss them
+            "violated_confirmed": sum(
+                any(c is True for c in view(r).confirmed) for r in rs if r["overall"] == "VIOLATED"
+            ),
+            "violated_provisional": sum(
+                not any(c is True for c in view(r).confirmed)
+                for r in rs
+                if r["overall"] == "VIOLATED"
+            ),
+            "reviews_needed": len(_unreviewed_behind_findings(rs)),
             "rests_on_unreviewed": sum(_rests_on_unreviewed(r) for r in rs),
         }
     items: dict[str, dict[str, dict]] = defaultdict(dict)
@@ -255,6 +280,13 @@ def markdown(t: dict[str, Any], lines: Sequence[dict], examples: int = 2) -> str
         ranked = sorted(DIMENSIONS, key=lambda d: -mf["violated"][d])
         top = mf["violated"][ranked[0]]
         leaders = [d for d in ranked if mf["violated"][d] == top] if top else []
+        md.append(
+            f"Violated: {j['overall']['VIOLATED']} replays, {j['violated_confirmed']} confirmed"
+            f" (resting only on reviewed annotations) and {j['violated_provisional']}"
+            f" provisional; their minimal explanations rest on {j['reviews_needed']}"
+            f" unreviewed annotations, which a reviewer accepts (the finding is confirmed) or"
+            f" rejects (the next audit says what is left).\n"
+        )
         md.append(
             "Fails most often (VIOLATED): "
             + (" and ".join(leaders) + f", in {top} replays" if leaders else "no dimension")
