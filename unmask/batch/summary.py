@@ -537,6 +537,8 @@ class Summary:
             "invalid inputs": self.overall["INVALID"],
             "fails most often": f"{fails} ({mf['replays']} replays)",
             "left undecided": ", ".join(f"{r['dimension']} {r['replays']}" for r in mf["open"]),
+            "violated, confirmed": self.standing["replays:confirmed"],
+            "violated, provisional": self.standing["replays:provisional"],
             **{text: cells[key] for key, text in CELL_TEXT.items()},
         }
         return {
