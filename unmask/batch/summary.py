@@ -33,6 +33,7 @@ from collections import Counter
 from dataclasses import fields
 from typing import Any, NamedTuple
 
+from unmask.batch.findings import Findings, cell_tail, ranked, replays_line, standing
 from unmask.batch.records import ERROR_SCHEMA
 from unmask.checker import outcome
 from unmask.jsonload import show
@@ -128,19 +129,6 @@ def _flags(obj: dict[str, Any], flag: str) -> tuple[int, ...]:
     )
 
 
-def _confirmed(obj: dict[str, Any]) -> tuple[bool | None, ...]:
-    """Per dimension, whether its findings are confirmed (see ``View.confirmed``)."""
-
-    def found(entries: list[Any]) -> bool | None:
-        hits = [e for e in entries if isinstance(e, dict) and e.get("result") == VIOLATED]
-        if not hits:
-            return None
-        return any(not e.get("unreviewed") and not e.get("gold_derived") for e in hits)
-
-    reqs = list(obj.get("requirements") or ())
-    return (found([obj.get("verdict")]), found(reqs), None, found(list(obj.get("grounding") or ())))
-
-
 def view(obj: dict[str, Any]) -> View:
     if obj.get("schema") == ERROR_SCHEMA:
         codes = [e.get("code", "error") for e in obj.get("errors", ()) if isinstance(e, dict)]
@@ -168,7 +156,7 @@ def view(obj: dict[str, Any]) -> View:
         protocol=_text(obj.get("protocol")),
         unreviewed=_flags(obj, "unreviewed"),
         gold_derived=_flags(obj, "gold_derived"),
-        confirmed=_confirmed(obj),
+        confirmed=standing(obj),
     )
 
 
@@ -241,9 +229,7 @@ class Summary:
         self.unchecked = 0  # error records of valid replays not decided (UNCHECKED_CODES)
         self.dimensions: dict[str, Counter] = {d: Counter() for d in DIMENSIONS}
         self.failed: Counter = Counter()  # replays in which each dimension fails
-        # VIOLATED replays (`replays`), dimensions and gold cells, by whether the finding is
-        # confirmed (rests only on reviewed annotations) or provisional: `KEY:confirmed`
-        self.standing: Counter = Counter()
+        self.findings = Findings(DIMENSIONS)  # VIOLATED replays: confirmed or provisional
         self.requirements: dict[str, Counter] = {}
         self.coverage: dict[str, Counter] = {}
         self.grounding: dict[str, Counter] = {}
@@ -270,15 +256,8 @@ class Summary:
         for counter, what in self._result_bumps(v.overall, v.dimensions, v.matches):
             counter[what] += 1
         if v.overall == VIOLATED:
-            word = {True: "confirmed", False: "provisional"}
-            sure = any(c is True for c in v.confirmed)
-            self.standing[f"replays:{word[sure]}"] += 1
-            self.standing[
-                f"{CELLS.get((_GOLD[v.matches], VIOLATED), 'unknown_or_no_gold')}:{word[sure]}"
-            ] += 1
-            for d, c in zip(DIMENSIONS, v.confirmed, strict=True):
-                if c is not None:
-                    self.standing[f"{d}:{word[c]}"] += 1
+            cell = CELLS.get((_GOLD[v.matches], VIOLATED), "unknown_or_no_gold")
+            self.findings.add(v.confirmed, cell)
         bumps, not_observable = self._requirement_bumps(v.requirements)
         for counter, what in bumps:
             counter[what] += 1
@@ -312,7 +291,6 @@ class Summary:
             (self.overall, other.overall),
             (self.errors, other.errors),
             (self.failed, other.failed),
-            (self.standing, other.standing),
             (self.cross, other.cross),
             *((self.dimensions[d], other.dimensions[d]) for d in DIMENSIONS),
             *((self.with_flag[f], c) for f, c in other.with_flag.items()),
@@ -326,6 +304,7 @@ class Summary:
             for key, counts in theirs.items():
                 _table(tables, key).update(counts)
         self.confusion.merge(other.confusion)
+        self.findings.merge(other.findings)
         for name, confusion in other.by_protocol.items():
             self._protocol(name).merge(confusion)
         # an item's judges in the order the other saw them first: their pairs are counted
@@ -454,13 +433,6 @@ class Summary:
             ],
         }
 
-    def findings_json(self) -> dict[str, Any]:
-        """VIOLATED replays, per dimension and per gold cell, confirmed and provisional apart."""
-        keys = ("replays", *DIMENSIONS, "right_for_wrong_reasons", "wrong_and_violated")
-        return {
-            k: {w: self.standing[f"{k}:{w}"] for w in ("confirmed", "provisional")} for k in keys
-        }
-
     def confusion_json(self) -> dict[str, Any]:
         """Gold × observed label over the run, every protocol's labels in one table."""
         return self.confusion.to_json()
@@ -520,7 +492,7 @@ class Summary:
                 },
             },
             "most_failing": self.most_failing(),
-            "findings": self.findings_json(),
+            "findings": self.findings.to_json(),
             "confusion": self.confusion_json(),
             "confusion_by_protocol": self.confusion_by_protocol_json(),
             "provenance": self.provenance_json(),
@@ -537,8 +509,8 @@ class Summary:
             "invalid inputs": self.overall["INVALID"],
             "fails most often": f"{fails} ({mf['replays']} replays)",
             "left undecided": ", ".join(f"{r['dimension']} {r['replays']}" for r in mf["open"]),
-            "violated, confirmed": self.standing["replays:confirmed"],
-            "violated, provisional": self.standing["replays:provisional"],
+            "violated, confirmed": self.findings.counts["replays:confirmed"],
+            "violated, provisional": self.findings.counts["replays:provisional"],
             **{text: cells[key] for key, text in CELL_TEXT.items()},
         }
         return {
@@ -597,17 +569,8 @@ class Summary:
         found = j["findings"]
         lines.append("gold agreement x adherence:")
         for k, text in CELL_TEXT.items():
-            apart = found.get(k)
-            tail = (
-                f"  ({apart['confirmed']} confirmed, {apart['provisional']} provisional)"
-                if apart
-                else ""
-            )
-            lines.append(f"  {text:<30} {cells[k]:>7}{tail}")
-        lines.append(
-            f"violated replays: {found['replays']['confirmed']} confirmed (resting only on "
-            f"reviewed annotations), {found['replays']['provisional']} provisional"
-        )
+            lines.append(f"  {text:<30} {cells[k]:>7}{cell_tail(found, k)}")
+        lines.append(replays_line(found))
         lines += confusions_text(j["confusion"], j["confusion_by_protocol"])
         lines += provenance_text(j["provenance"])
         lines += judges_text(j["judges"])
@@ -619,11 +582,7 @@ class Summary:
         else:
             names = " and ".join(mf["dimensions"])
             tie = " (a tie)" if mf["tie"] else ""
-            rank = ", ".join(
-                f"{r['dimension']} {found[r['dimension']]['confirmed']} confirmed"
-                f" + {found[r['dimension']]['provisional']} provisional"
-                for r in mf["ranking"]
-            )
+            rank = ", ".join(ranked(found, r["dimension"]) for r in mf["ranking"])
             lines.append(f"fails most often: {names}{tie}, in {mf['replays']} replays ({rank})")
         return "\n".join(lines)
 
