@@ -240,7 +240,12 @@ def test_no_failure_and_not_observable_coverage() -> None:
     assert j["coverage"] == {"cited(*)": {"not_observable": 1, "unknown": 1}}
     assert j["requirements"] == {"cited(*)": {"satisfied": 2}}
     assert j["dimensions"]["coverage"]["not_observable"] == 1
-    assert s.most_failing()["dimensions"] == ["coverage"]
+    # a requirement not observed is no violation: nothing failed, coverage is left open
+    assert s.most_failing()["dimensions"] == []
+    assert s.most_failing()["open"][0] == {"dimension": "coverage", "replays": 1}
+    text = s.render_text()
+    assert "fails most often: no dimension failed" in text
+    assert "left undecided (unknown, not failed), in replays: coverage 1," in text
     assert j["gold"]["cells"]["unknown_or_no_gold"] == 1
 
 
@@ -602,3 +607,45 @@ def test_settle_follows_every_batch_of_results(tmp_path: Path, jobs: int) -> Non
     else:
         assert 1 < events.count("settle") < 30  # a pool: after each job's results
         assert "settle,settle" not in ",".join(events)  # never after an empty batch
+
+
+def test_violated_findings_are_confirmed_or_provisional_by_what_they_rest_on() -> None:
+    # a finding resting only on reviewed annotations is confirmed; one resting on a rule's
+    # unreviewed reading is provisional, and the summary counts them apart
+    def result(verdict: dict, grounding: list, matches: bool) -> dict:
+        return {
+            "schema": "unmask.report/1",
+            "overall": "VIOLATED",
+            "dimensions": {"verdict": verdict["result"], "procedure": "OK", "coverage": "OK",
+                           "grounding": "VIOLATED" if grounding else "OK"},
+            "verdict_matches_gold": matches,
+            "verdict": {"observed": "PASS", **verdict},
+            "requirements": [],
+            "grounding": grounding,
+        }  # fmt: skip
+
+    s = summary.Summary()
+    s.add(summary.view(result({"result": "VIOLATED", "unreviewed": True}, [], True)))
+    s.add(summary.view(result({"result": "VIOLATED"}, [], True)))
+    s.add(
+        summary.view(
+            result(
+                {"result": "OK"},
+                [{"judge": "a", "context": "b", "result": "VIOLATED", "gold_derived": True}],
+                False,
+            )
+        )
+    )
+    f = s.to_json()["findings"]
+    assert f["replays"] == {"confirmed": 1, "provisional": 2}
+    assert f["verdict"] == {"confirmed": 1, "provisional": 1}
+    assert f["grounding"] == {"confirmed": 0, "provisional": 1}
+    assert f["right_for_wrong_reasons"] == {"confirmed": 1, "provisional": 1}
+    assert f["wrong_and_violated"] == {"confirmed": 0, "provisional": 1}
+    text = s.render_text()
+    assert "right for the wrong reasons          2  (1 confirmed, 1 provisional)" in text
+    assert (
+        "violated replays: 1 confirmed (resting only on reviewed annotations), 2 provisional"
+        in text
+    )
+    assert "verdict 1 confirmed + 1 provisional" in text

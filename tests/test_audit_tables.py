@@ -215,6 +215,7 @@ def test_html_index_shows_the_tables() -> None:
     assert 'id="labels"' in page and 'id="provenance"' in page and 'id="judges"' in page
     assert "gpt-4 / gpt-3.5</th><td>3</td><td>1 (33.3%)</td>" in page
     assert "feeds a grounding check" in page
+    assert "violated, confirmed" in page and "violated, provisional" in page
 
 
 def test_html_index_computes_the_label_table_from_rows_alone() -> None:

@@ -236,7 +236,9 @@ def test_rules_without_the_judge_rules_is_a_usage_error(tmp_path: Path):
     assert run("replay", str(src), "--rules", str(bad)).exit_code == 2
 
 
-def test_a_claim_nothing_speaks_to_makes_every_line_false(tmp_path: Path):
+def test_a_claim_nothing_speaks_to_leaves_every_line_open(tmp_path: Path):
+    # no term of the claim in any line is no reading that a line does not support it (a
+    # paraphrase shares no terms either): the proposer abstains, it never writes FALSE
     sources = {
         "rationale": RATIONALE,
         "response": "The Eiffel Tower stands in Paris.",
@@ -244,11 +246,9 @@ def test_a_claim_nothing_speaks_to_makes_every_line_false(tmp_path: Path):
     }
     out = proposed(tmp_path, PROTOCOLS / "wice.proto", sources, "supported", "s")
     anns = annotations(out)
-    for n, text in LINES.items():
-        a = anns[f"supports(s{n})"]
-        assert a["value"] == "FALSE"
-        assert a["evidence"][0]["quote"] == text
-        assert "`not_supported`" in a["explanation"]
+    for n in LINES:
+        assert anns.get(f"supports(s{n})", {}).get("value", "UNKNOWN") == "UNKNOWN"
+    assert all(a["value"] != "FALSE" for a in anns.values() if a.get("by", {}).get("kind"))
     load_replay(out)
 
 

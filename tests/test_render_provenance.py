@@ -111,3 +111,31 @@ def test_without_by_nothing_is_added() -> None:
     report, replay = example("case_c.json")
     out = text.render(report, replay) + html.render(report, replay)
     assert "rests on 2" not in out and "unreviewed" not in out and 'class="role by"' not in out
+
+
+def test_a_finding_on_unreviewed_annotations_is_provisional_everywhere(case) -> None:
+    # the refuted grounding rests on a model's and a rule's readings: provisional, saying
+    # which kinds; a finding with no `by` behind it would be confirmed (the golden cases)
+    from unmask.render import sarif
+
+    report, replay = case
+    look = ev.Lookup(replay)
+    res = grounding(report, "j_cto").result
+    assert ev.standing(res) == "provisional"
+    assert ev.standing_text(res, look) == (
+        "provisional: rests on model gpt-4o-annotator, unreviewed; "
+        "rule wice-citations/1, unreviewed"
+    )
+    assert ev.standing(grounding(report, "j_joined").result) == ""  # no finding
+    assert ev.standing_text(res, look) in text.render(report, replay)
+    assert ev.standing_text(res, look) in markdown.render(report, replay)
+    assert ev.standing_text(res, look) in html.render(report, replay)
+    log = json.loads(sarif.render(report, replay))
+    (found,) = [
+        r for r in log["runs"][0]["results"] if r["properties"].get("check", "").endswith("c_cto")
+    ]
+    assert found["level"] == "warning" and found["properties"]["standing"] == "provisional"
+    assert found["properties"]["restsOn"] == [
+        "model gpt-4o-annotator, unreviewed",
+        "rule wice-citations/1, unreviewed",
+    ]

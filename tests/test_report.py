@@ -135,9 +135,11 @@ def test_text_shows_quotes_of_violations_and_marks_possibilities() -> None:
     lines = render(check(replay, "z3"), replay).splitlines()
     assert lines[0] == "case-b: VIOLATED"
     i = lines.index("  requirement `context_only` (Use only supplied context): REFUTED")
-    assert lines[i + 1].strip() == "refuted by"
-    assert lines[i + 2].strip() == "- annotation `external` = TRUE"
-    assert lines[i + 3].strip().startswith("rationale[10:20]")
+    # a finding says first what it rests on: here one annotation with no `by`, reviewed
+    assert lines[i + 1].strip() == "confirmed: rests on reviewed human"
+    assert lines[i + 2].strip() == "refuted by"
+    assert lines[i + 3].strip() == "- annotation `external` = TRUE"
+    assert lines[i + 4].strip().startswith("rationale[10:20]")
 
     values = {"j_joined": "TRUE", "c_joined": "TRUE", "external": "FALSE"}
     replay = make_replay(factual_protocol(), "PASS", values)

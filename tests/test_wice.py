@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from tests.wice_data import WICE_DIR, needs_wice
 from unmask.cli.main import main
-from unmask.importers import Options, import_file
+from unmask.importers import Options, import_file, wice
 from unmask.importers.wice import citations, judge_name
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,8 +67,16 @@ def test_real_judgments_become_valid_three_label_replays(tmp_path: Path) -> None
     anns = {a["atom"]: a for a in r["annotations"]}
     # the judge cites sentences 5 and 7 as confirming; annotators marked 5 and 7 supporting
     assert anns["cites(s5)"]["value"] == "TRUE" and anns["cites(s5)"]["by"]["kind"] == "rule"
-    assert anns["supports(s5)"]["value"] == "TRUE" and "by" not in anns["supports(s5)"]
-    assert anns["supports(s0)"]["value"] == "FALSE"
+    assert anns["supports(s5)"]["value"] == "TRUE"
+    assert anns["supports(s5)"]["by"] == {
+        "kind": "human",
+        "name": "wice-annotators",
+        "reviewed": True,
+    }
+    # line 0 is marked in no chunk of the claim: the annotators did not say it does not
+    # support the claim, so it stays UNKNOWN (no annotation), never FALSE
+    assert "supports(s0)" not in anns
+    assert all(a["value"] != "FALSE" for n, a in anns.items() if n.startswith("supports("))
     assert anns["gap"]["value"] == "TRUE"
     res = CliRunner().invoke(main, ["validate", str(tmp_path / "out")])
     assert res.exit_code == 0, res.output
@@ -77,6 +85,50 @@ def test_real_judgments_become_valid_three_label_replays(tmp_path: Path) -> None
     assert report["verdict"]["status"] == "ENTAILED"
     assert report["verdict"]["allowed"] == ["partially_supported"]
     assert {g["direction"] for g in report["grounding"]} == {"~>"}
+
+
+def _imported(tmp: Path, judge: str, item: str) -> dict:
+    """The replay of ``item`` by ``judge``, imported from the whole output file."""
+    assert DATA is not None
+    src = DATA / f"{judge}_claim_test_outputs.jsonl"
+    s = import_file("wice", src, tmp / "out", Options(gold=DATA / "gold_claim_test.jsonl"))
+    (path,) = [p for p in s.written if p.stem == f"{judge}-{item}"]
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@needs_data
+def test_a_line_marked_in_another_chunk_or_as_a_copy_counts_as_marked(tmp_path: Path) -> None:
+    r = _imported(tmp_path, "gpt-4-0613", "test03444-1")
+    anns = {a["atom"]: a for a in r["annotations"]}
+    # line 9 is word for word line 13, which the annotators marked; the judge cites line 9
+    assert anns["cites(s9)"]["value"] == "TRUE"
+    assert anns["supports(s9)"]["value"] == "TRUE"
+    assert anns["supports(s9)"]["evidence"][0]["quote"].startswith("line 9: marked as supporting")
+    assert anns["supports(s9)"]["by"]["kind"] == "human"
+    # a line marked in no chunk is left open, and the grounding of line 9 holds
+    assert "supports(s1)" not in anns
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(r), encoding="utf-8")
+    checked = CliRunner().invoke(main, ["check", str(path), "--format", "json"])
+    report = json.loads(checked.stdout)
+    g9 = next(g for g in report["grounding"] if "s9" in g["judge"])
+    assert g9["status"] == "ENTAILED"
+
+
+@needs_data
+def test_a_cited_line_nobody_marked_is_read_by_the_aligner_or_left_open(tmp_path: Path) -> None:
+    r = _imported(tmp_path, "gpt-4-0613", "test01979-2")
+    anns = {a["atom"]: a for a in r["annotations"]}
+    # line 10 is cited and marked in no chunk: the aligner reads it as support (0.97 >= 0.9)
+    assert anns["cites(s10)"]["value"] == "TRUE"
+    s10 = anns["supports(s10)"]
+    assert s10["value"] == "TRUE" and s10["by"] == wice.LEXICAL
+    (ev,) = s10["evidence"]
+    assert ev["source"] == "context" and "Roy Lee Hilton died" in ev["quote"]
+    assert r["sources"]["context"][ev["start"] : ev["end"]] == ev["quote"]
+    # below the threshold the aligner abstains: nothing at all is written for the line
+    assert wice.lexical_support(r["sources"]["response"], [(1, "Cats purr.")], [(1, "x")]) == []
+    assert all(a["value"] == "TRUE" for n, a in anns.items() if n.startswith("supports("))
 
 
 @needs_data
@@ -141,10 +193,24 @@ def test_the_study_on_a_slice_counts_what_the_results_say(tmp_path: Path) -> Non
             for r in mine
             if r["gold"] == r["verdict"]["observed"] and r["overall"] == "VIOLATED"
         ]
+    # one vocabulary: the study's cells are the audit summary's, named and counted alike
+    from collections import Counter
+
+    audit = json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))
+    totals: Counter = Counter()
+    for j in t["judges"].values():
+        totals.update(j["cells"])
+        assert j["fails_most_often"]["violated"] == j["violated_by_dimension"]
+        assert j["violated_confirmed"] + j["violated_provisional"] == j["overall"]["VIOLATED"]
+    assert dict(totals) == audit["gold"]["cells"]
+    confirmed = sum(j["violated_confirmed"] for j in t["judges"].values())
+    assert audit["findings"]["replays"]["confirmed"] == confirmed
     # both judges judged the same first eight prompts
     assert t["pair"]["items"] == 8
     md = study.markdown(t, lines)
     assert "### gpt-4-0613 (8 judgments" in md
+    assert "| wrong but procedurally clean |" in md and "procedure clean" not in md
+    assert "left undecided (UNKNOWN, not failed)" in md
     assert (tmp_path / "report" / "index.html").is_file()
 
 
@@ -170,3 +236,180 @@ def test_the_study_options_are_checked_before_anything_runs(tmp_path: Path) -> N
         result = CliRunner().invoke(study.main, args)
         assert result.exit_code == 2 and "Traceback" not in result.stderr, args
     assert not (tmp_path / "o").exists()
+
+
+# --- the explanation rules, on the cases issue 22 names (texts copied from WiCE's outputs) ----
+
+from unmask.importers import wice_rules as rules  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # test02359-0, test01062-2 (gpt-4-0613): support stated in words
+        "The evidence only mentions that F. Scott Hess had installations at the Koplin Del Rio "
+        "Gallery in 2011 and 2014. There is no mention of the other galleries.",
+        "The evidence does not mention who was responsible for preparing the ground. It only "
+        "mentions that the Menzies government sponsored the National Service Act 1951.",
+    ],
+)
+def test_support_stated_in_words_is_read(text: str) -> None:
+    assert rules.support_said(text) is not None
+    assert rules.gap(text) is not None and not rules.citations(text)
+
+
+@needs_data
+def test_the_named_partial_answers_in_words_are_no_longer_refuted(tmp_path: Path) -> None:
+    # issue 22: GPT-4 states support in words and answers partially_supported; with no line
+    # number the old protocol allowed only not_supported and reported the answer refuted
+    assert DATA is not None
+    src = DATA / "gpt-4-0613_claim_test_outputs.jsonl"
+    s = import_file("wice", src, tmp_path / "out", Options(gold=DATA / "gold_claim_test.jsonl"))
+    for item, allowed in (
+        ("test02359-0", ["partially_supported"]),
+        ("test01062-2", ["partially_supported"]),
+        # "only mentions the oldest player" names a topic: no reading, so no verdict forced
+        ("test04247-0", ["partially_supported", "not_supported"]),
+    ):
+        (path,) = [p for p in s.written if p.stem == f"gpt-4-0613-{item}"]
+        res = CliRunner().invoke(main, ["check", str(path), "--format", "json"])
+        verdict = json.loads(res.stdout)["verdict"]
+        assert verdict["status"] != "REFUTED" and verdict["allowed"] == allowed, item
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The evidence does not confirm that the strike took place.",
+        "Sentence 5 states that he was born in 1909. The evidence only mentions his birth.",
+    ],
+)
+def test_support_in_words_needs_no_negation_and_no_line(text: str) -> None:
+    # denied support is no support; a sentence naming a line is a citation, read as such
+    first = text.split(". ")[0] + "."
+    assert rules.support_said(first) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # test00115-0 (gpt-3.5-turbo-0613): lines mentioned as background, then dismissed
+        "Sentence 18 states that Oklahoma has had the highest cuts to general education "
+        "funding. Sentence 26 mentions that teachers are desperate for a solution. However, "
+        "there is no direct evidence that a teacher's strike was held in Oklahoma in early "
+        "April. Therefore, the claim is not supported by the evidence.",
+        # test03895-0 (gpt-3.5-turbo-0613): the line is about someone else
+        "Sentence 67 mentions that Ray Owens, lead singer with Juicy Lucy, died from cancer a "
+        "couple of weeks ago. However, there is no mention of the death of the person "
+        "mentioned in the claim.",
+    ],
+)
+def test_a_line_mentioned_then_dismissed_is_no_citation(tmp_path: Path, text: str) -> None:
+    from unmask.studies.wice import read_explanation
+
+    assert rules.dismissal(text) is not None
+    got = read_explanation(f"<explanation>{text}</explanation><answer>not_supported</answer>")
+    assert got["cites"] == [] and got["dismissed"] and not got["support_said"]
+
+
+def test_a_partial_answer_is_not_a_dismissal() -> None:
+    text = "Sentence 5 confirms the date. However, the claim is not fully supported."
+    assert rules.dismissal(text) is None
+
+
+def test_gap_ignores_negations_a_cited_line_reports() -> None:
+    # test02679-2 (gpt-4-0613): the negation is what line 21 says, not a gap
+    text = (
+        "Sentence 21 states that the Church of Scientology did not mention that its "
+        "definition of drug use included an occasional alcoholic drink or prescription "
+        "medicine, and exposure to chemical toxins. This supports the claim."
+    )
+    assert rules.gap(text) is None
+    ((line, _, _, denied),) = rules.citations(text)
+    assert line == 21 and not denied
+    # ... but the evidence as the subject is the judge's own reading, reported or not
+    assert rules.gap("Sentence 5 states that he won, but the evidence does not mention when.")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The name of the ship is not named in the evidence.",
+        "Sentence 4 contradicted the claim's date.",
+        "The year is contradicted by sentence 9.",
+        "Sentence 3 confirms the title. His age is not mentioned.",
+    ],
+)
+def test_gap_phrases(text: str) -> None:
+    assert rules.gap(text) is not None
+
+
+@needs_data
+def test_the_rule_precision_in_the_study_is_recounted_from_the_labels() -> None:
+    from unmask.studies import wice as study
+
+    recs = [json.loads(x) for x in study.LABELS_FILE.read_text(encoding="utf-8").splitlines()]
+    assert len(recs) == 40
+    # every labelled response is still the one at its row of the WiCE file
+    for r in recs:
+        lines = (DATA / r["file"]).read_text(encoding="utf-8").splitlines()
+        assert json.loads(lines[r["row"]])["response"] == r["response"]
+    table = study.precision_markdown(study.rule_precision(recs), len(recs))
+    doc = (ROOT / "docs" / "study-wice.md").read_text(encoding="utf-8")
+    assert table in doc
+
+
+@pytest.mark.parametrize(
+    ("text", "cited"),
+    [
+        # a hedge: the line may be about someone else
+        ("Sentence 37 mentions that the drama stars three actresses, one of whom could be the "
+         "woman in the claim.", []),
+        # a line named for its topic alone: no `that`, no word of support after
+        ("Sentence 38 mentions \"A Basic Record Library\" of 1950s and 1960s recordings.", []),
+        # ... but a topic with support said after it is a citation
+        ("Sentence 24 mentions a four-day strike, which supports the claim.", [24]),
+        ("Sentence 69 mentions that she hosts a daily program.", [69]),
+    ],
+)  # fmt: skip
+def test_hedged_and_topic_only_lines_are_not_cited_as_support(text: str, cited: list) -> None:
+    assert [n for n, _, _, denied in rules.citations(text) if not denied] == cited
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        # "only mentions" a topic is a contrast, not support (a proposition needs `that`)
+        ("The evidence does not provide any information about the galleries. It only mentions "
+         "the galleries where his exhibitions took place.", False),
+        ("The evidence only discusses Madhavan's performance in a film.", False),
+        ("The evidence does not provide any information about his birthplace. It only confirms "
+         "that he died at the age of 65.", True),
+    ],
+)  # fmt: skip
+def test_only_a_proposition_is_support_stated_in_words(text: str, said: bool) -> None:
+    assert (rules.support_said(text) is not None) is said
+
+
+@pytest.mark.parametrize(
+    ("text", "dismissed"),
+    [
+        ("Sentence 20 states the claim. Therefore, the evidence does not support the claim.", True),
+        ("Sentence 20 states it. The evidence does not support the claim that it was 1990.", False),
+        ("Sentence 16 states the league grew. However, the specific team mentioned in the claim "
+         "is not named in the evidence provided.", True),
+        ("Sentences 45 and 46 say GPs lack training. However, the evidence does not mention "
+         "anything about accreditation or deaths.", True),
+    ],
+)  # fmt: skip
+def test_whole_claim_dismissals(text: str, dismissed: bool) -> None:
+    assert (rules.dismissal(text) is not None) is dismissed
+
+
+def test_a_gap_after_a_contrast_in_a_reported_sentence_is_the_judges_own() -> None:
+    text = (
+        "Sentence 6 and 22 mention that Ford was arrested for stealing tires, but there is no "
+        "evidence to support the claim that he was arrested a second time."
+    )
+    assert rules.gap(text) is not None
+    assert rules.gap("Sentence 20 states that he won, but it did not mention the year.") is None

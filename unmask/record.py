@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from unmask.diagnostics import Diagnostic
 from unmask.ir import Span
-from unmask.report import DIMENSIONS, INCONSISTENT, CheckResult
+from unmask.report import DIMENSIONS, INCONSISTENT, VIOLATED, CheckResult
 
 if TYPE_CHECKING:
     from unmask.report import Report
@@ -57,6 +57,9 @@ class ResultRecord(NamedTuple):
     # per dimension: checks resting on unreviewed / gold-derived annotations
     unreviewed: tuple[int, ...] = (0, 0, 0, 0)
     gold_derived: tuple[int, ...] = (0, 0, 0, 0)
+    # per dimension: None where nothing is VIOLATED; True where some VIOLATED check rests only
+    # on reviewed annotations (a confirmed finding), False where every one is provisional
+    confirmed: tuple[bool | None, ...] = (None, None, None, None)
 
     @property
     def protocol_contradicts_itself(self) -> bool:
@@ -89,6 +92,12 @@ class ResultRecord(NamedTuple):
             reasons=tuple(r.message for r in report.reasons),
             unreviewed=_report_flags(report, "unreviewed"),
             gold_derived=_report_flags(report, "gold_derived"),
+            confirmed=(
+                _confirmed([verdict.result]),
+                _confirmed([r.holds for r in reqs]),
+                None,  # coverage is never VIOLATED (not observable is no violation)
+                _confirmed([g.result for g in ground]),
+            ),
         )
 
     @classmethod
@@ -139,6 +148,7 @@ class ResultRecord(NamedTuple):
             ),
             unreviewed=_line_flags(obj, "unreviewed"),
             gold_derived=_line_flags(obj, "gold_derived"),
+            confirmed=_line_confirmed(obj),
         )
 
 
@@ -174,6 +184,27 @@ def _line_flags(obj: Mapping[str, Any], flag: str) -> tuple[int, ...]:
         sum(on(r, f"coverage_{flag}") for r in reqs),
         sum(on(g, flag) for g in obj.get("grounding") or ()),
     )
+
+
+def _confirmed(results: list[CheckResult]) -> bool | None:
+    """None without a VIOLATED check; else whether one rests only on reviewed annotations."""
+    hits = [r for r in results if r.outcome == VIOLATED]
+    if not hits:
+        return None
+    return any(not r.unreviewed and not r.gold_derived for r in hits)
+
+
+def _line_confirmed(obj: Mapping[str, Any]) -> tuple[bool | None, ...]:
+    """``_confirmed`` per dimension, read back from a line (flags written only when true)."""
+
+    def found(entries: list[Any]) -> bool | None:
+        hits = [e for e in entries if isinstance(e, Mapping) and e.get("result") == VIOLATED]
+        if not hits:
+            return None
+        return any(not e.get("unreviewed") and not e.get("gold_derived") for e in hits)
+
+    reqs = list(obj.get("requirements") or ())
+    return (found([obj.get("verdict")]), found(reqs), None, found(list(obj.get("grounding") or ())))
 
 
 def diagnostic_json(d: Diagnostic) -> dict[str, Any]:

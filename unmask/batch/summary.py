@@ -33,6 +33,7 @@ from collections import Counter
 from dataclasses import fields
 from typing import Any
 
+from unmask.batch.findings import Findings, cell_tail, ranked, replays_line
 from unmask.checker import outcome
 from unmask.jsonload import show
 from unmask.record import ResultRecord
@@ -152,6 +153,7 @@ class Summary:
         self.unchecked = 0  # error records of valid replays not decided (UNCHECKED_CODES)
         self.dimensions: dict[str, Counter] = {d: Counter() for d in DIMENSIONS}
         self.failed: Counter = Counter()  # replays in which each dimension fails
+        self.findings = Findings(DIMENSIONS)  # VIOLATED replays: confirmed or provisional
         self.requirements: dict[str, Counter] = {}
         self.coverage: dict[str, Counter] = {}
         self.grounding: dict[str, Counter] = {}
@@ -177,12 +179,14 @@ class Summary:
             return
         for counter, what in self._result_bumps(v.overall, v.dimensions, v.matches):
             counter[what] += 1
+        if v.overall == VIOLATED:
+            cell = CELLS.get((_GOLD[v.matches], VIOLATED), "unknown_or_no_gold")
+            self.findings.add(v.confirmed, cell)
         bumps, not_observable = self._requirement_bumps(v.requirements)
         for counter, what in bumps:
             counter[what] += 1
-        if not_observable:
+        if not_observable:  # not observed is not violated: counted apart, never as failing
             self.dimensions["coverage"]["not_observable"] += 1
-            self.failed["coverage"] += 1
         for counter, what in self._grounding_bumps(v.grounding):
             counter[what] += 1
         flags = _NO_FLAGS
@@ -224,6 +228,7 @@ class Summary:
             for key, counts in theirs.items():
                 _table(tables, key).update(counts)
         self.confusion.merge(other.confusion)
+        self.findings.merge(other.findings)
         for name, confusion in other.by_protocol.items():
             self._protocol(name).merge(confusion)
         # an item's judges in the order the other saw them first: their pairs are counted
@@ -345,6 +350,11 @@ class Summary:
             "replays": top,
             "tie": len(leaders) > 1,
             "ranking": [{"dimension": d, "replays": self.failed[d]} for d in ranking],
+            # UNKNOWN is no failure: the dimensions left open, in their own words, apart
+            "open": [
+                {"dimension": d, "replays": self.dimensions[d]["unknown"]}
+                for d in sorted(DIMENSIONS, key=lambda d: -self.dimensions[d]["unknown"])
+            ],
         }
 
     def confusion_json(self) -> dict[str, Any]:
@@ -406,6 +416,7 @@ class Summary:
                 },
             },
             "most_failing": self.most_failing(),
+            "findings": self.findings.to_json(),
             "confusion": self.confusion_json(),
             "confusion_by_protocol": self.confusion_by_protocol_json(),
             "provenance": self.provenance_json(),
@@ -421,6 +432,9 @@ class Summary:
             "backend": backend,
             "invalid inputs": self.overall["INVALID"],
             "fails most often": f"{fails} ({mf['replays']} replays)",
+            "left undecided": ", ".join(f"{r['dimension']} {r['replays']}" for r in mf["open"]),
+            "violated, confirmed": self.findings.counts["replays:confirmed"],
+            "violated, provisional": self.findings.counts["replays:provisional"],
             **{text: cells[key] for key, text in CELL_TEXT.items()},
         }
         return {
@@ -476,19 +490,23 @@ class Summary:
                         + ", ".join(f"{k.replace('_', ' ')} {n}" for k, n in c.items())
                     )
         cells = j["gold"]["cells"]
+        found = j["findings"]
         lines.append("gold agreement x adherence:")
         for k, text in CELL_TEXT.items():
-            lines.append(f"  {text:<30} {cells[k]:>7}")
+            lines.append(f"  {text:<30} {cells[k]:>7}{cell_tail(found, k)}")
+        lines.append(replays_line(found))
         lines += confusions_text(j["confusion"], j["confusion_by_protocol"])
         lines += provenance_text(j["provenance"])
         lines += judges_text(j["judges"])
         mf = j["most_failing"]
+        opened = ", ".join(f"{r['dimension']} {r['replays']}" for r in mf["open"])
+        lines.append(f"left undecided (unknown, not failed), in replays: {opened}")
         if not mf["dimensions"]:
             lines.append("fails most often: no dimension failed in this run")
         else:
             names = " and ".join(mf["dimensions"])
             tie = " (a tie)" if mf["tie"] else ""
-            rank = ", ".join(f"{r['dimension']} {r['replays']}" for r in mf["ranking"])
+            rank = ", ".join(ranked(found, r["dimension"]) for r in mf["ranking"])
             lines.append(f"fails most often: {names}{tie}, in {mf['replays']} replays ({rank})")
         return "\n".join(lines)
 

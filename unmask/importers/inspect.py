@@ -8,11 +8,13 @@ Derived by rule: ``says_correct`` from the last ``GRADE: X`` the explanation wri
 rule Inspect's default pattern applies), ``one_grade`` from whether every grade written is
 the same, ``graded_response`` from whether the score's ``answer`` is the response, and,
 for each phrase the explanation puts in quotation marks, ``quotes`` (TRUE, quoting it) and
-``said`` (whether it occurs in the response or the context). Verdicts are binary until
-multi-label protocols exist: C is PASS, I is FAIL; a P (partial credit), an unscored
-sample, or another scorer is skipped with the reason. `.eval` logs are refused with a hint
-to convert them (`inspect log convert --to json`). A score whose quoted phrases would need
-more than ``MAX_LOOKUP`` characters searched is skipped with that reason.
+``said`` (TRUE where it occurs where the explanation places it: in the response when the
+words before the quote speak of the submission, else in the response or the context; FALSE
+only when the response, the task and the target are all present and it is not there).
+Verdicts are binary until multi-label protocols exist: C is PASS, I is FAIL; a P (partial
+credit), an unscored sample, or another scorer is skipped with the reason. `.eval` logs are
+refused with a hint to convert them (`inspect log convert --to json`). A score whose quoted
+phrases would need more than ``MAX_LOOKUP`` characters searched is skipped with that reason.
 """
 
 from __future__ import annotations
@@ -126,6 +128,8 @@ def _score(
     if context:
         sources["context"] = context
     answer = score.get("answer")
+    # the sample carries all three texts a quote may come from (an empty target included)
+    searched_all = isinstance(sample.get("target"), (str, list)) and isinstance(target, str)
 
     texts = [(n, t) for n, t in (("response", response), ("context", context)) if t]
     phrases = _phrases(explanation, texts, bool(response))
@@ -200,7 +204,9 @@ def _score(
             if found is not None:
                 src, quote = found
                 b.annotate(f"said(q{k})", True, quote=quote, source=src, occurrence=0, by=by)
-            elif response:
+            elif response and task is not None and searched_all:
+                # searched the response, the task and the target, all present: the phrase
+                # is in none of them (with one missing, not finding it proves nothing)
                 b.annotate(
                     f"said(q{k})",
                     False,

@@ -8,7 +8,9 @@ component results (``a0``, ``a1``, … in file order; a metric-only assertion, w
 leaves out of pass and score, is left out too, and so are an assert-set's children, which
 0.121.x lists flat beside the set). The rationale is a fixed rendering of the grading result
 (documented in ``docs/importers.md``) so that every annotation quotes it. Values are derived
-by rule and only where the row says them: ``passed`` from each component's ``pass``,
+by rule and only where the row says them: ``thresholded`` from the test case's
+``threshold`` (FALSE only where a test case is there without one, promptfoo's default;
+UNKNOWN without a test case), ``passed`` from each component's ``pass``,
 ``score_says`` from its score read by its assertion type's rule (``BINARY``: the score is
 pass ? 1 : 0 and a threshold limits a measured value; ``AT_LEAST``: pass needs score ≥
 threshold), never for a type whose rule is not known (one ``Note`` per file says so),
@@ -180,8 +182,12 @@ def _row(
     if not members:
         return Skipped(f"{where}.gradingResult.componentResults", "only metric-only assertions")
 
-    test = row.get("testCase") if isinstance(row.get("testCase"), dict) else {}
-    threshold = test.get("threshold") if is_number(test.get("threshold")) else None
+    test = row.get("testCase") if isinstance(row.get("testCase"), dict) else None
+    threshold = test.get("threshold") if test and is_number(test.get("threshold")) else None
+    # `thresholded` is FALSE only where the row's test case is there and sets no threshold
+    # (promptfoo's own default); without a test case, or with a threshold that is not a
+    # number, nobody can say, and it stays UNKNOWN
+    says_threshold = test is not None and (threshold is not None or "threshold" not in test)
     score = gr.get("score") if is_number(gr.get("score")) else None
 
     # the rationale: one line for the test case, then one header and reason per assertion
@@ -244,15 +250,16 @@ def _row(
             limits=options.limits,
         )
         by = rule_by(NAME)
-        b.annotate(
-            "thresholded",
-            threshold is not None,
-            quote=head,
-            by=by,
-            explanation="the test case sets a threshold"
-            if threshold is not None
-            else "the test case sets no threshold",
-        )
+        if says_threshold:
+            b.annotate(
+                "thresholded",
+                threshold is not None,
+                quote=head,
+                by=by,
+                explanation="the test case sets a threshold"
+                if threshold is not None
+                else "the test case sets no threshold (promptfoo's default: none)",
+            )
         if threshold is not None and score is not None:
             b.annotate(
                 "reaches_threshold",

@@ -8,13 +8,15 @@ the judge's name comes from the file name (``gpt-4-0613_claim_test_outputs.jsonl
 evidence chunks). Sources: ``rationale`` is the judge's whole response, ``response`` the
 claim, ``context`` the evidence lines as shown, ``reference`` the annotators' supporting
 lines (an independent reading, evidence for context atoms only). Judge and procedure atoms
-come from rules over the response (``by: rule wice-rules/1``, unreviewed); ``supports``
-comes from the annotators' ``oracle_idx`` (a reviewed human reading); nothing is derived
-from the gold label, which stays in ``gold`` and out of every base. What a rule cannot
-establish stays unannotated (UNKNOWN): in particular ``gap`` is never FALSE, since a
+come from rules over the response (``by: rule wice-rules/2``, unreviewed). ``supports(l)``
+is TRUE where the annotators marked line l (``oracle_idx``), in this chunk or, the same text,
+in any other chunk of the claim (``by: human wice-annotators``, reviewed); a line nobody
+marked is UNKNOWN, never FALSE: ``oracle_idx`` lists support, it does not deny it. Where the
+annotators are silent on a line the judge cites, the lexical aligner may read it as support
+(``by: rule claims-lexical/1``, unreviewed, at ``LEXICAL_THRESHOLD``) and otherwise abstains.
+Nothing is derived from the gold label, which stays in ``gold`` and out of every base. What
+a rule cannot establish stays unannotated (UNKNOWN): ``gap`` is never FALSE, since a
 rationale that does not mention a gap has not said there is none.
-A gold row with a field of another kind than WiCE writes is an ``UnmaskError`` naming the
-line and JSON path, before anything is read; tags are paired in linear time.
 """
 
 from __future__ import annotations
@@ -30,43 +32,30 @@ from unmask.builder import ReplayBuilder
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.files import decode_utf8, read_bytes
 from unmask.importers import PROTOCOLS, Imported, Occurrences, Options, Skipped, build
+from unmask.importers.wice_rules import MAX_DIGITS, citations, dismissal, gap, support_said
+from unmask.importers.wice_rules import number as _number
 from unmask.jsonload import parse_json_text
 from unmask.jsonreader import kind, show
 
 NAME = "wice"
 PROTOCOL = PROTOCOLS / "wice.proto"
-RULES = {"kind": "rule", "name": "wice-rules/1", "reviewed": False}
+RULES = {"kind": "rule", "name": "wice-rules/2", "reviewed": False}
+# WiCE's own annotators marked the line: a human reading the dataset reports as reviewed
+ANNOTATORS = {"kind": "human", "name": "wice-annotators", "reviewed": True}
+# the lexical aligner's reading of a cited line the annotators left unmarked
+LEXICAL = {"kind": "rule", "name": "claims-lexical/1", "reviewed": False}
+# a cited, unmarked line is read as support only at this confidence or above; sentence
+# precision at 0.9 is 93% on both halves of WiCE (docs/proposers.md); below it: UNKNOWN
+LEXICAL_THRESHOLD = 0.9
+MARKED = "marked as supporting"
+UNMARKED = "not marked (no reading either way)"
 LABELS = ("supported", "partially_supported", "not_supported")
-MAX_DIGITS = 18  # a line number with more digits is no line a prompt shows
 
 # tags are found by `_tag` and `_sentences`, in linear time: the lazy patterns
 # `<claim>(.*?)</claim>` and `<sentence_(\d+)>(.*?)</sentence_\1>` they replace read to the
 # end of the text from every unclosed tag (a 280 KB line of them took minutes)
 _OPEN_SENTENCE = re.compile(r"<sentence_(\d+)>")
 _CLOSE_SENTENCE = re.compile(r"</sentence_(\d+)>")
-# "Sentence 5", "sentences 5, 7 and 8", "line 3", "lines 3-5", "<sentence_5>"
-_CITE = re.compile(
-    r"(?:<sentence_(\d+)>|\b(?:sentences?|lines?)\s+((?:\d+(?:\s*(?:-|–|to)\s*\d+)?"
-    r"(?:\s*(?:,|and|&)\s*)*)+))",
-    re.I,
-)
-_STOP = re.compile(r"[.\n]")
-_NUM_RANGE = re.compile(r"(\d+)(?:\s*(?:-|–|to)\s*(\d+))?")
-# a cue that the sentence around a citation denies support rather than giving it
-_DENIAL = re.compile(
-    r"\b(?:not|no|does(?:n't| not)|nor|neither|without|lacks?|fails?|contradicts?|"
-    r"however|but)\b",
-    re.I,
-)
-# a cue that the explanation says some part of the claim is unsupported
-_GAP = re.compile(
-    r"(?:does not|doesn't|do not|did not) (?:mention|provide|support|state|confirm|say|"
-    r"specify|include|indicate)|no (?:mention|information|evidence)|not (?:mentioned|"
-    r"supported|provided|stated|confirmed)|there is no|is not (?:supported|mentioned)",
-    re.I,
-)
-
-
 def _tag(text: str, name: str) -> _Found | None:
     """The first ``<NAME>…</NAME>``, as ``re.search(r"<NAME>(.*?)</NAME>", text, re.S)``
     finds it: the first opening a closing follows, up to the first closing after it."""
@@ -121,6 +110,8 @@ def _sentences(segment: str) -> list[tuple[int, str]]:
     return out
 
 
+
+
 def _lines(path: Path, options: Options) -> Iterator[tuple[int, str]]:
     file = str(path)
     text = decode_utf8(read_bytes(path, options.limits, file), file, file)
@@ -136,16 +127,33 @@ def judge_name(path: Path) -> str:
     return stem
 
 
+def _text_key(line: str) -> str:
+    """A line's text as the merge by text compares it: whitespace runs made one space."""
+    return " ".join(line.split())
+
+
 def _gold_index(path: Path, options: Options) -> dict[tuple[str, tuple[int, ...]], tuple[str, Any]]:
+    """(claim, shown ids) → (item, gold row, the texts of the claim's marked lines).
+
+    A claim's chunks are annotated apart, and one chunk may leave unmarked a line another
+    chunk of the same claim marks (or a word-for-word copy of it): the marked texts are
+    gathered over all the claim's chunks, so a line marked anywhere counts as marked."""
     index: dict[tuple[str, tuple[int, ...]], tuple[str, Any]] = {}
     chunks: dict[str, int] = {}
+    marked: dict[str, dict[str, str]] = {}  # claim id → marked text → the item marking it
     for n, line in _lines(path, options):
         row = parse_json_text(line, str(path), options.limits, first_line=n)
-        claim, chunk_idx, cid, _, _ = _gold_row(f"{path}:{n}", row)
-        key = (claim, chunk_idx)
+        claim, ids, cid, _, oracle = _gold_row(f"{path}:{n}", row)
+        key = (claim, ids)
+        evidence = row.get("evidence")
         k = chunks.get(cid, 0)
         chunks[cid] = k + 1
-        index[key] = (f"{cid}-{k}", row)
+        item = f"{cid}-{k}"
+        index[key] = (item, row, marked.setdefault(cid, {}))
+        if isinstance(evidence, list) and len(evidence) == len(ids):
+            for i, text in zip(ids, evidence, strict=True):
+                if i in oracle and isinstance(text, str):
+                    marked[cid].setdefault(_text_key(text), item)
     return index
 
 
@@ -204,41 +212,46 @@ def _gold_row(where: str, row: Any) -> tuple[str, tuple[int, ...], str, str, fro
     return claim, chunk_idx, str(cid), label, oracle
 
 
-def citations(explanation: str) -> list[tuple[int, int, int, bool]]:
-    """(line number, start, end, denied) for each line the explanation cites; ``denied``
-    when the sentence around the citation carries a denial cue."""
-    out = []
-    # the sentence around a citation runs from after the last `.` or line break before it
-    # to the next `.`; the stops are indexed once and each sentence is read for the denial
-    # cue once, however many citations it holds (a rescan per citation was quadratic)
-    stops = [m.start() for m in _STOP.finditer(explanation)]
-    dots = [i for i in stops if explanation[i] == "."]
-    denial: dict[tuple[int, int], bool] = {}
-    for m in _CITE.finditer(explanation):
-        start, end = m.span()
-        k = bisect.bisect_left(stops, start)
-        s0 = stops[k - 1] + 1 if k else 0
-        k = bisect.bisect_left(dots, end)
-        s1 = dots[k] if k < len(dots) else len(explanation)
-        if (s0, s1) not in denial:
-            denial[s0, s1] = bool(_DENIAL.search(explanation, s0, s1))
-        denied = denial[s0, s1]
-        if m.group(1) is not None:
-            out.append((_number(m.group(1)), start, end, denied))
-            continue
-        for r in _NUM_RANGE.finditer(m.group(2)):
-            a = _number(r.group(1))
-            b = _number(r.group(2)) if r.group(2) else a
-            if b < a or b - a > 50:
-                b = a
-            out.extend((i, start, end, denied) for i in range(a, b + 1))
+def _marks(
+    shown: list[tuple[int, str]], oracle: set[int], marked_texts: dict[str, str], item: str
+) -> dict[int, str]:
+    """Shown line → how the annotators marked it: in this chunk, or (the same text) in
+    another chunk of the claim. Lines not in the result were not marked anywhere."""
+    out = {}
+    for i, text in shown:
+        if i in oracle:
+            out[i] = MARKED
+        elif (other := marked_texts.get(_text_key(text))) is not None:
+            out[i] = f"{MARKED} in {other}" if other != item else f"{MARKED} (the same text)"
     return out
 
 
-def _number(digits: str) -> int:
-    """A line number as written; one too long to be a line of any prompt reads as one past
-    every line a prompt can show (``int`` refuses over 4,300 digits)."""
-    return int(digits) if len(digits) <= MAX_DIGITS else 10**MAX_DIGITS
+def lexical_support(
+    claim: str, shown: list[tuple[int, str]], wanted: list[tuple[int, str]]
+) -> list[tuple[int, str, float]]:
+    """(line, quote, confidence) for each of ``wanted`` that the lexical aligner reads as
+    supporting ``claim`` at ``LEXICAL_THRESHOLD`` or above; the others abstain. Only TRUE:
+    a line the aligner does not match is no evidence that it does not support the claim."""
+    from unmask.propose.claims import align
+
+    if not wanted:
+        return []
+    numbers = [i for i, _ in shown]
+    found = align(claim, [t for _, t in shown], threshold=LEXICAL_THRESHOLD)
+    want = {i for i, _ in wanted}
+    return [
+        (numbers[m.sentence], m.quote, m.confidence)
+        for m in found.matches
+        if numbers[m.sentence] in want and m.quote
+    ]
+
+
+def _line_span(context: str, line: int, quote: str) -> tuple[int, int]:
+    """Where ``quote`` sits inside ``line N: …`` of the context source."""
+    head = f"line {line}: "
+    at = context.index(head) if context.startswith(head) else context.index("\n" + head) + 1
+    start = context.index(quote, at + len(head))
+    return start, start + len(quote)
 
 
 def _record(where: str, row: Any, gold: dict, judge: str) -> Imported | Skipped:
@@ -259,13 +272,12 @@ def _record(where: str, row: Any, gold: dict, judge: str) -> Imported | Skipped:
     key = (claim, tuple(i for i, _ in shown))
     if key not in gold:
         return Skipped(where, "`prompt`: no gold row has this claim and these evidence lines")
-    item, g = gold[key]
+    item, g, marked_texts = gold[key]
     oracle = _gold_row(where, g)[4]  # checked when the index was made
     members = [f"s{i}" for i, _ in shown]
     context = "\n".join(f"line {i}: {s}" for i, s in shown)
-    reference = "\n".join(
-        f"line {i}: {'supporting' if i in oracle else 'not marked as supporting'}" for i, _ in shown
-    )
+    marks = _marks(shown, oracle, marked_texts, item)
+    reference = "\n".join(f"line {i}: {marks.get(i, UNMARKED)}" for i, _ in shown)
     answer_m = _tag(response, "answer")
     verdict = answer_m.group(1).strip() if answer_m else None
     if verdict not in LABELS:
@@ -290,17 +302,38 @@ def _record(where: str, row: Any, gold: dict, judge: str) -> Imported | Skipped:
             item=item,
             judge=judge,
         )
-        _judge_side(b, response, {i for i, _ in shown})
+        cited = _judge_side(b, response, {i for i, _ in shown})
         for i, _ in shown:
-            line = f"line {i}: {'supporting' if i in oracle else 'not marked as supporting'}"
-            b.annotate(f"supports(s{i})", i in oracle, quote=line, source="reference")
+            if i in marks:
+                b.annotate(
+                    f"supports(s{i})",
+                    True,
+                    quote=f"line {i}: {marks[i]}",
+                    source="reference",
+                    by=ANNOTATORS,
+                )
+        # where the annotators are silent, an independent reading of the lines the judge
+        # cites; an unmarked line nobody read stays UNKNOWN (a missing mark is no "no")
+        unmarked = [(i, s) for i, s in shown if i in cited and i not in marks]
+        for i, quote, confidence in lexical_support(claim, shown, unmarked):
+            b.annotate(
+                f"supports(s{i})",
+                True,
+                quote=quote,
+                source="context",
+                occurrence=_occurrence(context, *_line_span(context, i, quote)),
+                by=LEXICAL,
+                explanation=f"the claim's terms match this line (confidence {confidence:g}); "
+                "the annotators did not mark it",
+            )
         return b
 
     return build(where, f"{judge}-{item}", make)
 
 
-def _judge_side(b: ReplayBuilder, response: str, shown: set[int]) -> None:
-    """Annotations read off the response by rule; each quotes what it rests on."""
+def _judge_side(b: ReplayBuilder, response: str, shown: set[int]) -> set[int]:
+    """Annotations read off the response by rule; each quotes what it rests on. Returns
+    the lines read as cited in support."""
     occurrences = Occurrences(response)
 
     def occurrence(start: int, end: int) -> int:
@@ -326,12 +359,15 @@ def _judge_side(b: ReplayBuilder, response: str, shown: set[int]) -> None:
             by=RULES,
         )
     if ex is None or not ex.group(1).strip():
-        return
+        return set()
     text, offset = ex.group(1), ex.start(1)
     cited = citations(text)
+    # after "the claim is not supported" or "a different person", a line the explanation
+    # named was background, not support: neither TRUE nor FALSE
+    dismissed = dismissal(text)
     support: dict[int, tuple[int, int]] = {}
     for line, s, e, denied in cited:
-        if not denied and line not in support:
+        if not denied and dismissed is None and line not in support:
             support[line] = (offset + s, offset + e)
     mentioned = {line for line, *_ in cited}
     whole = response[offset : offset + len(text)]
@@ -348,7 +384,8 @@ def _judge_side(b: ReplayBuilder, response: str, shown: set[int]) -> None:
                 by=RULES,
             )
         elif line not in mentioned:
-            # the explanation, read whole, cites this line nowhere
+            # the explanation, present and read whole, names this line nowhere: a reading
+            # of the explanation about itself (docs/semantics.md, "No value from absence")
             b.annotate(
                 atom,
                 False,
@@ -357,7 +394,7 @@ def _judge_side(b: ReplayBuilder, response: str, shown: set[int]) -> None:
                 occurrence=occurrence(offset, offset + len(text)),
                 by=RULES,
             )
-        # cited next to a denial: whether as support is not for a rule to say (UNKNOWN)
+        # named next to a denial, or before a dismissal: not for a rule to say (UNKNOWN)
     unshown = sorted({line for line, *_ in cited} - shown)
     if cited:
         if unshown:
@@ -379,23 +416,31 @@ def _judge_side(b: ReplayBuilder, response: str, shown: set[int]) -> None:
                 occurrence=occurrence(offset, offset + len(text)),
                 by=RULES,
             )
-    gap = _GAP.search(text)
-    if gap:
-        s, e = offset + gap.start(), offset + gap.end()
-        b.annotate(
-            "gap",
-            True,
-            quote=response[s:e],
-            source="rationale",
-            occurrence=occurrence(s, e),
-            by=RULES,
-        )
+    said = None if dismissed is not None else support_said(text)
+    for atom, span in (("support_said", said), ("gap", gap(text))):
+        if span is not None:
+            s, e = offset + span[0], offset + span[1]
+            b.annotate(
+                atom,
+                True,
+                quote=response[s:e],
+                source="rationale",
+                occurrence=occurrence(s, e),
+                by=RULES,
+            )
+    return set(support) & shown
 
 
 def _instructions(prompt: str) -> str:
     """The judge's instructions: the prompt up to its worked examples."""
     cut = prompt.find("\n\nWe provide")
     return (prompt if cut < 0 else prompt[:cut]).strip()
+
+
+def _occurrence(text: str, start: int, end: int) -> int:
+    from unmask.importers import occurrence_at
+
+    return occurrence_at(text, text[start:end], start)
 
 
 def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:

@@ -188,16 +188,13 @@ def _fill_claims(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
             continue
         matched = {numbers[m.sentence]: m for m in alignment.matches}
         for atom, n in line_of.items():
-            offset, sentence = lines[n]
+            offset, _ = lines[n]
             if n in matched:
                 m = matched[n]
                 span = Evidence("context", offset + m.start, offset + m.end, m.quote)
                 out.append(Candidate(atom, "TRUE", (span,), m.confidence, by, "matched the claim"))
-            elif alignment.label == "not_supported" and sentence:
-                span = Evidence("context", offset, offset + len(sentence), sentence)
-                detail = "the claim is `not_supported` by any line"
-                out.append(Candidate(atom, "FALSE", (span,), alignment.confidence, by, detail))
-            # a line not chosen for a claim that is partly covered: no reading either way
+            # a line the claim's terms do not match: no reading either way (a missing
+            # overlap is no evidence against support: paraphrase, dates, titles)
     return out
 
 

@@ -191,6 +191,7 @@ class _Views:
             "explanation": self.explanation(res.explanation),
             "witnesses": self.witnesses(res.witnesses),
             "rests": ev.resting(res, self.look),
+            "standing": ev.standing_text(res, self.look),
         }
 
 

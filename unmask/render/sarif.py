@@ -395,7 +395,9 @@ class _Log:
         return out
 
     def check_result(self, c: ev.Check) -> dict[str, Any]:
-        level = "error" if c.outcome == VIOLATED else "warning"
+        found = ev.standing(c.result)
+        # a provisional finding (it rests on an unreviewed or gold-derived annotation) warns
+        level = "error" if c.outcome == VIOLATED and found != "provisional" else "warning"
         if c.dimension == "coverage" and c.status == REFUTED:
             level = "note"
         text = f"{ev.finding(self.report, c, self.replay, self.look)} [{c.title}: {c.status}]"
@@ -429,6 +431,9 @@ class _Log:
             "status": c.status,
             "outcome": c.outcome,
         }
+        if found:
+            props["standing"] = found
+            props["restsOn"] = list(ev.rests_kinds(c.result, self.look))
         return self.result(c.rule, level, ev.clean(text), c.key, primary, related, props)
 
     def results(self) -> list[dict[str, Any]]:

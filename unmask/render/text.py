@@ -20,7 +20,7 @@ import click
 from unmask.irtext import expr_text
 from unmask.render.safe import printable
 from unmask.render.view import DIMENSION_TITLES as titles
-from unmask.render.view import Lookup, item_provenance, item_rule, resting
+from unmask.render.view import Lookup, item_provenance, item_rule, resting, standing_text
 from unmask.report import (
     BASE_NAMES,
     ENTAILED,
@@ -117,6 +117,8 @@ def _check(out: _Out, indent: int, head: str, res: CheckResult) -> None:
     if rests:
         tail += f" ({rests})"
     out.result(indent, head, res.status, tail)
+    if found := standing_text(res, out.look):
+        out.add(indent + 1, found)
     if res.status == REFUTED:
         _explanation(out, indent + 1, "refuted by", res.explanation)
     elif res.status == ENTAILED and res.explanation is not None:

@@ -343,6 +343,35 @@ def resting(result: CheckResult, look: Lookup) -> str:
     return "rests on " + " and ".join(parts) if parts else ""
 
 
+def standing(result: CheckResult) -> str:
+    """A finding's standing: ``confirmed`` when a VIOLATED check rests only on reviewed
+    annotations, ``provisional`` when it rests on an unreviewed or gold-derived one; empty
+    for a check that is no finding."""
+    if result.outcome != VIOLATED:
+        return ""
+    return "provisional" if result.unreviewed or result.gold_derived else "confirmed"
+
+
+def rests_kinds(result: CheckResult, look: Lookup) -> tuple[str, ...]:
+    """Who made the annotations a check's explanation rests on, each kind once, in order:
+    ``reviewed human`` for an annotation without ``by``, else its provenance words."""
+    expl = result.explanation
+    out: dict[str, None] = {}
+    for item in expl.items if expl is not None else ():
+        if item.kind == "annotation":
+            out[item_provenance(item, look) or "reviewed human"] = None
+    return tuple(out)
+
+
+def standing_text(result: CheckResult, look: Lookup) -> str:
+    """``provisional: rests on rule wice-rules/2, unreviewed``; empty for no finding."""
+    word = standing(result)
+    kinds = rests_kinds(result, look)
+    if not word:
+        return ""
+    return f"{word}: rests on {'; '.join(kinds)}" if kinds else word
+
+
 def marks(replay: Any, lookup: Lookup | None = None) -> tuple[Mark, ...]:
     if replay is None:
         return ()

@@ -23,10 +23,22 @@ from typing import Any
 
 import click
 
+# the gold × adherence cells, cut and named by the audit summary itself: one vocabulary
+from unmask.batch.summary import CELL_TEXT, CELLS
+from unmask.record import ResultRecord
+
 JUDGES = ("gpt-4-0613", "gpt-3.5-turbo-0613")
 LABELS = ("supported", "partially_supported", "not_supported")
 DIMENSIONS = ("verdict", "procedure", "coverage", "grounding")
 OVERALLS = ("SATISFIED", "VIOLATED", "UNKNOWN")
+# the explanation rules, measured on hand-labelled held-out explanations
+RULES = {
+    "cites": "a line cited as support (`cites(l)`)",
+    "support_said": "support stated in words (`support_said`)",
+    "gap": "a part stated unsupported (`gap`)",
+    "dismissed": "the cited lines set aside as a whole (their `cites` left UNKNOWN)",
+}
+LABELS_FILE = Path(__file__).resolve().parents[2] / "tests" / "data" / "wice_rules_heldout.jsonl"
 
 
 def _slice(src: Path, dst: Path, limit: int | None) -> Path:
@@ -67,6 +79,34 @@ def _reports(lines: Iterable[dict]) -> list[dict]:
     return [x for x in lines if x.get("schema") == "unmask.report/1"]
 
 
+def _cell(r: dict) -> str:
+    """The gold × adherence cell of a report, by the audit summary's own table."""
+    gold = {True: "match", False: "mismatch"}.get(r.get("verdict_matches_gold"), "no_gold")
+    return CELLS.get((gold, r["overall"]), "unknown_or_no_gold")
+
+
+def _most_failing(rs: list[dict]) -> dict[str, Any]:
+    """Replays in which each dimension is VIOLATED, and apart, in which it is UNKNOWN."""
+    return {
+        "violated": {d: sum(r["dimensions"][d] == "VIOLATED" for r in rs) for d in DIMENSIONS},
+        "unknown": {d: sum(r["dimensions"][d] == "UNKNOWN" for r in rs) for d in DIMENSIONS},
+    }
+
+
+def _unreviewed_behind_findings(rs: list[dict]) -> set[tuple[str, str]]:
+    """(replay, atom) of every unreviewed annotation in a VIOLATED check's explanation."""
+    out = set()
+    for r in rs:
+        for entry in [r["verdict"], *r["requirements"], *r["grounding"]]:
+            if entry.get("result") != "VIOLATED" or not entry.get("explanation"):
+                continue
+            for part in entry["explanation"].get("parts", ()):
+                by = part.get("by") or {}
+                if part.get("kind") == "annotation" and by and not by.get("reviewed", False):
+                    out.add((r["replay"], part["atom"]))
+    return out
+
+
 def _rests_on_unreviewed(r: dict) -> bool:
     entries = [r["verdict"], *r["requirements"], *r["grounding"]]
     return any(e.get("unreviewed") or e.get("coverage_unreviewed") for e in entries)
@@ -83,14 +123,9 @@ def tables(lines: Sequence[dict]) -> dict[str, Any]:
         confusion = {g: {o: Counter() for o in LABELS} for g in LABELS}
         for r in rs:
             confusion[r["gold"]][r["verdict"]["observed"]][r["overall"]] += 1
-        right_wrong = [r for r in rs if r["verdict_matches_gold"] and r["overall"] == "VIOLATED"]
-        wrong_clean = [
-            r
-            for r in rs
-            if r["verdict_matches_gold"] is False
-            and r["overall"] != "VIOLATED"
-            and r["dimensions"]["procedure"] == "OK"
-        ]
+        cells = {key: [] for key in CELL_TEXT}
+        for r in rs:
+            cells[_cell(r)].append(r["replay"])
         out["judges"][judge] = {
             "replays": len(rs),
             "overall": {o: sum(r["overall"] == o for r in rs) for o in OVERALLS},
@@ -99,8 +134,24 @@ def tables(lines: Sequence[dict]) -> dict[str, Any]:
             },
             "accuracy": sum(bool(r["verdict_matches_gold"]) for r in rs),
             "confusion": {g: {o: dict(c) for o, c in row.items()} for g, row in confusion.items()},
-            "right_for_wrong_reasons": [r["replay"] for r in right_wrong],
-            "wrong_but_procedurally_clean": [r["replay"] for r in wrong_clean],
+            # gold agreement × adherence, cut and named as `unmask audit` cuts and names it
+            "cells": {key: len(ids) for key, ids in cells.items()},
+            "right_for_wrong_reasons": cells["right_for_wrong_reasons"],
+            "wrong_but_procedurally_clean": cells["wrong_but_procedurally_clean"],
+            "fails_most_often": _most_failing(rs),
+            # VIOLATED replays by standing, as the audit summary decides it, and how many
+            # distinct unreviewed annotations a reviewer must read to confirm or dismiss them
+            "violated_confirmed": sum(
+                any(c is True for c in ResultRecord.from_line(r).confirmed)
+                for r in rs
+                if r["overall"] == "VIOLATED"
+            ),
+            "violated_provisional": sum(
+                not any(c is True for c in ResultRecord.from_line(r).confirmed)
+                for r in rs
+                if r["overall"] == "VIOLATED"
+            ),
+            "reviews_needed": len(_unreviewed_behind_findings(rs)),
             "rests_on_unreviewed": sum(_rests_on_unreviewed(r) for r in rs),
         }
     items: dict[str, dict[str, dict]] = defaultdict(dict)
@@ -119,6 +170,65 @@ def tables(lines: Sequence[dict]) -> dict[str, Any]:
         },
     }
     return out
+
+
+def read_explanation(response: str) -> dict[str, Any]:
+    """What the importer's rules read off one response: the lines cited as support and
+    whether support is said in words, a gap stated, the cited lines dismissed."""
+    import re
+
+    from unmask.importers import wice_rules as rules
+
+    m = re.search(r"<explanation>(.*?)</explanation>", response, re.S)
+    text = m.group(1) if m else ""
+    dismissed = rules.dismissal(text) is not None
+    cites = (
+        sorted({n for n, _, _, denied in rules.citations(text) if not denied})
+        if not dismissed
+        else []
+    )
+    return {
+        "cites": cites,
+        "support_said": not dismissed and rules.support_said(text) is not None,
+        "gap": rules.gap(text) is not None,
+        "dismissed": dismissed,
+    }
+
+
+def rule_precision(labelled: Iterable[dict]) -> dict[str, dict[str, int]]:
+    """Per rule, on hand-labelled explanations: how many readings it proposed, how many of
+    them the labels bear out, and how many the labels hold (for recall)."""
+    out = {k: {"proposed": 0, "correct": 0, "labelled": 0} for k in RULES}
+    for rec in labelled:
+        got = read_explanation(rec["response"])
+        cited, want = set(got["cites"]), set(rec["cites"])
+        out["cites"]["proposed"] += len(cited)
+        out["cites"]["correct"] += len(cited & want)
+        out["cites"]["labelled"] += len(want)
+        for k in ("support_said", "gap", "dismissed"):
+            out[k]["proposed"] += got[k]
+            out[k]["correct"] += got[k] and rec[k]
+            out[k]["labelled"] += rec[k]
+    return out
+
+
+def _pct(a: int, b: int) -> str:
+    return f"{100 * a / b:.1f}%" if b else "–"
+
+
+def precision_markdown(figures: dict[str, dict[str, int]], n: int) -> str:
+    md = [
+        "| rule | reads | proposed | correct | precision | labelled | recall |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for k, what in RULES.items():
+        f = figures[k]
+        md.append(
+            f"| `{k}` | {what} | {f['proposed']} | {f['correct']} | "
+            f"{_pct(f['correct'], f['proposed'])} | {f['labelled']} | "
+            f"{_pct(f['correct'], f['labelled'])} |"
+        )
+    return f"{n} held-out explanations, labelled by hand\n\n" + "\n".join(md) + "\n"
 
 
 def _first_reason(r: dict) -> str:
@@ -165,12 +275,32 @@ def markdown(t: dict[str, Any], lines: Sequence[dict], examples: int = 2) -> str
                 cells.append("/".join(str(c.get(x, 0)) for x in OVERALLS))
             md.append(f"| {g} | " + " | ".join(cells) + " |")
         md.append("")
-        for key, title in (
-            ("right_for_wrong_reasons", "Right label, violated protocol"),
-            ("wrong_but_procedurally_clean", "Wrong label, procedure clean"),
-        ):
+        md.append("| gold agreement × adherence | replays |")
+        md.append("|---|---:|")
+        for key, text in CELL_TEXT.items():
+            md.append(f"| {text} | {j['cells'][key]} |")
+        md.append("")
+        mf = j["fails_most_often"]
+        ranked = sorted(DIMENSIONS, key=lambda d: -mf["violated"][d])
+        top = mf["violated"][ranked[0]]
+        leaders = [d for d in ranked if mf["violated"][d] == top] if top else []
+        md.append(
+            f"Violated: {j['overall']['VIOLATED']} replays, {j['violated_confirmed']} confirmed"
+            f" (resting only on reviewed annotations) and {j['violated_provisional']}"
+            f" provisional; their minimal explanations rest on {j['reviews_needed']}"
+            f" unreviewed annotations, which a reviewer accepts (the finding is confirmed) or"
+            f" rejects (the next audit says what is left).\n"
+        )
+        md.append(
+            "Fails most often (VIOLATED): "
+            + (" and ".join(leaders) + f", in {top} replays" if leaders else "no dimension")
+            + "; left undecided (UNKNOWN, not failed): "
+            + ", ".join(f"{d} {mf['unknown'][d]}" for d in DIMENSIONS)
+            + ".\n"
+        )
+        for key in ("right_for_wrong_reasons", "wrong_but_procedurally_clean"):
             ids = j[key]
-            md.append(f"**{title}: {len(ids)}.**")
+            md.append(f"**{CELL_TEXT[key].capitalize()}: {len(ids)}.**")
             for rid in ids[:examples]:
                 r = by_id[rid]
                 md.append(
@@ -227,6 +357,10 @@ def main(data: Path, out: Path, limit: int | None, jobs: int) -> None:
     t = tables(lines)
     (out / "study.json").write_text(json.dumps(t, indent=2) + "\n", encoding="utf-8")
     click.echo(markdown(t, lines), nl=False)
+    if LABELS_FILE.is_file():
+        labelled = [json.loads(x) for x in LABELS_FILE.read_text(encoding="utf-8").splitlines()]
+        click.echo("\n### The explanation rules, measured\n")
+        click.echo(precision_markdown(rule_precision(labelled), len(labelled)), nl=False)
 
 
 if __name__ == "__main__":
