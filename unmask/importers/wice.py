@@ -56,6 +56,8 @@ LABELS = ("supported", "partially_supported", "not_supported")
 # end of the text from every unclosed tag (a 280 KB line of them took minutes)
 _OPEN_SENTENCE = re.compile(r"<sentence_(\d+)>")
 _CLOSE_SENTENCE = re.compile(r"</sentence_(\d+)>")
+
+
 def _tag(text: str, name: str) -> _Found | None:
     """The first ``<NAME>…</NAME>``, as ``re.search(r"<NAME>(.*?)</NAME>", text, re.S)``
     finds it: the first opening a closing follows, up to the first closing after it."""
@@ -108,8 +110,6 @@ def _sentences(segment: str) -> list[tuple[int, str]]:
         out.append((_number(m.group(1)), segment[m.end() : starts[k]]))
         pos = starts[k] + len(m.group(1)) + 12  # past `</sentence_N>`
     return out
-
-
 
 
 def _lines(path: Path, options: Options) -> Iterator[tuple[int, str]]:
