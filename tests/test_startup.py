@@ -119,6 +119,16 @@ def test_the_cache_folder_follows_xdg_cache_home(monkeypatch, tmp_path):
     assert cache_mod.cache_dir() == Path.home() / ".cache" / "unmask"
 
 
+def test_without_a_setting_the_cache_folder_is_the_platforms(monkeypatch):
+    from platformdirs import user_cache_path
+
+    monkeypatch.delenv(cache_mod.CACHE_ENV, raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    assert cache_mod.cache_dir() == user_cache_path("unmask", appauthor=False)
+    if sys.platform.startswith("linux"):
+        assert cache_mod.cache_dir() == Path.home() / ".cache" / "unmask"
+
+
 def test_a_command_runs_with_a_stale_or_unusable_cache(tmp_path):
     env = {**os.environ, cache_mod.CACHE_ENV: str(tmp_path / "c")}
     code = "from unmask.cli.main import main; main()"

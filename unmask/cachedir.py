@@ -1,7 +1,9 @@
 """The user's cache folder: where it is, whether it can be trusted, and sealed files in it.
 
 Contract: ``cache_dir()`` is ``$UNMASK_CACHE_DIR`` (empty: no cache at all), else
-``$XDG_CACHE_HOME/unmask``, else ``~/.cache/unmask``. ``trusted_dir()`` is that folder,
+``$XDG_CACHE_HOME/unmask``, else the platform's own cache folder for ``unmask`` as
+``platformdirs`` knows it (``~/.cache/unmask`` on Linux, ``~/Library/Caches/unmask`` on
+macOS, ``%LOCALAPPDATA%/unmask/Cache`` on Windows). ``trusted_dir()`` is that folder,
 created private (mode 700) if missing, or None when there is none or it cannot be trusted:
 a folder that is a link, not a folder, not owned by the user running Unmask, or writable by
 group or others is not used at all, and the first refusal in a process prints one
@@ -39,16 +41,23 @@ _warned = False
 
 def cache_dir() -> Path | None:
     """The folder for cached files: ``$UNMASK_CACHE_DIR``, else ``$XDG_CACHE_HOME/unmask``,
-    else ``~/.cache/unmask``; None when caching is off."""
+    else the platform's cache folder (see the contract); None when caching is off."""
     env = os.environ.get(CACHE_ENV)
     if env is not None:
         return Path(env) if env else None
-    xdg = os.environ.get("XDG_CACHE_HOME")
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
     try:
-        base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
-    except RuntimeError:  # no home folder to be found
+        if os.path.isabs(xdg):
+            return Path(xdg) / "unmask"
+        if xdg.strip():
+            # a relative XDG_CACHE_HOME is invalid (the XDG spec says to ignore it), and
+            # platformdirs would take it as it is, relative to wherever Unmask runs
+            return Path.home() / ".cache" / "unmask"
+        from platformdirs import user_cache_path
+
+        return user_cache_path("unmask", appauthor=False)
+    except (RuntimeError, KeyError):  # no home folder to be found
         return None
-    return base / "unmask"
 
 
 def _private(st: os.stat_result) -> bool:
