@@ -1,4 +1,4 @@
-"""One output policy (``unmask.render.safe``), per format and per command: a replay or a
+"""One output policy (``unmask.safe``), per format and per command: a replay or a
 ``.proto`` that carries ESC, OSC, BEL, a C1 CSI and U+202E in every string a user controls
 (the id, item and judge, the protocol's text, atom and requirement descriptions, sources,
 quotes, explanations, who annotated, the file name) never gets one of them into what a
@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from tests.render_cases import EXAMPLES
-from unmask.render import FORMATS, safe
+from unmask import safe
+from unmask.render import FORMATS
 
 # ESC (a CSI that clears the screen, an OSC that retitles the window ended by BEL), a C1
 # CSI, a right-to-left override, a carriage return

@@ -22,10 +22,11 @@ from tests.render_cases import (
     overlapping_replay,
     surrogate_replay,
 )
+from unmask import safe
 from unmask.api import check, load
 from unmask.cli.main import main
 from unmask.record import ResultRecord
-from unmask.render import html, safe
+from unmask.render import html
 from unmask.render import view as ev
 
 VOID = {"meta", "br", "input", "img", "hr", "link"}

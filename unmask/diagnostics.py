@@ -4,7 +4,7 @@ Contract: every user-facing problem (compile error, validation error, usage erro
 ``Diagnostic`` with a stable ``code``, a lowercase ``message`` that puts user input in
 backticks and names no implementation type, an optional ``span`` (file, line, column) or
 JSON ``path``, and an optional ``help``. ``render`` is the only place that turns them into
-text, and it writes every part through the output policy (``unmask.render.safe.printable``):
+text, and it writes every part through the output policy (``unmask.safe.printable``):
 a file name, a source line or a message that holds a control character or a bidirectional
 override shows it as an escape, never acts on the terminal. Tests assert on the fields, not
 on rendered strings. ``internal_error`` is the one diagnostic of a bug: every command and
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from unmask.render.safe import printable
+from unmask.safe import printable
 from unmask.span import Span
 
 

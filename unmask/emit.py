@@ -44,7 +44,7 @@ from unmask.ir import (
 )
 from unmask.ir import LABEL_PREFIX as LABEL_ATOM_PREFIX
 from unmask.irtext import expr_text
-from unmask.render.safe import UNSAFE
+from unmask.safe import UNSAFE
 
 VERDICT = "pass"  # the verdict variable V in both formats; `pass` is never an atom name
 LABEL_PREFIX = "verdict_"  # the SMT-LIB symbol of label L's verdict variable V_L
@@ -84,7 +84,7 @@ _RESERVED = frozenset(
 def _one_line(text: str) -> str:
     """Text for a comment: one line, and no control character (a NUL would end the script
     for a reader written in C, such as z3's) or bidirectional override (the output policy,
-    ``unmask.render.safe``: a reader would see the rest of the line reversed)."""
+    ``unmask.safe``: a reader would see the rest of the line reversed)."""
     text = " ".join(text.split())
     return UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 

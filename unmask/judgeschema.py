@@ -160,7 +160,7 @@ def emit_judge_schema(view: JudgeView) -> str:
 
 
 def emit_judge_prompt(view: JudgeView) -> str:
-    from unmask.render.safe import UNSAFE
+    from unmask.safe import UNSAFE
 
     def one_line(text: str) -> str:
         text = " ".join(text.split())

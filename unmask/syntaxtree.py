@@ -24,7 +24,7 @@ from lark import Token, Transformer_NonRecursive, v_args
 
 from unmask import ast
 from unmask.diagnostics import Diagnostic
-from unmask.render.safe import UNSAFE
+from unmask.safe import UNSAFE
 from unmask.span import Span
 
 # --- spans and strings ---------------------------------------------------------------------

@@ -5,7 +5,7 @@ finding as a diagnostic (``FILE:LINE:COL: severity: message``, the source line w
 caret, the witness as a note) after a head naming the protocol, the backend and the scope.
 SARIF writes one run whose rules are the finding codes; each result's ``ruleId`` is its
 code and its location is the region of the `.proto` file it points at, so code-scanning
-tools show it inline. Every format goes through the output policy (``unmask.render.safe``):
+tools show it inline. Every format goes through the output policy (``unmask.safe``):
 a file name or a string of the protocol never reaches the terminal or a file with a
 control character or a bidirectional override in it. Deterministic: no time, no absolute
 path that was not given.
@@ -20,7 +20,7 @@ from typing import Any
 from unmask.analysis.analyze import Analysis
 from unmask.analysis.findings import CODES
 from unmask.diagnostics import render_all
-from unmask.render.safe import finish, printable, visible_values
+from unmask.safe import finish, printable, visible_values
 
 FORMATS = ("text", "json", "sarif")
 _RULE_INDEX = {code: i for i, code in enumerate(CODES)}

@@ -235,7 +235,7 @@ class _Run:
         if o.summary_json:
             import json
 
-            from unmask.render.safe import finish
+            from unmask.safe import finish
 
             body = json.dumps(self.summary.to_json(), ensure_ascii=False, indent=2)
             text = finish("json", body) + "\n"

@@ -19,9 +19,9 @@ from typing import Any
 
 from unmask.diagnostics import Diagnostic
 from unmask.record import ERROR_SCHEMA, diagnostic_json
-from unmask.render.safe import json_text
 from unmask.report import NOT_CHECKED, OK, SATISFIED, UNKNOWN, VIOLATED
 from unmask.report import SCHEMA as REPORT_SCHEMA
+from unmask.safe import json_text
 
 OVERALL = (SATISFIED, VIOLATED, UNKNOWN)
 DIMENSION_RESULTS = (OK, VIOLATED, UNKNOWN, NOT_CHECKED)

@@ -22,7 +22,7 @@ import click
 
 from unmask import __version__, exitcodes
 from unmask.cli.stdout import StdoutGuard
-from unmask.commands._options import click_options
+from unmask.commands._options import click_options, parse_domains
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits
 from unmask.outputs import write_text
@@ -43,23 +43,6 @@ def _fail(err: UnmaskError, sources: dict[str, str]) -> int:
     if all(d.code in _USAGE_CODES for d in err.diagnostics):
         return exitcodes.USAGE
     return exitcodes.ERRORS
-
-
-def parse_domains(values: tuple[str, ...]) -> dict[str, list[str]]:
-    """``claim=a,b`` options to a mapping; ``claim=`` is an empty domain."""
-    out: dict[str, list[str]] = {}
-    for v in values:
-        name, sep, rest = v.partition("=")
-        name = name.strip()
-        if not sep or not name:
-            raise click.BadParameter(
-                f"`{v}` is not of the form NAME=a,b (use `NAME=` for no members)",
-                param_hint="'--domain'",
-            )
-        if name in out:
-            raise click.BadParameter(f"domain `{name}` is given twice", param_hint="'--domain'")
-        out[name] = [m.strip() for m in rest.split(",")] if rest.strip() else []
-    return out
 
 
 class _DefaultGroup(StdoutGuard):
@@ -137,7 +120,7 @@ def compile_command(
         out = fn(view)
     elif emit == "ir":
         from unmask.irjson import dumps, protocol_to_json
-        from unmask.render.safe import json_text
+        from unmask.safe import json_text
 
         out = json_text(dumps(protocol_to_json(protocol))) + "\n"
     else:

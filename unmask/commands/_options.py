@@ -102,9 +102,9 @@ def echo(text: str, nl: bool = True) -> None:
 
 def say(text: str) -> None:
     """A message on stderr, every line through the one output policy
-    (``unmask.render.safe.printable``): an input's escape sequences, bells and
+    (``unmask.safe.printable``): an input's escape sequences, bells and
     bidirectional overrides are written out, never acted on, piped or not."""
-    from unmask.render.safe import lines
+    from unmask.safe import lines
 
     click.echo(lines(text), err=True)
 
@@ -155,3 +155,20 @@ def click_options(f):  # type: ignore[no-untyped-def]
             help=helps.get(n, n.replace("_", " ")),
         )(wrapper)
     return wrapper
+
+
+def parse_domains(values: tuple[str, ...]) -> dict[str, list[str]]:
+    """``claim=a,b`` options to a mapping; ``claim=`` is an empty domain."""
+    out: dict[str, list[str]] = {}
+    for v in values:
+        name, sep, rest = v.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise click.BadParameter(
+                f"`{v}` is not of the form NAME=a,b (use `NAME=` for no members)",
+                param_hint="'--domain'",
+            )
+        if name in out:
+            raise click.BadParameter(f"domain `{name}` is given twice", param_hint="'--domain'")
+        out[name] = [m.strip() for m in rest.split(",")] if rest.strip() else []
+    return out

@@ -37,7 +37,7 @@ def fail(diags, code: int, sources: dict[str, str] | None = None) -> None:
 
 def load_or_exit(paths, members: int, domain_opts, limits: Limits):
     from unmask.analysis.ground import load
-    from unmask.cli.unmaskc import parse_domains
+    from unmask.commands._options import parse_domains
 
     if members > limits.max_domain_size:
         # before any name is made: `--members 100000000` built them all (7 GB) and crashed

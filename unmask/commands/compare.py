@@ -89,7 +89,7 @@ def command(
 
     scope = loaded_new.scope if loaded_new.scope.domains else loaded_old.scope
     result = compare(p_old, p_new, solver, scope, (old, new))
-    from unmask.render.safe import finish, lines
+    from unmask.safe import finish, lines
 
     if fmt == "json":
         click.echo(finish("json", json.dumps(result.to_json(), ensure_ascii=False, indent=2)))

@@ -32,7 +32,7 @@ from unmask.commands._options import (
 from unmask.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
 from unmask.interrupt import reraise_interrupt
 from unmask.limits import Limits
-from unmask.render.safe import json_text, printable
+from unmask.safe import json_text, printable
 
 
 def first_difference(a: Any, b: Any, path: str = "") -> tuple[str, Any, Any] | None:

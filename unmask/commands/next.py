@@ -43,8 +43,8 @@ from unmask.limits import Limits
 from unmask.lines import bounded_lines
 from unmask.next import INCONSISTENT, SETTLED, BatchTodo, NextReport, Todo
 from unmask.record import ERROR_SCHEMA
-from unmask.render.safe import printable
 from unmask.report import SCHEMA as REPORT_SCHEMA
+from unmask.safe import printable
 
 DEFAULT_BACKEND = "sliced"  # the audit's default: docs/performance.md
 EXIT_OPEN = exitcodes.PARTIAL

@@ -37,7 +37,6 @@ import markupsafe
 from unmask.irtext import expr_text
 from unmask.record import ResultRecord
 from unmask.render import view as ev
-from unmask.render.safe import finish
 from unmask.report import (
     BASE_NAMES,
     NOT_CHECKED,
@@ -51,6 +50,7 @@ from unmask.report import (
     Report,
     Witnesses,
 )
+from unmask.safe import finish
 
 TEMPLATES = Path(__file__).parent / "templates"
 OUTCOMES = (SATISFIED, VIOLATED, UNKNOWN)

@@ -24,7 +24,7 @@ from typing import Any
 from unmask.diagnostics import Diagnostic, render_all
 from unmask.render import sarif
 from unmask.render.junit import xml_safe
-from unmask.render.safe import clean, finish, visible_values
+from unmask.safe import clean, finish, visible_values
 
 
 def _location(d: Diagnostic, name: str) -> dict[str, Any] | None:

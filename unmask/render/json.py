@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from unmask.render.safe import finish
 from unmask.report import Report, dumps
+from unmask.safe import finish
 
 
 def render(report: Report, replay: Any = None) -> str:

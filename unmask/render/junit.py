@@ -32,8 +32,8 @@ from typing import IO, Any
 from unmask.diagnostics import render_all
 from unmask.record import ResultRecord
 from unmask.render import text as text_render
-from unmask.render.safe import UNSAFE, escape_char
 from unmask.report import DIMENSIONS, SATISFIED, VIOLATED, Report
+from unmask.safe import UNSAFE, escape_char
 
 INVALID_MESSAGE = "the replay could not be checked"
 # the element that marks a case, and the suite attribute that counts it

@@ -21,8 +21,8 @@ from markupsafe import Markup
 
 from unmask.render import html
 from unmask.render import view as ev
-from unmask.render.safe import finish
 from unmask.report import Report
+from unmask.safe import finish
 
 _PUNCT = re.compile(r"([\\`*_\[\]|~])")
 # at the start of a line these would open a heading, list, rule or setext heading

@@ -33,7 +33,6 @@ from urllib.parse import quote
 
 from unmask.irtext import expr_text
 from unmask.render import view as ev
-from unmask.render.safe import finish, visible_values
 from unmask.report import (
     BASE_NAMES,
     INCONSISTENT,
@@ -44,6 +43,7 @@ from unmask.report import (
     Item,
     Report,
 )
+from unmask.safe import finish, visible_values
 
 SCHEMA_URI = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"

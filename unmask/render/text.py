@@ -18,7 +18,6 @@ from typing import Any
 import click
 
 from unmask.irtext import expr_text
-from unmask.render.safe import printable
 from unmask.render.view import DIMENSION_TITLES as titles
 from unmask.render.view import Lookup, item_provenance, item_rule, resting, standing_text
 from unmask.report import (
@@ -36,6 +35,7 @@ from unmask.report import (
     Report,
     Witnesses,
 )
+from unmask.safe import printable
 
 _COLOURS = {SATISFIED: "green", OK: "green", VIOLATED: "red"}
 _QUOTE_MAX = 160

@@ -17,7 +17,7 @@ Contract:
 - ``provenance(by)`` words who made an annotation (``rule wice-citations/1, unreviewed``)
   and ``resting(result, lookup)`` says what a check rests on ("rests on 2 unreviewed
   annotations"): the annotations of its explanation, or those pinned in its witnesses;
-- user text goes through ``unmask.render.safe``. Everything is deterministic.
+- user text goes through ``unmask.safe``. Everything is deterministic.
 
 Size: the view model every format reads (checks, findings, marks, provenance wording) is
 kept in one place so the formats cannot drift apart.
@@ -32,9 +32,6 @@ from itertools import pairwise
 from typing import Any
 
 from unmask.irtext import expr_text
-
-# re-exported: formats read the view, the output policy and the dimension order from here
-from unmask.render.safe import clean as clean
 from unmask.report import (
     DIMENSIONS as DIMENSIONS,
 )
@@ -51,6 +48,9 @@ from unmask.report import (
     CheckResult,
     Report,
 )
+
+# re-exported: formats read the view, the output policy and the dimension order from here
+from unmask.safe import clean as clean
 
 DIMENSION_TITLES = {
     "verdict": "verdict entailment",
