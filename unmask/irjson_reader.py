@@ -14,13 +14,20 @@ the reader is long because the format has many ways to be wrong.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from unmask import ir
 from unmask.irjson import PROTOCOL_SCHEMA
+from unmask.irjson_quick import (
+    _ATOM_KEYS,
+    _PAIR_KEYS,
+    ATOM_NAME_RE,
+    quick_atom_decl,
+    quick_atoms,
+    quick_pair,
+)
 from unmask.jsonreader import (
     JsonReader,
     did_you_mean,
@@ -31,11 +38,9 @@ from unmask.jsonreader import (
     show,
 )
 from unmask.limits import DEFAULT_LIMITS, Limits
-from unmask.names import IDENT_PATTERN, IDENT_RE
+from unmask.names import IDENT_RE
 
-_IDENT = IDENT_PATTERN
 # a ground atom is a plain name or a family member such as `supported(c)`
-ATOM_NAME_RE = re.compile(rf"{_IDENT}(\(\s*{_IDENT}(\s*,\s*{_IDENT})*\s*\))?\Z")
 
 PROTOCOL_KEYS = (
     "schema",
@@ -81,69 +86,6 @@ _COUNTING = "/".join(f"`{o}`" for o, spec in OPERATORS.items() if spec.counts)
 
 def unknown_atom(r: JsonReader, path: str, name: str, atoms: Collection[str]) -> None:
     r.err("unknown-atom", path, f"unknown atom `{show(name)}`", help=did_you_mean(name, atoms))
-
-
-def quick_atoms(args: list, atoms: Mapping[str, Any] | None) -> list[ir.Expr] | None:
-    """The atoms of an operator's arguments when every one is a plain ``{"atom": NAME}``
-    naming a declared atom (any name when ``atoms`` is None), else None: the arguments are
-    then read one by one, which words every problem."""
-    out = []
-    for a in args:
-        if a.__class__ is not dict or len(a) != 1:
-            return None
-        name = a.get("atom")
-        if name.__class__ is not str or (atoms is not None and name not in atoms):
-            return None
-        out.append(ir.mk_atom(name))
-    return out
-
-
-_ATOM_KEYS = ("name", "role", "description")
-_QUICK_ATOM_KEYS = frozenset(_ATOM_KEYS)
-
-
-def quick_atom_decl(a: Any) -> ir.AtomDecl | None:
-    """An atom declaration when every rule plainly holds for it (a valid name, a known
-    role, a string description if any), else None; whether its name is new is the
-    caller's to check."""
-    if a.__class__ is not dict or not a.keys() <= _QUICK_ATOM_KEYS:
-        return None
-    name = a.get("name")
-    role = a.get("role")
-    desc = a.get("description", "")
-    if (
-        name.__class__ is not str
-        or role.__class__ is not str
-        or desc.__class__ is not str
-        or role not in ir.ROLES
-        or not ATOM_NAME_RE.match(name)
-    ):
-        return None
-    return ir.AtomDecl(name, role, desc)
-
-
-_PAIR_KEYS = ("judge", "context", "direction")
-_QUICK_PAIR_KEYS = frozenset(_PAIR_KEYS)
-
-
-def quick_pair(g: Any, names: Mapping[str, str | None]) -> ir.GroundPair | None:
-    """A grounding pair of two atom names, a judge atom and a context atom, with a known
-    direction; else None."""
-    if g.__class__ is not dict or not g.keys() <= _QUICK_PAIR_KEYS:
-        return None
-    judge = g.get("judge")
-    context = g.get("context")
-    direction = g.get("direction", "~")
-    if (
-        judge.__class__ is not str
-        or context.__class__ is not str
-        or direction.__class__ is not str
-        or direction not in ir.DIRECTIONS
-        or names.get(judge) != "judge"
-        or names.get(context) != "context"
-    ):
-        return None
-    return ir.GroundPair(ir.mk_atom(judge), ir.mk_atom(context), direction=direction)
 
 
 class IrReader:
