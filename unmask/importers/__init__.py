@@ -126,6 +126,17 @@ def safe_name(stem: str) -> str:
     return f"_{s}" if s.startswith("-") else s or "replay"
 
 
+def annotate_span(
+    b: Any, atom: str, value: bool, text: str, start: int, end: int, source: str, *, by: Any
+) -> None:
+    """Annotate ``atom`` on the builder ``b`` with ``text[start:end]`` of the source named
+    ``source`` as its one quote, pinned to that very occurrence."""
+    quote = text[start:end]
+    b.annotate(
+        atom, value, quote=quote, source=source, occurrence=occurrence_at(text, quote, start), by=by
+    )
+
+
 def occurrence_at(text: str, quote: str, start: int) -> int:
     """Which occurrence (0-based, overlapping ones counted) of ``quote`` starts at ``start``."""
     n, i = 0, text.find(quote)

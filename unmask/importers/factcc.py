@@ -22,6 +22,7 @@ spans are not members), UNKNOWN otherwise.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,9 +34,9 @@ from unmask.importers import (
     Imported,
     Options,
     Skipped,
+    annotate_span,
     build,
     not_the_format,
-    occurrence_at,
 )
 from unmask.importers.quoting import (
     Namings,
@@ -137,15 +138,8 @@ def _record(where: str, item: Any, sample: Any, prompts: Path | None) -> Importe
     return build(where, f"{model}-{rid}", make)
 
 
-def _at(b: ReplayBuilder, atom: str, value: bool, text: str, s: int, e: int, source: str):
-    b.annotate(
-        atom,
-        value,
-        quote=text[s:e],
-        source=source,
-        occurrence=occurrence_at(text, text[s:e], s),
-        by=RULES,
-    )
+# every annotation here is a rule's reading of one span of a text
+_at = functools.partial(annotate_span, by=RULES)
 
 
 def _answer(b: ReplayBuilder, explanation: str) -> None:

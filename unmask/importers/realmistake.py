@@ -21,6 +21,7 @@ sentences or it does not), and ``in_task(q)``, FALSE only for a material differe
 
 from __future__ import annotations
 
+import functools
 import re
 import zipfile
 from collections.abc import Iterator
@@ -30,7 +31,7 @@ from typing import Any
 from unmask.builder import ReplayBuilder
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.files import decode_utf8, read_bytes
-from unmask.importers import PROTOCOLS, Imported, Options, Skipped, build, occurrence_at
+from unmask.importers import PROTOCOLS, Imported, Options, Skipped, annotate_span, build
 from unmask.importers.quoting import Namings, Quotation, locate, misquote, quotations
 from unmask.jsonload import parse_json_text
 
@@ -153,15 +154,8 @@ def _items(path: Path, options: Options) -> dict[str, dict[str, Any]]:
     return items
 
 
-def _at(b: ReplayBuilder, atom: str, value: bool, text: str, s: int, e: int, source: str):
-    b.annotate(
-        atom,
-        value,
-        quote=text[s:e],
-        source=source,
-        occurrence=occurrence_at(text, text[s:e], s),
-        by=RULES,
-    )
+# every annotation here is a rule's reading of one span of a text
+_at = functools.partial(annotate_span, by=RULES)
 
 
 def _conclusion(b: ReplayBuilder, rationale: str) -> None:

@@ -24,6 +24,8 @@ from typing import Any
 
 import click
 
+from unmask.studies import audit
+
 FILE = "factcc_explanation_annotation.json"
 GRADES = ("correct", "partially_correct", "unrelated", "incorrect", "no_explanation")
 DIMENSIONS = ("verdict", "procedure", "coverage", "grounding")
@@ -50,9 +52,6 @@ def grades(data: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
 
 def run(data_dir: Path, out: Path, limit: int | None = None, jobs: int = 1):
     """Import and audit; returns the parsed result lines and the grades."""
-    from click.testing import CliRunner
-
-    from unmask.cli.main import main
     from unmask.importers import Options, import_file
     from unmask.jsonload import read_json_file
 
@@ -68,15 +67,7 @@ def run(data_dir: Path, out: Path, limit: int | None = None, jobs: int = 1):
             (out / "prompts").symlink_to(prompts.resolve(), target_is_directory=True)
     replays = out / "replays"
     summary = import_file("factcc-explanations", src, replays, Options())
-    for s in summary.skipped:
-        print(f"{s.where}: skipped: {s.reason}", file=sys.stderr)
-    results = out / "results.jsonl"
-    args = ["audit", str(replays), "--out", str(results), "--jobs", str(jobs)]
-    args += ["--summary-json", str(out / "summary.json")]
-    res = CliRunner().invoke(main, args)
-    if res.exit_code not in (0, 1, 3):
-        raise SystemExit(f"the audit failed ({res.exit_code}): {res.output}")
-    lines = [json.loads(x) for x in results.read_text(encoding="utf-8").splitlines() if x]
+    lines = audit(replays, out, jobs, summary.skipped)
     return lines, grades(data)
 
 

@@ -24,6 +24,8 @@ from typing import Any
 
 import click
 
+from unmask.studies import audit
+
 FILES = {
     "cot": "judgments_cot_instruction.jsonl",
     "prompt1": "judgments_prompt1.jsonl",
@@ -35,9 +37,7 @@ REQUIREMENTS = ("close_fixed", "close_last", "explain_first")
 
 def run(data: Path, out: Path, prompt: str = "cot", limit: int | None = None, jobs: int = 1):
     """Import and audit; returns the parsed result lines."""
-    from click.testing import CliRunner
 
-    from unmask.cli.main import main
     from unmask.diagnostics import Diagnostic, UnmaskError
     from unmask.importers import Options, import_file
 
@@ -60,16 +60,7 @@ def run(data: Path, out: Path, prompt: str = "cot", limit: int | None = None, jo
         src.write_text("".join(lines), encoding="utf-8")
     replays = out / "replays"
     summary = import_file("realmistake", src, replays, Options(gold=data / "data.zip"))
-    for s in summary.skipped:
-        print(f"{s.where}: skipped: {s.reason}", file=sys.stderr)
-    results = out / "results.jsonl"
-    args = ["audit", str(replays), "--out", str(results), "--jobs", str(jobs)]
-    args += ["--summary-json", str(out / "summary.json")]
-    res = CliRunner().invoke(main, args)
-    if res.exit_code not in (0, 1, 3):
-        raise SystemExit(f"the audit failed ({res.exit_code}): {res.output}")
-    (out / "summary.txt").write_text(res.output, encoding="utf-8")
-    return [json.loads(x) for x in results.read_text(encoding="utf-8").splitlines() if x]
+    return audit(replays, out, jobs, summary.skipped)
 
 
 def _status(r: dict, requirement: str) -> str | None:
