@@ -625,10 +625,10 @@ def test_violated_findings_are_confirmed_or_provisional_by_what_they_rest_on() -
         }  # fmt: skip
 
     s = summary.Summary()
-    s.add(summary.view(result({"result": "VIOLATED", "unreviewed": True}, [], True)))
-    s.add(summary.view(result({"result": "VIOLATED"}, [], True)))
+    s.add(ResultRecord.from_line(result({"result": "VIOLATED", "unreviewed": True}, [], True)))
+    s.add(ResultRecord.from_line(result({"result": "VIOLATED"}, [], True)))
     s.add(
-        summary.view(
+        ResultRecord.from_line(
             result(
                 {"result": "OK"},
                 [{"judge": "a", "context": "b", "result": "VIOLATED", "gold_derived": True}],
