@@ -271,3 +271,16 @@ def test_a_replay_in_json_lines_is_rewritten_in_its_line(replays: Path) -> None:
     out = Path("batch.jsonl").read_text().splitlines()
     assert json.loads(out[0]) == docs[0]
     assert json.loads(out[1])["annotations"][4]["by"]["name"] == "ana"
+
+
+def test_the_review_field_is_known_and_must_be_an_object(replays: Path) -> None:
+    doc = json.loads(Path("b1.json").read_text())
+    doc["annotations"][4]["review"] = {"decision": "accept", "original": {"value": "TRUE"}}
+    Path("b1.json").write_text(json.dumps(doc))
+    r = run("validate", "b1.json")
+    assert r.exit_code == 0 and "unknown key" not in r.output
+    doc["annotations"][4]["review"] = 5
+    Path("b1.json").write_text(json.dumps(doc))
+    r = run("validate", "b1.json")
+    assert r.exit_code == 4
+    assert "annotations[4].review: error: expected an object, found a number" in r.output
