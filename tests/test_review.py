@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.wice_data import WICE_DIR, needs_wice
 from unmask.cli.main import main
 from unmask.review import window
 
@@ -284,3 +285,24 @@ def test_the_review_field_is_known_and_must_be_an_object(replays: Path) -> None:
     r = run("validate", "b1.json")
     assert r.exit_code == 4
     assert "annotations[4].review: error: expected an object, found a number" in r.output
+
+
+@needs_wice
+def test_the_wice_reviews_are_the_studys_count(tmp_path: Path) -> None:
+    # the study says how many unreviewed annotations its VIOLATED findings rest on; the
+    # review export lists exactly those, one finding each here, ranked and ready to decide
+    from unmask.studies import wice as study
+
+    lines = study.run(WICE_DIR, tmp_path / "study", limit=30)
+    t = study.tables(lines)
+    needed = sum(j["reviews_needed"] for j in t["judges"].values())
+    violated = sum(j["overall"].get("VIOLATED", 0) for j in t["judges"].values())
+    assert needed >= 1 and violated >= 1
+    out = tmp_path / "review.jsonl"
+    r = run("review", str(tmp_path / "study" / "results.jsonl"), "--export", str(out))
+    assert r.exit_code == 0, r.output
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(rows) == needed
+    assert {x["replay"] for x in rows} == {
+        x["replay"] for x in lines if x.get("overall") == "VIOLATED"
+    }
