@@ -306,3 +306,35 @@ def test_the_wice_reviews_are_the_studys_count(tmp_path: Path) -> None:
     assert {x["replay"] for x in rows} == {
         x["replay"] for x in lines if x.get("overall") == "VIOLATED"
     }
+
+
+def test_a_bad_results_line_is_named_and_the_rest_listed(replays: Path) -> None:
+    audit("results.jsonl")
+    text = Path("results.jsonl").read_text()
+    Path("results.jsonl").write_text(text + "{oops\n")
+    r = run("review", "results.jsonl", "--list")
+    assert r.exit_code == 4
+    assert "results.jsonl:3:1: error: not a result line: not valid JSON" in r.output
+    assert "Traceback" not in r.output and "2 unreviewed annotations" in r.output
+
+
+def test_interactive_stopped_mid_way_keeps_what_was_decided(replays: Path) -> None:
+    # the input ends after the first decision (as Ctrl-C would stop it): 130, b1 applied
+    r = run("review", "b1.json", "b2.json", "--interactive", "--reviewer", "ana", input="a\n")
+    assert r.exit_code == 130
+    assert "resume with the same --state" in r.output
+    assert json.loads(Path("b1.json").read_text())["annotations"][4]["by"]["name"] == "ana"
+    assert json.loads(Path("b2.json").read_text())["annotations"][4]["by"] == RULE
+    assert len(Path("unmask-review.jsonl").read_text().splitlines()) == 1
+
+
+def test_a_lone_surrogate_survives_the_rewrite(replays: Path) -> None:
+    doc = json.loads(Path("b1.json").read_text())
+    doc["annotations"][4]["explanation"] = "odd \ud800 text"
+    Path("b1.json").write_text(json.dumps(doc))
+    lines = exported(replays)
+    lines[0].update(decision="accept", reviewer="ana")
+    write(lines[:1])
+    assert run("review", "--apply", "review.jsonl").exit_code == 0
+    again = json.loads(Path("b1.json").read_text())["annotations"][4]
+    assert again["review"]["original"]["explanation"] == "odd \ud800 text"

@@ -344,13 +344,28 @@ class Target:
 
         replay_from_obj(doc, self.file, Path(self.file).parent, limits, line=self.line)
         if self.line is None:
-            write_bytes(self.file, (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode())
+            write_bytes(self.file, _encode(doc, indent=2) + b"\n")
             return
         lines = self._lines(limits)
         old = lines[self.line - 1]
         end = old[len(old.rstrip(b"\r\n")) :]
-        lines[self.line - 1] = json.dumps(doc, ensure_ascii=False).encode() + end
+        lines[self.line - 1] = _encode(doc, indent=None) + end
         write_bytes(self.file, b"".join(lines))
+
+
+def dumps(doc: Any, indent: int | None = None) -> str:
+    """JSON text that can be written as UTF-8: non-ASCII kept as it is, unless the text holds
+    a lone surrogate (JSON allows one), then every non-ASCII character is escaped."""
+    text = json.dumps(doc, indent=indent, ensure_ascii=False)
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return json.dumps(doc, indent=indent)
+    return text
+
+
+def _encode(doc: Any, indent: int | None) -> bytes:
+    return dumps(doc, indent).encode()
 
 
 __all__ = [
@@ -361,6 +376,7 @@ __all__ = [
     "Target",
     "apply_to",
     "decide",
+    "dumps",
     "items",
     "reviewed",
     "window",

@@ -10,7 +10,9 @@ them as review lines; ``--apply FILE`` writes the filled-in decisions back into 
 ``--state`` and applies it at once, so a stopped session resumes where it was left.
 Exit status: 0 done; 1 (``PARTIAL``) some review line was refused (bad, or its replay changed
 since the export; the rest applied); 2 usage, an unreadable review file or an output that
-cannot be written; 4 some replay is invalid or could not be re-read (the rest are listed).
+cannot be written; 4 some replay is invalid or could not be re-read (the rest are listed);
+130 an interactive session stopped by Ctrl-C or the end of its input (what was decided is
+applied and kept).
 """
 
 from __future__ import annotations
@@ -59,39 +61,68 @@ def _is_results(path: str) -> bool:
     return isinstance(first, dict) and first.get("schema") in _RESULT_SCHEMAS
 
 
+def _bad_result(path: str, n: int, message: str) -> UnmaskError:
+    from unmask.ir import Span
+
+    span = Span(path, n, 1, n, 1)
+    return UnmaskError([Diagnostic("bad-results", message, span=span)])
+
+
+def _from_results(path: str, root: str, limits: Limits, errors: list):
+    """(location, report, replay document) of each report line of an audit's results file."""
+    from unmask.lines import bounded_lines
+    from unmask.review import Target
+
+    with open(path, "rb") as fh:
+        for n, raw in bounded_lines(fh, limits.max_file_bytes, skip_bom=True):
+            if raw is None:
+                errors.append(_bad_result(path, n, "line longer than the file limit"))
+                continue
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw.decode("utf-8"))
+            except (ValueError, RecursionError):
+                errors.append(_bad_result(path, n, "not a result line: not valid JSON"))
+                continue
+            if not isinstance(obj, dict) or not isinstance(obj.get("location"), str):
+                errors.append(_bad_result(path, n, "a result line without `location`"))
+                continue
+            if obj.get("schema") != "unmask.report/1":
+                continue  # the audit could not check it: nothing rests on anything
+            try:
+                yield obj["location"], obj, Target.at(obj["location"], root).read(limits)
+            except UnmaskError as exc:
+                errors.append(exc)
+
+
 def _gather(paths: tuple[str, ...], root: str, limits: Limits, solver: Any, errors: list):
     """(location, report JSON, replay document) of every replay the paths name."""
     from unmask.api import check
     from unmask.batch.inputs import iter_tasks
     from unmask.batch.run import load_task
-    from unmask.lines import bounded_lines
+    from unmask.interrupt import reraise_interrupt
     from unmask.review import Target
 
     out = []
     for path in paths:
         if _is_results(path):
-            with open(path, "rb") as fh:
-                for _, raw in bounded_lines(fh, limits.max_file_bytes, skip_bom=True):
-                    if raw is None or not raw.strip():
-                        continue
-                    obj = json.loads(raw)
-                    if obj.get("schema") != "unmask.report/1":
-                        continue  # the audit could not check it: nothing rests on anything
-                    try:
-                        doc = Target.at(obj["location"], root).read(limits)
-                    except UnmaskError as exc:
-                        errors.append(exc)
-                        continue
-                    out.append((obj["location"], obj, doc))
+            out += _from_results(path, root, limits, errors)
             continue
         for task in iter_tasks([path], limits):
             try:
                 replay = load_task(task, limits)
                 doc = Target(task.location, task.file, task.line).read(limits)
+                report = check(replay, solver).to_json()
             except UnmaskError as exc:
                 errors.append(exc)
                 continue
-            out.append((task.location, check(replay, solver).to_json(), doc))
+            except Exception as exc:  # a bug must still not end in a traceback
+                reraise_interrupt(exc)
+                message = f"internal error while checking `{task.location}`: {type(exc).__name__}"
+                errors.append(UnmaskError([Diagnostic("internal-error", message)]))
+                continue
+            out.append((task.location, report, doc))
     return out
 
 
@@ -114,12 +145,13 @@ def _show(item: Any, rank: int) -> str:
 # --- applying ---------------------------------------------------------------------------------
 
 
-def _apply(decisions: list, review_file: str, root: str, limits: Limits) -> list[Diagnostic]:
-    """Write every accept/reject decision into its replay; the refusals, as diagnostics."""
+def _apply(decisions: list, review_file: str, root: str, limits: Limits):
+    """Write every accept/reject decision into its replay: (how many were applied, the
+    refusals as diagnostics, one or more a refused line)."""
     from unmask.ir import Span
     from unmask.review import Target, apply_to
 
-    refused: list[Diagnostic] = []
+    applied, refused = 0, []
     for d in decisions:
         if d.decision == "skip":
             continue
@@ -128,22 +160,16 @@ def _apply(decisions: list, review_file: str, root: str, limits: Limits) -> list
             doc = target.read(limits)
             apply_to(doc, d)
             target.write(doc, limits)
+            applied += 1
         except UnmaskError as exc:
             span = Span(review_file, d.line, 1, d.line, 1)
             for diag in exc.diagnostics:
+                where = diag.location()
+                notes = (*diag.notes, *((f"at {where}",) if where else ()))
                 refused.append(
-                    Diagnostic(
-                        diag.code,
-                        diag.message,
-                        span=span,
-                        help=diag.help,
-                        notes=(
-                            *diag.notes,
-                            *((f"at {diag.location()}",) if diag.location() else ()),
-                        ),
-                    )
+                    Diagnostic(diag.code, diag.message, span, help=diag.help, notes=notes)
                 )
-    return refused
+    return applied, refused
 
 
 def _read_review(review_file: str, limits: Limits, reviewer: str | None):
@@ -222,20 +248,45 @@ def _load_state(path: str) -> dict[str, dict[str, Any]]:
 
 def _save_state(path: str, state: dict[str, dict[str, Any]]) -> None:
     from unmask.outputs import write_text
+    from unmask.review import dumps
 
-    write_text(path, "".join(json.dumps(o, ensure_ascii=False) + "\n" for o in state.values()))
+    write_text(path, "".join(dumps(o) + "\n" for o in state.values()))
 
 
 def _interactive(items: list, state_file: str, reviewer: str | None, root: str, limits: Limits):
-    from unmask.review import decide
+    """Ask, apply and record each decision; the refusals."""
+    from unmask.outputs import OutputError
 
     state = _load_state(state_file)
     todo = [i for i in items if _state_key(i.to_json()) not in state]
     if len(todo) < len(items):
         click.echo(f"{len(items) - len(todo)} already decided in `{printable(state_file)}`")
-    if todo and not reviewer:
-        reviewer = click.prompt("your name (the reviewer)").strip()
     refused: list[Diagnostic] = []
+    try:
+        if todo and not reviewer:
+            reviewer = click.prompt("your name (the reviewer)").strip()
+        _ask(todo, state, state_file, reviewer, root, limits, refused)
+    except click.Abort:
+        # Ctrl-C or the end of input: every decision so far is applied and in the state
+        click.echo(f"\nstopped; resume with the same --state `{printable(state_file)}`", err=True)
+        sys.exit(exitcodes.INTERRUPTED)
+    except OutputError as exc:
+        _fail(list(exc.diagnostics), EXIT_USAGE)
+    return refused
+
+
+def _ask(
+    todo: list,
+    state: dict,
+    state_file: str,
+    reviewer: Any,
+    root: str,
+    limits: Limits,
+    refused: list,
+) -> None:
+    """Ask for each item in turn; apply and record each decision as soon as it is made."""
+    from unmask.review import decide
+
     for rank, item in enumerate(todo, 1):
         click.echo(_show(item, rank))
         choice = click.prompt(
@@ -251,12 +302,11 @@ def _interactive(items: list, state_file: str, reviewer: str | None, root: str, 
             obj["value"] = click.prompt("the correct value", type=click.Choice(values))
         d = decide(obj, state_file, len(state) + 1, reviewer)
         assert d is not None
-        problems = _apply([d], state_file, root, limits)
+        applied, problems = _apply([d], state_file, root, limits)
         refused += problems
-        obj["applied"] = not problems and d.decision != "skip"
+        obj["applied"] = applied == 1
         state[_state_key(obj)] = obj
         _save_state(state_file, state)
-    return refused
 
 
 @click.command(name="review")
@@ -324,11 +374,12 @@ def command(
         _fail([Diagnostic("usage", "give `--export` or `--apply`, not both")], EXIT_USAGE)
     if apply:
         decisions, bad = _read_review(apply, limits, reviewer)
-        refused = bad + _apply(decisions, apply, root, limits)
-        done = sum(d.decision != "skip" for d in decisions) - (len(refused) - len(bad))
+        done, problems = _apply(decisions, apply, root, limits)
+        refused = bad + problems
+        lines = len({d.span.line for d in refused if d.span is not None})
         if refused:
             click.echo(render_all(refused), err=True)
-        click.echo(f"applied {done} decisions, refused {len(refused)} lines")
+        click.echo(f"applied {done} decisions, refused {lines} lines")
         sys.exit(EXIT_REFUSED if refused else exitcodes.OK)
     if not paths:
         _fail(
@@ -348,8 +399,9 @@ def command(
     status = EXIT_INVALID if errors else exitcodes.OK
     if export:
         from unmask.outputs import OutputError, write_text
+        from unmask.review import dumps
 
-        text = "".join(json.dumps(i.to_json(), ensure_ascii=False) + "\n" for i in found)
+        text = "".join(dumps(i.to_json()) + "\n" for i in found)
         try:
             write_text(export, text)
         except OutputError as exc:
