@@ -328,6 +328,7 @@ def _ask(
 @click.option(
     "--state",
     "state_file",
+    metavar="FILE",
     default="unmask-review.jsonl",
     show_default=True,
     help="where --interactive keeps its decisions, to resume",
