@@ -338,3 +338,37 @@ def test_a_lone_surrogate_survives_the_rewrite(replays: Path) -> None:
     assert run("review", "--apply", "review.jsonl").exit_code == 0
     again = json.loads(Path("b1.json").read_text())["annotations"][4]
     assert again["review"]["original"]["explanation"] == "odd \ud800 text"
+
+
+def test_items_rank_by_findings_then_location_and_skip_reviewed_ones() -> None:
+    from unmask.review import items
+
+    def part(atom: str, by: dict | None) -> dict:
+        ev = [{"source": "rationale", "start": 0, "end": 2, "quote": "ab"}]
+        return {"kind": "annotation", "atom": atom, "value": "TRUE", "evidence": ev} | (
+            {"by": by} if by else {}
+        )
+
+    def check(*parts: dict, result: str = "VIOLATED") -> dict:
+        return {"result": result, "explanation": {"minimal": True, "parts": list(parts)}}
+
+    rule = {"kind": "rule"}
+    doc = {"sources": {"rationale": "abcdef"}, "annotations": []}
+    a = {  # `x` rests under two findings, `y` one; a held check and a reviewed one count not
+        "replay": "a",
+        "verdict": check(part("y", rule)),
+        "requirements": [{"id": "r", **check(part("x", rule))}],
+        "grounding": [
+            {"judge": "j", "context": "c", **check(part("x", rule), part("h", None))},
+            check(part("z", rule), result="OK"),
+        ],
+    }
+    z = {"replay": "z", "verdict": check(part("w", rule | {"reviewed": True}), part("x", rule))}
+    got = items([("z.json", z, doc), ("a.json", a, doc)], chars=1)
+    assert [(i.location, i.atom, len(i.checks)) for i in got] == [
+        ("a.json", "x", 2),
+        ("a.json", "y", 1),
+        ("z.json", "x", 1),
+    ]
+    assert got[0].checks == ["requirement r", "grounding j ~ c"]
+    assert got[0].evidence[0]["context"] == "[[ab]]c…"
