@@ -372,3 +372,14 @@ def test_items_rank_by_findings_then_location_and_skip_reviewed_ones() -> None:
     ]
     assert got[0].checks == ["requirement r", "grounding j ~ c"]
     assert got[0].evidence[0]["context"] == "[[ab]]c…"
+
+
+def test_an_edited_results_file_never_ends_in_a_traceback(replays: Path) -> None:
+    audit("results.jsonl")
+    rows = [json.loads(x) for x in Path("results.jsonl").read_text().splitlines()]
+    rows[0]["requirements"][0]["explanation"]["parts"][0]["evidence"] = "nonsense"
+    rows[1]["requirements"][0]["explanation"]["parts"] = [5, {"kind": "annotation"}]
+    Path("results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    r = run("review", "results.jsonl", "--list")
+    assert r.exit_code == 0 and "Traceback" not in r.output
+    assert "0 unreviewed annotations" in r.output

@@ -113,10 +113,19 @@ def window(text: str, start: int, end: int, chars: int = CONTEXT_CHARS) -> str:
     return f"{head}[[{text[start:end]}]]{tail}"
 
 
+def _is_part(part: Any) -> bool:
+    """An annotation part shaped as the report writes it (a results file may be edited)."""
+    if not isinstance(part, dict) or part.get("kind") != "annotation":
+        return False
+    ok = isinstance(part.get("atom"), str) and isinstance(part.get("value"), str)
+    return ok and isinstance(part.get("by"), dict) and _spans(part.get("evidence", [])) is not None
+
+
 def items(docs: list[tuple[str, dict[str, Any], dict[str, Any]]], chars: int = CONTEXT_CHARS):
     """The ranked review items of (location, report, replay document) triples."""
     found: dict[tuple[str, str], Item] = {}
     for location, report, doc in docs:
+        doc = doc if isinstance(doc, dict) else {}
         sources = doc.get("sources") if isinstance(doc.get("sources"), dict) else {}
         notes = {
             a.get("atom"): a.get("explanation", "")
@@ -125,15 +134,16 @@ def items(docs: list[tuple[str, dict[str, Any], dict[str, Any]]], chars: int = C
         }
         for name, expl in _checks(report):
             parts = expl.get("parts", ()) if isinstance(expl, dict) else ()
-            for part in parts:
-                by = part.get("by")
-                if part.get("kind") != "annotation" or by is None or reviewed(by):
+            for part in parts if isinstance(parts, list) else ():
+                by = part.get("by") if _is_part(part) else None
+                if by is None or reviewed(by):
                     continue
                 key = (location, part["atom"])
                 if key not in found:
                     evidence = []
                     for e in part.get("evidence") or ():
-                        text = sources.get(e["source"], "")
+                        text = sources.get(e["source"])
+                        text = text if isinstance(text, str) else ""
                         evidence.append({**e, "context": window(text, e["start"], e["end"], chars)})
                     found[key] = Item(
                         location,
