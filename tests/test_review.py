@@ -49,6 +49,7 @@ def requirement(report: dict) -> dict:
 
 def test_export_edit_apply_reaudit_round_trip(replays: Path) -> None:
     before = audit("results.jsonl")
+    assert "provisional: rests on rule outside-knowledge/1" in run("check", "b1.json").output
     for loc in ("b1.json", "b2.json"):
         req = requirement(before[loc])
         assert req["result"] == "VIOLATED" and req["unreviewed"] is True  # provisional
@@ -87,6 +88,8 @@ def test_export_edit_apply_reaudit_round_trip(replays: Path) -> None:
         assert ext["value"] == value
         assert ext["review"]["original"]["value"] == "TRUE"
         assert ext["review"]["original"]["by"] == RULE
+    # the text report says so too
+    assert "confirmed: rests on human ana" in run("check", "b1.json").output
     # validation takes the `review` field without a warning
     r = run("validate", "b1.json")
     assert r.exit_code == 0 and "warning" not in r.output
