@@ -386,3 +386,14 @@ def test_an_edited_results_file_never_ends_in_a_traceback(replays: Path) -> None
     r = run("review", "results.jsonl", "--list")
     assert r.exit_code == 0 and "Traceback" not in r.output
     assert "0 unreviewed annotations" in r.output
+
+
+def test_a_bad_state_file_is_one_message(replays: Path) -> None:
+    Path("unmask-review.jsonl").write_text("[1]\n")
+    r = run("review", "b1.json", "--interactive", "--reviewer", "ana", input="a\n")
+    assert r.exit_code == 2
+    assert "unmask-review.jsonl:1:1: error: not a review line" in r.output
+    Path("unmask-review.jsonl").write_bytes(b"\xff\n")
+    r = run("review", "b1.json", "--interactive", "--reviewer", "ana", input="a\n")
+    assert r.exit_code == 2 and "cannot read the state" in r.output
+    assert json.loads(Path("b1.json").read_text())["annotations"][4]["by"] == RULE

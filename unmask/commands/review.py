@@ -223,26 +223,29 @@ def _state_key(obj: dict[str, Any]) -> str:
 
 
 def _load_state(path: str) -> dict[str, dict[str, Any]]:
-    if not os.path.exists(path):
+    """The decisions an earlier session kept in ``path`` (none when it does not exist)."""
+    from unmask.ir import Span
+    from unmask.outputs import reason
+
+    if not os.path.lexists(path):
         return {}
     out = {}
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            try:
-                obj = json.loads(line)
-                out[_state_key(obj)] = obj
-            except (ValueError, KeyError, TypeError):
-                _fail(
-                    [
-                        Diagnostic(
-                            "review-line",
-                            "not a review line",
-                            file=f"{path}:{n}",
-                            help="give another --state file, or remove this one",
-                        )
-                    ],
-                    EXIT_USAGE,
-                )
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        why = reason(exc) if isinstance(exc, OSError) else "not UTF-8"
+        _fail(
+            [Diagnostic("usage", f"cannot read the state `{printable(path)}`: {why}")], EXIT_USAGE
+        )
+    for n, line in enumerate(text.splitlines(), 1):
+        try:
+            obj = json.loads(line)
+            out[_state_key(obj)] = obj
+        except (ValueError, KeyError, TypeError, RecursionError):
+            span = Span(path, n, 1, n, 1)
+            hint = "give another --state file, or remove this one"
+            _fail([Diagnostic("review-line", "not a review line", span, help=hint)], EXIT_USAGE)
     return out
 
 
