@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from unmask.diagnostics import Diagnostic, UnmaskError
-from unmask.ir import Span
 from unmask.jsonload import parse_json_bytes, read_json_file, show
 from unmask.limits import DEFAULT_LIMITS, Limits
 from unmask.outputs import write_bytes
 from unmask.replaydata import VALUES
+from unmask.span import Span
 
 SCHEMA = "unmask.review/1"
 DECISIONS = ("accept", "reject", "skip")

@@ -25,10 +25,15 @@ from typing import Any
 import click
 
 from unmask import exitcodes
-from unmask.commands._options import backend_option, open_backend, timeout_option
-from unmask.diagnostics import Diagnostic, UnmaskError, render_all
-from unmask.limits import Limits, click_options
-from unmask.render.safe import printable
+from unmask.commands._options import (
+    backend_option,
+    click_options,
+    open_backend,
+    timeout_option,
+)
+from unmask.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
+from unmask.limits import Limits
+from unmask.safe import printable
 
 EXIT_REFUSED = exitcodes.PARTIAL
 EXIT_USAGE = exitcodes.USAGE
@@ -62,7 +67,7 @@ def _is_results(path: str) -> bool:
 
 
 def _bad_result(path: str, n: int, message: str) -> UnmaskError:
-    from unmask.ir import Span
+    from unmask.span import Span
 
     span = Span(path, n, 1, n, 1)
     return UnmaskError([Diagnostic("bad-results", message, span=span)])
@@ -119,8 +124,7 @@ def _gather(paths: tuple[str, ...], root: str, limits: Limits, solver: Any, erro
                 continue
             except Exception as exc:  # a bug must still not end in a traceback
                 reraise_interrupt(exc)
-                message = f"internal error while checking `{task.location}`: {type(exc).__name__}"
-                errors.append(UnmaskError([Diagnostic("internal-error", message)]))
+                errors.append(UnmaskError([internal_error(exc, file=task.location)]))
                 continue
             out.append((task.location, report, doc))
     return out
@@ -148,8 +152,8 @@ def _show(item: Any, rank: int) -> str:
 def _apply(decisions: list, review_file: str, root: str, limits: Limits):
     """Write every accept/reject decision into its replay: (how many were applied, the
     refusals as diagnostics, one or more a refused line)."""
-    from unmask.ir import Span
     from unmask.review import Target, apply_to
+    from unmask.span import Span
 
     applied, refused = 0, []
     for d in decisions:
@@ -174,9 +178,9 @@ def _apply(decisions: list, review_file: str, root: str, limits: Limits):
 
 def _read_review(review_file: str, limits: Limits, reviewer: str | None):
     """(decisions, diagnostics of bad lines) of a review file."""
-    from unmask.ir import Span
     from unmask.lines import bounded_lines
     from unmask.review import decide
+    from unmask.span import Span
 
     decisions, bad = [], []
     try:
@@ -224,8 +228,8 @@ def _state_key(obj: dict[str, Any]) -> str:
 
 def _load_state(path: str) -> dict[str, dict[str, Any]]:
     """The decisions an earlier session kept in ``path`` (none when it does not exist)."""
-    from unmask.ir import Span
     from unmask.outputs import reason
+    from unmask.span import Span
 
     if not os.path.lexists(path):
         return {}
