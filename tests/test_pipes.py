@@ -60,6 +60,7 @@ COMMANDS: list[tuple[str, list[str]]] = [
     (UNMASK, ["analyze", "claim_parts.proto"]),
     (UNMASK, ["compare", "factual_claims.proto", "claim_parts.proto"]),
     (UNMASK, ["next", "case_unknown.json"]),
+    (UNMASK, ["review", ".", "--list"]),
     (UNMASK, QUICK_BENCH),
     (UNMASK, ["propose", "list"]),
     (UNMASK, ["propose", "claims", str(DATA / "propose" / "claims.jsonl")]),

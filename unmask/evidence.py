@@ -29,7 +29,8 @@ from unmask.replaydata import (
     Provenance,
 )
 
-ANNOTATION_KEYS = ("atom", "value", "evidence", "explanation", "by")
+# `review`: what an annotation was before `unmask review` changed it; kept, never read
+ANNOTATION_KEYS = ("atom", "value", "evidence", "explanation", "by", "review")
 EVIDENCE_KEYS = ("source", "start", "end", "quote")
 PROVENANCE_KEYS = ("kind", "name", "reviewed")
 _KINDS_HELP = "a kind is " + ", ".join(f"`{k}`" for k in PROVENANCE_KINDS)
@@ -86,8 +87,9 @@ def read_annotations(
     return tuple(out)
 
 
-# an annotation the quick reader takes has these keys at most (`by` goes the long way)
-_QUICK_KEYS = frozenset(ANNOTATION_KEYS) - {"by"}
+# an annotation the quick reader takes has these keys at most (`by` and `review` go the
+# long way)
+_QUICK_KEYS = frozenset(ANNOTATION_KEYS) - {"by", "review"}
 
 
 def quick_annotation(
@@ -185,6 +187,8 @@ def _annotation(
         value = None
     explanation = r.string(a, "explanation", p, required=False) or ""
     by = _provenance(r, a["by"], join_path(p, "by")) if "by" in a else None
+    if "review" in a and not isinstance(a["review"], dict):
+        r.expect(join_path(p, "review"), "an object", a["review"])
     ev_raw = r.array(a, "evidence", p, required=False)
     evidence = []
     if ev_raw is not None:

@@ -1,0 +1,430 @@
+"""`unmask review PATH...`: read the unreviewed annotations provisional findings rest on.
+
+Contract: each PATH is a replay file, a folder of replays, a JSON Lines file of replays, or an
+audit's results file (``unmask audit --out``: each line's report is used as it is, its replay
+re-read from ``location`` relative to ``--root``). The unreviewed annotations in the
+explanations of VIOLATED checks are listed, most findings first (``unmask.review``), each with
+its quotes and the source around them, through one printable filter. ``--export FILE`` writes
+them as review lines; ``--apply FILE`` writes the filled-in decisions back into the replays;
+``--interactive`` (the default on a terminal) asks for each, keeps every decision in
+``--state`` and applies it at once, so a stopped session resumes where it was left.
+Exit status: 0 done; 1 (``PARTIAL``) some review line was refused (bad, or its replay changed
+since the export; the rest applied); 2 usage, an unreadable review file or an output that
+cannot be written; 4 some replay is invalid or could not be re-read (the rest are listed);
+130 an interactive session stopped by Ctrl-C or the end of its input (what was decided is
+applied and kept).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+import click
+
+from unmask import exitcodes
+from unmask.commands._options import (
+    backend_option,
+    click_options,
+    open_backend,
+    timeout_option,
+)
+from unmask.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
+from unmask.limits import Limits
+from unmask.safe import printable
+
+EXIT_REFUSED = exitcodes.PARTIAL
+EXIT_USAGE = exitcodes.USAGE
+EXIT_INVALID = exitcodes.INVALID
+_RESULT_SCHEMAS = ("unmask.report/1", "unmask.error/1")
+
+
+def _fail(diags: list[Diagnostic], status: int) -> None:
+    click.echo(render_all(diags), err=True)
+    sys.exit(status)
+
+
+def _first_record(path: str) -> Any:
+    from unmask.lines import bounded_lines
+
+    with open(path, "rb") as fh:
+        for _, raw in bounded_lines(fh, 1 << 24, skip_bom=True):
+            if raw is not None and raw.strip():
+                try:
+                    return json.loads(raw)
+                except ValueError:
+                    return None
+    return None
+
+
+def _is_results(path: str) -> bool:
+    if not path.endswith(".jsonl") or not os.path.isfile(path):
+        return False
+    first = _first_record(path)
+    return isinstance(first, dict) and first.get("schema") in _RESULT_SCHEMAS
+
+
+def _bad_result(path: str, n: int, message: str) -> UnmaskError:
+    from unmask.span import Span
+
+    span = Span(path, n, 1, n, 1)
+    return UnmaskError([Diagnostic("bad-results", message, span=span)])
+
+
+def _from_results(path: str, root: str, limits: Limits, errors: list):
+    """(location, report, replay document) of each report line of an audit's results file."""
+    from unmask.lines import bounded_lines
+    from unmask.review import Target
+
+    with open(path, "rb") as fh:
+        for n, raw in bounded_lines(fh, limits.max_file_bytes, skip_bom=True):
+            if raw is None:
+                errors.append(_bad_result(path, n, "line longer than the file limit"))
+                continue
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw.decode("utf-8"))
+            except (ValueError, RecursionError):
+                errors.append(_bad_result(path, n, "not a result line: not valid JSON"))
+                continue
+            if not isinstance(obj, dict) or not isinstance(obj.get("location"), str):
+                errors.append(_bad_result(path, n, "a result line without `location`"))
+                continue
+            if obj.get("schema") != "unmask.report/1":
+                continue  # the audit could not check it: nothing rests on anything
+            try:
+                yield obj["location"], obj, Target.at(obj["location"], root).read(limits)
+            except UnmaskError as exc:
+                errors.append(exc)
+
+
+def _gather(paths: tuple[str, ...], root: str, limits: Limits, solver: Any, errors: list):
+    """(location, report JSON, replay document) of every replay the paths name."""
+    from unmask.api import check
+    from unmask.batch.inputs import iter_tasks
+    from unmask.batch.run import load_task
+    from unmask.interrupt import reraise_interrupt
+    from unmask.review import Target
+
+    out = []
+    for path in paths:
+        if _is_results(path):
+            out += _from_results(path, root, limits, errors)
+            continue
+        for task in iter_tasks([path], limits):
+            try:
+                replay = load_task(task, limits)
+                doc = Target(task.location, task.file, task.line).read(limits)
+                report = check(replay, solver).to_json()
+            except UnmaskError as exc:
+                errors.append(exc)
+                continue
+            except Exception as exc:  # a bug must still not end in a traceback
+                reraise_interrupt(exc)
+                errors.append(UnmaskError([internal_error(exc, file=task.location)]))
+                continue
+            out.append((task.location, report, doc))
+    return out
+
+
+def _show(item: Any, rank: int) -> str:
+    n = len(item.checks)
+    rest = "1 finding rests" if n == 1 else f"{n} findings rest"
+    who = item.by.get("kind", "") + (f" {item.by['name']}" if item.by.get("name") else "")
+    lines = [
+        f"{rank}. `{item.location}` (replay `{item.replay}`): {item.atom} = {item.value}, "
+        f"by {who}, unreviewed; {rest} on it: " + ", ".join(item.checks)
+    ]
+    if item.explanation:
+        lines.append(f"   why: {item.explanation}")
+    for e in item.evidence:
+        lines.append(f"   quote ({e['source']} {e['start']}-{e['end']}): {e['quote']}")
+        lines.append(f"   in: {e['context']}")
+    return "\n".join(printable(x) for x in lines)
+
+
+# --- applying ---------------------------------------------------------------------------------
+
+
+def _apply(decisions: list, review_file: str, root: str, limits: Limits):
+    """Write every accept/reject decision into its replay: (how many were applied, the
+    refusals as diagnostics, one or more a refused line)."""
+    from unmask.review import Target, apply_to
+    from unmask.span import Span
+
+    applied, refused = 0, []
+    for d in decisions:
+        if d.decision == "skip":
+            continue
+        try:
+            target = Target.at(d.location, root)
+            doc = target.read(limits)
+            apply_to(doc, d)
+            target.write(doc, limits)
+            applied += 1
+        except UnmaskError as exc:
+            span = Span(review_file, d.line, 1, d.line, 1)
+            for diag in exc.diagnostics:
+                where = diag.location()
+                notes = (*diag.notes, *((f"at {where}",) if where else ()))
+                refused.append(
+                    Diagnostic(diag.code, diag.message, span, help=diag.help, notes=notes)
+                )
+    return applied, refused
+
+
+def _read_review(review_file: str, limits: Limits, reviewer: str | None):
+    """(decisions, diagnostics of bad lines) of a review file."""
+    from unmask.lines import bounded_lines
+    from unmask.review import decide
+    from unmask.span import Span
+
+    decisions, bad = [], []
+    try:
+        fh = open(review_file, "rb")  # noqa: SIM115 (closed below; errors are usage)
+    except OSError as exc:
+        from unmask.outputs import reason
+
+        _fail([Diagnostic("usage", f"cannot read `{review_file}`: {reason(exc)}")], EXIT_USAGE)
+    with fh:
+        for n, raw in bounded_lines(fh, limits.max_file_bytes, skip_bom=True):
+            span = Span(review_file, n, 1, n, 1)
+            if raw is None:
+                bad.append(Diagnostic("review-line", "line longer than the file limit", span=span))
+                continue
+            if not raw.strip():
+                continue
+            try:
+                obj = json.loads(raw.decode("utf-8"))
+            except (ValueError, RecursionError):
+                bad.append(
+                    Diagnostic(
+                        "review-line",
+                        "$: not valid JSON",
+                        span=span,
+                        help="each line is one JSON object, as exported",
+                    )
+                )
+                continue
+            try:
+                d = decide(obj, review_file, n, reviewer)
+            except UnmaskError as exc:
+                bad.extend(exc.diagnostics)
+                continue
+            if d is not None:
+                decisions.append(d)
+    return decisions, bad
+
+
+# --- interactive ------------------------------------------------------------------------------
+
+
+def _state_key(obj: dict[str, Any]) -> str:
+    return json.dumps([obj["location"], obj["atom"], obj["current"], obj["by"]], sort_keys=True)
+
+
+def _load_state(path: str) -> dict[str, dict[str, Any]]:
+    """The decisions an earlier session kept in ``path`` (none when it does not exist)."""
+    from unmask.outputs import reason
+    from unmask.span import Span
+
+    if not os.path.lexists(path):
+        return {}
+    out = {}
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        why = reason(exc) if isinstance(exc, OSError) else "not UTF-8"
+        _fail(
+            [Diagnostic("usage", f"cannot read the state `{printable(path)}`: {why}")], EXIT_USAGE
+        )
+    for n, line in enumerate(text.splitlines(), 1):
+        try:
+            obj = json.loads(line)
+            out[_state_key(obj)] = obj
+        except (ValueError, KeyError, TypeError, RecursionError):
+            span = Span(path, n, 1, n, 1)
+            hint = "give another --state file, or remove this one"
+            _fail([Diagnostic("review-line", "not a review line", span, help=hint)], EXIT_USAGE)
+    return out
+
+
+def _save_state(path: str, state: dict[str, dict[str, Any]]) -> None:
+    from unmask.outputs import write_text
+    from unmask.review import dumps
+
+    write_text(path, "".join(dumps(o) + "\n" for o in state.values()))
+
+
+def _interactive(items: list, state_file: str, reviewer: str | None, root: str, limits: Limits):
+    """Ask, apply and record each decision; the refusals."""
+    from unmask.outputs import OutputError
+
+    state = _load_state(state_file)
+    todo = [i for i in items if _state_key(i.to_json()) not in state]
+    if len(todo) < len(items):
+        click.echo(f"{len(items) - len(todo)} already decided in `{printable(state_file)}`")
+    refused: list[Diagnostic] = []
+    try:
+        if todo and not reviewer:
+            reviewer = click.prompt("your name (the reviewer)").strip()
+        _ask(todo, state, state_file, reviewer, root, limits, refused)
+    except click.Abort:
+        # Ctrl-C or the end of input: every decision so far is applied and in the state
+        click.echo(f"\nstopped; resume with the same --state `{printable(state_file)}`", err=True)
+        sys.exit(exitcodes.INTERRUPTED)
+    except OutputError as exc:
+        _fail(list(exc.diagnostics), EXIT_USAGE)
+    return refused
+
+
+def _ask(
+    todo: list,
+    state: dict,
+    state_file: str,
+    reviewer: Any,
+    root: str,
+    limits: Limits,
+    refused: list,
+) -> None:
+    """Ask for each item in turn; apply and record each decision as soon as it is made."""
+    from unmask.review import decide
+
+    for rank, item in enumerate(todo, 1):
+        click.echo(_show(item, rank))
+        choice = click.prompt(
+            "accept, reject, skip or quit", type=click.Choice(["a", "r", "s", "q"]), default="s"
+        )
+        if choice == "q":
+            break
+        obj = item.to_json()
+        obj["decision"] = {"a": "accept", "r": "reject", "s": "skip"}[choice]
+        obj["reviewer"] = reviewer
+        if choice == "r":
+            values = [v for v in ("TRUE", "FALSE", "UNKNOWN") if v != item.value]
+            obj["value"] = click.prompt("the correct value", type=click.Choice(values))
+        d = decide(obj, state_file, len(state) + 1, reviewer)
+        assert d is not None
+        applied, problems = _apply([d], state_file, root, limits)
+        refused += problems
+        obj["applied"] = applied == 1
+        state[_state_key(obj)] = obj
+        _save_state(state_file, state)
+
+
+@click.command(name="review")
+@click.argument("paths", nargs=-1, metavar="PATH...")
+@click.option(
+    "--export", "export", metavar="FILE", help="write the annotations to review, one JSON line each"
+)
+@click.option(
+    "--apply",
+    "apply",
+    metavar="FILE",
+    help="write the decisions of a filled review file into the replays",
+)
+@click.option(
+    "--interactive/--list",
+    default=None,
+    help="ask for each annotation (the default on a terminal) or only list them",
+)
+@click.option(
+    "--state",
+    "state_file",
+    metavar="FILE",
+    default="unmask-review.jsonl",
+    show_default=True,
+    help="where --interactive keeps its decisions, to resume",
+)
+@click.option(
+    "--reviewer",
+    metavar="NAME",
+    help="who reviews: the `by.name` of every decision that does not give one",
+)
+@click.option(
+    "--root",
+    type=click.Path(file_okay=False, exists=True),
+    default=".",
+    help="the folder locations are relative to (where the audit or export ran)",
+)
+@click.option(
+    "--context",
+    "context_chars",
+    type=click.IntRange(min=0),
+    default=160,
+    show_default=True,
+    help="characters of source shown on each side of a quote",
+)
+@backend_option("z3, pysat[:SOLVER], truthtable, sliced: the answer is the same on each")
+@timeout_option()
+@click_options
+def command(
+    paths: tuple[str, ...],
+    export: str | None,
+    apply: str | None,
+    interactive: bool | None,
+    state_file: str,
+    reviewer: str | None,
+    root: str,
+    context_chars: int,
+    backend: str,
+    timeout_ms: int,
+    limits: Limits,
+) -> None:
+    """List, export, apply or decide the unreviewed annotations provisional findings rest on."""
+    from unmask.review import items as review_items
+
+    if export and apply:
+        _fail([Diagnostic("usage", "give `--export` or `--apply`, not both")], EXIT_USAGE)
+    if apply:
+        decisions, bad = _read_review(apply, limits, reviewer)
+        done, problems = _apply(decisions, apply, root, limits)
+        refused = bad + problems
+        lines = len({d.span.line for d in refused if d.span is not None})
+        if refused:
+            click.echo(render_all(refused), err=True)
+        click.echo(f"applied {done} decisions, refused {lines} lines")
+        sys.exit(EXIT_REFUSED if refused else exitcodes.OK)
+    if not paths:
+        _fail(
+            [Diagnostic("usage", "no replay or results file given", help="give PATH...")],
+            EXIT_USAGE,
+        )
+    for p in paths:
+        if not os.path.exists(p):
+            _fail([Diagnostic("usage", f"no such file or folder `{printable(p)}`")], EXIT_USAGE)
+    solver = open_backend(backend, timeout_ms)
+    errors: list[UnmaskError] = []
+    found = review_items(_gather(paths, root, limits, solver, errors), context_chars)
+    for exc in errors:
+        from unmask.replay import render_error
+
+        click.echo(render_error(exc), err=True)
+    status = EXIT_INVALID if errors else exitcodes.OK
+    if export:
+        from unmask.outputs import OutputError, write_text
+        from unmask.review import dumps
+
+        text = "".join(dumps(i.to_json()) + "\n" for i in found)
+        try:
+            write_text(export, text)
+        except OutputError as exc:
+            _fail(list(exc.diagnostics), EXIT_USAGE)
+        click.echo(f"{len(found)} annotations to review written to `{printable(export)}`")
+        sys.exit(status)
+    if interactive is None:
+        interactive = sys.stdin.isatty() and sys.stdout.isatty()
+    if not interactive:
+        for rank, item in enumerate(found, 1):
+            click.echo(_show(item, rank))
+        click.echo(f"{len(found)} unreviewed annotations behind provisional findings")
+        sys.exit(status)
+    refused = _interactive(found, state_file, reviewer, root, limits)
+    if refused:
+        click.echo(render_all(refused), err=True)
+        sys.exit(EXIT_REFUSED)
+    sys.exit(status)

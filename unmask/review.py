@@ -1,0 +1,393 @@
+"""Reviewing the unreviewed annotations that provisional findings rest on.
+
+Contract:
+- ``items(docs)`` takes (location, report JSON, replay JSON) triples and returns one ``Item``
+  per unreviewed annotation (``by.reviewed`` false, given or by default) in the explanation of
+  a VIOLATED check, with the checks it would confirm or dismiss, ranked by how many (most
+  first; ties by location, then atom: the same input, the same order);
+- ``Item.to_json()`` is one line of a review file (``unmask.review/1``): where the replay is,
+  the atom, its current value and ``by``, each quote with a window of the source around it,
+  and the empty ``decision``, ``value`` and ``reviewer`` a person fills in;
+- ``decide(obj, file, line)`` reads one filled line back into a ``Decision`` or raises
+  ``UnmaskError`` naming ``file:line`` and the JSON path; ``apply_to(doc, decision)`` changes
+  one replay document in place: ``by`` becomes ``{kind: human, name, reviewed: true}``, the
+  old value, ``by`` and evidence are kept in ``review.original``; a replay whose annotation no
+  longer is what was exported is refused (``review-stale``), never overwritten;
+- ``Target`` reads and rewrites a replay by location (a file, or ``FILE:LINE`` of JSON
+  Lines), atomically (``unmask.outputs``), after the changed replay passed validation.
+Imports nothing from ``unmask.commands`` or ``unmask.cli``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.jsonload import parse_json_bytes, read_json_file, show
+from unmask.limits import DEFAULT_LIMITS, Limits
+from unmask.outputs import write_bytes
+from unmask.replaydata import VALUES
+from unmask.span import Span
+
+SCHEMA = "unmask.review/1"
+DECISIONS = ("accept", "reject", "skip")
+CONTEXT_CHARS = 160  # characters of source shown on each side of a quote
+
+
+def reviewed(by: dict[str, Any] | None) -> bool:
+    """``by`` as a replay gives it: reviewed unless a rule's or model's, or it says so."""
+    if not isinstance(by, dict):
+        return True
+    flag = by.get("reviewed")
+    if isinstance(flag, bool):
+        return flag
+    return by.get("kind") in ("human", "gold")
+
+
+@dataclass(slots=True)
+class Item:
+    """One unreviewed annotation and the findings that rest on it."""
+
+    location: str
+    replay: str
+    atom: str
+    value: str
+    by: dict[str, Any]
+    evidence: list[dict[str, Any]]  # source, start, end, quote, context
+    explanation: str = ""
+    checks: list[str] = field(default_factory=list)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.location, self.atom)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "location": self.location,
+            "replay": self.replay,
+            "atom": self.atom,
+            "current": self.value,
+            "by": self.by,
+            "evidence": self.evidence,
+            "explanation": self.explanation,
+            "findings": len(self.checks),
+            "checks": self.checks,
+            "decision": "",
+            "value": "",
+            "reviewer": "",
+        }
+
+
+def _checks(report: dict[str, Any]) -> list[tuple[str, dict[str, Any] | None]]:
+    """(name, explanation) of every VIOLATED check of a report, in report order."""
+    out = []
+    v = report.get("verdict")
+    if isinstance(v, dict) and v.get("result") == "VIOLATED":
+        out.append(("verdict", v.get("explanation")))
+    for r in report.get("requirements") or ():
+        if not isinstance(r, dict):
+            continue
+        if r.get("result") == "VIOLATED":
+            out.append((f"requirement {r.get('id')}", r.get("explanation")))
+        if r.get("coverage_result") == "VIOLATED":
+            out.append((f"requirement {r.get('id')} coverage", r.get("coverage_explanation")))
+    for g in report.get("grounding") or ():
+        if isinstance(g, dict) and g.get("result") == "VIOLATED":
+            arrow = g.get("direction") or "~"
+            out.append(
+                (f"grounding {g.get('judge')} {arrow} {g.get('context')}", g.get("explanation"))
+            )
+    return out
+
+
+def window(text: str, start: int, end: int, chars: int = CONTEXT_CHARS) -> str:
+    """The source around ``[start, end)``, the quote in ``[[…]]``, cut at ``chars`` a side."""
+    lo, hi = max(0, start - chars), min(len(text), end + chars)
+    head = ("…" if lo > 0 else "") + text[lo:start]
+    tail = text[end:hi] + ("…" if hi < len(text) else "")
+    return f"{head}[[{text[start:end]}]]{tail}"
+
+
+def _is_part(part: Any) -> bool:
+    """An annotation part shaped as the report writes it (a results file may be edited)."""
+    if not isinstance(part, dict) or part.get("kind") != "annotation":
+        return False
+    ok = isinstance(part.get("atom"), str) and isinstance(part.get("value"), str)
+    return ok and isinstance(part.get("by"), dict) and _spans(part.get("evidence", [])) is not None
+
+
+def items(docs: list[tuple[str, dict[str, Any], dict[str, Any]]], chars: int = CONTEXT_CHARS):
+    """The ranked review items of (location, report, replay document) triples."""
+    found: dict[tuple[str, str], Item] = {}
+    for location, report, doc in docs:
+        doc = doc if isinstance(doc, dict) else {}
+        sources = doc.get("sources") if isinstance(doc.get("sources"), dict) else {}
+        notes = {
+            a.get("atom"): a.get("explanation", "")
+            for a in doc.get("annotations") or ()
+            if isinstance(a, dict)
+        }
+        for name, expl in _checks(report):
+            parts = expl.get("parts", ()) if isinstance(expl, dict) else ()
+            for part in parts if isinstance(parts, list) else ():
+                by = part.get("by") if _is_part(part) else None
+                if by is None or reviewed(by):
+                    continue
+                key = (location, part["atom"])
+                if key not in found:
+                    evidence = []
+                    for e in part.get("evidence") or ():
+                        text = sources.get(e["source"])
+                        text = text if isinstance(text, str) else ""
+                        evidence.append({**e, "context": window(text, e["start"], e["end"], chars)})
+                    found[key] = Item(
+                        location,
+                        str(report.get("replay", "")),
+                        part["atom"],
+                        part["value"],
+                        dict(by),
+                        evidence,
+                        str(notes.get(part["atom"]) or ""),
+                    )
+                if name not in found[key].checks:
+                    found[key].checks.append(name)
+    return sorted(found.values(), key=lambda i: (-len(i.checks), i.location, i.atom))
+
+
+# --- reading decisions back -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    location: str
+    atom: str
+    current: str
+    by: dict[str, Any]
+    evidence: tuple[tuple[str, int, int, str], ...]
+    decision: str  # accept | reject | skip
+    value: str  # the value to write: the current one (accept) or the reviewer's (reject)
+    reviewer: str
+    line: int = 0
+
+
+def _bad(file: str, line: int, path: str, message: str, help: str | None = None) -> UnmaskError:
+    where = f"{path}: " if path else ""
+    return UnmaskError(
+        [Diagnostic("review-line", where + message, span=Span(file, line, 1, line, 1), help=help)]
+    )
+
+
+def _spans(raw: Any) -> tuple[tuple[str, int, int, str], ...] | None:
+    if not isinstance(raw, list):
+        return None
+    out = []
+    for e in raw:
+        if not isinstance(e, dict):
+            return None
+        src, start, end, quote = (e.get(k) for k in ("source", "start", "end", "quote"))
+        if not (isinstance(src, str) and isinstance(quote, str)):
+            return None
+        if type(start) is not int or type(end) is not int:
+            return None
+        out.append((src, start, end, quote))
+    return tuple(out)
+
+
+def decide(obj: Any, file: str, line: int, reviewer: str | None = None) -> Decision | None:
+    """One review line read back: a ``Decision``, None when it has none yet, else an error."""
+    if not isinstance(obj, dict) or obj.get("schema") != SCHEMA:
+        raise _bad(
+            file,
+            line,
+            "$",
+            f'not a review line: expected `"schema": "{SCHEMA}"`',
+            "write review lines with `unmask review --export`",
+        )
+    for key in ("location", "atom", "current"):
+        if not isinstance(obj.get(key), str) or not obj[key]:
+            raise _bad(file, line, key, f"expected `{key}` as exported, a string")
+    by = obj.get("by")
+    if not isinstance(by, dict):
+        raise _bad(file, line, "by", "expected `by` as exported, an object")
+    spans = _spans(obj.get("evidence"))
+    if spans is None:
+        raise _bad(file, line, "evidence", "expected `evidence` as exported")
+    what = obj.get("decision", "")
+    if what in ("", None):
+        return None
+    if not isinstance(what, str) or what.strip().lower() not in DECISIONS:
+        raise _bad(
+            file,
+            line,
+            "decision",
+            f"unknown decision `{show(what)}`",
+            "write `accept`, `reject` (with the correct `value`), `skip` or leave it empty",
+        )
+    what = what.strip().lower()
+    value = obj.get("value", "")
+    value = value.strip().upper() if isinstance(value, str) else value
+    current = obj["current"]
+    if what == "reject":
+        if value not in VALUES:
+            raise _bad(
+                file,
+                line,
+                "value",
+                "a rejected annotation needs the correct value"
+                + (f", found `{show(value)}`" if value not in ("", None) else ""),
+                "write `TRUE`, `FALSE` or `UNKNOWN`",
+            )
+        if value == current:
+            raise _bad(
+                file,
+                line,
+                "value",
+                f"`reject` with the value the annotation has, `{current}`",
+                "write `accept` to keep the value, or give another one",
+            )
+    elif what == "accept":
+        if value not in ("", None, current):
+            raise _bad(
+                file,
+                line,
+                "value",
+                f"`accept` keeps `{current}`, found `{show(value)}`",
+                "write `reject` to change the value",
+            )
+        value = current
+    else:
+        value = current
+    name = obj.get("reviewer", "")
+    name = (name.strip() if isinstance(name, str) else name) or reviewer or ""
+    if what != "skip" and (not isinstance(name, str) or not name):
+        raise _bad(
+            file,
+            line,
+            "reviewer",
+            "a decision needs the reviewer's name",
+            "fill in `reviewer`, or give `--reviewer NAME`",
+        )
+    return Decision(obj["location"], obj["atom"], current, by, spans, what, value, name, line)
+
+
+def apply_to(doc: dict[str, Any], d: Decision) -> None:
+    """Write decision ``d`` into the replay document ``doc`` (in place), keeping the original.
+
+    Raises ``UnmaskError`` (``review-stale``) when the annotation is not what was exported."""
+    anns = doc.get("annotations") if isinstance(doc, dict) else None
+    found = [a for a in anns or () if isinstance(a, dict) and a.get("atom") == d.atom]
+    now = found[0] if len(found) == 1 else None
+    if now is None or (
+        now.get("value") != d.current
+        or now.get("by") != d.by
+        or _spans(now.get("evidence", [])) != d.evidence
+    ):
+        raise UnmaskError(
+            [
+                Diagnostic(
+                    "review-stale",
+                    f"the annotation of `{show(d.atom)}` in `{show(d.location)}` changed since "
+                    "the export; not applied",
+                    help="export again and review the annotation as it is now",
+                )
+            ]
+        )
+    original = {k: now[k] for k in ("value", "by", "evidence", "explanation") if k in now}
+    now["review"] = {"decision": d.decision, "original": original}
+    now["value"] = d.value
+    now["by"] = {"kind": "human", "name": d.reviewer, "reviewed": True}
+    if d.value == "UNKNOWN":
+        # no value is claimed: the quotes backed the old one, and stay in `review.original`
+        now["evidence"] = []
+
+
+# --- replays by location ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where a replay lives: a whole file, or line ``line`` of a JSON Lines file."""
+
+    location: str
+    file: str
+    line: int | None = None
+
+    @staticmethod
+    def at(location: str, root: str = ".") -> Target:
+        whole = os.path.join(root, location)
+        if os.path.isfile(whole) and not whole.endswith(".jsonl"):
+            return Target(location, whole)
+        file, sep, line = location.rpartition(":")
+        if sep and line.isdigit() and os.path.isfile(os.path.join(root, file)):
+            return Target(location, os.path.join(root, file), int(line))
+        raise UnmaskError(
+            [
+                Diagnostic(
+                    "location",
+                    f"cannot find the replay `{show(location)}`",
+                    help="run where the audit or export ran, or give that folder as --root",
+                )
+            ]
+        )
+
+    def read(self, limits: Limits = DEFAULT_LIMITS) -> Any:
+        if self.line is None:
+            return read_json_file(self.file, limits)
+        raw = self._lines(limits)
+        if self.line > len(raw):
+            raise UnmaskError([Diagnostic("location", f"no line {self.line} in `{self.file}`")])
+        return parse_json_bytes(raw[self.line - 1], self.file, limits, first_line=self.line)
+
+    def _lines(self, limits: Limits) -> list[bytes]:
+        from unmask.files import read_bytes
+
+        return read_bytes(self.file, limits, self.file).splitlines(keepends=True)
+
+    def write(self, doc: Any, limits: Limits = DEFAULT_LIMITS) -> None:
+        """Validate ``doc`` as a replay, then replace the replay with it atomically."""
+        from unmask.replay import replay_from_obj
+
+        replay_from_obj(doc, self.file, Path(self.file).parent, limits, line=self.line)
+        if self.line is None:
+            write_bytes(self.file, _encode(doc, indent=2) + b"\n")
+            return
+        lines = self._lines(limits)
+        old = lines[self.line - 1]
+        end = old[len(old.rstrip(b"\r\n")) :]
+        lines[self.line - 1] = _encode(doc, indent=None) + end
+        write_bytes(self.file, b"".join(lines))
+
+
+def dumps(doc: Any, indent: int | None = None) -> str:
+    """JSON text that can be written as UTF-8: non-ASCII kept as it is, unless the text holds
+    a lone surrogate (JSON allows one), then every non-ASCII character is escaped."""
+    text = json.dumps(doc, indent=indent, ensure_ascii=False)
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return json.dumps(doc, indent=indent)
+    return text
+
+
+def _encode(doc: Any, indent: int | None) -> bytes:
+    return dumps(doc, indent).encode()
+
+
+__all__ = [
+    "DECISIONS",
+    "SCHEMA",
+    "Decision",
+    "Item",
+    "Target",
+    "apply_to",
+    "decide",
+    "dumps",
+    "items",
+    "reviewed",
+    "window",
+]
