@@ -292,8 +292,8 @@ def apply_to(doc: dict[str, Any], d: Decision) -> None:
                 Diagnostic(
                     "review-stale",
                     f"the annotation of `{show(d.atom)}` in `{show(d.location)}` changed since "
-                    "the export; not applied",
-                    help="export again and review the annotation as it is now",
+                    "the export",
+                    help="it is not applied: export again and review the annotation as it is now",
                 )
             ]
         )

@@ -391,7 +391,13 @@ def command(
         sys.exit(EXIT_REFUSED if refused else exitcodes.OK)
     if not paths:
         _fail(
-            [Diagnostic("usage", "no replay or results file given", help="give PATH...")],
+            [
+                Diagnostic(
+                    "usage",
+                    "no replay or results file given",
+                    help="give one or more `PATH`: replays, folders or a results file",
+                )
+            ],
             EXIT_USAGE,
         )
     for p in paths:
