@@ -33,12 +33,14 @@ from unmask.commands._options import (
 )
 from unmask.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
 from unmask.limits import Limits
+from unmask.record import ERROR_SCHEMA
+from unmask.report import SCHEMA as REPORT_SCHEMA
 from unmask.safe import printable
 
 EXIT_REFUSED = exitcodes.PARTIAL
 EXIT_USAGE = exitcodes.USAGE
 EXIT_INVALID = exitcodes.INVALID
-_RESULT_SCHEMAS = ("unmask.report/1", "unmask.error/1")
+_RESULT_SCHEMAS = (REPORT_SCHEMA, ERROR_SCHEMA)
 
 
 def _fail(diags: list[Diagnostic], status: int) -> None:
