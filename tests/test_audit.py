@@ -649,3 +649,37 @@ def test_violated_findings_are_confirmed_or_provisional_by_what_they_rest_on() -
         in text
     )
     assert "verdict 1 confirmed + 1 provisional" in text
+
+
+def _ignore_sigterm() -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+def _nap(seconds: float) -> float:
+    import time
+
+    time.sleep(seconds)
+    return seconds
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork and signals")
+def test_stopping_a_pool_kills_a_worker_that_outlives_sigterm() -> None:
+    # a worker forked a moment before the stop still carries the parent's SIGTERM handler;
+    # nothing of the pool may outlive the stop, or hold the process at exit
+    import multiprocessing
+    import time
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(
+        max_workers=1, mp_context=multiprocessing.get_context("fork"), initializer=_ignore_sigterm
+    )
+    pool.submit(_nap, 60)
+    time.sleep(0.5)
+    procs = list(pool._processes.values())
+    assert procs and all(p.is_alive() for p in procs)
+    start = time.monotonic()
+    run._kill(pool)
+    assert not any(p.is_alive() for p in procs)
+    assert time.monotonic() - start < 30

@@ -524,11 +524,24 @@ class _Pool:
 
 
 def _kill(pool: Any) -> None:
-    """Stop a pool now: queued work is dropped and running workers are terminated."""
+    """Stop a pool now: queued work is dropped and running workers are terminated.
+
+    Nothing of the pool may hold the process at exit: a worker that outlives SIGTERM (one
+    forked a moment ago still carries the parent's handler) is killed, and the thread that
+    feeds work to the workers is not waited for, since it may be blocked writing a job to
+    workers that will never read it (``concurrent.futures`` joins it at exit)."""
     procs = list(getattr(pool, "_processes", {}).values())
+    call_queue = getattr(pool, "_call_queue", None)
+    if call_queue is not None:
+        with contextlib.suppress(Exception):
+            call_queue.cancel_join_thread()
     pool.shutdown(wait=False, cancel_futures=True)
     for p in procs:
         with contextlib.suppress(Exception):  # already gone
             p.terminate()
     for p in procs:
         p.join(timeout=5)
+        if p.is_alive():
+            with contextlib.suppress(Exception):
+                p.kill()
+            p.join(timeout=5)
