@@ -130,6 +130,9 @@ class SlicedSession(Session):
                 for n in names:
                     self.by_atom.setdefault(n, []).append(i)
         self.base_sat: bool | None = None
+        # the base once came back undecided: asking again would spend each later check's
+        # whole limit on the hard base before its own (often easy) question
+        self._base_undecided = False
         self._ref: Pins | None = None  # every fact's pin, once the base is known satisfiable
         self._views: dict[int, Refold] = {}
         self.folds = 0  # parts substituted in full (a reference, or outside one)
@@ -156,19 +159,23 @@ class SlicedSession(Session):
         en = None if enabled is None else set(enabled)
         assume = dict(assume or {})
         whole = enabled is None and query is None and not assume
-        if self.base_sat is None and not whole:
+        if self.base_sat is None and not whole and not self._base_undecided:
             self._establish()
         if self.base_sat is True and not whole:
             return self._sliced(query, en, assume, want)
         result = self._everything(query, en, assume, want)
-        if whole and self.base_sat is None and not isinstance(result, Unknown):
-            self.base_sat = isinstance(result, Sat)
+        if whole and self.base_sat is None:
+            self._settle(result)
         return result
 
     def _establish(self) -> None:
-        result = self._everything(None, None, {}, ())
-        if not isinstance(result, Unknown):
-            self.base_sat = isinstance(result, Sat)
+        self._settle(self._everything(None, None, {}, ()))
+
+    def _settle(self, base: Result) -> None:
+        if isinstance(base, Unknown):
+            self._base_undecided = True
+        else:
+            self.base_sat = isinstance(base, Sat)
 
     # --- choosing what to look at ---------------------------------------------------------
 

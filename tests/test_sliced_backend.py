@@ -173,3 +173,29 @@ def test_every_claim_supported_costs_about_linear_folding(monkeypatch):
 
     small, large = work(100), work(400)
     assert large < 5 * small  # 4x the claims: linear with a log factor, not 16x
+
+
+def test_an_undecided_base_is_not_asked_again_before_an_easy_check():
+    # the base is asked first so later checks may slice; once it came back undecided,
+    # asking again spent each later check's whole limit on it (60 s for a one-part check)
+    from tests.test_checker import pigeonhole
+    from unmask.backends import Part, Unknown
+
+    atoms, constraints = pigeonhole(12)
+    parts = [Part(f"constraint:{c.name}", c.expr) for c in constraints]
+    session = create("sliced", timeout_ms=600_000).open(parts, [a.name for a in atoms])
+    asked: list[object] = []
+    real = session._everything
+
+    def spy(query, en, assume, want):  # type: ignore[no-untyped-def]
+        asked.append(en)
+        return real(query, en, assume, want)
+
+    session._everything = spy  # type: ignore[method-assign]
+    try:
+        assert isinstance(session.check(timeout_ms=1), Unknown)
+        easy = session.check(enabled=[parts[0].label], timeout_ms=60_000)
+        assert isinstance(easy, Sat)
+        assert asked == [None, {parts[0].label}]  # the whole base once, then the one part
+    finally:
+        session.close()
