@@ -177,3 +177,10 @@ def test_commands_open_backends_only_through_open_backend() -> None:
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module == "unmask.backends":
                 assert "create" not in {a.name for a in node.names}, path
+
+
+def test_a_bug_in_unmaskc_is_the_internal_error_not_a_traceback(monkeypatch) -> None:
+    from unmask.cli.unmaskc import cli as unmaskc
+
+    monkeypatch.setattr("unmask.compiler.compile_source", _boom)
+    _assert_internal(CliRunner().invoke(unmaskc, [PROTO]))

@@ -15,9 +15,9 @@ can still be reported, not in the interpreter's last flush. Then:
 
 A command interrupted by Ctrl-C says `interrupted` on stderr and exits 130
 (``exitcodes.INTERRUPTED``), in both programs. An exception no command expected (a bug)
-ends `unmask` with the one ``internal-error`` diagnostic
+ends either program with the one ``internal-error`` diagnostic
 (``unmask.diagnostics.internal_error``) and ``exitcodes.INTERNAL``, never a traceback
-(``internal_status``; `unmaskc` leaves it as it is).
+(``internal_status``).
 
 Commands write with ``click.echo`` or ``sys.stdout`` and catch nothing about standard output
 themselves. Files a command names are written through ``unmask.outputs`` or caught where

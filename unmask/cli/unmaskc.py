@@ -49,6 +49,7 @@ class _DefaultGroup(StdoutGuard):
     """A group whose first argument, when it names no subcommand, is a file to compile."""
 
     output_status = exitcodes.ERRORS
+    internal_status = exitcodes.INTERNAL
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("-h", "--help", "--version"):
