@@ -24,6 +24,17 @@ def test_an_excerpt_shows_the_line_and_a_caret_under_the_span():
     assert render(_at(1, 1, 9), {"f.proto": text}).splitlines()[2] == "1 | protocol p"
 
 
+def test_the_caret_counts_terminal_columns_wide_and_combining_characters_included():
+    # `日本` takes four columns, `e` with two combining accents one, `\x01` shows as four
+    for line, col, before in (
+        ('"日本" oops', 6, 7),
+        ('"e\u0301\u0301" oops', 7, 4),
+        ('"\x01" oops', 5, 7),
+    ):
+        excerpt = render(_at(1, col, col + 4), {"f.proto": line}).splitlines()
+        assert excerpt[3] == "  | " + " " * before + "^^^^", (line, excerpt)
+
+
 def test_no_excerpt_past_the_last_line_or_for_an_unknown_file():
     for text in ("", "a\n", "a"):
         assert render(_at(2, 1), {"f.proto": text}) == "f.proto:2:1: error: oops"

@@ -14,6 +14,7 @@ the batch engine report an unexpected exception with it, with the exit status
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -105,6 +106,17 @@ class _Sources:
         return text[begin : end if end >= 0 else len(text)].rstrip("\r")
 
 
+def _columns(text: str) -> int:
+    """The terminal columns ``text`` takes (escapes already applied)."""
+    if text.isascii():
+        return len(text)
+    wide = ("W", "F")
+    return sum(
+        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in wide else 1
+        for c in text
+    )
+
+
 def _source_excerpt(span: Span, sources: _Sources) -> list[str]:
     line = sources.line(span.file, span.line)
     if line is None:
@@ -114,10 +126,11 @@ def _source_excerpt(span: Span, sources: _Sources) -> list[str]:
     end = start + 1
     if span.end_line == span.line and span.end_column > span.column:
         end = span.end_column - 1
-    # a character shown as an escape is wider: the caret follows the escaped text
-    before = len(printable(text[:start])) + max(0, start - len(text))
+    # a character shown as an escape is wider, a wide (CJK) one takes two columns, a
+    # combining one none: the caret follows the columns a terminal gives the shown text
+    before = _columns(printable(text[:start])) + max(0, start - len(text))
     shown = text[start:end]
-    width = len(printable(shown)) + (end - start - len(shown))  # past the line's end too
+    width = _columns(printable(shown)) + (end - start - len(shown))  # past the line's end too
     gutter = f"{span.line} | "
     return [
         f"{' ' * (len(gutter) - 2)}|",
