@@ -66,6 +66,13 @@ def _resolve(target: str | type[Backend]) -> type[Backend]:
     return target
 
 
+def _takes_option(name: str) -> bool:
+    try:
+        return _resolve(_REGISTRY[name]).takes_option
+    except ImportError:  # its solver library is missing: it takes nothing here
+        return False
+
+
 def create(
     spec: str,
     *,
@@ -83,4 +90,16 @@ def create(
             [Diagnostic(code="unknown-backend", message=f"unknown backend `{name}`", help=hint)]
         )
     cls = _resolve(_REGISTRY[name])
+    if option and not cls.takes_option:
+        # `z3:x` ran as plain z3 and printed `backend z3:x`, as if `x` had meant something
+        takers = ", ".join(f"`{n}:SOLVER`" for n in _REGISTRY if _takes_option(n))
+        raise UnmaskError(
+            [
+                Diagnostic(
+                    code="unknown-backend",
+                    message=f"backend `{name}` takes no option, `{option}` was given",
+                    help=f"write `{name}` alone; a solver is chosen after the colon in {takers}",
+                )
+            ]
+        )
     return cls(timeout_ms=timeout_ms, seed=seed, option=option or None)

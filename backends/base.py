@@ -99,6 +99,8 @@ class Backend(ABC):
     """A solver backend; ``option`` is the part after the colon in ``pysat:glucose4``."""
 
     name: str = ""
+    # whether ``name:OPTION`` means something (a solver's name); ``create`` refuses it if not
+    takes_option: bool = False
 
     def __init__(
         self,

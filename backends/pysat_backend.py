@@ -42,6 +42,7 @@ __all__ = [
 
 class PySatBackend(Backend):
     name = "pysat"
+    takes_option = True
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]

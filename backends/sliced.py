@@ -92,6 +92,7 @@ class _Ask:
 
 class SlicedBackend(Backend):
     name = "sliced"
+    takes_option = True
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)

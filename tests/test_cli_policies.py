@@ -145,6 +145,18 @@ def test_an_unknown_backend_is_one_usage_error_with_a_hint(command: str) -> None
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_an_option_a_backend_does_not_take_is_one_usage_error(command: str) -> None:
+    res = run(*_with_backend(command, "z3:x"))
+    assert res.exit_code == exitcodes.USAGE, res.output
+    assert res.stderr.splitlines() == [
+        "error: backend `z3` takes no option, `x` was given",
+        "  = help: write `z3` alone; a solver is chosen after the colon in `pysat:SOLVER`, "
+        "`sliced:SOLVER`",
+    ]
+    assert run(*_with_backend(command, "sliced:glucose4")).exit_code != exitcodes.USAGE
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_a_backend_that_cannot_be_imported_is_named_not_its_import_error(
     command: str, monkeypatch
 ) -> None:
