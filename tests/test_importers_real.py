@@ -329,3 +329,33 @@ def test_deepeval_a_metric_without_a_reason_is_not_asked_for_a_score(tmp_path) -
         "success_agrees(m2)": "NOT_SPECIFIED",
         "reason_agrees(m0)": "ENTAILED",
     }
+
+
+# --- opt-in: regenerate the Inspect and DeepEval fixtures with the tools themselves ---------
+
+
+def _replays(tool: str, src: Path, out: Path) -> dict[str, bytes]:
+    res = cli("import", tool, str(src), "--out", str(out))
+    assert res.exit_code == 0, res.stderr
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+
+
+@pytest.mark.skipif(
+    os.environ.get("UNMASK_REGENERATE") != "1",
+    reason="regenerates with inspect-ai and deepeval from the package index: set"
+    " UNMASK_REGENERATE=1",
+)
+@pytest.mark.parametrize("tool", ["inspect", "deepeval"])
+def test_regenerated_inspect_and_deepeval_output_gives_the_same_replays(tmp_path, tool) -> None:
+    here = TEST_DATA / "importers" / f"{tool}-generated"
+    fresh = tmp_path / "fresh"
+    subprocess.run(["sh", str(here / "regenerate.sh"), str(fresh)], check=True, timeout=1800)
+    version = "VERSION"
+    assert (fresh / version).read_text(encoding="utf-8") == (here / version).read_text(
+        encoding="utf-8"
+    )
+    names = ["moon.eval", "moon.json", "partial.eval", "partial.json"]
+    for name in names if tool == "inspect" else ["latest_test_run.json"]:
+        old = _replays(tool, here / name, tmp_path / f"old-{name}")
+        new = _replays(tool, fresh / name, tmp_path / f"new-{name}")
+        assert old == new, name
