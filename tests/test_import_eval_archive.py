@@ -306,3 +306,14 @@ def test_member_names_are_never_paths_and_are_shown_escaped(tmp_path: Path) -> N
     assert "member `samples/../../../escaped.json`.scores" in res.stderr
     # the leading `/` is no sample of Inspect's, and nothing was written anywhere but `out`
     assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["log.eval"]
+
+
+def test_an_archive_needing_a_later_zip_version_is_one_message(tmp_path: Path) -> None:
+    # zipfile raises NotImplementedError for a "version needed to extract" past 6.3 (found by
+    # fuzzing Inspect's own log): it is an archive Unmask cannot read, not a traceback
+    data = bytearray((INSPECT / "moon.eval").read_bytes())
+    at = data.index(b"PK\x01\x02")
+    data[at + 6 : at + 8] = struct.pack("<H", 103)
+    src = tmp_path / "log.eval"
+    src.write_bytes(bytes(data))
+    assert f"cannot read `{src}` as a zip archive" in refused(src, tmp_path)

@@ -52,7 +52,15 @@ class Archive:
         try:
             with zipfile.ZipFile(io.BytesIO(data)) as z:
                 self.members = z.infolist()
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError):
+        except (
+            zipfile.BadZipFile,
+            zipfile.LargeZipFile,
+            OSError,
+            ValueError,
+            EOFError,
+            NotImplementedError,  # a damaged "version needed to extract"
+            struct.error,
+        ):
             raise _error(file, f"cannot read `{file}` as a zip archive") from None
         if len(self.members) > MAX_MEMBERS:
             raise _error(
