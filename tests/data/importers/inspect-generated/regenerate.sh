@@ -13,4 +13,4 @@ trap 'rm -rf "$work"' EXIT
 python3 -m venv "$work/venv"
 "$work/venv/bin/pip" install -q "inspect-ai==$VERSION" >/dev/null
 cd "$work"
-INSPECT_LOG_DIR="$work/logs" INSPECT_TELEMETRY=0 "$work/venv/bin/python" "$here/regenerate.py" "$out"
+INSPECT_LOG_DIR="$work/logs" "$work/venv/bin/python" "$here/regenerate.py" "$out"
