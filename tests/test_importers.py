@@ -766,7 +766,7 @@ def test_inspect_real_sample_quotes_and_offsets(tmp_path):
     out = tmp_path / "out"
     assert imp("inspect", INSPECT_TASK, out).exit_code == 0
     r = replay(out, "1-e1-model_graded_fact")
-    assert r["verdict"] == "PASS" and r["id"] == "1/1/model_graded_fact"
+    assert r["verdict"] == "C" and r["id"] == "1/1/model_graded_fact"
     assert r["sources"]["response"].endswith("better bundle up, fam! ❄️🧣")
     assert r["domains"] == {"quoted": ["q0", "q1", "q2"]}
     said = ann(r, "said(q2)")["evidence"][0]
@@ -806,8 +806,8 @@ def test_inspect_rules_on_changed_copies_of_a_real_sample(tmp_path, change, expe
 @pytest.mark.parametrize(
     ("change", "where", "reason"),
     [
-        (lambda s: _grader(s).update(value="P"), ".model_graded_fact.value", "partial credit"),
-        (lambda s: _grader(s).update(value=None), ".model_graded_fact.value", "not scored C or I"),
+        (lambda s: _grader(s).update(value="X"), ".model_graded_fact.value", "not scored C, P"),
+        (lambda s: _grader(s).update(value=None), ".model_graded_fact.value", "not scored C, P"),
         (
             lambda s: _grader(s).update(explanation="Looks right."),
             ".model_graded_fact.explanation",
@@ -831,7 +831,7 @@ def test_inspect_bad_scores_are_skipped_with_where_and_why(tmp_path, change, whe
 @pytest.mark.parametrize(
     ("name", "content", "message"),
     [
-        ("log.eval", "PK", "`.eval` logs are not read yet"),
+        ("log.eval", "PK", "not an Inspect `.eval` log: not a zip archive"),
         ("log.json", '{"eval": {}}', "not an Inspect log with samples"),
     ],
 )

@@ -268,7 +268,8 @@ def test_deepeval_4_latest_test_run_imports_with_no_false_finding(tmp_path: Path
     out = tmp_path / "out"
     res = cli("import", "deepeval", str(DEEPEVAL / "latest_test_run.json"), "--out", str(out))
     assert res.exit_code == 0, res.stderr
-    assert ": note: " not in res.stderr
+    notes = [line for line in res.stderr.splitlines() if ": note: " in line]
+    assert notes == [f"{DEEPEVAL / 'latest_test_run.json'}: note: {GEVAL_NOTE}"]
     agrees = check(out / "0000-agrees.json")
     assert agrees["overall"] != "VIOLATED"
     assert requirement_statuses(agrees)["success_agrees(m0)"] == "ENTAILED"
@@ -277,3 +278,84 @@ def test_deepeval_4_latest_test_run_imports_with_no_false_finding(tmp_path: Path
     assert contradicts["overall"] == "VIOLATED"
     s = requirement_statuses(contradicts)
     assert (s["success_agrees(m0)"], s["reason_agrees(m0)"]) == ("ENTAILED", "REFUTED")
+
+
+GEVAL_NOTE = (
+    "`Correctness [GEval]`: DeepEval does not ask this metric's reason to state the score"
+    " (G-Eval's template says not to; a custom metric's is not known), so whether a reason"
+    " states the reported score was not checked there"
+)
+
+
+def test_deepeval_a_geval_reason_is_not_asked_for_a_score_it_never_states(tmp_path) -> None:
+    # G-Eval's template says "Do not quote the score": its reason can never address whether
+    # it states the reported score, so no requirement asks it (it made every replay UNKNOWN)
+    out = tmp_path / "out"
+    res = cli("import", "deepeval", str(DEEPEVAL / "latest_test_run.json"), "--out", str(out))
+    assert res.exit_code == 0, res.stderr
+    assert res.stderr.count(": note: ") == 1  # once per file, for both test cases
+    for name in ("0000-agrees.json", "0001-contradicts.json"):
+        r = json.loads((out / name).read_text(encoding="utf-8"))
+        assert r["sources"]["rationale"].splitlines()[5].startswith("[m2] Correctness [GEval]:")
+        assert r["domains"] == {"metric": ["m0", "m1", "m2"], "score_reason": ["m0", "m1"]}
+        assert not [a for a in r["annotations"] if a["atom"].endswith("(m2)") and "score_says"
+                    not in a["atom"] and "succeeded" not in a["atom"]]  # fmt: skip
+        report = check(out / name)
+        assert "reason_agrees(m2)" not in requirement_statuses(report)
+        coverage = {r["id"]: r["coverage"] for r in report["requirements"]}
+        assert "REFUTED" not in coverage.values(), coverage
+        assert "not-observable" not in [x["code"] for x in report["reasons"]]
+    agrees = check(out / "0000-agrees.json")
+    assert requirement_statuses(agrees)["success_agrees(m2)"] == "ENTAILED"
+    # what keeps it UNKNOWN is the protocol's lack of grounding pairs, nothing else
+    assert agrees["overall"] == "UNKNOWN"
+    assert [x["code"] for x in agrees["reasons"]] == ["no-grounding"]
+
+
+def test_deepeval_a_metric_without_a_reason_is_not_asked_for_a_score(tmp_path) -> None:
+    data = json.loads((DEEPEVAL / "latest_test_run.json").read_text(encoding="utf-8"))
+    data["testRunData"]["testCases"][0]["metricsData"][1]["reason"] = None
+    src = tmp_path / "run.json"
+    src.write_text(json.dumps(data), encoding="utf-8")
+    out = tmp_path / "out"
+    assert cli("import", "deepeval", str(src), "--out", str(out)).exit_code == 0
+    r = json.loads((out / "0000-agrees.json").read_text(encoding="utf-8"))
+    assert r["domains"]["score_reason"] == ["m0"]
+    report = check(out / "0000-agrees.json")
+    coverage = {r["id"]: r["coverage"] for r in report["requirements"]}
+    assert coverage == {
+        "success_agrees(m0)": "NOT_SPECIFIED",
+        "success_agrees(m1)": "NOT_SPECIFIED",
+        "success_agrees(m2)": "NOT_SPECIFIED",
+        "reason_agrees(m0)": "ENTAILED",
+    }
+
+
+# --- opt-in: regenerate the Inspect and DeepEval fixtures with the tools themselves ---------
+
+
+def _replays(tool: str, src: Path, out: Path) -> dict[str, bytes]:
+    res = cli("import", tool, str(src), "--out", str(out))
+    assert res.exit_code == 0, res.stderr
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+
+
+@pytest.mark.skipif(
+    os.environ.get("UNMASK_REGENERATE") != "1",
+    reason="regenerates with inspect-ai and deepeval from the package index: set"
+    " UNMASK_REGENERATE=1",
+)
+@pytest.mark.parametrize("tool", ["inspect", "deepeval"])
+def test_regenerated_inspect_and_deepeval_output_gives_the_same_replays(tmp_path, tool) -> None:
+    here = TEST_DATA / "importers" / f"{tool}-generated"
+    fresh = tmp_path / "fresh"
+    subprocess.run(["sh", str(here / "regenerate.sh"), str(fresh)], check=True, timeout=1800)
+    version = "VERSION"
+    assert (fresh / version).read_text(encoding="utf-8") == (here / version).read_text(
+        encoding="utf-8"
+    )
+    names = ["moon.eval", "moon.json", "partial.eval", "partial.json"]
+    for name in names if tool == "inspect" else ["latest_test_run.json"]:
+        old = _replays(tool, here / name, tmp_path / f"old-{name}")
+        new = _replays(tool, fresh / name, tmp_path / f"new-{name}")
+        assert old == new, name

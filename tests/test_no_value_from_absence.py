@@ -144,6 +144,18 @@ def _structured(tmp: Path, doc: Doc) -> tuple[Path, Options]:
     return src, Options(protocol=ROOT / "tests" / "data" / "structured" / "rag.proto")
 
 
+def _inspect_eval(tmp: Path, doc: Doc) -> tuple[Path, Options]:
+    """An Inspect log written as a `.eval` archive: a header and one member per sample."""
+    import zipfile
+
+    src = tmp / "log.eval"
+    with zipfile.ZipFile(src, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("header.json", json.dumps({k: v for k, v in doc.items() if k != "samples"}))
+        for i, sample in enumerate(doc.get("samples", [])):
+            z.writestr(f"samples/{i}_epoch_1.json", json.dumps(sample))
+    return src, Options()
+
+
 def _with_threshold(doc: Doc) -> Doc:
     doc = copy.deepcopy(doc)
     doc["results"]["results"][0]["testCase"]["threshold"] = 0.7
@@ -181,6 +193,24 @@ CASES: list[tuple[str, str, Callable[[], Doc], Callable[[Path, Doc], tuple[Path,
         "input-task",
         lambda: _json("inspect-input-task.json"),
         lambda t, d: _plain(t, d, "log.json"),
+    ),
+    (
+        "inspect",
+        "generated-partial-credit",
+        lambda: _json("inspect-generated/partial.json"),
+        lambda t, d: _plain(t, d, "log.json"),
+    ),
+    (
+        "inspect",
+        "generated-partial-credit-eval",
+        lambda: _json("inspect-generated/partial.json"),
+        _inspect_eval,
+    ),
+    (
+        "deepeval",
+        "generated-latest-test-run",
+        lambda: _json("deepeval-generated/latest_test_run.json"),
+        lambda t, d: _plain(t, d, "run.json"),
     ),
     ("jsonl", "records", lambda: copy.deepcopy(_RECORDS), _jsonl_importer),
     (

@@ -340,3 +340,22 @@ def test_fuzz_propose_claims(rows) -> None:
 def test_fuzz_propose_judge(rows) -> None:
     lines = [_mutated(JUDGE_ROW, ops, how, cut).replace(b"\n", b" ") for ops, how, cut in rows]
     _propose("judge", lines)
+
+
+EVAL_LOG = (DATA / "inspect-generated" / "moon.eval").read_bytes()
+
+
+@SETTINGS
+@given(
+    flips=st.lists(st.tuples(st.integers(min_value=0), st.integers(0, 255)), max_size=4),
+    cut=st.integers(min_value=0),
+)
+def test_fuzz_import_inspect_eval(flips, cut) -> None:
+    # inspect-ai 0.3.285's own `.eval` log (a zip of Zstandard members), bytes overwritten
+    # and the archive cut short: a documented exit status, never a traceback
+    data = bytearray(EVAL_LOG)
+    for at, byte in flips:
+        data[at % len(data)] = byte
+    if cut % 3 == 0:
+        data = data[: cut % len(data)]
+    _import("inspect", bytes(data), "log.eval")

@@ -33,7 +33,7 @@ PROTOCOLS = Path(__file__).resolve().parent / "protocols"
 IMPORTERS: dict[str, tuple[str, str]] = {
     "promptfoo": ("unmask.importers.promptfoo", "promptfoo `eval -o results.json|.jsonl` output"),
     "deepeval": ("unmask.importers.deepeval", "a DeepEval test run (test cases with metrics)"),
-    "inspect": ("unmask.importers.inspect", "model-graded scores of an Inspect `.json` log"),
+    "inspect": ("unmask.importers.inspect", "model-graded scores of Inspect `.eval`/`.json` logs"),
     "jsonl": ("unmask.importers.jsonl", "any JSON Lines file, through a mapping file"),
     "structured": (
         "unmask.importers.structured",

@@ -10,8 +10,11 @@ for G-Eval; for Bias, Hallucination, Misuse and Toxicity, whose direction change
 the direction every such result in the file agrees with, else unannotated with one note per
 file; a metric name Unmask does not know leaves it unannotated, since a custom metric
 decides success its own way); ``states_score`` and ``reason_score`` from a reason of the form
-DeepEval's templates ask for, "The score is X because …". Conversational test cases and
-metrics attached to trace spans are not imported: each is counted as skipped, with why.
+DeepEval's templates ask for, "The score is X because …", for the metrics whose template
+asks it (``ASKS_SCORE``: they, with a reason, are the domain ``score_reason``); G-Eval's
+template says not to quote the score and a custom metric's is not known, so for them no
+requirement asks it, and one note per file says so. Conversational test cases and metrics
+attached to trace spans are not imported: each is counted as skipped, with why.
 """
 
 from __future__ import annotations
@@ -67,7 +70,51 @@ HIGHER_IS_BETTER = frozenset(
         "Tool Correctness",
     }
 )
+# DeepEval 4.3.1's metrics whose reason template asks for "The score is <score> because …"
+# (`generate_reason`); the conversational ones are listed though their cases are skipped
+ASKS_SCORE = frozenset(
+    {
+        "Answer Relevancy",
+        "Argument Correctness",
+        "Audio Glitch",
+        "Bias",
+        "Contextual Precision",
+        "Contextual Recall",
+        "Contextual Relevancy",
+        "Conversation Completeness",
+        "Faithfulness",
+        "Hallucination",
+        "Knowledge Retention",
+        "MCP Task Completion",
+        "Misuse",
+        "Non-Advice",
+        "PII Leakage",
+        "Prompt Alignment",
+        "Role Adherence",
+        "Role Violation",
+        "Summarization",
+        "Tool Use",
+        "Topic Adherence",
+        "Toxicity",
+        "Transcription Accuracy",
+        "Turn Contextual Precision",
+        "Turn Contextual Recall",
+        "Turn Contextual Relevancy",
+        "Turn Faithfulness",
+        "Turn Relevancy",
+    }
+)
+ASKS_SCORE_SUFFIXES = (" [DAG]", " [ConversationalDAG]")  # a DAG's verdict node asks it too
 _STATED = re.compile(r"\bThe score is (\d+(?:\.\d+)?)\b")
+
+
+def asks_score(md: dict) -> bool:
+    """Whether a metric result's reason can address the score: DeepEval's template for the
+    metric asks it to state the score, and there is a reason."""
+    name, reason = md.get("name"), md.get("reason")
+    if not isinstance(name, str) or not isinstance(reason, str) or not reason:
+        return False
+    return name in ASKS_SCORE or name.endswith(ASKS_SCORE_SUFFIXES)
 
 
 def _direction(name: str, directions: dict[str, str | None]) -> str | None:
@@ -126,6 +173,28 @@ def read(path: Path, options: Options) -> Iterator[Imported | Skipped | Note]:
                 f"{file}: {prefix}conversationalTestCases[{i}]",
                 "conversational test cases are not imported",
             )
+    unasked = sorted(
+        {
+            md["name"]
+            for case in cases
+            if isinstance(case, dict) and isinstance(case.get("metricsData"), list)
+            for md in case["metricsData"]
+            if isinstance(md, dict)
+            and isinstance(md.get("name"), str)
+            and isinstance(md.get("reason"), str)
+            and md["reason"]
+            and not asks_score(md)
+        }
+    )
+    if unasked:
+        names = ", ".join(f"`{show(n)}`" for n in unasked)
+        whose = "this metric's reason" if len(unasked) == 1 else "these metrics' reasons"
+        yield Note(
+            file,
+            f"{names}: DeepEval does not ask {whose} to state the score (G-Eval's template"
+            " says not to; a custom metric's is not known), so whether a reason states the"
+            " reported score was not checked there",
+        )
     unread = sorted(name for name, d in directions.items() if d is None)
     if unread:
         names = ", ".join(f"`{show(n)}`" for n in unread)
@@ -225,7 +294,10 @@ def _case(
             sources=sources,
             verdict="PASS" if success else "FAIL",
             id=name or f"{file}#{i}",
-            domains={"metric": [f"m{j}" for j in range(len(metrics))]},
+            domains={
+                "metric": [f"m{j}" for j in range(len(metrics))],
+                "score_reason": [f"m{j}" for j, md in enumerate(metrics) if asks_score(md)],
+            },
             limits=options.limits,
         )
         by = rule_by(NAME)
@@ -249,9 +321,9 @@ def _case(
                     explanation=f"`{md['name']}` succeeds when score {direction} threshold: "
                     f"{num(score)} {direction if ok else _negate(direction)} {num(thr)}",
                 )
-            reason = md.get("reason") if isinstance(md.get("reason"), str) else ""
-            if not reason:
-                continue
+            if not asks_score(md):
+                continue  # no requirement asks this reason for the score (module doc)
+            reason = md["reason"]
             stated = _STATED.search(reason)
             if stated is None:
                 b.annotate(

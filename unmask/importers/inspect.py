@@ -1,20 +1,23 @@
-"""The `inspect` importer: model-graded scores of an Inspect log in JSON (`.json`).
+"""The `inspect` importer: model-graded scores of an Inspect log, `.eval` or `.json`.
 
 Contract: for every sample (and epoch) of the log, each score from ``model_graded_fact``
-or ``model_graded_qa`` becomes a replay of ``protocols/inspect.proto``. The rationale is
-the grader's own ``explanation``, unchanged; the response is the sample's output message;
-the context is the task input and the target (documented in ``docs/importers.md``).
-Derived by rule: ``says_correct`` from the last ``GRADE: X`` the explanation writes (the
-rule Inspect's default pattern applies), ``one_grade`` from whether every grade written is
-the same, ``graded_response`` from whether the score's ``answer`` is the response, and,
-for each phrase the explanation puts in quotation marks, ``quotes`` (TRUE, quoting it) and
-``said`` (TRUE where it occurs where the explanation places it: in the response when the
-words before the quote speak of the submission, else in the response or the context; FALSE
-only when the response, the task and the target are all present and it is not there).
-Verdicts are binary until multi-label protocols exist: C is PASS, I is FAIL; a P (partial
-credit), an unscored sample, or another scorer is skipped with the reason. `.eval` logs are
-refused with a hint to convert them (`inspect log convert --to json`). A score whose quoted
-phrases would need more than ``MAX_LOOKUP`` characters searched is skipped with that reason.
+or ``model_graded_qa`` becomes a replay of ``protocols/inspect.proto``. The log is Inspect's
+default `.eval` (a zip archive: its ``samples/*.json`` members are read through
+``archive.Archive``, bounded, and the last member of a name wins, as Inspect reads them) or
+its JSON format (the array ``samples``); samples are taken in Inspect's order (epoch, then
+id), so both formats of one log give the same replays. The rationale is the grader's own
+``explanation``, unchanged; the response is the sample's output message; the context is the
+task input and the target (documented in ``docs/importers.md``). The verdict is the score's
+grade, ``C``, ``P`` (partial credit) or ``I``. Derived by rule: ``says_correct`` and
+``says_partial`` from the last ``GRADE: X`` the explanation writes (the rule Inspect's
+default pattern applies), ``one_grade`` from whether every grade written is the same,
+``graded_response`` from whether the score's ``answer`` is the response, and, for each
+phrase the explanation puts in quotation marks, ``quotes`` (TRUE, quoting it) and ``said``
+(TRUE where it occurs where the explanation places it: in the response when the words
+before the quote speak of the submission, else in the response or the context; FALSE only
+when the response, the task and the target are all present and it is not there). An
+unscored sample or another scorer is skipped with the reason. A score whose quoted phrases
+would need more than ``MAX_LOOKUP`` characters searched is skipped with that reason.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from unmask.builder import ReplayBuilder
+from unmask.files import read_bytes
 from unmask.importers import (
     PROTOCOLS,
     Imported,
@@ -32,16 +36,17 @@ from unmask.importers import (
     Options,
     Skipped,
     build,
+    is_number,
     not_the_format,
-    read_array,
     rule_by,
 )
-from unmask.jsonload import show
+from unmask.importers.archive import Archive
+from unmask.jsonload import parse_json_bytes, show
 
 NAME = "inspect"
 PROTOCOL = PROTOCOLS / "inspect.proto"
 SCORERS = ("model_graded_fact", "model_graded_qa")
-VERDICT = {"C": "PASS", "I": "FAIL"}
+VERDICTS = ("C", "P", "I")
 
 # Inspect's grade token: `GRADE` as a word, a colon, one of C, P, I (case-insensitive)
 _SPACING = r"[\s\u200b\u200c\u200d\u200e\u200f\u2060\u2063\ufeff]*"
@@ -60,22 +65,59 @@ MAX_LOOKUP = 1_000_000_000
 
 
 def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
-    file = str(path)
-    if path.suffix == ".eval":
-        raise not_the_format(
-            file,
-            "`.eval` logs are not read yet",
-            help="convert it with `inspect log convert --to json`",
-        )
-    _, samples = read_array(path, options, "samples", "an Inspect log with samples")
     proto = PROTOCOL.read_text(encoding="utf-8")
-    for i, sample in enumerate(samples):
-        where = f"{file}: samples[{i}]"
+    for where, sample in _samples(path, options):
         if not isinstance(sample, dict) or not isinstance(sample.get("scores"), dict):
             yield Skipped(f"{where}.scores", "no scores")
             continue
         for scorer, score in sample["scores"].items():
             yield _score(proto, f"{where}.scores.{scorer}", sample, scorer, score, options)
+
+
+def _samples(path: Path, options: Options) -> list[tuple[str, Any]]:
+    """Each sample and where it is (a JSON path, or an archive member), in Inspect's order."""
+    file = str(path)
+    data = read_bytes(path, options.limits, file)
+    if data[:4] not in (b"PK\x03\x04", b"PK\x05\x06"):
+        if path.suffix == ".eval":
+            raise not_the_format(file, "not an Inspect `.eval` log: not a zip archive")
+        doc = parse_json_bytes(data, file, options.limits)
+        samples = doc.get("samples") if isinstance(doc, dict) else None
+        if not isinstance(samples, list):
+            raise not_the_format(
+                file, "not an Inspect log with samples: expected an array at `samples`", "samples"
+            )
+        found = [(f"{file}: samples[{i}]", s) for i, s in enumerate(samples)]
+    else:
+        archive = Archive(data, file, options.limits)
+        # a sample logged again (a requeued sample) is a second member of the same name:
+        # Inspect reads the last one
+        members = {m.filename: m for m in archive.members if _is_sample(m.filename)}
+        if not members and not any(m.filename == "header.json" for m in archive.members):
+            raise not_the_format(
+                file, "not an Inspect `.eval` log: no `header.json` and no `samples/` member"
+            )
+        found = []
+        for name, info in members.items():
+            where = f"{file}: member `{show(name, 200)}`"
+            found.append((where, parse_json_bytes(archive.read(info), where, options.limits)))
+    # Inspect's order (`sort_samples`): by epoch, then by id (a number as 20 digits); a
+    # value of another kind sorts after, by its JSON spelling, so nothing fails to compare
+    return sorted(found, key=lambda ws: _order(ws[1]))
+
+
+def _is_sample(name: str) -> bool:
+    """A sample of a `.eval` log (`samples/{id}_epoch_{epoch}.json`), as Inspect finds them."""
+    return name.startswith("samples/") and name.endswith(".json")
+
+
+def _order(sample: Any) -> tuple:
+    if not isinstance(sample, dict):
+        return (1, "", 1, "")
+    epoch, sid = sample.get("epoch"), sample.get("id")
+    e = (0, epoch) if is_number(epoch) else (1, show(epoch, 10**9))
+    i = sid if isinstance(sid, str) else str(sid).zfill(20) if is_number(sid) else show(sid)
+    return (*e, 0, i)
 
 
 def _text(v: Any) -> str | None:
@@ -106,10 +148,8 @@ def _score(
     if not isinstance(score, dict):
         return Skipped(where, f"expected a score object, found `{show(score)}`")
     value = score.get("value")
-    if value == "P":
-        return Skipped(f"{where}.value", "partial credit (`P`) needs a three-label verdict")
-    if value not in VERDICT:
-        return Skipped(f"{where}.value", f"not scored C or I (found `{show(value)}`)")
+    if value not in VERDICTS:
+        return Skipped(f"{where}.value", f"not scored C, P or I (found `{show(value)}`)")
     explanation = score.get("explanation")
     if not isinstance(explanation, str) or not explanation:
         return Skipped(f"{where}.explanation", "no explanation to check")
@@ -148,7 +188,7 @@ def _score(
         b = ReplayBuilder(
             proto,
             sources=sources,
-            verdict=VERDICT[value],
+            verdict=value,
             id=f"{sid}/{epoch}/{scorer}",
             domains={"quoted": [f"q{k}" for k in range(len(phrases))]},
             limits=options.limits,
@@ -158,6 +198,14 @@ def _score(
         b.annotate(
             "says_correct",
             last.group(1).upper() == "C",
+            quote=last.group(0),
+            occurrence=occurrences.at(last.group(0), last.start()),
+            by=by,
+            explanation="the last grade written",
+        )
+        b.annotate(
+            "says_partial",
+            last.group(1).upper() == "P",
             quote=last.group(0),
             occurrence=occurrences.at(last.group(0), last.start()),
             by=by,

@@ -1,9 +1,10 @@
 """Regenerate this folder's DeepEval run with DeepEval itself, offline.
 
 The judge is a `DeepEvalBaseLLM` subclass that answers every prompt with fixed JSON (no
-network): Hallucination verdicts and a reason, and an Answer Relevancy reading. Two test
-cases: one whose answer agrees with its context (Hallucination passes) and one whose
-answer contradicts it (Hallucination fails). Run with a Python that has `deepeval`:
+network): Hallucination verdicts and a reason, an Answer Relevancy reading, and a G-Eval
+("Correctness") score and reason, which DeepEval's template tells not to quote the score.
+Two test cases: one whose answer agrees with its context (Hallucination passes) and one
+whose answer contradicts it (Hallucination fails). Run with a Python that has `deepeval`:
 
     python tests/data/importers/deepeval-generated/regenerate.py [OUT_DIR]
 
@@ -26,9 +27,9 @@ os.environ.setdefault("DEEPEVAL_DISABLE_DOTENV", "1")
 
 from deepeval import evaluate
 from deepeval.evaluate.configs import AsyncConfig, DisplayConfig
-from deepeval.metrics import AnswerRelevancyMetric, HallucinationMetric
+from deepeval.metrics import AnswerRelevancyMetric, GEval, HallucinationMetric
 from deepeval.models import DeepEvalBaseLLM
-from deepeval.test_case import LLMTestCase
+from deepeval.test_case import LLMTestCase, LLMTestCaseParams
 
 
 class FixedJudge(DeepEvalBaseLLM):
@@ -42,6 +43,15 @@ class FixedJudge(DeepEvalBaseLLM):
 
     def _answer(self, prompt: str) -> str:
         wrong = "Lyon" in prompt
+        if "evaluation steps" in prompt.lower():  # G-Eval: a 0-10 score and a reason
+            return json.dumps(
+                {
+                    "score": 2 if wrong else 9,
+                    "reason": "The answer names Lyon, not Paris, as the capital."
+                    if wrong
+                    else "The answer names Paris as the capital, as it should.",
+                }
+            )
         if '"verdicts"' in prompt and "context" in prompt.lower() and "statements" not in prompt:
             verdict = "no" if wrong else "yes"
             return json.dumps(
@@ -88,6 +98,13 @@ def main() -> None:
     metrics = [
         HallucinationMetric(model=judge, threshold=0.5),
         AnswerRelevancyMetric(model=judge, threshold=0.5),
+        GEval(
+            name="Correctness",
+            evaluation_steps=["Check that the actual output names the right capital."],
+            evaluation_params=[LLMTestCaseParams.INPUT, LLMTestCaseParams.ACTUAL_OUTPUT],
+            model=judge,
+            threshold=0.5,
+        ),
     ]
     cwd = os.getcwd()
     with tempfile.TemporaryDirectory() as work:

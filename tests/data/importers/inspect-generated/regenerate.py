@@ -1,14 +1,22 @@
-"""Regenerate this folder's Inspect log with Inspect itself, offline.
+"""Regenerate this folder's Inspect logs with Inspect itself, offline.
 
 The model under test and the grader are Inspect's `mockllm/model` with fixed outputs (each
-with a `usage`, so Inspect counts no tokens itself). The one sample is the case of issue 23:
-the answer names Buzz Aldrin, the target Neil Armstrong, and the grader writes
-`The submission names "Neil Armstrong" as required. GRADE: C`: a wrong PASS backed by a
-quote of the target, not of the submission. Run with a Python that has `inspect-ai`:
+with a `usage`, so Inspect counts no tokens itself), and samples run one at a time, so each
+output goes to its sample. Two tasks:
+
+- `moon`: the case of issue 23. The answer names Buzz Aldrin, the target Neil Armstrong,
+  and the grader writes `The submission names "Neil Armstrong" as required. GRADE: C`: a
+  wrong PASS backed by a quote of the target, not of the submission.
+- `partial`: `model_graded_fact(partial_credit=True)`, three samples graded C, P and I.
+
+Each run is written as Inspect writes it by default (`.eval`, a zip archive of zstd
+members) and converted to Inspect's JSON log format, as `inspect log convert --to json`
+does, so both files hold the same run. Run with a Python that has `inspect-ai`:
 
     python tests/data/importers/inspect-generated/regenerate.py [OUT_DIR]
 
-It writes `moon.json` (Inspect's JSON log format) and `VERSION` (the inspect-ai version).
+It writes `moon.eval`, `moon.json`, `partial.eval`, `partial.json` and `VERSION` (the
+inspect-ai version).
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from pathlib import Path
 
 from inspect_ai import Task, eval, task
 from inspect_ai.dataset import Sample
+from inspect_ai.log import read_eval_log, write_eval_log
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 from inspect_ai.scorer import model_graded_fact
 from inspect_ai.solver import generate
@@ -32,12 +41,13 @@ def _output(text: str) -> ModelOutput:
     return out
 
 
+def _mock(*texts: str):  # type: ignore[no-untyped-def]
+    return get_model("mockllm/model", custom_outputs=[_output(t) for t in texts])
+
+
 @task
 def moon() -> Task:
-    grader = get_model(
-        "mockllm/model",
-        custom_outputs=[_output('The submission names "Neil Armstrong" as required. GRADE: C')],
-    )
+    grader = _mock('The submission names "Neil Armstrong" as required. GRADE: C')
     return Task(
         dataset=[Sample(id="moon", input="Who first walked on the Moon?", target="Neil Armstrong")],
         solver=generate(),
@@ -45,16 +55,67 @@ def moon() -> Task:
     )
 
 
+MOON_ANSWERS = ("Buzz Aldrin was the first to walk on it.",)
+
+PARTIAL = [
+    (
+        Sample(
+            id="a-full",
+            input="Which planet is the largest, and is it a gas giant?",
+            target="Jupiter; it is a gas giant.",
+        ),
+        "Jupiter is the largest planet, and it is a gas giant.",
+        'The submission says "Jupiter is the largest planet" and that it is a gas giant,'
+        " as the expert answer does. GRADE: C",
+    ),
+    (
+        Sample(
+            id="b-partial",
+            input="What is the capital of Australia, and in which territory does it lie?",
+            target="Canberra, in the Australian Capital Territory.",
+        ),
+        "The capital is Canberra.",
+        'The submission names "Canberra" but not the Australian Capital Territory.'
+        " It is partly correct. GRADE: P",
+    ),
+    (
+        Sample(
+            id="c-wrong",
+            input="Who wrote Hamlet?",
+            target="William Shakespeare.",
+        ),
+        "Hamlet was written by Christopher Marlowe.",
+        'The submission names "Christopher Marlowe", not William Shakespeare. GRADE: I',
+    ),
+]
+
+
+@task
+def partial() -> Task:
+    return Task(
+        dataset=[s for s, _, _ in PARTIAL],
+        solver=generate(),
+        scorer=model_graded_fact(partial_credit=True, model=_mock(*(g for _, _, g in PARTIAL))),
+    )
+
+
+def _run(t: Task, answers: tuple[str, ...], name: str, out: Path) -> None:
+    with tempfile.TemporaryDirectory() as logs:
+        (log,) = eval(
+            t, model=_mock(*answers), log_dir=logs, display="none", max_samples=1, max_tasks=1
+        )  # the default log format: `.eval`
+        assert log.location.endswith(".eval"), log.location
+        shutil.copyfile(log.location, out / f"{name}.eval")
+        # what `inspect log convert --to json` writes: the same run, in JSON
+        write_eval_log(read_eval_log(log.location), str(out / f"{name}.json"), format="json")
+
+
 def main() -> None:
     here = Path(__file__).resolve().parent
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else here
-    model = get_model(
-        "mockllm/model", custom_outputs=[_output("Buzz Aldrin was the first to walk on it.")]
-    )
-    with tempfile.TemporaryDirectory() as logs:
-        (log,) = eval(moon(), model=model, log_dir=logs, log_format="json", display="none")
-        out.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(log.location, out / "moon.json")
+    out.mkdir(parents=True, exist_ok=True)
+    _run(moon(), MOON_ANSWERS, "moon", out)
+    _run(partial(), tuple(a for _, a, _ in PARTIAL), "partial", out)
     (out / "VERSION").write_text(f"inspect-ai {version('inspect-ai')}\n", encoding="utf-8")
 
 
