@@ -171,3 +171,28 @@ def test_the_report_is_the_same_on_every_backend(tmp_path: Path) -> None:
         assert report.pop("backend").startswith(b.split(":")[0])
         reports[b] = report
     assert all(r == reports["z3"] for r in reports.values())
+
+
+def test_the_builder_writes_a_whole_reading_and_the_validator_holds_it() -> None:
+    from unmask.builder import ReplayBuilder
+
+    def builder() -> ReplayBuilder:
+        b = ReplayBuilder(
+            PROTO, sources={"context": CONTEXT, "rationale": RATIONALE}, verdict="PASS", id="w"
+        )
+        return b.annotate("says", True, quote=RATIONALE)
+
+    built = (
+        builder()
+        .annotate("backed", False, read_whole="context", by={"kind": "human", "name": "ana"})
+        .build()
+    )
+    assert built["annotations"][1]["evidence"] == [WHOLE]
+    with pytest.raises(UnmaskError) as err:  # a model's unchecked reading is no reading
+        builder().annotate("backed", False, read_whole="context", by={"kind": "model"}).build()
+    assert [d.code for d in err.value.diagnostics] == ["evidence-read"]
+    with pytest.raises(UnmaskError) as err:
+        builder().annotate("backed", False, read_whole="rationale", by={"kind": "human"})
+    (d,) = err.value.diagnostics
+    assert d.path == "annotations[1].evidence[0].source"
+    assert d.message == "`rationale` is no source of this replay that backs a `context` atom"
