@@ -196,3 +196,12 @@ def test_the_builder_writes_a_whole_reading_and_the_validator_holds_it() -> None
     (d,) = err.value.diagnostics
     assert d.path == "annotations[1].evidence[0].source"
     assert d.message == "`rationale` is no source of this replay that backs a `context` atom"
+
+
+def test_two_sources_read_whole_are_two_entries_and_one_problem_is_said_once() -> None:
+    obj = _with(evidence=[dict(WHOLE), {"source": "response", "read": "whole"}])
+    obj["sources"]["response"] = "The bridge is made of wood."
+    replay = replay_from_obj(copy.deepcopy(obj))
+    assert [e.source for e in replay.annotations[1].evidence] == ["context", "response"]
+    obj["annotations"][1]["value"] = "TRUE"
+    assert [c for c, _, _ in _errors(obj)] == ["evidence-read"]

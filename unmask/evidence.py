@@ -208,8 +208,10 @@ def _annotation(
             ev = _evidence(r, e, f"{p}.evidence[{j}]", role, sources, bad_sources, encoded)
             if ev is not None:
                 evidence.append(ev)
-            if isinstance(e, dict) and "read" in e:
-                _whole_reader(r, a, f"{p}.evidence[{j}]", p, value, by)
+        # the reader and the value are the annotation's: said once, at the first reading
+        whole = [j for j, e in enumerate(ev_raw) if isinstance(e, dict) and "read" in e]
+        if whole:
+            _whole_reader(r, a, f"{p}.evidence[{whole[0]}]", p, value, by)
     if name is not None and value is not None:
         return Annotation(name, value, tuple(evidence), explanation, i, by)
     return None
