@@ -167,3 +167,25 @@ def test_the_quickstart_finds_what_the_hand_annotated_run_finds(quickstart, tmp_
         assert ours[rid]["overall"] == theirs["overall"], rid
         assert violated(ours[rid]) == violated(theirs), rid
     assert violated(reference["r3"])  # the comparison compares something
+
+
+def test_a_bad_hand_annotation_is_named_and_nothing_is_written(quickstart, tmp_path) -> None:
+    replays = tmp_path / "replays"
+    shutil.copytree(quickstart["dir"] / "replays", replays)
+    before = {p.name: p.read_bytes() for p in replays.iterdir()}
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        '{"replay": "r9", "atom": "backed(creator)", "value": "TRUE", "read": "context"}\n'
+        '{"replay": "r9", "atom": "backed(released)", "value": "TRUE", "quote": "in 1992"}\n'
+        "not json\n",
+        encoding="utf-8",
+    )
+    res = run(f"python annotate.py {replays} {bad} --reader ana", EXAMPLE)
+    assert res.returncode == 4
+    assert f"{bad}:2: the quote is not in `context`" in res.stderr
+    assert f"{bad}:3: not JSON" in res.stderr
+    assert (
+        "annotations[7].evidence[0].read: error: a reading of a whole source backs only a FALSE"
+        " annotation, not `TRUE`" in res.stderr
+    )
+    assert {p.name: p.read_bytes() for p in replays.iterdir()} == before

@@ -92,7 +92,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         where = f"{args.annotations}:{n}"
         try:
-            line = json.loads(raw)
+            try:
+                line = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"not JSON ({exc.msg}, column {exc.colno})") from None
             if not isinstance(line, dict):
                 raise ValueError("expected a JSON object")
             if line.get("replay") not in files:
@@ -100,14 +103,15 @@ def main(argv: list[str] | None = None) -> int:
             path, obj = files[line["replay"]]
             _put(obj, _annotation(line, obj, args.reader))
             changed[line["replay"]] = (path, obj)
-        except ValueError as exc:  # json.JSONDecodeError is one
+        except ValueError as exc:
             _problem(where, str(exc))
             bad += 1
     for path, obj in changed.values():
         try:  # the replay must still be valid: an atom the protocol lacks, a FALSE read …
             replay_from_obj(obj, file=str(path), base_dir=path.parent)
         except UnmaskError as exc:
-            print(render_error(exc), file=sys.stderr, end="")
+            text = render_error(exc)
+            print(text, file=sys.stderr, end="" if text.endswith("\n") else "\n")
             bad += 1
     if bad:
         _problem(str(args.annotations), f"{bad} problems; nothing written")
