@@ -189,3 +189,12 @@ def test_a_bad_hand_annotation_is_named_and_nothing_is_written(quickstart, tmp_p
         " annotation, not `TRUE`" in res.stderr
     )
     assert {p.name: p.read_bytes() for p in replays.iterdir()} == before
+
+
+def test_the_protocol_the_doc_shows_is_the_one_it_runs() -> None:
+    doc = DOC.read_text(encoding="utf-8")
+    shown = re.search(r"```\n(domain claim\n.*?)```", doc, re.S)
+    assert shown is not None
+    proto = (EXAMPLE / "rag.proto").read_text(encoding="utf-8").splitlines()
+    for line in shown.group(1).splitlines():
+        assert not line or line in proto, line
