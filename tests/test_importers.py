@@ -593,6 +593,17 @@ def test_jsonl_records_become_replays_through_the_mapping(tmp_path):
         assert z3["gold"] == "FAIL"
 
 
+def test_jsonl_passages_with_ids_become_lines_named_by_them(tmp_path):
+    rec = {
+        **RECORDS[0],
+        "evidence": [{"id": "p1", "text": "Alice joined ACME."}, {"id": "p2", "text": "Bob."}],
+    }
+    out = tmp_path / "out"
+    res = imp("jsonl", jsonl(tmp_path, [json.dumps(rec)]), out, "--mapping", str(mapping(tmp_path)))
+    assert res.exit_code == 0, res.stderr
+    assert replay(out, "q1")["sources"]["context"] == "[p1] Alice joined ACME.\n[p2] Bob."
+
+
 def test_jsonl_repeated_ids_get_distinct_stable_names(tmp_path):
     src = jsonl(tmp_path, [json.dumps(RECORDS[1]), json.dumps(RECORDS[1])])
     out = tmp_path / "out"
@@ -620,6 +631,11 @@ def test_jsonl_item_and_default_ids(tmp_path):
         (json.dumps({**RECORDS[0], "judge": {"label": "yes"}}), "judge.explanation", "missing"),
         (json.dumps({**RECORDS[0], "human": "maybe"}), "human", "not in the gold map"),
         (json.dumps({**RECORDS[0], "evidence": 3}), "evidence", "expected text"),
+        (
+            json.dumps({**RECORDS[0], "evidence": [{"id": "p 1", "text": "a"}]}),
+            "evidence",
+            "passages with distinct ids",
+        ),
         (json.dumps({**RECORDS[0], "joined": False}), "joined", "not in the value map"),
         (json.dumps({**RECORDS[0], "joined_quote": 5}), "joined_quote", "expected the quoted"),
         (

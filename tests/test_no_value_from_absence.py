@@ -317,6 +317,20 @@ def test_every_importer_is_covered() -> None:
     assert {c[0] for c in CASES} == set(IMPORTERS)
 
 
+@pytest.mark.parametrize(("importer", "name", "load", "write"), CASES, ids=[c[1] for c in CASES])
+def test_no_importer_writes_a_reading_of_a_whole_source(
+    tmp_path: Path, importer: str, name: str, load, write
+) -> None:
+    # `{"source": S, "read": "whole"}` is a FALSE from absence; only a reviewed reader's
+    # annotation may rest on it (docs/replay-format.md), never a producer's
+    src, options = write(tmp_path, load())
+    imported = [r for r in get(importer).read(src, options) if isinstance(r, Imported)]
+    assert imported
+    for rec in imported:
+        for a in rec.replay["annotations"]:
+            assert all("read" not in e for e in a.get("evidence", [])), (rec.replay["id"], a)
+
+
 def test_the_wice_marks_that_matter_are_among_the_cuts() -> None:
     # the WiCE input's cuts include every entry of every `oracle_idx`, one at a time
     outputs, gold = next(c for c in CASES if c[0] == "wice")[2]()

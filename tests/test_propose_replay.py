@@ -6,12 +6,13 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from unmask.builder import ReplayBuilder
 from unmask.cli.main import main
 from unmask.importers import PROTOCOLS
-from unmask.propose.replay import context_lines
+from unmask.propose.replay import passage_of, passages
 from unmask.replay import load_replay
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -193,9 +194,10 @@ def test_check_reports_what_rests_on_proposals(tmp_path: Path):
 
 
 def test_a_context_not_in_lines_abstains(tmp_path: Path):
-    assert context_lines("line 1: a\nline 2: b\n") == {1: (8, "a"), 2: (18, "b")}
-    assert context_lines("line 1: a\nsome prose") is None
-    assert context_lines("line 1: a\nline 1: b") is None
+    assert passages("line 1: a\nline 2: b\n") == {"1": (8, "a"), "2": (18, "b")}
+    assert passages("line 1: a\nsome prose") is None
+    assert passages("line 1: a\nline 1: b") is None
+    assert passages("[1] a\nline 2: b") is None  # one form throughout
     b = ReplayBuilder(
         PROTOCOLS / "wice.proto",
         sources={"rationale": RATIONALE, "response": CLAIM, "context": "She was born in 1909."},
@@ -206,7 +208,7 @@ def test_a_context_not_in_lines_abstains(tmp_path: Path):
     b.write(src)
     res = run("replay", str(src), "-o", str(tmp_path / "out.json"))
     assert res.exit_code == 0
-    assert "is not lines of the form `line N: …`" in res.output
+    assert "`context` is not passages, one a line, each after an id such as `[1]`" in res.output
     assert "supports(s1)" not in annotations(tmp_path / "out.json")
 
 
@@ -284,3 +286,51 @@ def test_rules_for_another_protocol_say_so_instead_of_filling_nothing(tmp_path: 
     rules.write_text(json.dumps(CITES_RULES), encoding="utf-8")
     res = run("replay", str(wice_replay(tmp_path)), "--rules", str(rules))
     assert "declares none of them" not in res.output
+
+
+# --- passages in any of the forms importers write ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("context", "member"),
+    [
+        # `unmask import jsonl` / `structured` write a list of passages as `[1] …`
+        ("\n".join(f"[{k}] {t}" for k, t in enumerate(LINES.values(), start=1)), "p"),
+        # a RAG pipeline's own passage ids, named by the members themselves
+        ("\n".join(f"[p{k}] {t}" for k, t in enumerate(LINES.values(), start=1)), "p"),
+        ("\n".join(f"Passage {k}: {t}" for k, t in enumerate(LINES.values(), start=1)), "d"),
+        ("\n".join(f"p{k}: {t}" for k, t in enumerate(LINES.values(), start=1)), "p"),
+    ],
+)
+def test_the_claim_proposer_reads_passages_in_other_forms(tmp_path: Path, context, member):
+    # before, only WiCE's `line N: …` was read and every other form abstained
+    b = ReplayBuilder(
+        PROTO,
+        sources={"rationale": "Passages 2 and 4 say so.", "response": CLAIM, "context": context},
+        verdict="PASS",
+        domains={"line": [f"{member}{k}" for k in range(1, len(LINES) + 1)]},
+    )
+    src = tmp_path / "r.json"
+    b.write(src)
+    out = tmp_path / "out.json"
+    res = run("replay", str(src), "-o", str(out), "--proposer", "claims-lexical")
+    assert res.exit_code == 0, res.output
+    anns = annotations(out)
+    text = json.loads(out.read_text(encoding="utf-8"))["sources"]["context"]
+    for k, n in ((2, 3), (4, 8)):  # the birth line and the death line
+        a = anns[f"backs({member}{k})"]
+        assert a["value"] == "TRUE"
+        (ev,) = a["evidence"]
+        assert text[ev["start"] : ev["end"]] == ev["quote"] and ev["quote"] in LINES[n]
+    assert all(a["value"] != "FALSE" for a in anns.values())
+    load_replay(out)
+
+
+def test_a_member_names_a_passage_by_its_id_or_its_number() -> None:
+    assert passage_of("p1", ["p1", "p2"]) == "p1"
+    assert passage_of("s2", ["1", "2"]) == "2"
+    assert passage_of("p02", ["1", "2"]) == "2"
+    assert passage_of("p3", ["1", "2"]) is None
+    assert passage_of("cto", ["1", "2"]) is None
+    assert passages("[p1] a\n\n[p2] b") == {"p1": (5, "a"), "p2": (13, "b")}
+    assert passages("p1: a\np1: b") is None  # an id twice is not a list of passages

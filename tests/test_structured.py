@@ -304,6 +304,11 @@ SKIPS = {
         "not a source a record gives",
     ),
     "gold not a label": (lambda r: r.update(gold="yes"), "field `gold`", "found `yes`"),
+    "a passage id twice": (
+        lambda r: r["sources"].update(context=[{"id": "p1", "text": "a"}] * 2),
+        "field `sources.context`",
+        'expected text, an array of texts or of `{"id", "text"}` passages with distinct ids',
+    ),
 }
 
 
@@ -446,3 +451,21 @@ def test_text_that_would_act_on_a_terminal_is_escaped_in_both_emits(tmp_path: Pa
         assert res.exit_code == 0, res.stderr
         assert "\u202e" not in res.stdout and "\x1b" not in res.stdout
         assert "\\u202e" in res.stdout
+
+
+def test_passages_with_their_own_ids_keep_them(tmp_path: Path):
+    # a retriever's ids (`doc3.2`) name the passages in the replay, so a quote, a reader and
+    # the claim proposer can name the passage, not only its position
+    rec = records(HONEST)[0]
+    rec["sources"]["context"] = [
+        {"id": "doc3.2", "text": "Alice joined ACME in 2024."},
+        {"id": "doc7.1", "text": "Bob is the CTO."},
+    ]
+    out = tmp_path / "o"
+    assert imp(write_lines(tmp_path, [rec]), out, "--protocol", str(PROTO)).exit_code == 0
+    (path,) = out.iterdir()
+    replay = json.loads(path.read_text(encoding="utf-8"))
+    assert (
+        replay["sources"]["context"]
+        == "[doc3.2] Alice joined ACME in 2024.\n[doc7.1] Bob is the CTO."
+    )

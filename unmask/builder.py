@@ -8,7 +8,9 @@ bytes). A quote that is absent, ambiguous, or allowed in no source raises ``Unma
 at once, naming the closest match where there is one. ``build`` returns the replay as a
 JSON-ready dict only after the replay validator accepted it; ``write`` saves it atomically.
 Optional fields (``gold``, ``domains``, ``item``, ``judge``, an annotation's ``by`` and
-``explanation``) appear in the replay only when given. Imports nothing above the replay layer.
+``explanation``) appear in the replay only when given. ``read_whole=SOURCE`` records a reading
+of all of a source instead of a quote (a reviewed reader's FALSE: ``docs/replay-format.md``).
+Imports nothing above the replay layer.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.jsonload import show
 from unmask.limits import DEFAULT_LIMITS, Limits
 from unmask.outputs import write_bytes
-from unmask.replaydata import EVIDENCE_SOURCES, VALUES
+from unmask.replaydata import EVIDENCE_SOURCES, VALUES, WHOLE
 
 __all__ = ["ReplayBuilder"]
 
@@ -150,13 +152,16 @@ class ReplayBuilder:
         occurrence: int | Sequence[int | None] | None = None,
         by: Mapping[str, Any] | None = None,
         explanation: str | None = None,
+        read_whole: str | Sequence[str] | None = None,
     ) -> ReplayBuilder:
         """Annotate ``atom``; each quote becomes one evidence span. Returns the builder.
 
         ``occurrence`` (0-based) picks one match when a quote occurs more than once; with
         several quotes it is a sequence, one entry (or None) per quote. Without ``source``
         the quote is looked up in every source the atom's role allows, and must be found in
-        exactly one place.
+        exactly one place. ``read_whole`` names the source(s) a reader read in full and found
+        nothing in that says the atom holds: the evidence of a FALSE that no quote can show,
+        valid only with a ``by`` of a reviewed reader (checked when the replay is built).
         """
         path = f"annotations[{len(self._annotations)}]"
         decl = self.protocol.atom(atom) if isinstance(atom, str) else None
@@ -194,7 +199,14 @@ class ReplayBuilder:
                 )
         else:
             picks = [occurrence] * len(quotes)
-        if val != "UNKNOWN" and not quotes:
+        wholes: list[Any] = (
+            []
+            if read_whole is None
+            else [read_whole]
+            if isinstance(read_whole, str)
+            else list(read_whole)
+        )
+        if val != "UNKNOWN" and not quotes and not wholes:
             raise _error(
                 "no-evidence",
                 f"a `{val}` annotation of `{atom}` needs a quote",
@@ -206,6 +218,15 @@ class ReplayBuilder:
             self._locate(q, source, pick, decl.role, allowed, f"{path}.evidence[{j}]")
             for j, (q, pick) in enumerate(zip(quotes, picks, strict=True))
         ]
+        for j, s in enumerate(wholes, start=len(evidence)):
+            if s not in allowed or s not in self.sources:
+                raise _error(
+                    "evidence-source",
+                    f"`{show(s)}` is no source of this replay that backs a `{decl.role}` atom",
+                    f"{path}.evidence[{j}].source",
+                    help="read one of " + ", ".join(f"`{x}`" for x in allowed if x in self.sources),
+                )
+            evidence.append({"source": s, "read": WHOLE})
         ann: dict[str, Any] = {"atom": atom, "value": val, "evidence": evidence}
         if explanation is not None:
             ann["explanation"] = explanation

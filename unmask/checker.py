@@ -219,7 +219,7 @@ class _Run:
                 part,
                 name,
                 ann.value,
-                tuple(Quote(e.source, e.start, e.end, e.quote) for e in ann.evidence),
+                tuple(Quote.of(e) for e in ann.evidence),
                 ann.explanation,
                 ann.by,
             )

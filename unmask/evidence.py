@@ -9,7 +9,10 @@ UTF-16 code units, the error says so, and when the quote occurs elsewhere it say
 The ``protocol`` text is never evidence, and ``reference`` (a reading made outside the judge)
 is evidence for ``context`` atoms only. An annotation's ``by`` is an object with ``kind``
 (required), ``name`` and ``reviewed``; unlike elsewhere, an unknown key in it is an error,
-since a misspelt ``reviewed`` would silently trust an annotation.
+since a misspelt ``reviewed`` would silently trust an annotation. An evidence entry
+``{"source": S, "read": "whole"}`` is a reading of all of source S that found nothing saying
+the atom holds: it backs only a FALSE annotation whose ``by`` names a reviewed reader, so a
+FALSE from absence always comes from an explicit, reviewed reading, never from a missing quote.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from unmask.replaydata import (
     PROVENANCE_KINDS,
     SOURCES,
     VALUES,
+    WHOLE,
     Annotation,
     Evidence,
     Provenance,
@@ -32,6 +36,7 @@ from unmask.replaydata import (
 # `review`: what an annotation was before `unmask review` changed it; kept, never read
 ANNOTATION_KEYS = ("atom", "value", "evidence", "explanation", "by", "review")
 EVIDENCE_KEYS = ("source", "start", "end", "quote")
+WHOLE_KEYS = ("source", "read")
 PROVENANCE_KEYS = ("kind", "name", "reviewed")
 _KINDS_HELP = "a kind is " + ", ".join(f"`{k}`" for k in PROVENANCE_KINDS)
 
@@ -203,9 +208,41 @@ def _annotation(
             ev = _evidence(r, e, f"{p}.evidence[{j}]", role, sources, bad_sources, encoded)
             if ev is not None:
                 evidence.append(ev)
+        # the reader and the value are the annotation's: said once, at the first reading
+        whole = [j for j, e in enumerate(ev_raw) if isinstance(e, dict) and "read" in e]
+        if whole:
+            _whole_reader(r, a, f"{p}.evidence[{whole[0]}]", p, value, by)
     if name is not None and value is not None:
         return Annotation(name, value, tuple(evidence), explanation, i, by)
     return None
+
+
+def _whole_reader(
+    r: JsonReader, a: dict, ep: str, p: str, value: str | None, by: Provenance | None
+) -> None:
+    """A whole reading backs a FALSE only, and only a reviewed reader's: absence read by
+    nobody in particular, or by an unchecked rule or model, is no reading."""
+    if value is not None and value != "FALSE":
+        r.err(
+            "evidence-read",
+            join_path(ep, "read"),
+            f"a reading of a whole source backs only a FALSE annotation, not `{value}`",
+            help="quote the text that shows the value",
+        )
+    if "by" not in a:
+        r.err(
+            "evidence-read",
+            p,
+            "an annotation resting on a reading of a whole source must say who read it",
+            help='add `"by": {"kind": "human", "name": "…"}`',
+        )
+    elif by is not None and not by.reviewed:
+        r.err(
+            "evidence-read",
+            join_path(p, "by"),
+            "a reading of a whole source must be reviewed",
+            help="have a person check the reading, then set `reviewed` to `true`",
+        )
 
 
 def _provenance(r: JsonReader, b: Any, p: str) -> Provenance | None:
@@ -260,6 +297,8 @@ def _evidence(
     if not isinstance(e, dict):
         r.expect(p, "an evidence object", e)
         return None
+    if "read" in e:
+        return _whole(r, e, p, role, sources, bad_sources)
     r.unknown_keys(e, p, EVIDENCE_KEYS, "evidence")
     src = r.string(e, "source", p)
     quote = r.string(e, "quote", p)
@@ -271,14 +310,35 @@ def _evidence(
             r.expect(join_path(p, key), "a whole number", e[key])
         else:
             bounds.append(e[key])
-    sp = f"{p}.source"
-    if src is None:
+    if src is None or not _source_fits(r, src, p, role, sources, bad_sources):
         return None
+    if quote is None or len(bounds) != 2:
+        return None
+    start, end = bounds
+    text = sources[src]
+    if 0 <= start < end <= len(text) and text[start:end] == quote:
+        return Evidence(src, start, end, quote)
+    _bad_span(r, p, src, text, start, end, quote, encoded)
+    return None
+
+
+def _source_fits(
+    r: JsonReader,
+    src: str,
+    p: str,
+    role: str | None,
+    sources: dict[str, str],
+    bad_sources: set[str],
+) -> bool:
+    """Whether evidence may come from ``src``: a known source, never the protocol, one the
+    atom's role allows, present in ``sources``; every problem but a rejected source is
+    recorded."""
+    sp = f"{p}.source"
     if src not in SOURCES:
         r.err(
             "unknown-source", sp, f"unknown source `{show(src)}`", help=did_you_mean(src, SOURCES)
         )
-        return None
+        return False
     if src == "protocol":
         r.err(
             "evidence-role",
@@ -286,7 +346,7 @@ def _evidence(
             "the protocol text is never evidence",
             help="quote the judge's rationale or trace, the context or the response",
         )
-        return None
+        return False
     if role is not None and src not in EVIDENCE_SOURCES[role]:
         allowed = " or ".join(f"`{s}`" for s in EVIDENCE_SOURCES[role])
         message = f"evidence for a `{role}` atom comes from {allowed}, not `{src}`"
@@ -297,25 +357,52 @@ def _evidence(
                 "`context` atoms only"
             )
         r.err("evidence-role", sp, message, help=hint)
-        return None
+        return False
     if src not in sources:
         if src in bad_sources:
-            return None
+            return False
         r.err(
             "source-missing",
             sp,
             f"source `{src}` is not in `sources`",
             help=f"add `sources.{src}`, the text this span quotes",
         )
+        return False
+    return True
+
+
+def _whole(
+    r: JsonReader,
+    e: dict,
+    p: str,
+    role: str | None,
+    sources: dict[str, str],
+    bad_sources: set[str],
+) -> Evidence | None:
+    """``{"source": S, "read": "whole"}``: all of source S, read; no span, no quote."""
+    ok = True
+    for k in e:
+        if k not in WHOLE_KEYS:
+            r.err(
+                "evidence-read",
+                join_path(p, k),
+                f"a reading of a whole source has no `{show(k)}`",
+                help='write `{"source": "…", "read": "whole"}`, or drop `read` and quote a span',
+            )
+            ok = False
+    read = e["read"]
+    if read != WHOLE:
+        r.err(
+            "evidence-read",
+            join_path(p, "read"),
+            f"unknown reading `{show(read)}`",
+            help='`read` is `"whole"`: the whole source was read',
+        )
+        ok = False
+    src = r.string(e, "source", p)
+    if src is None or not _source_fits(r, src, p, role, sources, bad_sources) or not ok:
         return None
-    if quote is None or len(bounds) != 2:
-        return None
-    start, end = bounds
-    text = sources[src]
-    if 0 <= start < end <= len(text) and text[start:end] == quote:
-        return Evidence(src, start, end, quote)
-    _bad_span(r, p, src, text, start, end, quote, encoded)
-    return None
+    return Evidence(src, 0, len(sources[src]), "", WHOLE)
 
 
 def _bad_span(

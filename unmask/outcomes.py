@@ -110,7 +110,7 @@ class _Refill:
                 old.part,
                 old.atom,
                 ann.value,
-                tuple(Quote(e.source, e.start, e.end, e.quote) for e in ann.evidence),
+                tuple(Quote.of(e) for e in ann.evidence),
                 ann.explanation,
                 ann.by,
             )

@@ -29,12 +29,25 @@ EVIDENCE_SOURCES = {
 }
 
 
+# an evidence entry's `read`: the reader read the whole source and found nothing that says
+# the atom holds; no quote, since what is shown is absence (docs/replay-format.md)
+WHOLE = "whole"
+
+
 @dataclass(frozen=True, slots=True)
 class Evidence:
+    """A quoted span ``[start, end)`` of a source; or, with ``read`` ``whole``, a reviewed
+    reading of the whole source (``start`` 0, ``end`` its length, ``quote`` empty)."""
+
     source: str
     start: int
     end: int
     quote: str
+    read: str | None = None
+
+    @property
+    def whole(self) -> bool:
+        return self.read == WHOLE
 
 
 PROVENANCE_KINDS = ("human", "rule", "model", "gold")

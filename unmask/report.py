@@ -93,14 +93,26 @@ EXIT_CODES = {SATISFIED: 0, VIOLATED: 1, UNKNOWN: 3}
 
 @dataclass(frozen=True, slots=True)
 class Quote:
-    """One evidence span of an annotation, as the replay gave it."""
+    """One evidence span of an annotation, as the replay gave it; or, with ``read``
+    ``whole``, a reviewed reading of the whole source (nothing quoted)."""
 
     source: str
     start: int
     end: int
     quote: str
+    read: str | None = None
+
+    @property
+    def whole(self) -> bool:
+        return self.read is not None
+
+    @staticmethod
+    def of(e: Any) -> Quote:
+        return Quote(e.source, e.start, e.end, e.quote, e.read)
 
     def to_json(self) -> dict[str, Any]:
+        if self.read is not None:  # as the replay writes it: what was read, not a span
+            return {"source": self.source, "read": self.read}
         return {"source": self.source, "start": self.start, "end": self.end, "quote": self.quote}
 
 
@@ -152,10 +164,7 @@ class AnnotationItem:
             "kind": self.kind,
             "atom": self.atom,
             "value": self.value,
-            "evidence": [
-                {"source": q.source, "start": q.start, "end": q.end, "quote": q.quote}
-                for q in self.evidence
-            ],
+            "evidence": [q.to_json() for q in self.evidence],
             "explanation": self.explanation or "",
         }
         if self.by is not None:

@@ -193,6 +193,34 @@ def dig(obj: Any, dotted: str) -> Any:
     return cur
 
 
+_PASSAGE_ID = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def source_text(v: Any) -> str | None:
+    """A record's source as one text: a string as it is; a list of passages as one line each,
+    numbered ``[1] …`` for a list of texts, ``[ID] …`` for a list of ``{"id": ID, "text": …}``
+    (the pipeline's own passage ids, so a quote and the claim proposer can name them).
+    None when ``v`` is neither, or an id is not letters, digits, ``_``, ``.`` and ``-``
+    or repeats."""
+    if isinstance(v, str):
+        return v
+    if not isinstance(v, list):
+        return None
+    if all(isinstance(x, str) for x in v):
+        return "\n".join(f"[{k}] {x}" for k, x in enumerate(v, start=1))
+    ids = [x.get("id") if isinstance(x, dict) else None for x in v]
+    if not all(
+        isinstance(x, dict)
+        and set(x) == {"id", "text"}
+        and isinstance(x["id"], str)
+        and _PASSAGE_ID.fullmatch(x["id"])
+        and isinstance(x["text"], str)
+        for x in v
+    ) or len(set(ids)) != len(ids):
+        return None
+    return "\n".join(f"[{x['id']}] {x['text']}" for x in v)
+
+
 def tf(b: bool) -> str:
     """A boolean as the rendered rationales spell it."""
     return "true" if b else "false"

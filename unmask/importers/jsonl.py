@@ -9,7 +9,8 @@ be the label), ``id`` and ``item`` (fields), fixed ``domains``, and ``annotation
 a domain with ``"for": D``, ``{D}`` standing for the member). Verdicts and gold are the
 protocol's own labels (``verdict a | b | c``, else PASS and FAIL), through the optional map; a
 domain's members are a fixed list or ``{"field": F}``, the record's own list; a source field
-holding a list of texts becomes numbered lines ``[1] …``. A mapping that is
+holding a list of texts becomes numbered lines ``[1] …`` (a list of ``{"id", "text"}``
+passages, lines ``[ID] …``). A mapping that is
 malformed is an ``UnmaskError`` naming the mapping file and the key; a record that cannot
 be imported (bad JSON, a missing field, a value the map does not know, a quote not in its
 source) is skipped with ``FILE:LINE`` and the field. Blank lines are not records.
@@ -25,7 +26,7 @@ from typing import Any
 
 from unmask.builder import ReplayBuilder
 from unmask.diagnostics import Diagnostic, UnmaskError
-from unmask.importers import Imported, Options, Skipped, build, dig
+from unmask.importers import Imported, Options, Skipped, build, dig, source_text
 from unmask.jsonload import parse_json_text, read_json_file, show
 from unmask.replaydata import SOURCES
 
@@ -243,13 +244,15 @@ def _each_member(anns: list[dict], domains: dict[str, list[str]]) -> Iterator[di
 
 def _text(name: str, fld: str, v: Any) -> str:
     """A source's text: a string as it is; a list of strings (passages, retrieved contexts)
-    as numbered lines `[1] …`, `[2] …`, so that a quote can name which."""
-    if isinstance(v, str):
-        return v
-    if isinstance(v, list) and all(isinstance(x, str) for x in v):
-        return "\n".join(f"[{k}] {x}" for k, x in enumerate(v, start=1))
+    as numbered lines `[1] …`, `[2] …`, so that a quote can name which; a list of
+    ``{"id", "text"}`` objects as lines ``[ID] …``."""
+    text = source_text(v)
+    if text is not None:
+        return text
     raise _Missing(
-        fld, f"expected text or an array of texts for source `{name}`, found `{show(v)}`"
+        fld,
+        f'expected text, an array of texts or of `{{"id", "text"}}` passages with distinct'
+        f" ids for source `{name}`, found `{show(v)}`",
     )
 
 

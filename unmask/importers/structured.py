@@ -23,7 +23,15 @@ from typing import Any
 
 from unmask.builder import ReplayBuilder
 from unmask.diagnostics import Diagnostic, UnmaskError
-from unmask.importers import Occurrences, Options, Skipped, build, not_the_format, rule_by
+from unmask.importers import (
+    Occurrences,
+    Options,
+    Skipped,
+    build,
+    not_the_format,
+    rule_by,
+    source_text,
+)
 from unmask.jsonload import parse_json_text, show
 from unmask.judgeschema import (
     VERBATIM_ATOM,
@@ -98,12 +106,16 @@ def read(path: Path, options: Options) -> Iterator[Any]:
 
 
 def _text(v: Any, path: str) -> str:
-    """A source: text as it is; an array of texts as numbered lines ``[1] …`` (as ``jsonl``)."""
-    if isinstance(v, str):
-        return v
-    if isinstance(v, list) and all(isinstance(x, str) for x in v):
-        return "\n".join(f"[{k}] {x}" for k, x in enumerate(v, start=1))
-    raise _Bad(path, f"expected text or an array of texts, found `{show(v)}`")
+    """A source: text as it is; an array of texts as numbered lines ``[1] …``, an array of
+    ``{"id", "text"}`` passages as lines ``[ID] …`` (as ``jsonl``)."""
+    text = source_text(v)
+    if text is not None:
+        return text
+    raise _Bad(
+        path,
+        'expected text, an array of texts or of `{"id", "text"}` passages with distinct ids,'
+        f" found `{show(v)}`",
+    )
 
 
 def _string(rec: dict, key: str, required: bool) -> str | None:

@@ -13,15 +13,17 @@ code-point slices of a source the atom's role allows, and an ``explanation`` tha
 ``confidence C``. The caller validates the result with the replay loader before writing it.
 
 The claim proposer's shape: a context family ``F(m)`` whose description says *support*
-(and not *contradict*, *refute* or *not*), whose every member ends in a number ``N`` naming a
-line ``line N: TEXT`` of the ``context`` source (every non-blank line of it in that form),
-and a non-empty ``response`` source holding the claim. Anything else abstains.
+(and not *contradict*, *refute* or *not*), a ``context`` source of passages, each non-blank
+line one passage with an id in one of the forms ``PASSAGE_FORMS`` (``line 3: …`` as the WiCE
+importer writes it, ``[1] …`` as the ``jsonl`` and ``structured`` importers write a list of
+texts, ``[p1] …``, ``passage 2: …``, ``p2: …``; one form throughout, no id twice), every
+member naming one passage (its id, or the number it ends in: ``p1`` and ``s1`` name ``[1]``
+and ``line 1``), and a non-empty ``response`` source holding the claim. Anything else abstains.
 """
 
 from __future__ import annotations
 
 import copy
-import dataclasses
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -35,7 +37,13 @@ DEFAULT_THRESHOLD = 0.5
 DEFAULT_PROPOSERS = ("judge-rules", "claims-lexical")
 
 _FAMILY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\(([A-Za-z_][A-Za-z0-9_]*)\)")
-_LINE = re.compile(r"line (\d+): ")
+# a passage's id, then its text; the first form every non-blank line of a source fits is used
+PASSAGE_FORMS = (
+    re.compile(r"line (\d+): "),
+    re.compile(r"\[([A-Za-z0-9_.-]+)\] ?"),
+    re.compile(r"(?i:passage|document|doc|source|chunk|context) ([A-Za-z0-9_.-]+): "),
+    re.compile(r"([A-Za-z_]*\d+)[:.)] "),
+)
 _TRAILING_NUMBER = re.compile(r"[A-Za-z_]*?(\d+)")
 _SUPPORT_WORD = re.compile(r"\bsupport", re.I)
 _NOT_SUPPORT = re.compile(r"\b(?:not|no|never|contradict\w*|refut\w*|disprov\w*)\b", re.I)
@@ -122,20 +130,39 @@ def _fill_judge(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
 # --- claim support over evidence lines ---------------------------------------------------------
 
 
-def context_lines(text: str) -> dict[int, tuple[int, str]] | None:
-    """``line N: TEXT`` lines of a context source: N → (offset of TEXT, TEXT), or None when
-    some non-blank line is not of that form or a number repeats."""
-    out: dict[int, tuple[int, str]] = {}
-    pos = 0
-    for raw in text.split("\n"):
-        line = raw.rstrip("\r")
-        if line.strip():
-            m = _LINE.match(line)
-            if m is None or int(m.group(1)) in out:
-                return None
-            out[int(m.group(1))] = (pos + m.end(), line[m.end() :])
-        pos += len(raw) + 1
-    return out
+def passages(text: str) -> dict[str, tuple[int, str]] | None:
+    """The passages of a context source, one a non-blank line, in order: id → (offset of the
+    text, text), in the first of ``PASSAGE_FORMS`` that every non-blank line fits with no id
+    twice; None when none fits (prose is not passages)."""
+    for form in PASSAGE_FORMS:
+        out: dict[str, tuple[int, str]] = {}
+        pos = 0
+        for raw in text.split("\n"):
+            line = raw.rstrip("\r")
+            if line.strip():
+                m = form.match(line)
+                if m is None or m.group(1) in out:
+                    break
+                out[m.group(1)] = (pos + m.end(), line[m.end() :])
+            pos += len(raw) + 1
+        else:
+            if out:
+                return out
+    return None
+
+
+def passage_of(member: str, ids: Iterable[str]) -> str | None:
+    """The passage a family member names: the one whose id it is, else the one whose id is
+    the number the member ends in, ignoring leading zeros (``s5``, ``p5`` → ``5``, ``line 5``)."""
+    ids = list(ids)
+    if member in ids:
+        return member
+    m = _TRAILING_NUMBER.fullmatch(member)
+    if m is None:
+        return None
+    n = int(m.group(1))
+    by_number = [i for i in ids if (k := _TRAILING_NUMBER.fullmatch(i)) and int(k.group(1)) == n]
+    return by_number[0] if len(by_number) == 1 else None
 
 
 def support_families(replay: Replay) -> dict[str, list[tuple[str, str]]]:
@@ -166,27 +193,29 @@ def _fill_claims(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
     if not claim.strip() or context is None:
         ctx.outcome.abstained.append((name, "needs the claim in `response` and `context`"))
         return []
-    lines = context_lines(context)
+    lines = passages(context)
     if not lines:
-        ctx.outcome.abstained.append((name, "`context` is not lines of the form `line N: …`"))
+        ctx.outcome.abstained.append(
+            (name, "`context` is not passages, one a line, each after an id such as `[1]`")
+        )
         return []
-    numbers = sorted(lines)
-    alignment = proposer.claim_support(claim, [lines[n][1] for n in numbers], 0.0)
+    ids = list(lines)  # in the order the source gives them
+    alignment = proposer.claim_support(claim, [lines[i][1] for i in ids], 0.0)
     by = proposer.by.to_json()
     out: list[Candidate] = []
     for family, members in families.items():
-        line_of: dict[str, int] = {}
+        line_of: dict[str, str] = {}
         for atom, member in members:
-            m = _TRAILING_NUMBER.fullmatch(member)
-            if m is None or int(m.group(1)) not in lines:
+            found = passage_of(member, ids)
+            if found is None:
                 break
-            line_of[atom] = int(m.group(1))
+            line_of[atom] = found
         if len(line_of) != len(members) or len(set(line_of.values())) != len(members):
             ctx.outcome.abstained.append(
-                (name, f"the members of `{family}` do not each name a `line N` of `context`")
+                (name, f"the members of `{family}` do not each name a passage of `context`")
             )
             continue
-        matched = {numbers[m.sentence]: m for m in alignment.matches}
+        matched = {ids[m.sentence]: m for m in alignment.matches}
         for atom, n in line_of.items():
             offset, _ = lines[n]
             if n in matched:
@@ -278,7 +307,11 @@ def fill(
         ann = {
             "atom": atom,
             "value": c.value,
-            "evidence": [dataclasses.asdict(s) for s in c.spans],
+            # spans only: a proposer quotes, it never writes a reading of a whole source
+            "evidence": [
+                {"source": s.source, "start": s.start, "end": s.end, "quote": s.quote}
+                for s in c.spans
+            ],
             "explanation": _explanation(c),
             "by": dict(c.by),
         }

@@ -71,6 +71,7 @@ def environment() -> jinja2.Environment:
     env.filters["css"] = _css_class
     env.filters["clean"] = lambda s: ev.clean(str(s))
     env.filters["ticks"] = _ticks
+    env.filters["whole"] = ev.whole_reading
     env.filters["brief"] = _brief
     return env
 
@@ -122,13 +123,14 @@ class _Views:
         self.rules = list(self.look.rules.values())
 
     def quote(self, q: Any, atom: str) -> dict:
-        mark = self.index.get((atom, q.source, q.start, q.end))
+        mark = None if q.whole else self.index.get((atom, q.source, q.start, q.end))
         return {
             "source": q.source,
             "start": q.start,
             "end": q.end,
             "text": ev.clean(q.quote),
             "target": None if mark is None else mark.id,
+            "whole": ev.whole_reading(q.source) if q.whole else "",
         }
 
     def item(self, item: Item) -> dict:

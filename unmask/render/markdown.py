@@ -115,6 +115,7 @@ def environment() -> jinja2.Environment:
     env.filters["quote"] = _quote
     env.filters["code"] = _code
     env.filters["ticks"] = _ticks
+    env.filters["whole"] = ev.whole_reading
     return env
 
 

@@ -305,6 +305,9 @@ class _Log:
         if self.file is None or self.loc is None:
             return None
         path = f"$.sources.{q.source}"
+        if q.whole:  # the reader read all of it: the location is the source string itself
+            what = ev.whole_reading(q.source)
+            return self.replay_location(path, f"evidence for `{atom}`: {what}")
         a = self.loc.string_offset(path, q.start)
         b = self.loc.string_offset(path, q.end)
         if a is None or b is None:

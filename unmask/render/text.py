@@ -19,7 +19,14 @@ import click
 
 from unmask.irtext import expr_text
 from unmask.render.view import DIMENSION_TITLES as titles
-from unmask.render.view import Lookup, item_provenance, item_rule, resting, standing_text
+from unmask.render.view import (
+    Lookup,
+    item_provenance,
+    item_rule,
+    resting,
+    standing_text,
+    whole_reading,
+)
 from unmask.report import (
     BASE_NAMES,
     ENTAILED,
@@ -69,7 +76,10 @@ def _item(out: _Out, indent: int, item: Item) -> None:
         by = _by(out, item)
         out.add(indent, f"- annotation `{item.atom}` = {item.value}" + (f" ({by})" if by else ""))
         for q in item.evidence:
-            out.add(indent + 2, f'{q.source}[{q.start}:{q.end}] "{_short(q.quote)}"')
+            if q.whole:
+                out.add(indent + 2, whole_reading(q.source))
+            else:
+                out.add(indent + 2, f'{q.source}[{q.start}:{q.end}] "{_short(q.quote)}"')
         if item.explanation:
             out.add(indent + 2, f"note: {_short(item.explanation)}")
     elif item.kind == "constraint":

@@ -229,6 +229,12 @@ class Mark:
     end: int
     quote: str
     path: str  # the evidence span in the replay JSON
+    whole: bool = False  # a reading of the whole source: nothing quoted, nothing marked
+
+
+def whole_reading(source: str) -> str:
+    """How every format words a reading of a whole source (``"read": "whole"``)."""
+    return f"the whole `{source}`, read: nothing in it says so"
 
 
 class Lookup:
@@ -392,6 +398,7 @@ def marks(replay: Any, lookup: Lookup | None = None) -> tuple[Mark, ...]:
                     end=ev.end,
                     quote=ev.quote,
                     path=f"$.annotations[{ann.index}].evidence[{ei}]",
+                    whole=ev.whole,
                 )
             )
     return tuple(out)
@@ -428,7 +435,8 @@ def segments(text: str, ms: Sequence[Mark]) -> tuple[Segment, ...]:
     starts: dict[int, list[tuple[int, Mark]]] = {}
     ends: dict[int, list[tuple[int, Mark]]] = {}
     for i, m in enumerate(ms):
-        if 0 <= m.start < m.end <= n:
+        # a whole reading marks no span: bolding all of a source would hide the quotes in it
+        if 0 <= m.start < m.end <= n and not m.whole:
             starts.setdefault(m.start, []).append((i, m))
             ends.setdefault(m.end, []).append((i, m))
     cuts = sorted({0, n, *starts, *ends})

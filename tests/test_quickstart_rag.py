@@ -1,0 +1,200 @@
+"""The RAG quickstart runs as written: docs/quickstart-rag.md's commands, on examples/rag/.
+
+The test takes the commands of the doc's first `sh` block, runs them with the installed
+`unmask`, `unmaskc` and this Python in a copy of `examples/rag/`, and holds: the output is the
+committed one (`audit.txt`, `check-r4.txt`), the schema has the judge's statements, the three
+misbehaving judges are the three violated replays, for the reasons the doc gives, at most 20
+annotations are written by hand (every other one is the judge's own, or the importer's), and
+where the quickstart's judgments are the records of the hand-annotated example
+(tests/data/importers/rag-judge/), the audit finds the same.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import TEST_DATA
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "quickstart-rag.md"
+EXAMPLE = ROOT / "examples" / "rag"
+REFERENCE = TEST_DATA / "importers" / "rag-judge"
+BIN = Path(sys.executable).parent
+MAX_HAND = 20
+
+
+def commands() -> list[str]:
+    block = re.search(r"```sh\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+    assert block is not None, "the quickstart lost its command block"
+    lines = [x.strip() for x in block.group(1).splitlines() if x.strip()]
+    assert lines[0] == "cp -r examples/rag my-rag && cd my-rag"  # the fixture does this
+    return lines[1:]
+
+
+def run(command: str, cwd: Path) -> subprocess.CompletedProcess:
+    argv = shlex.split(command)
+    out = None
+    if ">" in argv:  # `unmaskc … > FILE`, the one redirection the doc uses
+        k = argv.index(">")
+        argv, out = argv[:k], cwd / argv[k + 1]
+    argv[0] = sys.executable if argv[0] == "python" else str(BIN / argv[0])
+    env = {**os.environ, "PYTHONHASHSEED": "0", "NO_COLOR": "1"}
+    res = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=env, timeout=300)
+    if out is not None:
+        out.write_text(res.stdout, encoding="utf-8")
+    return res
+
+
+@pytest.fixture(scope="module")
+def quickstart(tmp_path_factory) -> dict:
+    work = tmp_path_factory.mktemp("quickstart") / "my-rag"
+    shutil.copytree(EXAMPLE, work)
+    outputs = {}
+    for command in commands():
+        res = run(command, work)
+        # `check` exits 1 on a VIOLATED replay, as documented
+        assert res.returncode in (0, 1), (command, res.stderr)
+        outputs[command.split()[1]] = res
+    return {"dir": work, "out": outputs}
+
+
+def results(path: Path) -> dict[str, dict]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return {r["replay"]: r for r in map(json.loads, lines)}
+
+
+def violated(report: dict) -> set[str]:
+    return {r["subject"] for r in report["reasons"] if r["code"] == "violated"}
+
+
+def test_the_commands_give_the_committed_outputs(quickstart) -> None:
+    work, out = quickstart["dir"], quickstart["out"]
+    assert out["audit"].returncode == 0 and out["check"].returncode == 1
+    assert out["audit"].stderr == (EXAMPLE / "audit.txt").read_text(encoding="utf-8")
+    assert out["check"].stdout == (EXAMPLE / "check-r4.txt").read_text(encoding="utf-8")
+    schema = json.loads((work / "judge-schema.json").read_text(encoding="utf-8"))
+    assert set(schema["properties"]["atoms"]["properties"]) == {
+        "said",
+        "checked",
+        "cited",
+        "outside",
+    }
+    assert "imported 10 replays" in out["import"].stderr
+
+
+def test_the_three_misbehaving_judges_are_the_three_violations(quickstart) -> None:
+    got = results(quickstart["dir"] / "results.jsonl")
+    overall = {k: r["overall"] for k, r in got.items()}
+    assert {k for k, v in overall.items() if v != "SATISFIED"} == {"r3", "r4", "r5"}
+    assert set(overall.values()) == {"SATISFIED", "VIOLATED"}
+    # calls unsupported claims supported, and cites nothing
+    assert violated(got["r3"]) == {
+        "requirement:cite_support",
+        "grounding:said(opened)~>backed(opened)",
+        "grounding:said(wood)~>backed(wood)",
+        "grounding:some_said~backed(opened) or backed(wood)",
+    }
+    # outside knowledge: refuted by the reader's whole reading of the passages
+    assert violated(got["r4"]) == {
+        "requirement:passages_only",
+        "grounding:said(height)~>backed(height)",
+    }
+    pair = next(g for g in got["r4"]["grounding"] if g["judge"] == "said(height)")
+    backed = next(p for p in pair["explanation"]["parts"] if p["atom"] == "backed(height)")
+    assert backed["evidence"] == [{"source": "context", "read": "whole"}]
+    # makes up its quotes
+    assert violated(got["r5"]) == {"requirement:verbatim_quotes"}
+    assert got["r5"]["verdict"]["status"] == "UNDERDETERMINED"
+
+
+def test_at_most_twenty_annotations_are_written_by_hand(quickstart) -> None:
+    lines = (EXAMPLE / "annotations.jsonl").read_text(encoding="utf-8").splitlines()
+    hand = [json.loads(x) for x in lines if x.strip()]
+    assert len(hand) <= MAX_HAND
+    kinds: dict[str, int] = {}
+    for path in (quickstart["dir"] / "replays").glob("*.json"):
+        for a in json.loads(path.read_text(encoding="utf-8"))["annotations"]:
+            kind = a["by"]["kind"]
+            kinds[kind] = kinds.get(kind, 0) + 1
+            if kind == "human":
+                assert a["by"] == {"kind": "human", "name": "ana", "reviewed": True}
+    # every hand annotation is in, and every other annotation is the judge's or the importer's
+    assert kinds.pop("human") == len(hand)
+    # 45 statements of the judges kept (one replaced by a reader's), and the importer's
+    # `quotes_verbatim` for each replay plus the two statements of r5 that lost their quotes
+    assert kinds == {"model": 45, "rule": 12}
+
+
+def test_the_quickstart_finds_what_the_hand_annotated_run_finds(quickstart, tmp_path) -> None:
+    # r1-r3 are the hand-annotated example's records (every atom annotated by hand there)
+    ref = tmp_path / "ref"
+    res = subprocess.run(
+        [
+            str(BIN / "unmask"),
+            "import",
+            "jsonl",
+            str(REFERENCE / "judgments.jsonl"),
+            "--mapping",
+            str(REFERENCE / "mapping.json"),
+            "--out",
+            str(ref),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    audit = subprocess.run(
+        [str(BIN / "unmask"), "audit", str(ref), "--out", str(tmp_path / "ref.jsonl")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert audit.returncode == 0, audit.stderr
+    reference = results(tmp_path / "ref.jsonl")
+    ours = results(quickstart["dir"] / "results.jsonl")
+    assert set(reference) == {"r1", "r2", "r3"}
+    for rid, theirs in reference.items():
+        assert ours[rid]["overall"] == theirs["overall"], rid
+        assert violated(ours[rid]) == violated(theirs), rid
+    assert violated(reference["r3"])  # the comparison compares something
+
+
+def test_a_bad_hand_annotation_is_named_and_nothing_is_written(quickstart, tmp_path) -> None:
+    replays = tmp_path / "replays"
+    shutil.copytree(quickstart["dir"] / "replays", replays)
+    before = {p.name: p.read_bytes() for p in replays.iterdir()}
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        '{"replay": "r9", "atom": "backed(creator)", "value": "TRUE", "read": "context"}\n'
+        '{"replay": "r9", "atom": "backed(released)", "value": "TRUE", "quote": "in 1992"}\n'
+        "not json\n",
+        encoding="utf-8",
+    )
+    res = run(f"python annotate.py {replays} {bad} --reader ana", EXAMPLE)
+    assert res.returncode == 4
+    assert f"{bad}:2: the quote is not in `context`" in res.stderr
+    assert f"{bad}:3: not JSON" in res.stderr
+    assert (
+        "annotations[7].evidence[0].read: error: a reading of a whole source backs only a FALSE"
+        " annotation, not `TRUE`" in res.stderr
+    )
+    assert {p.name: p.read_bytes() for p in replays.iterdir()} == before
+
+
+def test_the_protocol_the_doc_shows_is_the_one_it_runs() -> None:
+    doc = DOC.read_text(encoding="utf-8")
+    shown = re.search(r"```\n(domain claim\n.*?)```", doc, re.S)
+    assert shown is not None
+    proto = (EXAMPLE / "rag.proto").read_text(encoding="utf-8").splitlines()
+    for line in shown.group(1).splitlines():
+        assert not line or line in proto, line
