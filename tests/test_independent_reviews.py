@@ -1,0 +1,55 @@
+"""The second, blind readings of the studies' findings: each docs table is recounted from the
+readings committed beside the tests, so a page cannot drift from what the reader said.
+
+Each line of ``tests/data/reviews/*.jsonl`` is one judgment the reader saw without knowing
+Unmask's status: the replay, Unmask's overall status (``unmask``), and the reader's answer
+(``reviewer``: yes = breaks the protocol, no, unclear).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+REVIEWS = ROOT / "tests" / "data" / "reviews"
+ANSWERS = ("yes", "no", "unclear")
+
+
+def table(name: str) -> str:
+    rows = [json.loads(x) for x in (REVIEWS / name).read_text(encoding="utf-8").splitlines()]
+    assert {r["reviewer"] for r in rows} <= set(ANSWERS)
+    count = Counter((r["unmask"], r["reviewer"]) for r in rows)
+    lines = [
+        "| Unmask's status | reader: breaks | reader: does not | reader: unclear |",
+        "|---|---|---|---|",
+    ]
+    for status in ("VIOLATED", "SATISFIED"):
+        lines.append(f"| {status} | " + " | ".join(str(count[status, a]) for a in ANSWERS) + " |")
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize(
+    ("readings", "page"),
+    [
+        ("wice-independent.jsonl", "study-wice-review.md"),
+        ("factcc-independent.jsonl", "study-factcc.md"),
+        ("realmistake-independent.jsonl", "study-realmistake.md"),
+    ],
+)
+def test_the_pages_table_is_the_recount_of_the_blind_readings(readings: str, page: str) -> None:
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+    assert table(readings) in text
+
+
+def test_the_wice_reading_covers_every_violated_finding_of_the_frozen_run() -> None:
+    rows = [
+        json.loads(x)
+        for x in (REVIEWS / "wice-independent.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    violated = [r for r in rows if r["unmask"] == "VIOLATED"]
+    assert len(violated) == 21 and len({r["replay"] for r in rows}) == len(rows)
+    assert all(r["violated"] == ["verdict"] for r in violated)
