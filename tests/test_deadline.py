@@ -77,6 +77,7 @@ class Counting(Backend):
     """``sliced`` underneath; counts every call (``calls``), and those after ``deadline``."""
 
     name = "counting"
+    takes_option = True  # `counting:again`: a second name for crosscheck to compare
     instances: ClassVar[list[Counting]] = []
     sleep_ms = 0  # set by the CLI tests: each call on a wide base sleeps this long
     sleep_over = 40  # atoms: a base with more than this many counts as wide
