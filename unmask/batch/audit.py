@@ -19,8 +19,9 @@ Contract:
   twice, ``resume`` without an ``out`` file, an output that is an input, ``jobs`` with
   ``dask``, ``partition`` without it, a ``dask`` that cannot be used, a file to resume
   that is not audit results or whose lines were checked against another protocol than
-  ``protocol`` (``--protocol``; None: each replay's own). A file that cannot be written raises ``OutputError``; a
-  backend that cannot be made, what ``unmask.backends.create`` raises;
+  ``protocol`` (``--protocol``; None: each replay's own). A file that cannot be written
+  raises ``OutputError``; a backend that cannot be made, what ``unmask.backends.create``
+  raises;
 - Ctrl-C, and SIGTERM while it runs (from the main thread; the old handler is put back),
   stop the run with every line written whole and the index and JUnit file written for
   what is done, and raise ``Interrupted`` (a ``KeyboardInterrupt`` with the summary); a
