@@ -27,9 +27,7 @@ OVERALL = (SATISFIED, VIOLATED, UNKNOWN)
 DIMENSION_RESULTS = (OK, VIOLATED, UNKNOWN, NOT_CHECKED)
 
 
-def error_record(
-    location: str, diags: Iterable[Diagnostic], recheck: Any = None
-) -> dict[str, Any]:
+def error_record(location: str, diags: Iterable[Diagnostic], recheck: Any = None) -> dict[str, Any]:
     """``recheck``: the run's ``--protocol`` (a ``Recheck``), recorded so that a resumed
     run can tell which protocol this line was checked against."""
     out = {
