@@ -355,3 +355,35 @@ def test_a_resumed_error_record_keeps_its_protocol(tmp_path: Path) -> None:
     assert (
         cli("audit", str(src), "--protocol", str(v2), "--out", str(out), "--resume").exit_code == 4
     )
+
+
+def test_every_format_says_what_was_checked_against_and_left_out(
+    cases: Path, tmp_path: Path
+) -> None:
+    v2 = str(write(tmp_path, "v2.proto", DROPS_EXTERNAL))
+    replay = str(cases / "case_b.json")
+    digest = load_protocol_file(v2).digest[:19]
+    for fmt in ("text", "markdown", "html"):
+        out = cli("check", replay, "--format", fmt, "--protocol", v2).stdout
+        assert "re-checked against" in out and digest in out, fmt
+        assert "left out, annotated atoms the protocol lacks:" in out, fmt
+        own = cli("check", replay, "--format", fmt).stdout
+        assert "re-checked" not in own and "left out" not in own
+    # against the replay's own protocol, the text report gains that one line and no other
+    same = str(EXAMPLES / "factual_claims.proto")
+    lines = cli("check", replay, "--protocol", same).stdout.splitlines()
+    own = cli("check", replay).stdout.splitlines()
+    assert [x for x in lines if "re-checked against" not in x] == own
+    assert len(lines) == len(own) + 1
+
+
+def test_a_result_line_gives_back_the_record_of_its_report(cases: Path, tmp_path: Path) -> None:
+    from unmask.batch import inputs, run
+    from unmask.record import ResultRecord
+
+    v2 = load_protocol_file(str(write(tmp_path, "v2.proto", DROPS_EXTERNAL)))
+    settings = run.Settings("z3", 60_000, protocol=v2)
+    for task in inputs.iter_tasks([str(cases)]):
+        result = run.audit_task(task, settings)
+        assert result.record.recheck == ("factual_claims", v2.digest, ("external",))
+        assert ResultRecord.from_line(json.loads(result.line)) == result.record
