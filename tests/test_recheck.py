@@ -387,3 +387,23 @@ def test_a_result_line_gives_back_the_record_of_its_report(cases: Path, tmp_path
         result = run.audit_task(task, settings)
         assert result.record.recheck == ("factual_claims", v2.digest, ("external",))
         assert ResultRecord.from_line(json.loads(result.line)) == result.record
+
+
+def test_a_replay_that_carries_its_protocol_can_give_it(cases: Path, tmp_path: Path) -> None:
+    """As `unmask analyze` takes a replay's embedded IR; `.proto` text inline works too."""
+    case = json.loads((cases / "case_b.json").read_text(encoding="utf-8"))
+    ir = protocol_to_json(compile_source(DROPS_EXTERNAL, "v2.proto"))
+    digests = set()
+    for form in ({"source": DROPS_EXTERNAL}, ir):
+        carrier = write(tmp_path, "carrier.json", json.dumps(dict(case, protocol=form)))
+        result = cli(
+            "check", str(cases / "case_a.json"), "--format", "json", "--protocol", str(carrier)
+        )
+        recheck = _json(result)["recheck"]
+        assert recheck["dropped"] == ["external"]
+        digests.add(recheck["digest"])
+    v2 = write(tmp_path, "v2.proto", DROPS_EXTERNAL)
+    assert load_protocol_file(str(v2)).digest in digests  # the same text, the same digest
+    result = cli("check", str(cases / "case_a.json"), "--protocol", str(cases / "case_b.json"))
+    assert result.exit_code == 4
+    assert "protocol.path: error: this replay names its protocol by path" in result.stderr

@@ -1,7 +1,8 @@
 """A protocol given apart from the replays (``--protocol FILE``), to re-check them against it.
 
 Contract: ``load_protocol_file(path, limits)`` reads FILE once (``.json``: protocol IR,
-``unmask.protocol/1``; anything else: ``.proto`` text) and returns a ``ProtocolFile``, or
+``unmask.protocol/1``, or a replay whose protocol is embedded, as IR or as ``.proto`` text;
+anything else: ``.proto`` text) and returns a ``ProtocolFile``, or
 raises ``UnmaskError`` (with ``sources`` for excerpts) when it cannot be read, does not
 parse, or does not compile with each free domain given one member: an error every replay
 would repeat is reported once. A ``ProtocolFile`` is plain, picklable data (it travels to
@@ -44,6 +45,7 @@ class ProtocolFile:
     form: str
     text: str = field(compare=False, repr=False)
     domains: tuple[str, ...] = field(default=(), compare=False)
+    json_path: str = field(default="$", compare=False)  # where in ``text`` the IR is
 
     @property
     def ground_already(self) -> bool:
@@ -76,18 +78,7 @@ def _read_ir(pf: ProtocolFile, limits: Limits) -> ir.Protocol:
     from unmask.jsonload import parse_json_text
 
     obj = parse_json_text(pf.text, pf.path, limits)
-    if isinstance(obj, dict) and obj.get("schema") == "unmask.replay/1":
-        raise UnmaskError(
-            [
-                Diagnostic(
-                    "protocol",
-                    "this is a replay, not a protocol",
-                    file=pf.path,
-                    help="give the `.proto` file, or the IR that `unmaskc --emit json` writes",
-                )
-            ]
-        )
-    got = protocol_from_json(obj, "$", pf.path, limits)
+    got = protocol_from_json(obj, pf.json_path, pf.path, limits)
     with _IR_LOCK:
         if len(_IR) >= 4:
             _IR.clear()
@@ -100,15 +91,39 @@ def load_protocol_file(path: str, limits: Limits = DEFAULT_LIMITS) -> ProtocolFi
     from unmask.files import read_text
 
     text = read_text(path, limits)
+    name = path
     if path.lower().endswith(".json"):
-        pf = ProtocolFile(path, "", _digest(text), "ir", text)
-        protocol = pf.ground(None, limits)
-        return ProtocolFile(path, protocol.name, pf.digest, "ir", text)
+        text, name, at = _inner(path, text, limits)
+        if name == path:
+            pf = ProtocolFile(path, "", _digest(text), "ir", text, json_path=at)
+            protocol = pf.ground(None, limits)
+            return ProtocolFile(path, protocol.name, pf.digest, "ir", text, json_path=at)
     try:
-        return _load_proto(path, text, limits)
+        return _load_proto(name, text, limits)
     except UnmaskError as err:
-        err.sources = {path: text}  # type: ignore[attr-defined]
+        err.sources = {name: text}  # type: ignore[attr-defined]
         raise
+
+
+def _inner(path: str, text: str, limits: Limits) -> tuple[str, str, str]:
+    """A ``.json`` file's protocol: (the IR's JSON text, ``path``, its JSON path), or for a
+    replay that carries `.proto` text inline, (that text, the name its spans use, ""). A
+    replay's embedded IR is taken as `unmask analyze` takes it; one that names a `.proto`
+    by path is refused."""
+    import json
+
+    from unmask.jsonload import parse_json_text
+
+    obj = parse_json_text(text, path, limits)
+    inner = obj.get("protocol") if isinstance(obj, dict) and "atoms" not in obj else None
+    if not isinstance(inner, dict):
+        return text, path, "$"
+    if "path" in inner and "atoms" not in inner:
+        message = f"this replay names its protocol by path: give `{inner['path']}` itself"
+        raise UnmaskError([Diagnostic("protocol", message, path="protocol.path", file=path)])
+    if isinstance(inner.get("source"), str):
+        return inner["source"], f"{path}: protocol.source", ""
+    return json.dumps(inner, ensure_ascii=False, sort_keys=True), path, "protocol"
 
 
 def _load_proto(path: str, text: str, limits: Limits) -> ProtocolFile:
