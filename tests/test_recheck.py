@@ -407,3 +407,20 @@ def test_a_replay_that_carries_its_protocol_can_give_it(cases: Path, tmp_path: P
     result = cli("check", str(cases / "case_a.json"), "--protocol", str(cases / "case_b.json"))
     assert result.exit_code == 4
     assert "protocol.path: error: this replay names its protocol by path" in result.stderr
+
+
+def test_next_reads_a_rechecked_result_only_against_its_protocol(
+    cases: Path, tmp_path: Path
+) -> None:
+    v2 = write(tmp_path, "v2.proto", DROPS_EXTERNAL)
+    out = tmp_path / "r.jsonl"
+    cli("audit", str(cases / "case_b.json"), "--protocol", str(v2), "--out", str(out), "--quiet")
+    answered = cli("next", str(out), "--protocol", str(v2), "--format", "json")
+    assert answered.exit_code == 1, answered.stderr  # `hedged` is open under v2
+    assert [t["atom"] for t in _json(answered)["todo"]] == ["hedged"]
+    alone = cli("next", str(cases / "case_b.json"), "--protocol", str(v2), "--format", "json")
+    assert [t["atom"] for t in _json(alone)["todo"]] == ["hedged"]
+    for other in ((), ("--protocol", str(EXAMPLES / "factual_claims.proto"))):
+        refused = cli("next", str(out), *other)
+        assert refused.exit_code == 4
+        assert "this result was" in refused.stderr and "--protocol" in refused.stderr
