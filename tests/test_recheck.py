@@ -239,7 +239,7 @@ def test_audit_reports_left_out_annotations_in_every_line_and_the_summary(
     cases: Path, tmp_path: Path
 ) -> None:
     v2 = write(tmp_path, "v2.proto", DROPS_EXTERNAL)
-    out, summary = tmp_path / "r.jsonl", tmp_path / "s.json"
+    out, summary, html = tmp_path / "r.jsonl", tmp_path / "s.json", tmp_path / "html"
     result = cli(
         "audit",
         str(cases),
@@ -249,8 +249,12 @@ def test_audit_reports_left_out_annotations_in_every_line_and_the_summary(
         str(out),
         "--summary-json",
         str(summary),
+        "--html",
+        str(html),
     )
     assert result.exit_code == 0, result.stderr
+    index = (html / "index.html").read_text(encoding="utf-8")
+    assert "re-checked against" in index and "4 replays: external 4" in index
     lines = _lines(out)
     assert [x["recheck"]["dropped"] for x in lines] == [["external"]] * 4
     s = json.loads(summary.read_text(encoding="utf-8"))
