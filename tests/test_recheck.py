@@ -428,3 +428,19 @@ def test_next_reads_a_rechecked_result_only_against_its_protocol(
         refused = cli("next", str(out), *other)
         assert refused.exit_code == 4
         assert "this result was" in refused.stderr and "--protocol" in refused.stderr
+
+
+def test_validate_reads_replays_against_the_given_protocol(cases: Path, tmp_path: Path) -> None:
+    v2 = write(tmp_path, "v2.proto", DROPS_EXTERNAL)
+    one = cli("validate", str(cases / "case_b.json"), "--protocol", str(v2))
+    assert one.exit_code == 0, one.stderr
+    assert one.stdout == "case-b: valid (5 atoms, 4 annotations, 1 unannotated, 1 left out)\n"
+    assert "warning: atom `external` is not in the protocol" in one.stderr
+    shutil.copy(EXAMPLES / "graded_fact.proto", cases)
+    shutil.copy(EXAMPLES / "graded_fact_satisfied.json", cases)
+    renamed = write(tmp_path, "v3.proto", RENAMES_C)
+    many = cli("validate", str(cases), "--protocol", str(renamed))
+    assert many.exit_code == 4  # the factual cases' PASS and FAIL are not labels of v3
+    assert "graded_fact_satisfied.json: graded-fact-satisfied: valid" in many.stdout
+    assert "validated 5 replays: 1 valid, 4 invalid" in many.stdout
+    assert cli("validate", str(cases / "case_b.json")).stdout.endswith("unannotated)\n")

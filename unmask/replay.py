@@ -356,7 +356,7 @@ class _ReplayReader:
             )
             return None
         except RecursionError:  # only when --max-expr-depth was raised past the compiler
-            r.err("limit", "domains", "the protocol nests too deeply to compile")
+            r.err("limit", "protocol", "the protocol nests too deeply to compile")
             return None
         return protocol
 

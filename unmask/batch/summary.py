@@ -451,7 +451,7 @@ class Summary:
             "provenance": self.provenance_json(),
             "judges": self.judges_json(),
             # only for a run with `--protocol`: a run without is unchanged
-            **({} if self.rechecked == Counter() else {"recheck": self.recheck_json()}),
+            **({"recheck": self.recheck_json()} if self.rechecked else {}),
         }
 
     def index_summary(self, backend: str) -> dict[str, Any]:
