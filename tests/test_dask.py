@@ -240,3 +240,26 @@ def test_an_audit_without_dask_does_not_import_it(replays) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_workers_check_against_the_protocol_of_the_run(client, replays, tmp_path) -> None:
+    """`--protocol` reaches the workers: v2 of the replays' protocol, without `external`."""
+    ir = json.loads(replay_line(2, 2, 0))["protocol"]
+    ir["atoms"] = [a for a in ir["atoms"] if a["name"] != "external"]
+    ir["requirements"] = []
+    v2 = tmp_path / "v2.json"
+    v2.write_text(json.dumps(ir))
+    outs = {}
+    for name, extra in (("local", ["--jobs", "1"]), ("dask", ["--dask", client.scheduler.address])):
+        outs[name] = tmp_path / f"{name}.jsonl"
+        result = audit(str(replays), "--protocol", str(v2), "--out", str(outs[name]), *extra)
+        assert result.exit_code == 0, result.output
+    assert outs["dask"].read_bytes() == outs["local"].read_bytes()
+    lines = [json.loads(x) for x in outs["dask"].read_text().splitlines()]
+    assert lines[11]["schema"] == "unmask.error/1" and "recheck" in lines[11]
+    source = replays.read_text().splitlines()
+    for i, x in enumerate(lines):
+        if i != 11:
+            annotated = [a["atom"] for a in json.loads(source[i])["annotations"]]
+            assert x["recheck"]["dropped"] == (["external"] if "external" in annotated else [])
+    assert sum(bool(x.get("recheck", {}).get("dropped")) for x in lines) > 20

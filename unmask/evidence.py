@@ -62,10 +62,15 @@ def read_annotations(
     protocol: ir.Protocol | None,
     sources: dict[str, str],
     bad_sources: set[str],
+    lacking: list[str] | None = None,
 ) -> tuple[Annotation, ...]:
     """The valid annotations of replay ``obj``.
 
     ``protocol`` is None when it could not be read: atom names are then not checked.
+    ``lacking`` is given for a replay re-checked against another protocol (``--protocol``):
+    an annotation for an atom that protocol lacks is then no error but is left out, its
+    atom appended to ``lacking`` with an ``atom-dropped`` warning (its evidence is still
+    read, and must still quote its sources).
     ``bad_sources`` were given but rejected: spans quoting them are not also "missing".
     Each annotation is first offered to ``quick_annotation``; only one it does not accept
     goes through the rule-by-rule reading that words every problem.
@@ -86,8 +91,8 @@ def read_annotations(
                 continue
         p = r.object_at(a, "annotations", i, "an annotation", ANNOTATION_KEYS)
         if p is not None:
-            got = _annotation(r, a, i, p, atoms, first, sources, bad_sources, encoded)
-            if got is not None:
+            got = _annotation(r, a, i, p, atoms, first, sources, bad_sources, encoded, lacking)
+            if got is not None and (atoms is None or got.atom in atoms):
                 out.append(got)
     return tuple(out)
 
@@ -162,6 +167,7 @@ def _annotation(
     sources: dict[str, str],
     bad_sources: set[str],
     encoded: _Encoded,
+    lacking: list[str] | None = None,
 ) -> Annotation | None:
     """Annotation ``i`` (at JSON path ``p``), rule by rule: every problem is recorded."""
     name = r.string(a, "atom", p)
@@ -179,7 +185,17 @@ def _annotation(
             first[name] = i
         if atoms is not None:
             decl = atoms.get(name)
-            if decl is None:
+            if decl is None and lacking is not None:
+                if name not in lacking:
+                    lacking.append(name)
+                    r.warn(
+                        "atom-dropped",
+                        join_path(p, "atom"),
+                        f"atom `{show(name)}` is not in the protocol this replay is checked "
+                        "against: its annotation is left out",
+                        help="`unmask compare OLD NEW` shows what changed between the versions",
+                    )
+            elif decl is None:
                 unknown_atom(r, join_path(p, "atom"), name, atoms)
             else:
                 role = decl.role

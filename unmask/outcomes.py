@@ -221,9 +221,10 @@ def check_replay(
     closed_form: bool = True,
 ) -> Report:
     """Check a validated replay: ``check_case`` of its gold-free ``Case``, then the replay's
-    own fields (gold label, ``item``, ``judge``) added to the report. ``deadline_ms`` starts
-    here (None: none; not positive: ``ValueError``). ``unmask.api.check``, the batch
-    engine and the bench all check through this, so all of them are answered from memory."""
+    own fields (gold label, ``item``, ``judge``, ``recheck``) added to the report.
+    ``deadline_ms`` starts here (None: none; not positive: ``ValueError``).
+    ``unmask.api.check``, the batch engine and the bench all check through this, so all of
+    them are answered from memory."""
     if deadline_ms is not None and deadline_ms <= 0:
         raise ValueError(f"deadline_ms must be positive, not {deadline_ms}")
     deadline = None if deadline_ms is None else Deadline(deadline_ms)
@@ -235,4 +236,6 @@ def check_replay(
         closed_form=closed_form,
     )
     # one copy, not two: the replay's own fields, which never reach the solver
-    return replace(report, gold=replay.gold, item=replay.item, judge=replay.judge)
+    return replace(
+        report, gold=replay.gold, item=replay.item, judge=replay.judge, recheck=replay.recheck
+    )

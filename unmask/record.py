@@ -60,6 +60,9 @@ class ResultRecord(NamedTuple):
     # per dimension: None where nothing is VIOLATED; True where some VIOLATED check rests only
     # on reviewed annotations (a confirmed finding), False where every one is provisional
     confirmed: tuple[bool | None, ...] = (None, None, None, None)
+    # `--protocol`: (its name, its digest, the annotated atoms it lacks); None: the replay's
+    # own protocol. An error record of such a run carries it too, with no atoms
+    recheck: tuple[str, str, tuple[str, ...]] | None = None
 
     @property
     def protocol_contradicts_itself(self) -> bool:
@@ -98,6 +101,9 @@ class ResultRecord(NamedTuple):
                 None,  # coverage is never VIOLATED (not observable is no violation)
                 _confirmed([g.result for g in ground]),
             ),
+            recheck=None
+            if report.recheck is None
+            else (report.recheck.protocol, report.recheck.digest, report.recheck.dropped),
         )
 
     @classmethod
@@ -111,6 +117,7 @@ class ResultRecord(NamedTuple):
                 location=location,
                 error=str(codes[0]) if codes else "error",
                 errors=tuple(diagnostic_from_json(e) for e in entries),
+                recheck=_recheck(obj.get("recheck")),
             )
         dims = obj.get("dimensions") or {}
         verdict = obj.get("verdict") if isinstance(obj.get("verdict"), Mapping) else {}
@@ -149,11 +156,24 @@ class ResultRecord(NamedTuple):
             unreviewed=_line_flags(obj, "unreviewed"),
             gold_derived=_line_flags(obj, "gold_derived"),
             confirmed=_line_confirmed(obj),
+            recheck=_recheck(obj.get("recheck")),
         )
 
 
 def _text(v: Any) -> str | None:
     return v if isinstance(v, str) else None
+
+
+def _recheck(v: Any) -> tuple[str, str, tuple[str, ...]] | None:
+    """A line's ``recheck`` (``Recheck.to_json``), or None when it has none."""
+    if not isinstance(v, Mapping):
+        return None
+    dropped = v.get("dropped")
+    return (
+        _text(v.get("protocol")) or "",
+        _text(v.get("digest")) or "",
+        tuple(a for a in dropped if isinstance(a, str)) if isinstance(dropped, list) else (),
+    )
 
 
 def _on(result: CheckResult, flag: str) -> int:

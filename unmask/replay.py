@@ -14,7 +14,12 @@ translation, sources, verdict, gold) and loads the protocol in its three forms (
 for the same text, file, domains and limits; embedded IR once per process for the same
 JSON and limits, when reading it found nothing to say); ``verdict``
 and ``gold`` must be labels the protocol declares (``PASS``/``FAIL`` without a ``verdict``
-statement). A replay's own folder is
+statement). With a ``ProtocolFile`` (``--protocol``, ``unmask.recheck``) the replay is read
+against that protocol instead of its own, whose ``protocol`` is then not read: it is ground
+with the replay's members of the domains it declares (the others are ignored, with a
+warning), an annotation for an atom it lacks is left out with an ``atom-dropped`` warning
+and listed on ``Replay.recheck`` (never dropped silently), and a verdict or gold label it
+does not declare is an error. A replay's own folder is
 the folder of its file; for text without a file (stdin) it is the working directory.
 Warnings (unknown keys, ignored ``domains``) never fail validation; they travel on
 ``Replay.warnings``. An error raised here has a ``sources`` attribute (file name -> text)
@@ -49,6 +54,7 @@ from unmask.jsonload import parse_json_text, read_json_file
 from unmask.jsonreader import JsonReader, did_you_mean, index_path, join_path, kind, show
 from unmask.limits import DEFAULT_LIMITS, Limits
 from unmask.names import member_help
+from unmask.recheck import ProtocolFile
 from unmask.replaydata import SOURCES, VERDICTS, Replay
 
 __all__ = [
@@ -97,11 +103,12 @@ _FORMS_HELP = (
 class _ReplayReader:
     """Reads one replay document; every problem goes into ``r``."""
 
-    def __init__(self, r: JsonReader, base_dir: Path | None):
+    def __init__(self, r: JsonReader, base_dir: Path | None, against: ProtocolFile | None = None):
         self.r = r
         self.ir = IrReader(r)
         self.base_dir = base_dir
         self.bad_sources: set[str] = set()  # given but rejected: no echo errors for them
+        self.against = against  # `--protocol`: checked against it, not the replay's own
 
     def replay(self, obj: Any, text: str | None = None, line: int | None = None) -> Replay | None:
         """The replay, or None after recording why not; ``text`` and ``line`` are kept on it
@@ -117,15 +124,20 @@ class _ReplayReader:
         item = self._label_text(obj, "item", "what was judged")
         judge = self._label_text(obj, "judge", "which judge or run judged it")
         domains = self._domains(obj)
-        protocol = self._protocol(obj, domains)
+        if self.against is None:
+            protocol = self._protocol(obj, domains)
+        else:
+            protocol = self._against(obj, self.against, domains)
         translation = self._translation(obj)
         sources = self._sources(obj)
         labels = None if protocol is None else protocol.labels
         verdict = self._verdict(obj, "verdict", labels, required=True)
         gold = self._verdict(obj, "gold", labels, required=False)
-        annotations = read_annotations(r, obj, protocol, sources, self.bad_sources)
+        lacking: list[str] | None = None if self.against is None else []
+        annotations = read_annotations(r, obj, protocol, sources, self.bad_sources, lacking)
         if r.diags or rid is None or protocol is None or verdict is None:
             return None
+        recheck = None if self.against is None else self.against.recheck(lacking or ())
         return Replay(
             id=rid,
             protocol=protocol,
@@ -141,6 +153,7 @@ class _ReplayReader:
             warnings=tuple(r.warnings),
             json_text=text,
             json_line=(line or 1) if text is not None else 1,
+            recheck=recheck,
         )
 
     def _label_text(self, obj: dict, key: str, what: str) -> str | None:
@@ -305,6 +318,48 @@ class _ReplayReader:
         r.sources[filename] = text
         return self._compile(text, filename, domains, fp)
 
+    def _against(
+        self, obj: dict, against: ProtocolFile, domains: dict[str, tuple[str, ...]]
+    ) -> ir.Protocol | None:
+        """The protocol of ``--protocol``, ground with the replay's members; the replay's
+        own ``protocol`` must be there but is not read: a re-check replaces it."""
+        r = self.r
+        if "protocol" not in obj:
+            r.err("missing", "$", "missing `protocol`")
+            return None
+        if against.ground_already:
+            if domains:
+                r.warn(
+                    "domains-ignored",
+                    "domains",
+                    f"`domains` is ignored: protocol `{against.name}` is already ground",
+                )
+            domains = {}
+        else:
+            for name in domains:
+                if name not in against.domains:
+                    r.warn(
+                        "domains-ignored",
+                        join_path("domains", name),
+                        f"domain `{name}` is ignored: protocol `{against.name}` does not "
+                        "declare it",
+                        help="its members name no atom of this protocol",
+                    )
+            domains = {k: v for k, v in domains.items() if k in against.domains}
+        try:
+            protocol = against.ground(domains, r.limits)
+        except UnmaskError as exc:
+            r.sources[against.path] = against.text
+            r.diags.extend(
+                replace(d, file=r.file) if d.span is None and d.file is None else d
+                for d in exc.diagnostics
+            )
+            return None
+        except RecursionError:  # only when --max-expr-depth was raised past the compiler
+            r.err("limit", "protocol", "the protocol nests too deeply to compile")
+            return None
+        return protocol
+
     def _embedded(self, p: dict) -> ir.Protocol | None:
         """Embedded protocol IR, read once per process for the same JSON and limits."""
         r = self.r
@@ -442,7 +497,19 @@ class _ReplayReader:
                 hint = f"write `{same[0]}`" + (" in capitals" if same[0] == v.upper() else "")
             else:
                 hint = did_you_mean(v, labels) or hint
-        r.err(key, key, message, help=hint)
+        notes: tuple[str, ...] = ()
+        if self.against is not None and labels is not None:
+            # the replay was judged under another version: its label is no typo to fix
+            message = (
+                f"{what} `{show(v)}` is not a label of protocol `{self.against.name}`, "
+                f"the protocol of `--protocol`: expected {_one_of(labels)}"
+            )
+            hint = (
+                "`unmask compare OLD NEW` shows how the labels changed; "
+                "re-check against a version that declares this label"
+            )
+            notes = (f"checked against `{self.against.path}`, not the replay's own protocol",)
+        r.err(key, key, message, help=hint, notes=notes)
         return None
 
 
@@ -471,16 +538,18 @@ def replay_from_obj(
     limits: Limits = DEFAULT_LIMITS,
     line: int | None = None,
     text: str | None = None,
+    protocol: ProtocolFile | None = None,
 ) -> Replay:
     """Validate an already parsed replay; ``line`` (JSON Lines) is shown as ``FILE:LINE``.
 
     ``base_dir`` is the replay's own folder, where a protocol ``path`` starts and may lead;
     None means the working directory. ``text``, the JSON the object was parsed from, is
     kept on the replay (with ``line``) so reports can point into it without a file.
+    ``protocol`` (``--protocol``) replaces the replay's own: see the module.
     """
     label = f"{file or '<input>'}:{line}" if line is not None else file
     r = JsonReader(label, limits)
-    reader = _ReplayReader(r, Path(base_dir) if base_dir is not None else None)
+    reader = _ReplayReader(r, Path(base_dir) if base_dir is not None else None, protocol)
     out = reader.replay(obj, text, line)
     if out is None or r.diags:
         if not r.diags:  # cannot happen: every None path records an error; stay loud anyway
@@ -494,14 +563,17 @@ def load_replay_text(
     file: str | None = None,
     base_dir: str | Path | None = None,
     limits: Limits = DEFAULT_LIMITS,
+    protocol: ProtocolFile | None = None,
 ) -> Replay:
     obj = parse_json_text(text, file, limits)
-    return replay_from_obj(obj, file, base_dir, limits, text=text)
+    return replay_from_obj(obj, file, base_dir, limits, text=text, protocol=protocol)
 
 
-def load_replay(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Replay:
+def load_replay(
+    path: str | Path, limits: Limits = DEFAULT_LIMITS, protocol: ProtocolFile | None = None
+) -> Replay:
     obj = read_json_file(path, limits)
-    return replay_from_obj(obj, str(path), Path(path).parent, limits)
+    return replay_from_obj(obj, str(path), Path(path).parent, limits, protocol=protocol)
 
 
 def render_error(err: UnmaskError) -> str:

@@ -5,7 +5,9 @@ so the rest of the program may rely on them: every annotation names a declared a
 once, every span is in range and its quote matches, values are TRUE/FALSE/UNKNOWN, and
 ``verdict`` and ``gold`` are labels the protocol declares. ``gold`` lives here and nowhere
 the solver looks (the checker's input type has no field for it). An annotation's ``by``
-says who made it; absent, it is a reviewed human annotation.
+says who made it; absent, it is a reviewed human annotation. A replay re-checked against a
+protocol given apart from it (``unmask.recheck``) carries a ``Recheck``: which protocol,
+and the annotated atoms that protocol lacks (left out of ``annotations``, never silently).
 """
 
 from __future__ import annotations
@@ -101,6 +103,20 @@ class Annotation:
 
 
 @dataclass(frozen=True, slots=True)
+class Recheck:
+    """The protocol a replay was re-checked against instead of its own (``--protocol``):
+    its name and ``digest`` (``sha256:`` of its text), so that two runs can be told
+    apart, and the atoms the replay annotates that it lacks, in annotation order."""
+
+    protocol: str
+    digest: str
+    dropped: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        return {"protocol": self.protocol, "digest": self.digest, "dropped": list(self.dropped)}
+
+
+@dataclass(frozen=True, slots=True)
 class Replay:
     id: str
     protocol: Protocol
@@ -120,6 +136,7 @@ class Replay:
     # reading the input again
     json_text: str | None = field(default=None, compare=False, repr=False)
     json_line: int = field(default=1, compare=False)
+    recheck: Recheck | None = None  # checked against `--protocol`, not its own protocol
 
     def annotation(self, atom: str) -> Annotation | None:
         for a in self.annotations:

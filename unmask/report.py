@@ -22,7 +22,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 if TYPE_CHECKING:
-    from unmask.replaydata import Provenance
+    from unmask.replaydata import Provenance, Recheck
 
 SCHEMA = "unmask.report/1"
 
@@ -453,6 +453,8 @@ class Report:
     gold: str | None = None
     item: str | None = None  # the replay's `item` and `judge`, for grouping in an audit
     judge: str | None = None
+    # `--protocol`: the protocol checked against instead of the replay's own (replaydata)
+    recheck: Recheck | None = None
 
     @property
     def verdict_matches_gold(self) -> bool | None:
@@ -489,6 +491,7 @@ class Report:
             # added only when the replay has them
             **({} if self.item is None else {"item": self.item}),
             **({} if self.judge is None else {"judge": self.judge}),
+            **({} if self.recheck is None else {"recheck": self.recheck.to_json()}),
         }
 
 

@@ -18,8 +18,10 @@ Contract:
   naming options as the command line spells them): a path that does not exist, ``-``
   twice, ``resume`` without an ``out`` file, an output that is an input, ``jobs`` with
   ``dask``, ``partition`` without it, a ``dask`` that cannot be used, a file to resume
-  that is not audit results. A file that cannot be written raises ``OutputError``; a
-  backend that cannot be made, what ``unmask.backends.create`` raises;
+  that is not audit results or whose lines were checked against another protocol than
+  ``protocol`` (``--protocol``; None: each replay's own). A file that cannot be written
+  raises ``OutputError``; a backend that cannot be made, what ``unmask.backends.create``
+  raises;
 - Ctrl-C, and SIGTERM while it runs (from the main thread; the old handler is put back),
   stop the run with every line written whole and the index and JUnit file written for
   what is done, and raise ``Interrupted`` (a ``KeyboardInterrupt`` with the summary); a
@@ -74,6 +76,8 @@ class AuditOptions:
     html: str | None = None  # a folder: one page per replay and index.html
     junit: str | None = None
     progress: IO[str] | None = None  # where the progress line goes
+    # `--protocol`: an ``unmask.recheck.ProtocolFile`` to check every replay against
+    protocol: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +111,24 @@ class ClusterFailed(UnmaskError):
 
 def _usage(message: str, help: str | None = None) -> AuditError:
     return AuditError([Diagnostic("usage", message, help=help)])
+
+
+def _mixed(out: str, line: int, theirs: tuple[str, str] | None, pf: Any) -> AuditError:
+    """Resuming with another ``--protocol`` than the lines already there were checked
+    against: refused, since one file would mix results of two protocols."""
+
+    def what(identity: tuple[str, str] | None) -> str:
+        if identity is None:
+            return "each replay's own protocol"
+        return f"protocol `{identity[0]}` ({identity[1][:19]})"
+
+    now = None if pf is None else (pf.name, pf.digest)
+    return _usage(
+        f"`{out}` line {line} was checked against {what(theirs)}, but this run checks "
+        f"against {what(now)}",
+        help="resume with the `--protocol` of the run that wrote the file (or none), "
+        "or give another `--out`",
+    )
 
 
 def _complete(out: str | None) -> str:
@@ -268,7 +290,12 @@ class _Run:
     def _check_all(self, tasks: Iterator[Any], client: Any) -> None:
         o = self.options
         settings = run.Settings(
-            o.backend, o.timeout_ms, o.limits, html=o.html is not None, deadline_ms=o.deadline_ms
+            o.backend,
+            o.timeout_ms,
+            o.limits,
+            html=o.html is not None,
+            deadline_ms=o.deadline_ms,
+            protocol=o.protocol,
         )
         if client is None:
             run.run_audit(tasks, settings, self._emit, self.jobs, self._settle, self.summary)
@@ -298,8 +325,17 @@ class _Run:
         if not self.options.resume or out is None:
             return None
 
+        pf = self.options.protocol
+        mine = None if pf is None else (pf.name, pf.digest)
+        lines = 0
+
         def carry(obj: dict[str, Any]) -> None:
+            nonlocal lines
+            lines += 1
             record = ResultRecord.from_line(obj)
+            theirs = None if record.recheck is None else record.recheck[:2]
+            if theirs != mine:
+                raise _mixed(out, lines, theirs, pf)
             self.summary.add(record)
             self._take(record)
 

@@ -314,7 +314,7 @@ class _Runner:
             detail = f"{type(exc).__name__}: {exc}"
             raise ClusterError("the results of a partition could not be fetched", detail) from None
         if len(chunk) == 1:
-            return [run.died(chunk[0])], None
+            return [run.died(chunk[0], self.settings)], None
         # one replay at a time, so that a crash cannot be blamed on its neighbours
         out: list[run.Result] = []
         for task in chunk:
@@ -322,7 +322,7 @@ class _Runner:
             try:
                 out.extend(run.from_wire(w) for w in pickle.loads(single.result())[0])
             except KilledWorker:
-                out.append(run.died(task))
+                out.append(run.died(task, self.settings))
             except Exception as exc:
                 detail = f"{type(exc).__name__}: {exc}"
                 raise ClusterError("the results of a replay could not be fetched", detail) from None

@@ -27,12 +27,17 @@ OVERALL = (SATISFIED, VIOLATED, UNKNOWN)
 DIMENSION_RESULTS = (OK, VIOLATED, UNKNOWN, NOT_CHECKED)
 
 
-def error_record(location: str, diags: Iterable[Diagnostic]) -> dict[str, Any]:
-    return {
+def error_record(location: str, diags: Iterable[Diagnostic], recheck: Any = None) -> dict[str, Any]:
+    """``recheck``: the run's ``--protocol`` (a ``Recheck``), recorded so that a resumed
+    run can tell which protocol this line was checked against."""
+    out = {
         "schema": ERROR_SCHEMA,
         "location": location,
         "errors": [diagnostic_json(d) for d in diags],
     }
+    if recheck is not None:
+        out["recheck"] = recheck.to_json()
+    return out
 
 
 # made once: ``json.dumps`` with options builds a new encoder on every call. A line is data

@@ -70,6 +70,9 @@ class Settings:
     limits: Limits = DEFAULT_LIMITS
     html: bool = False  # render each replay's HTML page
     deadline_ms: int | None = None  # per replay (see ``unmask.explain.Deadline``)
+    # `--protocol`: an ``unmask.recheck.ProtocolFile`` every replay is checked against
+    # instead of its own; plain data, so it reaches pool and Dask workers with the rest
+    protocol: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +110,9 @@ def _backend(settings: Settings) -> Any:
     return made
 
 
-def load_task(task: Task, limits: Limits) -> Any:
-    """The validated ``Replay`` of a task (raises ``UnmaskError`` when it is not one)."""
+def load_task(task: Task, limits: Limits, protocol: Any = None) -> Any:
+    """The validated ``Replay`` of a task (raises ``UnmaskError`` when it is not one),
+    read against ``protocol`` (a ``ProtocolFile``) when one is given."""
     from unmask.jsonload import parse_json_document, read_json_file
     from unmask.replay import replay_from_obj
 
@@ -117,10 +121,12 @@ def load_task(task: Task, limits: Limits) -> Any:
         raise UnmaskError([Diagnostic(code, message, file=task.location, help=hint)])
     if task.text is None:
         obj = read_json_file(task.file, limits)
-        return replay_from_obj(obj, task.file, Path(task.file).parent, limits)
+        return replay_from_obj(obj, task.file, Path(task.file).parent, limits, protocol=protocol)
     base_dir = Path.cwd() if task.file == STDIN_LABEL else Path(task.file).parent
     obj, text = parse_json_document(task.text, task.file, limits, first_line=task.line or 1)
-    return replay_from_obj(obj, task.file, base_dir, limits, line=task.line, text=text)
+    return replay_from_obj(
+        obj, task.file, base_dir, limits, line=task.line, text=text, protocol=protocol
+    )
 
 
 def audit_task(task: Task, settings: Settings) -> Result:
@@ -129,16 +135,16 @@ def audit_task(task: Task, settings: Settings) -> Result:
 
     replay = None
     try:
-        replay = load_task(task, settings.limits)
+        replay = load_task(task, settings.limits, settings.protocol)
         report = check_replay(replay, _backend(settings), deadline_ms=settings.deadline_ms)
     except UnmaskError as exc:
-        return _failed(task, exc.diagnostics)
+        return _failed(task, exc.diagnostics, settings)
     except RecursionError:
         d = Diagnostic("limit", "the replay is nested too deeply to check", file=task.location)
-        return _failed(task, [d])
+        return _failed(task, [d], settings)
     except Exception as exc:  # one broken replay must not stop the batch
         reraise_interrupt(exc)
-        return _failed(task, [internal_error(exc, file=task.location)])
+        return _failed(task, [internal_error(exc, file=task.location)], settings)
     body = report.to_json()
     obj = {"schema": body.pop("schema"), "location": task.location, **body}
     page = None
@@ -149,16 +155,17 @@ def audit_task(task: Task, settings: Settings) -> Result:
     return Result(encode_line(obj), ResultRecord.from_report(report, task.location), page)
 
 
-def _failed(task: Task, diags: Iterable[Diagnostic]) -> Result:
-    obj = error_record(task.location, diags)
+def _failed(task: Task, diags: Iterable[Diagnostic], settings: Settings | None = None) -> Result:
+    pf = None if settings is None else settings.protocol
+    obj = error_record(task.location, diags, None if pf is None else pf.recheck())
     # made of the line itself: an error record is read back the one way
     return Result(encode_line(obj), ResultRecord.from_line(obj))
 
 
-def died(task: Task) -> Result:
+def died(task: Task, settings: Settings | None = None) -> Result:
     """The error record of a replay whose checking kills the process running it."""
     what = "the process checking this replay died (a crash in the solver?)"
-    return _failed(task, [internal_error(file=task.location, what=what)])
+    return _failed(task, [internal_error(file=task.location, what=what)], settings)
 
 
 @contextlib.contextmanager
@@ -518,7 +525,7 @@ class _Pool:
         try:
             return from_wire(self._submit(single, [task], folded=False).result()[0][0])
         except BrokenProcessPool:
-            return died(task)
+            return died(task, self.settings)
         finally:
             _kill(single)
 

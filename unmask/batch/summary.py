@@ -165,6 +165,9 @@ class Summary:
         self.seen: dict[str, dict[str, tuple]] = {}  # item -> judge -> (verdict, dimensions)
         self.pairs: dict[tuple[str, str], Counter] = {}
         self.repeated = 0  # a second result for one (item, judge): left out of the pairs
+        # `--protocol`: results per (protocol, digest); replays per family of atoms left out
+        self.rechecked: Counter = Counter()
+        self.dropped: Counter = Counter()
         # a record's requirement / grounding tuple -> the (counter, key) pairs it adds one to
         self._by_requirements: dict[tuple, tuple[list[tuple[Counter, str]], bool]] = {}
         self._by_grounding: dict[tuple, list[tuple[Counter, str]]] = {}
@@ -172,6 +175,8 @@ class Summary:
 
     def add(self, v: ResultRecord) -> None:
         self.total += 1
+        if v.recheck is not None:
+            self._recheck(v.recheck)
         if v.error is not None:
             self.overall["INVALID"] += 1
             self.errors[v.error] += 1
@@ -204,6 +209,28 @@ class Summary:
         if v.item is not None and v.judge is not None:
             self._pair(v.item, v.judge, (v.observed, v.dimensions))
 
+    def _recheck(self, recheck: tuple[str, str, tuple[str, ...]]) -> None:
+        name, digest, dropped = recheck
+        self.rechecked[(name, digest)] += 1
+        if dropped:
+            self.dropped[""] += 1  # the replays with any, apart from the families
+            for family in dict.fromkeys(family_key(a) for a in dropped):
+                self.dropped[family] += 1
+
+    def recheck_json(self) -> dict[str, Any] | None:
+        """Which ``--protocol`` the results were checked against, and the annotations it
+        left out (replays per atom family); None for a run of the replays' own."""
+        if not self.rechecked:
+            return None
+        atoms = {k: n for k, n in sorted(self.dropped.items()) if k}
+        return {
+            "protocols": [
+                {"protocol": name, "digest": digest, "replays": n}
+                for (name, digest), n in self.rechecked.items()
+            ],
+            "dropped": {"replays": self.dropped[""], "atoms": atoms},
+        }
+
     def merge(self, other: Summary) -> None:
         """Fold in ``other``, the summary of the results that come right after this one's:
         the figures are those of one summary that folded both in that order. (A pool
@@ -216,6 +243,8 @@ class Summary:
             (self.errors, other.errors),
             (self.failed, other.failed),
             (self.cross, other.cross),
+            (self.rechecked, other.rechecked),
+            (self.dropped, other.dropped),
             *((self.dimensions[d], other.dimensions[d]) for d in DIMENSIONS),
             *((self.with_flag[f], c) for f, c in other.with_flag.items()),
         ):
@@ -421,6 +450,8 @@ class Summary:
             "confusion_by_protocol": self.confusion_by_protocol_json(),
             "provenance": self.provenance_json(),
             "judges": self.judges_json(),
+            # only for a run with `--protocol`: a run without is unchanged
+            **({"recheck": self.recheck_json()} if self.rechecked else {}),
         }
 
     def index_summary(self, backend: str) -> dict[str, Any]:
@@ -436,6 +467,7 @@ class Summary:
             "violated, confirmed": self.findings.counts["replays:confirmed"],
             "violated, provisional": self.findings.counts["replays:provisional"],
             **{text: cells[key] for key, text in CELL_TEXT.items()},
+            **recheck_extra(self.recheck_json()),
         }
         return {
             "title": "unmask audit",
@@ -465,6 +497,7 @@ class Summary:
                 "  invalid inputs by first error: "
                 + ", ".join(f"{k} {n}" for k, n in j["errors"].items())
             )
+        lines += recheck_text(j.get("recheck"))
         lines.append("dimensions (replays): violated / unknown / satisfied / not checked")
         for d in DIMENSIONS:
             c = j["dimensions"][d]
@@ -615,3 +648,38 @@ def judges_text(j: dict[str, Any]) -> list[str]:
             f"  {_plural(j['repeated'], 'repeated result')} for one item and judge left out"
         )
     return lines
+
+
+def _protocols_text(recheck: dict[str, Any]) -> str:
+    return ", ".join(
+        f"`{p['protocol']}` ({p['digest'][:19]}), {p['replays']} "
+        f"replay{'' if p['replays'] == 1 else 's'}"
+        for p in recheck["protocols"]
+    )
+
+
+def recheck_text(recheck: dict[str, Any] | None) -> list[str]:
+    """The summary's lines on ``--protocol``: nothing for a run of the replays' own."""
+    if recheck is None:
+        return []
+    lines = [f"re-checked against --protocol {_protocols_text(recheck)}"]
+    dropped = recheck["dropped"]
+    if dropped["replays"]:
+        atoms = ", ".join(f"`{a}` {n}" for a, n in dropped["atoms"].items())
+        lines.append(
+            f"  annotations left out, for atoms the protocol lacks, in {dropped['replays']} "
+            f"replay{'' if dropped['replays'] == 1 else 's'}: {atoms}"
+        )
+    return lines
+
+
+def recheck_extra(recheck: dict[str, Any] | None) -> dict[str, Any]:
+    """The HTML index's lines on ``--protocol`` (see ``recheck_text``)."""
+    if recheck is None:
+        return {}
+    dropped = recheck["dropped"]
+    atoms = ", ".join(f"{a} {n}" for a, n in dropped["atoms"].items())
+    return {
+        "re-checked against": _protocols_text(recheck).replace("`", ""),
+        "annotations left out": f"{dropped['replays']} replays" + (f": {atoms}" if atoms else ""),
+    }

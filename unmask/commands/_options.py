@@ -95,6 +95,33 @@ def deadline_option(default: int | None = None):
     )
 
 
+def protocol_option():
+    """``--protocol FILE`` of `check` and `audit`: re-check against another protocol."""
+    return click.option(
+        "--protocol",
+        "against_path",
+        metavar="FILE",
+        default=None,
+        help="check against this protocol (.proto or IR JSON) instead of each replay's own: "
+        "atoms matched by name, annotations of atoms it lacks left out and reported",
+    )
+
+
+def load_protocol(path: str, limits):  # type: ignore[no-untyped-def]
+    """The ``ProtocolFile`` of ``--protocol``, or (diagnostics, exit status, text): 2 when
+    it cannot be read, 4 when it is not a valid protocol."""
+    from unmask import exitcodes
+    from unmask.diagnostics import UnmaskError, render_all
+    from unmask.recheck import load_protocol_file
+
+    try:
+        return load_protocol_file(path, limits), None
+    except UnmaskError as err:
+        diags = err.diagnostics
+        code = exitcodes.USAGE if all(d.code == "io" for d in diags) else exitcodes.INVALID
+        return None, (diags, code, render_all(diags, getattr(err, "sources", None)))
+
+
 def echo(text: str, nl: bool = True) -> None:
     """``click.echo`` to stdout (a write that fails is the entry point's to report)."""
     click.echo(text, nl=nl)

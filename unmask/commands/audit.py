@@ -6,7 +6,9 @@ already there and audits only the rest. The summary goes to stderr as text (``--
 drops it) and to ``--summary-json``. No output may be one of the inputs. Exit statuses
 (docs/audit.md): 0 done, gate not tripped; 1 ``--fail-on`` tripped by a VIOLATED replay; 3
 ``--fail-on unknown`` tripped by an UNKNOWN or invalid replay; 4 no valid replay at all; 2
-usage or a file that cannot be written; 130 interrupted.
+usage or a file that cannot be written (or a ``--protocol`` file that cannot be read);
+130 interrupted. A ``--protocol`` file that is not a valid protocol is exit 4, before
+anything runs; a replay whose verdict it does not declare is an error record.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ from unmask.commands._options import (
     backend_option,
     click_options,
     deadline_option,
+    load_protocol,
     open_backend,
+    protocol_option,
     timeout_option,
 )
 from unmask.diagnostics import UnmaskError, render_all
@@ -89,6 +93,7 @@ def gate_status(summary: Any, fail_on: str | None) -> int:
 @backend_option(
     "sliced, z3, pysat[:SOLVER] or truthtable; reports are the same on each", DEFAULT_BACKEND
 )
+@protocol_option()
 @timeout_option()
 @deadline_option(DEFAULT_DEADLINE_MS)
 @click.option("--resume", is_flag=True, help="keep the lines already in --out, audit the rest")
@@ -120,6 +125,7 @@ def command(
     dask_spec: str | None,
     partition: int | None,
     backend: str,
+    against_path: str | None,
     timeout_ms: int,
     deadline_ms: int,
     resume: bool,
@@ -131,11 +137,21 @@ def command(
     junit: str | None,
     limits: Limits,
 ) -> None:
-    """Check many replays (files, directories, JSON Lines, `-`) and summarise the run."""
+    """Check many replays (files, directories, JSON Lines, `-`) and summarise the run.
+
+    With --protocol FILE every replay is checked against FILE (a new version of the
+    protocol) instead of its own: `unmask compare OLD NEW`, then `unmask audit REPLAYS
+    --protocol NEW` re-checks old replays without rebuilding them."""
     from unmask.batch import audit
     from unmask.batch.run import batch_heap
 
     open_backend(backend, timeout_ms)  # an unknown or broken backend: exit 2 here
+    against = None
+    if against_path is not None:
+        against, failed = load_protocol(against_path, limits)
+        if failed is not None:
+            click.echo(failed[2], err=True)
+            raise SystemExit(failed[1])
     show = sys.stderr.isatty() if progress is None else progress
     options = audit.AuditOptions(
         backend=backend,
@@ -151,6 +167,7 @@ def command(
         html=html_dir,
         junit=junit,
         progress=sys.stderr if show else None,
+        protocol=against,
     )
     batch_heap()
     try:

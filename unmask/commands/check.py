@@ -2,7 +2,9 @@
 
 Contract: exit 0 SATISFIED, 1 VIOLATED, 3 UNKNOWN (also past ``--deadline-ms``, default
 60 s, with a ``deadline`` reason), 4 invalid input (the validator's
-diagnostics on stderr), 2 usage (an unknown backend or format, a bad option). A backend
+diagnostics on stderr; with ``--protocol FILE`` also a FILE that is not a valid protocol,
+or a verdict or gold label it does not declare), 2 usage (an unknown backend or format, a
+bad option, a ``--protocol`` file that cannot be read). A backend
 that cannot decide this replay (the truth-table backend over its atom limit) is exit 3
 with one diagnostic naming the limit and another backend; an internal error is reported
 on stderr, never as a traceback, with exit 3 (nothing was proved); stdout that cannot be
@@ -27,7 +29,9 @@ from unmask.commands._options import (
     click_options,
     deadline_option,
     echo,
+    load_protocol,
     open_backend,
+    protocol_option,
     timeout_option,
 )
 from unmask.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
@@ -60,6 +64,7 @@ def _fail(
     help="z3, pysat[:SOLVER], truthtable or sliced[:SOLVER]; reports are the same on each",
 )
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@protocol_option()
 @timeout_option()
 @deadline_option(DEFAULT_DEADLINE_MS)
 @click_options
@@ -67,18 +72,29 @@ def command(
     replay_path: str,
     backend: str,
     fmt: str,
+    against_path: str | None,
     timeout_ms: int,
     deadline_ms: int | None,
     limits: Limits,
 ) -> None:
-    """Check one replay: verdict entailment, procedure, coverage, grounding."""
+    """Check one replay: verdict entailment, procedure, coverage, grounding.
+
+    With --protocol FILE the replay is checked against FILE (another version of its
+    protocol) instead of the protocol it embeds or names."""
     solver = open_backend(backend, timeout_ms)
     from unmask.api import check
     from unmask.replay import load_replay, render_error
 
+    against = None
+    if against_path is not None:
+        against, failed = load_protocol(against_path, limits)
+        if failed is not None:
+            diags, code, text = failed
+            _fail(diags, code, fmt, replay_path, text)
     try:
         # Path("") is the current folder: an empty argument is read, and named, as given
-        replay = load_replay(Path(replay_path) if replay_path else replay_path, limits)
+        path = Path(replay_path) if replay_path else replay_path
+        replay = load_replay(path, limits, protocol=against)
     except UnmaskError as exc:
         _fail(exc.diagnostics, exitcodes.INVALID, fmt, replay_path, render_error(exc))
     if replay.warnings:

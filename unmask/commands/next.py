@@ -10,8 +10,11 @@ speed. Exit status: 0 no check is open; 1 some check is open (an annotation coul
 3 nothing is open but some check is unsettled for another reason (a timeout, an inconsistent
 base, a translation that is not valid, a backend that cannot take the replay, an internal
 error); 4 some replay is invalid or could not be re-read (the rest are still reported); 2
-usage. The text form goes through one printable filter, so a replay's id or location cannot
-drive the terminal.
+usage. ``--protocol FILE`` reads every replay against FILE, as ``unmask check --protocol``
+does; a results line checked against another protocol than the one given (or than the
+replay's own, without ``--protocol``: the line's ``recheck``) is a bad line, exit 4, never
+answered for the wrong protocol. The text form goes through one printable filter, so a
+replay's id or location cannot drive the terminal.
 """
 
 from __future__ import annotations
@@ -33,7 +36,9 @@ from unmask.commands._options import (
     click_options,
     deadline_option,
     format_option,
+    load_protocol,
     open_backend,
+    protocol_option,
     timeout_option,
 )
 from unmask.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
@@ -117,22 +122,26 @@ def _task_at(location: str, root: str, limits: Limits, cache: dict[str, dict]):
     return dataclasses.replace(task, location=location)
 
 
-def _replays(paths: tuple[str, ...], root: str, limits: Limits):
-    """(location, replay or UnmaskError, note) for every replay the paths name, in order."""
+def _replays(paths: tuple[str, ...], root: str, limits: Limits, against: Any = None):
+    """(location, replay or UnmaskError, note) for every replay the paths name, in order,
+    read against ``against`` (``--protocol``) when it is given."""
     from unmask.batch.inputs import iter_tasks
 
     cache: dict[str, dict] = {}
     for path in paths:
         if _is_results(path):
             with open(path, "rb") as fh:
-                yield from _from_results(path, fh, root, limits, cache)
+                yield from _from_results(path, fh, root, limits, cache, against)
             continue
         for task in iter_tasks([path], limits):
-            yield task.location, _load(task, limits), None
+            yield task.location, _load(task, limits, against), None
 
 
-def _from_results(path: str, fh, root: str, limits: Limits, cache: dict[str, dict]):
-    """``_replays`` of an audit's results file: each line's replay re-read from its location."""
+def _from_results(
+    path: str, fh, root: str, limits: Limits, cache: dict[str, dict], against: Any = None
+):
+    """``_replays`` of an audit's results file: each line's replay re-read from its location,
+    against the protocol the line was checked against (a line of another one is an error)."""
     for n, raw in bounded_lines(fh, limits.max_file_bytes, skip_bom=True):
         if raw is None:
             yield _bad_line(path, n, "line longer than the file limit")
@@ -151,25 +160,49 @@ def _from_results(path: str, fh, root: str, limits: Limits, cache: dict[str, dic
         if obj.get("schema") == ERROR_SCHEMA:
             yield location, None, "the audit could not check it"
             continue
+        mismatch = _other_protocol(obj.get("recheck"), against)
+        if mismatch is not None:
+            yield _bad_line(path, n, *mismatch)
+            continue
         try:
             task = _task_at(location, root, limits, cache)
         except UnmaskError as exc:
             yield location, exc, None
             continue
-        yield location, _load(task, limits), None
+        yield location, _load(task, limits, against), None
 
 
-def _bad_line(path: str, n: int, message: str):
+def _other_protocol(recheck: Any, against: Any) -> tuple[str, str] | None:
+    """(message, help) when a result line was checked against another protocol than
+    ``--protocol`` (or than the replay's own): its open checks would be another's."""
+    theirs = recheck.get("digest") if isinstance(recheck, dict) else None
+    if theirs == (None if against is None else against.digest):
+        return None
+    if against is None:
+        name = recheck.get("protocol") if isinstance(recheck, dict) else None
+        return (
+            f"this result was checked against `--protocol` (protocol `{name}`), "
+            "not the replay's own protocol",
+            "give `unmask next` the `--protocol FILE` the audit was run with",
+        )
+    return (
+        f"this result was not checked against `--protocol {against.path}`",
+        "give the `--protocol` the audit was run with, or none if it had none",
+    )
+
+
+def _bad_line(path: str, n: int, message: str, help: str | None = None):
     span = Span(path, n, 1, n, 1)
-    return f"{path}:{n}", UnmaskError([Diagnostic("bad-results", message, span=span)]), None
+    diag = Diagnostic("bad-results", message, span=span, help=help)
+    return f"{path}:{n}", UnmaskError([diag]), None
 
 
-def _load(task, limits: Limits):
+def _load(task, limits: Limits, against: Any = None):
     """The task's validated replay, or the ``UnmaskError`` that says why there is none."""
     from unmask.batch.run import load_task
 
     try:
-        return load_task(task, limits)
+        return load_task(task, limits, against)
     except UnmaskError as exc:
         return exc
     except RecursionError:
@@ -190,6 +223,7 @@ def _load(task, limits: Limits):
     default=".",
     help="the folder the audit ran in: result locations are relative to it",
 )
+@protocol_option()
 @timeout_option()
 @deadline_option()
 @click_options
@@ -198,6 +232,7 @@ def command(
     backend: str,
     fmt: str,
     root: str,
+    against_path: str | None,
     timeout_ms: int,
     deadline_ms: int | None,
     limits: Limits,
@@ -208,6 +243,12 @@ def command(
     from unmask.next import merge, next_steps
 
     solver = open_backend(backend, timeout_ms)
+    against = None
+    if against_path is not None:
+        against, failed = load_protocol(against_path, limits)
+        if failed is not None:
+            click.echo(failed[2], err=True)
+            sys.exit(failed[1])
     for p in paths:
         if p != "-" and not os.path.exists(p):
             click.echo(render_all([Diagnostic("usage", f"no such file or folder `{p}`")]), err=True)
@@ -218,7 +259,7 @@ def command(
     errors: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []
-    for location, replay, note in _replays(paths, root, limits):
+    for location, replay, note in _replays(paths, root, limits, against):
         if note is not None:
             skipped.append({"location": location, "reason": note})
             continue

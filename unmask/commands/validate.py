@@ -7,7 +7,10 @@ invalid one every diagnostic on stderr, under its location; warnings go to stder
 not fail. With more than one replay, a last line on stdout counts them. Exit 0 when every
 replay is valid; 4 when any is invalid, when a path is missing, unreadable or not a
 regular file, or when the paths hold no replay at all; 2 for usage errors (click's own)
-and for stdout that cannot be written.
+and for stdout that cannot be written. ``--protocol FILE`` validates against FILE instead
+of each replay's own protocol (as ``unmask check --protocol``): a valid line then counts
+the annotations left out for atoms FILE lacks; a FILE that cannot be read is exit 2, one
+that is not a valid protocol exit 4.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import os
 import click
 
 from unmask import exitcodes
-from unmask.commands._options import click_options, echo
+from unmask.commands._options import click_options, echo, load_protocol, protocol_option
 from unmask.diagnostics import UnmaskError, render_all
 from unmask.jsonload import show
 from unmask.limits import Limits
@@ -25,9 +28,10 @@ from unmask.limits import Limits
 
 def _line(r) -> str:  # type: ignore[no-untyped-def]
     n_atoms = len(r.protocol.atoms)
+    left_out = "" if r.recheck is None else f", {len(r.recheck.dropped)} left out"
     return (
         f"{show(r.id, 200)}: valid ({n_atoms} atoms, {len(r.annotations)} annotations, "
-        f"{len(r.unannotated)} unannotated)"
+        f"{len(r.unannotated)} unannotated{left_out})"
     )
 
 
@@ -40,14 +44,21 @@ def _single(path: str) -> bool:
 @click.command("validate")
 # plain strings: the reader refuses what is not a readable regular file (exit 4, not usage)
 @click.argument("paths", metavar="PATH...", nargs=-1, required=True)
+@protocol_option()
 @click_options
-def command(paths: tuple[str, ...], limits: Limits) -> None:
+def command(paths: tuple[str, ...], against_path: str | None, limits: Limits) -> None:
     """Validate replays (files, folders, JSON Lines) without solving."""
     from unmask.replay import load_replay, render_error
 
+    against = None
+    if against_path is not None:
+        against, failed = load_protocol(against_path, limits)
+        if failed is not None:
+            click.echo(failed[2], err=True)
+            raise SystemExit(failed[1])
     if len(paths) == 1 and _single(paths[0]):
         try:
-            r = load_replay(paths[0], limits)
+            r = load_replay(paths[0], limits, protocol=against)
         except UnmaskError as exc:
             click.echo(render_error(exc), err=True)
             raise SystemExit(exitcodes.INVALID) from None
@@ -61,7 +72,7 @@ def command(paths: tuple[str, ...], limits: Limits) -> None:
     valid = invalid = 0
     for task in iter_tasks(paths, limits):
         try:
-            r = load_task(task, limits)
+            r = load_task(task, limits, against)
         except UnmaskError as exc:
             invalid += 1
             click.echo(f"{show(task.location, 300)}: invalid", err=True)

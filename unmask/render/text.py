@@ -154,6 +154,12 @@ def render(report: Report, replay: Any = None, *, color: bool = False) -> str:
         out.constraints = {c.name: expr_text(c.expr) for c in replay.protocol.constraints}
     out.result(0, report.replay, report.overall)
     out.add(1, f"protocol `{report.protocol}`, backend {report.backend}")
+    if report.recheck is not None:
+        rc = report.recheck
+        out.add(1, f"re-checked against `--protocol` ({rc.digest[:19]}), not the replay's own")
+        if rc.dropped:
+            names = ", ".join(f"`{a}`" for a in rc.dropped)
+            out.add(1, f"left out, annotated atoms the protocol lacks: {names}")
     if report.gold is not None:
         match = "yes" if report.verdict_matches_gold else "no"
         out.add(1, f"gold {report.gold}; observed verdict matches gold: {match}")

@@ -1,0 +1,144 @@
+"""A protocol given apart from the replays (``--protocol FILE``), to re-check them against it.
+
+Contract: ``load_protocol_file(path, limits)`` reads FILE once (``.json``: protocol IR,
+``unmask.protocol/1``, or a replay whose protocol is embedded, as IR or as ``.proto`` text;
+anything else: ``.proto`` text) and returns a ``ProtocolFile``, or
+raises ``UnmaskError`` (with ``sources`` for excerpts) when it cannot be read, does not
+parse, or does not compile with each free domain given one member: an error every replay
+would repeat is reported once. A ``ProtocolFile`` is plain, picklable data (it travels to
+pool and Dask workers in the batch settings); it is equal to another exactly when its
+digest (``sha256:`` of the text) and form are, and ``ground(domains, limits)`` is the
+protocol one replay is checked against: the ``.proto`` compiled with that replay's members
+through the compile cache (once per process and on disk for the same text and members),
+IR read once per process. The replay reader (``unmask.replay``) does the rest: which
+domains to pass, the annotations the protocol lacks, labels it does not declare.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from unmask import ir
+from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.limits import DEFAULT_LIMITS, Limits
+from unmask.replaydata import Recheck
+
+__all__ = ["ProtocolFile", "load_protocol_file"]
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_IR: dict[tuple[str, Limits], ir.Protocol] = {}  # a few per process at most: one per run
+_IR_LOCK = threading.Lock()  # a Dask worker may check replays in several threads
+
+
+@dataclass(frozen=True, slots=True)
+class ProtocolFile:
+    """A protocol read from FILE: ``form`` is ``proto`` or ``ir``; ``domains`` the domains
+    a ``.proto`` declares (a replay's members for the others are not passed on)."""
+
+    path: str  # as given, for messages and compile spans
+    name: str
+    digest: str
+    form: str
+    text: str = field(compare=False, repr=False)
+    domains: tuple[str, ...] = field(default=(), compare=False)
+    json_path: str = field(default="$", compare=False)  # where in ``text`` the IR is
+
+    @property
+    def ground_already(self) -> bool:
+        return self.form == "ir"
+
+    def recheck(self, dropped: Sequence[str] = ()) -> Recheck:
+        return Recheck(self.name, self.digest, tuple(dropped))
+
+    def ground(
+        self, domains: Mapping[str, Sequence[str]] | None, limits: Limits = DEFAULT_LIMITS
+    ) -> ir.Protocol:
+        if self.form == "ir":
+            return _read_ir(self, limits)
+        from unmask.compile_cache import compile_cached
+
+        return compile_cached(self.text, self.path, domains, limits)
+
+
+def _digest(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _read_ir(pf: ProtocolFile, limits: Limits) -> ir.Protocol:
+    key = (pf.digest, limits)
+    with _IR_LOCK:
+        got = _IR.get(key)
+    if got is not None:
+        return got
+    from unmask.irjson_reader import protocol_from_json
+    from unmask.jsonload import parse_json_text
+
+    obj = parse_json_text(pf.text, pf.path, limits)
+    got = protocol_from_json(obj, pf.json_path, pf.path, limits)
+    with _IR_LOCK:
+        if len(_IR) >= 4:
+            _IR.clear()
+        _IR[key] = got
+    return got
+
+
+def load_protocol_file(path: str, limits: Limits = DEFAULT_LIMITS) -> ProtocolFile:
+    """Read and check FILE once (see the module); errors carry ``sources``."""
+    from unmask.files import read_text
+
+    text = read_text(path, limits)
+    name = path
+    if path.lower().endswith(".json"):
+        text, name, at = _inner(path, text, limits)
+        if name == path:
+            pf = ProtocolFile(path, "", _digest(text), "ir", text, json_path=at)
+            protocol = pf.ground(None, limits)
+            return ProtocolFile(path, protocol.name, pf.digest, "ir", text, json_path=at)
+    try:
+        return _load_proto(name, text, limits)
+    except UnmaskError as err:
+        err.sources = {name: text}  # type: ignore[attr-defined]
+        raise
+
+
+def _inner(path: str, text: str, limits: Limits) -> tuple[str, str, str]:
+    """A ``.json`` file's protocol: (the IR's JSON text, ``path``, its JSON path), or for a
+    replay that carries `.proto` text inline, (that text, the name its spans use, ""). A
+    replay's embedded IR is taken as `unmask analyze` takes it; one that names a `.proto`
+    by path is refused."""
+    import json
+
+    from unmask.jsonload import parse_json_text
+
+    obj = parse_json_text(text, path, limits)
+    inner = obj.get("protocol") if isinstance(obj, dict) and "atoms" not in obj else None
+    if not isinstance(inner, dict):
+        return text, path, "$"
+    if "path" in inner and "atoms" not in inner:
+        message = f"this replay names its protocol by path: give `{inner['path']}` itself"
+        raise UnmaskError([Diagnostic("protocol", message, path="protocol.path", file=path)])
+    if isinstance(inner.get("source"), str):
+        return inner["source"], f"{path}: protocol.source", ""
+    return json.dumps(inner, ensure_ascii=False, sort_keys=True), path, "protocol"
+
+
+def _load_proto(path: str, text: str, limits: Limits) -> ProtocolFile:
+    from unmask import ast
+    from unmask.compiler import compile_source
+    from unmask.parser import parse_source
+
+    source = parse_source(text, path, limits)
+    decls = [s for s in source.statements if isinstance(s, ast.DomainDecl)]
+    free = [d.name for d in decls if d.members is None]
+    # one member per free domain, a name the text does not use: enough to compile every
+    # part that does not depend on how many members there are
+    taken = set(_WORD.findall(text))
+    member = next(m for m in (f"m{i}" for i in range(1, len(taken) + 2)) if m not in taken)
+    protocol = compile_source(text, path, {d: [member] for d in free}, limits)
+    return ProtocolFile(
+        path, protocol.name, _digest(text), "proto", text, tuple(d.name for d in decls)
+    )
