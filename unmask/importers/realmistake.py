@@ -33,6 +33,7 @@ from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.files import decode_utf8, read_bytes
 from unmask.importers import PROTOCOLS, Imported, Options, Skipped, annotate_span, build
 from unmask.importers.quoting import Namings, Quotation, locate, misquote, quotations
+from unmask.importers.realmistake_findings import reported_error
 from unmask.jsonload import parse_json_text
 
 NAME = "realmistake"
@@ -161,6 +162,10 @@ _at = functools.partial(annotate_span, by=RULES)
 def _conclusion(b: ReplayBuilder, rationale: str) -> None:
     found = conclusions(rationale)
     whole = (len(rationale) - len(rationale.lstrip()), len(rationale.rstrip()))
+    # what the explanation says it found: TRUE on explicit words only, never FALSE
+    report = reported_error(rationale, [_span(m) for m in found])
+    if report is not None:
+        _at(b, "reports_error", True, rationale, *report, "rationale")
     if not found:
         # read whole, the rationale states no conclusion at all, fixed or not
         _at(b, "states_fixed", False, rationale, *whole, "rationale")
