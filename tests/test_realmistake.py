@@ -168,7 +168,8 @@ def test_the_rules_read_the_conclusion_the_order_and_the_ending(tmp_path: Path) 
          "Format:** The response fails to meet the required format."),
         ("The answer is 7. However, the model response violates the requirement to start with X.",
          "However, the model response violates the requirement to start with X."),
-        ("The solution uses a fraction. This requirement is not met.", "This requirement is not met."),
+        ("The solution uses a fraction. This requirement is not met.",
+         "This requirement is not met."),
         ("It rounds 2.5 to 3. This is an error.", "This is an error."),
         # negated or affirmative uses
         ("The model response does not violate any requirement.", None),
@@ -361,3 +362,49 @@ def test_a_quotation_that_gathers_listed_options_is_no_misquote() -> None:
     )
     assert misquote(source, quote) is None
     assert misquote(source, "Therefore, the claim is never supported in 2020.") is not None
+
+
+LABELS = ROOT / "tests" / "data" / "realmistake_rule_labels.jsonl"
+
+
+def _labels() -> list[dict]:
+    return [json.loads(x) for x in LABELS.read_text(encoding="utf-8").splitlines() if x]
+
+
+def test_the_reported_error_rule_ships_on_a_measured_precision() -> None:
+    # the hand labels (replay ids, a label and a reason, no item text) of a seeded random
+    # sample of the rule's firings: it ships only at a precision of 0.9 or more
+    sample = [x for x in _labels() if x["sample"] == "fires-random-2424"]
+    assert len({x["replay"] for x in sample}) == len(sample) >= 40
+    genuine = sum(x["label"] == "genuine" for x in sample)
+    assert genuine / len(sample) >= 0.9
+    findings = [x for x in _labels() if x["sample"] == "follows_findings-all"]
+    assert sum(x["finding"] == "genuine" for x in findings) / len(findings) >= 0.9
+
+
+@needs_data
+def test_the_labelled_sample_is_the_seeded_sample_of_the_rules_firings() -> None:
+    import random
+
+    from unmask.importers.realmistake import _span
+
+    assert DATA is not None
+    fires, no_error = [], []
+    path = DATA / "judgments" / "judgments_cot_instruction.jsonl"
+    for line in path.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        text = row["judge_rationale"]
+        found = conclusions(text)
+        if reported_error(text, [_span(m) for m in found]) is None:
+            continue
+        rid = f"{row['judge_model']}/{row['item_id']}/{row['judge_prompt']}"
+        fires.append(rid)
+        if found and found[-1].group(1).lower() == "no":
+            no_error.append(rid)
+    labels = _labels()
+    assert [x["replay"] for x in labels if x["sample"] == "fires-random-2424"] == [
+        *random.Random(2424).sample(sorted(fires), 40)
+    ]
+    assert sorted(x["replay"] for x in labels if x["sample"] == "follows_findings-all") == sorted(
+        no_error
+    )
