@@ -135,6 +135,9 @@ _RM_JUDGMENTS = [
      "Therefore, the model response contains no error."},
     {"item_id": "i1", "judge_model": "k", "judge_prompt": "p", "judge_verdict": None,
      "judge_rationale": "The response is fine and follows every instruction it was given."},
+    {"item_id": "i1", "judge_model": "m", "judge_prompt": "p", "judge_verdict": "no_error",
+     "judge_rationale": "1. The model response does not follow the instruction to use only "
+     "integers. Therefore, the model response contains no error."},
 ]  # fmt: skip
 
 

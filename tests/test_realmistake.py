@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from unmask.cli.main import main
 from unmask.importers.realmistake import conclusions, is_fixed
+from unmask.importers.realmistake_findings import reported_error
 from unmask.studies import realmistake as study
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -155,6 +156,68 @@ def test_the_rules_read_the_conclusion_the_order_and_the_ending(tmp_path: Path) 
     for replay in replays:
         assert replay["gold"] == "no_error"
         assert "EXPERT-NOTE" not in json.dumps(replay)  # the expert's words reach no replay
+
+
+@pytest.mark.parametrize(
+    ("text", "sentence"),
+    [
+        # explicit reports: an enumerated check concluding a failure, "violates", "this is …"
+        ("1. The model response does not follow the instruction to use integers. It uses 2.5.",
+         "The model response does not follow the instruction to use integers."),
+        ("**Format:** The response fails to meet the required format.",
+         "Format:** The response fails to meet the required format."),
+        ("The answer is 7. However, the model response violates the requirement to start with X.",
+         "However, the model response violates the requirement to start with X."),
+        ("The solution uses a fraction. This requirement is not met.",
+         "This requirement is not met."),
+        ("It rounds 2.5 to 3. This is an error.", "This is an error."),
+        # negated or affirmative uses
+        ("The model response does not violate any requirement.", None),
+        ("The model response follows every instruction and does not include fractions.", None),
+        ("The response also breaks down the evidence line by line.", None),
+        # hedges and conditions
+        ("The model response may not follow the instruction to use integers.", None),
+        ("The model response seems to violate the requirement on units.", None),
+        ("If the problem were ambiguous, the model response would not satisfy the rule.", None),
+        ("The model response does not fully follow the format.", None),
+        ("Does the model response follow the instruction? It does not follow it.", None),
+        # statements about the model input, or with an unclear subject
+        ("The model input does not follow a standard format.", None),
+        ("The question violates the date assumption, so it is unanswerable.", None),
+        ("It does not follow the instruction to use integers.", None),
+        # a report taken back by the next sentence, and a heading
+        ("The response does not meet the rule on steps. However, this is a minor issue.", None),
+        ("The response does not meet the rule on steps. This is not an error.", None),
+        ("**2. The model response does not follow all instructions:**\n- none", None),
+        # the conclusion is read elsewhere, never as a report
+        (FIXED_ERROR, None),
+    ],
+)  # fmt: skip
+def test_a_reported_error_is_read_from_explicit_words_only(text: str, sentence: str | None):
+    span = reported_error(text, [m.span() for m in conclusions(text)])
+    assert (None if span is None else text[span[0] : span[1]]) == sentence
+
+
+def test_a_no_error_conclusion_after_a_reported_error_breaks_follows_findings(tmp_path: Path):
+    report = "The model response does not follow the instruction to use only integers. "
+    replays, res = _import(
+        tmp_path,
+        (EXPLANATION + report + FIXED_NONE, "no_error"),  # finds an error, says none
+        (EXPLANATION + report + FIXED_ERROR, "error"),  # finds one, says so
+        (EXPLANATION + FIXED_NONE, "no_error"),  # reports nothing: UNKNOWN, not FALSE
+    )
+    assert res.exit_code == 0, res.output
+    said_none, said_error, clean = replays
+    assert _values(said_none)["reports_error"] == _values(said_error)["reports_error"] == "TRUE"
+    assert "reports_error" not in _values(clean)
+
+    def follows(name: str) -> str:
+        report = _check(tmp_path, name)
+        return next(q["result"] for q in report["requirements"] if q["id"] == "follows_findings")
+
+    assert follows("judge0-math_item1_gpt-cot_instruction_prompt.json") == "VIOLATED"
+    assert follows("judge1-math_item1_gpt-cot_instruction_prompt.json") == "OK"
+    assert follows("judge2-math_item1_gpt-cot_instruction_prompt.json") == "UNKNOWN"
 
 
 def test_a_quotation_of_the_task_is_checked_against_the_task(tmp_path: Path) -> None:
@@ -299,3 +362,49 @@ def test_a_quotation_that_gathers_listed_options_is_no_misquote() -> None:
     )
     assert misquote(source, quote) is None
     assert misquote(source, "Therefore, the claim is never supported in 2020.") is not None
+
+
+LABELS = ROOT / "tests" / "data" / "realmistake_rule_labels.jsonl"
+
+
+def _labels() -> list[dict]:
+    return [json.loads(x) for x in LABELS.read_text(encoding="utf-8").splitlines() if x]
+
+
+def test_the_reported_error_rule_ships_on_a_measured_precision() -> None:
+    # the hand labels (replay ids, a label and a reason, no item text) of a seeded random
+    # sample of the rule's firings: it ships only at a precision of 0.9 or more
+    sample = [x for x in _labels() if x["sample"] == "fires-random-2424"]
+    assert len({x["replay"] for x in sample}) == len(sample) >= 40
+    genuine = sum(x["label"] == "genuine" for x in sample)
+    assert genuine / len(sample) >= 0.9
+    findings = [x for x in _labels() if x["sample"] == "follows_findings-all"]
+    assert sum(x["finding"] == "genuine" for x in findings) / len(findings) >= 0.9
+
+
+@needs_data
+def test_the_labelled_sample_is_the_seeded_sample_of_the_rules_firings() -> None:
+    import random
+
+    from unmask.importers.realmistake import _span
+
+    assert DATA is not None
+    fires, no_error = [], []
+    path = DATA / "judgments" / "judgments_cot_instruction.jsonl"
+    for line in path.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        text = row["judge_rationale"]
+        found = conclusions(text)
+        if reported_error(text, [_span(m) for m in found]) is None:
+            continue
+        rid = f"{row['judge_model']}/{row['item_id']}/{row['judge_prompt']}"
+        fires.append(rid)
+        if found and found[-1].group(1).lower() == "no":
+            no_error.append(rid)
+    labels = _labels()
+    assert [x["replay"] for x in labels if x["sample"] == "fires-random-2424"] == [
+        *random.Random(2424).sample(sorted(fires), 40)
+    ]
+    assert sorted(x["replay"] for x in labels if x["sample"] == "follows_findings-all") == sorted(
+        no_error
+    )

@@ -12,7 +12,8 @@ Sources: ``context`` is the model input, ``response`` the model response, ``rati
 judge's output. The verdict is the dataset's parse of the judge's conclusion
 (``judge_verdict``: ``error``, ``no_error``, or ``none`` where it is null); ``gold`` is the
 expert label. Every annotation comes from a rule over the rationale and the item
-(``by: rule realmistake-rules/1``, unreviewed); nothing comes from the gold label or the
+(``by: rule realmistake-rules/2``, unreviewed; ``reports_error``, what the explanation says
+it found, is read by ``realmistake_findings.py``); nothing comes from the gold label or the
 expert's explanation, and nothing is FALSE because something was not found, except
 ``states_fixed``, which the whole rationale decides (it states one of the two fixed
 sentences or it does not), and ``in_task(q)``, FALSE only for a material difference (see
@@ -33,11 +34,12 @@ from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.files import decode_utf8, read_bytes
 from unmask.importers import PROTOCOLS, Imported, Options, Skipped, annotate_span, build
 from unmask.importers.quoting import Namings, Quotation, locate, misquote, quotations
+from unmask.importers.realmistake_findings import reported_error
 from unmask.jsonload import parse_json_text
 
 NAME = "realmistake"
 PROTOCOL = PROTOCOLS / "realmistake.proto"
-RULES = {"kind": "rule", "name": "realmistake-rules/1", "reviewed": False}
+RULES = {"kind": "rule", "name": "realmistake-rules/2", "reviewed": False}
 # the upstream authors publish this password with the data, to keep it out of crawls
 PASSWORD = b"open-realmistake"
 VERDICTS = {"error": "error", "no_error": "no_error", None: "none"}
@@ -161,6 +163,10 @@ _at = functools.partial(annotate_span, by=RULES)
 def _conclusion(b: ReplayBuilder, rationale: str) -> None:
     found = conclusions(rationale)
     whole = (len(rationale) - len(rationale.lstrip()), len(rationale.rstrip()))
+    # what the explanation says it found: TRUE on explicit words only, never FALSE
+    report = reported_error(rationale, [_span(m) for m in found])
+    if report is not None:
+        _at(b, "reports_error", True, rationale, *report, "rationale")
     if not found:
         # read whole, the rationale states no conclusion at all, fixed or not
         _at(b, "states_fixed", False, rationale, *whole, "rationale")

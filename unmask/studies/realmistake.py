@@ -32,7 +32,7 @@ FILES = {
 }
 DIMENSIONS = ("verdict", "procedure", "coverage", "grounding")
 OVERALLS = ("SATISFIED", "VIOLATED", "UNKNOWN")
-REQUIREMENTS = ("close_fixed", "close_last", "explain_first")
+REQUIREMENTS = ("close_fixed", "close_last", "explain_first", "follows_findings")
 
 
 def run(data: Path, out: Path, prompt: str = "cot", limit: int | None = None, jobs: int = 1):
