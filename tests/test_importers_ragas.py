@@ -210,7 +210,8 @@ def test_bad_csv_rows_are_skipped_with_line_and_field(tmp_path: Path) -> None:
     "cell",
     [
         "[().__class__.__bases__[0].__subclasses__()]",  # not a literal: refused, not run
-        "['a', " * 300 + "]" * 300,  # nested deeper than the parser goes
+        "[['a', 'b']]",  # nested: not a list of texts
+        "['\\x4']",  # an escape Python cannot read
         "[1, 2]",  # a list, but not of texts
         "['unclosed",
     ],
@@ -224,6 +225,41 @@ def test_a_list_cell_is_only_ever_read_as_a_literal(tmp_path: Path, cell: str) -
     out, err = imported(tmp_path, src, code=1)
     assert f"{src}:2: field `retrieved_contexts`: skipped: expected a list of texts" in err
     assert sorted(p.name for p in out.iterdir()) == ["r1.json", "r2.json"]
+
+
+def test_a_list_cell_of_400000_escaped_texts_is_read_in_linear_time(tmp_path: Path) -> None:
+    # `ast.literal_eval` on the whole cell took 30 s and 1.7 GB for 10 MB; an alarm turns a
+    # relapse into a failure rather than a stuck run
+    import signal
+
+    def stop(signum, frame):  # type: ignore[no-untyped-def]
+        raise TimeoutError("still reading the list cell after 120 s")
+
+    rows = list(csv.reader((RAGAS / "results.csv").open(encoding="utf-8", newline="")))
+    rows[1][1] = repr(["a\nb's"] * 400_000)
+    src = tmp_path / "results.csv"
+    with src.open("w", encoding="utf-8", newline="") as f:
+        csv.writer(f).writerows(rows)
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(120)
+    try:
+        out, _ = imported(tmp_path, src)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    context = replay(out, "r0")["sources"]["context"]
+    assert context.startswith("[1] a\nb's\n[2] a\nb's\n") and "[400000] a\nb's" in context
+
+
+def test_a_hostile_cell_is_shown_escaped(tmp_path: Path) -> None:
+    rows = list(csv.reader((RAGAS / "results.csv").open(encoding="utf-8", newline="")))
+    rows[1][4] = "\x1b[2J\x1b]0;pwned\x07\u202e"
+    src = tmp_path / "results.csv"
+    with src.open("w", encoding="utf-8", newline="") as f:
+        csv.writer(f).writerows(rows)
+    _, err = imported(tmp_path, src, code=1)
+    assert "field `faithfulness`: skipped: expected a score" in err
+    assert not any(ch in err for ch in ("\x1b", "\x07", "\u202e")), repr(err)
 
 
 def test_a_long_context_cell_is_read_and_the_csv_limit_restored(tmp_path: Path) -> None:
