@@ -1,18 +1,18 @@
 """The `ragas` importer: RAGAS's ``EvaluationResult.to_pandas()`` as CSV, JSON or JSON Lines.
 
-Contract: each row becomes a replay of ``protocols/ragas.proto`` whose domain ``metric``
-holds the file's score columns (every column that is not a field of RAGAS's sample:
-``m0``, ``m1``, … in column order). ``.csv`` is read as ``to_csv`` writes it (a list column
-as Python's spelling of a list, read with ``ast.literal_eval`` on a bounded, bracketed
-cell), ``.jsonl`` as ``to_json(orient="records", lines=True)``, anything else as
-``to_json`` with ``orient="records"``, ``"columns"`` (pandas' default) or ``"index"``; the
-three give the same replays, since every score is read at the 10 decimal places pandas
-writes to JSON by default (``pandas_json``). Derived by rule: ``scored(m)`` TRUE where the
-row has a score for ``m`` (an empty score is UNKNOWN, never FALSE); ``possible(m)`` where
-the metric is one of RAGAS's whose range is fixed by how it is computed. RAGAS writes no
-reason and no threshold: one note per file says what therefore cannot be checked, another
-which metrics' ranges are not known. A row that cannot be read is skipped with its line or
-JSON path and field; the others are imported.
+Contract: each row becomes a replay of ``protocols/ragas.proto``: its domain ``metric``
+holds the file's score columns (every column that is not a field of RAGAS's sample: ``m0``,
+``m1``, … in column order), its domain ``ranged`` those whose range the metric's code fixes.
+``.csv`` is read as ``to_csv`` writes it (a list cell is Python's spelling of a list of
+strings, read as literals, never run), ``.jsonl`` as ``to_json(orient="records",
+lines=True)``, anything else as ``to_json`` with ``orient="records"``, ``"columns"``
+(pandas' default) or ``"index"``; all give the same replays, since every score is read at
+the 10 decimal places pandas writes to JSON by default (``pandas_json``). Derived by rule:
+``scored(m)`` TRUE where the row has a score for ``m`` (an empty score is UNKNOWN, never
+FALSE); ``possible(r)`` for the score of a ``ranged`` metric. RAGAS writes no reason and no
+threshold: one note per file says what therefore cannot be checked, another which metrics'
+ranges are not known. A row that cannot be read is skipped with its line or JSON path and
+field; the others are imported.
 """
 
 from __future__ import annotations
@@ -97,6 +97,7 @@ SHARE = frozenset(
     }
 )
 BINARY = frozenset({"exact_match", "string_present"})  # `float(reference == response)`, `in`
+RANGED = ("share", "binary")  # the kinds whose scores are checked: members of `ranged`
 # RAGAS's own metrics whose score rests on a cosine similarity, which can be below 0
 COSINE = frozenset(
     {"answer_relevancy", "semantic_similarity", "answer_similarity", "answer_correctness"}
@@ -459,7 +460,10 @@ def _row(
             sources=sources,
             verdict="scored" if all(s is not None for s in scores) else "incomplete",
             id=f"r{i}",
-            domains={"metric": [f"m{j}" for j in range(len(metrics))]},
+            domains={
+                "metric": [f"m{j}" for j in range(len(metrics))],
+                "ranged": [f"m{j}" for j, m in enumerate(metrics) if kind_of(m) in RANGED],
+            },
             limits=options.limits,
         )
         by = rule_by(NAME)
