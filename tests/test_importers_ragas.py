@@ -302,6 +302,19 @@ def test_bad_json_and_json_lines_rows_are_skipped_with_their_path(tmp_path: Path
     assert sorted(p.name for p in out.iterdir()) == ["r0.json", "r2.json"]
 
 
+def test_a_bad_row_of_pandas_default_orient_is_named_by_its_index(tmp_path: Path) -> None:
+    data = json.loads((RAGAS / "results-columns.json").read_text(encoding="utf-8"))
+    data["faithfulness"]["1"] = "high"
+    src = tmp_path / "results.json"
+    src.write_text(json.dumps(data), encoding="utf-8")
+    out, err = imported(tmp_path, src, code=1)
+    assert (
+        f"{src}: row `1`: field `faithfulness`: skipped: expected a score (a number) or"
+        " nothing, found `high`" in err
+    )
+    assert sorted(p.name for p in out.iterdir()) == ["r0.json", "r2.json"]
+
+
 def test_a_multi_turn_sample_is_skipped_saying_so(tmp_path: Path) -> None:
     rows = _records()
     rows[0]["user_input"] = [{"content": "hi", "type": "human"}]

@@ -332,7 +332,6 @@ def _jsonl_rows(file: str, text: str, options: Options) -> tuple[list[str], list
 
 def _json_rows(file: str, path: Path, options: Options) -> tuple[list[str], list]:
     from unmask.jsonload import read_json_file
-    from unmask.jsonreader import join_path
 
     data = read_json_file(path, options.limits)
     rows: list[tuple[str, Any]] = []
@@ -347,19 +346,16 @@ def _json_rows(file: str, path: Path, options: Options) -> tuple[list[str], list
             )
         columns = _columns([r for _, r in rows if isinstance(r, dict)])
     elif isinstance(data, dict) and all(isinstance(v, dict) for v in data.values()):
+        # a row of these is named by its index key: `FILE: row `3`: field `F``
         if "user_input" in data:  # orient="columns", pandas' default: column -> index -> value
             columns = list(data)
             index = list(dict.fromkeys(k for col in data.values() for k in col))
             for k in index:
-                rows.append(
-                    (
-                        f"{file}: {join_path('user_input', k)}",
-                        {c: data[c].get(k) for c in columns if k in data[c]},
-                    )
-                )
+                row = {c: data[c][k] for c in columns if k in data[c]}
+                rows.append((f"{file}: row `{show(k)}`", row))
         else:  # orient="index": index -> column -> value
             for k, rec in data.items():
-                rows.append((f"{file}: {join_path('', k)}", rec))
+                rows.append((f"{file}: row `{show(k)}`", rec))
             columns = _columns([r for _, r in rows])
     else:
         raise not_the_format(
