@@ -3,7 +3,7 @@
 `tests/data/importers/ragas-generated/` holds `EvaluationResult.to_pandas()` as ragas 0.4.3
 wrote it offline (`regenerate.py`: a fixed-JSON `BaseRagasLLM`, letter-count embeddings;
 faithfulness, answer relevancy, context precision and exact match over three rows, the
-third with no faithfulness score), as CSV, JSON (records and pandas' default columns) and
+third with no faithfulness score), as CSV, JSON (records, pandas' default columns, index) and
 JSON Lines. The tests check that the formats give the same replays, that an empty score is
 UNKNOWN, that a range is checked only where the metric fixes it, and that bad rows are
 skipped with where and why while the rest are imported. The opt-in test at the end
@@ -27,7 +27,13 @@ from unmask.importers import dig
 from unmask.importers.ragas import pandas_json
 
 RAGAS = TEST_DATA / "importers" / "ragas-generated"
-FORMATS = ("results.csv", "results.json", "results-columns.json", "results.jsonl")
+FORMATS = (
+    "results.csv",
+    "results.json",
+    "results-columns.json",
+    "results-index.json",
+    "results.jsonl",
+)
 
 
 def cli(*args: str):

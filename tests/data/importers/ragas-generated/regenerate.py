@@ -13,7 +13,8 @@ Run with a Python that has `ragas` (`regenerate.sh` installs it in a throwaway v
 
 It writes `EvaluationResult.to_pandas()` as `results.csv` (`to_csv(index=False)`),
 `results.json` (`to_json(orient="records")`), `results-columns.json` (`to_json()`, pandas'
-default orient) and `results.jsonl` (`to_json(orient="records", lines=True)`), and `VERSION`.
+default orient), `results-index.json` (`to_json(orient="index")`) and `results.jsonl`
+(`to_json(orient="records", lines=True)`), and `VERSION`.
 """
 
 from __future__ import annotations
@@ -145,6 +146,7 @@ def main() -> None:
     df.to_csv(out / "results.csv", index=False)
     df.to_json(out / "results.json", orient="records")
     df.to_json(out / "results-columns.json")
+    df.to_json(out / "results-index.json", orient="index")
     df.to_json(out / "results.jsonl", orient="records", lines=True)
     (out / "VERSION").write_text(f"ragas {version('ragas')}\n", encoding="utf-8")
 
