@@ -330,6 +330,13 @@ def test_a_multi_turn_sample_is_skipped_saying_so(tmp_path: Path) -> None:
         f"{src}: [0]: field `user_input`: skipped: a multi-turn sample (a list of messages)"
         " is not imported" in err
     )
+    table = list(csv.reader((RAGAS / "results.csv").open(encoding="utf-8", newline="")))
+    table[1][0] = str(rows[0]["user_input"])  # as pandas writes a list to CSV
+    src = tmp_path / "results.csv"
+    with src.open("w", encoding="utf-8", newline="") as f:
+        csv.writer(f).writerows(table)
+    _, err = imported(tmp_path, src, code=1)
+    assert f"{src}:2: field `user_input`: skipped: a multi-turn sample" in err
 
 
 @pytest.mark.parametrize(

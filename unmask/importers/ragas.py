@@ -60,15 +60,6 @@ SAMPLE_FIELDS = (
     "query_style",
     "query_length",
 )
-LIST_FIELDS = frozenset(
-    {
-        "retrieved_contexts",
-        "reference_contexts",
-        "retrieved_context_ids",
-        "reference_context_ids",
-        "multi_responses",
-    }
-)
 # sample field -> the replay source that holds it
 SOURCE_OF = {
     "user_input": "protocol",
@@ -111,6 +102,7 @@ _ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)")
 _ESCAPES = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "r": "\r", "t": "\t"}
 _NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _EMPTY = frozenset({"", "nan", "NaN"})  # pandas writes a missing score as nothing
+_MULTI_TURN = "a multi-turn sample (a list of messages) is not imported"
 
 
 class _Bad(Exception):
@@ -238,7 +230,9 @@ def _csv_row(cells: dict[str, str], limit: int) -> dict[str, Any]:
     cell a list, a score cell a number."""
     row: dict[str, Any] = {}
     for col, cell in cells.items():
-        if col in LIST_FIELDS or (col == "user_input" and cell.startswith("[{")):
+        if col == "user_input" and cell.startswith("[{"):
+            raise _Bad(col, _MULTI_TURN)  # messages, written as Python's list of dicts
+        if col == "retrieved_contexts":  # the one list a replay holds (as `context`)
             row[col] = None if cell == "" else _python_list(col, cell, limit)
         elif col in SAMPLE_FIELDS:
             row[col] = None if cell == "" else cell
@@ -410,7 +404,7 @@ def _text(col: str, v: Any) -> str | None:
         return None
     if isinstance(v, str):
         return v
-    if isinstance(v, list) and col in LIST_FIELDS:
+    if isinstance(v, list) and col == "retrieved_contexts":
         if not all(isinstance(x, str) for x in v):
             raise _Bad(col, f"expected a list of texts, found `{show(v)}`")
         return "\n".join(f"[{k}] {x}" for k, x in enumerate(v, start=1))
@@ -430,7 +424,7 @@ def _row(
 ) -> Imported | Skipped:
     try:
         if isinstance(row.get("user_input"), list):
-            raise _Bad("user_input", "a multi-turn sample (a list of messages) is not imported")
+            raise _Bad("user_input", _MULTI_TURN)
         sources = {}
         for col, source in SOURCE_OF.items():
             t = _text(col, row.get(col))
