@@ -291,6 +291,20 @@ def test_a_long_context_cell_is_read_and_the_csv_limit_restored(tmp_path: Path) 
     assert csv.field_size_limit() == limit
 
 
+def test_a_cell_over_the_source_limit_is_one_message_exit_4(tmp_path: Path) -> None:
+    rows = list(csv.reader((RAGAS / "results.csv").open(encoding="utf-8", newline="")))
+    rows[2][1] = repr(["x" * 300_000])  # over csv's own limit and the one given here
+    src = tmp_path / "results.csv"
+    with src.open("w", encoding="utf-8", newline="") as f:
+        csv.writer(f).writerows(rows)
+    res = cli(
+        "import", "ragas", str(src), "--out", str(tmp_path / "o"), "--max-source-chars", "200000"
+    )  # fmt: skip
+    assert res.exit_code == 4, res.stderr
+    assert "a cell at line 3 is longer than the limit of 200000 characters" in res.stderr
+    assert "--max-source-chars" in res.stderr and not (tmp_path / "o").exists()
+
+
 def test_bad_json_and_json_lines_rows_are_skipped_with_their_path(tmp_path: Path) -> None:
     rows: list = _records()
     rows[1] = "not a row"

@@ -211,8 +211,8 @@ def _csv_rows(file: str, text: str, options: Options) -> tuple[list[str], list]:
                 lim = options.limits
                 raise not_the_format(
                     file,
-                    f"a cell at line {reader.line_num} has more than {lim.max_source_chars}"
-                    " characters, more than the limit",
+                    f"a cell at line {reader.line_num} is longer than the limit of"
+                    f" {lim.max_source_chars} characters",
                     help=f"raise it with `{lim.option('max_source_chars')}`",
                 ) from None
             raise not_the_format(
