@@ -169,8 +169,7 @@ def _check_columns(file: str, columns: list[str]) -> None:
         raise not_the_format(
             file,
             "not a RAGAS result: expected a `user_input` column",
-            help="write one with `result.to_pandas().to_csv(…)` (or `.to_json(…)`) from RAGAS 0.2"
-            " or later",
+            help="write one with `result.to_pandas().to_csv(…)` (or `.to_json(…)`)",
         )
     if not [c for c in columns if c not in SAMPLE_FIELDS]:
         raise not_the_format(
