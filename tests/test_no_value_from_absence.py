@@ -159,6 +159,19 @@ def _inspect_eval(tmp: Path, doc: Doc) -> tuple[Path, Options]:
     return src, Options()
 
 
+def _ragas(name: str) -> Callable[[Path, Doc], tuple[Path, Options]]:
+    """RAGAS's `to_json` output: one document, or one row a line for `.jsonl`."""
+
+    def write(tmp: Path, doc: Doc) -> tuple[Path, Options]:
+        if not name.endswith(".jsonl"):
+            return _plain(tmp, doc, name)
+        p = tmp / name
+        p.write_text("".join(json.dumps(r) + "\n" for r in doc), encoding="utf-8")
+        return p, Options()
+
+    return write
+
+
 def _with_threshold(doc: Doc) -> Doc:
     doc = copy.deepcopy(doc)
     doc["results"]["results"][0]["testCase"]["threshold"] = 0.7
@@ -216,6 +229,19 @@ CASES: list[tuple[str, str, Callable[[], Doc], Callable[[Path, Doc], tuple[Path,
         lambda t, d: _plain(t, d, "run.json"),
     ),
     ("jsonl", "records", lambda: copy.deepcopy(_RECORDS), _jsonl_importer),
+    (
+        "ragas",
+        "ragas-records",
+        lambda: _json("ragas-generated/results.json"),
+        _ragas("results.json"),
+    ),
+    (
+        "ragas",
+        "ragas-columns",
+        lambda: _json("ragas-generated/results-columns.json"),
+        _ragas("r.json"),
+    ),
+    ("ragas", "ragas-lines", lambda: _jsonl("ragas-generated/results.jsonl"), _ragas("r.jsonl")),
     (
         "wice",
         "sample",

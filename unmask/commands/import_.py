@@ -67,7 +67,7 @@ def command(
     protocol: str | None,
     limits: Limits,
 ) -> None:
-    """Convert judge output (promptfoo, deepeval, inspect, wice, jsonl, structured) into replays."""
+    """Convert judge output (promptfoo, deepeval, inspect, ragas, wice, jsonl, …) into replays."""
     from unmask.importers import Options, get, import_file
 
     try:

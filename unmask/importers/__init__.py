@@ -34,6 +34,10 @@ IMPORTERS: dict[str, tuple[str, str]] = {
     "promptfoo": ("unmask.importers.promptfoo", "promptfoo `eval -o results.json|.jsonl` output"),
     "deepeval": ("unmask.importers.deepeval", "a DeepEval test run (test cases with metrics)"),
     "inspect": ("unmask.importers.inspect", "model-graded scores of Inspect `.eval`/`.json` logs"),
+    "ragas": (
+        "unmask.importers.ragas",
+        "RAGAS `result.to_pandas()` written as CSV, JSON or JSON Lines",
+    ),
     "jsonl": ("unmask.importers.jsonl", "any JSON Lines file, through a mapping file"),
     "structured": (
         "unmask.importers.structured",
@@ -184,9 +188,16 @@ def is_number(v: Any) -> bool:
 
 
 def dig(obj: Any, dotted: str) -> Any:
-    """``obj["a"]["b"]`` for ``"a.b"``; KeyError names the first missing part."""
+    """``obj["a"]["b"]`` for ``"a.b"``, and ``obj["a"][0]`` for ``"a.0"`` where ``a`` is an
+    array (a part of decimal digits indexes it, from 0); KeyError names the first missing part."""
     cur = obj
     for part in dotted.split("."):
+        if isinstance(cur, list) and part.isascii() and part.isdecimal():
+            i = int(part)
+            if i >= len(cur) or (part != "0" and part.startswith("0")):
+                raise KeyError(part)
+            cur = cur[i]
+            continue
         if not isinstance(cur, Mapping) or part not in cur:
             raise KeyError(part)
         cur = cur[part]
