@@ -326,3 +326,26 @@ def test_shards_audited_apart_give_the_whole_runs_summary_by_resuming_their_resu
     assert (tmp_path / "a.json").read_bytes() == (tmp_path / "w.json").read_bytes()
     assert both.read_bytes() == whole.read_bytes()
     assert "audited 24 replays" in result.output
+
+
+def test_one_way_grounding_pairs_keep_their_arrow_in_the_summary(tmp_path: Path) -> None:
+    """`ground said(p) ~> backed(p)` is one way: the summary (text on stderr, JSON, and a
+    resumed run's, read back from the result lines) writes `~>`, never `~`."""
+    d = tmp_path / "cases"
+    d.mkdir()
+    for name in ("claim_parts.proto", "claim_parts_refuted.json", "claim_parts_entailed.json"):
+        shutil.copy(EXAMPLES / name, d / name)
+    out, summary = tmp_path / "r.jsonl", tmp_path / "s.json"
+    result = run([str(d), "--out", str(out), "--summary-json", str(summary)])
+    assert result.exit_code == 0, result.output
+    assert "  said(*) ~> backed(*): " in result.output
+    assert " said(*) ~ backed(*)" not in result.output
+    pairs = json.loads(summary.read_text())["grounding"]
+    assert "said(*) ~> backed(*)" in pairs and "said(*) ~ backed(*)" not in pairs
+    out.write_bytes(out.read_bytes().splitlines(keepends=True)[0])
+    resumed = tmp_path / "s2.json"
+    args = [str(d), "--out", str(out), "--resume", "--summary-json", str(resumed)]
+    assert run(args).exit_code == 0
+    assert (
+        json.loads(resumed.read_text())["grounding"] == json.loads(summary.read_text())["grounding"]
+    )
