@@ -289,3 +289,35 @@ def test_an_undecided_relation_alone_is_unknown_everywhere():
     # a known difference outweighs the undecided relation, as the exit status says
     changed = Comparison("o", "n", "sliced", Scope(), rels, dict(empty, atoms=("z",)), empty)
     assert changed.exit_code == 1 and changed.outcome == "different"
+
+
+def test_the_gate_says_what_it_decided_on_stderr_and_leaves_stdout_alone(tmp_path):
+    old = write(tmp_path, "old.proto", proto("a and b"))
+    looser = write(tmp_path, "looser.proto", proto("a or b"))
+    run = CliRunner().invoke
+    failed = run(main, ["compare", old, looser, "--fail-if", "looser"])
+    assert failed.exit_code == 1
+    assert failed.stderr == (
+        "gate --fail-if looser: failed (exit 1): NEW gives `PASS` where OLD does not: "
+        "a = FALSE, b = TRUE\n"
+    )
+    passed = run(main, ["compare", old, looser, "--fail-if", "stricter", "--format", "json"])
+    assert passed.exit_code == 0
+    assert passed.stderr == (
+        "gate --fail-if stricter: passed (exit 0): nowhere OLD gives `PASS` where NEW does not\n"
+    )
+    json.loads(passed.stdout)  # the JSON report stays whole on stdout
+    plain = run(main, ["compare", old, looser])
+    assert plain.stderr == ""
+
+
+def test_an_undecided_gate_says_so_and_exits_3():
+    from unmask.analysis.compare import Comparison, Relation, gate
+
+    rel = Relation("label:PASS", "unknown", detail="the solver timed out")
+    c = Comparison("o", "n", "z3", Scope(), (rel,), {}, {})
+    assert gate(c, "looser", "PASS") == (
+        3,
+        "gate --fail-if looser: undecided (exit 3): the solver could not decide whether NEW "
+        "gives `PASS` where OLD does not (the solver timed out)",
+    )
