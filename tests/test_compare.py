@@ -173,7 +173,7 @@ def test_families_ground_to_the_same_members(tmp_path):
     fam = str(ROOT / "examples" / "factual_claims_family.proto")
     out = CliRunner().invoke(main, ["compare", fam, fam, "--members", "4"])
     assert out.exit_code == 0, out.output
-    assert "claim = {m1, m2, m3, m4} (invented)" in out.output
+    assert "claim = {claim_1, claim_2, claim_3, claim_4} (invented)" in out.output
 
 
 def test_labelled_protocols_through_ir_json(tmp_path):
@@ -237,7 +237,10 @@ def test_labelled_protocols_in_proto(tmp_path):
     doc = json.loads(out.output)
     got = {r["subject"]: r for r in doc["relations"]}
     assert got["label:partially_supported"]["relation"] == "looser"
-    assert got["label:partially_supported"]["new_only"] == {"said(m1)": True, "said(m2)": True}
+    assert got["label:partially_supported"]["new_only"] == {
+        "said(part_1)": True,
+        "said(part_2)": True,
+    }
     assert got["label:supported"]["relation"] == "equivalent"
     # the gate's default label is the first declared one: `supported` did not get looser
     gate = CliRunner().invoke(main, ["compare", str(wice), looser, "--fail-if", "looser"])
@@ -249,8 +252,8 @@ def test_labelled_protocols_in_proto(tmp_path):
     doc = json.loads(
         CliRunner().invoke(main, ["compare", str(wice), both_ways, "--format", "json"]).output
     )
-    assert "said(m1) ~ backed(m1)" in doc["added"]["grounding"]
-    assert "said(m1) ~> backed(m1)" in doc["removed"]["grounding"]
+    assert "said(part_1) ~ backed(part_1)" in doc["added"]["grounding"]
+    assert "said(part_1) ~> backed(part_1)" in doc["removed"]["grounding"]
 
 
 def _verdicts(tmp_path, old_text: str, new_text: str):  # type: ignore[no-untyped-def]
