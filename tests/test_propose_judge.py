@@ -382,7 +382,7 @@ def test_the_judge_field_may_be_a_dotted_path(tmp_path: Path) -> None:
     assert [a["atom"] for a in lines[0]["annotations"]][:1] == ["cited(s5)"]
     assert lines[1]["error"] == "missing field `result.reason`: no `reason` in `result`"
     assert lines[2]["error"] == (
-        "missing field `result.reason`: `result` is a string, not an object or a list"
+        "missing field `result.reason`: `result` is a string, not an object or an array"
     )
     assert lines[3]["annotations"] == lines[0]["annotations"]
     listed = tmp_path / "list.jsonl"
@@ -392,7 +392,7 @@ def test_the_judge_field_may_be_a_dotted_path(tmp_path: Path) -> None:
     assert json.loads(r.stdout)["annotations"] == lines[0]["annotations"]
     r = CliRunner().invoke(main, ["propose", "judge", str(listed), "--field", "contexts.2"])
     assert json.loads(r.stdout)["error"] == (
-        "missing field `contexts.2`: `contexts` is a list of 2, with no item `2` "
+        "missing field `contexts.2`: `contexts` holds 2 items, with no item `2` "
         "(items count from 0)"
     )
     r = CliRunner().invoke(main, ["propose", "judge", str(listed), "--field", "nope.x"])

@@ -288,7 +288,7 @@ def list_proposers() -> None:
     default="rationale",
     show_default=True,
     help="the input field that holds the rationale (WiCE outputs: `response`); a dotted "
-    "path reaches into objects and lists (`result.reason`, `contexts.0`)",
+    "path reaches into objects and arrays (`result.reason`, `contexts.0`)",
 )
 @_threshold_option(0.5, ": the atom stays UNKNOWN")
 @click.option(
@@ -359,14 +359,14 @@ def _at(row: dict, field: str, row_id: object) -> object:
         elif isinstance(value, list):
             if not (step.isascii() and step.isdigit() and int(step) < len(value)):
                 raise _BadLine(
-                    f"missing field `{field}`: `{where}` is a list of {len(value)}, "
+                    f"missing field `{field}`: `{where}` holds {len(value)} items, "
                     f"with no item `{step}` (items count from 0)",
                     row_id,
                 )
             value = value[int(step)]
         else:
             raise _BadLine(
-                f"missing field `{field}`: `{where}` is {_kind(value)}, not an object or a list",
+                f"missing field `{field}`: `{where}` is {_kind(value)}, not an object or an array",
                 row_id,
             )
     return value
