@@ -384,3 +384,9 @@ def test_the_flag_check_reports_an_unknown_flag(tmp_path, monkeypatch) -> None:
     )
     monkeypatch.setattr(sys.modules[__name__], "_doc_pages", lambda: [page])
     assert [b.rsplit(": ", 1)[1] for b in _unknown_flags()] == ["--lable", "--htlm"]
+
+
+def test_the_quick_subset_names_test_modules_that_exist() -> None:
+    from tests.conftest import QUICK
+
+    assert QUICK and all((ROOT / "tests" / f"{m}.py").is_file() for m in QUICK)
