@@ -1,7 +1,12 @@
-"""Shared test setup: hypothesis profiles and the matrix of backends.
+"""Shared test setup: hypothesis profiles, the matrix of backends, the quick subset.
 
 Every test that takes the ``backend_name`` fixture runs once per registered backend (the
 lark-style test matrix), so a new backend is tested by everything at once.
+
+``pytest -m quick`` runs the modules of ``QUICK`` (every test in them is marked ``quick``):
+one or more per layer, chosen for their speed, under a minute in all (README.md). With
+exactly ``-m quick`` the other test modules are not even imported: collecting the whole
+suite alone takes seconds.
 """
 
 from __future__ import annotations
@@ -16,6 +21,73 @@ from unmask.backends import available
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
+
+# the modules of `pytest -m quick`, by file name; tests/test_docs.py checks that each exists
+QUICK = frozenset(
+    {
+        # the language, the IR and the backends
+        "test_unmaskc",
+        "test_ir_labels",
+        "test_lines",
+        "test_pysat_backend",
+        "test_labels_check",
+        # replays, the checker and the reports
+        "test_replay",
+        "test_replay_provenance",
+        "test_builder",
+        "test_checker",
+        "test_record",
+        "test_report",
+        "test_report_items",
+        "test_report_types",
+        "test_golden",
+        "test_examples_validate",
+        "test_render_html",
+        "test_render_junit",
+        "test_render_markdown",
+        "test_render_labels",
+        "test_render_provenance",
+        # the commands, the audit, analysis, importers and proposers
+        "test_check_cli",
+        "test_validate_cli",
+        "test_options",
+        "test_diagnostics",
+        "test_audit_api",
+        "test_audit_tables",
+        "test_audit_labels_summary",
+        "test_analyze",
+        "test_compare",
+        "test_member_names",
+        "test_importers",
+        "test_structured",
+        "test_propose_judge",
+        # the docs and the layering
+        "test_docs",
+        "test_layers",
+    }
+)
+
+
+def _only_quick(config: pytest.Config) -> bool:
+    return config.getoption("markexpr", "") == "quick"
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if (
+        _only_quick(config)
+        and collection_path.suffix == ".py"
+        and collection_path.name.startswith("test_")
+        and collection_path.stem not in QUICK
+    ):
+        return True
+    return None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.parent == ROOT / "tests" and item.path.stem in QUICK:
+            item.add_marker(pytest.mark.quick)
+
 
 settings.register_profile(
     "ci", max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]

@@ -236,17 +236,17 @@ def test_every_shipped_example_is_clean(name):
 
 
 def test_member_names_avoid_every_identifier():
-    assert member_names(2, {"x"}) == ("m1", "m2")
-    assert member_names(2, {"m2"}) == ("m_1", "m_2")
+    assert member_names("claim", 2, {"x"}) == ("claim_1", "claim_2")
+    assert member_names("claim", 2, {"claim_2"}) == ("claim__1", "claim__2")
 
 
 def test_the_scope_is_stated_and_members_do_not_clash(tmp_path):
     src = (ROOT / "examples" / "factual_claims_family.proto").read_text(encoding="utf-8")
-    src = src.replace("atom external", 'atom m1 : procedure "clash"\natom external')
+    src = src.replace("atom external", 'atom claim_1 : procedure "clash"\natom external')
     path = tmp_path / "fam.proto"
-    path.write_text(src + 'requirement q "q" {\n  holds: not m1\n}\n', encoding="utf-8")
+    path.write_text(src + 'requirement q "q" {\n  holds: not claim_1\n}\n', encoding="utf-8")
     result = CliRunner().invoke(main, ["analyze", str(path), "--members", "2"])
-    assert "claim = {m_1, m_2} (invented)" in result.output
+    assert "claim = {claim__1, claim__2} (invented)" in result.output
     assert "2 members per free domain" in result.output
     out = CliRunner().invoke(main, ["analyze", str(path), "--domain", "claim=a,b", "-f"])
     result = CliRunner().invoke(
@@ -425,7 +425,7 @@ def test_overlapping_labelled_decisions_point_at_the_decision_line(tmp_path):
     result = CliRunner().invoke(main, ["analyze", str(path), "--members", "2"])
     assert result.exit_code == 1
     assert f"{path}:15:1: error[overlapping-decisions]" in result.output
-    assert "witness: said(m1) = TRUE, said(m2) = TRUE" in result.output
+    assert "witness: said(part_1) = TRUE, said(part_2) = TRUE" in result.output
     assert "error[unreachable-label]: label `supported`" in result.output
 
 
@@ -439,4 +439,53 @@ def test_uncovered_labelled_decisions(tmp_path):
     codes_ = [f["code"] for f in doc["findings"]]
     assert "uncovered-assignment" in codes_
     found = next(f for f in doc["findings"] if f["code"] == "uncovered-assignment")
-    assert found["witness"] == {"said(m1)": False, "said(m2)": False, "said(m3)": False}
+    assert found["witness"] == {"said(part_1)": False, "said(part_2)": False, "said(part_3)": False}
+
+
+TWO_DOMAINS = """protocol two "t"
+domain claim
+domain passage
+atom said(claim) : judge "the judge says {claim}"
+atom read(passage) : context "{passage} was read"
+verdict yes | maybe | no
+decision yes iff all(said(c) for c in claim)
+decision maybe iff any(read(p) for p in passage)
+decision no otherwise
+"""
+
+
+def test_each_free_domain_gets_members_named_after_it(tmp_path):
+    """A witness over two domains tells their members apart: `claim_1`, `passage_1`."""
+    path = tmp_path / "two.proto"
+    path.write_text(TWO_DOMAINS, encoding="utf-8")
+    (loaded,) = load([str(path)], members=2)
+    assert loaded.scope.domains == (
+        ("claim", ("claim_1", "claim_2")),
+        ("passage", ("passage_1", "passage_2")),
+    )
+    doc = json.loads(
+        CliRunner()
+        .invoke(main, ["analyze", str(path), "--members", "2", "--format", "json"])
+        .output
+    )
+    (overlap,) = [f for f in doc["findings"] if f["code"] == "overlapping-decisions"]
+    assert set(overlap["witness"]) == {
+        "said(claim_1)",
+        "said(claim_2)",
+        "read(passage_1)",
+        "read(passage_2)",
+    }
+
+
+def test_invented_members_of_two_domains_never_share_a_name(tmp_path):
+    # `a` cannot take `a_1` (the file uses it) and moves to `a__1`, which `a_` would have
+    # taken: `a_` moves on to `a___1`
+    path = tmp_path / "clash.proto"
+    path.write_text(
+        'protocol p "p"\ndomain a\ndomain a_\natom a_1 : judge "x"\n'
+        'atom s(a) : judge "s {a}"\natom t(a_) : context "t {a_}"\n'
+        "decision pass iff a_1 and all(s(x) for x in a) and any(t(y) for y in a_)\n",
+        encoding="utf-8",
+    )
+    (loaded,) = load([str(path)], members=1)
+    assert loaded.scope.domains == (("a", ("a__1",)), ("a_", ("a___1",)))

@@ -264,7 +264,7 @@ def test_summary_memory_depends_on_distinct_ids_not_on_replays() -> None:
                 dimensions=("VIOLATED",) * len(summary.DIMENSIONS),
                 matches=i % 2 == 0,
                 requirements=(("context_only", "REFUTED", "ENTAILED"),),
-                grounding=((f"supported(c{i})", f"backed(c{i})", "REFUTED"),),
+                grounding=((f"supported(c{i})", f"backed(c{i})", "REFUTED", "~"),),
             )
         )
     assert list(s.grounding) == ["supported(*) ~ backed(*)"]
@@ -286,7 +286,7 @@ def _views(n: int) -> list:
             requirements=tuple(
                 (f"cited(c{k})", statuses[(i + k) % 4], statuses[(i * k) % 4]) for k in range(3)
             ),
-            grounding=((f"supported(c{i % 3})", "backed(x, y)", statuses[i % 4]),),
+            grounding=((f"supported(c{i % 3})", "backed(x, y)", statuses[i % 4], "~"),),
         )
         for i in range(n)
     ]

@@ -326,3 +326,86 @@ def test_shards_audited_apart_give_the_whole_runs_summary_by_resuming_their_resu
     assert (tmp_path / "a.json").read_bytes() == (tmp_path / "w.json").read_bytes()
     assert both.read_bytes() == whole.read_bytes()
     assert "audited 24 replays" in result.output
+
+
+def test_one_way_grounding_pairs_keep_their_arrow_in_the_summary(tmp_path: Path) -> None:
+    """`ground said(p) ~> backed(p)` is one way: the summary (text on stderr, JSON, and a
+    resumed run's, read back from the result lines) writes `~>`, never `~`."""
+    d = tmp_path / "cases"
+    d.mkdir()
+    for name in ("claim_parts.proto", "claim_parts_refuted.json", "claim_parts_entailed.json"):
+        shutil.copy(EXAMPLES / name, d / name)
+    out, summary = tmp_path / "r.jsonl", tmp_path / "s.json"
+    result = run([str(d), "--out", str(out), "--summary-json", str(summary)])
+    assert result.exit_code == 0, result.output
+    assert "  said(*) ~> backed(*): " in result.output
+    assert " said(*) ~ backed(*)" not in result.output
+    pairs = json.loads(summary.read_text())["grounding"]
+    assert "said(*) ~> backed(*)" in pairs and "said(*) ~ backed(*)" not in pairs
+    out.write_bytes(out.read_bytes().splitlines(keepends=True)[0])
+    resumed = tmp_path / "s2.json"
+    args = [str(d), "--out", str(out), "--resume", "--summary-json", str(resumed)]
+    assert run(args).exit_code == 0
+    assert (
+        json.loads(resumed.read_text())["grounding"] == json.loads(summary.read_text())["grounding"]
+    )
+
+
+def test_reauditing_into_an_html_folder_removes_the_earlier_runs_pages_and_nothing_else(
+    cases: Path, tmp_path: Path
+) -> None:
+    """A replay gone since the last run leaves no page behind; a user's file in the folder,
+    even one named like a page, a link to a page elsewhere and its target all stay."""
+    from unmask.batch.files import PAGE_HEAD
+
+    html = tmp_path / "html"
+    assert run([str(cases), "--html", str(html), "--quiet"]).exit_code == 0
+    first = {p.name for p in html.iterdir()}
+    assert len(first) == len(CASES) + 1
+    page_b = next(n for n in first if n.startswith("case-b-"))
+    assert (html / page_b).read_bytes().startswith(PAGE_HEAD)
+    outside = tmp_path / "kept-elsewhere.html"
+    shutil.copy(html / page_b, outside)
+    mine = {
+        "notes.txt": "my notes",
+        "mine-0123456789.html": "<!DOCTYPE html><p>my own page</p>",
+    }
+    for name, text in mine.items():
+        (html / name).write_text(text)
+    (html / "link-0123456789.html").symlink_to(outside)
+    (html / "dir-0123456789.html").mkdir()
+    (cases / "case_b.json").unlink()
+    assert run([str(cases), "--html", str(html), "--quiet"]).exit_code == 0
+    second = {p.name for p in html.iterdir()}
+    assert second == (first - {page_b}) | set(mine) | {
+        "link-0123456789.html",
+        "dir-0123456789.html",
+    }
+    assert all((html / n).read_text() == t for n, t in mine.items())
+    assert outside.read_bytes().startswith(PAGE_HEAD)
+    assert (html / "link-0123456789.html").is_symlink()
+    assert f'href="{page_b}"' not in (html / "index.html").read_text()
+
+
+def test_resuming_into_an_html_folder_keeps_the_pages_of_the_lines_carried_over(
+    cases: Path, tmp_path: Path
+) -> None:
+    html, out = tmp_path / "html", tmp_path / "r.jsonl"
+    assert run([str(cases), "--out", str(out), "--html", str(html), "--quiet"]).exit_code == 0
+    pages = {p.name for p in html.iterdir()}
+    out.write_bytes(b"".join(out.read_bytes().splitlines(keepends=True)[:2]))
+    args = [str(cases), "--out", str(out), "--resume", "--html", str(html), "--quiet"]
+    assert run(args).exit_code == 0
+    assert {p.name for p in html.iterdir()} == pages
+    index = (html / "index.html").read_text()
+    assert all(f'href="{p}"' in index for p in pages if p != "index.html")
+
+
+def test_the_page_head_is_how_every_page_begins() -> None:
+    from unmask.api import check
+    from unmask.batch.files import PAGE_HEAD
+    from unmask.render import html
+    from unmask.replay import load_replay
+
+    replay = load_replay(EXAMPLES / "case_unicode.json")
+    assert html.render(check(replay, "sliced"), replay).encode().startswith(PAGE_HEAD)

@@ -173,7 +173,7 @@ def test_families_ground_to_the_same_members(tmp_path):
     fam = str(ROOT / "examples" / "factual_claims_family.proto")
     out = CliRunner().invoke(main, ["compare", fam, fam, "--members", "4"])
     assert out.exit_code == 0, out.output
-    assert "claim = {m1, m2, m3, m4} (invented)" in out.output
+    assert "claim = {claim_1, claim_2, claim_3, claim_4} (invented)" in out.output
 
 
 def test_labelled_protocols_through_ir_json(tmp_path):
@@ -237,7 +237,10 @@ def test_labelled_protocols_in_proto(tmp_path):
     doc = json.loads(out.output)
     got = {r["subject"]: r for r in doc["relations"]}
     assert got["label:partially_supported"]["relation"] == "looser"
-    assert got["label:partially_supported"]["new_only"] == {"said(m1)": True, "said(m2)": True}
+    assert got["label:partially_supported"]["new_only"] == {
+        "said(part_1)": True,
+        "said(part_2)": True,
+    }
     assert got["label:supported"]["relation"] == "equivalent"
     # the gate's default label is the first declared one: `supported` did not get looser
     gate = CliRunner().invoke(main, ["compare", str(wice), looser, "--fail-if", "looser"])
@@ -249,8 +252,8 @@ def test_labelled_protocols_in_proto(tmp_path):
     doc = json.loads(
         CliRunner().invoke(main, ["compare", str(wice), both_ways, "--format", "json"]).output
     )
-    assert "said(m1) ~ backed(m1)" in doc["added"]["grounding"]
-    assert "said(m1) ~> backed(m1)" in doc["removed"]["grounding"]
+    assert "said(part_1) ~ backed(part_1)" in doc["added"]["grounding"]
+    assert "said(part_1) ~> backed(part_1)" in doc["removed"]["grounding"]
 
 
 def _verdicts(tmp_path, old_text: str, new_text: str):  # type: ignore[no-untyped-def]
@@ -289,3 +292,35 @@ def test_an_undecided_relation_alone_is_unknown_everywhere():
     # a known difference outweighs the undecided relation, as the exit status says
     changed = Comparison("o", "n", "sliced", Scope(), rels, dict(empty, atoms=("z",)), empty)
     assert changed.exit_code == 1 and changed.outcome == "different"
+
+
+def test_the_gate_says_what_it_decided_on_stderr_and_leaves_stdout_alone(tmp_path):
+    old = write(tmp_path, "old.proto", proto("a and b"))
+    looser = write(tmp_path, "looser.proto", proto("a or b"))
+    run = CliRunner().invoke
+    failed = run(main, ["compare", old, looser, "--fail-if", "looser"])
+    assert failed.exit_code == 1
+    assert failed.stderr == (
+        "gate --fail-if looser: failed (exit 1): NEW gives `PASS` where OLD does not: "
+        "a = FALSE, b = TRUE\n"
+    )
+    passed = run(main, ["compare", old, looser, "--fail-if", "stricter", "--format", "json"])
+    assert passed.exit_code == 0
+    assert passed.stderr == (
+        "gate --fail-if stricter: passed (exit 0): nowhere OLD gives `PASS` where NEW does not\n"
+    )
+    json.loads(passed.stdout)  # the JSON report stays whole on stdout
+    plain = run(main, ["compare", old, looser])
+    assert plain.stderr == ""
+
+
+def test_an_undecided_gate_says_so_and_exits_3():
+    from unmask.analysis.compare import Comparison, Relation, gate
+
+    rel = Relation("label:PASS", "unknown", detail="the solver timed out")
+    c = Comparison("o", "n", "z3", Scope(), (rel,), {}, {})
+    assert gate(c, "looser", "PASS") == (
+        3,
+        "gate --fail-if looser: undecided (exit 3): the solver could not decide whether NEW "
+        "gives `PASS` where OLD does not (the solver timed out)",
+    )

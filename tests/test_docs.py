@@ -7,6 +7,8 @@
 - every page in ``docs/`` is linked from ``docs/README.md``, and every relative link in the
   README and ``docs/`` leads to a file (and a heading) that exists;
 - the Python examples of ``docs/api.md`` run and show the values they claim;
+- every ``--flag`` a command line of the docs writes after ``unmask …`` or ``unmaskc …``
+  (in a code block or an inline code span) is an option of that command;
 - no text points at a document the user cannot see (a contract file or a repository that
   is not part of the project): such a pointer is spelled out in ``_HIDDEN`` below.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -265,3 +268,125 @@ def test_every_module_path_and_name_in_the_docs_exists(page: Path) -> None:
     gone = sorted(p for p in paths if not (ROOT / p).exists())
     unknown = sorted(n for n in names if not _resolves(n))
     assert not gone and not unknown, f"{page.name}: no such path {gone}, no such name {unknown}"
+
+
+# --- every flag a command line in the docs writes exists -------------------------------------
+
+_FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.M | re.S)
+_SPAN = re.compile(r"`([^`\n]+)`")
+_STOP = {"|", "||", "&&", ";", ">", "<", "2>", "#", "2>&1"}
+_FLAG = re.compile(r"--[a-z][a-z0-9-]*")
+
+
+def _command_lines(text: str) -> list[str]:
+    """The code of a page: each fenced block's lines (a trailing `\\` joins the next line),
+    then each inline code span outside the blocks."""
+    out = []
+    for block in _FENCE.findall(text):
+        out += block.replace("\\\n", " ").splitlines()
+    out += _SPAN.findall(_FENCE.sub("", text))
+    return out
+
+
+def _commands(tokens: list[str], group) -> list:
+    """The commands ``tokens`` (after `unmask`) name: subcommands are followed into groups;
+    `check|audit` names both."""
+    import click
+
+    cmds = [group]
+    for tok in tokens:
+        if not all(isinstance(c, click.Group) for c in cmds):
+            break
+        if tok.startswith("-"):
+            break
+        found = [c.get_command(click.Context(c), n) for c in cmds for n in tok.split("|")]
+        if not all(found):
+            break
+        cmds = found
+    return cmds
+
+
+def _flags_used(line: str) -> list[tuple[str, list[str]]]:
+    """For each `unmask …`/`unmaskc …` in ``line``: its words, and the flags it writes
+    (up to a pipe, a `;`, a redirection or a comment)."""
+    words = line.replace("[", " ").replace("]", " ").split()
+    out = []
+    for i, w in enumerate(words):
+        if w not in ("unmask", "unmaskc"):
+            continue
+        rest = []
+        for tok in words[i + 1 :]:
+            if tok in _STOP or tok.startswith("#") or tok in ("unmask", "unmaskc"):
+                break
+            rest.append(tok)
+        out.append((w, rest))
+    return out
+
+
+def _doc_pages() -> list[Path]:
+    return [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+
+
+def _unknown_flags() -> list[str]:
+    import click
+
+    from unmask.cli.main import main
+    from unmask.cli.unmaskc import cli
+
+    bad = []
+    for page in _doc_pages():
+        for line in _command_lines(page.read_text(encoding="utf-8")):
+            for prog, rest in _flags_used(line):
+                group = main if prog == "unmask" else cli
+                cmds = _commands(rest, group)
+                if prog == "unmaskc" and cmds == [cli]:
+                    cmds = [cli.commands["compile"]]  # `unmaskc FILE.proto` compiles
+                for tok in rest:
+                    m = _FLAG.match(tok)
+                    if m is None:
+                        continue
+                    flag = m.group(0)
+                    for cmd in cmds:
+                        ctx = click.Context(cmd)
+                        known = {
+                            o for p in cmd.get_params(ctx) for o in (*p.opts, *p.secondary_opts)
+                        }
+                        # `--max-…` stands for the family of `--max-` options
+                        prefix = flag.endswith("-") and any(k.startswith(flag) for k in known)
+                        if flag not in known and not prefix:
+                            bad.append(f"{page.name}: `{prog} {' '.join(rest)}`: {flag}")
+    return bad
+
+
+def test_every_flag_the_docs_write_on_a_command_line_exists() -> None:
+    assert _unknown_flags() == []
+
+
+def test_the_flag_check_finds_a_flag_that_does_not_exist() -> None:
+    from unmask.cli.main import main
+
+    ((prog, rest),) = _flags_used("$ unmask compare a b --fail-if looser --fial-if x | head")
+    assert prog == "unmask" and rest[-1] == "x"
+    assert [c.name for c in _commands(rest, main)] == ["compare"]
+    ((_, rest),) = _flags_used("unmask propose judge in.jsonl --field result.reason")
+    assert [c.name for c in _commands(rest, main)] == ["judge"]
+    ((_, rest),) = _flags_used("unmask check|audit --protocol NEW.proto")
+    assert [c.name for c in _commands(rest, main)] == ["check", "audit"]
+
+
+def test_the_flag_check_reports_an_unknown_flag(tmp_path, monkeypatch) -> None:
+    page = tmp_path / "p.md"
+    page.write_text(
+        "Run `unmask audit cases/ --html out --htlm x`, or:\n\n```\n"
+        "$ unmask compare a.proto b.proto \\\n    --fail-if looser --lable L\n"
+        "$ unmaskc p.proto --emit ir --max-atoms 3 --max-… N\n```\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setattr(sys.modules[__name__], "_doc_pages", lambda: [page])
+    assert [b.rsplit(": ", 1)[1] for b in _unknown_flags()] == ["--lable", "--htlm"]
+
+
+def test_the_quick_subset_names_test_modules_that_exist() -> None:
+    from tests.conftest import QUICK
+
+    assert QUICK and all((ROOT / "tests" / f"{m}.py").is_file() for m in QUICK)

@@ -362,3 +362,38 @@ def test_the_measure_command_refuses_labels_that_do_not_match_their_source(tmp_p
 def test_the_measure_command_without_labels_is_a_usage_error() -> None:
     result = CliRunner().invoke(measure_main, ["--threshold", "0.5"])
     assert result.exit_code == 2 and "--labels" in result.stderr
+
+
+def test_the_judge_field_may_be_a_dotted_path(tmp_path: Path) -> None:
+    """`--field result.reason` reaches into an object, `contexts.1` into a list; a key with
+    a dot in it is still read as a key; a path that resolves to nothing says where it stops."""
+    text = "Sentence 5 confirms it.\n<answer>supported</answer>"
+    rows = [
+        {"id": "a", "result": {"reason": text}},
+        {"id": "b", "result": {"why": text}},
+        {"id": "c", "result": "flat"},
+        {"id": "d", "result.reason": text},
+    ]
+    path = tmp_path / "in.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    r = CliRunner().invoke(main, ["propose", "judge", str(path), "--field", "result.reason"])
+    assert r.exit_code == 4
+    lines = [json.loads(x) for x in r.stdout.splitlines()]
+    assert [a["atom"] for a in lines[0]["annotations"]][:1] == ["cited(s5)"]
+    assert lines[1]["error"] == "missing field `result.reason`: no `reason` in `result`"
+    assert lines[2]["error"] == (
+        "missing field `result.reason`: `result` is a string, not an object or an array"
+    )
+    assert lines[3]["annotations"] == lines[0]["annotations"]
+    listed = tmp_path / "list.jsonl"
+    listed.write_text(json.dumps({"contexts": ["x", text]}) + "\n", encoding="utf-8")
+    r = CliRunner().invoke(main, ["propose", "judge", str(listed), "--field", "contexts.1"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["annotations"] == lines[0]["annotations"]
+    r = CliRunner().invoke(main, ["propose", "judge", str(listed), "--field", "contexts.2"])
+    assert json.loads(r.stdout)["error"] == (
+        "missing field `contexts.2`: `contexts` holds 2 items, with no item `2` "
+        "(items count from 0)"
+    )
+    r = CliRunner().invoke(main, ["propose", "judge", str(listed), "--field", "nope.x"])
+    assert json.loads(r.stdout)["error"] == "missing field `nope.x`: no `nope`"

@@ -368,7 +368,7 @@ def test_index_table_links_every_replay_and_escapes_ids():
     assert links == [(r["id"], r["href"]) for r in ROWS]
     assert [r.attrs["data-overall"] for r in body_rows] == [r["overall"] for r in ROWS]
     heads = [th.text() for th in table.find_all("thead")[0].find_all("th")]
-    assert heads[:2] == ["replay", "overall"] and len(heads) == 9
+    assert heads[:3] == ["replay", "overall", "checks failed or open"] and len(heads) == 10
     assert len(doc.find_all("script")) == 1
     # without JS the filters stay hidden and the table is complete
     assert doc.by_id("filters").attrs.get("hidden") == ""
@@ -429,12 +429,15 @@ def test_index_rows_built_from_reports_render_like_hand_written_ones():
         "verdict_matches_gold": False,
         "protocol": "factual_claims",
         "href": "case_c.html",
+        "failed": ["j_cto ~ c_cto"],
+        "open": [],
     }
     doc = parse(html.render_index({"title": "examples"}, rows))
     cells = doc.by_id("replay-table").find_all("tbody")[0].find_all("tr")[1].find_all("td")
     assert [c.text() for c in cells] == [
         "case-c",
         "✗ VIOLATED",
+        "✗ failed: j_cto ~ c_cto",
         "✓ OK",
         "✓ OK",
         "✓ OK",
@@ -443,3 +446,45 @@ def test_index_rows_built_from_reports_render_like_hand_written_ones():
         "FAIL",
         "✗ no",
     ]
+
+
+def _checks_cell(doc, replay: str) -> str:
+    for tr in doc.by_id("replay-table").find_all("tbody")[0].find_all("tr"):
+        cells = tr.find_all("td")
+        if cells[0].text() == replay:
+            assert cells[2].attrs["class"] == "checks"
+            return cells[2].text()
+    raise AssertionError(f"no row for {replay}")
+
+
+def test_index_rows_name_the_checks_that_failed_or_stayed_open(tmp_path: Path):
+    """Each row of the index says which requirement, grounding pair (with its arrow) or
+    verdict failed and which stayed open, and why a replay could not be checked."""
+    rows = []
+    for name in (
+        "case_b.json",
+        "case_c.json",
+        "case_d.json",
+        "case_unknown.json",
+        "claim_parts_underdetermined.json",
+        "case_a.json",
+    ):
+        report, _ = example(name)
+        rows.append(html.index_row(ResultRecord.from_report(report, name), name))
+    rows.append(html.index_row(ResultRecord(location="bad.jsonl:1", error="schema"), ""))
+    doc = parse(html.render_index({"title": "t"}, rows))
+    assert _checks_cell(doc, "case-b") == "✗ failed: context_only"
+    assert _checks_cell(doc, "case-c") == "✗ failed: j_cto ~ c_cto"
+    assert _checks_cell(doc, "case-d") == "✗ failed: verdict, context_only"
+    assert _checks_cell(doc, "case-unknown") == "? open: context_only"
+    one_way = "? open: said(medal) ~> backed(medal)"
+    assert _checks_cell(doc, "claim-parts-underdetermined") == one_way
+    assert _checks_cell(doc, "case-a") == "–"
+    assert _checks_cell(doc, "bad.jsonl:1") == "could not be checked: schema"
+
+
+def test_index_names_at_most_six_checks_a_row_and_counts_the_rest():
+    names = [f"r{i}" for i in range(9)]
+    row = {"id": "x", "overall": "VIOLATED", "failed": names, "open": ["<o>"]}
+    doc = parse(html.render_index({}, [row]))
+    assert _checks_cell(doc, "x") == "✗ failed: r0, r1, r2, r3, r4, r5 and 3 more? open: <o>"

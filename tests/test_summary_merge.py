@@ -37,7 +37,11 @@ def _views(draw: st.DrawFn) -> ResultRecord:
         requirements=tuple(
             draw(st.lists(st.tuples(_NAME, _STATUS, _STATUS), max_size=3).map(tuple))
         ),
-        grounding=tuple(draw(st.lists(st.tuples(_NAME, _NAME, _STATUS), max_size=3))),
+        grounding=tuple(
+            draw(
+                st.lists(st.tuples(_NAME, _NAME, _STATUS, st.sampled_from(("~", "~>"))), max_size=3)
+            )
+        ),
         observed=draw(st.none() | _LABEL),
         gold=draw(st.none() | _LABEL),
         labels=tuple(draw(st.lists(_LABEL, max_size=3, unique=True))),

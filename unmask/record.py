@@ -47,7 +47,8 @@ class ResultRecord(NamedTuple):
     dimensions: tuple[str | None, ...] = ()
     matches: bool | None = None  # verdict_matches_gold
     requirements: tuple[ResultKey, ...] = ()
-    grounding: tuple[tuple[str, str, str | None], ...] = ()  # judge, context, status
+    # judge, context, status, direction (`~` both ways, `~>` one way)
+    grounding: tuple[tuple[str, str, str | None, str], ...] = ()
     observed: str | None = None
     gold: str | None = None
     labels: tuple[str, ...] = ()  # the labels the report names (`allowed`), in its order
@@ -86,7 +87,7 @@ class ResultRecord(NamedTuple):
             dimensions=(dims.verdict, dims.procedure, dims.coverage, dims.grounding),
             matches=report.verdict_matches_gold,
             requirements=tuple((r.id, r.holds.status, r.coverage.status) for r in reqs),
-            grounding=tuple((g.judge, g.context, g.result.status) for g in ground),
+            grounding=tuple((g.judge, g.context, g.result.status, g.direction) for g in ground),
             observed=verdict.observed,
             gold=report.gold,
             labels=() if verdict.allowed is None else tuple(verdict.allowed),
@@ -138,7 +139,12 @@ class ResultRecord(NamedTuple):
                 for r in obj.get("requirements") or ()
             ),
             grounding=tuple(
-                (str(g.get("judge")), str(g.get("context")), g.get("status"))
+                (
+                    str(g.get("judge")),
+                    str(g.get("context")),
+                    g.get("status"),
+                    "~>" if g.get("direction") == "~>" else "~",
+                )
                 for g in obj.get("grounding") or ()
             ),
             observed=_text(verdict.get("observed")),

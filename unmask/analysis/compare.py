@@ -11,6 +11,8 @@ declaration order, then NEW's new ones, FALSE first) on which the two sides disa
 ``constraints`` compares K_new with K_old themselves. Added and removed labels,
 requirements, grounding pairs (by their canonical text and direction) and atoms are
 listed. A relation the solver could not decide is ``unknown``, never guessed.
+``gate(c, fail_if, label)`` is what ``unmask compare --fail-if`` decided: its exit status
+and the one line that says so and why (the witness when it fails).
 """
 
 from __future__ import annotations
@@ -257,3 +259,24 @@ def text(c: Comparison) -> str:
         else c.outcome
     )
     return "\n".join(lines) + "\n"
+
+
+def gate(c: Comparison, fail_if: str, label: str) -> tuple[int, str]:
+    """The exit status of ``--fail-if looser|stricter`` for ``label``, and its line: does
+    NEW give the label where OLD does not (looser), or OLD where NEW does not (stricter)?"""
+    from unmask import exitcodes
+
+    rel = c.relation(f"label:{label}")
+    assert rel is not None, "the label is declared by both protocols"
+    first, second = ("NEW", "OLD") if fail_if == LOOSER else ("OLD", "NEW")
+    question = f"{first} gives `{label}` where {second} does not"
+    head = f"gate --fail-if {fail_if}"
+    if rel.relation == RELATION_UNKNOWN:
+        why = f" ({rel.detail})" if rel.detail else ""
+        return exitcodes.UNKNOWN, (
+            f"{head}: undecided (exit 3): the solver could not decide whether {question}{why}"
+        )
+    witness = rel.looser if fail_if == LOOSER else rel.stricter
+    if witness is None:
+        return exitcodes.OK, f"{head}: passed (exit 0): nowhere {question}"
+    return exitcodes.VIOLATED, f"{head}: failed (exit 1): {question}: {_witness(witness)}"

@@ -3,9 +3,11 @@
 Contract: ``load(paths, members, domains, limits)`` reads each file (``.json`` is protocol
 IR, ``unmask.protocol/1``; anything else is `.proto` text) and returns one ``Loaded`` per
 path, or raises ``UnmaskError``. Every free domain without ``--domain`` members gets
-``members`` invented members ``m1..mN``; the names are checked against every identifier of
-every file loaded together, so a member never coincides with a name the protocol writes
-(``m_1``… is tried next), and two versions of one protocol ground to the same atom names.
+``members`` invented members named after it, ``claim_1..claim_N`` for ``claim``, so a
+witness over two domains says which member is which; the names are checked against every
+identifier of every file loaded together and every name invented before them (domains in
+name order), so a member never coincides with a name the protocol writes (``claim__1``… is
+tried next), and two versions of one protocol ground to the same atom names.
 ``Scope`` says which members were used: a finding at three members is a bounded result.
 """
 
@@ -27,7 +29,7 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 @dataclass(frozen=True, slots=True)
 class Scope:
     """The members each domain was grounded at; ``invented`` lists the free domains that
-    got ``m1..mN`` rather than members given on the command line."""
+    got invented members (``claim_1``…) rather than members given on the command line."""
 
     domains: tuple[tuple[str, tuple[str, ...]], ...] = ()
     invented: tuple[str, ...] = ()
@@ -79,14 +81,15 @@ def _free_domains(source: ast.SourceFile) -> list[str]:
     ]
 
 
-def member_names(n: int, taken: set[str]) -> tuple[str, ...]:
-    """``m1..mN``, or ``m_1..m_N`` (and so on) when a name the files use is among them."""
-    prefix = "m"
+def member_names(domain: str, n: int, taken: set[str]) -> tuple[str, ...]:
+    """``DOMAIN_1..DOMAIN_N``, or ``DOMAIN__1..DOMAIN__N`` (and so on) when a name in
+    ``taken`` is among them."""
+    sep = "_"
     while True:
-        names = tuple(f"{prefix}{i}" for i in range(1, n + 1))
+        names = tuple(f"{domain}{sep}{i}" for i in range(1, n + 1))
         if not taken.intersection(names):
             return names
-        prefix += "_"
+        sep += "_"
 
 
 def load(
@@ -125,10 +128,14 @@ def _load(
     taken: set[str] = set()
     for text in texts.values():
         taken.update(_WORD.findall(text))
-    invented = member_names(members, taken)
     everywhere = {
         s.name for src in parsed.values() for s in src.statements if isinstance(s, ast.DomainDecl)
     }
+    # one set of names per free domain, the same in every file that declares it
+    invented: dict[str, tuple[str, ...]] = {}
+    for d in sorted({d for src in parsed.values() for d in _free_domains(src)} - set(given)):
+        invented[d] = member_names(d, members, taken)
+        taken.update(invented[d])
     out: list[Loaded] = []
     for p in paths:
         if _is_json(p):
@@ -141,7 +148,7 @@ def _load(
         here = {k: list(v) for k, v in given.items() if k in declared or k not in everywhere}
         made = [d for d in free if d not in here]
         for d in made:
-            here[d] = list(invented)
+            here[d] = list(invented[d])
         protocol = compile_source(texts[p], p, here, limits)
         scope = Scope(
             tuple((d, tuple(here[d])) for d in sorted(here) if d in declared),

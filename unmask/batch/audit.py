@@ -398,6 +398,9 @@ class _Run:
         if self.options.html is not None:
             index = self.summary.index_summary(self.options.backend)
             files.write_index(self.options.html, index, self.rows)
+            # an earlier run's pages that this run did not write would sit beside the new
+            # index as if they were results of this run
+            files.remove_stale_pages(self.options.html, {r["href"] for r in self.rows})
 
     def _stop(self) -> None:
         """A run cut short: the progress line cleared, the results closed quietly."""

@@ -1,20 +1,39 @@
 """The files an audit writes besides its result lines: HTML pages, the index, JUnit.
 
 Contract: every file is written whole or not at all (``unmask.outputs``), and a file that
-cannot be written raises ``OutputError``. ``JUnitFile`` keeps the test cases' XML in an
-anonymous temporary file beside the target while the run goes on, so memory does not grow
-with the run, and writes the suite around them at the end.
+cannot be written raises ``OutputError``. ``remove_stale_pages(html_dir, keep)`` removes,
+after a run, the pages an earlier run wrote into the same folder that this run did not
+(a replay since removed or renamed), and only those: a regular file of this user directly
+in the folder, named as ``unmask.batch.run.page_name`` names pages, whose first bytes are
+Unmask's page head (``PAGE_HEAD``); a link is never followed, anything else is left alone.
+``JUnitFile`` keeps the test cases' XML in an anonymous temporary file beside the target
+while the run goes on, so memory does not grow with the run, and writes the suite around
+them at the end.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import stat
 import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from unmask.outputs import OutputError, atomic, cannot_write, write_text
+from unmask.outputs import OutputError, atomic, cannot_write, remove_stale_temps, write_text
 from unmask.render import html, junit
+
+# what ``unmask.batch.run.page_name`` makes: a cleaned id of up to 60 characters, a hash
+PAGE_NAME = re.compile(r"[A-Za-z0-9._-]{1,60}-[0-9a-f]{10}\.html")
+# how every page ``unmask.render.html.render`` writes begins (tests/test_audit_cli.py holds
+# it to the template): a file that does not begin so is not Unmask's, whatever its name
+PAGE_HEAD = (
+    b'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+    b'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+    b'<meta name="generator" content="unmask">\n'
+)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
 def write_page(html_dir: str, name: str, page: str) -> None:
@@ -23,6 +42,35 @@ def write_page(html_dir: str, name: str, page: str) -> None:
 
 def write_index(html_dir: str, summary: Mapping[str, Any], rows: Sequence[Mapping]) -> None:
     write_text(os.path.join(html_dir, "index.html"), html.render_index(summary, rows))
+
+
+def _is_page(path: str) -> bool:
+    """A regular file of this user (never through a link) that begins as a page does."""
+    fd = os.open(path, os.O_RDONLY | _NOFOLLOW)  # a link or a device: an error or refused
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            return False
+        return os.read(fd, len(PAGE_HEAD)) == PAGE_HEAD
+    finally:
+        os.close(fd)
+
+
+def remove_stale_pages(html_dir: str, keep: set[str]) -> list[str]:
+    """Remove the pages of an earlier run that are not in ``keep`` (this run's page names),
+    and the temporary files of a killed run; returns the names of the pages removed."""
+    remove_stale_temps(html_dir)
+    removed = []
+    with contextlib.suppress(OSError):
+        for e in sorted(os.scandir(html_dir), key=lambda e: e.name):
+            if e.name in keep or not PAGE_NAME.fullmatch(e.name):
+                continue
+            with contextlib.suppress(OSError):
+                # a link, a folder, a pipe or a device is not even opened
+                if stat.S_ISREG(e.stat(follow_symlinks=False).st_mode) and _is_page(e.path):
+                    os.unlink(e.path)  # the name goes; a hard link's other names keep it
+                    removed.append(e.name)
+    return removed
 
 
 class JUnitFile:

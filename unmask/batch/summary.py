@@ -319,7 +319,7 @@ class Summary:
         return known
 
     def _grounding_bumps(
-        self, grounding: tuple[tuple[str, str, str | None], ...]
+        self, grounding: tuple[tuple[str, str, str | None, str], ...]
     ) -> list[tuple[Counter, str]]:
         known = self._by_grounding.get(grounding)
         if known is None:
@@ -328,10 +328,13 @@ class Summary:
                 grounding,
                 [
                     (
-                        _table(self.grounding, f"{family_key(judge)} ~ {family_key(context)}"),
+                        _table(
+                            self.grounding,
+                            f"{family_key(judge)} {direction} {family_key(context)}",
+                        ),
                         check_key(status),
                     )
-                    for judge, context, status in grounding
+                    for judge, context, status, direction in grounding
                 ],
             )
         return known

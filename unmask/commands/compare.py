@@ -6,7 +6,8 @@ equivalent, 1 different, 3 a relation the solver could not decide (and nothing e
 different), 4 invalid input, 2 usage. With ``--fail-if looser`` the status answers only
 "does NEW give the label ``--label`` (default `PASS`, else OLD's first label) on some
 assignment where OLD does not?": 1 yes, 0 no, 3 undecided; ``--fail-if stricter`` the
-reverse.
+reverse. The gate's decision is printed on stderr, one line (``gate --fail-if looser:
+failed (exit 1): NEW gives `PASS` where OLD does not: a = TRUE, …``), whatever the format.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def command(
             )
     elif label is not None:
         fail([Diagnostic("usage", "`--label` needs `--fail-if`")], exitcodes.USAGE)
-    from unmask.analysis.compare import RELATION_UNKNOWN, compare, text
+    from unmask.analysis.compare import compare, gate, text
 
     scope = loaded_new.scope if loaded_new.scope.domains else loaded_old.scope
     result = compare(p_old, p_new, solver, scope, (old, new))
@@ -96,10 +97,8 @@ def command(
     else:
         click.echo(lines(text(result)), nl=False)
     if fail_if is not None:
-        rel = result.relation(f"label:{label}")
-        assert rel is not None
-        if rel.relation == RELATION_UNKNOWN:
-            sys.exit(exitcodes.UNKNOWN)
-        witness = rel.looser if fail_if == "looser" else rel.stricter
-        sys.exit(exitcodes.VIOLATED if witness is not None else exitcodes.OK)
+        assert label is not None
+        status, line = gate(result, fail_if, label)
+        click.echo(lines(line + "\n"), nl=False, err=True)
+        sys.exit(status)
     sys.exit(result.exit_code)

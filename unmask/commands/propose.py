@@ -13,7 +13,8 @@ does not stop the rest (a line over 16 MiB is skipped unread). Exit 0 when every
 proposed for, 4 when any line was invalid or the input could not be read, 2 for usage errors.
 Output is a function of the input alone: same input, same bytes.
 ``unmask propose judge INPUT.jsonl`` reads one JSON object a line with the rationale (field
-``rationale``, or the one ``--field`` names) and an optional ``id``, and writes one line per
+``rationale``, or the one ``--field`` names: a key, else a dotted path through objects and
+lists such as ``result.reason`` or ``contexts.0``) and an optional ``id``, and writes one line per
 input line: ``{"id", "annotations"}``, each annotation a replay annotation of a judge atom
 (``atom``, ``value``, ``evidence`` spans into the rationale, ``explanation``) with its
 ``confidence`` and ``by``; the rules come from ``--rules FILE``, from the rule file next to
@@ -286,7 +287,8 @@ def list_proposers() -> None:
     "--field",
     default="rationale",
     show_default=True,
-    help="the input field that holds the rationale (WiCE outputs: `response`)",
+    help="the input field that holds the rationale (WiCE outputs: `response`); a dotted "
+    "path reaches into objects and arrays (`result.reason`, `contexts.0`)",
 )
 @_threshold_option(0.5, ": the atom stays UNKNOWN")
 @click.option(
@@ -331,12 +333,43 @@ def judge(
 def _parse_rationale(raw: bytes | None, field: str) -> tuple[object, str]:
     """The line's id and rationale, or ``_BadLine`` naming the field at fault."""
     row, row_id = _object(raw)
-    if field not in row:
-        raise _BadLine(f"missing field `{field}`", row_id)
-    value = row[field]
+    value = _at(row, field, row_id)
     if not isinstance(value, str):
         raise _BadLine(f"field `{field}` must be a string, found {_kind(value)}", row_id)
     return row_id, value
+
+
+def _at(row: dict, field: str, row_id: object) -> object:
+    """The value ``field`` names in ``row``: a key of the line, else a dotted path through
+    objects and lists (``result.reason``, ``contexts.0``); ``_BadLine`` says which step
+    found nothing."""
+    if field in row:
+        return row[field]
+    steps = field.split(".")
+    if len(steps) == 1 or "" in steps:
+        raise _BadLine(f"missing field `{field}`", row_id)
+    value: object = row
+    for n, step in enumerate(steps):
+        where = ".".join(steps[:n])
+        if isinstance(value, dict):
+            if step not in value:
+                at = f" in `{where}`" if where else ""
+                raise _BadLine(f"missing field `{field}`: no `{step}`{at}", row_id)
+            value = value[step]
+        elif isinstance(value, list):
+            if not (step.isascii() and step.isdigit() and int(step) < len(value)):
+                raise _BadLine(
+                    f"missing field `{field}`: `{where}` holds {len(value)} items, "
+                    f"with no item `{step}` (items count from 0)",
+                    row_id,
+                )
+            value = value[int(step)]
+        else:
+            raise _BadLine(
+                f"missing field `{field}`: `{where}` is {_kind(value)}, not an object or an array",
+                row_id,
+            )
+    return value
 
 
 @command.command("replay")

@@ -39,8 +39,11 @@ from unmask.record import ResultRecord
 from unmask.render import view as ev
 from unmask.report import (
     BASE_NAMES,
+    ENTAILED,
     NOT_CHECKED,
+    NOT_SPECIFIED,
     OK,
+    REFUTED,
     SATISFIED,
     UNKNOWN,
     VIOLATED,
@@ -495,6 +498,9 @@ def index_context(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]])
                 "gold": r.get("gold"),
                 "match": r.get("verdict_matches_gold"),
                 "href": ev.clean(str(r.get("href") or r.get("link") or "")),
+                "failed": _listed(r.get("failed")),
+                "open": _listed(r.get("open")),
+                "error": ev.clean(str(r["error"])) if r.get("error") else None,
             }
         )
     extra = [
@@ -518,11 +524,51 @@ def index_context(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]])
     }
 
 
+MAX_LISTED = 6  # checks named per row of the index; the rest are counted
+
+
+def _listed(names: Any) -> dict[str, Any]:
+    """The first ``MAX_LISTED`` of a row's check names, and how many more there are."""
+    names = [ev.clean(str(n)) for n in names or ()]
+    return {"names": names[:MAX_LISTED], "more": max(0, len(names) - MAX_LISTED)}
+
+
+def _failing(record: ResultRecord) -> tuple[list[str], list[str]]:
+    """The checks of a result that failed (requirement ids, grounding pairs with their
+    arrow), and those left open: undecided, or a requirement that was not observable."""
+    failed: list[str] = []
+    open_: list[str] = []
+
+    def put(name: str, status: str | None) -> None:
+        if status == REFUTED:
+            failed.append(name)
+        elif status not in (None, ENTAILED, NOT_SPECIFIED):
+            open_.append(name)
+
+    for rid, status, coverage in record.requirements:
+        put(rid, status)
+        if coverage == REFUTED:
+            open_.append(f"{rid} (not observable)")
+    for judge, context, status, direction in record.grounding:
+        put(f"{judge} {direction} {context}", status)
+    return failed, open_
+
+
 def index_row(record: ResultRecord, href: str) -> dict[str, Any]:
     """The ``rows`` entry of ``render_index`` for one result (``unmask.record``): a checked
-    replay, or one that could not be checked, which shows as INVALID without a link."""
+    replay, or one that could not be checked, which shows as INVALID without a link and
+    with its first error's code."""
     if record.error is not None:
-        return {"id": record.location, "overall": "INVALID", "dimensions": {}, "href": ""}
+        return {
+            "id": record.location,
+            "overall": "INVALID",
+            "dimensions": {},
+            "href": "",
+            "error": record.error,
+        }
+    failed, open_ = _failing(record)
+    if record.dimensions[:1] == (VIOLATED,):
+        failed.insert(0, "verdict")
     return {
         "id": record.replay or "",
         "overall": record.overall,
@@ -533,15 +579,19 @@ def index_row(record: ResultRecord, href: str) -> dict[str, Any]:
         "verdict_matches_gold": record.matches,
         "protocol": record.protocol,
         "href": href,
+        "failed": failed,
+        "open": open_,
     }
 
 
 def render_index(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str:
     """The batch page. ``rows``: one dict per replay with ``id``, ``overall``,
     ``dimensions`` (dimension -> OK/VIOLATED/UNKNOWN/NOT_CHECKED), ``verdict``, ``gold``,
-    ``verdict_matches_gold``, ``protocol`` (its name) and ``href`` (relative link to its
-    report); ``summary``: optional ``title``, ``total``, ``overall``, ``dimensions``,
-    ``cross``, ``extra``, ``confusion``, ``confusion_by_protocol``, ``provenance``,
-    ``judges`` (see ``docs/reports.md``)."""
+    ``verdict_matches_gold``, ``protocol`` (its name), ``href`` (relative link to its
+    report), and optionally ``failed`` and ``open`` (the names of the checks that failed
+    and were left open) and ``error`` (why it could not be checked); ``summary``:
+    optional ``title``, ``total``, ``overall``, ``dimensions``, ``cross``, ``extra``,
+    ``confusion``, ``confusion_by_protocol``, ``provenance``, ``judges``
+    (see ``docs/reports.md``)."""
     page = environment().get_template("index.html.j2").render(**index_context(summary, rows))
     return finish("html", page)
