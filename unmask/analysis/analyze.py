@@ -15,6 +15,10 @@ uncovered decisions cannot happen and a contradiction is K alone). Precisely:
   or K ∧ ¬D_L is unsatisfiable), i.e. no atom can change it;
 - `vacuous-requirement` / `impossible-requirement` / `never-addressed`: K ∧ ¬holds,
   K ∧ holds, K ∧ addressed is unsatisfiable;
+- `addressed-as-condition`: a requirement whose `addressed` reads a judge or context atom
+  (through definitions): coverage is about whether compliance could be observed, which
+  procedure atoms say, and `holds` is checked whether or not it is addressed; reported
+  once per statement (a `for` requirement once, not per member);
 - `redundant-requirement`: K ∧ holds_i ∧ ¬holds_j is unsatisfiable for two requirements
   that are neither vacuous nor impossible: j can only fail where i fails, reported on j;
   when the implication goes both ways it is reported once, on the later requirement;
@@ -36,6 +40,7 @@ from unmask.analysis.ground import Scope
 from unmask.analysis.solve import SAT, UNKNOWN, UNSAT, Answer, Space
 from unmask.backends.base import Backend, Part, spec
 from unmask.ir import iter_atoms, mk_and, mk_card, mk_not, mk_or
+from unmask.irtext import expr_text
 
 SCHEMA = "unmask.analysis/1"
 
@@ -288,7 +293,43 @@ def _requirements(run: _Run) -> None:
                     subject,
                     a,
                 )
+    _addressed_as_condition(run)
     _redundant(run, varying, run.max_pairs)
+
+
+def _addressed_as_condition(run: _Run) -> None:
+    """The `addressed:` trap: coverage written as the condition under which the requirement
+    applies (`addressed: some_said`), which leaves `holds` checked where it does not apply."""
+    p = run.protocol
+    seen: set[object] = set()
+    for r in p.requirements:
+        if r.addressed is None:
+            continue
+        found = None
+        for name in iter_atoms(r.addressed):
+            decl = p.atom(name)
+            if decl is not None and decl.role in ("judge", "context"):
+                found = decl
+                break
+        # a `for` requirement is one statement: its members share its span
+        key = r.span if r.span is not None else r.id
+        if found is None or key in seen:
+            continue
+        seen.add(key)
+        cond, holds = expr_text(r.addressed, 3), expr_text(r.expr, 2)
+        run.out.append(
+            Finding(
+                "addressed-as-condition",
+                f"`addressed` of requirement `{r.id}` reads the {found.role} atom "
+                f"`{found.name}`, but `holds` is checked whether or not it is addressed",
+                r.span,
+                subject=f"requirement:{r.id}",
+                help="`addressed` says whether compliance could be observed, not when the "
+                f"requirement applies: for a requirement that applies when `{cond}`, write "
+                f"`holds: {cond} implies {holds}` and keep in `addressed` only procedure atoms "
+                "that say whether compliance was observable",
+            )
+        )
 
 
 class _Components:

@@ -30,6 +30,10 @@ CODES: dict[str, tuple[str, str]] = {
     "vacuous-requirement": (WARNING, "a requirement holds under every assignment"),
     "impossible-requirement": (ERROR, "a requirement holds under no assignment"),
     "never-addressed": (WARNING, "a requirement is addressed under no assignment"),
+    "addressed-as-condition": (
+        WARNING,
+        "a requirement's `addressed` reads judge or context atoms, as if it said when it applies",
+    ),
     "redundant-requirement": (NOTE, "one requirement's `holds` implies another's"),
     "ungrounded-decision-atom": (WARNING, "a judge atom a decision reads is never grounded"),
     "unused-atom": (NOTE, "an atom nothing reads"),
@@ -45,6 +49,7 @@ class Finding:
     decided: bool = True
     detail: str = ""  # why a finding is undecided (the solver's reason)
     subject: str = ""  # what it is about: `label:L`, `requirement:ID`, `atom:NAME`…
+    help: str = ""  # a help written for this finding; else the code's own (``HELP``)
 
     @property
     def severity(self) -> str:
@@ -76,7 +81,7 @@ class Finding:
             # shown as `warning[unused-atom]:`, so the code is on the line, as rustc does
             severity=f"{self.severity}[{self.code}]",
             notes=tuple(notes),
-            help=None if not self.decided else HELP.get(self.code),
+            help=None if not self.decided else (self.help or HELP.get(self.code)),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -112,6 +117,10 @@ HELP: dict[str, str] = {
     "vacuous-requirement": "a requirement that always holds checks nothing; tighten `holds`",
     "impossible-requirement": "every replay violates it; fix `holds` or the constraints",
     "never-addressed": "`addressed` can never be true, so coverage is never observable",
+    "addressed-as-condition": "`addressed` says whether compliance could be observed, not "
+    "when the requirement applies: `holds` is checked either way; put the condition in `holds` "
+    "(`holds: COND implies X`) and keep in `addressed` only procedure atoms that say whether "
+    "compliance was observable",
     "redundant-requirement": "merge the two requirements, or keep both on purpose",
     "ungrounded-decision-atom": "add `ground ATOM ~ CONTEXT` (or `~>`) for the atom",
     "unused-atom": "remove the atom, or use it where it was meant to be used",
