@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from unmask.analysis.overlap import FIRST_MATCH_HELP
 from unmask.diagnostics import Diagnostic
 from unmask.ir import Span
 
@@ -23,8 +24,8 @@ NOTE = "note"
 # code -> (severity, what it means)
 CODES: dict[str, tuple[str, str]] = {
     "contradictory-protocol": (ERROR, "no assignment satisfies the constraints and one label"),
-    "unreachable-label": (ERROR, "a label is never the verdict under the constraints"),
     "overlapping-decisions": (ERROR, "an assignment satisfies the decisions of two labels"),
+    "unreachable-label": (ERROR, "a label is never the verdict under the constraints"),
     "uncovered-assignment": (ERROR, "an assignment satisfies no decision"),
     "constant-decision": (WARNING, "a decision does not depend on any atom"),
     "vacuous-requirement": (WARNING, "a requirement holds under every assignment"),
@@ -111,7 +112,7 @@ HELP: dict[str, str] = {
     "contradictory-protocol": "the constraints (or the decisions) rule out every world; "
     "drop or weaken one",
     "unreachable-label": "make the label's decision satisfiable alone, or remove the label",
-    "overlapping-decisions": "make the two decisions exclusive, e.g. add `and not` the other",
+    "overlapping-decisions": FIRST_MATCH_HELP,
     "uncovered-assignment": "add `decision L otherwise`, or widen a decision to cover it",
     "constant-decision": "the decision reads atoms the constraints fix; check the constraints",
     "vacuous-requirement": "a requirement that always holds checks nothing; tighten `holds`",
