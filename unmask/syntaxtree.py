@@ -214,8 +214,8 @@ class ToAst(Transformer_NonRecursive):
 
     @v_args(meta=True)
     def verdict_decl(self, meta, children):
-        first_match = bool(children) and children[-1] is not None and (
-            children[-1].type == "FIRST_MATCH"
+        first_match = (
+            bool(children) and children[-1] is not None and (children[-1].type == "FIRST_MATCH")
         )
         names = [n for n in children if n is not None and n.type == "NAME"]
         return ast.VerdictDecl(

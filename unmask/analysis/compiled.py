@@ -98,4 +98,3 @@ def compile_checked(
 def _raise_errors(found: tuple[Diagnostic, ...]) -> None:
     if any(d.severity == "error" for d in found):
         raise UnmaskError(list(found))
-

@@ -58,10 +58,12 @@ def overlaps(p: ir.Protocol, space: Space) -> Iterator[Overlap]:
                 yield Overlap(first, second, a)
 
 
-def witness_text(witness: tuple[tuple[str, bool], ...] | None) -> str:
+def both_hold(witness: tuple[tuple[str, bool], ...] | None) -> str:
+    """The witness as a note: the least assignment under which both decisions hold."""
     if not witness:
-        return "whatever the atoms are"
-    return ", ".join(f"`{a}` = {'TRUE' if v else 'FALSE'}" for a, v in witness)
+        return "both hold whatever the atoms are"
+    shown = ", ".join(f"`{a}` = {'TRUE' if v else 'FALSE'}" for a, v in witness)
+    return f"both hold when {shown}"
 
 
 def overlap_diagnostics(p: ir.Protocol, backend: Backend, note: str = "") -> tuple[Diagnostic, ...]:
@@ -86,7 +88,7 @@ def overlap_diagnostics(p: ir.Protocol, backend: Backend, note: str = "") -> tup
                         "overlapping-decisions",
                         f"the decisions of `{o.first.label}` and `{o.second.label}` can both hold",
                         o.second.span,
-                        notes=(f"both hold when {witness_text(o.answer.witness)}", *at, *extra),
+                        notes=(both_hold(o.answer.witness), *at, *extra),
                         help=FIRST_MATCH_HELP,
                     )
                 )

@@ -173,7 +173,8 @@ def _free_note(file: str, compiled, output: str | None) -> str:
             f"overlapping decisions were looked for at {sizes} members per free domain",
         ),
         help="a replay gives the members in its `domains` and is ground with them when "
-        f"checked; pass `--domain {compiled.free[0]}=a,b` to write the ground form for those members",
+        f"checked; pass `--domain {compiled.free[0]}=a,b` to write the ground form for "
+        "those members",
     )
     return render(note)
 
