@@ -4,6 +4,10 @@ Contract: ``unmaskc FILE.proto`` (also spelled ``unmaskc compile FILE.proto``) w
 ground protocol IR as JSON (indent 2, trailing newline) on stdout or to ``-o``;
 ``--domain NAME=a,b`` gives a domain's members; ``--emit smt2|dimacs`` writes the lowering
 instead (``--emit judge-schema|judge-prompt``: ``unmask.judgeschema``, no members needed).
+Two decisions that can both hold (a labelled verdict without ``first-match``) are a compile
+error with a witness (``unmask.analysis.compiled``, which asks a solver). A free domain
+without ``--domain`` members is checked without them (overlaps at 0 to 3 invented
+members), and then nothing is written: exit 0 and a note on stderr saying so.
 ``unmaskc fmt FILE...`` prints canonical text, ``--check`` only reports files that
 would change, ``--write`` rewrites them. A file is written whole or not at all (a temporary
 file in the same folder replaces it). Exit statuses (``unmask.exitcodes``): 0 ok; 1 compile
