@@ -177,3 +177,15 @@ def test_analyze_reports_the_overlap_before_the_unreachable_label():
     assert [(f.code, f.subject) for f in found] == [("unreachable-label", "label:partial")]
     clean = analyze(compile_source(ORDERED, "r.proto"), create("sliced"), Scope()).findings
     assert clean == ()
+
+
+def test_reports_show_each_decision_as_written_with_the_labels_before_it():
+    from unmask.render.view import decision_rules
+
+    rules = decision_rules(compile_source(ORDERED, "r.proto"))
+    assert rules == {
+        "fail": "fail iff bad",
+        "partial": "partial iff some (first match: after fail)",
+        "good": "good otherwise",
+    }
+    assert decision_rules(compile_source(OVERLAPPING, "r.proto"))["partial"] == "partial iff some"

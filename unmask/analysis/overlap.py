@@ -101,7 +101,7 @@ def overlap_diagnostics(p: ir.Protocol, backend: Backend, note: str = "") -> tup
                         o.second.span,
                         severity="warning",
                         notes=(f"the solver said: {o.answer.reason}", *at, *extra),
-                        help="raise `--timeout-ms`, or run `unmask analyze` on the protocol",
+                        help="`unmask analyze` asks the same question and takes `--timeout-ms`",
                     )
                 )
     finally:
