@@ -293,6 +293,8 @@ def protocols(draw) -> Case:
         toks = ["verdict", labels[0]]
         for label in labels[1:]:
             toks += ["|", label]
+        if draw(st.booleans()):
+            toks.append("first-match")
         stmts.append(toks)
         stmts.append(["decision", labels[0], "iff", *draw(render_expr(decision))])
         otherwise = draw(st.booleans())
@@ -383,6 +385,7 @@ SOUP_TOKENS = [
     "atom a : judge",
     "decision pass iff",
     "verdict a | b",
+    "first-match",
     "decision a otherwise",
     "define f = a",
 ]

@@ -201,11 +201,14 @@ class ConstraintDecl:
 
 @dataclass(frozen=True, slots=True)
 class VerdictDecl:
-    """``verdict L1 | L2 | …``: the protocol's verdict labels, in declaration order."""
+    """``verdict L1 | L2 | …``: the protocol's verdict labels, in declaration order;
+    ``first_match`` when written ``verdict L1 | L2 first-match`` (the first label whose
+    decision holds is the verdict)."""
 
     labels: tuple[str, ...]
     span: Span | None = field(default=None, compare=False, hash=False, repr=False)
     label_spans: tuple[Span | None, ...] = field(default=(), compare=False, hash=False)
+    first_match: bool = False
 
 
 @dataclass(frozen=True, slots=True)

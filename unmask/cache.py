@@ -208,6 +208,7 @@ def _with_spans(p: ir.Protocol, spans: Iterator[Any], filename: str) -> ir.Proto
         p.labels,
         tuple(decisions),
         tuple(definitions),
+        p.first_match,
     )
 
 

@@ -136,6 +136,7 @@ class _Compiler(Declarations, Decisions, Expressions):
             labels=labels,
             decisions=ir_decisions,
             definitions=definitions,
+            first_match=verdict is not None and verdict.first_match,
         )
 
     # --- labels and decisions ------------------------------------------------------------

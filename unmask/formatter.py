@@ -127,7 +127,7 @@ def format_statement(s: ast.Statement) -> list[str]:
     if isinstance(s, ast.ConstraintDecl):
         return [f"constraint {s.ident}: {format_expr(s.expr)}"]
     if isinstance(s, ast.VerdictDecl):
-        return [f"verdict {' | '.join(s.labels)}"]
+        return [f"verdict {' | '.join(s.labels)}" + (" first-match" if s.first_match else "")]
     if isinstance(s, ast.DecisionDecl):
         label = "pass" if s.label is None else s.label
         if s.expr is None:

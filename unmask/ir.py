@@ -555,7 +555,9 @@ class Protocol:
     Two shapes: a *binary* protocol (no ``verdict`` statement) has ``decision`` D, labels
     PASS and FAIL, and no ``decisions``; a protocol that declares its labels has
     ``decision`` None and one ``Decision`` per label in ``decisions``, in declaration order.
-    ``decision_for(label)`` answers D_L for either shape.
+    ``decision_for(label)`` answers D_L for either shape. ``first_match`` (declared labels
+    only, ``verdict … first-match``) makes the labels an ordered list: D_L is L's decision
+    and none of the earlier labels' decisions, so the effective decisions never overlap.
     """
 
     name: str
@@ -569,6 +571,7 @@ class Protocol:
     labels: tuple[str, ...] = BINARY_LABELS
     decisions: tuple[Decision, ...] = ()
     definitions: tuple[Definition, ...] = ()
+    first_match: bool = False
     # read for every replay many times over (facts, order, the unannotated): kept once
     _names: tuple[str, ...] = field(init=False, repr=False, compare=False)
     # an importer annotates thousands of atoms; a scan per lookup made that quadratic
@@ -587,7 +590,8 @@ class Protocol:
 
     def decision_for(self, label: str) -> Expr:
         """D_L: the condition under which ``label`` is the verdict (``otherwise`` is the
-        negation of every other label's decision)."""
+        negation of every other label's decision; under ``first_match`` a written decision
+        is conjoined with the negation of every earlier label's written decision)."""
         if not self.decisions:
             assert self.decision is not None
             if label == BINARY_LABELS[0]:
@@ -602,7 +606,15 @@ class Protocol:
         if found is None:
             raise KeyError(label)
         if found.expr is not None:
-            return found.expr
+            if not self.first_match:
+                return found.expr
+            earlier = []
+            for d in self.decisions:
+                if d.label == label:
+                    break
+                if d.expr is not None:
+                    earlier.append(d.expr)
+            return mk_and([found.expr, *(mk_not(e) for e in earlier)])
         return mk_not(
             mk_or(d.expr for d in self.decisions if d.label != label and d.expr is not None)
         )

@@ -97,6 +97,8 @@ def protocol_to_json(p: Protocol) -> dict[str, Any]:
     out["constraints"] = [{"name": c.name, "expr": expr_to_json(c.expr)} for c in p.constraints]
     if p.declared_labels:
         out["labels"] = list(p.labels)
+        if p.first_match:
+            out["first_match"] = True
         out["decisions"] = [
             {"label": d.label, "otherwise": True}
             if d.expr is None

@@ -50,6 +50,7 @@ PROTOCOL_KEYS = (
     "definitions",
     "constraints",
     "labels",
+    "first_match",
     "decision",
     "decisions",
     "requirements",
@@ -360,6 +361,20 @@ class IrReader:
         else:
             decision = self.expr(obj["decision"], join_path(path, "decision"), names)
             ok = decision is not None
+        first_match = False
+        if "first_match" in obj:
+            v = obj["first_match"]
+            if not isinstance(v, bool):
+                r.expect(join_path(path, "first_match"), "`true` or `false`", v)
+            elif v and "labels" not in obj:
+                r.err(
+                    "first-match",
+                    join_path(path, "first_match"),
+                    "`first_match` orders declared labels, and this protocol has no `labels`",
+                    help="drop `first_match`, or give `labels` and `decisions`",
+                )
+            else:
+                first_match = v
         requirements = self._requirements(obj, path, names)
         grounding = self._grounding(obj, path, names)
         if len(r.diags) > errors_before or name is None or not ok:
@@ -375,6 +390,7 @@ class IrReader:
             labels=labels,
             decisions=decisions,
             definitions=tuple(definitions),
+            first_match=first_match,
         )
 
     def _definitions(

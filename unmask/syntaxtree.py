@@ -213,9 +213,16 @@ class ToAst(Transformer_NonRecursive):
         return ast.ConstraintDecl(ident, expr, self._s(meta))
 
     @v_args(meta=True)
-    def verdict_decl(self, meta, names):
+    def verdict_decl(self, meta, children):
+        first_match = (
+            bool(children) and children[-1] is not None and (children[-1].type == "FIRST_MATCH")
+        )
+        names = [n for n in children if n is not None and n.type == "NAME"]
         return ast.VerdictDecl(
-            tuple(str(n) for n in names), self._s(meta), tuple(self._s(n) for n in names)
+            tuple(str(n) for n in names),
+            self._s(meta),
+            tuple(self._s(n) for n in names),
+            first_match,
         )
 
     @v_args(inline=True, meta=True)

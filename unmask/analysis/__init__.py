@@ -5,5 +5,7 @@ Beside the checker in the Semantics layer: it asks the same backends the same ki
 satisfiability questions, over every assignment of the atoms, through the backend
 interface only. ``ground`` loads and grounds a protocol at a stated scope, ``solve`` asks
 and builds canonical witnesses, ``findings`` is the table of codes, ``analyze`` and
-``compare`` compute, ``render`` writes text, JSON and SARIF.
+``compare`` compute, ``render`` writes text, JSON and SARIF. ``overlap`` finds decisions
+that can hold at once, and ``compiled`` runs it where a protocol is compiled (`unmaskc`),
+since the compiler itself knows no solver.
 """

@@ -8,13 +8,20 @@ uncovered decisions cannot happen and a contradiction is K alone). Precisely:
 
 - `contradictory-protocol`: K ∧ exactly-one(D_L…) is unsatisfiable (nothing else is
   reported then, since every other question would be vacuous when K alone is);
-- `unreachable-label` L: K ∧ D_L ∧ ⋀_{M≠L} ¬D_M is unsatisfiable;
-- `overlapping-decisions` L, M (two written decisions): K ∧ D_L ∧ D_M is satisfiable;
+- `overlapping-decisions` L, M (two written decisions, labels without `first-match`):
+  K ∧ D_L ∧ D_M is satisfiable (reported before `unreachable-label`, which an overlap
+  often causes: exactly-one rules out the worlds where both hold);
+- `unreachable-label` L: K ∧ D_L ∧ ⋀_{M≠L} ¬D_M is unsatisfiable (D_L the effective
+  decision: under `first-match`, L's and none of the earlier ones');
 - `uncovered-assignment` (no `otherwise`): K ∧ ¬⋁ D_L is satisfiable;
 - `constant-decision` L (a written decision): D_L is the same on every model of K (K ∧ D_L
   or K ∧ ¬D_L is unsatisfiable), i.e. no atom can change it;
 - `vacuous-requirement` / `impossible-requirement` / `never-addressed`: K ∧ ¬holds,
   K ∧ holds, K ∧ addressed is unsatisfiable;
+- `addressed-as-condition`: a requirement whose `addressed` reads a judge or context atom
+  (through definitions): coverage is about whether compliance could be observed, which
+  procedure atoms say, and `holds` is checked whether or not it is addressed; reported
+  once per statement (a `for` requirement once, not per member);
 - `redundant-requirement`: K ∧ holds_i ∧ ¬holds_j is unsatisfiable for two requirements
   that are neither vacuous nor impossible: j can only fail where i fails, reported on j;
   when the implication goes both ways it is reported once, on the later requirement;
@@ -33,9 +40,11 @@ from typing import Any
 from unmask import ir
 from unmask.analysis.findings import CODES, Finding
 from unmask.analysis.ground import Scope
+from unmask.analysis.overlap import overlaps
 from unmask.analysis.solve import SAT, UNKNOWN, UNSAT, Answer, Space
 from unmask.backends.base import Backend, Part, spec
 from unmask.ir import iter_atoms, mk_and, mk_card, mk_not, mk_or
+from unmask.irtext import expr_text
 
 SCHEMA = "unmask.analysis/1"
 
@@ -202,28 +211,25 @@ def _labels(run: _Run, dec: dict[str, ir.Expr]) -> None:
                 a,
             )
     written = _written(p)
-    if p.declared_labels:
-        for i, (first, d1) in enumerate(written):
-            for second, d2 in written[i + 1 :]:
-                a = run.ask(mk_and([d1, d2]), witness=True)
-                if a.state != UNSAT:
-                    run.add(
-                        "overlapping-decisions",
-                        f"the decisions of `{first}` and `{second}` both hold on some assignment",
-                        _decision_span(p, second),
-                        f"labels:{first},{second}",
-                        a,
-                    )
-        if all(d.expr is not None for d in p.decisions):
-            a = run.ask(mk_not(mk_or(d for _, d in written)), witness=True)
-            if a.state != UNSAT:
-                run.add(
-                    "uncovered-assignment",
-                    "some assignment satisfies no decision, and no label is `otherwise`",
-                    p.decisions[-1].span if p.decisions else p.span,
-                    "decisions",
-                    a,
-                )
+    for o in overlaps(p, run.space):
+        first, second = o.first.label, o.second.label
+        run.add(
+            "overlapping-decisions",
+            f"the decisions of `{first}` and `{second}` both hold on some assignment",
+            _decision_span(p, second),
+            f"labels:{first},{second}",
+            o.answer,
+        )
+    if p.declared_labels and all(d.expr is not None for d in p.decisions):
+        a = run.ask(mk_not(mk_or(d for _, d in written)), witness=True)
+        if a.state != UNSAT:
+            run.add(
+                "uncovered-assignment",
+                "some assignment satisfies no decision, and no label is `otherwise`",
+                p.decisions[-1].span if p.decisions else p.span,
+                "decisions",
+                a,
+            )
     for label, d in written:
         yes = run.ask(d)
         no = run.ask(mk_not(d)) if yes.state == SAT else None
@@ -288,7 +294,43 @@ def _requirements(run: _Run) -> None:
                     subject,
                     a,
                 )
+    _addressed_as_condition(run)
     _redundant(run, varying, run.max_pairs)
+
+
+def _addressed_as_condition(run: _Run) -> None:
+    """The `addressed:` trap: coverage written as the condition under which the requirement
+    applies (`addressed: some_said`), which leaves `holds` checked where it does not apply."""
+    p = run.protocol
+    seen: set[object] = set()
+    for r in p.requirements:
+        if r.addressed is None:
+            continue
+        found = None
+        for name in iter_atoms(r.addressed):
+            decl = p.atom(name)
+            if decl is not None and decl.role in ("judge", "context"):
+                found = decl
+                break
+        # a `for` requirement is one statement: its members share its span
+        key = r.span if r.span is not None else r.id
+        if found is None or key in seen:
+            continue
+        seen.add(key)
+        cond, holds = expr_text(r.addressed, 3), expr_text(r.expr, 2)
+        run.out.append(
+            Finding(
+                "addressed-as-condition",
+                f"`addressed` of requirement `{r.id}` reads the {found.role} atom "
+                f"`{found.name}`, but `holds` is checked whether or not it is addressed",
+                r.span,
+                subject=f"requirement:{r.id}",
+                help="`addressed` says whether compliance could be observed, not when the "
+                f"requirement applies: for a requirement that applies when `{cond}`, write "
+                f"`holds: {cond} implies {holds}` and keep in `addressed` only procedure atoms "
+                "that say whether compliance was observable",
+            )
+        )
 
 
 class _Components:

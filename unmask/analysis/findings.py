@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from unmask.analysis.overlap import FIRST_MATCH_HELP
 from unmask.diagnostics import Diagnostic
 from unmask.ir import Span
 
@@ -23,13 +24,17 @@ NOTE = "note"
 # code -> (severity, what it means)
 CODES: dict[str, tuple[str, str]] = {
     "contradictory-protocol": (ERROR, "no assignment satisfies the constraints and one label"),
-    "unreachable-label": (ERROR, "a label is never the verdict under the constraints"),
     "overlapping-decisions": (ERROR, "an assignment satisfies the decisions of two labels"),
+    "unreachable-label": (ERROR, "a label is never the verdict under the constraints"),
     "uncovered-assignment": (ERROR, "an assignment satisfies no decision"),
     "constant-decision": (WARNING, "a decision does not depend on any atom"),
     "vacuous-requirement": (WARNING, "a requirement holds under every assignment"),
     "impossible-requirement": (ERROR, "a requirement holds under no assignment"),
     "never-addressed": (WARNING, "a requirement is addressed under no assignment"),
+    "addressed-as-condition": (
+        WARNING,
+        "a requirement's `addressed` reads judge or context atoms, as if it said when it applies",
+    ),
     "redundant-requirement": (NOTE, "one requirement's `holds` implies another's"),
     "ungrounded-decision-atom": (WARNING, "a judge atom a decision reads is never grounded"),
     "unused-atom": (NOTE, "an atom nothing reads"),
@@ -45,6 +50,7 @@ class Finding:
     decided: bool = True
     detail: str = ""  # why a finding is undecided (the solver's reason)
     subject: str = ""  # what it is about: `label:L`, `requirement:ID`, `atom:NAME`…
+    help: str = ""  # a help written for this finding; else the code's own (``HELP``)
 
     @property
     def severity(self) -> str:
@@ -76,7 +82,7 @@ class Finding:
             # shown as `warning[unused-atom]:`, so the code is on the line, as rustc does
             severity=f"{self.severity}[{self.code}]",
             notes=tuple(notes),
-            help=None if not self.decided else HELP.get(self.code),
+            help=None if not self.decided else (self.help or HELP.get(self.code)),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -106,12 +112,16 @@ HELP: dict[str, str] = {
     "contradictory-protocol": "the constraints (or the decisions) rule out every world; "
     "drop or weaken one",
     "unreachable-label": "make the label's decision satisfiable alone, or remove the label",
-    "overlapping-decisions": "make the two decisions exclusive, e.g. add `and not` the other",
+    "overlapping-decisions": FIRST_MATCH_HELP,
     "uncovered-assignment": "add `decision L otherwise`, or widen a decision to cover it",
     "constant-decision": "the decision reads atoms the constraints fix; check the constraints",
     "vacuous-requirement": "a requirement that always holds checks nothing; tighten `holds`",
     "impossible-requirement": "every replay violates it; fix `holds` or the constraints",
     "never-addressed": "`addressed` can never be true, so coverage is never observable",
+    "addressed-as-condition": "`addressed` says whether compliance could be observed, not "
+    "when the requirement applies: `holds` is checked either way; put the condition in `holds` "
+    "(`holds: COND implies X`) and keep in `addressed` only procedure atoms that say whether "
+    "compliance was observable",
     "redundant-requirement": "merge the two requirements, or keep both on purpose",
     "ungrounded-decision-atom": "add `ground ATOM ~ CONTEXT` (or `~>`) for the atom",
     "unused-atom": "remove the atom, or use it where it was meant to be used",

@@ -213,10 +213,9 @@ decision supported iff all_said
 decision partially_supported iff some_said and not all_said
 decision not_supported otherwise
 
-requirement cite_support "Cite evidence for every part called supported" {
-  holds: cited
-  addressed: some_said
-}
+# the requirement applies only where some part is called supported, so that condition is
+# part of `holds`; it has no `addressed:`, since whether the judge cited is always observable
+requirement cite_support "Cite evidence for every part called supported": some_said implies cited
 
 for p in part: ground said(p) ~> backed(p)
 ground some_said ~ any(backed(p) for p in part)

@@ -4,6 +4,10 @@ Contract: ``unmaskc FILE.proto`` (also spelled ``unmaskc compile FILE.proto``) w
 ground protocol IR as JSON (indent 2, trailing newline) on stdout or to ``-o``;
 ``--domain NAME=a,b`` gives a domain's members; ``--emit smt2|dimacs`` writes the lowering
 instead (``--emit judge-schema|judge-prompt``: ``unmask.judgeschema``, no members needed).
+Two decisions that can both hold (a labelled verdict without ``first-match``) are a compile
+error with a witness (``unmask.analysis.compiled``, which asks a solver). A free domain
+without ``--domain`` members is checked without them (overlaps at 0 to 3 invented
+members), and then nothing is written: exit 0 and a note on stderr saying so.
 ``unmaskc fmt FILE...`` prints canonical text, ``--check`` only reports files that
 would change, ``--write`` rewrites them. A file is written whole or not at all (a temporary
 file in the same folder replaces it). Exit statuses (``unmask.exitcodes``): 0 ok; 1 compile
@@ -26,6 +30,9 @@ from unmask.commands._options import click_options, parse_domains
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits
 from unmask.outputs import write_text
+
+# the backend that looks for overlapping decisions (the default of `unmask analyze`)
+OVERLAP_BACKEND = "sliced"
 
 # reading problems that mean the command line named the wrong thing
 _USAGE_CODES = frozenset({"io"})
@@ -101,17 +108,25 @@ def compile_command(
     domains = parse_domains(domain_opts)
     sources: dict[str, str] = {}
     try:
-        from unmask.compiler import compile_source
+        from unmask.analysis.compiled import compile_checked
+        from unmask.backends import create
 
         text = _read(file, limits, sources)
+        # the compiler's checks, then overlapping decisions, which need a solver
+        compiled = compile_checked(text, file, domains, limits, create(OVERLAP_BACKEND))
         if emit.startswith("judge-"):
             from unmask import judgeschema
 
             view = judgeschema.judge_view(text, file, domains, limits)
-        else:
-            protocol = compile_source(text, file, domains, limits)
     except UnmaskError as err:
         sys.exit(_fail(err, sources))
+    if compiled.warnings:
+        click.echo(render_all([_cli_path(d) for d in compiled.warnings], sources), err=True)
+    protocol = compiled.protocol
+    if protocol is None and not emit.startswith("judge-"):
+        # no ground form without members: the protocol is checked, and nothing is written
+        click.echo(_free_note(file, compiled, output), err=True)
+        return
     if emit.startswith("judge-"):
         fn = (
             judgeschema.emit_judge_schema
@@ -142,6 +157,30 @@ def compile_command(
             sys.exit(_fail(err, sources))
     else:
         click.echo(out, nl=False)
+
+
+def _free_note(file: str, compiled, output: str | None) -> str:
+    from unmask.diagnostics import render
+
+    names = ", ".join(f"`{d}`" for d in compiled.free)
+    where = f"`{output}`" if output else "standard output"
+    sizes = ", ".join(str(n) for n in compiled.checked_members)
+    note = Diagnostic(
+        "free-domain",
+        f"the protocol compiles, but its free domain{'s' if len(compiled.free) > 1 else ''} "
+        f"{names} {'have' if len(compiled.free) > 1 else 'has'} no members, so nothing was "
+        f"written to {where}",
+        file=file,
+        severity="note",
+        notes=(
+            "every check that does not need members was made on the text as written; "
+            f"overlapping decisions were looked for at {sizes} members per free domain",
+        ),
+        help="a replay gives the members in its `domains` and is ground with them when "
+        f"checked; pass `--domain {compiled.free[0]}=a,b` to write the ground form for "
+        "those members",
+    )
+    return render(note)
 
 
 @cli.command("fmt")

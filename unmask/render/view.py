@@ -270,16 +270,25 @@ class Lookup:
 
 def decision_rules(protocol: Any) -> dict[str | None, str]:
     """Each decision as written, by label: ``pass iff D`` (under None) for a protocol
-    without a ``verdict`` statement; ``L iff D_L`` or ``L otherwise`` for each declared one."""
+    without a ``verdict`` statement; ``L iff D_L`` or ``L otherwise`` for each declared one
+    (under ``first-match``, a decision names the labels tried before it)."""
     if protocol is None:
         return {}
     if not protocol.declared_labels:
         d = protocol.decision
         return {} if d is None else {None: f"pass iff {expr_text(d)}"}
-    return {
-        d.label: f"{d.label} otherwise" if d.expr is None else f"{d.label} iff {expr_text(d.expr)}"
-        for d in protocol.decisions
-    }
+    out: dict[str | None, str] = {}
+    earlier: list[str] = []  # under `first-match`, the labels tried before this one
+    for d in protocol.decisions:
+        if d.expr is None:
+            out[d.label] = f"{d.label} otherwise"
+            continue
+        rule = f"{d.label} iff {expr_text(d.expr)}"
+        if getattr(protocol, "first_match", False) and earlier:
+            rule += f" (first match: after {', '.join(earlier)})"
+        out[d.label] = rule
+        earlier.append(d.label)
+    return out
 
 
 def item_rule(item: Any, look: Lookup) -> str:

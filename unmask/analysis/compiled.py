@@ -1,0 +1,100 @@
+"""A `.proto` text compiled and checked as `unmaskc` checks it: the compiler's checks, then
+the ones that need a solver (overlapping decisions), with or without members.
+
+Contract: ``compile_checked(text, file, domains, limits, backend)`` returns ``Compiled``:
+the ground protocol when every free domain has members (from ``domains``), else None and
+the free domains left without members; or it raises ``UnmaskError`` with every compile
+error, or with every proved overlap of two decisions (``unmask.analysis.overlap``), each
+with a witness. Without members, every check the compiler makes runs on the text as
+written (the domain taken empty); overlaps, which can depend on the number of members, are
+looked for with 0, 1, 2 and 3 invented members per free domain (named after the domain,
+``part1``…, never an identifier of the text), stopping at the first size that shows one;
+``checked_members`` says which sizes were checked. Undecided overlaps are warnings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from unmask import ast, ir
+from unmask.analysis.overlap import overlap_diagnostics
+from unmask.backends.base import Backend
+from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.limits import Limits
+
+# member counts tried for free domains: 0 matters (`all()` is true, `any()` false)
+MEMBER_COUNTS = (0, 1, 2, 3)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True, slots=True)
+class Compiled:
+    protocol: ir.Protocol | None  # None when a free domain has no members
+    free: tuple[str, ...] = ()  # free domains without members
+    warnings: tuple[Diagnostic, ...] = ()
+    checked_members: tuple[int, ...] = ()  # member counts overlaps were looked for at
+
+
+def invented_members(domain: str, n: int, taken: set[str]) -> tuple[str, ...]:
+    """``part1..partN`` (``part_1``… when a name of the text is among them): named after
+    their domain, so members of two domains never look alike in a witness."""
+    prefix = domain
+    while True:
+        names = tuple(f"{prefix}{i}" for i in range(1, n + 1))
+        if not taken.intersection(names):
+            return names
+        prefix += "_"
+
+
+def compile_checked(
+    text: str,
+    file: str,
+    domains: Mapping[str, Sequence[str]] | None,
+    limits: Limits,
+    backend: Backend,
+) -> Compiled:
+    from unmask.compiler import compile_source
+    from unmask.parser import parse_source
+
+    given = {k: list(v) for k, v in (domains or {}).items()}
+    tree = parse_source(text, file, limits)
+    free = tuple(
+        s.name
+        for s in tree.statements
+        if isinstance(s, ast.DomainDecl) and s.members is None and s.name not in given
+    )
+    if not free:
+        protocol = compile_source(text, file, given, limits)
+        found = overlap_diagnostics(protocol, backend)
+        _raise_errors(found)
+        return Compiled(protocol, (), found)
+    taken = set(_WORD.findall(text))
+    checked: list[int] = []
+    found = ()
+    for n in MEMBER_COUNTS:
+        made = {d: list(invented_members(d, n, taken)) for d in free}
+        try:
+            scoped = compile_source(text, file, {**given, **made}, limits)
+        except UnmaskError:
+            if n == 0:
+                raise  # the compiler's own errors, on the text as written
+            break  # a limit at this size: the sizes before it were checked
+        checked.append(n)
+        shown = "; ".join(f"`{d}` = {{{', '.join(m)}}}" for d, m in made.items()) if n else ""
+        scope = (
+            f"with members invented for the free domains: {shown}"
+            if n
+            else "with no member in the free domains"
+        )
+        found = overlap_diagnostics(scoped, backend, scope)
+        if any(d.severity == "error" for d in found):
+            break
+    _raise_errors(found)
+    return Compiled(None, free, found, tuple(checked))
+
+
+def _raise_errors(found: tuple[Diagnostic, ...]) -> None:
+    if any(d.severity == "error" for d in found):
+        raise UnmaskError(list(found))
