@@ -119,6 +119,8 @@ class Expressions(CompilerBase):
         """The member one argument names (a bound variable's or a member of ``domain``)."""
         if arg in env:
             b = env[arg]
+            if b.domain not in self.domains or domain not in self.domains:
+                return None  # an unknown domain, reported where it is named
             if b.domain != domain:
                 decl = self.families.get(r.name) or self.defs.get(r.name)
                 params = decl.params if decl is not None else (domain,)
@@ -255,6 +257,7 @@ class Expressions(CompilerBase):
         """The environments of ``binds`` in turn, the first binder varying slowest; one
         checking pass (every variable bound to no member) when a domain has no members."""
         seen: set[str] = set()
+        kept: list[ast.Binder] = []
         lists: list[tuple[str, ...]] = []
         for b in binds:
             if b.var in self.plain or b.var in self.families or b.var in self.defs:
@@ -272,12 +275,15 @@ class Expressions(CompilerBase):
                     b.var_span,
                     help=f"name each variable once: `for x in {b.domain}, y in {b.domain}`",
                 )
+                continue  # the first binding stands, so its uses are not reported again
             seen.add(b.var)
+            kept.append(b)
             if b.domain not in self.domains:
                 self._unknown_domain(b.domain, b.domain_span)
                 lists.append(())
             else:
                 lists.append(self.members.get(b.domain, ()))
+        binds = tuple(kept)
         if not all(lists):
             return [{**env, **{b.var: _Binding(None, b.domain) for b in binds}}]
         if math.prod(len(x) for x in lists) > self.budget:
