@@ -4,7 +4,8 @@ atoms they give once each domain's members are known.
 Contract: ``Declarations`` records every declaration in the shared environment (a name
 declared twice is one `duplicate-name` error naming the first), resolves each domain's
 members (fixed in the text, or given for a free domain, each checked as a name) and grounds
-every atom family over its members, ``{DOMAIN}`` in a description becoming the member.
+every atom family over its members (over several domains, every combination, counted
+against ``max_atoms`` before any is made), ``{DOMAIN}`` in a description becoming the member.
 """
 
 from __future__ import annotations

@@ -3,9 +3,11 @@ each node built with the IR's smart constructors under the expansion budget.
 
 Contract: ``Expressions.expr(e, env)`` returns the ground ``ir.Expr`` of a syntax-tree
 expression under the bindings ``env`` of `for` and generator variables, or records the
-errors it finds (an unknown name with a did-you-mean, a member outside its domain, a
-generator over an unknown domain) and returns a placeholder; a use of a definition becomes
-an ``ir.Ref``. Every node spends the budget, so a runaway expansion stops at the limit.
+errors it finds (an unknown name with a did-you-mean, a member outside its domain, a wrong
+number of arguments, a generator over an unknown domain) and returns a placeholder; a use
+of a definition becomes an ``ir.Ref``. Every node spends the budget, so a runaway expansion
+stops at the limit; a generator over several domains checks the product of their sizes
+against what is left before it builds a binding.
 """
 
 from __future__ import annotations

@@ -4,14 +4,15 @@ Contract: ``compile_source(text, filename, domains, limits)`` parses, resolves e
 expands families and ``for`` statements over their domains' members and returns a ground
 ``Protocol`` built only with the ``mk_*`` constructors; or it raises ``UnmaskError`` with
 every error it found (syntax errors first and alone, since later checks would only echo
-them). The atom for member ``m`` of family ``f`` is named ``f(m)``; ``{DOMAIN}`` in a
-family's description (and ``{X}`` in a ``for`` statement's description) becomes the
-member. Members of a free domain come from ``domains``; members given for a fixed domain
-must be among its own. A use of a definition becomes an ``ir.Ref`` named as written
-(``ok(cto)`` for a family definition), and the protocol lists the ground definitions it
-uses in dependency order. Every check (names, roles in ``ground``, recursion, labels) runs
-on the text as written, so its outcome never depends on a replay's members. Every
-diagnostic has a stable ``code`` (see docs/language.md). ``unmask.compile_cache.compile_cached`` is
+them). The atom for member ``m`` of family ``f`` is named ``f(m)``, for members ``a``, ``b``
+of a family over two domains ``f(a, b)``; ``{DOMAIN}`` in a family's description (and
+``{X}`` in a ``for`` statement's description) becomes the member. Members of a free
+domain come from ``domains``; members given for a fixed domain must be among its own. A
+use of a definition becomes an ``ir.Ref`` named as written (``ok(cto)`` for a family
+definition), and the protocol lists the ground definitions it uses in dependency order.
+Every check (names, roles in ``ground``, recursion, labels) runs on the text as written, so
+its outcome never depends on a replay's members. Every diagnostic has a stable ``code``
+(see docs/language.md). ``unmask.compile_cache.compile_cached`` is
 the same, remembered per process and on disk.
 
 The passes are split by statement kind over one environment (``compile_base``):
