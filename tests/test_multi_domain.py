@@ -419,3 +419,23 @@ def test_the_rag_example_flags_the_citation_that_does_not_back_its_claim():
     refuted = [g for g in doc["grounding"] if g["status"] == "REFUTED"]
     assert [(g["judge"], g["context"]) for g in refuted] == [("cites(date, p2)", "backs(p2, date)")]
     assert doc["verdict"]["status"] == "ENTAILED"
+
+
+def test_the_builder_names_members_of_two_domains_and_corrects_a_missing_space():
+    from unmask.builder import ReplayBuilder
+
+    b = ReplayBuilder(
+        ROOT / "examples" / "rag_citations.proto",
+        sources={"rationale": "I cite p2 for the date.", "context": "[p2] It is in Sydney."},
+        verdict="supported",
+        domains={"claim": ["date"], "passage": ["p2"]},
+    )
+    b.annotate("cites(date, p2)", True, quote="I cite p2 for the date.")
+    with pytest.raises(UnmaskError) as exc:
+        b.annotate("backs(p2,date)", False, quote="It is in Sydney.")
+    (d,) = exc.value.diagnostics
+    assert (d.code, d.message) == ("unknown-atom", "unknown atom `backs(p2,date)`")
+    assert d.help == "did you mean `backs(p2, date)`?"
+    b.annotate("backs(p2, date)", False, quote="It is in Sydney.")
+    built = b.build()
+    assert [a["atom"] for a in built["annotations"]] == ["cites(date, p2)", "backs(p2, date)"]
