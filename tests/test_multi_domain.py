@@ -439,3 +439,42 @@ def test_the_builder_names_members_of_two_domains_and_corrects_a_missing_space()
     b.annotate("backs(p2, date)", False, quote="It is in Sydney.")
     built = b.build()
     assert [a["atom"] for a in built["annotations"]] == ["cites(date, p2)", "backs(p2, date)"]
+
+
+def test_a_structured_output_over_two_domains_imports_into_a_replay(tmp_path):
+    rationale = "For the date I cite passage p2. I used only the retrieved passages."
+    rec = {
+        "id": "r1",
+        "judge": "judge-x",
+        "sources": {"response": "It opened in 1932.", "context": "[p2] It is in Sydney."},
+        "domains": {"claim": ["date"], "passage": ["p1", "p2"]},
+        "output": {
+            "rationale": rationale,
+            "verdict": "supported",
+            "atoms": {
+                "cites": {
+                    "date": {
+                        "p2": {"value": "TRUE", "quotes": ["For the date I cite passage p2."]},
+                        "p1": {"value": "UNKNOWN", "quotes": []},
+                    }
+                },
+                "external": {"value": "FALSE", "quotes": ["I used only the retrieved passages."]},
+            },
+        },
+    }
+    src = tmp_path / "outputs.jsonl"
+    src.write_text(json.dumps(rec) + "\n", encoding="utf-8")
+    proto = ROOT / "examples" / "rag_citations.proto"
+    out = tmp_path / "o"
+    res = CliRunner().invoke(
+        main, ["import", "structured", str(src), "--out", str(out), "--protocol", str(proto)]
+    )
+    assert res.exit_code == 0, res.output
+    replay = json.loads((out / "r1.json").read_text(encoding="utf-8"))
+    values = {a["atom"]: a["value"] for a in replay["annotations"]}
+    assert values["cites(date, p2)"] == "TRUE" and values["cites(date, p1)"] == "UNKNOWN"
+    report = CliRunner().invoke(main, ["check", str(out / "r1.json"), "--format", "json"])
+    doc = json.loads(report.stdout)
+    assert doc["verdict"]["status"] == "ENTAILED"
+    pair = next(g for g in doc["grounding"] if g["judge"] == "cites(date, p2)")
+    assert pair["status"] == "UNDERDETERMINED"  # `backs(p2, date)` is for a reader to annotate
