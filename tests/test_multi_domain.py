@@ -182,9 +182,13 @@ def test_a_variable_bound_twice_and_a_definition_naming_a_domain_twice():
         "for c in claim, c in passage: constraint k(c): same(c, c)",
     )
     (d,) = errors(text)  # the first binding stands: its uses are not reported again
-    assert (d.code, d.message) == ("duplicate-name", "the variable `c` is bound twice in one `for`")
+    assert (d.code, d.message) == ("duplicate-name", "the variable `c` is bound twice")
     assert (d.span.line, d.span.column) == (9, 17)
     assert d.help == "name each variable once: `for x in passage, y in passage`"
+    gen = "decision pass iff any(same(c, c) for c in claim, c in claim)"
+    (d,) = errors(RAG.replace("decision pass iff true", gen))
+    assert (d.code, d.message) == ("duplicate-name", "the variable `c` is bound twice")
+    assert (d.span.line, d.span.column) == (13, 50)
     text = RAG.replace("decision pass iff true", "define eq(claim, claim) = same(claim, claim)\n")
     (d,) = errors(text + "decision pass iff eq(c1, c2)\n")
     assert (d.code, d.message) == (

@@ -273,7 +273,7 @@ class Expressions(CompilerBase):
             elif b.var in seen:
                 self.error(
                     "duplicate-name",
-                    f"the variable `{b.var}` is bound twice in one `for`",
+                    f"the variable `{b.var}` is bound twice",
                     b.var_span,
                     help=f"name each variable once: `for x in {b.domain}, y in {b.domain}`",
                 )
