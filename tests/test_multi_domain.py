@@ -482,3 +482,12 @@ def test_a_structured_output_over_two_domains_imports_into_a_replay(tmp_path):
     assert doc["verdict"]["status"] == "ENTAILED"
     pair = next(g for g in doc["grounding"] if g["judge"] == "cites(date, p2)")
     assert pair["status"] == "UNDERDETERMINED"  # `backs(p2, date)` is for a reader to annotate
+
+
+def test_the_audit_summary_groups_the_members_of_every_position():
+    from unmask.batch.summary import family_key
+
+    assert family_key("grounding:cites(c1, p2)~>backs(p2, c1)") == (
+        "grounding:cites(*,*)~>backs(*,*)"
+    )
+    assert family_key("said(joined)") == "said(*)"
