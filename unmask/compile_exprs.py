@@ -90,7 +90,12 @@ class Expressions(CompilerBase):
             else:
                 self._unknown_name(name, r.span)
             return ir.FALSE
-        members = self._members(r, self.families[name].params, env, "a family")
+        params = self.families[name].params
+        if len(params) == 1 == len(r.args):  # the hot path of every generator body
+            span = r.arg_spans[0] if r.arg_spans else None
+            m = self._member(r, 0, r.args[0], params[0], span, env, "a family")
+            return ir.FALSE if m is None else ir.mk_atom(f"{name}({m})", r.span)
+        members = self._members(r, params, env, "a family")
         return ir.FALSE if members is None else ir.mk_atom(ast.applied(name, members), r.span)
 
     def _members(self, r: ast.Ref, domains, env, kind: str) -> tuple[str, ...] | None:
@@ -106,24 +111,23 @@ class Expressions(CompilerBase):
                 help=_write_members(r.name, domains),
             )
             return None
-        out: list[str] = []
         spans = r.arg_spans or (None,) * len(r.args)
-        ok = True
-        for i, (arg, domain, span) in enumerate(zip(r.args, domains, spans, strict=True)):
-            m = self._member(r, i, arg, domain, span, env, kind)
-            if m is None:
-                ok = False
-            else:
-                out.append(m)
-        return tuple(out) if ok else None
+        if len(domains) == 1:  # the common case, kept as quick as it was
+            m = self._member(r, 0, r.args[0], domains[0], spans[0], env, kind)
+            return None if m is None else (m,)
+        out = [
+            self._member(r, i, arg, domain, span, env, kind)
+            for i, (arg, domain, span) in enumerate(zip(r.args, domains, spans, strict=True))
+        ]
+        return None if None in out else tuple(out)  # type: ignore[return-value]
 
     def _member(self, r: ast.Ref, i: int, arg: str, domain: str, span, env, kind: str):
         """The member one argument names (a bound variable's or a member of ``domain``)."""
         if arg in env:
             b = env[arg]
-            if b.domain not in self.domains or domain not in self.domains:
-                return None  # an unknown domain, reported where it is named
             if b.domain != domain:
+                if b.domain not in self.domains or domain not in self.domains:
+                    return None  # an unknown domain, reported where it is named
                 decl = self.families.get(r.name) or self.defs.get(r.name)
                 params = decl.params if decl is not None else (domain,)
                 if len(params) == 1:
@@ -290,6 +294,9 @@ class Expressions(CompilerBase):
             return [{**env, **{b.var: _Binding(None, b.domain) for b in binds}}]
         if math.prod(len(x) for x in lists) > self.budget:
             raise _TooBig  # each combination costs a node at least: refuse before building
+        if len(binds) == 1:  # the common case, kept as quick as it was
+            (b,) = binds
+            return [{**env, b.var: _Binding(m, b.domain)} for m in lists[0]]
         return [
             {**env, **{b.var: _Binding(m, b.domain) for b, m in zip(binds, combo, strict=True)}}
             for combo in itertools.product(*lists)
