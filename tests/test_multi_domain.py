@@ -491,3 +491,76 @@ def test_the_audit_summary_groups_the_members_of_every_position():
         "grounding:cites(*,*)~>backs(*,*)"
     )
     assert family_key("said(joined)") == "said(*)"
+
+
+def _rag_mapping(tmp_path: Path, over) -> Path:
+    (tmp_path / "rag_citations.proto").write_text(
+        (ROOT / "examples" / "rag_citations.proto").read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    m = {
+        "protocol": "rag_citations.proto",
+        "id": "id",
+        "sources": {"rationale": "rationale", "context": "passages"},
+        "verdict": {"field": "label"},
+        "domains": {"claim": {"field": "claims"}, "passage": ["p1", "p2"]},
+        "annotations": [
+            {
+                "for": over,
+                "atom": "cites({claim}, {passage})",
+                "quote": "why.{claim}",
+                "value": {"field": "cites.{claim}.{passage}", "map": {"true": "TRUE"}},
+            }
+        ],
+    }
+    path = tmp_path / "mapping.json"
+    path.write_text(json.dumps(m), encoding="utf-8")
+    return path
+
+
+def test_the_jsonl_importer_repeats_an_annotation_for_each_pair_of_members(tmp_path):
+    rec = {
+        "id": "r1",
+        "label": "supported",
+        "rationale": "The date comes from p2.",
+        "passages": "[p1] x\n[p2] y",
+        "claims": ["date"],
+        "why": {"date": "The date comes from p2."},
+        "cites": {"date": {"p1": None, "p2": True}},
+    }
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps(rec) + "\n", encoding="utf-8")
+    mapping = _rag_mapping(tmp_path, ["claim", "passage"])
+    out = tmp_path / "o"
+    run = CliRunner().invoke
+    res = run(main, ["import", "jsonl", str(src), "--mapping", str(mapping), "--out", str(out)])
+    assert res.exit_code == 1 and "skipped 1" in res.stderr  # `null` is not in the map
+    rec["cites"]["date"]["p1"] = "UNKNOWN"
+    src.write_text(json.dumps(rec) + "\n", encoding="utf-8")
+    mapping = _rag_mapping(tmp_path, ["claim", "passage"])
+    raw = json.loads(mapping.read_text(encoding="utf-8"))
+    raw["annotations"][0]["value"]["map"]["UNKNOWN"] = "UNKNOWN"
+    mapping.write_text(json.dumps(raw), encoding="utf-8")
+    res = run(main, ["import", "jsonl", str(src), "--mapping", str(mapping), "--out", str(out)])
+    assert res.exit_code == 0, res.stderr
+    replay = json.loads((out / "r1.json").read_text(encoding="utf-8"))
+    got = {a["atom"]: a["value"] for a in replay["annotations"]}
+    assert got == {"cites(date, p1)": "UNKNOWN", "cites(date, p2)": "TRUE"}
+
+
+@pytest.mark.parametrize(
+    ("over", "path", "message"),
+    [
+        (["claim", "pasage"], "annotations[0].for[1]", "`pasage` is not a domain"),
+        (["claim", "claim"], "annotations[0].for[1]", "`claim` is named twice"),
+        ([], "annotations[0].for", "expected a domain or a non-empty array of them"),
+    ],
+)
+def test_the_jsonl_mapping_checks_each_domain_it_repeats_over(tmp_path, over, path, message):
+    mapping = _rag_mapping(tmp_path, over)
+    src = tmp_path / "in.jsonl"
+    src.write_text("{}\n", encoding="utf-8")
+    res = CliRunner().invoke(
+        main, ["import", "jsonl", str(src), "--mapping", str(mapping), "--out", str(tmp_path / "o")]
+    )
+    assert res.exit_code == 4
+    assert res.stderr.startswith(f"{mapping}: {path}: error: ") and message in res.stderr
