@@ -2,15 +2,15 @@
 
 The language (parse, ground names, descriptions, `define`, `for` and generators with several
 variables), its diagnostics (field by field), its bounds (a product of domains is refused
-before it is built), the formatter, the judge schema, IR JSON and SMT-LIB, every backend
-cross-checked against the truth-table oracle of ``tests.test_differential`` on seeded
-protocols, `unmask analyze` and `unmask compare`, and the shipped RAG example.
+before it is built), the formatter, the judge schema, IR JSON and SMT-LIB, the importers
+and the builder, `unmask analyze` and `unmask compare`, and the shipped RAG example. Every
+backend against the truth table on such protocols: ``tests/test_differential.py`` and
+``tests/test_backend_matrix.py``.
 """
 
 from __future__ import annotations
 
 import json
-import random
 import time
 from pathlib import Path
 
@@ -19,8 +19,7 @@ from click.testing import CliRunner
 from hypothesis import find
 
 from tests.proto_strategies import protocols
-from tests.strategies import random_replay
-from tests.test_differential import BACKENDS, assert_all_agree, sweep_one
+from tests.test_differential import BACKENDS
 from unmask import ast, ir
 from unmask.analysis.analyze import analyze
 from unmask.analysis.compare import compare
@@ -287,73 +286,6 @@ def test_the_judge_schema_nests_one_object_per_domain():
         read_output(out, view, {"claim": ["c1", "c2"], "passage": ["p1", "p2", "p3"]})
     assert exc.value.path == "output.atoms.cites.c1.c2"
     assert exc.value.reason == "`c2` is not a member of domain `passage`"
-
-
-# --- every backend against the truth table ---------------------------------------------------
-
-
-def random_multi_protocol(rng: random.Random) -> str:
-    """A seeded protocol over two small domains, with every multi-domain construct."""
-    claims = [f"c{i}" for i in range(1, rng.randint(1, 2) + 1)]
-    passages = [f"p{i}" for i in range(1, rng.randint(1, 2) + 1)]
-    lines = [
-        "protocol m",
-        f"domain claim = {{{', '.join(claims)}}}",
-        f"domain passage = {{{', '.join(passages)}}}",
-        "atom cites(claim, passage) : judge",
-        "atom backs(passage, claim) : context",
-        "atom ext : procedure",
-        "define cited(claim) = any(cites(claim, p) for p in passage)",
-        "define ok(claim, passage) = cites(claim, passage) implies backs(passage, claim)",
-    ]
-    if len(claims) * len(passages) <= 2:
-        lines.append("atom same(claim, claim) : judge")
-    exprs = [
-        "all(cited(c) for c in claim)",
-        "all(any(cites(c, p) for p in passage) for c in claim)",
-        f"atleast({rng.randint(0, 3)}, cites(c, p) for c in claim, p in passage)",
-        f"exactly({rng.randint(0, 2)}, backs(p, c) for p in passage, c in claim)",
-        "all(ok(c, p) for c in claim, p in passage)",
-        "any(cites(c, p) xor backs(p, c) for c in claim, p in passage)",
-        "not ext",
-    ]
-    if len(claims) * len(passages) <= 2:
-        exprs.append("any(same(a, b) and not same(b, a) for a in claim, b in claim)")
-
-    def pick() -> str:
-        e = rng.choice(exprs)
-        return (
-            f"({e}) {rng.choice(['and', 'or', 'implies'])} ({rng.choice(exprs)})"
-            if rng.random() < 0.4
-            else e
-        )
-
-    if rng.random() < 0.5:
-        lines.append(f"decision pass iff {pick()}")
-    else:
-        lines += ["verdict yes | no", f"decision yes iff {pick()}", "decision no otherwise"]
-    lines.append(
-        f"for c in claim, p in passage: ground cites(c, p) {rng.choice(['~', '~>'])} backs(p, c)"
-    )
-    if rng.random() < 0.5:
-        lines.append(
-            "ground any(cites(c, p) for c in claim, p in passage)"
-            " ~ any(backs(p, c) for p in passage, c in claim)"
-        )
-    lines.append(f"requirement r {{ holds: {pick()}  addressed: {pick()} }}")
-    if rng.random() < 0.5:
-        lines.append(f"for c in claim, p in passage: constraint k(c, p): {pick()} or ok(c, p)")
-    return "\n".join(lines) + "\n"
-
-
-def test_every_backend_agrees_with_the_truth_table_on_multi_domain_protocols():
-    rng = random.Random(20261202)
-    for i in range(40):
-        protocol = compile_source(random_multi_protocol(rng), f"m{i}.proto")
-        replay = random_replay(rng, protocol, extended=True)
-        assert_all_agree(replay)
-        for backend in BACKENDS:
-            sweep_one(replay, backend)
 
 
 # --- analyze and compare ---------------------------------------------------------------------
