@@ -313,7 +313,7 @@ def test_analyze_and_compare_run_on_the_example_from_the_command_line(tmp_path):
     run = CliRunner().invoke
     out = run(main, ["analyze", str(proto), "--members", "2"])
     assert out.exit_code == 0, out.output
-    assert "claim = {m1, m2} (invented); passage = {m1, m2} (invented)" in out.output
+    assert "claim = {claim_1, claim_2} (invented); passage = {passage_1, passage_2}" in out.output
     looser = tmp_path / "looser.proto"
     looser.write_text(
         proto.read_text(encoding="utf-8").replace(
