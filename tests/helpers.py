@@ -102,12 +102,14 @@ def smt2_models(text: str, symbols: Sequence[str]) -> set[tuple[bool, ...]]:
 
 def dimacs_vars(text: str, verdict_key: Callable[[str], str]) -> dict[str, int]:
     """The variable of each name in the DIMACS ``text``'s ``c var`` comments: atoms by their
-    name, the verdict's variables by ``verdict_key`` of theirs."""
+    name (every word between `atom` and the role: `cites(c1, p2)` holds a space), the
+    verdict's variables by ``verdict_key`` of theirs."""
     table = {}
     for line in text.splitlines():
         parts = line.split()
         if parts[:2] == ["c", "var"]:
-            table[parts[4] if parts[3] == "atom" else verdict_key(parts[4])] = int(parts[2])
+            name = " ".join(parts[4:-1]) if parts[3] == "atom" else verdict_key(parts[4])
+            table[name] = int(parts[2])
     return table
 
 

@@ -7,13 +7,16 @@ layout and comments, strings with random escapes), so that compiling the renderi
 compiling its formatted text are two independent routes to the same IR. A protocol may
 declare verdict labels (one of them `otherwise`), plain and family definitions (used in
 every kind of expression, each using only earlier ones), and ground expressions over
-judge atoms against expressions over context atoms, both ways and one way.
+judge atoms against expressions over context atoms, both ways and one way. Families and
+family definitions range over one or two domains (a family may name one domain twice),
+and generators and `for` statements bind one or two variables.
 ``eval_surface`` is an oracle for what an expression means, written independently of the
 compiler.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
@@ -30,11 +33,12 @@ KEYWORDS = sorted(reserved_words())
 @dataclass
 class Ctx:
     plain: dict[str, str] = field(default_factory=dict)  # atom -> role
-    families: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (domain, role)
+    # name -> (domains, one per position, role)
+    families: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
     members: dict[str, tuple[str, ...]] = field(default_factory=dict)  # domain -> members
     fixed: dict[str, bool] = field(default_factory=dict)
-    # definition -> (domain of a family definition or None, body)
-    defs: dict[str, tuple[str | None, ast.Expr]] = field(default_factory=dict)
+    # definition -> (domains of a family definition, () for a plain one, body)
+    defs: dict[str, tuple[tuple[str, ...], ast.Expr]] = field(default_factory=dict)
     def_roles: dict[str, frozenset[str]] = field(default_factory=dict)  # roles a body reads
 
     def only(self, role: str) -> Ctx:
@@ -97,23 +101,32 @@ def leaf(draw, ctx: Ctx, env: dict[str, str]) -> ast.Expr:
     if ctx.plain:
         options.append(st.sampled_from(sorted(ctx.plain)).map(ast.Ref))
     member_refs = [
-        ast.Ref(f, m) for f, (d, _) in ctx.families.items() for m in ctx.members.get(d, ())
+        ast.Ref(f, args) for f, (ds, _) in ctx.families.items() for args in _args(ctx, ds, {})
     ]
     if member_refs:
         options.append(st.sampled_from(member_refs))
     var_refs = [
-        ast.Ref(f, v) for f, (d, _) in ctx.families.items() for v, vd in env.items() if vd == d
+        ast.Ref(f, args)
+        for f, (ds, _) in ctx.families.items()
+        for args in _args(ctx, ds, env)
+        if any(a in env for a in args)
     ]
     if var_refs:
         options.append(st.sampled_from(var_refs))
-    def_refs = [ast.Ref(n) for n, (d, _) in ctx.defs.items() if d is None]
-    for n, (d, _) in ctx.defs.items():
-        if d is not None:
-            def_refs += [ast.Ref(n, m) for m in ctx.members.get(d, ())]
-            def_refs += [ast.Ref(n, v) for v, vd in env.items() if vd == d]
+    def_refs = [ast.Ref(n) for n, (ds, _) in ctx.defs.items() if not ds]
+    for n, (ds, _) in ctx.defs.items():
+        if ds:
+            def_refs += [ast.Ref(n, args) for args in _args(ctx, ds, env)]
     if def_refs:
         options.append(st.sampled_from(def_refs))
     return draw(st.one_of(options))
+
+
+def _args(ctx: Ctx, domains: tuple[str, ...], env: dict[str, str]) -> list[tuple[str, ...]]:
+    """Argument lists for a family over ``domains``: each position a member of its domain
+    or a variable bound to it (at most a few dozen, so drawing stays cheap)."""
+    per = [[*ctx.members.get(d, ()), *(v for v, vd in env.items() if vd == d)] for d in domains]
+    return list(itertools.islice(itertools.product(*per), 36))
 
 
 def roles_read(e: ast.Expr, ctx: Ctx) -> frozenset[str]:
@@ -125,7 +138,7 @@ def roles_read(e: ast.Expr, ctx: Ctx) -> frozenset[str]:
         if isinstance(x, ast.Ref):
             if x.name in ctx.defs:
                 out |= ctx.def_roles[x.name]
-            elif x.arg is None:
+            elif not x.args:
                 out.add(ctx.plain[x.name])
             else:
                 out.add(ctx.families[x.name][1])
@@ -145,11 +158,11 @@ def expr(draw, ctx: Ctx, env: dict[str, str], budget: int) -> ast.Expr:
         return ast.BinE(op, draw(expr(ctx, env, budget - 1)), draw(expr(ctx, env, budget - 1)))
     op = draw(st.sampled_from(["all", "any", "atleast", "atmost", "exactly"]))
     if kind == "gen" and ctx.members:
-        dom = draw(st.sampled_from(sorted(ctx.members)))
-        var = f"x{len(env)}"
-        body = draw(expr(ctx, {**env, var: dom}, budget - 1))
+        doms = draw(st.lists(st.sampled_from(sorted(ctx.members)), min_size=1, max_size=2))
+        binds = tuple(ast.Binder(f"x{len(env)}_{i}", d) for i, d in enumerate(doms))
+        body = draw(expr(ctx, {**env, **{b.var: b.domain for b in binds}}, budget - 1))
         k = None if op in ("all", "any") else str(draw(st.integers(0, 4)))
-        return ast.Call(op, k, (), ast.Generator(body, var, dom))
+        return ast.Call(op, k, (), ast.Generator(body, binds))
     args = tuple(draw(st.lists(expr(ctx, env, budget - 1), max_size=3)))
     k = None if op in ("all", "any") else str(draw(st.integers(0, len(args))))
     return ast.Call(op, k, args)
@@ -160,13 +173,13 @@ def eval_surface(e: ast.Expr, world: dict[str, bool], ctx: Ctx, env: dict[str, s
     if isinstance(e, ast.Lit):
         return e.value
     if isinstance(e, ast.Ref):
-        member = None if e.arg is None else env.get(e.arg, e.arg)
+        members = [env.get(a, a) for a in e.args]
         if e.name in ctx.defs:
-            param, body = ctx.defs[e.name]
-            return eval_surface(body, world, ctx, {} if param is None else {param: member})
-        if e.arg is None:
+            params, body = ctx.defs[e.name]
+            return eval_surface(body, world, ctx, dict(zip(params, members, strict=True)))
+        if not e.args:
             return world[e.name]
-        return world[f"{e.name}({member})"]
+        return world[f"{e.name}({', '.join(members)})"]
     if isinstance(e, ast.NotE):
         return not eval_surface(e.arg, world, ctx, env)
     if isinstance(e, ast.BinE):
@@ -182,7 +195,13 @@ def eval_surface(e: ast.Expr, world: dict[str, bool], ctx: Ctx, env: dict[str, s
     assert isinstance(e, ast.Call)
     if e.gen is not None:
         g = e.gen
-        vals = [eval_surface(g.body, world, ctx, {**env, g.var: m}) for m in ctx.members[g.domain]]
+        combos = itertools.product(*(ctx.members[b.domain] for b in g.binds))
+        vals = [
+            eval_surface(
+                g.body, world, ctx, {**env, **{b.var: m for b, m in zip(g.binds, c, strict=True)}}
+            )
+            for c in combos
+        ]
     else:
         vals = [eval_surface(a, world, ctx, env) for a in e.args]
     if e.op == "all":
@@ -201,7 +220,9 @@ def render_expr(draw, e: ast.Expr) -> list[str]:
     if isinstance(e, ast.Lit):
         toks = ["true" if e.value else "false"]
     elif isinstance(e, ast.Ref):
-        toks = [e.name] if e.arg is None else [e.name, "(", e.arg, ")"]
+        toks = [e.name]
+        if e.args:
+            toks += ["(", *_commas(list(e.args)), ")"]
     elif isinstance(e, ast.NotE):
         toks = ["not", "(", *draw(render_expr(e.arg)), ")"]
     elif isinstance(e, ast.BinE):
@@ -214,13 +235,27 @@ def render_expr(draw, e: ast.Expr) -> list[str]:
             if e.args or e.gen is not None:
                 toks += [","]
         if e.gen is not None:
-            toks += [*draw(render_expr(e.gen.body)), "for", e.gen.var, "in", e.gen.domain]
+            toks += [*draw(render_expr(e.gen.body)), "for", *_binders(e.gen.binds)]
         for i, a in enumerate(e.args):
             toks += ([","] if i else []) + draw(render_expr(a))
         toks += [")"]
     if draw(st.integers(0, 5)) == 0:
         toks = ["(", *toks, ")"]
     return toks
+
+
+def _commas(items: list[str]) -> list[str]:
+    out: list[str] = []
+    for i, x in enumerate(items):
+        out += ([","] if i else []) + [x]
+    return out
+
+
+def _binders(binds) -> list[str]:
+    out: list[str] = []
+    for i, b in enumerate(binds):
+        out += ([","] if i else []) + [b.var, "in", b.domain]
+    return out
 
 
 SEPARATORS = st.sampled_from([" ", " ", " ", "  ", "\n", "\t", " # a comment\n", "\n\n  "])
@@ -269,21 +304,27 @@ def protocols(draw) -> Case:
         if draw(st.booleans()):
             toks.append(draw(string_literal(draw(desc_text))))
         stmts.append(toks)
-    for i in range(draw(st.integers(0, 2)) if ctx.members else 0):
-        dom = draw(st.sampled_from(sorted(ctx.members)))
+    for i in range(draw(st.integers(0, 3)) if ctx.members else 0):
+        # over one domain or two (the same one twice, too)
+        doms = tuple(draw(st.lists(st.sampled_from(sorted(ctx.members)), min_size=1, max_size=2)))
         role = ROLES[i] if i < 2 else draw(st.sampled_from(ROLES))
-        ctx.families[f"f{i}"] = (dom, role)
-        desc = draw(desc_text) + "{" + dom + "}"
-        stmts.append(["atom", f"f{i}", "(", dom, ")", ":", role, draw(string_literal(desc))])
+        ctx.families[f"f{i}"] = (doms, role)
+        desc = draw(desc_text) + "".join("{" + d + "}" for d in doms) + "{1}"
+        head = ["atom", f"f{i}", "(", *_commas(list(doms)), ")"]
+        stmts.append([*head, ":", role, draw(string_literal(desc))])
     for i in range(draw(st.integers(0, 3))):
-        # a family definition over a domain, whose name is the variable of its body
-        param = draw(st.sampled_from([None, *sorted(ctx.members)]))
-        name = f"g{i}" if param is None else f"h{i}"
-        body = draw(expr(ctx, {} if param is None else {param: param}, 2))
-        head = ["define", name] if param is None else ["define", name, "(", param, ")"]
+        # a family definition over distinct domains, whose names are the variables of its body
+        params = tuple(
+            draw(st.lists(st.sampled_from(sorted(ctx.members)), max_size=2, unique=True))
+            if ctx.members and draw(st.booleans())
+            else ()
+        )
+        name = f"h{i}" if params else f"g{i}"
+        body = draw(expr(ctx, {p: p for p in params}, 2))
+        head = ["define", name] + (["(", *_commas(list(params)), ")"] if params else [])
         stmts.append([*head, "=", *draw(render_expr(body))])
         ctx.def_roles[name] = roles_read(body, ctx)
-        ctx.defs[name] = (param, body)
+        ctx.defs[name] = (params, body)
     decision = draw(expr(ctx, {}, 4))
     labels: tuple[str, ...] = ()
     if draw(st.booleans()):
@@ -332,18 +373,27 @@ def protocols(draw) -> Case:
         arrow = draw(st.sampled_from(["~", "~>"]))
         stmts.append(["for", "w", "in", d, ":", "ground", *left, arrow, *right])
     fam_j = [f for f, (_, r) in ctx.families.items() if r == "judge"]
-    fam_c = [f for f, (d, r) in ctx.families.items() if r == "context"]
+    fam_c = [f for f, (_, r) in ctx.families.items() if r == "context"]
     for fj in fam_j:
         for fc in fam_c:
             if ctx.families[fj][0] == ctx.families[fc][0]:
-                d = ctx.families[fj][0]
-                stmts.append(
-                    ["for", "v", "in", d, ":", "ground", fj, "(", "v", ")", "~", fc, "(", "v", ")"]
-                )
+                ds = ctx.families[fj][0]
+                vs = [f"v{i}" for i in range(len(ds))]
+                binds = _binders([ast.Binder(v, d) for v, d in zip(vs, ds, strict=True)])
+                args = ["(", *_commas(vs), ")"]
+                stmts.append(["for", *binds, ":", "ground", fj, *args, "~", fc, *args])
     if ctx.members and draw(st.booleans()):
         d = draw(st.sampled_from(sorted(ctx.members)))
         body = draw(render_expr(draw(expr(ctx, {"y": d}, 2))))
         stmts.append(["for", "y", "in", d, ":", "constraint", "fc", "(", "y", ")", ":", *body])
+    if ctx.members and draw(st.booleans()):
+        d1, d2 = (
+            draw(st.sampled_from(sorted(ctx.members))),
+            draw(st.sampled_from(sorted(ctx.members))),
+        )
+        body = draw(render_expr(draw(expr(ctx, {"y": d1, "z": d2}, 2))))
+        head = ["for", "y", "in", d1, ",", "z", "in", d2, ":"]
+        stmts.append([*head, "constraint", "fd", "(", "y", ",", "z", ")", ":", *body])
     # the protocol line first, the rest in any order
     rest = draw(st.permutations(stmts[1:]))
     parts = [draw(join_tokens(s)) for s in [stmts[0], *rest]]

@@ -189,3 +189,41 @@ def test_cardinalities_at_every_bound_agree_with_brute_force(backend_name, n, op
         result = session.check(query, assume=assume, want=atoms)
         assert isinstance(result, Sat) == brute_sat(formulas, atoms, assume)
     session.close()
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=25)
+@given(data=st.data())
+def test_protocols_over_several_domains_agree_with_brute_force(backend_name, data):
+    # a protocol over two domains, compiled: its atoms are named `cites(c1, p2)`, with a
+    # comma and a space (ten atoms, so that brute force stays quick)
+    from unmask.compiler import compile_source
+
+    k = data.draw(st.integers(0, 5))
+    decision = data.draw(
+        st.sampled_from(
+            [
+                "all(any(cites(c, p) for p in passage) for c in claim)",
+                f"atleast({k}, cites(c, p) xor backs(p, c) for c in claim, p in passage)",
+                "any(same(a, b) and cites(a, p) for a in claim, b in small, p in passage)",
+            ]
+        )
+    )
+    protocol = compile_source(
+        "protocol m\ndomain claim = {c1, c2}\ndomain passage = {p1, p2}\ndomain small = {c1}\n"
+        "atom cites(claim, passage) : judge\natom backs(passage, claim) : context\n"
+        "atom same(claim, small) : judge\n"
+        f"decision pass iff {decision}\n"
+        "for c in claim, p in passage: constraint k(c, p): cites(c, p) implies backs(p, c)\n"
+    )
+    atoms = list(protocol.atom_names)
+    assert "cites(c1, p2)" in atoms and "same(c2, c1)" in atoms and len(atoms) == 10
+    parts = [Part(f"constraint:{c.name}", c.expr) for c in protocol.constraints]
+    parts.append(Part("decision", protocol.decision))
+    assume = data.draw(st.dictionaries(st.sampled_from(atoms), st.booleans(), max_size=3))
+    with create(backend_name).open(parts, atoms) as session:
+        for query in (None, Not(protocol.decision)):
+            formulas = [p.expr for p in parts] + ([query] if query is not None else [])
+            result = session.check(query, assume=assume, want=atoms)
+            assert isinstance(result, Sat) == brute_sat(formulas, atoms, assume)
+            if isinstance(result, Sat):
+                assert all(evaluate(f, dict(result.model)) for f in formulas)

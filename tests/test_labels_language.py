@@ -68,10 +68,10 @@ def test_every_new_statement_parses_to_its_node():
     assert [d.label for d in decisions] == list(verdict.labels)
     assert decisions[2].expr is None  # otherwise
     defines = [s for s in stmts if isinstance(s, ast.DefineDecl)]
-    assert [(d.name, d.param) for d in defines] == [
-        ("some_said", None),
-        ("all_said", None),
-        ("ok", "part"),
+    assert [(d.name, d.params) for d in defines] == [
+        ("some_said", ()),
+        ("all_said", ()),
+        ("ok", ("part",)),
     ]
     grounds = [s for s in stmts if isinstance(s, ast.GroundDecl)]
     grounds += [s.body for s in stmts if isinstance(s, ast.ForDecl)]

@@ -32,17 +32,23 @@ class Verdict:
     span: Span | None = field(default=None, compare=False, hash=False, repr=False)
 
 
+def applied(name: str, args: tuple[str, ...]) -> str:
+    """``name`` or ``name(a, b)``: how a family member is written, and how its ground atom,
+    definition, constraint or requirement is named (one argument gives ``name(a)``)."""
+    return f"{name}({', '.join(args)})" if args else name
+
+
 @dataclass(frozen=True, slots=True)
 class Ref:
-    """``name`` (``arg`` None) or ``family(arg)``, where ``arg`` is a variable or a member."""
+    """``name`` (no ``args``) or ``family(a, …)``, each argument a variable or a member."""
 
     name: str
-    arg: str | None = None
+    args: tuple[str, ...] = ()
     span: Span | None = field(default=None, compare=False, hash=False, repr=False)
-    arg_span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+    arg_spans: tuple[Span | None, ...] = field(default=(), compare=False, hash=False, repr=False)
 
     def __str__(self) -> str:
-        return self.name if self.arg is None else f"{self.name}({self.arg})"
+        return applied(self.name, self.args)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,15 +68,26 @@ class BinE:
 
 
 @dataclass(frozen=True, slots=True)
-class Generator:
-    """``body for var in domain``."""
+class Binder:
+    """``var in domain``, one of the bindings of a generator or a ``for`` statement."""
 
-    body: Expr
     var: str
     domain: str
-    span: Span | None = field(default=None, compare=False, hash=False, repr=False)
     var_span: Span | None = field(default=None, compare=False, hash=False, repr=False)
     domain_span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+
+    def __str__(self) -> str:
+        return f"{self.var} in {self.domain}"
+
+
+@dataclass(frozen=True, slots=True)
+class Generator:
+    """``body for x in D, y in E``: the body once per combination of members, the first
+    binder varying slowest (as nested generators written in the same order would)."""
+
+    body: Expr
+    binds: tuple[Binder, ...]
+    span: Span | None = field(default=None, compare=False, hash=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,14 +168,14 @@ def chain_operands(e: BinE) -> list[Expr]:
 
 @dataclass(frozen=True, slots=True)
 class Ident:
-    """A constraint name or requirement id: ``cited`` or ``cited(X)``."""
+    """A constraint name or requirement id: ``cited``, ``cited(X)`` or ``cited(X, Y)``."""
 
     name: str
-    arg: str | None = None
+    args: tuple[str, ...] = ()
     span: Span | None = field(default=None, compare=False, hash=False, repr=False)
 
     def __str__(self) -> str:
-        return self.name if self.arg is None else f"{self.name}({self.arg})"
+        return applied(self.name, self.args)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,15 +187,16 @@ class ProtocolDecl:
 
 @dataclass(frozen=True, slots=True)
 class AtomDecl:
-    """``atom name : role "description"``; a family when ``param`` names a domain."""
+    """``atom name : role "description"``; a family when ``params`` names its domains, one
+    per position (a domain may appear twice: ``same(claim, claim)``)."""
 
     name: str
     role: str
     description: str | None = None
-    param: str | None = None
+    params: tuple[str, ...] = ()
     span: Span | None = field(default=None, compare=False, hash=False, repr=False)
     name_span: Span | None = field(default=None, compare=False, hash=False, repr=False)
-    param_span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+    param_spans: tuple[Span | None, ...] = field(default=(), compare=False, hash=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,14 +242,15 @@ class DecisionDecl:
 
 @dataclass(frozen=True, slots=True)
 class DefineDecl:
-    """``define NAME = EXPR``, or a family ``define NAME(DOMAIN) = EXPR`` (``param``)."""
+    """``define NAME = EXPR``, or a family ``define NAME(D1, D2) = EXPR`` (``params``), in
+    whose body each domain's name stands for its member (so each is named once)."""
 
     name: str
     expr: Expr
-    param: str | None = None
+    params: tuple[str, ...] = ()
     span: Span | None = field(default=None, compare=False, hash=False, repr=False)
     name_span: Span | None = field(default=None, compare=False, hash=False, repr=False)
-    param_span: Span | None = field(default=None, compare=False, hash=False, repr=False)
+    param_spans: tuple[Span | None, ...] = field(default=(), compare=False, hash=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,12 +274,11 @@ class GroundDecl:
 
 @dataclass(frozen=True, slots=True)
 class ForDecl:
-    var: str
-    domain: str
+    """``for x in D, y in E: STATEMENT``: the statement once per combination of members."""
+
+    binds: tuple[Binder, ...]
     body: ConstraintDecl | RequirementDecl | GroundDecl
     span: Span | None = field(default=None, compare=False, hash=False, repr=False)
-    var_span: Span | None = field(default=None, compare=False, hash=False, repr=False)
-    domain_span: Span | None = field(default=None, compare=False, hash=False, repr=False)
 
 
 Statement = (

@@ -148,8 +148,19 @@ class Decisions(CompilerBase):
         """Each definition's parameter, its recursion (on the text, before any expansion),
         and its body, checked once whatever the members."""
         for d in self.defs.values():
-            if d.param is not None and d.param not in self.domains:
-                self._unknown_domain(d.param, d.param_span)
+            spans = d.param_spans or (None,) * len(d.params)
+            for i, (p, sp) in enumerate(zip(d.params, spans, strict=True)):
+                if p not in self.domains:
+                    self._unknown_domain(p, sp)
+                elif p in d.params[:i]:
+                    self.error(
+                        "duplicate-name",
+                        f"definition `{d.name}` names the domain `{p}` twice",
+                        sp or d.span,
+                        help="in a definition's body a domain's name stands for its member, "
+                        "so each domain is named once; over two members of one domain, "
+                        "write the expression in a `for` or a generator with two variables",
+                    )
         edges = {name: self._defs_in(d) for name, d in self.defs.items()}
         for name, d in self.defs.items():
             if name in self.cyclic:
@@ -171,10 +182,10 @@ class Decisions(CompilerBase):
             if d.name in self.cyclic:
                 continue
             try:
-                if d.param is None:
-                    self._use_def(d, None, d.span)
+                if not d.params:
+                    self._use_def(d, (), d.span)
                 else:
-                    self.expr(d.expr, {d.param: _Binding(None, d.param)})
+                    self.expr(d.expr, {p: _Binding(None, p) for p in d.params})
             except _TooBig:
                 return  # reported again, once, when a statement uses it
 
@@ -211,13 +222,13 @@ class Decisions(CompilerBase):
             frontier = nxt
         return None
 
-    def _use_def(self, d: ast.DefineDecl, member: str | None, span) -> ir.Expr:
-        if d.name in self.cyclic:
-            return ir.FALSE
-        ground = d.name if d.param is None else f"{d.name}({member})"
+    def _use_def(self, d: ast.DefineDecl, members: tuple[str, ...], span) -> ir.Expr:
+        if d.name in self.cyclic or len(set(d.params)) < len(d.params):
+            return ir.FALSE  # reported at the definition
+        ground = ast.applied(d.name, members)
         body = self.def_bodies.get(ground)
         if body is None:
-            env = {} if d.param is None else {d.param: _Binding(member, d.param)}
+            env = {p: _Binding(m, p) for p, m in zip(d.params, members, strict=True)}
             body = self.expr(d.expr, env)
             self.def_bodies[ground] = body
         return ir.mk_ref(ground, body, span)
@@ -233,12 +244,14 @@ class Decisions(CompilerBase):
                     self._collect_refs(e, used)
         order = {name: i for i, name in enumerate(self.defs)}
 
-        def key(name: str) -> tuple[int, int]:
+        def key(name: str) -> tuple[int, tuple[int, ...]]:
             base, _, rest = name.partition("(")
             d = self.defs[base]
-            members = self.members.get(d.param, ()) if d.param else ()
-            member = rest[:-1]
-            return order[base], members.index(member) if member in members else 0
+            at = []
+            for p, m in zip(d.params, rest[:-1].split(", ") if rest else (), strict=False):
+                members = self.members.get(p, ())
+                at.append(members.index(m) if m in members else 0)
+            return order[base], tuple(at)
 
         out: list[ir.Definition] = []
         done: set[str] = set()

@@ -4,11 +4,14 @@ atoms they give once each domain's members are known.
 Contract: ``Declarations`` records every declaration in the shared environment (a name
 declared twice is one `duplicate-name` error naming the first), resolves each domain's
 members (fixed in the text, or given for a free domain, each checked as a name) and grounds
-every atom family over its members, ``{DOMAIN}`` in a description becoming the member.
+every atom family over its members (over several domains, every combination, counted
+against ``max_atoms`` before any is made), ``{DOMAIN}`` in a description becoming the member.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Mapping, Sequence
 
 from unmask import ast, ir
@@ -63,7 +66,7 @@ class Declarations(CompilerBase):
                 prev = self.plain.get(s.name) or self.families.get(s.name)
                 if prev is not None:
                     self._duplicate("atom", s.name, s.name_span, prev.span)
-                elif s.param is None:
+                elif not s.params:
                     self.plain[s.name] = s
                 else:
                     self.families[s.name] = s
@@ -189,16 +192,22 @@ class Declarations(CompilerBase):
         out: list[ir.AtomDecl] = []
         total = 0
         for d in list(self.plain.values()) + list(self.families.values()):
-            if d.param is not None and d.param in self.members:
-                total += len(self.members[d.param])
-            elif d.param is None:
-                total += 1
+            # a family over several domains has one atom per combination: the product,
+            # computed before any is made, so a huge one is a limit error and not a hang
+            total += math.prod(len(self.members.get(p, ())) for p in d.params)
         if total > self.limits.max_atoms:
-            self.limit(
+            big = max(self.families.values(), key=self._family_size, default=None)
+            notes = ()
+            if big is not None and len(big.params) > 1:
+                sizes = " × ".join(f"{len(self.members.get(p, ()))} (`{p}`)" for p in big.params)
+                notes = (f"the family `{big.name}` alone has {sizes} atoms",)
+            self.error(
+                "limit",
                 f"the protocol has {total} ground atoms, more than the limit of "
                 f"{self.limits.max_atoms}",
-                "max_atoms",
-                None,
+                big.span if big is not None and notes else None,
+                help=f"raise it with `{self.limits.option('max_atoms')}`",
+                notes=notes,
             )
             return out
         for s in self.src.statements:
@@ -207,13 +216,36 @@ class Declarations(CompilerBase):
             if self.plain.get(s.name) is not s and self.families.get(s.name) is not s:
                 continue  # a duplicate, already reported
             desc = s.description or ""
-            if s.param is None:
+            if not s.params:
                 out.append(ir.AtomDecl(s.name, s.role, desc, s.span))
                 continue
-            if s.param not in self.domains:
-                self._unknown_domain(s.param, s.param_span)
+            spans = s.param_spans or (None,) * len(s.params)
+            unknown = [
+                (p, sp) for p, sp in zip(s.params, spans, strict=True) if p not in self.domains
+            ]
+            for p, sp in unknown:
+                self._unknown_domain(p, sp)
+            if unknown:
                 continue
-            for m in self.members.get(s.param, ()):
-                name = f"{s.name}({m})"
-                out.append(ir.AtomDecl(name, s.role, _subst(desc, s.param, m), s.span))
+            lists = [self.members.get(p, ()) for p in s.params]
+            for combo in itertools.product(*lists):
+                name = ast.applied(s.name, combo)
+                out.append(ir.AtomDecl(name, s.role, describe(desc, s.params, combo), s.span))
         return out
+
+    def _family_size(self, d: ast.AtomDecl) -> int:
+        return math.prod(len(self.members.get(p, ())) for p in d.params)
+
+
+def describe(text: str, domains: tuple[str, ...], members: tuple[str, ...]) -> str:
+    """A family member's description: ``{DOMAIN}`` becomes the member of a domain that the
+    family names once; over several domains ``{1}``, ``{2}``, … become the members by
+    position too (the only way to tell the two of ``same(claim, claim)`` apart)."""
+    if len(domains) == 1:
+        return _subst(text, domains[0], members[0])
+    for d, m in zip(domains, members, strict=True):
+        if domains.count(d) == 1:
+            text = text.replace("{" + d + "}", m)
+    for i, m in enumerate(members, 1):
+        text = text.replace("{" + str(i) + "}", m)
+    return text

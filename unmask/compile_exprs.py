@@ -3,12 +3,17 @@ each node built with the IR's smart constructors under the expansion budget.
 
 Contract: ``Expressions.expr(e, env)`` returns the ground ``ir.Expr`` of a syntax-tree
 expression under the bindings ``env`` of `for` and generator variables, or records the
-errors it finds (an unknown name with a did-you-mean, a member outside its domain, a
-generator over an unknown domain) and returns a placeholder; a use of a definition becomes
-an ``ir.Ref``. Every node spends the budget, so a runaway expansion stops at the limit.
+errors it finds (an unknown name with a did-you-mean, a member outside its domain, a wrong
+number of arguments, a generator over an unknown domain) and returns a placeholder; a use
+of a definition becomes an ``ir.Ref``. Every node spends the budget, so a runaway expansion
+stops at the limit; a generator over several domains checks the product of their sizes
+against what is left before it builds a binding.
 """
 
 from __future__ import annotations
+
+import itertools
+import math
 
 from unmask import ast, ir
 from unmask.compile_base import (
@@ -16,6 +21,7 @@ from unmask.compile_base import (
     _Binding,
     _did_you_mean,
     _fold_xor,
+    _TooBig,
 )
 
 
@@ -24,10 +30,10 @@ class Expressions(CompilerBase):
 
     def ref(self, r: ast.Ref, env) -> ir.Expr:
         name = r.name
-        if r.arg is None:
+        if not r.args:
             if name in env:
                 b = env[name]
-                fams = [f for f, d in self.families.items() if d.param == b.domain]
+                fams = [f for f, d in self.families.items() if d.params == (b.domain,)]
                 example = f"`{fams[0]}({name})`" if fams else "a family member"
                 self.error(
                     "not-an-atom",
@@ -38,31 +44,32 @@ class Expressions(CompilerBase):
                 return ir.FALSE
             if name in self.plain:
                 return ir.mk_atom(name, r.span)
-            if name in self.defs and self.defs[name].param is None:
-                return self._use_def(self.defs[name], None, r.span)
+            if name in self.defs and not self.defs[name].params:
+                return self._use_def(self.defs[name], (), r.span)
             if name in self.defs:
                 d = self.defs[name]
                 self.error(
                     "missing-member",
-                    f"`{name}` is a family of definitions over `{d.param}`, not one expression",
+                    f"`{name}` is a family of definitions over {_over(d.params)}, "
+                    "not one expression",
                     r.span,
-                    help=f"write `{name}(c)` with a member or a variable of `{d.param}`",
+                    help=_write_members(name, d.params),
                 )
                 return ir.FALSE
             if name in self.families:
                 fam = self.families[name]
                 self.error(
                     "missing-member",
-                    f"`{name}` is a family of atoms over `{fam.param}`, not one atom",
+                    f"`{name}` is a family of atoms over {_over(fam.params)}, not one atom",
                     r.span,
-                    help=f"write `{name}(c)` with a member or a variable of `{fam.param}`",
+                    help=_write_members(name, fam.params),
                 )
                 return ir.FALSE
             self._unknown_name(name, r.span)
             return ir.FALSE
         if name in self.defs:
             d = self.defs[name]
-            if d.param is None:
+            if not d.params:
                 self.error(
                     "not-a-family",
                     f"`{name}` is a single definition, not a family",
@@ -70,8 +77,8 @@ class Expressions(CompilerBase):
                     help=f"a single definition takes no member: write `{name}`",
                 )
                 return ir.FALSE
-            member = self._member(r, d.param, env, "a family of definitions")
-            return ir.FALSE if member is None else self._use_def(d, member, r.span)
+            members = self._members(r, d.params, env, "a family of definitions")
+            return ir.FALSE if members is None else self._use_def(d, members, r.span)
         if name not in self.families:
             if name in self.plain:
                 self.error(
@@ -83,22 +90,59 @@ class Expressions(CompilerBase):
             else:
                 self._unknown_name(name, r.span)
             return ir.FALSE
-        member = self._member(r, self.families[name].param, env, "a family")
-        return ir.FALSE if member is None else ir.mk_atom(f"{name}({member})", r.span)
+        params = self.families[name].params
+        if len(params) == 1 == len(r.args):  # the hot path of every generator body
+            span = r.arg_spans[0] if r.arg_spans else None
+            m = self._member(r, 0, r.args[0], params[0], span, env, "a family")
+            return ir.FALSE if m is None else ir.mk_atom(f"{name}({m})", r.span)
+        members = self._members(r, params, env, "a family")
+        return ir.FALSE if members is None else ir.mk_atom(ast.applied(name, members), r.span)
 
-    def _member(self, r: ast.Ref, domain: str, env, kind: str) -> str | None:
-        """The member ``r``'s argument names (a bound variable's or a member of
-        ``domain``), or None: an error, or a checking pass over no members."""
-        arg = r.arg
-        assert arg is not None
+    def _members(self, r: ast.Ref, domains, env, kind: str) -> tuple[str, ...] | None:
+        """The members ``r``'s arguments name, one per domain of the family, or None: an
+        error, or a checking pass over no members."""
+        if len(r.args) != len(domains):
+            given = len(r.args)
+            self.error(
+                "wrong-arity",
+                f"`{r.name}` takes {_count(len(domains))} (of {_over(domains)}), "
+                f"but {given} {'is' if given == 1 else 'are'} given",
+                r.span,
+                help=_write_members(r.name, domains),
+            )
+            return None
+        spans = r.arg_spans or (None,) * len(r.args)
+        if len(domains) == 1:  # the common case, kept as quick as it was
+            m = self._member(r, 0, r.args[0], domains[0], spans[0], env, kind)
+            return None if m is None else (m,)
+        out = [
+            self._member(r, i, arg, domain, span, env, kind)
+            for i, (arg, domain, span) in enumerate(zip(r.args, domains, spans, strict=True))
+        ]
+        return None if None in out else tuple(out)  # type: ignore[return-value]
+
+    def _member(self, r: ast.Ref, i: int, arg: str, domain: str, span, env, kind: str):
+        """The member one argument names (a bound variable's or a member of ``domain``)."""
         if arg in env:
             b = env[arg]
             if b.domain != domain:
-                self.error(
-                    "domain-mismatch",
-                    f"`{arg}` ranges over `{b.domain}`, but `{r.name}` is {kind} over `{domain}`",
-                    r.arg_span or r.span,
-                )
+                if b.domain not in self.domains or domain not in self.domains:
+                    return None  # an unknown domain, reported where it is named
+                decl = self.families.get(r.name) or self.defs.get(r.name)
+                params = decl.params if decl is not None else (domain,)
+                if len(params) == 1:
+                    message = (
+                        f"`{arg}` ranges over `{b.domain}`, but `{r.name}` is {kind} "
+                        f"over `{domain}`"
+                    )
+                    hint = None
+                else:
+                    message = (
+                        f"`{arg}` ranges over `{b.domain}`, but argument {i + 1} of "
+                        f"`{r.name}` is a member of `{domain}`"
+                    )
+                    hint = f"the arguments of `{r.name}` are members of {_over(params)}, in order"
+                self.error("domain-mismatch", message, span or r.span, help=hint)
                 return None
             return b.member  # None while checking a body over no members: nothing to name
         known = self.members.get(domain)
@@ -109,7 +153,7 @@ class Expressions(CompilerBase):
             self.error(
                 "unknown-member",
                 f"`{arg}` is neither a variable nor a member of `{domain}`",
-                r.arg_span or r.span,
+                span or r.span,
                 help=_did_you_mean(arg, list(known) + list(env)),
             )
             return None
@@ -144,10 +188,9 @@ class Expressions(CompilerBase):
                     values.append(self._leaf(node, env))
                     continue
                 if isinstance(node, ast.Call) and node.gen is not None:
-                    g = node.gen
-                    envs = self._bind(g.var, g.var_span, g.domain, g.domain_span, env)
+                    envs = self._bind(node.gen.binds, env)
                     todo.append((node, env, len(envs)))
-                    todo.extend((g.body, e2, None) for e2 in reversed(envs))
+                    todo.extend((node.gen.body, e2, None) for e2 in reversed(envs))
                     continue
                 if isinstance(node, ast.BinE) and node.op in ast.CHAIN_OPS:
                     kids = tuple(ast.chain_operands(node))
@@ -185,9 +228,7 @@ class Expressions(CompilerBase):
 
     def _checking_only(self, g: ast.Generator, env) -> bool:
         """True when a generator ranges over no members (its one pass only checked names)."""
-        if g.domain not in self.domains:
-            return True
-        return not self.members.get(g.domain)
+        return any(not self.members.get(b.domain) for b in g.binds)
 
     def _call(self, e: ast.Call, args: list[ir.Expr]) -> ir.Expr:
         if e.k is None:
@@ -218,27 +259,67 @@ class Expressions(CompilerBase):
             return ir.FALSE
         return ir.mk_card(e.op, k, args, e.span)
 
-    def _bind(self, var: str, var_span, domain: str, domain_span, env) -> list | None:
-        """The bindings of ``var`` in turn; one checking pass when there are none."""
-        if var in self.plain or var in self.families or var in self.defs:
-            kind = "a definition" if var in self.defs else "an atom"
-            self.error(
-                "duplicate-name",
-                f"the variable `{var}` has the name of {kind}",
-                var_span,
-                help="choose another variable name",
-            )
-        if domain not in self.domains:
-            self._unknown_domain(domain, domain_span)
-            members: tuple = ()
-        else:
-            members = self.members.get(domain, ())
-        if not members:
-            return [{**env, var: _Binding(None, domain)}]
-        return [{**env, var: _Binding(m, domain)} for m in members]
+    def _bind(self, binds: tuple[ast.Binder, ...], env) -> list:
+        """The environments of ``binds`` in turn, the first binder varying slowest; one
+        checking pass (every variable bound to no member) when a domain has no members."""
+        seen: set[str] = set()
+        kept: list[ast.Binder] = []
+        lists: list[tuple[str, ...]] = []
+        for b in binds:
+            if b.var in self.plain or b.var in self.families or b.var in self.defs:
+                kind = "a definition" if b.var in self.defs else "an atom"
+                self.error(
+                    "duplicate-name",
+                    f"the variable `{b.var}` has the name of {kind}",
+                    b.var_span,
+                    help="choose another variable name",
+                )
+            elif b.var in seen:
+                self.error(
+                    "duplicate-name",
+                    f"the variable `{b.var}` is bound twice",
+                    b.var_span,
+                    help=f"name each variable once: `for x in {b.domain}, y in {b.domain}`",
+                )
+                continue  # the first binding stands, so its uses are not reported again
+            seen.add(b.var)
+            kept.append(b)
+            if b.domain not in self.domains:
+                self._unknown_domain(b.domain, b.domain_span)
+                lists.append(())
+            else:
+                lists.append(self.members.get(b.domain, ()))
+        binds = tuple(kept)
+        if not all(lists):
+            return [{**env, **{b.var: _Binding(None, b.domain) for b in binds}}]
+        if math.prod(len(x) for x in lists) > self.budget:
+            raise _TooBig  # each combination costs a node at least: refuse before building
+        if len(binds) == 1:  # the common case, kept as quick as it was
+            (b,) = binds
+            return [{**env, b.var: _Binding(m, b.domain)} for m in lists[0]]
+        return [
+            {**env, **{b.var: _Binding(m, b.domain) for b, m in zip(binds, combo, strict=True)}}
+            for combo in itertools.product(*lists)
+        ]
 
     def _ident(self, ident: ast.Ident, env) -> str:
-        if ident.arg is not None and ident.arg in env:
-            b = env[ident.arg]
-            return f"{ident.name}({b.member if b.member is not None else ident.arg})"
-        return str(ident)
+        args = []
+        for a in ident.args:
+            b = env.get(a)
+            args.append(b.member if b is not None and b.member is not None else a)
+        return ast.applied(ident.name, tuple(args))
+
+
+def _over(domains) -> str:
+    """``claim`` or ``claim`, `passage`` in backticks, as a message names a family's domains."""
+    return ", ".join(f"`{d}`" for d in domains)
+
+
+def _count(n: int) -> str:
+    return "1 member" if n == 1 else f"{n} members"
+
+
+def _write_members(name: str, domains) -> str:
+    if len(domains) == 1:
+        return f"write `{name}(c)` with a member or a variable of `{domains[0]}`"
+    return f"write `{name}(…)` with a member or a variable of each of {_over(domains)}, in order"

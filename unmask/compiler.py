@@ -4,14 +4,15 @@ Contract: ``compile_source(text, filename, domains, limits)`` parses, resolves e
 expands families and ``for`` statements over their domains' members and returns a ground
 ``Protocol`` built only with the ``mk_*`` constructors; or it raises ``UnmaskError`` with
 every error it found (syntax errors first and alone, since later checks would only echo
-them). The atom for member ``m`` of family ``f`` is named ``f(m)``; ``{DOMAIN}`` in a
-family's description (and ``{X}`` in a ``for`` statement's description) becomes the
-member. Members of a free domain come from ``domains``; members given for a fixed domain
-must be among its own. A use of a definition becomes an ``ir.Ref`` named as written
-(``ok(cto)`` for a family definition), and the protocol lists the ground definitions it
-uses in dependency order. Every check (names, roles in ``ground``, recursion, labels) runs
-on the text as written, so its outcome never depends on a replay's members. Every
-diagnostic has a stable ``code`` (see docs/language.md). ``unmask.compile_cache.compile_cached`` is
+them). The atom for member ``m`` of family ``f`` is named ``f(m)``, for members ``a``, ``b``
+of a family over two domains ``f(a, b)``; ``{DOMAIN}`` in a family's description (and
+``{X}`` in a ``for`` statement's description) becomes the member. Members of a free
+domain come from ``domains``; members given for a fixed domain must be among its own. A
+use of a definition becomes an ``ir.Ref`` named as written (``ok(cto)`` for a family
+definition), and the protocol lists the ground definitions it uses in dependency order.
+Every check (names, roles in ``ground``, recursion, labels) runs on the text as written, so
+its outcome never depends on a replay's members. Every diagnostic has a stable ``code``
+(see docs/language.md). ``unmask.compile_cache.compile_cached`` is
 the same, remembered per process and on disk.
 
 The passes are split by statement kind over one environment (``compile_base``):
@@ -152,8 +153,7 @@ class _Compiler(Declarations, Decisions, Expressions):
         while todo:
             e = todo.pop()
             if isinstance(e, ast.Ref):
-                decl = self.plain.get(e.name) if e.arg is None else None
-                decl = decl or (self.families.get(e.name) if e.arg is not None else None)
+                decl = self.families.get(e.name) if e.args else self.plain.get(e.name)
                 if decl is not None:
                     yield e, str(e), decl.role
                 elif e.name in self.defs and e.name not in self.cyclic:
@@ -185,20 +185,20 @@ class _Compiler(Declarations, Decisions, Expressions):
     # --- statements ----------------------------------------------------------------------
 
     def _for(self, s: ast.ForDecl, constraints, requirements, grounding) -> None:
-        for env in self._bind(s.var, s.var_span, s.domain, s.domain_span, {}):
-            checking = env[s.var].member is None
-            self._body(s.body, env, s.var, constraints, requirements, grounding, checking)
+        names = tuple(b.var for b in s.binds)
+        for env in self._bind(s.binds, {}):
+            checking = any(env[v].member is None for v in names)
+            self._body(s.body, env, names, constraints, requirements, grounding, checking)
 
-    def _body(self, s, env, var, constraints, requirements, grounding, checking=False) -> None:
-        member = env[var].member if var is not None else None
+    def _body(self, s, env, names, constraints, requirements, grounding, checking=False) -> None:
         if isinstance(s, ast.ConstraintDecl):
             c = ir.Constraint(self._ident(s.ident, env), self.expr(s.expr, env), s.span)
             if not checking:
                 constraints.append(c)
         elif isinstance(s, ast.RequirementDecl):
             desc = s.description or ""
-            if var is not None:
-                desc = _subst(desc, var, member)
+            for var in names or ():
+                desc = _subst(desc, var, env[var].member)
             holds = self.expr(s.holds, env)
             addressed = None if s.addressed is None else self.expr(s.addressed, env)
             r = ir.Requirement(self._ident(s.ident, env), desc, holds, addressed, s.span)

@@ -102,7 +102,7 @@ def format_expr(e: ast.Expr) -> str:
     parts = [] if e.k is None else [_k(e.k)]
     if e.gen is not None:
         g = e.gen
-        parts.append(f"{format_expr(g.body)} for {g.var} in {g.domain}")
+        parts.append(f"{format_expr(g.body)} for {', '.join(map(str, g.binds))}")
     else:
         parts.extend(format_expr(a) for a in e.args)
     return f"{e.op}({', '.join(parts)})"
@@ -134,8 +134,7 @@ def format_statement(s: ast.Statement) -> list[str]:
             return [f"decision {label} otherwise"]
         return [f"decision {label} iff {format_expr(s.expr)}"]
     if isinstance(s, ast.DefineDecl):
-        head = s.name if s.param is None else f"{s.name}({s.param})"
-        return [f"define {head} = {format_expr(s.expr)}"]
+        return [f"define {ast.applied(s.name, s.params)} = {format_expr(s.expr)}"]
     if isinstance(s, ast.RequirementDecl):
         head = f"requirement {s.ident}{_opt_str(s.description)}"
         if s.addressed is None:
@@ -150,7 +149,7 @@ def format_statement(s: ast.Statement) -> list[str]:
         return [f"ground {format_expr(s.judge)} {s.direction} {format_expr(s.context)}"]
     assert isinstance(s, ast.ForDecl)
     body = format_statement(s.body)
-    return [f"for {s.var} in {s.domain}: {body[0]}", *body[1:]]
+    return [f"for {', '.join(map(str, s.binds))}: {body[0]}", *body[1:]]
 
 
 @dataclass(slots=True)
@@ -165,7 +164,7 @@ class _Chunk:
 
 
 def _atom_head(s: ast.AtomDecl) -> str:
-    return s.name if s.param is None else f"{s.name}({s.param})"
+    return ast.applied(s.name, s.params)
 
 
 def _align_atoms(run: list[_Chunk]) -> None:
@@ -186,7 +185,7 @@ def _align_atoms(run: list[_Chunk]) -> None:
 
 
 def _define_head(s: ast.DefineDecl) -> str:
-    return s.name if s.param is None else f"{s.name}({s.param})"
+    return ast.applied(s.name, s.params)
 
 
 def _align_defines(run: list[_Chunk]) -> None:

@@ -6,7 +6,8 @@ accepted without any) and returns the verdict labels and every ``judge`` and ``p
 atom, a family once with its domain. ``emit_judge_schema`` writes the JSON Schema (draft
 2020-12) of a judge's output under it: ``rationale`` (text), ``verdict`` (a label) and
 ``atoms``, one statement ``{"value": TRUE|FALSE|UNKNOWN, "quotes": [...]}`` per atom, a
-family as an object keyed by member, so one schema serves any members; every atom may be
+family as an object keyed by member (over several domains, nested: keyed by the first
+domain's member, then the second's, …), so one schema serves any members; every atom may be
 left out (it is then UNKNOWN). ``emit_judge_prompt`` writes the instructions for filling it.
 ``read_output`` checks one output against the same shape by hand, first problem first, with
 the JSON path, so the importer needs no schema library. Both outputs are byte-stable.
@@ -35,8 +36,9 @@ class Stated:
     name: str
     role: str  # judge | procedure
     description: str
-    domain: str | None = None  # a family's domain
-    members: tuple[str, ...] | None = None  # a family's members when known (fixed or given)
+    domains: tuple[str, ...] = ()  # a family's domains, one per position
+    # per position, the domain's members when known (fixed or given), else None
+    members: tuple[tuple[str, ...] | None, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +78,7 @@ def judge_view(
     verbatim = None
     for st in tree.statements:
         if isinstance(st, ast.AtomDecl) and st.name == VERBATIM_ATOM:
-            verbatim = Stated(st.name, st.role, st.description or "", st.param)
+            verbatim = Stated(st.name, st.role, st.description or "", st.params)
         if isinstance(st, ast.VerdictDecl):
             labels = tuple(st.labels)
         elif (
@@ -89,8 +91,8 @@ def judge_view(
                     st.name,
                     st.role,
                     st.description or "",
-                    st.param,
-                    members.get(st.param) if st.param else None,
+                    st.params,
+                    tuple(members.get(p) for p in st.params),
                 )
             )
     name = next(st.name for st in tree.statements if isinstance(st, ast.ProtocolDecl))
@@ -116,17 +118,22 @@ _STATEMENT = {
 
 def _atom_schema(a: Stated) -> dict[str, Any]:
     desc = f"({a.role}) {a.description}".rstrip()
-    if a.domain is None:
+    if not a.domains:
         return {"$ref": "#/$defs/statement", "description": desc}
-    keys: dict[str, Any] = (
-        {"enum": list(a.members)} if a.members is not None else {"pattern": f"^{IDENT_PATTERN}$"}
-    )
-    return {
-        "type": "object",
-        "description": f"one statement per member of `{a.domain}`, keyed by the member: {desc}",
-        "propertyNames": keys,
-        "additionalProperties": {"$ref": "#/$defs/statement"},
-    }
+    inner: dict[str, Any] = {"$ref": "#/$defs/statement"}
+    # built from the last position outwards: the outermost object is keyed by the first
+    for i in reversed(range(len(a.domains))):
+        known = a.members[i] if i < len(a.members) else None
+        keys: dict[str, Any] = (
+            {"enum": list(known)} if known is not None else {"pattern": f"^{IDENT_PATTERN}$"}
+        )
+        inner = {"type": "object", "propertyNames": keys, "additionalProperties": inner}
+    if len(a.domains) == 1:
+        head = f"one statement per member of `{a.domains[0]}`, keyed by the member"
+    else:
+        over = ", then ".join(f"`{d}`" for d in a.domains)
+        head = f"one statement per combination of members, keyed by the member of {over}"
+    return {**{"type": "object", "description": f"{head}: {desc}"}, **inner}
 
 
 def judge_schema(view: JudgeView) -> dict[str, Any]:
@@ -182,11 +189,17 @@ def emit_judge_prompt(view: JudgeView) -> str:
         "    statement; you may also leave the statement out. Never answer FALSE for something",
         "    you did not address.",
     ]
-    if any(a.domain is not None for a in view.atoms):
+    if any(a.domains for a in view.atoms):
         out += [
             "  - A statement written NAME[DOMAIN] is an object keyed by the members of DOMAIN (the",
             '    names you are given for them), one {"value", "quotes"} per member;',
             "    {DOMAIN} in its description stands for the member.",
+        ]
+    if any(len(a.domains) > 1 for a in view.atoms):
+        out += [
+            "  - A statement written NAME[D1][D2] is an object keyed by the members of D1, each",
+            "    holding an object keyed by the members of D2; {1}, {2} in its description",
+            "    stand for the members by position.",
         ]
     for role, head in (
         ("judge", "Statements about the material you judged:"),
@@ -197,7 +210,7 @@ def emit_judge_prompt(view: JudgeView) -> str:
             continue
         out += ["", head]
         for a in atoms:
-            name = a.name if a.domain is None else f"{a.name}[{a.domain}]"
+            name = a.name + "".join(f"[{d}]" for d in a.domains)
             desc = one_line(a.description) or "(no description)"
             out.append(f"- {name}: {desc}")
     return "\n".join(out) + "\n"
@@ -297,16 +310,23 @@ def read_output(
         a = view.get(name)
         if a is None:
             raise OutputError(path, f"`{_show(name)}` is not a judge or procedure atom")
-        if a.domain is None:
-            out.append(_statement(stmt, name, path))
-            continue
-        if not isinstance(stmt, dict):
-            raise OutputError(path, f"expected an object keyed by member, found `{_show(stmt)}`")
-        known = members.get(a.domain, ())
-        for m, s in stmt.items():
-            if not IDENT_RE.match(m) or m not in known:
-                raise OutputError(
-                    key_path(path, m), f"`{_show(m)}` is not a member of domain `{a.domain}`"
-                )
-            out.append(_statement(s, f"{name}({m})", key_path(path, m)))
+        _family(stmt, a, members, (), path, out)
     return Output(rationale, verdict, tuple(out))
+
+
+def _family(obj: Any, a: Stated, members, given: tuple[str, ...], path: str, out: list) -> None:
+    """The statements of a family's object, one nesting level per domain."""
+    if len(given) == len(a.domains):
+        name = f"{a.name}({', '.join(given)})" if given else a.name
+        out.append(_statement(obj, name, path))
+        return
+    if not isinstance(obj, dict):
+        raise OutputError(path, f"expected an object keyed by member, found `{_show(obj)}`")
+    domain = a.domains[len(given)]
+    known = members.get(domain, ())
+    for m, s in obj.items():
+        if not IDENT_RE.match(m) or m not in known:
+            raise OutputError(
+                key_path(path, m), f"`{_show(m)}` is not a member of domain `{domain}`"
+            )
+        _family(s, a, members, (*given, m), key_path(path, m), out)

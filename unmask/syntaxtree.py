@@ -167,20 +167,27 @@ class ToAst(Transformer_NonRecursive):
     @v_args(inline=True, meta=True)
     def atom_decl(self, meta, name, role, description):
         return ast.AtomDecl(
-            str(name), role, self._str(description), None, self._s(meta), self._s(name), None
+            str(name), role, self._str(description), (), self._s(meta), self._s(name)
         )
 
     @v_args(inline=True, meta=True)
-    def family_decl(self, meta, name, param, role, description):
+    def family_decl(self, meta, name, params, role, description):
         return ast.AtomDecl(
             str(name),
             role,
             self._str(description),
-            str(param),
+            tuple(str(p) for p in params),
             self._s(meta),
             self._s(name),
-            self._s(param),
+            tuple(self._s(p) for p in params),
         )
+
+    def name_list(self, names):
+        return tuple(names)
+
+    @v_args(inline=True)
+    def binder(self, var, domain):
+        return ast.Binder(str(var), str(domain), self._s(var), self._s(domain))
 
     @v_args(inline=True)
     def role(self, word):
@@ -205,8 +212,8 @@ class ToAst(Transformer_NonRecursive):
         return tuple(names)
 
     @v_args(inline=True, meta=True)
-    def ident(self, meta, name, arg):
-        return ast.Ident(str(name), None if arg is None else str(arg), self._s(meta))
+    def ident(self, meta, name, args):
+        return ast.Ident(str(name), tuple(str(a) for a in args or ()), self._s(meta))
 
     @v_args(inline=True, meta=True)
     def constraint_decl(self, meta, ident, expr):
@@ -239,12 +246,17 @@ class ToAst(Transformer_NonRecursive):
 
     @v_args(inline=True, meta=True)
     def define_plain(self, meta, name, expr):
-        return ast.DefineDecl(str(name), expr, None, self._s(meta), self._s(name))
+        return ast.DefineDecl(str(name), expr, (), self._s(meta), self._s(name))
 
     @v_args(inline=True, meta=True)
-    def define_family(self, meta, name, param, expr):
+    def define_family(self, meta, name, params, expr):
         return ast.DefineDecl(
-            str(name), expr, str(param), self._s(meta), self._s(name), self._s(param)
+            str(name),
+            expr,
+            tuple(str(p) for p in params),
+            self._s(meta),
+            self._s(name),
+            tuple(self._s(p) for p in params),
         )
 
     @v_args(inline=True, meta=True)
@@ -271,21 +283,22 @@ class ToAst(Transformer_NonRecursive):
     def ground_implies(self, meta, judge, context):
         return ast.GroundDecl(judge, context, self._s(meta), "~>")
 
-    @v_args(inline=True, meta=True)
-    def for_decl(self, meta, var, domain, body):
-        return ast.ForDecl(
-            str(var), str(domain), body, self._s(meta), self._s(var), self._s(domain)
-        )
+    @v_args(meta=True)
+    def for_decl(self, meta, children):
+        *binds, body = children
+        return ast.ForDecl(tuple(binds), body, self._s(meta))
 
     # expressions
 
     @v_args(inline=True, meta=True)
     def name_ref(self, meta, name):
-        return ast.Ref(str(name), None, self._s(meta))
+        return ast.Ref(str(name), (), self._s(meta))
 
     @v_args(inline=True, meta=True)
-    def member_ref(self, meta, name, arg):
-        return ast.Ref(str(name), str(arg), self._s(meta), self._s(arg))
+    def member_ref(self, meta, name, args):
+        return ast.Ref(
+            str(name), tuple(str(a) for a in args), self._s(meta), tuple(self._s(a) for a in args)
+        )
 
     iff_ = _binary("iff")
     implies_ = _binary("implies")
@@ -320,11 +333,10 @@ class ToAst(Transformer_NonRecursive):
     def expr_list(self, exprs):
         return tuple(exprs)
 
-    @v_args(inline=True, meta=True)
-    def generator(self, meta, body, var, domain):
-        return ast.Generator(
-            body, str(var), str(domain), self._s(meta), self._s(var), self._s(domain)
-        )
+    @v_args(meta=True)
+    def generator(self, meta, children):
+        body, *binds = children
+        return ast.Generator(body, tuple(binds), self._s(meta))
 
     @v_args(inline=True, meta=True)
     def bool_call(self, meta, op, args):

@@ -6,7 +6,8 @@ relative to the mapping file) and, for each replay field, the record field that 
 ``gold`` (``{"field": F, "map": {raw: label}}``; without ``map`` the raw value must already
 be the label), ``id`` and ``item`` (fields), fixed ``domains``, and ``annotations`` (a list of
 ``{"atom": A, "value": {"field": F, "map": {…}}, "quote": F}``, repeated for each member of
-a domain with ``"for": D``, ``{D}`` standing for the member). Verdicts and gold are the
+a domain with ``"for": D``, ``{D}`` standing for the member, or for each combination of
+members with ``"for": [D, E]``). Verdicts and gold are the
 protocol's own labels (``verdict a | b | c``, else PASS and FAIL), through the optional map; a
 domain's members are a fixed list or ``{"field": F}``, the record's own list; a source field
 holding a list of texts becomes numbered lines ``[1] …`` (a list of ``{"id", "text"}``
@@ -19,6 +20,7 @@ source) is skipped with ``FILE:LINE`` and the field. Blank lines are not records
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -143,13 +145,22 @@ def load_mapping(path: Path, options: Options) -> dict[str, Any]:
         extra = [k for k in a if k not in ("atom", "value", "quote", "for")]
         if extra:
             raise _bad(mapping, f"{p}.{extra[0]}", f"unknown key `{show(extra[0])}`")
-        if "for" in a and a["for"] not in doms:
-            raise _bad(
-                mapping,
-                f"{p}.for",
-                f"`{show(a['for'])}` is not a domain of the mapping's `domains`",
-                help='`"for": D` repeats the annotation for each member of domain D, as `{D}`',
-            )
+        if "for" in a:
+            over = a["for"] if isinstance(a["for"], list) else [a["for"]]
+            for k, d in enumerate(over):
+                at = f"{p}.for" if not isinstance(a["for"], list) else f"{p}.for[{k}]"
+                if not isinstance(d, str) or d not in doms:
+                    raise _bad(
+                        mapping,
+                        at,
+                        f"`{show(d)}` is not a domain of the mapping's `domains`",
+                        help='`"for": D` repeats the annotation for each member of domain D, '
+                        'as `{D}`; `"for": [D, E]` for each pair of members',
+                    )
+                if d in over[:k]:
+                    raise _bad(mapping, at, f"`{d}` is named twice")
+            if not over:
+                raise _bad(mapping, f"{p}.for", "expected a domain or a non-empty array of them")
     out["annotations"] = anns
     return out
 
@@ -227,19 +238,27 @@ def _members(rec: Any, m: dict) -> dict[str, list[str]]:
 
 def _each_member(anns: list[dict], domains: dict[str, list[str]]) -> Iterator[dict]:
     """The annotations, one per member for those with ``"for": D`` (``{D}`` in the atom,
-    the value's field and the quote's field becomes the member's name)."""
+    the value's field and the quote's field becomes the member's name), one per combination
+    of members for ``"for": [D, E]``."""
     for a in anns:
-        d = a.get("for")
-        if d is None:
+        over = a.get("for")
+        if over is None:
             yield a
             continue
-        slot = "{" + d + "}"
-        for member in domains[d]:
-            value = dict(a["value"], field=a["value"]["field"].replace(slot, member))
-            out = {"atom": a["atom"].replace(slot, member), "value": value}
+        over = over if isinstance(over, list) else [over]
+        for combo in itertools.product(*(domains[d] for d in over)):
+            slots = [("{" + d + "}", m) for d, m in zip(over, combo, strict=True)]
+            value = dict(a["value"], field=_fill(a["value"]["field"], slots))
+            out = {"atom": _fill(a["atom"], slots), "value": value}
             if "quote" in a:
-                out["quote"] = a["quote"].replace(slot, member)
+                out["quote"] = _fill(a["quote"], slots)
             yield out
+
+
+def _fill(text: str, slots: list[tuple[str, str]]) -> str:
+    for slot, member in slots:
+        text = text.replace(slot, member)
+    return text
 
 
 def _text(name: str, fld: str, v: Any) -> str:

@@ -80,7 +80,7 @@ def _protocol(options: Options) -> tuple[str, JudgeView]:
     path = options.protocol
     text = read_text(path, options.limits)
     own = judge_view(text, str(path), None, options.limits).verbatim
-    if own is not None and (own.role != "procedure" or own.domain is not None):
+    if own is not None and (own.role != "procedure" or own.domains):
         raise not_the_format(
             str(path),
             f"atom `{VERBATIM_ATOM}` must be a single procedure atom: the importer annotates it",
@@ -204,7 +204,12 @@ def _record(proto: str, view: JudgeView, file: str, n: int, line: str, options: 
         return Skipped(where, f"expected a JSON object, found `{show(rec)}`")
     try:
         f = _fields(rec, view, file, n, options)
-        members = {a.domain: list(a.members) for a in view.atoms if a.members is not None}
+        members = {
+            d: list(m)
+            for a in view.atoms
+            for d, m in zip(a.domains, a.members, strict=True)
+            if m is not None
+        }
         members.update(f["domains"])
         out = read_output(f["output"], view, members)
     except (_Bad, OutputError) as exc:
