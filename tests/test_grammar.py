@@ -451,7 +451,7 @@ def test_a_grammar_with_colliding_terminals_is_refused_by_the_strict_build():
     # what the strict test above relies on: lark in strict mode raises on a collision
     import lark
 
-    grammar = 'start: A | B\nA: /a+/\nB: /a|b/\n'
+    grammar = "start: A | B\nA: /a+/\nB: /a|b/\n"
     lark.Lark(grammar, parser="lalr", lexer="basic")  # not strict: builds
     with pytest.raises(lark.exceptions.LexError):
         lark.Lark(grammar, parser="lalr", lexer="basic", strict=True)
