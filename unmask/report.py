@@ -162,17 +162,18 @@ class AnnotationItem:
     by: Provenance | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"part": str(self.part), "kind": self.kind, **self.entry_json()}
+        return self._put({"part": str(self.part), "kind": self.kind})
 
     def entry_json(self) -> dict[str, Any]:
         """The annotation's own fields (every field but ``part`` and ``kind``, which follow
         from it): its entry in a result line's ``annotations``."""
-        out: dict[str, Any] = {
-            "atom": self.atom,
-            "value": self.value,
-            "evidence": [q.to_json() for q in self.evidence],
-            "explanation": self.explanation or "",
-        }
+        return self._put({})
+
+    def _put(self, out: dict[str, Any]) -> dict[str, Any]:
+        out["atom"] = self.atom
+        out["value"] = self.value
+        out["evidence"] = [q.to_json() for q in self.evidence]
+        out["explanation"] = self.explanation or ""
         if self.by is not None:
             out["by"] = self.by.to_json()
         return out
@@ -224,17 +225,22 @@ class AnnotationTable:
     """The annotations a result line's explanations and conflicts rest on, each once, in
     the order they are first referred to; ``ref`` gives an annotation's index."""
 
-    __slots__ = ("_index", "entries")
+    __slots__ = ("_index", "_items", "entries")
 
     def __init__(self) -> None:
         self.entries: list[dict[str, Any]] = []
-        self._index: dict[AnnotationItem, int] = {}
+        self._items: list[AnnotationItem] = []
+        self._index: dict[PartId, int] = {}  # by part: a part id's hash is cached
 
     def ref(self, item: AnnotationItem) -> int:
-        i = self._index.get(item)
-        if i is None:
-            i = self._index[item] = len(self.entries)
-            self.entries.append(item.entry_json())
+        i = self._index.get(item.part)
+        if i is not None:
+            seen = self._items[i]
+            if seen is item or seen == item:  # the checker hands out one item per part
+                return i
+        i = self._index[item.part] = len(self.entries)
+        self._items.append(item)
+        self.entries.append(item.entry_json())
         return i
 
 
