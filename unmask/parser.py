@@ -88,7 +88,7 @@ def _build(strict: bool = False) -> Lark:
 @lru_cache(maxsize=1)
 def lark_parser() -> Lark:
     """The LALR parser, built once per process on first use. Building its tables takes
-    some 150 ms of CPU, so they are saved in the user's cache folder and loaded from there
+    some 70 ms of CPU, so they are saved in the user's cache folder and loaded from there
     by later processes; a cache that cannot be read or written is skipped, never an error."""
     grammar = resources.files("unmask.grammar").joinpath("unmask.lark").read_text("utf-8")
     path = _cache_file(grammar)
