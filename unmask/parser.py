@@ -46,6 +46,7 @@ from unmask.names import IDENT_RE
 from unmask.syntaxtree import ToAst, span_of
 
 MAX_SYNTAX_ERRORS = 20
+_HAS_INTEREGULAR = lark.lexer.has_interegular  # lark found the collision checker's package
 MAX_TABLE_BYTES = 4 * 1024 * 1024  # the tables take some 45 KB: a larger file is not ours
 
 
@@ -77,12 +78,13 @@ def _build(strict: bool = False) -> Lark:
     (tests/test_grammar.py holds both)."""
     if strict:
         return Lark.open_from_package("unmask.grammar", "unmask.lark", strict=True, **_LARK_OPTIONS)
-    saved = lark.lexer.has_interegular
     lark.lexer.has_interegular = False  # lark's switch for the check: off for this build
     try:
         return Lark.open_from_package("unmask.grammar", "unmask.lark", **_LARK_OPTIONS)
     finally:
-        lark.lexer.has_interegular = saved
+        # what lark found at import, not what this build found: two threads building at
+        # once cannot leave the check off for good
+        lark.lexer.has_interegular = _HAS_INTEREGULAR
 
 
 @lru_cache(maxsize=1)
