@@ -16,7 +16,7 @@ import pytest
 from unmask.api import check
 from unmask.batch import inputs, resume, run, summary
 from unmask.bench import replay_line
-from unmask.record import ResultRecord
+from unmask.record import ResultRecord, report_json
 from unmask.replay import load_replay
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -66,9 +66,10 @@ def test_report_line_is_the_report_with_its_location(cases: Path) -> None:
     [(_task, line, v)] = _collect(inputs.iter_tasks([str(path)]))
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     obj = json.loads(line)
-    assert list(obj)[:2] == ["schema", "location"]
-    assert obj.pop("location") == str(path)
-    assert obj == check(load_replay(path), "sliced").to_json()
+    assert list(obj)[:2] == ["schema", "location"] and obj["schema"] == "unmask.result/2"
+    back = report_json(obj)  # the report's JSON, each annotation back in its parts
+    assert back.pop("location") == str(path)
+    assert back == check(load_replay(path), "sliced").to_json()
     assert v.overall == "VIOLATED"
 
 
@@ -89,10 +90,10 @@ def test_bad_lines_become_error_records_and_the_batch_goes_on(tmp_path: Path) ->
     objs = [json.loads(line) for _, line, _ in results]
     assert [o["location"] for o in objs] == [f"{f}:{n}" for n in (1, 2, 3, 4)]
     assert [o["schema"] for o in objs] == [
-        "unmask.report/1",
+        "unmask.result/2",
         "unmask.error/1",
         "unmask.error/1",
-        "unmask.report/1",
+        "unmask.result/2",
     ]
     syntax = objs[1]["errors"][0]
     assert syntax["code"] == "json-syntax"
@@ -368,7 +369,7 @@ def test_an_overlong_jsonl_record_is_skipped_without_reading_it_whole(tmp_path: 
     assert inputs.count_tasks([str(f)], limits) == 3
     settings = run.Settings("sliced", 60_000, limits)
     objs = [json.loads(line) for _, line, _ in _collect(tasks, settings=settings)]
-    assert [o["schema"] for o in objs] == ["unmask.report/1", "unmask.error/1", "unmask.report/1"]
+    assert [o["schema"] for o in objs] == ["unmask.result/2", "unmask.error/1", "unmask.result/2"]
     err = objs[1]["errors"][0]
     assert err["code"] == "limit" and err["file"] == f"{f}:2"
 

@@ -134,6 +134,27 @@ def test_resume_after_a_truncated_line_skips_what_is_done(tmp_path: Path) -> Non
     assert part.read_bytes() == full.read_bytes()
 
 
+def test_resume_reads_lines_of_the_first_form_and_keeps_them(tmp_path: Path) -> None:
+    # a results file of an earlier run holds each report's JSON as it is (unmask.report/1):
+    # resuming into it keeps those lines, adds lines of the new form, and sums them alike
+    from unmask.record import report_json
+
+    src, full = audited(tmp_path, 6)
+    lines = full.read_bytes().splitlines(keepends=True)
+    old = [
+        json.dumps(report_json(json.loads(x)), ensure_ascii=False).encode() + b"\n" for x in lines
+    ]
+    assert all(b'"schema": "unmask.report/1"' in x for x in old)
+    part = tmp_path / "part.jsonl"
+    part.write_bytes(b"".join(old[:3]))
+    fresh, resumed = tmp_path / "fresh.json", tmp_path / "resumed.json"
+    assert run([str(src), "--out", str(full), "--summary-json", str(fresh)]).exit_code == 0
+    args = [str(src), "--out", str(part), "--resume", "--summary-json", str(resumed)]
+    assert run(args).exit_code == 0
+    assert part.read_bytes() == b"".join(old[:3] + lines[3:])
+    assert json.loads(resumed.read_text()) == json.loads(fresh.read_text())
+
+
 def _unmask(*args: str, **kw) -> subprocess.Popen:
     code = "from unmask.cli.main import main; main()"
     return subprocess.Popen([sys.executable, "-c", code, *args], **kw)

@@ -116,7 +116,7 @@ def test_a_folder_that_cannot_be_listed_is_an_error_record(tmp_path: Path, monke
     assert code == "io" and message == f"cannot read the directory `{locked}`: permission denied"
     out = tmp_path / "r.jsonl"
     assert run([str(tree), "--out", str(out), "--quiet"]).exit_code == 0
-    assert [o["schema"] for o in lines_of(out)] == ["unmask.report/1", "unmask.error/1"]
+    assert [o["schema"] for o in lines_of(out)] == ["unmask.result/2", "unmask.error/1"]
 
 
 def test_a_jsonl_path_that_is_a_fifo_is_an_error_record_not_a_hang(tmp_path: Path) -> None:

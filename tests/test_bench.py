@@ -10,7 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from unmask.api import check
+from unmask.batch import run
 from unmask.bench import Baseline, Plan, factual_replay, replay_line, to_markdown
+from unmask.bench.measure import _tasks
 from unmask.cli.main import main
 from unmask.replay import load_replay_text, replay_from_obj
 
@@ -92,6 +94,15 @@ def test_quick_bench_prints_and_writes_every_figure(tmp_path: Path) -> None:
         # the printed table has a row for every cell
         assert any(line.split()[:2] == [str(n), runner] for line in result.output.splitlines())
     assert set(figures["growth"]["sliced"]) == {"20/2"}
+    # the audit's own line, measured as it writes it: the mean bytes of the cell's lines
+    for n in (2, 20):
+        c = cells[(n, "sliced")]
+        tasks = _tasks(n, c["replays"], 0)
+        lines = [run.audit_task(t, run.Settings("sliced", 60_000)).line for t in tasks]
+        assert figures["line_bytes"][str(n)] == round(sum(map(len, lines)) / len(lines))
+        assert c["line_bytes_per_replay"] == figures["line_bytes"][str(n)]
+        assert cells[(n, "baseline")]["line_bytes_per_replay"] is None
+    assert "the audit's result line, bytes per replay: 2 claims " in result.output
     jobs = figures["jobs"]
     assert len(jobs["jobs1_per_second"]) == len(jobs["jobs2_per_second"]) == 2
     assert jobs["speedup"] > 0 and jobs["speedup_on_idle_cores"] > 0

@@ -372,9 +372,89 @@ def test_keywords_never_reach_the_tree():
     assert kinds == {"NAME"}
 
 
-def test_the_grammar_loads_strict_with_positions():
+def test_the_grammar_loads_lalr_with_positions():
     opts = lark_parser().options
-    assert (opts.parser, opts.strict, opts.propagate_positions) == ("lalr", True, True)
+    assert (opts.parser, opts.propagate_positions) == ("lalr", True)
+
+
+def _automaton(parser) -> tuple[dict, dict, list]:
+    """A parser's LALR tables as lark saves them: the rules, the start states, and each
+    state's actions keyed by terminal name (lark numbers terminals and states in an
+    order that differs from one build to the next, even in one process)."""
+    import io
+    import pickle
+
+    buf = io.BytesIO()
+    parser.save(buf)
+    saved = pickle.loads(buf.getvalue())
+    tables = saved["data"]["parser"]["parser"]
+    names = tables["tokens"]
+    states = {s: {names[t]: act for t, act in row.items()} for s, row in tables["states"].items()}
+    return states, tables["start_states"], saved["memo"]
+
+
+def _same_automaton(a, b) -> bool:
+    """The two parsers' automata are the same up to the numbering of their states."""
+    (states_a, start_a, rules_a), (states_b, start_b, rules_b) = a, b
+    if rules_a != rules_b or start_a.keys() != start_b.keys() or len(states_a) != len(states_b):
+        return False
+    pairs = [(start_a[k], start_b[k]) for k in start_a]
+    seen: dict[int, int] = {}
+    while pairs:
+        sa, sb = pairs.pop()
+        if sa in seen:
+            if seen[sa] != sb:
+                return False
+            continue
+        seen[sa] = sb
+        row_a, row_b = states_a[sa], states_b[sb]
+        if row_a.keys() != row_b.keys():
+            return False
+        for name, (kind, arg) in row_a.items():
+            kind_b, arg_b = row_b[name]
+            if kind != kind_b:
+                return False
+            if kind == 0:  # shift: to the state the other parser shifts to
+                pairs.append((arg, arg_b))
+            elif arg != arg_b:  # reduce: by the same rule
+                return False
+    return len(seen) == len(states_a) and len(set(seen.values())) == len(seen)
+
+
+def test_the_grammar_is_strict_and_its_tables_are_the_ones_the_run_builds():
+    # strict: no shift/reduce conflict and no two terminals that can match the same text
+    # (lark's regex-collision check), else the build raises. The run skips that check,
+    # for speed, and must build the very same automaton
+    import lark
+
+    from unmask.parser import _build
+
+    strict = _build(strict=True)
+    assert strict.options.strict
+    assert lark.lexer.has_interegular
+    assert _same_automaton(_automaton(_build()), _automaton(strict))
+    assert lark.lexer.has_interegular  # the switch is put back after the run's build
+
+
+def test_the_automaton_comparison_sees_a_different_grammar():
+    import lark
+
+    from unmask.parser import _build
+
+    other = lark.Lark(
+        'start: "protocol" NAME\nNAME: /[a-z]+/\n%ignore " "\n', parser="lalr", lexer="basic"
+    )
+    assert not _same_automaton(_automaton(other), _automaton(_build()))
+
+
+def test_a_grammar_with_colliding_terminals_is_refused_by_the_strict_build():
+    # what the strict test above relies on: lark in strict mode raises on a collision
+    import lark
+
+    grammar = "start: A | B\nA: /a+/\nB: /a|b/\n"
+    lark.Lark(grammar, parser="lalr", lexer="basic")  # not strict: builds
+    with pytest.raises(lark.exceptions.LexError):
+        lark.Lark(grammar, parser="lalr", lexer="basic", strict=True)
 
 
 # --- long string literals ----------------------------------------------------------------

@@ -162,7 +162,7 @@ def test_a_job_refused_by_a_broken_pool_waits_and_is_run(tmp_path: Path, monkeyp
     monkeypatch.setattr(run._Pool, "_submit", refuse_third)
     got = _audit(inputs.iter_work([str(f)], DEFAULT_LIMITS, 5_000), 2)
     assert [loc for loc, _, _ in got] == [f"{f}:{n}" for n in range(1, 31)]
-    assert all(json.loads(line)["schema"] == "unmask.report/1" for _, line, _ in got)
+    assert all(json.loads(line)["schema"] == "unmask.result/2" for _, line, _ in got)
     assert calls.count(calls[2]) == 2  # refused once, then submitted again
 
 

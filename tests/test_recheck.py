@@ -290,7 +290,7 @@ def test_audit_keeps_going_past_a_replay_whose_label_the_new_version_lacks(tmp_p
     assert first["schema"] == "unmask.error/1"
     assert [e["code"] for e in first["errors"]] == ["verdict", "gold"]
     assert first["recheck"]["protocol"] == "graded_fact"
-    assert second["schema"] == "unmask.report/1" and second["overall"] == "SATISFIED"
+    assert second["schema"] == "unmask.result/2" and second["overall"] == "SATISFIED"
     gated = cli("audit", str(src), "--protocol", str(v2), "--out", str(out), "--fail-on", "unknown")
     assert gated.exit_code == 3
     alone = write(tmp_path, "alone.jsonl", json.dumps(bad) + "\n")

@@ -15,7 +15,14 @@ from unmask.batch.records import encode_line, error_record
 from unmask.bench.workload import replay_line
 from unmask.diagnostics import Diagnostic, render_all
 from unmask.ir import Span
-from unmask.record import ERROR_SCHEMA, ResultRecord, diagnostic_from_json, diagnostic_json
+from unmask.record import (
+    ERROR_SCHEMA,
+    RESULT_SCHEMA,
+    ResultRecord,
+    diagnostic_from_json,
+    diagnostic_json,
+    report_json,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
@@ -132,3 +139,74 @@ def test_a_malformed_line_that_resume_accepts_never_raises() -> None:
     record = ResultRecord.from_line(odd)
     assert record.error == "c" and record.errors[0].span is None and record.errors[0].notes == ()
     assert ResultRecord.from_line({"schema": ERROR_SCHEMA, "location": "y"}).error == "error"
+
+
+# --- the line's form: each annotation once, nothing lost ---------------------------------
+
+
+def _report_and_line(location: str, text: bytes | None = None, file: str | None = None):
+    """The report of a replay and its result line, parsed."""
+    task = inputs.Task(location, file or location, 1 if text else None, text)
+    replay = run.load_task(task, SETTINGS.limits)
+    from unmask.outcomes import check_replay
+
+    report = check_replay(replay, run._backend(SETTINGS))
+    return report, json.loads(run.audit_task(task, SETTINGS).line)
+
+
+def _as_report_line(report, location: str) -> str:
+    """The line of the first form (``unmask.report/1``): the report's JSON as it is."""
+    body = report.to_json()
+    return json.dumps({"schema": body.pop("schema"), "location": location, **body})
+
+
+def _cases():
+    for path in EXAMPLES:
+        yield str(path), None, None
+    for workload in ("mixed", "supported"):
+        for i in range(6):
+            yield f"g.jsonl:{i + 1}", replay_line(4, 3, i, workload).encode(), "g.jsonl"
+
+
+def test_a_line_gives_back_its_report_json_key_for_key_and_in_order() -> None:
+    shared = 0
+    for location, text, file in _cases():
+        report, line = _report_and_line(location, text, file)
+        assert line["schema"] == RESULT_SCHEMA and list(line)[:2] == ["schema", "location"]
+        assert json.dumps(report_json(line)) == _as_report_line(report, location), location
+        # every entry is referred to, and no annotation is written twice
+        atoms = [e["atom"] for e in line["annotations"]]
+        assert len(atoms) == len(set(atoms))
+        text_of_line = json.dumps(line)
+        assert '"kind": "annotation"' not in text_of_line
+        whole = json.dumps(report.to_json())
+        shared += whole.count('"kind": "annotation"') > len(atoms)
+    assert shared  # some case has an annotation that several checks rest on
+
+
+def test_a_line_of_the_first_form_reads_as_it_is_and_as_the_same_record() -> None:
+    for location, text, file in list(_cases())[:6]:
+        report, line = _report_and_line(location, text, file)
+        old = json.loads(_as_report_line(report, location))
+        assert report_json(old) == old
+        assert ResultRecord.from_line(old) == ResultRecord.from_line(line)
+        assert ResultRecord.from_line(line) == ResultRecord.from_report(report, location)
+
+
+def test_an_index_that_names_no_annotation_is_left_for_the_reader_to_pass_over() -> None:
+    line = {
+        "schema": RESULT_SCHEMA,
+        "location": "x",
+        "verdict": {"explanation": {"minimal": True, "parts": [0, 5, -1, True, "x"]}},
+        "requirements": [{"coverage_explanation": {"parts": [0]}}, 3],
+        "grounding": None,
+        "conflicts": {"proto": None, "all": {"parts": [0]}},
+        "annotations": [{"atom": "a", "value": "TRUE"}],
+    }
+    got = report_json(line)
+    a = {"part": "fact:a", "kind": "annotation", "atom": "a", "value": "TRUE"}
+    assert got["verdict"]["explanation"]["parts"] == [a, 5, -1, True, "x"]
+    assert got["requirements"] == [{"coverage_explanation": {"parts": [a]}}, 3]
+    assert got["conflicts"] == {"proto": None, "all": {"parts": [a]}}
+    assert "annotations" not in got and got["schema"] == "unmask.report/1"
+    assert report_json({**line, "annotations": "no"})["verdict"]["explanation"]["parts"][0] == 0

@@ -380,7 +380,8 @@ def test_items_rank_by_findings_then_location_and_skip_reviewed_ones() -> None:
 def test_an_edited_results_file_never_ends_in_a_traceback(replays: Path) -> None:
     audit("results.jsonl")
     rows = [json.loads(x) for x in Path("results.jsonl").read_text().splitlines()]
-    rows[0]["requirements"][0]["explanation"]["parts"][0]["evidence"] = "nonsense"
+    first = rows[0]["requirements"][0]["explanation"]["parts"][0]  # an index: written once
+    rows[0]["annotations"][first]["evidence"] = "nonsense"
     rows[1]["requirements"][0]["explanation"]["parts"] = [5, {"kind": "annotation"}]
     Path("results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     r = run("review", "results.jsonl", "--list")

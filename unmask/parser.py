@@ -32,6 +32,7 @@ from importlib import resources
 from pathlib import Path
 
 import lark
+import lark.lexer
 from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from lark.lexer import PatternStr
@@ -45,13 +46,13 @@ from unmask.names import IDENT_RE
 from unmask.syntaxtree import ToAst, span_of
 
 MAX_SYNTAX_ERRORS = 20
+_HAS_INTEREGULAR = lark.lexer.has_interegular  # lark found the collision checker's package
 MAX_TABLE_BYTES = 4 * 1024 * 1024  # the tables take some 45 KB: a larger file is not ours
 
 
 _LARK_OPTIONS = {
     "parser": "lalr",
     "lexer": "basic",
-    "strict": True,
     "propagate_positions": True,
     "maybe_placeholders": True,
 }
@@ -67,14 +68,29 @@ def _cache_file(grammar: str) -> Path | None:
     return folder / f"parser-{hashlib.sha256(key.encode()).hexdigest()[:24]}.lark"
 
 
-def _build() -> Lark:
-    return Lark.open_from_package("unmask.grammar", "unmask.lark", **_LARK_OPTIONS)
+def _build(strict: bool = False) -> Lark:
+    """The parser of the shipped grammar. ``strict`` (the tests') also proves the grammar
+    has no shift/reduce conflict and no two terminals whose patterns overlap, by lark's
+    regex-collision check; at run time that check is skipped, because it is two thirds of
+    the build (some 220 ms of 320 on a cold cache, lark's own grammar's lexer included)
+    and proves nothing about the user's input: the grammar is a file of the package, and
+    without a conflict or a collision the tables are the same either way
+    (tests/test_grammar.py holds both)."""
+    if strict:
+        return Lark.open_from_package("unmask.grammar", "unmask.lark", strict=True, **_LARK_OPTIONS)
+    lark.lexer.has_interegular = False  # lark's switch for the check: off for this build
+    try:
+        return Lark.open_from_package("unmask.grammar", "unmask.lark", **_LARK_OPTIONS)
+    finally:
+        # what lark found at import, not what this build found: two threads building at
+        # once cannot leave the check off for good
+        lark.lexer.has_interegular = _HAS_INTEREGULAR
 
 
 @lru_cache(maxsize=1)
 def lark_parser() -> Lark:
     """The LALR parser, built once per process on first use. Building its tables takes
-    some 150 ms of CPU, so they are saved in the user's cache folder and loaded from there
+    some 70 ms of CPU, so they are saved in the user's cache folder and loaded from there
     by later processes; a cache that cannot be read or written is skipped, never an error."""
     grammar = resources.files("unmask.grammar").joinpath("unmask.lark").read_text("utf-8")
     path = _cache_file(grammar)

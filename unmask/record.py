@@ -10,7 +10,15 @@ Contract:
 - an error record's record has ``error`` (its first diagnostic's code) and ``errors``
   (its diagnostics, read back from their JSON fields), and no report field;
 - ``from_line`` reads what ``unmask.batch.records.line_problem`` accepts, and takes a
-  field of another type as absent, never raises.
+  field of another type as absent, never raises;
+- ``result_line(report, location)`` is a checked replay's line (``RESULT_SCHEMA``): the
+  report's JSON with ``location`` after ``schema``, each annotation an explanation or a
+  conflict rests on written once, in ``annotations`` at the end, and referred to by its
+  index there. ``report_json(line)`` gives back the report's JSON of such a line, or of
+  a line of the first form (``unmask.report/1``: the report's JSON as it is, which older
+  results files hold), so a reader of explanations reads either; for a report,
+  ``report_json(result_line(report, loc))`` is ``report.to_json()`` with ``location``
+  (tests/test_record.py).
 
 A named tuple, not a dataclass: a ``--jobs`` run builds one per replay in the parent,
 from the pipe, and unpickling a tuple costs a fifth of a slotted dataclass there.
@@ -23,12 +31,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from unmask.diagnostics import Diagnostic
 from unmask.ir import Span
-from unmask.report import DIMENSIONS, INCONSISTENT, VIOLATED, CheckResult
+from unmask.report import DIMENSIONS, INCONSISTENT, VIOLATED, AnnotationTable, CheckResult
+from unmask.report import SCHEMA as REPORT_SCHEMA
 
 if TYPE_CHECKING:
     from unmask.report import Report
 
 ERROR_SCHEMA = "unmask.error/1"  # the result line of a replay that could not be checked
+# a checked replay's line; its first form, the report's JSON as it is, was `unmask.report/1`
+RESULT_SCHEMA = "unmask.result/2"
+CHECKED_SCHEMAS = (RESULT_SCHEMA, REPORT_SCHEMA)
 
 ResultKey = tuple[str, str | None, str | None]  # requirement id, status, coverage status
 
@@ -164,6 +176,56 @@ class ResultRecord(NamedTuple):
             confirmed=_line_confirmed(obj),
             recheck=_recheck(obj.get("recheck")),
         )
+
+
+def result_line(report: Report, location: str) -> dict[str, Any]:
+    """A checked replay's result line (``RESULT_SCHEMA``), before encoding."""
+    table = AnnotationTable()
+    body = report.to_json(table)
+    del body["schema"]
+    return {"schema": RESULT_SCHEMA, "location": location, **body, "annotations": table.entries}
+
+
+def report_json(line: Mapping[str, Any]) -> dict[str, Any]:
+    """The report's JSON (``unmask.report/1``, with ``location``) of a checked replay's
+    line of either form. An index that names no entry of ``annotations`` (an edited
+    file) is left as it is, for the reader to pass over as a malformed part."""
+    out = dict(line)
+    if out.get("schema") != RESULT_SCHEMA:
+        return out
+    out["schema"] = REPORT_SCHEMA
+    table = out.pop("annotations", None)
+    entries = table if isinstance(table, list) else []
+
+    def part(p: Any) -> Any:
+        if isinstance(p, int) and not isinstance(p, bool) and 0 <= p < len(entries):
+            e = entries[p]
+            if isinstance(e, Mapping):
+                return {"part": f"fact:{e.get('atom')}", "kind": "annotation", **e}
+        return p
+
+    def expl(e: Any) -> Any:
+        if isinstance(e, Mapping) and isinstance(e.get("parts"), list):
+            return {**e, "parts": [part(p) for p in e["parts"]]}
+        return e
+
+    def check(c: Any, prefixes: tuple[str, ...] = ("",)) -> Any:
+        if not isinstance(c, Mapping):
+            return c
+        c = dict(c)
+        for p in prefixes:
+            if f"{p}explanation" in c:
+                c[f"{p}explanation"] = expl(c[f"{p}explanation"])
+        return c
+
+    if "verdict" in out:
+        out["verdict"] = check(out["verdict"])
+    for key, prefixes in (("requirements", ("", "coverage_")), ("grounding", ("",))):
+        if isinstance(out.get(key), list):
+            out[key] = [check(c, prefixes) for c in out[key]]
+    if isinstance(out.get("conflicts"), Mapping):
+        out["conflicts"] = {k: expl(v) for k, v in out["conflicts"].items()}
+    return out
 
 
 def _text(v: Any) -> str | None:

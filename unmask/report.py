@@ -11,7 +11,10 @@ Contract:
   too, and appear in the JSON only when the replay has them;
 - a field that only says something when true (``unreviewed``, ``gold_derived``) is written
   only then, and a part's ``label`` and ``by`` only when there is one, so a binary
-  protocol with unattributed annotations reads as it always did.
+  protocol with unattributed annotations reads as it always did;
+- ``to_json(table)`` with an ``AnnotationTable`` writes each annotation part as its index
+  in the table instead, and fills the table: the result line's form (``unmask.record``),
+  where an annotation several checks rest on is written once.
 """
 
 from __future__ import annotations
@@ -159,14 +162,18 @@ class AnnotationItem:
     by: Provenance | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "part": str(self.part),
-            "kind": self.kind,
-            "atom": self.atom,
-            "value": self.value,
-            "evidence": [q.to_json() for q in self.evidence],
-            "explanation": self.explanation or "",
-        }
+        return self._put({"part": str(self.part), "kind": self.kind})
+
+    def entry_json(self) -> dict[str, Any]:
+        """The annotation's own fields (every field but ``part`` and ``kind``, which follow
+        from it): its entry in a result line's ``annotations``."""
+        return self._put({})
+
+    def _put(self, out: dict[str, Any]) -> dict[str, Any]:
+        out["atom"] = self.atom
+        out["value"] = self.value
+        out["evidence"] = [q.to_json() for q in self.evidence]
+        out["explanation"] = self.explanation or ""
         if self.by is not None:
             out["by"] = self.by.to_json()
         return out
@@ -214,6 +221,29 @@ class DecisionItem:
 Item = AnnotationItem | ConstraintItem | LabelsItem | DecisionItem
 
 
+class AnnotationTable:
+    """The annotations a result line's explanations and conflicts rest on, each once, in
+    the order they are first referred to; ``ref`` gives an annotation's index."""
+
+    __slots__ = ("_index", "_items", "entries")
+
+    def __init__(self) -> None:
+        self.entries: list[dict[str, Any]] = []
+        self._items: list[AnnotationItem] = []
+        self._index: dict[PartId, int] = {}  # by part: a part id's hash is cached
+
+    def ref(self, item: AnnotationItem) -> int:
+        i = self._index.get(item.part)
+        if i is not None:
+            seen = self._items[i]
+            if seen is item or seen == item:  # the checker hands out one item per part
+                return i
+        i = self._index[item.part] = len(self.entries)
+        self._items.append(item)
+        self.entries.append(item.entry_json())
+        return i
+
+
 @dataclass(frozen=True, slots=True)
 class Explanation:
     """A set of parts that forces a result; ``minimal`` is False only if a solver call
@@ -222,8 +252,11 @@ class Explanation:
     items: tuple[Item, ...]
     minimal: bool = True
 
-    def to_json(self) -> dict[str, Any]:
-        return {"minimal": self.minimal, "parts": [i.to_json() for i in self.items]}
+    def to_json(self, table: AnnotationTable | None = None) -> dict[str, Any]:
+        if table is None:
+            return {"minimal": self.minimal, "parts": [i.to_json() for i in self.items]}
+        parts = [table.ref(i) if i.kind == "annotation" else i.to_json() for i in self.items]  # type: ignore[arg-type]
+        return {"minimal": self.minimal, "parts": parts}
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,12 +322,14 @@ class CheckResult:
         self.put_fields(out, _field_names(prefix))
         return out
 
-    def put_fields(self, out: dict[str, Any], names: tuple[str, ...]) -> None:
+    def put_fields(
+        self, out: dict[str, Any], names: tuple[str, ...], table: AnnotationTable | None = None
+    ) -> None:
         """Add what ``fields`` holds to ``out``; ``names`` is ``_field_names(prefix)``."""
         expl = self.explanation
         wit = self.witnesses
         out[names[0]] = self.outcome
-        out[names[1]] = None if expl is None else expl.to_json()
+        out[names[1]] = None if expl is None else expl.to_json(table)
         out[names[2]] = None if wit is None else wit.to_json()
         if self.unreviewed:
             out[names[3]] = True
@@ -324,13 +359,13 @@ class VerdictCheck:
     result: CheckResult
     allowed: tuple[str, ...] | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, table: AnnotationTable | None = None) -> dict[str, Any]:
         out = {
             "observed": self.observed,
             "status": self.result.status,
             "allowed": None if self.allowed is None else list(self.allowed),
         }
-        self.result.put_fields(out, _PLAIN)
+        self.result.put_fields(out, _PLAIN, table)
         return out
 
 
@@ -341,15 +376,15 @@ class RequirementCheck:
     holds: CheckResult
     coverage: CheckResult
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, table: AnnotationTable | None = None) -> dict[str, Any]:
         out = {
             "id": self.id,
             "status": self.holds.status,
             "coverage": self.coverage.status,
             "description": self.description,
         }
-        self.holds.put_fields(out, _PLAIN)
-        self.coverage.put_fields(out, _COVERAGE)
+        self.holds.put_fields(out, _PLAIN, table)
+        self.coverage.put_fields(out, _COVERAGE, table)
         return out
 
 
@@ -366,14 +401,14 @@ class GroundingCheck:
     def pair(self) -> str:
         return f"{self.judge}{self.direction}{self.context}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, table: AnnotationTable | None = None) -> dict[str, Any]:
         out = {
             "judge": self.judge,
             "context": self.context,
             "status": self.result.status,
             "direction": self.direction,
         }
-        self.result.put_fields(out, _PLAIN)
+        self.result.put_fields(out, _PLAIN, table)
         return out
 
 
@@ -396,9 +431,9 @@ class Bases:
     def to_json(self) -> dict[str, Any]:
         return {n: self.state(n) for n in BASE_NAMES}
 
-    def conflicts_json(self) -> dict[str, Any]:
+    def conflicts_json(self, table: AnnotationTable | None = None) -> dict[str, Any]:
         return {
-            n: None if self.conflict(n) is None else self.conflict(n).to_json()  # type: ignore[union-attr]
+            n: None if self.conflict(n) is None else self.conflict(n).to_json(table)  # type: ignore[union-attr]
             for n in BASE_NAMES
         }
 
@@ -467,7 +502,8 @@ class Report:
     def with_gold(self, gold: str | None) -> Report:
         return replace(self, gold=gold)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, table: AnnotationTable | None = None) -> dict[str, Any]:
+        """The report's JSON; with ``table``, each annotation part is its index there."""
         return {
             # the fixed fields, in their documented order
             "schema": SCHEMA,
@@ -475,9 +511,9 @@ class Report:
             "backend": self.backend,
             "overall": self.overall,
             "bases": None if self.bases is None else self.bases.to_json(),
-            "verdict": self.verdict.to_json(),
-            "requirements": [r.to_json() for r in self.requirements],
-            "grounding": [g.to_json() for g in self.grounding],
+            "verdict": self.verdict.to_json(table),
+            "requirements": [r.to_json(table) for r in self.requirements],
+            "grounding": [g.to_json(table) for g in self.grounding],
             "unannotated": list(self.unannotated),
             "gold": self.gold,
             "verdict_matches_gold": self.verdict_matches_gold,
@@ -486,7 +522,7 @@ class Report:
             "translation": self.translation,
             "dimensions": self.dimensions.to_json(),
             "reasons": [r.to_json() for r in self.reasons],
-            "conflicts": None if self.bases is None else self.bases.conflicts_json(),
+            "conflicts": None if self.bases is None else self.bases.conflicts_json(table),
             "unknown": list(self.unknown),
             # added only when the replay has them
             **({} if self.item is None else {"item": self.item}),

@@ -1,9 +1,12 @@
 """The result lines of an audit: their two shapes, how they are written, how one is checked.
 
 Contract:
-- a checked replay's line is its report's JSON with ``location`` after ``schema``; a replay
-  that could not be checked is an error record ``{"schema": ERROR_SCHEMA, "location":
-  ..., "errors": [diagnostic fields ...]}`` (``unmask.record``, which reads both back);
+- a checked replay's line is ``unmask.record.result_line``: its report's JSON with
+  ``location`` after ``schema`` and each annotation written once (``RESULT_SCHEMA``; a
+  results file of an earlier run may hold the report's JSON as it is, ``unmask.report/1``,
+  read the same); a replay that could not be checked is an error record ``{"schema":
+  ERROR_SCHEMA, "location": ..., "errors": [diagnostic fields ...]}`` (``unmask.record``,
+  which reads them all back);
 - ``encode_line`` writes one compact UTF-8 line ending in a newline (a lone surrogate from
   the input is escaped, so the line stays valid UTF-8);
 - ``line_problem(obj)`` says what is wrong with a parsed line read back for ``--resume``
@@ -18,9 +21,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from unmask.diagnostics import Diagnostic
-from unmask.record import ERROR_SCHEMA, diagnostic_json
+from unmask.record import CHECKED_SCHEMAS, ERROR_SCHEMA, RESULT_SCHEMA, diagnostic_json
 from unmask.report import NOT_CHECKED, OK, SATISFIED, UNKNOWN, VIOLATED
-from unmask.report import SCHEMA as REPORT_SCHEMA
 from unmask.safe import json_text
 
 OVERALL = (SATISFIED, VIOLATED, UNKNOWN)
@@ -86,8 +88,10 @@ def line_problem(obj: Any) -> str | None:
             ):
                 return f"has a malformed `errors[{i}]`"
         return None
-    if schema != REPORT_SCHEMA:
+    if schema not in CHECKED_SCHEMAS:
         return "has no known `schema`"
+    if schema == RESULT_SCHEMA and not isinstance(obj.get("annotations"), list):
+        return "has no `annotations` list"
     if obj.get("overall") not in OVERALL:
         return "has no valid `overall`"
     for key in ("replay", "protocol"):

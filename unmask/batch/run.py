@@ -50,7 +50,7 @@ from unmask.batch.summary import Summary
 from unmask.diagnostics import Diagnostic, UnmaskError, internal_error
 from unmask.interrupt import reraise_interrupt
 from unmask.limits import DEFAULT_LIMITS, GC_THRESHOLDS, Limits
-from unmask.record import ResultRecord
+from unmask.record import ResultRecord, result_line
 
 # how many tasks one pool job carries, and how many jobs per process may be in flight
 CHUNK_TASKS = 256
@@ -145,8 +145,7 @@ def audit_task(task: Task, settings: Settings) -> Result:
     except Exception as exc:  # one broken replay must not stop the batch
         reraise_interrupt(exc)
         return _failed(task, [internal_error(exc, file=task.location)], settings)
-    body = report.to_json()
-    obj = {"schema": body.pop("schema"), "location": task.location, **body}
+    obj = result_line(report, task.location)
     page = None
     if settings.html:
         from unmask.render import html

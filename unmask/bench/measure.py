@@ -61,6 +61,7 @@ class Cell:
     calls: float  # solver calls per replay
     note: str = ""
     wall: tuple[float, ...] = ()  # mean wall-clock seconds per replay, one per repeat
+    line_bytes: float | None = None  # mean bytes of the result line the audit writes (checkers)
 
     @property
     def median(self) -> float:
@@ -80,6 +81,7 @@ class Cell:
             "wall_ms_per_replay": _ms(statistics.median(self.wall)) if self.wall else None,
             "replays_per_second": round(1 / self.median, 2) if self.seconds else None,
             "sat_calls_per_replay": round(self.calls, 2),
+            "line_bytes_per_replay": None if self.line_bytes is None else round(self.line_bytes),
             "note": self.note or None,
         }
 
@@ -107,11 +109,15 @@ def _tasks(n: int, count: int, seed: int, workload: str = "mixed") -> list[Any]:
     ]
 
 
-def _time_runner(runner: str, tasks: list[Any], timeout_ms: int) -> tuple[float, float, float]:
-    """CPU seconds, wall seconds and solver calls per replay for one pass over ``tasks``."""
+def _time_runner(
+    runner: str, tasks: list[Any], timeout_ms: int
+) -> tuple[float, float, float, float | None]:
+    """CPU seconds, wall seconds, solver calls and result-line bytes (None for the floor
+    and the baseline, which write no line) per replay for one pass over ``tasks``."""
     from unmask.batch.records import encode_line
     from unmask.batch.run import Settings, load_task
     from unmask.limits import DEFAULT_LIMITS
+    from unmask.record import result_line
 
     settings = Settings(runner, timeout_ms, DEFAULT_LIMITS)
     if runner == FLOOR:
@@ -119,28 +125,28 @@ def _time_runner(runner: str, tasks: list[Any], timeout_ms: int) -> tuple[float,
         for t in tasks:
             evaluate_once(load_task(t, DEFAULT_LIMITS))
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-        return cpu / len(tasks), wall / len(tasks), 0.0
+        return cpu / len(tasks), wall / len(tasks), 0.0, None
     if runner == "baseline":
         base = Baseline()
         cpu, wall = time.process_time(), time.perf_counter()
         for t in tasks:
             base.check(load_task(t, DEFAULT_LIMITS))
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-        return cpu / len(tasks), wall / len(tasks), base.calls / len(tasks)
+        return cpu / len(tasks), wall / len(tasks), base.calls / len(tasks), None
     from unmask.backends import create
     from unmask.outcomes import check_replay
 
     counting = _Counting(create(runner, timeout_ms=timeout_ms))
-    calls = 0
+    calls = size = 0
     cpu, wall = time.process_time(), time.perf_counter()
     for t in tasks:
         # the audit's own path: parse, validate, check, explain, serialise
         report = check_replay(load_task(t, settings.limits), counting)  # type: ignore[arg-type]
-        body = report.to_json()
-        encode_line({"schema": body.pop("schema"), "location": t.location, **body})
+        size += len(encode_line(result_line(report, t.location)))
         calls += counting.take_calls()
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-    return cpu / len(tasks), wall / len(tasks), calls / len(tasks)
+    n = len(tasks)
+    return cpu / n, wall / n, calls / n, size / n
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,18 +232,21 @@ def measure_cells(plan: Plan, say: Callable[[str], None]) -> list[Cell]:
             times: list[float] = []
             walls: list[float] = []
             calls = 0.0
+            size: float | None = None
             note = "" if use == count else f"{use} of {count} replays (time budget)"
             if repeats != plan.repeats:
                 note = (note + "; " if note else "") + "one repeat (time budget)"
             try:
                 for _ in range(repeats):
-                    t, w, calls = _time_runner(runner, tasks[:use], plan.timeout_ms)
+                    t, w, calls, size = _time_runner(runner, tasks[:use], plan.timeout_ms)
                     times.append(t)
                     walls.append(w)
             except UnmaskError as exc:
                 note = "refused: " + exc.diagnostics[0].message
                 times = walls = []
-            cell = Cell(n, runner, use if times else 0, tuple(times), calls, note, tuple(walls))
+            cell = Cell(
+                n, runner, use if times else 0, tuple(times), calls, note, tuple(walls), size
+            )
             by_runner[runner][n] = cell
             cells.append(cell)
             base = by_runner["baseline"].get(n) if "baseline" in by_runner else None
@@ -291,6 +300,16 @@ def run(plan: Plan, say: Callable[[str], None] = print) -> dict[str, Any]:
                 + ", ".join(f"{k} claims {v}x" for k, v in growth[runner].items())
             )
     floor = _over_floor(plan, cells, say)
+    line_bytes = {
+        str(c.claims): round(c.line_bytes)
+        for c in cells
+        if c.runner == plan.backend and c.line_bytes is not None
+    }
+    if line_bytes:
+        say(
+            "the audit's result line, bytes per replay: "
+            + ", ".join(f"{n} claims {b:,}" for n, b in line_bytes.items())
+        )
     startup = measure_startup(plan, say) if plan.startup else {}
     if startup:
         startup["per_process"] = _per_process(plan, cells, startup, say)
@@ -306,6 +325,7 @@ def run(plan: Plan, say: Callable[[str], None] = print) -> dict[str, Any]:
         "cells": [c.to_json() for c in cells],
         "growth": growth,
         "floor": floor,
+        "line_bytes": line_bytes,
         "labelled": labelled,
         "startup": startup,
         "jobs": jobs,

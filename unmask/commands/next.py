@@ -47,8 +47,7 @@ from unmask.ir import Span
 from unmask.limits import Limits
 from unmask.lines import bounded_lines
 from unmask.next import INCONSISTENT, SETTLED, BatchTodo, NextReport, Todo
-from unmask.record import ERROR_SCHEMA
-from unmask.report import SCHEMA as REPORT_SCHEMA
+from unmask.record import CHECKED_SCHEMAS, ERROR_SCHEMA
 from unmask.safe import printable
 
 DEFAULT_BACKEND = "sliced"  # the audit's default: docs/performance.md
@@ -57,13 +56,13 @@ EXIT_USAGE = exitcodes.USAGE
 EXIT_UNSETTLED = exitcodes.UNKNOWN
 EXIT_INVALID = exitcodes.INVALID
 BATCH_SCHEMA = "unmask.next-batch/1"
-_RESULT_SCHEMAS = (REPORT_SCHEMA, ERROR_SCHEMA)
+_RESULT_SCHEMAS = (*CHECKED_SCHEMAS, ERROR_SCHEMA)
 _PEEK = 1 << 20
 
 
 # the audit writes `schema`, then `location`, first on every result line
 _RESULT_HEAD = re.compile(
-    rb'\s*\{\s*"schema"\s*:\s*"unmask\.(?:report|error)/1"\s*,\s*"location"\s*:'
+    rb'\s*\{\s*"schema"\s*:\s*"unmask\.(?:report/1|error/1|result/2)"\s*,\s*"location"\s*:'
 )
 
 

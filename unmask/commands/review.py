@@ -33,14 +33,13 @@ from unmask.commands._options import (
 )
 from unmask.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
 from unmask.limits import Limits
-from unmask.record import ERROR_SCHEMA
-from unmask.report import SCHEMA as REPORT_SCHEMA
+from unmask.record import CHECKED_SCHEMAS, ERROR_SCHEMA, report_json
 from unmask.safe import printable
 
 EXIT_REFUSED = exitcodes.PARTIAL
 EXIT_USAGE = exitcodes.USAGE
 EXIT_INVALID = exitcodes.INVALID
-_RESULT_SCHEMAS = (REPORT_SCHEMA, ERROR_SCHEMA)
+_RESULT_SCHEMAS = (*CHECKED_SCHEMAS, ERROR_SCHEMA)
 
 
 def _fail(diags: list[Diagnostic], status: int) -> None:
@@ -95,10 +94,11 @@ def _from_results(path: str, root: str, limits: Limits, errors: list):
             if not isinstance(obj, dict) or not isinstance(obj.get("location"), str):
                 errors.append(_bad_result(path, n, "a result line without `location`"))
                 continue
-            if obj.get("schema") != "unmask.report/1":
+            if obj.get("schema") not in CHECKED_SCHEMAS:
                 continue  # the audit could not check it: nothing rests on anything
             try:
-                yield obj["location"], obj, Target.at(obj["location"], root).read(limits)
+                report = report_json(obj)  # annotations in place, whichever form the line has
+                yield obj["location"], report, Target.at(obj["location"], root).read(limits)
             except UnmaskError as exc:
                 errors.append(exc)
 

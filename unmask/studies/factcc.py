@@ -24,6 +24,7 @@ from typing import Any
 
 import click
 
+from unmask.record import CHECKED_SCHEMAS, report_json
 from unmask.studies import audit
 
 FILE = "factcc_explanation_annotation.json"
@@ -94,7 +95,9 @@ def _quotations(location: str) -> Counter:
 def tables(lines: Sequence[dict], graded: Mapping[str, Mapping[str, str]]) -> dict[str, Any]:
     """Every figure of the study, from result lines and the human grades alone."""
     reports = [
-        x for x in lines if x.get("schema") == "unmask.report/1" and x.get("replay") in graded
+        report_json(x)
+        for x in lines
+        if x.get("schema") in CHECKED_SCHEMAS and x.get("replay") in graded
     ]
     overall = {g: Counter() for g in GRADES}
     by_model: dict[str, dict[str, Counter]] = defaultdict(_flag_row)
@@ -161,7 +164,7 @@ def _explanation(location: str, limit: int = 500) -> str:
 
 
 def markdown(t: Mapping[str, Any], lines: Sequence[dict]) -> str:
-    by_id = {r["replay"]: r for r in lines if r.get("schema") == "unmask.report/1"}
+    by_id = {r["replay"]: report_json(r) for r in lines if r.get("schema") in CHECKED_SCHEMAS}
     md = [f"{t['judgments']} judgments audited ({t['errors']} could not be checked).\n"]
     md.append("| human grade | judgments | " + " | ".join(OVERALLS) + " |")
     md.append("|---|---:|" + "---:|" * len(OVERALLS))

@@ -24,6 +24,7 @@ from typing import Any
 
 import click
 
+from unmask.record import CHECKED_SCHEMAS, report_json
 from unmask.studies import audit
 
 FILES = {
@@ -81,7 +82,7 @@ def _judge_side(r: dict) -> dict[str, str]:
 
 def tables(lines: Sequence[dict]) -> dict[str, Any]:
     """Every figure of the study, from result lines alone."""
-    reports = [x for x in lines if x.get("schema") == "unmask.report/1"]
+    reports = [report_json(x) for x in lines if x.get("schema") in CHECKED_SCHEMAS]
     by_judge: dict[str, list[dict]] = defaultdict(list)
     for r in reports:
         by_judge[r.get("judge", "?")].append(r)

@@ -25,7 +25,7 @@ import click
 
 # the gold × adherence cells, cut and named by the audit summary itself: one vocabulary
 from unmask.batch.summary import CELL_TEXT, CELLS
-from unmask.record import ResultRecord
+from unmask.record import CHECKED_SCHEMAS, ResultRecord, report_json
 
 JUDGES = ("gpt-4-0613", "gpt-3.5-turbo-0613")
 LABELS = ("supported", "partially_supported", "not_supported")
@@ -76,7 +76,7 @@ def run(data: Path, out: Path, limit: int | None = None, jobs: int = 1) -> list[
 
 
 def _reports(lines: Iterable[dict]) -> list[dict]:
-    return [x for x in lines if x.get("schema") == "unmask.report/1"]
+    return [report_json(x) for x in lines if x.get("schema") in CHECKED_SCHEMAS]
 
 
 def _cell(r: dict) -> str:
