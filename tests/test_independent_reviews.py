@@ -22,12 +22,20 @@ ANSWERS = ("yes", "no", "unclear")
 def table(name: str) -> str:
     rows = [json.loads(x) for x in (REVIEWS / name).read_text(encoding="utf-8").splitlines()]
     assert {r["reviewer"] for r in rows} <= set(ANSWERS)
-    count = Counter((r["unmask"], r["reviewer"]) for r in rows)
+    if "follows_findings" in rows[0]:  # one requirement's findings against the rest
+        head, statuses = "`follows_findings`", ("VIOLATED", "not flagged")
+        count = Counter(
+            ("VIOLATED" if r["follows_findings"] == "VIOLATED" else "not flagged", r["reviewer"])
+            for r in rows
+        )
+    else:
+        head, statuses = "Unmask's status", ("VIOLATED", "SATISFIED")
+        count = Counter((r["unmask"], r["reviewer"]) for r in rows)
     lines = [
-        "| Unmask's status | reader: breaks | reader: does not | reader: unclear |",
+        f"| {head} | reader: breaks | reader: does not | reader: unclear |",
         "|---|---|---|---|",
     ]
-    for status in ("VIOLATED", "SATISFIED"):
+    for status in statuses:
         lines.append(f"| {status} | " + " | ".join(str(count[status, a]) for a in ANSWERS) + " |")
     return "\n".join(lines)
 
@@ -38,6 +46,7 @@ def table(name: str) -> str:
         ("wice-independent.jsonl", "study-wice-review.md"),
         ("factcc-independent.jsonl", "study-factcc.md"),
         ("realmistake-independent.jsonl", "study-realmistake.md"),
+        ("realmistake-follows-findings.jsonl", "study-realmistake.md"),
     ],
 )
 def test_the_pages_table_is_the_recount_of_the_blind_readings(readings: str, page: str) -> None:
