@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from unmask.analysis.compiled import compile_checked, invented_members
+from unmask.analysis.compiled import compile_checked
+from unmask.analysis.ground import member_names
 from unmask.backends import create
 from unmask.cli.unmaskc import cli
 from unmask.diagnostics import UnmaskError
@@ -77,8 +78,10 @@ def test_an_overlap_that_needs_members_is_found_with_invented_ones():
     else:
         raise AssertionError("no overlap found")
     assert d.code == "overlapping-decisions"
-    assert d.notes[0] == "both hold when `supported(claim1)` = TRUE, `supported(claim2)` = TRUE"
-    assert d.notes[-1] == ("with members invented for the free domains: `claim` = {claim1, claim2}")
+    assert d.notes[0] == "both hold when `supported(claim_1)` = TRUE, `supported(claim_2)` = TRUE"
+    assert d.notes[-1] == (
+        "with members invented for the free domains: `claim` = {claim_1, claim_2}"
+    )
     # one given member: no overlap at that size, so it compiles
     one = compile_checked(text, "fc.proto", {"claim": ["a"]}, DEFAULT_LIMITS, create("sliced"))
     assert one.protocol is not None
@@ -104,5 +107,5 @@ def test_a_clean_free_protocol_reports_the_sizes_checked():
 
 
 def test_invented_members_are_named_after_their_domain_and_never_clash():
-    assert invented_members("claim", 2, set()) == ("claim1", "claim2")
-    assert invented_members("claim", 2, {"claim2"}) == ("claim_1", "claim_2")
+    assert member_names("claim", 2, set()) == ("claim_1", "claim_2")
+    assert member_names("claim", 2, {"claim_2"}) == ("claim__1", "claim__2")

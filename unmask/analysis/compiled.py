@@ -8,7 +8,7 @@ error, or with every proved overlap of two decisions (``unmask.analysis.overlap`
 with a witness. Without members, every check the compiler makes runs on the text as
 written (the domain taken empty); overlaps, which can depend on the number of members, are
 looked for with 0, 1, 2 and 3 invented members per free domain (named after the domain,
-``part1``…, never an identifier of the text), stopping at the first size that shows one;
+``part_1``…, never an identifier of the text), stopping at the first size that shows one;
 ``checked_members`` says which sizes were checked. Undecided overlaps are warnings.
 """
 
@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from unmask import ast, ir
+from unmask.analysis.ground import member_names
 from unmask.analysis.overlap import overlap_diagnostics
 from unmask.backends.base import Backend
 from unmask.diagnostics import Diagnostic, UnmaskError
@@ -35,17 +36,6 @@ class Compiled:
     free: tuple[str, ...] = ()  # free domains without members
     warnings: tuple[Diagnostic, ...] = ()
     checked_members: tuple[int, ...] = ()  # member counts overlaps were looked for at
-
-
-def invented_members(domain: str, n: int, taken: set[str]) -> tuple[str, ...]:
-    """``part1..partN`` (``part_1``… when a name of the text is among them): named after
-    their domain, so members of two domains never look alike in a witness."""
-    prefix = domain
-    while True:
-        names = tuple(f"{prefix}{i}" for i in range(1, n + 1))
-        if not taken.intersection(names):
-            return names
-        prefix += "_"
 
 
 def compile_checked(
@@ -74,7 +64,7 @@ def compile_checked(
     checked: list[int] = []
     found = ()
     for n in MEMBER_COUNTS:
-        made = {d: list(invented_members(d, n, taken)) for d in free}
+        made = {d: list(member_names(d, n, taken)) for d in free}
         try:
             scoped = compile_source(text, file, {**given, **made}, limits)
         except UnmaskError:

@@ -122,6 +122,18 @@ def load_protocol(path: str, limits):  # type: ignore[no-untyped-def]
         return None, (diags, code, render_all(diags, getattr(err, "sources", None)))
 
 
+def protocol_or_exit(path: str | None, limits):  # type: ignore[no-untyped-def]
+    """``--protocol``'s ``ProtocolFile`` (None without one), or its diagnostics on stderr
+    and the exit status ``load_protocol`` gives."""
+    if path is None:
+        return None
+    against, failed = load_protocol(path, limits)
+    if failed is not None:
+        click.echo(failed[2], err=True)
+        raise SystemExit(failed[1])
+    return against
+
+
 def echo(text: str, nl: bool = True) -> None:
     """``click.echo`` to stdout (a write that fails is the entry point's to report)."""
     click.echo(text, nl=nl)

@@ -26,9 +26,9 @@ from unmask.commands._options import (
     backend_option,
     click_options,
     deadline_option,
-    load_protocol,
     open_backend,
     protocol_option,
+    protocol_or_exit,
     timeout_option,
 )
 from unmask.diagnostics import UnmaskError, render_all
@@ -146,12 +146,7 @@ def command(
     from unmask.batch.run import batch_heap
 
     open_backend(backend, timeout_ms)  # an unknown or broken backend: exit 2 here
-    against = None
-    if against_path is not None:
-        against, failed = load_protocol(against_path, limits)
-        if failed is not None:
-            click.echo(failed[2], err=True)
-            raise SystemExit(failed[1])
+    against = protocol_or_exit(against_path, limits)
     show = sys.stderr.isatty() if progress is None else progress
     options = audit.AuditOptions(
         backend=backend,

@@ -36,9 +36,9 @@ from unmask.commands._options import (
     click_options,
     deadline_option,
     format_option,
-    load_protocol,
     open_backend,
     protocol_option,
+    protocol_or_exit,
     timeout_option,
 )
 from unmask.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
@@ -242,12 +242,7 @@ def command(
     from unmask.next import merge, next_steps
 
     solver = open_backend(backend, timeout_ms)
-    against = None
-    if against_path is not None:
-        against, failed = load_protocol(against_path, limits)
-        if failed is not None:
-            click.echo(failed[2], err=True)
-            sys.exit(failed[1])
+    against = protocol_or_exit(against_path, limits)
     for p in paths:
         if p != "-" and not os.path.exists(p):
             click.echo(render_all([Diagnostic("usage", f"no such file or folder `{p}`")]), err=True)

@@ -20,7 +20,7 @@ import os
 import click
 
 from unmask import exitcodes
-from unmask.commands._options import click_options, echo, load_protocol, protocol_option
+from unmask.commands._options import click_options, echo, protocol_option, protocol_or_exit
 from unmask.diagnostics import UnmaskError, render_all
 from unmask.jsonload import show
 from unmask.limits import Limits
@@ -50,12 +50,7 @@ def command(paths: tuple[str, ...], against_path: str | None, limits: Limits) ->
     """Validate replays (files, folders, JSON Lines) without solving."""
     from unmask.replay import load_replay, render_error
 
-    against = None
-    if against_path is not None:
-        against, failed = load_protocol(against_path, limits)
-        if failed is not None:
-            click.echo(failed[2], err=True)
-            raise SystemExit(failed[1])
+    against = protocol_or_exit(against_path, limits)
     if len(paths) == 1 and _single(paths[0]):
         try:
             r = load_replay(paths[0], limits, protocol=against)
