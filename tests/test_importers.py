@@ -820,6 +820,33 @@ def test_inspect_rules_on_changed_copies_of_a_real_sample(tmp_path, change, expe
 
 
 @pytest.mark.parametrize(
+    ("last", "reads"),
+    [
+        ("GRADE: Correct", "TRUE"),  # spelled out, as Inspect's default scorer reads it
+        ("GRADE: Incorrect", "FALSE"),
+        ("GRADE: CI", None),  # no grade Inspect reads: not `C` from its first letter
+        ("GRADE: C\nGRADE: Cat", None),  # the last token decides, not an earlier grade
+    ],
+)
+def test_inspect_reads_the_last_grade_word_as_inspect_does(tmp_path, last, reads):
+    src = inspect_copy(
+        tmp_path,
+        lambda s: _grader(s).update(
+            explanation=_grader(s)["explanation"].rsplit("GRADE", 1)[0] + last
+        ),
+    )
+    out = tmp_path / "out"
+    assert imp("inspect", src, out).exit_code == 0
+    r = replay(out, "1-e1-model_graded_fact")
+    said = [a["value"] for a in r["annotations"] if a["atom"] == "says_correct"]
+    assert said == ([] if reads is None else [reads])
+    code, report = check(out / "1-e1-model_graded_fact.json", "sliced")
+    if reads is None:  # the score says C; what the grader wrote does not say it
+        assert report["verdict"]["status"] == "UNDERDETERMINED", report["verdict"]
+        assert report["overall"] == "UNKNOWN" and code == 3
+
+
+@pytest.mark.parametrize(
     ("change", "where", "reason"),
     [
         (lambda s: _grader(s).update(value="X"), ".model_graded_fact.value", "not scored C, P"),

@@ -48,9 +48,20 @@ PROTOCOL = PROTOCOLS / "inspect.proto"
 SCORERS = ("model_graded_fact", "model_graded_qa")
 VERDICTS = ("C", "P", "I")
 
-# Inspect's grade token: `GRADE` as a word, a colon, one of C, P, I (case-insensitive)
+# Inspect's grade token: `GRADE` as a word, a colon, and the word after it. As Inspect's
+# default scorer reads it (0.3.285), the word is a grade when it is one letter C, P or I or
+# spelled out (`Correct`, `Partial`, `Incorrect`); any other word (`CI`) is no grade, and the
+# last token decides, so a later unreadable token is not passed over for an earlier grade
 _SPACING = r"[\s\u200b\u200c\u200d\u200e\u200f\u2060\u2063\ufeff]*"
-_GRADE = re.compile(rf"(?i)(?<!\w)GRADE(?!\w){_SPACING}:{_SPACING}([CPI])")
+_GRADE = re.compile(rf"(?i)(?<!\w)GRADE(?!\w){_SPACING}:{_SPACING}(\w*)")
+_GRADE_WORDS = {"c": "C", "correct": "C", "p": "P", "partial": "P", "i": "I", "incorrect": "I"}
+
+
+def _letter(token: re.Match[str]) -> str | None:
+    """The grade a `GRADE: X` token gives, or None when X is no grade Inspect reads."""
+    return _GRADE_WORDS.get(token.group(1).lower())
+
+
 # a phrase in straight or curly double quotes, on one line, 3 to 300 characters
 _QUOTED = re.compile(r"\"([^\"\n]{3,300})\"|“([^”\n]{3,300})”")
 _TRAIL = ",.;:!?"
@@ -194,45 +205,46 @@ def _score(
             limits=options.limits,
         )
         by = rule_by(NAME)
-        last = grades[-1]
-        b.annotate(
-            "says_correct",
-            last.group(1).upper() == "C",
-            quote=last.group(0),
-            occurrence=occurrences.at(last.group(0), last.start()),
-            by=by,
-            explanation="the last grade written",
-        )
-        b.annotate(
-            "says_partial",
-            last.group(1).upper() == "P",
-            quote=last.group(0),
-            occurrence=occurrences.at(last.group(0), last.start()),
-            by=by,
-            explanation="the last grade written",
-        )
-        letters = {g.group(1).upper() for g in grades}
-        if len(letters) == 1:
+        final = _letter(grades[-1])
+        # a last token that is no grade (`GRADE: CI`) says nothing a rule can read: both
+        # atoms stay UNKNOWN, never a value taken from its first letter or an earlier grade
+        for atom, letter in (("says_correct", "C"), ("says_partial", "P")):
+            if final is None:
+                continue
+            last = grades[-1]
             b.annotate(
-                "one_grade",
-                True,
+                atom,
+                final == letter,
                 quote=last.group(0),
                 occurrence=occurrences.at(last.group(0), last.start()),
                 by=by,
+                explanation="the last grade written",
             )
-        else:
-            first_other = next(g for g in grades if g.group(1).upper() != last.group(1).upper())
-            b.annotate(
-                "one_grade",
-                False,
-                quote=[first_other.group(0), last.group(0)],
-                occurrence=[
-                    occurrences.at(first_other.group(0), first_other.start()),
-                    occurrences.at(last.group(0), last.start()),
-                ],
-                by=by,
-                explanation=f"grades written: {', '.join(sorted(letters))}",
-            )
+        graded = [g for g in grades if _letter(g) is not None]
+        letters = {_letter(g) for g in graded}
+        if graded:
+            last = graded[-1]
+            if len(letters) == 1:
+                b.annotate(
+                    "one_grade",
+                    True,
+                    quote=last.group(0),
+                    occurrence=occurrences.at(last.group(0), last.start()),
+                    by=by,
+                )
+            else:
+                first_other = next(g for g in graded if _letter(g) != _letter(last))
+                b.annotate(
+                    "one_grade",
+                    False,
+                    quote=[first_other.group(0), last.group(0)],
+                    occurrence=[
+                        occurrences.at(first_other.group(0), first_other.start()),
+                        occurrences.at(last.group(0), last.start()),
+                    ],
+                    by=by,
+                    explanation=f"grades written: {', '.join(sorted(letters))}",
+                )
         if response and isinstance(answer, str):
             b.annotate(
                 "graded_response",
