@@ -46,7 +46,8 @@ from unmask.names import IDENT_RE
 from unmask.syntaxtree import ToAst, span_of
 
 MAX_SYNTAX_ERRORS = 20
-_HAS_INTEREGULAR = lark.lexer.has_interegular  # lark found the collision checker's package
+# lark found the collision checker's package (a lark without the switch: nothing to turn off)
+_HAS_INTEREGULAR = getattr(lark.lexer, "has_interegular", False)
 MAX_TABLE_BYTES = 4 * 1024 * 1024  # the tables take some 45 KB: a larger file is not ours
 
 
