@@ -387,7 +387,8 @@ def test_dotted_paths_index_arrays() -> None:
     rec = {"retrieved_contexts": ["a", "b"], "m": {"0": "zero"}}
     assert dig(rec, "retrieved_contexts.1") == "b"
     assert dig(rec, "m.0") == "zero"  # an object's key, not an index
-    for bad in ("retrieved_contexts.2", "retrieved_contexts.01", "retrieved_contexts.-1"):
+    too_long = "retrieved_contexts." + "1" * 5000  # beyond what `int` converts: missing
+    for bad in ("retrieved_contexts.2", "retrieved_contexts.01", "retrieved_contexts.-1", too_long):
         with pytest.raises(KeyError):
             dig(rec, bad)
 

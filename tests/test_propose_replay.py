@@ -332,5 +332,6 @@ def test_a_member_names_a_passage_by_its_id_or_its_number() -> None:
     assert passage_of("p02", ["1", "2"]) == "2"
     assert passage_of("p3", ["1", "2"]) is None
     assert passage_of("cto", ["1", "2"]) is None
+    assert passage_of("s" + "1" * 5000, ["1", "2"]) is None  # a number no `int` converts
     assert passages("[p1] a\n\n[p2] b") == {"p1": (5, "a"), "p2": (13, "b")}
     assert passages("p1: a\np1: b") is None  # an id twice is not a list of passages

@@ -193,8 +193,12 @@ def dig(obj: Any, dotted: str) -> Any:
     cur = obj
     for part in dotted.split("."):
         if isinstance(cur, list) and part.isascii() and part.isdecimal():
+            # an index longer than any array could be is missing, never converted: `int` of
+            # thousands of digits fails outright
+            if len(part) > len(str(len(cur))) or (part != "0" and part.startswith("0")):
+                raise KeyError(part)
             i = int(part)
-            if i >= len(cur) or (part != "0" and part.startswith("0")):
+            if i >= len(cur):
                 raise KeyError(part)
             cur = cur[i]
             continue

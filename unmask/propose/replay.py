@@ -160,8 +160,14 @@ def passage_of(member: str, ids: Iterable[str]) -> str | None:
     m = _TRAILING_NUMBER.fullmatch(member)
     if m is None:
         return None
-    n = int(m.group(1))
-    by_number = [i for i in ids if (k := _TRAILING_NUMBER.fullmatch(i)) and int(k.group(1)) == n]
+    # compared as digits, leading zeros aside: a member's number is the file's text, and
+    # `int` of thousands of digits fails outright
+    n = m.group(1).lstrip("0") or "0"
+    by_number = [
+        i
+        for i in ids
+        if (k := _TRAILING_NUMBER.fullmatch(i)) and (k.group(1).lstrip("0") or "0") == n
+    ]
     return by_number[0] if len(by_number) == 1 else None
 
 
