@@ -149,7 +149,7 @@ def _gold_index(path: Path, options: Options) -> dict[tuple[str, tuple[int, ...]
         k = chunks.get(cid, 0)
         chunks[cid] = k + 1
         item = f"{cid}-{k}"
-        index[key] = (item, row, marked.setdefault(cid, {}))
+        index[key] = (item, row, marked.setdefault(cid, {}), oracle)
         if isinstance(evidence, list) and len(evidence) == len(ids):
             for i, text in zip(ids, evidence, strict=True):
                 if i in oracle and isinstance(text, str):
@@ -272,8 +272,7 @@ def _record(where: str, row: Any, gold: dict, judge: str) -> Imported | Skipped:
     key = (claim, tuple(i for i, _ in shown))
     if key not in gold:
         return Skipped(where, "`prompt`: no gold row has this claim and these evidence lines")
-    item, g, marked_texts = gold[key]
-    oracle = _gold_row(where, g)[4]  # checked when the index was made
+    item, g, marked_texts, oracle = gold[key]  # the row checked when the index was made
     members = [f"s{i}" for i, _ in shown]
     context = "\n".join(f"line {i}: {s}" for i, s in shown)
     marks = _marks(shown, oracle, marked_texts, item)
