@@ -109,3 +109,15 @@ def test_a_clean_free_protocol_reports_the_sizes_checked():
 def test_invented_members_are_named_after_their_domain_and_never_clash():
     assert member_names("claim", 2, set()) == ("claim_1", "claim_2")
     assert member_names("claim", 2, {"claim_2"}) == ("claim__1", "claim__2")
+
+
+def test_an_error_only_members_show_is_not_taken_for_a_limit(tmp_path):
+    # one constraint name for every member: fine with none or one, an error with two, which
+    # every replay naming two members would meet
+    text = (
+        'protocol t "x"\ndomain D\natom a(D) : judge "a {D}"\n'
+        "for x in D: constraint c: a(x)\ndecision pass iff true\n"
+    )
+    res, _ = run(tmp_path, text)
+    assert res.exit_code == 1, res.output
+    assert "constraint `c` is declared twice" in res.stderr

@@ -67,9 +67,12 @@ def compile_checked(
         made = {d: list(member_names(d, n, taken)) for d in free}
         try:
             scoped = compile_source(text, file, {**given, **made}, limits)
-        except UnmaskError:
-            if n == 0:
-                raise  # the compiler's own errors, on the text as written
+        except UnmaskError as err:
+            if n == 0 or any(d.code != "limit" for d in err.diagnostics):
+                # the compiler's own errors, on the text as written, or ones only members
+                # show (a `for` naming one constraint for every member): every replay with
+                # that many members would fail them
+                raise
             break  # a limit at this size: the sizes before it were checked
         checked.append(n)
         shown = "; ".join(f"`{d}` = {{{', '.join(m)}}}" for d, m in made.items()) if n else ""
