@@ -160,6 +160,29 @@ def test_interactive_skip_is_remembered(replays: Path) -> None:
     assert json.loads(Path("b1.json").read_text())["annotations"][4]["by"] == RULE
 
 
+def test_interactive_asks_again_for_a_name_of_spaces(replays: Path) -> None:
+    # a blank name named nobody, and the first decision ended in a traceback
+    r = run("review", "b1.json", "--interactive", "--reviewer", "  ", input="   \nana\na\n")
+    assert r.exit_code == 0, r.output
+    assert r.output.count("your name") == 2 and "Traceback" not in r.output
+    b1 = json.loads(Path("b1.json").read_text())
+    by = next(a for a in b1["annotations"] if a["atom"] == "external")["by"]
+    assert by["reviewed"] and by["name"] == "ana"
+
+
+def test_an_unreadable_results_file_is_one_message_not_an_internal_error(
+    replays: Path, monkeypatch
+) -> None:
+    Path("r.jsonl").write_text('{"schema": "unmask.result/2"}\n')
+
+    def unreadable(path):  # type: ignore[no-untyped-def]
+        raise PermissionError(13, "Permission denied", path)
+
+    monkeypatch.setattr("unmask.commands.review._first_record", unreadable)
+    r = run("review", "r.jsonl", "--list")
+    assert "internal error" not in r.output and "Traceback" not in r.output
+
+
 # --- bad input ----------------------------------------------------------------------------------
 
 

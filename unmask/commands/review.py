@@ -63,7 +63,10 @@ def _first_record(path: str) -> Any:
 def _is_results(path: str) -> bool:
     if not path.endswith(".jsonl") or not os.path.isfile(path):
         return False
-    first = _first_record(path)
+    try:
+        first = _first_record(path)
+    except OSError:  # unreadable: read as replays, whose reader names the file and why
+        return False
     return isinstance(first, dict) and first.get("schema") in _RESULT_SCHEMAS
 
 
@@ -272,14 +275,15 @@ def _interactive(items: list, state_file: str, reviewer: str | None, root: str, 
         click.echo(f"{len(items) - len(todo)} already decided in `{printable(state_file)}`")
     refused: list[Diagnostic] = []
     try:
-        if todo and not reviewer:
+        reviewer = (reviewer or "").strip()
+        while todo and not reviewer:  # a name of spaces names nobody: ask again
             reviewer = click.prompt("your name (the reviewer)").strip()
         _ask(todo, state, state_file, reviewer, root, limits, refused)
     except click.Abort:
         # Ctrl-C or the end of input: every decision so far is applied and in the state
         click.echo(f"\nstopped; resume with the same --state `{printable(state_file)}`", err=True)
         sys.exit(exitcodes.INTERRUPTED)
-    except OutputError as exc:
+    except (OutputError, UnmaskError) as exc:
         _fail(list(exc.diagnostics), EXIT_USAGE)
     return refused
 
