@@ -23,6 +23,11 @@ from dataclasses import dataclass, field
 from unmask.ir import Expr, iter_atoms
 
 DEFAULT_TIMEOUT_MS = 60_000
+# the backend a command uses when none is named, chosen by measurement (docs/performance.md)
+DEFAULT_BACKEND = "sliced"
+# per replay, for `check` and `audit`: no input, however wide, keeps a command past it
+# (a cardinality over thousands of arguments on z3 took minutes); docs/security.md
+DEFAULT_DEADLINE_MS = 60_000
 DEFAULT_SEED = 0
 
 

@@ -42,7 +42,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from unmask.backends.base import DEFAULT_TIMEOUT_MS
+from unmask.backends.base import DEFAULT_BACKEND, DEFAULT_DEADLINE_MS, DEFAULT_TIMEOUT_MS
 from unmask.batch import files, inputs, run
 from unmask.batch import resume as resuming
 from unmask.batch.summary import Summary
@@ -51,10 +51,6 @@ from unmask.limits import DEFAULT_LIMITS, Limits
 from unmask.outputs import OutputError, cannot_write, reason, write_text
 from unmask.record import ResultRecord
 
-DEFAULT_BACKEND = "sliced"  # chosen by measurement: docs/performance.md
-# one replay that would take minutes must not hold up the batch (docs/audit.md); the
-# same as the commands' `--deadline-ms` default, which this floor may not import
-DEFAULT_DEADLINE_MS = 60_000
 BROKEN_PROTOCOL_HINT = "`unmask analyze` shows why the protocol contradicts itself"
 
 

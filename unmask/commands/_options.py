@@ -18,12 +18,12 @@ from dataclasses import fields
 import click
 
 from unmask import exitcodes
-from unmask.backends.base import DEFAULT_TIMEOUT_MS
+from unmask.backends.base import DEFAULT_BACKEND, DEFAULT_TIMEOUT_MS
 from unmask.confine import PROTOCOL_PATH_ENV, env_roots, real_roots
 from unmask.limits import DEFAULT_LIMITS, Limits
 
 
-def backend_option(help: str, default: str = "sliced"):
+def backend_option(help: str, default: str = DEFAULT_BACKEND):
     """``--backend``: which solver answers; each command says what changes with it."""
     return click.option("--backend", default=default, show_default=True, help=help)
 
@@ -75,11 +75,6 @@ def timeout_option(
         show_default=True,
         help=help,
     )
-
-
-# per replay, for `check` and `audit`: no input, however wide, keeps a command past it
-# (a cardinality over thousands of arguments on z3 took minutes); see docs/security.md
-DEFAULT_DEADLINE_MS = 60_000
 
 
 def deadline_option(default: int | None = None):

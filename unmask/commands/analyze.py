@@ -16,6 +16,7 @@ import sys
 import click
 
 from unmask import exitcodes
+from unmask.backends.base import DEFAULT_BACKEND
 from unmask.commands._options import (
     backend_option,
     click_options,
@@ -26,7 +27,6 @@ from unmask.commands._options import (
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits
 
-DEFAULT_BACKEND = "sliced"
 BACKEND_HELP = "sliced, z3, pysat[:SOLVER], truthtable"
 
 

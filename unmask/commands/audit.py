@@ -20,9 +20,8 @@ from typing import Any
 import click
 
 from unmask import exitcodes
-from unmask.batch.audit import DEFAULT_BACKEND
+from unmask.backends.base import DEFAULT_BACKEND, DEFAULT_DEADLINE_MS
 from unmask.commands._options import (
-    DEFAULT_DEADLINE_MS,
     backend_option,
     click_options,
     deadline_option,

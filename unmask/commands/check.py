@@ -24,8 +24,8 @@ from pathlib import Path
 import click
 
 from unmask import exitcodes
+from unmask.backends.base import DEFAULT_DEADLINE_MS
 from unmask.commands._options import (
-    DEFAULT_DEADLINE_MS,
     click_options,
     deadline_option,
     echo,

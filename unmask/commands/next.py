@@ -30,6 +30,7 @@ from typing import Any
 import click
 
 from unmask import exitcodes
+from unmask.backends.base import DEFAULT_BACKEND
 from unmask.checker import outcome
 from unmask.commands._options import (
     backend_option,
@@ -50,7 +51,6 @@ from unmask.next import INCONSISTENT, SETTLED, BatchTodo, NextReport, Todo
 from unmask.record import CHECKED_SCHEMAS, ERROR_SCHEMA
 from unmask.safe import printable
 
-DEFAULT_BACKEND = "sliced"  # the audit's default: docs/performance.md
 EXIT_OPEN = exitcodes.PARTIAL
 EXIT_USAGE = exitcodes.USAGE
 EXIT_UNSETTLED = exitcodes.UNKNOWN
