@@ -14,7 +14,7 @@ from tests.test_render_sarif import validate
 from unmask import ir
 from unmask.analysis.analyze import analyze
 from unmask.analysis.findings import CODES
-from unmask.analysis.ground import Scope, load, member_names
+from unmask.analysis.ground import Scope, load
 from unmask.backends import create
 from unmask.cli.main import main
 from unmask.compiler import compile_source
@@ -236,8 +236,12 @@ def test_every_shipped_example_is_clean(name):
 
 
 def test_member_names_avoid_every_identifier():
-    assert member_names("claim", 2, {"x"}) == ("claim_1", "claim_2")
-    assert member_names("claim", 2, {"claim_2"}) == ("claim__1", "claim__2")
+    from unmask.names import invent_members
+
+    assert invent_members(["claim"], 2, ["x"]) == {"claim": ("claim_1", "claim_2")}
+    assert invent_members(["claim"], 2, ["claim_2"]) == {"claim": ("claim__1", "claim__2")}
+    # a later domain avoids an earlier one's names (`a_` + `_1` is `a__1`, made for `a`)
+    assert invent_members(["a", "a_"], 1, ["a_1"]) == {"a": ("a__1",), "a_": ("a___1",)}
 
 
 def test_the_scope_is_stated_and_members_do_not_clash(tmp_path):

@@ -7,11 +7,11 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 from unmask.analysis.compiled import compile_checked
-from unmask.analysis.ground import member_names
 from unmask.backends import create
 from unmask.cli.unmaskc import cli
 from unmask.diagnostics import UnmaskError
 from unmask.limits import DEFAULT_LIMITS
+from unmask.names import invent_members
 
 FAMILY = """protocol fc "claims"
 
@@ -107,8 +107,8 @@ def test_a_clean_free_protocol_reports_the_sizes_checked():
 
 
 def test_invented_members_are_named_after_their_domain_and_never_clash():
-    assert member_names("claim", 2, set()) == ("claim_1", "claim_2")
-    assert member_names("claim", 2, {"claim_2"}) == ("claim__1", "claim__2")
+    assert invent_members(["claim"], 2, [""]) == {"claim": ("claim_1", "claim_2")}
+    assert invent_members(["claim"], 2, ["claim_2"]) == {"claim": ("claim__1", "claim__2")}
 
 
 def test_an_error_only_members_show_is_not_taken_for_a_limit(tmp_path):

@@ -4,15 +4,40 @@ Contract: atoms, domains, members, constraint names, requirement ids and variabl
 ``IDENT_PATTERN`` (ASCII letters, digits and ``_``, not starting with a digit). The
 grammar's ``NAME`` terminal is this pattern (a test proves it), and every other place that
 checks a name uses ``IDENT_RE``. Reserved words are a property of the language, not of
-names: ``unmask.parser.reserved_words()`` derives them from the grammar.
+names: ``unmask.parser.reserved_words()`` derives them from the grammar. Names made up
+for a domain a protocol leaves free come from ``invent_members``, the one place that does.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 IDENT_PATTERN = r"[A-Za-z_][A-Za-z0-9_]*"
 IDENT_RE = re.compile(IDENT_PATTERN + r"\Z")
+_WORD = re.compile(IDENT_PATTERN)
+
+
+def invent_members(
+    domains: Iterable[str], n: int, texts: Iterable[str]
+) -> dict[str, tuple[str, ...]]:
+    """``n`` made-up members for each domain, for checks that need some where a protocol
+    names none: ``claim_1``… (``claim__1``… when the texts or an earlier domain use one of
+    those names), named after their domain so two domains never look alike in a witness."""
+    taken: set[str] = set()
+    for text in texts:
+        taken.update(_WORD.findall(text))
+    out: dict[str, tuple[str, ...]] = {}
+    for domain in domains:
+        sep = "_"
+        while True:
+            names = tuple(f"{domain}{sep}{i}" for i in range(1, n + 1))
+            if not taken.intersection(names):
+                break
+            sep += "_"
+        out[domain] = names
+        taken.update(names)
+    return out
 
 
 def member_help(member: str) -> str:

@@ -17,7 +17,6 @@ domains to pass, the annotations the protocol lacks, labels it does not declare.
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +28,6 @@ from unmask.replaydata import Recheck
 
 __all__ = ["ProtocolFile", "load_protocol_file"]
 
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _IR: dict[tuple[str, Limits], ir.Protocol] = {}  # a few per process at most: one per run
 _IR_LOCK = threading.Lock()  # a Dask worker may check replays in several threads
 
@@ -129,6 +127,7 @@ def _inner(path: str, text: str, limits: Limits) -> tuple[str, str, str]:
 def _load_proto(path: str, text: str, limits: Limits) -> ProtocolFile:
     from unmask import ast
     from unmask.compiler import compile_source
+    from unmask.names import invent_members
     from unmask.parser import parse_source
 
     source = parse_source(text, path, limits)
@@ -136,9 +135,8 @@ def _load_proto(path: str, text: str, limits: Limits) -> ProtocolFile:
     free = [d.name for d in decls if d.members is None]
     # one member per free domain, a name the text does not use: enough to compile every
     # part that does not depend on how many members there are
-    taken = set(_WORD.findall(text))
-    member = next(m for m in (f"m{i}" for i in range(1, len(taken) + 2)) if m not in taken)
-    protocol = compile_source(text, path, {d: [member] for d in free}, limits)
+    one = {d: list(m) for d, m in invent_members(free, 1, [text]).items()}
+    protocol = compile_source(text, path, one, limits)
     return ProtocolFile(
         path, protocol.name, _digest(text), "proto", text, tuple(d.name for d in decls)
     )

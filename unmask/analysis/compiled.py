@@ -14,20 +14,18 @@ looked for with 0, 1, 2 and 3 invented members per free domain (named after the 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from unmask import ast, ir
-from unmask.analysis.ground import member_names
 from unmask.analysis.overlap import overlap_diagnostics
 from unmask.backends.base import Backend
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.limits import Limits
+from unmask.names import invent_members
 
 # member counts tried for free domains: 0 matters (`all()` is true, `any()` false)
 MEMBER_COUNTS = (0, 1, 2, 3)
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +58,10 @@ def compile_checked(
         found = overlap_diagnostics(protocol, backend)
         _raise_errors(found)
         return Compiled(protocol, (), found)
-    taken = set(_WORD.findall(text))
     checked: list[int] = []
     found = ()
     for n in MEMBER_COUNTS:
-        made = {d: list(member_names(d, n, taken)) for d in free}
+        made = {d: list(m) for d, m in invent_members(free, n, [text]).items()}
         try:
             scoped = compile_source(text, file, {**given, **made}, limits)
         except UnmaskError as err:

@@ -13,7 +13,6 @@ tried next), and two versions of one protocol ground to the same atom names.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,9 +20,9 @@ from typing import Any
 from unmask import ast, ir
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.limits import DEFAULT_LIMITS, Limits
+from unmask.names import invent_members
 
 DEFAULT_MEMBERS = 3
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,17 +80,6 @@ def _free_domains(source: ast.SourceFile) -> list[str]:
     ]
 
 
-def member_names(domain: str, n: int, taken: set[str]) -> tuple[str, ...]:
-    """``DOMAIN_1..DOMAIN_N``, or ``DOMAIN__1..DOMAIN__N`` (and so on) when a name in
-    ``taken`` is among them."""
-    sep = "_"
-    while True:
-        names = tuple(f"{domain}{sep}{i}" for i in range(1, n + 1))
-        if not taken.intersection(names):
-            return names
-        sep += "_"
-
-
 def load(
     paths: Sequence[str],
     members: int = DEFAULT_MEMBERS,
@@ -125,17 +113,12 @@ def _load(
             continue
         texts[p] = read_text(p, limits)
         parsed[p] = parse_source(texts[p], p, limits)
-    taken: set[str] = set()
-    for text in texts.values():
-        taken.update(_WORD.findall(text))
     everywhere = {
         s.name for src in parsed.values() for s in src.statements if isinstance(s, ast.DomainDecl)
     }
     # one set of names per free domain, the same in every file that declares it
-    invented: dict[str, tuple[str, ...]] = {}
-    for d in sorted({d for src in parsed.values() for d in _free_domains(src)} - set(given)):
-        invented[d] = member_names(d, members, taken)
-        taken.update(invented[d])
+    free_anywhere = {d for src in parsed.values() for d in _free_domains(src)} - set(given)
+    invented = invent_members(sorted(free_anywhere), members, texts.values())
     out: list[Loaded] = []
     for p in paths:
         if _is_json(p):
