@@ -242,8 +242,8 @@ class _Compiler(Declarations, Decisions, Expressions):
         total = 0
         # one memo each over the protocol: a definition's body is counted at every use
         # without being walked again (a chain of doubling definitions stays linear)
-        sizes: dict[int, int] = {}
-        depths: dict[int, int] = {}
+        sizes: ir.Memo = {}
+        depths: ir.Memo = {}
         for e, span in exprs:
             total += ir.size(e, sizes)
             d = ir.depth(e, depths)

@@ -439,39 +439,17 @@ def evaluate(e: Expr, env: Mapping[str, bool]) -> bool:
     return _EVALUATE(e, env)
 
 
-def _per_node(e: Expr, combine: Callable[[list[int]], int], memo: dict[int, int]) -> int:
-    """``combine(values of the children)`` for every node, each node object once: a
-    definition's body is shared by all its uses (a DAG), so a walk of the tree it stands
-    for could take exponential time (`define a2 = a1 or a1`, …)."""
-    got = memo.get(id(e))
-    if got is not None:
-        return got
-    stack: list[tuple[Expr, bool]] = [(e, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if id(node) in memo:
-            continue
-        kids = children(node)
-        if kids and not expanded:
-            stack.append((node, True))
-            stack.extend((c, False) for c in kids if id(c) not in memo)
-            continue
-        memo[id(node)] = combine([memo[id(c)] for c in kids])
-    return memo[id(e)]
-
-
-def depth(e: Expr, memo: dict[int, int] | None = None) -> int:
+def depth(e: Expr, memo: Memo | None = None) -> int:
     """Nesting of ``e`` as written out, a definition's body counted at each use; in time
-    linear in the distinct nodes (``memo``, by node id, may be shared over one protocol
-    while its expressions live)."""
-    return _per_node(e, lambda v: 1 + max(v, default=0), {} if memo is None else memo)
+    linear in the distinct nodes (``memo``, as ``fold``'s, may be kept between calls)."""
+    return fold(e, lambda _node, v: 1 + max(v, default=0), memo)
 
 
-def size(e: Expr, memo: dict[int, int] | None = None) -> int:
+def size(e: Expr, memo: Memo | None = None) -> int:
     """Nodes of ``e`` as written out, a definition's body counted at each use (what
     ``max_expr_nodes`` bounds), counted without writing it out: linear in the distinct
     nodes, however often a body is shared."""
-    return _per_node(e, lambda v: 1 + sum(v), {} if memo is None else memo)
+    return fold(e, lambda _node, v: 1 + sum(v), memo)
 
 
 # --- protocols ------------------------------------------------------------------------------
