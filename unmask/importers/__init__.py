@@ -254,13 +254,18 @@ def read_array(
     from unmask.jsonload import read_json_file
 
     data = read_json_file(path, options.limits)
+    return data, array_at(data, path, at, what, help)
+
+
+def array_at(data: Any, path: Path, at: str, what: str, help: str | None = None) -> list:
+    """The array at dotted path ``at`` of a document already read from ``path``."""
     try:
         found = dig(data, at)
     except KeyError:
         found = None
     if not isinstance(found, list):
         raise not_the_format(str(path), f"not {what}: expected an array at `{at}`", at, help)
-    return data, found
+    return found
 
 
 def build(where: str, stem: str, make: Any) -> Imported | Skipped:

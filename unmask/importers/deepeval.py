@@ -32,10 +32,10 @@ from unmask.importers import (
     Occurrences,
     Options,
     Skipped,
+    array_at,
     build,
     is_number,
     num,
-    read_array,
     rule_by,
     tf,
 )
@@ -150,9 +150,8 @@ def read(path: Path, options: Options) -> Iterator[Imported | Skipped | Note]:
     # `.deepeval/.latest_test_run.json` wraps the run in `testRunData`
     wrapped = read_json_file(path, options.limits)
     at = "testRunData.testCases" if isinstance(wrapped, dict) and "testRunData" in wrapped else None
-    data, cases = read_array(path, options, at or "testCases", "a DeepEval test run")
-    if at:
-        data = data["testRunData"]
+    cases = array_at(wrapped, path, at or "testCases", "a DeepEval test run")
+    data = wrapped["testRunData"] if at else wrapped
     prefix = "testRunData." if at else ""
     proto = PROTOCOL.read_text(encoding="utf-8")
     directions = file_directions(cases)
