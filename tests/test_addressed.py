@@ -93,6 +93,20 @@ def test_the_shipped_example_is_clean():
     assert [f.code for f in found] == []
 
 
+SHIPPED = sorted(
+    [*ROOT.glob("examples/**/*.proto"), *ROOT.glob("unmask/importers/protocols/*.proto")]
+)
+
+
+def test_no_shipped_protocol_puts_a_condition_in_addressed():
+    # the WiCE importer's protocol did (`addressed: some_cited`) until the warning fired on it
+    assert any(p.name == "wice.proto" for p in SHIPPED)
+    for path in SHIPPED:
+        (loaded,) = load([str(path)])
+        found = analyze(loaded.protocol, create("sliced"), loaded.scope).findings
+        assert "addressed-as-condition" not in [f.code for f in found], path
+
+
 CONTEXT = "line 1: The tower is in Paris.\n"
 UNSUPPORTED = "Nothing in the evidence says the tower is in Rome. Answer: not_supported"
 
