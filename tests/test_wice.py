@@ -158,11 +158,56 @@ def test_a_row_without_its_gold_row_is_skipped_with_the_reason(tmp_path: Path) -
     assert "imported 2 replays" in res.stderr and "skipped 2" in res.stderr
 
 
-def test_wice_needs_gold_and_gold_is_only_for_wice(tmp_path: Path) -> None:
+def _output(claim: str, lines: dict[int, str], explanation: str, answer: str) -> str:
+    """One judge output of the form WiCE publishes: a prompt ending in the task's <input>."""
+    shown = "".join(f"<sentence_{i}>{t}</sentence_{i}>" for i, t in lines.items())
+    prompt = (
+        "Your task is to evaluate if a claim is supported.\n\nWe provide several examples.\n"
+        f"Here is your task:\n<input><claim>{claim}</claim><evidence>{shown}</evidence></input>"
+    )
+    response = f"<output><explanation>{explanation}</explanation><answer>{answer}</answer></output>"
+    return json.dumps({"prompt": prompt, "response": response}) + "\n"
+
+
+def test_wice_outputs_without_gold_are_audited_with_nothing_marked(tmp_path: Path) -> None:
+    # judge outputs of the WiCE form with no human labels (WiCE's subclaim outputs, say):
+    # nothing marked, no gold label, the item named by the prompt, not by a line number
+    claim = "The tower, built in 1889, is in Paris."
+    lines = {3: "The tower is in Paris.", 5: "It is tall."}
+    first = _output(claim, lines, "Sentence 3 says the tower is in Paris. The year is not "
+                    "mentioned.", "not_supported")  # fmt: skip
+    other = _output("The bridge is red.", {1: "A bridge."}, "No line supports it.", "not_supported")
+    for judge, text in (("judge-a", first + other), ("judge-b", other + first + first)):
+        (tmp_path / f"{judge}_subclaim_test_outputs.jsonl").write_text(text, encoding="utf-8")
+        res = CliRunner().invoke(
+            main,
+            ["import", "wice", str(tmp_path / f"{judge}_subclaim_test_outputs.jsonl"),
+             "--out", str(tmp_path / "out" / judge)],
+        )  # fmt: skip
+        assert res.exit_code == 0, res.stderr
+    a = sorted(p.stem for p in (tmp_path / "out" / "judge-a").iterdir())
+    b = sorted(p.stem for p in (tmp_path / "out" / "judge-b").iterdir())
+    # one prompt, one item for every judge; a repeat in one file is told apart
+    assert [x.removeprefix("judge-a-") for x in a] == [
+        x.removeprefix("judge-b-") for x in b if not x.endswith("-2")
+    ]
+    assert all(x.startswith("judge-a-claim-") for x in a) and len(b) == 3
+    paths = [tmp_path / "out" / "judge-a" / f"{x}.json" for x in a]
+    (path,) = [p for p in paths if claim in p.read_text(encoding="utf-8")]
+    replay = json.loads(path.read_text(encoding="utf-8"))
+    assert "gold" not in replay or replay["gold"] is None
+    assert "reference" not in replay["sources"]
+    # no annotator ever marked a line, so no `supports` rests on them
+    supports = [a for a in replay["annotations"] if a["atom"].startswith("supports(")]
+    assert all(a["by"]["name"] != "wice-annotators" for a in supports)
+    # the explanation cites line 3 for a part and states a gap: partial, not `not_supported`
+    res = CliRunner().invoke(main, ["check", str(path)])
+    assert res.exit_code == 1 and "allows only `partially_supported`" in res.stdout
+
+
+def test_gold_is_only_for_wice_and_realmistake(tmp_path: Path) -> None:
     src = tmp_path / "gpt-4-0613_claim_test_outputs.jsonl"
     src.write_text("{}\n", encoding="utf-8")
-    res = CliRunner().invoke(main, ["import", "wice", str(src), "--out", str(tmp_path / "o")])
-    assert res.exit_code == 4 and "needs WiCE's gold rows" in res.stderr
     res = CliRunner().invoke(
         main, ["import", "deepeval", str(src), "--gold", str(src), "--out", str(tmp_path / "o")]
     )

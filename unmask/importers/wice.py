@@ -5,9 +5,13 @@ Contract: ``read(OUTPUTS.jsonl, options)`` with ``options.gold`` naming WiCE's
 line. A line is joined to the gold row with the same claim and the same shown sentence ids;
 the judge's name comes from the file name (``gpt-4-0613_claim_test_outputs.jsonl`` →
 ``gpt-4-0613``), the item from the gold row (``test00561-0``: the claim id and which of its
-evidence chunks). Sources: ``rationale`` is the judge's whole response, ``response`` the
-claim, ``context`` the evidence lines as shown, ``reference`` the annotators' supporting
-lines (an independent reading, evidence for context atoms only). Judge and procedure atoms
+evidence chunks). Without ``options.gold`` (judge outputs of the WiCE form with no human
+labels) the item names the prompt's claim and shown lines (``claim-3f2a…``, the same for
+every judge given that prompt), nothing is marked and there is no gold label:
+``supports(l)`` rests on the aligner alone. Sources: ``rationale`` is the judge's whole
+response, ``response`` the claim, ``context`` the evidence lines as shown, ``reference``
+the annotators' supporting lines (an independent reading, evidence for context atoms only;
+absent without gold). Judge and procedure atoms
 come from rules over the response (``by: rule wice-rules/2``, unreviewed). ``supports(l)``
 is TRUE where the annotators marked line l (``oracle_idx``), in this chunk or, the same text,
 in any other chunk of the claim (``by: human wice-annotators``, reviewed); a line nobody
@@ -22,6 +26,7 @@ rationale that does not mention a gap has not said there is none.
 from __future__ import annotations
 
 import bisect
+import hashlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -122,7 +127,7 @@ def _lines(path: Path, options: Options) -> Iterator[tuple[int, str]]:
 
 def judge_name(path: Path) -> str:
     stem = path.name
-    for suffix in (".jsonl", "_claim_test_outputs", "_outputs"):
+    for suffix in (".jsonl", "_claim_test_outputs", "_subclaim_test_outputs", "_outputs"):
         stem = stem.removesuffix(suffix)
     return stem
 
@@ -254,7 +259,7 @@ def _line_span(context: str, line: int, quote: str) -> tuple[int, int]:
     return start, start + len(quote)
 
 
-def _record(where: str, row: Any, gold: dict, judge: str) -> Imported | Skipped:
+def _record(where: str, row: Any, gold: dict | None, judge: str, seen: dict) -> Imported | Skipped:
     if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
         return Skipped(where, "not a WiCE judge output (no `prompt` string)")
     if not isinstance(row.get("response"), str):
@@ -270,13 +275,18 @@ def _record(where: str, row: Any, gold: dict, judge: str) -> Imported | Skipped:
     if any(i >= 10**MAX_DIGITS for i, _ in shown):
         return Skipped(where, f"`prompt`: a sentence number has more than {MAX_DIGITS} digits")
     key = (claim, tuple(i for i, _ in shown))
-    if key not in gold:
+    if gold is None:  # no human labels given: no marks, no gold label
+        item, label, marks = _unlabelled_item(key, seen), None, {}
+        reference = None
+    elif key not in gold:
         return Skipped(where, "`prompt`: no gold row has this claim and these evidence lines")
-    item, g, marked_texts, oracle = gold[key]  # the row checked when the index was made
+    else:
+        item, g, marked_texts, oracle = gold[key]  # the row checked when the index was made
+        label = g["label"]
+        marks = _marks(shown, oracle, marked_texts, item)
+        reference = "\n".join(f"line {i}: {marks.get(i, UNMARKED)}" for i, _ in shown)
     members = [f"s{i}" for i, _ in shown]
     context = "\n".join(f"line {i}: {s}" for i, s in shown)
-    marks = _marks(shown, oracle, marked_texts, item)
-    reference = "\n".join(f"line {i}: {marks.get(i, UNMARKED)}" for i, _ in shown)
     answer_m = _tag(response, "answer")
     verdict = answer_m.group(1).strip() if answer_m else None
     if verdict not in LABELS:
@@ -284,18 +294,17 @@ def _record(where: str, row: Any, gold: dict, judge: str) -> Imported | Skipped:
             return Skipped(where, "`response`: no `<answer>…</answer>`")
         return Skipped(where, f"`response`: the answer is `{show(verdict)}`, not one of the labels")
 
+    sources = {"rationale": response, "response": claim, "context": context}
+    if reference is not None:
+        sources["reference"] = reference
+    sources["protocol"] = _instructions(prompt)
+
     def make() -> ReplayBuilder:
         b = ReplayBuilder(
             PROTOCOL,
-            sources={
-                "rationale": response,
-                "response": claim,
-                "context": context,
-                "reference": reference,
-                "protocol": _instructions(prompt),
-            },
+            sources=sources,
             verdict=verdict,
-            gold=g["label"],
+            gold=label,
             id=f"{judge}/{item}",
             domains={"line": members},
             item=item,
@@ -328,6 +337,14 @@ def _record(where: str, row: Any, gold: dict, judge: str) -> Imported | Skipped:
         return b
 
     return build(where, f"{judge}-{item}", make)
+
+
+def _unlabelled_item(key: tuple[str, tuple[int, ...]], seen: dict) -> str:
+    """An item id for a prompt with no gold row: a digest of its claim and shown lines, so
+    two judges' outputs for one prompt share it; a repeat in one file gets `-2`, `-3`, …"""
+    digest = hashlib.sha256(repr(key).encode("utf-8")).hexdigest()[:12]
+    seen[digest] = n = seen.get(digest, 0) + 1
+    return f"claim-{digest}" if n == 1 else f"claim-{digest}-{n}"
 
 
 def _judge_side(b: ReplayBuilder, response: str, shown: set[int]) -> set[int]:
@@ -444,18 +461,9 @@ def _occurrence(text: str, start: int, end: int) -> int:
 
 def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
     gold_path = getattr(options, "gold", None)
-    if gold_path is None:
-        raise UnmaskError(
-            [
-                Diagnostic(
-                    "wice",
-                    "the `wice` importer needs WiCE's gold rows",
-                    help="pass `--gold gold_claim_test.jsonl`",
-                )
-            ]
-        )
-    gold = _gold_index(Path(gold_path), options)
+    gold = None if gold_path is None else _gold_index(Path(gold_path), options)
     judge = judge_name(path)
+    seen: dict[str, int] = {}
     for n, line in _lines(path, options):
         where = f"{path}:{n}"
         try:
@@ -463,4 +471,4 @@ def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
         except UnmaskError as exc:
             yield Skipped(where, f"not a JSON record: {exc.diagnostics[0].message}")
             continue
-        yield _record(where, row, gold, judge)
+        yield _record(where, row, gold, judge, seen)
