@@ -44,6 +44,7 @@ def table(name: str) -> str:
     ("readings", "page"),
     [
         ("wice-independent.jsonl", "study-wice-review.md"),
+        ("wice-subclaim-independent.jsonl", "study-wice-review.md"),
         ("factcc-independent.jsonl", "study-factcc.md"),
         ("realmistake-independent.jsonl", "study-realmistake.md"),
         ("realmistake-follows-findings.jsonl", "study-realmistake.md"),
@@ -62,3 +63,15 @@ def test_the_wice_reading_covers_every_violated_finding_of_the_frozen_run() -> N
     violated = [r for r in rows if r["unmask"] == "VIOLATED"]
     assert len(violated) == 21 and len({r["replay"] for r in rows}) == len(rows)
     assert all(r["violated"] == ["verdict"] for r in violated)
+
+
+def test_the_subclaim_reading_covers_every_finding_of_the_held_out_run() -> None:
+    # round 4: every VIOLATED and every SATISFIED replay of the subclaim run, read blind
+    rows = [
+        json.loads(x)
+        for x in (REVIEWS / "wice-subclaim-independent.jsonl").read_text("utf-8").splitlines()
+    ]
+    count = Counter(r["unmask"] for r in rows)
+    assert count == {"VIOLATED": 17, "SATISFIED": 13} and len({r["replay"] for r in rows}) == 30
+    assert all(r["violated"] == ["verdict"] for r in rows if r["unmask"] == "VIOLATED")
+    assert all(r["replay"].split("/")[1].startswith("claim-") for r in rows)
