@@ -7,7 +7,9 @@ them again. The tests import them and check that no finding is false: passing la
 and Levenshtein assertions and a passing assert-set are not VIOLATED, while the grader of
 promptfoo issue 2998 (score 0.75 over a 0.5 threshold, but `pass: false`) still is. The
 opt-in test at the end regenerates the files with promptfoo (``UNMASK_REGENERATE=1`` and
-npm on PATH) and checks the fresh output reads the same.
+npm on PATH) and checks the fresh output reads the same. `promptfoo-0.121.20-threshold/` shows
+where promptfoo writes a threshold (a `defaultTest` one into each test case without its own) and
+what a run without one writes; `thresholded` is read from there.
 """
 
 from __future__ import annotations
@@ -159,6 +161,97 @@ def test_regenerated_promptfoo_output_reads_the_same(tmp_path: Path) -> None:
             assert res.exit_code == 0, res.stderr
         for path in sorted(old.iterdir()):
             assert check(path)["overall"] == check(new / path.name)["overall"]
+
+
+# --- promptfoo: where a threshold is written, and what no threshold looks like -------------
+
+THRESHOLD = TEST_DATA / "importers" / "promptfoo-0.121.20-threshold"
+
+
+def rows_of(name: str) -> list[dict]:
+    return json.loads((THRESHOLD / name).read_text(encoding="utf-8"))["results"]["results"]
+
+
+def atoms(out: Path, stem: str) -> dict[str, str]:
+    r = json.loads((out / f"{stem}.json").read_text(encoding="utf-8"))
+    return {a["atom"]: a["value"] for a in r["annotations"]}
+
+
+def imported_threshold(tmp_path: Path, src: Path) -> Path:
+    out = tmp_path / src.name.replace(".", "-")
+    res = cli("import", "promptfoo", str(src), "--out", str(out))
+    assert res.exit_code == 0, res.stderr
+    assert res.stderr.endswith("with `promptfoo`; skipped 0\n")
+    return out
+
+
+def test_promptfoo_writes_a_default_test_threshold_into_each_test_case() -> None:
+    # what the importer rests on: the threshold a test case ran with is in its `testCase`,
+    # its own or else `defaultTest`'s, and a run with none writes none and is unthresholded
+    data = json.loads((THRESHOLD / "default-threshold.json").read_text(encoding="utf-8"))
+    assert data["metadata"]["promptfooVersion"] == "0.121.20"
+    assert (THRESHOLD / "VERSION").read_text(encoding="utf-8").strip() == "promptfoo 0.121.20"
+    assert data["config"]["defaultTest"]["threshold"] == 0.5
+    assert "threshold" not in data["config"]["tests"][0]
+    own, overridden = rows_of("default-threshold.json")
+    assert own["testCase"]["threshold"] == 0.5 and overridden["testCase"]["threshold"] == 0.9
+    # the same two assertions (one passes, one fails: score 0.5) under each threshold
+    assert [(r["score"], r["success"]) for r in (own, overridden)] == [(0.5, True), (0.5, False)]
+    assert own["gradingResult"]["reason"] == "Aggregate score 0.50 ≥ 0.5 threshold"
+    assert overridden["gradingResult"]["reason"] == "Aggregate score 0.50 < 0.9 threshold"
+    (none,) = rows_of("no-threshold.json")
+    nothing = json.loads((THRESHOLD / "no-threshold.json").read_text(encoding="utf-8"))
+    assert "threshold" not in none["testCase"]
+    assert "threshold" not in nothing["config"]["defaultTest"]
+    assert (none["score"], none["success"]) == (0.5, False)
+    assert none["gradingResult"]["reason"] == 'Expected output to contain "Lyon"'
+
+
+@pytest.mark.parametrize("form", ["json", "jsonl"])
+def test_thresholded_is_read_from_the_test_case_promptfoo_wrote(tmp_path: Path, form) -> None:
+    out = imported_threshold(tmp_path, THRESHOLD / f"default-threshold.{form}")
+    own, overridden = atoms(out, "t0-p0"), atoms(out, "t1-p0")
+    assert (own["thresholded"], own["reaches_threshold"]) == ("TRUE", "TRUE")
+    assert (overridden["thresholded"], overridden["reaches_threshold"]) == ("TRUE", "FALSE")
+    none = atoms(imported_threshold(tmp_path, THRESHOLD / f"no-threshold.{form}"), "t0-p0")
+    assert none["thresholded"] == "FALSE" and "reaches_threshold" not in none
+    for path in [*sorted(out.iterdir()), tmp_path / f"no-threshold-{form}" / "t0-p0.json"]:
+        report = check(path)
+        assert report["overall"] == "SATISFIED", path.name
+        assert report["verdict"]["status"] == "ENTAILED", path.name
+
+
+def test_a_test_case_without_the_default_threshold_its_file_sets_is_unknown(
+    tmp_path: Path,
+) -> None:
+    # not as promptfoo writes it (it copies `defaultTest`'s threshold into the test case):
+    # which threshold the test ran with is not known, so `thresholded` is not FALSE
+    data = json.loads((THRESHOLD / "default-threshold.json").read_text(encoding="utf-8"))
+    for row in data["results"]["results"]:
+        del row["testCase"]["threshold"]
+    src = tmp_path / "results.json"
+    src.write_text(json.dumps(data), encoding="utf-8")
+    out = imported_threshold(tmp_path, src)
+    for stem in ("t0-p0", "t1-p0"):
+        got = atoms(out, stem)
+        assert "thresholded" not in got and "reaches_threshold" not in got, stem
+        assert check(out / f"{stem}.json")["overall"] != "VIOLATED", stem
+
+
+@pytest.mark.skipif(
+    os.environ.get("UNMASK_REGENERATE") != "1" or shutil.which("npm") is None,
+    reason="regenerates with promptfoo from the registry: set UNMASK_REGENERATE=1 (needs npm)",
+)
+def test_regenerated_promptfoo_threshold_output_reads_the_same(tmp_path: Path) -> None:
+    fresh = tmp_path / "fresh"
+    subprocess.run(["sh", str(THRESHOLD / "regenerate.sh"), str(fresh)], check=True, timeout=900)
+    assert (fresh / "VERSION").read_bytes() == (THRESHOLD / "VERSION").read_bytes()
+    for name in ("default-threshold", "no-threshold"):
+        for form in ("json", "jsonl"):
+            old = imported_threshold(tmp_path / "old", THRESHOLD / f"{name}.{form}")
+            new = imported_threshold(tmp_path / "new", fresh / f"{name}.{form}")
+            for path in sorted(old.iterdir()):
+                assert atoms(old, path.stem) == atoms(new, path.stem), (name, form)
 
 
 # --- `unmask import jsonl`: a three-label judge with per-record passages and parts --------------

@@ -24,11 +24,14 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "importers"
 MAX_CUTS = 60  # perturbations per input, spread evenly over all of them (plus every `ALWAYS` key)
 
-# (importer, atom family, the key removed) → why its absence means FALSE: the format's own
-# default for that one key (removing anything else must still never give FALSE)
+# (importer, atom family, the last two keys of the path removed) → why its absence means
+# FALSE: the format's own default for that one key where it is (removing anything else, or the
+# same key elsewhere, must still never give FALSE)
 FORMAT_DEFAULTS = {
-    ("promptfoo", "thresholded", "threshold"): "promptfoo runs a test case without `threshold`"
-    " unthresholded",
+    ("promptfoo", "thresholded", ("testCase", "threshold")): (
+        "promptfoo writes the threshold a test case ran with into it (its own, else"
+        " `defaultTest`'s) and runs one without unthresholded (promptfoo-0.121.20-threshold/)"
+    ),
 }
 # keys every run cuts, whatever the spread: the fields the importers read marks from
 ALWAYS = frozenset({"oracle_idx", "target", "input", "threshold", "testCase", "answer", "reason"})
@@ -172,6 +175,17 @@ def _ragas(name: str) -> Callable[[Path, Doc], tuple[Path, Options]]:
     return write
 
 
+def _lines(name: str) -> Callable[[Path, Doc], tuple[Path, Options]]:
+    """One row a line (`promptfoo eval -o results.jsonl`)."""
+
+    def write(tmp: Path, doc: Doc) -> tuple[Path, Options]:
+        p = tmp / name
+        p.write_text("".join(json.dumps(r) + "\n" for r in doc), encoding="utf-8")
+        return p, Options()
+
+    return write
+
+
 def _with_threshold(doc: Doc) -> Doc:
     doc = copy.deepcopy(doc)
     doc["results"]["results"][0]["testCase"]["threshold"] = 0.7
@@ -190,6 +204,24 @@ CASES: list[tuple[str, str, Callable[[], Doc], Callable[[Path, Doc], tuple[Path,
         "promptfoo",
         "sample-export-with-threshold",
         lambda: _with_threshold(_json("promptfoo-sample-export.json")),
+        lambda t, d: _plain(t, d, "results.json"),
+    ),
+    (
+        "promptfoo",
+        "generated-default-threshold",
+        lambda: _json("promptfoo-0.121.20-threshold/default-threshold.json"),
+        lambda t, d: _plain(t, d, "results.json"),
+    ),
+    (
+        "promptfoo",
+        "generated-default-threshold-lines",
+        lambda: _jsonl("promptfoo-0.121.20-threshold/default-threshold.jsonl"),
+        _lines("results.jsonl"),
+    ),
+    (
+        "promptfoo",
+        "generated-no-threshold",
+        lambda: _json("promptfoo-0.121.20-threshold/no-threshold.json"),
         lambda t, d: _plain(t, d, "results.json"),
     ),
     (
@@ -311,7 +343,7 @@ def flips(before: dict, after: dict, importer: str, cut: tuple = ()) -> list[str
             was = before.get(rid, {}).get(atom, "UNKNOWN") if rid in before else None
             if was is None or value != "FALSE" or was == "FALSE":
                 continue
-            if cut and (importer, atom.split("(", 1)[0], cut[-1]) in FORMAT_DEFAULTS:
+            if (importer, atom.split("(", 1)[0], tuple(cut[-2:])) in FORMAT_DEFAULTS:
                 continue
             bad.append(f"{rid}: `{atom}` {was} → FALSE")
     return bad

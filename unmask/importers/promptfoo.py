@@ -9,8 +9,9 @@ leaves out of pass and score, is left out too, and so are an assert-set's childr
 0.121.x lists flat beside the set). The rationale is a fixed rendering of the grading result
 (documented in ``docs/importers.md``) so that every annotation quotes it. Values are derived
 by rule and only where the row says them: ``thresholded`` from the test case's
-``threshold`` (FALSE only where a test case is there without one, promptfoo's default;
-UNKNOWN without a test case), ``passed`` from each component's ``pass``,
+``threshold``, which promptfoo writes there as the test ran (its own, else ``defaultTest``'s;
+FALSE only where a test case is there without one and the file's ``config.defaultTest`` sets
+none; UNKNOWN without a test case), ``passed`` from each component's ``pass``,
 ``score_says`` from its score read by its assertion type's rule (``BINARY``: the score is
 pass ? 1 : 0 and a threshold limits a measured value; ``AT_LEAST``: pass needs score ≥
 threshold), never for a type whose rule is not known (one ``Note`` per file says so),
@@ -90,17 +91,19 @@ def read(path: Path, options: Options) -> Iterator[Imported | Skipped | Note]:
     unread: set[str] = set()
     if path.suffix == ".jsonl":  # `promptfoo eval -o results.jsonl`: one row a line
         for i, (n, row) in enumerate(_jsonl_rows(path, options)):
-            yield _row(proto, file, f"{file}:{n}", i, row, options, unread)
+            yield _row(proto, file, f"{file}:{n}", i, row, options, unread, False)
     else:
-        _, rows = read_array(
+        doc, rows = read_array(
             path,
             options,
             "results.results",
             "a promptfoo results file",
             help="write one with `promptfoo eval -o results.json` (or `-o results.jsonl`)",
         )
+        suite = _suite_threshold(doc)
         for i, row in enumerate(rows):
-            yield _row(proto, file, f"{file}: results.results[{i}]", i, row, options, unread)
+            where = f"{file}: results.results[{i}]"
+            yield _row(proto, file, where, i, row, options, unread, suite)
     if unread:
         names = ", ".join(f"`{show(k)}`" for k in sorted(unread))
         yield Note(
@@ -108,6 +111,13 @@ def read(path: Path, options: Options) -> Iterator[Imported | Skipped | Note]:
             f"assertion type{'s' if len(unread) > 1 else ''} {names}: how the score and"
             " threshold say pass is not known to Unmask, so those scores were not checked",
         )
+
+
+def _suite_threshold(doc: Any) -> bool:
+    """Whether the file's own ``config.defaultTest`` sets a threshold (of any value)."""
+    config = doc.get("config") if isinstance(doc, dict) else None
+    default = config.get("defaultTest") if isinstance(config, dict) else None
+    return isinstance(default, dict) and default.get("threshold") is not None
 
 
 def _jsonl_rows(path: Path, options: Options) -> Iterator[tuple[int, Any]]:
@@ -139,7 +149,14 @@ class _NotJson:
 
 
 def _row(
-    proto: str, file: str, where: str, i: int, row: Any, options: Options, unread: set[str]
+    proto: str,
+    file: str,
+    where: str,
+    i: int,
+    row: Any,
+    options: Options,
+    unread: set[str],
+    suite_threshold: bool,
 ) -> Imported | Skipped:
     if isinstance(row, _NotJson):
         return Skipped(where, "not a JSON record")
@@ -184,10 +201,16 @@ def _row(
 
     test = row.get("testCase") if isinstance(row.get("testCase"), dict) else None
     threshold = test.get("threshold") if test and is_number(test.get("threshold")) else None
-    # `thresholded` is FALSE only where the row's test case is there and sets no threshold
-    # (promptfoo's own default); without a test case, or with a threshold that is not a
-    # number, nobody can say, and it stays UNKNOWN
-    says_threshold = test is not None and (threshold is not None or "threshold" not in test)
+    # promptfoo writes the test case as it ran it, its threshold `testCase.threshold ??
+    # defaultTest.threshold` (0.121.20 seen writing it so, in tests/data/importers/
+    # promptfoo-0.121.20-threshold/; the same merge in every older evaluator source read),
+    # and runs one without a threshold unthresholded: a test case there without `threshold`
+    # is FALSE. Without a test case, with a threshold that is not a number, or where the file's
+    # own `config.defaultTest` sets one the test case lacks (not as promptfoo writes it),
+    # nobody can say, and it stays UNKNOWN.
+    says_threshold = test is not None and (
+        threshold is not None or ("threshold" not in test and not suite_threshold)
+    )
     score = gr.get("score") if is_number(gr.get("score")) else None
 
     # the rationale: one line for the test case, then one header and reason per assertion
@@ -258,7 +281,8 @@ def _row(
                 by=by,
                 explanation="the test case sets a threshold"
                 if threshold is not None
-                else "the test case sets no threshold (promptfoo's default: none)",
+                else "the test case ran without a threshold (promptfoo writes `defaultTest`'s"
+                " into it; its default: none)",
             )
         if threshold is not None and score is not None:
             b.annotate(
