@@ -48,7 +48,7 @@ from unmask.ir import Span
 from unmask.limits import Limits
 from unmask.lines import bounded_lines
 from unmask.next import INCONSISTENT, SETTLED, BatchTodo, NextReport, Todo
-from unmask.record import CHECKED_SCHEMAS, ERROR_SCHEMA
+from unmask.record import CHECKED_SCHEMAS, ERROR_SCHEMA, recheck_of, same_protocol
 from unmask.safe import printable
 
 EXIT_OPEN = exitcodes.PARTIAL
@@ -174,11 +174,11 @@ def _from_results(
 def _other_protocol(recheck: Any, against: Any) -> tuple[str, str] | None:
     """(message, help) when a result line was checked against another protocol than
     ``--protocol`` (or than the replay's own): its open checks would be another's."""
-    theirs = recheck.get("digest") if isinstance(recheck, dict) else None
-    if theirs == (None if against is None else against.digest):
+    theirs = recheck_of(recheck)
+    if same_protocol(theirs, against):
         return None
     if against is None:
-        name = recheck.get("protocol") if isinstance(recheck, dict) else None
+        name = theirs[0] if theirs is not None else None
         return (
             f"this result was checked against `--protocol` (protocol `{name}`), "
             "not the replay's own protocol",
