@@ -494,3 +494,28 @@ def test_a_state_line_cut_by_a_kill_is_left_out_and_the_session_goes_on(replays:
         "b1.json",
         "b2.json",
     ]
+
+
+def test_a_json_lines_file_of_replays_is_read_once(replays: Path, monkeypatch) -> None:
+    """Given directly or named by a results file's locations, each record's replay comes
+    from the one pass over the file (each line's re-read of the whole file was quadratic)."""
+    import unmask.files
+
+    docs = [json.loads(Path(f"{n}.json").read_text()) for n in ("b1", "b2")]
+    Path("many.jsonl").write_text(
+        "".join(json.dumps(dict(d, id=f"r{i}")) + "\n" for i, d in enumerate(docs * 5))
+    )
+    r = run("audit", "many.jsonl", "--out", "results.jsonl", "--quiet")
+    assert r.exit_code in (0, 1, 3), r.output
+    real, reads = unmask.files.read_bytes, []
+
+    def counted(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        reads.append(str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(unmask.files, "read_bytes", counted)
+    for given in ("many.jsonl", "results.jsonl"):
+        reads.clear()
+        r = run("review", given, "--list")
+        assert r.exit_code == 0 and "10 unreviewed annotations" in r.output, r.output
+        assert reads.count("many.jsonl") <= 1, (given, reads)
