@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from unmask.batch.summary import Summary, confusion_text
+from unmask.batch.confusion import confusion_text
+from unmask.batch.summary import Summary
 from unmask.cli.main import main
 from unmask.record import ResultRecord
 from unmask.render.html import index_row, render_index
@@ -118,7 +119,7 @@ def test_one_protocol_prints_what_it_printed_before(tmp_path: Path, names: list[
 
 
 def test_a_protocol_without_gold_labels_gets_no_table() -> None:
-    from unmask.batch.summary import confusions_text
+    from unmask.batch.confusion import confusions_text
 
     by = {
         "a": {"labels": ["PASS"], "table": {"PASS": {"PASS": _cell(1)}}},

@@ -444,3 +444,45 @@ def test_validate_reads_replays_against_the_given_protocol(cases: Path, tmp_path
     assert "graded_fact_satisfied.json: graded-fact-satisfied: valid" in many.stdout
     assert "validated 5 replays: 1 valid, 4 invalid" in many.stdout
     assert cli("validate", str(cases / "case_b.json")).stdout.endswith("unannotated)\n")
+
+
+@pytest.mark.parametrize(
+    ("edit", "against", "same"),
+    [
+        # the digest decides: the name is read from the very text the digest is of
+        (lambda r: dict(r, protocol="renamed"), "v2", True),
+        (lambda r: dict(r, digest="sha256:" + "0" * 64), "v2", False),
+        # a `recheck` without a digest names no protocol: the replay's own is not it either
+        (lambda r: {k: v for k, v in r.items() if k != "digest"}, "v2", False),
+        (lambda r: {k: v for k, v in r.items() if k != "digest"}, None, False),
+        (lambda r: None, None, True),
+        (lambda r: None, "v2", False),
+    ],
+    ids=["renamed", "other-digest", "no-digest", "no-digest-own", "own-own", "own-v2"],
+)
+def test_audit_resume_and_next_take_a_result_line_for_the_same_protocol_alike(
+    cases: Path, tmp_path: Path, edit, against: str | None, same: bool
+) -> None:
+    """`unmask.record.same_protocol` is the one answer both commands give."""
+    v2 = write(tmp_path, "v2.proto", DROPS_EXTERNAL)
+    replay = str(cases / "case_b.json")
+    out = tmp_path / "r.jsonl"
+    cli("audit", replay, "--protocol", str(v2), "--out", str(out), "--quiet")
+    (line,) = _lines(out)
+    changed = edit(line["recheck"])
+    if changed is None:
+        del line["recheck"]
+    else:
+        line["recheck"] = changed
+    text = json.dumps(line) + "\n"
+    given = () if against is None else ("--protocol", str(v2))
+    out.write_text(text, encoding="utf-8")
+    resumed = cli("audit", replay, *given, "--out", str(out), "--resume", "--quiet")
+    out.write_text(text, encoding="utf-8")
+    answered = cli("next", str(out), *given, "--root", "/")
+    if same:
+        assert resumed.exit_code != 2, resumed.stderr
+        assert answered.exit_code != 4, answered.stderr
+    else:
+        assert resumed.exit_code == 2 and "line 1 was checked against" in resumed.stderr
+        assert answered.exit_code == 4 and "this result was" in answered.stderr

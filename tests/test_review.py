@@ -4,6 +4,7 @@ and applied back, end to end through a re-audit, and every bad input refused wit
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -175,11 +176,20 @@ def test_an_unreadable_results_file_is_one_message_not_an_internal_error(
 ) -> None:
     Path("r.jsonl").write_text('{"schema": "unmask.result/2"}\n')
 
-    def unreadable(path):  # type: ignore[no-untyped-def]
+    def unreadable(path, *_, **__):  # type: ignore[no-untyped-def]
         raise PermissionError(13, "Permission denied", path)
 
-    monkeypatch.setattr("unmask.commands.review._first_record", unreadable)
+    monkeypatch.setattr("unmask.batch.results.bounded_lines", unreadable)
     r = run("review", "r.jsonl", "--list")
+    assert "internal error" not in r.output and "Traceback" not in r.output
+    # unreadable once it was taken for a results file: one message too
+    from unmask.lines import bounded_lines
+
+    monkeypatch.setattr("unmask.batch.results.bounded_lines", bounded_lines)
+    monkeypatch.setattr("unmask.batch.results.open", unreadable, raising=False)
+    monkeypatch.setattr("unmask.batch.results.is_results", lambda path, limits: True)
+    r = run("review", "r.jsonl", "--list")
+    assert r.exit_code == 4 and "cannot read `r.jsonl`: permission denied" in r.output
     assert "internal error" not in r.output and "Traceback" not in r.output
 
 
@@ -421,3 +431,91 @@ def test_a_bad_state_file_is_one_message(replays: Path) -> None:
     r = run("review", "b1.json", "--interactive", "--reviewer", "ana", input="a\n")
     assert r.exit_code == 2 and "cannot read the state" in r.output
     assert json.loads(Path("b1.json").read_text())["annotations"][4]["by"] == RULE
+
+
+def test_review_and_next_read_a_results_file_alike(replays: Path) -> None:
+    """One reader (unmask/batch/results.py): a results file is known by its first line's
+    `schema` in whatever order its keys come (`next` wanted `schema` then `location` first),
+    and a line of no result schema is a bad line in both (`review` passed it over)."""
+    audit("results.jsonl")
+    rows = [json.loads(x) for x in Path("results.jsonl").read_text().splitlines()]
+    rows.append({"location": "b1.json", "schema": "unmask.other/9"})
+    Path("results.jsonl").write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+    bad = "results.jsonl:3:1: error: not a result line: expected `schema` `unmask.result/2`"
+    r = run("review", "results.jsonl", "--list")
+    assert r.exit_code == 4 and bad in r.output
+    assert "2 unreviewed annotations behind provisional findings" in r.output
+    r = run("next", "results.jsonl", "--format", "json")
+    assert r.exit_code == 4 and bad in r.stderr
+    doc = json.loads(r.stdout)
+    assert [x["location"] for x in doc["replays"]] == ["b1.json", "b2.json"]
+    assert [x["location"] for x in doc["errors"]] == ["results.jsonl:3"]
+
+
+def test_the_state_is_appended_one_decision_a_line(replays: Path) -> None:
+    # a line separator inside an explanation is no line end of the state (it was read with
+    # `splitlines`, and the resumed session refused its own state)
+    doc = json.loads(Path("b1.json").read_text())
+    doc["annotations"][4]["explanation"] = "one\u2028two"
+    Path("b1.json").write_text(json.dumps(doc, indent=2))
+    r = run("review", "b1.json", "b2.json", "--interactive", "--reviewer", "ana", input="s\nq\n")
+    assert r.exit_code == 0, r.output
+    state = Path("unmask-review.jsonl")
+    first, inode = state.read_bytes(), os.stat(state).st_ino
+    assert "\u2028".encode() in first and first.count(b"\n") == 1
+    r = run("review", "b1.json", "b2.json", "--interactive", "--reviewer", "ana", input="a\n")
+    assert r.exit_code == 0, r.output
+    assert "1 already decided" in r.output
+    # appended to, never rewritten: the same file, the first session's line as it was
+    assert os.stat(state).st_ino == inode and state.read_bytes().startswith(first)
+    lines = [json.loads(x) for x in state.read_bytes().decode().split("\n")[:-1]]
+    assert [(x["location"], x["decision"]) for x in lines] == [
+        ("b1.json", "skip"),
+        ("b2.json", "accept"),
+    ]
+
+
+def test_a_state_line_cut_by_a_kill_is_left_out_and_the_session_goes_on(replays: Path) -> None:
+    run("review", "b1.json", "b2.json", "--interactive", "--reviewer", "ana", input="s\nq\n")
+    state = Path("unmask-review.jsonl")
+    whole = state.read_bytes()
+    state.write_bytes(whole + whole[:40])  # a second line cut short, no newline
+    r = run("review", "b1.json", "b2.json", "--interactive", "--reviewer", "ana", input="s\n")
+    assert r.exit_code == 0, r.output
+    assert "the last line of `unmask-review.jsonl` was cut short: left out" in r.output
+    assert "1 already decided" in r.output
+    lines = state.read_bytes().split(b"\n")
+    assert lines[0] + b"\n" == whole and len(lines) == 3 and lines[2] == b""
+    # a whole last line without its newline (written by hand) is kept, and not glued to
+    state.write_bytes(whole.rstrip(b"\n"))
+    r = run("review", "b1.json", "b2.json", "--interactive", "--reviewer", "ana", input="s\n")
+    assert r.exit_code == 0 and "1 already decided" in r.output and "cut short" not in r.output
+    assert [json.loads(x)["location"] for x in state.read_text().splitlines()] == [
+        "b1.json",
+        "b2.json",
+    ]
+
+
+def test_a_json_lines_file_of_replays_is_read_once(replays: Path, monkeypatch) -> None:
+    """Given directly or named by a results file's locations, each record's replay comes
+    from the one pass over the file (each line's re-read of the whole file was quadratic)."""
+    import unmask.files
+
+    docs = [json.loads(Path(f"{n}.json").read_text()) for n in ("b1", "b2")]
+    Path("many.jsonl").write_text(
+        "".join(json.dumps(dict(d, id=f"r{i}")) + "\n" for i, d in enumerate(docs * 5))
+    )
+    r = run("audit", "many.jsonl", "--out", "results.jsonl", "--quiet")
+    assert r.exit_code in (0, 1, 3), r.output
+    real, reads = unmask.files.read_bytes, []
+
+    def counted(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        reads.append(str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(unmask.files, "read_bytes", counted)
+    for given in ("many.jsonl", "results.jsonl"):
+        reads.clear()
+        r = run("review", given, "--list")
+        assert r.exit_code == 0 and "10 unreviewed annotations" in r.output, r.output
+        assert reads.count("many.jsonl") <= 1, (given, reads)

@@ -18,7 +18,10 @@ Contract:
   a line of the first form (``unmask.report/1``: the report's JSON as it is, which older
   results files hold), so a reader of explanations reads either; for a report,
   ``report_json(result_line(report, loc))`` is ``report.to_json()`` with ``location``
-  (tests/test_record.py).
+  (tests/test_record.py);
+- ``same_protocol(record.recheck, protocol_file)`` says whether a result was checked against
+  that ``--protocol`` (or, both None, the replay's own): the digest decides, for
+  ``audit --resume`` and ``next`` alike.
 
 A named tuple, not a dataclass: a ``--jobs`` run builds one per replay in the parent,
 from the pipe, and unpickling a tuple costs a fifth of a slotted dataclass there.
@@ -130,7 +133,7 @@ class ResultRecord(NamedTuple):
                 location=location,
                 error=str(codes[0]) if codes else "error",
                 errors=tuple(diagnostic_from_json(e) for e in entries),
-                recheck=_recheck(obj.get("recheck")),
+                recheck=recheck_of(obj.get("recheck")),
             )
         dims = obj.get("dimensions") or {}
         verdict = obj.get("verdict") if isinstance(obj.get("verdict"), Mapping) else {}
@@ -174,7 +177,7 @@ class ResultRecord(NamedTuple):
             unreviewed=_line_flags(obj, "unreviewed"),
             gold_derived=_line_flags(obj, "gold_derived"),
             confirmed=_line_confirmed(obj),
-            recheck=_recheck(obj.get("recheck")),
+            recheck=recheck_of(obj.get("recheck")),
         )
 
 
@@ -232,8 +235,9 @@ def _text(v: Any) -> str | None:
     return v if isinstance(v, str) else None
 
 
-def _recheck(v: Any) -> tuple[str, str, tuple[str, ...]] | None:
-    """A line's ``recheck`` (``Recheck.to_json``), or None when it has none."""
+def recheck_of(v: Any) -> tuple[str, str, tuple[str, ...]] | None:
+    """A line's ``recheck`` (``Recheck.to_json``) as ``ResultRecord.recheck`` holds it, or
+    None when it has none; a name or digest that is not a string is ``""``."""
     if not isinstance(v, Mapping):
         return None
     dropped = v.get("dropped")
@@ -242,6 +246,20 @@ def _recheck(v: Any) -> tuple[str, str, tuple[str, ...]] | None:
         _text(v.get("digest")) or "",
         tuple(a for a in dropped if isinstance(a, str)) if isinstance(dropped, list) else (),
     )
+
+
+def same_protocol(recheck: tuple[str, str, tuple[str, ...]] | None, against: Any) -> bool:
+    """Whether a result whose ``recheck`` is this (None: checked against the replay's own
+    protocol) was checked against ``against``, a ``ProtocolFile`` (None: each replay's own).
+
+    The digest decides: it is the SHA-256 of the protocol file's text, and the name is read
+    from that text, so the same digest is the same protocol whatever the line's name says
+    (``ProtocolFile`` equality is the digest's too); a ``recheck`` without a digest is
+    checked against no protocol anyone can name, and matches none. ``unmask audit --resume``
+    and ``unmask next`` both ask this."""
+    if recheck is None or against is None:
+        return recheck is None and against is None
+    return recheck[1] == against.digest
 
 
 def _on(result: CheckResult, flag: str) -> int:

@@ -49,7 +49,7 @@ from unmask.batch.summary import Summary
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.limits import DEFAULT_LIMITS, Limits
 from unmask.outputs import OutputError, cannot_write, reason, write_text
-from unmask.record import ResultRecord
+from unmask.record import ResultRecord, same_protocol
 
 BROKEN_PROTOCOL_HINT = "`unmask analyze` shows why the protocol contradicts itself"
 
@@ -322,16 +322,14 @@ class _Run:
             return None
 
         pf = self.options.protocol
-        mine = None if pf is None else (pf.name, pf.digest)
         lines = 0
 
         def carry(obj: dict[str, Any]) -> None:
             nonlocal lines
             lines += 1
             record = ResultRecord.from_line(obj)
-            theirs = None if record.recheck is None else record.recheck[:2]
-            if theirs != mine:
-                raise _mixed(out, lines, theirs, pf)
+            if not same_protocol(record.recheck, pf):
+                raise _mixed(out, lines, None if record.recheck is None else record.recheck[:2], pf)
             self.summary.add(record)
             self._take(record)
 

@@ -113,20 +113,28 @@ def _backend(settings: Settings) -> Any:
 def load_task(task: Task, limits: Limits, protocol: Any = None) -> Any:
     """The validated ``Replay`` of a task (raises ``UnmaskError`` when it is not one),
     read against ``protocol`` (a ``ProtocolFile``) when one is given."""
-    from unmask.jsonload import parse_json_document, read_json_file
     from unmask.replay import replay_from_obj
+
+    obj, text = task_document(task, limits)
+    if task.text is None:
+        return replay_from_obj(obj, task.file, Path(task.file).parent, limits, protocol=protocol)
+    base_dir = Path.cwd() if task.file == STDIN_LABEL else Path(task.file).parent
+    return replay_from_obj(
+        obj, task.file, base_dir, limits, line=task.line, text=text, protocol=protocol
+    )
+
+
+def task_document(task: Task, limits: Limits) -> tuple[Any, str | None]:
+    """The task's JSON document, not yet validated, and the text of a JSON Lines record
+    (None for a whole file); raises ``UnmaskError`` when it cannot be read or parsed."""
+    from unmask.jsonload import parse_json_document, read_json_file
 
     if task.problem is not None:
         code, message, hint = task.problem
         raise UnmaskError([Diagnostic(code, message, file=task.location, help=hint)])
     if task.text is None:
-        obj = read_json_file(task.file, limits)
-        return replay_from_obj(obj, task.file, Path(task.file).parent, limits, protocol=protocol)
-    base_dir = Path.cwd() if task.file == STDIN_LABEL else Path(task.file).parent
-    obj, text = parse_json_document(task.text, task.file, limits, first_line=task.line or 1)
-    return replay_from_obj(
-        obj, task.file, base_dir, limits, line=task.line, text=text, protocol=protocol
-    )
+        return read_json_file(task.file, limits), None
+    return parse_json_document(task.text, task.file, limits, first_line=task.line or 1)
 
 
 def audit_task(task: Task, settings: Settings) -> Result:

@@ -8,12 +8,12 @@ Contract:
   are the report's own (``verdict``, ``procedure``, ``coverage``, ``grounding``) with the
   report's result for each; every check counts under the outcome ``unmask.checker.outcome``
   gives its status, with a REFUTED coverage check set apart as ``not_observable``;
-- besides, it counts the gold × observed labels with adherence in each cell (labels in the
-  order first seen), over the run and per protocol (by the name each report carries: labels
-  of two protocols are not comparable), the results whose checks rest on unreviewed or
-  gold-derived annotations
-  (the report's ``unreviewed`` / ``gold_derived`` fields), and, for replays of one ``item``
-  by several judges, per pair of judges how often verdicts and dimensions differ;
+- besides, it counts the gold × observed labels with adherence in each cell
+  (``unmask.batch.confusion``), over the run and per protocol (by the name each report
+  carries: labels of two protocols are not comparable), the results whose checks rest on
+  unreviewed or gold-derived annotations (the report's ``unreviewed`` / ``gold_derived``
+  fields), and, for replays of one ``item`` by several judges, per pair of judges how often
+  verdicts and dimensions differ;
 - ``merge(other)`` folds in the summary of the results that come next, with the figures of
   one fold of both (a pool worker or a Dask partition folds its own results; a summary
   pickles without its memos);
@@ -22,7 +22,8 @@ Contract:
   ``unmask.render.html.render_index``.
 
 Size: one fold and the two renderings of its figures (JSON and text) kept side by side, so
-a figure added to one is seen missing from the other.
+a figure added to one is seen missing from the other; the gold × observed table, a fold of
+its own, keeps its JSON and text beside it in ``unmask.batch.confusion``.
 """
 
 from __future__ import annotations
@@ -33,9 +34,9 @@ from collections import Counter
 from dataclasses import fields
 from typing import Any
 
+from unmask.batch.confusion import Confusion, confusions_text
 from unmask.batch.findings import Findings, cell_tail, ranked, replays_line
 from unmask.checker import outcome
-from unmask.jsonload import show
 from unmask.record import ResultRecord
 from unmask.report import OK, REFUTED, SATISFIED, UNKNOWN, VIOLATED, Dimensions
 
@@ -82,51 +83,6 @@ def check_key(status: str | None, *, coverage: bool = False) -> str:
     if coverage and status == REFUTED:
         return "not_observable"  # the checker's UNKNOWN, told apart: it was not observable
     return _OUTCOME_KEY[outcome(status, coverage=coverage)]
-
-
-class Confusion:
-    """Gold × observed label, with adherence and provenance in each cell; labels in the
-    order first seen (observed, gold, or allowed by a report)."""
-
-    def __init__(self) -> None:
-        self.labels: dict[str, None] = {}
-        self.cells: dict[tuple[str, str], Counter] = {}  # (gold, observed) -> counts
-
-    def add(self, v: ResultRecord, flags: dict[str, bool]) -> None:
-        labels = self.labels
-        for label in (*v.labels, v.observed, v.gold):
-            if label is not None and label not in labels:
-                labels[label] = None
-        if v.gold is not None and v.observed is not None:
-            cell = _table(self.cells, (v.gold, v.observed))
-            cell["replays"] += 1
-            cell[v.overall] += 1
-            for flag, on in flags.items():
-                if on:
-                    cell[flag] += 1
-
-    def merge(self, other: Confusion) -> None:
-        """Add ``other``'s counts, its labels after this one's (each once)."""
-        for label in other.labels:
-            self.labels.setdefault(label)
-        for key, counts in other.cells.items():
-            _table(self.cells, key).update(counts)
-
-    def to_json(self) -> dict[str, Any]:
-        labels = list(self.labels)
-        table = {}
-        for g in labels:
-            row = {}
-            for o in labels:
-                c = self.cells.get((g, o), Counter())
-                row[o] = {
-                    "replays": c["replays"],
-                    **{k: c[k] for k in (SATISFIED, VIOLATED, UNKNOWN)},
-                    "unreviewed": c["unreviewed"],
-                    "gold_derived": c["gold_derived"],
-                }
-            table[g] = row
-        return {"labels": labels, "table": table}
 
 
 def _table(tables: dict[Any, Counter], key: Any) -> Counter:
@@ -549,65 +505,6 @@ class Summary:
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-def confusions_text(merged: dict[str, Any], by_protocol: dict[str, Any]) -> list[str]:
-    """The gold × observed tables: one for a run of one protocol, else one per protocol
-    that has a replay with a gold label, each under its name."""
-    if len(by_protocol) <= 1:
-        return confusion_text(merged)
-    lines = []
-    for name, c in by_protocol.items():
-        table = _table_lines(c, "    ")
-        if table:
-            # a name read back by `--resume` is any string: shown as diagnostics show input
-            shown = name if name.isprintable() else show(name, limit=len(name))
-            lines += [f"  protocol `{shown}`:", *table]
-    if not lines:
-        return []
-    title = (
-        "gold x observed label, per protocol (replays, and satisfied/violated/unknown among them):"
-    )
-    return [title, *lines]
-
-
-def confusion_text(c: dict[str, Any]) -> list[str]:
-    """The gold × observed table, each cell ``replays (satisfied/violated/unknown)``."""
-    table = _table_lines(c, "  ")
-    if not table:
-        return []
-    return ["gold x observed label (replays, and satisfied/violated/unknown among them):", *table]
-
-
-def _table_lines(c: dict[str, Any], indent: str) -> list[str]:
-    labels, table = c["labels"], c["table"]
-    cells = [table[g][o] for g in labels for o in labels]
-    if not any(x["replays"] for x in cells):
-        return []
-
-    def cell(x: dict[str, int]) -> str:
-        n = x["replays"]
-        return f"{n} ({x[SATISFIED]}/{x[VIOLATED]}/{x[UNKNOWN]})" if n else "0"
-
-    corner = "gold \\ observed"
-    first = max(len(corner), *(len(g) for g in labels))
-    widths = [max(len(o), *(len(cell(table[g][o])) for g in labels)) for o in labels]
-    lines = [
-        indent
-        + corner.ljust(first)
-        + "".join(f"  {o:>{w}}" for o, w in zip(labels, widths, strict=True)),
-    ]
-    for g in labels:
-        row = "".join(f"  {cell(table[g][o]):>{w}}" for o, w in zip(labels, widths, strict=True))
-        lines.append(f"{indent}{g:<{first}}{row}")
-    unreviewed = sum(x["unreviewed"] for x in cells)
-    gold_derived = sum(x["gold_derived"] for x in cells)
-    if unreviewed or gold_derived:
-        lines.append(
-            f"{indent}of these, {unreviewed} rest on unreviewed annotations and "
-            f"{gold_derived} on gold-derived ones"
-        )
-    return lines
 
 
 def provenance_text(p: dict[str, Any]) -> list[str]:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -46,9 +45,8 @@ from unmask.diagnostics import Diagnostic, UnmaskError, internal_error, render_a
 from unmask.interrupt import reraise_interrupt
 from unmask.ir import Span
 from unmask.limits import Limits
-from unmask.lines import bounded_lines
 from unmask.next import INCONSISTENT, SETTLED, BatchTodo, NextReport, Todo
-from unmask.record import CHECKED_SCHEMAS, ERROR_SCHEMA
+from unmask.record import recheck_of, same_protocol
 from unmask.safe import printable
 
 EXIT_OPEN = exitcodes.PARTIAL
@@ -56,129 +54,55 @@ EXIT_USAGE = exitcodes.USAGE
 EXIT_UNSETTLED = exitcodes.UNKNOWN
 EXIT_INVALID = exitcodes.INVALID
 BATCH_SCHEMA = "unmask.next-batch/1"
-_RESULT_SCHEMAS = (*CHECKED_SCHEMAS, ERROR_SCHEMA)
-_PEEK = 1 << 20
-
-
-# the audit writes `schema`, then `location`, first on every result line
-_RESULT_HEAD = re.compile(
-    rb'\s*\{\s*"schema"\s*:\s*"unmask\.(?:report/1|error/1|result/2)"\s*,\s*"location"\s*:'
-)
-
-
-def _is_results(path: str) -> bool:
-    """A JSON Lines file whose first record starts as an audit result line does."""
-    if not path.endswith(".jsonl") or not os.path.isfile(path):
-        return False
-    try:
-        with open(path, "rb") as fh:
-            for _ in range(1000):
-                raw = fh.readline(_PEEK)
-                if not raw:
-                    return False
-                raw = raw.removeprefix(b"\xef\xbb\xbf")
-                if raw.strip():
-                    return _RESULT_HEAD.match(raw) is not None
-    except OSError:
-        return False
-    return False
-
-
-def _task_at(location: str, root: str, limits: Limits, cache: dict[str, dict]):
-    """The audit task a result line's ``location`` names, or an ``UnmaskError``."""
-    from unmask.batch.inputs import STDIN_LABEL, Task, iter_tasks
-
-    def missing() -> UnmaskError:
-        return UnmaskError(
-            [
-                Diagnostic(
-                    "location",
-                    f"cannot re-read `{location}`: no such replay",
-                    help="run `unmask next` where the audit ran, or give that folder as --root",
-                )
-            ]
-        )
-
-    if location.startswith(STDIN_LABEL):
-        raise UnmaskError(
-            [Diagnostic("location", f"cannot re-read `{location}`: the audit read it from stdin")]
-        )
-    whole = os.path.join(root, location)
-    if os.path.isfile(whole) and not whole.endswith(".jsonl"):
-        return Task(location, whole)
-    file, sep, line = location.rpartition(":")
-    if not sep or not line.isdigit():
-        raise missing()
-    path = os.path.join(root, file)
-    if not os.path.isfile(path):
-        raise missing()
-    # one pass per JSON Lines file, however many of its lines the results name
-    if path not in cache:
-        cache[path] = {t.line: t for t in iter_tasks([path], limits) if t.line is not None}
-    task = cache[path].get(int(line))
-    if task is None:
-        raise missing()
-    return dataclasses.replace(task, location=location)
 
 
 def _replays(paths: tuple[str, ...], root: str, limits: Limits, against: Any = None):
     """(location, replay or UnmaskError, note) for every replay the paths name, in order,
     read against ``against`` (``--protocol``) when it is given."""
     from unmask.batch.inputs import iter_tasks
+    from unmask.batch.results import Locations, is_results
 
-    cache: dict[str, dict] = {}
+    locations = Locations(root, limits)
     for path in paths:
-        if _is_results(path):
-            with open(path, "rb") as fh:
-                yield from _from_results(path, fh, root, limits, cache, against)
+        if is_results(path, limits):
+            yield from _from_results(path, locations, limits, against)
             continue
         for task in iter_tasks([path], limits):
             yield task.location, _load(task, limits, against), None
 
 
-def _from_results(
-    path: str, fh, root: str, limits: Limits, cache: dict[str, dict], against: Any = None
-):
+def _from_results(path: str, locations: Any, limits: Limits, against: Any = None):
     """``_replays`` of an audit's results file: each line's replay re-read from its location,
     against the protocol the line was checked against (a line of another one is an error)."""
-    for n, raw in bounded_lines(fh, limits.max_file_bytes, skip_bom=True):
-        if raw is None:
-            yield _bad_line(path, n, "line longer than the file limit")
+    from unmask.batch.results import result_lines
+
+    for line in result_lines(path, limits):
+        if line.error is not None:
+            yield line.where, line.error, None
             continue
-        if not raw.strip():
+        if not line.checked:
+            yield line.location, None, "the audit could not check it"
             continue
-        try:
-            obj = json.loads(raw.decode("utf-8"))
-        except (ValueError, RecursionError):
-            yield _bad_line(path, n, "not a result line: not valid JSON")
-            continue
-        location = obj.get("location") if isinstance(obj, dict) else None
-        if not isinstance(location, str):
-            yield _bad_line(path, n, "a result line without `location`")
-            continue
-        if obj.get("schema") == ERROR_SCHEMA:
-            yield location, None, "the audit could not check it"
-            continue
-        mismatch = _other_protocol(obj.get("recheck"), against)
+        mismatch = _other_protocol((line.obj or {}).get("recheck"), against)
         if mismatch is not None:
-            yield _bad_line(path, n, *mismatch)
+            yield _bad_line(path, line.n, *mismatch)
             continue
         try:
-            task = _task_at(location, root, limits, cache)
+            task = locations.task(line.location)
         except UnmaskError as exc:
-            yield location, exc, None
+            yield line.location, exc, None
             continue
-        yield location, _load(task, limits, against), None
+        yield line.location, _load(task, limits, against), None
 
 
 def _other_protocol(recheck: Any, against: Any) -> tuple[str, str] | None:
     """(message, help) when a result line was checked against another protocol than
     ``--protocol`` (or than the replay's own): its open checks would be another's."""
-    theirs = recheck.get("digest") if isinstance(recheck, dict) else None
-    if theirs == (None if against is None else against.digest):
+    theirs = recheck_of(recheck)
+    if same_protocol(theirs, against):
         return None
     if against is None:
-        name = recheck.get("protocol") if isinstance(recheck, dict) else None
+        name = theirs[0] if theirs is not None else None
         return (
             f"this result was checked against `--protocol` (protocol `{name}`), "
             "not the replay's own protocol",

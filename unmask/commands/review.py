@@ -33,13 +33,12 @@ from unmask.commands._options import (
 )
 from unmask.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
 from unmask.limits import Limits
-from unmask.record import CHECKED_SCHEMAS, ERROR_SCHEMA, report_json
+from unmask.record import report_json
 from unmask.safe import printable
 
 EXIT_REFUSED = exitcodes.PARTIAL
 EXIT_USAGE = exitcodes.USAGE
 EXIT_INVALID = exitcodes.INVALID
-_RESULT_SCHEMAS = (*CHECKED_SCHEMAS, ERROR_SCHEMA)
 
 
 def _fail(diags: list[Diagnostic], status: int) -> None:
@@ -47,82 +46,45 @@ def _fail(diags: list[Diagnostic], status: int) -> None:
     sys.exit(status)
 
 
-def _first_record(path: str) -> Any:
-    from unmask.lines import bounded_lines
+def _from_results(path: str, locations: Any, limits: Limits, errors: list):
+    """(location, report, replay document) of each report line of an audit's results file;
+    the report is used as the audit wrote it."""
+    from unmask.batch.results import result_lines
+    from unmask.batch.run import task_document
 
-    with open(path, "rb") as fh:
-        for _, raw in bounded_lines(fh, 1 << 24, skip_bom=True):
-            if raw is not None and raw.strip():
-                try:
-                    return json.loads(raw)
-                except ValueError:
-                    return None
-    return None
-
-
-def _is_results(path: str) -> bool:
-    if not path.endswith(".jsonl") or not os.path.isfile(path):
-        return False
-    try:
-        first = _first_record(path)
-    except OSError:  # unreadable: read as replays, whose reader names the file and why
-        return False
-    return isinstance(first, dict) and first.get("schema") in _RESULT_SCHEMAS
-
-
-def _bad_result(path: str, n: int, message: str) -> UnmaskError:
-    from unmask.span import Span
-
-    span = Span(path, n, 1, n, 1)
-    return UnmaskError([Diagnostic("bad-results", message, span=span)])
-
-
-def _from_results(path: str, root: str, limits: Limits, errors: list):
-    """(location, report, replay document) of each report line of an audit's results file."""
-    from unmask.lines import bounded_lines
-    from unmask.review import Target
-
-    with open(path, "rb") as fh:
-        for n, raw in bounded_lines(fh, limits.max_file_bytes, skip_bom=True):
-            if raw is None:
-                errors.append(_bad_result(path, n, "line longer than the file limit"))
-                continue
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw.decode("utf-8"))
-            except (ValueError, RecursionError):
-                errors.append(_bad_result(path, n, "not a result line: not valid JSON"))
-                continue
-            if not isinstance(obj, dict) or not isinstance(obj.get("location"), str):
-                errors.append(_bad_result(path, n, "a result line without `location`"))
-                continue
-            if obj.get("schema") not in CHECKED_SCHEMAS:
-                continue  # the audit could not check it: nothing rests on anything
-            try:
-                report = report_json(obj)  # annotations in place, whichever form the line has
-                yield obj["location"], report, Target.at(obj["location"], root).read(limits)
-            except UnmaskError as exc:
-                errors.append(exc)
+    for line in result_lines(path, limits):
+        if line.error is not None:
+            errors.append(line.error)
+            continue
+        if not line.checked:
+            continue  # the audit could not check it: nothing rests on anything
+        try:
+            report = report_json(line.obj or {})  # annotations in place, whichever form
+            doc, _ = task_document(locations.task(line.location), limits)
+            yield line.location, report, doc
+        except UnmaskError as exc:
+            errors.append(exc)
 
 
 def _gather(paths: tuple[str, ...], root: str, limits: Limits, solver: Any, errors: list):
-    """(location, report JSON, replay document) of every replay the paths name."""
+    """(location, report JSON, replay document) of every replay the paths name; each file
+    is read once, however many replays it holds."""
     from unmask.api import check
     from unmask.batch.inputs import iter_tasks
-    from unmask.batch.run import load_task
+    from unmask.batch.results import Locations, is_results
+    from unmask.batch.run import load_task, task_document
     from unmask.interrupt import reraise_interrupt
-    from unmask.review import Target
 
     out = []
+    locations = Locations(root, limits)
     for path in paths:
-        if _is_results(path):
-            out += _from_results(path, root, limits, errors)
+        if is_results(path, limits):
+            out += _from_results(path, locations, limits, errors)
             continue
         for task in iter_tasks([path], limits):
             try:
                 replay = load_task(task, limits)
-                doc = Target(task.location, task.file, task.line).read(limits)
+                doc, _ = task_document(task, limits)
                 report = check(replay, solver).to_json()
             except UnmaskError as exc:
                 errors.append(exc)
@@ -232,7 +194,12 @@ def _state_key(obj: dict[str, Any]) -> str:
 
 
 def _load_state(path: str) -> dict[str, dict[str, Any]]:
-    """The decisions an earlier session kept in ``path`` (none when it does not exist)."""
+    """The decisions an earlier session kept in ``path`` (none when it does not exist).
+
+    Lines end at ``\\n`` alone (a quote may hold U+2028, which ``dumps`` keeps as it is). A
+    last line without its newline that is not a review line was cut by a session killed
+    while appending it: it is cut off, said once, and its decision, applied already, is
+    asked again only if its replay still has the annotation."""
     from unmask.outputs import reason
     from unmask.span import Span
 
@@ -240,41 +207,68 @@ def _load_state(path: str) -> dict[str, dict[str, Any]]:
         return {}
     out = {}
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        with open(path, "rb") as fh:
+            text = fh.read().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         why = reason(exc) if isinstance(exc, OSError) else "not UTF-8"
         _fail(
             [Diagnostic("usage", f"cannot read the state `{printable(path)}`: {why}")], EXIT_USAGE
         )
-    for n, line in enumerate(text.splitlines(), 1):
+    lines = text.split("\n")
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
         try:
             obj = json.loads(line)
             out[_state_key(obj)] = obj
         except (ValueError, KeyError, TypeError, RecursionError):
+            if n == len(lines):  # no newline after it: torn by a kill mid-append
+                _cut(path, len(text[: len(text) - len(line)].encode()))
+                break
             span = Span(path, n, 1, n, 1)
             hint = "give another --state file, or remove this one"
             _fail([Diagnostic("review-line", "not a review line", span, help=hint)], EXIT_USAGE)
+    else:
+        if text and not text.endswith("\n"):  # a whole last line, written by hand
+            _append(path, b"\n")
     return out
 
 
-def _save_state(path: str, state: dict[str, dict[str, Any]]) -> None:
-    from unmask.outputs import write_text
-    from unmask.review import dumps
+def _cut(path: str, end: int) -> None:
+    from unmask.outputs import OutputError, cannot_write
 
-    write_text(path, "".join(dumps(o) + "\n" for o in state.values()))
+    click.echo(f"the last line of `{printable(path)}` was cut short: left out", err=True)
+    try:
+        with open(path, "r+b") as fh:
+            fh.truncate(end)
+    except OSError as exc:
+        raise OutputError([cannot_write(path, exc)]) from None
+
+
+def _append(path: str, data: bytes) -> None:
+    """Append to the state and make it durable before the next question: one decision a
+    line, so no decision is rewritten, and a kill loses at most the line being written."""
+    from unmask.outputs import OutputError, cannot_write
+
+    try:
+        with open(path, "ab") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        raise OutputError([cannot_write(path, exc)]) from None
 
 
 def _interactive(items: list, state_file: str, reviewer: str | None, root: str, limits: Limits):
     """Ask, apply and record each decision; the refusals."""
     from unmask.outputs import OutputError
 
-    state = _load_state(state_file)
-    todo = [i for i in items if _state_key(i.to_json()) not in state]
-    if len(todo) < len(items):
-        click.echo(f"{len(items) - len(todo)} already decided in `{printable(state_file)}`")
     refused: list[Diagnostic] = []
     try:
+        state = _load_state(state_file)
+        todo = [i for i in items if _state_key(i.to_json()) not in state]
+        if len(todo) < len(items):
+            click.echo(f"{len(items) - len(todo)} already decided in `{printable(state_file)}`")
         reviewer = (reviewer or "").strip()
         while todo and not reviewer:  # a name of spaces names nobody: ask again
             reviewer = click.prompt("your name (the reviewer)").strip()
@@ -298,7 +292,7 @@ def _ask(
     refused: list,
 ) -> None:
     """Ask for each item in turn; apply and record each decision as soon as it is made."""
-    from unmask.review import decide
+    from unmask.review import decide, dumps
 
     for rank, item in enumerate(todo, 1):
         click.echo(_show(item, rank))
@@ -319,7 +313,7 @@ def _ask(
         refused += problems
         obj["applied"] = applied == 1
         state[_state_key(obj)] = obj
-        _save_state(state_file, state)
+        _append(state_file, (dumps(obj) + "\n").encode())
 
 
 @click.command(name="review")

@@ -29,7 +29,8 @@ from typing import Any
 from unmask.builder import ReplayBuilder
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.importers import Imported, Options, Skipped, build, dig, source_text
-from unmask.jsonload import parse_json_text, read_json_file, show
+from unmask.importers.jsonlines import BadLine, jsonl_records
+from unmask.jsonload import read_json_file, show
 from unmask.replaydata import SOURCES
 
 NAME = "jsonl"
@@ -201,17 +202,13 @@ def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
             ]
         )
     m = load_mapping(options.mapping, options)
-    from unmask.files import decode_utf8, read_bytes, read_text
+    from unmask.files import read_text
 
     proto = read_text(m["protocol"], options.limits)
     labels = protocol_labels(proto, m["protocol_name"], options)
     file = str(path)
-    # the shared reader: regular files only, size checked before the read and the read bounded
-    text = decode_utf8(read_bytes(path, options.limits, file), file, file)
-    for n, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        yield _record(proto, labels, m, file, n, line, options)
+    for n, rec in jsonl_records(path, options.limits, objects=True):
+        yield _record(proto, labels, m, file, n, rec, options)
 
 
 def protocol_labels(proto: str, name: str, options: Options) -> tuple[str, ...]:
@@ -276,15 +273,11 @@ def _text(name: str, fld: str, v: Any) -> str:
 
 
 def _record(
-    proto: str, labels: tuple[str, ...], m: dict, file: str, n: int, line: str, options: Options
+    proto: str, labels: tuple[str, ...], m: dict, file: str, n: int, rec: Any, options: Options
 ):
     where = f"{file}:{n}"
-    try:
-        rec = parse_json_text(line, file, options.limits, first_line=n)
-    except UnmaskError as exc:
-        return Skipped(where, f"not a JSON record: {exc.diagnostics[0].message}")
-    if not isinstance(rec, dict):
-        return Skipped(where, f"expected a JSON object, found `{show(rec)}`")
+    if isinstance(rec, BadLine):
+        return Skipped(where, rec.reason)
     try:
         sources = {name: _text(name, fld, _get(rec, fld)) for name, fld in m["sources"].items()}
         domains = _members(rec, m)

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from unmask.builder import ReplayBuilder
-from unmask.diagnostics import UnmaskError
 from unmask.importers import (
     PROTOCOLS,
     Imported,
@@ -43,6 +42,7 @@ from unmask.importers import (
     rule_by,
     tf,
 )
+from unmask.importers.jsonlines import BadLine, jsonl_records
 from unmask.jsonload import show
 
 NAME = "promptfoo"
@@ -90,7 +90,9 @@ def read(path: Path, options: Options) -> Iterator[Imported | Skipped | Note]:
     proto = PROTOCOL.read_text(encoding="utf-8")
     unread: set[str] = set()
     if path.suffix == ".jsonl":  # `promptfoo eval -o results.jsonl`: one row a line
-        for i, (n, row) in enumerate(_jsonl_rows(path, options)):
+        # a first line that is not JSON: not a promptfoo JSON Lines file
+        lines = jsonl_records(path, options.limits, bad="first")
+        for i, (n, row) in enumerate(lines):
             yield _row(proto, file, f"{file}:{n}", i, row, options, unread, False)
     else:
         doc, rows = read_array(
@@ -120,34 +122,6 @@ def _suite_threshold(doc: Any) -> bool:
     return isinstance(default, dict) and default.get("threshold") is not None
 
 
-def _jsonl_rows(path: Path, options: Options) -> Iterator[tuple[int, Any]]:
-    """Each non-blank line's row; a line that is not JSON is a row that is not an object."""
-    from unmask.files import decode_utf8, read_bytes
-    from unmask.jsonload import parse_json_text
-
-    file = str(path)
-    text = decode_utf8(read_bytes(path, options.limits, file), file, file)
-    seen = False
-    for n, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = parse_json_text(line, file, options.limits, first_line=n)
-        except UnmaskError:
-            if not seen:  # the first line is not JSON: not a promptfoo JSON Lines file
-                raise
-            row = _NotJson()
-        seen = True
-        yield n, row
-
-
-class _NotJson:
-    """A line of a JSON Lines file that is not JSON (skipped as not a result object)."""
-
-    def __repr__(self) -> str:
-        return "not JSON"
-
-
 def _row(
     proto: str,
     file: str,
@@ -158,8 +132,8 @@ def _row(
     unread: set[str],
     suite_threshold: bool,
 ) -> Imported | Skipped:
-    if isinstance(row, _NotJson):
-        return Skipped(where, "not a JSON record")
+    if isinstance(row, BadLine):
+        return Skipped(where, row.reason)
     if not isinstance(row, dict):
         return Skipped(where, f"expected a result object, found `{show(row)}`")
     gr = row.get("gradingResult")

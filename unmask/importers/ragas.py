@@ -148,15 +148,14 @@ def kind_of(metric: str) -> str | None:
 def _rows(path: Path, options: Options) -> tuple[list[str], list[tuple[str, Any]]]:
     """The file's columns and its rows; a row is ``(where, dict)`` with ``where`` the row's
     place (``FILE:LINE`` or ``FILE: JSON path``), or ``(where, _Bad)`` for one not readable."""
-    from unmask.files import decode_utf8, read_bytes
-
     file = str(path)
     if path.suffix.lower() == ".csv":
+        from unmask.files import decode_utf8, read_bytes
+
         text = decode_utf8(read_bytes(path, options.limits, file), file, file)
         return _csv_rows(file, text, options)
     if path.suffix.lower() == ".jsonl":
-        text = decode_utf8(read_bytes(path, options.limits, file), file, file)
-        return _jsonl_rows(file, text, options)
+        return _jsonl_rows(path, options)
     return _json_rows(file, path, options)
 
 
@@ -301,23 +300,13 @@ def _unescape(m: re.Match) -> str:
     raise ValueError(e)
 
 
-def _jsonl_rows(file: str, text: str, options: Options) -> tuple[list[str], list]:
-    from unmask.diagnostics import UnmaskError
-    from unmask.jsonload import parse_json_text
+def _jsonl_rows(path: Path, options: Options) -> tuple[list[str], list]:
+    from unmask.importers.jsonlines import BadLine, jsonl_records
 
-    rows: list[tuple[str, Any]] = []
-    for n, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = parse_json_text(line, file, options.limits, first_line=n)
-        except UnmaskError as exc:
-            if not rows:  # the first line is not JSON: not a JSON Lines file at all
-                raise
-            rec = _Bad("", f"not a JSON record: {exc.diagnostics[0].message}")
-        if not isinstance(rec, (dict, _Bad)):
-            rec = _Bad("", f"expected a JSON object, found `{show(rec)}`")
-        rows.append((f"{file}:{n}", rec))
+    # a first line that is not JSON: not a JSON Lines file at all
+    file, rows = str(path), []
+    for n, rec in jsonl_records(path, options.limits, bad="first", objects=True):
+        rows.append((f"{file}:{n}", _Bad("", rec.reason) if isinstance(rec, BadLine) else rec))
     columns = _columns([r for _, r in rows if isinstance(r, dict)])
     _check_columns(file, columns)
     return columns, rows

@@ -31,11 +31,10 @@ from typing import Any
 
 from unmask.builder import ReplayBuilder
 from unmask.diagnostics import Diagnostic, UnmaskError
-from unmask.files import decode_utf8, read_bytes
 from unmask.importers import PROTOCOLS, Imported, Options, Skipped, annotate_span, build
+from unmask.importers.jsonlines import BadLine, jsonl_lines, jsonl_records
 from unmask.importers.quoting import Namings, Quotation, locate, misquote, quotations
 from unmask.importers.realmistake_findings import reported_error
-from unmask.jsonload import parse_json_text
 
 NAME = "realmistake"
 PROTOCOL = PROTOCOLS / "realmistake.proto"
@@ -143,11 +142,8 @@ def _items(path: Path, options: Options) -> dict[str, dict[str, Any]]:
             except (RuntimeError, zipfile.BadZipFile, OSError):
                 # a damaged member, or one sealed with another password
                 raise bad(f"cannot read archive member `{info.filename}`") from None
-            text = decode_utf8(data, file, f"{file}:{info.filename}")
-            for n, line in enumerate(text.split("\n"), start=1):
-                if not line.strip():
-                    continue
-                row = parse_json_text(line, f"{file}:{info.filename}", options.limits, n)
+            member = f"{file}:{info.filename}"
+            for _, row in jsonl_lines(data, member, options.limits, name=file, bad="raise"):
                 key = row.get("metadata", {}).get("id") if isinstance(row, dict) else None
                 if isinstance(key, str):
                     items[key] = row
@@ -270,14 +266,6 @@ def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
         )
     items = _items(Path(options.gold), options)
     file = str(path)
-    text = decode_utf8(read_bytes(path, options.limits, file), file, file)
-    for n, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
+    for n, row in jsonl_records(path, options.limits):
         where = f"{file}:{n}"
-        try:
-            row = parse_json_text(line, file, options.limits, first_line=n)
-        except UnmaskError as exc:
-            yield Skipped(where, f"not a JSON record: {exc.diagnostics[0].message}")
-            continue
-        yield _record(where, row, items)
+        yield Skipped(where, row.reason) if isinstance(row, BadLine) else _record(where, row, items)

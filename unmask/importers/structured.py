@@ -32,6 +32,7 @@ from unmask.importers import (
     rule_by,
     source_text,
 )
+from unmask.importers.jsonlines import BadLine, jsonl_records
 from unmask.jsonload import parse_json_text, show
 from unmask.judgeschema import (
     VERBATIM_ATOM,
@@ -94,15 +95,10 @@ def _protocol(options: Options) -> tuple[str, JudgeView]:
 
 
 def read(path: Path, options: Options) -> Iterator[Any]:
-    from unmask.files import decode_utf8, read_bytes
-
     proto, view = _protocol(options)
     file = str(path)
-    text = decode_utf8(read_bytes(path, options.limits, file), file, file)
-    for n, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        yield _record(proto, view, file, n, line, options)
+    for n, rec in jsonl_records(path, options.limits, objects=True):
+        yield _record(proto, view, file, n, rec, options)
 
 
 def _text(v: Any, path: str) -> str:
@@ -194,14 +190,10 @@ def _trace(verdict: str, statements: list) -> tuple[str, list[list[int]]]:
     return text, starts
 
 
-def _record(proto: str, view: JudgeView, file: str, n: int, line: str, options: Options):
+def _record(proto: str, view: JudgeView, file: str, n: int, rec: Any, options: Options):
     where = f"{file}:{n}"
-    try:
-        rec = parse_json_text(line, file, options.limits, first_line=n)
-    except UnmaskError as exc:
-        return Skipped(where, f"not a JSON record: {exc.diagnostics[0].message}")
-    if not isinstance(rec, dict):
-        return Skipped(where, f"expected a JSON object, found `{show(rec)}`")
+    if isinstance(rec, BadLine):
+        return Skipped(where, rec.reason)
     try:
         f = _fields(rec, view, file, n, options)
         members = {

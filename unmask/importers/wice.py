@@ -35,11 +35,10 @@ from typing import Any
 
 from unmask.builder import ReplayBuilder
 from unmask.diagnostics import Diagnostic, UnmaskError
-from unmask.files import decode_utf8, read_bytes
 from unmask.importers import PROTOCOLS, Imported, Occurrences, Options, Skipped, build
+from unmask.importers.jsonlines import BadLine, jsonl_records
 from unmask.importers.wice_rules import MAX_DIGITS, citations, dismissal, gap, support_said
 from unmask.importers.wice_rules import number as _number
-from unmask.jsonload import parse_json_text
 from unmask.jsonreader import kind, show
 
 NAME = "wice"
@@ -117,14 +116,6 @@ def _sentences(segment: str) -> list[tuple[int, str]]:
     return out
 
 
-def _lines(path: Path, options: Options) -> Iterator[tuple[int, str]]:
-    file = str(path)
-    text = decode_utf8(read_bytes(path, options.limits, file), file, file)
-    for n, line in enumerate(text.split("\n"), start=1):
-        if line.strip():
-            yield n, line
-
-
 def judge_name(path: Path) -> str:
     stem = path.name
     for suffix in (".jsonl", "_claim_test_outputs", "_subclaim_test_outputs", "_outputs"):
@@ -146,8 +137,7 @@ def _gold_index(path: Path, options: Options) -> dict[tuple[str, tuple[int, ...]
     index: dict[tuple[str, tuple[int, ...]], tuple[str, Any]] = {}
     chunks: dict[str, int] = {}
     marked: dict[str, dict[str, str]] = {}  # claim id → marked text → the item marking it
-    for n, line in _lines(path, options):
-        row = parse_json_text(line, str(path), options.limits, first_line=n)
+    for n, row in jsonl_records(path, options.limits, bad="raise"):
         claim, ids, cid, _, oracle = _gold_row(f"{path}:{n}", row)
         key = (claim, ids)
         evidence = row.get("evidence")
@@ -464,11 +454,10 @@ def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
     gold = None if gold_path is None else _gold_index(Path(gold_path), options)
     judge = judge_name(path)
     seen: dict[str, int] = {}
-    for n, line in _lines(path, options):
+    for n, row in jsonl_records(path, options.limits):
         where = f"{path}:{n}"
-        try:
-            row = parse_json_text(line, str(path), options.limits, first_line=n)
-        except UnmaskError as exc:
-            yield Skipped(where, f"not a JSON record: {exc.diagnostics[0].message}")
-            continue
-        yield _record(where, row, gold, judge, seen)
+        yield (
+            Skipped(where, row.reason)
+            if isinstance(row, BadLine)
+            else _record(where, row, gold, judge, seen)
+        )
