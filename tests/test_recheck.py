@@ -486,3 +486,29 @@ def test_audit_resume_and_next_take_a_result_line_for_the_same_protocol_alike(
     else:
         assert resumed.exit_code == 2 and "line 1 was checked against" in resumed.stderr
         assert answered.exit_code == 4 and "this result was" in answered.stderr
+
+
+@pytest.mark.parametrize("form", ["ir", "replay"])
+def test_an_ir_json_protocol_is_parsed_once_per_run(
+    cases: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, form: str
+) -> None:
+    from unmask import jsonload, recheck
+
+    ir = protocol_to_json(compile_source(DROPS_EXTERNAL, "v2.proto"))
+    if form == "replay":  # a replay that embeds it, as `unmask analyze` takes one
+        case = json.loads((cases / "case_b.json").read_text(encoding="utf-8"))
+        ir = dict(case, protocol=ir)
+    path = write(tmp_path, "v2.json", json.dumps(ir))
+    monkeypatch.setattr(recheck, "_IR", {})  # nothing remembered from another test
+    parsed: list[str | None] = []
+    real = jsonload.parse_json_document
+
+    def spy(data, file=None, *args, **kwargs):  # type: ignore[no-untyped-def]
+        parsed.append(file)
+        return real(data, file, *args, **kwargs)
+
+    monkeypatch.setattr(jsonload, "parse_json_document", spy)
+    replay = str(cases / "case_a.json")
+    result = cli("check", replay, "--format", "json", "--protocol", str(path))
+    assert _json(result)["recheck"]["dropped"] == ["external"]
+    assert parsed.count(str(path)) == 1, parsed
