@@ -134,7 +134,7 @@ def _inner(path: str, text: str, limits: Limits) -> tuple[str, str, str, Any]:
 
 def _load_proto(path: str, text: str, limits: Limits) -> ProtocolFile:
     from unmask import ast
-    from unmask.compiler import compile_source
+    from unmask.compiler import compile_tree
     from unmask.names import invent_members
     from unmask.parser import parse_source
 
@@ -144,7 +144,7 @@ def _load_proto(path: str, text: str, limits: Limits) -> ProtocolFile:
     # one member per free domain, a name the text does not use: enough to compile every
     # part that does not depend on how many members there are
     one = {d: list(m) for d, m in invent_members(free, 1, [text]).items()}
-    protocol = compile_source(text, path, one, limits)
+    protocol = compile_tree(source, one, limits)
     return ProtocolFile(
         path, protocol.name, _digest(text), "proto", text, tuple(d.name for d in decls)
     )
