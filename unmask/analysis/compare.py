@@ -22,7 +22,7 @@ from typing import Any
 
 from unmask import ir
 from unmask.analysis.ground import Scope
-from unmask.analysis.solve import SAT, UNKNOWN, Answer, Space
+from unmask.solve import SAT, UNKNOWN, Answer, Space
 from unmask.backends.base import Backend, Part, spec
 from unmask.ir import mk_and, mk_not
 from unmask.irtext import expr_text

@@ -4,7 +4,7 @@ the ones that need a solver (overlapping decisions), with or without members.
 Contract: ``compile_checked(text, file, domains, limits, backend, tree)`` returns ``Compiled``:
 the ground protocol when every free domain has members (from ``domains``), else None and
 the free domains left without members; or it raises ``UnmaskError`` with every compile
-error, or with every proved overlap of two decisions (``unmask.analysis.overlap``), each
+error, or with every proved overlap of two decisions (``unmask.overlap``), each
 with a witness. Without members, every check the compiler makes runs on the text as
 written (the domain taken empty); overlaps, which can depend on the number of members, are
 looked for with 0, 1, 2 and 3 invented members per free domain (named after the domain,
@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from unmask import ast, ir
-from unmask.analysis.overlap import overlap_diagnostics
+from unmask.overlap import overlap_diagnostics
 from unmask.backends.base import Backend
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.limits import Limits

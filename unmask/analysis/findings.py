@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from unmask.analysis.overlap import FIRST_MATCH_HELP
+from unmask.overlap import FIRST_MATCH_HELP
 from unmask.diagnostics import Diagnostic
 from unmask.ir import Span
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from unmask import ir
-from unmask.analysis.solve import SAT, UNKNOWN, UNSAT, Answer, Space
+from unmask.solve import SAT, UNKNOWN, UNSAT, Answer, Space
 from unmask.backends.base import Backend, Part
 from unmask.diagnostics import Diagnostic
 from unmask.ir import mk_and
