@@ -20,11 +20,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from unmask import ast, ir
-from unmask.overlap import overlap_diagnostics
 from unmask.backends.base import Backend
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.limits import Limits
 from unmask.names import invent_members
+from unmask.overlap import overlap_diagnostics
 
 # member counts tried for free domains: 0 matters (`all()` is true, `any()` false)
 MEMBER_COUNTS = (0, 1, 2, 3)

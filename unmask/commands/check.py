@@ -3,7 +3,8 @@
 Contract: exit 0 SATISFIED, 1 VIOLATED, 3 UNKNOWN (also past ``--deadline-ms``, default
 60 s, with a ``deadline`` reason), 4 invalid input (the validator's
 diagnostics on stderr; with ``--protocol FILE`` also a FILE that is not a valid protocol,
-or a verdict or gold label it does not declare), 2 usage (an unknown backend or format, a
+or a verdict or gold label it does not declare; a protocol whose decisions can both hold,
+with ``unmaskc``'s ``overlapping-decisions`` diagnostics), 2 usage (an unknown backend or format, a
 bad option, a ``--protocol`` file that cannot be read). A backend
 that cannot decide this replay (the truth-table backend over its atom limit) is exit 3
 with one diagnostic naming the limit and another backend; an internal error is reported
@@ -55,6 +56,21 @@ def _fail(
     sys.exit(code)
 
 
+def _protocol_texts(diags: tuple[Diagnostic, ...], limits: Limits) -> dict[str, str]:
+    """The `.proto` files the diagnostics point into, read again for their excerpts (a
+    protocol inline in the replay is no file: its diagnostics go without one)."""
+    from unmask.files import read_text
+
+    texts: dict[str, str] = {}
+    for d in diags:
+        if d.span is not None and d.span.file not in texts:
+            try:
+                texts[d.span.file] = read_text(d.span.file, limits)
+            except UnmaskError:
+                continue
+    return texts
+
+
 @click.command(name="check")
 @click.argument("replay_path", metavar="REPLAY.json")
 @click.option(
@@ -83,6 +99,7 @@ def command(
     protocol) instead of the protocol it embeds or names."""
     solver = open_backend(backend, timeout_ms)
     from unmask.api import check
+    from unmask.outcomes import refuse_overlaps
     from unmask.replay import load_replay, render_error
 
     against = None
@@ -97,6 +114,12 @@ def command(
         replay = load_replay(path, limits, protocol=against)
     except UnmaskError as exc:
         _fail(exc.diagnostics, exitcodes.INVALID, fmt, replay_path, render_error(exc))
+    try:
+        # decisions that can both hold: the protocol is refused as unmaskc refuses it
+        refuse_overlaps(replay, solver)
+    except UnmaskError as exc:
+        text = render_all(exc.diagnostics, _protocol_texts(exc.diagnostics, limits))
+        _fail(exc.diagnostics, exitcodes.INVALID, fmt, replay_path, text)
     if replay.warnings:
         click.echo(render_all(replay.warnings), err=True)
     try:
