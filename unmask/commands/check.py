@@ -33,6 +33,7 @@ from unmask.commands._options import (
     load_protocol,
     open_backend,
     protocol_option,
+    protocol_texts,
     timeout_option,
 )
 from unmask.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
@@ -54,21 +55,6 @@ def _fail(
         if doc is not None:
             echo(doc, nl=False)
     sys.exit(code)
-
-
-def _protocol_texts(diags: tuple[Diagnostic, ...], limits: Limits) -> dict[str, str]:
-    """The `.proto` files the diagnostics point into, read again for their excerpts (a
-    protocol inline in the replay is no file: its diagnostics go without one)."""
-    from unmask.files import read_text
-
-    texts: dict[str, str] = {}
-    for d in diags:
-        if d.span is not None and d.span.file not in texts:
-            try:
-                texts[d.span.file] = read_text(d.span.file, limits)
-            except UnmaskError:
-                continue
-    return texts
 
 
 @click.command(name="check")
@@ -118,7 +104,7 @@ def command(
         # decisions that can both hold: the protocol is refused as unmaskc refuses it
         refuse_overlaps(replay, solver)
     except UnmaskError as exc:
-        text = render_all(exc.diagnostics, _protocol_texts(exc.diagnostics, limits))
+        text = render_all(exc.diagnostics, protocol_texts(exc.diagnostics, limits))
         _fail(exc.diagnostics, exitcodes.INVALID, fmt, replay_path, text)
     if replay.warnings:
         click.echo(render_all(replay.warnings), err=True)
