@@ -120,3 +120,19 @@ def test_the_question_is_asked_once_per_protocol(folder: Path, monkeypatch) -> N
     for name in REPLAYS:  # two replays with the same members: one compiled protocol
         cli("check", str(folder / name))
     assert asked == ["graded_fact"]
+
+
+def test_a_backend_that_cannot_answer_refuses_nothing(folder: Path) -> None:
+    # the truth table over its atom limit cannot decide the overlap: the check goes on and
+    # says what it says of such a replay (exit 3, naming the limit), as before
+    replay = json.loads((folder / "graded_fact_refuted.json").read_text(encoding="utf-8"))
+    replay["domains"] = {"fact": [f"f{i}" for i in range(30)]}
+    replay["annotations"] = []
+    path = folder / "wide.json"
+    path.write_text(json.dumps(replay), encoding="utf-8")
+    table = cli("check", str(path), "--backend", "truthtable")
+    assert table.exit_code == exitcodes.UNKNOWN, table.output
+    assert "truthtable-limit" in table.stderr or "truth-table" in table.stderr
+    sliced = cli("check", str(path), "--backend", "sliced")
+    assert sliced.exit_code == exitcodes.INVALID
+    assert "the decisions of `C` and `P` can both hold" in sliced.stderr

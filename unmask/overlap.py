@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from unmask import ir
 from unmask.backends.base import Backend, Part
-from unmask.diagnostics import Diagnostic
+from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.ir import mk_and
 from unmask.solve import SAT, UNKNOWN, UNSAT, Answer, Space
 
@@ -129,14 +129,20 @@ def refused(p: ir.Protocol, backend: Backend) -> tuple[Diagnostic, ...]:
     """The errors that refuse ``p`` to every replay checked against it: each proved overlap
     of two decisions, as ``unmaskc`` reports it (``overlap_diagnostics``: at the later
     decision, with the witness). An undecided pair refuses nothing: exactly-one rules its
-    worlds out, as it always has. Remembered per protocol once every pair was decided, so
+    worlds out, as it always has; so does a backend that cannot answer (the truth table over
+    its atom limit). Remembered per protocol once every pair was decided, so
     replays that share a protocol (the compile cache shares it) ask once."""
     if not can_overlap(p):
         return ()
     got = _MEMO.get(id(p))
     if got is not None:
         return got[1]
-    found = overlap_diagnostics(p, backend)
+    try:
+        found = overlap_diagnostics(p, backend)
+    except UnmaskError:
+        # a backend that cannot decide the question (the truth table over its limit) is
+        # an undecided pair: the check says what it can decide, as it always has
+        return ()
     errors = tuple(d for d in found if d.severity == "error")
     if len(errors) == len(found):
         with _LOCK:

@@ -4,8 +4,8 @@ Contract: exit 0 SATISFIED, 1 VIOLATED, 3 UNKNOWN (also past ``--deadline-ms``, 
 60 s, with a ``deadline`` reason), 4 invalid input (the validator's
 diagnostics on stderr; with ``--protocol FILE`` also a FILE that is not a valid protocol,
 or a verdict or gold label it does not declare; a protocol whose decisions can both hold,
-with ``unmaskc``'s ``overlapping-decisions`` diagnostics), 2 usage (an unknown backend or format, a
-bad option, a ``--protocol`` file that cannot be read). A backend
+with ``unmaskc``'s ``overlapping-decisions`` diagnostics), 2 usage (an unknown backend or
+format, a bad option, a ``--protocol`` file that cannot be read). A backend
 that cannot decide this replay (the truth-table backend over its atom limit) is exit 3
 with one diagnostic naming the limit and another backend; an internal error is reported
 on stderr, never as a traceback, with exit 3 (nothing was proved); stdout that cannot be
