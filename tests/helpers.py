@@ -7,6 +7,9 @@
   replay does with a path that is not a readable regular file;
 - ``assert_same_audit_outputs``: two runs of ``unmask audit`` wrote the same results, HTML
   pages, JUnit file, summary JSON and summary text, byte for byte;
+- ``check_any``: ``unmask.api.check`` without the refusal of overlapping decisions, the
+  checker's meaning of any protocol (exactly-one), for tests that compare it on random
+  protocols;
 - ``smt2_models``, ``dimacs_vars`` and ``dimacs_models``: emitted SMT-LIB read back by z3 and
   emitted DIMACS by a SAT solver, every model enumerated, so a test can compare the two
   against the IR's own evaluator.
@@ -28,6 +31,31 @@ from unmask.irjson import protocol_to_json
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_DATA = ROOT / "tests" / "data"
+
+
+def check_any(  # type: ignore[no-untyped-def]
+    replay, backend: str = "z3", *, closed_form: bool = True, deadline_ms: int | None = None
+):
+    """What ``unmask.api.check`` reports of ``replay``, even when two of its protocol's
+    decisions can both hold (``check`` refuses those, as ``unmaskc`` does): the checker's
+    report of its ``Case``, with the replay's own fields, as ``check_replay`` adds them."""
+    from dataclasses import replace
+
+    from unmask.backends import create
+    from unmask.checker import Case
+    from unmask.explain import Deadline
+    from unmask.outcomes import check_case
+
+    report = check_case(
+        Case.from_replay(replay),
+        create(backend),
+        backend_name=backend,
+        closed_form=closed_form,
+        deadline=None if deadline_ms is None else Deadline(deadline_ms),
+    )
+    return replace(
+        report, gold=replay.gold, item=replay.item, judge=replay.judge, recheck=replay.recheck
+    )
 
 
 def wide_replay(folder: Path, n: int = 25, name: str = "wide") -> Path:

@@ -168,6 +168,27 @@ def test_the_ir_reader_bounds_depth_through_definitions(tmp_path) -> None:
     assert "depth, definitions written out, is 61" in result.stderr
 
 
+def test_the_ir_reader_bounds_with_the_compilers_folds(monkeypatch) -> None:
+    # one count of a written-out expression, `ir.size` and `ir.depth`, shared by the
+    # compiler and the reader: each expression of a protocol with definitions is folded
+    from unmask import irjson_reader
+
+    p = compile_source(chain_proto(6), "chain.proto")
+    folded: list[str] = []
+    for name in ("size", "depth"):
+        real = getattr(ir, name)
+
+        def spy(e, memo=None, _real=real, _name=name):  # type: ignore[no-untyped-def]
+            folded.append(_name)
+            return _real(e, memo)
+
+        monkeypatch.setattr(ir, name, spy)
+    assert irjson_reader.protocol_from_json(protocol_to_json(p)) == p
+    # the decision and the judge side of the grounding pair (its context side, an atom by
+    # name, is read without a walk), each counted both ways
+    assert sorted(folded) == ["depth"] * 2 + ["size"] * 2
+
+
 def test_analyze_refuses_a_chain_at_once(tmp_path) -> None:
     result, took = run("analyze", write(tmp_path, "chain.proto", chain_proto(30)))
     assert took < FAST and result.exit_code == exitcodes.INVALID

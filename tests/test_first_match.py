@@ -120,10 +120,19 @@ def test_the_first_label_whose_decision_holds_is_the_verdict_on_every_backend(ba
         ), (bad, some)
 
 
-def test_without_first_match_the_overlap_world_is_inconsistent_at_check():
-    # what a replay's own protocol still means (not solved before checking): exactly-one
+def test_without_first_match_a_replay_is_refused_and_the_overlap_world_is_inconsistent():
+    # a replay's check refuses the protocol with unmaskc's diagnostic; what it would mean
+    # to the checker is still exactly-one
+    from unmask.checker import Case, check_case
+
     p = compile_source(OVERLAPPING, "r.proto")
-    r = check(make_replay(p, "fail", {"bad": "TRUE", "some": "TRUE"}), "sliced")
+    replay = make_replay(p, "fail", {"bad": "TRUE", "some": "TRUE"})
+    with pytest.raises(UnmaskError) as e:
+        check(replay, "sliced")
+    with pytest.raises(UnmaskError) as compiled:
+        compile_checked(OVERLAPPING, "r.proto", None, DEFAULT_LIMITS, create("sliced"))
+    assert e.value.diagnostics == compiled.value.diagnostics
+    r = check_case(Case.from_replay(replay), create("sliced"), backend_name="sliced")
     assert r.bases.all == "INCONSISTENT"
 
 

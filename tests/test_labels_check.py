@@ -13,7 +13,8 @@ import pytest
 from tests.test_checker import make_replay
 from unmask.api import check
 from unmask.backends import Unknown, create
-from unmask.checker import Case, base_parts
+from unmask.checker import Case, base_parts, check_case
+from unmask.diagnostics import UnmaskError
 from unmask.ir import (
     Atom,
     AtomDecl,
@@ -33,6 +34,19 @@ from unmask.ir import (
 from unmask.irjson_reader import protocol_from_json
 from unmask.replaydata import Annotation, Provenance, Replay
 from unmask.report import dumps
+
+
+def semantics(replay: Replay, backend_name: str):  # type: ignore[no-untyped-def]
+    """The checker's report of a replay whose protocol has overlapping decisions: what
+    exactly-one means there. ``check`` refuses such a replay (``refused`` below)."""
+    return check_case(Case.from_replay(replay), create(backend_name), backend_name=backend_name)
+
+
+def refused(replay: Replay) -> None:
+    with pytest.raises(UnmaskError) as e:
+        check(replay, "sliced")
+    assert {d.code for d in e.value.diagnostics} == {"overlapping-decisions"}
+
 
 A = Atom
 LABELS = ("supported", "partially_supported", "not_supported")
@@ -151,7 +165,9 @@ def test_exactly_one_label_is_part_of_a_refutation(backend_name: str) -> None:
         decisions=(Decision("p", A("x")), Decision("q", None), Decision("r", A("z"))),
         definitions=(),
     )
-    r = check(make_replay(p, "r", {"x": "TRUE"}), backend_name)
+    replay = make_replay(p, "r", {"x": "TRUE"})
+    refused(replay)  # p and r both hold when x and z do
+    r = semantics(replay, backend_name)
     assert r.verdict.result.status == "REFUTED"
     parts = r.to_json()["verdict"]["explanation"]["parts"]
     assert [x["part"] for x in parts] == ["fact:x", "labels", "decision:p"]
@@ -170,9 +186,12 @@ def test_overlapping_decisions_make_b_all_inconsistent_only_where_pinned() -> No
         ),
     )
     # a world where only one part is said is fine
-    fine = check(make_replay(p, "partially_supported", {"said_a": "TRUE", "said_b": "FALSE"}), "z3")
+    one = make_replay(p, "partially_supported", {"said_a": "TRUE", "said_b": "FALSE"})
+    refused(one)  # `check` refuses the protocol whatever the replay pins
+    fine = semantics(one, "z3")
     assert fine.bases.all == "CONSISTENT" and fine.verdict.result.status == "ENTAILED"
-    r = check(make_replay(p, "partially_supported", {"said_a": "TRUE", "said_b": "TRUE"}), "z3")
+    both = make_replay(p, "partially_supported", {"said_a": "TRUE", "said_b": "TRUE"})
+    r = semantics(both, "z3")
     # both decisions hold: B_all is inconsistent, and the conflict shows why
     assert r.bases.all == "INCONSISTENT"
     assert r.verdict.result.status == "INCONSISTENT_BASE"

@@ -486,3 +486,73 @@ def test_audit_resume_and_next_take_a_result_line_for_the_same_protocol_alike(
     else:
         assert resumed.exit_code == 2 and "line 1 was checked against" in resumed.stderr
         assert answered.exit_code == 4 and "this result was" in answered.stderr
+
+
+@pytest.mark.parametrize("form", ["ir", "replay"])
+def test_an_ir_json_protocol_is_parsed_once_per_run(
+    cases: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, form: str
+) -> None:
+    from unmask import jsonload, recheck
+
+    ir = protocol_to_json(compile_source(DROPS_EXTERNAL, "v2.proto"))
+    if form == "replay":  # a replay that embeds it, as `unmask analyze` takes one
+        case = json.loads((cases / "case_b.json").read_text(encoding="utf-8"))
+        ir = dict(case, protocol=ir)
+    path = write(tmp_path, "v2.json", json.dumps(ir))
+    monkeypatch.setattr(recheck, "_IR", {})  # nothing remembered from another test
+    parsed: list[str | None] = []
+    real = jsonload.parse_json_document
+
+    def spy(data, file=None, *args, **kwargs):  # type: ignore[no-untyped-def]
+        parsed.append(file)
+        return real(data, file, *args, **kwargs)
+
+    monkeypatch.setattr(jsonload, "parse_json_document", spy)
+    replay = str(cases / "case_a.json")
+    result = cli("check", replay, "--format", "json", "--protocol", str(path))
+    assert _json(result)["recheck"]["dropped"] == ["external"]
+    assert parsed.count(str(path)) == 1, parsed
+
+
+def test_junit_and_sarif_say_what_was_checked_against(cases: Path, tmp_path: Path) -> None:
+    import xml.etree.ElementTree as ET
+
+    from tests.test_render_junit import valid
+    from tests.test_render_sarif import validate
+
+    v2 = str(write(tmp_path, "v2.proto", DROPS_EXTERNAL))
+    digest = load_protocol_file(v2).digest
+    replay = str(cases / "case_b.json")
+    want = {"recheck.protocol": "factual_claims", "recheck.digest": digest}
+
+    def suite_props(xml: str) -> dict[str, str]:
+        (suite,) = valid(xml).findall("testsuite")
+        return {p.get("name"): p.get("value") for p in suite.iter("property")}
+
+    assert suite_props(cli("check", replay, "--format", "junit", "--protocol", v2).stdout) == want
+    assert suite_props(cli("check", replay, "--format", "junit").stdout) == {}
+    log = json.loads(cli("check", replay, "--format", "sarif", "--protocol", v2).stdout)
+    validate(log)
+    assert log["runs"][0]["properties"]["recheck"] == {
+        "protocol": "factual_claims",
+        "digest": digest,
+        "dropped": ["external"],
+    }
+    own = json.loads(cli("check", replay, "--format", "sarif").stdout)
+    assert "recheck" not in own["runs"][0]["properties"]
+    # an audit's JUnit file, streamed case by case: the suite names it once, and each case
+    # the atoms it left out
+    junit = tmp_path / "junit.xml"
+    args = ["audit", str(cases), "--protocol", v2, "--out", str(tmp_path / "r.jsonl")]
+    cli(*args, "--junit", str(junit), "--quiet")
+    xml = junit.read_text(encoding="utf-8")
+    assert suite_props(xml) == want
+    cases_text = [c.find("*").text or "" for c in ET.fromstring(xml).iter("testcase")]
+    assert all("left out, annotated atoms the protocol lacks: `external`" in t for t in cases_text)
+    # and the same bytes as the whole document built from the results file at once
+    from unmask.record import ResultRecord
+    from unmask.render import junit as junit_render
+
+    lines = (tmp_path / "r.jsonl").read_text(encoding="utf-8").splitlines()
+    records = [ResultRecord.from_line(json.loads(x)) for x in lines]
+    assert junit_render.render_batch(records) == xml

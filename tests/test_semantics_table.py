@@ -16,7 +16,9 @@ from hypothesis import strategies as st
 from tests.strategies import exprs as random_exprs
 from tests.test_checker import make_replay
 from unmask.api import check, dumps
-from unmask.checker import VERDICT_ATOM, Case, base_parts
+from unmask.backends import create
+from unmask.checker import VERDICT_ATOM, Case, base_parts, check_case
+from unmask.diagnostics import UnmaskError
 from unmask.ir import (
     AtomDecl,
     Constraint,
@@ -291,8 +293,26 @@ def test_declared_labels_match_brute_force(
     fact_parts = [(f"fact:{n}", A(n) if v else mk_not(A(n))) for n, v in facts.items()]
     base = fact_parts + ref_labelled_proto(constraint, decisions)
     exprs_ = [e for _, e in base]
-    report = check(replay, "z3")
-    assert dumps(report) == dumps(check(replay, "z3", closed_form=False))
+    # `check` refuses a replay whose protocol's written decisions can both hold under K
+    # (unmaskc's `overlapping-decisions`); the checker's meaning of it is exactly-one
+    k = [] if constraint is None else [constraint]
+    written = [d for d in decisions.values() if d is not None]
+    overlap = _sat(k, LABELLED_ALL) and any(
+        _sat([*k, x, y], LABELLED_ALL) for x, y in itertools.combinations(written, 2)
+    )
+    try:
+        checked = check(replay, "z3")
+    except UnmaskError as e:
+        assert overlap and {d.code for d in e.diagnostics} == {"overlapping-decisions"}
+    else:
+        assert not overlap
+    case = Case.from_replay(replay)
+    report = check_case(case, create("z3"), backend_name="z3")
+    if not overlap:
+        assert dumps(report) == dumps(checked)
+    assert dumps(report) == dumps(
+        check_case(case, create("z3"), backend_name="z3", closed_form=False)
+    )
     res = report.verdict.result
     phi = A(f"$v:{verdict}")
     expected = ref_classify(exprs_, phi, LABELLED_ALL)

@@ -121,3 +121,31 @@ def test_an_error_only_members_show_is_not_taken_for_a_limit(tmp_path):
     res, _ = run(tmp_path, text)
     assert res.exit_code == 1, res.output
     assert "constraint `c` is declared twice" in res.stderr
+
+
+def test_one_run_parses_the_text_once(tmp_path, monkeypatch):
+    # the free-domain probe, the compiles at 0 to 3 invented members and the judge's view
+    # all read one tree; only the compiles are repeated
+    import pytest
+
+    from unmask import parser
+
+    real = parser.check_source_size  # the first step of every parse
+    for args in (
+        ("--emit", "judge-schema"),
+        ("--emit", "judge-prompt"),
+        (),
+        ("--domain", "claim=a,b", "--emit", "judge-schema"),
+    ):
+        parses: list[str] = []
+
+        def spy(text, filename, limits, parses=parses):  # type: ignore[no-untyped-def]
+            parses.append(filename)
+            return real(text, filename, limits)
+
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(parser, "check_source_size", spy)
+            r, f = run(tmp_path, FAMILY, *args)
+        assert r.exit_code == 0, r.output
+        assert parses == [str(f)], args
+    assert "judge output for protocol fc" in r.stdout  # the last wrote its schema

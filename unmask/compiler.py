@@ -12,8 +12,9 @@ use of a definition becomes an ``ir.Ref`` named as written (``ok(cto)`` for a fa
 definition), and the protocol lists the ground definitions it uses in dependency order.
 Every check (names, roles in ``ground``, recursion, labels) runs on the text as written, so
 its outcome never depends on a replay's members. Every diagnostic has a stable ``code``
-(see docs/language.md). ``unmask.compile_cache.compile_cached`` is
-the same, remembered per process and on disk.
+(see docs/language.md). ``compile_tree(tree, domains, limits)`` is the same for a text
+already parsed. ``unmask.compile_cache.compile_cached`` is the same, remembered per process
+and on disk.
 
 The passes are split by statement kind over one environment (``compile_base``):
 declarations and domains (``compile_decls``), verdicts, decisions and definitions
@@ -45,7 +46,17 @@ def compile_source(
     limits: Limits = DEFAULT_LIMITS,
 ) -> ir.Protocol:
     """Compile one `.proto` text to a ground protocol, or raise ``UnmaskError``."""
-    source = parse_source(text, filename, limits)
+    return compile_tree(parse_source(text, filename, limits), domains, limits)
+
+
+def compile_tree(
+    source: ast.SourceFile,
+    domains: Mapping[str, Sequence[str]] | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> ir.Protocol:
+    """``compile_source`` of a text already parsed (``unmask.parser.parse_source``), for
+    callers that compile one text with several sets of members or read its tree too: the
+    compiler never changes the tree, so it is parsed once."""
     return _Compiler(source, domains or {}, limits).run()
 
 

@@ -98,11 +98,13 @@ class IrReader:
         self.nodes_exceeded = False
         # the definitions read so far in the protocol being read: a use must come after
         self.defs: dict[str, ir.Expr] = {}
-        # each one's body written out: (nodes, depth), as the compiler counts a use
-        self.def_size: dict[str, tuple[int, int]] = {}
         self.reading_definition: str | None = None  # whose body `expr` reads now
         # nodes of the protocol's expressions with every use of a definition written out
         self.written = 0
+        # ``ir.size`` and ``ir.depth``'s memos over the protocol, as the compiler keeps them:
+        # a definition's body is counted at every use without being walked again
+        self.sizes: ir.Memo = {}
+        self.depths: ir.Memo = {}
 
     # --- expressions -------------------------------------------------------------------------
 
@@ -163,37 +165,18 @@ class IrReader:
         if len(r.diags) > errors_before:
             return None
         # without definitions, the nodes read are the nodes written out (counted above)
-        counted = self.defs or self.reading_definition is not None
-        if counted and out[0] is not None and not self._written_ok(out[0], path):
+        if self.defs and out[0] is not None and not self._written_ok(out[0], path):
             return None
         return out[0]
 
-    def _written_out(self, e: ir.Expr) -> tuple[int, int]:
-        """(nodes, depth) of ``e`` with its uses of definitions written out, as the compiler
-        bounds them; a use adds its definition's counts without walking the body again, so
-        a chain of doubling definitions costs its length, not two to its length."""
-        nodes = deepest = 0
-        todo = [(e, 1)]
-        while todo:
-            node, d = todo.pop()
-            nodes += 1
-            if node.__class__ is ir.Ref:
-                body_nodes, body_depth = self.def_size[node.name]  # type: ignore[union-attr]
-                nodes += body_nodes
-                deepest = max(deepest, d + body_depth)
-                continue
-            deepest = max(deepest, d)
-            todo.extend((c, d + 1) for c in ir.children(node))
-        return nodes, deepest
-
     def _written_ok(self, e: ir.Expr, path: str) -> bool:
-        """Counts ``e`` (a definition's body is counted at its uses, not here) against the
-        limits on the written-out protocol; False after reporting one it passes."""
-        r, limits = self.r, self.r.limits
-        nodes, deepest = self._written_out(e)
+        """Counts ``e`` against the limits on the written-out protocol (``ir.size`` and
+        ``ir.depth``, as the compiler bounds them); False after reporting one it passes. A
+        definition's body is counted at its uses, not where it is defined."""
         if self.reading_definition is not None:
-            self.def_size[self.reading_definition] = (nodes, deepest)
             return True
+        r, limits = self.r, self.r.limits
+        deepest = ir.depth(e, self.depths)
         if deepest > limits.max_expr_depth:
             r.limit(
                 path,
@@ -202,7 +185,7 @@ class IrReader:
                 "max_expr_depth",
             )
             return False
-        self.written += nodes
+        self.written += ir.size(e, self.sizes)
         if self.written > limits.max_expr_nodes:
             self.nodes_exceeded = True
             r.limit(
@@ -340,7 +323,7 @@ class IrReader:
         atoms, roles, raw_atoms = self._atoms(obj, path)
         # without a readable atom list, names are not checked: that would only echo one error
         names: Mapping[str, str | None] | None = roles if raw_atoms is not None else None
-        self.defs, self.def_size, self.written = {}, {}, 0
+        self.defs, self.written, self.sizes, self.depths = {}, 0, {}, {}
         definitions = self._definitions(obj, path, names)
         constraints = self._constraints(obj, path, names)
         decision = None

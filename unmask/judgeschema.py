@@ -3,7 +3,8 @@
 Contract: ``judge_view`` reads a `.proto` text (compiled in full, with no members for a free
 domain that ``domains`` does not name, so a protocol that compiles for some members is
 accepted without any) and returns the verdict labels and every ``judge`` and ``procedure``
-atom, a family once with its domain. ``emit_judge_schema`` writes the JSON Schema (draft
+atom, a family once with its domain; ``view_of_tree`` reads the same off a text its caller
+has parsed and compiled so (``unmaskc``). ``emit_judge_schema`` writes the JSON Schema (draft
 2020-12) of a judge's output under it: ``rationale`` (text), ``verdict`` (a label) and
 ``atoms``, one statement ``{"value": TRUE|FALSE|UNKNOWN, "quotes": [...]}`` per atom, a
 family as an object keyed by member (over several domains, nested: keyed by the first
@@ -18,10 +19,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unmask.limits import DEFAULT_LIMITS, Limits
 from unmask.names import IDENT_PATTERN, IDENT_RE
+
+if TYPE_CHECKING:
+    from unmask import ast
 
 VALUES = ("TRUE", "FALSE", "UNKNOWN")
 # the procedure atom `unmask import structured` annotates itself: never the judge's to state
@@ -60,19 +64,37 @@ def judge_view(
     limits: Limits = DEFAULT_LIMITS,
 ) -> JudgeView:
     """The view of a protocol text; ``UnmaskError`` with every compile error."""
-    from unmask import ast
-    from unmask.compiler import compile_source
-    from unmask.ir import BINARY_LABELS
+    from unmask.compiler import compile_tree
     from unmask.parser import parse_source
 
     given = {k: list(v) for k, v in (domains or {}).items()}
     tree = parse_source(text, filename, limits)
-    decls = [st for st in tree.statements if isinstance(st, ast.DomainDecl)]
-    free = tuple(d.name for d in decls if d.members is None)
+    free = _free(tree)
     # every check that does not need members runs on the text as written (language.md)
-    compile_source(text, filename, {**{d: [] for d in free}, **given}, limits)
-    members = {d.name: d.members for d in decls}
-    members.update({k: tuple(v) for k, v in given.items()})
+    compile_tree(tree, {**{d: [] for d in free}, **given}, limits)
+    return view_of_tree(tree, domains)
+
+
+def _free(tree: ast.SourceFile) -> tuple[str, ...]:
+    from unmask import ast
+
+    return tuple(
+        st.name for st in tree.statements if isinstance(st, ast.DomainDecl) and st.members is None
+    )
+
+
+def view_of_tree(
+    tree: ast.SourceFile, domains: Mapping[str, Sequence[str]] | None = None
+) -> JudgeView:
+    """``judge_view`` of a text already parsed and compiled as ``judge_view`` compiles it
+    (``unmaskc`` has, to check it): read off the tree, which is not compiled again."""
+    from unmask import ast
+    from unmask.ir import BINARY_LABELS
+
+    members: dict[str, tuple[str, ...] | None] = {
+        st.name: st.members for st in tree.statements if isinstance(st, ast.DomainDecl)
+    }
+    members.update({k: tuple(v) for k, v in (domains or {}).items()})
     labels: tuple[str, ...] = BINARY_LABELS
     atoms = []
     verbatim = None
@@ -96,7 +118,7 @@ def judge_view(
                 )
             )
     name = next(st.name for st in tree.statements if isinstance(st, ast.ProtocolDecl))
-    return JudgeView(name, labels, tuple(atoms), free, verbatim)
+    return JudgeView(name, labels, tuple(atoms), _free(tree), verbatim)
 
 
 # --- the schema ----------------------------------------------------------------------------

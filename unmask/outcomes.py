@@ -15,7 +15,9 @@ remembered. Never remembered: a report cut by its deadline, or one that rests on
 solver that gave up or ran out of time (SOLVER_UNKNOWN anywhere, an explanation not
 minimal, a witness not canonical), since those depend on time, not on the pattern. So a
 remembered report is what a solver proved for the pattern; a hit is answered at once,
-and no deadline cuts it.
+and no deadline cuts it. ``check_replay`` first refuses a protocol whose decisions can
+overlap (``refuse_overlaps``: ``UnmaskError``, the diagnostics ``unmaskc`` gives), so every
+way of checking a replay (``unmask check``, an audit, the API) refuses it alike.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 from unmask.backends.base import Backend, spec
 from unmask.checker import Case
 from unmask.checker import check_case as check_uncached
+from unmask.diagnostics import UnmaskError
 from unmask.explain import Deadline
 from unmask.replaydata import Replay
 from unmask.report import (
@@ -221,12 +224,14 @@ def check_replay(
     closed_form: bool = True,
 ) -> Report:
     """Check a validated replay: ``check_case`` of its gold-free ``Case``, then the replay's
-    own fields (gold label, ``item``, ``judge``, ``recheck``) added to the report.
-    ``deadline_ms`` starts here (None: none; not positive: ``ValueError``).
+    own fields (gold label, ``item``, ``judge``, ``recheck``) added to the report. A
+    protocol with overlapping decisions is refused first (``refuse_overlaps``).
+    ``deadline_ms`` starts after that (None: none; not positive: ``ValueError``).
     ``unmask.api.check``, the batch engine and the bench all check through this, so all of
     them are answered from memory."""
     if deadline_ms is not None and deadline_ms <= 0:
         raise ValueError(f"deadline_ms must be positive, not {deadline_ms}")
+    refuse_overlaps(replay, backend)
     deadline = None if deadline_ms is None else Deadline(deadline_ms)
     report = check_case(
         Case.from_replay(replay),
@@ -239,3 +244,21 @@ def check_replay(
     return replace(
         report, gold=replay.gold, item=replay.item, judge=replay.judge, recheck=replay.recheck
     )
+
+
+def refuse_overlaps(replay: Replay, backend: Backend) -> None:
+    """``UnmaskError`` with ``unmaskc``'s ``overlapping-decisions`` errors when two decisions
+    of the replay's protocol can both hold (``unmask.overlap.refused``, asked once per
+    protocol): such a protocol is not one a replay can be checked against. A decision of
+    IR (no span) is located in the replay's ``protocol``, or in ``--protocol``'s file."""
+    from unmask.overlap import refused
+
+    errors = refused(replay.protocol, backend)
+    if not errors:
+        return
+    if replay.recheck is None:
+        errors = tuple(
+            d if d.span is not None else replace(d, path=f"protocol.{d.path}", file=replay.file)
+            for d in errors
+        )
+    raise UnmaskError(errors)

@@ -10,8 +10,9 @@ pool and Dask workers in the batch settings); it is equal to another exactly whe
 digest (``sha256:`` of the text) and form are, and ``ground(domains, limits)`` is the
 protocol one replay is checked against: the ``.proto`` compiled with that replay's members
 through the compile cache (once per process and on disk for the same text and members),
-IR read once per process. The replay reader (``unmask.replay``) does the rest: which
-domains to pass, the annotations the protocol lacks, labels it does not declare.
+IR parsed and read once per process (the loading, which has just parsed FILE, keeps what
+it read). The replay reader (``unmask.replay``) does the rest: which domains to pass, the
+annotations the protocol lacks, labels it does not declare.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import hashlib
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from unmask import ir
 from unmask.diagnostics import Diagnostic, UnmaskError
@@ -30,6 +32,7 @@ __all__ = ["ProtocolFile", "load_protocol_file"]
 
 _IR: dict[tuple[str, Limits], ir.Protocol] = {}  # a few per process at most: one per run
 _IR_LOCK = threading.Lock()  # a Dask worker may check replays in several threads
+_UNREAD = object()  # no JSON parsed yet
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,16 +69,20 @@ def _digest(text: str) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _read_ir(pf: ProtocolFile, limits: Limits) -> ir.Protocol:
+def _read_ir(pf: ProtocolFile, limits: Limits, obj: Any = _UNREAD) -> ir.Protocol:
+    """The IR of ``pf``, read once per process; ``obj``: its JSON when already parsed (by
+    ``load_protocol_file``, which has just read FILE), so the text is not parsed again."""
     key = (pf.digest, limits)
     with _IR_LOCK:
         got = _IR.get(key)
     if got is not None:
         return got
     from unmask.irjson_reader import protocol_from_json
-    from unmask.jsonload import parse_json_text
 
-    obj = parse_json_text(pf.text, pf.path, limits)
+    if obj is _UNREAD:
+        from unmask.jsonload import parse_json_text
+
+        obj = parse_json_text(pf.text, pf.path, limits)
     got = protocol_from_json(obj, pf.json_path, pf.path, limits)
     with _IR_LOCK:
         if len(_IR) >= 4:
@@ -91,10 +98,10 @@ def load_protocol_file(path: str, limits: Limits = DEFAULT_LIMITS) -> ProtocolFi
     text = read_text(path, limits)
     name = path
     if path.lower().endswith(".json"):
-        text, name, at = _inner(path, text, limits)
+        text, name, at, obj = _inner(path, text, limits)
         if name == path:
             pf = ProtocolFile(path, "", _digest(text), "ir", text, json_path=at)
-            protocol = pf.ground(None, limits)
+            protocol = _read_ir(pf, limits, obj)
             return ProtocolFile(path, protocol.name, pf.digest, "ir", text, json_path=at)
     try:
         return _load_proto(name, text, limits)
@@ -103,9 +110,10 @@ def load_protocol_file(path: str, limits: Limits = DEFAULT_LIMITS) -> ProtocolFi
         raise
 
 
-def _inner(path: str, text: str, limits: Limits) -> tuple[str, str, str]:
-    """A ``.json`` file's protocol: (the IR's JSON text, ``path``, its JSON path), or for a
-    replay that carries `.proto` text inline, (that text, the name its spans use, ""). A
+def _inner(path: str, text: str, limits: Limits) -> tuple[str, str, str, Any]:
+    """A ``.json`` file's protocol: (the IR's JSON text, ``path``, its JSON path, the IR's
+    parsed JSON), or for a replay that carries `.proto` text inline, (that text, the name
+    its spans use, "", None). The file is parsed here, once. A
     replay's embedded IR is taken as `unmask analyze` takes it; one that names a `.proto`
     by path is refused."""
     import json
@@ -115,18 +123,18 @@ def _inner(path: str, text: str, limits: Limits) -> tuple[str, str, str]:
     obj = parse_json_text(text, path, limits)
     inner = obj.get("protocol") if isinstance(obj, dict) and "atoms" not in obj else None
     if not isinstance(inner, dict):
-        return text, path, "$"
+        return text, path, "$", obj
     if "path" in inner and "atoms" not in inner:
         message = f"this replay names its protocol by path: give `{inner['path']}` itself"
         raise UnmaskError([Diagnostic("protocol", message, path="protocol.path", file=path)])
     if isinstance(inner.get("source"), str):
-        return inner["source"], f"{path}: protocol.source", ""
-    return json.dumps(inner, ensure_ascii=False, sort_keys=True), path, "protocol"
+        return inner["source"], f"{path}: protocol.source", "", None
+    return json.dumps(inner, ensure_ascii=False, sort_keys=True), path, "protocol", inner
 
 
 def _load_proto(path: str, text: str, limits: Limits) -> ProtocolFile:
     from unmask import ast
-    from unmask.compiler import compile_source
+    from unmask.compiler import compile_tree
     from unmask.names import invent_members
     from unmask.parser import parse_source
 
@@ -136,7 +144,7 @@ def _load_proto(path: str, text: str, limits: Limits) -> ProtocolFile:
     # one member per free domain, a name the text does not use: enough to compile every
     # part that does not depend on how many members there are
     one = {d: list(m) for d, m in invent_members(free, 1, [text]).items()}
-    protocol = compile_source(text, path, one, limits)
+    protocol = compile_tree(source, one, limits)
     return ProtocolFile(
         path, protocol.name, _digest(text), "proto", text, tuple(d.name for d in decls)
     )

@@ -40,11 +40,11 @@ from typing import Any
 from unmask import ir
 from unmask.analysis.findings import CODES, Finding
 from unmask.analysis.ground import Scope
-from unmask.analysis.overlap import overlaps
-from unmask.analysis.solve import SAT, UNKNOWN, UNSAT, Answer, Space
 from unmask.backends.base import Backend, Part, spec
 from unmask.ir import iter_atoms, mk_and, mk_card, mk_not, mk_or
 from unmask.irtext import expr_text
+from unmask.overlap import overlaps
+from unmask.solve import SAT, UNKNOWN, UNSAT, Answer, Space
 
 SCHEMA = "unmask.analysis/1"
 

@@ -22,10 +22,10 @@ from typing import Any
 
 from unmask import ir
 from unmask.analysis.ground import Scope
-from unmask.analysis.solve import SAT, UNKNOWN, Answer, Space
 from unmask.backends.base import Backend, Part, spec
 from unmask.ir import mk_and, mk_not
 from unmask.irtext import expr_text
+from unmask.solve import SAT, UNKNOWN, Answer, Space
 
 SCHEMA = "unmask.compare/1"
 EQUIVALENT = "equivalent"

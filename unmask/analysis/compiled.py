@@ -1,15 +1,17 @@
 """A `.proto` text compiled and checked as `unmaskc` checks it: the compiler's checks, then
 the ones that need a solver (overlapping decisions), with or without members.
 
-Contract: ``compile_checked(text, file, domains, limits, backend)`` returns ``Compiled``:
+Contract: ``compile_checked(text, file, domains, limits, backend, tree)`` returns ``Compiled``:
 the ground protocol when every free domain has members (from ``domains``), else None and
 the free domains left without members; or it raises ``UnmaskError`` with every compile
-error, or with every proved overlap of two decisions (``unmask.analysis.overlap``), each
+error, or with every proved overlap of two decisions (``unmask.overlap``), each
 with a witness. Without members, every check the compiler makes runs on the text as
 written (the domain taken empty); overlaps, which can depend on the number of members, are
 looked for with 0, 1, 2 and 3 invented members per free domain (named after the domain,
 ``part_1``…, never an identifier of the text), stopping at the first size that shows one;
-``checked_members`` says which sizes were checked. Undecided overlaps are warnings.
+``checked_members`` says which sizes were checked. Undecided overlaps are warnings. The
+text is parsed once (``tree``, when given, is its parse: not even once), and every
+compile is of that tree (``unmask.compiler.compile_tree``).
 """
 
 from __future__ import annotations
@@ -18,11 +20,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from unmask import ast, ir
-from unmask.analysis.overlap import overlap_diagnostics
 from unmask.backends.base import Backend
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.limits import Limits
 from unmask.names import invent_members
+from unmask.overlap import overlap_diagnostics
 
 # member counts tried for free domains: 0 matters (`all()` is true, `any()` false)
 MEMBER_COUNTS = (0, 1, 2, 3)
@@ -42,19 +44,21 @@ def compile_checked(
     domains: Mapping[str, Sequence[str]] | None,
     limits: Limits,
     backend: Backend,
+    tree: ast.SourceFile | None = None,
 ) -> Compiled:
-    from unmask.compiler import compile_source
+    from unmask.compiler import compile_tree
     from unmask.parser import parse_source
 
     given = {k: list(v) for k, v in (domains or {}).items()}
-    tree = parse_source(text, file, limits)
+    if tree is None:
+        tree = parse_source(text, file, limits)
     free = tuple(
         s.name
         for s in tree.statements
         if isinstance(s, ast.DomainDecl) and s.members is None and s.name not in given
     )
     if not free:
-        protocol = compile_source(text, file, given, limits)
+        protocol = compile_tree(tree, given, limits)
         found = overlap_diagnostics(protocol, backend)
         _raise_errors(found)
         return Compiled(protocol, (), found)
@@ -63,7 +67,7 @@ def compile_checked(
     for n in MEMBER_COUNTS:
         made = {d: list(m) for d, m in invent_members(free, n, [text]).items()}
         try:
-            scoped = compile_source(text, file, {**given, **made}, limits)
+            scoped = compile_tree(tree, {**given, **made}, limits)
         except UnmaskError as err:
             if n == 0 or any(d.code != "limit" for d in err.diagnostics):
                 # the compiler's own errors, on the text as written, or ones only members

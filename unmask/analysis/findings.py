@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from unmask.analysis.overlap import FIRST_MATCH_HELP
 from unmask.diagnostics import Diagnostic
 from unmask.ir import Span
+from unmask.overlap import FIRST_MATCH_HELP
 
 ERROR = "error"
 WARNING = "warning"

@@ -102,7 +102,7 @@ def _load(
     limits: Limits,
     texts: dict[str, str],
 ) -> list[Loaded]:
-    from unmask.compiler import compile_source
+    from unmask.compiler import compile_tree
     from unmask.files import read_text
     from unmask.parser import parse_source
 
@@ -132,7 +132,7 @@ def _load(
         made = [d for d in free if d not in here]
         for d in made:
             here[d] = list(invented[d])
-        protocol = compile_source(texts[p], p, here, limits)
+        protocol = compile_tree(parsed[p], here, limits)
         scope = Scope(
             tuple((d, tuple(here[d])) for d in sorted(here) if d in declared),
             tuple(made),

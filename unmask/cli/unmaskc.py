@@ -110,14 +110,18 @@ def compile_command(
     try:
         from unmask.analysis.compiled import compile_checked
         from unmask.backends import create
+        from unmask.parser import parse_source
 
         text = _read(file, limits, sources)
+        tree = parse_source(text, file, limits)  # once: every compile below is of this tree
         # the compiler's checks, then overlapping decisions, which need a solver
-        compiled = compile_checked(text, file, domains, limits, create(OVERLAP_BACKEND))
+        backend = create(OVERLAP_BACKEND)
+        compiled = compile_checked(text, file, domains, limits, backend, tree)
         if emit.startswith("judge-"):
             from unmask import judgeschema
 
-            view = judgeschema.judge_view(text, file, domains, limits)
+            # compiled and checked above, with no members for a free domain among others
+            view = judgeschema.view_of_tree(tree, domains)
     except UnmaskError as err:
         sys.exit(_fail(err, sources))
     if compiled.warnings:

@@ -206,3 +206,19 @@ def parse_domains(values: tuple[str, ...]) -> dict[str, list[str]]:
             raise click.BadParameter(f"domain `{name}` is given twice", param_hint="'--domain'")
         out[name] = [m.strip() for m in rest.split(",")] if rest.strip() else []
     return out
+
+
+def protocol_texts(diags, limits) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """The `.proto` files the diagnostics point into, read again for their excerpts (a
+    protocol inline in the replay is no file: its diagnostics go without one)."""
+    from unmask.diagnostics import UnmaskError
+    from unmask.files import read_text
+
+    texts: dict[str, str] = {}
+    for d in diags:
+        if d.span is not None and d.span.file not in texts:
+            try:
+                texts[d.span.file] = read_text(d.span.file, limits)
+            except UnmaskError:
+                continue
+    return texts

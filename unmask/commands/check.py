@@ -3,8 +3,9 @@
 Contract: exit 0 SATISFIED, 1 VIOLATED, 3 UNKNOWN (also past ``--deadline-ms``, default
 60 s, with a ``deadline`` reason), 4 invalid input (the validator's
 diagnostics on stderr; with ``--protocol FILE`` also a FILE that is not a valid protocol,
-or a verdict or gold label it does not declare), 2 usage (an unknown backend or format, a
-bad option, a ``--protocol`` file that cannot be read). A backend
+or a verdict or gold label it does not declare; a protocol whose decisions can both hold,
+with ``unmaskc``'s ``overlapping-decisions`` diagnostics), 2 usage (an unknown backend or
+format, a bad option, a ``--protocol`` file that cannot be read). A backend
 that cannot decide this replay (the truth-table backend over its atom limit) is exit 3
 with one diagnostic naming the limit and another backend; an internal error is reported
 on stderr, never as a traceback, with exit 3 (nothing was proved); stdout that cannot be
@@ -32,6 +33,7 @@ from unmask.commands._options import (
     load_protocol,
     open_backend,
     protocol_option,
+    protocol_texts,
     timeout_option,
 )
 from unmask.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
@@ -83,6 +85,7 @@ def command(
     protocol) instead of the protocol it embeds or names."""
     solver = open_backend(backend, timeout_ms)
     from unmask.api import check
+    from unmask.outcomes import refuse_overlaps
     from unmask.replay import load_replay, render_error
 
     against = None
@@ -97,6 +100,12 @@ def command(
         replay = load_replay(path, limits, protocol=against)
     except UnmaskError as exc:
         _fail(exc.diagnostics, exitcodes.INVALID, fmt, replay_path, render_error(exc))
+    try:
+        # decisions that can both hold: the protocol is refused as unmaskc refuses it
+        refuse_overlaps(replay, solver)
+    except UnmaskError as exc:
+        text = render_all(exc.diagnostics, protocol_texts(exc.diagnostics, limits))
+        _fail(exc.diagnostics, exitcodes.INVALID, fmt, replay_path, text)
     if replay.warnings:
         click.echo(render_all(replay.warnings), err=True)
     try:

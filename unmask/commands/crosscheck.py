@@ -7,7 +7,8 @@ checks the facts alone decide (compared under the name ``closed form``). The rep
 compared as JSON (``Report.to_json``) without the ``backend`` field. Exit 0 when all of them
 are the same, 1 at the first difference (printed with its JSON path, both values and both
 names), 3 when fewer than two backends could run (nothing compared), 4 for an invalid replay
-(a file that is missing, unreadable, a directory or not a regular file included), 2 for
+(a file that is missing, unreadable, a directory or not a regular file included; a protocol
+whose decisions can both hold, with ``unmask check``'s diagnostic), 2 for
 usage errors and for stdout that cannot be written.
 A backend that refuses the replay with a diagnostic (the truth-table backend over its atom
 limit) is reported as skipped and is not a disagreement; a backend that fails otherwise is.
@@ -111,12 +112,20 @@ def command(
     solvers = [(name, open_backend(name, timeout_ms)) for name in names]
 
     from unmask.api import check
+    from unmask.commands._options import protocol_texts
+    from unmask.outcomes import refuse_overlaps
     from unmask.replay import load_replay, render_error
 
     try:
         case = load_replay(replay, limits)
     except UnmaskError as exc:
         click.echo(render_error(exc), err=True)
+        raise SystemExit(exitcodes.INVALID) from None
+    try:
+        # decisions that can both hold: no backend may check it, as `unmask check` says
+        refuse_overlaps(case, solvers[0][1])
+    except UnmaskError as exc:
+        click.echo(render_all(exc.diagnostics, protocol_texts(exc.diagnostics, limits)), err=True)
         raise SystemExit(exitcodes.INVALID) from None
 
     from unmask.jsonload import show

@@ -17,6 +17,10 @@ Contract:
   name="unmask audit")`` write a whole document: ``<testsuites>`` with one ``<testsuite>``;
   ``Suite`` writes the same document to a stream one case at a time (``unmask audit
   --junit FILE``), counting from each case's kind, so memory does not grow with the run;
+- a re-check (``--protocol``) is said once, by the suite: ``<properties>`` with
+  ``recheck.protocol`` (its name) and ``recheck.digest`` (the JSON report's
+  ``recheck``), first in the ``<testsuite>``; a case's text names the annotated atoms it
+  left out (the text report's line, and ``record_text``'s);
 - the XML is built with ``xml.etree`` (escaping by construction); characters XML 1.0 cannot
   carry (control characters, lone surrogates, U+FFFE/U+FFFF) are written as ``\\xHH`` /
   ``\\uHHHH`` text. No time attributes: same input, same bytes.
@@ -26,7 +30,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO, Any
 
 from unmask.diagnostics import render_all
@@ -36,6 +40,9 @@ from unmask.report import DIMENSIONS, SATISFIED, VIOLATED, Report
 from unmask.safe import UNSAFE, escape_char
 
 INVALID_MESSAGE = "the replay could not be checked"
+# the suite's properties for a re-check (``--protocol``)
+RECHECK_PROTOCOL = "recheck.protocol"
+RECHECK_DIGEST = "recheck.digest"
 # the element that marks a case, and the suite attribute that counts it
 KINDS = {"failure": "failures", "error": "errors", "skipped": "skipped"}
 
@@ -60,6 +67,8 @@ class Case:
     type: str | None = None
     message: str | None = None
     text: str | None = None
+    # `--protocol`: (its name, its digest), said once by the suite (``Suite.properties``)
+    recheck: tuple[str, str] | None = None
 
     def element(self) -> ET.Element:
         el = ET.Element("testcase", {"name": xml_safe(self.name), "classname": self.classname})
@@ -126,10 +135,12 @@ def case(
         report, replay = item if isinstance(item, tuple) else (item, None)
         record = ResultRecord.from_report(report)
         body = text_render.render(report, replay, color=False) if text is None else text
+    recheck = None if record.recheck is None else record.recheck[:2]
     if record.error is not None:
-        return Case(record.location, "unmask", "error", "invalid", INVALID_MESSAGE, body)
+        return Case(record.location, "unmask", "error", "invalid", INVALID_MESSAGE, body, recheck)
     overall = record.overall or ""
-    return _result_case(record.replay or "", record.protocol or "", overall, record.reasons, body)
+    made = _result_case(record.replay or "", record.protocol or "", overall, record.reasons, body)
+    return made if recheck is None else replace(made, recheck=recheck)
 
 
 def record_text(record: ResultRecord) -> str:
@@ -141,6 +152,11 @@ def record_text(record: ResultRecord) -> str:
         return render_all(record.errors)
     dims = ", ".join(f"{d} {r}" for d, r in zip(DIMENSIONS, record.dimensions, strict=False))
     lines = [f"{record.location}: {record.overall}", f"dimensions: {dims}"]
+    if record.recheck is not None and record.recheck[2]:
+        # the suite names the protocol; which of this replay's annotations it left out is
+        # the case's own
+        left = ", ".join(f"`{a}`" for a in record.recheck[2])
+        lines.append(f"left out, annotated atoms the protocol lacks: {left}")
     lines += [f"- {reason}" for reason in record.reasons]
     return "\n".join(lines)
 
@@ -163,6 +179,9 @@ def render_batch(results: Iterable[Any], name: str = "unmask audit") -> str:
     outer, inner = _suite_attrs(name, counted.counts)
     root = ET.Element("testsuites", outer)
     suite = ET.SubElement(root, "testsuite", inner)
+    props = counted.properties()
+    if props is not None:
+        suite.append(props)
     suite.extend(c.element() for c in cases)
     ET.indent(root, space="  ")
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, "unicode") + "\n"
@@ -184,18 +203,38 @@ class Suite:
     def __init__(self, name: str = "unmask audit") -> None:
         self.name = name
         self.counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+        self.rechecks: dict[tuple[str, str], None] = {}  # in the order first met
 
     def add(self, c: Case) -> None:
         """Count ``c`` (its XML for the body is ``c.xml()``)."""
         self.counts["tests"] += 1
         if c.kind is not None:
             self.counts[KINDS[c.kind]] += 1
+        if c.recheck is not None:
+            self.rechecks[c.recheck] = None
+
+    def properties(self) -> ET.Element | None:
+        """``<properties>`` naming the protocol the cases were re-checked against
+        (``recheck.protocol`` and ``recheck.digest``, the JSON report's
+        ``recheck``), None when none was: a run has one ``--protocol``, and a resumed run
+        never mixes two, but each would be named."""
+        if not self.rechecks:
+            return None
+        props = ET.Element("properties")
+        for name, digest in self.rechecks:
+            ET.SubElement(props, "property", {"name": RECHECK_PROTOCOL, "value": xml_safe(name)})
+            ET.SubElement(props, "property", {"name": RECHECK_DIGEST, "value": xml_safe(digest)})
+        return props
 
     def write(self, out: IO[str], body: IO[str]) -> None:
         outer, inner = _suite_attrs(self.name, self.counts)
         out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
         out.write(_start_tag("testsuites", outer) + "\n")
         out.write("  " + _start_tag("testsuite", inner) + "\n")
+        props = self.properties()
+        if props is not None:
+            ET.indent(props, space="  ", level=2)
+            out.write("    " + ET.tostring(props, "unicode").rstrip() + "\n")
         for chunk in iter(lambda: body.read(1 << 16), ""):
             out.write(chunk)
         out.write("  </testsuite>\n</testsuites>\n")

@@ -13,8 +13,10 @@ relative URI reference): the first annotation that forces the result, or the ``v
 quoted span *inside its source string* in the replay JSON, and the requirement or ground
 statement in the ``.proto`` file where the protocol came from one. Lines and columns count
 code points (``columnKind: unicodeCodePoints``). When the replay file cannot be read again,
-locations name the file without a region. Deterministic: no time, no absolute path that
-was not given.
+locations name the file without a region. The run's properties name the replay, the
+protocol, the backend and the outcome, and for a re-check (``--protocol``) carry
+``recheck``, the JSON report's field: the protocol checked against, its digest and the
+atoms left out. Deterministic: no time, no absolute path that was not given.
 
 Size: the rule table, the results and the location finding (into the replay's JSON text
 and the ``.proto`` file) are one mapping of a report onto SARIF's shapes.
@@ -507,6 +509,8 @@ class _Log:
             "gold": report.gold,
             "verdict_matches_gold": report.verdict_matches_gold,
         }
+        if report.recheck is not None:  # `--protocol`: the JSON report's field, as it is
+            properties["recheck"] = report.recheck.to_json()
         return document(rules(), self.artifacts, results, properties)
 
 

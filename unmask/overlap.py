@@ -7,21 +7,25 @@ Contract: ``overlaps(protocol, space)`` asks, for each pair of written decisions
 each with the space's canonical witness. A binary protocol (PASS is D, FAIL is `not D`)
 and a ``first-match`` one (each decision excludes the earlier ones) never overlap.
 ``overlap_diagnostics(protocol, backend, note)`` is the same as compile diagnostics: an
-error per proved overlap, with its witness in a note, a warning per undecided pair. It
+error per proved overlap, with its witness in a note, a warning per undecided pair, each
+at the later decision's span (IR, which has none: its JSON path ``decisions[i]``).
+``refused(protocol, backend)`` is its errors, remembered per protocol: the check of a
+replay (``unmask.outcomes.check_replay``) refuses such a protocol as ``unmaskc`` does. It
 sits beside the semantics and uses the backends through their interface, as
 ``unmask analyze`` does; the compiler, which knows no solver, does not call it.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from unmask import ir
-from unmask.analysis.solve import SAT, UNKNOWN, UNSAT, Answer, Space
 from unmask.backends.base import Backend, Part
-from unmask.diagnostics import Diagnostic
+from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.ir import mk_and
+from unmask.solve import SAT, UNKNOWN, UNSAT, Answer, Space
 
 FIRST_MATCH_HELP = (
     "make the two decisions exclusive (add `and not …` of the other to one of them), or write "
@@ -73,6 +77,7 @@ def overlap_diagnostics(p: ir.Protocol, backend: Backend, note: str = "") -> tup
         return ()
     parts = [Part(f"constraint:{c.name}", c.expr) for c in p.constraints]
     space = Space(backend, parts, p.atom_names)
+    index = {id(d): i for i, d in enumerate(p.decisions)}
     out: list[Diagnostic] = []
     try:
         base = space.sat(None, want_witness=False)
@@ -82,12 +87,15 @@ def overlap_diagnostics(p: ir.Protocol, backend: Backend, note: str = "") -> tup
             extra = (note,) if note else ()
             where = o.first.span
             at = (f"the decision of `{o.first.label}` is at {where}",) if where else ()
+            # IR has no spans: its JSON path, in the protocol object, locates the decision
+            path = None if o.second.span is not None else f"decisions[{index[id(o.second)]}]"
             if o.decided:
                 out.append(
                     Diagnostic(
                         "overlapping-decisions",
                         f"the decisions of `{o.first.label}` and `{o.second.label}` can both hold",
                         o.second.span,
+                        path,
                         notes=(both_hold(o.answer.witness), *at, *extra),
                         help=FIRST_MATCH_HELP,
                     )
@@ -99,6 +107,7 @@ def overlap_diagnostics(p: ir.Protocol, backend: Backend, note: str = "") -> tup
                         f"could not decide whether the decisions of `{o.first.label}` and "
                         f"`{o.second.label}` can both hold",
                         o.second.span,
+                        path,
                         severity="warning",
                         notes=(f"the solver said: {o.answer.reason}", *at, *extra),
                         help="`unmask analyze` asks the same question and takes `--timeout-ms`",
@@ -107,3 +116,37 @@ def overlap_diagnostics(p: ir.Protocol, backend: Backend, note: str = "") -> tup
     finally:
         space.close()
     return tuple(out)
+
+
+# what ``refused`` found, for the last ``REMEMBERED`` protocols, keyed by ``id``: the entry
+# holds the protocol, so its id is not reused while it is remembered
+REMEMBERED = 32
+_MEMO: dict[int, tuple[ir.Protocol, tuple[Diagnostic, ...]]] = {}
+_LOCK = threading.Lock()
+
+
+def refused(p: ir.Protocol, backend: Backend) -> tuple[Diagnostic, ...]:
+    """The errors that refuse ``p`` to every replay checked against it: each proved overlap
+    of two decisions, as ``unmaskc`` reports it (``overlap_diagnostics``: at the later
+    decision, with the witness). An undecided pair refuses nothing: exactly-one rules its
+    worlds out, as it always has; so does a backend that cannot answer (the truth table over
+    its atom limit). Remembered per protocol once every pair was decided, so
+    replays that share a protocol (the compile cache shares it) ask once."""
+    if not can_overlap(p):
+        return ()
+    got = _MEMO.get(id(p))
+    if got is not None:
+        return got[1]
+    try:
+        found = overlap_diagnostics(p, backend)
+    except UnmaskError:
+        # a backend that cannot decide the question (the truth table over its limit) is
+        # an undecided pair: the check says what it can decide, as it always has
+        return ()
+    errors = tuple(d for d in found if d.severity == "error")
+    if len(errors) == len(found):
+        with _LOCK:
+            while len(_MEMO) >= REMEMBERED:
+                del _MEMO[next(iter(_MEMO))]  # the oldest
+            _MEMO[id(p)] = (p, errors)
+    return errors
