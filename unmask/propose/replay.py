@@ -29,14 +29,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from unmask.names import split_applied
 from unmask.propose import CLAIM_SUPPORT, Fill, Proposer
+from unmask.propose.claims import Alignment, Match
 from unmask.replaydata import EVIDENCE_SOURCES, Evidence, Replay
 
 DEFAULT_THRESHOLD = 0.5
 # proposers `unmask propose replay` runs unless told otherwise (a model only when asked)
 DEFAULT_PROPOSERS = ("judge-rules", "claims-lexical")
 
-_FAMILY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\(([A-Za-z_][A-Za-z0-9_]*)\)")
 # a passage's id, then its text; the first form every non-blank line of a source fits is used
 PASSAGE_FORMS = (
     re.compile(r"line (\d+): "),
@@ -171,18 +172,77 @@ def passage_of(member: str, ids: Iterable[str]) -> str | None:
     return by_number[0] if len(by_number) == 1 else None
 
 
-def support_families(replay: Replay) -> dict[str, list[tuple[str, str]]]:
-    """Context families that state support: family → [(atom, member)], in declaration order."""
-    out: dict[str, list[tuple[str, str]]] = {}
+def support_families(replay: Replay) -> dict[str, list[tuple[str, tuple[str, ...]]]]:
+    """Context families that state support: family → [(atom, members)], in declaration
+    order; ``members`` are the ground atom's, by position (``backs(p1, date)`` →
+    ``("p1", "date")``), read back by ``unmask.names.split_applied``."""
+    out: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
     for a in replay.protocol.atoms:
-        m = _FAMILY.fullmatch(a.name)
-        if a.role != "context" or m is None:
+        parts = split_applied(a.name)
+        if a.role != "context" or parts is None:
             continue
         d = a.description
         if not _SUPPORT_WORD.search(d) or _NOT_SUPPORT.search(d):
             continue
-        out.setdefault(m.group(1), []).append((a.name, m.group(2)))
+        out.setdefault(parts[0], []).append((a.name, parts[1]))
     return out
+
+
+def _naming(values: list[str], ids: list[str]) -> tuple[dict[str, str], bool] | None:
+    """Each member to the passage (or claim) it names, all different, and whether each is
+    named by its very id; None when some member names none, or two name the same one."""
+    named = {v: passage_of(v, ids) for v in values}
+    if any(n is None for n in named.values()) or len(set(named.values())) != len(values):
+        return None
+    return named, all(v in ids for v in values)  # type: ignore[return-value]
+
+
+@dataclass(frozen=True, slots=True)
+class Pairs:
+    """A family over a claim and a passage, its positions resolved: which position holds the
+    passage and which the claim, and what each member there names."""
+
+    passage_at: int
+    claim_at: int
+    passage_of: dict[str, str]  # member → passage id of `context`
+    claim_of: dict[str, str]  # member → claim id of `response` ("" : the whole response)
+
+
+def resolve_pairs(
+    family: str,
+    members: list[tuple[str, ...]],
+    passage_ids: list[str],
+    claim_ids: list[str] | None,
+) -> Pairs | str:
+    """Which position of a two-place family holds the passage and which the claim, or why
+    that cannot be told. A position holds passages when its members each name a different
+    passage of `context`; claims, when they each name a different claim line of `response`
+    (``claim_ids``), or, when `response` is not in lines, when it has one member alone (the
+    whole response is then that claim). Exactly one way must fit (ids named exactly are
+    preferred to ids named by number); a domain used twice (``same(claim, claim)``) fits
+    both ways or none, and abstains."""
+    values = [list(dict.fromkeys(m[i] for m in members)) for i in range(2)]
+    fits: list[tuple[Pairs, bool]] = []
+    for p, c in ((0, 1), (1, 0)):
+        as_passages = _naming(values[p], passage_ids)
+        if claim_ids is None:
+            as_claims = ({values[c][0]: ""}, False) if len(values[c]) == 1 else None
+        else:
+            as_claims = _naming(values[c], claim_ids)
+        if as_passages is not None and as_claims is not None:
+            exact = as_passages[1] and as_claims[1]
+            fits.append((Pairs(p, c, as_passages[0], as_claims[0]), exact))
+    both = len(fits) == 2
+    if both:
+        fits = [f for f in fits if f[1]]
+    if len(fits) == 1:
+        return fits[0][0]
+    if both or values[0] == values[1]:
+        return f"either place of `{family}` could be the passage, so neither is read"
+    return (
+        f"`{family}` does not pair a passage of `context` with a claim of `response`"
+        " (one claim a line, each after an id such as `[c1]`, or a single claim)"
+    )
 
 
 def _fill_claims(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
@@ -206,12 +266,23 @@ def _fill_claims(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
         )
         return []
     ids = list(lines)  # in the order the source gives them
-    alignment = proposer.claim_support(claim, [lines[i][1] for i in ids], 0.0)
     by = proposer.by.to_json()
     out: list[Candidate] = []
+    whole: Alignment | None = None
     for family, members in families.items():
+        arity = len(members[0][1])
+        if arity == 2:
+            out.extend(_fill_pairs(proposer, ctx, family, members, lines))
+            continue
+        if arity != 1:
+            ctx.outcome.abstained.append(
+                (name, f"`{family}` has {arity} places; a claim and a passage are two")
+            )
+            continue
+        if whole is None:
+            whole = proposer.claim_support(claim, [lines[i][1] for i in ids], 0.0)
         line_of: dict[str, str] = {}
-        for atom, member in members:
+        for atom, (member,) in members:
             found = passage_of(member, ids)
             if found is None:
                 break
@@ -221,15 +292,56 @@ def _fill_claims(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
                 (name, f"the members of `{family}` do not each name a passage of `context`")
             )
             continue
-        matched = {ids[m.sentence]: m for m in alignment.matches}
+        matched = {ids[m.sentence]: m for m in whole.matches}
         for atom, n in line_of.items():
-            offset, _ = lines[n]
             if n in matched:
-                m = matched[n]
-                span = Evidence("context", offset + m.start, offset + m.end, m.quote)
-                out.append(Candidate(atom, "TRUE", (span,), m.confidence, by, "matched the claim"))
+                out.append(_supports(atom, lines[n][0], matched[n], by, "matched the claim"))
             # a line the claim's terms do not match: no reading either way (a missing
             # overlap is no evidence against support: paraphrase, dates, titles)
+    return out
+
+
+def _supports(atom: str, offset: int, m: Match, by: dict, detail: str) -> Candidate:
+    span = Evidence("context", offset + m.start, offset + m.end, m.quote)
+    return Candidate(atom, "TRUE", (span,), m.confidence, by, detail)
+
+
+def _fill_pairs(
+    proposer: Proposer,
+    ctx: Context,
+    family: str,
+    members: list[tuple[str, tuple[str, ...]]],
+    lines: dict[str, tuple[int, str]],
+) -> list[Candidate]:
+    """Support over (claim, passage) pairs: each claim aligned with the passages on its own;
+    a passage it matches is proposed TRUE for that pair, any other pair abstains."""
+    name = proposer.by.name
+    response = ctx.replay.sources["response"]
+    claims = passages(response)
+    ids = list(lines)
+    pairs = resolve_pairs(
+        family, [m for _, m in members], ids, None if claims is None else list(claims)
+    )
+    if isinstance(pairs, str):
+        ctx.outcome.abstained.append((name, pairs))
+        return []
+    texts = [lines[i][1] for i in ids]
+    by = proposer.by.to_json()
+    aligned: dict[str, dict[str, Match]] = {}
+    out = []
+    for atom, ms in members:
+        if atom not in ctx.open_atoms:
+            continue
+        claim_id = pairs.claim_of[ms[pairs.claim_at]]
+        if claim_id not in aligned:
+            text = response if claims is None else claims[claim_id][1]
+            found = proposer.claim_support(text, texts, 0.0)
+            aligned[claim_id] = {ids[m.sentence]: m for m in found.matches}
+        passage = pairs.passage_of[ms[pairs.passage_at]]
+        m = aligned[claim_id].get(passage)
+        if m is not None:  # no match is no reading: the pair abstains
+            detail = f"matched claim `{ms[pairs.claim_at]}`"
+            out.append(_supports(atom, lines[passage][0], m, by, detail))
     return out
 
 

@@ -1,0 +1,180 @@
+"""Proposers over families of several domains: `backs(passage, claim)` filled pair by pair,
+named as the compiler names them, never FALSE, and abstaining where the places are unclear."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from unmask.builder import ReplayBuilder
+from unmask.cli.main import main
+from unmask.names import applied, split_applied
+from unmask.replay import load_replay
+
+ROOT = Path(__file__).resolve().parent.parent
+RAG = ROOT / "examples" / "rag_citations.proto"
+EXAMPLE = json.loads((ROOT / "examples" / "rag_citations.json").read_text(encoding="utf-8"))
+CONTEXT = EXAMPLE["sources"]["context"]  # [p1] … opened … 1932. / [p2] … spans Sydney Harbour …
+CLAIMS = "[date] The Sydney Harbour Bridge opened in 1932.\n[place] It spans Sydney Harbour."
+P1 = "The Sydney Harbour Bridge opened to traffic in 1932."
+P2 = "The bridge spans Sydney Harbour and is a symbol of Sydney."
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def write(tmp_path: Path, protocol: Path | str, response: str, domains: dict, **kw) -> Path:
+    sources = {**EXAMPLE["sources"], "response": response, **kw.pop("sources", {})}
+    b = ReplayBuilder(
+        protocol,
+        sources=sources,
+        verdict=kw.pop("verdict", "supported"),
+        domains=domains,
+        id="pairs",
+    )
+    src = tmp_path / "r.json"
+    b.write(src)
+    return src
+
+
+def propose(tmp_path: Path, src: Path) -> tuple[dict[str, dict], str]:
+    out = tmp_path / "out.json"
+    res = run("propose", "replay", str(src), "-o", str(out), "--proposer", "claims-lexical")
+    assert res.exit_code == 0, res.output
+    anns = {a["atom"]: a for a in json.loads(out.read_text(encoding="utf-8"))["annotations"]}
+    return anns, res.output
+
+
+DOMAINS = {"claim": ["date", "place"], "passage": ["p1", "p2"]}
+
+
+def test_support_over_a_claim_and_a_passage_is_filled_pair_by_pair(tmp_path: Path):
+    # before, a family over two domains was never filled: its names did not read as a family
+    src = write(tmp_path, RAG, CLAIMS, DOMAINS)
+    anns, said = propose(tmp_path, src)
+    backs = {k: v for k, v in anns.items() if k.startswith("backs")}
+    assert sorted(backs) == ["backs(p1, date)", "backs(p2, place)"]  # the compiler's names
+    quotes = {k: [(e["source"], e["quote"]) for e in v["evidence"]] for k, v in backs.items()}
+    assert quotes == {
+        "backs(p1, date)": [("context", "Sydney Harbour Bridge opened to traffic in 1932")],
+        "backs(p2, place)": [("context", "spans Sydney Harbour and is a symbol of Sydney")],
+    }
+    for atom, a in backs.items():
+        assert a["value"] == "TRUE"
+        assert a["by"] == {"kind": "rule", "name": "claims-lexical/1", "reviewed": False}
+        (ev,) = a["evidence"]
+        assert CONTEXT[ev["start"] : ev["end"]] == ev["quote"]
+        claim = split_applied(atom)[1][1]
+        assert a["explanation"].startswith(
+            f"proposed by claims-lexical/1 (matched claim `{claim}`)"
+        )
+    # the passage a claim does not match is no reading either way: never FALSE, still open
+    assert "backs(p2, date)" not in anns and "backs(p1, place)" not in anns
+    assert "2 of 9 open atoms filled, unreviewed" in said
+    res = run("validate", str(tmp_path / "out.json"))
+    assert res.exit_code == 0, res.output
+    assert "valid" in res.output
+
+
+def test_the_places_are_read_from_the_members_not_the_order(tmp_path: Path):
+    proto = tmp_path / "swapped.proto"
+    proto.write_text(
+        RAG.read_text(encoding="utf-8")
+        .replace("backs(passage, claim) : context", "backs(claim, passage) : context")
+        .replace("backs(p, c)", "backs(c, p)"),
+        encoding="utf-8",
+    )
+    anns, _ = propose(tmp_path, write(tmp_path, proto, CLAIMS, DOMAINS))
+    assert sorted(a for a in anns if a.startswith("backs")) == [
+        "backs(date, p1)",
+        "backs(place, p2)",
+    ]
+    load_replay(tmp_path / "out.json")
+
+
+def test_a_single_claim_is_the_whole_response(tmp_path: Path):
+    domains = {"claim": ["date"], "passage": ["p1", "p2"]}
+    anns, _ = propose(tmp_path, write(tmp_path, RAG, "The bridge opened in 1932.", domains))
+    assert [a for a in anns if a.startswith("backs")] == ["backs(p1, date)"]
+
+
+def test_two_claims_in_prose_abstain(tmp_path: Path):
+    prose = "The Sydney Harbour Bridge opened in 1932 and spans Sydney Harbour."
+    anns, said = propose(tmp_path, write(tmp_path, RAG, prose, DOMAINS))
+    assert not any(a.startswith("backs") for a in anns)
+    assert "`backs` does not pair a passage of `context` with a claim of `response`" in said
+
+
+SAME = """protocol same "Say which claims restate which."
+domain claim
+atom restates(claim, claim) : context "Claim {1} supports claim {2}"
+atom ok : judge "The judge says so"
+verdict yes | no
+decision yes iff ok
+decision no otherwise
+"""
+
+
+def test_a_domain_used_twice_abstains(tmp_path: Path):
+    proto = tmp_path / "same.proto"
+    proto.write_text(SAME, encoding="utf-8")
+    # claims named like the passages: either place could be the passage, so neither is read
+    src = write(
+        tmp_path,
+        proto,
+        "[p1] The bridge opened in 1932.\n[p2] It spans Sydney Harbour.",
+        {"claim": ["p1", "p2"]},
+        verdict="yes",
+    )
+    anns, said = propose(tmp_path, src)
+    assert not any(a.startswith("restates") for a in anns)
+    assert "either place of `restates` could be the passage, so neither is read" in said
+
+
+def test_three_places_abstain(tmp_path: Path):
+    proto = tmp_path / "three.proto"
+    proto.write_text(
+        SAME.replace(
+            'atom restates(claim, claim) : context "Claim {1} supports claim {2}"',
+            "domain passage\natom backs(passage, claim, passage) : context"
+            ' "Passage {1} supports claim {claim} with {3}"',
+        ),
+        encoding="utf-8",
+    )
+    domains = {"claim": ["date"], "passage": ["p1", "p2"]}
+    src = write(tmp_path, proto, "The bridge opened in 1932.", domains, verdict="yes")
+    anns, said = propose(tmp_path, src)
+    assert not any(a.startswith("backs") for a in anns)
+    assert "`backs` has 3 places; a claim and a passage are two" in said
+
+
+def test_positions_resolve_by_what_members_name() -> None:
+    from unmask.propose.replay import Pairs, resolve_pairs
+
+    pairs = [("p1", "date"), ("p1", "place"), ("p2", "date"), ("p2", "place")]
+    got = resolve_pairs("backs", pairs, ["p1", "p2"], ["date", "place"])
+    assert got == Pairs(0, 1, {"p1": "p1", "p2": "p2"}, {"date": "date", "place": "place"})
+    flipped = resolve_pairs("f", [(c, p) for p, c in pairs], ["p1", "p2"], ["date", "place"])
+    assert isinstance(flipped, Pairs) and (flipped.passage_at, flipped.claim_at) == (1, 0)
+    # ids named exactly win over ids named by their number
+    exact = resolve_pairs("f", [("c1", "p1")], ["p1"], ["c1"])
+    assert isinstance(exact, Pairs) and exact.passage_at == 1
+    # by number alone both ways fit: abstain
+    assert isinstance(resolve_pairs("f", [("c1", "p1")], ["1"], ["1"]), str)
+    same = [("c1", "c2"), ("c2", "c1"), ("c1", "c1"), ("c2", "c2")]
+    assert "either place" in resolve_pairs("same", same, ["c1", "c2"], ["c1", "c2"])
+
+
+@pytest.mark.parametrize("name", ["cites(c1, p2)", "f(a)", "g(a, b, c)"])
+def test_ground_names_round_trip(name: str) -> None:
+    family, members = split_applied(name)
+    assert applied(family, members) == name
+
+
+@pytest.mark.parametrize("name", ["x", "cites(c1,p2)", "cites(c1,  p2)", "f()", "f(1)"])
+def test_other_spellings_are_not_ground_names(name: str) -> None:
+    assert split_applied(name) is None
