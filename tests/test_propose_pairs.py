@@ -41,9 +41,11 @@ def write(tmp_path: Path, protocol: Path | str, response: str, domains: dict, **
     return src
 
 
-def propose(tmp_path: Path, src: Path) -> tuple[dict[str, dict], str]:
+def propose(
+    tmp_path: Path, src: Path, proposer: str = "claims-lexical"
+) -> tuple[dict[str, dict], str]:
     out = tmp_path / "out.json"
-    res = run("propose", "replay", str(src), "-o", str(out), "--proposer", "claims-lexical")
+    res = run("propose", "replay", str(src), "-o", str(out), "--proposer", proposer)
     assert res.exit_code == 0, res.output
     anns = {a["atom"]: a for a in json.loads(out.read_text(encoding="utf-8"))["annotations"]}
     return anns, res.output
@@ -281,3 +283,73 @@ def test_a_number_list_in_one_place_and_a_name_in_the_other_are_bounded() -> Non
     assert rule.members("1-2", "3") == ["same(c1, c3)", "same(c2, c3)"]
     assert rule.members("2", "2") == ["same(c2, c2)"]  # a domain used twice, by position
     assert rule.members(f"1-{MAX_RANGE}", "1-2") == []  # past the bound: nothing proposed
+
+
+# --- the answer's own citation markers ------------------------------------------------------
+
+ANSWER = """protocol rag_answer "Check that every citation in the answer backs its claim."
+domain claim
+domain passage
+atom cites(claim, passage) : context "Claim {claim} of the answer cites passage {passage}"
+atom cited(passage) : context "The answer cites passage {passage}"
+atom backs(passage, claim) : context "Passage {passage} supports claim {claim}"
+atom ok : judge "The judge says every citation backs its claim"
+verdict good | bad
+decision good iff ok
+decision bad otherwise
+"""
+CITED = (
+    "[date] The Sydney Harbour Bridge opened in 1932 [p1].\n"
+    "[place] It spans Sydney Harbour [p1, p2]."
+)
+
+
+def test_the_answer_s_markers_say_which_passage_each_claim_cites(tmp_path: Path):
+    proto = tmp_path / "rag_answer.proto"
+    proto.write_text(ANSWER, encoding="utf-8")
+    src = write(tmp_path, proto, CITED, DOMAINS, verdict="good")
+    out = tmp_path / "out.json"
+    res = run("propose", "replay", str(src), "-o", str(out))
+    assert res.exit_code == 0, res.output
+    obj = json.loads(out.read_text(encoding="utf-8"))
+    anns = {a["atom"]: a for a in obj["annotations"]}
+    quotes = {
+        k: [e["quote"] for e in a["evidence"]] for k, a in anns.items() if k.startswith("cite")
+    }
+    assert quotes == {
+        "cites(date, p1)": ["[p1]"],
+        "cites(place, p1)": ["[p1, p2]"],
+        "cites(place, p2)": ["[p1, p2]"],
+        "cited(p1)": ["[p1]", "[p1, p2]"],
+        "cited(p2)": ["[p1, p2]"],
+    }
+    for k in quotes:
+        a = anns[k]
+        assert a["value"] == "TRUE"
+        assert a["by"] == {"kind": "rule", "name": "answer-citations/1", "reviewed": False}
+        assert all(e["source"] == "response" for e in a["evidence"])
+        assert all(CITED[e["start"] : e["end"]] == e["quote"] for e in a["evidence"])
+    # a passage a claim does not cite stays open: not citing is not a statement
+    assert "cites(date, p2)" not in anns
+    # the markers are no terms of the claims: support is read as without them
+    assert anns["backs(p1, date)"]["value"] == "TRUE"
+    assert anns["backs(p2, place)"]["value"] == "TRUE"
+    assert run("validate", str(out)).exit_code == 0
+
+
+def test_a_claim_line_s_own_id_is_no_citation(tmp_path: Path):
+    # claims numbered like the passages: `[1]` before a claim is its id, not a marker
+    proto = tmp_path / "rag_answer.proto"
+    proto.write_text(ANSWER, encoding="utf-8")
+    src = write(
+        tmp_path,
+        proto,
+        "[1] The bridge opened in 1932 [2].\n[2] It spans Sydney Harbour.",
+        {"claim": ["c1", "c2"], "passage": ["p1", "p2"]},
+        verdict="good",
+        sources={"context": f"[1] {P1}\n[2] {P2}"},
+    )
+    anns, said = propose(tmp_path, src, "answer-citations")
+    assert sorted(anns) == ["cited(p2)"]
+    # `c1` and `p1` both name claim 1 and passage 1 by number: neither place is read
+    assert "either place of `cites` could be the passage, so neither is read" in said

@@ -12,13 +12,17 @@ that proposes an open atom at or above ``threshold`` fills it. Every annotation 
 code-point slices of a source the atom's role allows, and an ``explanation`` that ends in
 ``confidence C``. The caller validates the result with the replay loader before writing it.
 
-The claim proposer's shape: a context family ``F(m)`` whose description says *support*
-(and not *contradict*, *refute* or *not*), a ``context`` source of passages, each non-blank
-line one passage with an id in one of the forms ``PASSAGE_FORMS`` (``line 3: …`` as the WiCE
-importer writes it, ``[1] …`` as the ``jsonl`` and ``structured`` importers write a list of
-texts, ``[p1] …``, ``passage 2: …``, ``p2: …``; one form throughout, no id twice), every
-member naming one passage (its id, or the number it ends in: ``p1`` and ``s1`` name ``[1]``
-and ``line 1``), and a non-empty ``response`` source holding the claim. Anything else abstains.
+The claim proposer's shape: a context family whose description says *support* (and not
+*contradict*, *refute* or *not*) and a ``context`` source of passages, one a line after an id
+(``unmask.propose.passages``). Over one domain, ``F(m)``: every member names one passage (its
+id, or the number it ends in: ``p1`` and ``s1`` name ``[1]`` and ``line 1``), and the whole
+``response`` is the claim. Over two, ``F(p, c)`` or ``F(c, p)``: one place's members name
+passages and the other's claims, the claim lines of ``response`` (``[c1] …``; a single claim
+may be the whole response), which place is which told from the members (``resolve_pairs``),
+each claim aligned with the passages on its own. The answer-citation reader fills a context
+family that says *cites* from the answer's markers (``[p1]``) the same way. Only TRUE is ever
+proposed; anything else abstains, and a place that cannot be told (a domain used twice,
+three places) abstains with the reason.
 """
 
 from __future__ import annotations
@@ -32,21 +36,23 @@ from typing import Any
 from unmask.names import split_applied
 from unmask.propose import CLAIM_SUPPORT, Fill, Proposer
 from unmask.propose.claims import Alignment, Match
+from unmask.propose.passages import (
+    ANSWER_CITATIONS,
+    MARKER_CONFIDENCE,
+    AnswerCitations,
+    passage_of,
+    passages,
+    without_markers,
+)
 from unmask.replaydata import EVIDENCE_SOURCES, Evidence, Replay
 
 DEFAULT_THRESHOLD = 0.5
+MAX_SPANS = 8  # evidence spans written per atom: the first markers are enough to review
 # proposers `unmask propose replay` runs unless told otherwise (a model only when asked)
-DEFAULT_PROPOSERS = ("judge-rules", "claims-lexical")
+DEFAULT_PROPOSERS = ("judge-rules", "answer-citations", "claims-lexical")
 
-# a passage's id, then its text; the first form every non-blank line of a source fits is used
-PASSAGE_FORMS = (
-    re.compile(r"line (\d+): "),
-    re.compile(r"\[([A-Za-z0-9_.-]+)\] ?"),
-    re.compile(r"(?i:passage|document|doc|source|chunk|context) ([A-Za-z0-9_.-]+): "),
-    re.compile(r"([A-Za-z_]*\d+)[:.)] "),
-)
-_TRAILING_NUMBER = re.compile(r"[A-Za-z_]*?(\d+)")
 _SUPPORT_WORD = re.compile(r"\bsupport", re.I)
+_CITE_WORD = re.compile(r"\bcit(?:e|es|ed|ing|ation|ations)\b", re.I)
 _NOT_SUPPORT = re.compile(r"\b(?:not|no|never|contradict\w*|refut\w*|disprov\w*)\b", re.I)
 
 
@@ -131,61 +137,37 @@ def _fill_judge(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
 # --- claim support over evidence lines ---------------------------------------------------------
 
 
-def passages(text: str) -> dict[str, tuple[int, str]] | None:
-    """The passages of a context source, one a non-blank line, in order: id → (offset of the
-    text, text), in the first of ``PASSAGE_FORMS`` that every non-blank line fits with no id
-    twice; None when none fits (prose is not passages)."""
-    for form in PASSAGE_FORMS:
-        out: dict[str, tuple[int, str]] = {}
-        pos = 0
-        for raw in text.split("\n"):
-            line = raw.rstrip("\r")
-            if line.strip():
-                m = form.match(line)
-                if m is None or m.group(1) in out:
-                    break
-                out[m.group(1)] = (pos + m.end(), line[m.end() :])
-            pos += len(raw) + 1
-        else:
-            if out:
-                return out
-    return None
+Families = dict[str, list[tuple[str, tuple[str, ...]]]]
 
 
-def passage_of(member: str, ids: Iterable[str]) -> str | None:
-    """The passage a family member names: the one whose id it is, else the one whose id is
-    the number the member ends in, ignoring leading zeros (``s5``, ``p5`` → ``5``, ``line 5``)."""
-    ids = list(ids)
-    if member in ids:
-        return member
-    m = _TRAILING_NUMBER.fullmatch(member)
-    if m is None:
-        return None
-    # compared as digits, leading zeros aside: a member's number is the file's text, and
-    # `int` of thousands of digits fails outright
-    n = m.group(1).lstrip("0") or "0"
-    by_number = [
-        i
-        for i in ids
-        if (k := _TRAILING_NUMBER.fullmatch(i)) and (k.group(1).lstrip("0") or "0") == n
-    ]
-    return by_number[0] if len(by_number) == 1 else None
+def _context_families(replay: Replay, says: Callable[[str], bool]) -> Families:
+    out: Families = {}
+    for a in replay.protocol.atoms:
+        parts = split_applied(a.name)
+        if a.role == "context" and parts is not None and says(a.description):
+            out.setdefault(parts[0], []).append((a.name, parts[1]))
+    return out
 
 
-def support_families(replay: Replay) -> dict[str, list[tuple[str, tuple[str, ...]]]]:
+def support_families(replay: Replay) -> Families:
     """Context families that state support: family → [(atom, members)], in declaration
     order; ``members`` are the ground atom's, by position (``backs(p1, date)`` →
     ``("p1", "date")``), read back by ``unmask.names.split_applied``."""
-    out: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
-    for a in replay.protocol.atoms:
-        parts = split_applied(a.name)
-        if a.role != "context" or parts is None:
-            continue
-        d = a.description
-        if not _SUPPORT_WORD.search(d) or _NOT_SUPPORT.search(d):
-            continue
-        out.setdefault(parts[0], []).append((a.name, parts[1]))
-    return out
+    return _context_families(
+        replay, lambda d: bool(_SUPPORT_WORD.search(d)) and not _NOT_SUPPORT.search(d)
+    )
+
+
+def citation_families(replay: Replay) -> Families:
+    """Context families that say the answer cites a passage (and say nothing of support)."""
+    return _context_families(
+        replay,
+        lambda d: (
+            bool(_CITE_WORD.search(d))
+            and not _SUPPORT_WORD.search(d)
+            and not _NOT_SUPPORT.search(d)
+        ),
+    )
 
 
 def _naming(values: list[str], ids: list[str]) -> tuple[dict[str, str], bool] | None:
@@ -280,7 +262,8 @@ def _fill_claims(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
             )
             continue
         if whole is None:
-            whole = proposer.claim_support(claim, [lines[i][1] for i in ids], 0.0)
+            texts = [lines[i][1] for i in ids]
+            whole = proposer.claim_support(without_markers(claim), texts, 0.0)
         line_of: dict[str, str] = {}
         for atom, (member,) in members:
             found = passage_of(member, ids)
@@ -335,13 +318,87 @@ def _fill_pairs(
         claim_id = pairs.claim_of[ms[pairs.claim_at]]
         if claim_id not in aligned:
             text = response if claims is None else claims[claim_id][1]
-            found = proposer.claim_support(text, texts, 0.0)
+            found = proposer.claim_support(without_markers(text), texts, 0.0)
             aligned[claim_id] = {ids[m.sentence]: m for m in found.matches}
         passage = pairs.passage_of[ms[pairs.passage_at]]
         m = aligned[claim_id].get(passage)
         if m is not None:  # no match is no reading: the pair abstains
             detail = f"matched claim `{ms[pairs.claim_at]}`"
             out.append(_supports(atom, lines[passage][0], m, by, detail))
+    return out
+
+
+# --- the answer's own citations ---------------------------------------------------------------
+
+
+def _fill_citations(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
+    """Which passages the answer cites, from its markers: per claim line of `response` for a
+    family over a claim and a passage, anywhere in it for a family over passages. A passage
+    no marker names is not proposed (an answer that does not cite it says nothing of it)."""
+    if not isinstance(proposer, AnswerCitations):
+        return []
+    name = proposer.by.name
+    wanted = set(ctx.open_atoms)
+    families = {
+        f: ms for f, ms in citation_families(ctx.replay).items() if any(a in wanted for a, _ in ms)
+    }
+    if not families:
+        ctx.outcome.abstained.append((name, "no open atom of a context family that says cites"))
+        return []
+    response = ctx.replay.sources.get("response", "")
+    lines = passages(ctx.replay.sources.get("context") or "")
+    if not response.strip() or not lines:
+        ctx.outcome.abstained.append(
+            (name, "needs the answer in `response` and passages in `context`, one a line")
+        )
+        return []
+    ids = list(lines)
+    claims = passages(response)
+    # the markers of each claim line (after its id, so `[c1]` is never read as a citation),
+    # or of the whole answer: claim id → passage id → spans in `response`
+    segments = {k: v for k, v in claims.items()} if claims else {"": (0, response)}
+    cited = {
+        k: {
+            p: [(off + a, off + b) for a, b in spans] for p, spans in proposer.cited(t, ids).items()
+        }
+        for k, (off, t) in segments.items()
+    }
+    by = proposer.by.to_json()
+    out = []
+    for family, members in families.items():
+        arity = len(members[0][1])
+        spans_of: dict[str, list[tuple[int, int]]] = {}
+        if arity == 1:
+            named = _naming([m[0] for _, m in members], ids)
+            if named is None:
+                ctx.outcome.abstained.append(
+                    (name, f"the members of `{family}` do not each name a passage of `context`")
+                )
+                continue
+            for atom, (member,) in members:
+                p = named[0][member]
+                spans_of[atom] = [s for k in cited for s in cited[k].get(p, [])]
+        elif arity == 2:
+            pairs = resolve_pairs(family, [m for _, m in members], ids, claims and list(claims))
+            if isinstance(pairs, str):
+                ctx.outcome.abstained.append((name, pairs))
+                continue
+            for atom, ms in members:
+                claim, p = (
+                    pairs.claim_of[ms[pairs.claim_at]],
+                    pairs.passage_of[ms[pairs.passage_at]],
+                )
+                spans_of[atom] = cited[claim].get(p, [])
+        else:
+            ctx.outcome.abstained.append(
+                (name, f"`{family}` has {arity} places; a claim and a passage are two")
+            )
+            continue
+        for atom, spans in spans_of.items():
+            if spans and atom in wanted:
+                ev = tuple(Evidence("response", a, b, response[a:b]) for a, b in spans[:MAX_SPANS])
+                detail = "the answer's citation marker"
+                out.append(Candidate(atom, "TRUE", ev, MARKER_CONFIDENCE, by, detail))
     return out
 
 
@@ -375,6 +432,7 @@ Filler = Callable[[Proposer, Context], Iterable[Candidate]]
 FILLERS: dict[Fill, Filler] = {
     Fill("judge", "rationale"): _fill_judge,
     CLAIM_SUPPORT: _fill_claims,
+    ANSWER_CITATIONS: _fill_citations,
     Fill("judge", "replay-atom"): _fill_model,
     Fill("context", "replay-atom"): _fill_model,
     Fill("procedure", "replay-atom"): _fill_model,
