@@ -71,9 +71,8 @@ def test_support_over_a_claim_and_a_passage_is_filled_pair_by_pair(tmp_path: Pat
         (ev,) = a["evidence"]
         assert CONTEXT[ev["start"] : ev["end"]] == ev["quote"]
         claim = split_applied(atom)[1][1]
-        assert a["explanation"].startswith(
-            f"proposed by claims-lexical/1 (matched claim `{claim}`)"
-        )
+        want = f"proposed by claims-lexical/1 (matched claim `{claim}`); confidence 1"
+        assert a["explanation"] == want
     # the passage a claim does not match is no reading either way: never FALSE, still open
     assert "backs(p2, date)" not in anns and "backs(p1, place)" not in anns
     assert "2 of 9 open atoms filled, unreviewed" in said
@@ -353,3 +352,51 @@ def test_a_claim_line_s_own_id_is_no_citation(tmp_path: Path):
     assert sorted(anns) == ["cited(p2)"]
     # `c1` and `p1` both name claim 1 and passage 1 by number: neither place is read
     assert "either place of `cites` could be the passage, so neither is read" in said
+
+
+def test_a_structured_judge_over_two_domains_then_the_proposers(tmp_path: Path):
+    # the judge states its citations nested as `unmaskc --emit judge-schema` says
+    # (`atoms.cites.date.p1`); the pipeline gives the claims and passages with its own ids;
+    # the claim proposer then reads which passage backs which claim
+    rationale = "The date is in passage p1. The place is in passage p2."
+    statement = {"value": "TRUE", "quotes": []}
+    record = {
+        "judge": "judge-x",
+        "id": "bridge",
+        "sources": {
+            "response": [
+                {"id": "date", "text": "The Sydney Harbour Bridge opened in 1932."},
+                {"id": "place", "text": "It spans Sydney Harbour."},
+            ],
+            "context": [{"id": "p1", "text": P1}, {"id": "p2", "text": P2}],
+        },
+        "domains": DOMAINS,
+        "output": {
+            "rationale": rationale,
+            "verdict": "supported",
+            "atoms": {
+                "cites": {
+                    "date": {"p1": {**statement, "quotes": ["The date is in passage p1."]}},
+                    "place": {"p2": {**statement, "quotes": ["The place is in passage p2."]}},
+                },
+                "external": {"value": "FALSE", "quotes": ["The date is in passage p1."]},
+            },
+        },
+    }
+    judgments = tmp_path / "judgments.jsonl"
+    judgments.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    res = run(
+        "import", "structured", str(judgments), "--protocol", str(RAG), "--out", str(tmp_path / "r")
+    )
+    assert res.exit_code == 0, res.output
+    (replay,) = sorted((tmp_path / "r").glob("*.json"))
+    anns, _ = propose(tmp_path, replay)
+    assert {a: v["value"] for a, v in anns.items() if a.startswith(("cites", "backs"))} == {
+        "cites(date, p1)": "TRUE",  # the judge's own, imported
+        "cites(place, p2)": "TRUE",
+        "backs(p1, date)": "TRUE",  # proposed
+        "backs(p2, place)": "TRUE",
+    }
+    assert anns["backs(p1, date)"]["by"]["name"] == "claims-lexical/1"
+    res = run("check", str(tmp_path / "out.json"))
+    assert "`cites(place, p2)` ~> `backs(p2, place)`: ENTAILED" in res.output, res.output
