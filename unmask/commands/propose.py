@@ -22,10 +22,10 @@ input line: ``{"id", "annotations"}``, each annotation a replay annotation of a 
 as ``claims``; a rule file that cannot be used is a usage error (2).
 ``unmask propose replay REPLAY.json`` fills the replay's open atoms (unannotated or UNKNOWN;
 never a TRUE or FALSE one) with the proposers named by ``--proposer`` (default: the judge
-rules, then the claim proposer), each proposal unreviewed with ``by``, exact quotes and its
-confidence at the end of ``explanation``; below ``--threshold`` the atom stays as it was. The
-result is validated by the replay loader, then written to ``-o`` (a protocol named by path is
-embedded when that is another folder) or stdout; what was filled, and why proposers
+rules, the answer's citation markers, then the claim proposer), each proposal unreviewed
+with ``by``, exact quotes and its confidence at the end of ``explanation``; below
+``--threshold`` the atom stays as it was. The result is validated by the replay loader, then
+written to ``-o`` (a protocol named by path is embedded when that is another folder) or stdout; what was filled, and why proposers
 abstained, goes to stderr. Exit 0 written, 4 the replay is invalid or unreadable, 2 usage.
 ``unmask propose list`` prints every registered proposer and what it fills.
 """
@@ -379,7 +379,7 @@ def _at(row: dict, field: str, row_id: object) -> object:
     "proposer_names",
     multiple=True,
     help="a registered proposer, repeatable, run in the order given"
-    " (default: `judge-rules`, then `claims-lexical`)",
+    " (default: `judge-rules`, `answer-citations`, then `claims-lexical`)",
 )
 @click.option(
     "--rules",

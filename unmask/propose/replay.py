@@ -173,10 +173,15 @@ def citation_families(replay: Replay) -> Families:
 def _naming(values: list[str], ids: list[str]) -> tuple[dict[str, str], bool] | None:
     """Each member to the passage (or claim) it names, all different, and whether each is
     named by its very id; None when some member names none, or two name the same one."""
-    named = {v: passage_of(v, ids) for v in values}
-    if any(n is None for n in named.values()) or len(set(named.values())) != len(values):
+    named: dict[str, str] = {}
+    for v in values:
+        found = passage_of(v, ids)
+        if found is None:
+            return None
+        named[v] = found
+    if len(set(named.values())) != len(named):
         return None
-    return named, all(v in ids for v in values)  # type: ignore[return-value]
+    return named, all(v in ids for v in values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,8 +191,8 @@ class Pairs:
 
     passage_at: int
     claim_at: int
-    passage_of: dict[str, str]  # member → passage id of `context`
-    claim_of: dict[str, str]  # member → claim id of `response` ("" : the whole response)
+    passage_named: dict[str, str]  # member → passage id of `context`
+    claim_named: dict[str, str]  # member → claim id of `response` ("" : the whole response)
 
 
 def resolve_pairs(
@@ -264,19 +269,15 @@ def _fill_claims(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
         if whole is None:
             texts = [lines[i][1] for i in ids]
             whole = proposer.claim_support(without_markers(claim), texts, 0.0)
-        line_of: dict[str, str] = {}
-        for atom, (member,) in members:
-            found = passage_of(member, ids)
-            if found is None:
-                break
-            line_of[atom] = found
-        if len(line_of) != len(members) or len(set(line_of.values())) != len(members):
+        named = _naming([m[0] for _, m in members], ids)
+        if named is None:
             ctx.outcome.abstained.append(
                 (name, f"the members of `{family}` do not each name a passage of `context`")
             )
             continue
         matched = {ids[m.sentence]: m for m in whole.matches}
-        for atom, n in line_of.items():
+        for atom, (member,) in members:
+            n = named[0][member]
             if n in matched:
                 out.append(_supports(atom, lines[n][0], matched[n], by, "matched the claim"))
             # a line the claim's terms do not match: no reading either way (a missing
@@ -311,16 +312,17 @@ def _fill_pairs(
     texts = [lines[i][1] for i in ids]
     by = proposer.by.to_json()
     aligned: dict[str, dict[str, Match]] = {}
+    wanted = set(ctx.open_atoms)
     out = []
     for atom, ms in members:
-        if atom not in ctx.open_atoms:
+        if atom not in wanted:
             continue
-        claim_id = pairs.claim_of[ms[pairs.claim_at]]
+        claim_id = pairs.claim_named[ms[pairs.claim_at]]
         if claim_id not in aligned:
             text = response if claims is None else claims[claim_id][1]
             found = proposer.claim_support(without_markers(text), texts, 0.0)
             aligned[claim_id] = {ids[m.sentence]: m for m in found.matches}
-        passage = pairs.passage_of[ms[pairs.passage_at]]
+        passage = pairs.passage_named[ms[pairs.passage_at]]
         m = aligned[claim_id].get(passage)
         if m is not None:  # no match is no reading: the pair abstains
             detail = f"matched claim `{ms[pairs.claim_at]}`"
@@ -385,8 +387,8 @@ def _fill_citations(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
                 continue
             for atom, ms in members:
                 claim, p = (
-                    pairs.claim_of[ms[pairs.claim_at]],
-                    pairs.passage_of[ms[pairs.passage_at]],
+                    pairs.claim_named[ms[pairs.claim_at]],
+                    pairs.passage_named[ms[pairs.passage_at]],
                 )
                 spans_of[atom] = cited[claim].get(p, [])
         else:
