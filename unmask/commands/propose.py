@@ -25,8 +25,9 @@ never a TRUE or FALSE one) with the proposers named by ``--proposer`` (default: 
 rules, the answer's citation markers, then the claim proposer), each proposal unreviewed
 with ``by``, exact quotes and its confidence at the end of ``explanation``; below
 ``--threshold`` the atom stays as it was. The result is validated by the replay loader, then
-written to ``-o`` (a protocol named by path is embedded when that is another folder) or stdout; what was filled, and why proposers
-abstained, goes to stderr. Exit 0 written, 4 the replay is invalid or unreadable, 2 usage.
+written to ``-o`` (a protocol named by path is embedded when that is another folder) or
+stdout; what was filled, and why proposers abstained, goes to stderr. Exit 0 written, 4 the
+replay is invalid or unreadable, 2 usage.
 ``unmask propose list`` prints every registered proposer and what it fills.
 """
 
