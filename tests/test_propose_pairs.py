@@ -400,3 +400,22 @@ def test_a_structured_judge_over_two_domains_then_the_proposers(tmp_path: Path):
     assert anns["backs(p1, date)"]["by"]["name"] == "claims-lexical/1"
     res = run("check", str(tmp_path / "out.json"))
     assert "`cites(place, p2)` ~> `backs(p2, place)`: ENTAILED" in res.output, res.output
+
+
+def test_markers_name_passages_by_id_or_number_and_are_bounded() -> None:
+    import time
+
+    from unmask.propose.passages import MAX_MARKERS, markers, without_markers
+
+    text = "Opened in 1932 [p1, 2]; spans the harbour [1] [sic] [p9]."
+    assert markers(text, ["p1", "p2"]) == {"p1": [(15, 22), (42, 45)], "p2": [(15, 22)]}
+    assert markers("[1, p1]", ["p1"]) == {"p1": [(0, 7)]}  # one marker, named twice
+    blank = without_markers(text)  # every bracketed marker, same length, so spans still fit
+    assert blank.split() == ["Opened", "in", "1932", ";", "spans", "the", "harbour", "."]
+    assert len(blank) == len(text)
+    ids = [f"p{k}" for k in range(200)]
+    start = time.monotonic()
+    assert markers("[p1]" * (MAX_MARKERS + 1), ids) == {}  # past the bound: nothing read
+    assert len(markers("[p1]" * MAX_MARKERS, ids)["p1"]) == MAX_MARKERS
+    assert markers("[" + "a, " * 100_000, ids) == {}
+    assert time.monotonic() - start < 2  # each list of spans grows at its end, not by search

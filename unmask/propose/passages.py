@@ -89,8 +89,10 @@ def markers(text: str, ids: Iterable[str]) -> dict[str, list[tuple[int, int]]]:
             return {}
         for item in _MARKER_ID.finditer(m.group(1)):
             found = passage_of(item.group(), ids)
-            if found is not None and m.span() not in out.get(found, []):
-                out.setdefault(found, []).append(m.span())
+            spans = out.setdefault(found, []) if found is not None else None
+            # markers come in order: one naming a passage twice (`[1, p1]`) is the last one
+            if spans is not None and (not spans or spans[-1] != m.span()):
+                spans.append(m.span())
     return out
 
 
