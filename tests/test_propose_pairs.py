@@ -260,6 +260,11 @@ def test_propose_judge_reads_a_rationale_nested_in_a_judge_output(tmp_path: Path
         a["by"] == {"kind": "rule", "name": "rag-citations/1", "reviewed": False}
         for a in row["annotations"]
     )
+    # pointing at the output itself names where its rationale is (before: only "an object")
+    res = run("propose", "judge", str(inp), "--rules", str(RAG_RULES), "--field", "output")
+    assert res.exit_code == 4
+    assert "field `output` must be a string, found an object whose rationale is" in res.output
+    assert "`output.rationale`" in res.output
 
 
 def test_a_number_list_in_one_place_and_a_name_in_the_other_are_bounded() -> None:

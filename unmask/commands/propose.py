@@ -335,6 +335,13 @@ def _parse_rationale(raw: bytes | None, field: str) -> tuple[object, str]:
     """The line's id and rationale, or ``_BadLine`` naming the field at fault."""
     row, row_id = _object(raw)
     value = _at(row, field, row_id)
+    if isinstance(value, dict) and isinstance(value.get("rationale"), str):
+        # a judge output in the judge schema's shape: its rationale is one step further
+        raise _BadLine(
+            f"field `{field}` must be a string, found an object whose rationale is"
+            f" `{field}.rationale`",
+            row_id,
+        )
     if not isinstance(value, str):
         raise _BadLine(f"field `{field}` must be a string, found {_kind(value)}", row_id)
     return row_id, value
