@@ -1,9 +1,11 @@
 """Judge-side rules: what a rationale asserts and cites, read by patterns from a small file.
 
 Contract: a *rule file* (JSON, ``{"schema": "unmask.judge-rules/1", "source": "rationale",
-"rules": [...]}``) lists named regular expressions, each with exactly one capture group, the
-atom (or atom family) each fills, how a captured value becomes a member name, the value it
-proposes and its confidence. ``JudgeRules(rules).propose(text, threshold)`` is a pure function
+"rules": [...]}``) lists named regular expressions, each with one capture group (or one per
+place of a family over several domains), the atom (or atom family) each fills, how the
+captured values become member names (``s{}``; ``["{1}", "p{2}"]`` gives ``cites(date, p2)``,
+named by ``unmask.names.applied`` as the compiler names it), the value it proposes and its
+confidence. ``JudgeRules(rules).propose(text, threshold)`` is a pure function
 of its arguments: one ``Proposal`` per atom, in order of first appearance, each with the exact
 spans it rests on (half-open code-point offsets into ``text``, ``quote == text[start:end]``),
 its confidence, and ``by`` (kind ``rule``, the rule file's ``NAME/VERSION``, unreviewed).
@@ -233,13 +235,13 @@ class Rule:
     def members(self, *captured: str) -> list[str]:
         """The ground atoms (or one plain atom) the captured values stand for, in order,
         named as the compiler names them (``said(s5)``, ``cites(date, p2)``); a
-        combination that is not a name is dropped, and past ``MAX_RANGE`` combinations
-        none is proposed."""
+        combination that is not a name is dropped, and past ``MAX_RANGE`` combinations of
+        several groups none is proposed."""
         per_group = [self._names(k, c) for k, c in enumerate(captured)]
         if self.member is None:
             return [self.atom] if per_group[0] else []
-        if math.prod(len(g) for g in per_group) > MAX_RANGE:
-            return []
+        if len(per_group) > 1 and math.prod(len(g) for g in per_group) > MAX_RANGE:
+            return []  # (one group is bounded by its ranges, as it always was)
         out = []
         for combo in itertools.product(*per_group):
             names = tuple(_fill_template(t, combo) for t in self.member)
