@@ -452,3 +452,54 @@ def test_proposers_never_read_false_from_a_rationale_that_cites_nothing() -> Non
     # evidence that shares no term with the claim: still no reading that it does not support
     got = _proposed({2: "Bob bakes bread in Lyon."}, RATIONALE)
     assert "FALSE" not in got.values(), got
+
+
+# --- proposers over a claim and a passage ---------------------------------------------------
+
+PAIRS_PROTO = """protocol pairs "Cite, for each claim, the passages that support it."
+domain claim
+domain passage
+atom refs(claim, passage) : context "Claim {claim} of the answer cites passage {passage}"
+atom backs(passage, claim) : context "Passage {passage} supports claim {claim}"
+atom cites(claim, passage) : judge "The judge cites passage {passage} for claim {claim}"
+verdict good | bad
+decision good iff all(any(cites(c, p) for p in passage) for c in claim)
+decision bad otherwise
+"""
+PASSAGES = {"p1": "Alice joined ACME in 2024 as an engineer.", "p2": "ACME makes anvils in Ohio."}
+CLAIMS = {"joined": "Alice joined ACME in 2024 [p1].", "made": "ACME makes anvils [p2]."}
+
+
+@pytest.mark.parametrize("cut", ["none", "p1", "p2", "[p1]", "[p2]", "joined"])
+def test_proposers_over_two_domains_never_read_false_from_what_is_missing(tmp_path, cut) -> None:
+    from unmask.builder import ReplayBuilder
+    from unmask.propose import create
+    from unmask.propose.judge import JudgeRules, load_rules
+    from unmask.propose.replay import fill
+    from unmask.replay import replay_from_obj
+
+    proto = tmp_path / "pairs.proto"
+    proto.write_text(PAIRS_PROTO, encoding="utf-8")
+    passages = {k: t for k, t in PASSAGES.items() if k != cut}
+    claims = {k: t.replace(cut, "") for k, t in CLAIMS.items() if k != cut}
+    obj = ReplayBuilder(
+        proto,
+        sources={
+            "rationale": "Claim joined cites passage 1. Claim made cites passage 2.",
+            "response": "\n".join(f"[{k}] {t}" for k, t in claims.items()),
+            "context": "\n".join(f"[{k}] {t}" for k, t in passages.items()),
+        },
+        verdict="good",
+        domains={"claim": list(claims), "passage": list(PASSAGES)},
+    ).build()
+    rules = JudgeRules(load_rules(ROOT / "tests" / "data" / "propose" / "rag_citations.judge.json"))
+    proposers = [rules, create("answer-citations"), create("claims-lexical")]
+    out, outcome = fill(obj, replay_from_obj(obj, None, None), proposers, 0.0)
+    got = {a["atom"]: a["value"] for a in out["annotations"]}
+    assert "FALSE" not in got.values(), got
+    if cut == "none":  # every proposer proposed something, so the cuts above are meaningful
+        assert {n for _, n, _ in outcome.filled} == {
+            "rag-citations/1",
+            "answer-citations/1",
+            "claims-lexical/1",
+        }

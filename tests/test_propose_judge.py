@@ -200,8 +200,25 @@ def rule_file(*changes: dict) -> dict:
         ([], "a rule file must be a JSON object"),
         ({"rules": []}, '`"schema": "unmask.judge-rules/1"`'),
         ({"schema": "unmask.judge-rules/1", "rules": []}, "`rules` must be a list"),
-        (rule_file({"pattern": "a"}), "rule `x`: `pattern` must have exactly one capture group"),
-        (rule_file({"pattern": "(a)(b)"}), "exactly one capture group"),
+        (rule_file({"pattern": "a"}), "rule `x`: `pattern` must have one capture group, or one"),
+        (rule_file({"pattern": "(a)(b)"}), "has 2 capture groups, so `member` must place each"),
+        (rule_file({"pattern": "(a)" * 5, "member": "{1}"}), "one per value it reads (at most 4)"),
+        (
+            rule_file({"pattern": "(a)(b)", "member": ["{1}", "p"]}),
+            "`member` must be a string containing `{}`, or a list of such strings",
+        ),
+        (
+            rule_file({"pattern": "(a)(b)", "member": ["{1}", "{1}"]}),
+            "`member` must use each capture group once at least: `{1}`, `{2}`",
+        ),
+        (
+            rule_file({"pattern": "(a)(b)", "member": ["{}", "{2}"]}),
+            "with several capture groups `member` names each as `{1}`",
+        ),
+        (
+            rule_file({"pattern": "(a)(b)", "member": ["{1}", "{2}"], "values": ["text"]}),
+            "`values` as a list must have one entry per capture group",
+        ),
         (rule_file({"pattern": "(a"}), "rule `x`: `pattern` is not a valid regular expression"),
         (rule_file({"confidence": 2}), "`confidence` must be a number from 0 to 1"),
         (rule_file({"atom": "b(c)"}), "`atom` must be an atom or family name"),

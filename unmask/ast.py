@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from unmask import names
 from unmask.ir import Span
 
 # --- expressions ---------------------------------------------------------------------------
@@ -32,10 +33,8 @@ class Verdict:
     span: Span | None = field(default=None, compare=False, hash=False, repr=False)
 
 
-def applied(name: str, args: tuple[str, ...]) -> str:
-    """``name`` or ``name(a, b)``: how a family member is written, and how its ground atom,
-    definition, constraint or requirement is named (one argument gives ``name(a)``)."""
-    return f"{name}({', '.join(args)})" if args else name
+# how a family member is written and named: one function for every layer (unmask.names)
+applied = names.applied
 
 
 @dataclass(frozen=True, slots=True)

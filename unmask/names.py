@@ -3,7 +3,10 @@
 Contract: atoms, domains, members, constraint names, requirement ids and variables are
 ``IDENT_PATTERN`` (ASCII letters, digits and ``_``, not starting with a digit). The
 grammar's ``NAME`` terminal is this pattern (a test proves it), and every other place that
-checks a name uses ``IDENT_RE``. Reserved words are a property of the language, not of
+checks a name uses ``IDENT_RE``. A family member's ground name is ``applied``'s
+(``cites(c1, p2)``: members in the family's order, a comma and one space between), and
+``split_applied`` reads one back; every layer that writes or reads such names uses these
+two. Reserved words are a property of the language, not of
 names: ``unmask.parser.reserved_words()`` derives them from the grammar. Names made up
 for a domain a protocol leaves free come from ``invent_members``, the one place that does.
 """
@@ -16,6 +19,21 @@ from collections.abc import Iterable
 IDENT_PATTERN = r"[A-Za-z_][A-Za-z0-9_]*"
 IDENT_RE = re.compile(IDENT_PATTERN + r"\Z")
 _WORD = re.compile(IDENT_PATTERN)
+_APPLIED = re.compile(rf"({IDENT_PATTERN})\(({IDENT_PATTERN}(?:, {IDENT_PATTERN})*)\)\Z")
+
+
+def applied(name: str, args: tuple[str, ...]) -> str:
+    """``name`` or ``name(a, b)``: how a family member is written, and how its ground atom,
+    definition, constraint or requirement is named (one argument gives ``name(a)``)."""
+    return f"{name}({', '.join(args)})" if args else name
+
+
+def split_applied(ground: str) -> tuple[str, tuple[str, ...]] | None:
+    """The family and members of a ground name written as ``applied`` writes it
+    (``cites(c1, p2)`` → ``("cites", ("c1", "p2"))``); None for a plain atom or any other
+    spelling (``cites(c1,p2)`` is not a ground name)."""
+    m = _APPLIED.match(ground)
+    return None if m is None else (m.group(1), tuple(m.group(2).split(", ")))
 
 
 def invent_members(

@@ -22,11 +22,12 @@ input line: ``{"id", "annotations"}``, each annotation a replay annotation of a 
 as ``claims``; a rule file that cannot be used is a usage error (2).
 ``unmask propose replay REPLAY.json`` fills the replay's open atoms (unannotated or UNKNOWN;
 never a TRUE or FALSE one) with the proposers named by ``--proposer`` (default: the judge
-rules, then the claim proposer), each proposal unreviewed with ``by``, exact quotes and its
-confidence at the end of ``explanation``; below ``--threshold`` the atom stays as it was. The
-result is validated by the replay loader, then written to ``-o`` (a protocol named by path is
-embedded when that is another folder) or stdout; what was filled, and why proposers
-abstained, goes to stderr. Exit 0 written, 4 the replay is invalid or unreadable, 2 usage.
+rules, the answer's citation markers, then the claim proposer), each proposal unreviewed
+with ``by``, exact quotes and its confidence at the end of ``explanation``; below
+``--threshold`` the atom stays as it was. The result is validated by the replay loader, then
+written to ``-o`` (a protocol named by path is embedded when that is another folder) or
+stdout; what was filled, and why proposers abstained, goes to stderr. Exit 0 written, 4 the
+replay is invalid or unreadable, 2 usage.
 ``unmask propose list`` prints every registered proposer and what it fills.
 """
 
@@ -334,6 +335,13 @@ def _parse_rationale(raw: bytes | None, field: str) -> tuple[object, str]:
     """The line's id and rationale, or ``_BadLine`` naming the field at fault."""
     row, row_id = _object(raw)
     value = _at(row, field, row_id)
+    if isinstance(value, dict) and isinstance(value.get("rationale"), str):
+        # a judge output in the judge schema's shape: its rationale is one step further
+        raise _BadLine(
+            f"field `{field}` must be a string, found an object whose rationale is"
+            f" `{field}.rationale`",
+            row_id,
+        )
     if not isinstance(value, str):
         raise _BadLine(f"field `{field}` must be a string, found {_kind(value)}", row_id)
     return row_id, value
@@ -379,7 +387,7 @@ def _at(row: dict, field: str, row_id: object) -> object:
     "proposer_names",
     multiple=True,
     help="a registered proposer, repeatable, run in the order given"
-    " (default: `judge-rules`, then `claims-lexical`)",
+    " (default: `judge-rules`, `answer-citations`, then `claims-lexical`)",
 )
 @click.option(
     "--rules",

@@ -62,6 +62,7 @@ class Proposer:
 
 _REGISTRY: dict[str, str | type[Proposer]] = {
     "claims-lexical": "unmask.propose.claims:LexicalClaims",
+    "answer-citations": "unmask.propose.passages:AnswerCitations",
     "judge-rules": "unmask.propose.judge:JudgeRules",
     "model-chat": "unmask.propose.model:ModelChat",
 }

@@ -1,9 +1,11 @@
 """Judge-side rules: what a rationale asserts and cites, read by patterns from a small file.
 
 Contract: a *rule file* (JSON, ``{"schema": "unmask.judge-rules/1", "source": "rationale",
-"rules": [...]}``) lists named regular expressions, each with exactly one capture group, the
-atom (or atom family) each fills, how a captured value becomes a member name, the value it
-proposes and its confidence. ``JudgeRules(rules).propose(text, threshold)`` is a pure function
+"rules": [...]}``) lists named regular expressions, each with one capture group (or one per
+place of a family over several domains), the atom (or atom family) each fills, how the
+captured values become member names (``s{}``; ``["{1}", "p{2}"]`` gives ``cites(date, p2)``,
+named by ``unmask.names.applied`` as the compiler names it), the value it proposes and its
+confidence. ``JudgeRules(rules).propose(text, threshold)`` is a pure function
 of its arguments: one ``Proposal`` per atom, in order of first appearance, each with the exact
 spans it rests on (half-open code-point offsets into ``text``, ``quote == text[start:end]``),
 its confidence, and ``by`` (kind ``rule``, the rule file's ``NAME/VERSION``, unreviewed).
@@ -19,13 +21,16 @@ nothing in it runs as code.
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.names import IDENT_RE, applied
 from unmask.propose import By, Fill, Proposer
 
 SCHEMA = "unmask.judge-rules/1"
@@ -41,7 +46,9 @@ MAX_CHARS = 100_000
 MAX_HITS = 100_000
 MAX_SCAN = 10_000_000
 MAX_PATTERN = 4000
-_MEMBER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_MEMBER = IDENT_RE
+MAX_GROUPS = 4  # capture groups of one rule: the places of the family it fills
+_PLACEHOLDER = re.compile(r"\{([1-9]?)\}")
 _RULESET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL}
 # a rationale sentence ends at . ! ? followed by a space, at a line break, or at a tag (but a
@@ -189,40 +196,63 @@ class Proposal:
 
 @dataclass(frozen=True, slots=True)
 class Rule:
+    """One rule. Per capture group (``values``, ``case``, ``mapping``: one entry each) a
+    captured value becomes member names; ``member`` holds one template per place of the
+    family (``("{1}", "p{2}")`` fills ``cites(date, p2)``), or is None for a plain atom."""
+
     name: str
     pattern: re.Pattern[str]
     atom: str
-    member: str | None
-    values: str
+    member: tuple[str, ...] | None
+    values: tuple[str, ...]
     value: str
     confidence: float
-    case: str | None = None
-    mapping: dict[str, str] | None = None
+    case: tuple[str | None, ...] = (None,)
+    mapping: tuple[dict[str, str] | None, ...] = (None,)
     unless_before: re.Pattern[str] | None = None
     doubt: re.Pattern[str] | None = None
     doubt_confidence: float = 0.0
     summary: str = ""
 
-    def members(self, captured: str) -> list[str]:
-        """The member names (or one plain atom) a captured value stands for, in order."""
-        raw = _expand_numbers(captured) if self.values == "numbers" else [captured]
+    def _names(self, k: int, captured: str) -> list[str]:
+        """What the ``k``-th captured value stands for, in order (a number list expanded,
+        case and map applied; a value the map does not name dropped)."""
+        raw = _expand_numbers(captured) if self.values[k] == "numbers" else [captured]
         out = []
         for v in raw:
-            if self.case == "lower":
+            if self.case[k] == "lower":
                 v = v.lower()
-            elif self.case == "upper":
+            elif self.case[k] == "upper":
                 v = v.upper()
-            if self.mapping is not None:
-                if v not in self.mapping:
+            mapping = self.mapping[k]
+            if mapping is not None:
+                if v not in mapping:
                     continue  # a value the file does not map is not proposed
-                v = self.mapping[v]
-            if self.member is None:
-                out.append(self.atom)
-                continue
-            name = self.member.replace("{}", v)
-            if _MEMBER.fullmatch(name):
-                out.append(f"{self.atom}({name})")
+                v = mapping[v]
+            out.append(v)
         return out
+
+    def members(self, *captured: str) -> list[str]:
+        """The ground atoms (or one plain atom) the captured values stand for, in order,
+        named as the compiler names them (``said(s5)``, ``cites(date, p2)``); a
+        combination that is not a name is dropped, and past ``MAX_RANGE`` combinations of
+        several groups none is proposed."""
+        per_group = [self._names(k, c) for k, c in enumerate(captured)]
+        if self.member is None:
+            return [self.atom] if per_group[0] else []
+        if len(per_group) > 1 and math.prod(len(g) for g in per_group) > MAX_RANGE:
+            return []  # (one group is bounded by its ranges, as it always was)
+        out = []
+        for combo in itertools.product(*per_group):
+            names = tuple(_fill_template(t, combo) for t in self.member)
+            if all(_MEMBER.fullmatch(n) for n in names):
+                out.append(applied(self.atom, names))
+        return list(dict.fromkeys(out))
+
+
+def _fill_template(template: str, combo: tuple[str, ...]) -> str:
+    """``s{}`` with the first value, ``p{2}`` with the second: one place's member name."""
+    return _PLACEHOLDER.sub(lambda m: combo[int(m.group(1) or 1) - 1], template)
 
 
 def _expand_numbers(captured: str) -> list[str]:
@@ -287,16 +317,18 @@ def _rule(i: int, obj: Any) -> Rule:
         raise _bad(f"{where}: `name` must be a non-empty string")
     where = f"rule `{name}`"
     pattern = _compile(where, obj.get("pattern"), obj.get("flags"))
-    if pattern.groups != 1:
-        raise _bad(f"{where}: `pattern` must have exactly one capture group")
+    n = pattern.groups
+    if not 1 <= n <= MAX_GROUPS:
+        raise _bad(
+            f"{where}: `pattern` must have one capture group, or one per value it reads"
+            f" (at most {MAX_GROUPS})"
+        )
     atom = obj.get("atom")
     if not isinstance(atom, str) or not _MEMBER.fullmatch(atom):
         raise _bad(f"{where}: `atom` must be an atom or family name")
-    member = obj.get("member")
-    if member is not None and (not isinstance(member, str) or "{}" not in member):
-        raise _bad(f"{where}: `member` must be a string containing `{{}}`")
-    values = obj.get("values", "text")
-    if values not in VALUES_MODES:
+    member = _member(where, obj.get("member"), n)
+    values = _per_group(where, "values", obj.get("values", "text"), n)
+    if any(v not in VALUES_MODES for v in values):
         raise _bad(f"{where}: `values` must be `text` or `numbers`")
     value = obj.get("value", "TRUE")
     if value not in ("TRUE", "FALSE"):
@@ -304,12 +336,13 @@ def _rule(i: int, obj: Any) -> Rule:
     confidence = obj.get("confidence")
     if not _unit(confidence):
         raise _bad(f"{where}: `confidence` must be a number from 0 to 1")
-    case = obj.get("case")
-    if case not in (None, "lower", "upper"):
+    case = _per_group(where, "case", obj.get("case"), n)
+    if any(c not in (None, "lower", "upper") for c in case):
         raise _bad(f"{where}: `case` must be `lower` or `upper`")
-    mapping = obj.get("map")
-    if mapping is not None and not (
-        isinstance(mapping, dict) and all(isinstance(v, str) for v in mapping.values())
+    mapping = _per_group(where, "map", obj.get("map"), n)
+    if not all(
+        m is None or (isinstance(m, dict) and all(isinstance(v, str) for v in m.values()))
+        for m in mapping
     ):
         raise _bad(f"{where}: `map` must map captured values to member names")
     unless = obj.get("unless_before")
@@ -337,6 +370,45 @@ def _rule(i: int, obj: Any) -> Rule:
         doubt_confidence=doubt_conf,
         summary=summary if isinstance(summary, str) else "",
     )
+
+
+def _member(where: str, member: Any, groups: int) -> tuple[str, ...] | None:
+    """The member templates, one per place: ``"s{}"`` for a family over one domain, or a
+    list such as ``["{1}", "p{2}"]`` over several, where ``{N}`` is the N-th captured
+    value; every group must be used (a rule with one group may leave it out: a plain atom)."""
+    if member is None:
+        if groups > 1:
+            raise _bad(
+                f"{where}: `pattern` has {groups} capture groups, so `member` must place each,"
+                ' as in `["{1}", "p{2}"]`'
+            )
+        return None
+    templates = [member] if isinstance(member, str) else member
+    if (
+        not isinstance(templates, list)
+        or not templates
+        or not all(isinstance(t, str) and _PLACEHOLDER.search(t) for t in templates)
+    ):
+        raise _bad(
+            f"{where}: `member` must be a string containing `{{}}`, or a list of such"
+            " strings, one per place of the family"
+        )
+    used = {int(m.group(1) or 1) for t in templates for m in _PLACEHOLDER.finditer(t)}
+    if used != set(range(1, groups + 1)):
+        wanted = ", ".join(f"`{{{k}}}`" for k in range(1, groups + 1))
+        raise _bad(f"{where}: `member` must use each capture group once at least: {wanted}")
+    if groups > 1 and any("{}" in t for t in templates):
+        raise _bad(f"{where}: with several capture groups `member` names each as `{{1}}`, …")
+    return tuple(templates)
+
+
+def _per_group(where: str, key: str, value: Any, groups: int) -> tuple[Any, ...]:
+    """An option given once for every capture group, or as a list with one per group."""
+    if isinstance(value, list):
+        if len(value) != groups:
+            raise _bad(f"{where}: `{key}` as a list must have one entry per capture group")
+        return tuple(value)
+    return (value,) * groups
 
 
 def _unit(x: Any) -> bool:
@@ -413,7 +485,8 @@ def _too_large(what: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """One thing a rule found: the atom, the captured value, its confidence and its span."""
+    """One thing a rule found: the atom, the captured values (joined by `, `), its confidence
+    and its span."""
 
     rule: Rule
     atom: str
@@ -459,9 +532,9 @@ class JudgeRules(Proposer):
         scanned = 0
         for rule in self.ruleset.rules:
             for m in rule.pattern.finditer(text):
-                captured, group = m.group(1), 1
-                if captured is None or m.end() == m.start():
-                    continue
+                groups, group = m.groups(), 1
+                if None in groups or m.end() == m.start():
+                    continue  # a group that took no part reads nothing
                 k = bisect.bisect_right(starts, m.start(group)) - 1
                 if k >= 0 and m.start(group) < sentences[k][1]:
                     s_start, s_end = sentences[k]
@@ -490,7 +563,8 @@ class JudgeRules(Proposer):
                 span = spans.get((a, b))
                 if span is None:
                     span = spans[a, b] = Quoted(a, b, text[a:b])
-                for atom in rule.members(captured):
+                captured = ", ".join(groups)
+                for atom in rule.members(*groups):
                     found.append(Hit(rule, atom, captured, confidence, span))
                 if len(found) > MAX_HITS:
                     raise TooLarge(_too_large(f"more than {MAX_HITS:,} rule matches"))

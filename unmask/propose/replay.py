@@ -12,13 +12,17 @@ that proposes an open atom at or above ``threshold`` fills it. Every annotation 
 code-point slices of a source the atom's role allows, and an ``explanation`` that ends in
 ``confidence C``. The caller validates the result with the replay loader before writing it.
 
-The claim proposer's shape: a context family ``F(m)`` whose description says *support*
-(and not *contradict*, *refute* or *not*), a ``context`` source of passages, each non-blank
-line one passage with an id in one of the forms ``PASSAGE_FORMS`` (``line 3: …`` as the WiCE
-importer writes it, ``[1] …`` as the ``jsonl`` and ``structured`` importers write a list of
-texts, ``[p1] …``, ``passage 2: …``, ``p2: …``; one form throughout, no id twice), every
-member naming one passage (its id, or the number it ends in: ``p1`` and ``s1`` name ``[1]``
-and ``line 1``), and a non-empty ``response`` source holding the claim. Anything else abstains.
+The claim proposer's shape: a context family whose description says *support* (and not
+*contradict*, *refute* or *not*) and a ``context`` source of passages, one a line after an id
+(``unmask.propose.passages``). Over one domain, ``F(m)``: every member names one passage (its
+id, or the number it ends in: ``p1`` and ``s1`` name ``[1]`` and ``line 1``), and the whole
+``response`` is the claim. Over two, ``F(p, c)`` or ``F(c, p)``: one place's members name
+passages and the other's claims, the claim lines of ``response`` (``[c1] …``; a single claim
+may be the whole response), which place is which told from the members (``resolve_pairs``),
+each claim aligned with the passages on its own. The answer-citation reader fills a context
+family that says *cites* from the answer's markers (``[p1]``) the same way. Only TRUE is ever
+proposed; anything else abstains, and a place that cannot be told (a domain used twice,
+three places) abstains with the reason.
 """
 
 from __future__ import annotations
@@ -29,23 +33,26 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from unmask.names import split_applied
 from unmask.propose import CLAIM_SUPPORT, Fill, Proposer
+from unmask.propose.claims import Alignment, Match
+from unmask.propose.passages import (
+    ANSWER_CITATIONS,
+    MARKER_CONFIDENCE,
+    AnswerCitations,
+    passage_of,
+    passages,
+    without_markers,
+)
 from unmask.replaydata import EVIDENCE_SOURCES, Evidence, Replay
 
 DEFAULT_THRESHOLD = 0.5
+MAX_SPANS = 8  # evidence spans written per atom: the first markers are enough to review
 # proposers `unmask propose replay` runs unless told otherwise (a model only when asked)
-DEFAULT_PROPOSERS = ("judge-rules", "claims-lexical")
+DEFAULT_PROPOSERS = ("judge-rules", "answer-citations", "claims-lexical")
 
-_FAMILY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\(([A-Za-z_][A-Za-z0-9_]*)\)")
-# a passage's id, then its text; the first form every non-blank line of a source fits is used
-PASSAGE_FORMS = (
-    re.compile(r"line (\d+): "),
-    re.compile(r"\[([A-Za-z0-9_.-]+)\] ?"),
-    re.compile(r"(?i:passage|document|doc|source|chunk|context) ([A-Za-z0-9_.-]+): "),
-    re.compile(r"([A-Za-z_]*\d+)[:.)] "),
-)
-_TRAILING_NUMBER = re.compile(r"[A-Za-z_]*?(\d+)")
 _SUPPORT_WORD = re.compile(r"\bsupport", re.I)
+_CITE_WORD = re.compile(r"\bcit(?:e|es|ed|ing|ation|ations)\b", re.I)
 _NOT_SUPPORT = re.compile(r"\b(?:not|no|never|contradict\w*|refut\w*|disprov\w*)\b", re.I)
 
 
@@ -130,59 +137,99 @@ def _fill_judge(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
 # --- claim support over evidence lines ---------------------------------------------------------
 
 
-def passages(text: str) -> dict[str, tuple[int, str]] | None:
-    """The passages of a context source, one a non-blank line, in order: id → (offset of the
-    text, text), in the first of ``PASSAGE_FORMS`` that every non-blank line fits with no id
-    twice; None when none fits (prose is not passages)."""
-    for form in PASSAGE_FORMS:
-        out: dict[str, tuple[int, str]] = {}
-        pos = 0
-        for raw in text.split("\n"):
-            line = raw.rstrip("\r")
-            if line.strip():
-                m = form.match(line)
-                if m is None or m.group(1) in out:
-                    break
-                out[m.group(1)] = (pos + m.end(), line[m.end() :])
-            pos += len(raw) + 1
-        else:
-            if out:
-                return out
-    return None
+Families = dict[str, list[tuple[str, tuple[str, ...]]]]
 
 
-def passage_of(member: str, ids: Iterable[str]) -> str | None:
-    """The passage a family member names: the one whose id it is, else the one whose id is
-    the number the member ends in, ignoring leading zeros (``s5``, ``p5`` → ``5``, ``line 5``)."""
-    ids = list(ids)
-    if member in ids:
-        return member
-    m = _TRAILING_NUMBER.fullmatch(member)
-    if m is None:
-        return None
-    # compared as digits, leading zeros aside: a member's number is the file's text, and
-    # `int` of thousands of digits fails outright
-    n = m.group(1).lstrip("0") or "0"
-    by_number = [
-        i
-        for i in ids
-        if (k := _TRAILING_NUMBER.fullmatch(i)) and (k.group(1).lstrip("0") or "0") == n
-    ]
-    return by_number[0] if len(by_number) == 1 else None
-
-
-def support_families(replay: Replay) -> dict[str, list[tuple[str, str]]]:
-    """Context families that state support: family → [(atom, member)], in declaration order."""
-    out: dict[str, list[tuple[str, str]]] = {}
+def _context_families(replay: Replay, says: Callable[[str], bool]) -> Families:
+    out: Families = {}
     for a in replay.protocol.atoms:
-        m = _FAMILY.fullmatch(a.name)
-        if a.role != "context" or m is None:
-            continue
-        d = a.description
-        if not _SUPPORT_WORD.search(d) or _NOT_SUPPORT.search(d):
-            continue
-        out.setdefault(m.group(1), []).append((a.name, m.group(2)))
+        parts = split_applied(a.name)
+        if a.role == "context" and parts is not None and says(a.description):
+            out.setdefault(parts[0], []).append((a.name, parts[1]))
     return out
+
+
+def support_families(replay: Replay) -> Families:
+    """Context families that state support: family → [(atom, members)], in declaration
+    order; ``members`` are the ground atom's, by position (``backs(p1, date)`` →
+    ``("p1", "date")``), read back by ``unmask.names.split_applied``."""
+    return _context_families(
+        replay, lambda d: bool(_SUPPORT_WORD.search(d)) and not _NOT_SUPPORT.search(d)
+    )
+
+
+def citation_families(replay: Replay) -> Families:
+    """Context families that say the answer cites a passage (and say nothing of support)."""
+    return _context_families(
+        replay,
+        lambda d: (
+            bool(_CITE_WORD.search(d))
+            and not _SUPPORT_WORD.search(d)
+            and not _NOT_SUPPORT.search(d)
+        ),
+    )
+
+
+def _naming(values: list[str], ids: list[str]) -> tuple[dict[str, str], bool] | None:
+    """Each member to the passage (or claim) it names, all different, and whether each is
+    named by its very id; None when some member names none, or two name the same one."""
+    named: dict[str, str] = {}
+    for v in values:
+        found = passage_of(v, ids)
+        if found is None:
+            return None
+        named[v] = found
+    if len(set(named.values())) != len(named):
+        return None
+    return named, all(v in ids for v in values)
+
+
+@dataclass(frozen=True, slots=True)
+class Pairs:
+    """A family over a claim and a passage, its positions resolved: which position holds the
+    passage and which the claim, and what each member there names."""
+
+    passage_at: int
+    claim_at: int
+    passage_named: dict[str, str]  # member → passage id of `context`
+    claim_named: dict[str, str]  # member → claim id of `response` ("" : the whole response)
+
+
+def resolve_pairs(
+    family: str,
+    members: list[tuple[str, ...]],
+    passage_ids: list[str],
+    claim_ids: list[str] | None,
+) -> Pairs | str:
+    """Which position of a two-place family holds the passage and which the claim, or why
+    that cannot be told. A position holds passages when its members each name a different
+    passage of `context`; claims, when they each name a different claim line of `response`
+    (``claim_ids``), or, when `response` is not in lines, when it has one member alone (the
+    whole response is then that claim). Exactly one way must fit (ids named exactly are
+    preferred to ids named by number); a domain used twice (``same(claim, claim)``) fits
+    both ways or none, and abstains."""
+    values = [list(dict.fromkeys(m[i] for m in members)) for i in range(2)]
+    fits: list[tuple[Pairs, bool]] = []
+    for p, c in ((0, 1), (1, 0)):
+        as_passages = _naming(values[p], passage_ids)
+        if claim_ids is None:
+            as_claims = ({values[c][0]: ""}, False) if len(values[c]) == 1 else None
+        else:
+            as_claims = _naming(values[c], claim_ids)
+        if as_passages is not None and as_claims is not None:
+            exact = as_passages[1] and as_claims[1]
+            fits.append((Pairs(p, c, as_passages[0], as_claims[0]), exact))
+    both = len(fits) == 2
+    if both:
+        fits = [f for f in fits if f[1]]
+    if len(fits) == 1:
+        return fits[0][0]
+    if both or values[0] == values[1]:
+        return f"either place of `{family}` could be the passage, so neither is read"
+    return (
+        f"`{family}` does not pair a passage of `context` with a claim of `response`"
+        " (one claim a line, each after an id such as `[c1]`, or a single claim)"
+    )
 
 
 def _fill_claims(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
@@ -206,30 +253,154 @@ def _fill_claims(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
         )
         return []
     ids = list(lines)  # in the order the source gives them
-    alignment = proposer.claim_support(claim, [lines[i][1] for i in ids], 0.0)
     by = proposer.by.to_json()
     out: list[Candidate] = []
+    whole: Alignment | None = None
     for family, members in families.items():
-        line_of: dict[str, str] = {}
-        for atom, member in members:
-            found = passage_of(member, ids)
-            if found is None:
-                break
-            line_of[atom] = found
-        if len(line_of) != len(members) or len(set(line_of.values())) != len(members):
+        arity = len(members[0][1])
+        if arity == 2:
+            out.extend(_fill_pairs(proposer, ctx, family, members, lines))
+            continue
+        if arity != 1:
+            ctx.outcome.abstained.append(
+                (name, f"`{family}` has {arity} places; a claim and a passage are two")
+            )
+            continue
+        if whole is None:
+            texts = [lines[i][1] for i in ids]
+            whole = proposer.claim_support(without_markers(claim), texts, 0.0)
+        named = _naming([m[0] for _, m in members], ids)
+        if named is None:
             ctx.outcome.abstained.append(
                 (name, f"the members of `{family}` do not each name a passage of `context`")
             )
             continue
-        matched = {ids[m.sentence]: m for m in alignment.matches}
-        for atom, n in line_of.items():
-            offset, _ = lines[n]
+        matched = {ids[m.sentence]: m for m in whole.matches}
+        for atom, (member,) in members:
+            n = named[0][member]
             if n in matched:
-                m = matched[n]
-                span = Evidence("context", offset + m.start, offset + m.end, m.quote)
-                out.append(Candidate(atom, "TRUE", (span,), m.confidence, by, "matched the claim"))
+                out.append(_supports(atom, lines[n][0], matched[n], by, "matched the claim"))
             # a line the claim's terms do not match: no reading either way (a missing
             # overlap is no evidence against support: paraphrase, dates, titles)
+    return out
+
+
+def _supports(atom: str, offset: int, m: Match, by: dict, detail: str) -> Candidate:
+    span = Evidence("context", offset + m.start, offset + m.end, m.quote)
+    return Candidate(atom, "TRUE", (span,), m.confidence, by, detail)
+
+
+def _fill_pairs(
+    proposer: Proposer,
+    ctx: Context,
+    family: str,
+    members: list[tuple[str, tuple[str, ...]]],
+    lines: dict[str, tuple[int, str]],
+) -> list[Candidate]:
+    """Support over (claim, passage) pairs: each claim aligned with the passages on its own;
+    a passage it matches is proposed TRUE for that pair, any other pair abstains."""
+    name = proposer.by.name
+    response = ctx.replay.sources["response"]
+    claims = passages(response)
+    ids = list(lines)
+    pairs = resolve_pairs(
+        family, [m for _, m in members], ids, None if claims is None else list(claims)
+    )
+    if isinstance(pairs, str):
+        ctx.outcome.abstained.append((name, pairs))
+        return []
+    texts = [lines[i][1] for i in ids]
+    by = proposer.by.to_json()
+    aligned: dict[str, dict[str, Match]] = {}
+    wanted = set(ctx.open_atoms)
+    out = []
+    for atom, ms in members:
+        if atom not in wanted:
+            continue
+        claim_id = pairs.claim_named[ms[pairs.claim_at]]
+        if claim_id not in aligned:
+            text = response if claims is None else claims[claim_id][1]
+            found = proposer.claim_support(without_markers(text), texts, 0.0)
+            aligned[claim_id] = {ids[m.sentence]: m for m in found.matches}
+        passage = pairs.passage_named[ms[pairs.passage_at]]
+        m = aligned[claim_id].get(passage)
+        if m is not None:  # no match is no reading: the pair abstains
+            detail = f"matched claim `{ms[pairs.claim_at]}`"
+            out.append(_supports(atom, lines[passage][0], m, by, detail))
+    return out
+
+
+# --- the answer's own citations ---------------------------------------------------------------
+
+
+def _fill_citations(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
+    """Which passages the answer cites, from its markers: per claim line of `response` for a
+    family over a claim and a passage, anywhere in it for a family over passages. A passage
+    no marker names is not proposed (an answer that does not cite it says nothing of it)."""
+    if not isinstance(proposer, AnswerCitations):
+        return []
+    name = proposer.by.name
+    wanted = set(ctx.open_atoms)
+    families = {
+        f: ms for f, ms in citation_families(ctx.replay).items() if any(a in wanted for a, _ in ms)
+    }
+    if not families:
+        ctx.outcome.abstained.append((name, "no open atom of a context family that says cites"))
+        return []
+    response = ctx.replay.sources.get("response", "")
+    lines = passages(ctx.replay.sources.get("context") or "")
+    if not response.strip() or not lines:
+        ctx.outcome.abstained.append(
+            (name, "needs the answer in `response` and passages in `context`, one a line")
+        )
+        return []
+    ids = list(lines)
+    claims = passages(response)
+    # the markers of each claim line (after its id, so `[c1]` is never read as a citation),
+    # or of the whole answer: claim id → passage id → spans in `response`
+    segments = {k: v for k, v in claims.items()} if claims else {"": (0, response)}
+    cited = {
+        k: {
+            p: [(off + a, off + b) for a, b in spans] for p, spans in proposer.cited(t, ids).items()
+        }
+        for k, (off, t) in segments.items()
+    }
+    by = proposer.by.to_json()
+    out = []
+    for family, members in families.items():
+        arity = len(members[0][1])
+        spans_of: dict[str, list[tuple[int, int]]] = {}
+        if arity == 1:
+            named = _naming([m[0] for _, m in members], ids)
+            if named is None:
+                ctx.outcome.abstained.append(
+                    (name, f"the members of `{family}` do not each name a passage of `context`")
+                )
+                continue
+            for atom, (member,) in members:
+                p = named[0][member]
+                spans_of[atom] = [s for k in cited for s in cited[k].get(p, [])]
+        elif arity == 2:
+            pairs = resolve_pairs(family, [m for _, m in members], ids, claims and list(claims))
+            if isinstance(pairs, str):
+                ctx.outcome.abstained.append((name, pairs))
+                continue
+            for atom, ms in members:
+                claim, p = (
+                    pairs.claim_named[ms[pairs.claim_at]],
+                    pairs.passage_named[ms[pairs.passage_at]],
+                )
+                spans_of[atom] = cited[claim].get(p, [])
+        else:
+            ctx.outcome.abstained.append(
+                (name, f"`{family}` has {arity} places; a claim and a passage are two")
+            )
+            continue
+        for atom, spans in spans_of.items():
+            if spans and atom in wanted:
+                ev = tuple(Evidence("response", a, b, response[a:b]) for a, b in spans[:MAX_SPANS])
+                detail = "the answer's citation marker"
+                out.append(Candidate(atom, "TRUE", ev, MARKER_CONFIDENCE, by, detail))
     return out
 
 
@@ -263,6 +434,7 @@ Filler = Callable[[Proposer, Context], Iterable[Candidate]]
 FILLERS: dict[Fill, Filler] = {
     Fill("judge", "rationale"): _fill_judge,
     CLAIM_SUPPORT: _fill_claims,
+    ANSWER_CITATIONS: _fill_citations,
     Fill("judge", "replay-atom"): _fill_model,
     Fill("context", "replay-atom"): _fill_model,
     Fill("procedure", "replay-atom"): _fill_model,
