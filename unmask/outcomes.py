@@ -31,6 +31,7 @@ from unmask.checker import Case
 from unmask.checker import check_case as check_uncached
 from unmask.diagnostics import UnmaskError
 from unmask.explain import Deadline
+from unmask.record import LineTemplate, encode_line, result_line
 from unmask.replaydata import Replay
 from unmask.report import (
     SOLVER_UNKNOWN,
@@ -52,8 +53,21 @@ PROTOCOLS = 8  # protocols remembered per process
 PATTERNS = 4096  # reports remembered per protocol (a 2-claim protocol has 1,024 patterns)
 
 _LOCK = threading.Lock()  # a Dask worker may check replays in several threads
+
+
+class _Known:
+    """A remembered report, and the template of its refilled reports' result line (made
+    at the first line asked of a hit; False when it has none)."""
+
+    __slots__ = ("report", "template")
+
+    def __init__(self, report: Report) -> None:
+        self.report = report
+        self.template: LineTemplate | bool | None = None
+
+
 # id(protocol) -> (the protocol, kept alive so its id is not reused; its reports by key)
-_MEMO: dict[int, tuple[Any, dict[tuple[Any, ...], Report]]] = {}
+_MEMO: dict[int, tuple[Any, dict[tuple[Any, ...], _Known]]] = {}
 
 
 def _pattern(case: Case) -> tuple[Any, ...]:
@@ -138,8 +152,7 @@ class _Refill:
         )
 
 
-def _refill(report: Report, case: Case) -> Report:
-    f = _Refill(case)
+def _refill(report: Report, case: Case, f: _Refill) -> Report:
     bases = report.bases
     if bases is not None and (bases.proto_conflict or bases.evid_conflict or bases.all_conflict):
         bases = Bases(
@@ -174,7 +187,7 @@ def _refill(report: Report, case: Case) -> Report:
     )
 
 
-def _memo(protocol: Any) -> dict[tuple[Any, ...], Report]:
+def _memo(protocol: Any) -> dict[tuple[Any, ...], _Known]:
     # keyed by ``id``: the entry holds the protocol, so its id is not reused while it lives
     got = _MEMO.get(id(protocol))
     if got is None:
@@ -183,6 +196,37 @@ def _memo(protocol: Any) -> dict[tuple[Any, ...], Report]:
                 del _MEMO[next(iter(_MEMO))]  # the oldest
             got = _MEMO[id(protocol)] = (protocol, {})
     return got[1]
+
+
+def _check(
+    case: Case,
+    backend: Any,
+    backend_name: str | None,
+    deadline: Deadline | None,
+    closed_form: bool,
+) -> tuple[Report, _Known | None, _Refill | None]:
+    """The report, and on a hit what it was refilled from, and how."""
+    protocol = case.protocol
+    if not closed_form or len(protocol.atom_names) > MAX_ATOMS:
+        report = check_uncached(
+            case, backend, backend_name=backend_name, deadline=deadline, closed_form=closed_form
+        )
+        return report, None, None
+    memo = _memo(protocol)
+    # the backend's name as the report prints it: two backends never share a memo entry
+    name = backend_name or spec(backend)
+    key = (name, case.verdict, case.translation, _pattern(case))
+    known = memo.get(key)
+    if known is not None:
+        f = _Refill(case)
+        return _refill(known.report, case, f), known, f
+    report = check_uncached(case, backend, backend_name=backend_name, deadline=deadline)
+    if (deadline is None or not deadline.hit) and _keeps(report):
+        with _LOCK:
+            if len(memo) >= PATTERNS:
+                memo.clear()
+            memo[key] = _Known(report)
+    return report, None, None
 
 
 def check_case(
@@ -194,25 +238,28 @@ def check_case(
     closed_form: bool = True,
 ) -> Report:
     """``unmask.checker.check_case``, remembered by pattern (see the contract)."""
-    protocol = case.protocol
-    if not closed_form or len(protocol.atom_names) > MAX_ATOMS:
-        return check_uncached(
-            case, backend, backend_name=backend_name, deadline=deadline, closed_form=closed_form
-        )
-    memo = _memo(protocol)
-    # the backend's name as the report prints it: two backends never share a memo entry
-    name = backend_name or spec(backend)
-    key = (name, case.verdict, case.translation, _pattern(case))
-    known = memo.get(key)
-    if known is not None:
-        return _refill(known, case)
-    report = check_uncached(case, backend, backend_name=backend_name, deadline=deadline)
-    if (deadline is None or not deadline.hit) and _keeps(report):
-        with _LOCK:
-            if len(memo) >= PATTERNS:
-                memo.clear()
-            memo[key] = report
-    return report
+    return _check(case, backend, backend_name, deadline, closed_form)[0]
+
+
+def _checked(
+    replay: Replay,
+    backend: Backend,
+    backend_name: str | None,
+    deadline_ms: int | None,
+    closed_form: bool,
+) -> tuple[Report, _Known | None, _Refill | None]:
+    if deadline_ms is not None and deadline_ms <= 0:
+        raise ValueError(f"deadline_ms must be positive, not {deadline_ms}")
+    refuse_overlaps(replay, backend)
+    deadline = None if deadline_ms is None else Deadline(deadline_ms)
+    report, known, refill = _check(
+        Case.from_replay(replay), backend, backend_name, deadline, closed_form
+    )
+    # one copy, not two: the replay's own fields, which never reach the solver
+    report = replace(
+        report, gold=replay.gold, item=replay.item, judge=replay.judge, recheck=replay.recheck
+    )
+    return report, known, refill
 
 
 def check_replay(
@@ -229,21 +276,7 @@ def check_replay(
     ``deadline_ms`` starts after that (None: none; not positive: ``ValueError``).
     ``unmask.api.check``, the batch engine and the bench all check through this, so all of
     them are answered from memory."""
-    if deadline_ms is not None and deadline_ms <= 0:
-        raise ValueError(f"deadline_ms must be positive, not {deadline_ms}")
-    refuse_overlaps(replay, backend)
-    deadline = None if deadline_ms is None else Deadline(deadline_ms)
-    report = check_case(
-        Case.from_replay(replay),
-        backend,
-        backend_name=backend_name,
-        deadline=deadline,
-        closed_form=closed_form,
-    )
-    # one copy, not two: the replay's own fields, which never reach the solver
-    return replace(
-        report, gold=replay.gold, item=replay.item, judge=replay.judge, recheck=replay.recheck
-    )
+    return _checked(replay, backend, backend_name, deadline_ms, closed_form)[0]
 
 
 def refuse_overlaps(replay: Replay, backend: Backend) -> None:
@@ -262,3 +295,28 @@ def refuse_overlaps(replay: Replay, backend: Backend) -> None:
             for d in errors
         )
     raise UnmaskError(errors)
+
+
+def check_replay_line(
+    replay: Replay,
+    backend: Backend,
+    location: str,
+    *,
+    backend_name: str | None = None,
+    deadline_ms: int | None = None,
+    closed_form: bool = True,
+) -> tuple[Report, bytes]:
+    """``check_replay``, and the report's result line as ``unmask audit`` writes it
+    (``encode_line(result_line(report, location))``, the same bytes). A report answered
+    from memory gets its line from the remembered report's ``LineTemplate``: only the
+    replay's own fields and the annotations its explanations cite are encoded."""
+    report, known, refill = _checked(replay, backend, backend_name, deadline_ms, closed_form)
+    if known is not None and refill is not None:
+        template = known.template
+        if template is None:  # the first line asked of this pattern: made once
+            template = known.template = LineTemplate.of(known.report) or False
+        if template:
+            line = template.line(report, location, refill.items)  # type: ignore[union-attr]
+            if line is not None:
+                return report, line
+    return report, encode_line(result_line(report, location))

@@ -29,13 +29,23 @@ from the pipe, and unpickling a tuple costs a fifth of a slotted dataclass there
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from unmask.diagnostics import Diagnostic
 from unmask.ir import Span
-from unmask.report import DIMENSIONS, INCONSISTENT, VIOLATED, AnnotationTable, CheckResult
+from unmask.report import (
+    DIMENSIONS,
+    INCONSISTENT,
+    VIOLATED,
+    AnnotationItem,
+    AnnotationTable,
+    CheckResult,
+    PartId,
+)
 from unmask.report import SCHEMA as REPORT_SCHEMA
+from unmask.safe import json_text
 
 if TYPE_CHECKING:
     from unmask.report import Report
@@ -187,6 +197,80 @@ def result_line(report: Report, location: str) -> dict[str, Any]:
     body = report.to_json(table)
     del body["schema"]
     return {"schema": RESULT_SCHEMA, "location": location, **body, "annotations": table.entries}
+
+
+# made once: ``json.dumps`` with options builds a new encoder on every call. A line is data
+# this module's callers built (a report's JSON, an error record): it has no cycles, so the
+# encoder need not keep a set of every object it is inside of
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
+_COMPACT_ASCII = json.JSONEncoder(separators=(",", ":"), check_circular=False)
+
+
+def encode_line(obj: dict[str, Any]) -> bytes:
+    """One compact UTF-8 line ending in a newline (a lone surrogate from the input is
+    escaped, so the line stays valid UTF-8)."""
+    text = json_text(_COMPACT.encode(obj))  # the output policy: no raw control, no override
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:  # a lone surrogate from the input: escape, stay valid UTF-8
+        return _COMPACT_ASCII.encode(obj).encode() + b"\n"
+
+
+# the keys of a report's JSON (``Report.to_json``) without the optional ones: a template
+# keeps the runs of them that do not depend on the replay (``_MIDDLE``, ``_END``) encoded
+_HEAD = ("schema", "replay")
+_MIDDLE = ("backend", "overall", "bases", "verdict", "requirements", "grounding", "unannotated")
+_GOLD = ("gold", "verdict_matches_gold")
+_END = ("protocol", "translation", "dimensions", "reasons", "conflicts", "unknown")
+_LAYOUT = (*_HEAD, *_MIDDLE, *_GOLD, *_END)
+
+
+def _fields(obj: dict[str, Any]) -> str:
+    """The encoded members of a non-empty object, without its braces."""
+    return _COMPACT.encode(obj)[1:-1]
+
+
+class LineTemplate:
+    """The result line of every report that ``unmask.outcomes`` refills from one
+    remembered report: the same line but for the location, the replay's id, its gold
+    label and optional fields, and the annotations the explanations cite, which come in
+    the same parts in the same order. ``of(report)`` encodes the rest once (None when the
+    report's JSON is not of the usual layout); ``line(report, location, items)`` gives
+    ``encode_line(result_line(report, location))`` for a refilled report whose annotation
+    items are ``items`` (by part), or None when that line needs the slow path (a lone
+    surrogate to escape)."""
+
+    __slots__ = ("end", "middle", "parts")
+
+    def __init__(self, middle: str, end: str, parts: tuple[PartId, ...]) -> None:
+        self.middle = middle
+        self.end = end
+        self.parts = parts
+
+    @classmethod
+    def of(cls, report: Report) -> LineTemplate | None:
+        table = AnnotationTable()
+        body = report.to_json(table)
+        parts = tuple(e.part for e in table.items)
+        if tuple(body) != _LAYOUT or len(set(parts)) != len(parts):
+            return None  # optional fields, or two annotations of one part: the slow path
+        middle = _fields({k: body[k] for k in _MIDDLE})
+        end = _fields({k: body[k] for k in _END})
+        return cls(middle, end, parts)
+
+    def line(
+        self, report: Report, location: str, items: Mapping[PartId, AnnotationItem]
+    ) -> bytes | None:
+        head = _fields({"schema": RESULT_SCHEMA, "location": location, "replay": report.replay})
+        gold = _fields({"gold": report.gold, "verdict_matches_gold": report.verdict_matches_gold})
+        tail = _COMPACT.encode(
+            {**report.extra_json(), "annotations": [items[p].entry_json() for p in self.parts]}
+        )
+        text = json_text(f"{{{head},{self.middle},{gold},{self.end},{tail[1:]}")
+        try:
+            return text.encode("utf-8") + b"\n"
+        except UnicodeEncodeError:
+            return None
 
 
 def report_json(line: Mapping[str, Any]) -> dict[str, Any]:
