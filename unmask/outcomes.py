@@ -136,15 +136,21 @@ class _Refill:
     def explanation(self, e: Explanation | None) -> Explanation | None:
         if e is None:
             return None
+        if not any(i.kind == "annotation" for i in e.items):
+            return e  # it cites no annotation: the same for every case
         return Explanation(tuple(self.item(i) for i in e.items), e.minimal)
 
     def result(self, r: CheckResult) -> CheckResult:
-        if r.explanation is None:
+        e = r.explanation
+        if e is None:
+            return r
+        mine = self.explanation(e)
+        if mine is e:
             return r
         return CheckResult(
             r.status,
             r.outcome,
-            self.explanation(r.explanation),
+            mine,
             r.witnesses,
             r.detail,
             r.unreviewed,
@@ -152,7 +158,9 @@ class _Refill:
         )
 
 
-def _refill(report: Report, case: Case, f: _Refill) -> Report:
+def _refill(report: Report, case: Case, f: _Refill, replay: Replay | None = None) -> Report:
+    """``report`` for ``case``; with ``replay``, with its own fields too (as ``check_replay``
+    adds them: one report made, not two)."""
     bases = report.bases
     if bases is not None and (bases.proto_conflict or bases.evid_conflict or bases.all_conflict):
         bases = Bases(
@@ -184,7 +192,18 @@ def _refill(report: Report, case: Case, f: _Refill) -> Report:
         unknown=report.unknown,
         dimensions=report.dimensions,
         reasons=report.reasons,
+        **({} if replay is None else _own(replay)),
     )
+
+
+def _own(replay: Replay) -> dict[str, Any]:
+    """The replay's own fields, which never reach the solver."""
+    return {
+        "gold": replay.gold,
+        "item": replay.item,
+        "judge": replay.judge,
+        "recheck": replay.recheck,
+    }
 
 
 def _memo(protocol: Any) -> dict[tuple[Any, ...], _Known]:
@@ -204,8 +223,10 @@ def _check(
     backend_name: str | None,
     deadline: Deadline | None,
     closed_form: bool,
+    replay: Replay | None = None,
 ) -> tuple[Report, _Known | None, _Refill | None]:
-    """The report, and on a hit what it was refilled from, and how."""
+    """The report (with ``replay``'s own fields on a hit), and on a hit what it was
+    refilled from, and how."""
     protocol = case.protocol
     if not closed_form or len(protocol.atom_names) > MAX_ATOMS:
         report = check_uncached(
@@ -219,7 +240,7 @@ def _check(
     known = memo.get(key)
     if known is not None:
         f = _Refill(case)
-        return _refill(known.report, case, f), known, f
+        return _refill(known.report, case, f, replay), known, f
     report = check_uncached(case, backend, backend_name=backend_name, deadline=deadline)
     if (deadline is None or not deadline.hit) and _keeps(report):
         with _LOCK:
@@ -253,12 +274,10 @@ def _checked(
     refuse_overlaps(replay, backend)
     deadline = None if deadline_ms is None else Deadline(deadline_ms)
     report, known, refill = _check(
-        Case.from_replay(replay), backend, backend_name, deadline, closed_form
+        Case.from_replay(replay), backend, backend_name, deadline, closed_form, replay
     )
-    # one copy, not two: the replay's own fields, which never reach the solver
-    report = replace(
-        report, gold=replay.gold, item=replay.item, judge=replay.judge, recheck=replay.recheck
-    )
+    if known is None:  # a hit has them already
+        report = replace(report, **_own(replay))
     return report, known, refill
 
 
