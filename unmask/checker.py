@@ -41,7 +41,7 @@ from unmask.bases import (
     verdict_exprs,
     verdict_query,
 )
-from unmask.closed import MAX_TABLE, TableBase, forced_decision
+from unmask.closed import MAX_TABLE, TableBase, forced_decision, open_decision
 from unmask.explain import BaseSession, Deadline, minimise, witness
 from unmask.ir import (
     VERDICT_ATOM,
@@ -300,10 +300,27 @@ class _Run:
         assert p.decision is not None
         got = forced_decision(p.decision, self.facts, self.order)
         if got is None:
-            return None
+            return self.open_verdict(coverage)
         value, kept = got
         status = ENTAILED if value == (self.case.verdict == "PASS") else REFUTED
         return self.forced(status, [*(PartId.fact(a) for a in kept), DECISION], True, coverage)
+
+    def open_verdict(self, coverage: bool) -> CheckResult | None:
+        """The verdict check when the facts leave such a decision open: UNDERDETERMINED,
+        each side's witness the least completion under which the decision gives, or does
+        not give, the observed label (``unmask.closed.open_decision``); else None."""
+        p = self.case.protocol
+        assert p.decision is not None
+        observed = self.case.verdict
+        passes = observed == "PASS"
+        holds = open_decision(p.decision, self.facts, self.order, passes)
+        fails = open_decision(p.decision, self.facts, self.order, not passes)
+        if holds is None or fails is None:
+            return None
+        other = "FAIL" if passes else "PASS"
+        return self.open_result(
+            self.assigned(holds, observed), self.assigned(fails, other), coverage
+        )
 
     def open_result(self, holds: Witness, fails: Witness, coverage: bool) -> CheckResult:
         """UNDERDETERMINED, with its two witnesses; it rests on their observed atoms."""
