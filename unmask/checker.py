@@ -121,6 +121,9 @@ class _Run:
         self.tables: dict[str, TableBase] = {}
         self.items: dict[PartId, Item] = {}
         self.derived = _derived(case.protocol)
+        # no annotation says who made it: every result rests on reviewed ones only, so a
+        # result on the facts depends on the query and the facts alone (``on_facts``)
+        self.plain = all(a.by is None for a in case.annotations)
 
     def close(self) -> None:
         for s in self.sessions.values():
@@ -345,19 +348,42 @@ class _Run:
         )
 
     def on_facts(self, phi: Expr, coverage: bool) -> CheckResult | None:
-        """Classify on the facts alone without a call (``unmask.closed``), or None."""
-        atoms = list(iter_atoms(phi))
-        order = self.order
-        if any(a not in order for a in atoms):
+        """Classify on the facts alone without a call (``unmask.closed``), or None.
+
+        Without provenance (``plain``) the result depends only on the query, the facts on
+        its atoms and ``coverage``, so it is remembered per protocol: whole when it cites
+        no annotation (UNDERDETERMINED: its witnesses), else its status and the parts of
+        its explanation, whose items are this replay's."""
+        derived = self.derived
+        atoms = derived.query_atoms(phi, self.order)
+        if atoms is None:
             return None  # an atom outside the protocol's: the backend decides
-        if len(atoms) > 1:
-            atoms.sort(key=order.__getitem__)
-        got = self.derived.settle(phi, atoms, self.facts)
+        facts = self.facts
+        key = None
+        if self.plain:
+            key = (id(phi), tuple(facts.get(a) for a in atoms), coverage)
+            known = derived.result(key)
+            if known is not None:
+                if known.__class__ is CheckResult:
+                    return known  # type: ignore[no-any-return]
+                status, kept = known
+                return CheckResult(
+                    status,
+                    outcome(status, coverage=coverage),
+                    explanation=Explanation(tuple(self.item(x) for x in kept), True),
+                )
+        got = derived.settle(phi, list(atoms), facts)
         if got is None:
             return None
         if got.status == UNDERDETERMINED:
-            return self.open_result(self.assigned(got.holds), self.assigned(got.fails), coverage)
-        return self.forced(got.status, [PartId.fact(a) for a in got.kept], True, coverage)
+            result = self.open_result(self.assigned(got.holds), self.assigned(got.fails), coverage)
+            if key is not None:
+                derived.keep_result(phi, key, result)
+            return result
+        parts = tuple(PartId.fact(a) for a in got.kept)
+        if key is not None:
+            derived.keep_result(phi, key, (got.status, parts))
+        return self.forced(got.status, parts, True, coverage)
 
     def tabled(
         self, table: TableBase, phi: Expr, witness_exprs: Sequence[Expr], coverage: bool
