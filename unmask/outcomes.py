@@ -31,7 +31,7 @@ from unmask.checker import Case
 from unmask.checker import check_case as check_uncached
 from unmask.diagnostics import UnmaskError
 from unmask.explain import Deadline
-from unmask.record import LineTemplate, encode_line, result_line
+from unmask.record import LineTemplate, encode_line, result_line, write_line
 from unmask.replaydata import Replay
 from unmask.report import (
     SOLVER_UNKNOWN,
@@ -338,4 +338,5 @@ def check_replay_line(
             line = template.line(report, location, refill.items)  # type: ignore[union-attr]
             if line is not None:
                 return report, line
-    return report, encode_line(result_line(report, location))
+    line = write_line(report, location)
+    return report, encode_line(result_line(report, location)) if line is None else line
