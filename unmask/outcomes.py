@@ -31,7 +31,13 @@ from unmask.checker import Case
 from unmask.checker import check_case as check_uncached
 from unmask.diagnostics import UnmaskError
 from unmask.explain import Deadline
-from unmask.record import LineTemplate, encode_line, result_line, write_line
+from unmask.record import (
+    LineTemplate,
+    encode_line,
+    result_line,
+    write_line,
+    write_line_template,
+)
 from unmask.replaydata import Replay
 from unmask.report import (
     SOLVER_UNKNOWN,
@@ -243,10 +249,12 @@ def _check(
         return _refill(known.report, case, f, replay), known, f
     report = check_uncached(case, backend, backend_name=backend_name, deadline=deadline)
     if (deadline is None or not deadline.hit) and _keeps(report):
+        kept = _Known(report)
         with _LOCK:
             if len(memo) >= PATTERNS:
                 memo.clear()
-            memo[key] = _Known(report)
+            memo[key] = kept
+        return report, kept, None  # remembered: its line can make the template
     return report, None, None
 
 
@@ -276,7 +284,7 @@ def _checked(
     report, known, refill = _check(
         Case.from_replay(replay), backend, backend_name, deadline, closed_form, replay
     )
-    if known is None:  # a hit has them already
+    if refill is None:  # a hit has them already
         report = replace(report, **_own(replay))
     return report, known, refill
 
@@ -330,13 +338,19 @@ def check_replay_line(
     from memory gets its line from the remembered report's ``LineTemplate``: only the
     replay's own fields and the annotations its explanations cite are encoded."""
     report, known, refill = _checked(replay, backend, backend_name, deadline_ms, closed_form)
-    if known is not None and refill is not None:
+    if known is not None and refill is None:
+        # just remembered: the template is the line's own text, less this replay's fields
+        line, made = write_line_template(report, location)
+        known.template = made or False
+    elif known is not None and refill is not None:
         template = known.template
-        if template is None:  # the first line asked of this pattern: made once
+        if template is None:  # remembered by ``check_replay``: made at its first line
             template = known.template = LineTemplate.of(known.report) or False
+        line = None
         if template:
             line = template.line(report, location, refill.items)  # type: ignore[union-attr]
-            if line is not None:
-                return report, line
-    line = write_line(report, location)
+        if line is None:
+            line = write_line(report, location)
+    else:
+        line = write_line(report, location)
     return report, encode_line(result_line(report, location)) if line is None else line

@@ -314,9 +314,29 @@ def write_line(report: Report, location: str) -> bytes | None:
     needs the careful path (a lone surrogate to escape). The same bytes: the fields in
     ``Report.to_json``'s order, each annotation referred to in the same order
     (tests/test_record.py holds it to the encoder)."""
+    return _write(report, location)[0]
+
+
+def write_line_template(report: Report, location: str) -> tuple[bytes | None, LineTemplate | None]:
+    """``write_line``, and the ``LineTemplate`` of ``report``'s refilled reports, taken
+    from the same text (None when two annotations share a part)."""
+    line, out, marks, table = _write(report, location)
+    parts = tuple(i.part for i in table.items)
+    if len(set(parts)) != len(parts):
+        return line, None
+    m0, m1, e0, e1 = marks
+    return line, LineTemplate("".join(out[m0:m1])[1:], "".join(out[e0:e1])[1:], parts)
+
+
+def _write(
+    report: Report, location: str
+) -> tuple[bytes | None, list[str], tuple[int, int, int, int], AnnotationTable]:
+    """The line, its pieces, where the template's two runs of them start and end (each
+    with its leading comma), and the annotations referred to."""
     table = AnnotationTable()
     out: list[str] = [_LINE_HEAD, _string(location), ',"replay":', _value(report.replay)]
     put = out.append
+    m0 = len(out)
     put(',"backend":')
     put(_value(report.backend))
     put(',"overall":')
@@ -374,10 +394,12 @@ def write_line(report: Report, location: str) -> bytes | None:
         put("}")
     put('],"unannotated":')
     put(_strings(report.unannotated))
+    m1 = len(out)
     put(',"gold":')
     put(_value(report.gold))
     put(',"verdict_matches_gold":')
     put(_value(report.verdict_matches_gold))
+    e0 = len(out)
     put(',"protocol":')
     put(_value(report.protocol))
     put(',"translation":')
@@ -414,6 +436,7 @@ def write_line(report: Report, location: str) -> bytes | None:
         put("}")
     put(',"unknown":')
     put(_strings(report.unknown))
+    e1 = len(out)
     for k, x in report.extra_json().items():
         out += (',"', k, '":', _value(x))
     put(',"annotations":')
@@ -421,9 +444,10 @@ def write_line(report: Report, location: str) -> bytes | None:
     put("}")
     text = json_text("".join(out))
     try:
-        return text.encode("utf-8") + b"\n"
+        line: bytes | None = text.encode("utf-8") + b"\n"
     except UnicodeEncodeError:
-        return None
+        line = None
+    return line, out, (m0, m1, e0, e1), table
 
 
 # a check result's keys with their separators, as ``CheckResult.put_fields`` names them
