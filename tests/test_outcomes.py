@@ -16,7 +16,8 @@ from unmask.backends import create
 from unmask.bench.workload import factual_replay, labelled_replay
 from unmask.checker import Case
 from unmask.explain import Deadline
-from unmask.record import LineTemplate, encode_line, result_line
+from unmask.linewriter import LineTemplate, encode_line
+from unmask.record import result_line
 from unmask.render import render
 from unmask.replay import replay_from_obj
 from unmask.report import SOLVER_UNKNOWN, dumps

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.strategies import random_protocol, random_replay
-from unmask import record
+from unmask import linewriter
 from unmask.api import check
 from unmask.backends import create
 from unmask.batch import inputs, run
@@ -21,6 +21,7 @@ from unmask.batch.records import encode_line, error_record
 from unmask.bench.workload import replay_line
 from unmask.diagnostics import Diagnostic, render_all
 from unmask.ir import Span
+from unmask.linewriter import write_line
 from unmask.outcomes import check_replay_line
 from unmask.record import (
     ERROR_SCHEMA,
@@ -30,7 +31,6 @@ from unmask.record import (
     diagnostic_json,
     report_json,
     result_line,
-    write_line,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -277,12 +277,12 @@ def test_the_texts_the_writer_keeps_are_bounded_and_never_stale(monkeypatch) -> 
     # results that cite no annotation are kept as text by identity, each entry holding its
     # result: with room for 4, fresh reports (whose results die after each) still get
     # their own lines
-    monkeypatch.setattr(record, "RESULT_TEXTS", 4)
-    record._RESULT_TEXT.clear()
-    record._GROUNDING_TEXT.clear()
+    monkeypatch.setattr(linewriter, "RESULT_TEXTS", 4)
+    linewriter._RESULT_TEXT.clear()
+    linewriter._GROUNDING_TEXT.clear()
     rng = random.Random(5)
     for _ in range(40):
         r = random_replay(rng, random_protocol(rng, rng.randrange(2, 6)))
         report = check(r, "sliced")
         assert write_line(report, "r:1") == encode_line(result_line(report, "r:1"))
-        assert len(record._RESULT_TEXT) <= 4 and len(record._GROUNDING_TEXT) <= 4
+        assert len(linewriter._RESULT_TEXT) <= 4 and len(linewriter._GROUNDING_TEXT) <= 4

@@ -31,13 +31,8 @@ from unmask.checker import Case
 from unmask.checker import check_case as check_uncached
 from unmask.diagnostics import UnmaskError
 from unmask.explain import Deadline
-from unmask.record import (
-    LineTemplate,
-    encode_line,
-    result_line,
-    write_line,
-    write_line_template,
-)
+from unmask.linewriter import LineTemplate, encode_line, write_line, write_line_template
+from unmask.record import result_line
 from unmask.replaydata import Replay
 from unmask.report import (
     SOLVER_UNKNOWN,

@@ -20,13 +20,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from unmask.diagnostics import Diagnostic
-from unmask.record import (  # noqa: F401 (encode_line: where the batch engine imports it)
-    CHECKED_SCHEMAS,
-    ERROR_SCHEMA,
-    RESULT_SCHEMA,
-    diagnostic_json,
-    encode_line,
-)
+from unmask.linewriter import encode_line  # noqa: F401 (where the batch engine imports it)
+from unmask.record import CHECKED_SCHEMAS, ERROR_SCHEMA, RESULT_SCHEMA, diagnostic_json
 from unmask.report import NOT_CHECKED, OK, SATISFIED, UNKNOWN, VIOLATED
 
 OVERALL = (SATISFIED, VIOLATED, UNKNOWN)
