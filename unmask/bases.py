@@ -128,8 +128,9 @@ def base_parts(case: Case) -> dict[str, list[Part]]:
 class _Derived:
     """What a protocol alone determines, made once for all the replays that share it (a
     batch embeds one protocol in every replay; ``unmask.replay`` reads it once): its
-    base parts, the table of those parts over every atom, and the checks on the facts
-    already settled (``unmask.closed``), by the facts on the check's atoms."""
+    base parts, the table of those parts over every atom, the checks on the facts
+    already settled (``unmask.closed``), by the facts on the check's atoms, and the
+    checker's results of those checks for replays without provenance."""
 
     __slots__ = ("_template", "atoms", "parts", "protocol", "results", "room", "settled")
 

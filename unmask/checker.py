@@ -7,8 +7,9 @@ Contract:
 - with ``closed_form`` (the default) the checks that need no solver are decided without
   one (``unmask.closed``: a check on the facts alone, a base small enough to tabulate,
   the bases of a binary protocol without constraints and its verdict when the facts force
-  an ``and``/``or`` decision), with the same result, so the report is the same either
-  way; such a check makes no call, so no deadline cuts it;
+  an ``and``/``or`` decision or leave it open), with the same result, so the report is
+  the same either way; such a check makes no call, so no deadline cuts it; a result on
+  the facts of a replay without provenance is remembered per protocol (``unmask.bases``);
 - statuses are only what the solver proved; the results are aggregated, and every reason
   the result is not SATISFIED named, by ``unmask.aggregate``;
 - a check *rests on* the annotations in its explanation, or pinned in its witnesses; its

@@ -17,7 +17,8 @@ Contract:
   every part), the least completion of a witness and the labels still possible are mask
   operations, with the same answers as the solver path;
 - ``forced_decision`` settles a wide ``and``/``or`` decision of literals on distinct atoms
-  by counting, for the verdict of a binary protocol without constraints;
+  by counting, for the verdict of a binary protocol without constraints, and
+  ``open_decision`` gives the least completion of each side of one the facts leave open;
 - ``tests/test_closed_form.py`` holds all three to the solver path on every backend.
 """
 

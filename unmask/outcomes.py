@@ -18,6 +18,12 @@ remembered report is what a solver proved for the pattern; a hit is answered at 
 and no deadline cuts it. ``check_replay`` first refuses a protocol whose decisions can
 overlap (``refuse_overlaps``: ``UnmaskError``, the diagnostics ``unmaskc`` gives), so every
 way of checking a replay (``unmask check``, an audit, the API) refuses it alike.
+
+``check_replay_line(replay, backend, location)`` gives the report and the line ``unmask
+audit`` writes for it (refusing the same), ``encode_line(result_line(report, location))``
+byte for byte: a remembered report keeps the ``unmask.linewriter.LineTemplate`` of its
+line, and a hit's line is filled into it (only the replay's own fields and the cited
+annotations encoded).
 """
 
 from __future__ import annotations
