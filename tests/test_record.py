@@ -19,7 +19,7 @@ from unmask.backends import create
 from unmask.batch import inputs, run
 from unmask.batch.records import encode_line, error_record
 from unmask.bench.workload import replay_line
-from unmask.diagnostics import Diagnostic, render_all
+from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.ir import Span
 from unmask.linewriter import write_line
 from unmask.outcomes import check_replay_line
@@ -227,6 +227,7 @@ def test_a_line_written_from_the_report_is_the_encoders(seed: int) -> None:
     # JSON, on random protocols (constraints, labels, contradictions), provenance of every
     # kind, the replay's own fields and locations with acting or non-ASCII characters
     rng = random.Random(seed)
+    written = 0
     for _ in range(120):
         p = random_protocol(rng, rng.randrange(2, 9), extended=rng.random() < 0.5)
         r = random_replay(rng, p, extended=True)
@@ -238,8 +239,13 @@ def test_a_line_written_from_the_report_is_the_encoders(seed: int) -> None:
         )
         location = rng.choice(["runs.jsonl:3", "d/\u00e9t\u00e9.json", "x\u001b[31m.jsonl:9"])
         for backend in ("sliced", "truthtable"):
-            report = check(r, backend)
+            try:
+                report = check(r, backend)
+            except UnmaskError:
+                break  # decisions that can overlap: refused, no report to write
             assert write_line(report, location) == encode_line(result_line(report, location))
+            written += 1
+    assert written > 150
 
 
 def test_every_example_and_bench_line_is_the_encoders() -> None:
@@ -283,6 +289,9 @@ def test_the_texts_the_writer_keeps_are_bounded_and_never_stale(monkeypatch) -> 
     rng = random.Random(5)
     for _ in range(40):
         r = random_replay(rng, random_protocol(rng, rng.randrange(2, 6)))
-        report = check(r, "sliced")
+        try:
+            report = check(r, "sliced")
+        except UnmaskError:
+            continue  # decisions that can overlap: refused
         assert write_line(report, "r:1") == encode_line(result_line(report, "r:1"))
         assert len(linewriter._RESULT_TEXT) <= 4 and len(linewriter._GROUNDING_TEXT) <= 4
