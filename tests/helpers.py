@@ -60,14 +60,16 @@ def check_any(  # type: ignore[no-untyped-def]
 
 def wide_replay(folder: Path, n: int = 25, name: str = "wide") -> Path:
     """Write ``NAME.json``: a replay with id ``name`` whose decision joins ``n`` unknown atoms
-    (one component of ``n`` atoms)."""
+    (one component of ``n`` atoms) in a shape the closed form does not decide (an ``all``
+    of plain atoms it does, without a backend: ``unmask.closed.open_decision``), so a
+    backend that cannot take ``n`` atoms at once must refuse it."""
     names = [f"x{i}" for i in range(n)]
     protocol = Protocol(
         name=name,
         text="a decision over many unknown atoms",
         atoms=(*(AtomDecl(x, "judge") for x in names), AtomDecl("c", "context")),
         constraints=(),
-        decision=Nary("and", tuple(map(Atom, names))),
+        decision=Nary("and", (Nary("or", (Atom(names[0]), Atom(names[1]))), *map(Atom, names[2:]))),
         requirements=(Requirement("r", "", Atom("x0")),),
         grounding=(GroundPair("x0", "c"),),
     )

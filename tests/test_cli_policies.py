@@ -74,7 +74,7 @@ def test_a_bug_anywhere_else_is_the_internal_error_not_a_traceback(monkeypatch) 
 
 
 def test_a_bug_in_an_audit_is_the_internal_error_record(monkeypatch, tmp_path: Path) -> None:
-    monkeypatch.setattr("unmask.outcomes.check_replay", _boom)  # the batch engine checks here
+    monkeypatch.setattr("unmask.outcomes.check_replay_line", _boom)  # the batch engine checks here
     out = tmp_path / "r.jsonl"
     res = run("audit", CASE, "--jobs", "1", "--out", str(out))
     assert res.exit_code == 0, res.output

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -225,15 +226,16 @@ def _grounded(n: int, unknown: int, open_said: int = 0) -> Replay:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize(
-    ("pairs", "open_said", "opened_bases"),
+    ("pairs", "open_said"),
     [
-        (5, 0, 0),  # every base small enough to tabulate: no session at all
-        (8, 0, 0),  # B_all too wide to tabulate, but its `all(...)` decision is forced
-        (8, 1, 1),  # not forced: only B_all goes to the backend
+        (5, 0),  # every base small enough to tabulate: no session at all
+        (8, 0),  # B_all too wide to tabulate, but its `all(...)` decision is forced
+        (8, 1),  # not forced: left open, its witnesses the least completions of each side
+        (8, 3),
     ],
 )
 def test_closed_form_makes_no_call_where_it_decides(
-    backend: str, pairs: int, open_said: int, opened_bases: int
+    backend: str, pairs: int, open_said: int
 ) -> None:
     replay = _grounded(pairs, 0, open_said)
     counting = _Counting(backend)
@@ -244,15 +246,9 @@ def test_closed_form_makes_no_call_where_it_decides(
     assert dumps(fast) == dumps(slow)
     assert len(counting.opened) == 3 and counting.calls > 0
     assert sum(g.result.status == "ENTAILED" for g in fast.grounding) == pairs - open_said
-    assert len(opened) == opened_bases
-    if opened_bases == 0:
-        assert fast_calls == 0
-    else:
-        # the facts' base is settled in closed form, and B_proto (V iff D, nothing else) is
-        # satisfiable whatever D is: only B_all is opened
-        assert opened[0].split(",")[-1] == "decision"
-        assert opened[0].split(",")[0].startswith("fact:")
-        assert 0 < fast_calls < counting.calls
+    assert opened == [] and fast_calls == 0
+    if open_said:
+        assert fast.verdict.result.status == "UNDERDETERMINED"
 
 
 def test_too_many_unobserved_atoms_go_to_the_backend() -> None:
@@ -284,14 +280,27 @@ def test_the_closed_form_makes_no_call_so_no_deadline_cuts_it(pairs: int, open_s
     )
     plain = check_case(Case.from_replay(replay), create("sliced"))
     assert {g.result.status for g in report.grounding[open_said:]} == {"ENTAILED"}
-    if not open_said:
-        # every base tabulated, or the decision forced: no call was needed, none refused
-        assert dumps(report) == dumps(plain)
-    else:
-        # B_all needs calls: refused, and the report says the deadline cut it
-        assert report.overall == "UNKNOWN" and report.reasons[0].code == "deadline"
-        assert report.bases.evid == "CONSISTENT"
-        assert report.verdict.result.status == "SOLVER_UNKNOWN"
+    # every base tabulated, or the decision forced or left open in closed form: no call
+    # was needed, none refused
+    assert dumps(report) == dumps(plain)
+    assert all(r.code != "deadline" for r in report.reasons)
+
+
+def test_a_check_that_needs_a_call_is_cut_by_the_deadline() -> None:
+    # the decision repeats an atom (`said0 and not said0 ...`): not the closed form's shape
+    replay = _grounded(8, 0, 1)
+    decision = _and([*replay.protocol.decision.args, mk_not(mk_atom("said0"))])
+    replay = dataclasses.replace(
+        replay, protocol=dataclasses.replace(replay.protocol, decision=decision)
+    )
+    clock = iter([0.0] + [10.0] * 1000).__next__  # the deadline passes at once
+    report = check_case(
+        Case.from_replay(replay), create("sliced"), deadline=Deadline(1, clock=clock)
+    )
+    # B_all needs calls: refused, and the report says the deadline cut it
+    assert report.overall == "UNKNOWN" and report.reasons[0].code == "deadline"
+    assert report.bases.evid == "CONSISTENT"
+    assert report.verdict.result.status == "SOLVER_UNKNOWN"
 
 
 def _wide_decision(rng: random.Random, n: int) -> Replay:
@@ -347,6 +356,73 @@ def test_a_forced_wide_decision_gives_the_backends_verdict(backend: str) -> None
         assert fast == slow, f"case {i}"
         forced += check(replay, backend).verdict.result.status != "UNDERDETERMINED"
     assert forced > 30  # the shortcut was really taken, not only the general path
+
+
+def _left_open(replay: Replay, rng: random.Random) -> Replay:
+    """The replay with no fact that settles its decision: each literal's atom observed so
+    that the literal does not settle the connective, or left unobserved (UNKNOWN, or not
+    annotated), at least one of them."""
+    d = replay.protocol.decision
+    settles = d.op == "or"
+    values = {}
+    for lit in d.args:
+        positive = lit.__class__.__name__ == "Atom"
+        name = lit.name if positive else lit.arg.name
+        values[name] = "TRUE" if positive != settles else "FALSE"
+        if rng.random() < 0.3:
+            values[name] = rng.choice(("UNKNOWN", None))
+    values[rng.choice(list(values))] = None
+    annotations = [
+        Annotation(x, v, (), "", k) for k, (x, v) in enumerate(values.items()) if v is not None
+    ]
+    return dataclasses.replace(replay, annotations=tuple(annotations))
+
+
+@pytest.mark.parametrize("backend", ["sliced", "z3"])
+def test_an_open_wide_decision_gives_the_backends_witnesses(backend: str) -> None:
+    # the facts leave the decision open: UNDERDETERMINED, each witness the least
+    # completion of its side, in closed form and without a call
+    rng = random.Random(77)
+    left_open = 0
+    for i in range(120):
+        replay = _left_open(_wide_decision(rng, rng.randrange(closed.MAX_TABLE, 40)), rng)
+        fast, slow = both_ways(replay, backend)
+        assert fast == slow, f"case {i}"
+        order = {a: k for k, a in enumerate(replay.protocol.atom_names)}
+        facts = Case.from_replay(replay).facts
+        if closed.open_decision(replay.protocol.decision, facts, order, True) is not None:
+            counting = _Counting(backend)
+            got = check_case(Case.from_replay(replay), counting)  # type: ignore[arg-type]
+            assert got.verdict.result.status == "UNDERDETERMINED"
+            assert counting.calls == 0 and counting.opened == []
+            left_open += 1
+    assert left_open > 80  # the repeated-atom decisions go to the backend
+
+
+def test_open_decision_completes_each_side_least_first() -> None:
+    x = [mk_atom(f"x{i}") for i in range(4)]
+    order = {f"x{i}": i for i in range(4)}
+    d = _and([x[3], mk_not(x[1]), x[0]])
+    # TRUE: every literal true; FALSE: the first free atom whose FALSE falsifies a literal
+    assert closed.open_decision(d, {"x0": True}, order, True) == (
+        ("x0", True),
+        ("x1", False),
+        ("x3", True),
+    )
+    assert closed.open_decision(d, {"x0": True}, order, False) == (
+        ("x0", True),
+        ("x1", False),
+        ("x3", False),
+    )
+    # only `not x1` free: x1 FALSE makes it true, so FALSE needs x1 TRUE
+    assert closed.open_decision(d, {"x0": True, "x3": True}, order, False) == (
+        ("x0", True),
+        ("x1", True),
+        ("x3", True),
+    )
+    # forced, or another shape: None
+    assert closed.open_decision(d, {"x0": False}, order, True) is None
+    assert closed.open_decision(_and([x[0], mk_not(x[0])]), {}, order, True) is None
 
 
 def test_forced_decision_keeps_the_last_deciding_fact_in_declaration_order() -> None:

@@ -158,7 +158,7 @@ def test_an_audit_does_not_turn_a_wrapped_ctrl_c_into_an_error_record(monkeypatc
     from unmask.bench.workload import replay_line
 
     # the batch engine checks through the semantics layer, not the library face
-    monkeypatch.setattr(unmask.outcomes, "check_replay", _raise_disguised)
+    monkeypatch.setattr(unmask.outcomes, "check_replay_line", _raise_disguised)
     task = inputs.Task("r.jsonl:1", "r.jsonl", 1, replay_line(2, 0, 0).encode())
     with pytest.raises(KeyboardInterrupt):
         run.audit_task(task, run.Settings("sliced", 60_000))

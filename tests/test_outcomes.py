@@ -16,6 +16,8 @@ from unmask.backends import create
 from unmask.bench.workload import factual_replay, labelled_replay
 from unmask.checker import Case
 from unmask.explain import Deadline
+from unmask.linewriter import LineTemplate, encode_line
+from unmask.record import result_line
 from unmask.render import render
 from unmask.replay import replay_from_obj
 from unmask.report import SOLVER_UNKNOWN, dumps
@@ -165,3 +167,70 @@ def test_the_memo_is_bounded() -> None:
         check(replay_from_obj(obj, "a.json"), "sliced")
         assert len(outcomes._MEMO) <= outcomes.PROTOCOLS
     assert len(outcomes._MEMO) == outcomes.PROTOCOLS
+
+
+def _with_fields(r, rng: random.Random):
+    """The replay with a gold label, ``item`` and ``judge`` sometimes (the line's own fields)."""
+    labels = r.protocol.labels
+    return dataclasses.replace(
+        r,
+        gold=rng.choice([None, *labels]),
+        item=rng.choice([None, "item-1", "i\u202e2"]),
+        judge=rng.choice([None, "judge-a"]),
+    )
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_a_line_from_the_template_is_the_line_of_the_report(seed: int) -> None:
+    # the audit's line of a report answered from memory is filled into the remembered
+    # report's template: the same bytes as encoding the report's line as it is
+    rng = random.Random(seed)
+    backend = create("sliced")
+    lines = 0
+    for i, r in enumerate(_replays(400, seed)):
+        r = _with_fields(r, rng)
+        location = rng.choice(["runs.jsonl:", "d/\u00e9t\u00e9.json:", "x\u001b.jsonl:"]) + str(i)
+        report, line = outcomes.check_replay_line(r, backend, location)
+        assert report == outcomes.check_replay(r, backend) == _uncached_with(r)
+        assert line == encode_line(result_line(report, location))
+    for _, memo in outcomes._MEMO.values():
+        lines += sum(1 for known in memo.values() if known.template)
+    assert lines > 20  # templates were made, and filled
+
+
+def _uncached_with(r):
+    report = _uncached(r)
+    return dataclasses.replace(report, recheck=r.recheck)
+
+
+def test_a_line_that_cannot_be_utf8_takes_the_careful_path(monkeypatch) -> None:
+    # a lone surrogate in an annotation's explanation (JSON allows "\ud800"): the template
+    # gives no line, and the line is the one `encode_line` escapes
+    obj = factual_replay(2, 0, 3)
+    cited = [a for a in obj["annotations"] if a.get("evidence")]
+    backend = create("sliced")
+    first = replay_from_obj(obj, "a.json")
+    outcomes.check_replay_line(first, backend, "a:1")
+    for a in cited:
+        a["explanation"] = "lone \ud800 half"
+    second = replay_from_obj(json.loads(json.dumps(obj)), "b.json")
+    fills: list[bytes | None] = []
+    real = LineTemplate.line
+
+    def spying(self, *args):
+        got = real(self, *args)
+        fills.append(got)
+        return got
+
+    monkeypatch.setattr(LineTemplate, "line", spying)
+    report, line = outcomes.check_replay_line(second, backend, "b:1")
+    assert fills == [None]  # answered from memory, and the template declined
+    assert line == encode_line(result_line(report, "b:1"))
+    assert b"\\ud800" in line and "lone" in json.loads(line)["annotations"][0]["explanation"]
+
+
+def test_a_report_of_another_layout_has_no_template() -> None:
+    r = replay_from_obj(factual_replay(2, 0, 3), "a.json")
+    report = _uncached(r)
+    assert LineTemplate.of(report) is not None
+    assert LineTemplate.of(dataclasses.replace(report, item="x")) is None

@@ -4,17 +4,25 @@ itself, a lone surrogate and error records; what the batch outputs read comes fr
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import random
 import shutil
 from pathlib import Path
 
 import pytest
 
+from tests.strategies import random_protocol, random_replay
+from unmask import linewriter
+from unmask.api import check
+from unmask.backends import create
 from unmask.batch import inputs, run
 from unmask.batch.records import encode_line, error_record
 from unmask.bench.workload import replay_line
-from unmask.diagnostics import Diagnostic, render_all
+from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.ir import Span
+from unmask.linewriter import write_line
+from unmask.outcomes import check_replay_line
 from unmask.record import (
     ERROR_SCHEMA,
     RESULT_SCHEMA,
@@ -22,6 +30,7 @@ from unmask.record import (
     diagnostic_from_json,
     diagnostic_json,
     report_json,
+    result_line,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -210,3 +219,79 @@ def test_an_index_that_names_no_annotation_is_left_for_the_reader_to_pass_over()
     assert got["conflicts"] == {"proto": None, "all": {"parts": [a]}}
     assert "annotations" not in got and got["schema"] == "unmask.report/1"
     assert report_json({**line, "annotations": "no"})["verdict"]["explanation"]["parts"][0] == 0
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_line_written_from_the_report_is_the_encoders(seed: int) -> None:
+    # `write_line` writes the line from the report's objects: the bytes of encoding its
+    # JSON, on random protocols (constraints, labels, contradictions), provenance of every
+    # kind, the replay's own fields and locations with acting or non-ASCII characters
+    rng = random.Random(seed)
+    written = 0
+    for _ in range(120):
+        p = random_protocol(rng, rng.randrange(2, 9), extended=rng.random() < 0.5)
+        r = random_replay(rng, p, extended=True)
+        r = dataclasses.replace(
+            r,
+            gold=rng.choice([None, *p.labels]),
+            item=rng.choice([None, "item-\u00e9"]),
+            judge=rng.choice([None, "j\u202e"]),
+        )
+        location = rng.choice(["runs.jsonl:3", "d/\u00e9t\u00e9.json", "x\u001b[31m.jsonl:9"])
+        for backend in ("sliced", "truthtable"):
+            try:
+                report = check(r, backend)
+            except UnmaskError:
+                break  # decisions that can overlap: refused, no report to write
+            assert write_line(report, location) == encode_line(result_line(report, location))
+            written += 1
+    assert written > 150
+
+
+def test_every_example_and_bench_line_is_the_encoders() -> None:
+    replays = [run.load_task(t, SETTINGS.limits) for t in _bench_tasks()]
+    for path in EXAMPLES:
+        replays.append(
+            run.load_task(inputs.Task("e:1", str(path), 1, path.read_bytes()), SETTINGS.limits)
+        )
+    for r in replays:
+        report = check(r, "sliced")
+        assert write_line(report, "e:1") == encode_line(result_line(report, "e:1"))
+
+
+def _bench_tasks() -> list:
+    return [
+        inputs.Task(f"b:{i}", "b.jsonl", i + 1, replay_line(n, 0, i, w).encode())
+        for n in (1, 2, 20, 200)
+        for w in ("mixed", "supported")
+        for i in range(3)
+    ]
+
+
+def test_a_line_with_a_lone_surrogate_takes_the_careful_path() -> None:
+    obj = json.loads((ROOT / "examples" / "case_b.json").read_text(encoding="utf-8"))
+    obj["id"] = "case-\ud800"
+    beside = str(ROOT / "examples" / "s.jsonl")
+    r = run.load_task(inputs.Task("s:1", beside, 1, json.dumps(obj).encode()), SETTINGS.limits)
+    report = check(r, "sliced")
+    assert write_line(report, "s:1") is None  # the writer declines, the encoder escapes
+    report, line = check_replay_line(r, create("sliced"), "s:1")
+    assert line == encode_line(result_line(report, "s:1")) and b"\\ud800" in line
+
+
+def test_the_texts_the_writer_keeps_are_bounded_and_never_stale(monkeypatch) -> None:
+    # results that cite no annotation are kept as text by identity, each entry holding its
+    # result: with room for 4, fresh reports (whose results die after each) still get
+    # their own lines
+    monkeypatch.setattr(linewriter, "RESULT_TEXTS", 4)
+    linewriter._RESULT_TEXT.clear()
+    linewriter._GROUNDING_TEXT.clear()
+    rng = random.Random(5)
+    for _ in range(40):
+        r = random_replay(rng, random_protocol(rng, rng.randrange(2, 6)))
+        try:
+            report = check(r, "sliced")
+        except UnmaskError:
+            continue  # decisions that can overlap: refused
+        assert write_line(report, "r:1") == encode_line(result_line(report, "r:1"))
+        assert len(linewriter._RESULT_TEXT) <= 4 and len(linewriter._GROUNDING_TEXT) <= 4

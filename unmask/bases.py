@@ -18,8 +18,9 @@ Contract:
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from unmask.backends.base import Part
 from unmask.closed import MAX_TABLE, Settled, TableBase, settle
@@ -28,6 +29,7 @@ from unmask.ir import (
     VERDICT_ATOM,
     Expr,
     Protocol,
+    iter_atoms,
     mk_atom,
     mk_card,
     mk_iff,
@@ -126,16 +128,22 @@ def base_parts(case: Case) -> dict[str, list[Part]]:
 class _Derived:
     """What a protocol alone determines, made once for all the replays that share it (a
     batch embeds one protocol in every replay; ``unmask.replay`` reads it once): its
-    base parts, the table of those parts over every atom, and the checks on the facts
-    already settled (``unmask.closed``), by the facts on the check's atoms."""
+    base parts, the table of those parts over every atom, the checks on the facts
+    already settled (``unmask.closed``), by the facts on the check's atoms, and the
+    checker's results of those checks for replays without provenance."""
 
-    __slots__ = ("_template", "parts", "protocol", "room", "settled")
+    __slots__ = ("_template", "atoms", "parts", "protocol", "results", "room", "settled")
 
     def __init__(self, protocol: Protocol) -> None:
         self.protocol = protocol  # kept alive: the cache is keyed by its identity
         self.parts = tuple(proto_parts(protocol))
         self._template: TableBase | bool | None = False
         self.settled: dict[tuple[int, tuple[bool | None, ...]], tuple[Expr, Settled | None]] = {}
+        # a query's atoms in declaration order (None: one is not the protocol's), by its id
+        self.atoms: dict[int, tuple[Expr, tuple[str, ...] | None]] = {}
+        # the checker's results on the facts, by query, facts and coverage, for replays
+        # whose annotations all lack ``by`` (``unmask.checker``: what they may share)
+        self.results: dict[tuple[Any, ...], tuple[Expr, Any]] = {}
         # room for a few fact patterns of every check a replay makes on the facts, so a
         # protocol with thousands of them does not clear the memo every replay
         checks = 2 * len(protocol.requirements) + len(protocol.grounding)
@@ -156,6 +164,32 @@ class _Derived:
                 self.settled.clear()
             self.settled[key] = (phi, found)
         return found
+
+    def query_atoms(self, phi: Expr, order: Mapping[str, int]) -> tuple[str, ...] | None:
+        """``phi``'s atoms in declaration order (``order``, this protocol's), or None when
+        one is not this protocol's; remembered by the query's identity."""
+        got = self.atoms.get(id(phi))
+        if got is not None:
+            return got[1]
+        atoms = list(dict.fromkeys(iter_atoms(phi)))
+        found = None
+        if all(a in order for a in atoms):
+            found = tuple(sorted(atoms, key=order.__getitem__))
+        with _LOCK:
+            if len(self.atoms) >= self.room:
+                self.atoms.clear()
+            self.atoms[id(phi)] = (phi, found)
+        return found
+
+    def result(self, key: tuple[Any, ...]) -> Any:
+        got = self.results.get(key)
+        return None if got is None else got[1]
+
+    def keep_result(self, phi: Expr, key: tuple[Any, ...], result: Any) -> None:
+        with _LOCK:
+            if len(self.results) >= self.room:
+                self.results.clear()
+            self.results[key] = (phi, result)  # holds ``phi``: its id stays its own
 
     def template(self, names: Sequence[str]) -> TableBase | None:
         """The parts tabulated over ``names`` (the protocol's atoms and the verdict's),

@@ -7,8 +7,9 @@ Contract:
 - with ``closed_form`` (the default) the checks that need no solver are decided without
   one (``unmask.closed``: a check on the facts alone, a base small enough to tabulate,
   the bases of a binary protocol without constraints and its verdict when the facts force
-  an ``and``/``or`` decision), with the same result, so the report is the same either
-  way; such a check makes no call, so no deadline cuts it;
+  an ``and``/``or`` decision or leave it open), with the same result, so the report is
+  the same either way; such a check makes no call, so no deadline cuts it; a result on
+  the facts of a replay without provenance is remembered per protocol (``unmask.bases``);
 - statuses are only what the solver proved; the results are aggregated, and every reason
   the result is not SATISFIED named, by ``unmask.aggregate``;
 - a check *rests on* the annotations in its explanation, or pinned in its witnesses; its
@@ -41,7 +42,7 @@ from unmask.bases import (
     verdict_exprs,
     verdict_query,
 )
-from unmask.closed import MAX_TABLE, TableBase, forced_decision
+from unmask.closed import MAX_TABLE, TableBase, forced_decision, open_decision
 from unmask.explain import BaseSession, Deadline, minimise, witness
 from unmask.ir import (
     VERDICT_ATOM,
@@ -121,6 +122,9 @@ class _Run:
         self.tables: dict[str, TableBase] = {}
         self.items: dict[PartId, Item] = {}
         self.derived = _derived(case.protocol)
+        # no annotation says who made it: every result rests on reviewed ones only, so a
+        # result on the facts depends on the query and the facts alone (``on_facts``)
+        self.plain = all(a.by is None for a in case.annotations)
 
     def close(self) -> None:
         for s in self.sessions.values():
@@ -300,10 +304,27 @@ class _Run:
         assert p.decision is not None
         got = forced_decision(p.decision, self.facts, self.order)
         if got is None:
-            return None
+            return self.open_verdict(coverage)
         value, kept = got
         status = ENTAILED if value == (self.case.verdict == "PASS") else REFUTED
         return self.forced(status, [*(PartId.fact(a) for a in kept), DECISION], True, coverage)
+
+    def open_verdict(self, coverage: bool) -> CheckResult | None:
+        """The verdict check when the facts leave such a decision open: UNDERDETERMINED,
+        each side's witness the least completion under which the decision gives, or does
+        not give, the observed label (``unmask.closed.open_decision``); else None."""
+        p = self.case.protocol
+        assert p.decision is not None
+        observed = self.case.verdict
+        passes = observed == "PASS"
+        holds = open_decision(p.decision, self.facts, self.order, passes)
+        fails = open_decision(p.decision, self.facts, self.order, not passes)
+        if holds is None or fails is None:
+            return None
+        other = "FAIL" if passes else "PASS"
+        return self.open_result(
+            self.assigned(holds, observed), self.assigned(fails, other), coverage
+        )
 
     def open_result(self, holds: Witness, fails: Witness, coverage: bool) -> CheckResult:
         """UNDERDETERMINED, with its two witnesses; it rests on their observed atoms."""
@@ -328,19 +349,42 @@ class _Run:
         )
 
     def on_facts(self, phi: Expr, coverage: bool) -> CheckResult | None:
-        """Classify on the facts alone without a call (``unmask.closed``), or None."""
-        atoms = list(iter_atoms(phi))
-        order = self.order
-        if any(a not in order for a in atoms):
+        """Classify on the facts alone without a call (``unmask.closed``), or None.
+
+        Without provenance (``plain``) the result depends only on the query, the facts on
+        its atoms and ``coverage``, so it is remembered per protocol: whole when it cites
+        no annotation (UNDERDETERMINED: its witnesses), else its status and the parts of
+        its explanation, whose items are this replay's."""
+        derived = self.derived
+        atoms = derived.query_atoms(phi, self.order)
+        if atoms is None:
             return None  # an atom outside the protocol's: the backend decides
-        if len(atoms) > 1:
-            atoms.sort(key=order.__getitem__)
-        got = self.derived.settle(phi, atoms, self.facts)
+        facts = self.facts
+        key = None
+        if self.plain:
+            key = (id(phi), tuple(facts.get(a) for a in atoms), coverage)
+            known = derived.result(key)
+            if known is not None:
+                if known.__class__ is CheckResult:
+                    return known  # type: ignore[no-any-return]
+                status, kept = known
+                return CheckResult(
+                    status,
+                    outcome(status, coverage=coverage),
+                    explanation=Explanation(tuple(self.item(x) for x in kept), True),
+                )
+        got = derived.settle(phi, list(atoms), facts)
         if got is None:
             return None
         if got.status == UNDERDETERMINED:
-            return self.open_result(self.assigned(got.holds), self.assigned(got.fails), coverage)
-        return self.forced(got.status, [PartId.fact(a) for a in got.kept], True, coverage)
+            result = self.open_result(self.assigned(got.holds), self.assigned(got.fails), coverage)
+            if key is not None:
+                derived.keep_result(phi, key, result)
+            return result
+        parts = tuple(PartId.fact(a) for a in got.kept)
+        if key is not None:
+            derived.keep_result(phi, key, (got.status, parts))
+        return self.forced(got.status, parts, True, coverage)
 
     def tabled(
         self, table: TableBase, phi: Expr, witness_exprs: Sequence[Expr], coverage: bool

@@ -17,7 +17,8 @@ Contract:
   every part), the least completion of a witness and the labels still possible are mask
   operations, with the same answers as the solver path;
 - ``forced_decision`` settles a wide ``and``/``or`` decision of literals on distinct atoms
-  by counting, for the verdict of a binary protocol without constraints;
+  by counting, for the verdict of a binary protocol without constraints, and
+  ``open_decision`` gives the least completion of each side of one the facts leave open;
 - ``tests/test_closed_form.py`` holds all three to the solver path on every backend.
 """
 
@@ -104,6 +105,62 @@ def forced_decision(
     it alone: deletion drops each such fact while a later one remains, and every other
     fact, so it keeps the last. Without one, the value is forced only when every literal is
     observed, and then each is needed."""
+    shape = _connective(d, order)
+    if shape is None:
+        return None
+    op, lits = shape
+    names = [a for a, _ in lits]
+    settles = op == "or"  # the literal value that settles the connective
+    deciding = [a for a, pos in lits if a in facts and (facts[a] == pos) == settles]
+    if deciding:
+        return settles, (max(deciding, key=order.__getitem__),)
+    if all(a in facts for a in names):
+        return not settles, tuple(sorted(names, key=order.__getitem__))
+    return None
+
+
+def open_decision(
+    d: Expr, facts: Mapping[str, bool], order: Mapping[str, int], value: bool
+) -> tuple[tuple[str, bool], ...] | None:
+    """For a decision of ``forced_decision``'s shape that the facts do not force: the least
+    assignment to its atoms (in declaration order, FALSE first, the facts kept) under which
+    ``d`` is ``value``, as the greedy witness completion finds it; None for another shape
+    or a forced one.
+
+    Unforced, no observed literal settles the connective and some atom is free. For the
+    value that settling gives, one free literal must settle it: each free atom is FALSE
+    unless it is the last free one and nothing has settled it yet; for the other value
+    every free literal must not settle it, which fixes every free atom."""
+    shape = _connective(d, order)
+    if shape is None or forced_decision(d, facts, order) is not None:
+        return None
+    op, lits = shape
+    settles = op == "or"
+    polarity = dict(lits)
+    names = sorted(polarity, key=order.__getitem__)
+    free = [a for a in names if a not in facts]
+    last = free[-1]
+    done = False
+    out: list[tuple[str, bool]] = []
+    for a in names:
+        if a in facts:
+            out.append((a, facts[a]))
+            continue
+        pos = polarity[a]
+        if value != settles:
+            out.append((a, (not settles) == pos))  # the literal must not settle
+        elif done or (not pos) == settles or a != last:
+            done = done or (not pos) == settles
+            out.append((a, False))
+        else:
+            done = True
+            out.append((a, True))  # the last chance to settle it: TRUE does, as FALSE did not
+    return tuple(out)
+
+
+def _connective(d: Expr, order: Mapping[str, int]) -> tuple[str, list[tuple[str, bool]]] | None:
+    """``d`` as an ``and``/``or`` of literals on distinct declared atoms (one literal: an
+    ``and`` of it), or None."""
     got = literal(d)
     if got is not None:
         op, lits = "and", [got]
@@ -115,16 +172,10 @@ def forced_decision(
         lits = found  # type: ignore[assignment]
     else:
         return None
-    names = [a for a, _ in lits]  # type: ignore[misc]
+    names = [a for a, _ in lits]
     if len(set(names)) != len(names) or any(a not in order for a in names):
         return None  # `x and not x` is settled by no fact: the general path decides
-    settles = op == "or"  # the literal value that settles the connective
-    deciding = [a for a, pos in lits if a in facts and (facts[a] == pos) == settles]  # type: ignore[misc]
-    if deciding:
-        return settles, (max(deciding, key=order.__getitem__),)
-    if all(a in facts for a in names):
-        return not settles, tuple(sorted(names, key=order.__getitem__))
-    return None
+    return op, lits
 
 
 def _mask(phi: Expr, columns: Sequence[str], fixed: Mapping[str, bool]) -> tuple[int, int]:

@@ -18,6 +18,12 @@ remembered report is what a solver proved for the pattern; a hit is answered at 
 and no deadline cuts it. ``check_replay`` first refuses a protocol whose decisions can
 overlap (``refuse_overlaps``: ``UnmaskError``, the diagnostics ``unmaskc`` gives), so every
 way of checking a replay (``unmask check``, an audit, the API) refuses it alike.
+
+``check_replay_line(replay, backend, location)`` gives the report and the line ``unmask
+audit`` writes for it (refusing the same), ``encode_line(result_line(report, location))``
+byte for byte: a remembered report keeps the ``unmask.linewriter.LineTemplate`` of its
+line, and a hit's line is filled into it (only the replay's own fields and the cited
+annotations encoded).
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from unmask.checker import Case
 from unmask.checker import check_case as check_uncached
 from unmask.diagnostics import UnmaskError
 from unmask.explain import Deadline
+from unmask.linewriter import LineTemplate, encode_line, write_line, write_line_template
+from unmask.record import result_line
 from unmask.replaydata import Replay
 from unmask.report import (
     SOLVER_UNKNOWN,
@@ -52,8 +60,21 @@ PROTOCOLS = 8  # protocols remembered per process
 PATTERNS = 4096  # reports remembered per protocol (a 2-claim protocol has 1,024 patterns)
 
 _LOCK = threading.Lock()  # a Dask worker may check replays in several threads
+
+
+class _Known:
+    """A remembered report, and the template of its refilled reports' result line (made
+    at the first line asked of a hit; False when it has none)."""
+
+    __slots__ = ("report", "template")
+
+    def __init__(self, report: Report) -> None:
+        self.report = report
+        self.template: LineTemplate | bool | None = None
+
+
 # id(protocol) -> (the protocol, kept alive so its id is not reused; its reports by key)
-_MEMO: dict[int, tuple[Any, dict[tuple[Any, ...], Report]]] = {}
+_MEMO: dict[int, tuple[Any, dict[tuple[Any, ...], _Known]]] = {}
 
 
 def _pattern(case: Case) -> tuple[Any, ...]:
@@ -122,15 +143,21 @@ class _Refill:
     def explanation(self, e: Explanation | None) -> Explanation | None:
         if e is None:
             return None
+        if not any(i.kind == "annotation" for i in e.items):
+            return e  # it cites no annotation: the same for every case
         return Explanation(tuple(self.item(i) for i in e.items), e.minimal)
 
     def result(self, r: CheckResult) -> CheckResult:
-        if r.explanation is None:
+        e = r.explanation
+        if e is None:
+            return r
+        mine = self.explanation(e)
+        if mine is e:
             return r
         return CheckResult(
             r.status,
             r.outcome,
-            self.explanation(r.explanation),
+            mine,
             r.witnesses,
             r.detail,
             r.unreviewed,
@@ -138,8 +165,9 @@ class _Refill:
         )
 
 
-def _refill(report: Report, case: Case) -> Report:
-    f = _Refill(case)
+def _refill(report: Report, case: Case, f: _Refill, replay: Replay | None = None) -> Report:
+    """``report`` for ``case``; with ``replay``, with its own fields too (as ``check_replay``
+    adds them: one report made, not two)."""
     bases = report.bases
     if bases is not None and (bases.proto_conflict or bases.evid_conflict or bases.all_conflict):
         bases = Bases(
@@ -171,10 +199,21 @@ def _refill(report: Report, case: Case) -> Report:
         unknown=report.unknown,
         dimensions=report.dimensions,
         reasons=report.reasons,
+        **({} if replay is None else _own(replay)),
     )
 
 
-def _memo(protocol: Any) -> dict[tuple[Any, ...], Report]:
+def _own(replay: Replay) -> dict[str, Any]:
+    """The replay's own fields, which never reach the solver."""
+    return {
+        "gold": replay.gold,
+        "item": replay.item,
+        "judge": replay.judge,
+        "recheck": replay.recheck,
+    }
+
+
+def _memo(protocol: Any) -> dict[tuple[Any, ...], _Known]:
     # keyed by ``id``: the entry holds the protocol, so its id is not reused while it lives
     got = _MEMO.get(id(protocol))
     if got is None:
@@ -183,6 +222,41 @@ def _memo(protocol: Any) -> dict[tuple[Any, ...], Report]:
                 del _MEMO[next(iter(_MEMO))]  # the oldest
             got = _MEMO[id(protocol)] = (protocol, {})
     return got[1]
+
+
+def _check(
+    case: Case,
+    backend: Any,
+    backend_name: str | None,
+    deadline: Deadline | None,
+    closed_form: bool,
+    replay: Replay | None = None,
+) -> tuple[Report, _Known | None, _Refill | None]:
+    """The report (with ``replay``'s own fields on a hit), and on a hit what it was
+    refilled from, and how."""
+    protocol = case.protocol
+    if not closed_form or len(protocol.atom_names) > MAX_ATOMS:
+        report = check_uncached(
+            case, backend, backend_name=backend_name, deadline=deadline, closed_form=closed_form
+        )
+        return report, None, None
+    memo = _memo(protocol)
+    # the backend's name as the report prints it: two backends never share a memo entry
+    name = backend_name or spec(backend)
+    key = (name, case.verdict, case.translation, _pattern(case))
+    known = memo.get(key)
+    if known is not None:
+        f = _Refill(case)
+        return _refill(known.report, case, f, replay), known, f
+    report = check_uncached(case, backend, backend_name=backend_name, deadline=deadline)
+    if (deadline is None or not deadline.hit) and _keeps(report):
+        kept = _Known(report)
+        with _LOCK:
+            if len(memo) >= PATTERNS:
+                memo.clear()
+            memo[key] = kept
+        return report, kept, None  # remembered: its line can make the template
+    return report, None, None
 
 
 def check_case(
@@ -194,25 +268,26 @@ def check_case(
     closed_form: bool = True,
 ) -> Report:
     """``unmask.checker.check_case``, remembered by pattern (see the contract)."""
-    protocol = case.protocol
-    if not closed_form or len(protocol.atom_names) > MAX_ATOMS:
-        return check_uncached(
-            case, backend, backend_name=backend_name, deadline=deadline, closed_form=closed_form
-        )
-    memo = _memo(protocol)
-    # the backend's name as the report prints it: two backends never share a memo entry
-    name = backend_name or spec(backend)
-    key = (name, case.verdict, case.translation, _pattern(case))
-    known = memo.get(key)
-    if known is not None:
-        return _refill(known, case)
-    report = check_uncached(case, backend, backend_name=backend_name, deadline=deadline)
-    if (deadline is None or not deadline.hit) and _keeps(report):
-        with _LOCK:
-            if len(memo) >= PATTERNS:
-                memo.clear()
-            memo[key] = report
-    return report
+    return _check(case, backend, backend_name, deadline, closed_form)[0]
+
+
+def _checked(
+    replay: Replay,
+    backend: Backend,
+    backend_name: str | None,
+    deadline_ms: int | None,
+    closed_form: bool,
+) -> tuple[Report, _Known | None, _Refill | None]:
+    if deadline_ms is not None and deadline_ms <= 0:
+        raise ValueError(f"deadline_ms must be positive, not {deadline_ms}")
+    refuse_overlaps(replay, backend)
+    deadline = None if deadline_ms is None else Deadline(deadline_ms)
+    report, known, refill = _check(
+        Case.from_replay(replay), backend, backend_name, deadline, closed_form, replay
+    )
+    if refill is None:  # a hit has them already
+        report = replace(report, **_own(replay))
+    return report, known, refill
 
 
 def check_replay(
@@ -229,21 +304,7 @@ def check_replay(
     ``deadline_ms`` starts after that (None: none; not positive: ``ValueError``).
     ``unmask.api.check``, the batch engine and the bench all check through this, so all of
     them are answered from memory."""
-    if deadline_ms is not None and deadline_ms <= 0:
-        raise ValueError(f"deadline_ms must be positive, not {deadline_ms}")
-    refuse_overlaps(replay, backend)
-    deadline = None if deadline_ms is None else Deadline(deadline_ms)
-    report = check_case(
-        Case.from_replay(replay),
-        backend,
-        backend_name=backend_name,
-        deadline=deadline,
-        closed_form=closed_form,
-    )
-    # one copy, not two: the replay's own fields, which never reach the solver
-    return replace(
-        report, gold=replay.gold, item=replay.item, judge=replay.judge, recheck=replay.recheck
-    )
+    return _checked(replay, backend, backend_name, deadline_ms, closed_form)[0]
 
 
 def refuse_overlaps(replay: Replay, backend: Backend) -> None:
@@ -262,3 +323,35 @@ def refuse_overlaps(replay: Replay, backend: Backend) -> None:
             for d in errors
         )
     raise UnmaskError(errors)
+
+
+def check_replay_line(
+    replay: Replay,
+    backend: Backend,
+    location: str,
+    *,
+    backend_name: str | None = None,
+    deadline_ms: int | None = None,
+    closed_form: bool = True,
+) -> tuple[Report, bytes]:
+    """``check_replay``, and the report's result line as ``unmask audit`` writes it
+    (``encode_line(result_line(report, location))``, the same bytes). A report answered
+    from memory gets its line from the remembered report's ``LineTemplate``: only the
+    replay's own fields and the annotations its explanations cite are encoded."""
+    report, known, refill = _checked(replay, backend, backend_name, deadline_ms, closed_form)
+    if known is not None and refill is None:
+        # just remembered: the template is the line's own text, less this replay's fields
+        line, made = write_line_template(report, location)
+        known.template = made or False
+    elif known is not None and refill is not None:
+        template = known.template
+        if template is None:  # remembered by ``check_replay``: made at its first line
+            template = known.template = LineTemplate.of(known.report) or False
+        line = None
+        if template:
+            line = template.line(report, location, refill.items)  # type: ignore[union-attr]
+        if line is None:
+            line = write_line(report, location)
+    else:
+        line = write_line(report, location)
+    return report, encode_line(result_line(report, location)) if line is None else line

@@ -18,7 +18,7 @@ Contract:
   a line of the first form (``unmask.report/1``: the report's JSON as it is, which older
   results files hold), so a reader of explanations reads either; for a report,
   ``report_json(result_line(report, loc))`` is ``report.to_json()`` with ``location``
-  (tests/test_record.py);
+  (tests/test_record.py); ``unmask.linewriter`` writes it as bytes;
 - ``same_protocol(record.recheck, protocol_file)`` says whether a result was checked against
   that ``--protocol`` (or, both None, the replay's own): the digest decides, for
   ``audit --resume`` and ``next`` alike.

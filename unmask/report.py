@@ -232,6 +232,11 @@ class AnnotationTable:
         self._items: list[AnnotationItem] = []
         self._index: dict[PartId, int] = {}  # by part: a part id's hash is cached
 
+    @property
+    def items(self) -> tuple[AnnotationItem, ...]:
+        """The annotations referred to, in the order of ``entries``."""
+        return tuple(self._items)
+
     def ref(self, item: AnnotationItem) -> int:
         i = self._index.get(item.part)
         if i is not None:
@@ -524,11 +529,19 @@ class Report:
             "reasons": [r.to_json() for r in self.reasons],
             "conflicts": None if self.bases is None else self.bases.conflicts_json(table),
             "unknown": list(self.unknown),
-            # added only when the replay has them
-            **({} if self.item is None else {"item": self.item}),
-            **({} if self.judge is None else {"judge": self.judge}),
-            **({} if self.recheck is None else {"recheck": self.recheck.to_json()}),
+            **self.extra_json(),
         }
+
+    def extra_json(self) -> dict[str, Any]:
+        """The fields added only when the replay has them, in their order."""
+        out: dict[str, Any] = {}
+        if self.item is not None:
+            out["item"] = self.item
+        if self.judge is not None:
+            out["judge"] = self.judge
+        if self.recheck is not None:
+            out["recheck"] = self.recheck.to_json()
+        return out
 
 
 def dumps(report: Report) -> str:

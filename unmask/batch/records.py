@@ -16,14 +16,13 @@ Contract:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
 from unmask.diagnostics import Diagnostic
+from unmask.linewriter import encode_line  # noqa: F401 (where the batch engine imports it)
 from unmask.record import CHECKED_SCHEMAS, ERROR_SCHEMA, RESULT_SCHEMA, diagnostic_json
 from unmask.report import NOT_CHECKED, OK, SATISFIED, UNKNOWN, VIOLATED
-from unmask.safe import json_text
 
 OVERALL = (SATISFIED, VIOLATED, UNKNOWN)
 DIMENSION_RESULTS = (OK, VIOLATED, UNKNOWN, NOT_CHECKED)
@@ -40,21 +39,6 @@ def error_record(location: str, diags: Iterable[Diagnostic], recheck: Any = None
     if recheck is not None:
         out["recheck"] = recheck.to_json()
     return out
-
-
-# made once: ``json.dumps`` with options builds a new encoder on every call. A line is data
-# this module's callers built (a report's JSON, an error record): it has no cycles, so the
-# encoder need not keep a set of every object it is inside of
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
-_COMPACT_ASCII = json.JSONEncoder(separators=(",", ":"), check_circular=False)
-
-
-def encode_line(obj: dict[str, Any]) -> bytes:
-    text = json_text(_COMPACT.encode(obj))  # the output policy: no raw control, no override
-    try:
-        return text.encode("utf-8") + b"\n"
-    except UnicodeEncodeError:  # a lone surrogate from the input: escape, stay valid UTF-8
-        return _COMPACT_ASCII.encode(obj).encode() + b"\n"
 
 
 def _str_or_none(v: Any) -> bool:

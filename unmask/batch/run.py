@@ -50,7 +50,7 @@ from unmask.batch.summary import Summary
 from unmask.diagnostics import Diagnostic, UnmaskError, internal_error
 from unmask.interrupt import reraise_interrupt
 from unmask.limits import DEFAULT_LIMITS, GC_THRESHOLDS, Limits
-from unmask.record import ResultRecord, result_line
+from unmask.record import ResultRecord
 
 # how many tasks one pool job carries, and how many jobs per process may be in flight
 CHUNK_TASKS = 256
@@ -139,12 +139,14 @@ def task_document(task: Task, limits: Limits) -> tuple[Any, str | None]:
 
 def audit_task(task: Task, settings: Settings) -> Result:
     """Check one task; every failure becomes an error record."""
-    from unmask.outcomes import check_replay
+    from unmask.outcomes import check_replay_line
 
     replay = None
     try:
         replay = load_task(task, settings.limits, settings.protocol)
-        report = check_replay(replay, _backend(settings), deadline_ms=settings.deadline_ms)
+        report, line = check_replay_line(
+            replay, _backend(settings), task.location, deadline_ms=settings.deadline_ms
+        )
     except UnmaskError as exc:
         return _failed(task, exc.diagnostics, settings)
     except RecursionError:
@@ -153,13 +155,12 @@ def audit_task(task: Task, settings: Settings) -> Result:
     except Exception as exc:  # one broken replay must not stop the batch
         reraise_interrupt(exc)
         return _failed(task, [internal_error(exc, file=task.location)], settings)
-    obj = result_line(report, task.location)
     page = None
     if settings.html:
         from unmask.render import html
 
         page = html.render(report, replay)
-    return Result(encode_line(obj), ResultRecord.from_report(report, task.location), page)
+    return Result(line, ResultRecord.from_report(report, task.location), page)
 
 
 def _failed(task: Task, diags: Iterable[Diagnostic], settings: Settings | None = None) -> Result:

@@ -114,10 +114,8 @@ def _time_runner(
 ) -> tuple[float, float, float, float | None]:
     """CPU seconds, wall seconds, solver calls and result-line bytes (None for the floor
     and the baseline, which write no line) per replay for one pass over ``tasks``."""
-    from unmask.batch.records import encode_line
     from unmask.batch.run import Settings, load_task
     from unmask.limits import DEFAULT_LIMITS
-    from unmask.record import result_line
 
     settings = Settings(runner, timeout_ms, DEFAULT_LIMITS)
     if runner == FLOOR:
@@ -134,15 +132,16 @@ def _time_runner(
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
         return cpu / len(tasks), wall / len(tasks), base.calls / len(tasks), None
     from unmask.backends import create
-    from unmask.outcomes import check_replay
+    from unmask.outcomes import check_replay_line
 
     counting = _Counting(create(runner, timeout_ms=timeout_ms))
     calls = size = 0
     cpu, wall = time.process_time(), time.perf_counter()
     for t in tasks:
-        # the audit's own path: parse, validate, check, explain, serialise
-        report = check_replay(load_task(t, settings.limits), counting)  # type: ignore[arg-type]
-        size += len(encode_line(result_line(report, t.location)))
+        # the audit's own path (``batch.run.audit_task``): parse, validate, check, explain,
+        # serialise the result line
+        replay = load_task(t, settings.limits)
+        size += len(check_replay_line(replay, counting, t.location)[1])  # type: ignore[arg-type]
         calls += counting.take_calls()
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     n = len(tasks)
