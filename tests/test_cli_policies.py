@@ -194,5 +194,7 @@ def test_commands_open_backends_only_through_open_backend() -> None:
 def test_a_bug_in_unmaskc_is_the_internal_error_not_a_traceback(monkeypatch) -> None:
     from unmask.cli.unmaskc import cli as unmaskc
 
+    # unmaskc compiles the tree it parsed (compile_tree); patch both entries
     monkeypatch.setattr("unmask.compiler.compile_source", _boom)
+    monkeypatch.setattr("unmask.compiler.compile_tree", _boom)
     _assert_internal(CliRunner().invoke(unmaskc, [PROTO]))

@@ -38,6 +38,7 @@ def test_an_interrupted_compile_exits_130(monkeypatch):
     import unmask.compiler
 
     monkeypatch.setattr(unmask.compiler, "compile_source", _interrupt)
+    monkeypatch.setattr(unmask.compiler, "compile_tree", _interrupt)
     proto = next(EXAMPLES.glob("*.proto"))
     result = CliRunner().invoke(unmaskc.cli, ["compile", str(proto)])
     assert result.exit_code == exitcodes.INTERRUPTED, result.output
