@@ -29,12 +29,13 @@ Contract (``create("sliced")``, ``create("sliced:glucose4")`` for another PySAT 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from unmask.backends.base import Backend, Part, Result, Sat, Session, Unknown, Unsat
 from unmask.backends.pysat_core import DEFAULT_SOLVER, Incremental, resolve_solver
 from unmask.backends.refold import Refold
+from unmask.frozen import frozen
 from unmask.ir import Const, Expr, iter_atoms, size
 from unmask.ireval import closed_value, literal, substitute, truth_mask
 
@@ -49,7 +50,7 @@ ENUM_BUDGET = 512
 Pins = dict[str, tuple[bool, int]]  # atom -> (its value, the unit part pinning it)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _Ask:
     """One check confined to a slice: the parts to look at, the atoms their enabled facts
     pin, and what the caller asked.

@@ -27,10 +27,10 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
+from unmask.frozen import frozen
 from unmask.irtext import expr_text
 from unmask.report import (
     DIMENSIONS as DIMENSIONS,
@@ -66,7 +66,7 @@ DIMENSION_QUESTIONS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Rule:
     """What a kind of result checks: its id in every format, a name, one sentence, and the
     level of a result that breaks it."""
@@ -136,7 +136,7 @@ def label(result: str | None) -> str:
     return f"{ICONS.get(result, '?')} {word}"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Check:
     key: str  # verdict | requirement:ID | coverage:ID | grounding:JUDGE~CONTEXT (or ~>)
     dimension: str  # one of DIMENSIONS
@@ -216,7 +216,7 @@ def not_specified(report: Report) -> tuple[str, ...]:
     return tuple(r.id for r in report.requirements if r.coverage.status == NOT_SPECIFIED)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Mark:
     id: str  # ev-A-E
     atom: str
@@ -426,7 +426,7 @@ def mark_index(ms: Iterable[Mark]) -> dict[tuple[str, str, int, int], Mark]:
 SHOWN = 3
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Segment:
     text: str
     marks: tuple[Mark, ...]  # the innermost SHOWN spans covering this piece, in mark order
