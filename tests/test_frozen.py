@@ -118,6 +118,8 @@ def test_a_frozen_class_is_the_standard_librarys(cls):
     assert failed == ref_failed
     # the first instance compiled the real __init__: its signature is the library's
     assert str(inspect.signature(cls)) == str(inspect.signature(ref))
+    for name in ("__qualname__", "__module__", "__defaults__", "__annotations__"):
+        assert repr(getattr(cls.__init__, name)) == repr(getattr(ref.__init__, name)), name
     if ours is None:
         return
     assert repr(ours) == repr(theirs)
@@ -287,3 +289,36 @@ def test_making_a_class_compiles_nothing_and_its_first_instance_compiles_init(mo
     assert compiled == [f"<{cls.__qualname__}.__init__>", "exec"]
     {cls("x")}
     assert compiled[2:] == [f"<{cls.__qualname__}.__hash__>", "exec"]
+
+
+def test_a_plain_class_gets_its_init_from_a_template_without_compiling(monkeypatch):
+    def body():
+        class Point:
+            x: int
+            y: int = 0
+            label: str = field(default="p", compare=False)
+
+        return Point
+
+    frozen(body())(1)  # the template for three fields, compiled once in the process
+    compiled: list[str] = []
+    real_compile = builtins.compile
+    monkeypatch.setattr(
+        builtins,
+        "compile",
+        lambda src, name, *a, **k: compiled.append(name) or real_compile(src, name, *a, **k),
+    )
+    ours, ref = frozen(body()), dataclass(frozen=True, slots=True)(body())
+    a, b = ours(1, 2), ref(1, 2)
+    assert compiled == []
+    assert repr(a).rsplit(".", 1)[1] == repr(b).rsplit(".", 1)[1] == "Point(x=1, y=2, label='p')"
+    assert (a.x, a.y, a.label) == (b.x, b.y, b.label) == (1, 2, "p")
+    assert ours(x=3, label="q") == ours(3) and hash(ours(3)) == hash(ref(3))
+    assert ours.__init__.__defaults__ == ref.__init__.__defaults__ == (0, "p")
+    for make in (ours, ref):
+        with pytest.raises(TypeError, match="missing 1 required positional argument: 'x'"):
+            make()
+        with pytest.raises(TypeError, match="got an unexpected keyword argument 'z'"):
+            make(1, z=2)
+        with pytest.raises(TypeError, match="multiple values for argument 'x'"):
+            make(1, x=2)

@@ -13,11 +13,13 @@ dataclass base raises ``TypeError`` when the class is made.
 
 Why: before Python 3.13 the standard library compiles six methods from generated source
 for every dataclass at import (about 0.7 ms a class on this project's machine; ``unmask
-check`` imports some 55 classes). Here ``__init__``, ``__eq__`` and ``__hash__``, whose speed
-matters (the IR is built, compared and hashed through them), are generated from the
-standard library's very source but compiled at their first call, so a run pays only for the
-methods it calls; ``__repr__`` and the frozen setters, which no hot path calls, are shared
-functions closed over the class's field names.
+check`` imports some 55 classes). Here nothing is compiled at import. ``__init__``,
+``__eq__`` and ``__hash__``, whose speed matters (the IR is built, compared and hashed
+through them), are the standard library's very code, made at their first call: an
+``__init__`` of plain parameters (most) is one template's code per number of fields with
+the names put in (``CodeType.replace``, no compiling), any other method the standard
+library's source compiled; ``__repr__`` and the frozen setters, which no hot path calls, are
+shared functions closed over the class's field names.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ import inspect
 import reprlib
 from collections.abc import Callable
 from dataclasses import MISSING, Field, FrozenInstanceError, dataclass, fields, is_dataclass
+from functools import cache
+from types import CodeType, FunctionType
 from typing import Any, TypeVar
 
 T = TypeVar("T", bound=type)
@@ -77,14 +81,14 @@ def frozen(cls: T) -> T:
         cls.__doc__ = cls.__name__ + _signature_text(every)
     names = frozenset(f.name for f in every)
     methods: dict[str, Callable[..., Any]] = {
-        "__init__": _lazy(cls, "__init__", _init_source),
+        "__init__": _lazy(cls, "__init__", _make_init),
         "__repr__": _repr(tuple(f.name for f in every if f.repr)),
-        "__eq__": _lazy(cls, "__eq__", _eq_source),
+        "__eq__": _lazy(cls, "__eq__", _compiled("__eq__", _eq_source)),
         "__setattr__": _setattr(cls, names),
         "__delattr__": _delattr(cls, names),
     }
     if not explicit_hash:
-        methods["__hash__"] = _lazy(cls, "__hash__", _hash_source)
+        methods["__hash__"] = _lazy(cls, "__hash__", _compiled("__hash__", _hash_source))
     for name, method in methods.items():
         if name not in keep:
             method.__qualname__ = f"{cls.__qualname__}.{name}"
@@ -120,19 +124,19 @@ def _signature_text(every: tuple[Field, ...]) -> str:
     return f"({', '.join(out)})"
 
 
-def _lazy(cls: type, name: str, source: Callable[[type], tuple[str, dict[str, Any]]]) -> Any:
-    """A method that, at its first call, compiles the real one from ``source`` and puts it
-    in its place on ``cls``."""
+def _lazy(cls: type, name: str, make: Callable[[type], Any]) -> Any:
+    """A method that, at its first call, makes the real one (``make(cls)``) and puts it in
+    its place on ``cls``."""
 
     def first_call(self: Any, *args: Any) -> Any:
-        method = _compile(cls, name, *source(cls))
+        method = make(cls)
         setattr(cls, name, method)
         return method(self, *args)
 
     if name == "__init__":  # the only one called with keywords
 
         def first_init(self: Any, *args: Any, **kwargs: Any) -> None:
-            method = _compile(cls, name, *source(cls))
+            method = make(cls)
             setattr(cls, name, method)
             method(self, *args, **kwargs)
 
@@ -140,14 +144,64 @@ def _lazy(cls: type, name: str, source: Callable[[type], tuple[str, dict[str, An
     return first_call
 
 
-def _compile(cls: type, name: str, text: str, env: dict[str, Any]) -> Any:
-    exec(compile(text, f"<{cls.__qualname__}.{name}>", "exec"), env)
-    method = env[name]
+def _compiled(name: str, source: Callable[[type], tuple[str, dict[str, Any]]]) -> Any:
+    """``make`` for ``_lazy``: compile the method ``source`` gives for the class."""
+
+    def make(cls: type) -> Any:
+        text, env = source(cls)
+        exec(compile(text, f"<{cls.__qualname__}.{name}>", "exec"), env)
+        return _named(cls, name, env[name])
+
+    return make
+
+
+def _named(cls: type, name: str, method: Any) -> Any:
     method.__qualname__ = f"{cls.__qualname__}.{name}"
+    method.__module__ = cls.__module__
     if name == "__init__":  # as the standard library annotates it
         init = [f for f in fields(cls) if f.init]
         method.__annotations__ = {f.name: f.type for f in init} | {"return": None}
     return method
+
+
+def _make_init(cls: type) -> Any:
+    """The class's ``__init__``. When every field is a plain parameter (no factory, no
+    ``init=False``, no ``__post_init__``: most classes), it is the code of one template per
+    number of fields with the names put in, which compiles nothing; otherwise the
+    standard library's source for it, compiled."""
+    every = fields(cls)
+    names = tuple(f.name for f in every)
+    if (
+        hasattr(cls, "__post_init__")
+        or "self" in names
+        or any(not f.init or f.default_factory is not MISSING for f in every)
+    ):
+        return _compiled("__init__", _init_source)(cls)
+    template = _init_template(len(names))
+    consts = tuple(
+        names[int(c[1:])] if isinstance(c, str) and c[:1] == "f" else c for c in template.co_consts
+    )
+    code = template.replace(
+        co_varnames=("self", *names), co_consts=consts, co_filename=f"<{cls.__qualname__}.__init__>"
+    )
+    defaults = tuple(f.default for f in every if f.default is not MISSING) or None
+    return _named(cls, "__init__", FunctionType(code, _INIT_GLOBALS, "__init__", defaults))
+
+
+_INIT_GLOBALS: dict[str, Any] = {"__dataclass_builtins_object__": object}
+
+
+@cache
+def _init_template(n: int) -> CodeType:
+    """``__init__(self, f0, ..., fN)`` setting each field as the standard library does."""
+    params = "".join(f",f{i}" for i in range(n))
+    body = "".join(
+        f"  __dataclass_builtins_object__.__setattr__(self,'f{i}',f{i})\n" for i in range(n)
+    )
+    env = dict(_INIT_GLOBALS)
+    text = f"def __init__(self{params}):\n" + (body or "  pass\n")
+    exec(compile(text, "<init>", "exec"), env)
+    return env["__init__"].__code__
 
 
 def _tuple(obj: str, names: list[str]) -> str:
