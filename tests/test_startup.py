@@ -270,6 +270,7 @@ NOT_FOR_A_WARM_CHECK = (
     "unmask.propose",
     "unmask.analysis",
     "unmask.record",
+    "unmask.render.view",  # the text format reads its words alone
     "unmask.render.html",
     "unmask.render.json",
     "unmask.render.sarif",
