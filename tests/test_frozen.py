@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import unmask
+import unmask.backends  # installed from backends/, beside the package's folder
 from unmask import frozen as frozen_mod
 from unmask.frozen import frozen
 
@@ -34,7 +35,9 @@ def _ours(method: object) -> bool:
 
 def _frozen_classes() -> list[type]:
     found: dict[str, type] = {}
-    for info in pkgutil.walk_packages(unmask.__path__, "unmask."):
+    packages = [*pkgutil.walk_packages(unmask.__path__, "unmask.")]
+    packages += pkgutil.walk_packages(unmask.backends.__path__, "unmask.backends.")
+    for info in packages:
         try:
             module = importlib.import_module(info.name)
         except ImportError:  # an optional dependency this environment lacks
@@ -100,8 +103,8 @@ def _outcome(fn, *args: object) -> object:
 
 
 def test_the_package_has_frozen_classes():
-    assert len(CLASSES) > 100
-    assert {c.__qualname__ for c in CLASSES} >= {"Nary", "Protocol", "PartId", "Span"}
+    assert len(CLASSES) > 120
+    assert {c.__qualname__ for c in CLASSES} >= {"Nary", "Protocol", "PartId", "Span", "Sat"}
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: f"{c.__module__}.{c.__qualname__}")
