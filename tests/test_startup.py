@@ -264,6 +264,7 @@ NOT_FOR_A_WARM_CHECK = (
     "unmask.backends.pysat_core",
     "unmask.backends.z3_backend",
     "unmask.recheck",
+    "unmask.overlap",  # a binary protocol's decisions cannot overlap
     "unmask.batch",
     "unmask.bench",
     "unmask.importers",

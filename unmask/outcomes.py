@@ -312,6 +312,9 @@ def refuse_overlaps(replay: Replay, backend: Backend) -> None:
     of the replay's protocol can both hold (``unmask.overlap.refused``, asked once per
     protocol): such a protocol is not one a replay can be checked against. A decision of
     IR (no span) is located in the replay's ``protocol``, or in ``--protocol``'s file."""
+    p = replay.protocol
+    if not (p.declared_labels and not p.first_match):
+        return  # ``overlap.can_overlap`` is false: nothing to ask, nothing to import
     from unmask.overlap import refused
 
     errors = refused(replay.protocol, backend)
