@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from unmask.frozen import frozen
 from unmask.ir import Expr, iter_atoms
 
 DEFAULT_TIMEOUT_MS = 60_000
@@ -31,7 +32,7 @@ DEFAULT_DEADLINE_MS = 60_000
 DEFAULT_SEED = 0
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Part:
     """A named conjunct of a base: ``fact:ATOM``, ``constraint:NAME``, ``decision``, or for
     declared labels ``labels`` and ``decision:LABEL``."""
@@ -46,17 +47,17 @@ class Part:
         object.__setattr__(self, "atoms", tuple(iter_atoms(self.expr)))
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Sat:
     model: Mapping[str, bool] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Unsat:
     core: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Unknown:
     reason: str
 

@@ -29,12 +29,12 @@ Contract (``create("sliced")``, ``create("sliced:glucose4")`` for another PySAT 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from unmask.backends.base import Backend, Part, Result, Sat, Session, Unknown, Unsat
-from unmask.backends.pysat_core import DEFAULT_SOLVER, Incremental, resolve_solver
 from unmask.backends.refold import Refold
+from unmask.frozen import frozen
 from unmask.ir import Const, Expr, iter_atoms, size
 from unmask.ireval import closed_value, literal, substitute, truth_mask
 
@@ -49,7 +49,7 @@ ENUM_BUDGET = 512
 Pins = dict[str, tuple[bool, int]]  # atom -> (its value, the unit part pinning it)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _Ask:
     """One check confined to a slice: the parts to look at, the atoms their enabled facts
     pin, and what the caller asked.
@@ -96,7 +96,13 @@ class SlicedBackend(Backend):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.solver_name = DEFAULT_SOLVER if self.option is None else resolve_solver(self.option)
+        # None: the default solver. PySAT's wrapper is imported only when a solver is named
+        # or made (most checks are answered without one)
+        self.solver_name: str | None = None
+        if self.option is not None:
+            from unmask.backends.pysat_core import resolve_solver
+
+            self.solver_name = resolve_solver(self.option)
 
     def open(self, parts: Sequence[Part], atoms: Sequence[str]) -> Session:
         return SlicedSession(parts, atoms, self.timeout_ms, self.solver_name)
@@ -104,7 +110,7 @@ class SlicedBackend(Backend):
 
 class SlicedSession(Session):
     def __init__(
-        self, parts: Sequence[Part], atoms: Sequence[str], timeout_ms: int, solver_name: str
+        self, parts: Sequence[Part], atoms: Sequence[str], timeout_ms: int, solver_name: str | None
     ) -> None:
         self.calls = 0
         self.timeout_ms = self._limit = timeout_ms
@@ -434,9 +440,11 @@ class SlicedSession(Session):
 class _Incremental:
     """One PySAT solver over every non-unit part of a session, each behind a selector."""
 
-    def __init__(self, session: SlicedSession, solver_name: str) -> None:
+    def __init__(self, session: SlicedSession, solver_name: str | None) -> None:
+        from unmask.backends.pysat_core import DEFAULT_SOLVER, Incremental
+
         self.session = session
-        self.sat = Incremental(solver_name, session.order)
+        self.sat = Incremental(solver_name or DEFAULT_SOLVER, session.order)
         enc = self.sat.enc
         self.selector: dict[int, int] = {}
         self.owner: dict[int, int] = {}  # selector -> part index

@@ -205,7 +205,7 @@ def test_replays_sharing_a_protocol_file_compile_it_once(tmp_path, monkeypatch):
 # --- what the command line imports ----------------------------------------------------------
 
 
-def _run(args: list[str], tmp_path: Path) -> dict:
+def _run(args: list[str], tmp_path: Path, env: dict[str, str] | None = None) -> dict:
     out = tmp_path / "state.json"
     code = (
         "import atexit, gc, json, sys\n"
@@ -214,7 +214,9 @@ def _run(args: list[str], tmp_path: Path) -> dict:
         "from unmask.cli.main import main\n"
         f"main({args!r})\n"
     )
-    subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, env=env
+    )
     return json.loads(out.read_text())
 
 
@@ -247,3 +249,55 @@ def test_a_command_runs_with_the_collector_thresholds_raised(tmp_path):
 
     state = _run(["check", "--backend", "truthtable", str(EXAMPLES / "case_a.json")], tmp_path)
     assert tuple(state["gc"]) == GC_THRESHOLDS
+
+
+# what `unmask check --backend sliced` of a replay naming its `.proto` file, the compile cache
+# warm, must not import: the solvers it does not call, the compiler and lark (the cache
+# answers), the other commands' engines and formats, and what click keeps for other uses
+NOT_FOR_A_WARM_CHECK = (
+    "z3",
+    "pysat",
+    "lark",
+    "unmask.parser",
+    "unmask.compiler",
+    "unmask.ast",
+    "unmask.backends.pysat_core",
+    "unmask.backends.z3_backend",
+    "unmask.recheck",
+    "unmask.overlap",  # a binary protocol's decisions cannot overlap
+    "unmask.batch",
+    "unmask.bench",
+    "unmask.importers",
+    "unmask.propose",
+    "unmask.analysis",
+    "unmask.record",
+    "unmask.render.view",  # the text format reads its words alone
+    "unmask.render.html",
+    "unmask.render.json",
+    "unmask.render.sarif",
+    "jinja2",
+    "platformdirs",  # the cache folder is named by UNMASK_CACHE_DIR
+    "click.shell_completion",
+    "click._termui_impl",
+    "click.testing",
+)
+
+
+def test_a_warm_proto_check_imports_only_what_it_uses(tmp_path):
+    from unmask.bench.workload import PROTOCOL_SOURCE, proto_replay
+
+    (tmp_path / "factual.proto").write_text(PROTOCOL_SOURCE, encoding="utf-8")
+    replay = tmp_path / "replay.json"
+    replay.write_text(json.dumps(proto_replay(2)), encoding="utf-8")
+    env = {**os.environ, cache_mod.CACHE_ENV: str(tmp_path / "cache")}
+    args = ["check", str(replay), "--backend", "sliced"]
+    cold = set(_run(args, tmp_path, env)["modules"])
+    assert "lark" in cold and "unmask.compiler" in cold  # the first run compiled it
+    warm = set(_run(args, tmp_path, env)["modules"])
+    assert {"unmask.checker", "unmask.backends.sliced", "unmask.render.text"} <= warm
+    imported = {
+        name
+        for name in NOT_FOR_A_WARM_CHECK
+        if name in warm or any(m.startswith(name + ".") for m in warm)
+    }
+    assert imported == set()

@@ -10,15 +10,16 @@ Helpers that walk expressions are iterative, because surface trees may be very d
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from unmask import names
+from unmask.frozen import frozen
 from unmask.ir import Span
 
 # --- expressions ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Lit:
     """``true`` or ``false``."""
 
@@ -26,7 +27,7 @@ class Lit:
     span: Span | None = field(default=None, compare=False, hash=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Verdict:
     """The reserved verdict ``pass`` used as an expression (always a compile error)."""
 
@@ -37,7 +38,7 @@ class Verdict:
 applied = names.applied
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Ref:
     """``name`` (no ``args``) or ``family(a, …)``, each argument a variable or a member."""
 
@@ -50,13 +51,13 @@ class Ref:
         return applied(self.name, self.args)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class NotE:
     arg: Expr
     span: Span | None = field(default=None, compare=False, hash=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class BinE:
     """One binary operator as written: ``iff``, ``implies``, ``or``, ``xor`` or ``and``."""
 
@@ -66,7 +67,7 @@ class BinE:
     span: Span | None = field(default=None, compare=False, hash=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Binder:
     """``var in domain``, one of the bindings of a generator or a ``for`` statement."""
 
@@ -79,7 +80,7 @@ class Binder:
         return f"{self.var} in {self.domain}"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Generator:
     """``body for x in D, y in E``: the body once per combination of members, the first
     binder varying slowest (as nested generators written in the same order would)."""
@@ -89,7 +90,7 @@ class Generator:
     span: Span | None = field(default=None, compare=False, hash=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Call:
     """``all``/``any``/``atleast``/``atmost``/``exactly``: either ``args`` or one ``gen``.
 
@@ -165,7 +166,7 @@ def chain_operands(e: BinE) -> list[Expr]:
 # --- statements ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Ident:
     """A constraint name or requirement id: ``cited``, ``cited(X)`` or ``cited(X, Y)``."""
 
@@ -177,14 +178,14 @@ class Ident:
         return applied(self.name, self.args)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ProtocolDecl:
     name: str
     text: str
     span: Span | None = field(default=None, compare=False, hash=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AtomDecl:
     """``atom name : role "description"``; a family when ``params`` names its domains, one
     per position (a domain may appear twice: ``same(claim, claim)``)."""
@@ -198,7 +199,7 @@ class AtomDecl:
     param_spans: tuple[Span | None, ...] = field(default=(), compare=False, hash=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DomainDecl:
     """``domain name`` (free: ``members`` None) or ``domain name = {a, b}`` (fixed)."""
 
@@ -209,14 +210,14 @@ class DomainDecl:
     member_spans: tuple[Span | None, ...] = field(default=(), compare=False, hash=False)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConstraintDecl:
     ident: Ident
     expr: Expr
     span: Span | None = field(default=None, compare=False, hash=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class VerdictDecl:
     """``verdict L1 | L2 | …``: the protocol's verdict labels, in declaration order;
     ``first_match`` when written ``verdict L1 | L2 first-match`` (the first label whose
@@ -228,7 +229,7 @@ class VerdictDecl:
     first_match: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DecisionDecl:
     """``decision pass iff EXPR`` (``label`` None), ``decision L iff EXPR`` or
     ``decision L otherwise`` (``expr`` None)."""
@@ -239,7 +240,7 @@ class DecisionDecl:
     label_span: Span | None = field(default=None, compare=False, hash=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DefineDecl:
     """``define NAME = EXPR``, or a family ``define NAME(D1, D2) = EXPR`` (``params``), in
     whose body each domain's name stands for its member (so each is named once)."""
@@ -252,7 +253,7 @@ class DefineDecl:
     param_spans: tuple[Span | None, ...] = field(default=(), compare=False, hash=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RequirementDecl:
     ident: Ident
     description: str | None
@@ -261,7 +262,7 @@ class RequirementDecl:
     span: Span | None = field(default=None, compare=False, hash=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GroundDecl:
     """``ground LEFT ~ RIGHT`` (``direction`` ``~``) or ``ground LEFT ~> RIGHT``."""
 
@@ -271,7 +272,7 @@ class GroundDecl:
     direction: str = "~"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ForDecl:
     """``for x in D, y in E: STATEMENT``: the statement once per combination of members."""
 
@@ -294,7 +295,7 @@ Statement = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Comment:
     """A ``#`` comment, kept for the formatter."""
 
@@ -302,7 +303,7 @@ class Comment:
     span: Span | None = field(default=None, compare=False, hash=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SourceFile:
     statements: tuple[Statement, ...]
     comments: tuple[Comment, ...] = field(default=(), compare=False, hash=False)

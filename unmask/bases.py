@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from unmask.backends.base import Part
 from unmask.closed import MAX_TABLE, Settled, TableBase, settle
+from unmask.frozen import frozen
 from unmask.ir import (
     LABEL_PREFIX,
     VERDICT_ATOM,
@@ -46,7 +46,7 @@ def verdict_atoms(protocol: Protocol) -> list[str]:
     return [f"{LABEL_PREFIX}{label}" for label in protocol.labels]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Case:
     """What the solver may see of a replay: deliberately no gold label."""
 

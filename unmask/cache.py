@@ -21,7 +21,6 @@ import hashlib
 import json
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from unmask import ir
 from unmask.cachedir import CACHE_ENV as CACHE_ENV  # the folder's names, also read here
 from unmask.cachedir import cache_dir as cache_dir
 from unmask.cachedir import read_sealed, trusted_dir
+from unmask.frozen import frozen
 from unmask.limits import Limits
 
 ENTRY_SCHEMA = "unmask.compiled/2"
@@ -91,7 +91,7 @@ def _update(h: Any, part: str | bytes) -> None:
     h.update(data)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Entry:
     """Where the entry of one compile lives and what it must record."""
 

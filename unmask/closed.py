@@ -25,9 +25,9 @@ Contract:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from unmask.backends.base import Part
+from unmask.frozen import frozen
 from unmask.ir import Const, Expr, Nary, iter_atoms, small_shape
 from unmask.ireval import column, literal, truth_mask
 from unmask.report import ENTAILED, REFUTED, UNDERDETERMINED
@@ -40,7 +40,7 @@ MAX_WORK = 4096
 MAX_TABLE = 14
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Settled:
     """A check decided without a call.
 

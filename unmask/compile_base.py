@@ -13,10 +13,10 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from unmask import ast, ir
 from unmask.diagnostics import Diagnostic
+from unmask.frozen import frozen
 from unmask.ir import Span
 from unmask.limits import Limits
 
@@ -30,7 +30,7 @@ class _TooBig(Exception):
     """Grounding went past ``max_expr_nodes``; raised to stop a runaway expansion."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _Binding:
     member: str | None  # None while checking the body of a generator over no members
     domain: str

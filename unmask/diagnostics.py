@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from unmask.frozen import frozen
 from unmask.safe import printable
 from unmask.span import Span
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Diagnostic:
     code: str
     message: str

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 from unmask.backends.base import Part, Result, Sat, Session, Unknown, Unsat
+from unmask.frozen import frozen
 from unmask.interrupt import checkpoint
 from unmask.ir import Expr, mk_and, mk_atom, mk_not, mk_or
 
@@ -170,7 +170,7 @@ class BaseSession:
         return sorted(reached, key=self._rank.__getitem__)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Minimised:
     labels: tuple[str, ...]
     minimal: bool
@@ -224,7 +224,7 @@ def _minimise_listwise(
     return Minimised(tuple(current), minimal)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Completed:
     values: tuple[tuple[str, bool], ...]
     canonical: bool

@@ -17,9 +17,10 @@ protocol types stay together so the IR imports nothing of the project but ``Span
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, ClassVar, Generic, TypeVar
 
+from unmask.frozen import frozen
 from unmask.span import Span
 
 ROLES = ("judge", "context", "procedure")
@@ -46,21 +47,21 @@ def _loc() -> Span | None:
 # --- expressions -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Const:
     value: bool
     span: Span | None = _loc()
     kind: ClassVar[str] = "const"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Atom:
     name: str
     span: Span | None = _loc()
     kind: ClassVar[str] = "atom"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Ref:
     """A use of a definition (``define NAME = EXPR``): it means ``body`` and is shown as
     ``name`` (the ground name as written: ``all_said``, or ``ok(cto)`` for a family)."""
@@ -71,14 +72,14 @@ class Ref:
     kind: ClassVar[str] = "ref"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Not:
     arg: Expr
     span: Span | None = _loc()
     kind: ClassVar[str] = "not"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Nary:
     """``and``, ``or`` or ``xor`` over any number of arguments."""
 
@@ -91,7 +92,7 @@ class Nary:
         return self.op
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Binary:
     """``implies`` or ``iff``."""
 
@@ -105,7 +106,7 @@ class Binary:
         return self.op
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Card:
     """``atleast``/``atmost``/``exactly`` k of the arguments are true."""
 
@@ -455,7 +456,7 @@ def size(e: Expr, memo: Memo | None = None) -> int:
 # --- protocols ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AtomDecl:
     name: str
     role: str
@@ -463,14 +464,14 @@ class AtomDecl:
     span: Span | None = _loc()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Constraint:
     name: str
     expr: Expr
     span: Span | None = _loc()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Requirement:
     id: str
     description: str
@@ -479,7 +480,7 @@ class Requirement:
     span: Span | None = _loc()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GroundPair:
     """``ground JUDGE ~ CONTEXT`` (``direction`` ``~``, checked as iff) or ``~>`` (one way,
     checked as implies). Each side is an expression; an atom name given as a string is
@@ -508,7 +509,7 @@ class GroundPair:
         return self._query
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Decision:
     """``decision LABEL iff EXPR``; ``expr`` is None for ``decision LABEL otherwise``."""
 
@@ -517,7 +518,7 @@ class Decision:
     span: Span | None = _loc()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Definition:
     """``define NAME = EXPR`` at one ground name (``ok(cto)`` for a family definition)."""
 
@@ -526,7 +527,7 @@ class Definition:
     span: Span | None = _loc()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Protocol:
     """A ground protocol (the ``unmask.protocol/1`` form of ``unmask.irjson``).
 

@@ -15,10 +15,10 @@ the reader is long because the format has many ways to be wrong.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from unmask import ir
+from unmask.frozen import frozen
 from unmask.irjson import PROTOCOL_SCHEMA
 from unmask.irjson_quick import (
     _ATOM_KEYS,
@@ -63,7 +63,7 @@ _EXPR_HELP = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Operator:
     arity: int | None  # None: any number of arguments
     counts: bool  # takes `k` (a cardinality)

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from unmask.frozen import frozen
 from unmask.limits import DEFAULT_LIMITS, Limits
 from unmask.names import IDENT_PATTERN, IDENT_RE
 
@@ -33,7 +33,7 @@ VERBATIM_ATOM = "quotes_verbatim"
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Stated:
     """One atom, or one family, that the judge states."""
 
@@ -45,7 +45,7 @@ class Stated:
     members: tuple[tuple[str, ...] | None, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class JudgeView:
     protocol: str
     labels: tuple[str, ...]
@@ -249,7 +249,7 @@ class OutputError(Exception):
         self.path, self.reason = path, reason
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Statement:
     atom: str  # the ground name: `said(cto)` for a family member
     value: str
@@ -257,7 +257,7 @@ class Statement:
     path: str  # where in the output
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Output:
     rationale: str
     verdict: str

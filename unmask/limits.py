@@ -11,7 +11,7 @@ raises it. ``protocol_path`` holds the folders, besides a replay's own, where it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from unmask.frozen import frozen
 
 # The garbage collector's thresholds for a checking run, the command line's and the batch
 # engine's (Python's are 700, 10, 10). A check allocates many small objects that die young
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 GC_THRESHOLDS = (50_000, 20, 20)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Limits:
     max_atoms: int = 100_000  # ground atoms in one protocol
     max_expr_depth: int = 200  # nesting of one expression

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from unmask.backends.base import Backend, Unknown, Unsat, spec
 from unmask.checker import Case, base_parts, outcome, verdict_atoms, verdict_query
 from unmask.explain import DEADLINE, BaseSession, Deadline
+from unmask.frozen import frozen
 from unmask.ir import Expr, iter_atoms, mk_not
 from unmask.irtext import expr_text
 from unmask.report import (
@@ -43,7 +44,7 @@ INCONSISTENT = "INCONSISTENT"  # this value contradicts the base: it cannot be a
 SETTLED = (ENTAILED, REFUTED)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Query:
     """One check to classify: its name, its base and its proposition φ."""
 
@@ -73,7 +74,7 @@ def queries(case: Case) -> list[Query]:
     return out
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Effect:
     """Annotating ``atom`` alone: the check's status with it TRUE and with it FALSE."""
 
@@ -102,7 +103,7 @@ def _side(status: str, coverage: bool) -> dict:
     return out
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class OpenCheck:
     subject: str
     effects: tuple[Effect, ...]
@@ -115,7 +116,7 @@ class OpenCheck:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Undecided:
     """A check that is not settled and that no annotation settles: solver or base trouble."""
 
@@ -130,7 +131,7 @@ class Undecided:
         return out
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Todo:
     """One atom to annotate: which open checks TRUE settles, and which FALSE settles."""
 

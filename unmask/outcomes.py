@@ -30,15 +30,13 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unmask.backends.base import Backend, spec
 from unmask.checker import Case
 from unmask.checker import check_case as check_uncached
 from unmask.diagnostics import UnmaskError
 from unmask.explain import Deadline
-from unmask.linewriter import LineTemplate, encode_line, write_line, write_line_template
-from unmask.record import result_line
 from unmask.replaydata import Replay
 from unmask.report import (
     SOLVER_UNKNOWN,
@@ -54,6 +52,9 @@ from unmask.report import (
     RequirementCheck,
     VerdictCheck,
 )
+
+if TYPE_CHECKING:  # the line writer is imported by the audit's path only (start-up)
+    from unmask.linewriter import LineTemplate
 
 MAX_ATOMS = 12  # a protocol's atoms, at most, for its reports to be remembered
 PROTOCOLS = 8  # protocols remembered per process
@@ -312,6 +313,9 @@ def refuse_overlaps(replay: Replay, backend: Backend) -> None:
     of the replay's protocol can both hold (``unmask.overlap.refused``, asked once per
     protocol): such a protocol is not one a replay can be checked against. A decision of
     IR (no span) is located in the replay's ``protocol``, or in ``--protocol``'s file."""
+    p = replay.protocol
+    if not (p.declared_labels and not p.first_match):
+        return  # ``overlap.can_overlap`` is false: nothing to ask, nothing to import
     from unmask.overlap import refused
 
     errors = refused(replay.protocol, backend)
@@ -338,6 +342,9 @@ def check_replay_line(
     (``encode_line(result_line(report, location))``, the same bytes). A report answered
     from memory gets its line from the remembered report's ``LineTemplate``: only the
     replay's own fields and the annotations its explanations cite are encoded."""
+    from unmask.linewriter import LineTemplate, encode_line, write_line, write_line_template
+    from unmask.record import result_line
+
     report, known, refill = _checked(replay, backend, backend_name, deadline_ms, closed_form)
     if known is not None and refill is None:
         # just remembered: the template is the line's own text, less this replay's fields

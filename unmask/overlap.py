@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from unmask import ir
 from unmask.backends.base import Backend, Part
 from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.frozen import frozen
 from unmask.ir import mk_and
 from unmask.solve import SAT, UNKNOWN, UNSAT, Answer, Space
 
@@ -34,7 +34,7 @@ FIRST_MATCH_HELP = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Overlap:
     first: ir.Decision
     second: ir.Decision

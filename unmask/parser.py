@@ -26,7 +26,6 @@ import hashlib
 import io
 import re
 import sys
-from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -40,6 +39,7 @@ from lark.lexer import PatternStr
 from unmask import ast
 from unmask.cachedir import read_sealed, trusted_dir, write_sealed
 from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.frozen import frozen
 from unmask.ir import Span
 from unmask.limits import DEFAULT_LIMITS, Limits
 from unmask.names import IDENT_RE
@@ -132,7 +132,7 @@ def _accepts(prefix: str) -> frozenset[str]:
     return frozenset(state.accepts())
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _Vocabulary:
     """Sets of terminal names that syntax errors are phrased with."""
 

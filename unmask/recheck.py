@@ -20,11 +20,12 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from unmask import ir
 from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.frozen import frozen
 from unmask.limits import DEFAULT_LIMITS, Limits
 from unmask.replaydata import Recheck
 
@@ -35,7 +36,7 @@ _IR_LOCK = threading.Lock()  # a Dask worker may check replays in several thread
 _UNREAD = object()  # no JSON parsed yet
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ProtocolFile:
     """A protocol read from FILE: ``form`` is ``proto`` or ``ir``; ``domains`` the domains
     a ``.proto`` declares (a replay's members for the others are not passed on)."""

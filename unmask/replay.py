@@ -34,7 +34,7 @@ from collections import OrderedDict
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unmask import ir
 from unmask.confine import Refused, locate_protocol
@@ -54,8 +54,10 @@ from unmask.jsonload import parse_json_text, read_json_file
 from unmask.jsonreader import JsonReader, did_you_mean, index_path, join_path, kind, show
 from unmask.limits import DEFAULT_LIMITS, Limits
 from unmask.names import member_help
-from unmask.recheck import ProtocolFile
 from unmask.replaydata import SOURCES, VERDICTS, Replay
+
+if TYPE_CHECKING:  # a replay read against a protocol file is given one; reading never makes one
+    from unmask.recheck import ProtocolFile
 
 __all__ = [
     "ATOM_NAME_RE",

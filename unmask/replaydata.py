@@ -13,10 +13,11 @@ and the annotated atoms that protocol lacks (left out of ``annotations``, never 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 
 from unmask.diagnostics import Diagnostic
+from unmask.frozen import frozen
 from unmask.ir import Protocol
 
 VALUES = ("TRUE", "FALSE", "UNKNOWN")
@@ -36,7 +37,7 @@ EVIDENCE_SOURCES = {
 WHOLE = "whole"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Evidence:
     """A quoted span ``[start, end)`` of a source; or, with ``read`` ``whole``, a reviewed
     reading of the whole source (``start`` 0, ``end`` its length, ``quote`` empty)."""
@@ -55,7 +56,7 @@ class Evidence:
 PROVENANCE_KINDS = ("human", "rule", "model", "gold")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Provenance:
     """Who made an annotation (``by``); an annotation without one is a reviewed human one."""
 
@@ -84,7 +85,7 @@ class Provenance:
         return out
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Annotation:
     atom: str
     value: str  # TRUE | FALSE | UNKNOWN
@@ -102,7 +103,7 @@ class Annotation:
         return self.by is not None and self.by.gold_derived
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Recheck:
     """The protocol a replay was re-checked against instead of its own (``--protocol``):
     its name and ``digest`` (``sha256:`` of its text), so that two runs can be told
@@ -116,7 +117,7 @@ class Recheck:
         return {"protocol": self.protocol, "digest": self.digest, "dropped": list(self.dropped)}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Replay:
     id: str
     protocol: Protocol

@@ -20,9 +20,11 @@ Contract:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from unmask.frozen import frozen
 
 if TYPE_CHECKING:
     from unmask.replaydata import Provenance, Recheck
@@ -94,7 +96,7 @@ DIMENSIONS = ("verdict", "procedure", "coverage", "grounding")
 EXIT_CODES = {SATISFIED: 0, VIOLATED: 1, UNKNOWN: 3}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Quote:
     """One evidence span of an annotation, as the replay gave it; or, with ``read``
     ``whole``, a reviewed reading of the whole source (nothing quoted)."""
@@ -119,7 +121,7 @@ class Quote:
         return {"source": self.source, "start": self.start, "end": self.end, "quote": self.quote}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PartId:
     """The name of one conjunct of a base, as the checker gives it to a backend and the
     report shows it: ``fact:ATOM``, ``constraint:NAME`` (``constraint:NAME#2`` for a second
@@ -149,7 +151,7 @@ class PartId:
         return PartId("fact", atom)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AnnotationItem:
     """An annotation the explanation rests on (``by``: who made it, when the replay says)."""
 
@@ -179,7 +181,7 @@ class AnnotationItem:
         return out
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConstraintItem:
     """A constraint of the protocol, by ``name``."""
 
@@ -191,7 +193,7 @@ class ConstraintItem:
         return {"part": str(self.part), "kind": self.kind, "name": self.name}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LabelsItem:
     """Exactly one declared label holds."""
 
@@ -202,7 +204,7 @@ class LabelsItem:
         return {"part": str(self.part), "kind": self.kind}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DecisionItem:
     """The decision rule: a binary protocol's (``label`` None), or one declared label's."""
 
@@ -249,7 +251,7 @@ class AnnotationTable:
         return i
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Explanation:
     """A set of parts that forces a result; ``minimal`` is False only if a solver call
     timed out while minimising (the set still forces the result)."""
@@ -264,7 +266,7 @@ class Explanation:
         return {"minimal": self.minimal, "parts": parts}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class WitnessAtom:
     atom: str
     value: bool
@@ -278,7 +280,7 @@ class WitnessAtom:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Witness:
     """One assignment on one side of an UNDERDETERMINED check; ``verdict`` is the label
     the verdict takes on this side (verdict check only)."""
@@ -297,7 +299,7 @@ class Witness:
         return out
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Witnesses:
     holds: Witness  # the proposition true
     fails: Witness  # the proposition false
@@ -306,7 +308,7 @@ class Witnesses:
         return {"holds": self.holds.to_json(), "fails": self.fails.to_json()}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CheckResult:
     """One Classify result. ``status`` is None when nothing was solved (translation not
     valid); ``outcome`` is its contribution (OK/VIOLATED/UNKNOWN, None if not a check);
@@ -355,7 +357,7 @@ _FIELD_NAMES = {p: tuple(p + n for n in _FIELDS) for p in ("", "coverage_")}
 _PLAIN, _COVERAGE = _FIELD_NAMES[""], _FIELD_NAMES["coverage_"]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class VerdictCheck:
     """The verdict check; ``allowed`` is the labels the evidence and the protocol still
     allow, in declaration order (None when unsolved or a needed call timed out)."""
@@ -374,7 +376,7 @@ class VerdictCheck:
         return out
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RequirementCheck:
     id: str
     description: str
@@ -393,7 +395,7 @@ class RequirementCheck:
         return out
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GroundingCheck:
     """One grounding pair: each side as written, ``direction`` ``~`` or ``~>``."""
 
@@ -417,7 +419,7 @@ class GroundingCheck:
         return out
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Bases:
     proto: str
     evid: str
@@ -443,7 +445,7 @@ class Bases:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Reason:
     """Why the overall result is not SATISFIED: one per contributing base, check or rule.
 
@@ -461,7 +463,7 @@ class Reason:
         return {"code": self.code, "subject": self.subject, "message": self.message}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Dimensions:
     """Each dimension's checks aggregated like the overall result (no overrides);
     NOT_CHECKED when the dimension has no check."""
@@ -475,7 +477,7 @@ class Dimensions:
         return {d: getattr(self, d) for d in DIMENSIONS}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Report:
     replay: str
     protocol: str

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.frozen import frozen
 from unmask.jsonload import parse_json_bytes, read_json_file, show
 from unmask.limits import DEFAULT_LIMITS, Limits
 from unmask.outputs import write_bytes
@@ -162,7 +163,7 @@ def items(docs: list[tuple[str, dict[str, Any], dict[str, Any]]], chars: int = C
 # --- reading decisions back -----------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Decision:
     location: str
     atom: str
@@ -309,7 +310,7 @@ def apply_to(doc: dict[str, Any], d: Decision) -> None:
 # --- replays by location ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Target:
     """Where a replay lives: a whole file, or line ``line`` of a JSON Lines file."""
 

@@ -13,10 +13,10 @@ answer).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from unmask.backends.base import Backend, Part, Sat, Unknown
 from unmask.explain import BaseSession, witness
+from unmask.frozen import frozen
 from unmask.ir import Expr, iter_atoms
 
 SAT = "sat"
@@ -24,7 +24,7 @@ UNSAT = "unsat"
 UNKNOWN = "unknown"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Answer:
     state: str
     witness: tuple[tuple[str, bool], ...] | None = None

@@ -7,10 +7,10 @@ readers and the IR can all name a place; ``unmask.ir`` re-exports it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from unmask.frozen import frozen
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Span:
     """A half-open region of a source file; lines and columns count from 1."""
 

@@ -41,6 +41,7 @@ from unmask import ir
 from unmask.analysis.findings import CODES, Finding
 from unmask.analysis.ground import Scope
 from unmask.backends.base import Backend, Part, spec
+from unmask.frozen import frozen
 from unmask.ir import iter_atoms, mk_and, mk_card, mk_not, mk_or
 from unmask.irtext import expr_text
 from unmask.overlap import overlaps
@@ -49,7 +50,7 @@ from unmask.solve import SAT, UNKNOWN, UNSAT, Answer, Space
 SCHEMA = "unmask.analysis/1"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Analysis:
     file: str
     protocol: str

@@ -17,12 +17,12 @@ and the one line that says so and why (the witness when it fails).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from unmask import ir
 from unmask.analysis.ground import Scope
 from unmask.backends.base import Backend, Part, spec
+from unmask.frozen import frozen
 from unmask.ir import mk_and, mk_not
 from unmask.irtext import expr_text
 from unmask.solve import SAT, UNKNOWN, Answer, Space
@@ -37,7 +37,7 @@ CONTRADICTORY = "contradictory"  # K_old ∧ K_new has no model
 RELATION_UNKNOWN = "unknown"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Relation:
     """``subject`` is ``label:L``, ``holds:ID``, ``addressed:ID`` or ``constraints``;
     ``looser`` is a witness where NEW holds and OLD does not, ``stricter`` the reverse."""
@@ -59,7 +59,7 @@ class Relation:
         return out
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Comparison:
     old: str
     new: str

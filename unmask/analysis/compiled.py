@@ -17,11 +17,11 @@ compile is of that tree (``unmask.compiler.compile_tree``).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from unmask import ast, ir
 from unmask.backends.base import Backend
 from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.frozen import frozen
 from unmask.limits import Limits
 from unmask.names import invent_members
 from unmask.overlap import overlap_diagnostics
@@ -30,7 +30,7 @@ from unmask.overlap import overlap_diagnostics
 MEMBER_COUNTS = (0, 1, 2, 3)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Compiled:
     protocol: ir.Protocol | None  # None when a free domain has no members
     free: tuple[str, ...] = ()  # free domains without members

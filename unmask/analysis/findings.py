@@ -10,10 +10,10 @@ finding is then reported as undecided, never guessed either way).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from unmask.diagnostics import Diagnostic
+from unmask.frozen import frozen
 from unmask.ir import Span
 from unmask.overlap import FIRST_MATCH_HELP
 
@@ -41,7 +41,7 @@ CODES: dict[str, tuple[str, str]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Finding:
     code: str
     message: str

@@ -14,18 +14,19 @@ tried next), and two versions of one protocol ground to the same atom names.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from unmask import ast, ir
 from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.frozen import frozen
 from unmask.limits import DEFAULT_LIMITS, Limits
 from unmask.names import invent_members
 
 DEFAULT_MEMBERS = 3
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Scope:
     """The members each domain was grounded at; ``invented`` lists the free domains that
     got invented members (``claim_1``…) rather than members given on the command line."""
@@ -62,7 +63,7 @@ class Scope:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Loaded:
     path: str
     protocol: ir.Protocol

@@ -47,6 +47,7 @@ from unmask.batch import files, inputs, run
 from unmask.batch import resume as resuming
 from unmask.batch.summary import Summary
 from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.frozen import frozen
 from unmask.limits import DEFAULT_LIMITS, Limits
 from unmask.outputs import OutputError, cannot_write, reason, write_text
 from unmask.record import ResultRecord, same_protocol
@@ -54,7 +55,7 @@ from unmask.record import ResultRecord, same_protocol
 BROKEN_PROTOCOL_HINT = "`unmask analyze` shows why the protocol contradicts itself"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AuditOptions:
     """Everything ``unmask audit`` takes besides its paths, with its defaults (but no
     results file: ``out`` None writes none)."""
@@ -76,7 +77,7 @@ class AuditOptions:
     protocol: Any = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Outcome:
     """What an audit found: the summary of every result line, and what to say besides."""
 

@@ -24,10 +24,10 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from unmask.frozen import frozen
 from unmask.limits import DEFAULT_LIMITS, Limits
 from unmask.lines import bounded_lines
 from unmask.outputs import reason
@@ -36,7 +36,7 @@ STDIN = "-"
 STDIN_LABEL = "<stdin>"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Task:
     """One replay to audit: a whole file (``text`` None: read it) or one JSON Lines record."""
 
@@ -108,7 +108,7 @@ def _walk(root: str) -> Iterator[Task]:
             yield Task(entry.path, entry.path)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LineRange:
     """Lines of a JSON Lines file for a pool worker to read itself: the bytes ``[start,
     end)``, which begin at a line's start, whose first line is number ``line``, and which

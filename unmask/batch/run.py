@@ -39,7 +39,6 @@ import re
 import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +47,7 @@ from unmask.batch.inputs import STDIN_LABEL, LineRange, Task, range_tasks, split
 from unmask.batch.records import encode_line, error_record
 from unmask.batch.summary import Summary
 from unmask.diagnostics import Diagnostic, UnmaskError, internal_error
+from unmask.frozen import frozen
 from unmask.interrupt import reraise_interrupt
 from unmask.limits import DEFAULT_LIMITS, GC_THRESHOLDS, Limits
 from unmask.record import ResultRecord
@@ -63,7 +63,7 @@ RESULTS_BUFFER = 2 * CHUNK_BYTES
 WINDOW_PER_JOB = 4
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Settings:
     backend: str
     timeout_ms: int
@@ -75,7 +75,7 @@ class Settings:
     protocol: Any = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Result:
     """One audited task: its result ``line``, its ``record`` (what the summary, the index
     and the JUnit file read of it), and with ``Settings.html`` a checked replay's HTML

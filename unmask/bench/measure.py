@@ -19,7 +19,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from unmask.bench.baseline import Baseline
@@ -28,6 +28,7 @@ from unmask.bench.jobs import measure_jobs
 from unmask.bench.processes import measure_memory, measure_startup
 from unmask.bench.targets import evaluate, say_targets
 from unmask.bench.workload import labelled_line, replay_line
+from unmask.frozen import frozen
 
 
 class _Counting:
@@ -50,7 +51,7 @@ class _Counting:
         return n
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Cell:
     """One runner on one size: per-replay time of each repeat, and solver calls."""
 
@@ -148,7 +149,7 @@ def _time_runner(
     return cpu / n, wall / n, calls / n, size / n
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Plan:
     """What to measure; ``quick()`` is the seconds-long version for tests."""
 

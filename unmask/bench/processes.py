@@ -24,11 +24,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from unmask.bench.workload import PROTOCOL_SOURCE, proto_replay, replay_line
+from unmask.frozen import frozen
 
 # what every `unmask` child runs: the installed package's entry point
 MAIN = "from unmask.cli.main import main; main()"
@@ -38,7 +38,7 @@ class BenchError(Exception):
     """A measurement that cannot be trusted: its figures are not printed."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Expect:
     """What a child must do: exit with ``status`` and, unless None, print ``stdout``."""
 

@@ -13,8 +13,9 @@ hold anyone to). The targets themselves are explained in ``docs/performance.md``
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+from unmask.frozen import frozen
 
 # the bounds (docs/performance.md, "Targets")
 GROWTH_OVER_FLOOR = 1.1  # growth 200 -> 2000 claims, over the floor's growth
@@ -27,7 +28,7 @@ COLD_CACHE_EXTRA_MS = 150.0  # what an empty compile cache adds: half of about 3
 GROWTH_SIZES = (200, 2000)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Target:
     """One target: ``measured`` against ``bound`` (``at_most``: ≤, else ≥)."""
 

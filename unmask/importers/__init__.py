@@ -25,6 +25,7 @@ from types import ModuleType
 from typing import Any
 
 from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.frozen import frozen
 from unmask.limits import DEFAULT_LIMITS, Limits
 
 PROTOCOLS = Path(__file__).resolve().parent / "protocols"
@@ -60,7 +61,7 @@ def rule_by(importer: str) -> dict[str, Any]:
     return {"kind": "rule", "name": f"{importer}/1", "reviewed": False}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Options:
     """What the command line passes to every importer."""
 
@@ -70,20 +71,20 @@ class Options:
     protocol: Path | None = None  # the judge's protocol (`structured`)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Imported:
     name: str  # the file name stem, before making it safe and unique
     replay: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Skipped:
     where: str  # FILE:LINE or FILE: JSON path, and the field
     reason: str
     count: int = 1  # how many judged results this one skip stands for
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Note:
     """Something true of the whole input that the user should know, said once per file
     (a check not made because the input cannot tell); not a record."""

@@ -18,17 +18,17 @@ With ``objects=True`` a value that is not a JSON object is a ``BadLine`` too.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from unmask.diagnostics import UnmaskError
+from unmask.frozen import frozen
 from unmask.limits import Limits
 
 Bad = Literal["skip", "first", "raise"]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class BadLine:
     """A line that is no record: ``reason`` for its ``Skipped``; ``error`` the parser's,
     None for JSON that is not an object."""

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass
+
+from unmask.frozen import frozen
 
 # a span of at least this many characters and words in double quotes is a quotation; a
 # shorter one is usually a term in scare quotes ("non-suspicious")
@@ -49,7 +50,7 @@ up down off more most other only own same so too very just said says mr mrs ms
 STOP = frozenset(_STOPWORDS.split())
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Namings:
     """Who a quotation can be given to. ``naming`` matches a naming of the source whose
     words are checked, or, in a group ``other`` if it has one, of anything else (whose
@@ -59,7 +60,7 @@ class Namings:
     according: re.Pattern[str] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Quotation:
     start: int  # inside the quote marks
     end: int

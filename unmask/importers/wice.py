@@ -29,12 +29,12 @@ import bisect
 import hashlib
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from unmask.builder import ReplayBuilder
 from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.frozen import frozen
 from unmask.importers import PROTOCOLS, Imported, Occurrences, Options, Skipped, build
 from unmask.importers.jsonlines import BadLine, jsonl_records
 from unmask.importers.wice_rules import MAX_DIGITS, citations, dismissal, gap, support_said
@@ -75,7 +75,7 @@ def _tag(text: str, name: str) -> _Found | None:
     return _Found(text, i, inner, j, j + len(name) + 3)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _Found:
     """A tag found by ``_tag``, read as a ``re.Match`` of its pattern is."""
 

@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from dataclasses import dataclass
 from typing import ClassVar
 
 from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.frozen import frozen
 
 __all__ = ["By", "Fill", "Proposer", "available", "create", "describe", "register"]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class By:
     """Who made an annotation: never a reviewed human, so ``reviewed`` starts false."""
 
@@ -34,7 +34,7 @@ class By:
         return {"kind": self.kind, "name": self.name, "reviewed": self.reviewed}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Fill:
     """One thing a proposer can fill: atoms of ``role`` (judge, context, procedure) for ``task``."""
 

@@ -25,8 +25,8 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from dataclasses import dataclass
 
+from unmask.frozen import frozen
 from unmask.propose import CLAIM_SUPPORT, Proposer
 
 SUPPORTED = "supported"
@@ -35,7 +35,7 @@ NOT_SUPPORTED = "not_supported"
 LABELS = (SUPPORTED, PARTIAL, NOT_SUPPORTED)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Params:
     """The method's constants; the defaults are the ones tuned on the WiCE dev half."""
 
@@ -62,7 +62,7 @@ LABEL_CONFIDENCE: dict[str, tuple[float, ...]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Match:
     """One supporting sentence and the span of it from its first to its last matched term."""
 
@@ -73,7 +73,7 @@ class Match:
     confidence: float
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Alignment:
     """Everything proposed for one claim before any abstention; ``at`` applies a threshold."""
 
@@ -199,7 +199,7 @@ def _decile(x: float) -> int:
     return min(int(x * 10), 9)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Search:
     """The greedy search's result for one claim, before any label or threshold."""
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.frozen import frozen
 from unmask.names import IDENT_RE, applied
 from unmask.propose import By, Fill, Proposer
 
@@ -173,7 +174,7 @@ WICE_RULES: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Quoted:
     start: int
     end: int
@@ -183,7 +184,7 @@ class Quoted:
         return {"source": source, "start": self.start, "end": self.end, "quote": self.quote}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Proposal:
     """One proposed annotation: ``atom`` (``said(s5)``), ``value``, spans, confidence, rules."""
 
@@ -194,7 +195,7 @@ class Proposal:
     rules: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Rule:
     """One rule. Per capture group (``values``, ``case``, ``mapping``: one entry each) a
     captured value becomes member names; ``member`` holds one template per place of the
@@ -483,7 +484,7 @@ def _too_large(what: str) -> str:
     return f"the rationale is too large to propose for: {what}"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Hit:
     """One thing a rule found: the atom, the captured values (joined by `, `), its confidence
     and its span."""

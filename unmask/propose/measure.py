@@ -23,10 +23,10 @@ import random
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 import click
 
+from unmask.frozen import frozen
 from unmask.propose.claims import (
     DEFAULT_PARAMS,
     DEFAULT_THRESHOLD,
@@ -45,7 +45,7 @@ SEED = 13
 THRESHOLDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Gold:
     claim: str
     evidence: list[str]

@@ -21,9 +21,9 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.frozen import frozen
 from unmask.propose import Fill, Proposer
 
 # the task `unmask propose replay` asks a model for: any open atom, one question each
@@ -55,7 +55,7 @@ SYSTEM_PROMPT = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Answer:
     """A usable answer: the value, where its quote is, and the confidence."""
 
@@ -68,7 +68,7 @@ class Answer:
     reason: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Abstain:
     """No annotation: why (shown in the run's summary)."""
 

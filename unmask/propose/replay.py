@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from unmask.frozen import frozen
 from unmask.names import split_applied
 from unmask.propose import CLAIM_SUPPORT, Fill, Proposer
 from unmask.propose.claims import Alignment, Match
@@ -56,7 +57,7 @@ _CITE_WORD = re.compile(r"\bcit(?:e|es|ed|ing|ation|ations)\b", re.I)
 _NOT_SUPPORT = re.compile(r"\b(?:not|no|never|contradict\w*|refut\w*|disprov\w*)\b", re.I)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Candidate:
     """One proposed annotation before the threshold: atom, value, spans, confidence."""
 
@@ -78,7 +79,7 @@ class Outcome:
     abstained: list[tuple[str, str]] = field(default_factory=list)  # proposer, reason
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Context:
     """What a filler may read: the replay, the atoms still open, and the options."""
 
@@ -184,7 +185,7 @@ def _naming(values: list[str], ids: list[str]) -> tuple[dict[str, str], bool] | 
     return named, all(v in ids for v in values)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Pairs:
     """A family over a claim and a passage, its positions resolved: which position holds the
     passage and which the claim, and what each member there names."""

@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import IO, Any
 
 from unmask.diagnostics import render_all
+from unmask.frozen import frozen
 from unmask.record import ResultRecord
 from unmask.render import text as text_render
 from unmask.report import DIMENSIONS, SATISFIED, VIOLATED, Report
@@ -47,7 +48,7 @@ RECHECK_DIGEST = "recheck.digest"
 KINDS = {"failure": "failures", "error": "errors", "skipped": "skipped"}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Invalid:
     """A replay of a batch that could not be checked: ``name`` (its id or path) and the
     diagnostics' text."""
@@ -56,7 +57,7 @@ class Invalid:
     message: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Case:
     """One ``<testcase>``: ``kind`` is ``failure``, ``skipped``, ``error`` or None (passed);
     ``text`` is the element's text (for a pass, the ``<system-out>``; None: no element)."""

@@ -18,8 +18,8 @@ from typing import Any
 import click
 
 from unmask.irtext import expr_text
-from unmask.render.view import DIMENSION_TITLES as titles
-from unmask.render.view import (
+from unmask.render.words import DIMENSION_TITLES as titles
+from unmask.render.words import (
     Lookup,
     item_provenance,
     item_rule,

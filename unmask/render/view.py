@@ -16,7 +16,9 @@ Contract:
   indexing counts, so slicing happens here and nowhere else (never in a browser);
 - ``provenance(by)`` words who made an annotation (``rule wice-citations/1, unreviewed``)
   and ``resting(result, lookup)`` says what a check rests on ("rests on 2 unreviewed
-  annotations"): the annotations of its explanation, or those pinned in its witnesses;
+  annotations"): the annotations of its explanation, or those pinned in its witnesses
+  (these, ``Lookup`` and the dimensions' titles live in ``unmask.render.words``, which the
+  text format imports alone, and are re-exported here);
 - user text goes through ``unmask.safe``. Everything is deterministic.
 
 Size: the view model every format reads (checks, findings, marks, provenance wording) is
@@ -27,11 +29,27 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
+from unmask.frozen import frozen
 from unmask.irtext import expr_text
+
+# re-exported: formats read the view, the output policy and the dimension order from here;
+# the wording of rules, provenance and standing (all the text format needs) from its module
+from unmask.render.words import DIMENSION_QUESTIONS as DIMENSION_QUESTIONS
+from unmask.render.words import DIMENSION_TITLES as DIMENSION_TITLES
+from unmask.render.words import Lookup as Lookup
+from unmask.render.words import decision_rules as decision_rules
+from unmask.render.words import item_provenance as item_provenance
+from unmask.render.words import item_rule as item_rule
+from unmask.render.words import provenance as provenance
+from unmask.render.words import resting as resting
+from unmask.render.words import rests_kinds as rests_kinds
+from unmask.render.words import rests_on as rests_on
+from unmask.render.words import standing as standing
+from unmask.render.words import standing_text as standing_text
+from unmask.render.words import whole_reading as whole_reading
 from unmask.report import (
     DIMENSIONS as DIMENSIONS,
 )
@@ -48,25 +66,10 @@ from unmask.report import (
     CheckResult,
     Report,
 )
-
-# re-exported: formats read the view, the output policy and the dimension order from here
 from unmask.safe import clean as clean
 
-DIMENSION_TITLES = {
-    "verdict": "verdict entailment",
-    "procedure": "procedural compliance",
-    "coverage": "coverage",
-    "grounding": "grounding",
-}
-DIMENSION_QUESTIONS = {
-    "verdict": "does the stated rationale force the observed verdict?",
-    "procedure": "was each requirement met?",
-    "coverage": "was each requirement observable in the first place?",
-    "grounding": "do the judge's claims match independent observations of the context?",
-}
 
-
-@dataclass(frozen=True, slots=True)
+@frozen
 class Rule:
     """What a kind of result checks: its id in every format, a name, one sentence, and the
     level of a result that breaks it."""
@@ -136,7 +139,7 @@ def label(result: str | None) -> str:
     return f"{ICONS.get(result, '?')} {word}"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Check:
     key: str  # verdict | requirement:ID | coverage:ID | grounding:JUDGE~CONTEXT (or ~>)
     dimension: str  # one of DIMENSIONS
@@ -216,7 +219,7 @@ def not_specified(report: Report) -> tuple[str, ...]:
     return tuple(r.id for r in report.requirements if r.coverage.status == NOT_SPECIFIED)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Mark:
     id: str  # ev-A-E
     atom: str
@@ -230,161 +233,6 @@ class Mark:
     quote: str
     path: str  # the evidence span in the replay JSON
     whole: bool = False  # a reading of the whole source: nothing quoted, nothing marked
-
-
-def whole_reading(source: str) -> str:
-    """How every format words a reading of a whole source (``"read": "whole"``)."""
-    return f"the whole `{source}`, read: nothing in it says so"
-
-
-class Lookup:
-    """Atom declarations and annotations by name, built once per replay (the replay's own
-    look-ups scan a list, which is quadratic over a large report)."""
-
-    def __init__(self, replay: Any) -> None:
-        self.decls = {} if replay is None else {a.name: a for a in replay.protocol.atoms}
-        self.anns = {} if replay is None else {a.atom: a for a in replay.annotations}
-        self.reqs = {} if replay is None else {r.id: r for r in replay.protocol.requirements}
-        self.protocol = None if replay is None else replay.protocol
-        self.rules = decision_rules(self.protocol)
-
-    def rule(self, label: str | None) -> str:
-        """The decision for ``label`` as written (a binary protocol's one rule for None)."""
-        if not self.rules:
-            return ""
-        return self.rules.get(label) or next(iter(self.rules.values()))
-
-    def role(self, atom: str) -> str:
-        d = self.decls.get(atom)
-        return "" if d is None else d.role
-
-    def description(self, atom: str) -> str:
-        d = self.decls.get(atom)
-        return "" if d is None else d.description
-
-    def value(self, atom: str) -> str:
-        """TRUE, FALSE or UNKNOWN (an unannotated atom is UNKNOWN)."""
-        a = self.anns.get(atom)
-        return UNKNOWN if a is None else a.value
-
-
-def decision_rules(protocol: Any) -> dict[str | None, str]:
-    """Each decision as written, by label: ``pass iff D`` (under None) for a protocol
-    without a ``verdict`` statement; ``L iff D_L`` or ``L otherwise`` for each declared one
-    (under ``first-match``, a decision names the labels tried before it)."""
-    if protocol is None:
-        return {}
-    if not protocol.declared_labels:
-        d = protocol.decision
-        return {} if d is None else {None: f"pass iff {expr_text(d)}"}
-    out: dict[str | None, str] = {}
-    earlier: list[str] = []  # under `first-match`, the labels tried before this one
-    for d in protocol.decisions:
-        if d.expr is None:
-            out[d.label] = f"{d.label} otherwise"
-            continue
-        rule = f"{d.label} iff {expr_text(d.expr)}"
-        if getattr(protocol, "first_match", False) and earlier:
-            rule += f" (first match: after {', '.join(earlier)})"
-        out[d.label] = rule
-        earlier.append(d.label)
-    return out
-
-
-def item_rule(item: Any, look: Lookup) -> str:
-    """What a ``decision`` or ``labels`` part of an explanation says, as written."""
-    if item.kind == "labels":
-        labels = () if look.protocol is None else look.protocol.labels
-        return "exactly one verdict label" + (f": {' | '.join(labels)}" if labels else "")
-    return look.rule(getattr(item, "label", None))
-
-
-def _by_fields(by: Any) -> tuple[str, str | None, bool] | None:
-    """(kind, name, reviewed) of an annotation's ``by``, given as data or as its JSON."""
-    if by is None:
-        return None
-    if isinstance(by, dict):
-        kind = str(by.get("kind", ""))
-        reviewed = by.get("reviewed")
-        name = by.get("name")
-    else:
-        kind, name, reviewed = by.kind, by.name, by.reviewed
-    if not isinstance(reviewed, bool):
-        reviewed = kind in ("human", "gold")
-    return kind, str(name) if name else None, reviewed
-
-
-def provenance(by: Any) -> str:
-    """``rule wice-citations/1, unreviewed``; empty for an annotation without ``by``."""
-    fields = _by_fields(by)
-    if fields is None:
-        return ""
-    kind, name, reviewed = fields
-    words = [kind if name is None else f"{kind} {name}"]
-    if not reviewed:
-        words.append("unreviewed")
-    if kind == "gold":
-        words.append("derived from the gold label")
-    return ", ".join(words)
-
-
-def _item_by(item: Any, look: Lookup) -> Any:
-    """An explanation item's ``by``; from the replay when the item does not carry it."""
-    by = getattr(item, "by", None)
-    if by is None and item.kind == "annotation":
-        ann = look.anns.get(item.atom or "")
-        by = None if ann is None else ann.by
-    return by
-
-
-def item_provenance(item: Any, look: Lookup) -> str:
-    return provenance(_item_by(item, look)) if item.kind == "annotation" else ""
-
-
-def rests_on(result: CheckResult, look: Lookup) -> tuple[int, int]:
-    """(unreviewed, gold-derived) annotations a check rests on, as the checker counted them
-    (those of its explanation or, undetermined, those pinned in its witnesses)."""
-    return result.unreviewed, result.gold_derived
-
-
-def resting(result: CheckResult, look: Lookup) -> str:
-    """``rests on 2 unreviewed annotations`` (and the gold-derived ones); empty if none."""
-    unreviewed, gold = rests_on(result, look)
-    parts = []
-    if unreviewed:
-        parts.append(f"{unreviewed} unreviewed annotation{'' if unreviewed == 1 else 's'}")
-    if gold:
-        parts.append(f"{gold} gold-derived annotation{'' if gold == 1 else 's'}")
-    return "rests on " + " and ".join(parts) if parts else ""
-
-
-def standing(result: CheckResult) -> str:
-    """A finding's standing: ``confirmed`` when a VIOLATED check rests only on reviewed
-    annotations, ``provisional`` when it rests on an unreviewed or gold-derived one; empty
-    for a check that is no finding."""
-    if result.outcome != VIOLATED:
-        return ""
-    return "provisional" if result.unreviewed or result.gold_derived else "confirmed"
-
-
-def rests_kinds(result: CheckResult, look: Lookup) -> tuple[str, ...]:
-    """Who made the annotations a check's explanation rests on, each kind once, in order:
-    ``reviewed human`` for an annotation without ``by``, else its provenance words."""
-    expl = result.explanation
-    out: dict[str, None] = {}
-    for item in expl.items if expl is not None else ():
-        if item.kind == "annotation":
-            out[item_provenance(item, look) or "reviewed human"] = None
-    return tuple(out)
-
-
-def standing_text(result: CheckResult, look: Lookup) -> str:
-    """``provisional: rests on rule wice-rules/2, unreviewed``; empty for no finding."""
-    word = standing(result)
-    kinds = rests_kinds(result, look)
-    if not word:
-        return ""
-    return f"{word}: rests on {'; '.join(kinds)}" if kinds else word
 
 
 def marks(replay: Any, lookup: Lookup | None = None) -> tuple[Mark, ...]:
@@ -426,7 +274,7 @@ def mark_index(ms: Iterable[Mark]) -> dict[tuple[str, str, int, int], Mark]:
 SHOWN = 3
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Segment:
     text: str
     marks: tuple[Mark, ...]  # the innermost SHOWN spans covering this piece, in mark order

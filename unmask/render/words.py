@@ -1,0 +1,185 @@
+"""How every format words a check: the dimensions' titles, the protocol's rules as written,
+who made an annotation, and what a finding rests on.
+
+Contract: ``Lookup`` holds a replay's atom declarations, annotations and requirements by
+name, built once per replay; ``decision_rules`` and ``item_rule`` give a decision as
+written; ``provenance(by)`` words who made an annotation (``rule wice-citations/1,
+unreviewed``); ``resting`` and ``standing_text`` say what a check rests on and whether a
+finding is confirmed or provisional. ``unmask.render.view`` re-exports all of it for the
+formats; the text format, which needs only this, imports it alone (start-up).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from unmask.irtext import expr_text
+from unmask.report import UNKNOWN, VIOLATED, CheckResult
+
+DIMENSION_TITLES = {
+    "verdict": "verdict entailment",
+    "procedure": "procedural compliance",
+    "coverage": "coverage",
+    "grounding": "grounding",
+}
+DIMENSION_QUESTIONS = {
+    "verdict": "does the stated rationale force the observed verdict?",
+    "procedure": "was each requirement met?",
+    "coverage": "was each requirement observable in the first place?",
+    "grounding": "do the judge's claims match independent observations of the context?",
+}
+
+
+def whole_reading(source: str) -> str:
+    """How every format words a reading of a whole source (``"read": "whole"``)."""
+    return f"the whole `{source}`, read: nothing in it says so"
+
+
+class Lookup:
+    """Atom declarations and annotations by name, built once per replay (the replay's own
+    look-ups scan a list, which is quadratic over a large report)."""
+
+    def __init__(self, replay: Any) -> None:
+        self.decls = {} if replay is None else {a.name: a for a in replay.protocol.atoms}
+        self.anns = {} if replay is None else {a.atom: a for a in replay.annotations}
+        self.reqs = {} if replay is None else {r.id: r for r in replay.protocol.requirements}
+        self.protocol = None if replay is None else replay.protocol
+        self.rules = decision_rules(self.protocol)
+
+    def rule(self, label: str | None) -> str:
+        """The decision for ``label`` as written (a binary protocol's one rule for None)."""
+        if not self.rules:
+            return ""
+        return self.rules.get(label) or next(iter(self.rules.values()))
+
+    def role(self, atom: str) -> str:
+        d = self.decls.get(atom)
+        return "" if d is None else d.role
+
+    def description(self, atom: str) -> str:
+        d = self.decls.get(atom)
+        return "" if d is None else d.description
+
+    def value(self, atom: str) -> str:
+        """TRUE, FALSE or UNKNOWN (an unannotated atom is UNKNOWN)."""
+        a = self.anns.get(atom)
+        return UNKNOWN if a is None else a.value
+
+
+def decision_rules(protocol: Any) -> dict[str | None, str]:
+    """Each decision as written, by label: ``pass iff D`` (under None) for a protocol
+    without a ``verdict`` statement; ``L iff D_L`` or ``L otherwise`` for each declared one
+    (under ``first-match``, a decision names the labels tried before it)."""
+    if protocol is None:
+        return {}
+    if not protocol.declared_labels:
+        d = protocol.decision
+        return {} if d is None else {None: f"pass iff {expr_text(d)}"}
+    out: dict[str | None, str] = {}
+    earlier: list[str] = []  # under `first-match`, the labels tried before this one
+    for d in protocol.decisions:
+        if d.expr is None:
+            out[d.label] = f"{d.label} otherwise"
+            continue
+        rule = f"{d.label} iff {expr_text(d.expr)}"
+        if getattr(protocol, "first_match", False) and earlier:
+            rule += f" (first match: after {', '.join(earlier)})"
+        out[d.label] = rule
+        earlier.append(d.label)
+    return out
+
+
+def item_rule(item: Any, look: Lookup) -> str:
+    """What a ``decision`` or ``labels`` part of an explanation says, as written."""
+    if item.kind == "labels":
+        labels = () if look.protocol is None else look.protocol.labels
+        return "exactly one verdict label" + (f": {' | '.join(labels)}" if labels else "")
+    return look.rule(getattr(item, "label", None))
+
+
+def _by_fields(by: Any) -> tuple[str, str | None, bool] | None:
+    """(kind, name, reviewed) of an annotation's ``by``, given as data or as its JSON."""
+    if by is None:
+        return None
+    if isinstance(by, dict):
+        kind = str(by.get("kind", ""))
+        reviewed = by.get("reviewed")
+        name = by.get("name")
+    else:
+        kind, name, reviewed = by.kind, by.name, by.reviewed
+    if not isinstance(reviewed, bool):
+        reviewed = kind in ("human", "gold")
+    return kind, str(name) if name else None, reviewed
+
+
+def provenance(by: Any) -> str:
+    """``rule wice-citations/1, unreviewed``; empty for an annotation without ``by``."""
+    fields = _by_fields(by)
+    if fields is None:
+        return ""
+    kind, name, reviewed = fields
+    words = [kind if name is None else f"{kind} {name}"]
+    if not reviewed:
+        words.append("unreviewed")
+    if kind == "gold":
+        words.append("derived from the gold label")
+    return ", ".join(words)
+
+
+def _item_by(item: Any, look: Lookup) -> Any:
+    """An explanation item's ``by``; from the replay when the item does not carry it."""
+    by = getattr(item, "by", None)
+    if by is None and item.kind == "annotation":
+        ann = look.anns.get(item.atom or "")
+        by = None if ann is None else ann.by
+    return by
+
+
+def item_provenance(item: Any, look: Lookup) -> str:
+    return provenance(_item_by(item, look)) if item.kind == "annotation" else ""
+
+
+def rests_on(result: CheckResult, look: Lookup) -> tuple[int, int]:
+    """(unreviewed, gold-derived) annotations a check rests on, as the checker counted them
+    (those of its explanation or, undetermined, those pinned in its witnesses)."""
+    return result.unreviewed, result.gold_derived
+
+
+def resting(result: CheckResult, look: Lookup) -> str:
+    """``rests on 2 unreviewed annotations`` (and the gold-derived ones); empty if none."""
+    unreviewed, gold = rests_on(result, look)
+    parts = []
+    if unreviewed:
+        parts.append(f"{unreviewed} unreviewed annotation{'' if unreviewed == 1 else 's'}")
+    if gold:
+        parts.append(f"{gold} gold-derived annotation{'' if gold == 1 else 's'}")
+    return "rests on " + " and ".join(parts) if parts else ""
+
+
+def standing(result: CheckResult) -> str:
+    """A finding's standing: ``confirmed`` when a VIOLATED check rests only on reviewed
+    annotations, ``provisional`` when it rests on an unreviewed or gold-derived one; empty
+    for a check that is no finding."""
+    if result.outcome != VIOLATED:
+        return ""
+    return "provisional" if result.unreviewed or result.gold_derived else "confirmed"
+
+
+def rests_kinds(result: CheckResult, look: Lookup) -> tuple[str, ...]:
+    """Who made the annotations a check's explanation rests on, each kind once, in order:
+    ``reviewed human`` for an annotation without ``by``, else its provenance words."""
+    expl = result.explanation
+    out: dict[str, None] = {}
+    for item in expl.items if expl is not None else ():
+        if item.kind == "annotation":
+            out[item_provenance(item, look) or "reviewed human"] = None
+    return tuple(out)
+
+
+def standing_text(result: CheckResult, look: Lookup) -> str:
+    """``provisional: rests on rule wice-rules/2, unreviewed``; empty for no finding."""
+    word = standing(result)
+    kinds = rests_kinds(result, look)
+    if not word:
+        return ""
+    return f"{word}: rests on {'; '.join(kinds)}" if kinds else word
