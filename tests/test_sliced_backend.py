@@ -199,3 +199,64 @@ def test_an_undecided_base_is_not_asked_again_before_an_easy_check():
         assert asked == [None, {parts[0].label}]  # the whole base once, then the one part
     finally:
         session.close()
+
+
+@given(st.data())
+def test_the_pins_a_formula_rests_on_leave_it_the_same_function(data):
+    """``justify``: with only the pins it names fixed, the formula is the same function of
+    the unpinned atoms as with every pin fixed, and a settled value is its value."""
+    import itertools
+
+    from tests.strategies import atom_lists, exprs
+    from unmask.ir import evaluate
+    from unmask.ireval import justify
+
+    atoms = data.draw(atom_lists(1, 6))
+    e = data.draw(exprs(atoms, max_leaves=12))
+    pins = data.draw(st.dictionaries(st.sampled_from(atoms), st.booleans()))
+    number = {a: k for k, a in enumerate(atoms)}
+    value, rests = justify(e, lambda n: (pins[n], 1 << number[n]) if n in pins else (None, 0))
+    kept = {a: v for a, v in pins.items() if rests >> number[a] & 1}
+    assert set(kept) == {a for a in atoms if rests >> number[a] & 1}  # only pinned atoms
+    for values in itertools.product((False, True), repeat=len(atoms)):
+        env = {**dict(zip(atoms, values, strict=True)), **kept}
+        got = evaluate(e, env)
+        assert got == evaluate(e, {**env, **pins})
+        if value is not None:
+            assert got == value
+
+
+def test_a_core_names_the_facts_that_settle_a_wide_decision_not_all_of_them():
+    """Some parts called supported and some not force `partially_supported`; the core of
+    that proof names one fact of each kind (the latest), so deletion over the twenty facts
+    skips the trials the core does not touch instead of making a call for each."""
+    from unmask.backends import Part
+    from unmask.ir import Atom, Binary, Card, Nary, Not
+
+    said = [Atom(f"said(p{i})") for i in range(20)]
+    v = [Atom(f"$v:{x}") for x in ("s", "p", "n")]
+    all_said, some_said = Nary("and", tuple(said)), Nary("or", tuple(said))
+    partly = Nary("and", (some_said, Not(all_said)))
+    parts = [Part(f"fact:{a.name}", a if i % 3 else Not(a)) for i, a in enumerate(said)]
+    parts += [
+        Part("labels", Card("exactly", 1, tuple(v))),
+        Part("decision:s", Binary("iff", v[0], all_said)),
+        Part("decision:p", Binary("iff", v[1], partly)),
+        Part("decision:n", Binary("iff", v[2], Not(Nary("or", (all_said, partly))))),
+    ]
+    session = create("sliced").open(parts, [a.name for a in [*said, *v]])
+    assert isinstance(session.check(), Sat)
+    got = session.check(Not(v[1]), enabled=[p.label for p in parts])
+    assert isinstance(got, Unsat)
+    facts = sorted(x for x in got.core if x.startswith("fact:"))
+    assert facts == ["fact:said(p18)", "fact:said(p19)"]  # p18 is FALSE, p19 TRUE
+    assert not brute_sat_labels(parts, got.core, Not(v[1]))
+
+
+def brute_sat_labels(parts, labels, query) -> bool:
+    from tests.test_backend_matrix import brute_sat
+    from unmask.ir import iter_atoms
+
+    chosen = [p.expr for p in parts if p.label in labels] + [query]
+    names = sorted({a for f in chosen for a in iter_atoms(f)})
+    return brute_sat(chosen, names, {})

@@ -9,12 +9,16 @@ Contract:
 - ``truth_mask(e, index, n)`` evaluates ``e`` on all 2**n assignments at once, bit-parallel:
   atom i's column is the alternating pattern of period 2**(i+1); and/or/xor/not are bitwise;
   cardinalities use a bitwise binary counter and comparator;
+- ``justify(e, lookup)`` is ``e``'s value under the pins ``lookup`` gives (None where it
+  is open) and the pins it rests on, as a bit set: fixing only those pins leaves ``e`` the
+  same function of the unpinned atoms (a settled node rests on as few of its children as
+  settle it, the latest first; an open one on all of its children's pins);
 - every walk is the IR's one iterative ``fold``: depth is bounded by memory only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -221,3 +225,131 @@ def truth_mask(
     ``memo`` may be shared by formulas over the same ``index`` (shared subterms); atoms in
     ``fixed`` are constants instead of columns."""
     return _MASK(expr, _Masks(index, n, fixed), memo)
+
+
+# --- the pins a formula rests on ------------------------------------------------------------
+
+# (the node's value under the pins, None where it is open; the pins it rests on, bit i for
+# the pin numbered i)
+Why = tuple[bool | None, int]
+_NONE = 1 << 62  # the sort key of a justification without pins: preferred to any
+
+
+def _lowest(m: int) -> int:
+    """The earliest pin a justification uses (the first deletion in base order drops)."""
+    return (m & -m).bit_length() if m else _NONE
+
+
+def _pick(v: list[Why], want: bool, need: int) -> int:
+    """``need`` children whose value is ``want``, those resting on the latest pins first
+    (deletion in base order drops the earliest pins first: a core of late ones survives
+    more trials)."""
+    if need <= 0:
+        return 0
+    found = [m for x, m in v if x is want]
+    if need == 1:
+        return max(found, key=_lowest)
+    found.sort(key=_lowest, reverse=True)
+    acc = 0
+    for m in found[:need]:
+        acc |= m
+    return acc
+
+
+def _all(v: list[Why]) -> int:
+    acc = 0
+    for _, m in v:
+        acc |= m
+    return acc
+
+
+def _why_atom(lookup: Callable[[str], Why], e: Atom, _: list[Why]) -> Why:
+    return lookup(e.name)
+
+
+def _why_and(_c: Any, e: Nary, v: list[Why]) -> Why:
+    values = [x for x, _ in v]
+    if False in values:
+        return False, _pick(v, False, 1)
+    return (True if None not in values else None), _all(v)
+
+
+def _why_or(_c: Any, e: Nary, v: list[Why]) -> Why:
+    values = [x for x, _ in v]
+    if True in values:
+        return True, _pick(v, True, 1)
+    return (False if None not in values else None), _all(v)
+
+
+def _why_xor(_c: Any, e: Nary, v: list[Why]) -> Why:
+    values = [x for x, _ in v]
+    if None in values:
+        return None, _all(v)
+    return sum(values) % 2 == 1, _all(v)
+
+
+def _why_implies(_c: Any, e: Binary, v: list[Why]) -> Why:
+    (a, ma), (b, mb) = v
+    if a is False or b is True:
+        options = [m for ok, m in ((a is False, ma), (b is True, mb)) if ok]
+        return True, max(options, key=_lowest)
+    if a is True and b is False:
+        return False, ma | mb
+    return None, ma | mb
+
+
+def _why_iff(_c: Any, e: Binary, v: list[Why]) -> Why:
+    (a, ma), (b, mb) = v
+    if a is None or b is None:
+        return None, ma | mb
+    return a == b, ma | mb
+
+
+def _why_card(_c: Any, e: Card, v: list[Why]) -> Why:
+    n, k = len(v), e.k
+    t = sum(1 for x, _ in v if x is True)
+    f = sum(1 for x, _ in v if x is False)
+    # at least k true is settled TRUE by k true arguments, FALSE by n-k+1 false ones
+    if e.op == "atleast":
+        if t >= k:
+            return True, _pick(v, True, k)
+        if f > n - k:
+            return False, _pick(v, False, n - k + 1)
+    elif e.op == "atmost":
+        if f >= n - k:
+            return True, _pick(v, False, n - k)
+        if t > k:
+            return False, _pick(v, True, k + 1)
+    else:  # exactly
+        if t > k:
+            return False, _pick(v, True, k + 1)
+        if f > n - k:
+            return False, _pick(v, False, n - k + 1)
+        if t == k and f == n - k:
+            return True, _all(v)
+    return None, _all(v)
+
+
+_JUSTIFY: Table[Why] = Table(
+    "justification",
+    {
+        "const": lambda _c, e, v: (e.value, 0),
+        "atom": _why_atom,
+        "not": lambda _c, e, v: (None if v[0][0] is None else not v[0][0], v[0][1]),
+        "and": _why_and,
+        "or": _why_or,
+        "xor": _why_xor,
+        "implies": _why_implies,
+        "iff": _why_iff,
+        Card: _why_card,
+    },
+)
+
+
+def justify(expr: Expr, lookup: Callable[[str], Why]) -> Why:
+    """``expr``'s value under the pins (``lookup(name)``: the atom's value and the bit set
+    of the pin fixing it, ``(None, 0)`` when free) and the pins it rests on: with only
+    those fixed, every settled node keeps its value and ``expr`` is the same function of
+    the unpinned atoms as with all of them (Kleene's three-valued evaluation, keeping for
+    a settled node only the children that settle it)."""
+    return _JUSTIFY(expr, lookup)
