@@ -8,9 +8,10 @@ Contract:
   ``constraint:NAME``, then for a binary protocol ``decision`` (V ⇔ D), for one that
   declares its labels ``labels`` (exactly one verdict variable holds) and
   ``decision:LABEL`` (V_L ⇔ D_L) per label (``base_parts``);
-- what a protocol alone determines (its parts, their table, the checks on the facts it
-  has settled) is made once per process for the last ``DERIVED_SIZE`` protocols, keyed
-  by the protocol object (``unmask.replay`` hands every replay of a batch the same one);
+- what a protocol alone determines (its parts, their table, B_proto's state, the checks
+  on the facts it has settled) is made once per process for the last ``DERIVED_SIZE``
+  protocols, keyed by the protocol object (``unmask.replay`` hands every replay of a
+  batch the same one);
 - the verdict variables are ``$pass`` (binary) or ``$v:LABEL``: no identifier or family
   member can contain ``$``, so they never clash with a protocol atom.
 """
@@ -132,12 +133,24 @@ class _Derived:
     already settled (``unmask.closed``), by the facts on the check's atoms, and the
     checker's results of those checks for replays without provenance."""
 
-    __slots__ = ("_template", "atoms", "parts", "protocol", "results", "room", "settled")
+    __slots__ = (
+        "_template",
+        "atoms",
+        "parts",
+        "proto_base",
+        "protocol",
+        "results",
+        "room",
+        "settled",
+    )
 
     def __init__(self, protocol: Protocol) -> None:
         self.protocol = protocol  # kept alive: the cache is keyed by its identity
         self.parts = tuple(proto_parts(protocol))
         self._template: TableBase | bool | None = False
+        # B_proto's state and, if inconsistent, its minimal conflict, once a solver proved
+        # them (``unmask.checker``; a state the clock cut short is not kept)
+        self.proto_base: tuple[str, tuple[PartId, ...] | None] | None = None
         self.settled: dict[tuple[int, tuple[bool | None, ...]], tuple[Expr, Settled | None]] = {}
         # a query's atoms in declaration order (None: one is not the protocol's), by its id
         self.atoms: dict[int, tuple[Expr, tuple[str, ...] | None]] = {}

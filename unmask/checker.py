@@ -194,14 +194,24 @@ class _Run:
                     # value, satisfies it (the backend opens if a check needs it)
                     self.states[name] = CONSISTENT
                     continue
+                if name == "proto" and self.derived.proto_base is not None:
+                    # B_proto is the protocol's alone: proved once for every replay of it
+                    self.states[name], conflict = self.derived.proto_base
+                    if conflict is not None:
+                        self.conflicts[name] = self.explanation(conflict, True)
+                    continue
             session = self.session(name)
             result = session.check()
             if isinstance(result, Sat):
                 self.states[name] = CONSISTENT
+                if closed and name == "proto":
+                    self.derived.proto_base = (CONSISTENT, None)
             elif isinstance(result, Unsat):
                 self.states[name] = INCONSISTENT
                 found = minimise(session, None, session.labels)
                 self.conflicts[name] = self.explanation(found.labels, found.minimal)
+                if closed and name == "proto" and found.minimal:
+                    self.derived.proto_base = (INCONSISTENT, found.labels)
             else:
                 self.states[name] = SOLVER_UNKNOWN
                 self.base_detail[name] = result.reason
