@@ -140,7 +140,7 @@ class SlicedSession(Session):
         # the base once came back undecided: asking again would spend each later check's
         # whole limit on the hard base before its own (often easy) question
         self._base_undecided = False
-        self._ref: Pins | None = None  # every fact's pin, once the base is known satisfiable
+        self._ref: Pins | None = None  # every fact's pin, once no two were found contrary
         self._views: dict[int, Refold] = {}
         self.folds = 0  # parts substituted in full (a reference, or outside one)
         self._query_atoms: dict[int, tuple[Expr, tuple[str, ...]]] = {}
@@ -309,6 +309,13 @@ class SlicedSession(Session):
             conflict = self._pin(name, en, pins)
             if conflict is not None:
                 return conflict
+        ref = None
+        if en is None:
+            # every fact is on, none contradicts another: these pins are the reference the
+            # part views fold against, so the views a later slice uses are folded now, once
+            if self._ref is None:
+                self._ref = pins
+            ref = self._ref
         comp = [i for i in range(len(self.parts)) if self.units[i] is None and self._on(i, en)]
         names: dict[str, None] = {}
         for i in comp:
@@ -318,7 +325,7 @@ class SlicedSession(Session):
         names.update(dict.fromkeys(assume))
         names.update(dict.fromkeys(want))
         free = [n for n in names if n not in pins]
-        return self._decide(_Ask(comp, pins, query, assume, want), free, guess=True)
+        return self._decide(_Ask(comp, pins, query, assume, want, ref), free, guess=True)
 
     def _on(self, i: int, en: set[str] | None) -> bool:
         return en is None or self.labels[i] in en
@@ -368,7 +375,7 @@ class SlicedSession(Session):
         rest: list[tuple[int | None, Expr, Expr]] = []  # (part, original, residual)
         for i, e in items:
             if i is not None and ask.ref is not None:
-                residual = self._views[i].residual(ask, changed)
+                residual = self._view(i).residual(ask, changed)
             else:
                 known = closed_value(e, ask)
                 if known is None:
