@@ -335,3 +335,14 @@ def test_large_protocols_are_kept_within_a_byte_budget():
             _read(_obj(n))
         sizes = [len(k[1]) for k in replay._EMBEDDED]
         assert sizes and sum(sizes) <= 3000 and all(s <= 2500 for s in sizes)
+
+
+def test_grounding_pairs_are_written_once_per_protocol():
+    from unmask.irtext import expr_text
+
+    protocol = _read(_labelled(12, 0)).protocol
+    derived = bases._derived(protocol)
+    texts = derived.pair_texts()
+    assert texts is derived.pair_texts()
+    assert texts == tuple((expr_text(g.judge), expr_text(g.context)) for g in protocol.grounding)
+    assert texts[-1] == ("some_said", " or ".join(f"backed(p{i})" for i in range(12)))

@@ -52,7 +52,6 @@ from unmask.ir import (
     mk_atom,
     mk_not,
 )
-from unmask.irtext import expr_text
 from unmask.report import (
     CONSISTENT,
     ENTAILED,
@@ -546,13 +545,10 @@ def check_case(
             for r in protocol.requirements
         )
         grounding = tuple(
-            GroundingCheck(
-                expr_text(g.judge),
-                expr_text(g.context),
-                run.classify("evid", g.query, []),
-                g.direction,
+            GroundingCheck(judge, context, run.classify("evid", g.query, []), g.direction)
+            for g, (judge, context) in zip(
+                protocol.grounding, run.derived.pair_texts(), strict=True
             )
-            for g in protocol.grounding
         )
     finally:
         run.close()
