@@ -123,7 +123,11 @@ def _still(phi: Expr, columns: list[str], trial: dict[str, bool], want: bool) ->
     if len(columns) <= MAX_FREE:
         m, f = _mask(phi, columns, trial)
         return m == (f if want else 0)
-    # the facts put in first: what is left may need far fewer columns
+    # an assignment giving phi the other value proves the fact is needed (the usual case:
+    # deletion tries only the facts phi's value rests on)
+    if achieve(phi, not want, trial) is not None:
+        return False
+    # the facts put in: what is left may need far fewer columns
     rest = substitute(phi, trial)
     if rest.__class__ is Const:
         return rest.value == want  # type: ignore[union-attr]
@@ -131,9 +135,6 @@ def _still(phi: Expr, columns: list[str], trial: dict[str, bool], want: bool) ->
     if len(names) <= MAX_FREE:
         m, f = _mask(rest, names, {})
         return m == (f if want else 0)
-    # an assignment giving phi the other value proves the fact is needed
-    if achieve(rest, not want, {}) is not None:
-        return False
     return None
 
 
