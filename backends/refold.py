@@ -4,6 +4,8 @@ Contract (used by the ``sliced`` backend once a base is known satisfiable):
 - ``Refold(expr, atoms, ref, labels)`` substitutes every atom ``ref`` pins (atom -> (value,
   index of the unit part pinning it)) into ``expr``, after splitting every and/or/xor wider
   than ``CHUNK`` into short nested ones (the same formula), and remembers each node's result;
+  the nesting and the map of parents depend on ``expr`` alone and are made once per
+  formula (the last ``SHAPES``), so every replay of a protocol shares them;
 - ``residual(values, changed)`` is ``expr`` with ``values`` substituted, where ``values``
   differ from the reference only on ``changed``: only the nodes above those atoms are
   folded again (a few short nodes per atom), so a check that unpins one fact of a part
@@ -71,6 +73,45 @@ class _Overlay(dict):  # type: ignore[type-arg]
         return got
 
 
+class _Shape:
+    """What a part's re-folding needs of its formula alone: the formula with wide nodes
+    nested, each node's parents and each atom's leaves. The same for every replay of a
+    protocol (its parts are the same objects), so made once per formula."""
+
+    __slots__ = ("expr", "leaves", "parents")
+
+    def __init__(self, expr: Expr) -> None:
+        self.expr = _NESTED(expr)
+        self.parents: dict[int, list[Expr]] = {}
+        self.leaves: dict[str, list[int]] = {}
+        seen: set[int] = set()
+        stack = [self.expr]
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if isinstance(node, Atom):
+                self.leaves.setdefault(node.name, []).append(id(node))
+            for c in children(node):
+                self.parents.setdefault(id(c), []).append(node)
+                stack.append(c)
+
+
+SHAPES = 4096  # formulas whose shapes are kept (then the memo starts again)
+# id(formula) -> (the formula, kept alive so its id is not reused; its shape)
+_SHAPES: dict[int, tuple[Expr, _Shape]] = {}
+
+
+def _shape(expr: Expr) -> _Shape:
+    got = _SHAPES.get(id(expr))
+    if got is None or got[0] is not expr:
+        if len(_SHAPES) >= SHAPES:
+            _SHAPES.clear()
+        got = _SHAPES[id(expr)] = (expr, _Shape(expr))
+    return got[1]
+
+
 class Refold:
     """A non-unit part substituted with every fact of a satisfiable base (the reference),
     ready to be re-folded above the few atoms a check changes."""
@@ -94,7 +135,8 @@ class Refold:
         ref: Mapping[str, tuple[bool, int]],
         labels: list[str],
     ) -> None:
-        self.expr = _NESTED(expr)
+        shape = _shape(expr)
+        self.expr = shape.expr
         self.atoms = frozenset(atoms)
         self.free = tuple(a for a in atoms if a not in ref)
         self.pinned = tuple(a for a in atoms if a in ref)
@@ -102,20 +144,7 @@ class Refold:
         for a in self.pinned:
             self.pinned_by.setdefault(labels[ref[a][1]], []).append(a)
         self.pin_labels = frozenset(self.pinned_by)
-        self.parents: dict[int, list[Expr]] = {}
-        self.leaves: dict[str, list[int]] = {}
-        seen: set[int] = set()
-        stack = [self.expr]
-        while stack:
-            node = stack.pop()
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            if isinstance(node, Atom):
-                self.leaves.setdefault(node.name, []).append(id(node))
-            for c in children(node):
-                self.parents.setdefault(id(c), []).append(node)
-                stack.append(c)
+        self.parents, self.leaves = shape.parents, shape.leaves
         self.memo: Memo = {}
         substitute(self.expr, {a: v for a, (v, _) in ref.items() if a in self.atoms}, self.memo)
 

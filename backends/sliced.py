@@ -28,7 +28,7 @@ Contract (``create("sliced")``, ``create("sliced:glucose4")`` for another PySAT 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import field
 from typing import Any
 
@@ -36,7 +36,7 @@ from unmask.backends.base import Backend, Part, Result, Sat, Session, Unknown, U
 from unmask.backends.refold import Refold
 from unmask.frozen import frozen
 from unmask.ir import Const, Expr, iter_atoms, size
-from unmask.ireval import closed_value, literal, substitute, truth_mask
+from unmask.ireval import Why, closed_value, justify, literal, substitute, truth_mask
 
 # above this many unpinned atoms a slice goes to the SAT solver (measured: docs/performance.md)
 TT_MAX_ATOMS = 12
@@ -140,7 +140,7 @@ class SlicedSession(Session):
         # the base once came back undecided: asking again would spend each later check's
         # whole limit on the hard base before its own (often easy) question
         self._base_undecided = False
-        self._ref: Pins | None = None  # every fact's pin, once the base is known satisfiable
+        self._ref: Pins | None = None  # every fact's pin, once no two were found contrary
         self._views: dict[int, Refold] = {}
         self.folds = 0  # parts substituted in full (a reference, or outside one)
         self._query_atoms: dict[int, tuple[Expr, tuple[str, ...]]] = {}
@@ -297,7 +297,8 @@ class SlicedSession(Session):
                         known = True
                         break
             if not known:
-                return self._core({pins[n][1] for n in qatoms if n in pins})
+                lookup = _lookup(lambda n: pins.get(n), assume)
+                return self._core(set(_bits(justify(query, lookup)[1])))
         return Sat({n: values.get(n, False) for n in want})
 
     def _everything(
@@ -308,6 +309,13 @@ class SlicedSession(Session):
             conflict = self._pin(name, en, pins)
             if conflict is not None:
                 return conflict
+        ref = None
+        if en is None:
+            # every fact is on, none contradicts another: these pins are the reference the
+            # part views fold against, so the views a later slice uses are folded now, once
+            if self._ref is None:
+                self._ref = pins
+            ref = self._ref
         comp = [i for i in range(len(self.parts)) if self.units[i] is None and self._on(i, en)]
         names: dict[str, None] = {}
         for i in comp:
@@ -317,7 +325,7 @@ class SlicedSession(Session):
         names.update(dict.fromkeys(assume))
         names.update(dict.fromkeys(want))
         free = [n for n in names if n not in pins]
-        return self._decide(_Ask(comp, pins, query, assume, want), free, guess=True)
+        return self._decide(_Ask(comp, pins, query, assume, want, ref), free, guess=True)
 
     def _on(self, i: int, en: set[str] | None) -> bool:
         return en is None or self.labels[i] in en
@@ -367,7 +375,7 @@ class SlicedSession(Session):
         rest: list[tuple[int | None, Expr, Expr]] = []  # (part, original, residual)
         for i, e in items:
             if i is not None and ask.ref is not None:
-                residual = self._views[i].residual(ask, changed)
+                residual = self._view(i).residual(ask, changed)
             else:
                 known = closed_value(e, ask)
                 if known is None:
@@ -419,15 +427,17 @@ class SlicedSession(Session):
         return self._table_core([rest[j][:2] for j in sorted(failing)], ask)  # type: ignore[misc]
 
     def _table_core(self, used: list[tuple[int | None, Expr]], ask: _Ask) -> Unsat:
-        """The parts whose (substituted) conjunction was unsat, and the facts pinning them."""
+        """The parts whose (substituted) conjunction was unsat, and the facts they rest on
+        (``unmask.ireval.justify``: often one fact of a wide ``and`` or ``or``, not all of
+        them, so a core seen once spares deletion the trials it does not touch)."""
         core: set[int] = set()
+        rests = 0
+        lookup = _lookup(ask.pin, ask.assume)
         for i, e in used:
             if i is not None:
                 core.add(i)
-            for n in self.part_atoms[i] if i is not None else iter_atoms(e):
-                pin = ask.pin(n)
-                if pin is not None:
-                    core.add(pin[1])
+            rests |= justify(e, lookup)[1]
+        core.update(_bits(rests))
         return self._core(core)
 
     def close(self) -> None:
@@ -435,6 +445,29 @@ class SlicedSession(Session):
         if self._sat is not None:
             self._sat.delete()
             self._sat = None
+
+
+def _lookup(
+    pin: Callable[[str], tuple[bool, int] | None], assume: Mapping[str, bool]
+) -> Callable[[str], Why]:
+    """What ``justify`` reads of a check: an assumed atom is fixed by the check itself (it
+    rests on no part), a pinned one by its fact's part."""
+
+    def lookup(name: str) -> Why:
+        if name in assume:
+            return assume[name], 0
+        got = pin(name)
+        return (None, 0) if got is None else (got[0], 1 << got[1])
+
+    return lookup
+
+
+def _bits(m: int) -> Iterator[int]:
+    """The numbers of the set bits of ``m``."""
+    while m:
+        low = m & -m
+        yield low.bit_length() - 1
+        m ^= low
 
 
 class _Incremental:

@@ -177,6 +177,56 @@ def test_labelled_protocols_sharing_a_protocol_match_fresh_reads(tmp_path):
     assert _reports(objs, remember=True) == _reports(objs, remember=False)
 
 
+def _labelled(n: int, index: int, constraint: dict | None = None) -> dict:
+    from unmask.bench.workload import labelled_replay
+
+    obj = labelled_replay(n, 5, index)
+    if constraint is not None:
+        obj["protocol"]["constraints"] = [constraint]
+    return obj
+
+
+@pytest.mark.parametrize("n", [12, 20])
+def test_b_proto_is_proved_once_for_every_replay_of_a_labelled_protocol(n):
+    # B_proto has more atoms than a table takes: a solver proves it consistent for the
+    # first replay, and the rest are told without a session
+    objs = [_labelled(n, i) for i in range(12)]
+    shared = _reports(objs, remember=True)
+    derived = bases._derived(_read(objs[0]).protocol)
+    assert derived.proto_base == ("CONSISTENT", None)
+    assert shared == _reports(objs, remember=False)
+    assert shared == _reports(objs, remember=False, closed_form=False)
+
+
+def test_an_inconsistent_b_proto_is_remembered_with_its_conflict():
+    # `cited` and not `cited`, beside the labels: every replay's B_proto has this conflict
+    never = {"op": "and", "args": [{"atom": "cited"}, {"op": "not", "args": [{"atom": "cited"}]}]}
+    objs = [_labelled(16, i, {"name": "never", "expr": never}) for i in range(4)]
+    shared = _reports(objs, remember=True)
+    state, conflict = bases._derived(_read(objs[0]).protocol).proto_base
+    assert state == "INCONSISTENT" and [str(x) for x in conflict] == ["constraint:never"]
+    conflicts = [json.loads(r)["conflicts"]["proto"] for r in shared]
+    assert all(c["parts"][0]["part"] == "constraint:never" for c in conflicts)
+    assert shared == _reports(objs, remember=False)
+    assert shared == _reports(objs, remember=False, closed_form=False)
+
+
+def test_b_proto_is_not_remembered_when_the_clock_decided_it(monkeypatch):
+    from unmask.backends.base import Unknown
+    from unmask.backends.sliced import SlicedSession
+
+    real = SlicedSession.check
+
+    def undecided(self, query=None, **kw):  # type: ignore[no-untyped-def]
+        if query is None and kw.get("enabled") is None and not kw.get("assume"):
+            return Unknown("timeout after 1 ms")
+        return real(self, query, **kw)
+
+    monkeypatch.setattr(SlicedSession, "check", undecided)
+    _reports([_labelled(20, 0)], remember=True)
+    assert bases._derived(_read(_labelled(20, 0)).protocol).proto_base is None
+
+
 def _random_expr(rng: random.Random, names: list[str], depth: int = 3):
     if depth == 0 or rng.random() < 0.3:
         a = Atom(rng.choice(names))
@@ -285,3 +335,14 @@ def test_large_protocols_are_kept_within_a_byte_budget():
             _read(_obj(n))
         sizes = [len(k[1]) for k in replay._EMBEDDED]
         assert sizes and sum(sizes) <= 3000 and all(s <= 2500 for s in sizes)
+
+
+def test_grounding_pairs_are_written_once_per_protocol():
+    from unmask.irtext import expr_text
+
+    protocol = _read(_labelled(12, 0)).protocol
+    derived = bases._derived(protocol)
+    texts = derived.pair_texts()
+    assert texts is derived.pair_texts()
+    assert texts == tuple((expr_text(g.judge), expr_text(g.context)) for g in protocol.grounding)
+    assert texts[-1] == ("some_said", " or ".join(f"backed(p{i})" for i in range(12)))

@@ -8,9 +8,10 @@ Contract:
   ``constraint:NAME``, then for a binary protocol ``decision`` (V ⇔ D), for one that
   declares its labels ``labels`` (exactly one verdict variable holds) and
   ``decision:LABEL`` (V_L ⇔ D_L) per label (``base_parts``);
-- what a protocol alone determines (its parts, their table, the checks on the facts it
-  has settled) is made once per process for the last ``DERIVED_SIZE`` protocols, keyed
-  by the protocol object (``unmask.replay`` hands every replay of a batch the same one);
+- what a protocol alone determines (its parts, their table, B_proto's state, the text of
+  its grounding pairs, the checks on the facts it has settled) is made once per process
+  for the last ``DERIVED_SIZE`` protocols, keyed by the protocol object (``unmask.replay``
+  hands every replay of a batch the same one);
 - the verdict variables are ``$pass`` (binary) or ``$v:LABEL``: no identifier or family
   member can contain ``$``, so they never clash with a protocol atom.
 """
@@ -35,6 +36,7 @@ from unmask.ir import (
     mk_iff,
     mk_not,
 )
+from unmask.irtext import expr_text
 from unmask.replaydata import Annotation, Replay
 from unmask.report import PartId
 
@@ -132,12 +134,26 @@ class _Derived:
     already settled (``unmask.closed``), by the facts on the check's atoms, and the
     checker's results of those checks for replays without provenance."""
 
-    __slots__ = ("_template", "atoms", "parts", "protocol", "results", "room", "settled")
+    __slots__ = (
+        "_pair_texts",
+        "_template",
+        "atoms",
+        "parts",
+        "proto_base",
+        "protocol",
+        "results",
+        "room",
+        "settled",
+    )
 
     def __init__(self, protocol: Protocol) -> None:
         self.protocol = protocol  # kept alive: the cache is keyed by its identity
         self.parts = tuple(proto_parts(protocol))
         self._template: TableBase | bool | None = False
+        # B_proto's state and, if inconsistent, its minimal conflict, once a solver proved
+        # them (``unmask.checker``; a state the clock cut short is not kept)
+        self.proto_base: tuple[str, tuple[PartId, ...] | None] | None = None
+        self._pair_texts: tuple[tuple[str, str], ...] | None = None
         self.settled: dict[tuple[int, tuple[bool | None, ...]], tuple[Expr, Settled | None]] = {}
         # a query's atoms in declaration order (None: one is not the protocol's), by its id
         self.atoms: dict[int, tuple[Expr, tuple[str, ...] | None]] = {}
@@ -190,6 +206,15 @@ class _Derived:
             if len(self.results) >= self.room:
                 self.results.clear()
             self.results[key] = (phi, result)  # holds ``phi``: its id stays its own
+
+    def pair_texts(self) -> tuple[tuple[str, str], ...]:
+        """Each grounding pair's sides as a report shows them (``expr_text``), written once:
+        a wide side (``any(backed(p) for p in part)``) is a fold per replay otherwise."""
+        if self._pair_texts is None:
+            self._pair_texts = tuple(
+                (expr_text(g.judge), expr_text(g.context)) for g in self.protocol.grounding
+            )
+        return self._pair_texts
 
     def template(self, names: Sequence[str]) -> TableBase | None:
         """The parts tabulated over ``names`` (the protocol's atoms and the verdict's),

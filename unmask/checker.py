@@ -52,7 +52,6 @@ from unmask.ir import (
     mk_atom,
     mk_not,
 )
-from unmask.irtext import expr_text
 from unmask.report import (
     CONSISTENT,
     ENTAILED,
@@ -194,14 +193,24 @@ class _Run:
                     # value, satisfies it (the backend opens if a check needs it)
                     self.states[name] = CONSISTENT
                     continue
+                if name == "proto" and self.derived.proto_base is not None:
+                    # B_proto is the protocol's alone: proved once for every replay of it
+                    self.states[name], conflict = self.derived.proto_base
+                    if conflict is not None:
+                        self.conflicts[name] = self.explanation(conflict, True)
+                    continue
             session = self.session(name)
             result = session.check()
             if isinstance(result, Sat):
                 self.states[name] = CONSISTENT
+                if closed and name == "proto":
+                    self.derived.proto_base = (CONSISTENT, None)
             elif isinstance(result, Unsat):
                 self.states[name] = INCONSISTENT
                 found = minimise(session, None, session.labels)
                 self.conflicts[name] = self.explanation(found.labels, found.minimal)
+                if closed and name == "proto" and found.minimal:
+                    self.derived.proto_base = (INCONSISTENT, found.labels)
             else:
                 self.states[name] = SOLVER_UNKNOWN
                 self.base_detail[name] = result.reason
@@ -536,13 +545,10 @@ def check_case(
             for r in protocol.requirements
         )
         grounding = tuple(
-            GroundingCheck(
-                expr_text(g.judge),
-                expr_text(g.context),
-                run.classify("evid", g.query, []),
-                g.direction,
+            GroundingCheck(judge, context, run.classify("evid", g.query, []), g.direction)
+            for g, (judge, context) in zip(
+                protocol.grounding, run.derived.pair_texts(), strict=True
             )
-            for g in protocol.grounding
         )
     finally:
         run.close()

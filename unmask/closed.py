@@ -7,7 +7,10 @@ Contract:
   same check — the status; for ENTAILED and REFUTED the facts that deletion in base order
   keeps; for UNDERDETERMINED the least assignment to ``atoms`` on each side — or None when
   that would mean enumerating more than ``MAX_FREE`` atoms at once or more than
-  ``MAX_WORK`` steps of deletion; the caller then takes the solver path;
+  ``MAX_WORK`` steps of deletion; the caller then takes the solver path; deletion skips
+  a fact the facts that settle the query (``unmask.ireval.justify``) do not include, and
+  a trial over more atoms is decided on the query with the facts put in, or shown to
+  fail by an assignment (``unmask.ireval.achieve``);
 - nothing is approximated: every validity and satisfiability question is answered by
   evaluating the query on all assignments of its unobserved atoms at once
   (``unmask.ireval.truth_mask``, bit-parallel), with the observed atoms fixed to their
@@ -29,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from unmask.backends.base import Part
 from unmask.frozen import frozen
 from unmask.ir import Const, Expr, Nary, iter_atoms, small_shape
-from unmask.ireval import column, literal, truth_mask
+from unmask.ireval import achieve, column, justify, literal, substitute, truth_mask
 from unmask.report import ENTAILED, REFUTED, UNDERDETERMINED
 
 # 2**12 assignments are one 4096-bit integer per node: far cheaper than a solver call
@@ -77,18 +80,62 @@ def settle(phi: Expr, atoms: Sequence[str], facts: Mapping[str, bool]) -> Settle
         return None
     # deletion in base order (the facts in atom declaration order): a fact goes when
     # the others still force the same answer on every assignment of the rest
+    want = status == ENTAILED
     kept = dict.fromkeys(observed)
     dropped: list[str] = []
+    rests = _rests(phi, kept, facts, observed)
     for a in observed:
-        columns = [*free, *dropped, a]
-        if len(columns) > MAX_FREE:
-            return None
-        trial = {b: facts[b] for b in kept if b != a}
-        m, f = _mask(phi, columns, trial)
-        if m == (f if status == ENTAILED else 0):
+        if rests is not None and a not in rests:
+            # the facts that settle phi stay: it keeps its value without this one
             del kept[a]
             dropped.append(a)
+            continue
+        trial = {b: facts[b] for b in kept if b != a}
+        got = _still(phi, [*free, *dropped, a], trial, want)
+        if got is None:
+            return None
+        if got:
+            del kept[a]
+            dropped.append(a)
+            rests = _rests(phi, kept, facts, observed)
     return Settled(status, kept=tuple(kept))
+
+
+def _rests(
+    phi: Expr, kept: Mapping[str, object], facts: Mapping[str, bool], observed: Sequence[str]
+) -> set[str] | None:
+    """The kept facts phi's value rests on (``unmask.ireval.justify``), or None when
+    three-valued evaluation does not settle it (a table did)."""
+    number = {a: k for k, a in enumerate(observed)}
+
+    def lookup(name: str) -> tuple[bool | None, int]:
+        return (facts[name], 1 << number[name]) if name in kept else (None, 0)
+
+    value, bits = justify(phi, lookup)
+    if value is None:
+        return None
+    return {a for a in kept if bits >> number[a] & 1}
+
+
+def _still(phi: Expr, columns: list[str], trial: dict[str, bool], want: bool) -> bool | None:
+    """Whether the facts ``trial`` still force phi to ``want`` (``columns``: every atom
+    they leave open), or None when that would take a table of more than ``MAX_FREE``."""
+    if len(columns) <= MAX_FREE:
+        m, f = _mask(phi, columns, trial)
+        return m == (f if want else 0)
+    # an assignment giving phi the other value proves the fact is needed (the usual case:
+    # deletion tries only the facts phi's value rests on)
+    if achieve(phi, not want, trial) is not None:
+        return False
+    # the facts put in: what is left may need far fewer columns
+    rest = substitute(phi, trial)
+    if rest.__class__ is Const:
+        return rest.value == want  # type: ignore[union-attr]
+    names = list(iter_atoms(rest))
+    if len(names) <= MAX_FREE:
+        m, f = _mask(rest, names, {})
+        return m == (f if want else 0)
+    return None
 
 
 def forced_decision(

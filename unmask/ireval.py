@@ -9,12 +9,21 @@ Contract:
 - ``truth_mask(e, index, n)`` evaluates ``e`` on all 2**n assignments at once, bit-parallel:
   atom i's column is the alternating pattern of period 2**(i+1); and/or/xor/not are bitwise;
   cardinalities use a bitwise binary counter and comparator;
-- every walk is the IR's one iterative ``fold``: depth is bounded by memory only.
+- ``justify(e, lookup)`` is ``e``'s value under the pins ``lookup`` gives (None where it
+  is open) and the pins it rests on, as a bit set: fixing only those pins leaves ``e`` the
+  same function of the unpinned atoms (a settled node rests on as few of its children as
+  settle it, the latest first; an open one on all of its children's pins);
+- ``achieve(e, want, fixed)`` is an assignment extending ``fixed`` under which ``e`` is
+  ``want``, found top-down (each node asks its children for values that give it
+  ``want``, undoing an alternative that fails) and checked by ``evaluate``, or None: the
+  search is not complete, so None proves nothing, and it gives up past ``ACHIEVE_STEPS``
+  steps or ``ACHIEVE_DEPTH`` levels;
+- every other walk is the IR's one iterative ``fold``: depth is bounded by memory only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -29,6 +38,7 @@ from unmask.ir import (
     Not,
     Table,
     evaluate,
+    iter_atoms,
     mk_binary,
     mk_card,
     mk_nary,
@@ -221,3 +231,258 @@ def truth_mask(
     ``memo`` may be shared by formulas over the same ``index`` (shared subterms); atoms in
     ``fixed`` are constants instead of columns."""
     return _MASK(expr, _Masks(index, n, fixed), memo)
+
+
+# --- the pins a formula rests on ------------------------------------------------------------
+
+# (the node's value under the pins, None where it is open; the pins it rests on, bit i for
+# the pin numbered i)
+Why = tuple[bool | None, int]
+_NONE = 1 << 62  # the sort key of a justification without pins: preferred to any
+
+
+def _lowest(m: int) -> int:
+    """The earliest pin a justification uses (the first deletion in base order drops)."""
+    return (m & -m).bit_length() if m else _NONE
+
+
+def _pick(v: list[Why], want: bool, need: int) -> int:
+    """``need`` children whose value is ``want``, those resting on the latest pins first
+    (deletion in base order drops the earliest pins first: a core of late ones survives
+    more trials)."""
+    if need <= 0:
+        return 0
+    found = [m for x, m in v if x is want]
+    if need == 1:
+        return max(found, key=_lowest)
+    found.sort(key=_lowest, reverse=True)
+    acc = 0
+    for m in found[:need]:
+        acc |= m
+    return acc
+
+
+def _all(v: list[Why]) -> int:
+    acc = 0
+    for _, m in v:
+        acc |= m
+    return acc
+
+
+def _why_atom(lookup: Callable[[str], Why], e: Atom, _: list[Why]) -> Why:
+    return lookup(e.name)
+
+
+def _why_and(_c: Any, e: Nary, v: list[Why]) -> Why:
+    values = [x for x, _ in v]
+    if False in values:
+        return False, _pick(v, False, 1)
+    return (True if None not in values else None), _all(v)
+
+
+def _why_or(_c: Any, e: Nary, v: list[Why]) -> Why:
+    values = [x for x, _ in v]
+    if True in values:
+        return True, _pick(v, True, 1)
+    return (False if None not in values else None), _all(v)
+
+
+def _why_xor(_c: Any, e: Nary, v: list[Why]) -> Why:
+    values = [x for x, _ in v]
+    if None in values:
+        return None, _all(v)
+    return sum(values) % 2 == 1, _all(v)
+
+
+def _why_implies(_c: Any, e: Binary, v: list[Why]) -> Why:
+    (a, ma), (b, mb) = v
+    if a is False or b is True:
+        options = [m for ok, m in ((a is False, ma), (b is True, mb)) if ok]
+        return True, max(options, key=_lowest)
+    if a is True and b is False:
+        return False, ma | mb
+    return None, ma | mb
+
+
+def _why_iff(_c: Any, e: Binary, v: list[Why]) -> Why:
+    (a, ma), (b, mb) = v
+    if a is None or b is None:
+        return None, ma | mb
+    return a == b, ma | mb
+
+
+def _why_card(_c: Any, e: Card, v: list[Why]) -> Why:
+    n, k = len(v), e.k
+    t = sum(1 for x, _ in v if x is True)
+    f = sum(1 for x, _ in v if x is False)
+    # at least k true is settled TRUE by k true arguments, FALSE by n-k+1 false ones
+    if e.op == "atleast":
+        if t >= k:
+            return True, _pick(v, True, k)
+        if f > n - k:
+            return False, _pick(v, False, n - k + 1)
+    elif e.op == "atmost":
+        if f >= n - k:
+            return True, _pick(v, False, n - k)
+        if t > k:
+            return False, _pick(v, True, k + 1)
+    else:  # exactly
+        if t > k:
+            return False, _pick(v, True, k + 1)
+        if f > n - k:
+            return False, _pick(v, False, n - k + 1)
+        if t == k and f == n - k:
+            return True, _all(v)
+    return None, _all(v)
+
+
+_JUSTIFY: Table[Why] = Table(
+    "justification",
+    {
+        "const": lambda _c, e, v: (e.value, 0),
+        "atom": _why_atom,
+        "not": lambda _c, e, v: (None if v[0][0] is None else not v[0][0], v[0][1]),
+        "and": _why_and,
+        "or": _why_or,
+        "xor": _why_xor,
+        "implies": _why_implies,
+        "iff": _why_iff,
+        Card: _why_card,
+    },
+)
+
+
+def justify(expr: Expr, lookup: Callable[[str], Why]) -> Why:
+    """``expr``'s value under the pins (``lookup(name)``: the atom's value and the bit set
+    of the pin fixing it, ``(None, 0)`` when free) and the pins it rests on: with only
+    those fixed, every settled node keeps its value and ``expr`` is the same function of
+    the unpinned atoms as with all of them (Kleene's three-valued evaluation, keeping for
+    a settled node only the children that settle it)."""
+    return _JUSTIFY(expr, lookup)
+
+
+# --- a model found by asking for it ----------------------------------------------------------
+
+ACHIEVE_STEPS = 10_000  # nodes visited, alternatives included, before the search gives up
+ACHIEVE_DEPTH = 200  # nesting the (recursive) search follows, no deeper
+
+
+class _GiveUp(Exception):
+    pass
+
+
+class _Achieve:
+    """One top-down search: ``env`` the values so far, ``trail`` the atoms it set, in order,
+    so a failed alternative is undone by popping back to where it started."""
+
+    __slots__ = ("env", "steps", "trail")
+
+    def __init__(self, fixed: Mapping[str, bool]) -> None:
+        self.env = dict(fixed)
+        self.trail: list[str] = []
+        self.steps = 0
+
+    def undo(self, mark: int) -> None:
+        while len(self.trail) > mark:
+            del self.env[self.trail.pop()]
+
+    def either(self, depth: int, *options: tuple[tuple[Expr, bool], ...]) -> bool:
+        """The first option all of whose (node, value) pairs can be had together."""
+        for pairs in options:
+            mark = len(self.trail)
+            if all(self.go(e, want, depth) for e, want in pairs):
+                return True
+            self.undo(mark)
+        return False
+
+    def go(self, e: Expr, want: bool, depth: int) -> bool:
+        self.steps += 1
+        if self.steps > ACHIEVE_STEPS or depth > ACHIEVE_DEPTH:
+            raise _GiveUp
+        cls, depth = e.__class__, depth + 1
+        if cls is Atom:
+            have = self.env.get(e.name)  # type: ignore[union-attr]
+            if have is None:
+                self.env[e.name] = want  # type: ignore[union-attr]
+                self.trail.append(e.name)  # type: ignore[union-attr]
+                return True
+            return have == want
+        if cls is Const:
+            return e.value == want  # type: ignore[union-attr]
+        if cls is Not:
+            return self.go(e.arg, not want, depth)  # type: ignore[union-attr]
+        if cls is Nary:
+            args, op = e.args, e.op  # type: ignore[union-attr]
+            if op == "xor":  # the first argument gives the parity, the rest are FALSE
+                if not args:
+                    return not want
+                return self.go(args[0], want, depth) and all(
+                    self.go(a, False, depth) for a in args[1:]
+                )
+            if (op == "and") == want:  # every argument must be `want`
+                return all(self.go(a, want, depth) for a in args)
+            return self.either(depth, *(((a, want),) for a in args))
+        if cls is Binary:
+            a, b = e.left, e.right  # type: ignore[union-attr]
+            if e.op == "implies":  # type: ignore[union-attr]
+                if want:
+                    return self.either(depth, ((a, False),), ((b, True),))
+                return self.go(a, True, depth) and self.go(b, False, depth)
+            if want:
+                return self.either(depth, ((a, True), (b, True)), ((a, False), (b, False)))
+            return self.either(depth, ((a, True), (b, False)), ((a, False), (b, True)))
+        if cls is Card:
+            return self.count(e, want, depth)  # type: ignore[arg-type]
+        return self.go(e.body, want, depth)  # type: ignore[union-attr]  # a Ref
+
+    def count(self, e: Card, want: bool, depth: int) -> bool:
+        n, k = len(e.args), e.k
+        spans = {
+            ("atleast", True): [(k, n)],
+            ("atleast", False): [(0, k - 1)],
+            ("atmost", True): [(0, k)],
+            ("atmost", False): [(k + 1, n)],
+            ("exactly", True): [(k, k)],
+            ("exactly", False): [(k + 1, n), (0, k - 1)],
+        }[(e.op, want)]
+        for lo, hi in spans:
+            mark = len(self.trail)
+            if lo <= hi and self.between(e.args, lo, hi, depth):
+                return True
+            self.undo(mark)
+        return False
+
+    def between(self, args: tuple[Expr, ...], lo: int, hi: int, depth: int) -> bool:
+        """From ``lo`` to ``hi`` of ``args`` true: each made TRUE while fewer than ``lo``
+        are, FALSE after, the other value where the first cannot be had."""
+        trues = 0
+        for i, a in enumerate(args):
+            left = len(args) - i - 1
+            first = trues < lo
+            for value in (first, not first):
+                if (trues + value > hi) or (trues + value + left < lo):
+                    continue
+                mark = len(self.trail)
+                if self.go(a, value, depth):
+                    trues += value
+                    break
+                self.undo(mark)
+            else:
+                return False
+        return lo <= trues <= hi
+
+
+def achieve(expr: Expr, want: bool, fixed: Mapping[str, bool]) -> dict[str, bool] | None:
+    """An assignment to every atom of ``expr`` agreeing with ``fixed`` under which ``expr``
+    is ``want`` (atoms the search left open are FALSE), checked by evaluation; or None,
+    which proves nothing (see the module contract)."""
+    search = _Achieve(fixed)
+    try:
+        if not search.go(expr, want, 0):
+            return None
+    except _GiveUp:
+        return None
+    env = search.env
+    for name in iter_atoms(expr):
+        env.setdefault(name, False)
+    return env if evaluate(expr, env) == want else None
