@@ -551,10 +551,14 @@ def _kill(pool: Any) -> None:
     woken by the first bytes, waits in ``recv`` for the rest, and as this process still
     held a write end, no end of file ever came and the exit hung on that thread. With the
     last write end closed its ``recv`` fails, it marks the pool broken and returns. Only a
-    pool being killed loses it: one that ends well is shut down with every result read."""
+    pool being killed loses it: one that ends well is shut down with every result read.
+    That thread is then waited for (it has nothing left to wait on): at exit
+    ``concurrent.futures`` wakes it through a pipe the thread closes as it ends, and the
+    two at once made a traceback of a closed file instead of the exit's one message."""
     procs = list((getattr(pool, "_processes", None) or {}).values())
     call_queue = getattr(pool, "_call_queue", None)
-    result_queue = getattr(pool, "_result_queue", None)  # ``shutdown`` drops it
+    result_queue = getattr(pool, "_result_queue", None)  # ``shutdown`` drops these
+    manager = getattr(pool, "_executor_manager_thread", None)
     if call_queue is not None:
         with contextlib.suppress(Exception):
             call_queue.cancel_join_thread()
@@ -572,3 +576,5 @@ def _kill(pool: Any) -> None:
         # only the write end: the manager thread may be reading the other one right now
         with contextlib.suppress(Exception):
             result_queue._writer.close()
+    if manager is not None:
+        manager.join(timeout=5)
