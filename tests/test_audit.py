@@ -688,3 +688,50 @@ def test_stopping_a_pool_kills_a_worker_that_outlives_sigterm() -> None:
         time.sleep(0.1)
     assert not any(p.is_alive() for p in procs)
     assert all(p.exitcode is not None for p in procs)
+
+
+# A worker that writes a message's first bytes to the results pipe and is then stopped, as
+# one terminated in the middle of sending a job's results (more than a pipe holds) is
+_HALF_SENT = """
+import os, struct, sys, threading, time, multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from unmask.batch import run
+
+def half_send(marker):
+    os.write(PIPE.fileno(), struct.pack("!i", 1 << 20) + b"x" * 100)
+    open(marker, "w").close()
+    time.sleep(60)
+
+pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))
+PIPE = pool._result_queue._writer  # the worker forked at the submit inherits it
+marker = sys.argv[1]
+pool.submit(half_send, marker)
+while not os.path.exists(marker):
+    time.sleep(0.01)
+time.sleep(0.3)  # the manager thread reads the first bytes and waits for the rest
+run._kill(pool)
+# the manager thread has ended: exit does not race it (nor wait on it)
+print("stopped", [t.name for t in threading.enumerate() if not t.daemon], flush=True)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork")
+def test_a_worker_stopped_halfway_through_its_results_does_not_hold_the_exit(
+    tmp_path: Path,
+) -> None:
+    # the pool's manager thread, woken by the first bytes, waited for the rest of the
+    # message for ever: the parent held a write end of the pipe too, so no end of file
+    # came, and the exit joined that thread (1 run in 10 of `--jobs 2` to a full disk)
+    marker = tmp_path / "sent"
+    try:
+        p = subprocess.run(
+            [sys.executable, "-c", _HALF_SENT, str(marker)],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("the process hung at exit after its pool was killed")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "stopped ['MainThread']\n"
+    assert p.stderr == ""

@@ -541,12 +541,24 @@ class _Pool:
 def _kill(pool: Any) -> None:
     """Stop a pool now: queued work is dropped and running workers are terminated.
 
-    Nothing of the pool may hold the process at exit: a worker that outlives SIGTERM (one
-    forked a moment ago still carries the parent's handler) is killed, and the thread that
-    feeds work to the workers is not waited for, since it may be blocked writing a job to
-    workers that will never read it (``concurrent.futures`` joins it at exit)."""
-    procs = list(getattr(pool, "_processes", {}).values())
+    Nothing of the pool may hold the process at exit (``concurrent.futures`` joins its
+    threads then, without a timeout): a worker that outlives SIGTERM (one forked a moment
+    ago still carries the parent's handler) is killed; the thread that feeds work to the
+    workers is not waited for, since it may be blocked writing a job to workers that will
+    never read it; and once the workers are gone, this process's copy of the results
+    pipe's write end is closed. A worker terminated while writing a job's results (more
+    than a pipe holds) leaves half a message in that pipe: the pool's manager thread,
+    woken by the first bytes, waits in ``recv`` for the rest, and as this process still
+    held a write end, no end of file ever came and the exit hung on that thread. With the
+    last write end closed its ``recv`` fails, it marks the pool broken and returns. Only a
+    pool being killed loses it: one that ends well is shut down with every result read.
+    That thread is then waited for (it has nothing left to wait on): at exit
+    ``concurrent.futures`` wakes it through a pipe the thread closes as it ends, and the
+    two at once made a traceback of a closed file instead of the exit's one message."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
     call_queue = getattr(pool, "_call_queue", None)
+    result_queue = getattr(pool, "_result_queue", None)  # ``shutdown`` drops these
+    manager = getattr(pool, "_executor_manager_thread", None)
     if call_queue is not None:
         with contextlib.suppress(Exception):
             call_queue.cancel_join_thread()
@@ -560,3 +572,9 @@ def _kill(pool: Any) -> None:
             with contextlib.suppress(Exception):
                 p.kill()
             p.join(timeout=5)
+    if result_queue is not None:
+        # only the write end: the manager thread may be reading the other one right now
+        with contextlib.suppress(Exception):
+            result_queue._writer.close()
+    if manager is not None:
+        manager.join(timeout=5)
