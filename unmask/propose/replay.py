@@ -233,16 +233,21 @@ def resolve_pairs(
     )
 
 
+def _open_families(ctx: Context, found: dict, name: str, says: str) -> dict:
+    """The families of ``found`` with an open atom; none is an abstention, said once."""
+    wanted = set(ctx.open_atoms)
+    families = {f: ms for f, ms in found.items() if any(a in wanted for a, _ in ms)}
+    if not families:
+        ctx.outcome.abstained.append((name, f"no open atom of a context family that {says}"))
+    return families
+
+
 def _fill_claims(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
     name = proposer.by.name
     claim = ctx.replay.sources.get("response", "")
     context = ctx.replay.sources.get("context")
-    wanted = set(ctx.open_atoms)
-    families = {
-        f: ms for f, ms in support_families(ctx.replay).items() if any(a in wanted for a, _ in ms)
-    }
+    families = _open_families(ctx, support_families(ctx.replay), name, "states support")
     if not families:
-        ctx.outcome.abstained.append((name, "no open atom of a context family that states support"))
         return []
     if not claim.strip() or context is None:
         ctx.outcome.abstained.append((name, "needs the claim in `response` and `context`"))
@@ -341,13 +346,10 @@ def _fill_citations(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
     if not isinstance(proposer, AnswerCitations):
         return []
     name = proposer.by.name
-    wanted = set(ctx.open_atoms)
-    families = {
-        f: ms for f, ms in citation_families(ctx.replay).items() if any(a in wanted for a, _ in ms)
-    }
+    families = _open_families(ctx, citation_families(ctx.replay), name, "says cites")
     if not families:
-        ctx.outcome.abstained.append((name, "no open atom of a context family that says cites"))
         return []
+    wanted = set(ctx.open_atoms)
     response = ctx.replay.sources.get("response", "")
     lines = passages(ctx.replay.sources.get("context") or "")
     if not response.strip() or not lines:
