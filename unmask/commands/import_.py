@@ -47,8 +47,9 @@ EXIT_INVALID = exitcodes.INVALID
     "--gold",
     type=click.Path(dir_okay=False),
     default=None,
-    help="the dataset's items and gold labels: WiCE's gold_claim_test.jsonl for `wice`, "
-    "ReaLMistake's data.zip for `realmistake`",
+    help="the dataset's items and gold labels: WiCE's gold_claim_test.jsonl for `wice` "
+    "(optional: without it no line is marked and there is no gold label), ReaLMistake's "
+    "data.zip for `realmistake`",
 )
 @click.option(
     "--protocol",
