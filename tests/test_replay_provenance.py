@@ -38,11 +38,15 @@ def test_absent_by_is_a_reviewed_human_annotation():
         ({"kind": "rule", "reviewed": True}, True, False),
         ({"kind": "model", "name": "gpt-judge-annotator", "reviewed": True}, True, False),
         ({"kind": "gold", "reviewed": False}, False, True),
+        ({"kind": "model", "name": "openai/gpt-x", "version": "sha256:ab12"}, False, False),
     ],
 )
 def test_by_kinds_and_review_defaults(by, reviewed, gold):
     a = replay_from_obj(with_by(by)).annotations[0]
-    assert a.by == Provenance(by["kind"], by.get("name", ""), by.get("reviewed"))
+    assert a.by == Provenance(
+        by["kind"], by.get("name", ""), by.get("reviewed"), by.get("version", "")
+    )
+    assert a.by.to_json() == by
     assert a.by.reviewed is reviewed and a.by.gold_derived is gold
     assert a.unreviewed is (not reviewed) and a.gold_derived is gold
 
@@ -67,6 +71,8 @@ def test_provenance_defaults_and_json():
         ({"kind": 3}, "type", "annotations[0].by.kind"),
         ({"kind": "rule", "name": 5}, "type", "annotations[0].by.name"),
         ({"kind": "rule", "name": ""}, "provenance", "annotations[0].by.name"),
+        ({"kind": "rule", "version": ""}, "provenance", "annotations[0].by.version"),
+        ({"kind": "rule", "version": 2}, "type", "annotations[0].by.version"),
         ({"kind": "rule", "reviewed": "no"}, "type", "annotations[0].by.reviewed"),
         ({"kind": "rule", "reviewed": None}, "type", "annotations[0].by.reviewed"),
         ({"kind": "rule", "reviewed": 0}, "type", "annotations[0].by.reviewed"),

@@ -37,7 +37,7 @@ from unmask.replaydata import (
 ANNOTATION_KEYS = ("atom", "value", "evidence", "explanation", "by", "review")
 EVIDENCE_KEYS = ("source", "start", "end", "quote")
 WHOLE_KEYS = ("source", "read")
-PROVENANCE_KEYS = ("kind", "name", "reviewed")
+PROVENANCE_KEYS = ("kind", "name", "version", "reviewed")
 _KINDS_HELP = "a kind is " + ", ".join(f"`{k}`" for k in PROVENANCE_KINDS)
 
 
@@ -274,7 +274,7 @@ def _provenance(r: JsonReader, b: Any, p: str) -> Provenance | None:
                 join_path(p, k),
                 f"unknown key `{show(k)}` in `by`",
                 help=did_you_mean(k, PROVENANCE_KEYS)
-                or "`by` has `kind`, and optionally `name` and `reviewed`",
+                or "`by` has `kind`, and optionally `name`, `version` and `reviewed`",
             )
             ok = False
     what = r.string(b, "kind", p)
@@ -290,6 +290,14 @@ def _provenance(r: JsonReader, b: Any, p: str) -> Provenance | None:
         if name == "":
             r.err("provenance", join_path(p, "name"), "`name` is empty", help="leave `name` out")
         ok = ok and bool(name)
+    version = None
+    if "version" in b:
+        version = r.string(b, "version", p)
+        if version == "":
+            r.err(
+                "provenance", join_path(p, "version"), "`version` is empty", help="leave `version` out"
+            )
+        ok = ok and bool(version)
     reviewed = None
     if "reviewed" in b:
         reviewed = b["reviewed"]
@@ -298,7 +306,7 @@ def _provenance(r: JsonReader, b: Any, p: str) -> Provenance | None:
             ok = False
     if what is None or not ok:
         return None
-    return Provenance(what, name or "", reviewed)
+    return Provenance(what, name or "", reviewed, version or "")
 
 
 def _evidence(

@@ -63,6 +63,9 @@ class Provenance:
     kind: str  # human | rule | model | gold
     name: str = ""
     reviewed_flag: bool | None = None  # as given; None when the replay does not say
+    # which version of the reader (a rule set's revision, a digest of a model's prompt and
+    # schema): readings are calibrated per kind, name and version
+    version: str = ""
 
     @property
     def reviewed(self) -> bool:
@@ -80,6 +83,8 @@ class Provenance:
         out: dict = {"kind": self.kind}
         if self.name:
             out["name"] = self.name
+        if self.version:
+            out["version"] = self.version
         if self.reviewed_flag is not None:
             out["reviewed"] = self.reviewed_flag
         return out
