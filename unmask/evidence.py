@@ -295,7 +295,10 @@ def _provenance(r: JsonReader, b: Any, p: str) -> Provenance | None:
         version = r.string(b, "version", p)
         if version == "":
             r.err(
-                "provenance", join_path(p, "version"), "`version` is empty", help="leave `version` out"
+                "provenance",
+                join_path(p, "version"),
+                "`version` is empty",
+                help="leave `version` out",
             )
         ok = ok and bool(version)
     reviewed = None
