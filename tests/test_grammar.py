@@ -223,6 +223,27 @@ def test_syntax_errors_say_where_and_what(text, line, column, needle):
     assert "NAME" not in d.message and "LPAR" not in d.message and "$END" not in d.message
 
 
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        ('protocol p\natom a : judge\nrequirment r "x": a\n', "did you mean `requirement`?"),
+        ("protocol p\natom a : judge\ndecison pass iff a\n", "did you mean `decision`?"),
+        ("protocol p\natom a : judge\ngrund a ~ a\n", "did you mean `ground`?"),
+        ("protocol p\natom a : jduge\n", "did you mean `judge`?"),
+        ("protocol p\natom a : contxt\n", "did you mean `context`?"),
+    ],
+)
+def test_a_misspelt_keyword_gets_a_did_you_mean(text, hint):
+    d = errors(text)[0]
+    assert (d.code, d.help) == ("syntax", hint)
+    assert_follows_the_style_guide(d)
+
+
+def test_a_name_far_from_every_keyword_gets_no_guess():
+    d = errors("protocol p\natom a : judge\nzzzz\n")[0]
+    assert d.code == "syntax" and "did you mean" not in (d.help or "")
+
+
 def test_the_end_of_the_file_is_reported_after_the_last_token():
     d = one_error("protocol p\ndecision pass iff (a\n\n\n")
     assert (d.span.line, d.span.column) == (2, 21)

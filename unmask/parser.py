@@ -41,6 +41,7 @@ from unmask.cachedir import read_sealed, trusted_dir, write_sealed
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.frozen import frozen
 from unmask.ir import Span
+from unmask.jsonreader import did_you_mean
 from unmask.limits import DEFAULT_LIMITS, Limits
 from unmask.names import IDENT_RE
 from unmask.syntaxtree import ToAst, span_of
@@ -334,8 +335,30 @@ def _syntax_diagnostic(e: UnexpectedInput, text: str, file: str) -> Diagnostic:
     label = e.match_examples(_parse_for_examples, _EXAMPLES, use_accepts=False)
     if label is not None:
         message, hint = _CUSTOM[label]
-        return Diagnostic("syntax", f"{message}, found {found}", span, help=hint)
-    return Diagnostic("syntax", f"expected {_expected_phrase(expected)}, found {found}", span)
+        return Diagnostic(
+            "syntax", f"{message}, found {found}", span, help=_keyword_hint(tok, expected) or hint
+        )
+    return Diagnostic(
+        "syntax",
+        f"expected {_expected_phrase(expected)}, found {found}",
+        span,
+        help=_keyword_hint(tok, expected),
+    )
+
+
+def _keyword_hint(tok: Token, expected: set[str]) -> str | None:
+    """A misspelt keyword (`requirment`) lexes as a name where a statement or a role was
+    expected: name the keyword it is closest to."""
+    if tok.type != "NAME":
+        return None
+    v = _vocabulary()
+    words = _terminal_text()
+    for kinds in (v.statements, v.roles):
+        if expected >= kinds:
+            hint = did_you_mean(str(tok), sorted(words[k] for k in kinds if k in words))
+            if hint:
+                return hint
+    return None
 
 
 def _resume_point(text: str, e: UnexpectedInput) -> int | None:
