@@ -247,13 +247,26 @@ def test_labelled_protocols_in_proto(tmp_path):
     assert gate.exit_code == 0
     gate = ["compare", str(wice), looser, "--fail-if", "looser", "--label", "partially_supported"]
     assert CliRunner().invoke(main, gate).exit_code == 1
-    # one-way grounding is a different pair from two-way grounding
+    # one-way grounding made two-way is the same pair made stricter, not one removed and
+    # one added: a replay whose judge cites less than the context backs now fails it
     both_ways = write(tmp_path, "both.proto", text.replace("~> backed(p)", "~ backed(p)"))
     doc = json.loads(
         CliRunner().invoke(main, ["compare", str(wice), both_ways, "--format", "json"]).output
     )
-    assert "said(part_1) ~ backed(part_1)" in doc["added"]["grounding"]
-    assert "said(part_1) ~> backed(part_1)" in doc["removed"]["grounding"]
+    assert doc["added"]["grounding"] == doc["removed"]["grounding"] == []
+    got = {r["subject"]: r for r in doc["relations"]}
+    pair = got["grounding:said(part_1) ~> backed(part_1)"]
+    assert pair["relation"] == "stricter"
+    assert pair["detail"] == "now `said(part_1) ~ backed(part_1)`"
+    assert pair["old_only"] == {"said(part_1)": False, "backed(part_1)": True}
+    gate = CliRunner().invoke(main, ["compare", str(wice), both_ways, "--fail-if", "stricter"])
+    assert gate.exit_code == 1
+    assert (
+        "grounding pair `said(part_1) ~> backed(part_1)` holds under OLD where it does not "
+        "under NEW (now `said(part_1) ~ backed(part_1)`)" in gate.stderr
+    )
+    back = CliRunner().invoke(main, ["compare", both_ways, str(wice), "--fail-if", "stricter"])
+    assert back.exit_code == 0, back.stderr  # `~` to `~>` only loosens
 
 
 def _verdicts(tmp_path, old_text: str, new_text: str):  # type: ignore[no-untyped-def]
@@ -307,7 +320,9 @@ def test_the_gate_says_what_it_decided_on_stderr_and_leaves_stdout_alone(tmp_pat
     passed = run(main, ["compare", old, looser, "--fail-if", "stricter", "--format", "json"])
     assert passed.exit_code == 0
     assert passed.stderr == (
-        "gate --fail-if stricter: passed (exit 0): nowhere OLD gives `PASS` where NEW does not\n"
+        "gate --fail-if stricter: passed (exit 0): nowhere OLD gives `PASS` where NEW does not,"
+        " and no requirement, coverage or grounding check holds under OLD where it does not"
+        " under NEW\n"
     )
     json.loads(passed.stdout)  # the JSON report stays whole on stdout
     plain = run(main, ["compare", old, looser])
@@ -324,3 +339,45 @@ def test_an_undecided_gate_says_so_and_exits_3():
         "gate --fail-if looser: undecided (exit 3): the solver could not decide whether NEW "
         "gives `PASS` where OLD does not (the solver timed out)",
     )
+
+
+def _gate(tmp_path: Path, old_text: str, new_text: str, fail_if: str):  # type: ignore[no-untyped-def]
+    old, new = write(tmp_path, "o.proto", old_text), write(tmp_path, "n.proto", new_text)
+    return CliRunner().invoke(main, ["compare", old, new, "--fail-if", fail_if])
+
+
+def test_the_stricter_gate_looks_at_requirements_coverage_and_grounding(tmp_path):
+    # the labels are the same in every pair here: only the checks change
+    tighter = proto(holds="not x and not b")
+    got = _gate(tmp_path, proto(), tighter, "stricter")
+    assert got.exit_code == 1
+    assert got.stderr == (
+        "gate --fail-if stricter: failed (exit 1): requirement `r` holds under OLD where it "
+        "does not under NEW: b = TRUE, x = FALSE\n"
+    )
+    # only loosening passes the stricter gate and fails the looser one
+    assert _gate(tmp_path, tighter, proto(), "stricter").exit_code == 0
+    assert _gate(tmp_path, tighter, proto(), "looser").exit_code == 1
+    # coverage: NEW addresses the requirement in fewer worlds
+    fewer = proto().replace("addressed: true", "addressed: x")
+    assert _gate(tmp_path, proto(), fewer, "stricter").exit_code == 1
+    assert _gate(tmp_path, fewer, proto(), "stricter").exit_code == 0
+
+
+def test_a_check_added_is_stricter_and_one_removed_looser(tmp_path):
+    extra = proto(extra='atom cb : context "cb"\nground b ~> cb\n')
+    got = _gate(tmp_path, proto(), extra, "stricter")
+    assert got.exit_code == 1 and "grounding pair `b ~> cb` holds under OLD" in got.stderr
+    assert _gate(tmp_path, extra, proto(), "stricter").exit_code == 0
+    assert _gate(tmp_path, extra, proto(), "looser").exit_code == 1
+    no_req = proto().replace('requirement r "r" {\n  holds: not x\n  addressed: true\n}\n', "")
+    assert _gate(tmp_path, no_req, proto(), "stricter").exit_code == 1
+    assert _gate(tmp_path, proto(), no_req, "stricter").exit_code == 0
+
+
+def test_a_pair_whose_context_side_changed_is_related_not_added_and_removed():
+    new = proto(extra='atom cb : context "cb"\n').replace("ground a ~ ca", "ground a ~ ca and cb")
+    c = compare(compile_source(proto(), "o"), compile_source(new, "n"), create("sliced"), Scope())
+    assert c.added["grounding"] == c.removed["grounding"] == ()
+    r = c.relation("grounding:a ~ ca")
+    assert r is not None and r.relation == "incomparable" and r.detail == "now `a ~ ca and cb`"

@@ -8,22 +8,25 @@ does) or ``incomparable``; the same for each requirement's ``holds`` and ``addre
 (``unspecified`` when only one side says when it is addressed). Every relation that is not
 ``equivalent`` carries one witness per direction: the canonical assignment (atoms in OLD's
 declaration order, then NEW's new ones, FALSE first) on which the two sides disagree.
-``constraints`` compares K_new with K_old themselves. Added and removed labels,
-requirements, grounding pairs (by their canonical text and direction) and atoms are
-listed. A relation the solver could not decide is ``unknown``, never guessed.
+``constraints`` compares K_new with K_old themselves; grounding pairs that changed
+direction or one side are related as the checks they ask (``grounding:``), and a
+requirement or pair on one side only as a check that holds everywhere on the other.
+Added and removed labels, requirements, grounding pairs (by their canonical text and
+direction, those related apart) and atoms are listed. A relation the solver could not decide is ``unknown``, never guessed.
 ``gate(c, fail_if, label)`` is what ``unmask compare --fail-if`` decided: its exit status
-and the one line that says so and why (the witness when it fails).
+and the lines that say so and why (a witness for each check that fails it).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from unmask import ir
 from unmask.analysis.ground import Scope
 from unmask.backends.base import Backend, Part, spec
 from unmask.frozen import frozen
-from unmask.ir import mk_and, mk_not
+from unmask.ir import mk_and, mk_const, mk_not
 from unmask.irtext import expr_text
 from unmask.solve import SAT, UNKNOWN, Answer, Space
 
@@ -35,6 +38,7 @@ INCOMPARABLE = "incomparable"
 UNSPECIFIED = "unspecified"
 CONTRADICTORY = "contradictory"  # K_old ∧ K_new has no model
 RELATION_UNKNOWN = "unknown"
+TRUE = mk_const(True)  # a check that is absent holds on every replay
 
 
 @frozen
@@ -143,6 +147,46 @@ def ground_key(g: ir.GroundPair) -> str:
     return f"{expr_text(g.judge)} {g.direction} {expr_text(g.context)}"
 
 
+Pairing = tuple[ir.GroundPair | None, ir.GroundPair | None]
+
+
+def match_grounding(
+    old: tuple[ir.GroundPair, ...], new: tuple[ir.GroundPair, ...]
+) -> list[Pairing]:
+    """The grounding pairs that differ between versions, each related to its counterpart.
+
+    A pair written alike in both is unchanged. Of the rest, a pair whose two sides are
+    the same and whose direction changed (`~>` to `~`) is the same pair made stricter or
+    looser, and so is one where only one side changed, when that side is shared by exactly
+    one pair on each side (a judge claim grounded against another reading). What is left
+    is a pair added (old None) or removed (new None)."""
+    sides = lambda g: (expr_text(g.judge), expr_text(g.context))  # noqa: E731
+    new_keys = {ground_key(n) for n in new}
+    old_keys = {ground_key(o) for o in old}
+    left_old = [o for o in old if ground_key(o) not in new_keys]
+    left_new = [n for n in new if ground_key(n) not in old_keys]
+    pairs: list[Pairing] = []
+    for key in (sides, lambda g: sides(g)[0], lambda g: sides(g)[1]):
+        olds: dict[Any, list[ir.GroundPair]] = {}
+        news: dict[Any, list[ir.GroundPair]] = {}
+        for o in left_old:
+            olds.setdefault(key(o), []).append(o)
+        for n in left_new:
+            news.setdefault(key(n), []).append(n)
+        matched = [
+            (os_[0], news[k][0])
+            for k, os_ in olds.items()
+            if len(os_) == 1 and len(news.get(k, ())) == 1
+        ]
+        pairs.extend(matched)
+        gone = {id(x) for pair in matched for x in pair}
+        left_old = [o for o in left_old if id(o) not in gone]
+        left_new = [n for n in left_new if id(n) not in gone]
+    pairs.extend((o, None) for o in left_old)
+    pairs.extend((None, n) for n in left_new)
+    return pairs
+
+
 def _diff(old: list[str], new: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     o, n = set(old), set(new)
     return tuple(x for x in new if x not in o), tuple(x for x in old if x not in n)
@@ -165,6 +209,7 @@ def compare(
         relations.append(_relation(free, "constraints", k_old, k_new))
     finally:
         free.close()
+    pairs = match_grounding(old.grounding, new.grounding)
     parts = [Part(f"old:{c.name}", c.expr) for c in old.constraints]
     parts += [Part(f"new:{c.name}", c.expr) for c in new.constraints]
     space = Space(backend, parts, atoms)
@@ -176,9 +221,13 @@ def compare(
                     d_old, d_new = old.decision_for(label), new.decision_for(label)
                     relations.append(_relation(space, f"label:{label}", d_old, d_new))
             new_reqs = {r.id: r for r in new.requirements}
+            old_ids = {r.id for r in old.requirements}
             for r in old.requirements:
                 s = new_reqs.get(r.id)
                 if s is None:
+                    # a requirement that is gone holds on every replay: NEW is looser
+                    # wherever OLD's could fail
+                    relations.append(_relation(space, f"holds:{r.id}", r.expr, TRUE))
                     continue
                 relations.append(_relation(space, f"holds:{r.id}", r.expr, s.expr))
                 if r.addressed is None and s.addressed is None:
@@ -189,6 +238,20 @@ def compare(
                     relations.append(
                         _relation(space, f"addressed:{r.id}", r.addressed, s.addressed)
                     )
+            for s in new.requirements:
+                if s.id not in old_ids:  # a new requirement: absent, it held everywhere
+                    relations.append(_relation(space, f"holds:{s.id}", TRUE, s.expr))
+            for o, n in pairs:
+                subject = f"grounding:{ground_key(o) if o is not None else ground_key(n)}"
+                relation = _relation(
+                    space,
+                    subject,
+                    o.query if o is not None else TRUE,
+                    n.query if n is not None else TRUE,
+                )
+                if o is not None and n is not None:
+                    relation = replace(relation, detail=f"now `{ground_key(n)}`")
+                relations.append(relation)
         else:
             relations.append(
                 Relation(
@@ -206,14 +269,12 @@ def compare(
     for key, o, n in (
         ("labels", list(old.labels), list(new.labels)),
         ("requirements", [r.id for r in old.requirements], [r.id for r in new.requirements]),
-        (
-            "grounding",
-            [ground_key(g) for g in old.grounding],
-            [ground_key(g) for g in new.grounding],
-        ),
         ("atoms", list(old.atom_names), list(new.atom_names)),
     ):
         added[key], removed[key] = _diff(o, n)
+    # pairs related across versions (a direction or one side changed) are neither
+    added["grounding"] = tuple(ground_key(n) for o, n in pairs if o is None and n is not None)
+    removed["grounding"] = tuple(ground_key(o) for o, n in pairs if n is None and o is not None)
     return Comparison(
         names[0],
         names[1],
@@ -261,22 +322,56 @@ def text(c: Comparison) -> str:
     return "\n".join(lines) + "\n"
 
 
+# what each kind of check is said to do when a witness shows OLD and NEW apart
+_CHECK = {
+    "holds": ("requirement `{}`", "holds"),
+    "addressed": ("requirement `{}`", "is addressed"),
+    "grounding": ("grounding pair `{}`", "holds"),
+}
+
+
+def _question(subject: str, first: str, second: str) -> str:
+    kind, _, name = subject.partition(":")
+    if kind == "label":
+        return f"{first} gives `{name}` where {second} does not"
+    what, verb = _CHECK[kind]
+    return f"{what.format(name)} {verb} under {first} where it does not under {second}"
+
+
 def gate(c: Comparison, fail_if: str, label: str) -> tuple[int, str]:
-    """The exit status of ``--fail-if looser|stricter`` for ``label``, and its line: does
-    NEW give the label where OLD does not (looser), or OLD where NEW does not (stricter)?"""
+    """The exit status of ``--fail-if looser|stricter`` and what it says, one line per
+    check that fails it. Stricter: OLD gives ``label`` where NEW does not, or a requirement,
+    its coverage or a grounding pair holds under OLD where it does not under NEW (a check
+    NEW adds held everywhere before it), so a replay that passed could fail; looser is the
+    reverse. Any such witness fails the gate; else an undecided relation makes it exit 3."""
     from unmask import exitcodes
 
-    rel = c.relation(f"label:{label}")
-    assert rel is not None, "the label is declared by both protocols"
+    assert c.relation(f"label:{label}") is not None, "the label is declared by both protocols"
     first, second = ("NEW", "OLD") if fail_if == LOOSER else ("OLD", "NEW")
-    question = f"{first} gives `{label}` where {second} does not"
     head = f"gate --fail-if {fail_if}"
-    if rel.relation == RELATION_UNKNOWN:
-        why = f" ({rel.detail})" if rel.detail else ""
-        return exitcodes.UNKNOWN, (
-            f"{head}: undecided (exit 3): the solver could not decide whether {question}{why}"
-        )
-    witness = rel.looser if fail_if == LOOSER else rel.stricter
-    if witness is None:
-        return exitcodes.OK, f"{head}: passed (exit 0): nowhere {question}"
-    return exitcodes.VIOLATED, f"{head}: failed (exit 1): {question}: {_witness(witness)}"
+    asked = [
+        r
+        for r in c.relations
+        if r.subject == f"label:{label}" or r.subject.partition(":")[0] in _CHECK
+    ]
+    failed = []
+    for r in asked:
+        witness = r.looser if fail_if == LOOSER else r.stricter
+        if r.relation != RELATION_UNKNOWN and witness is not None:
+            detail = f" ({r.detail})" if r.detail else ""
+            question = _question(r.subject, first, second) + detail
+            failed.append(f"{head}: failed (exit 1): {question}: {_witness(witness)}")
+    if failed:
+        return exitcodes.VIOLATED, "\n".join(failed)
+    for r in asked:
+        if r.relation == RELATION_UNKNOWN:
+            why = f" ({r.detail})" if r.detail else ""
+            return exitcodes.UNKNOWN, (
+                f"{head}: undecided (exit 3): the solver could not decide whether "
+                f"{_question(r.subject, first, second)}{why}"
+            )
+    line = f"{head}: passed (exit 0): nowhere {first} gives `{label}` where {second} does not"
+    if len(asked) > 1:
+        line += f", and no requirement, coverage or grounding check holds under {first} where"
+        line += f" it does not under {second}"
+    return exitcodes.OK, line

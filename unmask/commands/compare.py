@@ -48,7 +48,8 @@ from unmask.limits import Limits
     "--fail-if",
     "fail_if",
     type=click.Choice(("looser", "stricter")),
-    help="exit 1 only when NEW gives --label where OLD does not (looser), or the reverse",
+    help="exit 1 only when a replay could pass under NEW what it failed under OLD (looser: "
+    "--label, a requirement, its coverage or a grounding pair), or the reverse (stricter)",
 )
 @click.option("--label", help="the label --fail-if asks about (default PASS, else the first)")
 @timeout_option()
