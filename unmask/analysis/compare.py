@@ -12,7 +12,8 @@ declaration order, then NEW's new ones, FALSE first) on which the two sides disa
 direction or one side are related as the checks they ask (``grounding:``), and a
 requirement or pair on one side only as a check that holds everywhere on the other.
 Added and removed labels, requirements, grounding pairs (by their canonical text and
-direction, those related apart) and atoms are listed. A relation the solver could not decide is ``unknown``, never guessed.
+direction, those related apart) and atoms are listed. A relation the solver could not
+decide is ``unknown``, never guessed.
 ``gate(c, fail_if, label)`` is what ``unmask compare --fail-if`` decided: its exit status
 and the lines that say so and why (a witness for each check that fails it).
 """
