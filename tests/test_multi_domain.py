@@ -274,8 +274,8 @@ def test_ir_json_and_smt2_keep_the_names():
 def test_the_judge_schema_nests_one_object_per_domain():
     view = judge_view(RAG, "t.proto")
     cites = judge_schema(view)["properties"]["atoms"]["properties"]["cites"]
-    assert cites["propertyNames"] == {"enum": ["c1", "c2"]}
-    assert cites["additionalProperties"]["propertyNames"] == {"enum": ["p1", "p2", "p3"]}
+    assert cites["propertyNames"] == {"enum": ["c1", "c2", "*"]}
+    assert cites["additionalProperties"]["propertyNames"] == {"enum": ["p1", "p2", "p3", "*"]}
     assert cites["additionalProperties"]["additionalProperties"] == {"$ref": "#/$defs/statement"}
     stmt = {"value": "TRUE", "quotes": ["p2"]}
     out = {"rationale": "p2", "verdict": "PASS", "atoms": {"cites": {"c1": {"p2": stmt}}}}
@@ -286,6 +286,75 @@ def test_the_judge_schema_nests_one_object_per_domain():
         read_output(out, view, {"claim": ["c1", "c2"], "passage": ["p1", "p2", "p3"]})
     assert exc.value.path == "output.atoms.cites.c1.c2"
     assert exc.value.reason == "`c2` is not a member of domain `passage`"
+    assert exc.value.help == "the members of `passage` are `p1`, `p2`, `p3`"
+
+
+MEMBERS = {"claim": ["c1", "c2"], "passage": ["p1", "p2", "p3"]}
+DONE = "These are all the passages I cite."
+
+
+def _read(cites: dict):  # type: ignore[no-untyped-def]
+    out = {"rationale": f"I cite p2. {DONE}", "verdict": "PASS", "atoms": {"cites": cites}}
+    return read_output(out, judge_view(RAG, "t.proto"), MEMBERS).statements
+
+
+def test_a_list_the_judge_says_is_complete_makes_the_rest_false_by_its_quote():
+    cite = {"value": "TRUE", "quotes": ["I cite p2."]}
+    rest = {"value": "FALSE", "quotes": [DONE]}
+    # per claim: the passages not listed for c1 are FALSE; c2 says nothing, so stays open
+    got = {(s.atom, s.value, s.quotes) for s in _read({"c1": {"p2": cite, "*": rest}})}
+    assert got == {
+        ("cites(c1, p2)", "TRUE", ("I cite p2.",)),
+        ("cites(c1, p1)", "FALSE", (DONE,)),
+        ("cites(c1, p3)", "FALSE", (DONE,)),
+    }
+    # at the top: every claim not listed, with every passage, is FALSE
+    top = _read({"c1": {"p2": cite}, "*": rest})
+    assert sorted(s.atom for s in top if s.value == "FALSE") == [
+        "cites(c2, p1)",
+        "cites(c2, p2)",
+        "cites(c2, p3)",
+    ]
+    # a member the judge listed keeps its own statement, even UNKNOWN
+    unknown = {"value": "UNKNOWN", "quotes": []}
+    kept = {s.atom: s.value for s in _read({"c1": {"p1": unknown, "*": rest}})}
+    assert kept["cites(c1, p1)"] == "UNKNOWN" and kept["cites(c1, p3)"] == "FALSE"
+
+
+@pytest.mark.parametrize(
+    ("rest", "path", "needle"),
+    [
+        ({"value": "TRUE", "quotes": [DONE]}, 'output.atoms.cites.c1["*"].value', "`FALSE`"),
+        ({"value": "FALSE", "quotes": []}, 'output.atoms.cites.c1["*"].quotes', "needs a quote"),
+        ({"value": "FALSE"}, 'output.atoms.cites.c1["*"]', "missing `quotes`"),
+    ],
+)
+def test_a_completeness_statement_must_be_a_quoted_false(rest, path, needle):
+    with pytest.raises(OutputError) as exc:
+        _read({"c1": {"*": rest}})
+    assert exc.value.path == path and needle in exc.value.reason
+
+
+def test_the_schema_accepts_a_completeness_statement_and_no_other_value():
+    import jsonschema
+
+    schema = judge_schema(judge_view(RAG, "t.proto"))
+    ok = {"rationale": DONE, "verdict": "PASS"}
+    rest = {"value": "FALSE", "quotes": [DONE]}
+    jsonschema.validate({**ok, "atoms": {"cites": {"c1": {"*": rest}, "*": rest}}}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        bad = {"value": "TRUE", "quotes": [DONE]}
+        jsonschema.validate({**ok, "atoms": {"cites": {"c1": {"*": bad}}}}, schema)
+
+
+def test_a_misspelt_atom_or_key_gets_a_did_you_mean_and_the_names():
+    view = judge_view(RAG, "t.proto")
+    with pytest.raises(OutputError) as exc:
+        read_output({"rationale": "x", "verdict": "PASS", "atoms": {"cite": {}}}, view, MEMBERS)
+    assert exc.value.help is not None and exc.value.help.startswith("did you mean `cites`?")
+    with pytest.raises(OutputError) as exc:
+        read_output({"rationale": "x", "verdict": "PASS", "atom": {}}, view, MEMBERS)
+    assert exc.value.help == ("did you mean `atoms`? the keys are `rationale`, `verdict`, `atoms`")
 
 
 # --- analyze and compare ---------------------------------------------------------------------
@@ -337,9 +406,18 @@ def test_compare_on_every_backend_names_the_changed_grounding_pairs():
     for backend in BACKENDS:
         doc = compare(old, new, create(backend), Scope()).to_json()
         assert doc["equivalent"] is False
-        assert doc["added"]["grounding"][1] == "cites(c1, p2) ~ backs(p2, c1)"
-        assert doc["removed"]["grounding"][1] == "cites(c1, p2) ~> backs(p2, c1)"
-        assert all(r["relation"] == "equivalent" for r in doc["relations"])
+        # each pair made two-way is the same pair made stricter, not one removed, one added
+        assert doc["added"]["grounding"] == doc["removed"]["grounding"] == []
+        pair = next(
+            r
+            for r in doc["relations"]
+            if r["subject"] == "grounding:cites(c1, p2) ~> backs(p2, c1)"
+        )
+        assert pair["relation"] == "stricter"
+        witness = pair["old_only"]
+        assert (witness["cites(c1, p2)"], witness["backs(p2, c1)"]) == (False, True)
+        others = [r for r in doc["relations"] if not r["subject"].startswith("grounding:")]
+        assert all(r["relation"] == "equivalent" for r in others)
 
 
 # --- the shipped example -----------------------------------------------------------------------

@@ -101,11 +101,11 @@ def test_the_emitted_files_are_current_and_byte_stable():
 def test_a_family_is_keyed_by_member_so_one_schema_serves_any_members(tmp_path: Path):
     # `claim` is a free domain, and no `--domain` is given
     says = schema_of(PROTO)["properties"]["atoms"]["properties"]["says"]
-    assert says["propertyNames"] == {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}
-    # members given narrow the keys to them
+    assert says["propertyNames"] == {"pattern": "^([A-Za-z_][A-Za-z0-9_]*|\\*)$"}
+    # members given narrow the keys to them (and `*`, the statement that the list is whole)
     res = compile_(str(PROTO), "--emit", "judge-schema", "--domain", "claim=a,b")
     narrowed = json.loads(res.stdout)["properties"]["atoms"]["properties"]["says"]
-    assert narrowed["propertyNames"] == {"enum": ["a", "b"]}
+    assert narrowed["propertyNames"] == {"enum": ["a", "b", "*"]}
 
 
 def test_the_prompt_gives_each_atoms_description_and_the_rules():
@@ -469,3 +469,62 @@ def test_passages_with_their_own_ids_keep_them(tmp_path: Path):
         replay["sources"]["context"]
         == "[doc3.2] Alice joined ACME in 2024.\n[doc7.1] Bob is the CTO."
     )
+
+
+def test_citations_listed_with_a_completeness_statement_leave_no_pair_open(tmp_path: Path):
+    # the judge lists only the citations it made, and says for each claim that the list is
+    # whole: every `cites` pair is settled, the ones left out FALSE by that sentence
+    rationale = (
+        "For the date I cite passage p1. I cite no other passage for the date. "
+        "For the place I cite passage p2. I cite no other passage for the place."
+    )
+
+    def stmt(quote: str, value: str = "TRUE") -> dict:
+        return {"value": value, "quotes": [quote]}
+
+    output = {
+        "rationale": rationale,
+        "verdict": "supported",
+        "atoms": {
+            "cites": {
+                "date": {
+                    "p1": stmt("For the date I cite passage p1."),
+                    "*": stmt("I cite no other passage for the date.", "FALSE"),
+                },
+                "place": {
+                    "p2": stmt("For the place I cite passage p2."),
+                    "*": stmt("I cite no other passage for the place.", "FALSE"),
+                },
+            }
+        },
+    }
+    rec = {
+        "judge": "j",
+        "id": "whole",
+        "output": output,
+        "domains": {"claim": ["date", "place"], "passage": ["p1", "p2", "p3"]},
+        "sources": {"context": ["[p1] 1932.", "[p2] Sydney.", "[p3] Steel."]},
+    }
+    out = tmp_path / "out"
+    proto = ROOT / "examples" / "rag_citations.proto"
+    res = imp(write_lines(tmp_path, [rec]), out, "--protocol", str(proto))
+    assert res.exit_code == 0, res.output
+    replay = json.loads((out / "whole.json").read_text(encoding="utf-8"))
+    false = ann(replay, "cites(date, p3)")
+    assert false is not None and false["value"] == "FALSE"
+    assert [e["quote"] for e in false["evidence"]] == ["I cite no other passage for the date."]
+    cites = [a for a in replay["annotations"] if a["atom"].startswith("cites(")]
+    assert len(cites) == 6 and all(a["value"] in ("TRUE", "FALSE") for a in cites)
+    report = check(out / "whole.json")
+    assert report["verdict"]["status"] == "ENTAILED"
+    # no pair is left open for want of a citation the judge did not make: the four it did
+    # not make hold; the two it made wait only for a reading of the passages (`backs`)
+    status = {g["judge"]: g["status"] for g in report["grounding"]}
+    assert status == {
+        "cites(date, p1)": "UNDERDETERMINED",
+        "cites(date, p2)": "ENTAILED",
+        "cites(date, p3)": "ENTAILED",
+        "cites(place, p1)": "ENTAILED",
+        "cites(place, p2)": "UNDERDETERMINED",
+        "cites(place, p3)": "ENTAILED",
+    }

@@ -9,7 +9,9 @@ has parsed and compiled so (``unmaskc``). ``emit_judge_schema`` writes the JSON 
 ``atoms``, one statement ``{"value": TRUE|FALSE|UNKNOWN, "quotes": [...]}`` per atom, a
 family as an object keyed by member (over several domains, nested: keyed by the first
 domain's member, then the second's, …), so one schema serves any members; every atom may be
-left out (it is then UNKNOWN). ``emit_judge_prompt`` writes the instructions for filling it.
+left out (it is then UNKNOWN), and a family's object may hold ``*``, a quoted FALSE for every
+member it does not list (the judge says its list is whole: FALSE by its words, never by
+absence). ``emit_judge_prompt`` writes the instructions for filling it.
 ``read_output`` checks one output against the same shape by hand, first problem first, with
 the JSON path, so the importer needs no schema library. Both outputs are byte-stable.
 """
@@ -17,7 +19,7 @@ the JSON path, so the importer needs no schema library. Both outputs are byte-st
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from unmask.frozen import frozen
@@ -138,6 +140,22 @@ _STATEMENT = {
 }
 
 
+# a family's object may say that the members it lists are all there are: `"*"` states, with
+# the judge's own words quoted, that every member left out is FALSE (never read from absence)
+REST = "*"
+_REST = {
+    "type": "object",
+    "description": "every member not listed beside this key is FALSE: quote where the "
+    "rationale says the members listed are all there are",
+    "properties": {
+        "value": {"const": "FALSE"},
+        "quotes": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1},
+    },
+    "required": ["value", "quotes"],
+    "additionalProperties": False,
+}
+
+
 def _atom_schema(a: Stated) -> dict[str, Any]:
     desc = f"({a.role}) {a.description}".rstrip()
     if not a.domains:
@@ -147,9 +165,16 @@ def _atom_schema(a: Stated) -> dict[str, Any]:
     for i in reversed(range(len(a.domains))):
         known = a.members[i] if i < len(a.members) else None
         keys: dict[str, Any] = (
-            {"enum": list(known)} if known is not None else {"pattern": f"^{IDENT_PATTERN}$"}
+            {"enum": [*known, REST]}
+            if known is not None
+            else {"pattern": f"^({IDENT_PATTERN}|\\*)$"}
         )
-        inner = {"type": "object", "propertyNames": keys, "additionalProperties": inner}
+        inner = {
+            "type": "object",
+            "propertyNames": keys,
+            "properties": {REST: {"$ref": "#/$defs/rest"}},
+            "additionalProperties": inner,
+        }
     if len(a.domains) == 1:
         head = f"one statement per member of `{a.domains[0]}`, keyed by the member"
     else:
@@ -179,7 +204,7 @@ def judge_schema(view: JudgeView) -> dict[str, Any]:
         },
         "required": ["rationale", "verdict", "atoms"],
         "additionalProperties": False,
-        "$defs": {"statement": _STATEMENT},
+        "$defs": {"statement": _STATEMENT, "rest": _REST},
     }
 
 
@@ -217,6 +242,14 @@ def emit_judge_prompt(view: JudgeView) -> str:
             '    names you are given for them), one {"value", "quotes"} per member;',
             "    {DOMAIN} in its description stands for the member.",
         ]
+    if any(a.domains for a in view.atoms):
+        out += [
+            '  - Such an object may also hold "*": {"value": "FALSE", "quotes": [...]} when your',
+            "    rationale says that the members you listed are all there are (for example",
+            '    "these are the only passages I cite for this claim"): every member you did not',
+            '    list is then FALSE, and "quotes" copies where you said so. Leave "*" out when',
+            "    you did not say so.",
+        ]
     if any(len(a.domains) > 1 for a in view.atoms):
         out += [
             "  - A statement written NAME[D1][D2] is an object keyed by the members of D1, each",
@@ -242,11 +275,14 @@ def emit_judge_prompt(view: JudgeView) -> str:
 
 
 class OutputError(Exception):
-    """An output that does not follow the schema: where (a JSON path) and why."""
+    """An output that does not follow the schema: where (a JSON path), why, and a hint."""
 
-    def __init__(self, path: str, reason: str):
+    def __init__(self, path: str, reason: str, help: str | None = None):
         super().__init__(path, reason)
-        self.path, self.reason = path, reason
+        self.path, self.reason, self.help = path, reason, help
+
+
+_LIST_MAX = 12  # names listed in a hint; past that, how many more
 
 
 @frozen
@@ -280,7 +316,11 @@ def _statement(obj: Any, atom: str, path: str) -> Statement:
         raise OutputError(path, f'expected `{{"value": …, "quotes": […]}}`, found `{_show(obj)}`')
     for key in obj:
         if key not in ("value", "quotes"):
-            raise OutputError(key_path(path, key), f"unknown key `{_show(key)}`")
+            raise OutputError(
+                key_path(path, key),
+                f"unknown key `{_show(key)}`",
+                _names_hint(key, ["value", "quotes"], "the keys"),
+            )
     for key in ("value", "quotes"):
         if key not in obj:
             raise OutputError(path, f"missing `{key}`")
@@ -310,7 +350,11 @@ def read_output(
         raise OutputError(at, f"expected the judge's output object, found `{_show(obj)}`")
     for key in obj:
         if key not in ("rationale", "verdict", "atoms"):
-            raise OutputError(key_path(at, key), f"unknown key `{_show(key)}`")
+            raise OutputError(
+                key_path(at, key),
+                f"unknown key `{_show(key)}`",
+                _names_hint(key, ["rationale", "verdict", "atoms"], "the keys"),
+            )
     for key in ("rationale", "verdict", "atoms"):
         if key not in obj:
             raise OutputError(at, f"missing `{key}`")
@@ -331,7 +375,11 @@ def read_output(
         path = key_path(f"{at}.atoms", name)
         a = view.get(name)
         if a is None:
-            raise OutputError(path, f"`{_show(name)}` is not a judge or procedure atom")
+            raise OutputError(
+                path,
+                f"`{_show(name)}` is not a judge or procedure atom",
+                _names_hint(name, [x.name for x in view.atoms], "the atoms a judge states"),
+            )
         _family(stmt, a, members, (), path, out)
     return Output(rationale, verdict, tuple(out))
 
@@ -347,8 +395,45 @@ def _family(obj: Any, a: Stated, members, given: tuple[str, ...], path: str, out
     domain = a.domains[len(given)]
     known = members.get(domain, ())
     for m, s in obj.items():
+        if m == REST:
+            continue
         if not IDENT_RE.match(m) or m not in known:
             raise OutputError(
-                key_path(path, m), f"`{_show(m)}` is not a member of domain `{domain}`"
+                key_path(path, m),
+                f"`{_show(m)}` is not a member of domain `{domain}`",
+                _names_hint(m, known, f"the members of `{domain}`"),
             )
         _family(s, a, members, (*given, m), key_path(path, m), out)
+    if REST in obj:
+        rest_path = key_path(path, REST)
+        rest = _statement(obj[REST], a.name, rest_path)
+        if rest.value != "FALSE":
+            raise OutputError(
+                f"{rest_path}.value",
+                f"`{REST}` states that the members left out are FALSE: its value is `FALSE`",
+                'write `"value": "FALSE"`, or leave `*` out',
+            )
+        for ground in _left_out(a, members, given, [m for m in obj if m != REST]):
+            out.append(Statement(ground, "FALSE", rest.quotes, rest_path))
+
+
+def _left_out(a: Stated, members, given: tuple[str, ...], listed: list[str]) -> Iterator[str]:
+    """The ground atoms of ``a`` under ``given`` whose next member is not ``listed``."""
+    import itertools
+
+    domain = a.domains[len(given)]
+    rest = [m for m in members.get(domain, ()) if m not in listed]
+    later = [members.get(d, ()) for d in a.domains[len(given) + 1 :]]
+    for m in rest:
+        for tail in itertools.product(*later):
+            yield f"{a.name}({', '.join((*given, m, *tail))})"
+
+
+def _names_hint(name: Any, names: Sequence[str], what: str) -> str:
+    from unmask.jsonreader import did_you_mean
+
+    listed = ", ".join(f"`{x}`" for x in names[:_LIST_MAX])
+    more = f" and {len(names) - _LIST_MAX} more" if len(names) > _LIST_MAX else ""
+    every = f"{what} are {listed}{more}" if names else f"there are no {what}"
+    guess = did_you_mean(name, names)
+    return f"{guess} {every}" if guess else every

@@ -204,8 +204,11 @@ def _record(proto: str, view: JudgeView, file: str, n: int, rec: Any, options: O
         }
         members.update(f["domains"])
         out = read_output(f["output"], view, members)
-    except (_Bad, OutputError) as exc:
+    except _Bad as exc:
         return Skipped(f"{where}: field `{exc.path}`", exc.reason)
+    except OutputError as exc:
+        hint = f"; {exc.help}" if exc.help else ""
+        return Skipped(f"{where}: field `{exc.path}`", exc.reason + hint)
     statements = list(out.statements)
     distinct = len({q for s in statements for q in s.quotes})
     if distinct * (len(out.rationale) + 1) > MAX_LOOKUP:
