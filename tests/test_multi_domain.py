@@ -308,13 +308,20 @@ def test_a_list_the_judge_says_is_complete_makes_the_rest_false_by_its_quote():
         ("cites(c1, p1)", "FALSE", (DONE,)),
         ("cites(c1, p3)", "FALSE", (DONE,)),
     }
-    # at the top: every claim not listed, with every passage, is FALSE
+    # at the top it covers everything the object does not state, at any depth: the other
+    # passages of the claim listed, and every passage of the claim not listed
     top = _read({"c1": {"p2": cite}, "*": rest})
     assert sorted(s.atom for s in top if s.value == "FALSE") == [
+        "cites(c1, p1)",
+        "cites(c1, p3)",
         "cites(c2, p1)",
         "cites(c2, p2)",
         "cites(c2, p3)",
     ]
+    # a nearer `*` speaks for its own claim, with its own words
+    near = {"value": "FALSE", "quotes": ["I cite p2."]}
+    both = {s.atom: s.quotes for s in _read({"c1": {"p2": cite, "*": near}, "*": rest})}
+    assert both["cites(c1, p1)"] == ("I cite p2.",) and both["cites(c2, p1)"] == (DONE,)
     # a member the judge listed keeps its own statement, even UNKNOWN
     unknown = {"value": "UNKNOWN", "quotes": []}
     kept = {s.atom: s.value for s in _read({"c1": {"p1": unknown, "*": rest}})}

@@ -200,3 +200,32 @@ def test_the_protocol_the_doc_shows_is_the_one_it_runs() -> None:
     proto = (EXAMPLE / "rag.proto").read_text(encoding="utf-8").splitlines()
     for line in shown.group(1).splitlines():
         assert not line or line in proto, line
+
+
+def test_citations_the_judge_says_are_complete_leave_no_cites_pair_open(tmp_path):
+    # docs/quickstart-rag.md, "Which passage for which claim": the judges list only the
+    # citations they made, and say (with `*`) that the list is whole
+    work = tmp_path / "my-rag"
+    shutil.copytree(EXAMPLE, work)
+    block = DOC.read_text(encoding="utf-8").split("## Which passage for which claim")[1]
+    steps = re.search(r"```\n(unmask import.*?)```", block, re.S)
+    assert steps is not None, "the section lost its commands"
+    imp, check = [x for x in steps.group(1).splitlines() if x.strip()]
+    assert run(imp, work).returncode == 0
+    replays = sorted((work / "cited").glob("*.json"))
+    assert [p.stem for p in replays] == ["c1", "c2"]
+    for path in replays:
+        replay = json.loads(path.read_text(encoding="utf-8"))
+        doms = replay["domains"]
+        cites = {
+            a["atom"]: a["value"] for a in replay["annotations"] if a["atom"].startswith("cites(")
+        }
+        # every pair is stated, by a quote: none left to absence
+        assert len(cites) == len(doms["claim"]) * len(doms["passage"])
+        assert set(cites.values()) <= {"TRUE", "FALSE"}
+        res = run(f"unmask check {path.relative_to(work)} --format json", work)
+        report = json.loads(res.stdout)
+        # what stays open is exactly the citations made, waiting for a reading of `backs`
+        open_pairs = {g["judge"] for g in report["grounding"] if g["status"] == "UNDERDETERMINED"}
+        assert open_pairs == {a for a, v in cites.items() if v == "TRUE"}
+    assert run(check, work).returncode == 3  # c2: UNKNOWN until `backs(p3, opened)` is read

@@ -10,8 +10,8 @@ has parsed and compiled so (``unmaskc``). ``emit_judge_schema`` writes the JSON 
 family as an object keyed by member (over several domains, nested: keyed by the first
 domain's member, then the second's, …), so one schema serves any members; every atom may be
 left out (it is then UNKNOWN), and a family's object may hold ``*``, a quoted FALSE for every
-member it does not list (the judge says its list is whole: FALSE by its words, never by
-absence). ``emit_judge_prompt`` writes the instructions for filling it.
+member it does not state, at any depth below (the judge says its list is whole: FALSE by
+its words, never by absence). ``emit_judge_prompt`` writes the instructions for filling it.
 ``read_output`` checks one output against the same shape by hand, first problem first, with
 the JSON path, so the importer needs no schema library. Both outputs are byte-stable.
 """
@@ -384,8 +384,18 @@ def read_output(
     return Output(rationale, verdict, tuple(out))
 
 
-def _family(obj: Any, a: Stated, members, given: tuple[str, ...], path: str, out: list) -> None:
-    """The statements of a family's object, one nesting level per domain."""
+def _family(
+    obj: Any,
+    a: Stated,
+    members,
+    given: tuple[str, ...],
+    path: str,
+    out: list,
+    rest: Statement | None = None,
+) -> None:
+    """The statements of a family's object, one nesting level per domain. ``rest`` is the
+    nearest enclosing ``*``: whatever this object does not state, at any depth below, is
+    FALSE by its quotes (a ``*`` here, nearer, takes its place)."""
     if len(given) == len(a.domains):
         name = f"{a.name}({', '.join(given)})" if given else a.name
         out.append(_statement(obj, name, path))
@@ -394,6 +404,8 @@ def _family(obj: Any, a: Stated, members, given: tuple[str, ...], path: str, out
         raise OutputError(path, f"expected an object keyed by member, found `{_show(obj)}`")
     domain = a.domains[len(given)]
     known = members.get(domain, ())
+    if REST in obj:
+        rest = _rest(obj[REST], a, key_path(path, REST))
     for m, s in obj.items():
         if m == REST:
             continue
@@ -403,18 +415,21 @@ def _family(obj: Any, a: Stated, members, given: tuple[str, ...], path: str, out
                 f"`{_show(m)}` is not a member of domain `{domain}`",
                 _names_hint(m, known, f"the members of `{domain}`"),
             )
-        _family(s, a, members, (*given, m), key_path(path, m), out)
-    if REST in obj:
-        rest_path = key_path(path, REST)
-        rest = _statement(obj[REST], a.name, rest_path)
-        if rest.value != "FALSE":
-            raise OutputError(
-                f"{rest_path}.value",
-                f"`{REST}` states that the members left out are FALSE: its value is `FALSE`",
-                'write `"value": "FALSE"`, or leave `*` out',
-            )
+        _family(s, a, members, (*given, m), key_path(path, m), out, rest)
+    if rest is not None:
         for ground in _left_out(a, members, given, [m for m in obj if m != REST]):
-            out.append(Statement(ground, "FALSE", rest.quotes, rest_path))
+            out.append(Statement(ground, "FALSE", rest.quotes, rest.path))
+
+
+def _rest(obj: Any, a: Stated, path: str) -> Statement:
+    rest = _statement(obj, a.name, path)
+    if rest.value != "FALSE":
+        raise OutputError(
+            f"{path}.value",
+            f"`{REST}` states that the members left out are FALSE: its value is `FALSE`",
+            'write `"value": "FALSE"`, or leave `*` out',
+        )
+    return rest
 
 
 def _left_out(a: Stated, members, given: tuple[str, ...], listed: list[str]) -> Iterator[str]:
