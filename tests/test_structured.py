@@ -528,3 +528,25 @@ def test_citations_listed_with_a_completeness_statement_leave_no_pair_open(tmp_p
         "cites(place, p2)": "UNDERDETERMINED",
         "cites(place, p3)": "ENTAILED",
     }
+
+
+def test_an_output_in_a_json_fence_is_read_as_its_content_and_a_note_says_so(tmp_path: Path):
+    rec = records(HONEST)[0]
+    plain = json.dumps(rec["output"])
+    fenced = {**rec, "id": "fenced", "output": f"```json\n{plain}\n```\n"}
+    bare = {**rec, "id": "bare", "output": f"```\n{plain}\n```"}
+    chatty = {**rec, "id": "chatty", "output": f"Here you are:\n```json\n{plain}\n```"}
+    res = imp(
+        write_lines(tmp_path, [fenced, bare, chatty]), tmp_path / "out", "--protocol", str(PROTO)
+    )
+    assert res.exit_code == 1  # one line skipped
+    assert "2 output(s) came as text in a ```json fenced block (line 1, 2)" in res.stderr
+    assert "only when it is the whole text" in res.stderr
+    got = json.loads((tmp_path / "out" / "fenced.json").read_text(encoding="utf-8"))
+    # the same replay as from the object itself, but for its id
+    imp(
+        write_lines(tmp_path, [{**rec, "id": "fenced"}]), tmp_path / "ref", "--protocol", str(PROTO)
+    )
+    ref = json.loads((tmp_path / "ref" / "fenced.json").read_text(encoding="utf-8"))
+    assert got == ref
+    assert not (tmp_path / "out" / "chatty.json").exists()

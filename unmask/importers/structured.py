@@ -3,7 +3,8 @@
 Contract: ``unmask import structured OUTPUTS.jsonl --protocol FILE.proto`` reads one
 judgment per line: ``{"judge": NAME, "output": OUTPUT, "id"?, "item"?, "gold"?, "sources"?,
 "domains"?, "meta"?}``, where OUTPUT (an object, or a string holding one) follows the schema
-``unmaskc --emit judge-schema`` writes (``unmask.judgeschema``). Each line becomes a replay:
+``unmaskc --emit judge-schema`` writes (``unmask.judgeschema``; a text that is one ```json
+fenced block is read as its content, and a note says so). Each line becomes a replay:
 the output's rationale and verdict; each atom the judge stated annotated with its value and
 its quotes located in the rationale, ``by: {kind: model, name: NAME, reviewed: false}``; an
 atom it did not state stays unannotated (UNKNOWN). A quote that is not in the rationale is a
@@ -17,6 +18,7 @@ not follow the shape is skipped with ``FILE:LINE`` and the JSON path.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from typing import Any
 from unmask.builder import ReplayBuilder
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.importers import (
+    Note,
     Occurrences,
     Options,
     Skipped,
@@ -97,8 +100,27 @@ def _protocol(options: Options) -> tuple[str, JudgeView]:
 def read(path: Path, options: Options) -> Iterator[Any]:
     proto, view = _protocol(options)
     file = str(path)
+    fenced: list[int] = []  # the lines whose output came in a ```json fence
     for n, rec in jsonl_records(path, options.limits, objects=True):
-        yield _record(proto, view, file, n, rec, options)
+        yield _record(proto, view, file, n, rec, options, fenced)
+    if fenced:
+        lines = ", ".join(map(str, fenced[:10])) + (", …" if len(fenced) > 10 else "")
+        yield Note(
+            file,
+            f"{len(fenced)} output(s) came as text in a ```json fenced block (line {lines}),"
+            " as chat models often answer: each was read as the block's content",
+        )
+
+
+# a chat model asked for JSON often wraps it in a Markdown code fence: the whole text is one
+# fenced block, its info string `json` or nothing
+_FENCE = re.compile(r"\A\s*```(?:json|JSON)?[ \t]*\r?\n(.*?)\r?\n[ \t]*```\s*\Z", re.S)
+
+
+def unfence(text: str) -> str | None:
+    """The content of a text that is one ```json fenced block, else None."""
+    m = _FENCE.match(text)
+    return m.group(1) if m else None
 
 
 def _text(v: Any, path: str) -> str:
@@ -162,11 +184,18 @@ def _fields(rec: dict, view: JudgeView, file: str, n: int, options: Options) -> 
             raise _Bad("domains", f"missing the members of domain `{d}`")
     out["domains"] = domains
     output = rec.get("output")
+    out["fenced"] = False
     if isinstance(output, str):  # a chat API returns the structured output as text
+        inner = unfence(output)
+        if inner is not None:
+            output, out["fenced"] = inner, True
         try:
             output = parse_json_text(output, file, options.limits, first_line=n)
         except UnmaskError as exc:
-            raise _Bad("output", f"not a JSON object: {exc.diagnostics[0].message}") from None
+            why = f"not a JSON object: {exc.diagnostics[0].message}"
+            if not out["fenced"] and "```" in output:
+                why += "; a ``` fenced block is read only when it is the whole text"
+            raise _Bad("output", why) from None
     if "output" not in rec:
         raise _Bad("output", "missing `output`, the judge's structured output")
     out["output"] = output
@@ -190,12 +219,16 @@ def _trace(verdict: str, statements: list) -> tuple[str, list[list[int]]]:
     return text, starts
 
 
-def _record(proto: str, view: JudgeView, file: str, n: int, rec: Any, options: Options):
+def _record(
+    proto: str, view: JudgeView, file: str, n: int, rec: Any, options: Options, fenced: list[int]
+):
     where = f"{file}:{n}"
     if isinstance(rec, BadLine):
         return Skipped(where, rec.reason)
     try:
         f = _fields(rec, view, file, n, options)
+        if f["fenced"]:
+            fenced.append(n)
         members = {
             d: list(m)
             for a in view.atoms
