@@ -288,6 +288,30 @@ def test_sarif_is_valid_and_points_into_the_proto(tmp_path):
     assert rules == list(CODES)
 
 
+def test_sarif_of_a_protocol_that_does_not_compile_holds_each_error(tmp_path):
+    # code scanning needs its file even when the protocol is broken
+    path = tmp_path / "broken.proto"
+    path.write_text("protocol p\natom a judge\natom b : judge\ndecision pass iff c\n")
+    result = CliRunner().invoke(main, ["analyze", str(path), "--format", "sarif"])
+    assert result.exit_code == 4
+    log = json.loads(result.stdout)
+    validate(log)
+    results = log["runs"][0]["results"]
+    assert [r["ruleId"] for r in results] == ["syntax"]
+    region = results[0]["locations"][0]["physicalLocation"]["region"]
+    assert (region["startLine"], region["startColumn"]) == (2, 8)
+    assert "expected `:`" in results[0]["message"]["text"]
+    assert "expected `:`" in result.stderr  # and the message, as for every format
+    # a name error too, once the text parses
+    path.write_text("protocol p\natom b : judge\ndecision pass iff c\n")
+    log = json.loads(CliRunner().invoke(main, ["analyze", str(path), "--format", "sarif"]).stdout)
+    validate(log)
+    assert [r["ruleId"] for r in log["runs"][0]["results"]] == ["unknown-name"]
+    # text keeps stdout empty
+    text = CliRunner().invoke(main, ["analyze", str(path)])
+    assert text.exit_code == 4 and text.stdout == ""
+
+
 def test_witnesses_agree_on_every_backend():
     text = CLEAN + req("x and not x") + req("x or not x", rid="q2")
     first = [f.to_json() for f in findings(text, "sliced")]

@@ -5,7 +5,8 @@ finding as a diagnostic (``FILE:LINE:COL: severity: message``, the source line w
 caret, the witness as a note) after a head naming the protocol, the backend and the scope.
 SARIF writes one run whose rules are the finding codes; each result's ``ruleId`` is its
 code and its location is the region of the `.proto` file it points at, so code-scanning
-tools show it inline. Every format goes through the output policy (``unmask.safe``):
+tools show it inline; ``invalid_sarif`` writes the same shape for a protocol that does not
+compile, each compile error a result. Every format goes through the output policy (``unmask.safe``):
 a file name or a string of the protocol never reaches the terminal or a file with a
 control character or a bidirectional override in it. Deterministic: no time, no absolute
 path that was not given.
@@ -19,7 +20,7 @@ from typing import Any
 
 from unmask.analysis.analyze import Analysis
 from unmask.analysis.findings import CODES
-from unmask.diagnostics import render_all
+from unmask.diagnostics import Diagnostic, render_all
 from unmask.safe import finish, printable, visible_values
 
 FORMATS = ("text", "json", "sarif")
@@ -121,3 +122,48 @@ def to_sarif(analysis: Analysis) -> dict[str, Any]:
         "scope": analysis.scope.to_json(),
     }
     return document(_rules(), artifacts, results, properties)
+
+
+def invalid_sarif(diags: list[Diagnostic], file: str) -> str:
+    """A SARIF log for a protocol that does not compile: each problem a result at its
+    place, ruled by its code, so code scanning gets a file even when the input is broken."""
+    from unmask.render.sarif import document, uri
+
+    codes = list(dict.fromkeys(d.code for d in diags))
+    rules = [
+        {
+            "id": code,
+            "name": "".join(w.capitalize() for w in code.split("-")),
+            "shortDescription": {"text": f"the protocol does not compile: `{code}`"},
+            "defaultConfiguration": {"level": "error"},
+        }
+        for code in codes
+    ]
+    artifacts: list[str] = []
+    results = []
+    for d in diags:
+        where = d.span.file if d.span is not None and d.span.file else (d.file or file)
+        if where not in artifacts:
+            artifacts.append(where)
+        phys: dict[str, Any] = {
+            "artifactLocation": {"uri": uri(where), "index": artifacts.index(where)}
+        }
+        if d.span is not None:
+            phys["region"] = {
+                "startLine": d.span.line,
+                "startColumn": d.span.column,
+                "endLine": max(d.span.end_line, d.span.line),
+                "endColumn": max(d.span.end_column, 1),
+            }
+        message = d.message + (f" (help: {d.help})" if d.help else "")
+        results.append(
+            {
+                "ruleId": d.code,
+                "ruleIndex": codes.index(d.code),
+                "level": d.severity if d.severity in ("error", "warning", "note") else "error",
+                "message": {"text": message},
+                "locations": [{"physicalLocation": phys}],
+            }
+        )
+    log = visible_values(document(rules, artifacts, results, {"compiled": False}))
+    return finish("sarif", json.dumps(log, ensure_ascii=False, indent=2)) + "\n"

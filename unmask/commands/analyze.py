@@ -35,7 +35,9 @@ def fail(diags, code: int, sources: dict[str, str] | None = None) -> None:
     sys.exit(code)
 
 
-def load_or_exit(paths, members: int, domain_opts, limits: Limits):
+def load_or_exit(paths, members: int, domain_opts, limits: Limits, on_invalid=None):
+    """The loaded protocols, or exit with the problems; ``on_invalid(diags)`` is called
+    first when a protocol is invalid (not when a file cannot be read)."""
     from unmask.analysis.ground import load
     from unmask.commands._options import parse_domains
 
@@ -64,6 +66,8 @@ def load_or_exit(paths, members: int, domain_opts, limits: Limits):
             for d in err.diagnostics
         ]
         usage = all(d.code == "io" for d in diags)
+        if on_invalid is not None and not usage:
+            on_invalid(diags)
         fail(diags, exitcodes.USAGE if usage else exitcodes.INVALID, getattr(err, "sources", None))
 
 
@@ -107,9 +111,15 @@ def command(
     """Find contradictions, unreachable labels and dead requirements in a protocol
     (FILE: a `.proto` file or protocol IR JSON)."""
     solver = open_backend(backend, timeout_ms)
-    (loaded,) = load_or_exit((file,), members, domain_opts, limits)
+    from unmask.analysis.render import invalid_sarif, render
+
+    def sarif_of_invalid(diags) -> None:
+        # code scanning wants its file even when the protocol is broken
+        click.echo(invalid_sarif(diags, file), nl=False)
+
+    on_invalid = sarif_of_invalid if fmt == "sarif" else None
+    (loaded,) = load_or_exit((file,), members, domain_opts, limits, on_invalid)
     from unmask.analysis.analyze import analyze
-    from unmask.analysis.render import render
 
     try:
         result = analyze(loaded.protocol, solver, loaded.scope, file)
