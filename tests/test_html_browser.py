@@ -194,3 +194,135 @@ def test_index_table_sorts_and_filters(tmp_path: Path):
     assert data["violated"] == ["case-c", "case-b"]
     assert data["both"] == ["case-c"]
     assert data["count"] == "1 of 3 shown"
+
+
+MEMBERS_PROBE = """
+<script>
+(function () {
+  var out = {};
+  var check = document.querySelector(
+    '#findings article[data-check="grounding:cites(opened, p3)~>backs(p3, opened)"]');
+  var dl = check ? check.querySelector("dl.members") : null;
+  out.found = !!dl;
+  if (dl) {
+    var r = dl.getBoundingClientRect();
+    var terms = dl.querySelectorAll("dt"), defs = dl.querySelectorAll("dd");
+    out.pairs = [];
+    for (var i = 0; i < terms.length; i++) {
+      out.pairs.push([terms[i].textContent.replace(/\\s+/g, " "), defs[i].textContent]);
+    }
+    out.box = [r.top, r.bottom, r.left, r.right];
+    out.visible = getComputedStyle(dl).visibility === "visible" && r.height > 0;
+  }
+  out.viewport = [window.innerWidth, window.innerHeight];
+  var pre = document.createElement("pre");
+  pre.id = "probe";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>
+"""
+
+CHECKS_PROBE = """
+<script>
+(function () {
+  var out = {rows: {}};
+  var rows = document.querySelectorAll("#checks-requirements tbody tr, #checks-grounding tbody tr");
+  for (var i = 0; i < rows.length; i++) {
+    var cells = rows[i].querySelectorAll("td");
+    var v = [];
+    for (var j = 0; j < cells.length; j++) {
+      var links = cells[j].querySelectorAll("a");
+      var ids = [];
+      for (var k = 0; k < links.length; k++) { ids.push(links[k].textContent); }
+      v.push(ids);
+    }
+    out.rows[rows[i].querySelector("th").textContent] = v;
+  }
+  var sec = document.getElementById("checks");
+  out.visible = !!sec && sec.getBoundingClientRect().height > 0;
+  var pre = document.createElement("pre");
+  pre.id = "probe";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>
+"""
+
+
+def _probe(tmp_path: Path, page: str, probe: str) -> dict:
+    path = tmp_path / "probed.html"
+    path.write_text(page.replace("</body>", probe + "</body>"), encoding="utf-8")
+    dom = chromium(tmp_path, path.as_uri(), "--dump-dom").stdout
+    found = re.search(r'<pre id="probe">(.*?)</pre>', dom, re.S)
+    assert found, "the probe did not run"
+    import html as markup
+
+    return json.loads(markup.unescape(found.group(1)))
+
+
+@pytest.fixture(scope="module")
+def cited(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """examples/rag/citations.jsonl imported and audited, with an HTML folder."""
+    from click.testing import CliRunner
+
+    from unmask.cli.main import main
+
+    root = Path(__file__).resolve().parent.parent / "examples" / "rag"
+    work = tmp_path_factory.mktemp("cited")
+    run = CliRunner().invoke
+    res = run(
+        main,
+        [
+            "import",
+            "structured",
+            str(root / "citations.jsonl"),
+            "--protocol",
+            str(root / "citations.proto"),
+            "--out",
+            str(work / "replays"),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    res = run(
+        main,
+        [
+            "audit",
+            str(work / "replays"),
+            "--out",
+            str(work / "results.jsonl"),
+            "--html",
+            str(work / "report"),
+        ],
+    )
+    assert res.exit_code in (0, 1, 3), res.output
+    return work
+
+
+def test_a_finding_shows_the_claim_and_passage_it_names_on_the_first_screen(
+    cited: Path, tmp_path: Path
+):
+    from unmask.api import load
+
+    replay = load(cited / "replays" / "c2.json")
+    from unmask import check
+
+    page = html.render(check(replay), replay)
+    data = _probe(tmp_path, page, MEMBERS_PROBE)
+    assert data["found"], "the grounding finding lost its members"
+    assert data["pairs"] == [
+        ["opened claim", "The bridge opened in 1932."],
+        ["p3 passage", "Sydney is the capital of New South Wales."],
+    ]
+    top, bottom, left, right = data["box"]
+    width, height = data["viewport"]
+    assert data["visible"] and top >= 0 and bottom <= height and left >= 0 and right <= width
+
+
+def test_the_index_has_a_table_per_requirement_and_grounding_family(cited: Path, tmp_path):
+    page = (cited / "report" / "index.html").read_text(encoding="utf-8")
+    data = _probe(tmp_path, page, CHECKS_PROBE)
+    assert data["visible"]
+    # violated, open, satisfied: each replay a link
+    assert data["rows"]["passages_only"] == [[], [], ["c1", "c2"]]
+    assert data["rows"]["cites(*,*) ~> backs(*,*)"] == [[], ["c1", "c2"], []]

@@ -431,6 +431,10 @@ def test_index_rows_built_from_reports_render_like_hand_written_ones():
         "href": "case_c.html",
         "failed": ["j_cto ~ c_cto"],
         "open": [],
+        "groups": {
+            "requirements": {"context_only": "satisfied"},
+            "grounding": {"j_joined ~ c_joined": "satisfied", "j_cto ~ c_cto": "violated"},
+        },
     }
     doc = parse(html.render_index({"title": "examples"}, rows))
     cells = doc.by_id("replay-table").find_all("tbody")[0].find_all("tr")[1].find_all("td")

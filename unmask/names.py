@@ -36,6 +36,23 @@ def split_applied(ground: str) -> tuple[str, tuple[str, ...]] | None:
     return None if m is None else (m.group(1), tuple(m.group(2).split(", ")))
 
 
+_ARGS = re.compile(r"\(([^()]*)\)")
+
+
+def family_of(name: str) -> str:
+    """A ground name with each member list starred: ``supported(joined)`` →
+    ``supported(*)``, ``cites(c1, p2)`` → ``cites(*,*)``; a plain name stays as it is. How
+    an audit groups the checks of one family, in its summary and its index page."""
+    if "(" not in name:
+        return name
+    return _ARGS.sub(lambda m: "(*" + ",*" * m.group(1).count(",") + ")", name)
+
+
+def pair_family(judge: str, direction: str, context: str) -> str:
+    """The family of a grounding pair: ``said(*) ~> backed(*)``."""
+    return f"{family_of(judge)} {direction} {family_of(context)}"
+
+
 def invent_members(
     domains: Iterable[str], n: int, texts: Iterable[str]
 ) -> dict[str, tuple[str, ...]]:

@@ -29,7 +29,6 @@ its own, keeps its JSON and text beside it in ``unmask.batch.confusion``.
 from __future__ import annotations
 
 import functools
-import re
 from collections import Counter
 from dataclasses import fields
 from typing import Any
@@ -37,6 +36,7 @@ from typing import Any
 from unmask.batch.confusion import Confusion, confusions_text
 from unmask.batch.findings import Findings, cell_tail, ranked, replays_line
 from unmask.checker import outcome
+from unmask.names import family_of, pair_family
 from unmask.record import ResultRecord
 from unmask.report import OK, REFUTED, SATISFIED, UNKNOWN, VIOLATED, Dimensions
 
@@ -53,7 +53,6 @@ KEYS_MEMO = 4096  # distinct requirement (and grounding) tuples, and names, kept
 _MEMOS = ("_by_requirements", "_by_grounding", "_by_result")  # a summary's caches
 _NO_FLAGS = {"unreviewed": False, "gold_derived": False}  # never changed
 _GOLD = {True: "match", False: "mismatch", None: "no_gold"}  # a report's verdict_matches_gold
-_FAMILY = re.compile(r"\(([^()]*)\)")
 
 CELLS = {
     ("match", SATISFIED): "right_for_right_reasons",
@@ -72,10 +71,8 @@ CELL_TEXT = {
 
 @functools.lru_cache(maxsize=KEYS_MEMO)  # ids come back replay after replay
 def family_key(name: str) -> str:
-    """``supported(joined)`` -> ``supported(*)``; a plain name stays as it is."""
-    if "(" not in name:
-        return name
-    return _FAMILY.sub(lambda m: "(*" + ",*" * m.group(1).count(",") + ")", name)
+    """``supported(joined)`` -> ``supported(*)`` (``unmask.names.family_of``, remembered)."""
+    return family_of(name)
 
 
 def check_key(status: str | None, *, coverage: bool = False) -> str:
@@ -286,7 +283,7 @@ class Summary:
                     (
                         _table(
                             self.grounding,
-                            f"{family_key(judge)} {direction} {family_key(context)}",
+                            pair_family(judge, direction, context),
                         ),
                         check_key(status),
                     )

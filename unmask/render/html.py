@@ -35,6 +35,7 @@ import jinja2
 import markupsafe
 
 from unmask.irtext import expr_text
+from unmask.names import pair_family
 from unmask.record import ResultRecord
 from unmask.render import view as ev
 from unmask.report import (
@@ -45,6 +46,7 @@ from unmask.report import (
     OK,
     REFUTED,
     SATISFIED,
+    UNDERDETERMINED,
     UNKNOWN,
     VIOLATED,
     CheckResult,
@@ -197,6 +199,15 @@ class _Views:
             "witnesses": self.witnesses(res.witnesses),
             "rests": ev.resting(res, self.look),
             "standing": ev.standing_text(res, self.look),
+            # the text of each claim or passage the finding names, beside it
+            "members": [
+                {"member": m, "domain": d, "text": t}
+                for m, d, t in ev.named_members(
+                    res, self.look, c.sides if c.dimension == "grounding" else ()
+                )
+            ]
+            if res.status in (REFUTED, UNDERDETERMINED)
+            else [],
         }
 
 
@@ -521,6 +532,8 @@ def index_context(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]])
         "confusions": _confusions(summary, rows),
         "provenance": _provenance(summary.get("provenance") or {}),
         "judges": _judges(summary.get("judges") or {}),
+        "check_tables": _check_tables(rows),
+        "group_outcomes": GROUP_OUTCOMES,
     }
 
 
@@ -567,6 +580,16 @@ def index_row(record: ResultRecord, href: str) -> dict[str, Any]:
             "error": record.error,
         }
     failed, open_ = _failing(record)
+    groups: dict[str, dict[str, str]] = {"requirements": {}, "grounding": {}}
+    for rid, status, _ in record.requirements:
+        groups["requirements"][rid] = _group_outcome(status)
+    for judge, context, status, direction in record.grounding:
+        family = pair_family(judge, direction, context)
+        was = groups["grounding"].get(family)
+        now = _group_outcome(status)
+        # a family is violated when one of its pairs is, else open when one is open
+        if was is None or GROUP_OUTCOMES.index(now) < GROUP_OUTCOMES.index(was):
+            groups["grounding"][family] = now
     if record.dimensions[:1] == (VIOLATED,):
         failed.insert(0, "verdict")
     return {
@@ -581,7 +604,50 @@ def index_row(record: ResultRecord, href: str) -> dict[str, Any]:
         "href": href,
         "failed": failed,
         "open": open_,
+        "groups": groups,
     }
+
+
+GROUP_OUTCOMES = ("violated", "open", "satisfied")  # worst first
+MAX_LINKED = 12  # replays linked per cell of a check table; the rest are counted
+
+
+def _group_outcome(status: str | None) -> str:
+    if status == REFUTED:
+        return "violated"
+    return "satisfied" if status in (ENTAILED, NOT_SPECIFIED) else "open"
+
+
+def _check_tables(rows: Sequence[Mapping[str, Any]]) -> list[dict]:
+    """Per requirement and per grounding family: which replays satisfied, violated or
+    left it open, each a link — the view a person auditing a judge asks for first."""
+    out = []
+    for kind, title in (("requirements", "requirement"), ("grounding", "grounding")):
+        cells: dict[str, dict[str, list[dict]]] = {}
+        for r in rows:
+            for name, got in ((r.get("groups") or {}).get(kind) or {}).items():
+                cell = cells.setdefault(name, {k: [] for k in GROUP_OUTCOMES})
+                cell[got].append(
+                    {"id": ev.clean(str(r.get("id", ""))), "href": ev.clean(str(r.get("href", "")))}
+                )
+        rows_out = [
+            {
+                "name": ev.clean(name),
+                "cells": [
+                    {
+                        "outcome": k,
+                        "count": len(v),
+                        "links": v[:MAX_LINKED],
+                        "more": max(0, len(v) - MAX_LINKED),
+                    }
+                    for k, v in cell.items()
+                ],
+            }
+            for name, cell in sorted(cells.items())
+        ]
+        if rows_out:
+            out.append({"kind": kind, "title": title, "rows": rows_out})
+    return out
 
 
 def render_index(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str:

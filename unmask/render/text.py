@@ -23,6 +23,8 @@ from unmask.render.words import (
     Lookup,
     item_provenance,
     item_rule,
+    members_text,
+    named_members,
     resting,
     standing_text,
     whole_reading,
@@ -121,7 +123,9 @@ def _by(out: _Out, item: Item) -> str:
     return item_provenance(item, out.look)
 
 
-def _check(out: _Out, indent: int, head: str, res: CheckResult) -> None:
+def _check(
+    out: _Out, indent: int, head: str, res: CheckResult, sides: tuple[str, ...] = ()
+) -> None:
     tail = f" ({res.detail})" if res.detail else ""
     rests = resting(res, out.look)
     if rests:
@@ -129,6 +133,8 @@ def _check(out: _Out, indent: int, head: str, res: CheckResult) -> None:
     out.result(indent, head, res.status, tail)
     if found := standing_text(res, out.look):
         out.add(indent + 1, found)
+    if res.status in (REFUTED, UNDERDETERMINED) and (named := named_members(res, out.look, sides)):
+        out.add(indent + 1, members_text(named))
     if res.status == REFUTED:
         _explanation(out, indent + 1, "refuted by", res.explanation)
     elif res.status == ENTAILED and res.explanation is not None:
@@ -188,7 +194,7 @@ def render(report: Report, replay: Any = None, *, color: bool = False) -> str:
     out.result(0, titles["grounding"], dims.grounding)
     for g in report.grounding:
         direction = getattr(g, "direction", "~")
-        _check(out, 1, f"`{g.judge}` {direction} `{g.context}`", g.result)
+        _check(out, 1, f"`{g.judge}` {direction} `{g.context}`", g.result, (g.judge, g.context))
     if report.unannotated or report.unknown:
         out.add(0, "")
     if report.unannotated:

@@ -43,6 +43,7 @@ from unmask.render.words import Lookup as Lookup
 from unmask.render.words import decision_rules as decision_rules
 from unmask.render.words import item_provenance as item_provenance
 from unmask.render.words import item_rule as item_rule
+from unmask.render.words import named_members as named_members
 from unmask.render.words import provenance as provenance
 from unmask.render.words import resting as resting
 from unmask.render.words import rests_kinds as rests_kinds

@@ -5,15 +5,18 @@ Contract: ``Lookup`` holds a replay's atom declarations, annotations and require
 name, built once per replay; ``decision_rules`` and ``item_rule`` give a decision as
 written; ``provenance(by)`` words who made an annotation (``rule wice-citations/1,
 unreviewed``); ``resting`` and ``standing_text`` say what a check rests on and whether a
-finding is confirmed or provisional. ``unmask.render.view`` re-exports all of it for the
+finding is confirmed or provisional; ``named_members`` finds the text (a passage, a claim)
+of each domain member a check names. ``unmask.render.view`` re-exports all of it for the
 formats; the text format, which needs only this, imports it alone (start-up).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from unmask.irtext import expr_text
+from unmask.names import IDENT_PATTERN, split_applied
 from unmask.report import UNKNOWN, VIOLATED, CheckResult
 
 DIMENSION_TITLES = {
@@ -45,6 +48,15 @@ class Lookup:
         self.reqs = {} if replay is None else {r.id: r for r in replay.protocol.requirements}
         self.protocol = None if replay is None else replay.protocol
         self.rules = decision_rules(self.protocol)
+        self._replay = replay
+        self._members: dict[str, tuple[str, str]] | None = None
+
+    def member_text(self, member: str) -> tuple[str, str] | None:
+        """(domain, text) of a domain member that a source gives on a line of its own,
+        ``[NAME] text`` (passages and claims given as a list with ids), else None."""
+        if self._members is None:
+            self._members = _member_texts(self._replay)
+        return self._members.get(member)
 
     def rule(self, label: str | None) -> str:
         """The decision for ``label`` as written (a binary protocol's one rule for None)."""
@@ -64,6 +76,53 @@ class Lookup:
         """TRUE, FALSE or UNKNOWN (an unannotated atom is UNKNOWN)."""
         a = self.anns.get(atom)
         return UNKNOWN if a is None else a.value
+
+
+_MEMBER_LINE = re.compile(rf"^\[({IDENT_PATTERN})\] (.+)$", re.M)
+_GROUND = re.compile(rf"{IDENT_PATTERN}\({IDENT_PATTERN}(?:, {IDENT_PATTERN})*\)")
+
+
+def _member_texts(replay: Any) -> dict[str, tuple[str, str]]:
+    domains = getattr(replay, "domains", None) or {}
+    home = {m: d for d in sorted(domains) for m in domains[d]}
+    out: dict[str, tuple[str, str]] = {}
+    if not home:
+        return out
+    for text in getattr(replay, "sources", {}).values():
+        for m in _MEMBER_LINE.finditer(text):
+            name = m.group(1)
+            if name in home and name not in out:
+                out[name] = (home[name], m.group(2).strip())
+    return out
+
+
+def named_members(
+    result: CheckResult, look: Lookup, sides: tuple[str, ...] = ()
+) -> tuple[tuple[str, str, str], ...]:
+    """(member, domain, text) of each domain member a check names — in the atoms of its
+    sides (a grounding pair's) and of what its explanation or witnesses rest on — whose
+    text a source gives, so a finding that names `c2` can show what `c2` says."""
+    atoms = [g for side in sides for g in _GROUND.findall(side)]
+    if result.explanation is not None:
+        atoms += [i.atom for i in result.explanation.items if i.kind == "annotation"]
+    seen: dict[str, tuple[str, str, str]] = {}
+    for atom in atoms:
+        parts = split_applied(atom)
+        for m in parts[1] if parts else ():
+            found = look.member_text(m)
+            if found is not None and m not in seen:
+                seen[m] = (m, *found)
+    return tuple(seen.values())
+
+
+def members_text(named: tuple[tuple[str, str, str], ...]) -> str:
+    """``where: `p2` (passage) “…”; …`` — the one wording of named members in plain text."""
+    return "where: " + "; ".join(f"`{m}` ({d}) “{_clip(t)}”" for m, d, t in named)
+
+
+def _clip(text: str, most: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= most else text[: most - 1] + "…"
 
 
 def decision_rules(protocol: Any) -> dict[str | None, str]:
