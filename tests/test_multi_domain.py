@@ -32,7 +32,7 @@ from unmask.emit import emit_smt2
 from unmask.formatter import format_source
 from unmask.irjson import protocol_to_json
 from unmask.irjson_reader import protocol_from_json
-from unmask.judgeschema import OutputError, judge_schema, judge_view, read_output
+from unmask.judgeschema import ShapeError, judge_schema, judge_view, read_output
 from unmask.limits import Limits
 from unmask.parser import parse_source
 
@@ -282,7 +282,7 @@ def test_the_judge_schema_nests_one_object_per_domain():
     read = read_output(out, view, {"claim": ["c1", "c2"], "passage": ["p1", "p2", "p3"]})
     assert [s.atom for s in read.statements] == ["cites(c1, p2)"]
     out["atoms"]["cites"]["c1"] = {"c2": stmt}
-    with pytest.raises(OutputError) as exc:
+    with pytest.raises(ShapeError) as exc:
         read_output(out, view, {"claim": ["c1", "c2"], "passage": ["p1", "p2", "p3"]})
     assert exc.value.path == "output.atoms.cites.c1.c2"
     assert exc.value.reason == "`c2` is not a member of domain `passage`"
@@ -337,7 +337,7 @@ def test_a_list_the_judge_says_is_complete_makes_the_rest_false_by_its_quote():
     ],
 )
 def test_a_completeness_statement_must_be_a_quoted_false(rest, path, needle):
-    with pytest.raises(OutputError) as exc:
+    with pytest.raises(ShapeError) as exc:
         _read({"c1": {"*": rest}})
     assert exc.value.path == path and needle in exc.value.reason
 
@@ -356,10 +356,10 @@ def test_the_schema_accepts_a_completeness_statement_and_no_other_value():
 
 def test_a_misspelt_atom_or_key_gets_a_did_you_mean_and_the_names():
     view = judge_view(RAG, "t.proto")
-    with pytest.raises(OutputError) as exc:
+    with pytest.raises(ShapeError) as exc:
         read_output({"rationale": "x", "verdict": "PASS", "atoms": {"cite": {}}}, view, MEMBERS)
     assert exc.value.help is not None and exc.value.help.startswith("did you mean `cites`?")
-    with pytest.raises(OutputError) as exc:
+    with pytest.raises(ShapeError) as exc:
         read_output({"rationale": "x", "verdict": "PASS", "atom": {}}, view, MEMBERS)
     assert exc.value.help == ("did you mean `atoms`? the keys are `rationale`, `verdict`, `atoms`")
 

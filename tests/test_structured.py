@@ -18,7 +18,7 @@ from tests.fuzz.test_importers_fuzz import HOW, OPS, SETTINGS, _import, _mutated
 from tests.helpers import ROOT, TEST_DATA
 from unmask.cli.main import main
 from unmask.cli.unmaskc import cli as unmaskc
-from unmask.judgeschema import OutputError, judge_schema, judge_view, read_output
+from unmask.judgeschema import ShapeError, judge_schema, judge_view, read_output
 
 DATA = TEST_DATA / "structured"
 PROTO = DATA / "rag.proto"
@@ -171,7 +171,7 @@ def test_the_schema_and_the_importers_reading_refuse_the_same_outputs(case: str)
     change(out)
     assert not jsonschema.Draft202012Validator(schema_of(PROTO)).is_valid(out)
     view = judge_view(PROTO.read_text(encoding="utf-8"), str(PROTO))
-    with pytest.raises(OutputError) as exc:
+    with pytest.raises(ShapeError) as exc:
         read_output(out, view, {"claim": ["joined", "cto"]})
     assert exc.value.path == path
 

@@ -274,7 +274,7 @@ def emit_judge_prompt(view: JudgeView) -> str:
 # --- reading an output by hand ---------------------------------------------------------------
 
 
-class OutputError(Exception):
+class ShapeError(Exception):
     """An output that does not follow the schema: where (a JSON path), why, and a hint."""
 
     def __init__(self, path: str, reason: str, help: str | None = None):
@@ -313,69 +313,67 @@ def key_path(at: str, key: str) -> str:
 
 def _statement(obj: Any, atom: str, path: str) -> Statement:
     if not isinstance(obj, dict):
-        raise OutputError(path, f'expected `{{"value": …, "quotes": […]}}`, found `{_show(obj)}`')
+        raise ShapeError(path, f'expected `{{"value": …, "quotes": […]}}`, found `{_show(obj)}`')
     for key in obj:
         if key not in ("value", "quotes"):
-            raise OutputError(
+            raise ShapeError(
                 key_path(path, key),
                 f"unknown key `{_show(key)}`",
                 _names_hint(key, ["value", "quotes"], "the keys"),
             )
     for key in ("value", "quotes"):
         if key not in obj:
-            raise OutputError(path, f"missing `{key}`")
+            raise ShapeError(path, f"missing `{key}`")
     value, quotes = obj["value"], obj["quotes"]
     if value not in VALUES:
-        raise OutputError(
+        raise ShapeError(
             f"{path}.value", f"expected `TRUE`, `FALSE` or `UNKNOWN`, found `{_show(value)}`"
         )
     if not isinstance(quotes, list):
-        raise OutputError(f"{path}.quotes", f"expected an array of quotes, found `{_show(quotes)}`")
+        raise ShapeError(f"{path}.quotes", f"expected an array of quotes, found `{_show(quotes)}`")
     for j, q in enumerate(quotes):
         if not isinstance(q, str) or not q:
-            raise OutputError(f"{path}.quotes[{j}]", f"expected a quote, found `{_show(q)}`")
+            raise ShapeError(f"{path}.quotes[{j}]", f"expected a quote, found `{_show(q)}`")
     if value == "UNKNOWN" and quotes:
-        raise OutputError(f"{path}.quotes", "an `UNKNOWN` statement quotes nothing")
+        raise ShapeError(f"{path}.quotes", "an `UNKNOWN` statement quotes nothing")
     if value != "UNKNOWN" and not quotes:
-        raise OutputError(f"{path}.quotes", f"a `{value}` statement needs a quote")
+        raise ShapeError(f"{path}.quotes", f"a `{value}` statement needs a quote")
     return Statement(atom, value, tuple(quotes), path)
 
 
 def read_output(
     obj: Any, view: JudgeView, members: Mapping[str, Sequence[str]], at: str = "output"
 ) -> Output:
-    """The statements of one output, or ``OutputError`` at the first problem. A family's
+    """The statements of one output, or ``ShapeError`` at the first problem. A family's
     keys must be among ``members`` (the record's, or the domain's own)."""
     if not isinstance(obj, dict):
-        raise OutputError(at, f"expected the judge's output object, found `{_show(obj)}`")
+        raise ShapeError(at, f"expected the judge's output object, found `{_show(obj)}`")
     for key in obj:
         if key not in ("rationale", "verdict", "atoms"):
-            raise OutputError(
+            raise ShapeError(
                 key_path(at, key),
                 f"unknown key `{_show(key)}`",
                 _names_hint(key, ["rationale", "verdict", "atoms"], "the keys"),
             )
     for key in ("rationale", "verdict", "atoms"):
         if key not in obj:
-            raise OutputError(at, f"missing `{key}`")
+            raise ShapeError(at, f"missing `{key}`")
     rationale, verdict, atoms = obj["rationale"], obj["verdict"], obj["atoms"]
     if not isinstance(rationale, str) or not rationale:
-        raise OutputError(
+        raise ShapeError(
             f"{at}.rationale", f"expected the rationale text, found `{_show(rationale)}`"
         )
     if verdict not in view.labels:
         labels = ", ".join(f"`{x}`" for x in view.labels)
-        raise OutputError(f"{at}.verdict", f"expected one of {labels}, found `{_show(verdict)}`")
+        raise ShapeError(f"{at}.verdict", f"expected one of {labels}, found `{_show(verdict)}`")
     if not isinstance(atoms, dict):
-        raise OutputError(
-            f"{at}.atoms", f"expected an object of statements, found `{_show(atoms)}`"
-        )
+        raise ShapeError(f"{at}.atoms", f"expected an object of statements, found `{_show(atoms)}`")
     out = []
     for name, stmt in atoms.items():
         path = key_path(f"{at}.atoms", name)
         a = view.get(name)
         if a is None:
-            raise OutputError(
+            raise ShapeError(
                 path,
                 f"`{_show(name)}` is not a judge or procedure atom",
                 _names_hint(name, [x.name for x in view.atoms], "the atoms a judge states"),
@@ -401,7 +399,7 @@ def _family(
         out.append(_statement(obj, name, path))
         return
     if not isinstance(obj, dict):
-        raise OutputError(path, f"expected an object keyed by member, found `{_show(obj)}`")
+        raise ShapeError(path, f"expected an object keyed by member, found `{_show(obj)}`")
     domain = a.domains[len(given)]
     known = members.get(domain, ())
     if REST in obj:
@@ -410,7 +408,7 @@ def _family(
         if m == REST:
             continue
         if not IDENT_RE.match(m) or m not in known:
-            raise OutputError(
+            raise ShapeError(
                 key_path(path, m),
                 f"`{_show(m)}` is not a member of domain `{domain}`",
                 _names_hint(m, known, f"the members of `{domain}`"),
@@ -424,7 +422,7 @@ def _family(
 def _rest(obj: Any, a: Stated, path: str) -> Statement:
     rest = _statement(obj, a.name, path)
     if rest.value != "FALSE":
-        raise OutputError(
+        raise ShapeError(
             f"{path}.value",
             f"`{REST}` states that the members left out are FALSE: its value is `FALSE`",
             'write `"value": "FALSE"`, or leave `*` out',

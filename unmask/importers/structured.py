@@ -40,7 +40,7 @@ from unmask.jsonload import parse_json_text, show
 from unmask.judgeschema import (
     VERBATIM_ATOM,
     JudgeView,
-    OutputError,
+    ShapeError,
     judge_view,
     key_path,
     read_output,
@@ -239,7 +239,7 @@ def _record(
         out = read_output(f["output"], view, members)
     except _Bad as exc:
         return Skipped(f"{where}: field `{exc.path}`", exc.reason)
-    except OutputError as exc:
+    except ShapeError as exc:
         hint = f"; {exc.help}" if exc.help else ""
         return Skipped(f"{where}: field `{exc.path}`", exc.reason + hint)
     statements = list(out.statements)
