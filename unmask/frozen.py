@@ -27,10 +27,26 @@ from __future__ import annotations
 import inspect
 import reprlib
 from collections.abc import Callable
-from dataclasses import MISSING, Field, FrozenInstanceError, dataclass, fields, is_dataclass
+from dataclasses import (
+    MISSING,
+    Field,
+    FrozenInstanceError,
+    dataclass,
+    field,
+    fields,
+    is_dataclass,
+)
 from functools import cache
 from types import CodeType, FunctionType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:  # type checkers see a dataclass; nothing is imported at run time
+    from typing_extensions import dataclass_transform
+else:
+
+    def dataclass_transform(**_: Any) -> Callable[[Any], Any]:
+        return lambda f: f
+
 
 T = TypeVar("T", bound=type)
 
@@ -49,6 +65,7 @@ _HAS_FACTORY = _HasFactory()
 _NO_DOC = "\0"
 
 
+@dataclass_transform(frozen_default=True, field_specifiers=(field,))
 def frozen(cls: T) -> T:
     """``cls`` as ``@dataclass(frozen=True, slots=True)`` makes it (see the module)."""
     own = cls.__dict__
