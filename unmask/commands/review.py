@@ -98,12 +98,10 @@ def _gather(paths: tuple[str, ...], root: str, limits: Limits, solver: Any, erro
 
 
 def _show(item: Any, rank: int) -> str:
-    n = len(item.checks)
-    rest = "1 finding rests" if n == 1 else f"{n} findings rest"
     who = item.by.get("kind", "") + (f" {item.by['name']}" if item.by.get("name") else "")
     lines = [
         f"{rank}. `{item.location}` (replay `{item.replay}`): {item.atom} = {item.value}, "
-        f"by {who}, unreviewed; {rest} on it: " + ", ".join(item.checks)
+        f"by {who}, unreviewed; {item.rests()}"
     ]
     if item.explanation:
         lines.append(f"   why: {item.explanation}")
@@ -111,6 +109,108 @@ def _show(item: Any, rank: int) -> str:
         lines.append(f"   quote ({e['source']} {e['start']}-{e['end']}): {e['quote']}")
         lines.append(f"   in: {e['context']}")
     return "\n".join(printable(x) for x in lines)
+
+
+def _count(found: list, findings_only: bool) -> str:
+    """The listing's last line: those behind findings, then those behind passes only."""
+    behind = sum(1 for i in found if i.checks)
+    line = f"{behind} unreviewed annotations behind provisional findings"
+    if findings_only:
+        return line
+    return f"{line}, {len(found) - behind} more behind passing checks only"
+
+
+# --- a sample ---------------------------------------------------------------------------------
+
+
+def _sample_usage(
+    n: int | None, seed: int | None, apply: str | None, interactive: bool | None, findings: bool
+) -> None:
+    """One message and the usage status for options a sample cannot take."""
+    problem, hint = None, None
+    if n is None:
+        problem, hint = "`--seed` and `--blind` go with `--sample N`", "give `--sample N`"
+    elif n <= 0:
+        problem, hint = f"`--sample` takes a number of readings, found `{n}`", "give 1 or more"
+    elif seed is None:
+        problem = "a sample needs `--seed S`"
+        hint = "give any whole number: the same seed draws the same sample again"
+    elif apply:
+        problem = "give `--sample` to draw, or `--apply` to apply, not both"
+        hint = "a sampled line carries its draw: `--apply` alone writes it back"
+    elif findings:
+        problem = "a sample draws from every unreviewed reading, not from the findings' only"
+        hint = "leave out `--findings-only`: a queue ranked by impact biases an estimate"
+    elif interactive:
+        problem, hint = "a sample is reviewed from its export", "give `--export FILE`"
+    if problem is not None:
+        _fail([Diagnostic("usage", problem, help=hint)], EXIT_USAGE)
+
+
+def _sampled(
+    paths: tuple[str, ...],
+    n: int,
+    seed: int,
+    blind: bool,
+    export: str | None,
+    root: str,
+    chars: int,
+    limits: Limits,
+) -> None:
+    """Draw the sample of every unreviewed reading in the paths; list or export it; exit."""
+    from unmask.batch.readings import replays
+    from unmask.replay import render_error
+    from unmask.review import dumps
+    from unmask.review_sample import draw, frame, sample_json
+
+    errors: list[UnmaskError] = []
+    readings = frame(list(replays(paths, root, limits, errors)), chars)
+    for exc in errors:
+        click.echo(render_error(exc), err=True)
+    status = EXIT_INVALID if errors else exitcodes.OK
+    if n > len(readings):
+        more = Diagnostic(
+            "sample-size",
+            f"`--sample {n}` asks for more than the {len(readings)} unreviewed readings there "
+            "are: all of them are drawn",
+            severity="warning",
+        )
+        click.echo(render_all([more]), err=True)
+    drawn = draw(readings, n, seed)
+    lines = [r.to_json(sample_json(seed, n, r.reader, blind), blind) for r in drawn]
+    if export:
+        from unmask.outputs import OutputError, write_text
+
+        try:
+            write_text(export, "".join(dumps(x) + "\n" for x in lines))
+        except OutputError as exc:
+            _fail(list(exc.diagnostics), EXIT_USAGE)
+        click.echo(
+            f"{len(drawn)} of {len(readings)} unreviewed readings drawn to "
+            f"`{printable(export)}`" + (" (blind)" if blind else "")
+        )
+        sys.exit(status)
+    for rank, x in enumerate(lines, 1):
+        click.echo(_show_reading(x, rank))
+    click.echo(f"{len(drawn)} of {len(readings)} unreviewed readings drawn")
+    sys.exit(status)
+
+
+def _show_reading(x: dict[str, Any], rank: int) -> str:
+    """One sampled reading as text; a blind one without its value."""
+    s = x["sample"]["stratum"]
+    who = " ".join(v for v in (s["kind"], s["name"], s["version"]) if v)
+    value = f" = {x['current']}" if "current" in x else ""
+    lines = [
+        f"{rank}. `{x['location']}` (replay `{x['replay']}`): {x['atom']}{value}, by {who}",
+        f"   atom: {x['description']}",
+    ]
+    if x.get("explanation"):
+        lines.append(f"   why: {x['explanation']}")
+    for e in x["evidence"]:
+        lines.append(f"   quote ({e['source']} {e['start']}-{e['end']}): {e['quote']}")
+        lines.append(f"   in: {e['context']}")
+    return "\n".join(printable(v) for v in lines)
 
 
 # --- applying ---------------------------------------------------------------------------------
@@ -146,7 +246,7 @@ def _apply(decisions: list, review_file: str, root: str, limits: Limits):
 def _read_review(review_file: str, limits: Limits, reviewer: str | None):
     """(decisions, diagnostics of bad lines) of a review file."""
     from unmask.lines import bounded_lines
-    from unmask.review import decide
+    from unmask.review_sample import read_line as decide
     from unmask.span import Span
 
     decisions, bad = [], []
@@ -359,6 +459,20 @@ def _ask(
     show_default=True,
     help="characters of source shown on each side of a quote",
 )
+@click.option(
+    "--findings-only",
+    is_flag=True,
+    help="only what VIOLATED checks rest on (by default passing checks' readings too)",
+)
+@click.option(
+    "--sample",
+    "sample",
+    type=int,
+    metavar="N",
+    help="draw N unreviewed readings at random, stratified by reader, to measure readers",
+)
+@click.option("--seed", type=int, metavar="S", help="the draw's seed: same seed, same sample")
+@click.option("--blind", is_flag=True, help="a sample that hides the proposed value")
 @backend_option("z3, pysat[:SOLVER], truthtable, sliced: the answer is the same on each")
 @timeout_option()
 @click_options
@@ -371,15 +485,22 @@ def command(
     reviewer: str | None,
     root: str,
     context_chars: int,
+    findings_only: bool,
+    sample: int | None,
+    seed: int | None,
+    blind: bool,
     backend: str,
     timeout_ms: int,
     limits: Limits,
 ) -> None:
-    """List, export, apply or decide the unreviewed annotations provisional findings rest on."""
+    """List, export, apply or decide the unreviewed annotations checks rest on, or a sample."""
     from unmask.review import items as review_items
 
     if export and apply:
         _fail([Diagnostic("usage", "give `--export` or `--apply`, not both")], EXIT_USAGE)
+    sampling = sample is not None or seed is not None or blind
+    if sampling:
+        _sample_usage(sample, seed, apply, interactive, findings_only)
     if apply:
         decisions, bad = _read_review(apply, limits, reviewer)
         done, problems = _apply(decisions, apply, root, limits)
@@ -403,9 +524,13 @@ def command(
     for p in paths:
         if not os.path.exists(p):
             _fail([Diagnostic("usage", f"no such file or folder `{printable(p)}`")], EXIT_USAGE)
+    if sampling:
+        assert sample is not None and seed is not None
+        _sampled(paths, sample, seed, blind, export, root, context_chars, limits)
     solver = open_backend(backend, timeout_ms)
     errors: list[UnmaskError] = []
-    found = review_items(_gather(paths, root, limits, solver, errors), context_chars)
+    docs = _gather(paths, root, limits, solver, errors)
+    found = review_items(docs, context_chars, findings_only)
     for exc in errors:
         from unmask.replay import render_error
 
@@ -427,7 +552,7 @@ def command(
     if not interactive:
         for rank, item in enumerate(found, 1):
             click.echo(_show(item, rank))
-        click.echo(f"{len(found)} unreviewed annotations behind provisional findings")
+        click.echo(_count(found, findings_only))
         sys.exit(status)
     refused = _interactive(found, state_file, reviewer, root, limits)
     if refused:
