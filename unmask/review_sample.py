@@ -144,19 +144,23 @@ def _order(seed: int, *parts: str) -> bytes:
 
 
 def allocate(sizes: dict[tuple[str, str, str], int], n: int, seed: int) -> dict[Any, int]:
-    """Equal allocation of ``n`` over the strata, none given more than it has: each round
-    shares what is left equally among the strata not yet exhausted; the remainder of a
-    division goes to strata in an order the seed decides, so no reader is favoured."""
-    alloc = dict.fromkeys(sizes, 0)
+    """Equal allocation of ``n`` over the strata, none given more than it has: the highest
+    level L with every stratum given ``min(size, L)`` within ``n``, then one more to as many
+    of the strata larger than L as ``n`` has left, in an order the seed decides (so no
+    reader is favoured). No stratum that is not exhausted gets two fewer than another."""
     left = min(n, sum(sizes.values()))
-    open_ = [k for k in sorted(sizes) if sizes[k] > 0]
-    while left > 0 and open_:
-        share, extra = divmod(left, len(open_))
-        for i, k in enumerate(sorted(open_, key=lambda k: _order(seed, "stratum", *k))):
-            give = min(share + (i < extra), sizes[k] - alloc[k])
-            alloc[k] += give
-            left -= give
-        open_ = [k for k in open_ if alloc[k] < sizes[k]]
+    lo, hi = 0, max(sizes.values(), default=0)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if sum(min(k, mid) for k in sizes.values()) <= left:
+            lo = mid
+        else:
+            hi = mid - 1
+    alloc = {key: min(k, lo) for key, k in sizes.items()}
+    rest = left - sum(alloc.values())
+    larger = sorted((key for key in sizes if sizes[key] > lo), key=lambda k: _order(seed, *k))
+    for key in larger[:rest]:
+        alloc[key] += 1
     return alloc
 
 
@@ -265,15 +269,15 @@ def _blind(
             f"unknown decision `{show(what)}` for a blind line",
             "write `answer` with the `value` the sources give, `skip`, or leave it empty",
         )
-    value = obj.get("value", "")
-    value = value.strip().upper() if isinstance(value, str) else value
+    raw = obj.get("value", "")
+    value = raw.strip().upper() if isinstance(raw, str) else raw
     if what == "answer" and value not in VALUES:
         raise _bad(
             file,
             line,
             "value",
             "an answer needs the value the sources give"
-            + (f", found `{show(value)}`" if value not in ("", None) else ""),
+            + (f", found `{show(raw)}`" if value not in ("", None) else ""),
             "write `TRUE`, `FALSE` or `UNKNOWN`",
         )
     name = obj.get("reviewer", "")

@@ -496,7 +496,8 @@ class Summary:
         for k, text in CELL_TEXT.items():
             lines.append(f"  {text:<30} {cells[k]:>7}{cell_tail(found, k)}")
         lines.append(replays_line(found))
-        lines.append(satisfied_line(j["satisfied"]))
+        if j["provenance"]["unreviewed"]["with"]:  # a run whose readings are all people's: none
+            lines.append(satisfied_line(j["satisfied"]))
         lines += confusions_text(j["confusion"], j["confusion_by_protocol"])
         lines += provenance_text(j["provenance"])
         lines += judges_text(j["judges"])
