@@ -1,18 +1,21 @@
-"""Reviewing the unreviewed annotations that provisional findings rest on.
+"""Reviewing the unreviewed annotations that findings and passing checks rest on.
 
 Contract:
 - ``items(docs)`` takes (location, report JSON, replay JSON) triples and returns one ``Item``
   per unreviewed annotation (``by.reviewed`` false, given or by default) in the explanation of
-  a VIOLATED check, with the checks it would confirm or dismiss, ranked by how many (most
-  first; ties by location, then atom: the same input, the same order);
+  a VIOLATED check (``checks``) or an OK one (``passing``: a wrong TRUE can hide a break),
+  ranked by how many checks it settles (most first; then more findings first; then location,
+  then atom: the same input, the same order); ``findings_only`` leaves the passing ones out;
 - ``Item.to_json()`` is one line of a review file (``unmask.review/1``): where the replay is,
   the atom, its current value and ``by``, each quote with a window of the source around it,
   and the empty ``decision``, ``value`` and ``reviewer`` a person fills in;
 - ``decide(obj, file, line)`` reads one filled line back into a ``Decision`` or raises
   ``UnmaskError`` naming ``file:line`` and the JSON path; ``apply_to(doc, decision)`` changes
-  one replay document in place: ``by`` becomes ``{kind: human, name, reviewed: true}``, the
-  old value, ``by`` and evidence are kept in ``review.original``; a replay whose annotation no
-  longer is what was exported is refused (``review-stale``), never overwritten;
+  one replay document in place: ``by`` becomes ``{kind: human, name, reviewed: true}``, the old
+  value, ``by`` and evidence are kept in ``review.original`` (and a sampled line's draw in
+  ``review.sample``; a blind ``answer`` is not checked against a value it never showed); a
+  replay whose annotation no longer is what was exported is refused (``review-stale``), never
+  overwritten;
 - ``Target`` reads and rewrites a replay by location (a file, or ``FILE:LINE`` of JSON
   Lines), atomically (``unmask.outputs``), after the changed replay passed validation.
 Imports nothing from ``unmask.commands`` or ``unmask.cli``.

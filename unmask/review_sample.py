@@ -230,7 +230,7 @@ def read_line(obj: Any, file: str, line: int, reviewer: str | None = None) -> De
                 file,
                 line,
                 "decision",
-                "`answer` is for a blind line; this one shows the value",
+                "`answer` is for a blind line, and this one shows the value",
                 "write `accept` or `reject` (with the correct `value`)",
             )
         d = decide(obj, file, line, reviewer)

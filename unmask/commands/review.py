@@ -1,18 +1,20 @@
-"""`unmask review PATH...`: read the unreviewed annotations provisional findings rest on.
+"""`unmask review PATH...`: read the unreviewed annotations findings and passes rest on.
 
 Contract: each PATH is a replay file, a folder of replays, a JSON Lines file of replays, or an
 audit's results file (``unmask audit --out``: each line's report is used as it is, its replay
 re-read from ``location`` relative to ``--root``). The unreviewed annotations in the
-explanations of VIOLATED checks are listed, most findings first (``unmask.review``), each with
-its quotes and the source around them, through one printable filter. ``--export FILE`` writes
-them as review lines; ``--apply FILE`` writes the filled-in decisions back into the replays;
-``--interactive`` (the default on a terminal) asks for each, keeps every decision in
-``--state`` and applies it at once, so a stopped session resumes where it was left.
+explanations of VIOLATED and OK checks (``--findings-only``: VIOLATED ones) are listed, most
+checks settled first (``unmask.review``), each with its quotes and the source around them,
+through one printable filter. ``--sample N --seed S [--blind]`` lists or exports instead a
+random draw of every unreviewed reading, stratified by reader (``unmask.review_sample``).
+``--export FILE`` writes them as review lines; ``--apply FILE`` writes the filled-in decisions
+back into the replays; ``--interactive`` (the default on a terminal) asks for each, keeps every
+decision in ``--state`` and applies it at once, so a stopped session resumes where it was left.
 Exit status: 0 done; 1 (``PARTIAL``) some review line was refused (bad, or its replay changed
-since the export; the rest applied); 2 usage, an unreadable review file or an output that
-cannot be written; 4 some replay is invalid or could not be re-read (the rest are listed);
-130 an interactive session stopped by Ctrl-C or the end of its input (what was decided is
-applied and kept).
+since the export; the rest applied); 2 usage (a bad ``--sample`` among them), an unreadable
+review file or an output that cannot be written; 4 some replay is invalid or could not be
+re-read (the rest are listed); 130 an interactive session stopped by Ctrl-C or the end of its
+input (what was decided is applied and kept).
 """
 
 from __future__ import annotations
