@@ -177,7 +177,16 @@ def test_the_summary_counts_satisfied_replays_resting_on_unreviewed_annotations(
         (tmp_path / f"{name}.json").write_text(json.dumps(doc))
     monkeypatch.chdir(tmp_path)
     r = run(
-        "audit", "a1.json", "a2.json", "b1.json", "--out", "o.jsonl", "--summary-json", "s.json"
+        "audit",
+        "a1.json",
+        "a2.json",
+        "b1.json",
+        "--out",
+        "o.jsonl",
+        "--summary-json",
+        "s.json",
+        "--html",
+        "pages",
     )
     s = json.loads(Path("s.json").read_text())
     assert s["overall"]["SATISFIED"] == 2 and s["overall"]["VIOLATED"] == 1
@@ -188,6 +197,8 @@ def test_the_summary_counts_satisfied_replays_resting_on_unreviewed_annotations(
         "violated replays: 0 confirmed (resting only on reviewed annotations), 1 provisional"
     )
     assert text[k + 1] == "satisfied replays: 2, 1 of them resting on unreviewed annotations"
+    page = Path("pages", "index.html").read_text(encoding="utf-8")
+    assert "satisfied, on unreviewed annotations: <strong>1</strong>" in page
 
 
 # --- the sample ---------------------------------------------------------------------------------
