@@ -420,3 +420,13 @@ def test_more_than_there_are_draws_them_all_and_says_so(rag: Path) -> None:
     ) in r.output
     assert len(lines_of("s.jsonl")) == total
     assert f"{total} of {total} unreviewed readings drawn to `s.jsonl`" in r.output
+
+
+def test_nothing_to_draw_from_is_said(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shutil.copy(ROOT / "examples" / "factual_claims.proto", tmp_path)
+    shutil.copy(ROOT / "examples" / "case_a.json", tmp_path)  # every annotation a person's
+    monkeypatch.chdir(tmp_path)
+    r = run("review", "case_a.json", "--sample", "5", "--seed", "1", "--export", "s.jsonl")
+    assert r.exit_code == 0, r.output
+    assert "warning: no unreviewed reading to draw from" in r.output
+    assert Path("s.jsonl").read_text() == ""

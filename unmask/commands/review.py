@@ -174,8 +174,11 @@ def _sampled(
         more = Diagnostic(
             "sample-size",
             f"`--sample {n}` asks for more than the {len(readings)} unreviewed readings there "
-            "are: all of them are drawn",
+            "are: all of them are drawn"
+            if readings
+            else "no unreviewed reading to draw from",
             severity="warning",
+            help=None if readings else "every TRUE or FALSE annotation is reviewed already",
         )
         click.echo(render_all([more]), err=True)
     drawn = draw(readings, n, seed)
