@@ -122,102 +122,6 @@ def _count(found: list, findings_only: bool) -> str:
     return f"{line}, {len(found) - behind} more behind passing checks only"
 
 
-# --- a sample ---------------------------------------------------------------------------------
-
-
-def _sample_usage(
-    n: int | None, seed: int | None, apply: str | None, interactive: bool | None, findings: bool
-) -> None:
-    """One message and the usage status for options a sample cannot take."""
-    problem, hint = None, None
-    if n is None:
-        problem, hint = "`--seed` and `--blind` go with `--sample N`", "give `--sample N`"
-    elif n <= 0:
-        problem, hint = f"`--sample` takes a number of readings, found `{n}`", "give 1 or more"
-    elif seed is None:
-        problem = "a sample needs `--seed S`"
-        hint = "give any whole number: the same seed draws the same sample again"
-    elif apply:
-        problem = "give `--sample` to draw, or `--apply` to apply, not both"
-        hint = "a sampled line carries its draw: `--apply` alone writes it back"
-    elif findings:
-        problem = "a sample draws from every unreviewed reading, not from the findings' only"
-        hint = "leave out `--findings-only`: a queue ranked by impact biases an estimate"
-    elif interactive:
-        problem, hint = "a sample is reviewed from its export", "give `--export FILE`"
-    if problem is not None:
-        _fail([Diagnostic("usage", problem, help=hint)], EXIT_USAGE)
-
-
-def _sampled(
-    paths: tuple[str, ...],
-    n: int,
-    seed: int,
-    blind: bool,
-    export: str | None,
-    root: str,
-    chars: int,
-    limits: Limits,
-) -> None:
-    """Draw the sample of every unreviewed reading in the paths; list or export it; exit."""
-    from unmask.batch.readings import replays
-    from unmask.replay import render_error
-    from unmask.review import dumps
-    from unmask.review_sample import draw, frame, sample_json
-
-    errors: list[UnmaskError] = []
-    readings = frame(list(replays(paths, root, limits, errors)), chars)
-    for exc in errors:
-        click.echo(render_error(exc), err=True)
-    status = EXIT_INVALID if errors else exitcodes.OK
-    if n > len(readings):
-        more = Diagnostic(
-            "sample-size",
-            f"`--sample {n}` asks for more than the {len(readings)} unreviewed readings there "
-            "are: all of them are drawn"
-            if readings
-            else "no unreviewed reading to draw from",
-            severity="warning",
-            help=None if readings else "every TRUE or FALSE annotation is reviewed already",
-        )
-        click.echo(render_all([more]), err=True)
-    drawn = draw(readings, n, seed)
-    lines = [r.to_json(sample_json(seed, n, r.reader, blind), blind) for r in drawn]
-    if export:
-        from unmask.outputs import OutputError, write_text
-
-        try:
-            write_text(export, "".join(dumps(x) + "\n" for x in lines))
-        except OutputError as exc:
-            _fail(list(exc.diagnostics), EXIT_USAGE)
-        click.echo(
-            f"{len(drawn)} of {len(readings)} unreviewed readings drawn to "
-            f"`{printable(export)}`" + (" (blind)" if blind else "")
-        )
-        sys.exit(status)
-    for rank, x in enumerate(lines, 1):
-        click.echo(_show_reading(x, rank))
-    click.echo(f"{len(drawn)} of {len(readings)} unreviewed readings drawn")
-    sys.exit(status)
-
-
-def _show_reading(x: dict[str, Any], rank: int) -> str:
-    """One sampled reading as text; a blind one without its value."""
-    s = x["sample"]["stratum"]
-    who = " ".join(v for v in (s["kind"], s["name"], s["version"]) if v)
-    value = f" = {x['current']}" if "current" in x else ""
-    lines = [
-        f"{rank}. `{x['location']}` (replay `{x['replay']}`): {x['atom']}{value}, by {who}",
-        f"   atom: {x['description']}",
-    ]
-    if x.get("explanation"):
-        lines.append(f"   why: {x['explanation']}")
-    for e in x["evidence"]:
-        lines.append(f"   quote ({e['source']} {e['start']}-{e['end']}): {e['quote']}")
-        lines.append(f"   in: {e['context']}")
-    return "\n".join(printable(v) for v in lines)
-
-
 # --- applying ---------------------------------------------------------------------------------
 
 
@@ -505,7 +409,11 @@ def command(
         _fail([Diagnostic("usage", "give `--export` or `--apply`, not both")], EXIT_USAGE)
     sampling = sample is not None or seed is not None or blind
     if sampling:
-        _sample_usage(sample, seed, apply, interactive, findings_only)
+        from unmask.commands._review_sample import problem
+
+        bad = problem(sample, seed, apply, interactive, findings_only)
+        if bad is not None:
+            _fail([bad], EXIT_USAGE)
     if apply:
         decisions, bad = _read_review(apply, limits, reviewer)
         done, problems = _apply(decisions, apply, root, limits)
@@ -530,8 +438,10 @@ def command(
         if not os.path.exists(p):
             _fail([Diagnostic("usage", f"no such file or folder `{printable(p)}`")], EXIT_USAGE)
     if sampling:
+        from unmask.commands._review_sample import run_sample
+
         assert sample is not None and seed is not None
-        _sampled(paths, sample, seed, blind, export, root, context_chars, limits)
+        sys.exit(run_sample(paths, sample, seed, blind, export, root, context_chars, limits))
     solver = open_backend(backend, timeout_ms)
     errors: list[UnmaskError] = []
     docs = _gather(paths, root, limits, solver, errors)
