@@ -430,3 +430,25 @@ def test_nothing_to_draw_from_is_said(tmp_path: Path, monkeypatch: pytest.Monkey
     assert r.exit_code == 0, r.output
     assert "warning: no unreviewed reading to draw from" in r.output
     assert Path("s.jsonl").read_text() == ""
+
+
+def test_a_sample_of_json_lines_replays_is_applied_in_its_line(rag: Path) -> None:
+    docs = [json.loads(f.read_text()) for f in sorted(Path("replays").glob("*.json"))]
+    docs[0]["id"] = "r\x1b[2J"  # a control character in an id is shown escaped
+    Path("all.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    listed = run("review", "all.jsonl", "--sample", "1000", "--seed", "9", "--list")
+    assert listed.exit_code == 0, listed.output
+    assert "\x1b" not in listed.output and "\\x1b" in listed.output
+    r = run("review", "all.jsonl", "--sample", "3", "--seed", "9", "--blind", "--export", "s.jsonl")
+    assert r.exit_code == 0, r.output
+    rows = lines_of("s.jsonl")
+    assert all(x["location"].startswith("all.jsonl:") for x in rows)
+    rows[0].update(decision="answer", value="UNKNOWN", reviewer="cy")
+    Path("s.jsonl").write_text(json.dumps(rows[0]) + "\n")
+    before = Path("all.jsonl").read_text().splitlines()
+    assert run("review", "--apply", "s.jsonl").exit_code == 0
+    after = Path("all.jsonl").read_text().splitlines()
+    n = int(rows[0]["location"].rsplit(":", 1)[1])
+    assert [i for i, (a, b) in enumerate(zip(before, after, strict=True), 1) if a != b] == [n]
+    a = next(a for a in json.loads(after[n - 1])["annotations"] if a["atom"] == rows[0]["atom"])
+    assert a["value"] == "UNKNOWN" and a["review"]["sample"]["blind"] is True
