@@ -452,3 +452,12 @@ def test_a_sample_of_json_lines_replays_is_applied_in_its_line(rag: Path) -> Non
     assert [i for i, (a, b) in enumerate(zip(before, after, strict=True), 1) if a != b] == [n]
     a = next(a for a in json.loads(after[n - 1])["annotations"] if a["atom"] == rows[0]["atom"])
     assert a["value"] == "UNKNOWN" and a["review"]["sample"]["blind"] is True
+
+
+def test_an_invalid_replay_is_named_and_the_rest_drawn_from(rag: Path) -> None:
+    total = sum(unreviewed_by_reader().values())
+    Path("replays", "broken.json").write_text("{oops")
+    r = run("review", "replays", "--sample", "1000", "--seed", "1", "--export", "s.jsonl")
+    assert r.exit_code == 4, r.output
+    assert "broken.json" in r.output and "Traceback" not in r.output
+    assert len(lines_of("s.jsonl")) == total
