@@ -45,7 +45,8 @@ CLAIMS = ("TRUE", "FALSE")  # the values a reading can be right or wrong about
 
 def stratum(by: dict[str, Any]) -> tuple[str, str, str]:
     """The reader of a reading: (kind, name, version), absent ones ``""``."""
-    return tuple(str(by.get(k) or "") for k in ("kind", "name", "version"))  # type: ignore[return-value]
+    kind, name, version = (str(by.get(k) or "") for k in ("kind", "name", "version"))
+    return (kind, name, version)
 
 
 @dataclass(slots=True)
