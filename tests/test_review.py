@@ -335,7 +335,8 @@ def test_the_wice_reviews_are_the_studys_count(tmp_path: Path) -> None:
     violated = sum(j["overall"].get("VIOLATED", 0) for j in t["judges"].values())
     assert needed >= 1 and violated >= 1
     out = tmp_path / "review.jsonl"
-    r = run("review", str(tmp_path / "study" / "results.jsonl"), "--export", str(out))
+    results = str(tmp_path / "study" / "results.jsonl")
+    r = run("review", results, "--export", str(out), "--findings-only")
     assert r.exit_code == 0, r.output
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert len(rows) == needed
@@ -400,7 +401,7 @@ def test_items_rank_by_findings_then_location_and_skip_reviewed_ones() -> None:
         ],
     }
     z = {"replay": "z", "verdict": check(part("w", rule | {"reviewed": True}), part("x", rule))}
-    got = items([("z.json", z, doc), ("a.json", a, doc)], chars=1)
+    got = items([("z.json", z, doc), ("a.json", a, doc)], chars=1, findings_only=True)
     assert [(i.location, i.atom, len(i.checks)) for i in got] == [
         ("a.json", "x", 2),
         ("a.json", "y", 1),

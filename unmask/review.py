@@ -1,18 +1,21 @@
-"""Reviewing the unreviewed annotations that provisional findings rest on.
+"""Reviewing the unreviewed annotations that findings and passing checks rest on.
 
 Contract:
 - ``items(docs)`` takes (location, report JSON, replay JSON) triples and returns one ``Item``
   per unreviewed annotation (``by.reviewed`` false, given or by default) in the explanation of
-  a VIOLATED check, with the checks it would confirm or dismiss, ranked by how many (most
-  first; ties by location, then atom: the same input, the same order);
+  a VIOLATED check (``checks``) or an OK one (``passing``: a wrong TRUE can hide a break),
+  ranked by how many checks it settles (most first; then more findings first; then location,
+  then atom: the same input, the same order); ``findings_only`` leaves the passing ones out;
 - ``Item.to_json()`` is one line of a review file (``unmask.review/1``): where the replay is,
   the atom, its current value and ``by``, each quote with a window of the source around it,
   and the empty ``decision``, ``value`` and ``reviewer`` a person fills in;
 - ``decide(obj, file, line)`` reads one filled line back into a ``Decision`` or raises
   ``UnmaskError`` naming ``file:line`` and the JSON path; ``apply_to(doc, decision)`` changes
-  one replay document in place: ``by`` becomes ``{kind: human, name, reviewed: true}``, the
-  old value, ``by`` and evidence are kept in ``review.original``; a replay whose annotation no
-  longer is what was exported is refused (``review-stale``), never overwritten;
+  one replay document in place: ``by`` becomes ``{kind: human, name, reviewed: true}``, the old
+  value, ``by`` and evidence are kept in ``review.original`` (and a sampled line's draw in
+  ``review.sample``; a blind ``answer`` is not checked against a value it never showed); a
+  replay whose annotation no longer is what was exported is refused (``review-stale``), never
+  overwritten;
 - ``Target`` reads and rewrites a replay by location (a file, or ``FILE:LINE`` of JSON
   Lines), atomically (``unmask.outputs``), after the changed replay passed validation.
 Imports nothing from ``unmask.commands`` or ``unmask.cli``.
@@ -60,11 +63,24 @@ class Item:
     by: dict[str, Any]
     evidence: list[dict[str, Any]]  # source, start, end, quote, context
     explanation: str = ""
-    checks: list[str] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)  # the findings (VIOLATED) resting on it
+    passing: list[str] = field(default_factory=list)  # the passing (OK) checks resting on it
 
     @property
     def key(self) -> tuple[str, str]:
         return (self.location, self.atom)
+
+    def rests(self) -> str:
+        """``1 finding rests on it: …; 2 passing checks rest on it: …``."""
+        out = []
+        for names, one, many in (
+            (self.checks, "finding rests", "findings rest"),
+            (self.passing, "passing check rests", "passing checks rest"),
+        ):
+            if names:
+                n = len(names)
+                out.append(f"{n} {one if n == 1 else many} on it: " + ", ".join(names))
+        return "; ".join(out)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -78,31 +94,41 @@ class Item:
             "explanation": self.explanation,
             "findings": len(self.checks),
             "checks": self.checks,
+            "passing": self.passing,
             "decision": "",
             "value": "",
             "reviewer": "",
         }
 
 
-def _checks(report: dict[str, Any]) -> list[tuple[str, dict[str, Any] | None]]:
-    """(name, explanation) of every VIOLATED check of a report, in report order."""
+def _checks(report: dict[str, Any]) -> list[tuple[str, dict[str, Any] | None, bool]]:
+    """(name, explanation, finding?) of every check of a report whose status its explanation
+    decides: VIOLATED ones (findings) and OK ones (passing: ENTAILED), in report order. A
+    check left UNKNOWN (a coverage REFUTED among them) passes and fails nothing."""
     out = []
+    decided = {"VIOLATED": True, "OK": False}
+
+    def add(name: str, result: Any, expl: Any) -> None:
+        if result in decided:
+            out.append((name, expl, decided[result]))
+
     v = report.get("verdict")
-    if isinstance(v, dict) and v.get("result") == "VIOLATED":
-        out.append(("verdict", v.get("explanation")))
+    if isinstance(v, dict):
+        add("verdict", v.get("result"), v.get("explanation"))
     for r in report.get("requirements") or ():
         if not isinstance(r, dict):
             continue
-        if r.get("result") == "VIOLATED":
-            out.append((f"requirement {r.get('id')}", r.get("explanation")))
-        if r.get("coverage_result") == "VIOLATED":
-            out.append((f"requirement {r.get('id')} coverage", r.get("coverage_explanation")))
+        add(f"requirement {r.get('id')}", r.get("result"), r.get("explanation"))
+        add(
+            f"requirement {r.get('id')} coverage",
+            r.get("coverage_result"),
+            r.get("coverage_explanation"),
+        )
     for g in report.get("grounding") or ():
-        if isinstance(g, dict) and g.get("result") == "VIOLATED":
+        if isinstance(g, dict):
             arrow = g.get("direction") or "~"
-            out.append(
-                (f"grounding {g.get('judge')} {arrow} {g.get('context')}", g.get("explanation"))
-            )
+            name = f"grounding {g.get('judge')} {arrow} {g.get('context')}"
+            add(name, g.get("result"), g.get("explanation"))
     return out
 
 
@@ -122,8 +148,13 @@ def _is_part(part: Any) -> bool:
     return ok and isinstance(part.get("by"), dict) and _spans(part.get("evidence", [])) is not None
 
 
-def items(docs: list[tuple[str, dict[str, Any], dict[str, Any]]], chars: int = CONTEXT_CHARS):
-    """The ranked review items of (location, report, replay document) triples."""
+def items(
+    docs: list[tuple[str, dict[str, Any], dict[str, Any]]],
+    chars: int = CONTEXT_CHARS,
+    findings_only: bool = False,
+):
+    """The ranked review items of (location, report, replay document) triples: the
+    unreviewed annotations behind every decided check, or behind the findings only."""
     found: dict[tuple[str, str], Item] = {}
     for location, report, doc in docs:
         doc = doc if isinstance(doc, dict) else {}
@@ -133,7 +164,9 @@ def items(docs: list[tuple[str, dict[str, Any], dict[str, Any]]], chars: int = C
             for a in doc.get("annotations") or ()
             if isinstance(a, dict)
         }
-        for name, expl in _checks(report):
+        for name, expl, finding in _checks(report):
+            if findings_only and not finding:
+                continue
             parts = expl.get("parts", ()) if isinstance(expl, dict) else ()
             for part in parts if isinstance(parts, list) else ():
                 by = part.get("by") if _is_part(part) else None
@@ -155,9 +188,15 @@ def items(docs: list[tuple[str, dict[str, Any], dict[str, Any]]], chars: int = C
                         evidence,
                         str(notes.get(part["atom"]) or ""),
                     )
-                if name not in found[key].checks:
-                    found[key].checks.append(name)
-    return sorted(found.values(), key=lambda i: (-len(i.checks), i.location, i.atom))
+                names = found[key].checks if finding else found[key].passing
+                if name not in names:
+                    names.append(name)
+    return sorted(found.values(), key=_rank)
+
+
+def _rank(i: Item) -> tuple[int, int, str, str]:
+    """Most checks settled first; among as many, more findings first; then where and what."""
+    return (-len(i.checks) - len(i.passing), -len(i.checks), i.location, i.atom)
 
 
 # --- reading decisions back -----------------------------------------------------------------
@@ -170,10 +209,11 @@ class Decision:
     current: str
     by: dict[str, Any]
     evidence: tuple[tuple[str, int, int, str], ...]
-    decision: str  # accept | reject | skip
+    decision: str  # accept | reject | skip | answer (a blind sample's line)
     value: str  # the value to write: the current one (accept) or the reviewer's (reject)
     reviewer: str
     line: int = 0
+    sample: dict[str, Any] | None = None  # a sampled line's `sample`, kept in `review`
 
 
 def _bad(file: str, line: int, path: str, message: str, help: str | None = None) -> UnmaskError:
@@ -284,7 +324,8 @@ def apply_to(doc: dict[str, Any], d: Decision) -> None:
     found = [a for a in anns or () if isinstance(a, dict) and a.get("atom") == d.atom]
     now = found[0] if len(found) == 1 else None
     if now is None or (
-        now.get("value") != d.current
+        # a blind line never showed the value, so it cannot say which it was
+        (d.decision != "answer" and now.get("value") != d.current)
         or now.get("by") != d.by
         or _spans(now.get("evidence", [])) != d.evidence
     ):
@@ -300,6 +341,8 @@ def apply_to(doc: dict[str, Any], d: Decision) -> None:
         )
     original = {k: now[k] for k in ("value", "by", "evidence", "explanation") if k in now}
     now["review"] = {"decision": d.decision, "original": original}
+    if d.sample is not None:  # what calibration counts: a draw, not a ranked queue
+        now["review"]["sample"] = d.sample
     now["value"] = d.value
     now["by"] = {"kind": "human", "name": d.reviewer, "reviewed": True}
     if d.value == "UNKNOWN":

@@ -154,6 +154,9 @@ class Summary:
                 if flags[flag]:
                     c = self.with_flag[flag]
                     c["results"] += 1
+                    # a wrong TRUE can hide a break: a pass that rests on a reading nobody
+                    # checked is counted beside the findings (`satisfied.unreviewed`)
+                    c["satisfied"] += v.overall == SATISFIED
                     for d, n in zip(DIMENSIONS, counts, strict=True):
                         c[d] += n
                         c[f"results:{d}"] += n > 0
@@ -350,6 +353,13 @@ class Summary:
         """Gold × observed label per protocol name, in the order the protocols were seen."""
         return {name: c.to_json() for name, c in self.by_protocol.items()}
 
+    def satisfied_json(self) -> dict[str, int]:
+        """SATISFIED replays, and how many of them rest on an unreviewed annotation."""
+        return {
+            "replays": self.overall[SATISFIED],
+            "unreviewed": self.with_flag["unreviewed"]["satisfied"],
+        }
+
     def provenance_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for flag, c in self.with_flag.items():
@@ -402,6 +412,7 @@ class Summary:
             },
             "most_failing": self.most_failing(),
             "findings": self.findings.to_json(),
+            "satisfied": self.satisfied_json(),
             "confusion": self.confusion_json(),
             "confusion_by_protocol": self.confusion_by_protocol_json(),
             "provenance": self.provenance_json(),
@@ -422,6 +433,7 @@ class Summary:
             "left undecided": ", ".join(f"{r['dimension']} {r['replays']}" for r in mf["open"]),
             "violated, confirmed": self.findings.counts["replays:confirmed"],
             "violated, provisional": self.findings.counts["replays:provisional"],
+            "satisfied, on unreviewed annotations": self.satisfied_json()["unreviewed"],
             **{text: cells[key] for key, text in CELL_TEXT.items()},
             **recheck_extra(self.recheck_json()),
         }
@@ -484,6 +496,8 @@ class Summary:
         for k, text in CELL_TEXT.items():
             lines.append(f"  {text:<30} {cells[k]:>7}{cell_tail(found, k)}")
         lines.append(replays_line(found))
+        if j["provenance"]["unreviewed"]["with"]:  # a run whose readings are all people's: none
+            lines.append(satisfied_line(j["satisfied"]))
         lines += confusions_text(j["confusion"], j["confusion_by_protocol"])
         lines += provenance_text(j["provenance"])
         lines += judges_text(j["judges"])
@@ -502,6 +516,14 @@ class Summary:
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def satisfied_line(s: dict[str, int]) -> str:
+    """The passes beside the findings: how many rest on a reading nobody checked."""
+    return (
+        f"satisfied replays: {s['replays']}, {s['unreviewed']} of them resting on unreviewed "
+        "annotations"
+    )
 
 
 def provenance_text(p: dict[str, Any]) -> list[str]:

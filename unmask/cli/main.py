@@ -31,7 +31,7 @@ COMMANDS: dict[str, str] = {
     "import": "Turn another tool's judge output into replays.",
     "propose": "Propose unreviewed annotations with a registered proposer.",
     "next": "Say which annotations would settle the open checks.",
-    "review": "Review the unreviewed annotations provisional findings rest on.",
+    "review": "Review the unreviewed annotations findings and passes rest on.",
     "analyze": "Find what is wrong with a protocol before any replay meets it.",
     "compare": "Compare two versions of a protocol label by label.",
 }

@@ -1,18 +1,20 @@
-"""`unmask review PATH...`: read the unreviewed annotations provisional findings rest on.
+"""`unmask review PATH...`: read the unreviewed annotations findings and passes rest on.
 
 Contract: each PATH is a replay file, a folder of replays, a JSON Lines file of replays, or an
 audit's results file (``unmask audit --out``: each line's report is used as it is, its replay
 re-read from ``location`` relative to ``--root``). The unreviewed annotations in the
-explanations of VIOLATED checks are listed, most findings first (``unmask.review``), each with
-its quotes and the source around them, through one printable filter. ``--export FILE`` writes
-them as review lines; ``--apply FILE`` writes the filled-in decisions back into the replays;
-``--interactive`` (the default on a terminal) asks for each, keeps every decision in
-``--state`` and applies it at once, so a stopped session resumes where it was left.
+explanations of VIOLATED and OK checks (``--findings-only``: VIOLATED ones) are listed, most
+checks settled first (``unmask.review``), each with its quotes and the source around them,
+through one printable filter. ``--sample N --seed S [--blind]`` lists or exports instead a
+random draw of every unreviewed reading, stratified by reader (``unmask.review_sample``).
+``--export FILE`` writes them as review lines; ``--apply FILE`` writes the filled-in decisions
+back into the replays; ``--interactive`` (the default on a terminal) asks for each, keeps every
+decision in ``--state`` and applies it at once, so a stopped session resumes where it was left.
 Exit status: 0 done; 1 (``PARTIAL``) some review line was refused (bad, or its replay changed
-since the export; the rest applied); 2 usage, an unreadable review file or an output that
-cannot be written; 4 some replay is invalid or could not be re-read (the rest are listed);
-130 an interactive session stopped by Ctrl-C or the end of its input (what was decided is
-applied and kept).
+since the export; the rest applied); 2 usage (a bad ``--sample`` among them), an unreadable
+review file or an output that cannot be written; 4 some replay is invalid or could not be
+re-read (the rest are listed); 130 an interactive session stopped by Ctrl-C or the end of its
+input (what was decided is applied and kept).
 """
 
 from __future__ import annotations
@@ -98,12 +100,10 @@ def _gather(paths: tuple[str, ...], root: str, limits: Limits, solver: Any, erro
 
 
 def _show(item: Any, rank: int) -> str:
-    n = len(item.checks)
-    rest = "1 finding rests" if n == 1 else f"{n} findings rest"
     who = item.by.get("kind", "") + (f" {item.by['name']}" if item.by.get("name") else "")
     lines = [
         f"{rank}. `{item.location}` (replay `{item.replay}`): {item.atom} = {item.value}, "
-        f"by {who}, unreviewed; {rest} on it: " + ", ".join(item.checks)
+        f"by {who}, unreviewed; {item.rests()}"
     ]
     if item.explanation:
         lines.append(f"   why: {item.explanation}")
@@ -111,6 +111,15 @@ def _show(item: Any, rank: int) -> str:
         lines.append(f"   quote ({e['source']} {e['start']}-{e['end']}): {e['quote']}")
         lines.append(f"   in: {e['context']}")
     return "\n".join(printable(x) for x in lines)
+
+
+def _count(found: list, findings_only: bool) -> str:
+    """The listing's last line: those behind findings, then those behind passes only."""
+    behind = sum(1 for i in found if i.checks)
+    line = f"{behind} unreviewed annotations behind provisional findings"
+    if findings_only:
+        return line
+    return f"{line}, {len(found) - behind} more behind passing checks only"
 
 
 # --- applying ---------------------------------------------------------------------------------
@@ -146,7 +155,7 @@ def _apply(decisions: list, review_file: str, root: str, limits: Limits):
 def _read_review(review_file: str, limits: Limits, reviewer: str | None):
     """(decisions, diagnostics of bad lines) of a review file."""
     from unmask.lines import bounded_lines
-    from unmask.review import decide
+    from unmask.review_sample import read_line as decide
     from unmask.span import Span
 
     decisions, bad = [], []
@@ -359,6 +368,20 @@ def _ask(
     show_default=True,
     help="characters of source shown on each side of a quote",
 )
+@click.option(
+    "--findings-only",
+    is_flag=True,
+    help="only what VIOLATED checks rest on (by default passing checks' readings too)",
+)
+@click.option(
+    "--sample",
+    "sample",
+    type=int,
+    metavar="N",
+    help="draw N unreviewed readings at random, stratified by reader, to measure readers",
+)
+@click.option("--seed", type=int, metavar="S", help="the draw's seed: same seed, same sample")
+@click.option("--blind", is_flag=True, help="a sample that hides the proposed value")
 @backend_option("z3, pysat[:SOLVER], truthtable, sliced: the answer is the same on each")
 @timeout_option()
 @click_options
@@ -371,15 +394,26 @@ def command(
     reviewer: str | None,
     root: str,
     context_chars: int,
+    findings_only: bool,
+    sample: int | None,
+    seed: int | None,
+    blind: bool,
     backend: str,
     timeout_ms: int,
     limits: Limits,
 ) -> None:
-    """List, export, apply or decide the unreviewed annotations provisional findings rest on."""
+    """List, export, apply or decide the unreviewed annotations checks rest on, or a sample."""
     from unmask.review import items as review_items
 
     if export and apply:
         _fail([Diagnostic("usage", "give `--export` or `--apply`, not both")], EXIT_USAGE)
+    sampling = sample is not None or seed is not None or blind
+    if sampling:
+        from unmask.commands._review_sample import problem
+
+        bad = problem(sample, seed, apply, interactive, findings_only)
+        if bad is not None:
+            _fail([bad], EXIT_USAGE)
     if apply:
         decisions, bad = _read_review(apply, limits, reviewer)
         done, problems = _apply(decisions, apply, root, limits)
@@ -403,9 +437,15 @@ def command(
     for p in paths:
         if not os.path.exists(p):
             _fail([Diagnostic("usage", f"no such file or folder `{printable(p)}`")], EXIT_USAGE)
+    if sampling:
+        from unmask.commands._review_sample import run_sample
+
+        assert sample is not None and seed is not None
+        sys.exit(run_sample(paths, sample, seed, blind, export, root, context_chars, limits))
     solver = open_backend(backend, timeout_ms)
     errors: list[UnmaskError] = []
-    found = review_items(_gather(paths, root, limits, solver, errors), context_chars)
+    docs = _gather(paths, root, limits, solver, errors)
+    found = review_items(docs, context_chars, findings_only)
     for exc in errors:
         from unmask.replay import render_error
 
@@ -427,7 +467,7 @@ def command(
     if not interactive:
         for rank, item in enumerate(found, 1):
             click.echo(_show(item, rank))
-        click.echo(f"{len(found)} unreviewed annotations behind provisional findings")
+        click.echo(_count(found, findings_only))
         sys.exit(status)
     refused = _interactive(found, state_file, reviewer, root, limits)
     if refused:
