@@ -19,6 +19,10 @@ threshold), never for a type whose rule is not known (one ``Note`` per file says
 and `latency` from the row's own measurements (rendered as the ``context`` source);
 everything else stays unannotated. Rows without a grading result, with a malformed field, or
 using guardrails (whose pass rule this protocol does not state) are skipped with the reason.
+Settings the file records are read as it records them (an assertion's ``weight: 0`` leaves it
+out; a rendered template value is the value; an assertion's own ``transform`` or a custom
+``assertScoringFunction`` leaves what it decides UNKNOWN), each said once per file; the other
+exports (CSV, HTML, YAML, XML) are refused by name.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from unmask.importers import (
     Skipped,
     build,
     is_number,
+    not_the_format,
     num,
     read_array,
     rule_by,
@@ -85,34 +90,137 @@ def _assertion(c: dict) -> dict:
     return a if isinstance(a, dict) else {}
 
 
+# the other files `promptfoo eval -o` writes: none keeps what the JSON keeps of each assertion
+# (CSV and HTML keep a row's pass and reason; YAML and XML the same tree, unread here)
+OTHER_OUTPUTS = {
+    ".csv": "a promptfoo CSV export, which keeps each test's pass and reason but no assertion"
+    " results",
+    ".html": "a promptfoo HTML report",
+    ".htm": "a promptfoo HTML report",
+    ".yaml": "a promptfoo YAML export",
+    ".yml": "a promptfoo YAML export",
+    ".xml": "a promptfoo XML export",
+}
+EXPORT_HELP = "write one with `promptfoo eval -o results.json` (or `-o results.jsonl`)"
+
+
 def read(path: Path, options: Options) -> Iterator[Imported | Skipped | Note]:
     file = str(path)
+    what = OTHER_OUTPUTS.get(path.suffix.lower())
+    if what is not None:
+        raise not_the_format(file, f"not read: {what}", help=f"import its JSON: {EXPORT_HELP}")
     proto = PROTOCOL.read_text(encoding="utf-8")
-    unread: set[str] = set()
+    seen = _Seen()
     if path.suffix == ".jsonl":  # `promptfoo eval -o results.jsonl`: one row a line
         # a first line that is not JSON: not a promptfoo JSON Lines file
         lines = jsonl_records(path, options.limits, bad="first")
         for i, (n, row) in enumerate(lines):
-            yield _row(proto, file, f"{file}:{n}", i, row, options, unread, False)
+            yield _row(proto, file, f"{file}:{n}", i, row, options, seen, False, None)
     else:
         doc, rows = read_array(
-            path,
-            options,
-            "results.results",
-            "a promptfoo results file",
-            help="write one with `promptfoo eval -o results.json` (or `-o results.jsonl`)",
+            path, options, "results.results", "a promptfoo results file", help=EXPORT_HELP
         )
         suite = _suite_threshold(doc)
+        scoring = _scoring_functions(doc)
         for i, row in enumerate(rows):
             where = f"{file}: results.results[{i}]"
-            yield _row(proto, file, where, i, row, options, unread, suite)
-    if unread:
-        names = ", ".join(f"`{show(k)}`" for k in sorted(unread))
-        yield Note(
-            file,
-            f"assertion type{'s' if len(unread) > 1 else ''} {names}: how the score and"
-            " threshold say pass is not known to Unmask, so those scores were not checked",
-        )
+            yield _row(proto, file, where, i, row, options, seen, suite, scoring)
+    yield from seen.notes(file)
+
+
+class _Seen:
+    """What a file's rows showed that the import must say once per file."""
+
+    def __init__(self) -> None:
+        self.unread: set[str] = set()  # assertion types whose score rule is not known
+        self.weightless = 0  # `weight: 0` assertions left out
+        self.unrendered = 0  # templated values the file does not give rendered
+        self.transformed = 0  # assertions checked against a transform of the output
+        self.custom = 0  # rows whose pass a custom scoring function decided
+        self.unsure = 0  # rows where nobody can say whether one did
+
+    def notes(self, file: str) -> Iterator[Note]:
+        if self.unread:
+            names = ", ".join(f"`{show(k)}`" for k in sorted(self.unread))
+            yield Note(
+                file,
+                f"assertion type{'s' if len(self.unread) > 1 else ''} {names}: how the score and"
+                " threshold say pass is not known to Unmask, so those scores were not checked",
+            )
+        for count, message in (
+            (
+                self.weightless,
+                "assertion(s) with `weight: 0` left out: promptfoo counts them as passed"
+                " whatever they find, and out of the test's score",
+            ),
+            (
+                self.unrendered,
+                "assertion value(s) hold a `{{…}}` template the file does not give rendered:"
+                " what the response must contain was not checked",
+            ),
+            (
+                self.transformed,
+                "assertion(s) ran on a `transform` of the output, which the file does not"
+                " keep: whether the response has their property was not checked",
+            ),
+            (
+                self.custom,
+                "row(s) passed or failed by a custom `assertScoringFunction` (the file's"
+                " config names it): whether a threshold decided them is left unknown",
+            ),
+            (
+                self.unsure,
+                "row(s) give a grading reason that is not promptfoo's own, and the file keeps"
+                " no config to say whether a custom `assertScoringFunction` decided them:"
+                " whether a threshold decided them is left unknown",
+            ),
+        ):
+            if count:
+                yield Note(file, f"{count} {message}")
+
+
+def _scoring_functions(doc: Any) -> tuple[bool, list[bool] | None]:
+    """Whether the file's config sets a custom ``assertScoringFunction`` for every test
+    (``defaultTest``), and for each test of ``config.tests`` by index (None when the tests
+    are not in the file, read from elsewhere)."""
+    config = doc.get("config") if isinstance(doc, dict) else None
+    if not isinstance(config, dict):
+        return False, None
+    default = config.get("defaultTest")
+    every = isinstance(default, dict) and default.get("assertScoringFunction") is not None
+    tests = config.get("tests")
+    if not isinstance(tests, list):
+        return every, None
+    return every, [
+        isinstance(t, dict) and t.get("assertScoringFunction") is not None for t in tests
+    ]
+
+
+def _own_reason(gr: dict, comps: list) -> bool:
+    """Whether a grading result's reason is one promptfoo's own aggregation writes: all
+    passed, an aggregate score against a threshold, or a failed assertion's reason."""
+    reason = gr.get("reason")
+    if not isinstance(reason, str):
+        return False
+    if reason in ("All assertions passed", "No assertions") or reason.startswith(
+        "Aggregate score "
+    ):
+        return True
+    return any(isinstance(c, dict) and c.get("reason") == reason for c in comps)
+
+
+def _custom_scoring(row: dict, scoring: tuple[bool, list[bool] | None] | None) -> bool | None:
+    """True when the config names a custom scoring function for this row's test, False
+    when it shows there is none, None when the file cannot say."""
+    if scoring is None:
+        return None
+    every, per_test = scoring
+    if every:
+        return True
+    idx = row.get("testIdx")
+    if per_test is None or not isinstance(idx, int) or not 0 <= idx < len(per_test):
+        return None
+    return per_test[idx]
 
 
 def _suite_threshold(doc: Any) -> bool:
@@ -129,8 +237,9 @@ def _row(
     i: int,
     row: Any,
     options: Options,
-    unread: set[str],
+    seen: _Seen,
     suite_threshold: bool,
+    scoring: tuple[bool, list[bool] | None] | None,
 ) -> Imported | Skipped:
     if isinstance(row, BadLine):
         return Skipped(where, row.reason)
@@ -167,6 +276,9 @@ def _row(
             return Skipped(f"{cw}.assertion.type", f"`{kind}` assertions are not imported yet")
         if assertion.get("metricOnly") is True:
             continue
+        if is_number(assertion.get("weight")) and assertion["weight"] == 0:
+            seen.weightless += 1  # passed whatever it finds (promptfoo's runAssertion)
+            continue
         if not isinstance(c.get("pass"), bool):
             return Skipped(f"{cw}.pass", f"expected true or false, found `{show(c.get('pass'))}`")
         members.append((f"a{j}", c, kind))
@@ -186,6 +298,15 @@ def _row(
         threshold is not None or ("threshold" not in test and not suite_threshold)
     )
     score = gr.get("score") if is_number(gr.get("score")) else None
+    # who decided pass: promptfoo's own rule (all pass, or the threshold), or a custom
+    # `assertScoringFunction` the config names; where the file keeps no config (JSON Lines,
+    # tests read from another file), a grading reason of promptfoo's own says it was its rule
+    custom = _custom_scoring(row, scoring)
+    rule_known = custom is False or (custom is None and _own_reason(gr, comps))
+    if custom:
+        seen.custom += 1
+    elif not rule_known:
+        seen.unsure += 1
 
     # the rationale: one line for the test case, then one header and reason per assertion
     head = (
@@ -199,7 +320,7 @@ def _row(
         cs = c.get("score")
         ct = _threshold(c)
         if is_number(cs) and _reading(kind) is None:
-            unread.add(kind)
+            seen.unread.add(kind)
         h = (
             f"[{m}] {kind}: pass={tf(c['pass'])}"
             f" score={num(cs) if is_number(cs) else 'none'}"
@@ -220,7 +341,7 @@ def _row(
         sources["response"] = output
     asked = []
     for m, c, kind in members:
-        value = _assertion(c).get("value")
+        value = _value(c)
         asked.append(f"[{m}] {kind}" + (f": {value}" if isinstance(value, str) else ""))
     sources["protocol"] = "\n".join(asked)
     # what promptfoo measured itself, for the cost and latency assertions' grounding
@@ -236,6 +357,7 @@ def _row(
     rid = row["id"] if isinstance(row.get("id"), str) and row["id"] else f"{file}#{i}"
 
     occurrences = Occurrences(rationale)
+    checkable = {m: _checkable(c, kind, seen) for m, c, kind in members}
 
     def make() -> ReplayBuilder:
         b = ReplayBuilder(
@@ -247,7 +369,7 @@ def _row(
             limits=options.limits,
         )
         by = rule_by(NAME)
-        if says_threshold:
+        if says_threshold and rule_known:
             b.annotate(
                 "thresholded",
                 threshold is not None,
@@ -258,7 +380,7 @@ def _row(
                 else "the test case ran without a threshold (promptfoo writes `defaultTest`'s"
                 " into it; its default: none)",
             )
-        if threshold is not None and score is not None:
+        if threshold is not None and score is not None and rule_known:
             b.annotate(
                 "reaches_threshold",
                 score >= threshold,
@@ -281,7 +403,7 @@ def _row(
                     by=by,
                     explanation=says[1],
                 )
-            prop = _has_property(kind, _assertion(c).get("value"), output)
+            prop = _has_property(kind, _value(c), output) if checkable[m] else None
             if prop is None:
                 prop = _measured(kind, _assertion(c).get("threshold"), measured)
             if prop is not None:
@@ -299,6 +421,30 @@ def _row(
         return b
 
     return build(where, stem, make)
+
+
+def _value(c: dict) -> Any:
+    """The assertion's value as it ran: the rendered one promptfoo records when rendering
+    changed it (``metadata.renderedAssertionValue``), else the value as written."""
+    meta = c.get("metadata")
+    rendered = meta.get("renderedAssertionValue") if isinstance(meta, dict) else None
+    return rendered if isinstance(rendered, str) else _assertion(c).get("value")
+
+
+def _checkable(c: dict, kind: str, seen: _Seen) -> bool:
+    """Whether the response the file keeps is what a `contains` assertion looked at, and
+    its value what it looked for: not after a `transform` of its own (the file keeps the
+    output before it), nor a template left unrendered. Counted for the file's notes."""
+    if kind not in ("contains", "icontains"):
+        return True
+    if _assertion(c).get("transform") is not None:
+        seen.transformed += 1
+        return False
+    value = _value(c)
+    if isinstance(value, str) and "{{" in value and "}}" in value:
+        seen.unrendered += 1
+        return False
+    return True
 
 
 def _threshold(c: dict) -> Any:
