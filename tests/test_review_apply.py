@@ -285,6 +285,24 @@ def test_two_applies_at_once_lose_no_decision(folder: Path) -> None:
     }
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="flock is POSIX")
+def test_a_file_another_apply_holds_is_awaited_then_refused(folder: Path, monkeypatch) -> None:
+    import fcntl
+
+    import unmask.review_apply
+
+    lines = export("b1.json")
+    decide(lines)
+    monkeypatch.setattr(unmask.review_apply, "LOCK_WAIT_S", 0.2)
+    kept = Path("b1.json").read_bytes()
+    with open("b1.json", "rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another apply is writing it
+        r = run("review", "--apply", "review.jsonl")
+    assert r.exit_code == 1 and "`b1.json` is being changed by another review" in r.output
+    assert Path("b1.json").read_bytes() == kept
+    assert run("review", "--apply", "review.jsonl").exit_code == 0  # once it is released
+
+
 def test_decisions_on_one_replay_in_one_run_all_land(folder: Path) -> None:
     doc = case("b1")
     doc["verdict"] = "PASS"  # a second finding, the verdict, resting on `j_cto`

@@ -7,14 +7,17 @@ explanations of VIOLATED and OK checks (``--findings-only``: VIOLATED ones) are 
 checks settled first (``unmask.review``), each with its quotes and the source around them,
 through one printable filter. ``--sample N --seed S [--blind]`` lists or exports instead a
 random draw of every unreviewed reading, stratified by reader (``unmask.review_sample``).
-``--export FILE`` writes them as review lines; ``--apply FILE`` writes the filled-in decisions
-back into the replays; ``--interactive`` (the default on a terminal) asks for each, keeps every
-decision in ``--state`` and applies it at once, so a stopped session resumes where it was left.
+``--export FILE`` writes them as review lines (each with its record's digest); ``--apply
+FILE`` writes the filled-in decisions back into the replays, one locked transaction per file
+(``unmask.review_apply``); ``--interactive`` (the default on a terminal) asks for each,
+appends every decision to ``--state`` (never through a link, never emptying it) and applies
+it at once, so a stopped session resumes where it was left.
 Exit status: 0 done; 1 (``PARTIAL``) some review line was refused (bad, or its replay changed
 since the export; the rest applied); 2 usage (a bad ``--sample`` among them), an unreadable
-review file or an output that cannot be written; 4 some replay is invalid or could not be
-re-read (the rest are listed); 130 an interactive session stopped by Ctrl-C or the end of its
-input (what was decided is applied and kept).
+review or state file (a pipe, a device, a state file that is a link) or an output that
+cannot be written; 4 some replay is invalid or could not be re-read (the rest are listed);
+130 an interactive session stopped by Ctrl-C or the end of its input (what was decided is
+applied and kept).
 """
 
 from __future__ import annotations
