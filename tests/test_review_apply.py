@@ -394,3 +394,22 @@ def test_findings_are_counted_per_check_not_per_name() -> None:
     got = items([("a.json", report, {"sources": {"rationale": "abc"}})])
     assert [(i.atom, len(i.checks)) for i in got] == [("x", 2)]
     assert got[0].to_json()["findings"] == 2
+
+
+def test_a_blind_sample_line_is_checked_against_its_replay_too(folder: Path) -> None:
+    jsonl([case("b1"), case("b2")])
+    r = run(
+        "review", "batch.jsonl", "--sample", "10", "--seed", "1", "--blind", "--export", "s.jsonl"
+    )
+    assert r.exit_code == 0, r.output
+    lines = [json.loads(x) for x in Path("s.jsonl").read_text().splitlines()]
+    assert lines and all(x["location"].startswith("batch.jsonl:") for x in lines)
+    for x in lines:
+        x.update(decision="answer", value="TRUE", reviewer="ana")
+    Path("s.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    moved = jsonl([case("new"), case("b1"), case("b2")])  # a record inserted on top
+    r = run("review", "--apply", "s.jsonl")
+    assert r.exit_code == 1 and "holds replay `new`, not the exported `b1`" in r.output
+    # every line names a record that moved: nothing is written into another replay
+    assert f"applied 0 decisions, refused {len(lines)} lines" in r.output
+    assert Path("batch.jsonl").read_bytes() == moved
