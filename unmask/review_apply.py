@@ -109,6 +109,11 @@ def locked(path: str, name: str, limits: Limits) -> Iterator[int]:
     """A read-only descriptor of the regular file ``path``, locked against other applies
     until the block ends; the file at ``path`` when the lock is taken, not one it replaced."""
     deadline = time.monotonic() + LOCK_WAIT_S
+    busy = _error(
+        "io",
+        f"`{show(name)}` is being changed by another review",
+        "wait for it to end, then apply again",
+    )
     while True:
         fd = open_regular(path, limits, name, follow=False)
         try:
@@ -119,11 +124,7 @@ def locked(path: str, name: str, limits: Limits) -> Iterator[int]:
                         break
                     except BlockingIOError:
                         if time.monotonic() > deadline:
-                            raise _error(
-                                "io",
-                                f"`{show(name)}` is being changed by another review",
-                                "wait for it to end, then apply again",
-                            ) from None
+                            raise busy from None
                         time.sleep(0.02)
             held, now = os.fstat(fd), None
             with contextlib.suppress(OSError):
@@ -131,6 +132,8 @@ def locked(path: str, name: str, limits: Limits) -> Iterator[int]:
             if now is not None and (now.st_ino, now.st_dev) == (held.st_ino, held.st_dev):
                 yield fd
                 return
+            if time.monotonic() > deadline:  # replaced again and again: said, not chased
+                raise busy
         finally:
             os.close(fd)  # releases the lock too
 
