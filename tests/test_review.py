@@ -253,6 +253,14 @@ def test_a_replay_changed_since_the_export_is_not_overwritten(replays: Path) -> 
     Path("b1.json").write_text(json.dumps(doc))
     r = run("review", "--apply", "review.jsonl")
     assert r.exit_code == 1
+    # the record's digest no longer is the exported one: refused before anything is read
+    assert "review.jsonl:1:1: error: the replay at `b1.json` changed since the export" in r.output
+    assert json.loads(Path("b1.json").read_text()) == doc
+    # a line of an export made before lines carried `digest`: the annotation is compared
+    del lines[0]["digest"]
+    write(lines)
+    r = run("review", "--apply", "review.jsonl")
+    assert r.exit_code == 1
     assert "review.jsonl:1:1: error: the annotation of `external` in `b1.json` changed" in r.output
     assert json.loads(Path("b1.json").read_text()) == doc
 

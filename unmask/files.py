@@ -8,8 +8,10 @@ missing, unreadable, a directory, a FIFO, a device or a socket, or lies under ``
 the one decoder, so every reader words an encoding error the same way (``encoding``, with
 the line and column, never the offending bytes). The kind of a file is checked with
 ``os.stat`` before it is opened, and it is opened non-blocking and checked again on the open
-descriptor, so a FIFO swapped in between cannot block. No message ever quotes a file's
-content: a file that is refused here was never meant to be shown.
+descriptor, so a FIFO swapped in between cannot block. ``follow=False`` refuses a symbolic
+link at the path (``O_NOFOLLOW`` on the open as well); ``open_regular`` and ``read_open`` are
+the two halves, for a reader that keeps the descriptor (to lock it). No message ever quotes
+a file's content: a file that is refused here was never meant to be shown.
 """
 
 from __future__ import annotations
@@ -76,14 +78,47 @@ def _under_refused_tree(path: str | Path) -> str | None:
     return None
 
 
-def read_bytes(path: str | Path, limits: Limits = DEFAULT_LIMITS, name: str | None = None) -> bytes:
-    """The bytes of one regular file; ``name`` is how messages call it (default ``path``)."""
+def read_bytes(
+    path: str | Path,
+    limits: Limits = DEFAULT_LIMITS,
+    name: str | None = None,
+    *,
+    follow: bool = True,
+) -> bytes:
+    """The bytes of one regular file; ``name`` is how messages call it (default ``path``).
+
+    With ``follow=False`` a symbolic link at ``path`` is refused, never followed (a file
+    Unmask itself keeps, such as review's state, must be the file it wrote)."""
+    name = str(path) if name is None else name
+    fd = open_regular(path, limits, name, follow=follow)
+    try:
+        return read_open(fd, limits, name)
+    finally:
+        os.close(fd)
+
+
+def open_regular(
+    path: str | Path,
+    limits: Limits = DEFAULT_LIMITS,
+    name: str | None = None,
+    *,
+    follow: bool = True,
+) -> int:
+    """A read-only descriptor of the regular file ``path``, checked as ``read_bytes`` checks
+    it (never a pipe, a device, a folder, a file over the size bound; no link when
+    ``follow`` is False); the caller closes it."""
     name = str(path) if name is None else name
     try:
-        st = os.stat(path)
+        st = os.stat(path) if follow else os.lstat(path)
     except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
         reason = getattr(exc, "strerror", None) or "the path is not valid"
         raise _io(name, f"cannot read `{name}`: {reason.lower()}") from None
+    if not follow and stat.S_ISLNK(st.st_mode):
+        raise _io(
+            name,
+            f"`{name}` is a symbolic link, which is not followed here",
+            help="give the path of the file itself",
+        )
     kind = _kind(st.st_mode)
     if kind is not None:
         raise _not_regular(name, kind)
@@ -96,18 +131,29 @@ def read_bytes(path: str | Path, limits: Limits = DEFAULT_LIMITS, name: str | No
         )
     if st.st_size > limits.max_file_bytes:
         raise UnmaskError([too_large(name, limits, name)])
+    flags = _OPEN_FLAGS if follow else _OPEN_FLAGS | getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(path, _OPEN_FLAGS)
+        fd = os.open(path, flags)
     except OSError as exc:
         reason = exc.strerror or "cannot be opened"
         raise _io(name, f"cannot read `{name}`: {reason.lower()}") from None
     try:
         # the path may have been replaced since the check: trust only the open descriptor
         kind = _kind(os.fstat(fd).st_mode)
-        if kind is not None:
-            raise _not_regular(name, kind)
-        chunks: list[bytes] = []
-        left = limits.max_file_bytes + 1
+    except OSError:
+        kind = "not a regular file"
+    if kind is not None:
+        os.close(fd)
+        raise _not_regular(name, kind)
+    return fd
+
+
+def read_open(fd: int, limits: Limits = DEFAULT_LIMITS, name: str = "<input>") -> bytes:
+    """At most ``limits.max_file_bytes`` bytes read from ``fd`` (from where it stands),
+    else one ``limit`` error; a read error is one ``io`` error."""
+    chunks: list[bytes] = []
+    left = limits.max_file_bytes + 1
+    try:
         while left > 0:
             chunk = os.read(fd, min(left, 1 << 20))
             if not chunk:
@@ -117,8 +163,6 @@ def read_bytes(path: str | Path, limits: Limits = DEFAULT_LIMITS, name: str | No
     except OSError as exc:
         reason = exc.strerror or "cannot be read"
         raise _io(name, f"cannot read `{name}`: {reason.lower()}") from None
-    finally:
-        os.close(fd)
     data = b"".join(chunks)
     if len(data) > limits.max_file_bytes:
         raise UnmaskError([too_large(name, limits, name)])

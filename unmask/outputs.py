@@ -17,6 +17,9 @@ Contract:
 - ``write_in_folder(folder, name, data)`` writes a regular file directly inside a folder
   whose content others may have made (``unmask import --out DIR``): never through a link,
   and a name taken by anything but a regular file is left alone (the reason is returned);
+- ``append_bytes(path, data)`` appends to a file a command keeps (review's state) and makes
+  it durable; ``cut_to(path, size)`` cuts one short: both open the name itself, never
+  through a link, and refuse a pipe, a device or a folder there before writing anything;
 - every ``OSError`` on the way (a missing or read-only folder, a directory named as the
   file, a full disk, a closed pipe) becomes ``OutputError``, an ``UnmaskError`` carrying one
   ``output`` diagnostic that names the file and the reason; ``cannot_write(name, exc)``
@@ -175,6 +178,78 @@ def write_in_folder(folder: str | os.PathLike[str], name: str, data: bytes) -> s
     # meanwhile is replaced, never followed, and a hard link's other names keep their text
     write_bytes(path, data, follow=False)
     return None
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_APPEND_FLAGS = (
+    os.O_WRONLY
+    | os.O_APPEND
+    | os.O_CREAT
+    | _NOFOLLOW
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+
+
+def _not_regular(path: str, mode: int) -> OutputError:
+    return OutputError(
+        [
+            Diagnostic(
+                "output",
+                f"cannot write `{path}`: it is {_kind(mode)}, not a regular file",
+                help="give the path of a regular file, or of none yet",
+            )
+        ]
+    )
+
+
+def _open_own(path: str, flags: int) -> int:
+    """A descriptor of the regular file ``path`` opened with ``flags`` and never through a
+    link: a link, a pipe or a device there is refused before anything is written."""
+    try:
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            st = None
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            raise _not_regular(path, st.st_mode)
+        fd = os.open(path, flags, 0o666)  # O_NOFOLLOW: a link swapped in meanwhile fails
+    except OSError as exc:
+        raise OutputError([cannot_write(path, exc)]) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):  # O_NONBLOCK: a pipe swapped in cannot block the open
+        os.close(fd)
+        raise _not_regular(path, mode)
+    return fd
+
+
+def append_bytes(path: str, data: bytes) -> None:
+    """Append ``data`` to the regular file ``path`` (made if missing) and make it durable
+    before returning; the file is never truncated, a link there never followed."""
+    fd = _open_own(path, _APPEND_FLAGS)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except OSError as exc:
+        raise OutputError([cannot_write(path, exc)]) from None
+    finally:
+        os.close(fd)
+
+
+def cut_to(path: str, size: int) -> None:
+    """Cut the regular file ``path`` to its first ``size`` bytes (a torn last line); never
+    through a link."""
+    fd = _open_own(path, (_APPEND_FLAGS & ~(os.O_APPEND | os.O_CREAT)))
+    try:
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+    except OSError as exc:
+        raise OutputError([cannot_write(path, exc)]) from None
+    finally:
+        os.close(fd)
 
 
 def _kind(mode: int) -> str:

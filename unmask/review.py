@@ -7,39 +7,48 @@ Contract:
   ranked by how many checks it settles (most first; then more findings first; then location,
   then atom: the same input, the same order); ``findings_only`` leaves the passing ones out;
 - ``Item.to_json()`` is one line of a review file (``unmask.review/1``): where the replay is,
-  the atom, its current value and ``by``, each quote with a window of the source around it,
-  and the empty ``decision``, ``value`` and ``reviewer`` a person fills in;
+  its id and the digest of its record's bytes (``digest``), the atom, its current value and
+  ``by``, each quote with a window of the source around it, and the empty ``decision``,
+  ``value`` and ``reviewer`` a person fills in; checks are counted one by one, two of one
+  name (two identical grounding pairs) as two, as the audit counts them;
 - ``decide(obj, file, line)`` reads one filled line back into a ``Decision`` or raises
   ``UnmaskError`` naming ``file:line`` and the JSON path; ``apply_to(doc, decision)`` changes
   one replay document in place: ``by`` becomes ``{kind: human, name, reviewed: true}``, the old
   value, ``by`` and evidence are kept in ``review.original`` (and a sampled line's draw in
   ``review.sample``; a blind ``answer`` is not checked against a value it never showed); a
   replay whose annotation no longer is what was exported is refused (``review-stale``), never
-  overwritten;
-- ``Target`` reads and rewrites a replay by location (a file, or ``FILE:LINE`` of JSON
-  Lines), atomically (``unmask.outputs``), after the changed replay passed validation.
+  overwritten; a ``Decision`` keeps the line's other keys (``extra``) for whoever writes more
+  of them;
+- ``record_digest(data)`` is the digest an export line carries; ``dumps`` is review's JSON
+  text under the output policy (``unmask.safe.json_text``). Writing decisions into the
+  files is ``unmask.review_apply``'s.
 Imports nothing from ``unmask.commands`` or ``unmask.cli``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.frozen import frozen
-from unmask.jsonload import parse_json_bytes, read_json_file, show
-from unmask.limits import DEFAULT_LIMITS, Limits
-from unmask.outputs import write_bytes
+from unmask.jsonload import show
 from unmask.replaydata import VALUES
+from unmask.safe import json_text
 from unmask.span import Span
 
 SCHEMA = "unmask.review/1"
 DECISIONS = ("accept", "reject", "skip")
 CONTEXT_CHARS = 160  # characters of source shown on each side of a quote
+DIGEST_PREFIX = "sha256:"
+
+
+def record_digest(data: bytes) -> str:
+    """The digest of a replay's record as stored: a whole file's bytes, or a JSON Lines
+    record's (its line without the line end), as the audit reads them."""
+    return DIGEST_PREFIX + hashlib.sha256(data).hexdigest()
 
 
 def reviewed(by: dict[str, Any] | None) -> bool:
@@ -63,8 +72,9 @@ class Item:
     by: dict[str, Any]
     evidence: list[dict[str, Any]]  # source, start, end, quote, context
     explanation: str = ""
-    checks: list[str] = field(default_factory=list)  # the findings (VIOLATED) resting on it
-    passing: list[str] = field(default_factory=list)  # the passing (OK) checks resting on it
+    checks: list[str] = field(default_factory=list)  # one name per VIOLATED check on it
+    passing: list[str] = field(default_factory=list)  # one name per passing (OK) check on it
+    digest: str = ""  # of the replay's record when it was read: `--apply` checks it
 
     @property
     def key(self) -> tuple[str, str]:
@@ -87,6 +97,7 @@ class Item:
             "schema": SCHEMA,
             "location": self.location,
             "replay": self.replay,
+            **({"digest": self.digest} if self.digest else {}),
             "atom": self.atom,
             "current": self.value,
             "by": self.by,
@@ -152,10 +163,13 @@ def items(
     docs: list[tuple[str, dict[str, Any], dict[str, Any]]],
     chars: int = CONTEXT_CHARS,
     findings_only: bool = False,
+    digests: dict[str, str] | None = None,
 ):
     """The ranked review items of (location, report, replay document) triples: the
-    unreviewed annotations behind every decided check, or behind the findings only."""
+    unreviewed annotations behind every decided check, or behind the findings only;
+    ``digests`` gives each location's ``record_digest``, for the export."""
     found: dict[tuple[str, str], Item] = {}
+    counted: set[tuple[str, str, int]] = set()  # (location, atom, check): once per check
     for location, report, doc in docs:
         doc = doc if isinstance(doc, dict) else {}
         sources = doc.get("sources") if isinstance(doc.get("sources"), dict) else {}
@@ -164,7 +178,7 @@ def items(
             for a in doc.get("annotations") or ()
             if isinstance(a, dict)
         }
-        for name, expl, finding in _checks(report):
+        for n, (name, expl, finding) in enumerate(_checks(report)):
             if findings_only and not finding:
                 continue
             parts = expl.get("parts", ()) if isinstance(expl, dict) else ()
@@ -187,10 +201,11 @@ def items(
                         dict(by),
                         evidence,
                         str(notes.get(part["atom"]) or ""),
+                        digest=(digests or {}).get(location, ""),
                     )
-                names = found[key].checks if finding else found[key].passing
-                if name not in names:
-                    names.append(name)
+                if (*key, n) not in counted:  # an atom twice in one explanation: once
+                    counted.add((*key, n))
+                    (found[key].checks if finding else found[key].passing).append(name)
     return sorted(found.values(), key=_rank)
 
 
@@ -214,6 +229,9 @@ class Decision:
     reviewer: str
     line: int = 0
     sample: dict[str, Any] | None = None  # a sampled line's `sample`, kept in `review`
+    replay: str | None = None  # the replay's id as exported: checked before writing
+    digest: str | None = None  # its record's digest as exported (older exports have none)
+    extra: dict[str, Any] = field(default_factory=dict)  # the line's other keys, as given
 
 
 def _bad(file: str, line: int, path: str, message: str, help: str | None = None) -> UnmaskError:
@@ -258,6 +276,9 @@ def decide(obj: Any, file: str, line: int, reviewer: str | None = None) -> Decis
     spans = _spans(obj.get("evidence"))
     if spans is None:
         raise _bad(file, line, "evidence", "expected `evidence` as exported")
+    for key in ("replay", "digest"):
+        if key in obj and not isinstance(obj[key], str):
+            raise _bad(file, line, key, f"expected `{key}` as exported, a string")
     what = obj.get("decision", "")
     if what in ("", None):
         return None
@@ -313,7 +334,24 @@ def decide(obj: Any, file: str, line: int, reviewer: str | None = None) -> Decis
             "a decision needs the reviewer's name",
             "fill in `reviewer`, or give `--reviewer NAME`",
         )
-    return Decision(obj["location"], obj["atom"], current, by, spans, what, value, name, line)
+    extra = {k: v for k, v in obj.items() if k not in _KNOWN}
+    return Decision(
+        obj["location"],
+        obj["atom"],
+        current,
+        by,
+        spans,
+        what,
+        value,
+        name,
+        line,
+        replay=obj.get("replay"),
+        digest=obj.get("digest"),
+        extra=extra,
+    )
+
+
+_KNOWN = frozenset(Item("", "", "", "", {}, []).to_json()) | {"digest"}
 
 
 def apply_to(doc: dict[str, Any], d: Decision) -> None:
@@ -350,76 +388,17 @@ def apply_to(doc: dict[str, Any], d: Decision) -> None:
         now["evidence"] = []
 
 
-# --- replays by location ----------------------------------------------------------------------
-
-
-@frozen
-class Target:
-    """Where a replay lives: a whole file, or line ``line`` of a JSON Lines file."""
-
-    location: str
-    file: str
-    line: int | None = None
-
-    @staticmethod
-    def at(location: str, root: str = ".") -> Target:
-        whole = os.path.join(root, location)
-        if os.path.isfile(whole) and not whole.endswith(".jsonl"):
-            return Target(location, whole)
-        file, sep, line = location.rpartition(":")
-        if sep and line.isdigit() and os.path.isfile(os.path.join(root, file)):
-            return Target(location, os.path.join(root, file), int(line))
-        raise UnmaskError(
-            [
-                Diagnostic(
-                    "location",
-                    f"cannot find the replay `{show(location)}`",
-                    help="run where the audit or export ran, or give that folder as --root",
-                )
-            ]
-        )
-
-    def read(self, limits: Limits = DEFAULT_LIMITS) -> Any:
-        if self.line is None:
-            return read_json_file(self.file, limits)
-        raw = self._lines(limits)
-        if self.line > len(raw):
-            raise UnmaskError([Diagnostic("location", f"no line {self.line} in `{self.file}`")])
-        return parse_json_bytes(raw[self.line - 1], self.file, limits, first_line=self.line)
-
-    def _lines(self, limits: Limits) -> list[bytes]:
-        from unmask.files import read_bytes
-
-        return read_bytes(self.file, limits, self.file).splitlines(keepends=True)
-
-    def write(self, doc: Any, limits: Limits = DEFAULT_LIMITS) -> None:
-        """Validate ``doc`` as a replay, then replace the replay with it atomically."""
-        from unmask.replay import replay_from_obj
-
-        replay_from_obj(doc, self.file, Path(self.file).parent, limits, line=self.line)
-        if self.line is None:
-            write_bytes(self.file, _encode(doc, indent=2) + b"\n")
-            return
-        lines = self._lines(limits)
-        old = lines[self.line - 1]
-        end = old[len(old.rstrip(b"\r\n")) :]
-        lines[self.line - 1] = _encode(doc, indent=None) + end
-        write_bytes(self.file, b"".join(lines))
-
-
 def dumps(doc: Any, indent: int | None = None) -> str:
-    """JSON text that can be written as UTF-8: non-ASCII kept as it is, unless the text holds
-    a lone surrogate (JSON allows one), then every non-ASCII character is escaped."""
+    """JSON text that can be written as UTF-8 under the output policy: non-ASCII kept as it
+    is but every acting character (U+202E, C1 controls) as a ``\\u`` escape
+    (``unmask.safe.json_text``), unless the text holds a lone surrogate (JSON allows one),
+    then every non-ASCII character is escaped."""
     text = json.dumps(doc, indent=indent, ensure_ascii=False)
     try:
         text.encode()
     except UnicodeEncodeError:
         return json.dumps(doc, indent=indent)
-    return text
-
-
-def _encode(doc: Any, indent: int | None) -> bytes:
-    return dumps(doc, indent).encode()
+    return json_text(text)
 
 
 __all__ = [
@@ -427,11 +406,11 @@ __all__ = [
     "SCHEMA",
     "Decision",
     "Item",
-    "Target",
     "apply_to",
     "decide",
     "dumps",
     "items",
+    "record_digest",
     "reviewed",
     "window",
 ]

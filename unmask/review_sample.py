@@ -292,7 +292,11 @@ def _blind(
             "fill in `reviewer`, or give `--reviewer NAME`",
         )
     value = value if what == "answer" else ""
-    return Decision(obj["location"], obj["atom"], "", by, spans, what, value, name, line, s)
+    rid = obj.get("replay")
+    if rid is not None and not isinstance(rid, str):
+        raise _bad(file, line, "replay", "expected `replay` as exported, a string")
+    # the replay's id is checked before anything is written (`unmask.review_apply`)
+    return Decision(obj["location"], obj["atom"], "", by, spans, what, value, name, line, s, rid)
 
 
 __all__ = ["CLAIMS", "Reading", "allocate", "draw", "frame", "read_line", "sample_json", "stratum"]

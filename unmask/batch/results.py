@@ -10,6 +10,12 @@ Contract:
   when the line is longer than ``limits.max_file_bytes``, not JSON, not an object with a
   string ``location``, or of a ``schema`` that is neither (the lines after it are still
   read), or once, an ``io`` error, when the file cannot be opened;
+- ``ResultLine.report()`` is a checked line's object once the members a reader of its
+  report walks have their shapes (``verdict`` an object, ``requirements``, ``grounding`` and
+  ``annotations`` arrays of objects, every annotation's ``by`` an object whose ``kind`` and
+  ``name`` are strings and ``reviewed`` a boolean), else a ``bad-results`` ``UnmaskError``
+  naming FILE:LINE and the JSON path; ``unmask next``, which reads only ``location``, needs
+  none of it;
 - ``Locations(root, limits).task(location)`` is the audit task a line's ``location`` names,
   relative to ``root`` (a file, or ``FILE:LINE`` of JSON Lines), or a ``location``
   ``UnmaskError``; each JSON Lines file is read once, however many lines name it.
@@ -26,6 +32,7 @@ from typing import Any
 from unmask.batch.inputs import STDIN_LABEL, Task, iter_tasks
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.ir import Span
+from unmask.jsonreader import index_path, join_path, kind
 from unmask.limits import Limits
 from unmask.lines import bounded_lines
 from unmask.record import CHECKED_SCHEMAS, ERROR_SCHEMA
@@ -52,6 +59,74 @@ class ResultLine:
     def checked(self) -> bool:
         """A checked replay's line (a report); else an error record or a bad line."""
         return self.obj is not None and self.obj["schema"] in CHECKED_SCHEMAS
+
+    def report(self) -> dict[str, Any]:
+        """The checked line's object, its report's shape checked (see the module)."""
+        assert self.obj is not None
+        problem = _misshapen(self.obj)
+        if problem is None:
+            return self.obj
+        path, expected, found = problem
+        file = self.where.rpartition(":")[0]
+        diag = Diagnostic(
+            "bad-results",
+            f"{path}: expected {expected}, found {kind(found)}",
+            span=Span(file, self.n, 1, self.n, 1),
+            path=path,
+            help="write results with `unmask audit --out`; this line was edited",
+        )
+        raise UnmaskError([diag])
+
+
+def _misshapen(obj: dict[str, Any]) -> tuple[str, str, Any] | None:
+    """(JSON path, what was expected, what is there) of the first member of a result line
+    that a reader of its report cannot walk, or None."""
+    v = obj.get("verdict")
+    if v is not None and not isinstance(v, dict):
+        return "verdict", "an object", v
+    checks: list[tuple[str, Any]] = [("verdict", v)] if v is not None else []
+    for key in ("requirements", "grounding", "annotations"):
+        rows = obj.get(key)
+        if rows is None:
+            continue
+        if not isinstance(rows, list):
+            return key, "an array", rows
+        for i, row in enumerate(rows):
+            at = index_path(key, i)
+            if not isinstance(row, dict):
+                return at, "an object", row
+            if key == "annotations":
+                bad = _by(row, at)
+                if bad is not None:
+                    return bad
+            else:
+                checks.append((at, row))
+    for at, check in checks:  # the parts written in place (a report's own form)
+        for name in ("explanation", "coverage_explanation"):
+            e = check.get(name)
+            parts = e.get("parts") if isinstance(e, dict) else None
+            for i, part in enumerate(parts if isinstance(parts, list) else ()):
+                if isinstance(part, dict):
+                    bad = _by(part, index_path(join_path(join_path(at, name), "parts"), i))
+                    if bad is not None:
+                        return bad
+    return None
+
+
+def _by(entry: dict[str, Any], at: str) -> tuple[str, str, Any] | None:
+    by = entry.get("by")
+    if by is None:
+        return None
+    if not isinstance(by, dict):
+        return join_path(at, "by"), "an object", by
+    for key, want, ok in (
+        ("kind", "a string", str),
+        ("name", "a string", str),
+        ("reviewed", "`true` or `false`", bool),
+    ):
+        if key in by and not isinstance(by[key], ok):
+            return join_path(join_path(at, "by"), key), want, by[key]
+    return None
 
 
 def is_results(path: str, limits: Limits) -> bool:

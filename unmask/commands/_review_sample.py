@@ -90,10 +90,12 @@ def run_sample(
     drawn = draw(readings, n, seed)
     lines = [r.to_json(sample_json(seed, n, r.reader, blind), blind) for r in drawn]
     if export:
-        from unmask.outputs import OutputError, write_text
+        from unmask.outputs import OutputError, write_bytes
 
+        text = "".join(dumps(x) + "\n" for x in lines)
         try:
-            write_text(export, "".join(dumps(x) + "\n" for x in lines))
+            # a new file renamed onto the name: a link there is replaced, never followed
+            write_bytes(export, text.encode(), follow=False)
         except OutputError as exc:
             click.echo(render_all(list(exc.diagnostics)), err=True)
             return exitcodes.USAGE

@@ -7,14 +7,17 @@ explanations of VIOLATED and OK checks (``--findings-only``: VIOLATED ones) are 
 checks settled first (``unmask.review``), each with its quotes and the source around them,
 through one printable filter. ``--sample N --seed S [--blind]`` lists or exports instead a
 random draw of every unreviewed reading, stratified by reader (``unmask.review_sample``).
-``--export FILE`` writes them as review lines; ``--apply FILE`` writes the filled-in decisions
-back into the replays; ``--interactive`` (the default on a terminal) asks for each, keeps every
-decision in ``--state`` and applies it at once, so a stopped session resumes where it was left.
+``--export FILE`` writes them as review lines (each with its record's digest); ``--apply
+FILE`` writes the filled-in decisions back into the replays, one locked transaction per file
+(``unmask.review_apply``); ``--interactive`` (the default on a terminal) asks for each,
+appends every decision to ``--state`` (never through a link, never emptying it) and applies
+it at once, so a stopped session resumes where it was left.
 Exit status: 0 done; 1 (``PARTIAL``) some review line was refused (bad, or its replay changed
 since the export; the rest applied); 2 usage (a bad ``--sample`` among them), an unreadable
-review file or an output that cannot be written; 4 some replay is invalid or could not be
-re-read (the rest are listed); 130 an interactive session stopped by Ctrl-C or the end of its
-input (what was decided is applied and kept).
+review or state file (a pipe, a device, a state file that is a link) or an output that
+cannot be written; 4 some replay is invalid or could not be re-read (the rest are listed);
+130 an interactive session stopped by Ctrl-C or the end of its input (what was decided is
+applied and kept).
 """
 
 from __future__ import annotations
@@ -48,11 +51,28 @@ def _fail(diags: list[Diagnostic], status: int) -> None:
     sys.exit(status)
 
 
-def _from_results(path: str, locations: Any, limits: Limits, errors: list):
-    """(location, report, replay document) of each report line of an audit's results file;
-    the report is used as the audit wrote it."""
-    from unmask.batch.results import result_lines
+def _document(task: Any, limits: Limits, digests: dict[str, str]) -> Any:
+    """The task's replay document, its record's digest kept in ``digests`` (the export
+    carries it, and ``--apply`` refuses a record that no longer has it)."""
     from unmask.batch.run import task_document
+    from unmask.files import read_bytes
+    from unmask.jsonload import parse_json_bytes
+    from unmask.review import record_digest
+
+    if task.problem is None and task.text is None:  # a whole file: its bytes, read once
+        data = read_bytes(task.file, limits)
+        doc = parse_json_bytes(data, task.file, limits)
+    else:
+        doc, _ = task_document(task, limits)
+        data = task.text
+    digests[task.location] = record_digest(data)
+    return doc
+
+
+def _from_results(path: str, locations: Any, limits: Limits, errors: list, digests: dict):
+    """(location, report, replay document) of each report line of an audit's results file;
+    the report is used as the audit wrote it, once its shape is what review reads."""
+    from unmask.batch.results import result_lines
 
     for line in result_lines(path, limits):
         if line.error is not None:
@@ -61,32 +81,34 @@ def _from_results(path: str, locations: Any, limits: Limits, errors: list):
         if not line.checked:
             continue  # the audit could not check it: nothing rests on anything
         try:
-            report = report_json(line.obj or {})  # annotations in place, whichever form
-            doc, _ = task_document(locations.task(line.location), limits)
+            report = report_json(line.report())  # annotations in place, whichever form
+            doc = _document(locations.task(line.location), limits, digests)
             yield line.location, report, doc
         except UnmaskError as exc:
             errors.append(exc)
 
 
-def _gather(paths: tuple[str, ...], root: str, limits: Limits, solver: Any, errors: list):
+def _gather(
+    paths: tuple[str, ...], root: str, limits: Limits, solver: Any, errors: list, digests: dict
+):
     """(location, report JSON, replay document) of every replay the paths name; each file
     is read once, however many replays it holds."""
     from unmask.api import check
     from unmask.batch.inputs import iter_tasks
     from unmask.batch.results import Locations, is_results
-    from unmask.batch.run import load_task, task_document
+    from unmask.batch.run import load_task
     from unmask.interrupt import reraise_interrupt
 
     out = []
     locations = Locations(root, limits)
     for path in paths:
         if is_results(path, limits):
-            out += _from_results(path, locations, limits, errors)
+            out += _from_results(path, locations, limits, errors, digests)
             continue
         for task in iter_tasks([path], limits):
             try:
                 replay = load_task(task, limits)
-                doc, _ = task_document(task, limits)
+                doc = _document(task, limits, digests)
                 report = check(replay, solver).to_json()
             except UnmaskError as exc:
                 errors.append(exc)
@@ -126,46 +148,39 @@ def _count(found: list, findings_only: bool) -> str:
 
 
 def _apply(decisions: list, review_file: str, root: str, limits: Limits):
-    """Write every accept/reject decision into its replay: (how many were applied, the
-    refusals as diagnostics, one or more a refused line)."""
-    from unmask.review import Target, apply_to
+    """Write every accept/reject decision into its replay, one transaction per file
+    (``unmask.review_apply``): (how many were applied, the refusals as diagnostics, one or
+    more a refused line, each record's new digest by location)."""
+    from unmask.review_apply import apply_decisions
     from unmask.span import Span
 
-    applied, refused = 0, []
-    for d in decisions:
-        if d.decision == "skip":
-            continue
-        try:
-            target = Target.at(d.location, root)
-            doc = target.read(limits)
-            apply_to(doc, d)
-            target.write(doc, limits)
-            applied += 1
-        except UnmaskError as exc:
-            span = Span(review_file, d.line, 1, d.line, 1)
-            for diag in exc.diagnostics:
-                where = diag.location()
-                notes = (*diag.notes, *((f"at {where}",) if where else ()))
-                refused.append(
-                    Diagnostic(diag.code, diag.message, span, help=diag.help, notes=notes)
-                )
-    return applied, refused
+    done = apply_decisions(decisions, root, limits)
+    refused = []
+    for d, exc in done.refused:
+        span = Span(review_file, d.line, 1, d.line, 1)
+        for diag in exc.diagnostics:
+            where = diag.location()
+            notes = (*diag.notes, *((f"at {where}",) if where else ()))
+            refused.append(Diagnostic(diag.code, diag.message, span, help=diag.help, notes=notes))
+    return done.applied, refused, done.digests
 
 
 def _read_review(review_file: str, limits: Limits, reviewer: str | None):
-    """(decisions, diagnostics of bad lines) of a review file."""
+    """(decisions, diagnostics of bad lines) of a review file: a regular file, read once
+    under the size bound (a pipe or a device is one line, never waited on)."""
+    import io
+
+    from unmask.files import read_bytes
     from unmask.lines import bounded_lines
     from unmask.review_sample import read_line as decide
     from unmask.span import Span
 
     decisions, bad = [], []
     try:
-        fh = open(review_file, "rb")  # noqa: SIM115 (closed below; errors are usage)
-    except OSError as exc:
-        from unmask.outputs import reason
-
-        _fail([Diagnostic("usage", f"cannot read `{review_file}`: {reason(exc)}")], EXIT_USAGE)
-    with fh:
+        data = read_bytes(review_file, limits, printable(review_file))
+    except UnmaskError as exc:
+        _fail(list(exc.diagnostics), EXIT_USAGE)
+    with io.BytesIO(data) as fh:
         for n, raw in bounded_lines(fh, limits.max_file_bytes, skip_bom=True):
             span = Span(review_file, n, 1, n, 1)
             if raw is None:
@@ -209,17 +224,19 @@ def _load_state(path: str) -> dict[str, dict[str, Any]]:
     last line without its newline that is not a review line was cut by a session killed
     while appending it: it is cut off, said once, and its decision, applied already, is
     asked again only if its replay still has the annotation."""
-    from unmask.outputs import reason
+    from unmask.files import read_bytes
     from unmask.span import Span
 
     if not os.path.lexists(path):
         return {}
     out = {}
     try:
-        with open(path, "rb") as fh:
-            text = fh.read().decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        why = reason(exc) if isinstance(exc, OSError) else "not UTF-8"
+        # never through a link (the state is the session's own file), never a pipe
+        text = read_bytes(path, name=printable(path), follow=False).decode("utf-8")
+    except UnmaskError as exc:
+        _fail(list(exc.diagnostics), EXIT_USAGE)
+    except UnicodeDecodeError:
+        why = "not UTF-8"
         _fail(
             [Diagnostic("usage", f"cannot read the state `{printable(path)}`: {why}")], EXIT_USAGE
         )
@@ -244,28 +261,19 @@ def _load_state(path: str) -> dict[str, dict[str, Any]]:
 
 
 def _cut(path: str, end: int) -> None:
-    from unmask.outputs import OutputError, cannot_write
+    from unmask.outputs import cut_to
 
     click.echo(f"the last line of `{printable(path)}` was cut short: left out", err=True)
-    try:
-        with open(path, "r+b") as fh:
-            fh.truncate(end)
-    except OSError as exc:
-        raise OutputError([cannot_write(path, exc)]) from None
+    cut_to(path, end)
 
 
 def _append(path: str, data: bytes) -> None:
     """Append to the state and make it durable before the next question: one decision a
-    line, so no decision is rewritten, and a kill loses at most the line being written."""
-    from unmask.outputs import OutputError, cannot_write
+    line, so no decision is rewritten, and a kill loses at most the line being written;
+    never through a link, never into a pipe or a device (``unmask.outputs.append_bytes``)."""
+    from unmask.outputs import append_bytes
 
-    try:
-        with open(path, "ab") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-    except OSError as exc:
-        raise OutputError([cannot_write(path, exc)]) from None
+    append_bytes(path, data)
 
 
 def _interactive(items: list, state_file: str, reviewer: str | None, root: str, limits: Limits):
@@ -318,8 +326,11 @@ def _ask(
             obj["value"] = click.prompt("the correct value", type=click.Choice(values))
         d = decide(obj, state_file, len(state) + 1, reviewer)
         assert d is not None
-        applied, problems = _apply([d], state_file, root, limits)
+        applied, problems, digests = _apply([d], state_file, root, limits)
         refused += problems
+        for later in todo[rank:]:  # the record changed: its later items read the new one
+            if later.location in digests:
+                later.digest = digests[later.location]
         obj["applied"] = applied == 1
         state[_state_key(obj)] = obj
         _append(state_file, (dumps(obj) + "\n").encode())
@@ -416,7 +427,7 @@ def command(
             _fail([bad], EXIT_USAGE)
     if apply:
         decisions, bad = _read_review(apply, limits, reviewer)
-        done, problems = _apply(decisions, apply, root, limits)
+        done, problems, _ = _apply(decisions, apply, root, limits)
         refused = bad + problems
         lines = len({d.span.line for d in refused if d.span is not None})
         if refused:
@@ -444,20 +455,22 @@ def command(
         sys.exit(run_sample(paths, sample, seed, blind, export, root, context_chars, limits))
     solver = open_backend(backend, timeout_ms)
     errors: list[UnmaskError] = []
-    docs = _gather(paths, root, limits, solver, errors)
-    found = review_items(docs, context_chars, findings_only)
+    digests: dict[str, str] = {}
+    docs = _gather(paths, root, limits, solver, errors, digests)
+    found = review_items(docs, context_chars, findings_only, digests)
     for exc in errors:
         from unmask.replay import render_error
 
         click.echo(render_error(exc), err=True)
     status = EXIT_INVALID if errors else exitcodes.OK
     if export:
-        from unmask.outputs import OutputError, write_text
+        from unmask.outputs import OutputError, write_bytes
         from unmask.review import dumps
 
         text = "".join(dumps(i.to_json()) + "\n" for i in found)
         try:
-            write_text(export, text)
+            # a new file renamed onto the name: a link there is replaced, never followed
+            write_bytes(export, text.encode(), follow=False)
         except OutputError as exc:
             _fail(list(exc.diagnostics), EXIT_USAGE)
         click.echo(f"{len(found)} annotations to review written to `{printable(export)}`")
