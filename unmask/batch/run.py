@@ -73,6 +73,8 @@ class Settings:
     # `--protocol`: an ``unmask.recheck.ProtocolFile`` every replay is checked against
     # instead of its own; plain data, so it reaches pool and Dask workers with the rest
     protocol: Any = None
+    # `--calibration`: an ``unmask.calibration.Trust`` each page weighs its findings by
+    trust: Any = None
 
 
 @frozen
@@ -159,7 +161,7 @@ def audit_task(task: Task, settings: Settings) -> Result:
     if settings.html:
         from unmask.render import html
 
-        page = html.render(report, replay)
+        page = html.render(report, replay, trust=settings.trust)
     return Result(line, ResultRecord.from_report(report, task.location), page)
 
 

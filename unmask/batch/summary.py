@@ -39,6 +39,7 @@ from unmask.checker import outcome
 from unmask.names import family_of, pair_family
 from unmask.record import ResultRecord
 from unmask.report import OK, REFUTED, SATISFIED, UNKNOWN, VIOLATED, Dimensions
+from unmask.safe import printable
 
 SUMMARY_SCHEMA = "unmask.summary/1"
 DIMENSIONS = tuple(f.name for f in fields(Dimensions))  # verdict, procedure, coverage, grounding
@@ -107,6 +108,9 @@ class Summary:
         self.dimensions: dict[str, Counter] = {d: Counter() for d in DIMENSIONS}
         self.failed: Counter = Counter()  # replays in which each dimension fails
         self.findings = Findings(DIMENSIONS)  # VIOLATED replays: confirmed or provisional
+        # `--calibration`: an ``unmask.calibration.Trust`` the figures are weighed by; set on
+        # the run's summary only (the folds of workers carry none, and need none)
+        self.trust: Any = None
         self.requirements: dict[str, Counter] = {}
         self.coverage: dict[str, Counter] = {}
         self.grounding: dict[str, Counter] = {}
@@ -139,7 +143,7 @@ class Summary:
             counter[what] += 1
         if v.overall == VIOLATED:
             cell = CELLS.get((_GOLD[v.matches], VIOLATED), "unknown_or_no_gold")
-            self.findings.add(v.confirmed, cell)
+            self.findings.add(v.confirmed, cell, v.findings)
         bumps, not_observable = self._requirement_bumps(v.requirements)
         for counter, what in bumps:
             counter[what] += 1
@@ -411,7 +415,7 @@ class Summary:
                 },
             },
             "most_failing": self.most_failing(),
-            "findings": self.findings.to_json(),
+            "findings": self.findings.to_json(self.trust),
             "satisfied": self.satisfied_json(),
             "confusion": self.confusion_json(),
             "confusion_by_protocol": self.confusion_by_protocol_json(),
@@ -419,6 +423,18 @@ class Summary:
             "judges": self.judges_json(),
             # only for a run with `--protocol`: a run without is unchanged
             **({"recheck": self.recheck_json()} if self.rechecked else {}),
+            # only for a run with `--calibration`: a run without is unchanged
+            **({"calibration": self.calibration_json()} if self.trust is not None else {}),
+        }
+
+    def calibration_json(self) -> dict[str, Any]:
+        """The calibration the findings were weighed by, and the protocols of this run it
+        was not measured under (by name: a result line carries no protocol digest)."""
+        cal = self.trust.calibration
+        names = {n for n, _ in cal.protocols}
+        return {
+            **self.trust.header_json(),
+            "not_measured_under": sorted(p for p in self.by_protocol if p and p not in names),
         }
 
     def index_summary(self, backend: str) -> dict[str, Any]:
@@ -434,6 +450,7 @@ class Summary:
             "violated, confirmed": self.findings.counts["replays:confirmed"],
             "violated, provisional": self.findings.counts["replays:provisional"],
             "satisfied, on unreviewed annotations": self.satisfied_json()["unreviewed"],
+            **self._trust_extra(),
             **{text: cells[key] for key, text in CELL_TEXT.items()},
             **recheck_extra(self.recheck_json()),
         }
@@ -447,12 +464,36 @@ class Summary:
             "judges": self.judges_json(),
         }
 
+    def _levels_tail(self, j: dict[str, Any]) -> str:
+        """`` (1 confirmed, 2 trusted, 3 to review)`` after the violated count, with a
+        calibration: the headline separates what can be acted on from what needs review."""
+        r = j["findings"]["replays"]
+        if self.trust is None or not j["overall"]["VIOLATED"]:
+            return ""
+        return f" ({r['confirmed']} confirmed, {r['trusted']} trusted, {r['to_review']} to review)"
+
+    def _trust_extra(self) -> dict[str, Any]:
+        if self.trust is None:
+            return {}
+        r = self.findings.to_json(self.trust)["replays"]
+        c = self.calibration_json()
+        return {
+            "violated, trusted": r["trusted"],
+            "violated, to review": r["to_review"],
+            "calibration": f"measured on {c['data']}, trusted from {c['trust']:g}",
+            **(
+                {"calibration warning": _not_measured(c["not_measured_under"])}
+                if c["not_measured_under"]
+                else {}
+            ),
+        }
+
     def render_text(self) -> str:
         j = self.to_json()
         o = j["overall"]
         lines = [
             f"audited {j['replays']} replay{'' if j['replays'] == 1 else 's'}: "
-            f"{o['SATISFIED']} satisfied, {o['VIOLATED']} violated, "
+            f"{o['SATISFIED']} satisfied, {o['VIOLATED']} violated{self._levels_tail(j)}, "
             f"{o['UNKNOWN']} unknown, {o['INVALID']} invalid"
             + (
                 f" ({j['unchecked']} of them valid but not decided by the backend)"
@@ -495,7 +536,13 @@ class Summary:
         lines.append("gold agreement x adherence:")
         for k, text in CELL_TEXT.items():
             lines.append(f"  {text:<30} {cells[k]:>7}{cell_tail(found, k)}")
-        lines.append(replays_line(found))
+        lines.append(replays_line(found, self.trust))
+        if self.trust is not None:
+            c = j["calibration"]
+            data = printable(c["data"])
+            lines.append(f"calibration: measured on `{data}`, trusted from {c['trust']:g}")
+            if c["not_measured_under"]:
+                lines.append(f"warning: {_not_measured(c['not_measured_under'])}")
         if j["provenance"]["unreviewed"]["with"]:  # a run whose readings are all people's: none
             lines.append(satisfied_line(j["satisfied"]))
         lines += confusions_text(j["confusion"], j["confusion_by_protocol"])
@@ -512,6 +559,11 @@ class Summary:
             rank = ", ".join(ranked(found, r["dimension"]) for r in mf["ranking"])
             lines.append(f"fails most often: {names}{tie}, in {mf['replays']} replays ({rank})")
         return "\n".join(lines)
+
+
+def _not_measured(names: list[str]) -> str:
+    listed = ", ".join(f"`{n}`" for n in names)
+    return f"the calibration was not measured under protocol {listed}: its figures may not hold"
 
 
 def _plural(n: int, word: str) -> str:
