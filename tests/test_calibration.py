@@ -487,3 +487,60 @@ def test_the_api_weighs_a_report(work: Path) -> None:
     assert got["grounding:j_joined~c_joined"].level == "to_review"
     low = weigh(report, replay, calibration=load_calibration("low.json"), trust=0.2)
     assert low["requirement:context_only"].level == "trusted"
+
+
+# --- the loop through the command line: sample → review → calibrate → audit -----------------
+
+
+def _has_sample() -> bool:
+    from unmask.commands.review import command
+
+    return any("--sample" in p.opts for p in command.params)
+
+
+@pytest.mark.skipif(not _has_sample(), reason="`unmask review --sample` is not on this branch")
+@pytest.mark.parametrize(
+    ("blind", "upheld", "level"), [(True, 40, "trusted"), (False, 20, "to_review")]
+)
+def test_sample_review_calibrate_audit_end_to_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, blind: bool, upheld: int, level: str
+) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    shutil.copy(EXAMPLES / "factual_claims.proto", runs)
+    for k in range(60):
+        (runs / f"b{k:02}.json").write_text(json.dumps(subject(f"b{k:02}")))
+    monkeypatch.chdir(tmp_path)
+    draw = ["review", "runs", "--sample", "40", "--seed", "11", "--export", "s.jsonl"]
+    r = run(*draw, *(["--blind"] if blind else []))
+    assert r.exit_code == 0, r.output
+    lines = [json.loads(x) for x in Path("s.jsonl").read_text().splitlines()]
+    assert len(lines) == 40 and all(x["atom"] == "external" for x in lines)
+    for i, x in enumerate(lines):
+        keep = i < upheld
+        if blind:  # the reviewer reads the sources, not the rule's value
+            x.update(decision="answer", value="TRUE" if keep else "FALSE")
+        else:
+            x.update(decision="accept" if keep else "reject", value="" if keep else "FALSE")
+        x["reviewer"] = "ana"
+    write_lines(Path("s.jsonl"), lines)
+    r = run("review", "--apply", "s.jsonl")
+    assert r.exit_code == 0 and "applied 40 decisions" in r.output, r.output
+    r = run("calibrate", "runs", "--out", "cal.json", "--data", "runs, sampled")
+    assert r.exit_code == 0, r.output
+    (row,) = cal.read("cal.json").rows
+    assert (row.reader, row.reviewed, row.upheld) == (RULE_KEY, 40, upheld)
+    r = run(
+        "audit", "runs", "--out", "r.jsonl", "--calibration", "cal.json",
+        "--summary-json", "s.json", "--fail-on", "trusted",
+    )  # fmt: skip
+    found = json.loads(Path("s.json").read_text())["findings"]["replays"]
+    # the 40 reviewed: an upheld reading is a confirmed finding, a rejected one no finding;
+    # the 20 never drawn rest on the rule alone, weighed by its measure
+    assert found["confirmed"] == upheld
+    assert found[level] == 20 and found["trusted" if level == "to_review" else "to_review"] == 0
+    assert r.exit_code == 1  # confirmed findings trip the gate either way
+    drawn = {x["location"] for x in lines}
+    left = next(f"runs/b{k:02}.json" for k in range(60) if f"runs/b{k:02}.json" not in drawn)
+    r = run("check", left, "--calibration", "cal.json")
+    assert f"{cal.WORDS[level]}: weakest reading rule outside-knowledge/1" in r.output
