@@ -544,3 +544,9 @@ def test_sample_review_calibrate_audit_end_to_end(
     left = next(f"runs/b{k:02}.json" for k in range(60) if f"runs/b{k:02}.json" not in drawn)
     r = run("check", left, "--calibration", "cal.json")
     assert f"{cal.WORDS[level]}: weakest reading rule outside-knowledge/1" in r.output
+
+
+def test_markdown_and_html_show_a_passing_checks_trust(work: Path) -> None:
+    for fmt in ("markdown", "html"):
+        page = _check(fmt, "high.json")
+        assert "holds on unreviewed readings; to review: weakest reading model ctx-reader" in page

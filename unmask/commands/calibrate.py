@@ -79,7 +79,8 @@ def command(paths: tuple[str, ...], out: str, data: str | None, limits: Limits) 
         replays += 1
         if tally(doc, task.location, counts, problems):
             protocol = replay.protocol
-            measured.add((protocol.name, digest_text(protocol.text)))
+            # a protocol without its text (embedded IR) is named without a digest
+            measured.add((protocol.name, digest_text(protocol.text) if protocol.text else ""))
     if problems:
         click.echo(render_all(problems), err=True)
         click.echo("nothing written: every sampled review must be read", err=True)
