@@ -149,14 +149,20 @@ def calibration_options(f):  # type: ignore[no-untyped-def]
     )(f)
 
 
-def trust_or_exit(path: str | None, threshold: float, limits):  # type: ignore[no-untyped-def]
+def trust_or_exit(path: str | None, threshold: float, limits, needed_by: str | None = None):  # type: ignore[no-untyped-def]
     """The ``unmask.calibration.Trust`` of ``--calibration`` and ``--trust`` (None without
-    a file), or its one diagnostic on stderr and exit 2 (it cannot be read) or 4 (it is
-    not a calibration file)."""
+    a file), or its one diagnostic on stderr and exit 2 (it cannot be read, or it is missing
+    and ``needed_by`` names the option that needs it) or 4 (it is not a calibration file)."""
+    from unmask.diagnostics import Diagnostic, UnmaskError, render_all
+
     if path is None:
-        return None
+        if needed_by is None:
+            return None
+        hint = "without a calibration no finding is trusted: give `--calibration FILE`"
+        diag = Diagnostic("usage", f"{needed_by} needs `--calibration`", help=hint)
+        click.echo(render_all([diag]), err=True)
+        raise SystemExit(exitcodes.USAGE)
     from unmask.calibration import Trust, read
-    from unmask.diagnostics import UnmaskError, render_all
 
     try:
         return Trust(read(path, limits), threshold)

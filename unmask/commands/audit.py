@@ -34,7 +34,7 @@ from unmask.commands._options import (
     timeout_option,
     trust_or_exit,
 )
-from unmask.diagnostics import Diagnostic, UnmaskError, render_all
+from unmask.diagnostics import UnmaskError, render_all
 from unmask.limits import Limits
 
 EXIT_OK = exitcodes.OK
@@ -160,22 +160,8 @@ def command(
 
     open_backend(backend, timeout_ms)  # an unknown or broken backend: exit 2 here
     against = protocol_or_exit(against_path, limits)
-    if fail_on == "trusted" and calibration_path is None:
-        click.echo(
-            render_all(
-                [
-                    Diagnostic(
-                        "usage",
-                        "`--fail-on trusted` needs `--calibration`",
-                        help="without a calibration no finding is trusted: give "
-                        "`--calibration FILE`, or `--fail-on confirmed`",
-                    )
-                ]
-            ),
-            err=True,
-        )
-        raise SystemExit(EXIT_USAGE)
-    weigh = trust_or_exit(calibration_path, trust, limits)
+    needs = "`--fail-on trusted`" if fail_on == "trusted" else None
+    weigh = trust_or_exit(calibration_path, trust, limits, needed_by=needs)
     show = sys.stderr.isatty() if progress is None else progress
     options = audit.AuditOptions(
         backend=backend,
