@@ -322,7 +322,8 @@ def _line_confirmed(obj: Mapping[str, Any]) -> tuple[bool | None, ...]:
 
 def _report_findings(report: Report) -> tuple[tuple[str, tuple[Reader, ...]], ...]:
     """``ResultRecord.findings`` of a report: each VIOLATED check's readers to measure."""
-    if report.overall != VIOLATED and VIOLATED not in report.dimensions.to_json().values():
+    dims = report.dimensions  # aggregated without overrides: a VIOLATED check shows here
+    if VIOLATED not in (dims.verdict, dims.procedure, dims.grounding):
         return ()  # most reports: nothing to weigh, and nothing imported for it
     from unmask.calibration import readers_of
 
