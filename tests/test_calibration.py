@@ -550,3 +550,17 @@ def test_markdown_and_html_show_a_passing_checks_trust(work: Path) -> None:
     for fmt in ("markdown", "html"):
         page = _check(fmt, "high.json")
         assert "holds on unreviewed readings; to review: weakest reading model ctx-reader" in page
+
+
+def test_which_readings_need_a_measure() -> None:
+    assert cal.needs_measure(RULE) and cal.needs_measure(MODEL)
+    assert not cal.needs_measure(None)  # a reviewed person's
+    assert not cal.needs_measure({"kind": "human", "name": "ana"})
+    assert not cal.needs_measure({"kind": "rule", "name": "r", "reviewed": True})
+    # a restated gold label is no independent reading, reviewed or not
+    assert cal.needs_measure({"kind": "gold"}) and cal.needs_measure(
+        {"kind": "gold", "reviewed": True}
+    )
+    # a reading the checker counted but no explanation names is never measured
+    assert cal.readers_of([], counted=True) == (cal.UNNAMED,)
+    assert cal.Trust(cal.make("d", [], {})).standing([cal.UNNAMED]).level == "to_review"
