@@ -459,6 +459,14 @@ def test_an_audit_names_protocols_the_calibration_was_not_measured_under(work: P
     }
     r = _audit(None, "--summary-json", "plain.json")
     assert "calibration" not in json.loads(Path("plain.json").read_text())
+    # the same name, another text: a replay just checked names its digest
+    doc["protocols"] = [{"name": "factual_claims", "digest": "sha256:" + "0" * 64}]
+    Path("other.json").write_text(json.dumps(doc))
+    r = _audit("other.json", "--summary-json", "s.json")
+    (named,) = json.loads(Path("s.json").read_text())["calibration"]["not_measured_under"]
+    assert named.startswith("factual_claims (sha256:") and "0000000" not in named
+    assert _audit("high.json", "--summary-json", "s.json").exit_code == 0
+    assert json.loads(Path("s.json").read_text())["calibration"]["not_measured_under"] == []
 
 
 # --- review and the API -------------------------------------------------------------------

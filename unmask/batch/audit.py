@@ -380,6 +380,8 @@ class _Run:
             except OSError as exc:
                 raise self._lost(exc) from None
         self._take(result.record)
+        if result.protocol is not None:
+            self.summary.digests.add(result.protocol)
         if result.page is not None and self.options.html is not None:
             files.write_page(self.options.html, page_href(result.record), result.page)
         if self.bar is not None:

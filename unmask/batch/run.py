@@ -86,6 +86,9 @@ class Result:
     line: bytes
     record: ResultRecord
     page: str | None = None
+    # with ``Settings.trust``: the protocol's (name, digest of its text), for the warning of
+    # a calibration measured under another (a result line carries no digest)
+    protocol: tuple[str, str] | None = None
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -162,7 +165,13 @@ def audit_task(task: Task, settings: Settings) -> Result:
         from unmask.render import html
 
         page = html.render(report, replay, trust=settings.trust)
-    return Result(line, ResultRecord.from_report(report, task.location), page)
+    record = ResultRecord.from_report(report, task.location)
+    if settings.trust is None:
+        return Result(line, record, page)
+    from unmask.calibration import digest_text
+
+    text = replay.protocol.text
+    return Result(line, record, page, (replay.protocol.name, digest_text(text) if text else ""))
 
 
 def _failed(task: Task, diags: Iterable[Diagnostic], settings: Settings | None = None) -> Result:
@@ -239,7 +248,7 @@ def task_wire(t: Task) -> tuple:
 
 
 def result_wire(r: Result) -> tuple:
-    return (r.line, r.record, r.page)  # a record is a named tuple already
+    return (r.line, r.record, r.page, r.protocol)  # a record is a named tuple already
 
 
 def from_wire(w: tuple) -> Result:

@@ -17,6 +17,10 @@ Contract:
 - ``merge(other)`` folds in the summary of the results that come next, with the figures of
   one fold of both (a pool worker or a Dask partition folds its own results; a summary
   pickles without its memos);
+- with ``trust`` set (``--calibration``, an ``unmask.calibration.Trust``: on the run's
+  summary only), ``findings`` splits provisional findings into trusted and to review, the
+  headline and ``index_summary`` say so, and ``calibration`` names the data and the
+  protocols it was not measured under (``digests``: those of the replays just checked);
 - ``to_json`` (``unmask.summary/1``, fields in docs/audit.md) and ``render_text`` give the
   same figures; ``index_summary`` gives them as the ``summary`` argument of
   ``unmask.render.html.render_index``.
@@ -111,6 +115,7 @@ class Summary:
         # `--calibration`: an ``unmask.calibration.Trust`` the figures are weighed by; set on
         # the run's summary only (the folds of workers carry none, and need none)
         self.trust: Any = None
+        self.digests: set[tuple[str, str]] = set()  # (protocol, digest) of results just checked
         self.requirements: dict[str, Counter] = {}
         self.coverage: dict[str, Counter] = {}
         self.grounding: dict[str, Counter] = {}
@@ -429,13 +434,17 @@ class Summary:
 
     def calibration_json(self) -> dict[str, Any]:
         """The calibration the findings were weighed by, and the protocols of this run it
-        was not measured under (by name: a result line carries no protocol digest)."""
+        was not measured under (by name, and by digest for the replays just checked)."""
         cal = self.trust.calibration
         names = {n for n, _ in cal.protocols}
-        return {
-            **self.trust.header_json(),
-            "not_measured_under": sorted(p for p in self.by_protocol if p and p not in names),
+        other = {p for p in self.by_protocol if p and p not in names}
+        # a replay just checked names its protocol's digest too: same name, other text
+        other |= {
+            f"{n} ({d[:19]})"
+            for n, d in self.digests
+            if n in names and not cal.measured_under(n, d)
         }
+        return {**self.trust.header_json(), "not_measured_under": sorted(other)}
 
     def index_summary(self, backend: str) -> dict[str, Any]:
         """The ``summary`` argument of ``unmask.render.html.render_index`` for this run."""
