@@ -305,7 +305,7 @@ def from_json(obj: Any) -> Calibration:
         at = index_path("readers", i)
         row = _row(r, at)
         if row.reader in rows:
-            raise _Bad(at, f"a second row for {reader_words(row.reader)}")
+            raise _Bad(at, f"a second row for {show(reader_words(row.reader), 120)}")
         rows[row.reader] = row
     return make(data, protocols, {k: (r.reviewed, r.upheld) for k, r in rows.items()})
 
