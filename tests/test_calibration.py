@@ -500,13 +500,6 @@ def test_the_api_weighs_a_report(work: Path) -> None:
 # --- the loop through the command line: sample → review → calibrate → audit -----------------
 
 
-def _has_sample() -> bool:
-    from unmask.commands.review import command
-
-    return any("--sample" in p.opts for p in command.params)
-
-
-@pytest.mark.skipif(not _has_sample(), reason="`unmask review --sample` is not on this branch")
 @pytest.mark.parametrize(
     ("blind", "upheld", "level"), [(True, 40, "trusted"), (False, 20, "to_review")]
 )
