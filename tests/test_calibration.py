@@ -480,6 +480,12 @@ def test_review_shows_each_readers_measure(work: Path) -> None:
     assert r.exit_code == 0, r.output
     line = json.loads(Path("x.jsonl").read_text().splitlines()[0])
     assert line["measure"]["precision"] == 0.5 and line["measure"]["reviewed"] == 10
+    asked = CliRunner().invoke(
+        main,
+        ["review", "b1.json", "--interactive", "--calibration", "low.json", "--reviewer", "ana"],
+        input="q\n",
+    )
+    assert "precision 0.500 (95% 0.237–0.763, 10 reviewed)" in asked.output
     r = run("review", "b1.json", "--export", "y.jsonl")
     assert "measure" not in json.loads(Path("y.jsonl").read_text().splitlines()[0])
 

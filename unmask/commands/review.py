@@ -293,8 +293,11 @@ def _append(path: str, data: bytes) -> None:
         raise OutputError([cannot_write(path, exc)]) from None
 
 
-def _interactive(items: list, state_file: str, reviewer: str | None, root: str, limits: Limits):
-    """Ask, apply and record each decision; the refusals."""
+def _interactive(
+    items: list, state_file: str, reviewer: str | None, root: str, limits: Limits, trust: Any
+):
+    """Ask, apply and record each decision (``trust``: a calibration, each reader's measure
+    shown); the refusals."""
     from unmask.outputs import OutputError
 
     refused: list[Diagnostic] = []
@@ -306,7 +309,7 @@ def _interactive(items: list, state_file: str, reviewer: str | None, root: str, 
         reviewer = (reviewer or "").strip()
         while todo and not reviewer:  # a name of spaces names nobody: ask again
             reviewer = click.prompt("your name (the reviewer)").strip()
-        _ask(todo, state, state_file, reviewer, root, limits, refused)
+        _ask(todo, state, state_file, reviewer, root, limits, refused, trust)
     except click.Abort:
         # Ctrl-C or the end of input: every decision so far is applied and in the state
         click.echo(f"\nstopped; resume with the same --state `{printable(state_file)}`", err=True)
@@ -324,12 +327,13 @@ def _ask(
     root: str,
     limits: Limits,
     refused: list,
+    trust: Any = None,
 ) -> None:
     """Ask for each item in turn; apply and record each decision as soon as it is made."""
     from unmask.review import decide, dumps
 
     for rank, item in enumerate(todo, 1):
-        click.echo(_show(item, rank))
+        click.echo(_show(item, rank, trust))
         choice = click.prompt(
             "accept, reject, skip or quit", type=click.Choice(["a", "r", "s", "q"]), default="s"
         )
@@ -498,7 +502,7 @@ def command(
             click.echo(_show(item, rank, weigh))
         click.echo(_count(found, findings_only))
         sys.exit(status)
-    refused = _interactive(found, state_file, reviewer, root, limits)
+    refused = _interactive(found, state_file, reviewer, root, limits, weigh)
     if refused:
         click.echo(render_all(refused), err=True)
         sys.exit(EXIT_REFUSED)
