@@ -571,3 +571,34 @@ def test_which_readings_need_a_measure() -> None:
     # a reading the checker counted but no explanation names is never measured
     assert cal.readers_of([], counted=True) == (cal.UNNAMED,)
     assert cal.Trust(cal.make("d", [], {})).standing([cal.UNNAMED]).level == "to_review"
+
+
+@pytest.mark.parametrize(("calibration", "trusted"), [("high.json", 1), ("low.json", 0)])
+def test_a_pass_on_unreviewed_readings_is_weighed_in_the_summary(
+    work: Path, calibration: str, trusted: int
+) -> None:
+    """A wrong TRUE (here a FALSE `external`) can hide a break: a SATISFIED replay resting
+    on the rule's reading is trusted only as far as the rule is."""
+    doc = subject("p1")
+    (ext,) = [a for a in doc["annotations"] if a["atom"] == "external"]
+    ext["value"] = "FALSE"
+    Path("p1.json").write_text(json.dumps(doc))
+    r = run("audit", "p1.json", "b1.json", "--out", "r.jsonl", "--summary-json", "s.json",
+            "--calibration", calibration)  # fmt: skip
+    assert r.exit_code == 0, r.output
+    satisfied = json.loads(Path("s.json").read_text())["satisfied"]
+    assert satisfied == {
+        "replays": 1,
+        "unreviewed": 1,
+        "trusted": trusted,
+        "to_review": 1 - trusted,
+    }
+    assert f"({trusted} trusted, {1 - trusted} to review)" in r.output
+    # read back from the lines, as --resume does, the same
+    from unmask.record import ResultRecord
+
+    lines = [json.loads(x) for x in Path("r.jsonl").read_text().splitlines()]
+    assert ResultRecord.from_line(lines[0]).passes == (RULE_KEY,)
+    plain = run("audit", "p1.json", "--out", "r.jsonl", "--summary-json", "plain.json")
+    assert plain.exit_code == 0
+    assert "trusted" not in json.loads(Path("plain.json").read_text())["satisfied"]

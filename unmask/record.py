@@ -84,6 +84,9 @@ class ResultRecord(NamedTuple):
     # version, atom family) of the unreviewed or gold-derived readings it rests on; none
     # for a confirmed finding. What a calibration weighs (``level_of``)
     findings: tuple[tuple[str, tuple[Reader, ...]], ...] = ()
+    # a SATISFIED replay's: the readers of the unreviewed readings its passing checks rest
+    # on (a wrong TRUE can hide a break), each once; what a calibration weighs of a pass
+    passes: tuple[Reader, ...] = ()
 
     @property
     def protocol_contradicts_itself(self) -> bool:
@@ -126,6 +129,7 @@ class ResultRecord(NamedTuple):
             if report.recheck is None
             else (report.recheck.protocol, report.recheck.digest, report.recheck.dropped),
             findings=_report_findings(report),
+            passes=_report_passes(report),
         )
 
     @classmethod
@@ -185,6 +189,7 @@ class ResultRecord(NamedTuple):
             confirmed=_line_confirmed(obj),
             recheck=recheck_of(obj.get("recheck")),
             findings=_line_findings(obj),
+            passes=_line_passes(obj),
         )
 
 
@@ -340,11 +345,48 @@ def _report_findings(report: Report) -> tuple[tuple[str, tuple[Reader, ...]], ..
     return tuple(out)
 
 
-def _line_findings(obj: Mapping[str, Any]) -> tuple[tuple[str, tuple[Reader, ...]], ...]:
-    """``_report_findings`` read back from a line of either form (a malformed part, of an
-    edited file, is passed over; the check's flags still count it as unmeasured)."""
+def _report_passes(report: Report) -> tuple[Reader, ...]:
+    """``ResultRecord.passes`` of a report: the readers behind a SATISFIED replay's passing
+    checks that rest on unreviewed readings."""
+    from unmask.report import SATISFIED
+
+    if report.overall != SATISFIED:
+        return ()
+    results = [report.verdict.result, *(g.result for g in report.grounding)]
+    results += [x for r in report.requirements for x in (r.holds, r.coverage)]
+    if not any(r.unreviewed for r in results):
+        return ()
     from unmask.calibration import readers_of
 
+    out: set[Reader] = set()
+    for r in results:
+        if r.unreviewed:
+            items = r.explanation.items if r.explanation is not None else ()
+            parts = [(i.by, i.atom) for i in items if i.kind == "annotation"]  # type: ignore[union-attr]
+            out.update(readers_of(parts, True))
+    return tuple(sorted(out))
+
+
+def _line_passes(obj: Mapping[str, Any]) -> tuple[Reader, ...]:
+    """``_report_passes`` read back from a line of either form."""
+    if obj.get("overall") != "SATISFIED":
+        return ()
+    from unmask.calibration import readers_of
+
+    parts = _line_parts(obj)
+    checks: list[tuple[Any, str]] = [(obj.get("verdict"), "")]
+    checks += [(g, "") for g in obj.get("grounding") or ()]
+    checks += [(r, p) for r in obj.get("requirements") or () for p in ("", "coverage_")]
+    out: set[Reader] = set()
+    for c, prefix in checks:
+        if isinstance(c, Mapping) and c.get(f"{prefix}unreviewed") is True:
+            out.update(readers_of(parts(c.get(f"{prefix}explanation")), True))
+    return tuple(sorted(out))
+
+
+def _line_parts(obj: Mapping[str, Any]) -> Any:
+    """A function giving the (``by``, atom) of each annotation part of an explanation of a
+    line of either form (a malformed part, of an edited file, is passed over)."""
     table = obj.get("annotations") if obj.get("schema") == RESULT_SCHEMA else None
     entries = table if isinstance(table, list) else []
 
@@ -361,6 +403,15 @@ def _line_findings(obj: Mapping[str, Any]) -> tuple[tuple[str, tuple[Reader, ...
                 out.append((by if isinstance(by, Mapping) else None, p["atom"]))
         return out
 
+    return parts
+
+
+def _line_findings(obj: Mapping[str, Any]) -> tuple[tuple[str, tuple[Reader, ...]], ...]:
+    """``_report_findings`` read back from a line of either form (a malformed part, of an
+    edited file, is passed over; the check's flags still count it as unmeasured)."""
+    from unmask.calibration import readers_of
+
+    parts = _line_parts(obj)
     checks = [("verdict", obj.get("verdict"))]
     checks += [("procedure", r) for r in obj.get("requirements") or ()]
     checks += [("grounding", g) for g in obj.get("grounding") or ()]

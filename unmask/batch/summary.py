@@ -116,6 +116,9 @@ class Summary:
         # the run's summary only (the folds of workers carry none, and need none)
         self.trust: Any = None
         self.digests: set[tuple[str, str]] = set()  # (protocol, digest) of results just checked
+        # SATISFIED replays resting on unreviewed readings, per pattern of their readers
+        # (``ResultRecord.passes``): weighed by ``trust`` at the end, as findings are
+        self.passes: Counter = Counter()
         self.requirements: dict[str, Counter] = {}
         self.coverage: dict[str, Counter] = {}
         self.grounding: dict[str, Counter] = {}
@@ -166,6 +169,8 @@ class Summary:
                     # a wrong TRUE can hide a break: a pass that rests on a reading nobody
                     # checked is counted beside the findings (`satisfied.unreviewed`)
                     c["satisfied"] += v.overall == SATISFIED
+                    if flag == "unreviewed" and v.overall == SATISFIED:
+                        self.passes[v.passes] += 1
                     for d, n in zip(DIMENSIONS, counts, strict=True):
                         c[d] += n
                         c[f"results:{d}"] += n > 0
@@ -210,6 +215,7 @@ class Summary:
             (self.cross, other.cross),
             (self.rechecked, other.rechecked),
             (self.dropped, other.dropped),
+            (self.passes, other.passes),
             *((self.dimensions[d], other.dimensions[d]) for d in DIMENSIONS),
             *((self.with_flag[f], c) for f, c in other.with_flag.items()),
         ):
@@ -363,11 +369,20 @@ class Summary:
         return {name: c.to_json() for name, c in self.by_protocol.items()}
 
     def satisfied_json(self) -> dict[str, int]:
-        """SATISFIED replays, and how many of them rest on an unreviewed annotation."""
-        return {
+        """SATISFIED replays, and how many of them rest on an unreviewed annotation; with a
+        calibration, those split into ``trusted`` (every reading measured and trusted) and
+        ``to_review``."""
+        out = {
             "replays": self.overall[SATISFIED],
             "unreviewed": self.with_flag["unreviewed"]["satisfied"],
         }
+        if self.trust is not None:
+            trusted = sum(
+                n for readers, n in self.passes.items()
+                if self.trust.standing(readers).level == "trusted"
+            )  # fmt: skip
+            out.update(trusted=trusted, to_review=out["unreviewed"] - trusted)
+        return out
 
     def provenance_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -580,10 +595,12 @@ def _plural(n: int, word: str) -> str:
 
 
 def satisfied_line(s: dict[str, int]) -> str:
-    """The passes beside the findings: how many rest on a reading nobody checked."""
+    """The passes beside the findings: how many rest on a reading nobody checked (with a
+    calibration, how many of those are trusted)."""
+    weighed = f" ({s['trusted']} trusted, {s['to_review']} to review)" if "trusted" in s else ""
     return (
         f"satisfied replays: {s['replays']}, {s['unreviewed']} of them resting on unreviewed "
-        "annotations"
+        f"annotations{weighed}"
     )
 
 
