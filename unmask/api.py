@@ -7,11 +7,17 @@ checks it with ``unmask.outcomes.check_replay``: the solver only sees the gold-f
 afterwards. Backends are created through the registry
 (``unmask.backends.create``). ``deadline_ms`` bounds the whole check of the replay
 (loading it is not counted): past it the report is UNKNOWN with a ``deadline`` reason.
+``load_calibration`` reads a calibration file (``unmask calibrate``; invalid raises
+``UnmaskError``) and ``weigh`` gives, per check of a report that is a finding or a passing
+check resting on unreviewed readings, its ``Standing`` under it (confirmed, trusted or to
+review, with the weakest reading's measure); ``unmask.render.render(fmt, report, replay,
+trust=Trust(calibration, threshold))`` shows it in any format. The report never changes.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from unmask.backends import DEFAULT_SEED, DEFAULT_TIMEOUT_MS, Backend, create
 from unmask.backends.base import spec
@@ -21,7 +27,7 @@ from unmask.outcomes import check_replay
 from unmask.replaydata import Replay
 from unmask.report import Report, dumps
 
-__all__ = ["Case", "check", "check_case", "dumps", "load"]
+__all__ = ["Case", "check", "check_case", "dumps", "load", "load_calibration", "weigh"]
 
 
 def load(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Replay:
@@ -57,3 +63,30 @@ def check(
     return check_replay(
         replay, solver, backend_name=name, deadline_ms=deadline_ms, closed_form=closed_form
     )
+
+
+def load_calibration(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Any:
+    """Read a calibration file (``unmask.calibration.Calibration``; raises ``UnmaskError``
+    with one diagnostic when it is not one)."""
+    from unmask.calibration import read
+
+    return read(str(path), limits)
+
+
+def weigh(
+    report: Report, replay: Replay | None = None, *, calibration: Any, trust: float = 0.9
+) -> dict[str, Any]:
+    """Each check's ``unmask.calibration.Standing`` under ``calibration`` and the lower
+    bound ``trust``, by the check's key (``verdict``, ``requirement:ID``, ``coverage:ID``,
+    ``grounding:JUDGE~CONTEXT``): every finding, and every passing check that rests on
+    unreviewed readings; other checks are left out."""
+    from unmask.calibration import Trust
+    from unmask.render.view import Lookup, checks, trust_of
+
+    look = Lookup(replay, Trust(calibration, trust))
+    out = {}
+    for c in checks(report):
+        standing = trust_of(c.result, look)
+        if standing is not None:
+            out[c.key] = standing
+    return out

@@ -38,6 +38,7 @@ from unmask.report import DIMENSIONS, INCONSISTENT, VIOLATED, AnnotationTable, C
 from unmask.report import SCHEMA as REPORT_SCHEMA
 
 if TYPE_CHECKING:
+    from unmask.calibration import Reader, Trust
     from unmask.report import Report
 
 ERROR_SCHEMA = "unmask.error/1"  # the result line of a replay that could not be checked
@@ -79,6 +80,13 @@ class ResultRecord(NamedTuple):
     # `--protocol`: (its name, its digest, the annotated atoms it lacks); None: the replay's
     # own protocol. An error record of such a run carries it too, with no atoms
     recheck: tuple[str, str, tuple[str, ...]] | None = None
+    # per VIOLATED check, in report order: its dimension and the readers (kind, name,
+    # version, atom family) of the unreviewed or gold-derived readings it rests on; none
+    # for a confirmed finding. What a calibration weighs (``level_of``)
+    findings: tuple[tuple[str, tuple[Reader, ...]], ...] = ()
+    # a SATISFIED replay's: the readers of the unreviewed readings its passing checks rest
+    # on (a wrong TRUE can hide a break), each once; what a calibration weighs of a pass
+    passes: tuple[Reader, ...] = ()
 
     @property
     def protocol_contradicts_itself(self) -> bool:
@@ -120,6 +128,8 @@ class ResultRecord(NamedTuple):
             recheck=None
             if report.recheck is None
             else (report.recheck.protocol, report.recheck.digest, report.recheck.dropped),
+            findings=_report_findings(report),
+            passes=_report_passes(report),
         )
 
     @classmethod
@@ -178,6 +188,8 @@ class ResultRecord(NamedTuple):
             gold_derived=_line_flags(obj, "gold_derived"),
             confirmed=_line_confirmed(obj),
             recheck=recheck_of(obj.get("recheck")),
+            findings=_line_findings(obj),
+            passes=_line_passes(obj),
         )
 
 
@@ -311,6 +323,124 @@ def _line_confirmed(obj: Mapping[str, Any]) -> tuple[bool | None, ...]:
 
     reqs = list(obj.get("requirements") or ())
     return (found([obj.get("verdict")]), found(reqs), None, found(list(obj.get("grounding") or ())))
+
+
+def _report_findings(report: Report) -> tuple[tuple[str, tuple[Reader, ...]], ...]:
+    """``ResultRecord.findings`` of a report: each VIOLATED check's readers to measure."""
+    dims = report.dimensions  # aggregated without overrides: a VIOLATED check shows here
+    if VIOLATED not in (dims.verdict, dims.procedure, dims.grounding):
+        return ()  # most reports: nothing to weigh, and nothing imported for it
+    from unmask.calibration import readers_of
+
+    checks = [("verdict", report.verdict.result)]
+    checks += [("procedure", r.holds) for r in report.requirements]
+    checks += [("grounding", g.result) for g in report.grounding]
+    out = []
+    for dimension, r in checks:
+        if r.outcome != VIOLATED:
+            continue
+        items = r.explanation.items if r.explanation is not None else ()
+        parts = [(i.by, i.atom) for i in items if i.kind == "annotation"]  # type: ignore[union-attr]
+        out.append((dimension, readers_of(parts, bool(r.unreviewed or r.gold_derived))))
+    return tuple(out)
+
+
+def _report_passes(report: Report) -> tuple[Reader, ...]:
+    """``ResultRecord.passes`` of a report: the readers behind a SATISFIED replay's passing
+    checks that rest on unreviewed readings."""
+    from unmask.report import SATISFIED
+
+    if report.overall != SATISFIED:
+        return ()
+    results = [report.verdict.result, *(g.result for g in report.grounding)]
+    results += [x for r in report.requirements for x in (r.holds, r.coverage)]
+    if not any(r.unreviewed for r in results):
+        return ()
+    from unmask.calibration import readers_of
+
+    out: set[Reader] = set()
+    for r in results:
+        if r.unreviewed:
+            items = r.explanation.items if r.explanation is not None else ()
+            parts = [(i.by, i.atom) for i in items if i.kind == "annotation"]  # type: ignore[union-attr]
+            out.update(readers_of(parts, True))
+    return tuple(sorted(out))
+
+
+def _line_passes(obj: Mapping[str, Any]) -> tuple[Reader, ...]:
+    """``_report_passes`` read back from a line of either form."""
+    if obj.get("overall") != "SATISFIED":
+        return ()
+    from unmask.calibration import readers_of
+
+    parts = _line_parts(obj)
+    checks: list[tuple[Any, str]] = [(obj.get("verdict"), "")]
+    checks += [(g, "") for g in obj.get("grounding") or ()]
+    checks += [(r, p) for r in obj.get("requirements") or () for p in ("", "coverage_")]
+    out: set[Reader] = set()
+    for c, prefix in checks:
+        if isinstance(c, Mapping) and c.get(f"{prefix}unreviewed") is True:
+            out.update(readers_of(parts(c.get(f"{prefix}explanation")), True))
+    return tuple(sorted(out))
+
+
+def _line_parts(obj: Mapping[str, Any]) -> Any:
+    """A function giving the (``by``, atom) of each annotation part of an explanation of a
+    line of either form (a malformed part, of an edited file, is passed over)."""
+    table = obj.get("annotations") if obj.get("schema") == RESULT_SCHEMA else None
+    entries = table if isinstance(table, list) else []
+
+    def parts(expl: Any) -> list[tuple[Any, str]]:
+        raw = expl.get("parts") if isinstance(expl, Mapping) else None
+        out = []
+        for p in raw if isinstance(raw, list) else ():
+            if isinstance(p, int) and not isinstance(p, bool) and 0 <= p < len(entries):
+                p = entries[p]
+            elif not (isinstance(p, Mapping) and p.get("kind") == "annotation"):
+                continue
+            if isinstance(p, Mapping) and isinstance(p.get("atom"), str):
+                by = p.get("by")
+                out.append((by if isinstance(by, Mapping) else None, p["atom"]))
+        return out
+
+    return parts
+
+
+def _line_findings(obj: Mapping[str, Any]) -> tuple[tuple[str, tuple[Reader, ...]], ...]:
+    """``_report_findings`` read back from a line of either form (a malformed part, of an
+    edited file, is passed over; the check's flags still count it as unmeasured)."""
+    from unmask.calibration import readers_of
+
+    parts = _line_parts(obj)
+    checks = [("verdict", obj.get("verdict"))]
+    checks += [("procedure", r) for r in obj.get("requirements") or ()]
+    checks += [("grounding", g) for g in obj.get("grounding") or ()]
+    out = []
+    for dimension, c in checks:
+        if not isinstance(c, Mapping) or c.get("result") != VIOLATED:
+            continue
+        counted = c.get("unreviewed") is True or c.get("gold_derived") is True
+        out.append((dimension, readers_of(parts(c.get("explanation")), counted)))
+    return tuple(out)
+
+
+def level_of(record: ResultRecord, trust: Trust) -> str:
+    """A VIOLATED replay's level under a calibration: ``confirmed`` when some finding rests
+    on reviewed readings only, else ``trusted`` when some finding's readings are all
+    measured and trusted, else ``to_review``."""
+    levels = {trust.standing(readers).level for _, readers in record.findings}
+    for level in ("confirmed", "trusted"):
+        if level in levels:
+            return level
+    return "to_review"
+
+
+def finding_lines(record: ResultRecord, trust: Trust) -> list[str]:
+    """What a record says of each finding's trust (``unmask audit --junit``)."""
+    return [
+        f"{dimension} finding: {trust.standing(readers).words()}"
+        for dimension, readers in record.findings
+    ]
 
 
 def diagnostic_json(d: Diagnostic) -> dict[str, Any]:

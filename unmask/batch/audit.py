@@ -75,6 +75,9 @@ class AuditOptions:
     progress: IO[str] | None = None  # where the progress line goes
     # `--protocol`: an ``unmask.recheck.ProtocolFile`` to check every replay against
     protocol: Any = None
+    # `--calibration`: an ``unmask.calibration.Trust``; the summary, index, pages and JUnit
+    # file weigh findings by it (the result lines never carry it)
+    trust: Any = None
 
 
 @frozen
@@ -233,6 +236,7 @@ class _Run:
     def go(self, client: Any) -> Outcome:
         """Run the audit (on ``client``'s cluster, or locally when None), every output."""
         o = self.options
+        self.summary.trust = o.trust
         tasks = self._open(client)
         try:
             with _sigterm_stops():
@@ -293,6 +297,7 @@ class _Run:
             html=o.html is not None,
             deadline_ms=o.deadline_ms,
             protocol=o.protocol,
+            trust=o.trust,
         )
         if client is None:
             run.run_audit(tasks, settings, self._emit, self.jobs, self._settle, self.summary)
@@ -362,11 +367,11 @@ class _Run:
         if self.options.html is not None:
             from unmask.render import html
 
-            self.rows.append(html.index_row(record, page_href(record)))
+            self.rows.append(html.index_row(record, page_href(record), self.options.trust))
         if self.junit is not None:
             from unmask.render import junit
 
-            self.junit.add(junit.case(record))
+            self.junit.add(junit.case(record, trust=self.options.trust))
 
     def _emit(self, task: Any, result: run.Result) -> None:
         if self.sink is not None:
@@ -375,6 +380,8 @@ class _Run:
             except OSError as exc:
                 raise self._lost(exc) from None
         self._take(result.record)
+        if result.protocol is not None:
+            self.summary.digests.add(result.protocol)
         if result.page is not None and self.options.html is not None:
             files.write_page(self.options.html, page_href(result.record), result.page)
         if self.bar is not None:

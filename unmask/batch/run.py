@@ -73,6 +73,8 @@ class Settings:
     # `--protocol`: an ``unmask.recheck.ProtocolFile`` every replay is checked against
     # instead of its own; plain data, so it reaches pool and Dask workers with the rest
     protocol: Any = None
+    # `--calibration`: an ``unmask.calibration.Trust`` each page weighs its findings by
+    trust: Any = None
 
 
 @frozen
@@ -84,6 +86,9 @@ class Result:
     line: bytes
     record: ResultRecord
     page: str | None = None
+    # with ``Settings.trust``: the protocol's (name, digest of its text), for the warning of
+    # a calibration measured under another (a result line carries no digest)
+    protocol: tuple[str, str] | None = None
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -159,8 +164,14 @@ def audit_task(task: Task, settings: Settings) -> Result:
     if settings.html:
         from unmask.render import html
 
-        page = html.render(report, replay)
-    return Result(line, ResultRecord.from_report(report, task.location), page)
+        page = html.render(report, replay, trust=settings.trust)
+    record = ResultRecord.from_report(report, task.location)
+    if settings.trust is None:
+        return Result(line, record, page)
+    from unmask.calibration import digest_text
+
+    text = replay.protocol.text
+    return Result(line, record, page, (replay.protocol.name, digest_text(text) if text else ""))
 
 
 def _failed(task: Task, diags: Iterable[Diagnostic], settings: Settings | None = None) -> Result:
@@ -237,7 +248,7 @@ def task_wire(t: Task) -> tuple:
 
 
 def result_wire(r: Result) -> tuple:
-    return (r.line, r.record, r.page)  # a record is a named tuple already
+    return (r.line, r.record, r.page, r.protocol)  # a record is a named tuple already
 
 
 def from_wire(w: tuple) -> Result:

@@ -17,6 +17,10 @@ Contract:
 - ``merge(other)`` folds in the summary of the results that come next, with the figures of
   one fold of both (a pool worker or a Dask partition folds its own results; a summary
   pickles without its memos);
+- with ``trust`` set (``--calibration``, an ``unmask.calibration.Trust``: on the run's
+  summary only), ``findings`` splits provisional findings into trusted and to review, the
+  headline and ``index_summary`` say so, and ``calibration`` names the data and the
+  protocols it was not measured under (``digests``: those of the replays just checked);
 - ``to_json`` (``unmask.summary/1``, fields in docs/audit.md) and ``render_text`` give the
   same figures; ``index_summary`` gives them as the ``summary`` argument of
   ``unmask.render.html.render_index``.
@@ -39,6 +43,7 @@ from unmask.checker import outcome
 from unmask.names import family_of, pair_family
 from unmask.record import ResultRecord
 from unmask.report import OK, REFUTED, SATISFIED, UNKNOWN, VIOLATED, Dimensions
+from unmask.safe import printable
 
 SUMMARY_SCHEMA = "unmask.summary/1"
 DIMENSIONS = tuple(f.name for f in fields(Dimensions))  # verdict, procedure, coverage, grounding
@@ -107,6 +112,13 @@ class Summary:
         self.dimensions: dict[str, Counter] = {d: Counter() for d in DIMENSIONS}
         self.failed: Counter = Counter()  # replays in which each dimension fails
         self.findings = Findings(DIMENSIONS)  # VIOLATED replays: confirmed or provisional
+        # `--calibration`: an ``unmask.calibration.Trust`` the figures are weighed by; set on
+        # the run's summary only (the folds of workers carry none, and need none)
+        self.trust: Any = None
+        self.digests: set[tuple[str, str]] = set()  # (protocol, digest) of results just checked
+        # SATISFIED replays resting on unreviewed readings, per pattern of their readers
+        # (``ResultRecord.passes``): weighed by ``trust`` at the end, as findings are
+        self.passes: Counter = Counter()
         self.requirements: dict[str, Counter] = {}
         self.coverage: dict[str, Counter] = {}
         self.grounding: dict[str, Counter] = {}
@@ -139,7 +151,7 @@ class Summary:
             counter[what] += 1
         if v.overall == VIOLATED:
             cell = CELLS.get((_GOLD[v.matches], VIOLATED), "unknown_or_no_gold")
-            self.findings.add(v.confirmed, cell)
+            self.findings.add(v.confirmed, cell, v.findings)
         bumps, not_observable = self._requirement_bumps(v.requirements)
         for counter, what in bumps:
             counter[what] += 1
@@ -157,6 +169,8 @@ class Summary:
                     # a wrong TRUE can hide a break: a pass that rests on a reading nobody
                     # checked is counted beside the findings (`satisfied.unreviewed`)
                     c["satisfied"] += v.overall == SATISFIED
+                    if flag == "unreviewed" and v.overall == SATISFIED:
+                        self.passes[v.passes] += 1
                     for d, n in zip(DIMENSIONS, counts, strict=True):
                         c[d] += n
                         c[f"results:{d}"] += n > 0
@@ -201,6 +215,7 @@ class Summary:
             (self.cross, other.cross),
             (self.rechecked, other.rechecked),
             (self.dropped, other.dropped),
+            (self.passes, other.passes),
             *((self.dimensions[d], other.dimensions[d]) for d in DIMENSIONS),
             *((self.with_flag[f], c) for f, c in other.with_flag.items()),
         ):
@@ -354,11 +369,20 @@ class Summary:
         return {name: c.to_json() for name, c in self.by_protocol.items()}
 
     def satisfied_json(self) -> dict[str, int]:
-        """SATISFIED replays, and how many of them rest on an unreviewed annotation."""
-        return {
+        """SATISFIED replays, and how many of them rest on an unreviewed annotation; with a
+        calibration, those split into ``trusted`` (every reading measured and trusted) and
+        ``to_review``."""
+        out = {
             "replays": self.overall[SATISFIED],
             "unreviewed": self.with_flag["unreviewed"]["satisfied"],
         }
+        if self.trust is not None:
+            trusted = sum(
+                n for readers, n in self.passes.items()
+                if self.trust.standing(readers).level == "trusted"
+            )  # fmt: skip
+            out.update(trusted=trusted, to_review=out["unreviewed"] - trusted)
+        return out
 
     def provenance_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -411,7 +435,7 @@ class Summary:
                 },
             },
             "most_failing": self.most_failing(),
-            "findings": self.findings.to_json(),
+            "findings": self.findings.to_json(self.trust),
             "satisfied": self.satisfied_json(),
             "confusion": self.confusion_json(),
             "confusion_by_protocol": self.confusion_by_protocol_json(),
@@ -419,7 +443,23 @@ class Summary:
             "judges": self.judges_json(),
             # only for a run with `--protocol`: a run without is unchanged
             **({"recheck": self.recheck_json()} if self.rechecked else {}),
+            # only for a run with `--calibration`: a run without is unchanged
+            **({"calibration": self.calibration_json()} if self.trust is not None else {}),
         }
+
+    def calibration_json(self) -> dict[str, Any]:
+        """The calibration the findings were weighed by, and the protocols of this run it
+        was not measured under (by name, and by digest for the replays just checked)."""
+        cal = self.trust.calibration
+        names = {n for n, _ in cal.protocols}
+        other = {p for p in self.by_protocol if p and p not in names}
+        # a replay just checked names its protocol's digest too: same name, other text
+        other |= {
+            f"{n} ({d[:19]})"
+            for n, d in self.digests
+            if n in names and not cal.measured_under(n, d)
+        }
+        return {**self.trust.header_json(), "not_measured_under": sorted(other)}
 
     def index_summary(self, backend: str) -> dict[str, Any]:
         """The ``summary`` argument of ``unmask.render.html.render_index`` for this run."""
@@ -434,6 +474,7 @@ class Summary:
             "violated, confirmed": self.findings.counts["replays:confirmed"],
             "violated, provisional": self.findings.counts["replays:provisional"],
             "satisfied, on unreviewed annotations": self.satisfied_json()["unreviewed"],
+            **self._trust_extra(),
             **{text: cells[key] for key, text in CELL_TEXT.items()},
             **recheck_extra(self.recheck_json()),
         }
@@ -447,12 +488,36 @@ class Summary:
             "judges": self.judges_json(),
         }
 
+    def _levels_tail(self, j: dict[str, Any]) -> str:
+        """`` (1 confirmed, 2 trusted, 3 to review)`` after the violated count, with a
+        calibration: the headline separates what can be acted on from what needs review."""
+        r = j["findings"]["replays"]
+        if self.trust is None or not j["overall"]["VIOLATED"]:
+            return ""
+        return f" ({r['confirmed']} confirmed, {r['trusted']} trusted, {r['to_review']} to review)"
+
+    def _trust_extra(self) -> dict[str, Any]:
+        if self.trust is None:
+            return {}
+        r = self.findings.to_json(self.trust)["replays"]
+        c = self.calibration_json()
+        return {
+            "violated, trusted": r["trusted"],
+            "violated, to review": r["to_review"],
+            "calibration": f"measured on {c['data']}, trusted from {c['trust']:g}",
+            **(
+                {"calibration warning": _not_measured(c["not_measured_under"])}
+                if c["not_measured_under"]
+                else {}
+            ),
+        }
+
     def render_text(self) -> str:
         j = self.to_json()
         o = j["overall"]
         lines = [
             f"audited {j['replays']} replay{'' if j['replays'] == 1 else 's'}: "
-            f"{o['SATISFIED']} satisfied, {o['VIOLATED']} violated, "
+            f"{o['SATISFIED']} satisfied, {o['VIOLATED']} violated{self._levels_tail(j)}, "
             f"{o['UNKNOWN']} unknown, {o['INVALID']} invalid"
             + (
                 f" ({j['unchecked']} of them valid but not decided by the backend)"
@@ -495,7 +560,13 @@ class Summary:
         lines.append("gold agreement x adherence:")
         for k, text in CELL_TEXT.items():
             lines.append(f"  {text:<30} {cells[k]:>7}{cell_tail(found, k)}")
-        lines.append(replays_line(found))
+        lines.append(replays_line(found, self.trust))
+        if self.trust is not None:
+            c = j["calibration"]
+            data = printable(c["data"])
+            lines.append(f"calibration: measured on `{data}`, trusted from {c['trust']:g}")
+            if c["not_measured_under"]:
+                lines.append(f"warning: {_not_measured(c['not_measured_under'])}")
         if j["provenance"]["unreviewed"]["with"]:  # a run whose readings are all people's: none
             lines.append(satisfied_line(j["satisfied"]))
         lines += confusions_text(j["confusion"], j["confusion_by_protocol"])
@@ -514,15 +585,22 @@ class Summary:
         return "\n".join(lines)
 
 
+def _not_measured(names: list[str]) -> str:
+    listed = ", ".join(f"`{n}`" for n in names)
+    return f"the calibration was not measured under protocol {listed}: its figures may not hold"
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def satisfied_line(s: dict[str, int]) -> str:
-    """The passes beside the findings: how many rest on a reading nobody checked."""
+    """The passes beside the findings: how many rest on a reading nobody checked (with a
+    calibration, how many of those are trusted)."""
+    weighed = f" ({s['trusted']} trusted, {s['to_review']} to review)" if "trusted" in s else ""
     return (
         f"satisfied replays: {s['replays']}, {s['unreviewed']} of them resting on unreviewed "
-        "annotations"
+        f"annotations{weighed}"
     )
 
 

@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "propose": "Propose unreviewed annotations with a registered proposer.",
     "next": "Say which annotations would settle the open checks.",
     "review": "Review the unreviewed annotations findings and passes rest on.",
+    "calibrate": "Measure each reader's precision from sampled reviews.",
     "analyze": "Find what is wrong with a protocol before any replay meets it.",
     "compare": "Compare two versions of a protocol label by label.",
 }

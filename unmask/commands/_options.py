@@ -129,6 +129,50 @@ def protocol_or_exit(path: str | None, limits):  # type: ignore[no-untyped-def]
     return against
 
 
+def calibration_options(f):  # type: ignore[no-untyped-def]
+    """``--calibration FILE`` and ``--trust X``: weigh each finding by the measured
+    precision of the weakest reading it rests on (docs/calibration.md)."""
+    f = click.option(
+        "--trust",
+        type=click.FloatRange(0.0, 1.0),
+        default=0.9,
+        show_default=True,
+        help="with --calibration: a finding is trusted when the lower bound of every "
+        "reading's 95% interval reaches this",
+    )(f)
+    return click.option(
+        "--calibration",
+        "calibration_path",
+        metavar="FILE",
+        default=None,
+        help="a calibration file (`unmask calibrate`): show each finding's trust",
+    )(f)
+
+
+def trust_or_exit(path: str | None, threshold: float, limits, needed_by: str | None = None):  # type: ignore[no-untyped-def]
+    """The ``unmask.calibration.Trust`` of ``--calibration`` and ``--trust`` (None without
+    a file), or its one diagnostic on stderr and exit 2 (it cannot be read, or it is missing
+    and ``needed_by`` names the option that needs it) or 4 (it is not a calibration file)."""
+    from unmask.diagnostics import Diagnostic, UnmaskError, render_all
+
+    if path is None:
+        if needed_by is None:
+            return None
+        hint = "without a calibration no finding is trusted: give `--calibration FILE`"
+        diag = Diagnostic("usage", f"{needed_by} needs `--calibration`", help=hint)
+        click.echo(render_all([diag]), err=True)
+        raise SystemExit(exitcodes.USAGE)
+    from unmask.calibration import Trust, read
+
+    try:
+        return Trust(read(path, limits), threshold)
+    except UnmaskError as err:
+        diags = err.diagnostics
+        click.echo(render_all(diags), err=True)
+        code = exitcodes.USAGE if all(d.code == "io" for d in diags) else exitcodes.INVALID
+        raise SystemExit(code) from None
+
+
 def echo(text: str, nl: bool = True) -> None:
     """``click.echo`` to stdout (a write that fails is the entry point's to report)."""
     click.echo(text, nl=nl)

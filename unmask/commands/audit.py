@@ -4,7 +4,9 @@ Contract: results go to ``--out`` (JSON Lines, in input order, each line written
 flushed as soon as it and every earlier one are done); ``--resume`` keeps the complete lines
 already there and audits only the rest. The summary goes to stderr as text (``--quiet``
 drops it) and to ``--summary-json``. No output may be one of the inputs. Exit statuses
-(docs/audit.md): 0 done, gate not tripped; 1 ``--fail-on`` tripped by a VIOLATED replay; 3
+(docs/audit.md): 0 done, gate not tripped; 1 ``--fail-on`` tripped by a VIOLATED replay
+(``confirmed``: a confirmed finding; ``trusted``: a confirmed or trusted one, under
+``--calibration``, which weighs the summary, index, pages and JUnit file); 3
 ``--fail-on unknown`` tripped by an UNKNOWN or invalid replay; 4 no valid replay at all; 2
 usage or a file that cannot be written (or a ``--protocol`` file that cannot be read);
 130 interrupted. A ``--protocol`` file that is not a valid protocol is exit 4, before
@@ -23,12 +25,14 @@ from unmask import exitcodes
 from unmask.backends.base import DEFAULT_BACKEND, DEFAULT_DEADLINE_MS
 from unmask.commands._options import (
     backend_option,
+    calibration_options,
     click_options,
     deadline_option,
     open_backend,
     protocol_option,
     protocol_or_exit,
     timeout_option,
+    trust_or_exit,
 )
 from unmask.diagnostics import UnmaskError, render_all
 from unmask.limits import Limits
@@ -51,6 +55,11 @@ def gate_status(summary: Any, fail_on: str | None) -> int:
         return EXIT_INVALID
     if fail_on is None:
         return EXIT_OK
+    if fail_on in ("confirmed", "trusted"):
+        # only findings a person or a measured reader stands behind trip this gate
+        found = summary.findings.to_json(summary.trust)["replays"]
+        settled = found["confirmed"] + (found.get("trusted", 0) if fail_on == "trusted" else 0)
+        return EXIT_VIOLATED if settled else EXIT_OK
     if summary.overall["VIOLATED"]:
         return EXIT_VIOLATED
     if fail_on == "unknown" and (summary.overall["UNKNOWN"] or summary.overall["INVALID"]):
@@ -99,9 +108,11 @@ def gate_status(summary: Any, fail_on: str | None) -> int:
 @click.option("--summary-json", type=click.Path(dir_okay=False), help="write the summary here")
 @click.option(
     "--fail-on",
-    type=click.Choice(["violated", "unknown"]),
+    type=click.Choice(["violated", "unknown", "confirmed", "trusted"]),
     default=None,
-    help="exit 1 on a VIOLATED replay; with `unknown` also 3 on an UNKNOWN or invalid one",
+    help="exit 1 on a VIOLATED replay; with `unknown` also 3 on an UNKNOWN or invalid one; "
+    "`confirmed`: only on a confirmed finding; `trusted` (needs --calibration): only on a "
+    "confirmed or trusted one",
 )
 @click.option(
     "--progress/--no-progress",
@@ -116,6 +127,7 @@ def gate_status(summary: Any, fail_on: str | None) -> int:
     help="write one HTML page per replay and an index.html here",
 )
 @click.option("--junit", type=click.Path(dir_okay=False), help="write a JUnit XML file here")
+@calibration_options
 @click_options
 def command(
     paths: tuple[str, ...],
@@ -134,6 +146,8 @@ def command(
     quiet: bool,
     html_dir: str | None,
     junit: str | None,
+    calibration_path: str | None,
+    trust: float,
     limits: Limits,
 ) -> None:
     """Check many replays (files, directories, JSON Lines, `-`) and summarise the run.
@@ -146,6 +160,8 @@ def command(
 
     open_backend(backend, timeout_ms)  # an unknown or broken backend: exit 2 here
     against = protocol_or_exit(against_path, limits)
+    needs = "`--fail-on trusted`" if fail_on == "trusted" else None
+    weigh = trust_or_exit(calibration_path, trust, limits, needed_by=needs)
     show = sys.stderr.isatty() if progress is None else progress
     options = audit.AuditOptions(
         backend=backend,
@@ -162,6 +178,7 @@ def command(
         junit=junit,
         progress=sys.stderr if show else None,
         protocol=against,
+        trust=weigh,
     )
     batch_heap()
     try:

@@ -14,7 +14,9 @@ written (a full disk, a closed pipe) is one diagnostic and exit 2. Every format 
 policy of every format; the text report is coloured when stdout is a terminal. When the
 replay is invalid or cannot be checked, ``sarif`` and ``junit`` still write a valid
 document on stdout that records the error (``unmask.render.invalid``); the other formats
-write nothing there.
+write nothing there. ``--calibration FILE`` (``--trust X``) adds each finding's trust to
+every format; the exit status does not change with it; a calibration file that cannot be
+read is exit 2, one that is not a calibration file exit 4.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import click
 from unmask import exitcodes
 from unmask.backends.base import DEFAULT_DEADLINE_MS
 from unmask.commands._options import (
+    calibration_options,
     click_options,
     deadline_option,
     echo,
@@ -35,6 +38,7 @@ from unmask.commands._options import (
     protocol_option,
     protocol_texts,
     timeout_option,
+    trust_or_exit,
 )
 from unmask.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
 from unmask.interrupt import reraise_interrupt
@@ -69,6 +73,7 @@ def _fail(
 @protocol_option()
 @timeout_option()
 @deadline_option(DEFAULT_DEADLINE_MS)
+@calibration_options
 @click_options
 def command(
     replay_path: str,
@@ -77,6 +82,8 @@ def command(
     against_path: str | None,
     timeout_ms: int,
     deadline_ms: int | None,
+    calibration_path: str | None,
+    trust: float,
     limits: Limits,
 ) -> None:
     """Check one replay: verdict entailment, procedure, coverage, grounding.
@@ -84,6 +91,7 @@ def command(
     With --protocol FILE the replay is checked against FILE (another version of its
     protocol) instead of the protocol it embeds or names."""
     solver = open_backend(backend, timeout_ms)
+    weigh = trust_or_exit(calibration_path, trust, limits)
     from unmask.api import check
     from unmask.outcomes import refuse_overlaps
     from unmask.replay import load_replay, render_error
@@ -120,7 +128,9 @@ def command(
     from unmask.render import render
 
     # click.echo drops the ANSI codes again when stdout is not a terminal
-    options = {"color": True} if fmt == "text" else {}
+    options: dict = {"color": True} if fmt == "text" else {}
+    if weigh is not None:  # without a calibration every format is exactly as it was
+        options["trust"] = weigh
     text = render(fmt, report, replay, **options)
     echo(text, nl=not text.endswith("\n"))
     sys.exit(report.exit_code)

@@ -18,6 +18,9 @@ review or state file (a pipe, a device, a state file that is a link) or an outpu
 cannot be written; 4 some replay is invalid or could not be re-read (the rest are listed);
 130 an interactive session stopped by Ctrl-C or the end of its input (what was decided is
 applied and kept).
+``--calibration FILE`` shows each listed reading's reader's measured precision (or
+"unmeasured"), and exports it as ``measure``; a calibration file that cannot be read is
+exit 2, one that is not a calibration file exit 4.
 """
 
 from __future__ import annotations
@@ -32,9 +35,11 @@ import click
 from unmask import exitcodes
 from unmask.commands._options import (
     backend_option,
+    calibration_options,
     click_options,
     open_backend,
     timeout_option,
+    trust_or_exit,
 )
 from unmask.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
 from unmask.limits import Limits
@@ -121,8 +126,18 @@ def _gather(
     return out
 
 
-def _show(item: Any, rank: int) -> str:
+def _measure(item: Any, trust: Any) -> Any:
+    """The calibration's row for an item's reader, None when unmeasured."""
+    from unmask.calibration import reader_of
+
+    return trust.calibration.row(reader_of(item.by, item.atom))
+
+
+def _show(item: Any, rank: int, trust: Any = None) -> str:
     who = item.by.get("kind", "") + (f" {item.by['name']}" if item.by.get("name") else "")
+    if trust is not None:  # `--calibration`: how often this reader is right, as measured
+        row = _measure(item, trust)
+        who += ", unmeasured" if row is None else f", {row.words()}"
     lines = [
         f"{rank}. `{item.location}` (replay `{item.replay}`): {item.atom} = {item.value}, "
         f"by {who}, unreviewed; {item.rests()}"
@@ -142,6 +157,16 @@ def _count(found: list, findings_only: bool) -> str:
     if findings_only:
         return line
     return f"{line}, {len(found) - behind} more behind passing checks only"
+
+
+def _line(item: Any, trust: Any) -> dict[str, Any]:
+    """An item's review line; with a calibration, ``measure``: its reader's row, or
+    ``{"measured": false}``."""
+    obj = item.to_json()
+    if trust is not None:
+        row = _measure(item, trust)
+        obj["measure"] = {"measured": False} if row is None else row.figures()
+    return obj
 
 
 # --- applying ---------------------------------------------------------------------------------
@@ -276,8 +301,11 @@ def _append(path: str, data: bytes) -> None:
     append_bytes(path, data)
 
 
-def _interactive(items: list, state_file: str, reviewer: str | None, root: str, limits: Limits):
-    """Ask, apply and record each decision; the refusals."""
+def _interactive(
+    items: list, state_file: str, reviewer: str | None, root: str, limits: Limits, trust: Any
+):
+    """Ask, apply and record each decision (``trust``: a calibration, each reader's measure
+    shown); the refusals."""
     from unmask.outputs import OutputError
 
     refused: list[Diagnostic] = []
@@ -289,7 +317,7 @@ def _interactive(items: list, state_file: str, reviewer: str | None, root: str, 
         reviewer = (reviewer or "").strip()
         while todo and not reviewer:  # a name of spaces names nobody: ask again
             reviewer = click.prompt("your name (the reviewer)").strip()
-        _ask(todo, state, state_file, reviewer, root, limits, refused)
+        _ask(todo, state, state_file, reviewer, root, limits, refused, trust)
     except click.Abort:
         # Ctrl-C or the end of input: every decision so far is applied and in the state
         click.echo(f"\nstopped; resume with the same --state `{printable(state_file)}`", err=True)
@@ -307,12 +335,13 @@ def _ask(
     root: str,
     limits: Limits,
     refused: list,
+    trust: Any = None,
 ) -> None:
     """Ask for each item in turn; apply and record each decision as soon as it is made."""
     from unmask.review import decide, dumps
 
     for rank, item in enumerate(todo, 1):
-        click.echo(_show(item, rank))
+        click.echo(_show(item, rank, trust))
         choice = click.prompt(
             "accept, reject, skip or quit", type=click.Choice(["a", "r", "s", "q"]), default="s"
         )
@@ -395,6 +424,7 @@ def _ask(
 @click.option("--blind", is_flag=True, help="a sample that hides the proposed value")
 @backend_option("z3, pysat[:SOLVER], truthtable, sliced: the answer is the same on each")
 @timeout_option()
+@calibration_options
 @click_options
 def command(
     paths: tuple[str, ...],
@@ -411,6 +441,8 @@ def command(
     blind: bool,
     backend: str,
     timeout_ms: int,
+    calibration_path: str | None,
+    trust: float,
     limits: Limits,
 ) -> None:
     """List, export, apply or decide the unreviewed annotations checks rest on, or a sample."""
@@ -454,6 +486,7 @@ def command(
         assert sample is not None and seed is not None
         sys.exit(run_sample(paths, sample, seed, blind, export, root, context_chars, limits))
     solver = open_backend(backend, timeout_ms)
+    weigh = trust_or_exit(calibration_path, trust, limits)
     errors: list[UnmaskError] = []
     digests: dict[str, str] = {}
     docs = _gather(paths, root, limits, solver, errors, digests)
@@ -467,7 +500,7 @@ def command(
         from unmask.outputs import OutputError, write_bytes
         from unmask.review import dumps
 
-        text = "".join(dumps(i.to_json()) + "\n" for i in found)
+        text = "".join(dumps(_line(i, weigh)) + "\n" for i in found)
         try:
             # a new file renamed onto the name: a link there is replaced, never followed
             write_bytes(export, text.encode(), follow=False)
@@ -479,10 +512,10 @@ def command(
         interactive = sys.stdin.isatty() and sys.stdout.isatty()
     if not interactive:
         for rank, item in enumerate(found, 1):
-            click.echo(_show(item, rank))
+            click.echo(_show(item, rank, weigh))
         click.echo(_count(found, findings_only))
         sys.exit(status)
-    refused = _interactive(found, state_file, reviewer, root, limits)
+    refused = _interactive(found, state_file, reviewer, root, limits, weigh)
     if refused:
         click.echo(render_all(refused), err=True)
         sys.exit(EXIT_REFUSED)

@@ -117,10 +117,12 @@ def _css_class(result: str | None) -> str:
 class _Views:
     """Turns report parts into template data; look-ups are built once per report."""
 
-    def __init__(self, report: Report, replay: Any, marks: Sequence[ev.Mark]) -> None:
+    def __init__(
+        self, report: Report, replay: Any, marks: Sequence[ev.Mark], trust: Any = None
+    ) -> None:
         self.report = report
         self.replay = replay
-        self.look = ev.Lookup(replay)
+        self.look = ev.Lookup(replay, trust)
         self.index = ev.mark_index(marks)
         self.constraints = (
             {} if replay is None else {c.name: c.expr for c in replay.protocol.constraints}
@@ -208,6 +210,7 @@ class _Views:
             ]
             if res.status in (REFUTED, UNDERDETERMINED)
             else [],
+            "trust": None if (t := ev.trust_of(res, self.look)) is None else t.level,
         }
 
 
@@ -254,10 +257,11 @@ def _annotations_view(replay: Any, marks: Sequence[ev.Mark], look: ev.Lookup) ->
     return out
 
 
-def context(report: Report, replay: Any = None) -> dict:
-    """Everything the report template shows, as plain data (also used by tests)."""
+def context(report: Report, replay: Any = None, trust: Any = None) -> dict:
+    """Everything the report template shows, as plain data (also used by tests); ``trust``
+    (a calibration) adds each finding's trust and ``calibration``, the note on it."""
     marks = ev.marks(replay)
-    vw = _Views(report, replay, marks)
+    vw = _Views(report, replay, marks, trust)
     views = [vw.check(c, i) for i, c in enumerate(ev.checks(report))]
     findings = [v for v in views if v["outcome"] == VIOLATED]
     findings += [v for v in views if v["outcome"] not in (OK, VIOLATED)]
@@ -308,6 +312,7 @@ def context(report: Report, replay: Any = None) -> dict:
         "not_specified": ev.not_specified(report),
         "reasons": [ev.clean(r.message) for r in report.reasons],
         "definitions": _definitions_view(replay),
+        "calibration": [ev.clean(x) for x in ev.calibration_note(vw.look, report.protocol) if x],
     }
 
 
@@ -326,11 +331,10 @@ def _definitions_view(replay: Any) -> list[dict]:
     ]
 
 
-def render(report: Report, replay: Any = None) -> str:
+def render(report: Report, replay: Any = None, *, trust: Any = None) -> str:
     # spans were cut before; a last pass applies the output policy to the whole page
-    return finish(
-        "html", environment().get_template("report.html.j2").render(**context(report, replay))
-    )
+    ctx = context(report, replay, trust)
+    return finish("html", environment().get_template("report.html.j2").render(**ctx))
 
 
 # --- the batch index -------------------------------------------------------------------------
@@ -512,6 +516,7 @@ def index_context(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]])
                 "failed": _listed(r.get("failed")),
                 "open": _listed(r.get("open")),
                 "error": ev.clean(str(r["error"])) if r.get("error") else None,
+                "trust": ev.clean(str(r["trust"])) if r.get("trust") else None,
             }
         )
     extra = [
@@ -567,10 +572,11 @@ def _failing(record: ResultRecord) -> tuple[list[str], list[str]]:
     return failed, open_
 
 
-def index_row(record: ResultRecord, href: str) -> dict[str, Any]:
+def index_row(record: ResultRecord, href: str, trust: Any = None) -> dict[str, Any]:
     """The ``rows`` entry of ``render_index`` for one result (``unmask.record``): a checked
     replay, or one that could not be checked, which shows as INVALID without a link and
-    with its first error's code."""
+    with its first error's code; with ``trust`` (a calibration), a VIOLATED replay's level
+    (``confirmed``, ``trusted`` or ``to review``) as ``trust``."""
     if record.error is not None:
         return {
             "id": record.location,
@@ -605,6 +611,7 @@ def index_row(record: ResultRecord, href: str) -> dict[str, Any]:
         "failed": failed,
         "open": open_,
         "groups": groups,
+        **_row_trust(record, trust),
     }
 
 
@@ -650,12 +657,22 @@ def _check_tables(rows: Sequence[Mapping[str, Any]]) -> list[dict]:
     return out
 
 
+def _row_trust(record: ResultRecord, trust: Any) -> dict[str, str]:
+    if trust is None or record.overall != VIOLATED:
+        return {}
+    from unmask.calibration import WORDS
+    from unmask.record import level_of
+
+    return {"trust": WORDS[level_of(record, trust)]}
+
+
 def render_index(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> str:
     """The batch page. ``rows``: one dict per replay with ``id``, ``overall``,
     ``dimensions`` (dimension -> OK/VIOLATED/UNKNOWN/NOT_CHECKED), ``verdict``, ``gold``,
     ``verdict_matches_gold``, ``protocol`` (its name), ``href`` (relative link to its
     report), and optionally ``failed`` and ``open`` (the names of the checks that failed
-    and were left open) and ``error`` (why it could not be checked); ``summary``:
+    and were left open), ``error`` (why it could not be checked) and ``trust`` (a VIOLATED
+    replay's level under a calibration); ``summary``:
     optional ``title``, ``total``, ``overall``, ``dimensions``, ``cross``, ``extra``,
     ``confusion``, ``confusion_by_protocol``, ``provenance``, ``judges``
     (see ``docs/reports.md``)."""

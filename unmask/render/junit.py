@@ -33,9 +33,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import IO, Any
 
+from unmask.calibration import WORDS
 from unmask.diagnostics import render_all
 from unmask.frozen import frozen
-from unmask.record import ResultRecord
+from unmask.record import ResultRecord, finding_lines, level_of
 from unmask.render import text as text_render
 from unmask.report import DIMENSIONS, SATISFIED, VIOLATED, Report
 from unmask.safe import UNSAFE, escape_char
@@ -122,7 +123,9 @@ def _result_case(
 
 
 def case(
-    item: ResultRecord | Report | tuple[Report, Any] | Invalid, text: str | None = None
+    item: ResultRecord | Report | tuple[Report, Any] | Invalid,
+    text: str | None = None,
+    trust: Any = None,
 ) -> Case:
     """The test case of one replay, built from its ``ResultRecord`` (a report, with its
     replay if known, or an ``Invalid`` is made one first). ``text`` is the element's text:
@@ -131,20 +134,23 @@ def case(
         return case(ResultRecord(location=item.name, error="invalid"), item.message)
     if isinstance(item, ResultRecord):  # before the pair: a record is a tuple too
         record = item
-        body = record_text(record) if text is None else text
+        body = record_text(record, trust) if text is None else text
     else:
         report, replay = item if isinstance(item, tuple) else (item, None)
         record = ResultRecord.from_report(report)
-        body = text_render.render(report, replay, color=False) if text is None else text
+        body = text_render.render(report, replay, trust=trust) if text is None else text
     recheck = None if record.recheck is None else record.recheck[:2]
     if record.error is not None:
         return Case(record.location, "unmask", "error", "invalid", INVALID_MESSAGE, body, recheck)
     overall = record.overall or ""
-    made = _result_case(record.replay or "", record.protocol or "", overall, record.reasons, body)
+    reasons = record.reasons
+    if trust is not None and overall == VIOLATED:  # the finding's level leads the message
+        reasons = (f"{WORDS[level_of(record, trust)]} finding", *reasons)
+    made = _result_case(record.replay or "", record.protocol or "", overall, reasons, body)
     return made if recheck is None else replace(made, recheck=recheck)
 
 
-def record_text(record: ResultRecord) -> str:
+def record_text(record: ResultRecord, trust: Any = None) -> str:
     """What a record alone says of its replay (``unmask audit --junit``, where a replay just
     checked and a line carried over by ``--resume`` must give the same case): an error
     record's diagnostics, or the location, the overall result, the four dimensions and
@@ -159,6 +165,8 @@ def record_text(record: ResultRecord) -> str:
         left = ", ".join(f"`{a}`" for a in record.recheck[2])
         lines.append(f"left out, annotated atoms the protocol lacks: {left}")
     lines += [f"- {reason}" for reason in record.reasons]
+    if trust is not None:
+        lines += finding_lines(record, trust)
     return "\n".join(lines)
 
 
@@ -172,8 +180,8 @@ def _suite_attrs(name: str, counts: Mapping[str, int]) -> tuple[dict[str, str], 
     return common, {**common, "skipped": str(counts["skipped"])}
 
 
-def render_batch(results: Iterable[Any], name: str = "unmask audit") -> str:
-    cases = [case(item) for item in results]
+def render_batch(results: Iterable[Any], name: str = "unmask audit", trust: Any = None) -> str:
+    cases = [case(item, trust=trust) for item in results]
     counted = Suite(name)
     for c in cases:
         counted.add(c)
@@ -188,8 +196,8 @@ def render_batch(results: Iterable[Any], name: str = "unmask audit") -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, "unicode") + "\n"
 
 
-def render(report: Report, replay: Any = None) -> str:
-    return render_batch([(report, replay)], name="unmask check")
+def render(report: Report, replay: Any = None, *, trust: Any = None) -> str:
+    return render_batch([(report, replay)], name="unmask check", trust=trust)
 
 
 def _start_tag(tag: str, attrs: dict[str, str]) -> str:

@@ -132,8 +132,8 @@ def _ticks(text: str) -> Markup:
     return Markup("".join(out))
 
 
-def render(report: Report, replay: Any = None) -> str:
-    ctx = html.context(report, replay)
+def render(report: Report, replay: Any = None, *, trust: Any = None) -> str:
+    ctx = html.context(report, replay, trust)
     for s in ctx["sources"]:
         s["markdown"] = _source_line(s["segments"])
     text = environment().get_template("report.md.j2").render(**ctx)

@@ -253,7 +253,7 @@ def document(
 
 
 class _Log:
-    def __init__(self, report: Report, replay: Any) -> None:
+    def __init__(self, report: Report, replay: Any, trust: Any = None) -> None:
         self.report = report
         self.replay = replay
         self.file = None if replay is None else replay.file
@@ -264,7 +264,7 @@ class _Log:
         self.loc = _locator(self.file, replay)
         self.artifacts: list[str] = []
         self.ann_index = {} if replay is None else {a.atom: a for a in replay.annotations}
-        self.look = ev.Lookup(replay)
+        self.look = ev.Lookup(replay, trust)
         proto = None if replay is None else replay.protocol
         self.req_spans = {} if proto is None else {r.id: r.span for r in proto.requirements}
         self.ground_spans = (
@@ -401,11 +401,16 @@ class _Log:
 
     def check_result(self, c: ev.Check) -> dict[str, Any]:
         found = ev.standing(c.result)
-        # a provisional finding (it rests on an unreviewed or gold-derived annotation) warns
-        level = "error" if c.outcome == VIOLATED and found != "provisional" else "warning"
+        trust = ev.trust_of(c.result, self.look)
+        # a provisional finding (it rests on an unreviewed or gold-derived annotation) warns;
+        # with a calibration, one whose every reading is measured and trusted is an error
+        settled = found != "provisional" if trust is None else trust.level != "to_review"
+        level = "error" if c.outcome == VIOLATED and settled else "warning"
         if c.dimension == "coverage" and c.status == REFUTED:
             level = "note"
         text = f"{ev.finding(self.report, c, self.replay, self.look)} [{c.title}: {c.status}]"
+        if trust is not None:
+            text += f" ({trust.words()})"
         expl = c.result.explanation
         items = expl.items if expl is not None else ()
         related = self.item_locations(items)
@@ -439,6 +444,8 @@ class _Log:
         if found:
             props["standing"] = found
             props["restsOn"] = list(ev.rests_kinds(c.result, self.look))
+        if trust is not None:
+            props["trust"] = trust.to_json()
         return self.result(c.rule, level, ev.clean(text), c.key, primary, related, props)
 
     def results(self) -> list[dict[str, Any]]:
@@ -511,14 +518,18 @@ class _Log:
         }
         if report.recheck is not None:  # `--protocol`: the JSON report's field, as it is
             properties["recheck"] = report.recheck.to_json()
+        if self.look.trust is not None:  # `--calibration`: what the findings were weighed by
+            _, warning = ev.calibration_note(self.look, report.protocol)
+            properties["calibration"] = {**self.look.trust.header_json(), "warning": warning}
         return document(rules(), self.artifacts, results, properties)
 
 
-def to_json(report: Report, replay: Any = None) -> dict[str, Any]:
-    return _Log(report, replay).log()
+def to_json(report: Report, replay: Any = None, trust: Any = None) -> dict[str, Any]:
+    return _Log(report, replay, trust).log()
 
 
-def render(report: Report, replay: Any = None) -> str:
-    """The SARIF log as JSON text."""
-    log = visible_values(to_json(report, replay))  # every string is text a viewer shows
+def render(report: Report, replay: Any = None, *, trust: Any = None) -> str:
+    """The SARIF log as JSON text; ``trust`` (a calibration): each finding's trust, and
+    ``error`` only for a confirmed or trusted one."""
+    log = visible_values(to_json(report, replay, trust))  # every string is text a viewer shows
     return finish("sarif", json.dumps(log, ensure_ascii=False, indent=2)) + "\n"

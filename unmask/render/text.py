@@ -8,7 +8,9 @@ a model or the gold label made says so ("rests on 2 unreviewed annotations"), an
 quoted annotation names who made it when the replay says. Every line goes through
 ``safe.printable``, so control characters from a replay are shown as escapes, never acted
 on by a terminal; colour is ANSI via ``click.style``, added after that, and only when
-``color`` is set (the command line sets it for terminals only). Deterministic.
+``color`` is set (the command line sets it for terminals only). With ``trust`` (a
+calibration), each finding, and each passing check resting on unreviewed readings, says
+its trust under the check. Deterministic.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from unmask.irtext import expr_text
 from unmask.render.words import DIMENSION_TITLES as titles
 from unmask.render.words import (
     Lookup,
+    calibration_note,
     item_provenance,
     item_rule,
     members_text,
@@ -152,10 +155,11 @@ def _check(
         _witnesses(out, indent + 1, res.witnesses)
 
 
-def render(report: Report, replay: Any = None, *, color: bool = False) -> str:
-    """The text report; ``color`` adds ANSI colour to the result words."""
+def render(report: Report, replay: Any = None, *, color: bool = False, trust: Any = None) -> str:
+    """The text report; ``color`` adds ANSI colour to the result words; ``trust`` (an
+    ``unmask.calibration.Trust``) adds each finding's trust."""
     out = _Out(color)
-    out.look = Lookup(replay if getattr(replay, "protocol", None) is not None else None)
+    out.look = Lookup(replay if getattr(replay, "protocol", None) is not None else None, trust)
     if replay is not None and getattr(replay, "protocol", None) is not None:
         out.constraints = {c.name: expr_text(c.expr) for c in replay.protocol.constraints}
     out.result(0, report.replay, report.overall)
@@ -166,6 +170,11 @@ def render(report: Report, replay: Any = None, *, color: bool = False) -> str:
         if rc.dropped:
             names = ", ".join(f"`{a}`" for a in rc.dropped)
             out.add(1, f"left out, annotated atoms the protocol lacks: {names}")
+    note, warning = calibration_note(out.look, report.protocol)
+    if note:
+        out.add(1, note)
+    if warning:
+        out.add(1, f"warning: {warning}")
     if report.gold is not None:
         match = "yes" if report.verdict_matches_gold else "no"
         out.add(1, f"gold {report.gold}; observed verdict matches gold: {match}")

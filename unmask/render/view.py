@@ -40,6 +40,7 @@ from unmask.irtext import expr_text
 from unmask.render.words import DIMENSION_QUESTIONS as DIMENSION_QUESTIONS
 from unmask.render.words import DIMENSION_TITLES as DIMENSION_TITLES
 from unmask.render.words import Lookup as Lookup
+from unmask.render.words import calibration_note as calibration_note
 from unmask.render.words import decision_rules as decision_rules
 from unmask.render.words import item_provenance as item_provenance
 from unmask.render.words import item_rule as item_rule
@@ -50,6 +51,7 @@ from unmask.render.words import rests_kinds as rests_kinds
 from unmask.render.words import rests_on as rests_on
 from unmask.render.words import standing as standing
 from unmask.render.words import standing_text as standing_text
+from unmask.render.words import trust_of as trust_of
 from unmask.render.words import whole_reading as whole_reading
 from unmask.report import (
     DIMENSIONS as DIMENSIONS,

@@ -6,18 +6,26 @@ name, built once per replay; ``decision_rules`` and ``item_rule`` give a decisio
 written; ``provenance(by)`` words who made an annotation (``rule wice-citations/1,
 unreviewed``); ``resting`` and ``standing_text`` say what a check rests on and whether a
 finding is confirmed or provisional; ``named_members`` finds the text (a passage, a claim)
-of each domain member a check names. ``unmask.render.view`` re-exports all of it for the
+of each domain member a check names. With a calibration (``Lookup(replay, trust)``, an
+``unmask.calibration.Trust``), ``trust_of`` gives the standing of every finding and of every
+passing check that rests on unreviewed readings (the weakest reading's measured precision,
+or "unmeasured"), ``standing_text`` says it, and ``calibration_note`` says which data the
+calibration was measured on and whether the replay's protocol is one it was measured
+under; without one nothing changes. ``unmask.render.view`` re-exports all of it for the
 formats; the text format, which needs only this, imports it alone (start-up).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unmask.irtext import expr_text
 from unmask.names import IDENT_PATTERN, split_applied
-from unmask.report import UNKNOWN, VIOLATED, CheckResult
+from unmask.report import OK, UNKNOWN, VIOLATED, CheckResult
+
+if TYPE_CHECKING:
+    from unmask.calibration import Reader, Standing, Trust
 
 DIMENSION_TITLES = {
     "verdict": "verdict entailment",
@@ -42,7 +50,9 @@ class Lookup:
     """Atom declarations and annotations by name, built once per replay (the replay's own
     look-ups scan a list, which is quadratic over a large report)."""
 
-    def __init__(self, replay: Any) -> None:
+    def __init__(self, replay: Any, trust: Trust | None = None) -> None:
+        self.trust = trust  # a calibration to weigh readings by; None: no trust said
+        self.replay = replay
         self.decls = {} if replay is None else {a.name: a for a in replay.protocol.atoms}
         self.anns = {} if replay is None else {a.atom: a for a in replay.annotations}
         self.reqs = {} if replay is None else {r.id: r for r in replay.protocol.requirements}
@@ -236,9 +246,63 @@ def rests_kinds(result: CheckResult, look: Lookup) -> tuple[str, ...]:
 
 
 def standing_text(result: CheckResult, look: Lookup) -> str:
-    """``provisional: rests on rule wice-rules/2, unreviewed``; empty for no finding."""
+    """``provisional: rests on rule wice-rules/2, unreviewed``; empty for no finding. With a
+    calibration, the trust of the check follows (``; trusted: weakest reading …``), and a
+    passing check resting on unreviewed readings says it passes on them."""
     word = standing(result)
     kinds = rests_kinds(result, look)
+    trust = trust_of(result, look)
     if not word:
-        return ""
-    return f"{word}: rests on {'; '.join(kinds)}" if kinds else word
+        if trust is None:
+            return ""
+        return f"holds on unreviewed readings; {trust.words()}"
+    out = f"{word}: rests on {'; '.join(kinds)}" if kinds else word
+    return out if trust is None or trust.level == "confirmed" else f"{out}; {trust.words()}"
+
+
+def readers(result: CheckResult, look: Lookup) -> tuple[Reader, ...]:
+    """The readers of the readings a check's explanation rests on that need a measure
+    (unreviewed or gold-derived), each once, sorted (``unmask.calibration.readers_of``)."""
+    from unmask.calibration import readers_of
+
+    expl = result.explanation
+    items = expl.items if expl is not None else ()
+    parts = [(_item_by(i, look), i.atom) for i in items if i.kind == "annotation"]
+    return readers_of(parts, bool(result.unreviewed or result.gold_derived))
+
+
+def trust_of(result: CheckResult, look: Lookup) -> Standing | None:
+    """A check's standing under the lookup's calibration: for every finding, and for every
+    passing check that rests on unreviewed readings; None otherwise or without one."""
+    if look.trust is None:
+        return None
+    if result.outcome == VIOLATED or (
+        result.outcome == OK and (result.unreviewed or result.gold_derived)
+    ):
+        return look.trust.standing(readers(result, look))
+    return None
+
+
+def calibration_note(look: Lookup, protocol: str) -> tuple[str, str]:
+    """(``weighed with the calibration measured on `DATA`, trusted at 0.9``, a warning
+    when the replay's protocol is not one the calibration was measured under, else "")."""
+    if look.trust is None:
+        return "", ""
+    from unmask.calibration import digest_text
+
+    cal = look.trust.calibration
+    note = (
+        f"readings weighed by the calibration measured on `{cal.data}`, "
+        f"trusted from a lower bound of {look.trust.threshold:g}"
+    )
+    p = getattr(look.replay, "protocol", None)
+    digest = "" if p is None or not getattr(p, "text", "") else digest_text(p.text)
+    if cal.measured_under(protocol, digest):
+        return note, ""
+    names = ", ".join(f"`{n}`" for n, _ in cal.protocols) or "no protocol"
+    return note, (
+        f"the calibration was measured under {names}, not under this replay's protocol "
+        f"`{protocol}`"
+        + (f" ({digest[:19]})" if digest else "")
+        + ": its figures may not hold here"
+    )

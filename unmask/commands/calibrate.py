@@ -1,0 +1,105 @@
+"""`unmask calibrate PATH... --out calibration.json`: each reader's precision, measured.
+
+Contract: each PATH is a replay file, a folder of replays or a JSON Lines file of replays
+(as ``audit`` takes them), reviewed with ``unmask review --sample … --apply``. Every
+annotation whose ``review`` has a ``sample`` is counted for its reader (the original
+``by``'s kind, name and version, and the atom's family): reviewed, and upheld when its
+value is the original one (``unmask.calibration.tally``). The calibration file is written
+whole, canonical (``unmask.calibration.Calibration.dumps``), naming ``--data`` (default:
+the paths as given) and the protocols (name, digest of the text) of the replays measured.
+Exit status: 0 written; 2 usage (no PATH, a PATH that does not exist, an output that
+cannot be written); 4 some replay is invalid or a sampled review is malformed: every
+problem is said and nothing is written, since a calibration of part of the reviews would
+speak for all of them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections import Counter
+
+import click
+
+from unmask import exitcodes
+from unmask.commands._options import click_options
+from unmask.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
+from unmask.limits import Limits
+from unmask.safe import printable
+
+
+def _fail(diags: list[Diagnostic], status: int) -> None:
+    click.echo(render_all(diags), err=True)
+    sys.exit(status)
+
+
+@click.command(name="calibrate")
+@click.argument("paths", nargs=-1, metavar="PATH...")
+@click.option(
+    "--out", "out", metavar="FILE", required=True, help="where to write the calibration file"
+)
+@click.option(
+    "--data",
+    metavar="NAME",
+    default=None,
+    help="what the reviews were drawn from, as the calibration names it [default: the paths]",
+)
+@click_options
+def command(paths: tuple[str, ...], out: str, data: str | None, limits: Limits) -> None:
+    """Measure each reader's precision from sampled reviews, into a calibration file."""
+    from unmask.batch.inputs import iter_tasks
+    from unmask.batch.run import load_task, task_document
+    from unmask.calibration import counted, digest_text, make, tally
+    from unmask.interrupt import reraise_interrupt
+    from unmask.outputs import OutputError, write_text
+
+    if not paths:
+        hint = "give the replays reviewed with `unmask review --sample`"
+        _fail([Diagnostic("usage", "no replay given", help=hint)], exitcodes.USAGE)
+    for p in paths:
+        if not os.path.exists(p):
+            _fail(
+                [Diagnostic("usage", f"no such file or folder `{printable(p)}`")], exitcodes.USAGE
+            )
+    counts: Counter = Counter()
+    problems: list[Diagnostic] = []
+    measured: set[tuple[str, str]] = set()
+    replays = 0
+    for task in iter_tasks(paths, limits):
+        try:
+            replay = load_task(task, limits)
+            doc, _ = task_document(task, limits)
+        except UnmaskError as exc:
+            problems += exc.diagnostics
+            continue
+        except Exception as exc:  # a bug must still not end in a traceback
+            reraise_interrupt(exc)
+            problems.append(internal_error(exc, file=task.location))
+            continue
+        replays += 1
+        if tally(doc, task.location, counts, problems):
+            protocol = replay.protocol
+            # a protocol without its text (embedded IR) is named without a digest
+            measured.add((protocol.name, digest_text(protocol.text) if protocol.text else ""))
+    if problems:
+        click.echo(render_all(problems), err=True)
+        click.echo("nothing written: every sampled review must be read", err=True)
+        sys.exit(exitcodes.INVALID)
+    by_reader = counted(counts)
+    calibration = make(" ".join(paths) if data is None else data, measured, by_reader)
+    try:
+        write_text(out, calibration.dumps())
+    except OutputError as exc:
+        _fail(list(exc.diagnostics), exitcodes.USAGE)
+    reviewed = sum(n for n, _ in by_reader.values())
+    click.echo(
+        f"{reviewed} sampled reviews of {len(by_reader)} readers, from {replays} replays, "
+        f"written to `{printable(out)}`"
+    )
+    if not reviewed:
+        click.echo(
+            "no annotation has a sampled review: draw one with `unmask review --sample N "
+            "--seed S`, review it, and apply it",
+            err=True,
+        )
+    sys.exit(exitcodes.OK)
