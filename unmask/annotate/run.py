@@ -2,7 +2,7 @@
 
 Contract: ``plan(items, settings, replies)`` counts, before any call, the calls a run would
 make (those not already cached) and the tokens it would send (``Ask.tokens``).
-``annotate(items, settings, out, provider, replies, progress)`` reads each valid replay's
+``Run(settings, out, provider, replies, progress).run(items)`` reads each valid replay's
 open atoms (``question.questions``) with every reader of ``settings.readers``: ``model``
 (``settings.samples`` calls, one per sample, each its own reader) and registered proposers
 that fill replay atoms (``unmask propose list``), a proposer reading the atoms of the roles it
@@ -17,10 +17,11 @@ versions. Each replay is written to ``out/NAME.json`` (``NAME`` its id made safe
 unique in input order, so a rerun writes the same names) only after the replay loader
 accepts it, with a protocol named by path embedded. Every call is looked up in ``replies``
 first and every reply stored there, so a second run makes no call and an interrupted one
-makes only those it did not finish; ``settings.max_calls`` stops asking: a replay that
-still needs a call is left unwritten (``Summary.stopped``). A timeout or provider error
-leaves that reader's atoms UNKNOWN with the reason and is the replay's error record
-(``Summary.errors``); the run goes on. Same replies, same bytes.
+makes only those it did not finish; the same question asked for two replays is one call;
+``settings.max_calls`` stops asking: a replay that still needs a call is left unwritten
+(``Summary.stopped``). A timeout or provider error leaves that reader's atoms UNKNOWN with
+the reason and is the replay's error record (``Summary.errors``); the run goes on. Same
+replies, same bytes.
 """
 
 from __future__ import annotations
@@ -152,6 +153,7 @@ def _asks(settings: Settings, replay: Replay, qs: list[Question]) -> list[Ask]:
 def plan(items: Iterable[Item], settings: Settings, replies: Replies) -> dict[str, int]:
     """What a run would send: calls (not cached), cached ones, estimated tokens sent."""
     out = {"replays": 0, "invalid": 0, "calls": 0, "cached": 0, "tokens": 0, "atoms": 0}
+    seen: set[str] = set()  # a question asked twice is one call
     for item in items:
         if item.replay is None:
             out["invalid"] += 1
@@ -160,9 +162,10 @@ def plan(items: Iterable[Item], settings: Settings, replies: Replies) -> dict[st
         qs = questions(item.replay)
         out["atoms"] += len(qs)
         for a in _asks(settings, item.replay, qs):
-            if replies.get(a.key) is not None:
+            if a.key in seen or replies.get(a.key) is not None:
                 out["cached"] += 1
             else:
+                seen.add(a.key)
                 out["calls"] += 1
                 out["tokens"] += a.tokens
     return out
@@ -189,17 +192,31 @@ class Run:
         self.summary = Summary()
         self.rules = proposers(settings)
         self.started = 0  # calls started, held to --max-calls
+        # calls in flight by key: a replay asking the same question waits for that reply
+        self.inflight: dict[str, asyncio.Future] = {}
 
     async def _reply(self, a: Ask) -> Reply | Any:
         got = self.replies.get(a.key)
         if got is not None:
             self.summary.cached += 1
             return got
+        shared = self.inflight.get(a.key)
+        if shared is not None:  # the same question, already asked for another replay
+            self.summary.cached += 1
+            return await asyncio.shield(shared)
         limit = self.settings.max_calls
         if limit is not None and self.started >= limit:
             raise _Stopped
         self.started += 1
-        reply = await self.provider.call(a)
+        future = self.inflight[a.key] = asyncio.get_running_loop().create_future()
+        try:
+            reply = await self.provider.call(a)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: no "never retrieved" noise when nobody waits
+            raise
+        finally:
+            del self.inflight[a.key]
         self.summary.calls += 1
         if isinstance(reply, Reply):
             self.summary.input_tokens += reply.input_tokens
@@ -207,6 +224,7 @@ class Run:
             self.replies.put(a.key, reply)
         else:
             self.summary.failures += 1
+        future.set_result(reply)
         return reply
 
     def _readers(self) -> list[Reader]:
