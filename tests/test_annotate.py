@@ -375,3 +375,86 @@ def test_without_the_extra_one_line_says_what_to_install_exit_2(tmp_path, r1, mo
         "`unmask annotate` asks a model through Inspect AI, which is not installed: "
         "pip install 'unmask[models]'"
     ]
+
+
+# --- the question: prompt and schema from the protocol, read back by hand ---------------------
+
+
+def rag_questions(tmp_path: Path):
+    from unmask.annotate.question import questions
+    from unmask.replay import load_replay
+
+    replay = load_replay(str(free_replays(tmp_path) / "r1.json"))
+    return replay, questions(replay)
+
+
+def test_the_question_names_each_open_atom_its_role_description_and_sources(tmp_path):
+    from unmask.judgeschema import emit_reading_prompt
+
+    replay, qs = rag_questions(tmp_path)
+    # quotes_verbatim is annotated by the importer: not open, not asked
+    assert [q.atom for q in qs] == [
+        "said(joined)",
+        "said(cto)",
+        "checked(joined)",
+        "checked(cto)",
+        "cited",
+        "outside",
+        "backed(joined)",
+        "backed(cto)",
+    ]
+    by_atom = {q.atom: q for q in qs}
+    assert by_atom["said(joined)"].sources == ("rationale",)
+    assert by_atom["cited"].sources == ("rationale", "trace")
+    assert by_atom["backed(cto)"].sources == ("context", "response")
+    prompt = emit_reading_prompt(qs, replay.sources)
+    assert (
+        "- backed(cto) (context; quote from: context, response): "
+        "The passages support claim cto of the answer"
+    ) in prompt
+    assert f"<context>\n{replay.sources['context']}\n</context>" in prompt
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"atoms": {}},
+        {"atoms": {"cited": {"value": "UNKNOWN", "quotes": []}}},
+        {"atoms": {"cited": {"value": "TRUE", "quotes": [{"source": "trace", "text": "q"}]}}},
+        {"atoms": {"cited": {"value": "TRUE", "quotes": []}}},
+        {"atoms": {"cited": {"value": "UNKNOWN", "quotes": [{"source": "trace", "text": "q"}]}}},
+        {"atoms": {"cited": {"value": "TRUE", "quotes": [{"source": "context", "text": "q"}]}}},
+        {"atoms": {"cited": {"value": "TRUE", "quotes": [{"source": "trace", "text": ""}]}}},
+        {"atoms": {"cited": {"value": "TRUE", "quotes": ["q"]}}},
+        {"atoms": {"cited": {"value": "true", "quotes": []}}},
+        {"atoms": {"nope": {"value": "UNKNOWN", "quotes": []}}},
+        {"atoms": {"cited": {"value": "UNKNOWN"}}},
+        {"atoms": {"cited": {"value": "UNKNOWN", "quotes": [], "why": "x"}}},
+        {"atoms": [], "extra": 1},
+        {},
+        [],
+    ],
+)
+def test_the_schema_and_the_hand_reader_agree(tmp_path, answer):
+    import jsonschema
+
+    from unmask.judgeschema import OutputError, read_reading, reading_schema
+
+    _, qs = rag_questions(tmp_path)
+    schema = reading_schema(qs)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    by_schema = jsonschema.Draft202012Validator(schema).is_valid(answer)
+    try:
+        read_reading(answer, qs)
+        by_hand = True
+    except OutputError:
+        by_hand = False
+    assert by_schema == by_hand
+
+
+def test_a_model_readers_version_is_the_same_for_every_replay_and_protocol():
+    from unmask.annotate.run import Settings
+
+    a = Settings(model="m/x").model_by()["version"]
+    assert a == Settings(model="other/y").model_by()["version"]
+    assert a != Settings(model="m/x", max_tokens=100).model_by()["version"]

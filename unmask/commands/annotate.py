@@ -201,9 +201,10 @@ def command(
         say("warning: no cache folder: calls are not kept, and an interrupted run starts over")
     if dry_run:
         p = plan(_items(paths, limits), settings, replies)
+        to = f"`{model}`" if settings.model else "a model (no reader is `model`)"
         echo(
             f"dry run: {p['replays']} replays ({p['invalid']} invalid), {p['atoms']} open atoms"
-            f" to read; {p['calls']} calls to `{model}` ({p['cached']} more cached), about"
+            f" to read; {p['calls']} calls to {to} ({p['cached']} more cached), about"
             f" {p['tokens']:,} tokens sent (characters / 4), at most"
             f" {p['calls'] * max_tokens:,} tokens back; no call made"
         )
