@@ -352,3 +352,35 @@ def test_an_unknown_key_in_a_reading_is_a_warning():
     assert [(w.code, w.path) for w in replay.warnings] == [
         ("unknown-key", "annotations[0].readings[0].confidence")
     ]
+
+
+def test_disagreements_reach_the_report_and_the_result_line(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from unmask.cli.main import main
+    from unmask.record import report_json
+
+    r = with_readings([reading("TRUE", "Both claims hold."), reading("FALSE", "I used only")])
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(r))
+    check = ["check", str(path), "--format", "json", "--backend", "sliced"]
+    report = json.loads(CliRunner().invoke(main, check).output)
+    [d] = report["disagreements"]
+    assert d["atom"] == "j" and d["value"] == "UNKNOWN"
+    assert [(x["value"], x["by"]["name"]) for x in d["readings"]] == [
+        ("TRUE", "m/x"),
+        ("FALSE", "m/x"),
+    ]
+    assert d["readings"][0]["evidence"][0]["quote"] == "Both claims hold."
+    res = CliRunner().invoke(main, ["audit", str(path), "--out", str(tmp_path / "res.jsonl")])
+    line = json.loads((tmp_path / "res.jsonl").read_text().splitlines()[0])
+    assert line["disagreements"] == report["disagreements"], res.output
+    back = report_json(line)
+    back.pop("location")
+    assert back == report
+    # a replay without readings: no such field, as before
+    path.write_text(json.dumps(base()))
+    plain = json.loads(CliRunner().invoke(main, ["check", str(path), "--format", "json"]).output)
+    assert "disagreements" not in plain
