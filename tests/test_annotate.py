@@ -458,3 +458,57 @@ def test_a_model_readers_version_is_the_same_for_every_replay_and_protocol():
     a = Settings(model="m/x").model_by()["version"]
     assert a == Settings(model="other/y").model_by()["version"]
     assert a != Settings(model="m/x", max_tokens=100).model_by()["version"]
+
+
+def test_every_option_is_documented():
+    from unmask.commands.annotate import command
+
+    page = (ROOT / "docs" / "annotate.md").read_text()
+    for p in command.params:
+        for opt in getattr(p, "opts", []):
+            if (opt.startswith("--") and not opt.startswith("--max-")) or opt in (
+                "--max-calls",
+                "--max-tokens",
+                "--max-connections",
+                "--max-retries",
+            ):
+                assert f"`{opt}" in page, opt
+
+
+def test_readers_that_are_all_proposers_need_no_model_and_make_no_call(tmp_path, r1):
+    out = tmp_path / "o"
+    res = CliRunner().invoke(
+        main,
+        ["annotate", str(r1), "--readers", "claims-lexical", "--out", str(out)],
+        env={"UNMASK_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    assert res.exit_code == 0, res.output
+    obj = json.loads((out / "r1.json").read_text())
+    backed = {a["atom"]: a for a in obj["annotations"] if a["atom"].startswith("backed(")}
+    # the claim proposer reads context atoms only; `backed(claim)` names claims, not
+    # passages, so it abstains, with its reason: UNKNOWN, never FALSE
+    assert [a["value"] for a in backed.values()] == ["UNKNOWN", "UNKNOWN"]
+    assert backed["backed(joined)"]["by"]["name"] == "claims-lexical/1"
+    assert (
+        "abstained: the members of `backed` do not each name a passage"
+        in (backed["backed(joined)"]["explanation"])
+    )
+    assert not any(a["atom"].startswith("said(") for a in obj["annotations"])
+    assert "0 calls (0 cached)" in res.output and "2 UNKNOWN (2 abstained)" in res.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--out", "o"], "`--model` is missing"),
+        (["--model", "gpt-4o", "--out", "o"], "`--model` is PROVIDER/MODEL, found `gpt-4o`"),
+        (["--model", "a/b"], "`--out` is missing"),
+        (["--model", "a/b", "--out", "o", "--readers", "model,nope"], "unknown proposer `nope`"),
+        (["--model", "a/b", "--out", "o", "--readers", "model,model"], "names a reader twice"),
+    ],
+)
+def test_usage_errors_are_one_message_and_exit_2(tmp_path, r1, args, message):
+    res = CliRunner().invoke(main, ["annotate", str(r1), *args], env={"UNMASK_CACHE_DIR": ""})
+    assert res.exit_code == 2
+    assert message in res.output
+    assert "Traceback" not in res.output

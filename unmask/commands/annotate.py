@@ -57,7 +57,7 @@ class _Progress:
     def __init__(self, total: int | None) -> None:
         self.total = total
         self.tty = sys.stderr.isatty()
-        self.last = 0.0
+        self.last = time.monotonic()
 
     def line(self, s) -> str:  # type: ignore[no-untyped-def]
         total = "?" if self.total is None else str(self.total)
@@ -259,7 +259,7 @@ def _run(paths, limits, settings, out, provider, replies, Run, names) -> None:  
     reasons = ", ".join(f"{n} {code}" for code, n in sorted(summary.reasons.items()))
     say(
         f"{summary.written} replays written to `{out}`; atoms read: {values}"
-        + (f" (UNKNOWN: {reasons})" if reasons else "")
+        + (f" ({reasons})" if reasons else "")
         + ", every one unreviewed"
     )
     if summary.stopped:
