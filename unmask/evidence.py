@@ -289,7 +289,7 @@ def _readings(
                 r.err(
                     "evidence-read",
                     join_path(ep, "read"),
-                    "a reading in `readings` quotes a span; it does not read a whole source",
+                    "a reading in `readings` does not read a whole source",
                     help="quote the text that shows the value",
                 )
                 continue

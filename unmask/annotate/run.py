@@ -130,7 +130,13 @@ def proposers(settings: Settings) -> list[Any]:
             continue
         if name == "model-chat":
             raise UnmaskError(
-                [Diagnostic("usage", "reader `model-chat` is `unmask propose`'s; here use `model`")]
+                [
+                    Diagnostic(
+                        "usage",
+                        "reader `model-chat` is for `unmask propose`",
+                        help="name the model reader `model`, with `--model`",
+                    )
+                ]
             )
         p = create(name)
         if not can_fill(p):

@@ -196,9 +196,21 @@ def command(
     except UnmaskError as exc:
         say(render_all(exc.diagnostics))
         raise SystemExit(exitcodes.USAGE) from None
+    if MODEL in names_given and not dry_run and not prov.available():
+        say(prov.INSTALL)  # one line, before anything else is said or done
+        raise SystemExit(exitcodes.USAGE)
     replies = Replies()
     if not replies.enabled:
-        say("warning: no cache folder: calls are not kept, and an interrupted run starts over")
+        say(
+            render(
+                Diagnostic(
+                    "cache",
+                    "no cache folder, so calls are not kept",
+                    help="an interrupted run starts over; set `UNMASK_CACHE_DIR` to keep them",
+                    severity="warning",
+                )
+            )
+        )
     if dry_run:
         p = plan(_items(paths, limits), settings, replies)
         to = f"`{model}`" if settings.model else "a model (no reader is `model`)"
@@ -211,9 +223,6 @@ def command(
         return
     provider = None
     if MODEL in names_given:
-        if not prov.available():
-            say(prov.INSTALL)
-            raise SystemExit(exitcodes.USAGE)
         try:
             provider = prov.Provider(
                 model,
