@@ -438,7 +438,7 @@ def test_the_question_names_each_open_atom_its_role_description_and_sources(tmp_
 def test_the_schema_and_the_hand_reader_agree(tmp_path, answer):
     import jsonschema
 
-    from unmask.judgeschema import OutputError, read_reading, reading_schema
+    from unmask.judgeschema import ShapeError, read_reading, reading_schema
 
     _, qs = rag_questions(tmp_path)
     schema = reading_schema(qs)
@@ -447,7 +447,7 @@ def test_the_schema_and_the_hand_reader_agree(tmp_path, answer):
     try:
         read_reading(answer, qs)
         by_hand = True
-    except OutputError:
+    except ShapeError:
         by_hand = False
     assert by_schema == by_hand
 

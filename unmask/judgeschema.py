@@ -575,9 +575,7 @@ def read_reading(obj: Any, questions: Sequence[Question], at: str = "answer") ->
         raise ShapeError(at, "missing `atoms`")
     atoms = obj["atoms"]
     if not isinstance(atoms, dict):
-        raise ShapeError(
-            f"{at}.atoms", f"expected an object of statements, found `{_show(atoms)}`"
-        )
+        raise ShapeError(f"{at}.atoms", f"expected an object of statements, found `{_show(atoms)}`")
     asked = {q.atom: q for q in questions}
     out = []
     for name, stmt in atoms.items():

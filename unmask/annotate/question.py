@@ -25,8 +25,8 @@ from typing import Any
 from unmask.frozen import frozen
 from unmask.judgeschema import (
     READING_INSTRUCTIONS,
-    ShapeError,
     Question,
+    ShapeError,
     emit_reading_prompt,
     read_reading,
     reading_schema,
