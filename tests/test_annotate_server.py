@@ -290,3 +290,59 @@ def test_dry_run_on_the_rag_example_makes_no_call(tmp_path, server_factory):
     assert "10 calls to `openai-api/local/scripted`" in res.stdout
     assert "tokens sent (characters / 4)" in res.stdout
     assert server.count == 0
+
+
+def test_two_samples_that_disagree_through_the_server_are_shown_in_every_report(
+    tmp_path, server_factory
+):
+    from tests.test_annotate import disagreeing
+
+    free = free_replays(tmp_path)
+    calls = []
+
+    def script(user: str) -> object:
+        calls.append(user)
+        return disagreeing(user, len(calls))  # TRUE, then FALSE, for the same question
+
+    server = server_factory(script)
+    out = tmp_path / "out"
+    res = run(
+        server,
+        tmp_path / "cache",
+        str(free / "r1.json"),
+        "--model",
+        MODEL,
+        "--out",
+        str(out),
+        "--samples",
+        "2",
+        "--max-connections",
+        "1",
+    )
+    assert res.returncode == 0, res.stderr
+    assert server.count == 2 and calls[0] == calls[1]  # one question, asked twice
+    obj = json.loads((out / "r1.json").read_text())
+    ann = next(a for a in obj["annotations"] if a["atom"] == "outside")
+    assert ann["value"] == "UNKNOWN" and [r["value"] for r in ann["readings"]] == ["TRUE", "FALSE"]
+    check = [
+        sys.executable,
+        "-c",
+        "from unmask.cli.main import main; main()",
+        "check",
+        str(out / "r1.json"),
+    ]
+    text = subprocess.run(check, capture_output=True, text=True).stdout
+    assert "readers disagree on `outside`, so it is UNKNOWN:" in text
+    assert f"- TRUE by model {MODEL}, unreviewed: `{MODEL}` sample 1" in text
+    assert f"- FALSE by model {MODEL}, unreviewed: `{MODEL}` sample 2" in text
+    html = subprocess.run([*check, "--format", "html"], capture_output=True, text=True).stdout
+    assert "readers disagree, so the atom is UNKNOWN" in html
+    assert "“Passage [1] says”" in html and "“I used only the passages.”" in html
+    report = json.loads(
+        subprocess.run([*check, "--format", "json"], capture_output=True, text=True).stdout
+    )
+    [d] = report["disagreements"]
+    assert [(r["value"], r["evidence"][0]["quote"]) for r in d["readings"]] == [
+        ("TRUE", "Passage [1] says"),
+        ("FALSE", "I used only the passages."),
+    ]
