@@ -512,3 +512,33 @@ def test_usage_errors_are_one_message_and_exit_2(tmp_path, r1, args, message):
     assert res.exit_code == 2
     assert message in res.output
     assert "Traceback" not in res.output
+
+
+def test_a_protocol_named_by_path_is_embedded_in_the_replay_written(tmp_path, r1):
+    protos = tmp_path / "protos"
+    protos.mkdir()
+    obj = json.loads(r1.read_text())
+    text = obj["protocol"]["source"]  # the importer's: rag.proto and `quotes_verbatim`
+    (protos / "rag.proto").write_text(text)
+    replays = tmp_path / "replays"
+    replays.mkdir()
+    obj["protocol"] = {"path": "../protos/rag.proto"}
+    (replays / "r1.json").write_text(json.dumps(obj))
+    out = tmp_path / "o"
+    res = CliRunner().invoke(
+        main,
+        [
+            "annotate",
+            str(replays),
+            "--readers",
+            "claims-lexical",
+            "--out",
+            str(out),
+            "--protocol-path",
+            str(protos),
+        ],
+        env={"UNMASK_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    assert res.exit_code == 0, res.output
+    written = json.loads((out / "r1.json").read_text())
+    assert written["protocol"] == {"source": text}

@@ -63,6 +63,8 @@ class Settings:
     max_calls: int | None = None
     threshold: float = 0.5  # a proposer's, as `unmask propose replay` takes it
     concurrency: int = 8  # replays in flight; calls are limited by the provider's connections
+    # folders besides a replay's own where its protocol `path` may lead (`--protocol-path`)
+    protocol_roots: tuple[str, ...] = ()
 
     def generation(self) -> dict:
         """What, beside the messages, decides a reply: part of every call's cache key."""
@@ -339,9 +341,15 @@ class Run:
         from unmask.replay import replay_from_obj
 
         assert item.base is not None
+        from unmask.confine import Refused
+
         try:
-            _stand_alone(new, item.base, self.out)
+            _stand_alone(new, item.base, self.out, self.settings.protocol_roots)
             replay_from_obj(new, str(self.out / f"{item.name}.json"), self.out)
+        except Refused as exc:  # the protocol moved or changed since the replay was read
+            d = Diagnostic(exc.code, str(exc), path="protocol.path", help=exc.help)
+            self.summary.errors.append((item.index, item.location, (d,)))
+            return
         except UnmaskError as exc:  # a reader wrote what the loader refuses: say so
             self.summary.errors.append((item.index, item.location, tuple(exc.diagnostics)))
             return
@@ -423,7 +431,7 @@ def _reading(r: Reader, g: Got) -> dict:
     return out
 
 
-def _stand_alone(obj: dict, base: Path, out_dir: Path) -> None:
+def _stand_alone(obj: dict, base: Path, out_dir: Path, roots: tuple[str, ...] = ()) -> None:
     """A protocol named by path is embedded when the output folder is another one."""
     from unmask.confine import locate_protocol
     from unmask.files import read_text
@@ -433,7 +441,7 @@ def _stand_alone(obj: dict, base: Path, out_dir: Path) -> None:
         return
     if "path" not in protocol:
         return
-    real, _ = locate_protocol(protocol["path"], base)
+    real, _ = locate_protocol(protocol["path"], base, roots)
     obj["protocol"] = {"source": read_text(Path(real))}
 
 

@@ -190,6 +190,7 @@ def command(
         max_calls=max_calls,
         threshold=threshold,
         concurrency=max_connections * 2,
+        protocol_roots=tuple(limits.protocol_path),
     )
     try:
         proposers(settings)  # a reader that is not one is a usage error, before any work
