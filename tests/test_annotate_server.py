@@ -346,3 +346,32 @@ def test_two_samples_that_disagree_through_the_server_are_shown_in_every_report(
         ("TRUE", "Passage [1] says"),
         ("FALSE", "I used only the passages."),
     ]
+
+
+def test_ctrl_c_exits_130_and_keeps_the_replies_received(tmp_path, server_factory):
+    many = hundred(tmp_path)
+    server = server_factory(delay=0.05)
+    cache = tmp_path / "cache"
+    argv, env = command(
+        server,
+        cache,
+        str(many),
+        "--model",
+        MODEL,
+        "--out",
+        str(tmp_path / "out"),
+        "--max-connections",
+        "1",
+    )
+    proc = subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 120
+    while server.count < 10 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted: the replies received so far are cached" in err
+    assert "Traceback" not in err
+    assert len(list((cache / "annotate").glob("*.json"))) >= 9

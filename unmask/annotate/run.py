@@ -219,9 +219,12 @@ class Run:
         future = self.inflight[a.key] = asyncio.get_running_loop().create_future()
         try:
             reply = await self.provider.call(a)
-        except BaseException as exc:
-            future.set_exception(exc)
-            future.exception()  # retrieved: no "never retrieved" noise when nobody waits
+        except BaseException as exc:  # cancelled (Ctrl-C), or a bug: waiters learn it too
+            if isinstance(exc, Exception):
+                future.set_exception(exc)
+                future.exception()  # retrieved: no "never retrieved" noise when nobody waits
+            else:
+                future.cancel()
             raise
         finally:
             del self.inflight[a.key]

@@ -284,6 +284,7 @@ def _run(paths, limits, settings, out, provider, replies, Run, names) -> None:  
 def _errors(out: Path, summary) -> None:  # type: ignore[no-untyped-def]
     """Every error record on stderr and in ``errors.jsonl`` (removed when there is none)."""
     import json
+    from dataclasses import replace
 
     from unmask.outputs import write_bytes
     from unmask.record import ERROR_SCHEMA, diagnostic_json
@@ -291,7 +292,7 @@ def _errors(out: Path, summary) -> None:  # type: ignore[no-untyped-def]
     lines = []
     for _, location, diags in sorted(summary.errors, key=lambda e: e[0]):
         for d in diags:
-            say(render(d if d.file else Diagnostic(d.code, d.message, file=location, help=d.help)))
+            say(render(d if d.file or d.span else replace(d, file=location)))
         record = {
             "schema": ERROR_SCHEMA,
             "location": location,
