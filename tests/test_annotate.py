@@ -542,3 +542,22 @@ def test_a_protocol_named_by_path_is_embedded_in_the_replay_written(tmp_path, r1
     assert res.exit_code == 0, res.output
     written = json.loads((out / "r1.json").read_text())
     assert written["protocol"] == {"source": text}
+
+
+@needs_inspect
+def test_a_question_over_the_size_bound_is_not_asked(tmp_path, r1):
+    summary, out, calls = run_mock(
+        tmp_path, [r1], lambda user, n: honest(user), max_question_chars=1000
+    )
+    assert calls == [] and summary.calls == 0 and summary.errors == []
+    said = annotation(out / "r1.json", "said(joined)")
+    assert said["value"] == "UNKNOWN" and "not asked: the question is" in said["explanation"]
+    assert "over 1,000" in said["explanation"]
+    assert summary.reasons["too-long"] == 8
+    res = CliRunner().invoke(
+        main,
+        ["annotate", str(r1), "--model", "a/b", "--dry-run", "--max-question-chars", "1000"],
+        env={"UNMASK_CACHE_DIR": str(tmp_path / "c2")},
+    )
+    assert "0 calls to `a/b`" in res.output
+    assert "1 replays not asked (question over `--max-question-chars`)" in res.output

@@ -18,10 +18,11 @@ unique in input order, so a rerun writes the same names) only after the replay l
 accepts it, with a protocol named by path embedded. Every call is looked up in ``replies``
 first and every reply stored there, so a second run makes no call and an interrupted one
 makes only those it did not finish; the same question asked for two replays is one call;
-``settings.max_calls`` stops asking: a replay that still needs a call is left unwritten
-(``Summary.stopped``). A timeout or provider error leaves that reader's atoms UNKNOWN with
-the reason and is the replay's error record (``Summary.errors``); the run goes on. Same
-replies, same bytes.
+a replay whose question is longer than ``settings.max_question_chars`` is not asked (its
+atoms UNKNOWN, ``too-long``); ``settings.max_calls`` stops asking: a replay that still
+needs a call is left unwritten (``Summary.stopped``). A timeout or provider error leaves
+that reader's atoms UNKNOWN with the reason and is the replay's error record
+(``Summary.errors``); the run goes on. Same replies, same bytes.
 """
 
 from __future__ import annotations
@@ -63,6 +64,9 @@ class Settings:
     max_calls: int | None = None
     threshold: float = 0.5  # a proposer's, as `unmask propose replay` takes it
     concurrency: int = 8  # replays in flight; calls are limited by the provider's connections
+    # the longest question sent, in characters: a replay whose question is longer is not
+    # asked (its atoms UNKNOWN, `too-long`), so one huge source cannot cost a fortune
+    max_question_chars: int = 400_000
     # folders besides a replay's own where its protocol `path` may lead (`--protocol-path`)
     protocol_roots: tuple[str, ...] = ()
 
@@ -161,6 +165,7 @@ def _asks(settings: Settings, replay: Replay, qs: list[Question]) -> list[Ask]:
 def plan(items: Iterable[Item], settings: Settings, replies: Replies) -> dict[str, int]:
     """What a run would send: calls (not cached), cached ones, estimated tokens sent."""
     out = {"replays": 0, "invalid": 0, "calls": 0, "cached": 0, "tokens": 0, "atoms": 0}
+    out["too_long"] = 0
     seen: set[str] = set()  # a question asked twice is one call
     for item in items:
         if item.replay is None:
@@ -169,7 +174,11 @@ def plan(items: Iterable[Item], settings: Settings, replies: Replies) -> dict[st
         out["replays"] += 1
         qs = questions(item.replay)
         out["atoms"] += len(qs)
-        for a in _asks(settings, item.replay, qs):
+        asks = _asks(settings, item.replay, qs)
+        if asks and asks[0].chars > settings.max_question_chars:
+            out["too_long"] += 1
+            continue
+        for a in asks:
             if a.key in seen or replies.get(a.key) is not None:
                 out["cached"] += 1
             else:
@@ -262,6 +271,11 @@ class Run:
             model_gots: list[dict[str, Got]] = []
             problems: list[Diagnostic] = []
             asks = _asks(self.settings, replay, qs)
+            limit = self.settings.max_question_chars
+            if asks and asks[0].chars > limit:  # not asked at all: no cost, no error
+                why = f"not asked: the question is {asks[0].chars:,} characters, over {limit:,}"
+                model_gots = [unknown_all(qs, why, "too-long") for _ in asks]
+                asks = []
             try:
                 replies = [await self._reply(a) for a in asks]
             except _Stopped:

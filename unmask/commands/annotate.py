@@ -144,6 +144,14 @@ class _Progress:
     help="retries of a failed call (Inspect's)",
 )
 @click.option(
+    "--max-question-chars",
+    "max_question_chars",
+    type=click.IntRange(min=1),
+    default=400_000,
+    show_default=True,
+    help="a replay whose question is longer, in characters, is not asked (its atoms UNKNOWN)",
+)
+@click.option(
     "--threshold",
     type=click.FloatRange(0, 1),
     default=0.5,
@@ -163,6 +171,7 @@ def command(
     timeout,
     max_connections,
     max_retries,
+    max_question_chars,
     threshold,
     limits,
 ) -> None:  # type: ignore[no-untyped-def]
@@ -191,6 +200,7 @@ def command(
         threshold=threshold,
         concurrency=max_connections * 2,
         protocol_roots=tuple(limits.protocol_path),
+        max_question_chars=max_question_chars,
     )
     try:
         proposers(settings)  # a reader that is not one is a usage error, before any work
@@ -219,7 +229,13 @@ def command(
             f"dry run: {p['replays']} replays ({p['invalid']} invalid), {p['atoms']} open atoms"
             f" to read; {p['calls']} calls to {to} ({p['cached']} more cached), about"
             f" {p['tokens']:,} tokens sent (characters / 4), at most"
-            f" {p['calls'] * max_tokens:,} tokens back; no call made"
+            f" {p['calls'] * max_tokens:,} tokens back"
+            + (
+                f"; {p['too_long']} replays not asked (question over `--max-question-chars`)"
+                if p["too_long"]
+                else ""
+            )
+            + "; no call made"
         )
         return
     provider = None
