@@ -17,6 +17,7 @@ used: ours (``unmask.annotate.cache``) keeps JSON, never pickles.
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 from unmask.annotate.question import Ask, Reply
@@ -49,6 +50,17 @@ class Failure:
 def _one_line(text: str, n: int = 200) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+_MARKUP = re.compile(r"\[/?(?:bold|italic|dim|red|green|blue|yellow|cyan|magenta)\]")
+
+
+def _reason(exc: BaseException) -> str:
+    """Inspect's reason on one line, without its terminal markup (``[bold]``) or its own
+    ``ERROR:``, first letter lowered (names such as ``LOCAL_API_KEY`` kept)."""
+    text = _MARKUP.sub("", _one_line(exc))
+    text = re.sub(r"^error:\s*", "", text, flags=re.I)
+    return text[:1].lower() + text[1:] if text[1:2].islower() else text
 
 
 def _timed_out(exc: BaseException) -> bool:
@@ -95,7 +107,7 @@ class Provider:
                     [
                         Diagnostic(
                             "model",
-                            f"cannot use model `{name}`: {_one_line(exc).lower()}",
+                            f"cannot use model `{name}`: {_reason(exc)}",
                             help="a model is PROVIDER/MODEL as Inspect names it, e.g."
                             " `openai/gpt-4o-mini` or `openai-api/SERVICE/MODEL` with"
                             " SERVICE_BASE_URL and SERVICE_API_KEY set",

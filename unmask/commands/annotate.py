@@ -28,6 +28,7 @@ import click
 from unmask import exitcodes
 from unmask.commands._options import click_options, echo, say
 from unmask.diagnostics import Diagnostic, UnmaskError, render, render_all
+from unmask.safe import printable
 
 ERRORS_FILE = "errors.jsonl"
 
@@ -225,17 +226,19 @@ def command(
     if dry_run:
         p = plan(_items(paths, limits), settings, replies)
         to = f"`{model}`" if settings.model else "a model (no reader is `model`)"
-        echo(
-            f"dry run: {p['replays']} replays ({p['invalid']} invalid), {p['atoms']} open atoms"
-            f" to read; {p['calls']} calls to {to} ({p['cached']} more cached), about"
-            f" {p['tokens']:,} tokens sent (characters / 4), at most"
-            f" {p['calls'] * max_tokens:,} tokens back"
-            + (
-                f"; {p['too_long']} replays not asked (question over `--max-question-chars`)"
-                if p["too_long"]
-                else ""
+        echo(  # the model's name is the user's: through the output policy
+            printable(
+                f"dry run: {p['replays']} replays ({p['invalid']} invalid), {p['atoms']} open atoms"
+                f" to read; {p['calls']} calls to {to} ({p['cached']} more cached), about"
+                f" {p['tokens']:,} tokens sent (characters / 4), at most"
+                f" {p['calls'] * max_tokens:,} tokens back"
+                + (
+                    f"; {p['too_long']} replays not asked (question over `--max-question-chars`)"
+                    if p["too_long"]
+                    else ""
+                )
+                + "; no call made"
             )
-            + "; no call made"
         )
         return
     provider = None
