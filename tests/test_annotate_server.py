@@ -33,7 +33,7 @@ MODEL = "openai-api/local/scripted"
 class Server:
     """A chat-completions server on the loopback address; ``script(user)`` returns the
     reply's content, or ``(content, finish_reason)``, ``("refusal", text)`` or
-    ``("sleep", seconds)``."""
+    ``("sleep", seconds)`` or ``("status", HTTP_STATUS)``."""
 
     def __init__(self, script: Callable[[str], object], delay: float = 0.0) -> None:
         self.script = script
@@ -54,6 +54,14 @@ class Server:
                 if outer.delay:
                     time.sleep(outer.delay)
                 content, finish, refusal = got, "stop", None
+                if isinstance(got, tuple) and got[0] == "status":
+                    data = b'{"error": {"message": "the server is down", "type": "server_error"}}'
+                    self.send_response(got[1])
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
                 if isinstance(got, tuple):
                     if got[0] == "sleep":
                         time.sleep(got[1])
@@ -375,3 +383,38 @@ def test_ctrl_c_exits_130_and_keeps_the_replies_received(tmp_path, server_factor
     assert "interrupted: the replies received so far are cached" in err
     assert "Traceback" not in err
     assert len(list((cache / "annotate").glob("*.json"))) >= 9
+
+
+def test_a_provider_error_is_the_replays_error_record_and_the_run_goes_on(tmp_path, server_factory):
+    free = free_replays(tmp_path)
+
+    def script(user: str) -> object:
+        _, sources = prompt_parts(user)
+        return ("status", 500) if "Eiffel" in sources.get("response", "") else honest(user)
+
+    server = server_factory(script)
+    out = tmp_path / "out"
+    res = run(
+        server,
+        tmp_path / "cache",
+        str(free),
+        "--model",
+        MODEL,
+        "--out",
+        str(out),
+        "--max-retries",
+        "0",
+        "--timeout",
+        "20",
+    )
+    assert res.returncode == 1, res.stderr
+    assert len(list(out.glob("r*.json"))) == 10  # the run went on
+    [err] = [json.loads(x) for x in (out / "errors.jsonl").read_text().splitlines()]
+    assert err["location"].endswith("r4.json") and err["errors"][0]["code"] == "provider"
+    r4 = json.loads((out / "r4.json").read_text())
+    said = next(a for a in r4["annotations"] if a["atom"] == "cited")
+    assert said["value"] == "UNKNOWN"
+    assert "the provider failed: HTTP 500: " in said["explanation"]
+    assert "the server is down" in said["explanation"] and " at 0x" not in said["explanation"]
+    r1 = json.loads((out / "r1.json").read_text())
+    assert any(a["value"] == "TRUE" for a in r1["annotations"] if a["by"]["kind"] == "model")

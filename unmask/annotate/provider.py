@@ -63,6 +63,28 @@ def _reason(exc: BaseException) -> str:
     return text[:1].lower() + text[1:] if text[1:2].islower() else text
 
 
+def _cause(exc: BaseException) -> BaseException:
+    """The error itself, out of tenacity's ``RetryError`` (whose text is a memory address)."""
+    for _ in range(10):
+        last = getattr(exc, "last_attempt", None)
+        inner = last.exception() if last is not None and hasattr(last, "exception") else None
+        if inner is None:
+            break
+        exc = inner
+    return exc
+
+
+def _failed(exc: BaseException) -> str:
+    """Why a call failed, the same words for the same failure: the HTTP status when there
+    is one, and the provider's message."""
+    exc = _cause(exc)
+    text = _reason(exc)
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int) and not isinstance(status, bool):
+        return f"HTTP {status}" + (f": {text}" if text else "")
+    return text or "an error without a message"
+
+
 def _timed_out(exc: BaseException) -> bool:
     """Whether ``exc``, or what it wraps (tenacity's ``RetryError``), is a timeout."""
     seen = 0
@@ -127,9 +149,9 @@ class Provider:
         except Exception as exc:  # the provider's failure is this call's, not the run's
             if _timed_out(exc):
                 return Failure(f"no answer within {self.timeout:g} s", "timeout")
-            return Failure(f"the provider failed: {_one_line(exc)}", "provider")
+            return Failure(f"the provider failed: {_failed(exc)}", "provider")
         if getattr(out, "error", None):
-            return Failure(f"the provider failed: {_one_line(out.error)}", "provider")
+            return Failure(f"the provider failed: {_reason(Exception(out.error))}", "provider")
         stop = str(getattr(out, "stop_reason", "") or "unknown")
         refused = stop == "content_filter"
         choices = getattr(out, "choices", None) or []
