@@ -380,6 +380,9 @@ def test_disagreements_reach_the_report_and_the_result_line(tmp_path):
     back = report_json(line)
     back.pop("location")
     assert back == report
+    md = CliRunner().invoke(main, ["check", str(path), "--format", "markdown"]).output
+    assert "**Readers disagree on `j`**, so it is **? UNKNOWN**:" in md
+    assert "- **✗ FALSE** by model m/x, unreviewed; rationale \\[18:29\\] `I used only`" in md
     # a replay without readings: no such field, as before
     path.write_text(json.dumps(base()))
     plain = json.loads(CliRunner().invoke(main, ["check", str(path), "--format", "json"]).output)
