@@ -268,3 +268,122 @@ def test_an_undeclared_label_exits_4_listing_the_labels(tmp_path) -> None:
             "wice.json: verdict: error: the verdict must be a label of the protocol: expected "
             "one of `supported`, `partially_supported`, `not_supported`, found `mostly_supported`"
         ) in result.stderr
+
+
+# --- readings: what several readers read when they did not agree ------------------------------
+
+
+def with_readings(readings: object) -> dict:
+    r = base()
+    ann = r["annotations"][0]
+    ann["value"] = "UNKNOWN"
+    ann["evidence"] = []
+    ann["by"] = {"kind": "model", "name": "m/x", "version": "sha256:0"}
+    ann["readings"] = readings
+    return r
+
+
+def reading(value: str, quote: str | None = None, **by: object) -> dict:
+    from tests.test_replay import RATIONALE
+
+    out: dict = {"by": {"kind": "model", "name": "m/x", **by}, "value": value}
+    out["evidence"] = [span(RATIONALE, "rationale", quote)] if quote else []
+    return out
+
+
+def test_readings_are_read_with_their_reader_value_and_spans():
+    r = with_readings([reading("TRUE", "Both claims hold."), reading("FALSE", "I used only")])
+    a = replay_from_obj(r).annotations[0]
+    assert [x.value for x in a.readings] == ["TRUE", "FALSE"]
+    assert a.readings[0].by == Provenance("model", "m/x")
+    assert a.readings[1].evidence[0].quote == "I used only"
+    # without readings, nothing changes
+    assert replay_from_obj(base()).annotations[0].readings == ()
+
+
+@pytest.mark.parametrize(
+    ("readings", "code", "path"),
+    [
+        ("TRUE", "type", "annotations[0].readings"),
+        (["x"], "type", "annotations[0].readings[0]"),
+        ([{"value": "UNKNOWN"}], "missing", "annotations[0].readings[0]"),
+        ([reading("MAYBE")], "value", "annotations[0].readings[0].value"),
+        ([reading("TRUE")], "evidence-missing", "annotations[0].readings[0].evidence"),
+        (
+            [{**reading("UNKNOWN"), "by": {"kind": "robot"}}],
+            "provenance",
+            "annotations[0].readings[0].by.kind",
+        ),
+        (
+            [
+                {
+                    **reading("TRUE"),
+                    "evidence": [{"source": "rationale", "start": 0, "end": 4, "quote": "Nope"}],
+                }
+            ],
+            "span-quote",
+            "annotations[0].readings[0].evidence[0].quote",
+        ),
+        (
+            [
+                {
+                    **reading("TRUE"),
+                    "evidence": [{"source": "context", "start": 0, "end": 5, "quote": CONTEXT[:5]}],
+                }
+            ],
+            "evidence-role",
+            "annotations[0].readings[0].evidence[0].source",
+        ),
+        (
+            [{**reading("FALSE"), "evidence": [{"source": "rationale", "read": "whole"}]}],
+            "evidence-read",
+            "annotations[0].readings[0].evidence[0].read",
+        ),
+    ],
+)
+def test_invalid_readings_are_errors_at_their_path(readings, code, path):
+    d = one(with_readings(readings))
+    assert (d.code, d.path) == (code, path)
+
+
+def test_an_unknown_key_in_a_reading_is_a_warning():
+    r = with_readings([{**reading("UNKNOWN"), "confidence": 0.4}])
+    replay = replay_from_obj(r)
+    assert [(w.code, w.path) for w in replay.warnings] == [
+        ("unknown-key", "annotations[0].readings[0].confidence")
+    ]
+
+
+def test_disagreements_reach_the_report_and_the_result_line(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from unmask.cli.main import main
+    from unmask.record import report_json
+
+    r = with_readings([reading("TRUE", "Both claims hold."), reading("FALSE", "I used only")])
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(r))
+    check = ["check", str(path), "--format", "json", "--backend", "sliced"]
+    report = json.loads(CliRunner().invoke(main, check).output)
+    [d] = report["disagreements"]
+    assert d["atom"] == "j" and d["value"] == "UNKNOWN"
+    assert [(x["value"], x["by"]["name"]) for x in d["readings"]] == [
+        ("TRUE", "m/x"),
+        ("FALSE", "m/x"),
+    ]
+    assert d["readings"][0]["evidence"][0]["quote"] == "Both claims hold."
+    res = CliRunner().invoke(main, ["audit", str(path), "--out", str(tmp_path / "res.jsonl")])
+    line = json.loads((tmp_path / "res.jsonl").read_text().splitlines()[0])
+    assert line["disagreements"] == report["disagreements"], res.output
+    back = report_json(line)
+    back.pop("location")
+    assert back == report
+    md = CliRunner().invoke(main, ["check", str(path), "--format", "markdown"]).output
+    assert "**Readers disagree on `j`**, so it is **? UNKNOWN**:" in md
+    assert "- **✗ FALSE** by model m/x, unreviewed; rationale \\[18:29\\] `I used only`" in md
+    # a replay without readings: no such field, as before
+    path.write_text(json.dumps(base()))
+    plain = json.loads(CliRunner().invoke(main, ["check", str(path), "--format", "json"]).output)
+    assert "disagreements" not in plain

@@ -13,6 +13,8 @@ since a misspelt ``reviewed`` would silently trust an annotation. An evidence en
 ``{"source": S, "read": "whole"}`` is a reading of all of source S that found nothing saying
 the atom holds: it backs only a FALSE annotation whose ``by`` names a reviewed reader, so a
 FALSE from absence always comes from an explicit, reviewed reading, never from a missing quote.
+``readings`` (what several readers read when they did not agree) are each a ``by``, a value
+and quoted spans checked as an annotation's are; nothing checked reads them.
 """
 
 from __future__ import annotations
@@ -31,10 +33,13 @@ from unmask.replaydata import (
     Annotation,
     Evidence,
     Provenance,
+    Reading,
 )
 
 # `review`: what an annotation was before `unmask review` changed it; kept, never read
-ANNOTATION_KEYS = ("atom", "value", "evidence", "explanation", "by", "review")
+ANNOTATION_KEYS = ("atom", "value", "evidence", "explanation", "by", "review", "readings")
+# `readings`: what each of several readers read when they did not agree; kept to be shown
+READING_KEYS = ("by", "value", "evidence", "explanation")
 EVIDENCE_KEYS = ("source", "start", "end", "quote")
 WHOLE_KEYS = ("source", "read")
 PROVENANCE_KEYS = ("kind", "name", "version", "reviewed")
@@ -97,9 +102,9 @@ def read_annotations(
     return tuple(out)
 
 
-# an annotation the quick reader takes has these keys at most (`by` and `review` go the
-# long way)
-_QUICK_KEYS = frozenset(ANNOTATION_KEYS) - {"by", "review"}
+# an annotation the quick reader takes has these keys at most (`by`, `review` and `readings`
+# go the long way)
+_QUICK_KEYS = frozenset(ANNOTATION_KEYS) - {"by", "review", "readings"}
 
 
 def quick_annotation(
@@ -228,9 +233,72 @@ def _annotation(
         whole = [j for j, e in enumerate(ev_raw) if isinstance(e, dict) and "read" in e]
         if whole:
             _whole_reader(r, a, f"{p}.evidence[{whole[0]}]", p, value, by)
+    readings: tuple[Reading, ...] = ()
+    if "readings" in a:
+        readings = _readings(r, a, p, role, sources, bad_sources, encoded)
     if name is not None and value is not None:
-        return Annotation(name, value, tuple(evidence), explanation, i, by)
+        return Annotation(name, value, tuple(evidence), explanation, i, by, readings)
     return None
+
+
+def _readings(
+    r: JsonReader,
+    a: dict,
+    p: str,
+    role: str | None,
+    sources: dict[str, str],
+    bad_sources: set[str],
+    encoded: _Encoded,
+) -> tuple[Reading, ...]:
+    """``readings``: each reader's value, quotes and why, as an annotation has them; every
+    reading names its reader (``by``), and a TRUE or FALSE one quotes a span (a reading of a
+    whole source is a reviewed annotation's, never one of several readers')."""
+    raw = r.array(a, "readings", p, required=False)
+    out = []
+    for k, e in enumerate(raw or ()):
+        rp = r.object_at(e, join_path(p, "readings"), k, "a reading", READING_KEYS)
+        if rp is None:
+            continue
+        by = None
+        if "by" not in e:
+            r.err("missing", rp, "missing `by`", help="a reading says which reader made it")
+        else:
+            by = _provenance(r, e["by"], join_path(rp, "by"))
+        value = r.string(e, "value", rp)
+        if value is not None and value not in VALUES:
+            r.err(
+                "value",
+                join_path(rp, "value"),
+                f"unknown value `{show(value)}`",
+                help="a value is `TRUE`, `FALSE` or `UNKNOWN`",
+            )
+            value = None
+        explanation = r.string(e, "explanation", rp, required=False) or ""
+        spans = []
+        ev_raw = r.array(e, "evidence", rp, required=False) or []
+        if value in ("TRUE", "FALSE") and not ev_raw:
+            r.err(
+                "evidence-missing",
+                join_path(rp, "evidence"),
+                f"a {value} reading needs at least one evidence span",
+                help="quote the text that shows it, or make the value `UNKNOWN`",
+            )
+        for j, x in enumerate(ev_raw):
+            ep = f"{rp}.evidence[{j}]"
+            if isinstance(x, dict) and "read" in x:
+                r.err(
+                    "evidence-read",
+                    join_path(ep, "read"),
+                    "a reading in `readings` does not read a whole source",
+                    help="quote the text that shows the value",
+                )
+                continue
+            ev = _evidence(r, x, ep, role, sources, bad_sources, encoded)
+            if ev is not None:
+                spans.append(ev)
+        if by is not None and value is not None:
+            out.append(Reading(by, value, tuple(spans), explanation))
+    return tuple(out)
 
 
 def _whole_reader(

@@ -14,6 +14,10 @@ member it does not state, at any depth below (the judge says its list is whole: 
 its words, never by absence). ``emit_judge_prompt`` writes the instructions for filling it.
 ``read_output`` checks one output against the same shape by hand, first problem first, with
 the JSON path, so the importer needs no schema library. Both outputs are byte-stable.
+The same statement, asked of another reader about any open atom of a replay (`unmask
+annotate`): ``reading_schema`` (each quote names its source, among those the atom's role
+allows), ``emit_reading_prompt`` (the sources, then the statements) under the fixed
+``READING_INSTRUCTIONS``, and ``read_reading``, the answer checked by hand as an output is.
 """
 
 from __future__ import annotations
@@ -450,3 +454,154 @@ def _names_hint(name: Any, names: Sequence[str], what: str) -> str:
     every = f"{what} are {listed}{more}" if names else f"there are no {what}"
     guess = did_you_mean(name, names)
     return f"{guess} {every}" if guess else every
+
+
+# --- a reader's answer about a replay's open atoms (`unmask annotate`) -----------------------
+#
+# The same statement as a judge's (a value, and quotes for TRUE and FALSE), asked of another
+# reader about any atom of a replay: so each quote also names the source it is copied from,
+# one of those the atom's role allows (docs/replay-format.md), and the reader is told the
+# sources' texts rather than writing a rationale of its own.
+
+
+@frozen
+class Question:
+    """One open atom put to a reader: its ground name, role, description, and the sources
+    of the replay its quotes may come from."""
+
+    atom: str
+    role: str  # judge | context | procedure
+    description: str
+    sources: tuple[str, ...]
+
+
+READING_INSTRUCTIONS = (
+    "You read the texts below (the sources) and say, for each statement listed, whether the "
+    "sources show it TRUE or FALSE. Answer with one JSON object and nothing else, following "
+    'the JSON Schema given: {"atoms": {STATEMENT: {"value": ..., "quotes": [...]}}}.\n'
+    '- "value" is "TRUE" or "FALSE" only when a passage of a source shows it; "quotes" then '
+    'lists that passage as {"source": NAME, "text": ...}, the text copied from the source '
+    "named exactly: the same characters, case and punctuation, no ellipsis, no paraphrase. "
+    "A statement may only quote the sources listed with it. A quote that is not in its "
+    "source word for word makes the statement unread.\n"
+    '- "value" is "UNKNOWN", with "quotes": [], when no passage settles the statement; you '
+    "may also leave the statement out. Never answer FALSE because the sources do not mention "
+    "something: that is UNKNOWN.\n"
+)
+
+
+def _reading_statement(q: Question) -> dict[str, Any]:
+    quote = {
+        "type": "object",
+        "properties": {
+            "source": {"enum": list(q.sources)},
+            "text": {"type": "string", "minLength": 1},
+        },
+        "required": ["source", "text"],
+        "additionalProperties": False,
+    }
+    props = {**_STATEMENT["properties"], "quotes": {"type": "array", "items": quote}}
+    desc = f"({q.role}) {q.description}".rstrip()
+    return {**_STATEMENT, "properties": props, "description": desc}
+
+
+def reading_schema(questions: Sequence[Question]) -> dict[str, Any]:
+    """The JSON Schema of a reader's answer about ``questions``: a judge's statement per atom
+    (``_STATEMENT``), each quote naming its source among those the atom may quote."""
+    return {
+        "$schema": DRAFT,
+        "title": "readings of a replay's open atoms",
+        "type": "object",
+        "properties": {
+            "atoms": {
+                "type": "object",
+                "description": "one statement per atom; an atom left out is UNKNOWN",
+                "properties": {q.atom: _reading_statement(q) for q in questions},
+                "additionalProperties": False,
+            }
+        },
+        "required": ["atoms"],
+        "additionalProperties": False,
+    }
+
+
+def reading_shape() -> str:
+    """What every reading question shares, whatever its atoms and sources: the
+    instructions and the statement's shape. A reader's version is a digest of it."""
+    return READING_INSTRUCTIONS + json.dumps(
+        _reading_statement(Question("atom", "role", "", ("source",))), sort_keys=True
+    )
+
+
+def emit_reading_prompt(questions: Sequence[Question], sources: Mapping[str, str]) -> str:
+    """The question for one replay: its sources, each between tags, then the statements,
+    each with the sources it may quote. Source texts are sent as they are (a reader must
+    quote them exactly); statements are one line each, as in ``emit_judge_prompt``."""
+    from unmask.safe import UNSAFE
+
+    def one_line(text: str) -> str:
+        return UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", " ".join(text.split()))
+
+    used = [s for s in dict.fromkeys(s for q in questions for s in q.sources)]
+    out = ["Sources:"]
+    for name in used:
+        out += [f"<{name}>", sources[name], f"</{name}>"]
+    out += ["", "Statements:"]
+    for q in questions:
+        desc = one_line(q.description) or "(no description)"
+        quote = ", ".join(q.sources)
+        out.append(f"- {q.atom} ({q.role}; quote from: {quote}): {desc}")
+    return "\n".join(out) + "\n"
+
+
+@frozen
+class Read:
+    """A reader's statement about one atom, as it answered (quotes not yet located)."""
+
+    atom: str
+    value: str
+    quotes: tuple[tuple[str, str], ...]  # (source, text)
+
+
+def read_reading(obj: Any, questions: Sequence[Question], at: str = "answer") -> tuple[Read, ...]:
+    """The statements of one answer, or ``ShapeError`` at the first place it breaks the
+    schema of ``reading_schema(questions)``; an atom it leaves out is not in the result."""
+    if not isinstance(obj, dict):
+        raise ShapeError(at, f"expected an object with `atoms`, found `{_show(obj)}`")
+    for key in obj:
+        if key != "atoms":
+            raise ShapeError(key_path(at, key), f"unknown key `{_show(key)}`")
+    if "atoms" not in obj:
+        raise ShapeError(at, "missing `atoms`")
+    atoms = obj["atoms"]
+    if not isinstance(atoms, dict):
+        raise ShapeError(f"{at}.atoms", f"expected an object of statements, found `{_show(atoms)}`")
+    asked = {q.atom: q for q in questions}
+    out = []
+    for name, stmt in atoms.items():
+        path = key_path(f"{at}.atoms", name)
+        q = asked.get(name)
+        if q is None:
+            raise ShapeError(path, f"`{_show(name)}` is not a statement asked about")
+        if isinstance(stmt, dict) and isinstance(stmt.get("quotes"), list):
+            quotes, plain = [], []
+            for j, x in enumerate(stmt["quotes"]):
+                qp = f"{path}.quotes[{j}]"
+                if not isinstance(x, dict) or set(x) != {"source", "text"}:
+                    raise ShapeError(
+                        qp, f'expected `{{"source": …, "text": …}}`, found `{_show(x)}`'
+                    )
+                if x["source"] not in q.sources:
+                    allowed = ", ".join(f"`{s}`" for s in q.sources)
+                    raise ShapeError(
+                        f"{qp}.source", f"expected one of {allowed}, found `{_show(x['source'])}`"
+                    )
+                quotes.append((x["source"], x["text"]))
+                plain.append(x["text"])
+            # the value and the quotes' count are checked as a judge's statement is
+            s = _statement({**stmt, "quotes": plain}, name, path)
+            out.append(Read(name, s.value, tuple(quotes)))
+        else:
+            s = _statement(stmt, name, path)  # words the problem as for a judge
+            out.append(Read(name, s.value, ()))
+    return tuple(out)

@@ -211,6 +211,7 @@ def _own(replay: Replay) -> dict[str, Any]:
         "item": replay.item,
         "judge": replay.judge,
         "recheck": replay.recheck,
+        "disagreements": tuple(a for a in replay.annotations if a.readings),
     }
 
 

@@ -5,9 +5,11 @@ so the rest of the program may rely on them: every annotation names a declared a
 once, every span is in range and its quote matches, values are TRUE/FALSE/UNKNOWN, and
 ``verdict`` and ``gold`` are labels the protocol declares. ``gold`` lives here and nowhere
 the solver looks (the checker's input type has no field for it). An annotation's ``by``
-says who made it; absent, it is a reviewed human annotation. A replay re-checked against a
-protocol given apart from it (``unmask.recheck``) carries a ``Recheck``: which protocol,
-and the annotated atoms that protocol lacks (left out of ``annotations``, never silently).
+says who made it; absent, it is a reviewed human annotation. ``readings`` keeps what each of
+several readers read when they did not agree, for reports to show; no check reads it. A
+replay re-checked against a protocol given apart from it (``unmask.recheck``) carries a
+``Recheck``: which protocol, and the annotated atoms that protocol lacks (left out of
+``annotations``, never silently).
 """
 
 from __future__ import annotations
@@ -91,6 +93,17 @@ class Provenance:
 
 
 @frozen
+class Reading:
+    """One reader's reading of an atom that readers disagreed on (``readings``): who read it,
+    the value it gave, its quotes and why. Kept to be shown; nothing checked reads it."""
+
+    by: Provenance
+    value: str  # TRUE | FALSE | UNKNOWN
+    evidence: tuple[Evidence, ...] = ()
+    explanation: str = ""
+
+
+@frozen
 class Annotation:
     atom: str
     value: str  # TRUE | FALSE | UNKNOWN
@@ -98,6 +111,8 @@ class Annotation:
     explanation: str = ""
     index: int = 0  # position in the replay's `annotations` list, for JSON paths
     by: Provenance | None = None  # None: a reviewed human annotation
+    # the readings of several readers that did not agree (the annotation is then UNKNOWN)
+    readings: tuple[Reading, ...] = ()
 
     @property
     def unreviewed(self) -> bool:

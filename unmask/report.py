@@ -8,7 +8,8 @@ Contract:
   additions (both in ``docs/report-format.md``);
 - ``gold`` is added after checking (``with_gold``); flipping it changes only ``gold`` and
   ``verdict_matches_gold``; the replay's ``item`` and ``judge`` are added after checking
-  too, and appear in the JSON only when the replay has them;
+  too, and appear in the JSON only when the replay has them, as do ``disagreements`` (the
+  annotations whose readers did not agree, each reader's reading);
 - a field that only says something when true (``unreviewed``, ``gold_derived``) is written
   only then, and a part's ``label`` and ``by`` only when there is one, so a binary
   protocol with unattributed annotations reads as it always did;
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from unmask.frozen import frozen
 
 if TYPE_CHECKING:
-    from unmask.replaydata import Provenance, Recheck
+    from unmask.replaydata import Annotation, Provenance, Recheck
 
 SCHEMA = "unmask.report/1"
 
@@ -497,6 +498,8 @@ class Report:
     judge: str | None = None
     # `--protocol`: the protocol checked against instead of the replay's own (replaydata)
     recheck: Recheck | None = None
+    # annotations whose readers did not agree (their `readings`), shown, never solved
+    disagreements: tuple[Annotation, ...] = ()
 
     @property
     def verdict_matches_gold(self) -> bool | None:
@@ -543,7 +546,30 @@ class Report:
             out["judge"] = self.judge
         if self.recheck is not None:
             out["recheck"] = self.recheck.to_json()
+        if self.disagreements:
+            out["disagreements"] = [disagreement_json(a) for a in self.disagreements]
         return out
+
+
+def disagreement_json(a: Annotation) -> dict[str, Any]:
+    """An atom several readers read differently: its value, and each reader's reading."""
+
+    def span(e: Any) -> dict[str, Any]:
+        return {"source": e.source, "start": e.start, "end": e.end, "quote": e.quote}
+
+    return {
+        "atom": a.atom,
+        "value": a.value,
+        "readings": [
+            {
+                "by": r.by.to_json(),
+                "value": r.value,
+                "evidence": [span(e) for e in r.evidence],
+                "explanation": r.explanation,
+            }
+            for r in a.readings
+        ],
+    }
 
 
 def dumps(report: Report) -> str:

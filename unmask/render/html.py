@@ -252,6 +252,15 @@ def _annotations_view(replay: Any, marks: Sequence[ev.Mark], look: ev.Lookup) ->
                 "explanation": ann.explanation,
                 "marks": by_ann.get(str(ai), []),
                 "by": ev.clean(ev.provenance(ann.by)),
+                "readings": [
+                    {
+                        "value": r.value,
+                        "by": ev.clean(ev.provenance(r.by)),
+                        "explanation": ev.clean(r.explanation),
+                        "quotes": r.evidence,
+                    }
+                    for r in ann.readings
+                ],
             }
         )
     return out

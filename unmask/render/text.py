@@ -5,7 +5,8 @@ comes first, then the four dimensions with their checks; every violation shows t
 that prove it; every underdetermined check shows one witness per side, with completed
 values marked as possibilities, not observations; a check that rests on annotations a rule,
 a model or the gold label made says so ("rests on 2 unreviewed annotations"), and each
-quoted annotation names who made it when the replay says. Every line goes through
+quoted annotation names who made it when the replay says; an atom whose readers did not
+agree lists each reader's value, quotes and reason. Every line goes through
 ``safe.printable``, so control characters from a replay are shown as escapes, never acted
 on by a terminal; colour is ANSI via ``click.style``, added after that, and only when
 ``color`` is set (the command line sets it for terminals only). With ``trust`` (a
@@ -28,6 +29,7 @@ from unmask.render.words import (
     item_rule,
     members_text,
     named_members,
+    provenance,
     resting,
     standing_text,
     whole_reading,
@@ -155,6 +157,17 @@ def _check(
         _witnesses(out, indent + 1, res.witnesses)
 
 
+def _disagreements(out: _Out, report: Report) -> None:
+    """Each atom whose readers did not agree: every reader's value, quotes and reason."""
+    for a in report.disagreements:
+        out.add(0, f"readers disagree on `{a.atom}`, so it is {a.value}:")
+        for r in a.readings:
+            why = f": {_short(r.explanation)}" if r.explanation else ""
+            out.add(1, f"- {r.value} by {provenance(r.by)}{why}")
+            for q in r.evidence:
+                out.add(3, f'"{_short(q.quote)}" ({q.source} [{q.start}, {q.end}))')
+
+
 def render(report: Report, replay: Any = None, *, color: bool = False, trust: Any = None) -> str:
     """The text report; ``color`` adds ANSI colour to the result words; ``trust`` (an
     ``unmask.calibration.Trust``) adds each finding's trust."""
@@ -210,6 +223,7 @@ def render(report: Report, replay: Any = None, *, color: bool = False, trust: An
         out.add(0, f"unannotated (unknown, never read as false): {', '.join(report.unannotated)}")
     if report.unknown:
         out.add(0, f"annotated UNKNOWN: {', '.join(report.unknown)}")
+    _disagreements(out, report)
     if report.reasons and report.overall != SATISFIED:
         out.add(0, "")
         out.add(0, f"why {report.overall}:")

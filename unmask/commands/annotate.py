@@ -1,0 +1,325 @@
+"""`unmask annotate`: a model's (and other readers') readings of the open atoms of replays.
+
+Contract: ``unmask annotate REPLAYS... --model PROVIDER/MODEL --out DIR`` reads replays as
+`audit` takes them (files, folders, JSON Lines, ``-``), asks each reader of ``--readers``
+(default the model; ``--samples K`` asks the model K times, each sample a reader) about each
+replay's open atoms (``unmask.annotate.question``) and writes each replay, its open atoms
+annotated and unreviewed, to ``DIR/ID.json`` (``unmask.annotate.run``). Calls go through
+Inspect AI (``pip install 'unmask[models]'``; without it, one line says so and the exit
+status is 2) and are cached on disk, so a second run makes none and an interrupted one
+resumes. ``--dry-run`` prints the calls and tokens a run would send, and makes none (it
+needs no model library). A progress line goes to stderr. Error records (an invalid replay,
+a provider error, a timeout) go to ``DIR/errors.jsonl`` and on stderr; the run goes on.
+Exit 0 every replay written and every call answered; 1 some replay has an error record or
+was left for later by ``--max-calls``; 4 some input replay is invalid; 2 usage; 130
+interrupted (the replies received so far stay cached).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+
+from unmask import exitcodes
+from unmask.commands._options import click_options, echo, say
+from unmask.diagnostics import Diagnostic, UnmaskError, render, render_all
+from unmask.safe import printable
+
+ERRORS_FILE = "errors.jsonl"
+
+
+def _items(paths: tuple[str, ...], limits) -> Iterator:  # type: ignore[no-untyped-def]
+    """One ``Item`` per replay the paths name, loaded, or with why it is not valid."""
+    from unmask.annotate.run import Item
+    from unmask.batch.inputs import STDIN_LABEL, iter_tasks
+    from unmask.batch.run import task_document
+    from unmask.replay import replay_from_obj
+
+    for task in iter_tasks(paths, limits):
+        base = Path.cwd() if task.file == STDIN_LABEL else Path(task.file).resolve().parent
+        try:
+            obj, text = task_document(task, limits)
+            replay = replay_from_obj(obj, task.file, base, limits, line=task.line, text=text)
+        except UnmaskError as exc:
+            yield Item(task.location, errors=tuple(exc.diagnostics))
+            continue
+        yield Item(task.location, obj, replay, base)
+
+
+class _Progress:
+    """The progress line on stderr: rewritten in place on a terminal, else once every few
+    seconds, and always at the end."""
+
+    def __init__(self, total: int | None) -> None:
+        self.total = total
+        self.tty = sys.stderr.isatty()
+        self.last = time.monotonic()
+
+    def line(self, s) -> str:  # type: ignore[no-untyped-def]
+        total = "?" if self.total is None else str(self.total)
+        tokens = s.input_tokens + s.output_tokens
+        return (
+            f"annotate: {s.done}/{total} replays, {s.calls} calls ({s.cached} cached),"
+            f" {tokens:,} tokens, {s.failures} failures"
+        )
+
+    def __call__(self, s) -> None:  # type: ignore[no-untyped-def]
+        now = time.monotonic()
+        if self.tty:
+            click.echo("\r" + self.line(s), nl=False, err=True)
+        elif now - self.last >= 5:
+            self.last = now
+            say(self.line(s))
+
+    def end(self, s) -> None:  # type: ignore[no-untyped-def]
+        if self.tty:
+            click.echo("\r", nl=False, err=True)
+        say(self.line(s))
+
+
+@click.command("annotate")
+@click.argument("paths", nargs=-1, required=True, metavar="REPLAYS...")
+@click.option("--model", "model", metavar="PROVIDER/MODEL", help="the model, as Inspect names it")
+@click.option("--out", "out", type=click.Path(file_okay=False), help="the folder to write into")
+@click.option(
+    "--readers",
+    "readers",
+    default="model",
+    show_default=True,
+    help="readers that must agree, comma-separated: `model` and proposers (`unmask propose list`)",
+)
+@click.option(
+    "--samples",
+    type=click.IntRange(1, 20),
+    default=1,
+    show_default=True,
+    help="ask the model this many times; each answer is a reader",
+)
+@click.option(
+    "--max-calls",
+    "max_calls",
+    type=click.IntRange(min=0),
+    default=None,
+    help="make at most this many calls, then stop cleanly (rerun to go on)",
+)
+@click.option(
+    "--dry-run",
+    "dry_run",
+    is_flag=True,
+    help="print the calls and tokens a run would send, and make none",
+)
+@click.option(
+    "--max-tokens",
+    "max_tokens",
+    type=click.IntRange(min=16),
+    default=2048,
+    show_default=True,
+    help="the longest answer a call may get, in tokens",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.1, max=3600),
+    default=120.0,
+    show_default=True,
+    help="seconds a call may take, retries included",
+)
+@click.option(
+    "--max-connections",
+    "max_connections",
+    type=click.IntRange(1, 256),
+    default=4,
+    show_default=True,
+    help="calls in flight at once (Inspect's connection limit)",
+)
+@click.option(
+    "--max-retries",
+    "max_retries",
+    type=click.IntRange(0, 20),
+    default=2,
+    show_default=True,
+    help="retries of a failed call (Inspect's)",
+)
+@click.option(
+    "--max-question-chars",
+    "max_question_chars",
+    type=click.IntRange(min=1),
+    default=400_000,
+    show_default=True,
+    help="a replay whose question is longer, in characters, is not asked (its atoms UNKNOWN)",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1),
+    default=0.5,
+    show_default=True,
+    help="a proposer's least confidence, below which it abstains",
+)
+@click_options
+def command(
+    paths,
+    model,
+    out,
+    readers,
+    samples,
+    max_calls,
+    dry_run,
+    max_tokens,
+    timeout,
+    max_connections,
+    max_retries,
+    max_question_chars,
+    threshold,
+    limits,
+) -> None:  # type: ignore[no-untyped-def]
+    """Fill the open atoms of replays from a model's reading, unreviewed."""
+    from unmask.annotate import provider as prov
+    from unmask.annotate.cache import Replies
+    from unmask.annotate.run import MODEL, Run, Settings, names, plan, proposers
+
+    names_given = tuple(r.strip() for r in readers.split(",") if r.strip())
+    if not names_given:
+        _usage("`--readers` names no reader", "name `model` or a proposer")
+    if MODEL in names_given and not model:
+        _usage("`--model` is missing", "name the model, e.g. `--model openai/gpt-4o-mini`")
+    if model and "/" not in model:
+        _usage(f"`--model` is PROVIDER/MODEL, found `{model}`", "e.g. `openai/gpt-4o-mini`")
+    if not dry_run and not out:
+        _usage("`--out` is missing", "name the folder the annotated replays go to")
+    if len(set(names_given)) != len(names_given):
+        _usage("`--readers` names a reader twice", "use `--samples` to ask the model again")
+    settings = Settings(
+        model=model if MODEL in names_given else None,
+        readers=names_given,
+        samples=samples,
+        max_tokens=max_tokens,
+        max_calls=max_calls,
+        threshold=threshold,
+        concurrency=max_connections * 2,
+        protocol_roots=tuple(limits.protocol_path),
+        max_question_chars=max_question_chars,
+    )
+    try:
+        proposers(settings)  # a reader that is not one is a usage error, before any work
+    except UnmaskError as exc:
+        say(render_all(exc.diagnostics))
+        raise SystemExit(exitcodes.USAGE) from None
+    if MODEL in names_given and not dry_run and not prov.available():
+        say(prov.INSTALL)  # one line, before anything else is said or done
+        raise SystemExit(exitcodes.USAGE)
+    replies = Replies()
+    if not replies.enabled:
+        say(
+            render(
+                Diagnostic(
+                    "cache",
+                    "no cache folder, so calls are not kept",
+                    help="an interrupted run starts over; set `UNMASK_CACHE_DIR` to keep them",
+                    severity="warning",
+                )
+            )
+        )
+    if dry_run:
+        p = plan(_items(paths, limits), settings, replies)
+        to = f"`{model}`" if settings.model else "a model (no reader is `model`)"
+        echo(  # the model's name is the user's: through the output policy
+            printable(
+                f"dry run: {p['replays']} replays ({p['invalid']} invalid), {p['atoms']} open atoms"
+                f" to read; {p['calls']} calls to {to} ({p['cached']} more cached), about"
+                f" {p['tokens']:,} tokens sent (characters / 4), at most"
+                f" {p['calls'] * max_tokens:,} tokens back"
+                + (
+                    f"; {p['too_long']} replays not asked (question over `--max-question-chars`)"
+                    if p["too_long"]
+                    else ""
+                )
+                + "; no call made"
+            )
+        )
+        return
+    provider = None
+    if MODEL in names_given:
+        try:
+            provider = prov.Provider(
+                model,
+                max_connections=max_connections,
+                timeout=timeout,
+                max_tokens=max_tokens,
+                max_retries=max_retries,
+            )
+        except UnmaskError as exc:
+            say(render_all(exc.diagnostics))
+            raise SystemExit(exitcodes.USAGE) from None
+    _run(paths, limits, settings, Path(out), provider, replies, Run, names)
+
+
+def _usage(message: str, help: str) -> None:
+    say(render(Diagnostic("usage", message, help=help)))
+    raise SystemExit(exitcodes.USAGE)
+
+
+def _run(paths, limits, settings, out, provider, replies, Run, names) -> None:  # type: ignore[no-untyped-def]
+    from unmask.batch.inputs import count_tasks
+    from unmask.outputs import remove_stale_temps
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        remove_stale_temps(out)
+    except OSError as exc:
+        _usage(
+            f"cannot write `{out}`: {(exc.strerror or 'cannot write').lower()}",
+            "pick another folder",
+        )
+    progress = _Progress(count_tasks(paths, limits))
+    run = Run(settings, out, provider, replies, progress)
+    try:
+        summary = asyncio.run(run.run(names(_items(paths, limits))))
+    except KeyboardInterrupt:
+        progress.end(run.summary)
+        say("interrupted: the replies received so far are cached; run again to go on")
+        raise SystemExit(exitcodes.INTERRUPTED) from None
+    progress.end(summary)
+    _errors(out, summary)
+    values = ", ".join(f"{summary.values[v]} {v}" for v in ("TRUE", "FALSE", "UNKNOWN"))
+    reasons = ", ".join(f"{n} {code}" for code, n in sorted(summary.reasons.items()))
+    say(
+        f"{summary.written} replays written to `{out}`; atoms read: {values}"
+        + (f" ({reasons})" if reasons else "")
+        + ", every one unreviewed"
+    )
+    if summary.stopped:
+        say(f"{summary.stopped} replays left for later: `--max-calls` reached; run again to go on")
+    invalid = any(d.code not in ("timeout", "provider") for *_, ds in summary.errors for d in ds)
+    if invalid:
+        raise SystemExit(exitcodes.INVALID)
+    if summary.errors or summary.stopped:
+        raise SystemExit(exitcodes.ERRORS)
+
+
+def _errors(out: Path, summary) -> None:  # type: ignore[no-untyped-def]
+    """Every error record on stderr and in ``errors.jsonl`` (removed when there is none)."""
+    import json
+    from dataclasses import replace
+
+    from unmask.outputs import write_bytes
+    from unmask.record import ERROR_SCHEMA, diagnostic_json
+
+    lines = []
+    for _, location, diags in sorted(summary.errors, key=lambda e: e[0]):
+        for d in diags:
+            say(render(d if d.file or d.span else replace(d, file=location)))
+        record = {
+            "schema": ERROR_SCHEMA,
+            "location": location,
+            "errors": [diagnostic_json(d) for d in diags],
+        }
+        lines.append(json.dumps(record, ensure_ascii=False))
+    target = out / ERRORS_FILE
+    if lines:
+        write_bytes(str(target), ("\n".join(lines) + "\n").encode("utf-8"))
+    else:
+        target.unlink(missing_ok=True)
