@@ -230,3 +230,21 @@ def test_citations_the_judge_says_are_complete_leave_no_cites_pair_open(tmp_path
         open_pairs = {g["judge"] for g in report["grounding"] if g["status"] == "UNDERDETERMINED"}
         assert open_pairs == {a for a, v in cites.items() if v == "TRUE"}
     assert run(check, work).returncode == 3  # c2: UNKNOWN until `backs(p3, opened)` is read
+
+
+def test_the_message_the_doc_shows_is_the_one_the_command_prints(quickstart, tmp_path) -> None:
+    # step 3 shows what a line that does not name its source gets: drop line 14's `source`
+    doc = DOC.read_text(encoding="utf-8").split("## 3. Read the passages")[1]
+    shown = re.search(r"```\n(annotations\.jsonl:14:.*?)```", doc, re.S)
+    assert shown is not None, "step 3 lost its example message"
+    work = tmp_path / "w"
+    work.mkdir()
+    lines = (EXAMPLE / "annotations.jsonl").read_text(encoding="utf-8").splitlines()
+    assert '"source": "context", ' in lines[13]
+    lines[13] = lines[13].replace('"source": "context", ', "")
+    (work / "annotations.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    replays = quickstart["dir"] / "replays"
+    res = run(f"unmask annotate {replays} --from annotations.jsonl --reader ana --out x", work)
+    assert res.returncode == 4
+    assert res.stderr == shown.group(1)
+    assert not (work / "x").exists()

@@ -50,11 +50,14 @@ def _problem(file: str, number: int, message: str, help: str | None, column: int
 
 
 def _close(name: str, names: list[str]) -> str | None:
-    """The candidate ``name`` was most likely meant as: the same but for spaces, else the
-    closest spelling."""
+    """The candidate ``name`` was most likely meant as: the same but for spaces and case,
+    else the closest spelling."""
     import difflib  # only when a name is wrong
 
-    squeezed = [n for n in names if n.replace(" ", "") == name.replace(" ", "")]
+    def key(n: str) -> str:
+        return n.replace(" ", "").lower()
+
+    squeezed = [n for n in names if key(n) == key(name)]
     if squeezed:
         return squeezed[0]
     close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
@@ -127,7 +130,12 @@ def _line(file: str, number: int, obj: Any) -> Line | Diagnostic:
     if value != "UNKNOWN" and "quote" not in obj and "read" not in obj:
         return bad(
             f"a `{value}` needs its evidence: a `quote` copied from a source",
-            'or, for a FALSE nothing in a source says, `"read": "context"` (the source read whole)',
+            "copy the text that says it into `quote`"
+            + (
+                '; or, when nothing says it, `"read"` with the source read whole'
+                if value == "FALSE"
+                else ""
+            ),
         )
     return Line(
         file,
@@ -162,9 +170,9 @@ def _where(quote: str, text: str) -> list[int]:
     return out
 
 
-def _or(names: list[str] | tuple[str, ...]) -> str:
+def _or(names: list[str] | tuple[str, ...], word: str = "or") -> str:
     shown = [f"`{n}`" for n in names]
-    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " or " + shown[-1]
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + f" {word} " + shown[-1]
 
 
 def _evidence(line: Line, role: str, replay: Replay) -> list[dict] | Diagnostic:
@@ -215,7 +223,7 @@ def _evidence(line: Line, role: str, replay: Replay) -> list[dict] | Diagnostic:
             elsewhere = [s for s in found if s in allowed]
             return bad(
                 f"the quote is not in `{line.source}`"
-                + (f"; it is in {_or(elsewhere)}" if elsewhere else ""),
+                + (f"; it is in {_or(elsewhere, 'and')}" if elsewhere else ""),
                 (f'did you mean `"source": "{elsewhere[0]}"`?' if len(elsewhere) == 1 else None)
                 or "copy the quote exactly: spaces, case and punctuation count",
             )
@@ -225,7 +233,7 @@ def _evidence(line: Line, role: str, replay: Replay) -> list[dict] | Diagnostic:
             if found:  # in a source the role may not quote: say where, and what would do
                 where = sorted(found, key=SOURCES.index)
                 return bad(
-                    f"the quote is in {_or(where)}, which a `{role}` atom's evidence may not"
+                    f"the quote is in {_or(where, 'and')}, which a `{role}` atom's evidence may not"
                     f" come from",
                     f"quote what {_or(present or allowed)} says"
                     + (
@@ -242,7 +250,7 @@ def _evidence(line: Line, role: str, replay: Replay) -> list[dict] | Diagnostic:
             )
         if len(chosen) > 1:
             return bad(
-                f"the quote is in {_or(chosen)}",
+                f"the quote is in {_or(chosen, 'and')}",
                 f'did you mean `"source": "{chosen[0]}"`? name the one you read: '
                 + " or ".join(f'`"source": "{s}"`' for s in chosen),
             )
