@@ -283,3 +283,20 @@ def test_the_diagnostics_are_data() -> None:
         ("annotation-line", "h.jsonl", 3),
     ]
     assert all(d.help for d in problems)
+
+
+def test_a_line_naming_an_invalid_replay_shows_why_it_is_not_there(cited, tmp_path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "c1.json").write_bytes((cited / "c1.json").read_bytes())
+    (folder / "c2.json").write_text('{"id": "c2", "verdict": 3}', encoding="utf-8")
+    line = {"replay": "c2", "atom": "outside", "value": "UNKNOWN"}
+    r, hand, out = annotate(folder, tmp_path, line)
+    assert r.exit_code == 4
+    assert f"{hand}:1:1: error: no replay `c2` among the replays given" in r.output
+    assert "the inputs that are not valid replays are shown below" in r.output
+    assert str(folder / "c2.json") in r.output  # and why c2 could not be read
+    assert "1 problem in" in r.output and not out.exists()
+    # without a line naming it, the invalid replay is the run's error record, as ever
+    r, _, out = annotate(folder, tmp_path, {**line, "replay": "c1"})
+    assert r.exit_code == 4 and (out / "c1.json").exists() and (out / "errors.jsonl").exists()

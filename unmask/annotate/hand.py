@@ -150,14 +150,15 @@ def _line(file: str, number: int, obj: Any) -> Line | Diagnostic:
     )
 
 
-def unknown_replay(line: Line, ids: list[str]) -> Diagnostic:
+def unknown_replay(line: Line, ids: list[str], invalid: bool = False) -> Diagnostic:
+    """A line naming no replay read; ``invalid``: some input was not a valid replay."""
     near = _close(line.replay, ids)
     hint = f"did you mean `{near}`? " if near else ""
+    hint += "replays are " + _names(sorted(ids)) if ids else "no valid replay was read"
+    if invalid:
+        hint += "; the inputs that are not valid replays are shown below"
     return _problem(
-        line.file,
-        line.number,
-        f"no replay `{show(line.replay)}` among the replays given",
-        hint + ("replays are " + _names(sorted(ids)) if ids else "no replay was read"),
+        line.file, line.number, f"no replay `{show(line.replay)}` among the replays given", hint
     )
 
 

@@ -298,6 +298,7 @@ def _inputs(paths, limits, hand, reader):  # type: ignore[no-untyped-def]
     line writes nothing and calls nothing (exit 4), so a reading the person made is never
     left out unnoticed, nor read by a model in its place."""
     from collections import Counter
+    from dataclasses import replace
 
     if not hand:
         return (lambda: _items(paths, limits)), Counter()
@@ -319,17 +320,23 @@ def _inputs(paths, limits, hand, reader):  # type: ignore[no-untyped-def]
     for line in lines:
         by_id.setdefault(line.replay, []).append(line)
     ids: list[str] = []
+    invalid: list[Diagnostic] = []  # shown with the lines' problems: a line may name one
     for item in replays():
-        if item.replay is None:
-            continue  # the run gives it its error record
+        if item.replay is None:  # else the run gives it its error record
+            invalid += [
+                d if d.file or d.span else replace(d, file=item.location) for d in item.errors
+            ]
+            continue
         ids.append(item.replay.id)
         problems += applied(item, by_id.get(item.replay.id, []), reader, limits)[1]
     known = set(ids)
-    problems += [unknown_replay(line, ids) for line in lines if line.replay not in known]
+    problems += [
+        unknown_replay(line, ids, bool(invalid)) for line in lines if line.replay not in known
+    ]
     if problems:
         problems.sort(key=lambda d: d.span.line if d.span else 0)
-        say(render_all(problems))
         n = len(problems)
+        say(render_all(problems + invalid))
         say(
             f"{n} problem{'s' if n != 1 else ''} in `{hand}`: nothing written, no call made;"
             " fix the lines and run again"
