@@ -300,3 +300,19 @@ def test_a_line_naming_an_invalid_replay_shows_why_it_is_not_there(cited, tmp_pa
     # without a line naming it, the invalid replay is the run's error record, as ever
     r, _, out = annotate(folder, tmp_path, {**line, "replay": "c1"})
     assert r.exit_code == 4 and (out / "c1.json").exists() and (out / "errors.jsonl").exists()
+
+
+def test_replays_on_stdin_are_read_once_and_written(cited, tmp_path) -> None:
+    # the lines are checked against every replay before any is written: stdin is held
+    records = "".join(
+        json.dumps(json.loads((cited / f"{r}.json").read_text())) + "\n" for r in ("c1", "c2")
+    )
+    hand = tmp_path / "h.jsonl"
+    line = {"replay": "c2", "atom": "backs(p3, opened)", "value": "FALSE", "read": "context"}
+    hand.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    args = ["annotate", "-", "--from", str(hand), "--reader", "ana", "--out", str(out)]
+    r = CliRunner().invoke(main, args, input=records)
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in out.iterdir()) == ["c1.json", "c2.json"]
+    assert ann(out, "c2", "backs(p3, opened)")["by"] == ANA

@@ -11,13 +11,16 @@ and must be in exactly one, once; a ``source`` given must be one the role allows
 is a FALSE only (docs/replay-format.md: a whole reading by a reviewed reader). Each
 annotation is ``by: {kind: human, name: READER, reviewed: true}``; an atom already annotated
 is replaced through ``unmask.review.apply_to``, the old annotation kept under ``review`` as
-`unmask review` keeps it. ``unknown_replay(line, ids)`` is the problem of a line whose
-replay is not among the inputs. Every problem names what to write instead.
+`unmask review` keeps it. ``applied(item, lines, reader, limits)`` is a loaded replay with
+its lines in, validated again by the replay loader; ``check(items, by_id, reader, limits)``
+checks every line against every replay (a line whose replay is not among them too) and
+writes nothing. Every problem names what to write instead.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from unmask.diagnostics import Diagnostic
@@ -361,3 +364,38 @@ def applied(item: Any, lines: list[Line], reader: str, limits: Any) -> tuple[Any
         note = f"after the readings of `{lines[0].file}` lines {at}"
         return item, [replace(d, notes=(*d.notes, note)) for d in exc.diagnostics]
     return Item(item.location, new, replay, item.base), []
+
+
+def by_replay(lines: list[Line]) -> dict[str, list[Line]]:
+    """The lines of each replay id, in file order."""
+    out: dict[str, list[Line]] = {}
+    for line in lines:
+        out.setdefault(line.replay, []).append(line)
+    return out
+
+
+def check(
+    items: Iterable[Any], by_id: dict[str, list[Line]], reader: str, limits: Any
+) -> tuple[list[Diagnostic], list[Diagnostic]]:
+    """Every line applied to a copy of its replay and checked, nothing written: the lines'
+    problems (a line naming no replay read among them), in line order, and the errors of
+    the inputs that are not valid replays (a line may name one: they explain it)."""
+    from dataclasses import replace
+
+    problems: list[Diagnostic] = []
+    invalid: list[Diagnostic] = []
+    ids: list[str] = []
+    for item in items:
+        if item.replay is None:
+            invalid += [
+                d if d.file or d.span else replace(d, file=item.location) for d in item.errors
+            ]
+            continue
+        ids.append(item.replay.id)
+        problems += applied(item, by_id.get(item.replay.id, []), reader, limits)[1]
+    known = set(ids)
+    for rid, lines in by_id.items():
+        if rid not in known:
+            problems += [unknown_replay(line, ids, bool(invalid)) for line in lines]
+    problems.sort(key=lambda d: d.span.line if d.span else 0)
+    return problems, invalid

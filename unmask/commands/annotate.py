@@ -298,11 +298,10 @@ def _inputs(paths, limits, hand, reader):  # type: ignore[no-untyped-def]
     line writes nothing and calls nothing (exit 4), so a reading the person made is never
     left out unnoticed, nor read by a model in its place."""
     from collections import Counter
-    from dataclasses import replace
 
     if not hand:
         return (lambda: _items(paths, limits)), Counter()
-    from unmask.annotate.hand import applied, read_lines, unknown_replay
+    from unmask.annotate.hand import applied, by_replay, check, read_lines
     from unmask.files import read_text
 
     held = list(_items(paths, limits)) if "-" in paths else None  # stdin is read once
@@ -316,23 +315,9 @@ def _inputs(paths, limits, hand, reader):  # type: ignore[no-untyped-def]
         say(render_all(exc.diagnostics))
         raise SystemExit(exitcodes.USAGE) from None
     lines, problems = read_lines(hand, text)
-    by_id: dict[str, list] = {}
-    for line in lines:
-        by_id.setdefault(line.replay, []).append(line)
-    ids: list[str] = []
-    invalid: list[Diagnostic] = []  # shown with the lines' problems: a line may name one
-    for item in replays():
-        if item.replay is None:  # else the run gives it its error record
-            invalid += [
-                d if d.file or d.span else replace(d, file=item.location) for d in item.errors
-            ]
-            continue
-        ids.append(item.replay.id)
-        problems += applied(item, by_id.get(item.replay.id, []), reader, limits)[1]
-    known = set(ids)
-    problems += [
-        unknown_replay(line, ids, bool(invalid)) for line in lines if line.replay not in known
-    ]
+    by_id = by_replay(lines)
+    found, invalid = check(replays(), by_id, reader, limits)
+    problems += found
     if problems:
         problems.sort(key=lambda d: d.span.line if d.span else 0)
         n = len(problems)
@@ -352,7 +337,7 @@ def _inputs(paths, limits, hand, reader):  # type: ignore[no-untyped-def]
     return annotated, counts
 
 
-def _run(paths, limits, settings, out, provider, replies, Run, names, inputs, note) -> None:  # type: ignore[no-untyped-def]  # type: ignore[no-untyped-def]
+def _run(paths, limits, settings, out, provider, replies, Run, names, inputs, note) -> None:  # type: ignore[no-untyped-def]
     from unmask.batch.inputs import count_tasks
     from unmask.outputs import remove_stale_temps
 
