@@ -316,3 +316,17 @@ def test_replays_on_stdin_are_read_once_and_written(cited, tmp_path) -> None:
     assert r.exit_code == 0, r.output
     assert sorted(p.name for p in out.iterdir()) == ["c1.json", "c2.json"]
     assert ann(out, "c2", "backs(p3, opened)")["by"] == ANA
+
+
+def test_a_quote_copied_loosely_is_shown_as_the_source_writes_it(cited, tmp_path) -> None:
+    # case and spacing differ, as in a copy from a rendered page: the exact text is offered,
+    # never taken in its place
+    loose = "the sydney harbour bridge opened  in march 1932"
+    line = {"replay": "c2", "atom": "backs(p1, opened)", "value": "TRUE", "quote": loose}
+    r, hand, out = annotate(cited, tmp_path, line)
+    assert r.exit_code == 4 and not out.exists()
+    assert f"{hand}:1:1: error: the quote is in none of `context` or `response`" in r.output
+    exact = "The Sydney Harbour Bridge opened in March 1932"
+    assert f'did you mean `"quote": "{exact}"`? that is the text of `context`' in r.output
+    r, _, out = annotate(cited, tmp_path, {**line, "quote": exact})
+    assert r.exit_code == 0, r.output

@@ -179,6 +179,20 @@ def _or(names: list[str] | tuple[str, ...], word: str = "or") -> str:
     return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + f" {word} " + shown[-1]
 
 
+def _near(quote: str, replay: Replay, names: list[str]) -> str | None:
+    """A did-you-mean for a quote that differs from a source's words only in case,
+    punctuation, spacing or mojibake (a copy from a rendered page): the exact text."""
+    from unmask.importers.quoting import locate
+
+    for name in names:
+        text = replay.sources.get(name)
+        at = locate(text, quote) if isinstance(text, str) else None
+        if at is not None and at[1] - at[0] <= 2 * len(quote) + 20:
+            exact = json.dumps(text[at[0] : at[1]], ensure_ascii=False)
+            return f'did you mean `"quote": {exact}`? that is the text of `{name}`'
+    return None
+
+
 def _evidence(line: Line, role: str, replay: Replay) -> list[dict] | Diagnostic:
     """The evidence of a line: its quote located by the atom's role, or its whole reading."""
 
@@ -229,6 +243,7 @@ def _evidence(line: Line, role: str, replay: Replay) -> list[dict] | Diagnostic:
                 f"the quote is not in `{line.source}`"
                 + (f"; it is in {_or(elsewhere, 'and')}" if elsewhere else ""),
                 (f'did you mean `"source": "{elsewhere[0]}"`?' if len(elsewhere) == 1 else None)
+                or _near(quote, replay, [line.source])
                 or "copy the quote exactly: spaces, case and punctuation count",
             )
     else:
@@ -248,9 +263,10 @@ def _evidence(line: Line, role: str, replay: Replay) -> list[dict] | Diagnostic:
                         else ""
                     ),
                 )
+            near = _near(quote, replay, present)
             return bad(
                 f"the quote is in none of {_or(present or allowed)}",
-                "copy it exactly from one of them: spaces, case and punctuation count",
+                near or "copy it exactly from one of them: spaces, case and punctuation count",
             )
         if len(chosen) > 1:
             return bad(
