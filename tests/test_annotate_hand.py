@@ -123,13 +123,16 @@ def test_a_source_the_role_does_not_allow_gets_the_allowed_ones(cited, tmp_path)
     r, hand, _ = annotate(cited, tmp_path, {**line, "source": "rationale"})
     assert r.exit_code == 4
     assert (
-        f"{hand}:1:1: error: `rationale` is a source a `context` atom's evidence may not come"
-        " from: it comes from `context`, `response` or `reference`" in r.output
+        f"{hand}:1:1: error: a `context` atom's evidence may not come from `rationale`: it"
+        " comes from `context`, `response` or `reference`" in r.output
     )
     assert 'did you mean `"source": "context"`? the quote is there' in r.output
     r, _, _ = annotate(cited, tmp_path, {**line, "source": "contxt"})
-    assert "`contxt` is unknown source" in r.output
+    assert "unknown source `contxt`: a `context` atom's evidence comes from" in r.output
     assert 'did you mean `"source": "context"`?' in r.output
+    r, _, _ = annotate(cited, tmp_path, {**line, "source": "reference"})
+    assert "replay `c1` has no `reference`" in r.output
+    assert "name one it has: `context` or `response`" in r.output
 
 
 def test_unknown_names_get_a_did_you_mean(cited, tmp_path) -> None:

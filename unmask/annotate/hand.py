@@ -229,12 +229,20 @@ def _evidence(line: Line, role: str, replay: Replay) -> list[dict] | Diagnostic:
         if line.source not in SOURCES or line.source not in allowed:
             fits = [s for s in allowed if s in found]
             near = fits[0] if len(fits) == 1 else _close(line.source, list(allowed))
-            what = "unknown source" if line.source not in SOURCES else "a source"
+            message = (
+                f"unknown source `{show(line.source)}`: a `{role}` atom's evidence comes from"
+                if line.source not in SOURCES
+                else f"a `{role}` atom's evidence may not come from `{line.source}`: it comes from"
+            )
             return bad(
-                f"`{show(line.source)}` is {what} a `{role}` atom's evidence may not come from:"
-                f" it comes from {_or(allowed)}",
+                f"{message} {_or(allowed)}",
                 (f'did you mean `"source": "{near}"`? ' if near else "")
                 + ("the quote is there" if near in found else f"name one of {_or(allowed)}"),
+            )
+        if line.source not in replay.sources:
+            return bad(
+                f"replay `{show(replay.id)}` has no `{line.source}`",
+                f"name one it has: {_or(present)}" if present else None,
             )
         chosen = [line.source] if line.source in found else []
         if not chosen:
