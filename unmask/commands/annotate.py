@@ -191,7 +191,7 @@ def command(
     threshold,
     limits,
 ) -> None:  # type: ignore[no-untyped-def]
-    """Fill replays' open atoms from a model's reading (unreviewed) or a person's (--from)."""
+    """Fill replays' open atoms: a model's readings, unreviewed, or a person's (--from)."""
     from unmask.annotate import provider as prov
     from unmask.annotate.cache import Replies
     from unmask.annotate.run import Run, Settings, names, plan, proposers
