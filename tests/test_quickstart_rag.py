@@ -1,7 +1,7 @@
 """The RAG quickstart runs as written: docs/quickstart-rag.md's commands, on examples/rag/.
 
 The test takes the commands of the doc's first `sh` block, runs them with the installed
-`unmask`, `unmaskc` and this Python in a copy of `examples/rag/`, and holds: the output is the
+`unmask` and `unmaskc` in a copy of `examples/rag/`, and holds: the output is the
 committed one (`audit.txt`, `check-r4.txt`), the schema has the judge's statements, the three
 misbehaving judges are the three violated replays, for the reasons the doc gives, at most 20
 annotations are written by hand (every other one is the judge's own, or the importer's), and
@@ -46,7 +46,7 @@ def run(command: str, cwd: Path) -> subprocess.CompletedProcess:
     if ">" in argv:  # `unmaskc … > FILE`, the one redirection the doc uses
         k = argv.index(">")
         argv, out = argv[:k], cwd / argv[k + 1]
-    argv[0] = sys.executable if argv[0] == "python" else str(BIN / argv[0])
+    argv[0] = str(BIN / argv[0])
     env = {**os.environ, "PYTHONHASHSEED": "0", "NO_COLOR": "1"}
     res = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=env, timeout=300)
     if out is not None:
@@ -91,6 +91,8 @@ def test_the_commands_give_the_committed_outputs(quickstart) -> None:
         "outside",
     }
     assert "imported 10 replays" in out["import"].stderr
+    assert "16 readings by `ana` written in (8 TRUE, 8 FALSE, 0 UNKNOWN)" in out["annotate"].stderr
+    assert "0 calls" in out["annotate"].stderr  # a person's readings alone call no model
 
 
 def test_the_three_misbehaving_judges_are_the_three_violations(quickstart) -> None:
@@ -123,7 +125,7 @@ def test_at_most_twenty_annotations_are_written_by_hand(quickstart) -> None:
     hand = [json.loads(x) for x in lines if x.strip()]
     assert len(hand) <= MAX_HAND
     kinds: dict[str, int] = {}
-    for path in (quickstart["dir"] / "replays").glob("*.json"):
+    for path in (quickstart["dir"] / "annotated").glob("*.json"):
         for a in json.loads(path.read_text(encoding="utf-8"))["annotations"]:
             kind = a["by"]["kind"]
             kinds[kind] = kinds.get(kind, 0) + 1
@@ -172,8 +174,7 @@ def test_the_quickstart_finds_what_the_hand_annotated_run_finds(quickstart, tmp_
 
 
 def test_a_bad_hand_annotation_is_named_and_nothing_is_written(quickstart, tmp_path) -> None:
-    replays = tmp_path / "replays"
-    shutil.copytree(quickstart["dir"] / "replays", replays)
+    replays = quickstart["dir"] / "replays"
     before = {p.name: p.read_bytes() for p in replays.iterdir()}
     bad = tmp_path / "bad.jsonl"
     bad.write_text(
@@ -182,14 +183,14 @@ def test_a_bad_hand_annotation_is_named_and_nothing_is_written(quickstart, tmp_p
         "not json\n",
         encoding="utf-8",
     )
-    res = run(f"python annotate.py {replays} {bad} --reader ana", EXAMPLE)
+    out = tmp_path / "out"
+    res = run(f"unmask annotate {replays} --from {bad} --reader ana --out {out}", tmp_path)
     assert res.returncode == 4
-    assert f"{bad}:2: the quote is not in `context`" in res.stderr
-    assert f"{bad}:3: not JSON" in res.stderr
-    assert (
-        "annotations[7].evidence[0].read: error: a reading of a whole source backs only a FALSE"
-        " annotation, not `TRUE`" in res.stderr
-    )
+    assert f"{bad}:1:1: error: a reading of a whole source backs only a FALSE" in res.stderr
+    assert f"{bad}:2:1: error: the quote is in none of `context` or `response`" in res.stderr
+    assert f"{bad}:3:1: error: not JSON" in res.stderr
+    assert "3 problems in" in res.stderr and "nothing written, no call made" in res.stderr
+    assert not out.exists()
     assert {p.name: p.read_bytes() for p in replays.iterdir()} == before
 
 
@@ -229,3 +230,21 @@ def test_citations_the_judge_says_are_complete_leave_no_cites_pair_open(tmp_path
         open_pairs = {g["judge"] for g in report["grounding"] if g["status"] == "UNDERDETERMINED"}
         assert open_pairs == {a for a, v in cites.items() if v == "TRUE"}
     assert run(check, work).returncode == 3  # c2: UNKNOWN until `backs(p3, opened)` is read
+
+
+def test_the_message_the_doc_shows_is_the_one_the_command_prints(quickstart, tmp_path) -> None:
+    # step 3 shows what a line that does not name its source gets: drop line 14's `source`
+    doc = DOC.read_text(encoding="utf-8").split("## 3. Read the passages")[1]
+    shown = re.search(r"```\n(annotations\.jsonl:14:.*?)```", doc, re.S)
+    assert shown is not None, "step 3 lost its example message"
+    work = tmp_path / "w"
+    work.mkdir()
+    lines = (EXAMPLE / "annotations.jsonl").read_text(encoding="utf-8").splitlines()
+    assert '"source": "context", ' in lines[13]
+    lines[13] = lines[13].replace('"source": "context", ', "")
+    (work / "annotations.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    replays = quickstart["dir"] / "replays"
+    res = run(f"unmask annotate {replays} --from annotations.jsonl --reader ana --out x", work)
+    assert res.returncode == 4
+    assert res.stderr == shown.group(1)
+    assert not (work / "x").exists()

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -49,14 +47,9 @@ def rag_built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     args = ["import", "structured", str(work / "judgments.jsonl")]
     r = run(*args, "--protocol", str(work / "rag.proto"), "--out", str(work / "replays"))
     assert r.exit_code == 0, r.output
-    done = subprocess.run(
-        [sys.executable, "annotate.py", "replays", "annotations.jsonl", "--reader", "ana"],
-        cwd=work,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
+    hand = ["--from", str(work / "annotations.jsonl"), "--reader", "ana"]
+    done = run("annotate", str(work / "replays"), *hand, "--out", str(work / "replays"))
+    assert done.exit_code == 0, done.output
     doc = json.loads((work / "replays" / "r8.json").read_text())
     start = doc["sources"]["context"].index(CREW)
     quote = "Its crew were Neil Armstrong"

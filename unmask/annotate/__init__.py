@@ -4,5 +4,6 @@
   Schema from ``unmask.judgeschema``), its cache key, and the answer read into readings;
 - ``cache.py``: every reply kept on disk as sealed JSON, keyed by model, prompt and schema;
 - ``provider.py``: Inspect AI's model API, the optional extra ``unmask[models]``;
-- ``run.py``: readers that must agree, calls cached and counted, replays written.
+- ``run.py``: readers that must agree, calls cached and counted, replays written;
+- ``hand.py``: a person's readings (``--from``), each quote's source chosen by the atom's role.
 """

@@ -325,6 +325,8 @@ class Run:
 
     def _annotated(self, item: Item, qs: list[Question], gots: list[dict[str, Got]]) -> dict:
         readers = self._readers()
+        if not readers:  # a person's readings alone (`--from`): the replay as they left it
+            return copy.deepcopy(item.obj)  # type: ignore[arg-type]
         several = len(readers) > 1
         by = readers[0].by if not several else _joined(readers)
         new = copy.deepcopy(item.obj)

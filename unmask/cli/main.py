@@ -30,7 +30,7 @@ COMMANDS: dict[str, str] = {
     "bench": "Measure audit throughput against a naive baseline.",
     "import": "Turn another tool's judge output into replays.",
     "propose": "Propose unreviewed annotations with a registered proposer.",
-    "annotate": "Fill the open atoms of replays from a model's reading, unreviewed.",
+    "annotate": "Fill replays' open atoms: a model's readings, unreviewed, or a person's (--from).",
     "next": "Say which annotations would settle the open checks.",
     "review": "Review the unreviewed annotations findings and passes rest on.",
     "calibrate": "Measure each reader's precision from sampled reviews.",

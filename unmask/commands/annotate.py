@@ -7,11 +7,15 @@ replay's open atoms (``unmask.annotate.question``) and writes each replay, its o
 annotated and unreviewed, to ``DIR/ID.json`` (``unmask.annotate.run``). Calls go through
 Inspect AI (``pip install 'unmask[models]'``; without it, one line says so and the exit
 status is 2) and are cached on disk, so a second run makes none and an interrupted one
-resumes. ``--dry-run`` prints the calls and tokens a run would send, and makes none (it
-needs no model library). A progress line goes to stderr. Error records (an invalid replay,
-a provider error, a timeout) go to ``DIR/errors.jsonl`` and on stderr; the run goes on.
-Exit 0 every replay written and every call answered; 1 some replay has an error record or
-was left for later by ``--max-calls``; 4 some input replay is invalid; 2 usage; 130
+resumes. ``--from ANNOTATIONS --reader NAME`` writes a person's readings in first
+(``unmask.annotate.hand``), every line checked against its replay before anything is written
+or asked (a bad line: all of them shown, nothing written, exit 4); with no ``--model`` and no
+``--readers`` no reader runs and no model library is needed. ``--dry-run`` prints the calls
+and tokens a run would send, and makes none (it needs no model library). A progress line
+goes to stderr. Error records (an invalid replay, a provider error, a timeout) go to
+``DIR/errors.jsonl`` and on stderr; the run goes on. Exit 0 every replay written and every
+call answered; 1 some replay has an error record or was left for later by ``--max-calls``;
+4 some input replay is invalid, or a line of ``--from`` cannot be written; 2 usage; 130
 interrupted (the replies received so far stay cached).
 """
 
@@ -30,6 +34,7 @@ from unmask.commands._options import click_options, echo, say
 from unmask.diagnostics import Diagnostic, UnmaskError, render, render_all
 from unmask.safe import printable
 
+MODEL = "model"  # `unmask.annotate.run.MODEL`, here without importing the engine
 ERRORS_FILE = "errors.jsonl"
 
 
@@ -87,11 +92,19 @@ class _Progress:
 @click.option("--model", "model", metavar="PROVIDER/MODEL", help="the model, as Inspect names it")
 @click.option("--out", "out", type=click.Path(file_okay=False), help="the folder to write into")
 @click.option(
+    "--from",
+    "hand",
+    type=click.Path(dir_okay=False),
+    metavar="ANNOTATIONS.jsonl",
+    help="a person's readings to write in first, one JSON object a line (with `--reader`)",
+)
+@click.option("--reader", "reader", metavar="NAME", help="who made the readings of `--from`")
+@click.option(
     "--readers",
     "readers",
-    default="model",
-    show_default=True,
-    help="readers that must agree, comma-separated: `model` and proposers (`unmask propose list`)",
+    default=None,
+    help="readers that must agree, comma-separated: `model` and proposers (`unmask propose"
+    " list`); default `model`, or none with `--from` and no `--model`",
 )
 @click.option(
     "--samples",
@@ -164,6 +177,8 @@ def command(
     paths,
     model,
     out,
+    hand,
+    reader,
     readers,
     samples,
     max_calls,
@@ -176,13 +191,19 @@ def command(
     threshold,
     limits,
 ) -> None:  # type: ignore[no-untyped-def]
-    """Fill the open atoms of replays from a model's reading, unreviewed."""
+    """Fill replays' open atoms: a model's readings, unreviewed, or a person's (--from)."""
     from unmask.annotate import provider as prov
     from unmask.annotate.cache import Replies
-    from unmask.annotate.run import MODEL, Run, Settings, names, plan, proposers
+    from unmask.annotate.run import Run, Settings, names, plan, proposers
 
+    if hand and not (reader or "").strip():
+        _usage("`--from` needs `--reader`", "name who made the readings, e.g. `--reader ana`")
+    if reader and not hand:
+        _usage("`--reader` names who made the readings of `--from`", "give `--from FILE`")
+    if readers is None:  # a person's readings alone need no model (and call none)
+        readers = "" if hand and not model else MODEL
     names_given = tuple(r.strip() for r in readers.split(",") if r.strip())
-    if not names_given:
+    if not names_given and not hand:
         _usage("`--readers` names no reader", "name `model` or a proposer")
     if MODEL in names_given and not model:
         _usage("`--model` is missing", "name the model, e.g. `--model openai/gpt-4o-mini`")
@@ -223,8 +244,9 @@ def command(
                 )
             )
         )
+    inputs, applied = _inputs(paths, limits, hand, reader)
     if dry_run:
-        p = plan(_items(paths, limits), settings, replies)
+        p = plan(inputs(), settings, replies)
         to = f"`{model}`" if settings.model else "a model (no reader is `model`)"
         echo(  # the model's name is the user's: through the output policy
             printable(
@@ -237,6 +259,7 @@ def command(
                     if p["too_long"]
                     else ""
                 )
+                + (f"; {_readings(applied, reader)} from `{hand}`" if hand else "")
                 + "; no call made"
             )
         )
@@ -254,7 +277,8 @@ def command(
         except UnmaskError as exc:
             say(render_all(exc.diagnostics))
             raise SystemExit(exitcodes.USAGE) from None
-    _run(paths, limits, settings, Path(out), provider, replies, Run, names)
+    note = f"{_readings(applied, reader)} from `{hand}`, each reviewed" if hand else ""
+    _run(paths, limits, settings, Path(out), provider, replies, Run, names, inputs, note)
 
 
 def _usage(message: str, help: str) -> None:
@@ -262,7 +286,58 @@ def _usage(message: str, help: str) -> None:
     raise SystemExit(exitcodes.USAGE)
 
 
-def _run(paths, limits, settings, out, provider, replies, Run, names) -> None:  # type: ignore[no-untyped-def]
+def _readings(applied, reader: str) -> str:  # type: ignore[no-untyped-def]
+    values = ", ".join(f"{applied[v]} {v}" for v in ("TRUE", "FALSE", "UNKNOWN"))
+    n = sum(applied.values())
+    return printable(f"{n} reading{'s' if n != 1 else ''} by `{reader}` written in ({values})")
+
+
+def _inputs(paths, limits, hand, reader):  # type: ignore[no-untyped-def]
+    """What the run reads: the replays, with a person's readings (``--from``) written in,
+    and how many were, by value. Every line is checked against every replay first: a bad
+    line writes nothing and calls nothing (exit 4), so a reading the person made is never
+    left out unnoticed, nor read by a model in its place."""
+    from collections import Counter
+
+    if not hand:
+        return (lambda: _items(paths, limits)), Counter()
+    from unmask.annotate.hand import applied, by_replay, check, read_lines
+    from unmask.files import read_text
+
+    held = list(_items(paths, limits)) if "-" in paths else None  # stdin is read once
+
+    def replays():  # type: ignore[no-untyped-def]
+        return iter(held) if held is not None else _items(paths, limits)
+
+    try:
+        text = read_text(hand, limits)
+    except UnmaskError as exc:
+        say(render_all(exc.diagnostics))
+        raise SystemExit(exitcodes.USAGE) from None
+    lines, problems = read_lines(hand, text)
+    by_id = by_replay(lines)
+    found, invalid = check(replays(), by_id, reader, limits)
+    problems += found
+    if problems:
+        problems.sort(key=lambda d: d.span.line if d.span else 0)
+        n = len(problems)
+        say(render_all(problems + invalid))
+        say(
+            f"{n} problem{'s' if n != 1 else ''} in `{hand}`: nothing written, no call made;"
+            " fix the lines and run again"
+        )
+        raise SystemExit(exitcodes.INVALID)
+    counts = Counter(line.value for line in lines)
+
+    def annotated():  # type: ignore[no-untyped-def]
+        for item in replays():
+            rid = item.replay.id if item.replay is not None else None
+            yield applied(item, by_id.get(rid, []), reader, limits)[0]
+
+    return annotated, counts
+
+
+def _run(paths, limits, settings, out, provider, replies, Run, names, inputs, note) -> None:  # type: ignore[no-untyped-def]
     from unmask.batch.inputs import count_tasks
     from unmask.outputs import remove_stale_temps
 
@@ -277,7 +352,7 @@ def _run(paths, limits, settings, out, provider, replies, Run, names) -> None:  
     progress = _Progress(count_tasks(paths, limits))
     run = Run(settings, out, provider, replies, progress)
     try:
-        summary = asyncio.run(run.run(names(_items(paths, limits))))
+        summary = asyncio.run(run.run(names(inputs())))
     except KeyboardInterrupt:
         progress.end(run.summary)
         say("interrupted: the replies received so far are cached; run again to go on")
@@ -286,11 +361,16 @@ def _run(paths, limits, settings, out, provider, replies, Run, names) -> None:  
     _errors(out, summary)
     values = ", ".join(f"{summary.values[v]} {v}" for v in ("TRUE", "FALSE", "UNKNOWN"))
     reasons = ", ".join(f"{n} {code}" for code, n in sorted(summary.reasons.items()))
-    say(
-        f"{summary.written} replays written to `{out}`; atoms read: {values}"
-        + (f" ({reasons})" if reasons else "")
-        + ", every one unreviewed"
-    )
+    if settings.readers:
+        say(
+            f"{summary.written} replays written to `{out}`; atoms read: {values}"
+            + (f" ({reasons})" if reasons else "")
+            + ", every one unreviewed"
+        )
+    else:
+        say(f"{summary.written} replays written to `{out}`")
+    if note:
+        say(note)
     if summary.stopped:
         say(f"{summary.stopped} replays left for later: `--max-calls` reached; run again to go on")
     invalid = any(d.code not in ("timeout", "provider") for *_, ds in summary.errors for d in ds)
