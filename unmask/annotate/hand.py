@@ -7,7 +7,8 @@ source read whole), optionally ``note``) into ``Line``s, with a ``Diagnostic`` a
 one replay's lines into its JSON document in place and returns their problems (nothing is
 written for a line with one). The source of a quote is chosen by the atom's *role*
 (``EVIDENCE_SOURCES``, never by its name): it is looked up in every source the role allows
-and must be in exactly one, once; a ``source`` given must be one the role allows. ``read``
+and must be in exactly one, once (the rationale, where a quote is also in the trace that
+repeats it); a ``source`` given must be one the role allows. ``read``
 is a FALSE only (docs/replay-format.md: a whole reading by a reviewed reader). Each
 annotation is ``by: {kind: human, name: READER, reviewed: true}``; an atom already annotated
 is replaced through ``unmask.review.apply_to``, the old annotation kept under ``review`` as
@@ -256,6 +257,10 @@ def _evidence(line: Line, role: str, replay: Replay) -> list[dict] | Diagnostic:
             )
     else:
         chosen = [s for s in allowed if s in found]
+        if "rationale" in chosen and "trace" in chosen:
+            # `import structured` writes a trace that repeats every quote the judge gave from
+            # its rationale: a quote in both is the rationale's, read where it was written
+            chosen.remove("trace")
         if not chosen:
             if found:  # in a source the role may not quote: say where, and what would do
                 where = sorted(found, key=SOURCES.index)
