@@ -447,7 +447,7 @@ def test_regenerated_inspect_and_deepeval_output_gives_the_same_replays(tmp_path
     assert (fresh / version).read_text(encoding="utf-8") == (here / version).read_text(
         encoding="utf-8"
     )
-    names = ["moon.eval", "moon.json", "partial.eval", "partial.json"]
+    names = ["moon.eval", "moon.json", "partial.eval", "partial.json", "settings.eval"]
     for name in names if tool == "inspect" else ["latest_test_run.json"]:
         old = _replays(tool, here / name, tmp_path / f"old-{name}")
         new = _replays(tool, fresh / name, tmp_path / f"new-{name}")

@@ -1,0 +1,138 @@
+"""`unmask import inspect` reads the settings an Inspect log records (issue 37).
+
+`tests/data/importers/inspect-generated/settings.{eval,json}` is one run of inspect-ai 0.3.285
+(`regenerate.py`, mockllm graders, offline) scoring one sample four ways: a custom grading
+template whose rubric the grader quotes (the full grading prompt is in the score's
+metadata), a second `model_graded_qa` (`model_graded_qa1`) with its own `grade_pattern`, a
+panel of three graders, and a custom scorer. Each test fails without the reading it names.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from tests.helpers import TEST_DATA
+from unmask.cli.main import main
+
+INSPECT = TEST_DATA / "importers" / "inspect-generated"
+
+
+def cli(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def imported(tmp_path: Path, src: Path, code: int = 1) -> tuple[Path, str]:
+    out = tmp_path / src.name.replace(".", "-")
+    res = cli("import", "inspect", str(src), "--out", str(out))
+    assert res.exit_code == code, res.stderr
+    return out, res.stderr
+
+
+def replay(out: Path, scorer: str) -> dict:
+    return json.loads((out / f"moon-e1-{scorer}.json").read_text(encoding="utf-8"))
+
+
+def values(r: dict) -> dict[str, str]:
+    return {a["atom"]: a["value"] for a in r["annotations"]}
+
+
+def check(path: Path) -> dict:
+    return json.loads(cli("check", str(path), "--format", "json").stdout)
+
+
+def copy(tmp_path: Path, change) -> Path:
+    data = json.loads((INSPECT / "settings.json").read_text(encoding="utf-8"))
+    change(data)
+    src = tmp_path / "settings.json"
+    src.write_text(json.dumps(data), encoding="utf-8")
+    return src
+
+
+def _scores(data: dict) -> dict:
+    return data["samples"][0]["scores"]
+
+
+def test_the_fixture_is_inspect_own_output() -> None:
+    assert (INSPECT / "VERSION").read_text(encoding="utf-8") == "inspect-ai 0.3.285\n"
+    data = json.loads((INSPECT / "settings.json").read_text(encoding="utf-8"))
+    assert list(_scores(data)) == [
+        "model_graded_qa",
+        "model_graded_qa1",
+        "model_graded_fact",
+        "keyword",
+    ]
+
+
+def test_eval_and_json_give_the_same_replays(tmp_path: Path) -> None:
+    a, _ = imported(tmp_path, INSPECT / "settings.eval")
+    b, _ = imported(tmp_path, INSPECT / "settings.json")
+    names = sorted(p.name for p in a.iterdir())
+    assert names == [
+        "moon-e1-model_graded_fact.json",
+        "moon-e1-model_graded_qa.json",
+        "moon-e1-model_graded_qa1.json",
+    ]
+    for n in names:
+        assert (a / n).read_bytes() == (b / n).read_bytes(), n
+
+
+def test_a_quote_of_the_custom_templates_rubric_is_found_in_the_grading_prompt(tmp_path):
+    out, _ = imported(tmp_path, INSPECT / "settings.eval")
+    r = replay(out, "model_graded_qa")
+    assert "Rubric: the answer" in r["sources"]["context"]
+    assert values(r)["said(q0)"] == "TRUE"
+    report = check(out / "moon-e1-model_graded_qa.json")
+    assert report["overall"] == "SATISFIED"  # not a quote the grader made up
+
+
+def test_a_custom_template_without_its_prompt_leaves_the_quote_open(tmp_path: Path) -> None:
+    def drop(data: dict) -> None:
+        del _scores(data)["model_graded_qa"]["metadata"]["grading"]
+
+    out, _ = imported(tmp_path, copy(tmp_path, drop))
+    assert "said(q0)" not in values(replay(out, "model_graded_qa"))  # never FALSE
+
+
+def test_a_second_scorer_with_its_own_grade_pattern_is_read_and_its_grade_left_open(
+    tmp_path: Path,
+) -> None:
+    out, err = imported(tmp_path, INSPECT / "settings.json")
+    r = replay(out, "model_graded_qa1")
+    assert r["verdict"] == "C"
+    # its explanation writes `GRADE: I` before `VERDICT: C`: read by `GRADE:` it would be I
+    assert not {"says_correct", "says_partial", "one_grade"} & set(values(r))
+    assert check(out / "moon-e1-model_graded_qa1.json")["verdict"]["status"] == "UNDERDETERMINED"
+    assert err.count("`model_graded_qa1`: grades with its own pattern `VERDICT: (C|I)`") == 1
+
+
+def test_a_panel_is_read_by_its_votes(tmp_path: Path) -> None:
+    out, _ = imported(tmp_path, INSPECT / "settings.json")
+    r = replay(out, "model_graded_fact")
+    assert r["sources"]["rationale"] == "panel of 3 graders: votes C, C, I"
+    assert values(r) == {"says_correct": "TRUE", "says_partial": "FALSE", "graded_response": "TRUE"}
+    assert check(out / "moon-e1-model_graded_fact.json")["verdict"]["status"] == "ENTAILED"
+
+
+def test_a_panel_that_ties_or_reduces_otherwise_leaves_the_grade_open(tmp_path: Path) -> None:
+    def tie(data: dict) -> None:
+        _scores(data)["model_graded_fact"]["metadata"]["panel"]["votes"] = ["C", "I"]
+
+    out, err = imported(tmp_path, copy(tmp_path, tie))
+    assert "says_correct" not in values(replay(out, "model_graded_fact"))
+    assert "`model_graded_fact`: a panel whose votes tie" in err
+
+    def reducer(data: dict) -> None:
+        data["eval"]["scorers"][2]["options"]["reducer"] = "max"
+
+    out, err = imported(tmp_path / "r", copy(tmp_path, reducer))
+    assert "says_correct" not in values(replay(out, "model_graded_fact"))
+    assert "`model_graded_fact`: reduces its panel's votes with `max`" in err
+
+
+def test_a_custom_scorer_is_said_once_per_file(tmp_path: Path) -> None:
+    _, err = imported(tmp_path, INSPECT / "settings.eval")
+    assert "scores.keyword: skipped: scorer `keyword` is not a model-graded scorer" in err
+    assert err.count("`keyword`: a custom scorer grades by its own code") == 1
