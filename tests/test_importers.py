@@ -492,8 +492,8 @@ def test_deepeval_unknown_metric_names_leave_the_score_rule_open(tmp_path):
         ),
         (
             lambda d: d["conversationalTestCases"].append({}),
-            "conversationalTestCases[0]",
-            "conversational test cases are not imported",
+            "conversationalTestCases[0].success",
+            "expected true",
         ),
     ],
 )
