@@ -392,7 +392,7 @@ def test_deepeval_rules_on_changed_copies_of_the_real_run(tmp_path, change, expe
     assert_violated_with(out / "0000-sample_test_case.json", expect)
 
 
-HALLUCINATION = {"name": "Hallucination", "threshold": 0.5}
+HALLUCINATION = {"name": "Hallucination", "threshold": 0.5, "reason": "Compared with the context."}
 
 
 def test_deepeval_the_direction_of_hallucination_is_read_from_the_file(tmp_path):

@@ -94,3 +94,15 @@ def test_the_cache_is_refused_naming_it_and_what_to_import(tmp_path: Path) -> No
     assert res.stderr.count("error:") == 1
     assert "a DeepEval cache (`.deepeval-cache.json`) is not imported" in res.stderr
     assert "`.deepeval/.latest_test_run.json`" in res.stderr
+
+
+def test_a_metric_without_a_reason_is_said_once_per_file(tmp_path: Path) -> None:
+    doc = json.loads((DEEPEVAL / "evaluation_result.json").read_text(encoding="utf-8"))
+    doc["test_results"][0]["metrics_data"][1]["reason"] = None  # include_reason=False
+    src = tmp_path / "result.json"
+    src.write_text(json.dumps(doc), encoding="utf-8")
+    out, err = imported(tmp_path, src)
+    assert err.count("`Answer Relevancy`: no reason recorded") == 1
+    r = json.loads((out / "0000-agrees.json").read_text(encoding="utf-8"))
+    assert "m1" not in r["domains"]["score_reason"]
+    assert "states_score(m1)" not in values(r)

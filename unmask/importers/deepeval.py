@@ -246,6 +246,24 @@ def _notes(file: str, cases: list) -> Iterator[Note]:
             " judgements along its graph lead to, and the file keeps them only as a log, so"
             " neither the score nor whether its success agrees with it was checked",
         )
+    silent = sorted(
+        {
+            md["name"]
+            for case in cases
+            if isinstance(case, dict) and isinstance(case.get("metricsData"), list)
+            for md in case["metricsData"]
+            if isinstance(md, dict)
+            and isinstance(md.get("name"), str)
+            and not (isinstance(md.get("reason"), str) and md["reason"])
+        }
+    )
+    if silent:
+        yield Note(
+            file,
+            f"{', '.join(f'`{show(n)}`' for n in silent)}: no reason recorded (a metric run"
+            " with `include_reason=False`, or one that failed), so whether its reason agrees"
+            " with its score was not checked there",
+        )
     unasked = sorted(
         {
             md["name"]
