@@ -136,3 +136,18 @@ def test_a_custom_scorer_is_said_once_per_file(tmp_path: Path) -> None:
     _, err = imported(tmp_path, INSPECT / "settings.eval")
     assert "scores.keyword: skipped: scorer `keyword` is not a model-graded scorer" in err
     assert err.count("`keyword`: a custom scorer grades by its own code") == 1
+
+
+def test_custom_instructions_read_the_grade_by_inspects_letter_pattern(tmp_path: Path) -> None:
+    # custom `instructions` and no `grade_pattern`: Inspect reads `GRADE: ([CPI])`, so a
+    # later token that is no grade is passed over for the last one that is
+    def change(data: dict) -> None:
+        del data["eval"]["scorers"][1]["options"]["grade_pattern"]
+        _scores(data)["model_graded_qa1"]["explanation"] = "GRADE: Correct. Then GRADE: none"
+
+    out, err = imported(tmp_path, copy(tmp_path, change))
+    r = replay(out, "model_graded_qa1")
+    assert values(r)["says_correct"] == "TRUE"
+    (ev,) = next(a for a in r["annotations"] if a["atom"] == "says_correct")["evidence"]
+    assert ev["quote"] == "GRADE: C" and ev["start"] == 0
+    assert "model_graded_qa1" not in err  # no note: the rule is known

@@ -63,6 +63,10 @@ VERDICTS = ("C", "P", "I")
 # last token decides, so a later unreadable token is not passed over for an earlier grade
 _SPACING = r"[\s\u200b\u200c\u200d\u200e\u200f\u2060\u2063\ufeff]*"
 _GRADE = re.compile(rf"(?i)(?<!\w)GRADE(?!\w){_SPACING}:{_SPACING}(\w*)")
+# with custom `instructions` (and no `grade_pattern`) Inspect does not check the word and
+# reads its default pattern, `GRADE: ([CPI])`: the last token whose word starts with one
+# of those letters, by that letter (`GRADE: Correct` is C, a later `GRADE: none` passed over)
+_GRADE_LETTER = re.compile(rf"(?i)(?<!\w)GRADE(?!\w){_SPACING}:{_SPACING}([CPI])")
 _GRADE_WORDS = {"c": "C", "correct": "C", "p": "P", "partial": "P", "i": "I", "incorrect": "I"}
 
 
@@ -296,7 +300,8 @@ def _score(
         seen.unread.setdefault(scorer, f"reduces its panel's votes with `{show(opts['reducer'])}`")
     else:
         rule = "votes" if votes is not None else "last grade"
-    grades = list(_GRADE.finditer(explanation)) if votes is None else []
+    pattern = _GRADE_LETTER if opts is not None and opts.get("instructions") else _GRADE
+    grades = list(pattern.finditer(explanation)) if votes is None else []
     if rule == "last grade" and not grades:
         return Skipped(f"{where}.explanation", "the explanation writes no `GRADE: X`")
     if votes is not None:
