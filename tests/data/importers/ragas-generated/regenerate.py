@@ -20,7 +20,8 @@ default orient), `results-index.json` (`to_json(orient="index")`) and `results.j
 `multi-turn.csv`, two multi-turn samples scored by `ToolCallAccuracy` (no LLM), the second
 calling the tool for the wrong city; `experiment.csv`, what RAGAS 0.4's `@experiment` writes
 with the `local/csv` backend (a `discrete_metric` and a `numeric_metric`, each value with
-its reason in a column the experiment function names); and `VERSION`.
+its reason in a column the experiment function names; RAGAS appends rows as they complete,
+so their order may differ between runs); and `VERSION`.
 """
 
 from __future__ import annotations
