@@ -151,3 +151,33 @@ def test_custom_instructions_read_the_grade_by_inspects_letter_pattern(tmp_path:
     (ev,) = next(a for a in r["annotations"] if a["atom"] == "says_correct")["evidence"]
     assert ev["quote"] == "GRADE: C" and ev["start"] == 0
     assert "model_graded_qa1" not in err  # no note: the rule is known
+
+
+def _archive(tmp_path: Path, with_spec: str | None) -> Path:
+    """settings.json as a deflated `.eval` (as older Inspect wrote them), its eval spec in
+    the member ``with_spec`` (or nowhere)."""
+    import zipfile
+
+    data = json.loads((INSPECT / "settings.json").read_text(encoding="utf-8"))
+    src = tmp_path / f"log-{with_spec is not None}.eval"
+    with zipfile.ZipFile(src, "w", zipfile.ZIP_DEFLATED) as z:
+        if with_spec is not None:
+            z.writestr(with_spec, json.dumps({"version": 2, "eval": data["eval"]}))
+        z.writestr("samples/moon_epoch_1.json", json.dumps(data["samples"][0]))
+    return src
+
+
+def test_a_log_being_written_keeps_its_spec_in_the_journal(tmp_path: Path) -> None:
+    base, _ = imported(tmp_path, INSPECT / "settings.json")
+    out, err = imported(tmp_path, _archive(tmp_path, "_journal/start.json"))
+    for p in base.iterdir():
+        assert (out / p.name).read_bytes() == p.read_bytes(), p.name
+    assert "does not record the scorer's options" not in err
+
+
+def test_an_archive_without_its_spec_leaves_every_grade_open(tmp_path: Path) -> None:
+    out, err = imported(tmp_path, _archive(tmp_path, None))
+    assert err.count("does not record the scorer's options") == 1
+    for p in out.iterdir():
+        r = json.loads(p.read_text(encoding="utf-8"))
+        assert "says_correct" not in values(r), p.name
