@@ -106,3 +106,11 @@ def test_a_metric_without_a_reason_is_said_once_per_file(tmp_path: Path) -> None
     r = json.loads((out / "0000-agrees.json").read_text(encoding="utf-8"))
     assert "m1" not in r["domains"]["score_reason"]
     assert "states_score(m1)" not in values(r)
+
+
+def test_a_saved_result_of_a_conversational_run_gives_the_run_files_replay(tmp_path) -> None:
+    run, _ = imported(tmp_path, DEEPEVAL / "conversational_test_run.json")
+    result, _ = imported(tmp_path, DEEPEVAL / "conversational_result.json")
+    name = "conversation-0000-weather.json"
+    assert sorted(p.name for p in result.iterdir()) == [name]
+    assert (result / name).read_bytes() == (run / name).read_bytes()

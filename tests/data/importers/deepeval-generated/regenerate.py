@@ -13,7 +13,8 @@ It writes `latest_test_run.json` (DeepEval's `.deepeval/.latest_test_run.json`, 
 case, a DAG metric "Names Paris" and Answer Relevancy), saved with `model_dump_json`;
 `deepeval-cache.json`, the `.deepeval/.deepeval-cache.json` DeepEval kept then;
 `conversational_test_run.json`, a run of one conversational test case with a
-`ConversationalGEval`; and `VERSION` (the deepeval version).
+`ConversationalGEval`, and `conversational_result.json`, what that `evaluate()` returned;
+and `VERSION` (the deepeval version).
 """
 
 from __future__ import annotations
@@ -131,7 +132,7 @@ def _more(judge: FixedJudge, cases: list, work: Path, out: Path) -> None:
             Turn(role="assistant", content="It is 18 degrees and sunny in Paris."),
         ],
     )
-    evaluate(
+    talk = evaluate(
         test_cases=[convo],
         metrics=[
             ConversationalGEval(
@@ -147,6 +148,7 @@ def _more(judge: FixedJudge, cases: list, work: Path, out: Path) -> None:
     )
     latest = work / ".deepeval" / ".latest_test_run.json"
     shutil.copyfile(latest, out / "conversational_test_run.json")
+    (out / "conversational_result.json").write_text(talk.model_dump_json(indent=1), "utf-8")
 
 
 def main() -> None:
