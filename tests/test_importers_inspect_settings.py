@@ -181,3 +181,23 @@ def test_an_archive_without_its_spec_leaves_every_grade_open(tmp_path: Path) -> 
     for p in out.iterdir():
         r = json.loads(p.read_text(encoding="utf-8"))
         assert "says_correct" not in values(r), p.name
+
+
+def test_score_keys_map_to_the_scorers_the_log_records() -> None:
+    from unmask.importers.inspect import scorer_specs
+
+    spec = {
+        "scorers": [
+            {"name": "inspect_ai/model_graded_qa", "options": {"template": "T"}},
+            {"name": "model_graded_qa", "options": {"grade_pattern": "X: (C)"}},
+            {"name": "keyword"},
+            {"name": "model_graded_qa", "options": None},
+        ]
+    }
+    assert scorer_specs(spec) == {
+        "model_graded_qa": ("model_graded_qa", {"template": "T"}),
+        "model_graded_qa1": ("model_graded_qa", {"grade_pattern": "X: (C)"}),
+        "keyword": ("keyword", {}),
+        "model_graded_qa2": ("model_graded_qa", {}),
+    }
+    assert scorer_specs({}) is None and scorer_specs(None) is None
