@@ -201,3 +201,12 @@ def test_score_keys_map_to_the_scorers_the_log_records() -> None:
         "model_graded_qa2": ("model_graded_qa", {}),
     }
     assert scorer_specs({}) is None and scorer_specs(None) is None
+
+    # a scorer of the user's named `model_graded_qa1` takes that key first, as in Inspect
+    taken = {"scorers": [{"name": "model_graded_qa1"}, {"name": "model_graded_qa"}] * 2}
+    assert list(scorer_specs(taken) or {}) == [
+        "model_graded_qa1",
+        "model_graded_qa",
+        "model_graded_qa11",
+        "model_graded_qa2",
+    ]

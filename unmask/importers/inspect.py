@@ -160,15 +160,16 @@ def scorer_specs(spec: Any) -> dict[str, tuple[str, dict]] | None:
     if not isinstance(scorers, list):
         return None
     out: dict[str, tuple[str, dict]] = {}
-    counts: dict[str, int] = {}
     for s in scorers:
         if not isinstance(s, dict) or not isinstance(s.get("name"), str):
             continue
         base = s["name"].rsplit("/", 1)[-1]  # `inspect_ai/model_graded_qa`
-        n = counts.get(base, 0)
-        counts[base] = n + 1
+        # as Inspect's `unique_scorer_name`: the first of `NAME`, `NAME1`, `NAME2`, … unused
+        key, n = base, 1
+        while key in out:
+            key, n = f"{base}{n}", n + 1
         opts = s.get("options")
-        out[base if n == 0 else f"{base}{n}"] = (base, opts if isinstance(opts, dict) else {})
+        out[key] = (base, opts if isinstance(opts, dict) else {})
     return out
 
 
