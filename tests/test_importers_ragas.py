@@ -339,19 +339,6 @@ def test_a_bad_row_of_pandas_default_orient_is_named_by_its_index(tmp_path: Path
     assert sorted(p.name for p in out.iterdir()) == ["r0.json", "r2.json"]
 
 
-def test_a_multi_turn_sample_in_a_csv_is_skipped_saying_what_to_write(tmp_path) -> None:
-    rows = _records()
-    rows[0]["user_input"] = [{"content": "hi", "type": "human"}]
-    table = list(csv.reader((RAGAS / "results.csv").open(encoding="utf-8", newline="")))
-    table[1][0] = str(rows[0]["user_input"])  # as pandas writes a list to CSV
-    src = tmp_path / "results.csv"
-    with src.open("w", encoding="utf-8", newline="") as f:
-        csv.writer(f).writerows(table)
-    _, err = imported(tmp_path, src, code=1)
-    assert f"{src}:2: field `user_input`: skipped: a multi-turn sample in a CSV" in err
-    assert 'write the result with `to_json(orient="records")`' in err
-
-
 @pytest.mark.parametrize(
     ("name", "content", "message"),
     [

@@ -9,6 +9,7 @@ and the `@experiment` output of RAGAS 0.4, refused in one line that names it.
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -61,10 +62,50 @@ def test_a_multi_turn_sample_is_read_from_json(tmp_path: Path) -> None:
     assert "skipped:" not in err
 
 
-def test_a_multi_turn_csv_says_to_write_json(tmp_path: Path) -> None:
-    out, err = imported(tmp_path, RAGAS / "multi-turn.csv", code=1)
-    assert err.count("skipped: a multi-turn sample in a CSV") == 2
-    assert not out.exists() or not list(out.iterdir())
+def test_a_multi_turn_csv_gives_the_replays_of_its_json(tmp_path: Path) -> None:
+    # pandas writes the messages in Python's spelling: parsed, never run
+    csv_out, err = imported(tmp_path, RAGAS / "multi-turn.csv")
+    json_out, _ = imported(tmp_path, RAGAS / "multi-turn.json")
+    assert "skipped:" not in err
+    for p in sorted(json_out.iterdir()):
+        assert (csv_out / p.name).read_bytes() == p.read_bytes(), p.name
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        "[{'content': 'hi', 'type': 'human'}",  # not closed
+        "[{'content': __import__('os').getcwd()}]",  # a call is not a literal
+        "[{'content': 'hi' 'type': 'human'}]",  # no comma
+        "[{" * 100 + "}]" * 100,  # nested deeper than any message
+        "[{'content': 'hi'}] trailing",
+    ],
+)
+def test_a_multi_turn_cell_that_is_not_messages_is_skipped(tmp_path: Path, cell: str) -> None:
+    rows = list(csv.reader((RAGAS / "multi-turn.csv").open(encoding="utf-8", newline="")))
+    rows[1][0] = cell
+    src = tmp_path / "mt.csv"
+    with src.open("w", encoding="utf-8", newline="") as f:
+        csv.writer(f).writerows(rows)
+    out, err = imported(tmp_path, src, code=1)
+    assert f"{src}:2: field `user_input`: skipped: expected Python's spelling of a list" in err
+    assert sorted(p.name for p in out.iterdir()) == ["r1.json"]
+
+
+def test_a_large_multi_turn_cell_is_read_in_linear_time(tmp_path: Path) -> None:
+    import time
+
+    rows = list(csv.reader((RAGAS / "multi-turn.csv").open(encoding="utf-8", newline="")))
+    msg = "{'content': 'It is \\'sunny\\' today.', 'type': 'ai', 'tool_calls': []}"
+    rows[1][0] = "[" + ", ".join([msg] * 40_000) + "]"  # about 3 MB
+    src = tmp_path / "mt.csv"
+    with src.open("w", encoding="utf-8", newline="") as f:
+        csv.writer(f).writerows(rows)
+    began = time.monotonic()
+    out, _ = imported(tmp_path, src)
+    assert time.monotonic() - began < 20
+    r0 = replay(out, "r0")
+    assert r0["sources"]["response"] == "It is 'sunny' today."
 
 
 def test_a_bad_message_of_a_multi_turn_sample_is_skipped_with_where(tmp_path: Path) -> None:

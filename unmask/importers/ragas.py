@@ -12,8 +12,9 @@ the 10 decimal places pandas writes to JSON by default (``pandas_json``). Derive
 ``scored(m)`` TRUE where the row has a score for ``m`` (an empty score is UNKNOWN, never
 FALSE); ``possible(r)`` for the score of a ``ranged`` metric. RAGAS writes no reason and no
 threshold: one note per file says what therefore cannot be checked, another which metrics'
-ranges are not known. A multi-turn sample is read from JSON (the conversation as the
-input, its last AI message as the response) and skipped from CSV, saying to write JSON. An
+ranges are not known. A multi-turn sample is read (the conversation as the input, its last
+AI message as the response; in a CSV its messages are Python's spelling, parsed, never
+run). An
 ``@experiment`` result (columns the user's function chose) is refused in one message. A
 row that cannot be read is skipped with its line or JSON path and field; the others are
 imported.
@@ -117,10 +118,6 @@ _SPLIT = frozenset(
     {"columns", "data"}
 )  # `to_json(orient="split")`: `index` too, unless index=False
 _EMPTY = frozenset({"", "nan", "NaN"})  # pandas writes a missing score as nothing
-_MULTI_TURN = (
-    "a multi-turn sample in a CSV (its messages in Python's spelling) is not read: write the"
-    ' result with `to_json(orient="records")`, whose messages are JSON'
-)
 # pandas' row index, which `to_csv()` writes by default as a first column with an empty
 # name (`Unnamed: 0` once read back by `read_csv` and written again): not a score
 _INDEX = re.compile(r"(?:Unnamed: \d+)?")
@@ -274,7 +271,9 @@ def _csv_row(cells: dict[str, str], limit: int) -> dict[str, Any]:
     row: dict[str, Any] = {}
     for col, cell in cells.items():
         if col == "user_input" and cell.startswith("[{"):
-            raise _Bad(col, _MULTI_TURN)  # messages, written as Python's list of dicts
+            # a multi-turn sample's messages, written as Python's list of dicts
+            row[col] = _python_value(col, cell, limit)
+            continue
         if is_index(col):
             continue  # the row index names the row; rows are named by their place
         if col == "retrieved_contexts":  # the one list a replay holds (as `context`)
@@ -320,6 +319,83 @@ def _python_list(col: str, cell: str, limit: int) -> list:
                 body = _literal(col, cell, tok)
         out.append(body)
     return out
+
+
+_TOKEN = re.compile(
+    rf"\s*(?:({_STR})|(-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)|(True|False|None)|([\[\]{{}},:]))"
+)
+_CONSTANTS = {"True": True, "False": False, "None": None}
+_MAX_DEPTH = 64
+
+
+def _python_value(col: str, cell: str, limit: int) -> Any:
+    """A cell holding Python's spelling of lists, dicts, texts, numbers, ``True``,
+    ``False`` and ``None`` (how pandas writes a multi-turn sample's messages to CSV), read
+    by a tokenizer and a parser of just that, in linear time: never ``eval``, and no
+    ``ast.literal_eval`` of a whole cell (too slow for a large one, ``_python_list``)."""
+    bad = _Bad(col, f"expected Python's spelling of a list of messages, found `{show(cell)}`")
+    if len(cell) > limit:
+        raise bad
+    toks: list[tuple[str, Any]] = []
+    at, end = 0, len(cell.rstrip())
+    while at < end:
+        m = _TOKEN.match(cell, at)
+        if m is None:
+            raise bad
+        at = m.end()
+        if m.group(1) is not None:
+            body = m.group(1)[1:-1]
+            if "\\" in body:
+                try:
+                    body = _ESCAPE.sub(_unescape, body)
+                except ValueError:
+                    body = _literal(col, cell, m.group(1))
+            toks.append(("v", body))
+        elif m.group(2) is not None:
+            toks.append(
+                ("v", float(m.group(2)) if any(c in m.group(2) for c in ".eE") else int(m.group(2)))
+            )
+        elif m.group(3) is not None:
+            toks.append(("v", _CONSTANTS[m.group(3)]))
+        else:
+            toks.append((m.group(4), None))
+    pos = 0
+
+    def value(depth: int) -> Any:
+        nonlocal pos
+        if pos >= len(toks) or depth > _MAX_DEPTH:
+            raise bad
+        kind, v = toks[pos]
+        pos += 1
+        if kind == "v":
+            return v
+        if kind not in "[{":
+            raise bad
+        close = "]" if kind == "[" else "}"
+        items: list = []
+        out: dict = {}
+        while pos < len(toks) and toks[pos][0] != close:
+            if kind == "[":
+                items.append(value(depth + 1))
+            else:
+                key = value(depth + 1)
+                if not isinstance(key, str) or pos >= len(toks) or toks[pos][0] != ":":
+                    raise bad
+                pos += 1
+                out[key] = value(depth + 1)
+            if pos < len(toks) and toks[pos][0] == ",":
+                pos += 1
+            elif pos >= len(toks) or toks[pos][0] != close:
+                raise bad
+        if pos >= len(toks):
+            raise bad
+        pos += 1
+        return items if kind == "[" else out
+
+    result = value(0)
+    if pos != len(toks) or not isinstance(result, list):
+        raise bad
+    return result
 
 
 def _literal(col: str, cell: str, tok: str) -> str:
