@@ -114,3 +114,17 @@ def test_a_saved_result_of_a_conversational_run_gives_the_run_files_replay(tmp_p
     name = "conversation-0000-weather.json"
     assert sorted(p.name for p in result.iterdir()) == [name]
     assert (result / name).read_bytes() == (run / name).read_bytes()
+
+
+def test_a_custom_metric_is_said_once_per_file_not_to_be_checked(tmp_path: Path) -> None:
+    doc = json.loads((DEEPEVAL / "evaluation_result.json").read_text(encoding="utf-8"))
+    doc["test_results"][0]["metrics_data"][1]["name"] = "Brevity"  # a BaseMetric of the user's
+    src = tmp_path / "result.json"
+    src.write_text(json.dumps(doc), encoding="utf-8")
+    out, err = imported(tmp_path, src)
+    assert err.count("`Brevity`: not a DeepEval metric whose rule Unmask knows") == 1
+    r = json.loads((out / "0000-agrees.json").read_text(encoding="utf-8"))
+    assert "score_says(m1)" not in values(r)
+    # the fixture's own metrics are all known: no such note
+    _, plain = imported(tmp_path / "plain", DEEPEVAL / "evaluation_result.json")
+    assert "whose rule Unmask knows" not in plain

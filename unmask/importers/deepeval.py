@@ -246,6 +246,26 @@ def _notes(file: str, cases: list) -> Iterator[Note]:
             " judgements along its graph lead to, and the file keeps them only as a log, so"
             " neither the score nor whether its success agrees with it was checked",
         )
+    unknown = sorted(
+        {
+            md["name"]
+            for case in cases
+            if isinstance(case, dict) and isinstance(case.get("metricsData"), list)
+            for md in case["metricsData"]
+            if isinstance(md, dict)
+            and isinstance(md.get("name"), str)
+            and md["name"] not in EITHER_WAY
+            and not md["name"].endswith(DAG_SUFFIXES)
+            and _direction(md["name"], {}) is None
+        }
+    )
+    if unknown:
+        yield Note(
+            file,
+            f"{', '.join(f'`{show(n)}`' for n in unknown)}: not a DeepEval metric whose rule"
+            " Unmask knows (a custom metric decides success its own way), so whether its"
+            " success agrees with its score and threshold was not checked",
+        )
     silent = sorted(
         {
             md["name"]
