@@ -118,11 +118,12 @@ def test_a_panel_is_read_by_its_votes(tmp_path: Path) -> None:
 
 def test_a_panel_that_ties_or_reduces_otherwise_leaves_the_grade_open(tmp_path: Path) -> None:
     def tie(data: dict) -> None:
-        _scores(data)["model_graded_fact"]["metadata"]["panel"]["votes"] = ["C", "I"]
+        # one vote in three is no majority, a failed member counted (Inspect's `majority`)
+        _scores(data)["model_graded_fact"]["metadata"]["panel"]["votes"] = ["C", None, "I"]
 
     out, err = imported(tmp_path, copy(tmp_path, tie))
     assert "says_correct" not in values(replay(out, "model_graded_fact"))
-    assert "`model_graded_fact`: a panel whose votes tie" in err
+    assert "`model_graded_fact`: no grade has more than half of the panel's votes" in err
 
     def reducer(data: dict) -> None:
         data["eval"]["scorers"][2]["options"]["reducer"] = "max"

@@ -146,8 +146,9 @@ class _Seen:
         if self.ties:
             yield Note(
                 file,
-                f"{names(self.ties)}: a panel whose votes tie has no majority to read, so"
-                " which grade it gives is UNKNOWN there",
+                f"{names(self.ties)}: no grade has more than half of the panel's votes, so"
+                " Inspect would leave the sample unscored and which grade the score gives is"
+                " UNKNOWN there",
             )
 
 
@@ -444,13 +445,12 @@ def _score(
 
 
 def _panel(b: ReplayBuilder, head: str, votes: list, scorer: str, seen: _Seen) -> None:
-    """A panel's grade, as Inspect's `majority` reducer takes it: the letter most of the
-    votes cast give; where two letters tie, UNKNOWN (said once per file)."""
+    """A panel's grade, as Inspect's `majority` reducer takes it: the letter more than half
+    of the votes give, a member that failed to vote counted in the total; with none, Inspect
+    leaves the sample unscored, which no grade atom can say: UNKNOWN (said once per file)."""
     line = head.split("\n", 1)[0]
-    cast = [v for v in votes if v in VERDICTS]
-    counts = {v: cast.count(v) for v in VERDICTS}
-    top = max(counts.values()) if cast else 0
-    leaders = [v for v, n in counts.items() if n == top and n > 0]
+    counts = {v: sum(1 for x in votes if x == v) for v in VERDICTS}
+    leaders = [v for v, n in counts.items() if n * 2 > len(votes)]
     if len(leaders) != 1:
         seen.add(seen.ties, scorer)
         return
