@@ -176,6 +176,18 @@ def test_a_log_being_written_keeps_its_spec_in_the_journal(tmp_path: Path) -> No
     assert "does not record the scorer's options" not in err
 
 
+def test_a_broken_header_falls_back_to_the_journal(tmp_path: Path) -> None:
+    import zipfile
+
+    src = _archive(tmp_path, "_journal/start.json")
+    with zipfile.ZipFile(src, "a", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("header.json", "{not json")
+    base, _ = imported(tmp_path, INSPECT / "settings.json")
+    out, err = imported(tmp_path, src)
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in base.iterdir())
+    assert "does not record the scorer's options" not in err
+
+
 def test_an_archive_without_its_spec_leaves_every_grade_open(tmp_path: Path) -> None:
     out, err = imported(tmp_path, _archive(tmp_path, None))
     assert err.count("does not record the scorer's options") == 1

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from unmask.builder import ReplayBuilder
+from unmask.diagnostics import UnmaskError
 from unmask.files import read_bytes
 from unmask.importers import (
     PROTOCOLS,
@@ -210,7 +211,10 @@ def _log(path: Path, options: Options) -> tuple[list[tuple[str, Any]], Any]:
         for name in _HEADERS:
             if name in heads:
                 where = f"{file}: member `{name}`"
-                head = parse_json_bytes(archive.read(heads[name]), where, options.limits)
+                try:
+                    head = parse_json_bytes(archive.read(heads[name]), where, options.limits)
+                except UnmaskError:
+                    continue  # a header not readable records nothing: the next, or none
                 spec = head.get("eval") if isinstance(head, dict) else None
                 break
     # Inspect's order (`sort_samples`): by epoch, then by id (a number as 20 digits); a
