@@ -96,16 +96,54 @@ def test_a_custom_template_without_its_prompt_leaves_the_quote_open(tmp_path: Pa
     assert "said(q0)" not in values(replay(out, "model_graded_qa"))  # never FALSE
 
 
-def test_a_second_scorer_with_its_own_grade_pattern_is_read_and_its_grade_left_open(
-    tmp_path: Path,
-) -> None:
+def test_a_second_scorer_is_read_by_its_own_grade_pattern(tmp_path: Path) -> None:
     out, err = imported(tmp_path, INSPECT / "settings.json")
     r = replay(out, "model_graded_qa1")
     assert r["verdict"] == "C"
     # its explanation writes `GRADE: I` before `VERDICT: C`: read by `GRADE:` it would be I
-    assert not {"says_correct", "says_partial", "one_grade"} & set(values(r))
-    assert check(out / "moon-e1-model_graded_qa1.json")["verdict"]["status"] == "UNDERDETERMINED"
-    assert err.count("`model_graded_qa1`: grades with its own pattern `VERDICT: (C|I)`") == 1
+    says = next(a for a in r["annotations"] if a["atom"] == "says_correct")
+    assert says["value"] == "TRUE"
+    (ev,) = says["evidence"]
+    assert r["sources"]["rationale"][ev["start"] - len("VERDICT: ") : ev["end"]] == "VERDICT: C"
+    assert "one_grade" not in values(r)
+    assert check(out / "moon-e1-model_graded_qa1.json")["verdict"]["status"] == "ENTAILED"
+    assert "model_graded_qa1" not in err
+
+
+def test_a_score_its_own_pattern_finds_no_grade_in_is_skipped(tmp_path: Path) -> None:
+    def change(data: dict) -> None:
+        _scores(data)["model_graded_qa1"]["explanation"] = "GRADE: C, and no verdict"
+
+    out, err = imported(tmp_path, copy(tmp_path, change))
+    assert "scores.model_graded_qa1.explanation: skipped: the scorer's grade pattern" in err
+    assert not (out / "moon-e1-model_graded_qa1.json").exists()
+
+
+def _pattern(pattern: str):
+    def change(data: dict) -> None:
+        data["eval"]["scorers"][1]["options"]["grade_pattern"] = pattern
+
+    return change
+
+
+def test_a_grade_pattern_that_cannot_be_applied_leaves_the_grade_open(tmp_path, monkeypatch):
+    import unmask.importers.patterns as patterns
+
+    monkeypatch.setattr(patterns, "SECONDS", 1.0)
+    for pattern, why in (
+        ("VERDICT: (C|I", "is not a pattern Python reads"),
+        ("VERDICT: C", "has no group 1 to read the grade from"),
+        (r"(\w+\s?)+\.$", "took more than 1 s"),  # slow on a long line with no full stop
+    ):
+
+        def change(data: dict, pattern: str = pattern) -> None:
+            _pattern(pattern)(data)
+            _scores(data)["model_graded_qa1"]["explanation"] = "VERDICT: C " + "word " * 60 + "!"
+
+        out, err = imported(tmp_path / why[:8], copy(tmp_path, change))
+        r = replay(out, "model_graded_qa1")
+        assert "says_correct" not in values(r), pattern
+        assert f"grades with its own pattern `{pattern}`, which {why}" in err
 
 
 def test_a_panel_is_read_by_its_votes(tmp_path: Path) -> None:

@@ -94,6 +94,7 @@ def read(path: Path, options: Options) -> Iterator[Imported | Skipped | Note]:
     found, spec = _log(path, options)
     specs = scorer_specs(spec)
     seen = _Seen()
+    _apply_patterns(found, specs, seen)
     for where, sample in found:
         if not isinstance(sample, dict) or not isinstance(sample.get("scores"), dict):
             yield Skipped(f"{where}.scores", "no scores")
@@ -105,15 +106,50 @@ def read(path: Path, options: Options) -> Iterator[Imported | Skipped | Note]:
     yield from seen.notes(str(path))
 
 
+def _apply_patterns(
+    found: list[tuple[str, Any]], specs: dict[str, tuple[str, dict]] | None, seen: _Seen
+) -> None:
+    """Each scorer's own ``grade_pattern`` applied to its explanations, as Inspect applies
+    it (group 1 of ``re.search``), all of one pattern at once in a child process with a time
+    limit (``patterns.spans``): the spans go to ``seen.spans`` by score, a pattern that
+    cannot be applied to ``seen.unread`` with why."""
+    from unmask.importers.patterns import spans
+
+    todo: dict[str, list[dict]] = {}
+    for _, sample in found:
+        scores = sample.get("scores") if isinstance(sample, dict) else None
+        for scorer, score in scores.items() if isinstance(scores, dict) else ():
+            spec = specs.get(scorer) if specs is not None else None
+            pattern = spec[1].get("grade_pattern") if spec is not None else None
+            if (
+                isinstance(pattern, str)
+                and spec is not None
+                and spec[0] in SCORERS
+                and isinstance(score, dict)
+                and isinstance(score.get("explanation"), str)
+            ):
+                todo.setdefault(pattern, []).append(score)
+    for pattern, scores in todo.items():
+        got = spans(pattern, [s["explanation"] for s in scores])
+        if isinstance(got, str):
+            seen.failed[pattern] = got
+            continue
+        for score, span in zip(scores, got, strict=True):
+            seen.spans[id(score)] = span
+
+
 class _Seen:
     """What the scores of one file showed that the user is told once: scorers read without
-    their options, with a grade pattern Unmask does not run, custom scorers, panel ties."""
+    their options, a grade pattern or reducer not applied, custom scorers, panels without a
+    majority; and the spans each scorer's own grade pattern found."""
 
     def __init__(self) -> None:
         self.unrecorded: list[str] = []
         self.unread: dict[str, str] = {}  # scorer -> the setting Unmask does not apply
         self.custom: list[str] = []
         self.ties: list[str] = []
+        self.spans: dict[int, tuple[int, int] | None] = {}  # id(score) -> group 1's span
+        self.failed: dict[str, str] = {}  # a grade pattern -> why it was not applied
 
     def add(self, bucket: list[str], name: str) -> None:
         if name not in bucket:
@@ -134,9 +170,8 @@ class _Seen:
         for name, setting in self.unread.items():
             yield Note(
                 file,
-                f"`{show(name)}`: {setting}, which Unmask does not apply, so which grade it"
-                " gives (`says_correct`, `says_partial`, `one_grade`) is UNKNOWN; its quotes"
-                " are still checked",
+                f"`{show(name)}`: {setting}, so which grade it gives (`says_correct`,"
+                " `says_partial`, `one_grade`) is UNKNOWN; its quotes are still checked",
             )
         if self.custom:
             yield Note(
@@ -296,16 +331,32 @@ def _score(
     if opts is None:
         rule = None
         seen.add(seen.unrecorded, scorer)
-    elif isinstance(opts.get("grade_pattern"), str):
-        rule = None
-        seen.unread.setdefault(
-            scorer, f"grades with its own pattern `{show(opts['grade_pattern'])}`"
-        )
     elif votes is not None and opts.get("reducer", "majority") != "majority":
         rule = None
-        seen.unread.setdefault(scorer, f"reduces its panel's votes with `{show(opts['reducer'])}`")
+        seen.unread.setdefault(
+            scorer,
+            f"reduces its panel's votes with `{show(opts['reducer'])}`, which Unmask does not"
+            " apply",
+        )
+    elif votes is not None:
+        rule = "votes"  # each member applied the grade pattern: its votes are what it read
+    elif isinstance(opts.get("grade_pattern"), str):
+        why = seen.failed.get(opts["grade_pattern"])
+        if id(score) in seen.spans:
+            rule = "pattern"
+            if seen.spans[id(score)] is None:  # Inspect finds no grade: it would be unscored
+                return Skipped(
+                    f"{where}.explanation",
+                    f"the scorer's grade pattern `{show(opts['grade_pattern'])}` finds no grade",
+                )
+        else:
+            rule = None
+            shown = f"`{show(opts['grade_pattern'])}`"
+            seen.unread.setdefault(
+                scorer, f"grades with its own pattern {shown}, which {why or 'was not applied'}"
+            )
     else:
-        rule = "votes" if votes is not None else "last grade"
+        rule = "last grade"
     pattern = _GRADE_LETTER if opts is not None and opts.get("instructions") else _GRADE
     grades = list(pattern.finditer(explanation)) if votes is None else []
     if rule == "last grade" and not grades:
@@ -369,6 +420,8 @@ def _score(
         by = rule_by(NAME)
         if rule == "votes":
             _panel(b, explanation, votes, scorer, seen)
+        if rule == "pattern":
+            _by_pattern(b, explanation, seen.spans[id(score)], occurrences)
         final = _letter(grades[-1]) if rule == "last grade" else None
         # a last token that is no grade (`GRADE: CI`) says nothing a rule can read: both
         # atoms stay UNKNOWN, never a value taken from its first letter or an earlier grade
@@ -446,6 +499,28 @@ def _score(
         return b
 
     return build(where, stem, make)
+
+
+def _by_pattern(
+    b: ReplayBuilder, explanation: str, span: tuple[int, int] | None, occurrences: Occurrences
+) -> None:
+    """The grade a scorer's own pattern reads: group 1 as written (with an explicit
+    pattern Inspect takes it unchanged, so only `C`, `P` or `I` is a grade); anything else
+    leaves both atoms UNKNOWN."""
+    if span is None:
+        return
+    text = explanation[span[0] : span[1]]
+    if text not in VERDICTS:
+        return
+    for atom, letter in (("says_correct", "C"), ("says_partial", "P")):
+        b.annotate(
+            atom,
+            text == letter,
+            quote=text,
+            occurrence=occurrences.at(text, span[0]),
+            by=rule_by(NAME),
+            explanation="the grade the scorer's own pattern reads",
+        )
 
 
 def _panel(b: ReplayBuilder, head: str, votes: list, scorer: str, seen: _Seen) -> None:
