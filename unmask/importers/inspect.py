@@ -3,9 +3,10 @@
 Contract: for every sample (and epoch) of the log, each score from ``model_graded_fact`` or
 ``model_graded_qa`` (a second one of a name keyed ``NAME1``, …) becomes a replay of
 ``protocols/inspect.proto``. The grade is read by the scorer's options the log records
-(``eval.scorers``): Inspect's default rule only where they show it applies; a log without
-them, or a scorer with its own ``grade_pattern`` (never run here) or panel reducer, leaves
-the grade atoms UNKNOWN, said once per file; a panel is read by its recorded votes. A
+(``eval.scorers``): Inspect's default rule where they show it applies, a scorer's own
+``grade_pattern`` applied as Inspect applies it (in a child process with a time limit,
+``patterns``), a panel by its recorded votes; a log without them, a pattern that cannot be
+applied or another panel reducer leaves the grade atoms UNKNOWN, said once per file. A
 custom scorer is skipped and named once per file. The log is Inspect's default `.eval` (a
 zip archive: its ``samples/*.json`` members are read through ``archive.Archive``, bounded,
 and the last member of a name wins, as Inspect reads them) or its JSON format (the array
