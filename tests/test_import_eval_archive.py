@@ -292,7 +292,7 @@ def test_an_archive_that_is_not_an_inspect_log_is_refused(tmp_path: Path) -> Non
 
 def test_member_names_are_never_paths_and_are_shown_escaped(tmp_path: Path) -> None:
     sample = json.loads(_sample(tmp_path))
-    sample["scores"]["model_graded_fact"]["explanation"] = "no grade here"
+    sample["scores"]["model_graded_fact"]["explanation"] = ""  # skipped: nothing to check
     names = ["samples/../../../escaped.json", "samples/\x1b[2J\u202e.json", "/samples/abs.json"]
     src = _zip(tmp_path / "log.eval", [(n, json.dumps(sample).encode()) for n in names])
     out = tmp_path / "deep" / "out"

@@ -392,7 +392,7 @@ def test_deepeval_rules_on_changed_copies_of_the_real_run(tmp_path, change, expe
     assert_violated_with(out / "0000-sample_test_case.json", expect)
 
 
-HALLUCINATION = {"name": "Hallucination", "threshold": 0.5}
+HALLUCINATION = {"name": "Hallucination", "threshold": 0.5, "reason": "Compared with the context."}
 
 
 def test_deepeval_the_direction_of_hallucination_is_read_from_the_file(tmp_path):
@@ -492,8 +492,8 @@ def test_deepeval_unknown_metric_names_leave_the_score_rule_open(tmp_path):
         ),
         (
             lambda d: d["conversationalTestCases"].append({}),
-            "conversationalTestCases[0]",
-            "conversational test cases are not imported",
+            "conversationalTestCases[0].success",
+            "expected true",
         ),
     ],
 )
@@ -749,6 +749,9 @@ INSPECT_TASK = DATA / "inspect-input-task.json"
 
 def inspect_copy(tmp_path: Path, change, src: Path = INSPECT_TASK) -> Path:
     data = json.loads(src.read_text(encoding="utf-8"))
+    # this log predates `eval.scorers`: record the scorer's options as Inspect 0.3.285 does
+    # (none passed), so that its grade pattern is known to be the default
+    data["eval"].setdefault("scorers", [{"name": "model_graded_fact", "options": {}}])
     change(data["samples"][0])
     return write(tmp_path, "log.json", data)
 
@@ -761,7 +764,12 @@ def test_inspect_real_logs_are_satisfied_on_z3_and_sliced(tmp_path):
     res = imp("inspect", INSPECT_GUIDE, tmp_path / "guide")
     assert res.exit_code == 0, res.stderr
     assert res.stderr.endswith("with `inspect`; skipped 0\n")
-    assert imp("inspect", INSPECT_TASK, tmp_path / "task").exit_code == 0
+    task = imp("inspect", INSPECT_TASK, tmp_path / "task")
+    assert task.exit_code == 0
+    # that log records no scorer options, so its grade pattern is not known (issue 37)
+    assert task.stderr.count("note:") == 1
+    assert "`model_graded_fact`: the log does not record the scorer's options" in task.stderr
+    assert imp("inspect", inspect_copy(tmp_path, lambda s: None), tmp_path / "task").exit_code == 0
     assert sorted(p.name for p in (tmp_path / "guide").iterdir()) == [
         "1-e1-model_graded_fact.json",
         "2-e1-model_graded_fact.json",
@@ -778,9 +786,20 @@ def test_inspect_real_logs_are_satisfied_on_z3_and_sliced(tmp_path):
         assert code_z3 == code_sl and {**z3, "backend": "-"} == {**sliced, "backend": "-"}
 
 
-def test_inspect_real_sample_quotes_and_offsets(tmp_path):
+def test_inspect_a_log_without_scorer_options_leaves_the_grade_unknown(tmp_path):
     out = tmp_path / "out"
     assert imp("inspect", INSPECT_TASK, out).exit_code == 0
+    r = replay(out, "1-e1-model_graded_fact")
+    atoms = {a["atom"] for a in r["annotations"]}
+    assert not atoms & {"says_correct", "says_partial", "one_grade"}
+    assert "said(q2)" in atoms  # the quotes are still checked
+    _, report = check(out / "1-e1-model_graded_fact.json", "z3")
+    assert report["verdict"]["status"] == "UNDERDETERMINED"
+
+
+def test_inspect_real_sample_quotes_and_offsets(tmp_path):
+    out = tmp_path / "out"
+    assert imp("inspect", inspect_copy(tmp_path, lambda s: None), out).exit_code == 0
     r = replay(out, "1-e1-model_graded_fact")
     assert r["verdict"] == "C" and r["id"] == "1/1/model_graded_fact"
     assert r["sources"]["response"].endswith("better bundle up, fam! ❄️🧣")

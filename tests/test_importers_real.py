@@ -447,8 +447,14 @@ def test_regenerated_inspect_and_deepeval_output_gives_the_same_replays(tmp_path
     assert (fresh / version).read_text(encoding="utf-8") == (here / version).read_text(
         encoding="utf-8"
     )
-    names = ["moon.eval", "moon.json", "partial.eval", "partial.json"]
-    for name in names if tool == "inspect" else ["latest_test_run.json"]:
+    names = ["moon.eval", "moon.json", "partial.eval", "partial.json", "settings.eval"]
+    more = [
+        "latest_test_run.json",
+        "evaluation_result.json",
+        "conversational_test_run.json",
+        "conversational_result.json",
+    ]
+    for name in names if tool == "inspect" else more:
         old = _replays(tool, here / name, tmp_path / f"old-{name}")
         new = _replays(tool, fresh / name, tmp_path / f"new-{name}")
         assert old == new, name

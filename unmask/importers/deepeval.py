@@ -13,8 +13,12 @@ decides success its own way); ``states_score`` and ``reason_score`` from a reaso
 DeepEval's templates ask for, "The score is X because …", for the metrics whose template
 asks it (``ASKS_SCORE``: they, with a reason, are the domain ``score_reason``); G-Eval's
 template says not to quote the score and a custom metric's is not known, so for them no
-requirement asks it, and one note per file says so. Conversational test cases and metrics
-attached to trace spans are not imported: each is counted as skipped, with why.
+requirement asks it, and one note per file says so. Conversational test cases are read
+too (their turns as the input, the last assistant turn as the response), and so is the
+``EvaluationResult`` that ``evaluate()`` returns, saved as JSON (``test_results``, snake
+case). A DAG metric's score is not checked, said once per file. Metrics attached to trace
+spans are not imported: each is counted as skipped, with why. DeepEval's cache
+(``.deepeval-cache.json``) is refused in one message naming it.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from unmask.importers import (
     array_at,
     build,
     is_number,
+    not_the_format,
     num,
     rule_by,
     tf,
@@ -105,6 +110,7 @@ ASKS_SCORE = frozenset(
     }
 )
 ASKS_SCORE_SUFFIXES = (" [DAG]", " [ConversationalDAG]")  # a DAG's verdict node asks it too
+DAG_SUFFIXES = ASKS_SCORE_SUFFIXES
 _STATED = re.compile(r"\bThe score is (\d+(?:\.\d+)?)\b")
 
 
@@ -120,7 +126,8 @@ def asks_score(md: dict) -> bool:
 def _direction(name: str, directions: dict[str, str | None]) -> str | None:
     if name in EITHER_WAY:
         return directions.get(name)
-    if name in HIGHER_IS_BETTER or name.endswith(" [GEval]"):
+    # G-Eval and Conversational G-Eval keep DeepEval's base rule (`is_successful`)
+    if name in HIGHER_IS_BETTER or name.endswith((" [GEval]", " [Conversational GEval]")):
         return ">="
     return None
 
@@ -143,18 +150,64 @@ def file_directions(cases: list) -> dict[str, str | None]:
     return {name: next(iter(d)) if len(d) == 1 else None for name, d in possible.items()}
 
 
+# `EvaluationResult.model_dump_json()`: a test result's and a metric's fields in snake case
+_CAMEL = {
+    "metrics_data": "metricsData",
+    "actual_output": "actualOutput",
+    "retrieval_context": "retrievalContext",
+    "strict_mode": "strictMode",
+}
+
+
+def _camel(result: Any) -> Any:
+    """A test result of ``EvaluationResult`` with the run file's field names; its ``index``
+    is the run's ``order``."""
+    if not isinstance(result, dict):
+        return result
+    out = {_CAMEL.get(k, k): v for k, v in result.items()}
+    if isinstance(out.get("metricsData"), list):
+        out["metricsData"] = [
+            {_CAMEL.get(k, k): v for k, v in md.items()} if isinstance(md, dict) else md
+            for md in out["metricsData"]
+        ]
+    if "order" not in out and isinstance(out.get("index"), int):
+        out["order"] = out["index"]
+    return out
+
+
 def read(path: Path, options: Options) -> Iterator[Imported | Skipped | Note]:
     file = str(path)
     from unmask.jsonload import read_json_file
 
-    # `.deepeval/.latest_test_run.json` wraps the run in `testRunData`
     wrapped = read_json_file(path, options.limits)
+    if isinstance(wrapped, dict) and "test_cases_lookup_map" in wrapped:
+        raise not_the_format(
+            file,
+            "a DeepEval cache (`.deepeval-cache.json`) is not imported: it keeps metric"
+            " results for reuse across runs, and records neither which run they belong to"
+            " nor whether a test case passed",
+            help="import the run DeepEval writes beside it, `.deepeval/.latest_test_run.json`",
+        )
+    proto = PROTOCOL.read_text(encoding="utf-8")
+    if isinstance(wrapped, dict) and "test_results" in wrapped:
+        # what `evaluate()` returns, saved with `model_dump_json()`: one list, in which a
+        # conversational test case is marked `conversational`
+        results = array_at(wrapped, path, "test_results", "a DeepEval evaluation result")
+        cases = [_camel(r) for r in results]
+        directions = file_directions(cases)
+        for i, case in enumerate(cases):
+            talk = isinstance(case, dict) and case.get("conversational") is True
+            yield _case(proto, file, i, case, options, directions, "", "test_results", talk)
+        yield from _notes(file, cases)
+        return
+    # `.deepeval/.latest_test_run.json` wraps the run in `testRunData`
     at = "testRunData.testCases" if isinstance(wrapped, dict) and "testRunData" in wrapped else None
     cases = array_at(wrapped, path, at or "testCases", "a DeepEval test run")
     data = wrapped["testRunData"] if at else wrapped
     prefix = "testRunData." if at else ""
-    proto = PROTOCOL.read_text(encoding="utf-8")
-    directions = file_directions(cases)
+    convo = data.get("conversationalTestCases")
+    convo = convo if isinstance(convo, list) else []
+    directions = file_directions([*cases, *convo])
     for i, case in enumerate(cases):
         yield _case(proto, file, i, case, options, directions, prefix)
         spans = _span_metrics(case.get("trace")) if isinstance(case, dict) else 0
@@ -165,13 +218,72 @@ def read(path: Path, options: Options) -> Iterator[Imported | Skipped | Note]:
                 "(only test-case metrics are imported)",
                 count=spans,
             )
-    convo = data.get("conversationalTestCases")
-    if isinstance(convo, list):
-        for i, _ in enumerate(convo):
-            yield Skipped(
-                f"{file}: {prefix}conversationalTestCases[{i}]",
-                "conversational test cases are not imported",
-            )
+    for i, case in enumerate(convo):
+        yield _case(
+            proto, file, i, case, options, directions, prefix, "conversationalTestCases", True
+        )
+    yield from _notes(file, [*cases, *convo])
+
+
+def _notes(file: str, cases: list) -> Iterator[Note]:
+    """What the file's metrics leave unchecked, said once per file."""
+    directions = file_directions(cases)
+    dags = sorted(
+        {
+            md["name"]
+            for case in cases
+            if isinstance(case, dict) and isinstance(case.get("metricsData"), list)
+            for md in case["metricsData"]
+            if isinstance(md, dict)
+            and isinstance(md.get("name"), str)
+            and md["name"].endswith(DAG_SUFFIXES)
+        }
+    )
+    if dags:
+        yield Note(
+            file,
+            f"{', '.join(f'`{show(n)}`' for n in dags)}: a DAG metric's score is what the"
+            " judgements along its graph lead to, and the file keeps them only as a log, so"
+            " neither the score nor whether its success agrees with it was checked",
+        )
+    unknown = sorted(
+        {
+            md["name"]
+            for case in cases
+            if isinstance(case, dict) and isinstance(case.get("metricsData"), list)
+            for md in case["metricsData"]
+            if isinstance(md, dict)
+            and isinstance(md.get("name"), str)
+            and md["name"] not in EITHER_WAY
+            and not md["name"].endswith(DAG_SUFFIXES)
+            and _direction(md["name"], {}) is None
+        }
+    )
+    if unknown:
+        yield Note(
+            file,
+            f"{', '.join(f'`{show(n)}`' for n in unknown)}: not a DeepEval metric whose rule"
+            " Unmask knows (a custom metric decides success its own way), so whether its"
+            " success agrees with its score and threshold was not checked",
+        )
+    silent = sorted(
+        {
+            md["name"]
+            for case in cases
+            if isinstance(case, dict) and isinstance(case.get("metricsData"), list)
+            for md in case["metricsData"]
+            if isinstance(md, dict)
+            and isinstance(md.get("name"), str)
+            and not (isinstance(md.get("reason"), str) and md["reason"])
+        }
+    )
+    if silent:
+        yield Note(
+            file,
+            f"{', '.join(f'`{show(n)}`' for n in silent)}: no reason recorded (a metric run"
+            " with `include_reason=False`, or one that failed), so whether its reason agrees"
+            " with its score was not checked there",
+        )
     unasked = sorted(
         {
             md["name"]
@@ -225,8 +337,10 @@ def _case(
     options: Options,
     directions: dict[str, str | None],
     prefix: str = "",
+    key: str = "testCases",
+    conversational: bool = False,
 ) -> Imported | Skipped:
-    where = f"{file}: {prefix}testCases[{i}]"
+    where = f"{file}: {prefix}{key}[{i}]"
     if not isinstance(case, dict):
         return Skipped(where, f"expected a test case object, found `{show(case)}`")
     success = case.get("success")
@@ -281,9 +395,13 @@ def _case(
         sources["context"] = "\n\n".join(ctx)
     if isinstance(case.get("input"), str) and case["input"]:
         sources["protocol"] = case["input"]
+    if conversational:
+        sources.update(_turns(case.get("turns")))
     name = case.get("name") if isinstance(case.get("name"), str) else None
     order = case.get("order") if isinstance(case.get("order"), int) else i
     stem = f"{order:04d}-{name}" if name else f"{order:04d}"
+    if conversational:  # named apart from the run's single-turn cases of the same order
+        stem = f"conversation-{stem}"
 
     occurrences = Occurrences(rationale)
 
@@ -356,3 +474,21 @@ def _case(
 
 def _negate(direction: str) -> str:
     return ">" if direction == "<=" else "<"
+
+
+def _turns(turns: Any) -> dict[str, str]:
+    """A conversational test case's turns: the conversation, one ``[role] content`` line a
+    turn, as the ``protocol`` source; the last assistant turn as the ``response``."""
+    if not isinstance(turns, list):
+        return {}
+    lines, last = [], None
+    for t in turns:
+        if isinstance(t, dict) and isinstance(t.get("content"), str):
+            role = t.get("role") if isinstance(t.get("role"), str) else "turn"
+            lines.append(f"[{role}] {t['content']}")
+            if role == "assistant" and t["content"]:
+                last = t["content"]
+    out = {"protocol": "\n".join(lines)} if lines else {}
+    if last is not None:
+        out["response"] = last
+    return out

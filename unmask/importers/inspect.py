@@ -1,13 +1,19 @@
 """The `inspect` importer: model-graded scores of an Inspect log, `.eval` or `.json`.
 
-Contract: for every sample (and epoch) of the log, each score from ``model_graded_fact``
-or ``model_graded_qa`` becomes a replay of ``protocols/inspect.proto``. The log is Inspect's
-default `.eval` (a zip archive: its ``samples/*.json`` members are read through
-``archive.Archive``, bounded, and the last member of a name wins, as Inspect reads them) or
-its JSON format (the array ``samples``); samples are taken in Inspect's order (epoch, then
-id), so both formats of one log give the same replays. The rationale is the grader's own
-``explanation``, unchanged; the response is the sample's output message; the context is the
-task input and the target (documented in ``docs/importers.md``). The verdict is the score's
+Contract: for every sample (and epoch) of the log, each score from ``model_graded_fact`` or
+``model_graded_qa`` (a second one of a name keyed ``NAME1``, …) becomes a replay of
+``protocols/inspect.proto``. The grade is read by the scorer's options the log records
+(``eval.scorers``): Inspect's default rule where they show it applies, a scorer's own
+``grade_pattern`` applied as Inspect applies it (in a child process with a time limit,
+``patterns``), a panel by its recorded votes; a log without them, a pattern that cannot be
+applied or another panel reducer leaves the grade atoms UNKNOWN, said once per file. A
+custom scorer is skipped and named once per file. The log is Inspect's default `.eval` (a
+zip archive: its ``samples/*.json`` members are read through ``archive.Archive``, bounded,
+and the last member of a name wins, as Inspect reads them) or its JSON format (the array
+``samples``); samples are taken in Inspect's order (epoch, then id), so both formats of one
+log give the same replays. The rationale is the grader's own ``explanation``, unchanged;
+the response is the sample's output message; the context is the task input, the target and
+the grading prompt the score records (``docs/importers.md``). The verdict is the score's
 grade, ``C``, ``P`` (partial credit) or ``I``. Derived by rule: ``says_correct`` and
 ``says_partial`` from the last ``GRADE: X`` the explanation writes (the rule Inspect's
 default pattern applies), ``one_grade`` from whether every grade written is the same,
@@ -15,9 +21,10 @@ default pattern applies), ``one_grade`` from whether every grade written is the 
 phrase the explanation puts in quotation marks, ``quotes`` (TRUE, quoting it) and ``said``
 (TRUE where it occurs where the explanation places it: in the response when the words
 before the quote speak of the submission, else in the response or the context; FALSE only
-when the response, the task and the target are all present and it is not there). An
-unscored sample or another scorer is skipped with the reason. A score whose quoted phrases
-would need more than ``MAX_LOOKUP`` characters searched is skipped with that reason.
+when the response, the task, the target and all the grader was shown (its recorded prompt,
+or Inspect's default template) are there and it is not). An unscored sample or another
+scorer is skipped with the reason. A score whose quoted phrases would need more than
+``MAX_LOOKUP`` characters searched is skipped with that reason.
 """
 
 from __future__ import annotations
@@ -28,10 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from unmask.builder import ReplayBuilder
+from unmask.diagnostics import UnmaskError
 from unmask.files import read_bytes
 from unmask.importers import (
     PROTOCOLS,
     Imported,
+    Note,
     Occurrences,
     Options,
     Skipped,
@@ -46,6 +55,8 @@ from unmask.jsonload import parse_json_bytes, show
 NAME = "inspect"
 PROTOCOL = PROTOCOLS / "inspect.proto"
 SCORERS = ("model_graded_fact", "model_graded_qa")
+# a second scorer of one name is keyed `NAME1` in a sample's scores, a third `NAME2`
+_MODEL_GRADED = re.compile(r"(model_graded_fact|model_graded_qa)\d*")
 VERDICTS = ("C", "P", "I")
 
 # Inspect's grade token: `GRADE` as a word, a colon, and the word after it. As Inspect's
@@ -54,6 +65,10 @@ VERDICTS = ("C", "P", "I")
 # last token decides, so a later unreadable token is not passed over for an earlier grade
 _SPACING = r"[\s\u200b\u200c\u200d\u200e\u200f\u2060\u2063\ufeff]*"
 _GRADE = re.compile(rf"(?i)(?<!\w)GRADE(?!\w){_SPACING}:{_SPACING}(\w*)")
+# with custom `instructions` (and no `grade_pattern`) Inspect does not check the word and
+# reads its default pattern, `GRADE: ([CPI])`: the last token whose word starts with one
+# of those letters, by that letter (`GRADE: Correct` is C, a later `GRADE: none` passed over)
+_GRADE_LETTER = re.compile(rf"(?i)(?<!\w)GRADE(?!\w){_SPACING}:{_SPACING}([CPI])")
 _GRADE_WORDS = {"c": "C", "correct": "C", "p": "P", "partial": "P", "i": "I", "incorrect": "I"}
 
 
@@ -75,20 +90,135 @@ _REFERENCE = re.compile(r"(?i)\b(?:expert|criterion|criteria|target|reference|qu
 MAX_LOOKUP = 1_000_000_000
 
 
-def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
+def read(path: Path, options: Options) -> Iterator[Imported | Skipped | Note]:
     proto = PROTOCOL.read_text(encoding="utf-8")
-    for where, sample in _samples(path, options):
+    found, spec = _log(path, options)
+    specs = scorer_specs(spec)
+    seen = _Seen()
+    _apply_patterns(found, specs, seen)
+    for where, sample in found:
         if not isinstance(sample, dict) or not isinstance(sample.get("scores"), dict):
             yield Skipped(f"{where}.scores", "no scores")
             continue
         for scorer, score in sample["scores"].items():
-            yield _score(proto, f"{where}.scores.{scorer}", sample, scorer, score, options)
+            yield _score(
+                proto, f"{where}.scores.{scorer}", sample, scorer, score, options, specs, seen
+            )
+    yield from seen.notes(str(path))
 
 
-def _samples(path: Path, options: Options) -> list[tuple[str, Any]]:
-    """Each sample and where it is (a JSON path, or an archive member), in Inspect's order."""
+def _apply_patterns(
+    found: list[tuple[str, Any]], specs: dict[str, tuple[str, dict]] | None, seen: _Seen
+) -> None:
+    """Each scorer's own ``grade_pattern`` applied to its explanations, as Inspect applies
+    it (group 1 of ``re.search``), all of one pattern at once in a child process with a time
+    limit (``patterns.spans``): the spans go to ``seen.spans`` by score, a pattern that
+    cannot be applied to ``seen.unread`` with why."""
+    from unmask.importers.patterns import spans
+
+    todo: dict[str, list[dict]] = {}
+    for _, sample in found:
+        scores = sample.get("scores") if isinstance(sample, dict) else None
+        for scorer, score in scores.items() if isinstance(scores, dict) else ():
+            spec = specs.get(scorer) if specs is not None else None
+            pattern = spec[1].get("grade_pattern") if spec is not None else None
+            if (
+                isinstance(pattern, str)
+                and spec is not None
+                and spec[0] in SCORERS
+                and isinstance(score, dict)
+                and isinstance(score.get("explanation"), str)
+            ):
+                todo.setdefault(pattern, []).append(score)
+    for pattern, scores in todo.items():
+        got = spans(pattern, [s["explanation"] for s in scores])
+        if isinstance(got, str):
+            seen.failed[pattern] = got
+            continue
+        for score, span in zip(scores, got, strict=True):
+            seen.spans[id(score)] = span
+
+
+class _Seen:
+    """What the scores of one file showed that the user is told once: scorers read without
+    their options, a grade pattern or reducer not applied, custom scorers, panels without a
+    majority; and the spans each scorer's own grade pattern found."""
+
+    def __init__(self) -> None:
+        self.unrecorded: list[str] = []
+        self.unread: dict[str, str] = {}  # scorer -> the setting Unmask does not apply
+        self.custom: list[str] = []
+        self.ties: list[str] = []
+        self.spans: dict[int, tuple[int, int] | None] = {}  # id(score) -> group 1's span
+        self.failed: dict[str, str] = {}  # a grade pattern -> why it was not applied
+
+    def add(self, bucket: list[str], name: str) -> None:
+        if name not in bucket:
+            bucket.append(name)
+
+    def notes(self, file: str) -> Iterator[Note]:
+        def names(xs: list[str]) -> str:
+            return ", ".join(f"`{show(x)}`" for x in xs)
+
+        if self.unrecorded:
+            yield Note(
+                file,
+                f"{names(self.unrecorded)}: the log does not record the scorer's options"
+                " (`eval.scorers`), so its grade pattern is not known: which grade the"
+                " explanation gives (`says_correct`, `says_partial`, `one_grade`) is UNKNOWN;"
+                " its quotes are still checked",
+            )
+        for name, setting in self.unread.items():
+            yield Note(
+                file,
+                f"`{show(name)}`: {setting}, so which grade it gives (`says_correct`,"
+                " `says_partial`, `one_grade`) is UNKNOWN; its quotes are still checked",
+            )
+        if self.custom:
+            yield Note(
+                file,
+                f"{names(self.custom)}: a custom scorer grades by its own code, which the log"
+                " does not record, so its scores are not checked",
+            )
+        if self.ties:
+            yield Note(
+                file,
+                f"{names(self.ties)}: no grade has more than half of the panel's votes, so"
+                " Inspect would leave the sample unscored and which grade the score gives is"
+                " UNKNOWN there",
+            )
+
+
+def scorer_specs(spec: Any) -> dict[str, tuple[str, dict]] | None:
+    """Each score key of the log's samples -> (its scorer's name, the options the log
+    records for it), from ``eval.scorers``; None when the log records no scorers. Inspect
+    keys a second scorer of a name ``NAME1``, a third ``NAME2``; an option left out was not
+    passed, so Inspect's default applies."""
+    scorers = spec.get("scorers") if isinstance(spec, dict) else None
+    if not isinstance(scorers, list):
+        return None
+    out: dict[str, tuple[str, dict]] = {}
+    for s in scorers:
+        if not isinstance(s, dict) or not isinstance(s.get("name"), str):
+            continue
+        base = s["name"].rsplit("/", 1)[-1]  # `inspect_ai/model_graded_qa`
+        # as Inspect's `unique_scorer_name`: the first of `NAME`, `NAME1`, `NAME2`, … unused
+        key, n = base, 1
+        while key in out:
+            key, n = f"{base}{n}", n + 1
+        opts = s.get("options")
+        out[key] = (base, opts if isinstance(opts, dict) else {})
+    return out
+
+
+def _log(path: Path, options: Options) -> tuple[list[tuple[str, Any]], Any]:
+    """Each sample and where it is (a JSON path, or an archive member), in Inspect's order,
+    and the log's eval spec (its ``eval``: the task, the scorers and their options), read
+    from the JSON log or the archive's ``header.json`` (``_journal/start.json`` of a log
+    still being written); None where the log has none."""
     file = str(path)
     data = read_bytes(path, options.limits, file)
+    spec: Any = None
     if data[:4] not in (b"PK\x03\x04", b"PK\x05\x06"):
         if path.suffix == ".eval":
             raise not_the_format(file, "not an Inspect `.eval` log: not a zip archive")
@@ -99,6 +229,7 @@ def _samples(path: Path, options: Options) -> list[tuple[str, Any]]:
                 file, "not an Inspect log with samples: expected an array at `samples`", "samples"
             )
         found = [(f"{file}: samples[{i}]", s) for i, s in enumerate(samples)]
+        spec = doc.get("eval")
     else:
         archive = Archive(data, file, options.limits)
         # a sample logged again (a requeued sample) is a second member of the same name:
@@ -112,9 +243,22 @@ def _samples(path: Path, options: Options) -> list[tuple[str, Any]]:
         for name, info in members.items():
             where = f"{file}: member `{show(name, 200)}`"
             found.append((where, parse_json_bytes(archive.read(info), where, options.limits)))
+        heads = {m.filename: m for m in archive.members if m.filename in _HEADERS}
+        for name in _HEADERS:
+            if name in heads:
+                where = f"{file}: member `{name}`"
+                try:
+                    head = parse_json_bytes(archive.read(heads[name]), where, options.limits)
+                except UnmaskError:
+                    continue  # a header not readable records nothing: the next, or none
+                spec = head.get("eval") if isinstance(head, dict) else None
+                break
     # Inspect's order (`sort_samples`): by epoch, then by id (a number as 20 digits); a
     # value of another kind sorts after, by its JSON spelling, so nothing fails to compare
-    return sorted(found, key=lambda ws: _order(ws[1]))
+    return sorted(found, key=lambda ws: _order(ws[1])), spec
+
+
+_HEADERS = ("header.json", "_journal/start.json")  # where a `.eval` log keeps its eval spec
 
 
 def _is_sample(name: str) -> bool:
@@ -152,27 +296,95 @@ def _response(sample: dict) -> str | None:
 
 
 def _score(
-    proto: str, where: str, sample: dict, scorer: str, score: Any, options: Options
+    proto: str,
+    where: str,
+    sample: dict,
+    scorer: str,
+    score: Any,
+    options: Options,
+    specs: dict[str, tuple[str, dict]] | None = None,
+    seen: _Seen | None = None,
 ) -> Imported | Skipped:
-    if scorer not in SCORERS:
+    seen = seen or _Seen()
+    spec = specs.get(scorer) if specs is not None else None
+    named = _MODEL_GRADED.fullmatch(scorer)
+    base, opts = spec if spec is not None else (named.group(1) if named else scorer, None)
+    if base not in SCORERS:
+        seen.add(seen.custom, scorer)
         return Skipped(where, f"scorer `{scorer}` is not a model-graded scorer Unmask reads")
     if not isinstance(score, dict):
         return Skipped(where, f"expected a score object, found `{show(score)}`")
     value = score.get("value")
     if value not in VERDICTS:
         return Skipped(f"{where}.value", f"not scored C, P or I (found `{show(value)}`)")
+    md = score.get("metadata") if isinstance(score.get("metadata"), dict) else {}
+    panel = md.get("panel") if isinstance(md.get("panel"), dict) else None
+    votes = panel.get("votes") if panel is not None else None
+    if panel is not None and not isinstance(votes, list):
+        return Skipped(f"{where}.metadata.panel.votes", "a panel score without its votes")
     explanation = score.get("explanation")
     if not isinstance(explanation, str) or not explanation:
-        return Skipped(f"{where}.explanation", "no explanation to check")
-    grades = list(_GRADE.finditer(explanation))
-    if not grades:
+        if votes is None:
+            return Skipped(f"{where}.explanation", "no explanation to check")
+        explanation = ""  # the graders explained differently: Inspect keeps none of them
+    # how the grade is read, by what the log records of the scorer's options (an option
+    # left out is Inspect's default); never the default rule where they are not recorded
+    if opts is None:
+        rule = None
+        seen.add(seen.unrecorded, scorer)
+    elif votes is not None and opts.get("reducer", "majority") != "majority":
+        rule = None
+        seen.unread.setdefault(
+            scorer,
+            f"reduces its panel's votes with `{show(opts['reducer'])}`, which Unmask does not"
+            " apply",
+        )
+    elif votes is not None:
+        rule = "votes"  # each member applied the grade pattern: its votes are what it read
+    elif isinstance(opts.get("grade_pattern"), str):
+        why = seen.failed.get(opts["grade_pattern"])
+        if id(score) in seen.spans:
+            rule = "pattern"
+            if seen.spans[id(score)] is None:  # Inspect finds no grade: it would be unscored
+                return Skipped(
+                    f"{where}.explanation",
+                    f"the scorer's grade pattern `{show(opts['grade_pattern'])}` finds no grade",
+                )
+        else:
+            rule = None
+            shown = f"`{show(opts['grade_pattern'])}`"
+            seen.unread.setdefault(
+                scorer, f"grades with its own pattern {shown}, which {why or 'was not applied'}"
+            )
+    else:
+        rule = "last grade"
+    pattern = _GRADE_LETTER if opts is not None and opts.get("instructions") else _GRADE
+    grades = list(pattern.finditer(explanation)) if votes is None else []
+    if rule == "last grade" and not grades:
         return Skipped(f"{where}.explanation", "the explanation writes no `GRADE: X`")
+    if votes is not None:
+        head = f"panel of {len(votes)} graders: votes " + ", ".join(
+            v if isinstance(v, str) else "none" for v in votes
+        )
+        explanation = f"{head}\n{explanation}" if explanation else head
 
     response = _response(sample)
     task, target = _text(sample.get("input")), sample.get("target")
     if isinstance(target, list) and all(isinstance(t, str) for t in target):
         target = "\n".join(target)
-    context = "\n\n".join(t for t in (task, target if isinstance(target, str) else None) if t)
+    grading = md.get("grading")
+    prompt = (
+        _text(grading[0].get("content"))
+        if isinstance(grading, list) and grading and isinstance(grading[0], dict)
+        else None
+    )
+    # the grading prompt the score records is what the grader was shown: a rubric its
+    # template adds is quoted from there
+    texts = (task, target if isinstance(target, str) else None, prompt)
+    context = "\n\n".join(t for t in texts if t)
+    # all the grader saw was searched: the prompt itself, or a template Inspect's default
+    custom = opts is None or bool(opts.get("template") or opts.get("instructions"))
+    saw_all = prompt is not None or not custom
     sources = {"rationale": explanation}
     if response:
         sources["response"] = response
@@ -180,7 +392,9 @@ def _score(
         sources["context"] = context
     answer = score.get("answer")
     # the sample carries all three texts a quote may come from (an empty target included)
-    searched_all = isinstance(sample.get("target"), (str, list)) and isinstance(target, str)
+    searched_all = (
+        isinstance(sample.get("target"), (str, list)) and isinstance(target, str) and saw_all
+    )
 
     texts = [(n, t) for n, t in (("response", response), ("context", context)) if t]
     phrases = _phrases(explanation, texts, bool(response))
@@ -205,7 +419,11 @@ def _score(
             limits=options.limits,
         )
         by = rule_by(NAME)
-        final = _letter(grades[-1])
+        if rule == "votes":
+            _panel(b, explanation, votes, scorer, seen)
+        if rule == "pattern":
+            _by_pattern(b, explanation, seen.spans[id(score)], occurrences)
+        final = _letter(grades[-1]) if rule == "last grade" else None
         # a last token that is no grade (`GRADE: CI`) says nothing a rule can read: both
         # atoms stay UNKNOWN, never a value taken from its first letter or an earlier grade
         for atom, letter in (("says_correct", "C"), ("says_partial", "P")):
@@ -220,7 +438,7 @@ def _score(
                 by=by,
                 explanation="the last grade written",
             )
-        graded = [g for g in grades if _letter(g) is not None]
+        graded = [g for g in grades if _letter(g) is not None] if rule == "last grade" else []
         letters = {_letter(g) for g in graded}
         if graded:
             last = graded[-1]
@@ -282,6 +500,50 @@ def _score(
         return b
 
     return build(where, stem, make)
+
+
+def _by_pattern(
+    b: ReplayBuilder, explanation: str, span: tuple[int, int] | None, occurrences: Occurrences
+) -> None:
+    """The grade a scorer's own pattern reads: group 1 as written (with an explicit
+    pattern Inspect takes it unchanged, so only `C`, `P` or `I` is a grade); anything else
+    leaves both atoms UNKNOWN."""
+    if span is None:
+        return
+    text = explanation[span[0] : span[1]]
+    if text not in VERDICTS:
+        return
+    for atom, letter in (("says_correct", "C"), ("says_partial", "P")):
+        b.annotate(
+            atom,
+            text == letter,
+            quote=text,
+            occurrence=occurrences.at(text, span[0]),
+            by=rule_by(NAME),
+            explanation="the grade the scorer's own pattern reads",
+        )
+
+
+def _panel(b: ReplayBuilder, head: str, votes: list, scorer: str, seen: _Seen) -> None:
+    """A panel's grade, as Inspect's `majority` reducer takes it: the letter more than half
+    of the votes give, a member that failed to vote counted in the total; with none, Inspect
+    leaves the sample unscored, which no grade atom can say: UNKNOWN (said once per file)."""
+    line = head.split("\n", 1)[0]
+    counts = {v: sum(1 for x in votes if x == v) for v in VERDICTS}
+    leaders = [v for v, n in counts.items() if n * 2 > len(votes)]
+    if len(leaders) != 1:
+        seen.add(seen.ties, scorer)
+        return
+    said = f"votes: {', '.join(f'{v} {n}' for v, n in counts.items() if n)}"
+    for atom, letter in (("says_correct", "C"), ("says_partial", "P")):
+        b.annotate(
+            atom,
+            leaders[0] == letter,
+            quote=line,
+            occurrence=0,
+            by=rule_by(NAME),
+            explanation=f"the panel's majority, {said}",
+        )
 
 
 def _phrases(

@@ -1,18 +1,23 @@
 """The `ragas` importer: RAGAS's ``EvaluationResult.to_pandas()`` as CSV, JSON or JSON Lines.
 
 Contract: each row becomes a replay of ``protocols/ragas.proto``: its domain ``metric``
-holds the file's score columns (every column that is not a field of RAGAS's sample: ``m0``,
-``m1``, … in column order), its domain ``ranged`` those whose range the metric's code fixes.
-``.csv`` is read as ``to_csv`` writes it (a list cell is Python's spelling of a list of
-strings, read as literals, never run), ``.jsonl`` as ``to_json(orient="records",
-lines=True)``, anything else as ``to_json`` with ``orient="records"``, ``"columns"``
-(pandas' default) or ``"index"``; all give the same replays, since every score is read at
+holds the file's score columns (every column that is not a field of RAGAS's samples nor
+pandas' row index: ``m0``, ``m1``, … in column order), its domain ``ranged`` those whose
+range the metric's code fixes. ``.csv`` is read as ``to_csv`` writes it, with or without
+the index (a list cell is Python's spelling of a list of strings, read as literals, never
+run), ``.jsonl`` as ``to_json(orient="records", lines=True)``, anything else as ``to_json``
+with ``orient="records"``, ``"columns"`` (pandas' default), ``"index"``, ``"split"`` or
+``"table"``; all give the same replays, since every score is read at
 the 10 decimal places pandas writes to JSON by default (``pandas_json``). Derived by rule:
 ``scored(m)`` TRUE where the row has a score for ``m`` (an empty score is UNKNOWN, never
 FALSE); ``possible(r)`` for the score of a ``ranged`` metric. RAGAS writes no reason and no
 threshold: one note per file says what therefore cannot be checked, another which metrics'
-ranges are not known. A row that cannot be read is skipped with its line or JSON path and
-field; the others are imported.
+ranges are not known. A multi-turn sample is read (the conversation as the input, its last
+AI message as the response; in a CSV its messages are Python's spelling, parsed, never
+run). An
+``@experiment`` result (columns the user's function chose) is refused in one message. A
+row that cannot be read is skipped with its line or JSON path and field; the others are
+imported.
 """
 
 from __future__ import annotations
@@ -59,6 +64,9 @@ SAMPLE_FIELDS = (
     "persona_name",
     "query_style",
     "query_length",
+    # `MultiTurnSample`'s own: `user_input` is then a list of messages
+    "reference_tool_calls",
+    "reference_topics",
 )
 # sample field -> the replay source that holds it
 SOURCE_OF = {
@@ -85,6 +93,11 @@ SHARE = frozenset(
         "context_entity_recall",
         "noise_sensitivity",
         "factual_correctness",
+        # multi-turn: an argument-match average times a 0/1 order check; an F1; an F1,
+        # precision or recall of 0/1 topic verdicts
+        "tool_call_accuracy",
+        "tool_call_f1",
+        "topic_adherence",
     }
 )
 BINARY = frozenset({"exact_match", "string_present"})  # `float(reference == response)`, `in`
@@ -101,8 +114,23 @@ _COMMA, _CLOSE = re.compile(r"\s*,\s*"), re.compile(r"\s*,?\s*\]")
 _ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)")
 _ESCAPES = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "r": "\r", "t": "\t"}
 _NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+_SPLIT = frozenset(
+    {"columns", "data"}
+)  # `to_json(orient="split")`: `index` too, unless index=False
 _EMPTY = frozenset({"", "nan", "NaN"})  # pandas writes a missing score as nothing
-_MULTI_TURN = "a multi-turn sample (a list of messages) is not imported"
+# pandas' row index, which `to_csv()` writes by default as a first column with an empty
+# name (`Unnamed: 0` once read back by `read_csv` and written again): not a score
+_INDEX = re.compile(r"(?:Unnamed: \d+)?")
+
+
+def is_index(column: str) -> bool:
+    """Whether ``column`` is pandas' row index as a file holds it, never a metric."""
+    return _INDEX.fullmatch(column) is not None
+
+
+def score_columns(columns: list[str]) -> list[str]:
+    """The columns that hold metrics' scores: not a sample's field, not the row index."""
+    return [c for c in columns if c not in SAMPLE_FIELDS and not is_index(c)]
 
 
 class _Bad(Exception):
@@ -165,12 +193,26 @@ def _columns(rows: list[dict]) -> list[str]:
 
 def _check_columns(file: str, columns: list[str]) -> None:
     if "user_input" not in columns:
+        if any(c.endswith("_reason") for c in columns):
+            # RAGAS 0.4's `@experiment` writes whatever the experiment function returns: a
+            # metric's value and reason are columns the user named, its allowed values or
+            # range are not written, so nothing in the file says which columns are scores
+            raise not_the_format(
+                file,
+                "a RAGAS `@experiment` result is not imported: its columns are what the"
+                " experiment function returns, and the file records neither which are"
+                " metrics' values nor the values each metric allows",
+                help="save it with the `local/jsonl` backend and import it with"
+                " `unmask import jsonl` and a mapping that names the value and reason"
+                " columns, or import `evaluate()`'s `result.to_pandas()`",
+            )
         raise not_the_format(
             file,
             "not a RAGAS result: expected a `user_input` column",
-            help="write one with `result.to_pandas().to_csv(…)` (or `.to_json(…)`)",
+            help="write one with `result.to_pandas().to_csv(…)` (or `.to_json(…)`); an"
+            " `@experiment` result is read by `unmask import jsonl` with a mapping",
         )
-    if not [c for c in columns if c not in SAMPLE_FIELDS]:
+    if not score_columns(columns):
         raise not_the_format(
             file,
             "not a RAGAS result: no score columns beside the sample's fields",
@@ -229,7 +271,11 @@ def _csv_row(cells: dict[str, str], limit: int) -> dict[str, Any]:
     row: dict[str, Any] = {}
     for col, cell in cells.items():
         if col == "user_input" and cell.startswith("[{"):
-            raise _Bad(col, _MULTI_TURN)  # messages, written as Python's list of dicts
+            # a multi-turn sample's messages, written as Python's list of dicts
+            row[col] = _python_value(col, cell, limit)
+            continue
+        if is_index(col):
+            continue  # the row index names the row; rows are named by their place
         if col == "retrieved_contexts":  # the one list a replay holds (as `context`)
             row[col] = None if cell == "" else _python_list(col, cell, limit)
         elif col in SAMPLE_FIELDS:
@@ -273,6 +319,83 @@ def _python_list(col: str, cell: str, limit: int) -> list:
                 body = _literal(col, cell, tok)
         out.append(body)
     return out
+
+
+_TOKEN = re.compile(
+    rf"\s*(?:({_STR})|(-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)|(True|False|None)|([\[\]{{}},:]))"
+)
+_CONSTANTS = {"True": True, "False": False, "None": None}
+_MAX_DEPTH = 64
+
+
+def _python_value(col: str, cell: str, limit: int) -> Any:
+    """A cell holding Python's spelling of lists, dicts, texts, numbers, ``True``,
+    ``False`` and ``None`` (how pandas writes a multi-turn sample's messages to CSV), read
+    by a tokenizer and a parser of just that, in linear time: never ``eval``, and no
+    ``ast.literal_eval`` of a whole cell (too slow for a large one, ``_python_list``)."""
+    bad = _Bad(col, f"expected Python's spelling of a list of messages, found `{show(cell)}`")
+    if len(cell) > limit:
+        raise bad
+    toks: list[tuple[str, Any]] = []
+    at, end = 0, len(cell.rstrip())
+    while at < end:
+        m = _TOKEN.match(cell, at)
+        if m is None:
+            raise bad
+        at = m.end()
+        if m.group(1) is not None:
+            body = m.group(1)[1:-1]
+            if "\\" in body:
+                try:
+                    body = _ESCAPE.sub(_unescape, body)
+                except ValueError:
+                    body = _literal(col, cell, m.group(1))
+            toks.append(("v", body))
+        elif m.group(2) is not None:
+            toks.append(
+                ("v", float(m.group(2)) if any(c in m.group(2) for c in ".eE") else int(m.group(2)))
+            )
+        elif m.group(3) is not None:
+            toks.append(("v", _CONSTANTS[m.group(3)]))
+        else:
+            toks.append((m.group(4), None))
+    pos = 0
+
+    def value(depth: int) -> Any:
+        nonlocal pos
+        if pos >= len(toks) or depth > _MAX_DEPTH:
+            raise bad
+        kind, v = toks[pos]
+        pos += 1
+        if kind == "v":
+            return v
+        if kind not in "[{":
+            raise bad
+        close = "]" if kind == "[" else "}"
+        items: list = []
+        out: dict = {}
+        while pos < len(toks) and toks[pos][0] != close:
+            if kind == "[":
+                items.append(value(depth + 1))
+            else:
+                key = value(depth + 1)
+                if not isinstance(key, str) or pos >= len(toks) or toks[pos][0] != ":":
+                    raise bad
+                pos += 1
+                out[key] = value(depth + 1)
+            if pos < len(toks) and toks[pos][0] == ",":
+                pos += 1
+            elif pos >= len(toks) or toks[pos][0] != close:
+                raise bad
+        if pos >= len(toks):
+            raise bad
+        pos += 1
+        return items if kind == "[" else out
+
+    result = value(0)
+    if pos != len(toks) or not isinstance(result, list):
+        raise bad
+    return result
 
 
 def _literal(col: str, cell: str, tok: str) -> str:
@@ -327,6 +450,10 @@ def _json_rows(file: str, path: Path, options: Options) -> tuple[list[str], list
                 )
             )
         columns = _columns([r for _, r in rows if isinstance(r, dict)])
+    elif _SPLIT.issubset(data if isinstance(data, dict) else ()) and "user_input" not in data:
+        columns, rows = _split_rows(file, data)
+    elif isinstance(data, dict) and isinstance(data.get("schema"), dict) and "data" in data:
+        columns, rows = _table_rows(file, data)
     elif isinstance(data, dict) and all(isinstance(v, dict) for v in data.values()):
         # a row of these is named by its index key: `FILE: row `3`: field `F``
         if "user_input" in data:  # orient="columns", pandas' default: column -> index -> value
@@ -350,13 +477,51 @@ def _json_rows(file: str, path: Path, options: Options) -> tuple[list[str], list
     return columns, rows
 
 
+def _split_rows(file: str, data: dict) -> tuple[list[str], list]:
+    """``to_json(orient="split")``: ``columns``, ``data`` (one array a row, in the columns'
+    order) and ``index`` (absent with ``index=False``), which names no score."""
+    columns, cells = data["columns"], data["data"]
+    if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+        raise not_the_format(file, "expected an array of column names", "columns")
+    if not isinstance(cells, list):
+        raise not_the_format(file, "expected an array of rows", "data")
+    rows: list[tuple[str, Any]] = []
+    for i, cell in enumerate(cells):
+        where = f"{file}: data[{i}]"
+        if not isinstance(cell, list) or len(cell) != len(columns):
+            reason = f"expected an array of {len(columns)} cells, found `{show(cell)}`"
+            rows.append((where, _Bad("", reason)))
+        else:
+            rows.append((where, dict(zip(columns, cell, strict=True))))
+    return columns, rows
+
+
+def _table_rows(file: str, data: dict) -> tuple[list[str], list]:
+    """``to_json(orient="table")``: a Table Schema (``schema.fields``, ``primaryKey`` the
+    index's columns, ``index`` unless it was named) and ``data``, an array of records; the
+    index's columns are dropped, since they name rows, not scores."""
+    schema, records = data["schema"], data["data"]
+    key = schema.get("primaryKey", [])
+    key = [key] if isinstance(key, str) else key
+    if not isinstance(records, list) or not isinstance(key, list):
+        raise not_the_format(file, "expected an array of rows", "data")
+    rows: list[tuple[str, Any]] = []
+    for i, rec in enumerate(records):
+        where = f"{file}: data[{i}]"
+        if isinstance(rec, dict):
+            rows.append((where, {k: v for k, v in rec.items() if k not in key}))
+        else:
+            rows.append((where, _Bad("", f"expected an object, found `{show(rec)}`")))
+    return _columns([r for _, r in rows if isinstance(r, dict)]), rows
+
+
 # --- one row, one replay ------------------------------------------------------------------
 
 
 def read(path: Path, options: Options) -> Iterator[Imported | Skipped | Note]:
     file = str(path)
     columns, rows = _rows(path, options)
-    metrics = [c for c in columns if c not in SAMPLE_FIELDS]
+    metrics = score_columns(columns)
     proto = PROTOCOL.read_text(encoding="utf-8")
     for i, (where, row) in enumerate(rows):
         if isinstance(row, _Bad):
@@ -399,6 +564,37 @@ def _text(col: str, v: Any) -> str | None:
     raise _Bad(col, f"expected a text, found `{show(v)}`")
 
 
+def _conversation(turns: list) -> dict[str, str]:
+    """A multi-turn sample's messages (``{"content", "type", "tool_calls"?}``, as RAGAS's
+    ``MultiTurnSample`` writes them): the conversation, one ``[type] content`` line per
+    message with the tools it calls, as the ``protocol`` source; the last AI message's
+    content as the ``response``."""
+    lines, last_ai = [], None
+    for k, m in enumerate(turns):
+        if not isinstance(m, dict) or not isinstance(m.get("content"), str):
+            raise _Bad("user_input", f"message {k}: expected `content` text, found `{show(m)}`")
+        kind = m.get("type") if isinstance(m.get("type"), str) else "message"
+        line = f"[{kind}] {m['content']}"
+        calls = m.get("tool_calls")
+        if isinstance(calls, list) and calls:
+            line += " (tool calls: " + ", ".join(_call(c) for c in calls) + ")"
+        lines.append(line)
+        if kind == "ai" and m["content"]:
+            last_ai = m["content"]
+    out = {"protocol": "\n".join(lines)} if lines else {}
+    if last_ai is not None:
+        out["response"] = last_ai
+    return out
+
+
+def _call(c: Any) -> str:
+    import json
+
+    if isinstance(c, dict) and isinstance(c.get("name"), str):
+        return f"{c['name']}({json.dumps(c.get('args'), ensure_ascii=False, sort_keys=True)})"
+    return show(c)
+
+
 def _score(col: str, v: Any) -> float | None:
     if v is None:
         return None
@@ -411,11 +607,16 @@ def _row(
     proto: str, where: str, i: int, row: dict, metrics: list[str], options: Options
 ) -> Imported | Skipped:
     try:
-        if isinstance(row.get("user_input"), list):
-            raise _Bad("user_input", _MULTI_TURN)
         sources = {}
+        turns = row.get("user_input")
+        if isinstance(turns, list):  # a multi-turn sample: the conversation is the input
+            sources.update(_conversation(turns))
         for col, source in SOURCE_OF.items():
-            t = _text(col, row.get(col))
+            t = (
+                None
+                if isinstance(turns, list) and col == "user_input"
+                else _text(col, row.get(col))
+            )
             if t is not None:
                 sources[source] = t
         scores = [_score(m, row.get(m)) for m in metrics]

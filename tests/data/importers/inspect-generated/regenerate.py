@@ -15,8 +15,14 @@ does, so both files hold the same run. Run with a Python that has `inspect-ai`:
 
     python tests/data/importers/inspect-generated/regenerate.py [OUT_DIR]
 
-It writes `moon.eval`, `moon.json`, `partial.eval`, `partial.json` and `VERSION` (the
-inspect-ai version).
+- `settings`: one sample scored four ways, by settings the log records (issue 37): a custom
+  grading template whose rubric the grader quotes, a second `model_graded_qa`
+  (`model_graded_qa1`) with `grade_pattern=r"VERDICT: (C|I)"` whose explanation writes
+  `GRADE: I` before its verdict, a panel of three graders (votes C, C, I), and a custom
+  scorer.
+
+It writes `moon.eval`, `moon.json`, `partial.eval`, `partial.json`, `settings.eval`,
+`settings.json` and `VERSION` (the inspect-ai version).
 """
 
 from __future__ import annotations
@@ -31,8 +37,16 @@ from inspect_ai import Task, eval, task
 from inspect_ai.dataset import Sample
 from inspect_ai.log import read_eval_log, write_eval_log
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
-from inspect_ai.scorer import model_graded_fact
-from inspect_ai.solver import generate
+from inspect_ai.scorer import (
+    Score,
+    Scorer,
+    Target,
+    accuracy,
+    model_graded_fact,
+    model_graded_qa,
+    scorer,
+)
+from inspect_ai.solver import TaskState, generate
 
 
 def _output(text: str) -> ModelOutput:
@@ -99,6 +113,69 @@ def partial() -> Task:
     )
 
 
+# a custom grading template with a rubric the grader quotes: the rubric is in the grading
+# prompt Inspect keeps in the score's metadata, not in the answer, the input or the target
+RUBRIC_TEMPLATE = """Grade the answer against the rubric.
+
+Rubric: the answer "names the first person to walk on the Moon" and nothing else.
+
+[Question]: {question}
+[Answer]: {answer}
+[Expected]: {criterion}
+
+{instructions}
+"""
+SETTINGS_ANSWERS = ("Neil Armstrong was the first to walk on it.",)
+
+
+@scorer(metrics=[accuracy()])
+def keyword() -> Scorer:
+    """A custom scorer: its rule (the target's last word in the answer) is code, not in the log."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        found = target.text.split()[-1].lower() in state.output.completion.lower()
+        return Score(
+            value="C" if found else "I",
+            answer=state.output.completion,
+            explanation=f"the target's last word is {'' if found else 'not '}in the answer",
+        )
+
+    return score
+
+
+@task
+def settings() -> Task:
+    """Settings a log records that change how a score is read: a custom template (the
+    grader quotes its rubric), a second model-graded scorer (`model_graded_qa1`) with a
+    grade pattern other than `GRADE:`, a panel of three graders, and a custom scorer."""
+    return Task(
+        dataset=[Sample(id="moon", input="Who first walked on the Moon?", target="Neil Armstrong")],
+        solver=generate(),
+        scorer=[
+            model_graded_qa(
+                template=RUBRIC_TEMPLATE,
+                model=_mock(
+                    'The answer "names the first person to walk on the Moon" as the rubric'
+                    " asks. GRADE: C"
+                ),
+            ),
+            model_graded_qa(
+                instructions="Reply GRADE: C or GRADE: I, then VERDICT: C or VERDICT: I.",
+                grade_pattern=r"VERDICT: (C|I)",
+                model=_mock("A first thought: GRADE: I. On reflection it is right. VERDICT: C"),
+            ),
+            model_graded_fact(
+                model=[
+                    _mock("The submission names Neil Armstrong. GRADE: C"),
+                    _mock("Armstrong, as the expert says. GRADE: C"),
+                    _mock("It adds a claim the expert does not make. GRADE: I"),
+                ]
+            ),
+            keyword(),
+        ],
+    )
+
+
 def _run(t: Task, answers: tuple[str, ...], name: str, out: Path) -> None:
     with tempfile.TemporaryDirectory() as logs:
         (log,) = eval(
@@ -116,6 +193,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     _run(moon(), MOON_ANSWERS, "moon", out)
     _run(partial(), tuple(a for _, a, _ in PARTIAL), "partial", out)
+    _run(settings(), SETTINGS_ANSWERS, "settings", out)
     (out / "VERSION").write_text(f"inspect-ai {version('inspect-ai')}\n", encoding="utf-8")
 
 

@@ -14,14 +14,24 @@ Run with a Python that has `ragas` (`regenerate.sh` installs it in a throwaway v
 It writes `EvaluationResult.to_pandas()` as `results.csv` (`to_csv(index=False)`),
 `results.json` (`to_json(orient="records")`), `results-columns.json` (`to_json()`, pandas'
 default orient), `results-index.json` (`to_json(orient="index")`) and `results.jsonl`
-(`to_json(orient="records", lines=True)`), and `VERSION`.
+(`to_json(orient="records", lines=True)`), the same rows as `results-with-index.csv`
+(`to_csv()`, pandas' default: the index as an unnamed first column), `results-split.json`
+(`orient="split"`) and `results-table.json` (`orient="table"`); `multi-turn.json` and
+`multi-turn.csv`, two multi-turn samples scored by `ToolCallAccuracy` (no LLM), the second
+calling the tool for the wrong city; `experiment.csv`, what RAGAS 0.4's `@experiment` writes
+with the `local/csv` backend (a `discrete_metric` and a `numeric_metric`, each value with
+its reason in a column the experiment function names; RAGAS appends rows as they complete,
+so their order may differ between runs); and `VERSION`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import shutil
 import sys
+import tempfile
 from importlib.metadata import version
 from pathlib import Path
 
@@ -29,10 +39,19 @@ os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
 os.environ.setdefault("OPENAI_API_KEY", "offline")  # never used: every model here is local
 
 from langchain_core.outputs import Generation, LLMResult
-from ragas import EvaluationDataset, evaluate
+from ragas import Dataset, EvaluationDataset, evaluate, experiment
 from ragas.embeddings.base import BaseRagasEmbeddings
 from ragas.llms.base import BaseRagasLLM
-from ragas.metrics import ExactMatch, answer_relevancy, context_precision, faithfulness
+from ragas.metrics import (
+    ExactMatch,
+    MetricResult,
+    ToolCallAccuracy,
+    answer_relevancy,
+    context_precision,
+    discrete_metric,
+    faithfulness,
+    numeric_metric,
+)
 from ragas.run_config import RunConfig
 
 
@@ -130,6 +149,82 @@ ROWS = [
 ]
 
 
+MULTI_TURN = [
+    {
+        "user_input": [
+            {"content": "What is the weather in Paris?", "type": "human"},
+            {
+                "content": "Let me look.",
+                "type": "ai",
+                "tool_calls": [{"name": "weather", "args": {"city": "Paris"}}],
+            },
+            {"content": "18 degrees, sunny", "type": "tool"},
+            {"content": "It is 18 degrees and sunny in Paris.", "type": "ai"},
+        ],
+        "reference_tool_calls": [{"name": "weather", "args": {"city": "Paris"}}],
+    },
+    {
+        "user_input": [
+            {"content": "What is the weather in Lyon?", "type": "human"},
+            {
+                "content": "Let me look.",
+                "type": "ai",
+                "tool_calls": [{"name": "weather", "args": {"city": "Paris"}}],
+            },
+            {"content": "18 degrees, sunny", "type": "tool"},
+            {"content": "It is 18 degrees and sunny.", "type": "ai"},
+        ],
+        "reference_tool_calls": [{"name": "weather", "args": {"city": "Lyon"}}],
+    },
+]
+
+
+@discrete_metric(name="correct", allowed_values=["pass", "fail"])
+def correct(response: str, expected: str) -> MetricResult:
+    ok = expected.lower() in response.lower()
+    return MetricResult(value="pass" if ok else "fail", reason=f"`{expected}` found: {ok}")
+
+
+@numeric_metric(name="overlap", allowed_values=(0.0, 1.0))
+def overlap(response: str, expected: str) -> MetricResult:
+    words = set(expected.lower().split())
+    share = len(words & set(response.lower().split())) / len(words)
+    return MetricResult(value=share, reason=f"{share:.2f} of the expected words")
+
+
+async def _experiment(out: Path) -> None:
+    """RAGAS 0.4's `@experiment` workflow (its docs' current one), with the `local/csv`
+    backend: it writes `experiments/NAME.csv` with what the experiment function returns."""
+    with tempfile.TemporaryDirectory() as root:
+        dataset = Dataset(name="capitals", backend="local/csv", root_dir=root)
+        for row in EXPERIMENT_ROWS:
+            dataset.append(row)
+        dataset.save()
+
+        @experiment()
+        async def capitals(row):  # type: ignore[no-untyped-def]
+            response = f"The capital is {row['expected']}." if "France" in row["query"] else "Rome."
+            c = correct.score(response=response, expected=row["expected"])
+            o = overlap.score(response=response, expected=row["expected"])
+            return {
+                **row,
+                "response": response,
+                "correct": c.value,
+                "correct_reason": c.reason,
+                "overlap": o.value,
+                "overlap_reason": o.reason,
+            }
+
+        await capitals.arun(dataset, name="capitals")
+        shutil.copyfile(Path(root) / "experiments" / "capitals.csv", out / "experiment.csv")
+
+
+EXPERIMENT_ROWS = [
+    {"query": "What is the capital of France?", "expected": "Paris"},
+    {"query": "What is the capital of Spain?", "expected": "Madrid"},
+]
+
+
 def main() -> None:
     here = Path(__file__).resolve().parent
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else here
@@ -148,6 +243,18 @@ def main() -> None:
     df.to_json(out / "results-columns.json")
     df.to_json(out / "results-index.json", orient="index")
     df.to_json(out / "results.jsonl", orient="records", lines=True)
+    df.to_csv(out / "results-with-index.csv")  # pandas' default: the index as a first column
+    df.to_json(out / "results-split.json", orient="split")
+    df.to_json(out / "results-table.json", orient="table")
+    multi = evaluate(
+        EvaluationDataset.from_list(MULTI_TURN),
+        metrics=[ToolCallAccuracy()],
+        show_progress=False,
+        raise_exceptions=False,
+    ).to_pandas()
+    multi.to_json(out / "multi-turn.json", orient="records")
+    multi.to_csv(out / "multi-turn.csv", index=False)
+    asyncio.run(_experiment(out))
     (out / "VERSION").write_text(f"ragas {version('ragas')}\n", encoding="utf-8")
 
 
