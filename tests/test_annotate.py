@@ -98,7 +98,7 @@ def run_mock(tmp_path: Path, inputs: list[Path], script, **kw):
     from unmask.annotate.cache import Replies
     from unmask.annotate.provider import Provider
     from unmask.annotate.run import Run, Settings, names
-    from unmask.commands.annotate import _items
+    from unmask.commands.annotate import items
 
     calls = []
 
@@ -123,8 +123,8 @@ def run_mock(tmp_path: Path, inputs: list[Path], script, **kw):
     out = tmp_path / "out"
     out.mkdir(exist_ok=True)
     run = Run(settings, out, provider, Replies(tmp_path / "cache"))
-    items = names(_items(tuple(str(p) for p in inputs), DEFAULT_LIMITS))
-    summary = asyncio.run(run.run(items))
+    given = names(items(tuple(str(p) for p in inputs), DEFAULT_LIMITS))
+    summary = asyncio.run(run.run(given))
     return summary, out, calls
 
 
@@ -342,10 +342,10 @@ def test_dry_run_on_the_rag_example_counts_calls_and_tokens_and_makes_none(tmp_p
     assert "10 calls to `openai-api/nowhere/m`" in res.output
     tokens = int(res.output.split("about ", 1)[1].split(" tokens", 1)[0].replace(",", ""))
     from unmask.annotate.question import CHARS_PER_TOKEN, ask, questions
-    from unmask.commands.annotate import _items
+    from unmask.commands.annotate import items
 
     expected = 0
-    for item in _items((str(folder),), DEFAULT_LIMITS):
+    for item in items((str(folder),), DEFAULT_LIMITS):
         a = ask(
             "openai-api/nowhere/m",
             questions(item.replay),

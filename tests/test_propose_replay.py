@@ -335,3 +335,44 @@ def test_a_member_names_a_passage_by_its_id_or_its_number() -> None:
     assert passage_of("s" + "1" * 5000, ["1", "2"]) is None  # a number no `int` converts
     assert passages("[p1] a\n\n[p2] b") == {"p1": (5, "a"), "p2": (13, "b")}
     assert passages("p1: a\np1: b") is None  # an id twice is not a list of passages
+
+
+def test_a_folder_or_json_lines_of_replays_is_filled_into_out(tmp_path: Path):
+    # `propose replay` takes what `audit` takes; each replay to DIR/ID.json
+    one = wice_replay(tmp_path)
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for rid in ("a", "b"):
+        obj = json.loads(one.read_text(encoding="utf-8"))
+        obj["id"] = rid
+        obj["protocol"] = {"source": (PROTOCOLS / "wice.proto").read_text(encoding="utf-8")}
+        (folder / f"{rid}.json").write_text(json.dumps(obj), encoding="utf-8")
+    (folder / "broken.json").write_text("{", encoding="utf-8")
+    single = run("replay", str(one), "-o", str(tmp_path / "single.json"))
+    assert single.exit_code == 0
+    res = run("replay", str(folder), "--out", str(tmp_path / "out"))
+    assert res.exit_code == 4  # the broken one is said, the others written
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["a.json", "b.json"]
+    assert "broken.json" in res.stderr and "2 replays written to" in res.stderr
+    # each is filled as the one file alone is
+    alone = annotations(tmp_path / "single.json")
+    assert {k: v["value"] for k, v in annotations(tmp_path / "out" / "a.json").items()} == {
+        k: v["value"] for k, v in alone.items()
+    }
+    # JSON Lines in, the same
+    lines = tmp_path / "in.jsonl"
+    lines.write_text(
+        "".join(json.dumps(json.loads((folder / f).read_text())) + "\n" for f in ("a.json",)),
+        encoding="utf-8",
+    )
+    assert run("replay", str(lines), "--out", str(tmp_path / "out2")).exit_code == 0
+    assert (tmp_path / "out2" / "a.json").is_file()
+
+
+def test_several_replays_need_out_and_one_file_takes_no_out_with_o(tmp_path: Path):
+    one = wice_replay(tmp_path)
+    res = run("replay", str(tmp_path))
+    assert res.exit_code == 2 and "holds several replays" in res.stderr
+    assert "give `--out DIR`" in res.stderr
+    res = run("replay", str(one), "-o", str(tmp_path / "x.json"), "--out", str(tmp_path / "d"))
+    assert res.exit_code == 2 and "not both" in res.stderr

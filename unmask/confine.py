@@ -87,3 +87,18 @@ def locate_protocol(text: str, base_dir: Path | None, roots: Iterable[str] = ())
             f"`{PROTOCOL_SUFFIX}` file",
         )
     return real, name
+
+
+def embed_protocol(obj: dict, base: Path, out_dir: Path, roots: Iterable[str] = ()) -> None:
+    """Embed the protocol a replay document names by path (``{"source": TEXT}``) when it is
+    written to another folder than ``base``, so the written replay stands alone; ``Refused``
+    when the path no longer leads where a replay's protocol may be."""
+    from unmask.files import read_text
+
+    protocol = obj.get("protocol")
+    if out_dir.resolve() == base.resolve() or not isinstance(protocol, dict):
+        return
+    if "path" not in protocol:
+        return
+    real, _ = locate_protocol(protocol["path"], base, roots)
+    obj["protocol"] = {"source": read_text(Path(real))}

@@ -360,10 +360,10 @@ class Run:
         from unmask.replay import replay_from_obj
 
         assert item.base is not None
-        from unmask.confine import Refused
+        from unmask.confine import Refused, embed_protocol
 
         try:
-            _stand_alone(new, item.base, self.out, self.settings.protocol_roots)
+            embed_protocol(new, item.base, self.out, self.settings.protocol_roots)
             replay_from_obj(new, str(self.out / f"{item.name}.json"), self.out)
         except Refused as exc:  # the protocol moved or changed since the replay was read
             d = Diagnostic(exc.code, str(exc), path="protocol.path", help=exc.help)
@@ -448,20 +448,6 @@ def _reading(r: Reader, g: Got) -> dict:
     out: dict[str, Any] = {"by": dict(r.by), "value": g.value, "evidence": _spans(g.evidence)}
     out["explanation"] = f"{r.label}: {g.reason}" if g.reason else r.label
     return out
-
-
-def _stand_alone(obj: dict, base: Path, out_dir: Path, roots: tuple[str, ...] = ()) -> None:
-    """A protocol named by path is embedded when the output folder is another one."""
-    from unmask.confine import locate_protocol
-    from unmask.files import read_text
-
-    protocol = obj.get("protocol")
-    if out_dir.resolve() == base.resolve() or not isinstance(protocol, dict):
-        return
-    if "path" not in protocol:
-        return
-    real, _ = locate_protocol(protocol["path"], base, roots)
-    obj["protocol"] = {"source": read_text(Path(real))}
 
 
 def names(items: Iterable[Item], used: set[str] | None = None) -> Iterable[Item]:

@@ -38,7 +38,7 @@ MODEL = "model"  # `unmask.annotate.run.MODEL`, here without importing the engin
 ERRORS_FILE = "errors.jsonl"
 
 
-def _items(paths: tuple[str, ...], limits) -> Iterator:  # type: ignore[no-untyped-def]
+def items(paths: tuple[str, ...], limits) -> Iterator:  # type: ignore[no-untyped-def]
     """One ``Item`` per replay the paths name, loaded, or with why it is not valid."""
     from unmask.annotate.run import Item
     from unmask.batch.inputs import STDIN_LABEL, iter_tasks
@@ -300,14 +300,14 @@ def _inputs(paths, limits, hand, reader):  # type: ignore[no-untyped-def]
     from collections import Counter
 
     if not hand:
-        return (lambda: _items(paths, limits)), Counter()
+        return (lambda: items(paths, limits)), Counter()
     from unmask.annotate.hand import applied, by_replay, check, read_lines
     from unmask.files import read_text
 
-    held = list(_items(paths, limits)) if "-" in paths else None  # stdin is read once
+    held = list(items(paths, limits)) if "-" in paths else None  # stdin is read once
 
     def replays():  # type: ignore[no-untyped-def]
-        return iter(held) if held is not None else _items(paths, limits)
+        return iter(held) if held is not None else items(paths, limits)
 
     try:
         text = read_text(hand, limits)

@@ -38,17 +38,19 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import click
 
 from unmask import exitcodes
-from unmask.commands._options import say
+from unmask.commands._options import click_options, say
 from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.ir import Span
+from unmask.limits import Limits
 from unmask.lines import bounded_lines
 from unmask.propose import Proposer
 from unmask.propose.claims import DEFAULT_THRESHOLD
+from unmask.safe import printable
 
 EXIT_INVALID = exitcodes.INVALID
 EXIT_USAGE = exitcodes.USAGE
@@ -381,7 +383,7 @@ def _at(row: dict, field: str, row_id: object) -> object:
 
 
 @command.command("replay")
-@click.argument("replay_path", metavar="REPLAY.json", type=click.Path(dir_okay=False))
+@click.argument("paths", metavar="REPLAY...", nargs=-1, required=True)
 @click.option(
     "--proposer",
     "proposer_names",
@@ -398,53 +400,104 @@ def _at(row: dict, field: str, row_id: object) -> object:
 )
 @_threshold_option(0.5, ": the atom stays as it was")
 @_output_option
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    help="write each replay to DIR/ID.json: for several replay files, a folder or JSON Lines,"
+    " as `unmask audit` takes them",
+)
+@click_options
 def replay(
+    paths: tuple[str, ...],
+    proposer_names: tuple[str, ...],
+    rules_path: str | None,
+    threshold: float,
+    output: str | None,
+    out_dir: str | None,
+    limits: Limits,
+) -> None:
+    """Fill the open atoms (unannotated or UNKNOWN) of replays with unreviewed proposals."""
+    if out_dir is not None and output is not None:
+        _usage("give `-o FILE` for one replay or `--out DIR` for several, not both")
+    if out_dir is None:
+        many = len(paths) > 1 or Path(paths[0]).is_dir() or paths[0].endswith(".jsonl")
+        if many and paths[0] != "-":
+            _usage(
+                f"`{printable(paths[0])}` holds several replays"
+                if len(paths) == 1
+                else f"{len(paths)} inputs hold several replays",
+                "give `--out DIR`: each replay is written to DIR/ID.json",
+            )
+        _replay_one(paths[0], proposer_names, rules_path, threshold, output, limits)
+        return
+    _replay_many(paths, proposer_names, rules_path, threshold, Path(out_dir), limits)
+
+
+def _usage(message: str, help: str | None = None) -> None:
+    say(render_all([Diagnostic("usage", message, help=help)]))
+    raise SystemExit(EXIT_USAGE)
+
+
+def _proposers(
+    names: tuple[str, ...], obj: dict, base: Path, rules_path: str | None
+) -> list[Proposer]:
+    """The proposers asked for, in order; ``UnmaskError`` (a usage problem) when one cannot
+    fill a replay or ``--rules`` is given without ``judge-rules``."""
+    from unmask.propose import create
+    from unmask.propose.replay import can_fill
+
+    if rules_path and "judge-rules" not in names:
+        raise UnmaskError(
+            [Diagnostic("usage", "`--rules` is for the `judge-rules` proposer, not asked for")]
+        )
+    proposers = []
+    for name in names:
+        if name == "judge-rules":
+            proposers.append(_judge_rules(obj, base, rules_path))
+            continue
+        p = create(name)
+        if not can_fill(p):
+            raise UnmaskError(
+                [Diagnostic("proposer-cannot-fill", f"proposer `{name}` fills no replay atoms")]
+            )
+        proposers.append(p)
+    return proposers
+
+
+def _replay_one(
     replay_path: str,
     proposer_names: tuple[str, ...],
     rules_path: str | None,
     threshold: float,
     output: str | None,
+    limits: Limits,
 ) -> None:
-    """Fill a replay's open atoms (unannotated or UNKNOWN) with unreviewed proposals."""
+    """One replay file, written to stdout or ``-o``."""
     from unmask.builder import write_json
+    from unmask.confine import embed_protocol
     from unmask.jsonload import read_json_file
-    from unmask.propose import create
-    from unmask.propose.replay import DEFAULT_PROPOSERS, can_fill, fill
+    from unmask.propose.replay import DEFAULT_PROPOSERS, fill
     from unmask.replay import replay_from_obj
 
     try:
-        obj = read_json_file(replay_path)
+        obj = read_json_file(replay_path, limits)
         base = Path(replay_path).resolve().parent
-        loaded = replay_from_obj(obj, replay_path, base)
+        loaded = replay_from_obj(obj, replay_path, base, limits)
     except UnmaskError as exc:
         say(render_all(exc.diagnostics))
         raise SystemExit(EXIT_INVALID) from None
-    names = proposer_names or DEFAULT_PROPOSERS
     try:
-        if rules_path and "judge-rules" not in names:
-            raise UnmaskError(
-                [Diagnostic("usage", "`--rules` is for the `judge-rules` proposer, not asked for")]
-            )
-        proposers = []
-        for name in names:
-            if name == "judge-rules":
-                proposers.append(_judge_rules(obj, base, rules_path))
-                continue
-            p = create(name)
-            if not can_fill(p):
-                raise UnmaskError(
-                    [Diagnostic("proposer-cannot-fill", f"proposer `{name}` fills no replay atoms")]
-                )
-            proposers.append(p)
+        proposers = _proposers(proposer_names or DEFAULT_PROPOSERS, obj, base, rules_path)
     except UnmaskError as exc:
         say(render_all(exc.diagnostics))
         raise SystemExit(EXIT_USAGE) from None
     new, outcome = fill(obj, loaded, proposers, threshold)
     if output is not None:
-        _stand_alone(new, base, Path(output).resolve().parent)
+        embed_protocol(new, base, Path(output).resolve().parent)
     try:
         out_base = base if output is None else Path(output).resolve().parent
-        replay_from_obj(new, output or replay_path, out_base)
+        replay_from_obj(new, output or replay_path, out_base, limits)
     except UnmaskError as exc:  # a proposer wrote something the loader refuses: a bug, say so
         say(render_all(exc.diagnostics))
         raise SystemExit(EXIT_INVALID) from None
@@ -457,13 +510,84 @@ def replay(
             reason = str(getattr(exc, "strerror", "") or exc).lower()
             say(render_all([Diagnostic("usage", f"cannot write `{output}`: {reason}")]))
             raise SystemExit(EXIT_USAGE) from None
+    _report(outcome)
+
+
+def _report(outcome: Any, where: str = "") -> None:
+    """What was filled, left below the threshold and abstained from, on stderr."""
+    at = f"{printable(where)}: " if where else ""
     for atom, by, conf in outcome.filled:
-        say(f"filled `{atom}` by {by} (confidence {conf:g})")
+        say(f"{at}filled `{atom}` by {by} (confidence {conf:g})")
     for atom, by, conf in outcome.below:
-        say(f"below threshold: `{atom}` by {by} (confidence {conf:g})")
+        say(f"{at}below threshold: `{atom}` by {by} (confidence {conf:g})")
     for by, reason in outcome.abstained:
-        say(f"abstained: {by}: {reason}")
-    say(f"{len(outcome.filled)} of {len(outcome.open_atoms)} open atoms filled, unreviewed")
+        say(f"{at}abstained: {by}: {reason}")
+    say(f"{at}{len(outcome.filled)} of {len(outcome.open_atoms)} open atoms filled, unreviewed")
+
+
+def _replay_many(
+    paths: tuple[str, ...],
+    proposer_names: tuple[str, ...],
+    rules_path: str | None,
+    threshold: float,
+    out: Path,
+    limits: Limits,
+) -> None:
+    """Every replay the paths name (files, folders, JSON Lines, as `audit` takes them),
+    each written to ``out/ID.json``; an invalid one is said and passed over (exit 4)."""
+    from unmask.annotate.run import names
+    from unmask.builder import json_bytes
+    from unmask.commands.annotate import items
+    from unmask.confine import Refused, embed_protocol
+    from unmask.outputs import write_in_folder
+    from unmask.propose.replay import DEFAULT_PROPOSERS, fill
+    from unmask.replay import replay_from_obj
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _usage(f"cannot make `{printable(str(out))}`: {(exc.strerror or 'error').lower()}")
+    status, written, filled, open_ = 0, 0, 0, 0
+    for item in names(items(paths, limits)):
+        if item.errors:
+            say(render_all(list(item.errors)))
+            status = EXIT_INVALID
+            continue
+        assert item.obj is not None and item.replay is not None and item.base is not None
+        try:
+            proposers = _proposers(
+                proposer_names or DEFAULT_PROPOSERS, item.obj, item.base, rules_path
+            )
+        except UnmaskError as exc:  # the same for every replay: stop at the first
+            say(render_all(exc.diagnostics))
+            raise SystemExit(EXIT_USAGE) from None
+        new, outcome = fill(item.obj, item.replay, proposers, threshold)
+        target = out / f"{item.name}.json"
+        try:
+            embed_protocol(new, item.base, out)
+            replay_from_obj(new, str(target), out, limits)
+        except Refused as exc:
+            say(render_all([Diagnostic(exc.code, str(exc), path="protocol.path", help=exc.help)]))
+            status = EXIT_INVALID
+            continue
+        except UnmaskError as exc:
+            say(render_all(exc.diagnostics))
+            status = EXIT_INVALID
+            continue
+        taken = write_in_folder(out, target.name, json_bytes(new))
+        if taken is not None:
+            say(render_all([Diagnostic("io", taken)]))
+            status = EXIT_INVALID
+            continue
+        written += 1
+        filled += len(outcome.filled)
+        open_ += len(outcome.open_atoms)
+        _report(outcome, item.location)
+    say(
+        f"{written} replays written to `{printable(str(out))}`; {filled} of {open_} open atoms"
+        " filled, unreviewed"
+    )
+    raise SystemExit(status)
 
 
 def _judge_rules(obj: dict, base: Path, rules_path: str | None) -> Proposer:
@@ -482,15 +606,3 @@ def _judge_rules(obj: dict, base: Path, rules_path: str | None) -> Proposer:
         if real is not None and rules_for(real).is_file():
             return JudgeRules(load_rules(rules_for(real)))
     return JudgeRules()
-
-
-def _stand_alone(obj: dict, base: Path, out_dir: Path) -> None:
-    """A protocol named by path is embedded when the output is written to another folder."""
-    from unmask.confine import locate_protocol
-    from unmask.files import read_text
-
-    protocol = obj.get("protocol")
-    if out_dir == base or not isinstance(protocol, dict) or "path" not in protocol:
-        return
-    real, _ = locate_protocol(protocol["path"], base)
-    obj["protocol"] = {"source": read_text(Path(real))}
