@@ -289,6 +289,10 @@ def _unlzma(raw: bytes, size: int) -> bytes:
     if d >= 9 * 5 * 5:
         raise ValueError("LZMA properties out of range")
     (dict_size,) = struct.unpack("<L", raw[5:9])
+    # the decoder allocates its whole dictionary up front, and a crafted header asks for
+    # 4 GB: no match reaches further back than the output's start, so a dictionary the
+    # size of the output decodes every valid stream
+    dict_size = min(dict_size, max(size + 1, 4096))
     flt = {
         "id": lzma.FILTER_LZMA1,
         "lc": d % 9,
