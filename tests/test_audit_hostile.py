@@ -360,3 +360,16 @@ def test_resume_writes_no_carriage_returns(tmp_path: Path) -> None:
     assert run([str(src), "--out", str(part), "--resume", "--quiet"]).exit_code == 0
     assert b"\r" not in part.read_bytes()
     assert part.read_bytes() == full.read_bytes()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_resume_into_a_named_pipe_is_one_line_not_a_wait(tmp_path: Path) -> None:
+    fifo = tmp_path / "results.jsonl"
+    os.mkfifo(fifo)
+    res = subprocess.run(
+        [sys.executable, "-c", "from unmask.cli.main import main; main()", "audit",
+         str(EXAMPLES / "case_a.json"), "--out", str(fifo), "--resume"],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert res.returncode == 2, res.stderr
+    assert "is a named pipe, not a regular file" in res.stderr and "Traceback" not in res.stderr

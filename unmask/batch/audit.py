@@ -348,6 +348,8 @@ class _Run:
             ) from None
         except OSError as exc:
             raise _usage(f"cannot read `{out}`: {reason(exc)}") from None
+        except UnmaskError as exc:  # not a regular file
+            raise _usage(exc.diagnostics[0].message) from None
 
     def _open_sink(self) -> Any:
         out = self.options.out

@@ -2,14 +2,14 @@
 
 Contract: every file is written whole or not at all (``unmask.outputs``), and a file that
 cannot be written raises ``OutputError``. Pages and the index are new files directly inside
-the folder asked for: a link at their name is replaced, never followed. ``remove_stale_pages(html_dir, keep)`` removes,
-after a run, the pages an earlier run wrote into the same folder that this run did not
-(a replay since removed or renamed), and only those: a regular file of this user directly
-in the folder, named as ``unmask.batch.run.page_name`` names pages, whose first bytes are
-Unmask's page head (``PAGE_HEAD``); a link is never followed, anything else is left alone.
-``JUnitFile`` keeps the test cases' XML in an anonymous temporary file beside the target
-while the run goes on, so memory does not grow with the run, and writes the suite around
-them at the end.
+the folder asked for: a link at their name is replaced, never followed.
+``remove_stale_pages(html_dir, keep)`` removes, after a run, the pages an earlier run wrote
+into the same folder that this run did not (a replay since removed or renamed), and only
+those: a regular file of this user directly in the folder, named as
+``unmask.batch.run.page_name`` names pages, whose first bytes are Unmask's page head
+(``PAGE_HEAD``); a link is never followed, anything else is left alone. ``JUnitFile`` keeps
+the test cases' XML in an anonymous temporary file beside the target while the run goes on,
+so memory does not grow with the run, and writes the suite around them at the end.
 """
 
 from __future__ import annotations
