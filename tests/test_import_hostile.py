@@ -409,6 +409,7 @@ def test_a_quote_overlapping_itself_too_often_is_one_skip_not_minutes(tmp_path: 
     # 150,000 `a`s in 300,000: each of the 150,001 overlapping occurrences cost 150,000
     # comparisons to confirm (hours); the search now stops at its bound
     res, out = _structured(tmp_path, "a" * 300_000, ["a" * 150_000])
+    assert not list(out.glob("*.json"))
     assert res.exit_code == 1, res.stderr
     assert "skipped: a quote occurs more than" in res.stderr
     assert "too often to locate" in res.stderr
