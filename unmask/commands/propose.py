@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -487,8 +488,9 @@ def _judge_rules(obj: dict, base: Path, rules_path: str | None) -> Proposer:
             real, _ = locate_protocol(protocol["path"], base)
         except Refused:
             real = None
-        if real is not None and rules_for(real).is_file():
-            return JudgeRules(load_rules(rules_for(real)))
+        # found beside the protocol, not named: never read through a link
+        if real is not None and os.path.lexists(rules_for(real)):
+            return JudgeRules(load_rules(rules_for(real), beside=True))
     return JudgeRules()
 
 
