@@ -316,3 +316,22 @@ def test_an_lzma_header_asking_for_a_4_gb_dictionary_reads_in_bounded_memory() -
     finally:
         tracemalloc.stop()
     assert peak < 1 << 20, peak
+
+
+def test_directory_records_are_counted_before_zipfile_builds_an_entry_each() -> None:
+    # 200,000 records of 46 bytes: zipfile built 200,000 entries (about 160 MB at 1.2
+    # million) before the member count was checked
+    n = 200_000
+    local = struct.pack("<4s5H3L2H", b"PK\x03\x04", 20, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    record = struct.pack("<4s6H3L5H2L", b"PK\x01\x02", *[20, 20] + [0] * 14)
+    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, 46 * n, len(local), 0)
+    data = local + record * n + end
+    tracemalloc.start()
+    try:
+        with pytest.raises(UnmaskError) as info:
+            Archive(data, "log.eval", Limits())
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert "the archive has 200000 members, more than 100000" in info.value.diagnostics[0].message
+    assert peak < 1 << 20, peak
