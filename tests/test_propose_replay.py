@@ -172,8 +172,8 @@ def test_a_rule_file_beside_the_protocol_is_never_read_through_a_link(tmp_path, 
     src.write_text(json.dumps(obj), encoding="utf-8")
     res = run("replay", str(src), "--proposer", "judge-rules")
     assert res.exit_code == 2, res.output
-    what = "symbolic link" if kind == "link" else "named pipe"
-    assert f"is a {what}, not a regular file" in res.stderr and "Traceback" not in res.output
+    what = "a symbolic link, which is not" if kind == "link" else "a named pipe, not a regular"
+    assert f"is {what}" in res.stderr and "Traceback" not in res.output
 
 
 def test_the_rule_file_beside_the_protocol_is_used(tmp_path: Path):

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from unmask.cli.main import main
 from unmask.diagnostics import UnmaskError
-from unmask.files import open_regular, read_bytes, read_text
+from unmask.files import open_binary, read_bytes, read_text
 from unmask.limits import Limits
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
@@ -113,9 +113,9 @@ def test_a_prompt_that_is_not_a_regular_file_here_skips_its_judgments(tmp_path, 
     assert len(skipped) == expected, res.stderr
     assert "[0].samples[0]: skipped: the prompt file: `" in skipped[0]
     what = {
-        "link": "is a symbolic link, not a regular file",
+        "link": "is a symbolic link, which is not followed here",
         "fifo": "is a named pipe, not a regular file",
-        "dev-zero": "is a symbolic link, not a regular file",
+        "dev-zero": "is a symbolic link, which is not followed here",
         "linked-folder": "is in a folder that links elsewhere",
         "folder": "is a directory, not a regular file",
         "big": "is larger than the limit of 1048576 bytes",
@@ -143,16 +143,16 @@ def test_read_bytes_of_a_side_file_refuses_links_and_folders_leading_out(tmp_pat
     assert "links elsewhere" in info.value.diagnostics[0].message
 
 
-def test_open_regular_refuses_a_pipe_and_a_device_without_blocking(tmp_path) -> None:
+def test_open_binary_refuses_a_pipe_and_a_device_without_blocking(tmp_path) -> None:
     os.mkfifo(tmp_path / "pipe")
     for path, what in ((tmp_path / "pipe", "a named pipe"), (Path("/dev/zero"), "a device")):
         with pytest.raises(UnmaskError) as info:
-            open_regular(path)
+            open_binary(path)
         assert f"is {what}, not a regular file" in info.value.diagnostics[0].message
     (tmp_path / "big").write_bytes(b"x" * 100)
     with pytest.raises(UnmaskError):
-        open_regular(tmp_path / "big", limits=Limits(max_file_bytes=10))
-    with open_regular(tmp_path / "big") as fh:
+        open_binary(tmp_path / "big", limits=Limits(max_file_bytes=10))
+    with open_binary(tmp_path / "big") as fh:
         assert fh.read() == b"x" * 100
 
 

@@ -133,14 +133,14 @@ def _lines(path: str, name: str) -> Iterator[tuple[int, bytes | None]]:
     """The input's numbered lines, each read at most ``MAX_LINE_BYTES`` at a time (memory
     stays bounded; a longer line is None); one that cannot be read ends the command with
     exit 4."""
-    from unmask.files import open_regular
+    from unmask.files import open_binary
 
     try:
         if path == "-":
             yield from bounded_lines(sys.stdin.buffer, MAX_LINE_BYTES, skip_bom=True)
             return
         # a regular file only: a named pipe or a device is one line, never a read that blocks
-        fh = open_regular(path, name)
+        fh = open_binary(path, name)
     except UnmaskError as exc:
         say(render_all(exc.diagnostics))
         raise SystemExit(EXIT_INVALID) from None
