@@ -32,6 +32,7 @@ __all__ = [
     "join_path",
     "json_depth",
     "json_values",
+    "over_values",
     "parse_json_bytes",
     "parse_json_document",
     "parse_json_text",
@@ -107,6 +108,16 @@ def json_values(data: bytes) -> int:
     if b"\\" in data:
         data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
     return len(_unquoted(data.translate(None, _NOT_VALUE_MARKS))) + 1
+
+
+def over_values(data: bytes, limits: Limits, opening: int | None = None) -> bool:
+    """Whether ``data`` holds more than ``max_json_values`` values: every comma and opening
+    bracket counted first (C speed), the strings taken out only when that is over."""
+    if opening is None:
+        opening = data.count(b"{") + data.count(b"[")
+    if data.count(b",") + opening + 1 <= limits.max_json_values:
+        return False
+    return json_values(data) > limits.max_json_values
 
 
 def too_many_values(
@@ -197,8 +208,7 @@ def parse_json_document(
         )
     # the values, likewise: every comma and opening bracket counted (C speed), the strings
     # taken out only when that count is over the bound
-    counted = data.count(b",") + opening + 1
-    if counted > limits.max_json_values and json_values(data) > limits.max_json_values:
+    if over_values(data, limits, opening):
         raise too_many_values(file, limits)
     return _loads(text, name, file, limits, first_line), text
 
