@@ -209,14 +209,36 @@ def test_html_into_a_file_is_exit_2(tmp_path: Path) -> None:
 def test_html_pages_that_cannot_be_written_are_exit_2(tmp_path: Path, monkeypatch) -> None:
     from unmask.batch import files
 
-    def full(path: str, text: str) -> None:
+    def full(path: str, data: bytes, **kw: object) -> None:
         raise OutputError([files.cannot_write(path, OSError(28, "No space left on device"))])
 
-    monkeypatch.setattr(files, "write_text", full)
+    monkeypatch.setattr(files, "write_bytes", full)
     result = run([str(EXAMPLES / "case_a.json"), "--html", str(tmp_path / "h"), "--quiet"])
     assert result.exit_code == 2
     assert "no space left on device" in result.stderr
     _no_traceback(result)
+
+
+def test_html_pages_replace_a_link_at_their_name_never_write_through_it(tmp_path) -> None:
+    # issue 33: `index.html -> ../victim.txt` in the folder asked for had the victim
+    # replaced by the index; a page's name likewise
+    html, victim = tmp_path / "html", tmp_path / "victim.txt"
+    html.mkdir()
+    victim.write_text("VICTIM", encoding="utf-8")
+    (html / "index.html").symlink_to(Path("..") / "victim.txt")
+    first = run([str(EXAMPLES / "rag_citations.json"), "--html", str(html), "--quiet"])
+    assert first.exit_code in (0, 1), first.output
+    [page] = [p for p in html.iterdir() if p.name != "index.html"]
+    page.unlink()
+    page.symlink_to(Path("..") / "victim.txt")
+    (html / "index.html").unlink()
+    (html / "index.html").symlink_to(Path("..") / "victim.txt")
+    again = run([str(EXAMPLES / "rag_citations.json"), "--html", str(html), "--quiet"])
+    assert again.exit_code == first.exit_code, again.output
+    assert victim.read_text(encoding="utf-8") == "VICTIM"
+    for name in ("index.html", page.name):
+        written = html / name
+        assert not written.is_symlink() and written.read_bytes().startswith(b"<!DOCTYPE html>")
 
 
 def test_a_closed_pipe_on_stdout_stops_quietly_with_141() -> None:
@@ -338,3 +360,16 @@ def test_resume_writes_no_carriage_returns(tmp_path: Path) -> None:
     assert run([str(src), "--out", str(part), "--resume", "--quiet"]).exit_code == 0
     assert b"\r" not in part.read_bytes()
     assert part.read_bytes() == full.read_bytes()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_resume_into_a_named_pipe_is_one_line_not_a_wait(tmp_path: Path) -> None:
+    fifo = tmp_path / "results.jsonl"
+    os.mkfifo(fifo)
+    res = subprocess.run(
+        [sys.executable, "-c", "from unmask.cli.main import main; main()", "audit",
+         str(EXAMPLES / "case_a.json"), "--out", str(fifo), "--resume"],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert res.returncode == 2, res.stderr
+    assert "is a named pipe, not a regular file" in res.stderr and "Traceback" not in res.stderr

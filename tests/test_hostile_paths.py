@@ -162,6 +162,25 @@ def test_a_proto_named_symlink_to_a_secret_is_refused_without_its_content(tmp_pa
     assert d.code == "protocol-path"
 
 
+@posix_only
+def test_a_link_swapped_in_after_the_check_is_refused_not_followed(tmp_path, monkeypatch):
+    # the path the rules checked has every link resolved; a link found there at the read
+    # was put there since (issue 33): refused, its target never read
+    import unmask.replay as replay_module
+
+    (tmp_path / "secret.txt").write_text(SECRET)
+    (tmp_path / "p.proto").write_text(PROTO)
+    swapped = tmp_path / "swapped.proto"
+    swapped.symlink_to(tmp_path / "secret.txt")
+    monkeypatch.setattr(
+        replay_module, "locate_protocol", lambda *a: (str(swapped), str(tmp_path / "p.proto"))
+    )
+    d = only(write_replay(tmp_path, "p.proto"))
+    assert d.code == "protocol-file"
+    assert "is a symbolic link, which is not followed here" in d.message
+    assert SECRET not in render_error(UnmaskError([d]))
+
+
 # --- allowing folders ---------------------------------------------------------------------
 
 

@@ -254,7 +254,7 @@ def test_too_many_members_are_refused(tmp_path: Path, monkeypatch) -> None:
     [
         ({"crc": {"samples/x_epoch_1.json": 1}}, "is damaged: its size or checksum is wrong"),
         ({"flags": 1}, "is encrypted"),
-        ({"method": 12}, "is compressed with method 12, which Unmask does not read"),
+        ({"method": 98}, "is compressed with method 98, which Unmask does not read"),
     ],
 )
 def test_a_damaged_encrypted_or_unknown_member_is_one_message(tmp_path, kw, message) -> None:

@@ -361,3 +361,72 @@ def test_propose_claims_bad_lines_with_escapes_are_shown_escaped(tmp_path: Path)
     res = cli("propose", "claims", str(src))
     assert res.exit_code == 4
     no_raw(res.stderr)
+
+
+# --- structured: a quote repeated, a quote overlapping itself (issue 33) -----------------------
+
+RAG = TEST_DATA / "structured" / "rag.proto"
+
+
+def _structured(tmp_path: Path, rationale: str, quotes: list[str]):
+    rec = {
+        "judge": "j",
+        "domains": {"claim": ["c"]},
+        "output": {
+            "rationale": rationale,
+            "verdict": "SUPPORTED",
+            "atoms": {"says": {"c": {"value": "TRUE", "quotes": quotes}}},
+        },
+    }
+    src = tmp_path / "outputs.jsonl"
+    src.write_text(json.dumps(rec) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    return cli("import", "structured", str(src), "--protocol", str(RAG), "--out", str(out)), out
+
+
+def test_structured_searches_each_distinct_quote_once(tmp_path: Path) -> None:
+    import time
+
+    # a 1.1 MB line: 40,000 repeats of a quote found at the end of a 200,000-character
+    # rationale and 40,000 of one that is not in it; every repeat searched the rationale
+    # again (45 s in the issue's probe)
+    rationale = "ab" * 100_000 + "the quote here"
+    missing = "ab" * 5 + "c"
+    start = time.process_time()
+    res, out = _structured(tmp_path, rationale, [missing, "the quote here"] * 40_000)
+    spent = time.process_time() - start
+    assert res.exit_code == 0, res.stderr
+    (path,) = out.iterdir()
+    r = json.loads(path.read_text(encoding="utf-8"))
+    verbatim = next(a for a in r["annotations"] if a["atom"] == "quotes_verbatim")
+    assert verbatim["value"] == "FALSE" and len(verbatim["evidence"]) == 40_000
+    says = next(a for a in r["annotations"] if a["atom"] == "says(c)")
+    assert {e["start"] for e in says["evidence"]} == {len(rationale) - len("the quote here")}
+    assert spent < 20, f"{spent:.1f} s of CPU: every repeat searched again?"
+
+
+def test_a_quote_overlapping_itself_too_often_is_one_skip_not_minutes(tmp_path: Path) -> None:
+    # 150,000 `a`s in 300,000: each of the 150,001 overlapping occurrences cost 150,000
+    # comparisons to confirm (hours); the search now stops at its bound
+    res, out = _structured(tmp_path, "a" * 300_000, ["a" * 150_000])
+    assert not list(out.glob("*.json"))
+    assert res.exit_code == 1, res.stderr
+    assert "skipped: a quote occurs more than" in res.stderr
+    assert "too often to locate" in res.stderr
+
+
+def test_the_builder_refuses_a_quote_too_costly_to_locate() -> None:
+    from unmask.builder import MAX_OCCURRENCE_WORK, ReplayBuilder
+    from unmask.diagnostics import UnmaskError
+
+    b = ReplayBuilder(
+        RAG.read_text(encoding="utf-8"),
+        sources={"rationale": "a" * 300_000},
+        verdict="SUPPORTED",
+        domains={"claim": ["c"]},
+    )
+    with pytest.raises(UnmaskError) as info:
+        b.annotate("says(c)", "TRUE", quote="a" * 150_000, occurrence=0)
+    [d] = info.value.diagnostics
+    assert d.code == "limit" and "too often to locate" in d.message
+    assert str(MAX_OCCURRENCE_WORK // 150_000) in d.message

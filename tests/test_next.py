@@ -473,6 +473,23 @@ def test_a_results_file_with_bad_lines(tmp_path: Path, examples_dir: Path, monke
     assert "Traceback" not in r.output
 
 
+def test_a_results_line_of_too_many_values_is_refused_before_parsing(
+    tmp_path: Path, examples_dir: Path, monkeypatch
+):
+    # issue 33: every JSON input is counted before it is built, a results line too
+    shutil.copy(examples_dir / "case_unknown.json", tmp_path / "case_unknown.json")
+    monkeypatch.chdir(tmp_path)
+    good = {"schema": "unmask.report/1", "location": "case_unknown.json"}
+    big = dict(good, pad=[{}] * 200)
+    lines = [json.dumps(good), json.dumps(big)]
+    (tmp_path / "results.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    r = cli("results.jsonl", "--format", "json", "--max-json-values", "300")
+    assert r.exit_code == 4
+    assert "results.jsonl:2:1: error: a line of more than 300 JSON values" in r.stderr
+    assert [x["location"] for x in json.loads(r.stdout)["replays"]] == ["case_unknown.json"]
+    assert cli("results.jsonl", "--format", "json", "--max-json-values", "500").exit_code != 4
+
+
 def test_a_backend_that_cannot_take_the_replay_is_not_an_invalid_input(tmp_path: Path):
     from unmask.irjson import protocol_to_json
 

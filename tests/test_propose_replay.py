@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -153,6 +154,26 @@ def test_judge_rules_from_a_rule_file_fill_judge_atoms(tmp_path: Path):
         assert RATIONALE[ev["start"] : ev["end"]] == ev["quote"]
         assert f"Sentence {n}" in ev["quote"]
     assert "cites(s1)" not in anns
+
+
+@pytest.mark.parametrize("kind", ["link", "fifo"])
+def test_a_rule_file_beside_the_protocol_is_never_read_through_a_link(tmp_path, kind):
+    # found beside the protocol, not named: a side file (issue 33)
+    shutil.copy(PROTOCOLS / "wice.proto", tmp_path / "mine.proto")
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text(json.dumps(CITES_RULES), encoding="utf-8")
+    if kind == "link":
+        (tmp_path / "mine.judge.json").symlink_to(elsewhere)
+    else:
+        os.mkfifo(tmp_path / "mine.judge.json")
+    obj = json.loads(wice_replay(tmp_path).read_text(encoding="utf-8"))
+    obj["protocol"] = {"path": "mine.proto"}
+    src = tmp_path / "by_path.json"
+    src.write_text(json.dumps(obj), encoding="utf-8")
+    res = run("replay", str(src), "--proposer", "judge-rules")
+    assert res.exit_code == 2, res.output
+    what = "a symbolic link, which is not" if kind == "link" else "a named pipe, not a regular"
+    assert f"is {what}" in res.stderr and "Traceback" not in res.output
 
 
 def test_the_rule_file_beside_the_protocol_is_used(tmp_path: Path):

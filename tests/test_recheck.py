@@ -556,3 +556,13 @@ def test_junit_and_sarif_say_what_was_checked_against(cases: Path, tmp_path: Pat
     lines = (tmp_path / "r.jsonl").read_text(encoding="utf-8").splitlines()
     records = [ResultRecord.from_line(json.loads(x)) for x in lines]
     assert junit_render.render_batch(records) == xml
+
+
+@pytest.mark.parametrize("path", ["a/" * 1_000_000 + "p.proto", {"not": "a path"}, "\x1b[2J.proto"])
+def test_a_named_protocol_path_is_shown_bounded_and_escaped(cases: Path, tmp_path, path) -> None:
+    # issue 33: `--protocol REPLAY.json` echoed the replay's 2 MB protocol path whole
+    carrier = write(tmp_path, "carrier.json", json.dumps({"protocol": {"path": path}}))
+    result = cli("check", str(cases / "case_a.json"), "--protocol", str(carrier))
+    assert result.exit_code == 4
+    assert "this replay names its protocol by path: give `" in result.stderr
+    assert len(result.stderr) < 1000 and "\x1b" not in result.stderr

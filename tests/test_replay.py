@@ -16,6 +16,7 @@ from unmask import ir
 from unmask.diagnostics import UnmaskError
 from unmask.irjson import protocol_to_json
 from unmask.jsonload import json_depth, parse_json_bytes, read_json_file
+from unmask.jsonload import json_values as count_values
 from unmask.limits import DEFAULT_LIMITS, Limits
 from unmask.replay import (
     load_replay,
@@ -733,6 +734,42 @@ def test_raising_the_json_depth_beyond_the_parser_is_still_an_error():
     with pytest.raises(UnmaskError) as exc:
         parse_json_bytes(b"[" * 100_000 + b"]" * 100_000, "r.json", Limits(max_json_depth=10**6))
     assert exc.value.diagnostics[0].code == "limit"
+
+
+def _values_by_hand(value) -> int:
+    n, stack = 0, [value]
+    while stack:
+        v = stack.pop()
+        n += 1
+        stack.extend(v.values() if isinstance(v, dict) else v if isinstance(v, list) else ())
+    return n
+
+
+@given(_JSON_VALUES, st.booleans())
+def test_the_value_count_bounds_what_parsing_builds(value, spaced):
+    # commas and opening brackets outside strings, plus one: never fewer than the values
+    # parsed, and at most one more per empty array or object
+    data = json.dumps(value, indent=1 if spaced else None).encode()
+    text = data.decode()
+    empties = text.count("[]") + text.count("{}")
+    assert _values_by_hand(value) <= count_values(data) <= _values_by_hand(value) + empties + 1
+
+
+def test_a_document_of_more_values_than_the_bound_is_refused_before_parsing():
+    # 21 million `{}` in 64 MB parsed into 1.5 GB; the count refuses it first
+    data = b"[" + b",".join([b"{}"] * 1000) + b"]"
+    with pytest.raises(UnmaskError) as exc:
+        parse_json_bytes(data, "r.json", Limits(max_json_values=1000))
+    [d] = exc.value.diagnostics
+    assert d.code == "limit" and "more than 1000 values" in d.message
+    assert "--max-json-values" in d.help
+    # counted: 1,001 arrays and objects, 999 commas, and one
+    assert count_values(data) == 2001
+    assert len(parse_json_bytes(data, "r.json", Limits(max_json_values=2001))) == 1000
+    # commas and brackets inside strings are not values
+    quoted = json.dumps(["[{,"] * 300).encode()
+    assert count_values(quoted) == 301
+    assert len(parse_json_bytes(quoted, "q.json", Limits(max_json_values=301))) == 300
 
 
 def test_truncated_file():

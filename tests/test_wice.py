@@ -468,3 +468,18 @@ def test_a_gap_after_a_contrast_in_a_reported_sentence_is_the_judges_own() -> No
     )
     assert rules.gap(text) is not None
     assert rules.gap("Sentence 20 states that he won, but it did not mention the year.") is None
+
+
+def test_a_gold_file_whose_rows_together_hold_too_many_values_is_refused(tmp_path) -> None:
+    # the gold rows are all kept in the index: 5 lines of 3 values, counted as 16 together
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text('{"a": [1]}\n' * 5, encoding="utf-8")
+    src = tmp_path / "judge_claim_test_outputs.jsonl"
+    src.write_text("", encoding="utf-8")
+    args = ["import", "wice", str(src), "--gold", str(gold), "--out", str(tmp_path / "o")]
+    res = CliRunner().invoke(main, [*args, "--max-json-values", "14"])
+    assert res.exit_code == 4, res.output
+    assert "the file's lines hold more than 14 values" in res.stderr
+    assert not (tmp_path / "o").exists()
+    res = CliRunner().invoke(main, [*args, "--max-json-values", "20"])
+    assert "values" not in res.stderr  # past the count: read (and refused as no WiCE rows)

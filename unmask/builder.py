@@ -40,11 +40,29 @@ def _error(code: str, message: str, path: str | None = None, help: str | None = 
     return UnmaskError([Diagnostic(code, message, path=path, help=help)])
 
 
-def _occurrences(text: str, quote: str) -> list[int]:
-    """Every start of ``quote`` in ``text``, overlapping ones included."""
+# characters compared to find one quote's overlapping occurrences: each one found costs
+# about the quote's length to confirm, so a quote of 150,000 `a`s in 300,000 of them took
+# over two minutes; past this bound the quote is refused as occurring too often
+MAX_OCCURRENCE_WORK = 100_000_000
+
+
+class TooOften(Exception):
+    """A quote whose occurrences cost more than ``MAX_OCCURRENCE_WORK`` to find."""
+
+    def __init__(self, found: int):
+        super().__init__(found)
+        self.found = found
+
+
+def occurrences(text: str, quote: str) -> list[int]:
+    """Every start of ``quote`` in ``text``, overlapping ones included; ``TooOften`` when
+    finding them would compare more than ``MAX_OCCURRENCE_WORK`` characters."""
     out = []
+    most = MAX_OCCURRENCE_WORK // max(len(quote), 1)
     i = text.find(quote)
     while i != -1:
+        if len(out) >= most:
+            raise TooOften(len(out))
         out.append(i)
         i = text.find(quote, i + 1)
     return out
@@ -325,7 +343,16 @@ class ReplayBuilder:
         key = (source, quote)
         starts = self._starts.get(key)
         if starts is None:
-            starts = self._starts[key] = _occurrences(self.sources[source], quote)
+            try:
+                starts = occurrences(self.sources[source], quote)
+            except TooOften as exc:
+                raise _error(
+                    "limit",
+                    f"`{show(quote, 80)}` occurs more than {exc.found} times in `{source}`,"
+                    " too often to locate",
+                    help="quote a longer passage that occurs once",
+                ) from None
+            self._starts[key] = starts
         return starts
 
     # --- output ----------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import field
 
 from unmask.frozen import frozen
-from unmask.safe import printable
+from unmask.safe import printable, shorten
 from unmask.span import Span
 
 
@@ -43,6 +43,9 @@ class Diagnostic:
             return self.path
         return self.file or ""
 
+
+# the longest location a rendered message shows (a file name and a line, a JSON path)
+MAX_LOCATION = 600
 
 INTERNAL_HELP = "nothing was proved, please report this with the input that caused it"
 
@@ -144,7 +147,8 @@ def render(d: Diagnostic, sources: dict[str, str] | _Sources | None = None) -> s
     """``FILE:LINE:COL: error: message``, the line with a caret, then notes and help."""
     if not isinstance(sources, _Sources):
         sources = _Sources(sources)
-    loc = printable(d.location())
+    # a file name or JSON path from the input can be megabytes: shown with its middle elided
+    loc = printable(shorten(d.location(), MAX_LOCATION))
     message = printable(d.message)
     head = f"{loc}: {d.severity}: {message}" if loc else f"{d.severity}: {message}"
     out = [head]

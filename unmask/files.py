@@ -10,18 +10,26 @@ the line and column, never the offending bytes). The kind of a file is checked w
 ``os.stat`` before it is opened, and it is opened non-blocking and checked again on the open
 descriptor, so a FIFO swapped in between cannot block. ``follow=False`` refuses a symbolic
 link at the path (``O_NOFOLLOW`` on the open as well); ``open_regular`` and ``read_open`` are
-the two halves, for a reader that keeps the descriptor (to lock it). No message ever quotes
-a file's content: a file that is refused here was never meant to be shown.
+the two halves, for a reader that keeps the descriptor (to lock it); ``open_binary`` gives
+an open file to a reader that streams (JSON Lines read line by line). ``inside`` (a side
+file: one Unmask finds beside an input rather than one the user named) also requires the
+file's folder, its links resolved, to lie inside ``inside``, resolved: a linked folder
+leading elsewhere is refused. No message ever quotes a file's content: a file that is
+refused here was never meant to be shown, and a name longer than ``MAX_NAME`` characters
+is shown shortened (``unmask.safe.shorten``).
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import sys
 from pathlib import Path
+from typing import BinaryIO
 
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.limits import DEFAULT_LIMITS, Limits
+from unmask.safe import shorten
 from unmask.span import Span
 
 _BOM = b"\xef\xbb\xbf"
@@ -34,10 +42,17 @@ _OPEN_FLAGS = (
     | getattr(os, "O_CLOEXEC", 0)
     | getattr(os, "O_BINARY", 0)
 )
+# a file name longer than this is shown with its middle elided: a path from a file (a
+# replay's protocol `path`) can be megabytes, and a message is one line to read
+MAX_NAME = 300
 
 
 def _io(name: str, message: str, help: str | None = None) -> UnmaskError:
-    return UnmaskError([Diagnostic("io", message, file=name, help=help)])
+    return UnmaskError([Diagnostic("io", message, file=_shown(name), help=help)])
+
+
+def _shown(name: str) -> str:
+    return shorten(name, MAX_NAME)
 
 
 def _kind(mode: int) -> str | None:
@@ -57,15 +72,15 @@ def _kind(mode: int) -> str | None:
 
 def _not_regular(name: str, kind: str) -> UnmaskError:
     what = kind if kind.startswith("not") else f"{kind}, not a regular file"
-    return _io(name, f"`{name}` is {what}", help="give the path of a regular file")
+    return _io(name, f"`{_shown(name)}` is {what}", help="give the path of a regular file")
 
 
 def too_large(name: str, limits: Limits, file: str | None = None) -> Diagnostic:
     """The one wording of the file size limit."""
     return Diagnostic(
         "limit",
-        f"`{name}` is larger than the limit of {limits.max_file_bytes} bytes",
-        file=file,
+        f"`{_shown(name)}` is larger than the limit of {limits.max_file_bytes} bytes",
+        file=None if file is None else _shown(file),
         help=f"raise the bound with `{limits.option('max_file_bytes')}`",
     )
 
@@ -84,13 +99,15 @@ def read_bytes(
     name: str | None = None,
     *,
     follow: bool = True,
+    inside: str | Path | None = None,
 ) -> bytes:
     """The bytes of one regular file; ``name`` is how messages call it (default ``path``).
 
     With ``follow=False`` a symbolic link at ``path`` is refused, never followed (a file
-    Unmask itself keeps, such as review's state, must be the file it wrote)."""
+    Unmask itself keeps, such as review's state, must be the file it wrote, and a side
+    file is never read through a link); ``inside``: see the module."""
     name = str(path) if name is None else name
-    fd = open_regular(path, limits, name, follow=follow)
+    fd = open_regular(path, limits, name, follow=follow, inside=inside)
     try:
         return read_open(fd, limits, name)
     finally:
@@ -103,20 +120,21 @@ def open_regular(
     name: str | None = None,
     *,
     follow: bool = True,
+    inside: str | Path | None = None,
 ) -> int:
     """A read-only descriptor of the regular file ``path``, checked as ``read_bytes`` checks
     it (never a pipe, a device, a folder, a file over the size bound; no link when
-    ``follow`` is False); the caller closes it."""
+    ``follow`` is False; in a folder inside ``inside``, when given); the caller closes it."""
     name = str(path) if name is None else name
     try:
         st = os.stat(path) if follow else os.lstat(path)
     except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
         reason = getattr(exc, "strerror", None) or "the path is not valid"
-        raise _io(name, f"cannot read `{name}`: {reason.lower()}") from None
+        raise _io(name, f"cannot read `{_shown(name)}`: {reason.lower()}") from None
     if not follow and stat.S_ISLNK(st.st_mode):
         raise _io(
             name,
-            f"`{name}` is a symbolic link, which is not followed here",
+            f"`{_shown(name)}` is a symbolic link, which is not followed here",
             help="give the path of the file itself",
         )
     kind = _kind(st.st_mode)
@@ -126,9 +144,18 @@ def open_regular(
     if tree is not None:
         raise _io(
             name,
-            f"`{name}` is under `{tree}`, which Unmask never reads",
+            f"`{_shown(name)}` is under `{tree}`, which Unmask never reads",
             help="copy the file somewhere else first if it is really meant",
         )
+    if inside is not None:
+        folder = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+        root = os.path.realpath(inside)
+        if folder != root and not folder.startswith(root.rstrip(os.sep) + os.sep):
+            raise _io(
+                name,
+                f"`{_shown(name)}` is in a folder that links elsewhere",
+                help="put the file itself there, not a link to another folder",
+            )
     if st.st_size > limits.max_file_bytes:
         raise UnmaskError([too_large(name, limits, name)])
     flags = _OPEN_FLAGS if follow else _OPEN_FLAGS | getattr(os, "O_NOFOLLOW", 0)
@@ -136,7 +163,7 @@ def open_regular(
         fd = os.open(path, flags)
     except OSError as exc:
         reason = exc.strerror or "cannot be opened"
-        raise _io(name, f"cannot read `{name}`: {reason.lower()}") from None
+        raise _io(name, f"cannot read `{_shown(name)}`: {reason.lower()}") from None
     try:
         # the path may have been replaced since the check: trust only the open descriptor
         kind = _kind(os.fstat(fd).st_mode)
@@ -146,6 +173,17 @@ def open_regular(
         os.close(fd)
         raise _not_regular(name, kind)
     return fd
+
+
+def open_binary(
+    path: str | Path, name: str | None = None, limits: Limits | None = None
+) -> BinaryIO:
+    """The regular file ``path`` open for reading in binary, checked as ``open_regular``
+    checks it, for a reader that streams it and bounds its lines itself: a named pipe or a
+    device is one ``io`` error, never a read that blocks. With ``limits``, a file over
+    ``max_file_bytes`` is refused before it is opened."""
+    bound = limits if limits is not None else Limits(max_file_bytes=sys.maxsize)
+    return os.fdopen(open_regular(path, bound, name), "rb")
 
 
 def read_open(fd: int, limits: Limits = DEFAULT_LIMITS, name: str = "<input>") -> bytes:
@@ -162,7 +200,7 @@ def read_open(fd: int, limits: Limits = DEFAULT_LIMITS, name: str = "<input>") -
             left -= len(chunk)
     except OSError as exc:
         reason = exc.strerror or "cannot be read"
-        raise _io(name, f"cannot read `{name}`: {reason.lower()}") from None
+        raise _io(name, f"cannot read `{_shown(name)}`: {reason.lower()}") from None
     data = b"".join(chunks)
     if len(data) > limits.max_file_bytes:
         raise UnmaskError([too_large(name, limits, name)])
@@ -186,7 +224,7 @@ def decode_utf8(data: bytes, name: str, file: str | None = None, first_line: int
             [
                 Diagnostic(
                     "encoding",
-                    f"`{name}` is not valid UTF-8 (byte {exc.start}, line {line})",
+                    f"`{_shown(name)}` is not valid UTF-8 (byte {exc.start}, line {line})",
                     span=Span(name, line, col, line, col + 1, len(head), len(head) + 1),
                     file=file,
                     help="save the file as UTF-8",
@@ -195,10 +233,17 @@ def decode_utf8(data: bytes, name: str, file: str | None = None, first_line: int
         ) from None
 
 
-def read_text(path: str | Path, limits: Limits = DEFAULT_LIMITS, name: str | None = None) -> str:
+def read_text(
+    path: str | Path,
+    limits: Limits = DEFAULT_LIMITS,
+    name: str | None = None,
+    *,
+    follow: bool = True,
+    inside: str | Path | None = None,
+) -> str:
     """The UTF-8 text of one regular file (see ``read_bytes``); a NUL byte means not text."""
     name = str(path) if name is None else name
-    data = read_bytes(path, limits, name)
+    data = read_bytes(path, limits, name, follow=follow, inside=inside)
     text = decode_utf8(data, name, name)
     nul = text.find("\x00")
     if nul >= 0:
@@ -207,7 +252,7 @@ def read_text(path: str | Path, limits: Limits = DEFAULT_LIMITS, name: str | Non
             [
                 Diagnostic(
                     "encoding",
-                    f"`{name}` is not a text file (a NUL character on line {line})",
+                    f"`{_shown(name)}` is not a text file (a NUL character on line {line})",
                     file=name,
                     help="give the path of a text file",
                 )

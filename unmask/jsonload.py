@@ -5,7 +5,9 @@ value or raise ``UnmaskError`` with one diagnostic saying what is wrong and wher
 that is not a readable regular file or is larger than ``max_file_bytes`` (read through
 ``unmask.files``), bytes that are not UTF-8, an empty document, a syntax error
 (file:line:col), nesting deeper than ``max_json_depth`` (found by a cheap scan *before*
-parsing, because the standard parser recurses), a ``NaN``/``Infinity`` literal, an integer
+parsing, because the standard parser recurses), more values than ``max_json_values``
+(counted the same way before anything is built: a 64 MB document of ``{},`` is 21 million
+objects, 1.5 GB parsed), a ``NaN``/``Infinity`` literal, an integer
 literal too long to convert, or a duplicate key in one object (an error: which of the two
 values was meant is unknowable, and an audit must not guess). A UTF-8 byte order mark is
 skipped. Non-finite and duplicate-key problems carry the JSON path of the offending value.
@@ -29,11 +31,14 @@ from unmask.span import Span
 __all__ = [
     "join_path",
     "json_depth",
+    "json_values",
+    "over_values",
     "parse_json_bytes",
     "parse_json_document",
     "parse_json_text",
     "read_json_file",
     "show",
+    "too_many_values",
 ]
 
 # every byte except the four brackets and the double quote: after deleting these, what
@@ -41,6 +46,9 @@ __all__ = [
 # brackets on the way, since only the nesting counts
 _NOT_SKELETON = bytes(b for b in range(256) if b not in b'[]{}"')
 _BRACKETS = bytes.maketrans(b"{}", b"[]")
+# what counts values: an opening bracket (an array or object) and a comma (one more item),
+# and the quotes, to take the strings out
+_NOT_VALUE_MARKS = bytes(b for b in range(256) if b not in b'[{,"')
 _DELTA = {ord("["): 1, ord("]"): -1}
 _PASSES = 32  # innermost-pair passes before counting bracket by bracket
 _MAX_INT_DIGITS = 4000  # Python refuses to convert longer integer literals
@@ -82,6 +90,47 @@ def json_depth(data: bytes) -> int:
     if b'"' in skeleton:
         skeleton = b"".join(skeleton.split(b'"')[::2])
     return _nesting(skeleton)
+
+
+def _unquoted(skeleton: bytes) -> bytes:
+    """A skeleton of marks and quotes with its strings taken out (see ``json_depth``)."""
+    skeleton = skeleton.replace(b'""', b"")
+    if b'"' in skeleton:
+        skeleton = b"".join(skeleton.split(b'"')[::2])
+    return skeleton
+
+
+def json_values(data: bytes) -> int:
+    """How many values a JSON document holds at most: its arrays and objects, and one more
+    per comma outside strings (each further item), plus one. An upper bound on what parsing
+    builds, counted in C speed before parsing, as ``json_depth`` measures nesting; for JSON
+    Lines, add one per line."""
+    if b"\\" in data:
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    return len(_unquoted(data.translate(None, _NOT_VALUE_MARKS))) + 1
+
+
+def over_values(data: bytes, limits: Limits, opening: int | None = None) -> bool:
+    """Whether ``data`` holds more than ``max_json_values`` values: every comma and opening
+    bracket counted first (C speed), the strings taken out only when that is over."""
+    if opening is None:
+        opening = data.count(b"{") + data.count(b"[")
+    if data.count(b",") + opening + 1 <= limits.max_json_values:
+        return False
+    return json_values(data) > limits.max_json_values
+
+
+def too_many_values(
+    file: str | None, limits: Limits, what: str = "the json document holds"
+) -> UnmaskError:
+    """The one wording of the value bound (``what`` says whose values were counted)."""
+    return _error(
+        "limit",
+        f"{what} more than {limits.max_json_values} values (arrays, objects and their"
+        " items), the limit",
+        file,
+        help=f"raise the bound with `{limits.option('max_json_values')}`",
+    )
 
 
 def _nesting(brackets: bytes) -> int:
@@ -157,6 +206,10 @@ def parse_json_document(
             file,
             help=f"raise the bound with `{limits.option('max_json_depth')}`",
         )
+    # the values, likewise: every comma and opening bracket counted (C speed), the strings
+    # taken out only when that count is over the bound
+    if over_values(data, limits, opening):
+        raise too_many_values(file, limits)
     return _loads(text, name, file, limits, first_line), text
 
 

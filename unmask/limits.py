@@ -29,6 +29,9 @@ class Limits:
     max_string_chars: int = 1_000_000  # one string literal in a .proto file, as written
     max_domain_size: int = 100_000  # members of one domain
     max_json_depth: int = 500  # nesting of a replay's JSON document
+    # values of one JSON document (or of the documents an input keeps together), counted
+    # before parsing: a value costs up to about 100 bytes parsed, whatever its text's size
+    max_json_values: int = 5_000_000
     max_file_bytes: int = 64 * 1024 * 1024  # one replay or .proto file
     # folders (symbolic links resolved) a protocol `path` may lead into, besides the replay's
     protocol_path: tuple[str, ...] = ()

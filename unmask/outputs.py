@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.safe import shorten
 
 
 class OutputError(UnmaskError):
@@ -49,7 +50,7 @@ def reason(exc: OSError) -> str:
 
 
 def cannot_write(name: str, exc: OSError) -> Diagnostic:
-    return Diagnostic("output", f"cannot write `{name}`: {reason(exc)}")
+    return Diagnostic("output", f"cannot write `{shorten(name)}`: {reason(exc)}")
 
 
 def _default_mode() -> int:

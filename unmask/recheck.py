@@ -126,7 +126,12 @@ def _inner(path: str, text: str, limits: Limits) -> tuple[str, str, str, Any]:
     if not isinstance(inner, dict):
         return text, path, "$", obj
     if "path" in inner and "atoms" not in inner:
-        message = f"this replay names its protocol by path: give `{inner['path']}` itself"
+        from unmask.jsonreader import show
+
+        # the path is the replay's data, of any length or kind: shown bounded and escaped
+        message = (
+            f"this replay names its protocol by path: give `{show(inner['path'], 200)}` itself"
+        )
         raise UnmaskError([Diagnostic("protocol", message, path="protocol.path", file=path)])
     if isinstance(inner.get("source"), str):
         return inner["source"], f"{path}: protocol.source", "", None

@@ -398,7 +398,9 @@ class _ReplayReader:
             r.err(no.code, fp, no.message, help=no.help)
             return None
         try:
-            return filename, read_text(real, r.limits, name=show(filename, 200))
+            # `real` has every link resolved: a link found there now was swapped in since
+            # the check, and is refused rather than followed
+            return filename, read_text(real, r.limits, name=show(filename, 200), follow=False)
         except UnmaskError as exc:
             for d in exc.diagnostics:
                 code = "protocol-file" if d.code == "io" else d.code

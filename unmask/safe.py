@@ -20,6 +20,9 @@ output decides how such a character is shown (docs/security.md, "What Unmask nev
   every value reads back unchanged;
 - ``visible_values(value)``: a JSON value with ``visible`` applied to every string, for
   SARIF, whose messages a viewer shows as text;
+- ``shorten(text, limit)``: user text bounded for a message, its middle elided (``…``) so
+  a long path keeps its start and its file name; a path in a message goes through it
+  (``unmask.files``, the location of every diagnostic), then through ``printable``;
 - ``clean(text)``: a lone surrogate (JSON allows ``"\\ud800"``) becomes U+FFFD, one code
   point for one, so offsets stay valid and every output can be encoded as UTF-8;
 - ``finish(fmt, text)``: the policy of a whole document in format ``fmt``, applied last to
@@ -65,6 +68,15 @@ def clean(text: str) -> str:
     if text.isascii():
         return text
     return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+
+
+def shorten(text: str, limit: int = 300) -> str:
+    """``text`` at most ``limit`` characters long: a longer one keeps its first and last
+    characters around ``…`` (a path's start and its file name both stay readable)."""
+    if len(text) <= limit:
+        return text
+    tail = (limit - 1) // 3
+    return text[: limit - 1 - tail] + "…" + text[len(text) - tail :]
 
 
 def printable(text: str) -> str:

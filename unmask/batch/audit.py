@@ -348,6 +348,10 @@ class _Run:
             ) from None
         except OSError as exc:
             raise _usage(f"cannot read `{out}`: {reason(exc)}") from None
+        except AuditError:
+            raise  # a line checked against another protocol: said as it is
+        except UnmaskError as exc:  # the file is not a regular file (unmask.files)
+            raise _usage(exc.diagnostics[0].message) from None
 
     def _open_sink(self) -> Any:
         out = self.options.out

@@ -1,14 +1,15 @@
 """The files an audit writes besides its result lines: HTML pages, the index, JUnit.
 
 Contract: every file is written whole or not at all (``unmask.outputs``), and a file that
-cannot be written raises ``OutputError``. ``remove_stale_pages(html_dir, keep)`` removes,
-after a run, the pages an earlier run wrote into the same folder that this run did not
-(a replay since removed or renamed), and only those: a regular file of this user directly
-in the folder, named as ``unmask.batch.run.page_name`` names pages, whose first bytes are
-Unmask's page head (``PAGE_HEAD``); a link is never followed, anything else is left alone.
-``JUnitFile`` keeps the test cases' XML in an anonymous temporary file beside the target
-while the run goes on, so memory does not grow with the run, and writes the suite around
-them at the end.
+cannot be written raises ``OutputError``. Pages and the index are new files directly inside
+the folder asked for: a link at their name is replaced, never followed.
+``remove_stale_pages(html_dir, keep)`` removes, after a run, the pages an earlier run wrote
+into the same folder that this run did not (a replay since removed or renamed), and only
+those: a regular file of this user directly in the folder, named as
+``unmask.batch.run.page_name`` names pages, whose first bytes are Unmask's page head
+(``PAGE_HEAD``); a link is never followed, anything else is left alone. ``JUnitFile`` keeps
+the test cases' XML in an anonymous temporary file beside the target while the run goes on,
+so memory does not grow with the run, and writes the suite around them at the end.
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from unmask.outputs import OutputError, atomic, cannot_write, remove_stale_temps, write_text
+from unmask.outputs import (
+    OutputError,
+    atomic,
+    cannot_write,
+    remove_stale_temps,
+    write_bytes,
+)
 from unmask.render import html, junit
 
 # what ``unmask.batch.run.page_name`` makes: a cleaned id of up to 60 characters, a hash
@@ -37,11 +44,18 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
 def write_page(html_dir: str, name: str, page: str) -> None:
-    write_text(os.path.join(html_dir, name), page)
+    _write_inside(html_dir, name, page)
 
 
 def write_index(html_dir: str, summary: Mapping[str, Any], rows: Sequence[Mapping]) -> None:
-    write_text(os.path.join(html_dir, "index.html"), html.render_index(summary, rows))
+    _write_inside(html_dir, "index.html", html.render_index(summary, rows))
+
+
+def _write_inside(html_dir: str, name: str, text: str) -> None:
+    """A page written as a new file directly inside the folder: a link found at its name
+    (``index.html -> ~/.bashrc``) is replaced, never followed, so nothing outside the
+    folder asked for is ever written."""
+    write_bytes(os.path.join(html_dir, name), text.encode("utf-8"), follow=False)
 
 
 def _is_page(path: str) -> bool:

@@ -161,6 +161,8 @@ def result_lines(path: str, limits: Limits) -> Iterator[ResultLine]:
             n, f"{path}:{n}", error=UnmaskError([Diagnostic("bad-results", message, span=span)])
         )
 
+    from unmask.jsonload import over_values
+
     try:
         fh = open(path, "rb")  # noqa: SIM115 (closed below)
     except OSError as exc:  # gone or locked since `is_results` looked: one message
@@ -174,6 +176,10 @@ def result_lines(path: str, limits: Limits) -> Iterator[ResultLine]:
                 yield bad(n, "line longer than the file limit")
                 continue
             if not raw.strip():
+                continue
+            # counted before it is parsed, as every JSON input is (unmask.jsonload)
+            if over_values(raw, limits):
+                yield bad(n, f"a line of more than {limits.max_json_values} JSON values")
                 continue
             obj = _parse(raw)
             if obj is None:

@@ -40,7 +40,10 @@ def read_done(path: str, fold: Callable[[dict[str, Any]], None] | None = None) -
         return done
     good_end = 0
     crlf = False
-    with open(path, "rb") as fh:
+    from unmask.files import open_binary
+
+    # a regular file only: a named pipe at `--out` is refused, never read and waited on
+    with open_binary(path) as fh:
         for number, raw in enumerate(fh, start=1):
             if not raw.endswith(b"\n"):
                 break  # killed mid-write: the partial line is dropped below

@@ -204,6 +204,7 @@ def click_options(f):  # type: ignore[no-untyped-def]
         "max_string_chars": "longest string literal in a .proto file, in characters",
         "max_domain_size": "most members of one domain",
         "max_json_depth": "deepest nesting of a JSON document",
+        "max_json_values": "most values (arrays, objects, their items) in a JSON document",
         "max_file_bytes": "largest input file, in bytes",
     }
 

@@ -20,6 +20,7 @@ from unmask import exitcodes
 from unmask.commands._options import click_options, say
 from unmask.diagnostics import UnmaskError, render_all
 from unmask.limits import Limits
+from unmask.safe import shorten
 
 EXIT_OK = exitcodes.OK
 EXIT_SKIPPED = exitcodes.PARTIAL
@@ -105,7 +106,7 @@ def command(
         say(f"{note.where}: note: {note.message}")
     n, k = len(summary.written), summary.n_skipped
     say(
-        f"imported {n} replay{'s' if n != 1 else ''} from `{input_path}` into `{out}`"
-        f" with `{tool}`; skipped {k}"
+        f"imported {n} replay{'s' if n != 1 else ''} from `{shorten(input_path)}` into"
+        f" `{shorten(out)}` with `{tool}`; skipped {k}"
     )
     sys.exit(EXIT_SKIPPED if k else EXIT_OK)

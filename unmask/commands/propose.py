@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -134,11 +135,19 @@ def _lines(path: str, name: str) -> Iterator[tuple[int, bytes | None]]:
     """The input's numbered lines, each read at most ``MAX_LINE_BYTES`` at a time (memory
     stays bounded; a longer line is None); one that cannot be read ends the command with
     exit 4."""
+    from unmask.files import open_binary
+
     try:
         if path == "-":
             yield from bounded_lines(sys.stdin.buffer, MAX_LINE_BYTES, skip_bom=True)
             return
-        with open(path, "rb") as fh:
+        # a regular file only: a named pipe or a device is one line, never a read that blocks
+        fh = open_binary(path, name)
+    except UnmaskError as exc:
+        say(render_all(exc.diagnostics))
+        raise SystemExit(EXIT_INVALID) from None
+    try:
+        with fh:
             yield from bounded_lines(fh, MAX_LINE_BYTES, skip_bom=True)
     except OSError as exc:
         message = f"cannot read `{name}`: {(exc.strerror or 'error').lower()}"
@@ -603,6 +612,7 @@ def _judge_rules(obj: dict, base: Path, rules_path: str | None) -> Proposer:
             real, _ = locate_protocol(protocol["path"], base)
         except Refused:
             real = None
-        if real is not None and rules_for(real).is_file():
-            return JudgeRules(load_rules(rules_for(real)))
+        # found beside the protocol, not named: never read through a link
+        if real is not None and os.path.lexists(rules_for(real)):
+            return JudgeRules(load_rules(rules_for(real), beside=True))
     return JudgeRules()

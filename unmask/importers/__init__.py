@@ -144,13 +144,7 @@ def annotate_span(
 
 def occurrence_at(text: str, quote: str, start: int) -> int:
     """Which occurrence (0-based, overlapping ones counted) of ``quote`` starts at ``start``."""
-    n, i = 0, text.find(quote)
-    while i != -1 and i < start:
-        n += 1
-        i = text.find(quote, i + 1)
-    if i != start:
-        raise ValueError("the quote does not start there")
-    return n
+    return Occurrences(text).at(quote, start)
 
 
 class Occurrences:
@@ -166,11 +160,10 @@ class Occurrences:
     def at(self, quote: str, start: int) -> int:
         starts = self._starts.get(quote)
         if starts is None:
-            starts, i = [], self.text.find(quote)
-            while i != -1:
-                starts.append(i)
-                i = self.text.find(quote, i + 1)
-            self._starts[quote] = starts
+            from unmask.builder import occurrences
+
+            # bounded: a quote found too often raises ``TooOften`` (the record is skipped)
+            starts = self._starts[quote] = occurrences(self.text, quote)
         n = bisect.bisect_left(starts, start)
         if n == len(starts) or starts[n] != start:
             raise ValueError("the quote does not start there")
@@ -271,8 +264,14 @@ def array_at(data: Any, path: Path, at: str, what: str, help: str | None = None)
 
 def build(where: str, stem: str, make: Any) -> Imported | Skipped:
     """``make()`` returns a ``ReplayBuilder``; its replay, or the reason it is invalid."""
+    from unmask.builder import TooOften
+
     try:
         return Imported(stem, make().build())
+    except TooOften as exc:
+        return Skipped(
+            where, f"a quote occurs more than {exc.found} times in its text, too often to locate"
+        )
     except UnmaskError as exc:
         d = exc.diagnostics[0]
         more = f" (and {len(exc.diagnostics) - 1} more)" if len(exc.diagnostics) > 1 else ""

@@ -3,7 +3,9 @@
 Contract: ``read(factcc_explanation_annotation.json, options)`` yields one replay of
 ``protocols/factcc.proto`` per entry of an item's ``samples``. Sources: ``context`` is the
 document, ``response`` the summary, ``rationale`` the judge's explanation, ``protocol`` the
-judge's prompt (from ``prompts/NAME.txt`` beside the input, when it is there). The verdict
+judge's prompt (from ``prompts/NAME.txt`` beside the input, when it is there: a regular
+file, never a link, at most ``MAX_PROMPT_BYTES``; one that is there but refused skips the
+judgments naming it). The verdict
 is the dataset's parsed ``prediction`` (0 → ``inconsistent``, 1 → ``consistent``); the
 summaries are all known inconsistent, so ``gold`` is ``inconsistent``. The replay's ``item``
 is the document and the prompt (``32300952/fewshot-cot-prompt3``), so judges compare on
@@ -22,13 +24,18 @@ spans are not members), UNKNOWN otherwise.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from unmask.builder import ReplayBuilder
+from unmask.diagnostics import UnmaskError
+from unmask.files import read_text
+from unmask.frozen import frozen
 from unmask.importers import (
     PROTOCOLS,
     Imported,
@@ -47,12 +54,15 @@ from unmask.importers.quoting import (
     quotations,
     sentences,
 )
+from unmask.limits import Limits
 
 NAME = "factcc-explanations"
 PROTOCOL = PROTOCOLS / "factcc.proto"
 RULES = {"kind": "rule", "name": "factcc-rules/1", "reviewed": False}
 GOLD = "inconsistent"
 VERDICTS = {0: "inconsistent", 1: "consistent"}
+# a prompt file is a few paragraphs (the dataset's are under 2 KB)
+MAX_PROMPT_BYTES = 1 << 20
 
 # who a quotation is given to: the document (checked) or the summary (left out)
 NAMINGS = Namings(
@@ -99,7 +109,7 @@ def changed_words(doc: str, summary: str) -> set[str]:
     return words - near
 
 
-def _record(where: str, item: Any, sample: Any, prompts: Path | None) -> Imported | Skipped:
+def _record(where: str, item: Any, sample: Any, prompts: _Prompts) -> Imported | Skipped:
     if not isinstance(sample, dict):
         return Skipped(where, "not a judgment (expected an object)")
     explanation, prediction = sample.get("explanation"), sample.get("prediction")
@@ -114,7 +124,9 @@ def _record(where: str, item: Any, sample: Any, prompts: Path | None) -> Importe
     quotes = quotations(explanation, NAMINGS)
     members = [f"q{k}" for k in range(1, len(quotes) + 1)]
     sources = {"rationale": explanation, "context": doc, "response": summary}
-    instructions = _prompt(prompts, prompt)
+    instructions = prompts.get(prompt)
+    if isinstance(instructions, Refused):
+        return Skipped(where, instructions.reason)
     if instructions:
         sources["protocol"] = instructions
     rid = f"{item['id']}-{sample.get('reason_idx', '?')}"
@@ -195,15 +207,43 @@ def _change(b: ReplayBuilder, explanation: str, doc: str, summary: str) -> None:
     # naming none of the changed words is no proof of missing the change (UNKNOWN)
 
 
-def _prompt(prompts: Path | None, name: str) -> str | None:
-    """The judge's instructions: the prompt file's first paragraph, when it is there."""
-    if prompts is None or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name):
-        return None
-    try:
-        text = (prompts / f"{name}.txt").read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    return text.strip().split("\n\n", 1)[0].strip() or None
+@frozen
+class Refused:
+    """A prompt file that is there but may not be read (why, in one line)."""
+
+    reason: str
+
+
+class _Prompts:
+    """The judges' instructions from ``prompts/NAME.txt`` beside the input, each file read
+    once: a regular file only, opened without following a link, inside the input's folder
+    (a linked ``prompts`` folder leading elsewhere is refused), at most ``MAX_PROMPT_BYTES``.
+    A missing file gives no instructions; one that is there but refused (a link, a named
+    pipe, a device, too large, not UTF-8) skips every judgment that names it, with why."""
+
+    def __init__(self, input_path: Path, limits: Limits) -> None:
+        self.folder = input_path.parent
+        self.limits = dataclasses.replace(
+            limits, max_file_bytes=min(limits.max_file_bytes, MAX_PROMPT_BYTES)
+        )
+        self._read: dict[str, str | Refused | None] = {}
+
+    def get(self, name: str) -> str | Refused | None:
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name):
+            return None
+        if name not in self._read:
+            self._read[name] = self._load(name)
+        return self._read[name]
+
+    def _load(self, name: str) -> str | Refused | None:
+        path = self.folder / "prompts" / f"{name}.txt"
+        if not os.path.lexists(path):
+            return None
+        try:
+            text = read_text(path, self.limits, follow=False, inside=self.folder)
+        except UnmaskError as exc:
+            return Refused(f"the prompt file: {exc.diagnostics[0].message}")
+        return text.strip().split("\n\n", 1)[0].strip() or None
 
 
 def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
@@ -217,8 +257,7 @@ def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
             "not a FactCC explanation file: expected an array of items",
             help="give `factcc_explanation_annotation.json`",
         )
-    prompts = Path(path).parent / "prompts"
-    prompts = prompts if prompts.is_dir() else None
+    prompts = _Prompts(Path(path), options.limits)
     for i, item in enumerate(data):
         at = f"{file}: [{i}]"
         if not (

@@ -50,7 +50,7 @@ from unmask.importers import (
     rule_by,
 )
 from unmask.importers.archive import Archive
-from unmask.jsonload import parse_json_bytes, show
+from unmask.jsonload import json_values, parse_json_bytes, show, too_many_values
 
 NAME = "inspect"
 PROTOCOL = PROTOCOLS / "inspect.proto"
@@ -240,9 +240,16 @@ def _log(path: Path, options: Options) -> tuple[list[tuple[str, Any]], Any]:
                 file, "not an Inspect `.eval` log: no `header.json` and no `samples/` member"
             )
         found = []
+        # every sample is kept until all are sorted: their values are bounded together,
+        # each member's counted before it is parsed
+        budget = options.limits.max_json_values
         for name, info in members.items():
             where = f"{file}: member `{show(name, 200)}`"
-            found.append((where, parse_json_bytes(archive.read(info), where, options.limits)))
+            data = archive.read(info)
+            budget -= json_values(data)
+            if budget < 0:
+                raise too_many_values(file, options.limits, "the archive's samples hold")
+            found.append((where, parse_json_bytes(data, where, options.limits)))
         heads = {m.filename: m for m in archive.members if m.filename in _HEADERS}
         for name in _HEADERS:
             if name in heads:

@@ -11,7 +11,9 @@ is read like any other. A line that is not JSON is, by ``bad``:
   file whose first record is not JSON is not of the format at all);
 - ``"raise"``: its ``UnmaskError``, naming file, line and column (a dataset the import
   cannot do without).
-With ``objects=True`` a value that is not a JSON object is a ``BadLine`` too.
+With ``objects=True`` a value that is not a JSON object is a ``BadLine`` too. With
+``together=True`` (a reader that keeps every record, such as a gold file's index) the values
+of all lines together are bounded by ``--max-json-values``, counted before any is parsed.
 ``jsonl_lines(data, file, limits)`` is the same for bytes already read (an archive member).
 """
 
@@ -38,13 +40,22 @@ class BadLine:
 
 
 def jsonl_records(
-    path: Path | str, limits: Limits, *, bad: Bad = "skip", objects: bool = False
+    path: Path | str,
+    limits: Limits,
+    *,
+    bad: Bad = "skip",
+    objects: bool = False,
+    together: bool = False,
 ) -> Iterator[tuple[int, Any]]:
     """``(line number, value or BadLine)`` of each non-blank line of ``path``."""
     from unmask.files import read_bytes
+    from unmask.jsonload import json_values, too_many_values
 
     file = str(path)
-    return jsonl_lines(read_bytes(path, limits, file), file, limits, bad=bad, objects=objects)
+    data = read_bytes(path, limits, file)
+    if together and json_values(data) + data.count(b"\n") > limits.max_json_values:
+        raise too_many_values(file, limits, "the file's lines hold")
+    return jsonl_lines(data, file, limits, bad=bad, objects=objects)
 
 
 def jsonl_lines(

@@ -6,7 +6,8 @@ items (the task input, the judged model response, the expert's gold label) are r
 the password-protected archive at run time and never written out but as the replay's
 sources: the upstream authors ask that they not be published in plain text, so keep the
 replays where you keep the archive. The archive is read with its member count, sizes and
-compression ratio bounded, and its member names are never used as paths.
+compression ratio bounded, each member bounded while it is decompressed (``archive``), and
+its member names are never used as paths.
 
 Sources: ``context`` is the model input, ``response`` the model response, ``rationale`` the
 judge's output. The verdict is the dataset's parse of the judge's conclusion
@@ -24,17 +25,20 @@ from __future__ import annotations
 
 import functools
 import re
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from unmask.builder import ReplayBuilder
 from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.files import read_bytes
 from unmask.importers import PROTOCOLS, Imported, Options, Skipped, annotate_span, build
+from unmask.importers.archive import Archive
 from unmask.importers.jsonlines import BadLine, jsonl_lines, jsonl_records
 from unmask.importers.quoting import Namings, Quotation, locate, misquote, quotations
 from unmask.importers.realmistake_findings import reported_error
+from unmask.jsonload import json_values, too_many_values
+from unmask.safe import shorten
 
 NAME = "realmistake"
 PROTOCOL = PROTOCOLS / "realmistake.proto"
@@ -119,36 +123,34 @@ def _items(path: Path, options: Options) -> dict[str, dict[str, Any]]:
             ]
         )
 
-    try:
-        archive = zipfile.ZipFile(path)
-    except (OSError, zipfile.BadZipFile):
-        raise bad(f"cannot read `{file}` as a zip archive") from None
+    # a regular file only (a named pipe or a device is one line), read under the size bound;
+    # every member bounded while it is decompressed (``archive``), never by ``zipfile``
+    data = read_bytes(path, options.limits, file)
+    archive = Archive(
+        data,
+        file,
+        options.limits,
+        max_members=MAX_MEMBERS,
+        max_ratio=MAX_RATIO,
+        password=PASSWORD,
+    )
     items: dict[str, dict[str, Any]] = {}
-    with archive:
-        members = archive.infolist()
-        if len(members) > MAX_MEMBERS:
-            raise bad(f"the archive has {len(members)} members, more than {MAX_MEMBERS}")
-        archive.setpassword(PASSWORD)
-        for info in members:
-            if not re.fullmatch(r"data/[a-z_]+/[A-Za-z0-9._-]+\.jsonl", info.filename):
-                continue  # not an item file (a README, the paper's three examples)
-            size = info.file_size
-            if size > options.limits.max_file_bytes or size > MAX_RATIO * max(
-                info.compress_size, 1
-            ):
-                raise bad(f"archive member `{info.filename}` is too large ({size} bytes)")
-            try:
-                data = archive.read(info)
-            except (RuntimeError, zipfile.BadZipFile, OSError):
-                # a damaged member, or one sealed with another password
-                raise bad(f"cannot read archive member `{info.filename}`") from None
-            member = f"{file}:{info.filename}"
-            for _, row in jsonl_lines(data, member, options.limits, name=file, bad="raise"):
-                key = row.get("metadata", {}).get("id") if isinstance(row, dict) else None
-                if isinstance(key, str):
-                    items[key] = row
+    budget = options.limits.max_json_values
+    for info in archive.members:
+        if not re.fullmatch(r"data/[a-z_]+/[A-Za-z0-9._-]+\.jsonl", info.filename):
+            continue  # not an item file (a README, the paper's three examples)
+        member = f"{file}:{info.filename}"
+        lines = archive.read(info)
+        # the items of every member are kept together: bound their values before any is built
+        budget -= json_values(lines)
+        if budget < 0:
+            raise too_many_values(file, options.limits, "the archive's item files hold")
+        for _, row in jsonl_lines(lines, member, options.limits, name=file, bad="raise"):
+            key = row.get("metadata", {}).get("id") if isinstance(row, dict) else None
+            if isinstance(key, str):
+                items[key] = row
     if not items:
-        raise bad(f"`{file}` holds no ReaLMistake items")
+        raise bad(f"`{shorten(file)}` holds no ReaLMistake items")
     return items
 
 

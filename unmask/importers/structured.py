@@ -219,6 +219,14 @@ def _trace(verdict: str, statements: list) -> tuple[str, list[list[int]]]:
     return text, starts
 
 
+def _first(seen: dict[str, int], text: str, quote: str) -> int:
+    """``text.find(quote)``, once per distinct quote."""
+    i = seen.get(quote)
+    if i is None:
+        i = seen[quote] = text.find(quote)
+    return i
+
+
 def _record(
     proto: str, view: JudgeView, file: str, n: int, rec: Any, options: Options, fenced: list[int]
 ):
@@ -270,8 +278,10 @@ def _record(
         )
         found: list[tuple[str, int]] = []  # (quote, start in the rationale)
         missing: list[tuple[str, int, str]] = []  # (quote, start in the trace, atom)
+        # each distinct quote searched for once, however often the judge repeats it
+        first: dict[str, int] = {}
         for s, at in zip(statements, starts, strict=True):
-            here = [(q, out.rationale.find(q)) for q in s.quotes]
+            here = [(q, _first(first, out.rationale, q)) for q in s.quotes]
             ok = [(q, i) for q, i in here if i != -1]
             missing += [(q, t, s.atom) for (q, i), t in zip(here, at, strict=True) if i == -1]
             found += ok

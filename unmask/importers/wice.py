@@ -137,7 +137,8 @@ def _gold_index(path: Path, options: Options) -> dict[tuple[str, tuple[int, ...]
     index: dict[tuple[str, tuple[int, ...]], tuple[str, Any]] = {}
     chunks: dict[str, int] = {}
     marked: dict[str, dict[str, str]] = {}  # claim id → marked text → the item marking it
-    for n, row in jsonl_records(path, options.limits, bad="raise"):
+    # every row is kept in the index: their values are bounded together, before parsing
+    for n, row in jsonl_records(path, options.limits, bad="raise", together=True):
         claim, ids, cid, _, oracle = _gold_row(f"{path}:{n}", row)
         key = (claim, ids)
         evidence = row.get("evidence")

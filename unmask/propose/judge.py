@@ -31,6 +31,7 @@ from typing import Any
 
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.frozen import frozen
+from unmask.limits import Limits
 from unmask.names import IDENT_RE, applied
 from unmask.propose import By, Fill, Proposer
 
@@ -287,6 +288,9 @@ def _sentences(text: str) -> list[tuple[int, int]]:
     return out
 
 
+MAX_RULES_BYTES = 1_000_000  # a rule file is a few dozen patterns
+
+
 def _bad(message: str) -> UnmaskError:
     return UnmaskError([Diagnostic("bad-rules", message)])
 
@@ -450,19 +454,28 @@ def parse_rules(obj: Any) -> RuleSet:
     return RuleSet(source, parsed, name, version)
 
 
-def load_rules(path: str | Path) -> RuleSet:
-    """Read and validate a rule file (raises ``UnmaskError`` with one clear message)."""
+def load_rules(path: str | Path, *, beside: bool = False) -> RuleSet:
+    """Read and validate a rule file (raises ``UnmaskError`` with one clear message).
+
+    ``beside``: the file was found beside a replay's protocol, not named by the user, so it
+    is read as a side file (``unmask.files``): never through a link, from its own folder.
+    """
+    from unmask.files import read_text
+
     p = Path(path)
+    bound = Limits(max_file_bytes=MAX_RULES_BYTES)
     try:
-        if p.stat().st_size > 1_000_000:
-            raise _bad(f"rule file `{p}` is larger than 1 MB")
-        if not p.is_file():
-            raise _bad(f"rule file `{p}` is not a regular file")
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise _bad(f"cannot read rule file `{p}`: {(exc.strerror or 'error').lower()}") from None
-    except UnicodeDecodeError:
-        raise _bad(f"rule file `{p}` is not UTF-8") from None
+        text = read_text(p, bound, follow=not beside, inside=p.parent if beside else None)
+    except UnmaskError as exc:
+        d = exc.diagnostics[0]
+        if d.code == "limit":
+            raise _bad(f"rule file `{p}` is larger than 1 MB") from None
+        if d.code == "encoding":
+            raise _bad(f"rule file `{p}` is not UTF-8 text") from None
+        reason = d.message.split(": ", 1)[1] if d.message.startswith("cannot read") else None
+        if reason is not None:
+            raise _bad(f"cannot read rule file `{p}`: {reason}") from None
+        raise _bad(f"rule file: {d.message}") from None
     try:
         obj = json.loads(text)
     except (ValueError, RecursionError) as exc:

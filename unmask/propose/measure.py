@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable
 
 import click
 
+from unmask.diagnostics import UnmaskError
+from unmask.files import read_text
 from unmask.frozen import frozen
 from unmask.propose.claims import (
     DEFAULT_PARAMS,
@@ -60,24 +62,24 @@ Prediction = Alignment  # what a method proposes for one row, before any thresho
 
 def load_gold(path: str) -> list[Gold]:
     rows = []
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if not line.strip():
-                continue
-            r = json.loads(line)
-            meta = r["meta"]
-            position = {sid: k for k, sid in enumerate(meta["chunk_idx"])}
-            oracle = meta.get("oracle_idx") or []
-            rows.append(
-                Gold(
-                    claim=r["claim"],
-                    evidence=list(r["evidence"]),
-                    label=r["label"],
-                    supporting=frozenset(position[g] for g in oracle if g in position),
-                    group=meta["id"],
-                    unshown=sum(g not in position for g in oracle),
-                )
+    # a regular file only, bounded (a named pipe is an error, not a wait)
+    for line in read_text(path).splitlines():
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        meta = r["meta"]
+        position = {sid: k for k, sid in enumerate(meta["chunk_idx"])}
+        oracle = meta.get("oracle_idx") or []
+        rows.append(
+            Gold(
+                claim=r["claim"],
+                evidence=list(r["evidence"]),
+                label=r["label"],
+                supporting=frozenset(position[g] for g in oracle if g in position),
+                group=meta["id"],
+                unshown=sum(g not in position for g in oracle),
             )
+        )
     return rows
 
 
@@ -351,6 +353,9 @@ def main(gold: str, seed: int, json_out: str | None, tune_only: bool) -> None:
     for a usage error)."""
     try:
         rows = load_gold(gold)
+    except UnmaskError as exc:
+        click.echo(f"error: {exc.diagnostics[0].message}", err=True)
+        sys.exit(4)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         click.echo(f"error: cannot read gold file `{gold}`: {exc}", err=True)
         sys.exit(4)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import click
 
+from unmask.files import read_text
 from unmask.propose.judge import JudgeRules, load_rules
 
 # which labelled set each built-in rule's proposals are measured against
@@ -34,8 +35,8 @@ TARGETS = {
 
 
 def load_labels(path: str | Path) -> list[dict]:
-    with open(path, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+    # a regular file only, bounded: a named pipe is an error, not a wait
+    return [json.loads(line) for line in read_text(path).splitlines() if line.strip()]
 
 
 def check_sources(labels: Iterable[dict], wice: str | Path) -> list[str]:
@@ -44,8 +45,8 @@ def check_sources(labels: Iterable[dict], wice: str | Path) -> list[str]:
     bad = []
     for r in labels:
         if r["file"] not in cache:
-            with open(Path(wice) / r["file"], encoding="utf-8") as fh:
-                cache[r["file"]] = [json.loads(x)["response"] for x in fh if x.strip()]
+            text = read_text(Path(wice) / r["file"])
+            cache[r["file"]] = [json.loads(x)["response"] for x in text.splitlines() if x.strip()]
         rows = cache[r["file"]]
         if not 0 <= r["row"] < len(rows) or rows[r["row"]] != r["response"]:
             bad.append(f"{r['file']} row {r['row']}")

@@ -29,7 +29,6 @@ import json
 import re
 from functools import lru_cache
 from json.decoder import scanstring
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -211,9 +210,13 @@ def _locator(file: str | None, replay: Any = None) -> _Locator | None:
     if not file:
         return None
     try:
-        text = Path(file).read_text(encoding="utf-8-sig")
+        from unmask.diagnostics import UnmaskError
+        from unmask.files import read_text
+
+        # read again as it was read first: a regular file, bounded, never a pipe swapped in
+        text = read_text(file)
         return _Locator(text)
-    except (OSError, ValueError, IndexError, RecursionError):
+    except (OSError, ValueError, IndexError, RecursionError, UnmaskError):
         # the file changed or vanished since it was checked: name it without a region
         return None
 

@@ -64,8 +64,11 @@ def run(data_dir: Path, out: Path, limit: int | None = None, jobs: int = 1):
         src = out / FILE
         src.write_text(json.dumps(data), encoding="utf-8")
         prompts = data_dir / "prompts"
-        if prompts.is_dir() and not (out / "prompts").exists():
-            (out / "prompts").symlink_to(prompts.resolve(), target_is_directory=True)
+        if prompts.is_dir():
+            # copied, not linked: the importer reads no prompt through a link
+            (out / "prompts").mkdir(exist_ok=True)
+            for f in prompts.glob("*.txt"):
+                (out / "prompts" / f.name).write_bytes(f.read_bytes())
     replays = out / "replays"
     summary = import_file("factcc-explanations", src, replays, Options())
     lines = audit(replays, out, jobs, summary.skipped)
