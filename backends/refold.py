@@ -48,7 +48,7 @@ _NESTED: Table[Expr] = Table(
 )
 
 
-class _Overlay(dict):  # type: ignore[type-arg]
+class _Overlay(dict[int, Any]):
     """A fold memo over a reference one: entries outside ``stale`` are read from it."""
 
     __slots__ = ("base", "stale")
@@ -64,7 +64,7 @@ class _Overlay(dict):  # type: ignore[type-arg]
         return default if got is None else got
 
     def __contains__(self, key: object) -> bool:
-        return self.get(key) is not None
+        return isinstance(key, int) and self.get(key) is not None  # keys are ids
 
     def __getitem__(self, key: int) -> Any:
         got = self.get(key)

@@ -95,20 +95,20 @@ class TruthTableSession(Session):
             groups.setdefault(find(names[0]), []).append(k)
         comps = []
         for members in groups.values():
-            names = sorted(
+            comp_atoms = sorted(
                 {n for k in members for n in rest[k][2]},
                 key=lambda n: order.setdefault(n, len(order)),
             )
-            comps.append((len(names), order[names[0]], names, members))
+            comps.append((len(comp_atoms), order[comp_atoms[0]], comp_atoms, members))
         comps.sort()
 
         model = {n: v for n, (v, _) in pins.items()}
         too_big: list[int] = []
-        for size, _, names, members in comps:
+        for size, _, comp_atoms, members in comps:
             if size > MAX_ATOMS:
                 too_big.append(size)
                 continue
-            index = {n: i for i, n in enumerate(names)}
+            index = {n: i for i, n in enumerate(comp_atoms)}
             mask = (1 << (1 << size)) - 1
             memo: dict[int, tuple[Expr, int]] = {}
             for k in members:

@@ -97,7 +97,8 @@ _BASE_MEANING = {
     "evid": "the annotations contradict each other",
     "all": "the annotations contradict the protocol",
 }
-_STATUS_REASON = {
+# keyed by str, as ``CheckResult.status`` is typed (a ``Status`` is a str)
+_STATUS_REASON: dict[str, tuple[str, str]] = {
     REFUTED: ("violated", "is refuted"),
     UNDERDETERMINED: ("underdetermined", "is underdetermined: the evidence allows both"),
     SOLVER_UNKNOWN: ("solver-unknown", "could not be decided by the solver"),

@@ -51,10 +51,10 @@ def spans(p: ir.Protocol) -> Iterator[ir.Span | None]:
         yield from _expr_spans(c.expr)
     if p.decision is not None:
         yield from _expr_spans(p.decision)
-    for d in p.decisions:
-        yield d.span
-        if d.expr is not None:
-            yield from _expr_spans(d.expr)
+    for dec in p.decisions:
+        yield dec.span
+        if dec.expr is not None:
+            yield from _expr_spans(dec.expr)
     for r in p.requirements:
         yield r.span
         yield from _expr_spans(r.expr)

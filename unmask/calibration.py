@@ -382,7 +382,7 @@ class Standing:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"level": self.level}
         if self.weakest is not None:
-            w = dict(zip(READER_KEYS, self.weakest, strict=True))
+            w: dict[str, object] = dict(zip(READER_KEYS, self.weakest, strict=True))
             w.update(self.row.figures() if self.row is not None else {"measured": False})
             out["weakest"] = w
         return out

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
 
 from unmask import ast, ir
 from unmask.diagnostics import Diagnostic
@@ -102,6 +103,17 @@ class CompilerBase:
         self.reported = 0  # errors raised so far, counting repeats that were not shown
         self.budget = limits.max_expr_nodes
 
+    if TYPE_CHECKING:
+        # the passes call one another through ``self``; ``unmask.compiler`` puts them
+        # together. Declared here for type checkers only: what each pass gives the others.
+        def expr(self, root: ast.Expr, env: Mapping[str, _Binding]) -> ir.Expr: ...
+
+        def _use_def(
+            self, d: ast.DefineDecl, members: tuple[str, ...], span: Span | None
+        ) -> ir.Expr: ...
+
+        def _side_atoms(self, root: ast.Expr) -> Iterator[tuple[ast.Ref, str, str]]: ...
+
     def error(self, code: str, message: str, span: Span | None, **kw) -> None:
         self.reported += 1
         key = (code, message, span)
@@ -138,6 +150,7 @@ class CompilerBase:
 
     def _unknown_name(self, name: str, span) -> None:
         what = "atom or definition" if self.defs else "atom"
+        hint: str | None
         if name in self.label_names:
             hint = f"`{name}` is a verdict label: labels appear only in `verdict` and `decision`"
         else:

@@ -82,7 +82,7 @@ class Decisions(CompilerBase):
                 help=f"write `decision LABEL iff EXPR` for each of the labels {shown}",
             )
             return
-        if verdict is not None and key not in verdict.labels:
+        if verdict is not None and key is not None and key not in verdict.labels:
             shown = ", ".join(f"`{x}`" for x in verdict.labels)
             self.error(
                 "unknown-label",

@@ -107,6 +107,7 @@ class Declarations(CompilerBase):
             if fixed is not None:
                 self._check_fixed(decl)
             given = supplied.get(name)
+            members: tuple[str, ...] | None
             if given is None:
                 if fixed is None:
                     self.error(
@@ -197,7 +198,7 @@ class Declarations(CompilerBase):
             total += math.prod(len(self.members.get(p, ())) for p in d.params)
         if total > self.limits.max_atoms:
             big = max(self.families.values(), key=self._family_size, default=None)
-            notes = ()
+            notes: tuple[str, ...] = ()
             if big is not None and len(big.params) > 1:
                 sizes = " × ".join(f"{len(self.members.get(p, ()))} (`{p}`)" for p in big.params)
                 notes = (f"the family `{big.name}` alone has {sizes} atoms",)

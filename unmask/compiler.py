@@ -24,7 +24,7 @@ keeps the statements that hold requirements, constraints and grounding (`for` in
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from unmask import ast, ir
@@ -119,6 +119,8 @@ class _Compiler(Declarations, Decisions, Expressions):
         if self.diags:
             raise UnmaskError(self.diags)
         assert head is not None
+        labels: tuple[str, ...]
+        ir_decisions: tuple[ir.Decision, ...]
         if verdict is None:
             decision: ir.Expr | None = decisions[None][1]
             labels, ir_decisions = ir.BINARY_LABELS, ()
@@ -157,7 +159,7 @@ class _Compiler(Declarations, Decisions, Expressions):
 
     # --- roles in `ground` ---------------------------------------------------------------
 
-    def _side_atoms(self, root: ast.Expr):
+    def _side_atoms(self, root: ast.Expr) -> Iterator[tuple[ast.Ref, str, str]]:
         """(reference, atom, role) for each atom an expression reads, a definition's atoms
         reported at the reference to the definition."""
         todo = [root]
@@ -220,11 +222,11 @@ class _Compiler(Declarations, Decisions, Expressions):
             # a family over a domain with no members is checked as one with members
             before = self.reported
             j = self.expr(s.judge, env)
-            c = self.expr(s.context, env)
+            k = self.expr(s.context, env)
             roles_ok = self._check_side(s.judge, "judge", "left")
             roles_ok = self._check_side(s.context, "context", "right") and roles_ok
             if roles_ok and self.reported == before and not checking:
-                grounding.append(ir.GroundPair(j, c, s.span, s.direction))
+                grounding.append(ir.GroundPair(j, k, s.span, s.direction))
 
     def _check_unique(self, constraints, requirements) -> None:
         for kind, items, key in (

@@ -222,6 +222,7 @@ def emit_smt2(protocol: Protocol) -> str:
             out.append(f"(assert (! (= {names[label_key(label)]} {decision}) :named {name}))")
     else:
         v = names[VERDICT_ATOM]
+        assert protocol.decision is not None  # a binary protocol has its D (``ir.Protocol``)
         decision = _smt_expr(protocol.decision, names)
         out.append(f"(assert (! (= {v} {decision}) :named {syms.take('decision')}))")
     for r in protocol.requirements:
@@ -264,6 +265,7 @@ def emit_dimacs(protocol: Protocol) -> str:
     for c in protocol.constraints:
         notes.append(f"c constraint {c.name} literal {enc.assert_(c.expr)}")
     if not protocol.declared_labels:
+        assert protocol.decision is not None  # a binary protocol has its D (``ir.Protocol``)
         decision = mk_iff(mk_atom(VERDICT_ATOM), protocol.decision)
         notes.append(f"c decision literal {enc.assert_(decision)}")
     else:

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from typing import TypeVar
 
 from unmask import ast
 from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.ir import Span
 from unmask.limits import DEFAULT_LIMITS, Limits
 from unmask.parser import parse_source
 from unmask.syntaxtree import encode_string
@@ -163,6 +165,21 @@ class _Chunk:
     comment: str | None = None  # a comment at the end of the last line
 
 
+_D = TypeVar("_D", ast.AtomDecl, ast.DefineDecl)
+
+
+def _decl(decl: _D | None) -> _D:
+    """The declaration of a chunk in a run to align: a run holds only chunks that have one."""
+    assert decl is not None
+    return decl
+
+
+def _spanned(span: Span | None) -> Span:
+    """A node's span: every node of a parsed file has one (only nodes built by hand lack it)."""
+    assert span is not None
+    return span
+
+
 def _atom_head(s: ast.AtomDecl) -> str:
     return ast.applied(s.name, s.params)
 
@@ -170,12 +187,12 @@ def _atom_head(s: ast.AtomDecl) -> str:
 def _align_atoms(run: list[_Chunk]) -> None:
     """Set consecutive atom declarations as a table: roles in one column, descriptions in
     the next (a description-less line gets no padding, so no line ends in spaces)."""
-    heads = [_atom_head(c.atom) for c in run]
+    atoms = [_decl(c.atom) for c in run]
+    heads = [_atom_head(a) for a in atoms]
     head_width = max(len(h) for h in heads)
-    described = [c.atom.role for c in run if c.atom.description is not None]
+    described = [a.role for a in atoms if a.description is not None]
     role_width = max((len(r) for r in described), default=0)
-    for c, head in zip(run, heads, strict=True):
-        a = c.atom
+    for c, a, head in zip(run, atoms, heads, strict=True):
         line = f"atom {head.ljust(head_width)} : "
         if a.description is None:
             line += a.role
@@ -190,9 +207,9 @@ def _define_head(s: ast.DefineDecl) -> str:
 
 def _align_defines(run: list[_Chunk]) -> None:
     """Consecutive definitions with their `=` in one column, as atoms are set."""
-    width = max(len(_define_head(c.define)) for c in run)
-    for c in run:
-        d = c.define
+    defines = [_decl(c.define) for c in run]
+    width = max(len(_define_head(d)) for d in defines)
+    for c, d in zip(run, defines, strict=True):
         c.lines = [f"define {_define_head(d).ljust(width)} = {format_expr(d.expr)}"]
 
 
@@ -201,11 +218,12 @@ def format_file(source: ast.SourceFile) -> str:
     leading: list[list[ast.Comment]] = [[] for _ in stmts]
     trailing: list[ast.Comment | None] = [None for _ in stmts]
     tail: list[ast.Comment] = []
-    ends = [s.span.end_pos for s in stmts]
+    ends = [_spanned(s.span).end_pos for s in stmts]
     for c in source.comments:
-        pos, line = c.span.start_pos, c.span.line
+        where = _spanned(c.span)
+        pos, line = where.start_pos, where.line
         j = bisect.bisect_right(ends, pos)  # the first statement that ends after the comment
-        if j > 0 and stmts[j - 1].span.end_line == line and trailing[j - 1] is None:
+        if j > 0 and _spanned(stmts[j - 1].span).end_line == line and trailing[j - 1] is None:
             trailing[j - 1] = c
         elif j < len(stmts):
             leading[j].append(c)
@@ -215,8 +233,10 @@ def format_file(source: ast.SourceFile) -> str:
     chunks: list[_Chunk] = []
     for i, s in enumerate(stmts):
         for c in leading[i]:
-            chunks.append(_Chunk(c.span.line, c.span.line, [c.text]))
-        sp = s.span
+            line = _spanned(c.span).line
+            chunks.append(_Chunk(line, line, [c.text]))
+        sp = _spanned(s.span)
+        after = trailing[i]
         chunks.append(
             _Chunk(
                 sp.line,
@@ -225,11 +245,12 @@ def format_file(source: ast.SourceFile) -> str:
                 is_protocol=isinstance(s, ast.ProtocolDecl),
                 atom=s if isinstance(s, ast.AtomDecl) else None,
                 define=s if isinstance(s, ast.DefineDecl) else None,
-                comment=None if trailing[i] is None else trailing[i].text,
+                comment=None if after is None else after.text,
             )
         )
     for c in tail:
-        chunks.append(_Chunk(c.span.line, c.span.line, [c.text]))
+        line = _spanned(c.span).line
+        chunks.append(_Chunk(line, line, [c.text]))
 
     # where a blank line goes, and the runs of atom declarations that form one table
     blank_before = [

@@ -48,7 +48,7 @@ else:
         return lambda f: f
 
 
-T = TypeVar("T", bound=type)
+C = TypeVar("C")
 
 
 class _HasFactory:
@@ -66,7 +66,7 @@ _NO_DOC = "\0"
 
 
 @dataclass_transform(frozen_default=True, field_specifiers=(field,))
-def frozen(cls: T) -> T:
+def frozen(cls: type[C]) -> type[C]:
     """``cls`` as ``@dataclass(frozen=True, slots=True)`` makes it (see the module)."""
     own = cls.__dict__
     if any(is_dataclass(base) for base in cls.__mro__[1:]):
@@ -87,33 +87,35 @@ def frozen(cls: T) -> T:
     documented = bool(own.get("__doc__"))
     if not documented:
         cls.__doc__ = _NO_DOC
-    cls = dataclass(cls, init=False, repr=False, eq=False, frozen=False, slots=True)
-    every = fields(cls)
+    # the slotted class dataclass() makes in the place of ``cls``; plain ``type`` because
+    # the standard library's annotations do not say that what it returns is a dataclass
+    made: type = dataclass(cls, init=False, repr=False, eq=False, frozen=False, slots=True)
+    every = fields(made)
     if any(f.kw_only is True for f in every):
-        raise TypeError(f"@frozen class {cls.__qualname__} has a keyword-only field")
+        raise TypeError(f"@frozen class {made.__qualname__} has a keyword-only field")
     _check_order(every)
-    params = cls.__dataclass_params__  # type: ignore[attr-defined]
+    params = getattr(made, "__dataclass_params__")  # noqa: B009 (no annotation names it)
     params.init = params.repr = params.eq = params.frozen = True
     if not documented:
-        cls.__doc__ = cls.__name__ + _signature_text(every)
+        made.__doc__ = made.__name__ + _signature_text(every)
     names = frozenset(f.name for f in every)
     methods: dict[str, Callable[..., Any]] = {
-        "__init__": _lazy(cls, "__init__", _make_init),
+        "__init__": _lazy(made, "__init__", _make_init),
         "__repr__": _repr(tuple(f.name for f in every if f.repr)),
-        "__eq__": _lazy(cls, "__eq__", _compiled("__eq__", _eq_source)),
-        "__setattr__": _setattr(cls, names),
-        "__delattr__": _delattr(cls, names),
+        "__eq__": _lazy(made, "__eq__", _compiled("__eq__", _eq_source)),
+        "__setattr__": _setattr(made, names),
+        "__delattr__": _delattr(made, names),
     }
     if not explicit_hash:
-        methods["__hash__"] = _lazy(cls, "__hash__", _compiled("__hash__", _hash_source))
+        methods["__hash__"] = _lazy(made, "__hash__", _compiled("__hash__", _hash_source))
     for name, method in methods.items():
         if name not in keep:
-            method.__qualname__ = f"{cls.__qualname__}.{name}"
-            setattr(cls, name, method)
+            method.__qualname__ = f"{made.__qualname__}.{name}"
+            setattr(made, name, method)
     for name, method in (("__getstate__", _getstate), ("__setstate__", _setstate)):
         if name not in keep:
-            setattr(cls, name, method)
-    return cls
+            setattr(made, name, method)
+    return made
 
 
 def _check_order(every: tuple[Field, ...]) -> None:
@@ -289,7 +291,7 @@ def _repr(names: tuple[str, ...]) -> Callable[[Any], str]:
     return __repr__
 
 
-def _setattr(cls: type, names: frozenset[str]) -> Callable[[Any, str, Any], None]:
+def _setattr(cls: type[object], names: frozenset[str]) -> Callable[[Any, str, Any], None]:
     def __setattr__(self: Any, name: str, value: Any) -> None:
         if type(self) is cls or name in names:
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
@@ -298,7 +300,7 @@ def _setattr(cls: type, names: frozenset[str]) -> Callable[[Any, str, Any], None
     return __setattr__
 
 
-def _delattr(cls: type, names: frozenset[str]) -> Callable[[Any, str], None]:
+def _delattr(cls: type[object], names: frozenset[str]) -> Callable[[Any, str], None]:
     def __delattr__(self: Any, name: str) -> None:
         if type(self) is cls or name in names:
             raise FrozenInstanceError(f"cannot delete field {name!r}")

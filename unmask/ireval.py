@@ -291,7 +291,7 @@ def _why_xor(_c: Any, e: Nary, v: list[Why]) -> Why:
     values = [x for x, _ in v]
     if None in values:
         return None, _all(v)
-    return sum(values) % 2 == 1, _all(v)
+    return values.count(True) % 2 == 1, _all(v)
 
 
 def _why_implies(_c: Any, e: Binary, v: list[Why]) -> Why:

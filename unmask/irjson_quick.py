@@ -24,7 +24,7 @@ def quick_atoms(args: list, atoms: Mapping[str, Any] | None) -> list[ir.Expr] | 
     """The atoms of an operator's arguments when every one is a plain ``{"atom": NAME}``
     naming a declared atom (any name when ``atoms`` is None), else None: the arguments are
     then read one by one, which words every problem."""
-    out = []
+    out: list[ir.Expr] = []
     for a in args:
         if a.__class__ is not dict or len(a) != 1:
             return None

@@ -129,7 +129,8 @@ class IrReader:
                 _, op, k, n = item
                 args = out[len(out) - n :] if n else []
                 del out[len(out) - n :]
-                built = None if any(a is None for a in args) else OPERATORS[op].build(k, args)
+                whole = [a for a in args if a is not None]
+                built = OPERATORS[op].build(k, whole) if len(whole) == len(args) else None
                 out.append(built)
                 continue
             node, p, d = item

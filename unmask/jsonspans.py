@@ -14,7 +14,12 @@ other byte as it was (``unmask.review_apply``).
 from __future__ import annotations
 
 import json
-from json.decoder import scanstring
+import json.decoder
+from collections.abc import Callable
+
+# the standard library's reader of a JSON string, which its decoders use: in
+# ``json.decoder`` at run time but left out of the type stubs, hence typed here
+scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
 
 _WS = " \t\n\r"
 

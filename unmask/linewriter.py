@@ -235,15 +235,15 @@ def _write(
     put(_value(report.protocol))
     put(',"translation":')
     put(_value(report.translation))
-    d = report.dimensions
+    dims = report.dimensions
     put(',"dimensions":{"verdict":')
-    put(_value(d.verdict))
+    put(_value(dims.verdict))
     put(',"procedure":')
-    put(_value(d.procedure))
+    put(_value(dims.procedure))
     put(',"coverage":')
-    put(_value(d.coverage))
+    put(_value(dims.coverage))
     put(',"grounding":')
-    put(_value(d.grounding))
+    put(_value(dims.grounding))
     put('},"reasons":[')
     first = True
     for reason in report.reasons:

@@ -146,7 +146,8 @@ class ResultRecord(NamedTuple):
                 recheck=recheck_of(obj.get("recheck")),
             )
         dims = obj.get("dimensions") or {}
-        verdict = obj.get("verdict") if isinstance(obj.get("verdict"), Mapping) else {}
+        verdict = obj.get("verdict")
+        verdict = verdict if isinstance(verdict, Mapping) else {}
         allowed = verdict.get("allowed")
         bases = obj.get("bases")
         return cls(

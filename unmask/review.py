@@ -172,7 +172,8 @@ def items(
     counted: set[tuple[str, str, int]] = set()  # (location, atom, check): once per check
     for location, report, doc in docs:
         doc = doc if isinstance(doc, dict) else {}
-        sources = doc.get("sources") if isinstance(doc.get("sources"), dict) else {}
+        sources = doc.get("sources")
+        sources = sources if isinstance(sources, dict) else {}
         notes = {
             a.get("atom"): a.get("explanation", "")
             for a in doc.get("annotations") or ()

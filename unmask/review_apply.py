@@ -181,6 +181,7 @@ def _apply_file(
         else:
             lines = data.split(b"\n")  # the audit's numbering: records end at `\n` only
             for n, ds in records.items():
+                assert n is not None  # a file with a `None` key took the branch above
                 if not (1 <= n <= len(lines)) or not lines[n - 1].strip():
                     err = _stale(f"there is no replay at line {n} of `{show(name)}` any more")
                     mine.refused += [(d, err) for d in ds]

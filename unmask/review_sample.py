@@ -112,7 +112,8 @@ def frame(replays: list[tuple[str, Any, Any]], chars: int = CONTEXT_CHARS) -> li
                 continue
             evidence = []
             for src, start, end, quote in spans:
-                text = given.get(src) if isinstance(given.get(src), str) else ""
+                text = given.get(src)
+                text = text if isinstance(text, str) else ""
                 evidence.append(
                     {
                         "source": src,

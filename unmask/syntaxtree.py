@@ -143,6 +143,8 @@ class ToAst(Transformer_NonRecursive):
             return None
         value, errors = decode_string(str(tok))
         for offset, message in errors:
+            # a token the lexer made knows where it is (only a hand-made one could lack it)
+            assert tok.line is not None and tok.column is not None and tok.start_pos is not None
             col = tok.column + offset
             pos = tok.start_pos + offset
             self.diagnostics.append(

@@ -151,6 +151,14 @@ def ground_key(g: ir.GroundPair) -> str:
 Pairing = tuple[ir.GroundPair | None, ir.GroundPair | None]
 
 
+def _either(pair: Pairing) -> ir.GroundPair:
+    """A pairing's old pair, or its new one when it has no old one."""
+    o, n = pair
+    g = o if o is not None else n
+    assert g is not None  # ``match_grounding`` never pairs nothing with nothing
+    return g
+
+
 def match_grounding(
     old: tuple[ir.GroundPair, ...], new: tuple[ir.GroundPair, ...]
 ) -> list[Pairing]:
@@ -243,7 +251,7 @@ def compare(
                 if s.id not in old_ids:  # a new requirement: absent, it held everywhere
                     relations.append(_relation(space, f"holds:{s.id}", TRUE, s.expr))
             for o, n in pairs:
-                subject = f"grounding:{ground_key(o) if o is not None else ground_key(n)}"
+                subject = f"grounding:{ground_key(_either((o, n)))}"
                 relation = _relation(
                     space,
                     subject,
@@ -267,12 +275,12 @@ def compare(
         space.close()
     added: dict[str, tuple[str, ...]] = {}
     removed: dict[str, tuple[str, ...]] = {}
-    for key, o, n in (
+    for key, was, now in (
         ("labels", list(old.labels), list(new.labels)),
         ("requirements", [r.id for r in old.requirements], [r.id for r in new.requirements]),
         ("atoms", list(old.atom_names), list(new.atom_names)),
     ):
-        added[key], removed[key] = _diff(o, n)
+        added[key], removed[key] = _diff(was, now)
     # pairs related across versions (a direction or one side changed) are neither
     added["grounding"] = tuple(ground_key(n) for o, n in pairs if o is None and n is not None)
     removed["grounding"] = tuple(ground_key(o) for o, n in pairs if n is None and o is not None)

@@ -34,6 +34,7 @@ from typing import Any
 
 from unmask.batch import run
 from unmask.batch.inputs import LineRange, Task
+from unmask.batch.run import Emit, Result
 from unmask.batch.summary import Summary
 
 LOCAL = "local"
@@ -47,7 +48,7 @@ WINDOW_PER_WORKER = 4  # partitions in flight per worker thread
 RESIZE_S = 5.0  # how often the window follows the number of workers
 INSTALL_HINT = "install the extra: `pip install 'unmask[dask]'`"
 
-Work = Callable[[list[Task], run.Settings], list[run.Result]]
+Work = Callable[[list[Task], run.Settings], list[Result]]
 
 
 class Unavailable(Exception):
@@ -182,7 +183,7 @@ def threads(client: Any) -> int:
 def run_audit(
     tasks: Iterator[Task | LineRange],
     settings: run.Settings,
-    emit: run.Emit,
+    emit: Emit,
     client: Any,
     *,
     partition: int | None = None,
@@ -201,8 +202,16 @@ def run_audit(
     # a line range is read here: the cluster's workers may not see the client's files
     records = run.expand(tasks, settings.limits)
     _Runner(client, settings, work, window, settle, summary).run(
-        run.chunks(records, partition or PARTITION_TASKS, PARTITION_BYTES), emit
+        _lists(run.chunks(records, partition or PARTITION_TASKS, PARTITION_BYTES)), emit
     )
+
+
+def _lists(jobs: Iterator[run.Job]) -> Iterator[list[Task]]:
+    """The jobs ``chunks`` makes of tasks alone: lists (a ``LineRange`` goes alone only
+    where one is given, and ``run.expand`` read each in its place)."""
+    for job in jobs:
+        assert isinstance(job, list)
+        yield job
 
 
 class _Runner:
@@ -249,7 +258,9 @@ class _Runner:
             retries=1,  # an exception (not a replay's: those are records) is tried again
         )
 
-    def run(self, chunks: Iterator[list[Task]], emit: run.Emit) -> None:
+    # (annotations here name ``Emit`` and ``Result`` directly: in this class, ``run`` is
+    # the method below, not the module)
+    def run(self, chunks: Iterator[list[Task]], emit: Emit) -> None:
         try:
             self._run(chunks, emit)
         finally:
@@ -266,7 +277,7 @@ class _Runner:
             self.sized = time.monotonic()
         return self.window
 
-    def _run(self, chunks: Iterator[list[Task]], emit: run.Emit) -> None:
+    def _run(self, chunks: Iterator[list[Task]], emit: Emit) -> None:
         more = True
         while True:
             while more and len(self.pending) < self._resize():
@@ -286,9 +297,9 @@ class _Runner:
                 if self.done.is_empty():  # cannot be, but never wait on nothing
                     self._fetch(front)
                 for future in self.done.next_batch(block=True):
-                    entry = self.by_key.get(future.key)
-                    if entry is not None and entry[1] is future:
-                        self._fetch(entry)
+                    found = self.by_key.get(future.key)
+                    if found is not None and found[1] is future:
+                        self._fetch(found)
             while self.pending and self.pending[0][2] is not None:
                 chunk, _, (results, part) = self.pending.popleft()
                 run.emit_all(chunk, results, part, emit, self.summary)
@@ -301,7 +312,7 @@ class _Runner:
         entry[1] = None  # released: the cluster forgets the partition's results
         self.by_key.pop(future.key, None)
 
-    def _results(self, chunk: list[Task], future: Any) -> tuple[list[run.Result], Any]:
+    def _results(self, chunk: list[Task], future: Any) -> tuple[list[Result], Any]:
         """A partition's results and, when its worker folded them, their summary."""
         from distributed import KilledWorker
 
@@ -316,7 +327,7 @@ class _Runner:
         if len(chunk) == 1:
             return [run.died(chunk[0], self.settings)], None
         # one replay at a time, so that a crash cannot be blamed on its neighbours
-        out: list[run.Result] = []
+        out: list[Result] = []
         for task in chunk:
             single = self._submit([task], folded=False)
             try:

@@ -52,9 +52,9 @@ class Confusion:
 
     def to_json(self) -> dict[str, Any]:
         labels = list(self.labels)
-        table = {}
+        table: dict[str, dict[str, dict[str, int]]] = {}
         for g in labels:
-            row = {}
+            row: dict[str, dict[str, int]] = {}
             for o in labels:
                 c = self.cells.get((g, o), Counter())
                 row[o] = {

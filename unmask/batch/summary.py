@@ -52,8 +52,15 @@ OVERALL_KEYS = (SATISFIED, VIOLATED, UNKNOWN, "INVALID")
 # table over its atom limit) or its check failed unexpectedly. Nothing is known about it, as
 # for `unmask check`'s exit 3; it is not invalid input, so it never makes a run exit 4
 UNCHECKED_CODES = frozenset({"truthtable-limit", "internal-error"})
-_OUTCOME_KEY = {OK: "satisfied", VIOLATED: "violated", UNKNOWN: "unknown", None: "not_specified"}
-_DIMENSION_KEY = {OK: "satisfied", VIOLATED: "violated", UNKNOWN: "unknown"}
+# keyed by str or None, as ``outcome`` and a record's dimensions are typed (an ``Outcome``
+# is a str; a record read back from its JSON line holds the plain words)
+_OUTCOME_KEY: dict[str | None, str] = {
+    OK: "satisfied",
+    VIOLATED: "violated",
+    UNKNOWN: "unknown",
+    None: "not_specified",
+}
+_DIMENSION_KEY: dict[str | None, str] = {OK: "satisfied", VIOLATED: "violated", UNKNOWN: "unknown"}
 KEYS_MEMO = 4096  # distinct requirement (and grounding) tuples, and names, kept
 _MEMOS = ("_by_requirements", "_by_grounding", "_by_result")  # a summary's caches
 _NO_FLAGS = {"unreviewed": False, "gold_derived": False}  # never changed
@@ -220,12 +227,12 @@ class Summary:
             *((self.with_flag[f], c) for f, c in other.with_flag.items()),
         ):
             mine.update(theirs)
-        for tables, theirs in (
+        for tables, their_tables in (
             (self.requirements, other.requirements),
             (self.coverage, other.coverage),
             (self.grounding, other.grounding),
         ):
-            for key, counts in theirs.items():
+            for key, counts in their_tables.items():
                 _table(tables, key).update(counts)
         self.confusion.merge(other.confusion)
         self.findings.merge(other.findings)

@@ -19,7 +19,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import field
+from dataclasses import field, replace
 from typing import Any
 
 from unmask.bench.baseline import Baseline
@@ -174,19 +174,18 @@ class Plan:
 
     @classmethod
     def quick(cls, **kw: Any) -> Plan:
-        base = {
-            "sizes": (2, 20, 200),
-            "counts": {2: 10, 20: 3, 200: 1},
-            "repeats": 2,
-            "budget_s": 3.0,
-            "jobs_replays": 60,
-            "memory_small": 50,
-            "memory_large": 500,
-            "labelled_replays": 5,
-            "marked_quick": True,
-        }
-        base.update(kw)
-        return cls(**base)
+        base = cls(
+            sizes=(2, 20, 200),
+            counts={2: 10, 20: 3, 200: 1},
+            repeats=2,
+            budget_s=3.0,
+            jobs_replays=60,
+            memory_small=50,
+            memory_large=500,
+            labelled_replays=5,
+            marked_quick=True,
+        )
+        return replace(base, **kw)
 
 
 def _estimate(done: dict[int, Cell], n: int) -> float | None:

@@ -127,10 +127,6 @@ def compile_command(
     if compiled.warnings:
         click.echo(render_all([_cli_path(d) for d in compiled.warnings], sources), err=True)
     protocol = compiled.protocol
-    if protocol is None and not emit.startswith("judge-"):
-        # no ground form without members: the protocol is checked, and nothing is written
-        click.echo(_free_note(file, compiled, output), err=True)
-        return
     if emit.startswith("judge-"):
         fn = (
             judgeschema.emit_judge_schema
@@ -138,6 +134,10 @@ def compile_command(
             else judgeschema.emit_judge_prompt
         )
         out = fn(view)
+    elif protocol is None:
+        # no ground form without members: the protocol is checked, and nothing is written
+        click.echo(_free_note(file, compiled, output), err=True)
+        return
     elif emit == "ir":
         from unmask.irjson import dumps, protocol_to_json
         from unmask.safe import json_text
@@ -150,8 +150,8 @@ def compile_command(
             raise click.UsageError(
                 f"`--emit {emit}` is not available in this installation"
             ) from None
-        fn = emitter.emit_smt2 if emit == "smt2" else emitter.emit_dimacs
-        out = fn(protocol)
+        lower = emitter.emit_smt2 if emit == "smt2" else emitter.emit_dimacs
+        out = lower(protocol)
         if not out.endswith("\n"):
             out += "\n"
     if output:

@@ -242,7 +242,9 @@ def command(
 
 def _arrow(status: str, coverage: bool) -> str:
     if status in SETTLED:
-        return f"{status} ({outcome(status, coverage=coverage).lower()})"
+        word = outcome(status, coverage=coverage)
+        assert word is not None  # only NOT_SPECIFIED has none, and it is not settled
+        return f"{status} ({word.lower()})"
     if status == INCONSISTENT:
         return "contradicts the other annotations"
     return status

@@ -99,6 +99,7 @@ def load_mapping(path: Path, options: Options) -> dict[str, Any]:
                 else "keys are " + ", ".join(f"`{n}`" for n in MAPPING_KEYS),
             )
     proto = _field(m, "protocol", mapping, True)
+    assert proto is not None  # required: ``_field`` raised when it is missing
     if not proto.endswith(".proto"):  # never read, and so never echo, another kind of file
         raise _bad(mapping, "protocol", f"`{show(proto)}` is not a `.proto` file")
     out: dict[str, Any] = {"protocol": (path.parent / proto), "protocol_name": proto}

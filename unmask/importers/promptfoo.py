@@ -263,7 +263,8 @@ def _row(
         if not isinstance(c, dict):
             return Skipped(cw, f"expected an assertion result, found `{show(c)}`")
         assertion = _assertion(c)
-        kind = assertion.get("type") if isinstance(assertion.get("type"), str) else "unknown"
+        kind = assertion.get("type")
+        kind = kind if isinstance(kind, str) else "unknown"
         meta = c.get("metadata")
         the_set = meta.get("assertionSet") if isinstance(meta, dict) else None
         if isinstance(the_set, dict) or kind == "assert-set":

@@ -124,8 +124,9 @@ RULES: dict[str, Rule] = {
         "note",
     ),
 }
-# a text label (and a symbol) for every result, so colour is never the only signal
-ICONS = {
+# a text label (and a symbol) for every result, so colour is never the only signal; keyed
+# by str, as results are typed (a result read back from JSON is a plain string)
+ICONS: dict[str | None, str] = {
     SATISFIED: "✓",
     OK: "✓",
     VIOLATED: "✗",
