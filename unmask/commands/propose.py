@@ -458,9 +458,9 @@ def replay(
             say(render_all([Diagnostic("usage", f"cannot write `{output}`: {reason}")]))
             raise SystemExit(EXIT_USAGE) from None
     for atom, by, conf in outcome.filled:
-        say(f"filled `{atom}` by {by} (confidence {conf:g})")
+        say(f"filled `{atom}` by {by} ({outcome.score.get(by, 'confidence')} {conf:g})")
     for atom, by, conf in outcome.below:
-        say(f"below threshold: `{atom}` by {by} (confidence {conf:g})")
+        say(f"below threshold: `{atom}` by {by} ({outcome.score.get(by, 'confidence')} {conf:g})")
     for by, reason in outcome.abstained:
         say(f"abstained: {by}: {reason}")
     say(f"{len(outcome.filled)} of {len(outcome.open_atoms)} open atoms filled, unreviewed")
