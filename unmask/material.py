@@ -24,7 +24,7 @@ WORDS = 2
 
 # a number and what is joined to it without a space (`2-0`, `3.5`, `1,300`, `10:30`,
 # `2004/05`): one token, so a number is only ever matched whole
-_NUMBER = re.compile(r"(?<![\w.,:/-])\d+(?:[.,:/-]\d+)*(?:st|nd|rd|th|s)?(?![\w])")
+NUMBER = re.compile(r"(?<![\w.,:/-])\d+(?:[.,:/-]\d+)*(?:st|nd|rd|th|s)?(?![\w])")
 _TOKEN = re.compile(r"\d+(?:[.,:/-]\d+)*[a-z]*|[^\W\d_]+(?:['’][^\W\d_]+)?")
 NEGATIONS = frozenset({"not", "no", "never", "none", "nor", "neither", "without", "nothing"})
 _NUMBER_WORDS = {
@@ -111,7 +111,7 @@ def terms(text: str, ignore: frozenset[str] = frozenset()) -> Terms:
         if f in ignore or low in STOP:
             continue
         if f[:1].isdigit() or raw in _NUMBER_WORDS:  # `First World War` is a name
-            if (f[:1].isdigit() and _NUMBER.fullmatch(raw.lower())) or raw in _NUMBER_WORDS:
+            if (f[:1].isdigit() and NUMBER.fullmatch(raw.lower())) or raw in _NUMBER_WORDS:
                 numbers.setdefault(f, raw)
             continue
         if len(f) < 3:
