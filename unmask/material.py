@@ -2,13 +2,15 @@
 
 Contract: ``missing(text, other)`` returns a ``Difference`` naming what ``text`` says that
 ``other`` never has — a number (whole numbers at word boundaries: the ``2`` of a ``2-0``
-score is not the number ``2``), a negation, a name, or ``WORDS`` or more content words — or
-None when nothing material is missing. ``conflict(a, b)`` says where two texts fill the same
-slot differently: each has a number the other lacks, each a name the other lacks, or only one
-is negated. ``differs(claim, text)`` is both: what a reading of ``text`` as backing ``claim``
-would get wrong. Pure functions of their arguments, deterministic (the first difference in
-text order is named); a reader that gets a ``Difference`` abstains with ``str(d)`` as its
-reason and never turns it into a FALSE: differing in words is not proof of disagreeing.
+score is not the number ``2``), a negation, a name (a capitalised word that does not only
+open a sentence; where ``other`` says `he` or `she`, one name may be whom it stands for), or
+``WORDS`` or more content words — or None when nothing material is missing. ``conflict(a,
+b)`` says where two texts fill the same slot differently: each has a number the other lacks,
+each a name the other lacks, or only one is negated. ``differs(claim, text)`` is both, and a
+number only ``text`` has: what a reading of ``text`` as backing all of ``claim`` would get
+wrong. Pure functions of their arguments, deterministic (the first difference in text order
+is named); a reader that gets a ``Difference`` abstains with ``str(d)`` as its reason and
+never turns it into a FALSE: differing in words is not proof of disagreeing.
 """
 
 from __future__ import annotations

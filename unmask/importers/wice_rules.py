@@ -4,15 +4,18 @@ Contract: pure functions of the explanation text (no state, no model). ``citatio
 each line number the text names, with whether its sentence denies it as support: a denial
 cue (in a sentence that reports what a line says, only before the reported content), a hedge
 ("could be"), or a line named for its topic alone ("Sentence 38 mentions 'A Basic Record
-Library'", no `that` and no word of support after);
-``dismissal`` the span of a statement that sets the cited lines aside as a whole (the claim
-"is not supported", the line is about "the person mentioned in the claim" or "a different"
-one), after which no citation is read as support; ``support_said`` the span of support stated
-in words in a sentence that names no line ("The evidence only mentions that …");
-``gap`` the span of a statement that part of the claim is unsupported, ignoring negations
-inside what a cited line is reported to say ("Sentence 21 states that the Church … did not
-mention …"). Each returns None where it finds nothing: a rule that finds nothing has read
-nothing, and the atom stays UNKNOWN. Precision on hand-labelled held-out explanations is in
+Library'", no `that` and no word of support after); ``dismissal`` the span of a statement
+that sets the cited lines aside as a whole (the claim "is not supported", the line is about
+"the person mentioned in the claim" or "a different" one), after which no citation is read
+as support; ``support_said`` the span of support stated in words in a sentence that names no
+line ("The evidence only mentions that …"); ``gap`` the span of a statement that part of the
+claim is unsupported, ignoring negations inside what a cited line is reported to say
+("Sentence 21 states that the Church … did not mention …"). Given the claim, ``citations``
+and ``support_said`` read support only where what the line is cited for is a part of the
+claim (``part_of_claim``, by the one test of a material difference in ``unmask.material``);
+elsewhere the citation is UNKNOWN ("Sentence 8 mentions that X. However, …" with X another
+fact). Each returns None where it finds nothing: a rule that finds nothing has read nothing,
+and the atom stays UNKNOWN. Precision on hand-labelled held-out explanations is in
 ``docs/study-wice.md`` (labels: ``tests/data/wice_rules_heldout.jsonl``).
 """
 
