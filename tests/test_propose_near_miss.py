@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from unmask.builder import ReplayBuilder
@@ -36,9 +37,17 @@ def propose(tmp_path: Path, k: int, case: dict) -> tuple[set[str], str]:
     return {a["atom"] for a in anns if a["atom"].startswith("backs(")}, res.output
 
 
-def test_near_misses_are_not_proposed_and_most_right_pairs_are(tmp_path: Path):
+# five more, written after claims-lexical/2 was frozen and run once: 7 of 10 kept, 0 wrong
+# (claims-lexical/1: 8 kept, 3 wrong); pinned here, so no longer held out for what follows
+HELD_OUT = json.loads(
+    (ROOT / "tests/data/propose/rag_near_miss_heldout.json").read_text(encoding="utf-8")
+)
+
+
+@pytest.mark.parametrize("cases", [CASES, HELD_OUT], ids=["written-with", "written-after"])
+def test_near_misses_are_not_proposed_and_most_right_pairs_are(tmp_path: Path, cases: list):
     right = wrong = kept = 0
-    for k, case in enumerate(CASES):
+    for k, case in enumerate(cases):
         proposed, _ = propose(tmp_path, k, case)
         good = {f"backs({p}, {c})" for p, c in case["backs"]}
         right += len(good)
