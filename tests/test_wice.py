@@ -410,7 +410,11 @@ def test_the_rule_precision_in_the_study_is_recounted_from_the_labels() -> None:
     # every labelled response is still the one at its row of the WiCE file
     for r in recs:
         lines = (DATA / r["file"]).read_text(encoding="utf-8").splitlines()
-        assert json.loads(lines[r["row"]])["response"] == r["response"]
+        row = json.loads(lines[r["row"]])
+        assert row["response"] == r["response"]
+        # and the claim, which wice-rules/3 reads a citation against, is the prompt's last
+        last = row["prompt"][row["prompt"].rfind("<input>") :]
+        assert f"<claim>{r['claim']}</claim>" in last
     table = study.precision_markdown(study.rule_precision(recs), len(recs))
     doc = (ROOT / "docs" / "study-wice.md").read_text(encoding="utf-8")
     assert table in doc
