@@ -17,7 +17,7 @@ is TRUE where the annotators marked line l (``oracle_idx``), in this chunk or, t
 in any other chunk of the claim (``by: human wice-annotators``, reviewed); a line nobody
 marked is UNKNOWN, never FALSE: ``oracle_idx`` lists support, it does not deny it. Where the
 annotators are silent on a line the judge cites, the lexical aligner may read it as support
-(``by: rule claims-lexical/1``, unreviewed, at ``LEXICAL_THRESHOLD``) and otherwise abstains.
+(``by: rule claims-lexical/2``, unreviewed, at ``LEXICAL_THRESHOLD``) and otherwise abstains.
 Nothing is derived from the gold label, which stays in ``gold`` and out of every base. What
 a rule cannot establish stays unannotated (UNKNOWN): ``gap`` is never FALSE, since a
 rationale that does not mention a gap has not said there is none.
@@ -48,7 +48,7 @@ RULES = {"kind": "rule", "name": "wice-rules/3", "reviewed": False}
 # WiCE's own annotators marked the line: a human reading the dataset reports as reviewed
 ANNOTATORS = {"kind": "human", "name": "wice-annotators", "reviewed": True}
 # the lexical aligner's reading of a cited line the annotators left unmarked
-LEXICAL = {"kind": "rule", "name": "claims-lexical/1", "reviewed": False}
+LEXICAL = {"kind": "rule", "name": "claims-lexical/2", "reviewed": False}
 # a cited, unmarked line is read as support only at this confidence or above; sentence
 # precision at 0.9 is 93% on both halves of WiCE (docs/proposers.md); below it: UNKNOWN
 LEXICAL_THRESHOLD = 0.9
