@@ -306,8 +306,8 @@ def test_a_rule_reader_and_the_model_must_agree(tmp_path, r1):
     _, out, _ = run_mock(tmp_path, [r1], script, readers=("model", "claims-lexical"))
     ann = annotation(out / "r1.json", "backed(joined)")
     assert ann["value"] == "UNKNOWN"
-    assert {r["by"]["name"] for r in ann["readings"]} == {"mockllm/model", "claims-lexical/1"}
-    assert ann["by"]["name"] == "mockllm/model + claims-lexical/1"
+    assert {r["by"]["name"] for r in ann["readings"]} == {"mockllm/model", "claims-lexical/2"}
+    assert ann["by"]["name"] == "mockllm/model + claims-lexical/2"
     # a judge atom: claims-lexical does not read it, so the model alone decides
     assert "readings" not in annotation(out / "r1.json", "said(joined)")
 
@@ -488,7 +488,7 @@ def test_readers_that_are_all_proposers_need_no_model_and_make_no_call(tmp_path,
     # the claim proposer reads context atoms only; `backed(claim)` names claims, not
     # passages, so it abstains, with its reason: UNKNOWN, never FALSE
     assert [a["value"] for a in backed.values()] == ["UNKNOWN", "UNKNOWN"]
-    assert backed["backed(joined)"]["by"]["name"] == "claims-lexical/1"
+    assert backed["backed(joined)"]["by"]["name"] == "claims-lexical/2"
     assert (
         "abstained: the members of `backed` do not each name a passage"
         in (backed["backed(joined)"]["explanation"])

@@ -254,3 +254,26 @@ def test_the_study_names_a_missing_data_file_without_a_traceback(tmp_path: Path)
     res = CliRunner().invoke(study.main, ["--data", str(tmp_path), "--out", str(tmp_path / "o")])
     assert res.exit_code == 4
     assert "Traceback" not in res.output and study.FILE in res.output
+
+
+def test_a_changed_number_is_named_only_by_the_number_whole(tmp_path: Path) -> None:
+    doc = "England beat Spain 3-0 in a friendly at Wembley on Tuesday. Kane scored twice."
+    summary = "England beat Spain 2 goals to nil in a friendly at Wembley on Tuesday."
+    assert "2" in changed_words(doc, summary)
+    item = {**_item(), "doc": doc, "summary": summary}
+    for k, text in enumerate(
+        [
+            "Yes. England won a 2-0 friendly win at Wembley, as the summary says.",
+            "No. The document gives the score as 3-0, not 2.",
+        ]
+    ):
+        item["samples"].append({**_item("x")["samples"][0], "reason_idx": k, "explanation": text})
+    src = tmp_path / "in.json"
+    src.write_text(json.dumps([item]), encoding="utf-8")
+    written = import_file("factcc-explanations", src, tmp_path / "out", Options()).written
+    inside, whole = (json.loads(p.read_text(encoding="utf-8")) for p in sorted(written))
+    # the `2` of `2-0` is not the summary's changed `2`: not named (UNKNOWN, never FALSE)
+    assert "names_change" not in _values(inside)
+    assert _values(whole)["names_change"] == "TRUE"
+    (a,) = [a for a in whole["annotations"] if a["atom"] == "names_change"]
+    assert a["evidence"][0]["quote"] == "2" and a["by"]["name"] == "factcc-rules/2"

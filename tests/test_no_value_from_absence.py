@@ -501,5 +501,5 @@ def test_proposers_over_two_domains_never_read_false_from_what_is_missing(tmp_pa
         assert {n for _, n, _ in outcome.filled} == {
             "rag-citations/1",
             "answer-citations/1",
-            "claims-lexical/1",
+            "claims-lexical/2",
         }

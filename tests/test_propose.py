@@ -119,7 +119,7 @@ def test_a_number_no_sentence_has_keeps_a_claim_from_supported():
         "Fog is common in the bay.",
     ]
     assert align(claim, evidence).label == PARTIAL
-    lenient = Params(numbers_must_match=False)
+    lenient = Params(material_must_match=False)
     assert align(claim, evidence, params=lenient).label == SUPPORTED
     assert align(claim, [*evidence, "It opened in 1937."]).label == SUPPORTED
 
@@ -175,8 +175,8 @@ def test_ties_go_to_the_earliest_sentence():
 def test_the_claim_proposer_is_registered_with_what_it_fills():
     assert "claims-lexical" in available(CLAIM_SUPPORT)
     p = create("claims-lexical", CLAIM_SUPPORT)
-    assert p.by == By("rule", "claims-lexical/1", reviewed=False)
-    assert p.by.to_json() == {"kind": "rule", "name": "claims-lexical/1", "reviewed": False}
+    assert p.by == By("rule", "claims-lexical/2", reviewed=False)
+    assert p.by.to_json() == {"kind": "rule", "name": "claims-lexical/2", "reviewed": False}
 
 
 def test_an_unknown_proposer_says_did_you_mean():
@@ -225,7 +225,7 @@ def test_register_refuses_a_taken_name_unless_told_to_replace(judge_rule):
 def test_list_names_every_proposer_and_what_it_fills():
     res = run("list")
     assert res.exit_code == 0
-    assert res.stdout.startswith("claims-lexical (rule/1): context claim-support: ")
+    assert res.stdout.startswith("claims-lexical (rule/2): context claim-support: ")
 
 
 # --- the `claims` command -----------------------------------------------------------------
@@ -247,7 +247,7 @@ def test_claims_output_has_the_fixed_fields_and_real_quotes():
         assert o["supporting"] == sorted(o["supporting"])
         assert o["supporting"] == [e["sentence"] for e in o["evidence"]]
         assert o["label"] in (*LABELS, None)
-        assert o["by"] == {"kind": "rule", "name": "claims-lexical/1", "reviewed": False}
+        assert o["by"] == {"kind": "rule", "name": "claims-lexical/2", "reviewed": False}
         for e in o["evidence"]:
             assert row["evidence"][e["sentence"]][e["start"] : e["end"]] == e["quote"]
 

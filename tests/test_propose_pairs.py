@@ -67,11 +67,11 @@ def test_support_over_a_claim_and_a_passage_is_filled_pair_by_pair(tmp_path: Pat
     }
     for atom, a in backs.items():
         assert a["value"] == "TRUE"
-        assert a["by"] == {"kind": "rule", "name": "claims-lexical/1", "reviewed": False}
+        assert a["by"] == {"kind": "rule", "name": "claims-lexical/2", "reviewed": False}
         (ev,) = a["evidence"]
         assert CONTEXT[ev["start"] : ev["end"]] == ev["quote"]
         claim = split_applied(atom)[1][1]
-        want = f"proposed by claims-lexical/1 (matched claim `{claim}`); confidence 1"
+        want = f"proposed by claims-lexical/2 (matched claim `{claim}`); match score 1"
         assert a["explanation"] == want
     # the passage a claim does not match is no reading either way: never FALSE, still open
     assert "backs(p2, date)" not in anns and "backs(p1, place)" not in anns
@@ -217,8 +217,8 @@ def test_judge_rules_and_the_claim_proposer_fill_a_replay_over_two_domains(tmp_p
     assert {a: (v["value"], v["by"]["name"]) for a, v in anns.items()} == {
         "cites(date, p1)": ("TRUE", "rag-citations/1"),
         "cites(place, p2)": ("TRUE", "rag-citations/1"),
-        "backs(p1, date)": ("TRUE", "claims-lexical/1"),
-        "backs(p2, place)": ("TRUE", "claims-lexical/1"),
+        "backs(p1, date)": ("TRUE", "claims-lexical/2"),
+        "backs(p2, place)": ("TRUE", "claims-lexical/2"),
     }
     for a in anns.values():
         assert a["by"]["kind"] == "rule" and a["by"]["reviewed"] is False
@@ -402,7 +402,7 @@ def test_a_structured_judge_over_two_domains_then_the_proposers(tmp_path: Path):
         "backs(p1, date)": "TRUE",  # proposed
         "backs(p2, place)": "TRUE",
     }
-    assert anns["backs(p1, date)"]["by"]["name"] == "claims-lexical/1"
+    assert anns["backs(p1, date)"]["by"]["name"] == "claims-lexical/2"
     res = run("check", str(tmp_path / "out.json"))
     assert "`cites(place, p2)` ~> `backs(p2, place)`: ENTAILED" in res.output, res.output
 

@@ -100,16 +100,16 @@ def test_the_claim_proposer_fills_support_over_evidence_lines(tmp_path: Path):
     for n in (3, 8):
         a = anns[f"supports(s{n})"]
         assert a["value"] == "TRUE"
-        assert a["by"] == {"kind": "rule", "name": "claims-lexical/1", "reviewed": False}
+        assert a["by"] == {"kind": "rule", "name": "claims-lexical/2", "reviewed": False}
         (ev,) = a["evidence"]
         assert ev["source"] == "context"
         assert context[ev["start"] : ev["end"]] == ev["quote"]
         assert ev["quote"] in LINES[n]
-        conf = float(a["explanation"].rsplit("confidence ", 1)[1])
+        conf = float(a["explanation"].rsplit("match score ", 1)[1])
         assert 0.5 <= conf <= 1
     # a line the claim does not speak to is not read as FALSE: it stays open
     assert "supports(s4)" not in anns
-    assert "filled `supports(s3)` by claims-lexical/1" in res.output
+    assert "filled `supports(s3)` by claims-lexical/2" in res.output
     load_replay(out)  # validates
 
 
@@ -211,7 +211,7 @@ def test_check_reports_what_rests_on_proposals(tmp_path: Path):
     out = tmp_path / "out.json"
     assert run("replay", str(wice_replay(tmp_path)), "-o", str(out)).exit_code == 0
     res = CliRunner().invoke(main, ["check", str(out)])
-    assert "`supports(s3)`=TRUE (rule claims-lexical/1, unreviewed)" in res.output
+    assert "`supports(s3)`=TRUE (rule claims-lexical/2, unreviewed)" in res.output
 
 
 def test_a_context_not_in_lines_abstains(tmp_path: Path):

@@ -189,6 +189,27 @@ def test_the_rules_read_the_conclusion_the_order_and_the_ending(tmp_path: Path) 
         ("The response does not meet the rule on steps. However, this is a minor issue.", None),
         ("The response does not meet the rule on steps. This is not an error.", None),
         ("**2. The model response does not follow all instructions:**\n- none", None),
+        # taken back anywhere later, two paragraphs on included (realmistake-rules/3)
+        ("The model response does not follow the instructions, as it gives no answer. It is "
+         "short.\n\nIt names the flaw.\n\nIt gives no answer, which is in line with the "
+         "instructions in the model input.", None),
+        ("The model response does not meet the rule on steps.\n\nOn closer look: this is not "
+         "an error.", None),
+        # ... but a later sentence about another criterion, about one requirement, a negated
+        # one or a heading is not
+        ("a. The model response does not follow the instruction to assume the show is short. "
+         "It says it is long.\n\nb. The model response gives the right episode of the 19th "
+         "season, which is in line with the requirements of the model input.",
+         "The model response does not follow the instruction to assume the show is short."),
+        ("The model response does not meet the rule on steps. It has 3 lines.\n\nThe model "
+         "response meets the length requirement.",
+         "The model response does not meet the rule on steps."),
+        ("The model response does not meet the rule on steps. It has 3 lines.\n\nIt does not "
+         "follow the instructions either.",
+         "The model response does not meet the rule on steps."),
+        ("The model response does not meet the rule on steps. It has 3 lines.\n\n3. Check "
+         "whether the model response follows all instructions:",
+         "The model response does not meet the rule on steps."),
         # the conclusion is read elsewhere, never as a report
         (FIXED_ERROR, None),
     ],
@@ -365,6 +386,12 @@ def test_a_quotation_that_gathers_listed_options_is_no_misquote() -> None:
 
 
 LABELS = ROOT / "tests" / "data" / "realmistake_rule_labels.jsonl"
+# the follows_findings finding the blind reader judged not to break: its report is taken
+# back two paragraphs later ("… which is in line with the instructions in the model input")
+TAKEN_BACK = (
+    "Llama-2-13b-chat-hf/answerability_classification_5a74547755429979e2882900_"
+    "meta-llama/Llama-2-70b-chat-hf/cot_instruction_prompt"
+)
 
 
 def _labels() -> list[dict]:
@@ -389,18 +416,25 @@ def test_the_labelled_sample_is_the_seeded_sample_of_the_rules_firings() -> None
     from unmask.importers.realmistake import _span
 
     assert DATA is not None
-    fires, no_error = [], []
+    fires, no_error, now = [], [], set()
     path = DATA / "judgments" / "judgments_cot_instruction.jsonl"
     for line in path.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         text = row["judge_rationale"]
         found = conclusions(text)
-        if reported_error(text, [_span(m) for m in found]) is None:
-            continue
         rid = f"{row['judge_model']}/{row['item_id']}/{row['judge_prompt']}"
+        if reported_error(text, [_span(m) for m in found]) is not None:
+            now.add(rid)
+        # the labels sample realmistake-rules/2, which looked for a take-back next only
+        if reported_error(text, [_span(m) for m in found], anywhere=False) is None:
+            continue
         fires.append(rid)
         if found and found[-1].group(1).lower() == "no":
             no_error.append(rid)
+    # rules/3 only takes firings away: each one it keeps is one the labels' rules made
+    assert now <= set(fires) and len(now) < len(fires)
+    # the take-back case (a report taken back two paragraphs later) is no longer read
+    assert TAKEN_BACK in fires and TAKEN_BACK not in now
     labels = _labels()
     assert [x["replay"] for x in labels if x["sample"] == "fires-random-2424"] == [
         *random.Random(2424).sample(sorted(fires), 40)

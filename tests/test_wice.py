@@ -101,7 +101,9 @@ def test_a_line_marked_in_another_chunk_or_as_a_copy_counts_as_marked(tmp_path: 
     r = _imported(tmp_path, "gpt-4-0613", "test03444-1")
     anns = {a["atom"]: a for a in r["annotations"]}
     # line 9 is word for word line 13, which the annotators marked; the judge cites line 9
-    assert anns["cites(s9)"]["value"] == "TRUE"
+    # for what names `Khalsa Aid` and `Ravi Singh`, neither of them in the claim, and says
+    # none of the claim's parts in full: not read as support for a part of it (UNKNOWN)
+    assert "cites(s9)" not in anns
     assert anns["supports(s9)"]["value"] == "TRUE"
     assert anns["supports(s9)"]["evidence"][0]["quote"].startswith("line 9: marked as supporting")
     assert anns["supports(s9)"]["by"]["kind"] == "human"
@@ -408,7 +410,11 @@ def test_the_rule_precision_in_the_study_is_recounted_from_the_labels() -> None:
     # every labelled response is still the one at its row of the WiCE file
     for r in recs:
         lines = (DATA / r["file"]).read_text(encoding="utf-8").splitlines()
-        assert json.loads(lines[r["row"]])["response"] == r["response"]
+        row = json.loads(lines[r["row"]])
+        assert row["response"] == r["response"]
+        # and the claim, which wice-rules/3 reads a citation against, is the prompt's last
+        last = row["prompt"][row["prompt"].rfind("<input>") :]
+        assert f"<claim>{r['claim']}</claim>" in last
     table = study.precision_markdown(study.rule_precision(recs), len(recs))
     doc = (ROOT / "docs" / "study-wice.md").read_text(encoding="utf-8")
     assert table in doc
@@ -483,3 +489,55 @@ def test_a_gold_file_whose_rows_together_hold_too_many_values_is_refused(tmp_pat
     assert not (tmp_path / "o").exists()
     res = CliRunner().invoke(main, [*args, "--max-json-values", "20"])
     assert "values" not in res.stderr  # past the count: read (and refused as no WiCE rows)
+
+
+# --- a line cited for another fact than the claim's (wice-rules/3) ------------------------
+
+AMBER = "Amber Chia won the Beauty International Model Search 2004 title."
+
+
+def test_a_line_reported_for_another_fact_is_not_read_as_support() -> None:
+    text = (
+        "Sentence 8 mentions that Amber Chia won the 2004 Guess Watches Timeless Beauty "
+        "Contest. However, there is no mention of the Beauty International Model Search 2004."
+    )
+    # without the claim the rule reads the citation as support, as wice-rules/2 did
+    ((line, _, _, denied),) = rules.citations(text)
+    assert line == 8 and not denied
+    # with it, the line is cited for a contest the claim never names: UNKNOWN, with why
+    ((line, _, _, denied),) = rules.citations(text, AMBER)
+    assert line == 8 and denied
+    why = rules.part_of_claim(rules.cited_for(text.split(". ")[0]), AMBER)
+    assert why is not None and why.kind == "name" and "Guess" in why.words
+    # the same in words, naming no line: no support said either
+    said = "The evidence mentions that Amber Chia won the 2004 Guess Watches Timeless Beauty"
+    said += " Contest, but it does not mention her winning the title."
+    assert rules.support_said(said) is not None and rules.support_said(said, AMBER) is None
+
+
+def test_a_line_reported_for_a_part_of_the_claim_is_still_support() -> None:
+    claim = "Amber Chia won the Beauty International Model Search 2004 title in Kuala Lumpur."
+    text = (
+        "Sentence 8 mentions that Amber Chia won the Beauty International Model Search 2004. "
+        "However, there is no mention of Kuala Lumpur."
+    )
+    ((line, _, _, denied),) = rules.citations(text, claim)
+    assert line == 8 and not denied
+    # a line says more than the part it is cited for: the part said in full is enough
+    claim = "He was appointed as the Minister for Housing and Works for the second time."
+    text = "Sentence 43 states that Akram Khan Durrani is the Housing Minister."
+    ((line, _, _, denied),) = rules.citations(text, claim)
+    assert line == 43 and not denied
+    # two things reported of one line: one that is a part of the claim is enough
+    claim = "Adams died aged 65 in Tamworth."
+    text = (
+        "It only confirms that he was a former captain at Widnes and that he died at the age of 65."
+    )
+    assert rules.support_said(text, claim) is not None
+
+
+def test_the_sentence_a_line_is_cited_in_is_not_cut_at_an_initial() -> None:
+    claim = "He was held without a sack in the first two weeks."
+    text = "Sentence 24 mentions that J.J. Watt ended his sack drought with three sacks in a game."
+    ((_, _, _, denied),) = rules.citations(text, claim)
+    assert denied  # `three`, `Watt`: the whole sentence is read, not "J"

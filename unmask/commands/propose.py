@@ -526,9 +526,11 @@ def _report(outcome: Any, where: str = "") -> None:
     """What was filled, left below the threshold and abstained from, on stderr."""
     at = f"{printable(where)}: " if where else ""
     for atom, by, conf in outcome.filled:
-        say(f"{at}filled `{atom}` by {by} (confidence {conf:g})")
+        what = outcome.score.get(by, "confidence")
+        say(f"{at}filled `{atom}` by {by} ({what} {conf:g})")
     for atom, by, conf in outcome.below:
-        say(f"{at}below threshold: `{atom}` by {by} (confidence {conf:g})")
+        what = outcome.score.get(by, "confidence")
+        say(f"{at}below threshold: `{atom}` by {by} ({what} {conf:g})")
     for by, reason in outcome.abstained:
         say(f"{at}abstained: {by}: {reason}")
     say(f"{at}{len(outcome.filled)} of {len(outcome.open_atoms)} open atoms filled, unreviewed")

@@ -12,7 +12,7 @@ is the document and the prompt (``32300952/fewshot-cot-prompt3``), so judges com
 the same task. The human grade of the explanation (``annotation``) never enters a replay:
 the study reads it from the input.
 
-Every annotation comes from a rule over the texts (``by: rule factcc-rules/1``,
+Every annotation comes from a rule over the texts (``by: rule factcc-rules/2``,
 unreviewed), and no rule writes FALSE because something was not found, with one exception
 stated in the atom itself: ``in_doc(q)`` says the span is the document's words *word for
 word*, which a search of the whole document decides (after folding case, punctuation,
@@ -55,10 +55,12 @@ from unmask.importers.quoting import (
     sentences,
 )
 from unmask.limits import Limits
+from unmask.material import NUMBER, fold, terms
 
 NAME = "factcc-explanations"
 PROTOCOL = PROTOCOLS / "factcc.proto"
-RULES = {"kind": "rule", "name": "factcc-rules/1", "reviewed": False}
+# 2: numbers matched whole (`2` is not named by `2-0`)
+RULES = {"kind": "rule", "name": "factcc-rules/2", "reviewed": False}
 GOLD = "inconsistent"
 VERDICTS = {0: "inconsistent", 1: "consistent"}
 # a prompt file is a few paragraphs (the dataset's are under 2 KB)
@@ -106,7 +108,9 @@ def changed_words(doc: str, summary: str) -> set[str]:
     near = content(best)
     if len(words & near) < max(2, len(words) // 2):
         return set()  # no sentence close enough to call the summary an edit of it
-    return words - near
+    # numbers whole (``unmask.material``): a `2-1` for a `2-0` changed `2-1`, not `1`
+    numbers = set(terms(summary).numbers) - set(terms(best).numbers)
+    return {w for w in words - near if not w[0].isdigit()} | numbers
 
 
 def _record(where: str, item: Any, sample: Any, prompts: _Prompts) -> Imported | Skipped:
@@ -200,10 +204,15 @@ def _change(b: ReplayBuilder, explanation: str, doc: str, summary: str) -> None:
     if not changed:
         return
     low = explanation.lower().replace("’", "'")
-    for m in _WORD.finditer(low):
-        if m.group(0) in changed:
-            _at(b, "names_change", True, explanation, m.start(), m.end(), "rationale")
-            return
+    # a changed number is named only by the number whole: the `2` inside a `2-0 friendly
+    # win` is not the summary's changed `2`
+    found = [(m.start(), m.end()) for m in _WORD.finditer(low) if m.group(0) in changed]
+    found = [(s, e) for s, e in found if not low[s].isdigit()]
+    found += [(m.start(), m.end()) for m in NUMBER.finditer(low) if fold(m.group()) in changed]
+    if found:
+        s, e = min(found)
+        _at(b, "names_change", True, explanation, s, e, "rationale")
+        return
     # naming none of the changed words is no proof of missing the change (UNKNOWN)
 
 

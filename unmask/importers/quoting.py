@@ -18,6 +18,7 @@ import difflib
 import re
 
 from unmask.frozen import frozen
+from unmask.material import terms
 
 # a span of at least this many characters and words in double quotes is a quotation; a
 # shorter one is usually a term in scare quotes ("non-suspicious")
@@ -35,7 +36,6 @@ _REPORTS = re.compile(
     r"[^.!?\n]{0,150}$",
     re.I,
 )
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _CLAUSE = re.compile(r"(?<=[.!?;:])['\"”’]*,?\s+|['\"”’],?\s+['\"“‘]")
 WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 NEGATIONS = frozenset({"not", "no", "never", "none", "nor", "without"})
@@ -144,8 +144,9 @@ def material(source: str, near: str, quote: str) -> bool:
     """Whether one sentence of a quotation says what ``source`` does not: a number the
     source never has, a negation ``near`` (the source's closest sentence) lacks or one it
     has dropped, or two or more words the source never uses."""
-    numbers = set(_NUMBER.findall(source))
-    if any(n not in numbers for n in _NUMBER.findall(quote)):
+    # numbers matched whole (``unmask.material``): the `2` of a `2-0` score is not a 2
+    numbers = terms(source).numbers
+    if any(n not in numbers for n in terms(quote).numbers):
         return True
     q, n = content(quote), content(near)
     if _negations(q - n):

@@ -13,7 +13,7 @@ Sources: ``context`` is the model input, ``response`` the model response, ``rati
 judge's output. The verdict is the dataset's parse of the judge's conclusion
 (``judge_verdict``: ``error``, ``no_error``, or ``none`` where it is null); ``gold`` is the
 expert label. Every annotation comes from a rule over the rationale and the item
-(``by: rule realmistake-rules/2``, unreviewed; ``reports_error``, what the explanation says
+(``by: rule realmistake-rules/3``, unreviewed; ``reports_error``, what the explanation says
 it found, is read by ``realmistake_findings.py``); nothing comes from the gold label or the
 expert's explanation, and nothing is FALSE because something was not found, except
 ``states_fixed``, which the whole rationale decides (it states one of the two fixed
@@ -42,7 +42,8 @@ from unmask.safe import shorten
 
 NAME = "realmistake"
 PROTOCOL = PROTOCOLS / "realmistake.proto"
-RULES = {"kind": "rule", "name": "realmistake-rules/2", "reviewed": False}
+# 3: a report taken back anywhere later is not read as one
+RULES = {"kind": "rule", "name": "realmistake-rules/3", "reviewed": False}
 # the upstream authors publish this password with the data, to keep it out of crawls
 PASSWORD = b"open-realmistake"
 VERDICTS = {"error": "error", "no_error": "no_error", None: "none"}

@@ -12,12 +12,12 @@ every judge given that prompt), nothing is marked and there is no gold label:
 response, ``response`` the claim, ``context`` the evidence lines as shown, ``reference``
 the annotators' supporting lines (an independent reading, evidence for context atoms only;
 absent without gold). Judge and procedure atoms
-come from rules over the response (``by: rule wice-rules/2``, unreviewed). ``supports(l)``
+come from rules over the response (``by: rule wice-rules/3``, unreviewed). ``supports(l)``
 is TRUE where the annotators marked line l (``oracle_idx``), in this chunk or, the same text,
 in any other chunk of the claim (``by: human wice-annotators``, reviewed); a line nobody
 marked is UNKNOWN, never FALSE: ``oracle_idx`` lists support, it does not deny it. Where the
 annotators are silent on a line the judge cites, the lexical aligner may read it as support
-(``by: rule claims-lexical/1``, unreviewed, at ``LEXICAL_THRESHOLD``) and otherwise abstains.
+(``by: rule claims-lexical/2``, unreviewed, at ``LEXICAL_THRESHOLD``) and otherwise abstains.
 Nothing is derived from the gold label, which stays in ``gold`` and out of every base. What
 a rule cannot establish stays unannotated (UNKNOWN): ``gap`` is never FALSE, since a
 rationale that does not mention a gap has not said there is none.
@@ -43,11 +43,12 @@ from unmask.jsonreader import kind, show
 
 NAME = "wice"
 PROTOCOL = PROTOCOLS / "wice.proto"
-RULES = {"kind": "rule", "name": "wice-rules/2", "reviewed": False}
+# 3: a line cited for what is not a part of the claim is not read as support
+RULES = {"kind": "rule", "name": "wice-rules/3", "reviewed": False}
 # WiCE's own annotators marked the line: a human reading the dataset reports as reviewed
 ANNOTATORS = {"kind": "human", "name": "wice-annotators", "reviewed": True}
 # the lexical aligner's reading of a cited line the annotators left unmarked
-LEXICAL = {"kind": "rule", "name": "claims-lexical/1", "reviewed": False}
+LEXICAL = {"kind": "rule", "name": "claims-lexical/2", "reviewed": False}
 # a cited, unmarked line is read as support only at this confidence or above; sentence
 # precision at 0.9 is 93% on both halves of WiCE (docs/proposers.md); below it: UNKNOWN
 LEXICAL_THRESHOLD = 0.9
@@ -301,7 +302,7 @@ def _record(where: str, row: Any, gold: dict | None, judge: str, seen: dict) -> 
             item=item,
             judge=judge,
         )
-        cited = _judge_side(b, response, {i for i, _ in shown})
+        cited = _judge_side(b, response, {i for i, _ in shown}, claim)
         for i, _ in shown:
             if i in marks:
                 b.annotate(
@@ -338,7 +339,7 @@ def _unlabelled_item(key: tuple[str, tuple[int, ...]], seen: dict) -> str:
     return f"claim-{digest}" if n == 1 else f"claim-{digest}-{n}"
 
 
-def _judge_side(b: ReplayBuilder, response: str, shown: set[int]) -> set[int]:
+def _judge_side(b: ReplayBuilder, response: str, shown: set[int], claim: str) -> set[int]:
     """Annotations read off the response by rule; each quotes what it rests on. Returns
     the lines read as cited in support."""
     occurrences = Occurrences(response)
@@ -368,7 +369,8 @@ def _judge_side(b: ReplayBuilder, response: str, shown: set[int]) -> set[int]:
     if ex is None or not ex.group(1).strip():
         return set()
     text, offset = ex.group(1), ex.start(1)
-    cited = citations(text)
+    # a line is read as cited in support only for what is a part of the claim
+    cited = citations(text, claim)
     # after "the claim is not supported" or "a different person", a line the explanation
     # named was background, not support: neither TRUE nor FALSE
     dismissed = dismissal(text)
@@ -423,7 +425,7 @@ def _judge_side(b: ReplayBuilder, response: str, shown: set[int]) -> set[int]:
                 occurrence=occurrence(offset, offset + len(text)),
                 by=RULES,
             )
-    said = None if dismissed is not None else support_said(text)
+    said = None if dismissed is not None else support_said(text, claim)
     for atom, span in (("support_said", said), ("gap", gap(text))):
         if span is not None:
             s, e = offset + span[0], offset + span[1]

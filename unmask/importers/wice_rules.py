@@ -4,15 +4,18 @@ Contract: pure functions of the explanation text (no state, no model). ``citatio
 each line number the text names, with whether its sentence denies it as support: a denial
 cue (in a sentence that reports what a line says, only before the reported content), a hedge
 ("could be"), or a line named for its topic alone ("Sentence 38 mentions 'A Basic Record
-Library'", no `that` and no word of support after);
-``dismissal`` the span of a statement that sets the cited lines aside as a whole (the claim
-"is not supported", the line is about "the person mentioned in the claim" or "a different"
-one), after which no citation is read as support; ``support_said`` the span of support stated
-in words in a sentence that names no line ("The evidence only mentions that …");
-``gap`` the span of a statement that part of the claim is unsupported, ignoring negations
-inside what a cited line is reported to say ("Sentence 21 states that the Church … did not
-mention …"). Each returns None where it finds nothing: a rule that finds nothing has read
-nothing, and the atom stays UNKNOWN. Precision on hand-labelled held-out explanations is in
+Library'", no `that` and no word of support after); ``dismissal`` the span of a statement
+that sets the cited lines aside as a whole (the claim "is not supported", the line is about
+"the person mentioned in the claim" or "a different" one), after which no citation is read
+as support; ``support_said`` the span of support stated in words in a sentence that names no
+line ("The evidence only mentions that …"); ``gap`` the span of a statement that part of the
+claim is unsupported, ignoring negations inside what a cited line is reported to say
+("Sentence 21 states that the Church … did not mention …"). Given the claim, ``citations``
+and ``support_said`` read support only where what the line is cited for is a part of the
+claim (``part_of_claim``, by the one test of a material difference in ``unmask.material``);
+elsewhere the citation is UNKNOWN ("Sentence 8 mentions that X. However, …" with X another
+fact). Each returns None where it finds nothing: a rule that finds nothing has read nothing,
+and the atom stays UNKNOWN. Precision on hand-labelled held-out explanations is in
 ``docs/study-wice.md`` (labels: ``tests/data/wice_rules_heldout.jsonl``).
 """
 
@@ -20,6 +23,8 @@ from __future__ import annotations
 
 import bisect
 import re
+
+from unmask.material import Difference, fold, missing, terms
 
 MAX_DIGITS = 18  # a line number with more digits is no line a prompt shows
 _STOP = re.compile(r"[.\n]")
@@ -124,9 +129,84 @@ def _sentence_of(spans: list[tuple[int, int]], at: int) -> tuple[int, int]:
     return next(((a, b) for a, b in spans if a <= at < b), (at, at))
 
 
-def citations(explanation: str) -> list[tuple[int, int, int, bool]]:
+# the judge's own vocabulary, which says nothing about the facts: left out when what a line
+# is cited for is compared with the claim
+_META_WORDS = """
+    sentence sentences line lines evidence claim claims mention mentions mentioned state
+    states stated say says said support supports supported supporting provide provides
+    provided information indicate indicates show shows confirm confirms article snippet text
+    passage note notes describe describes explain explains refer refers discuss discusses
+    specifically directly explicitly clearly however also only instead talk talks about
+    regarding related given seen fact
+"""
+_META = frozenset(fold(w) for w in _META_WORDS.split())
+_REPORT_LEAD = re.compile(
+    r"^.*?\b(?:states?|says?|mentions?|shows?|confirms?|indicates?|reports?|notes?|explains?"
+    r"|describes?|reveals?|discuss(?:es)?|talks about|refers to)\s+(?:that\s+)?",
+    re.I | re.S,
+)
+
+
+_OWN_VOICE = re.compile(
+    r"[,;]\s*(?:but|however|yet|although|though|whereas|while|not)\b|\bas the claim\b", re.I
+)
+
+
+# a sentence's end, but not the dot of an initial (`J.J. Watt`) or of `vs.`, `No.`, `St.`
+_FULL_STOP = re.compile(
+    r"(?<!\b[A-Z])(?<!\bvs)(?<!\bNo)(?<!\bSt)(?<!\bMr)(?<!\bDr)\.(?=\s|$)|[!?](?=\s|$)|\n"
+)
+# a claim's parts, cut as the aligner cuts its clauses
+_CLAIM_PARTS = re.compile(
+    r"[;:()\u2013\u2014]|,(?!\d)|\s(?:and|but|while|which|who|whom|where|when|as well as)\s"
+)
+_PARTS = re.compile(r"\band that\b|;|,\s*and\b|\band also\b", re.I)
+
+
+def cited_for(sentence: str) -> str:
+    """What a sentence of the explanation says a line (or the evidence) says: the words after
+    "states that" / "mentions", else the sentence itself, its citations taken out."""
+    reported = _REPORTED.match(sentence) or _REPORT_LEAD.match(sentence)
+    body = sentence[reported.end() :] if reported else sentence
+    # up to the judge's own comment: ", but it does not …", ", not 2002 as the claim states"
+    cut = _OWN_VOICE.search(body)
+    return CITE.sub(" ", body[: cut.start()] if cut else body)
+
+
+def part_of_claim(said: str, claim: str) -> Difference | None:
+    """Why ``said`` (what a line is cited for) is not a part of ``claim``, or None when it
+    is: some part of it has nothing material the claim never has, or some part of the claim
+    has nothing material ``said`` never has (``unmask.material.missing``, the judge's own
+    words such as `sentence` or `mentions` left out). "Sentence 8 mentions that Amber Chia
+    won the 2004 Guess Watches Timeless Beauty Contest" is neither for "Amber Chia won the
+    Beauty International Model Search 2004 title": another fact, named to set it apart."""
+    found = None
+    # a judge often reports several things a line says ("he was a former captain at Widnes
+    # and that he died at the age of 65"): any one that is a part of the claim is support
+    for part in _PARTS.split(said):
+        if part.strip():
+            why = missing(part, claim, ignore=_META, name="the claim")
+            if why is None:
+                return None
+            found = found or why
+    # and a line usually says more than the part of the claim it is cited for ("Akram Khan
+    # Durrani is the Housing Minister" for "He was appointed as the Minister for Housing")
+    # (a part of a claim is a few words, one of which may be its whole relation, `born`:
+    # every word of it must be there)
+    for part in _CLAIM_PARTS.split(f" {claim} "):
+        t = terms(part, _META)
+        if len(t.numbers) + len(t.names) + len(t.words) >= 2 and (
+            missing(part, said, ignore=_META, words=2, name="what the line is cited for") is None
+        ):
+            return None
+    return found
+
+
+def citations(explanation: str, claim: str | None = None) -> list[tuple[int, int, int, bool]]:
     """(line number, start, end, denied) for each line the explanation cites; ``denied``
-    when the sentence around the citation carries a denial cue."""
+    when the sentence around the citation carries a denial cue, or, given the ``claim``,
+    when what the sentence says the line says is not a part of the claim (``part_of_claim``):
+    a citation that may be for another fact is not read as support (UNKNOWN)."""
     out = []
     # the sentence around a citation runs from after the last `.` or line break before it
     # to the next `.`; the stops are indexed once and each sentence is read once, however
@@ -134,6 +214,8 @@ def citations(explanation: str) -> list[tuple[int, int, int, bool]]:
     stops = [m.start() for m in _STOP.finditer(explanation)]
     dots = [i for i in stops if explanation[i] == "."]
     read: dict[tuple[int, int], bool] = {}
+    full = [m.start() for m in _FULL_STOP.finditer(explanation)] if claim is not None else []
+    other: dict[tuple[int, int], bool] = {}  # sentence → cited for another fact
     for m in CITE.finditer(explanation):
         start, end = m.span()
         k = bisect.bisect_left(stops, start)
@@ -143,6 +225,16 @@ def citations(explanation: str) -> list[tuple[int, int, int, bool]]:
         if (s0, s1) not in read:
             read[s0, s1] = _denies(explanation[s0:s1])
         denied = read[s0, s1]
+        if claim is not None and not denied:
+            # the whole sentence, not cut at `J.J.` or `vs.`: what the line is cited for
+            k = bisect.bisect_left(full, start)
+            f0 = full[k - 1] + 1 if k else 0
+            k = bisect.bisect_left(full, end)
+            f1 = full[k] if k < len(full) else len(explanation)
+            if (f0, f1) not in other:
+                said = cited_for(explanation[f0:f1])
+                other[f0, f1] = part_of_claim(said, claim) is not None
+            denied = other[f0, f1]
         if m.group(1) is not None:
             out.append((number(m.group(1)), start, end, denied))
             continue
@@ -181,13 +273,19 @@ def dismissal(explanation: str) -> tuple[int, int] | None:
     return m.span() if m else None
 
 
-def support_said(explanation: str) -> tuple[int, int] | None:
+def support_said(explanation: str, claim: str | None = None) -> tuple[int, int] | None:
     """The first support stated in words, in a sentence that names no line and carries no
-    negation before it, or None."""
+    negation before it, or None; given the ``claim``, only where what the evidence is said
+    to say is a part of it (``part_of_claim``)."""
     spans = sentences(explanation)
     for m in _SUPPORT_WORDS.finditer(explanation):
         a, b = _sentence_of(spans, m.start())
         if CITE.search(explanation[a:b]) or _NEGATED_BEFORE.search(explanation[a : m.start()]):
+            continue
+        said = explanation[m.end() : b]
+        cut = _OWN_VOICE.search(said)
+        said = said[: cut.start()] if cut else said
+        if claim is not None and part_of_claim(said, claim) is not None:
             continue
         return m.span()
     return None

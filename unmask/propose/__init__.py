@@ -54,6 +54,9 @@ class Proposer:
     version: ClassVar[int]
     fills: ClassVar[tuple[Fill, ...]]
     summary: ClassVar[str]
+    # what a proposal's number is called where it is printed: "confidence" only for a
+    # probability the proposer can back with a measurement on the data it is used on
+    score: ClassVar[str] = "confidence"
 
     @property
     def by(self) -> By:

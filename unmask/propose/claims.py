@@ -27,6 +27,7 @@ import re
 import unicodedata
 
 from unmask.frozen import frozen
+from unmask.material import missing
 from unmask.propose import CLAIM_SUPPORT, Proposer
 
 SUPPORTED = "supported"
@@ -45,7 +46,9 @@ class Params:
     supported_at: float = 0.65  # coverage at or above: supported
     part_supported_at: float = 0.0  # ... and every clause covered this much (0: off, see docs)
     not_supported_below: float = 0.1  # coverage below: not supported
-    numbers_must_match: bool = True  # a number no chosen sentence has rules out `supported`
+    # something material of the claim (a number, a negation, a name, two or more content
+    # words: ``unmask.material``) that no chosen sentence has rules out `supported`
+    material_must_match: bool = True
     gain_scale: float = 0.1  # sentence confidence is 1 - exp(-gain / gain_scale)
 
 
@@ -208,6 +211,7 @@ class Search:
     clause_coverage: float  # the least-covered clause's share
     n_terms: int  # the claim's content terms; none, and there is nothing to align
     number_missing: bool  # some number in the claim is in no chosen sentence
+    claim: str = ""  # the claim searched for, for the material test
 
 
 def search(claim: str, evidence: list[str], cover_gain: float, max_sentences: int) -> Search:
@@ -215,7 +219,7 @@ def search(claim: str, evidence: list[str], cover_gain: float, max_sentences: in
     claim_terms = terms(claim)
     sentence_terms = [set(terms(s)) for s in evidence]
     if not claim_terms or not evidence:
-        return Search((), 0.0, 0.0, len(claim_terms), False)
+        return Search((), 0.0, 0.0, len(claim_terms), False, claim)
     weight = idf_weights(claim_terms, sentence_terms)
     total = sum(weight.values())
     covered: set[str] = set()
@@ -242,7 +246,14 @@ def search(claim: str, evidence: list[str], cover_gain: float, max_sentences: in
         min(part_cover, default=1.0),
         len(claim_terms),
         any(t[0].isdigit() and t not in covered for t in claim_terms),
+        claim,
     )
+
+
+def _short(found: Search, evidence: list[str]) -> bool:
+    """Whether the chosen sentences, together, lack something material of the claim."""
+    chosen = " ".join(evidence[i] for i, _, _ in sorted(found.chosen))
+    return found.number_missing or missing(found.claim, chosen) is not None
 
 
 def decide(
@@ -259,7 +270,7 @@ def decide(
     elif (
         found.coverage >= params.supported_at
         and found.clause_coverage >= params.part_supported_at
-        and not (params.numbers_must_match and found.number_missing)
+        and not (params.material_must_match and _short(found, evidence))
     ):
         label = SUPPORTED
     else:
@@ -295,7 +306,10 @@ class LexicalClaims(Proposer):
 
     name = "claims-lexical"
     kind = "rule"
-    version = 1
+    # 2: `supported` and a pair's TRUE need nothing material of the claim missing
+    # (``unmask.material``); its number is a match score, not a probability
+    version = 2
+    score = "match score"
     fills = (CLAIM_SUPPORT,)
     summary = "supporting sentences and a label from weighted term overlap; no model"
 

@@ -264,7 +264,7 @@ def tune(rows: list[Gold]) -> tuple[list[tuple[float, float, Params]], dict]:
                     for ns in (0.05, 0.1, 0.15, 0.2):
                         p = dataclasses.replace(
                             base,
-                            numbers_must_match=numbers,
+                            material_must_match=numbers,
                             cover_gain=cover_gain,
                             support_gain=support_gain,
                             supported_at=supported_at,

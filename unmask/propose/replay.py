@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from unmask.frozen import frozen
+from unmask.material import differs
 from unmask.names import split_applied
 from unmask.propose import CLAIM_SUPPORT, Fill, Proposer
 from unmask.propose.claims import Alignment, Match
@@ -67,6 +68,7 @@ class Candidate:
     confidence: float
     by: dict
     detail: str
+    score: str = "confidence"  # what the number is called where it is printed
 
 
 @dataclass
@@ -77,6 +79,7 @@ class Outcome:
     filled: list[tuple[str, str, float]] = field(default_factory=list)  # atom, by.name, conf
     below: list[tuple[str, str, float]] = field(default_factory=list)
     abstained: list[tuple[str, str]] = field(default_factory=list)  # proposer, reason
+    score: dict[str, str] = field(default_factory=dict)  # by.name → what its number is called
 
 
 @frozen
@@ -259,7 +262,6 @@ def _fill_claims(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
         )
         return []
     ids = list(lines)  # in the order the source gives them
-    by = proposer.by.to_json()
     out: list[Candidate] = []
     whole: Alignment | None = None
     for family, members in families.items():
@@ -282,18 +284,21 @@ def _fill_claims(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
             )
             continue
         matched = {ids[m.sentence]: m for m in whole.matches}
+        # a line here backs a part of the claim (as WiCE's annotators mark lines), so no
+        # line is held to the whole claim; the material test gates `supported` and pairs
         for atom, (member,) in members:
             n = named[0][member]
             if n in matched:
-                out.append(_supports(atom, lines[n][0], matched[n], by, "matched the claim"))
+                out.append(_supports(atom, lines[n][0], matched[n], proposer, "matched the claim"))
             # a line the claim's terms do not match: no reading either way (a missing
             # overlap is no evidence against support: paraphrase, dates, titles)
     return out
 
 
-def _supports(atom: str, offset: int, m: Match, by: dict, detail: str) -> Candidate:
+def _supports(atom: str, offset: int, m: Match, proposer: Proposer, detail: str) -> Candidate:
     span = Evidence("context", offset + m.start, offset + m.end, m.quote)
-    return Candidate(atom, "TRUE", (span,), m.confidence, by, detail)
+    by = proposer.by.to_json()
+    return Candidate(atom, "TRUE", (span,), m.confidence, by, detail, proposer.score)
 
 
 def _fill_pairs(
@@ -316,8 +321,7 @@ def _fill_pairs(
         ctx.outcome.abstained.append((name, pairs))
         return []
     texts = [lines[i][1] for i in ids]
-    by = proposer.by.to_json()
-    aligned: dict[str, dict[str, Match]] = {}
+    aligned: dict[str, dict[str, Match | str]] = {}
     wanted = set(ctx.open_atoms)
     out = []
     for atom, ms in members:
@@ -326,14 +330,56 @@ def _fill_pairs(
         claim_id = pairs.claim_named[ms[pairs.claim_at]]
         if claim_id not in aligned:
             text = response if claims is None else claims[claim_id][1]
-            found = proposer.claim_support(without_markers(text), texts, 0.0)
-            aligned[claim_id] = {ids[m.sentence]: m for m in found.matches}
+            read = _backing(proposer, without_markers(text), texts)
+            aligned[claim_id] = {ids[k]: m for k, m in read.items()}
         passage = pairs.passage_named[ms[pairs.passage_at]]
         m = aligned[claim_id].get(passage)
-        if m is not None:  # no match is no reading: the pair abstains
-            detail = f"matched claim `{ms[pairs.claim_at]}`"
-            out.append(_supports(atom, lines[passage][0], m, by, detail))
+        if m is None:  # no match is no reading: the pair abstains
+            continue
+        if isinstance(m, str):
+            ctx.outcome.abstained.append((name, f"`{atom}`: {m}"))
+            continue
+        detail = f"matched claim `{ms[pairs.claim_at]}`"
+        out.append(_supports(atom, lines[passage][0], m, proposer, detail))
     return out
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def _sentence_of(text: str, start: int, end: int) -> str:
+    """The sentences of ``text`` that the span ``[start, end)`` touches."""
+    cuts = [0, *(m.end() for m in _SENTENCE_END.finditer(text)), len(text)]
+    a = max(c for c in cuts if c <= start)
+    b = min(c for c in cuts if c >= end)
+    return text[a:b]
+
+
+def _backing(proposer: Proposer, claim: str, texts: list[str]) -> dict[int, Match | str]:
+    """Passage index → the match of a passage that backs the whole claim, or the reason it
+    does not. A passage backs a claim only if the sentence that matched has everything
+    material the claim says, fills no slot of it differently and adds no number
+    (``unmask.material.differs``): `7 days on the Free plan` shares most words with `90 days
+    on the Pro plan` and backs nothing. A passage set aside is blanked and the claim aligned
+    again, so a passage the first one outscored is still read."""
+    shown = list(texts)
+    out: dict[int, Match | str] = {}
+    while True:
+        found = proposer.claim_support(claim, shown, 0.0)
+        again = False
+        for m in found.matches:
+            if m.sentence in out:
+                continue
+            sentence = _sentence_of(texts[m.sentence], m.start, m.end)
+            why = differs(claim, sentence, name="the passage")
+            if why is None:
+                out[m.sentence] = m
+            else:
+                out[m.sentence] = str(why)
+                shown[m.sentence] = ""
+                again = True
+        if not again:
+            return out
 
 
 # --- the answer's own citations ---------------------------------------------------------------
@@ -449,7 +495,7 @@ def can_fill(proposer: Proposer) -> bool:
 
 
 def _explanation(c: Candidate) -> str:
-    return f"proposed by {c.by['name']} ({c.detail}); confidence {c.confidence:g}"
+    return f"proposed by {c.by['name']} ({c.detail}); {c.score} {c.confidence:g}"
 
 
 def fill(
@@ -473,6 +519,7 @@ def fill(
             for c in filler(proposer, ctx):
                 if c.atom not in still_open or c.atom in chosen:
                     continue
+                outcome.score[c.by["name"]] = c.score
                 if c.confidence < threshold:
                     outcome.below.append((c.atom, c.by["name"], c.confidence))
                     continue

@@ -172,9 +172,10 @@ def tables(lines: Sequence[dict]) -> dict[str, Any]:
     return out
 
 
-def read_explanation(response: str) -> dict[str, Any]:
+def read_explanation(response: str, claim: str | None = None) -> dict[str, Any]:
     """What the importer's rules read off one response: the lines cited as support and
-    whether support is said in words, a gap stated, the cited lines dismissed."""
+    whether support is said in words, a gap stated, the cited lines dismissed; given the
+    claim, as the importer reads them (a line cited for another fact is not support)."""
     import re
 
     from unmask.importers import wice_rules as rules
@@ -183,13 +184,13 @@ def read_explanation(response: str) -> dict[str, Any]:
     text = m.group(1) if m else ""
     dismissed = rules.dismissal(text) is not None
     cites = (
-        sorted({n for n, _, _, denied in rules.citations(text) if not denied})
+        sorted({n for n, _, _, denied in rules.citations(text, claim) if not denied})
         if not dismissed
         else []
     )
     return {
         "cites": cites,
-        "support_said": not dismissed and rules.support_said(text) is not None,
+        "support_said": not dismissed and rules.support_said(text, claim) is not None,
         "gap": rules.gap(text) is not None,
         "dismissed": dismissed,
     }
@@ -200,7 +201,7 @@ def rule_precision(labelled: Iterable[dict]) -> dict[str, dict[str, int]]:
     them the labels bear out, and how many the labels hold (for recall)."""
     out = {k: {"proposed": 0, "correct": 0, "labelled": 0} for k in RULES}
     for rec in labelled:
-        got = read_explanation(rec["response"])
+        got = read_explanation(rec["response"], rec.get("claim"))
         cited, want = set(got["cites"]), set(rec["cites"])
         out["cites"]["proposed"] += len(cited)
         out["cites"]["correct"] += len(cited & want)
