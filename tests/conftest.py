@@ -1,4 +1,9 @@
-"""Shared test setup: hypothesis profiles, the matrix of backends, the quick subset.
+"""Shared test setup: hypothesis profiles, the matrix of backends, the quick subset, a
+cache folder per test process.
+
+The suite runs on every core (pytest-xdist, ``-n auto`` in pyproject's addopts): a test
+may share nothing writable with another but through ``tmp_path``; module-level state is
+per process.
 
 Every test that takes the ``backend_name`` fixture runs once per registered backend (the
 lark-style test matrix), so a new backend is tested by everything at once.
@@ -12,6 +17,7 @@ suite alone takes seconds.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -96,6 +102,34 @@ settings.register_profile(
     "long", max_examples=100_000, deadline=None, suppress_health_check=list(HealthCheck)
 )
 settings.load_profile(os.environ.get("UNMASK_HYPOTHESIS_PROFILE", "ci"))
+
+
+def found_files(paths: Iterable[Path], at_least: int = 1) -> list[Path]:
+    """What a glob or a walk found, sorted; fails when it found fewer than ``at_least``:
+    a loop over nothing passes while checking nothing (the files moved, a pattern broke)."""
+    out = sorted(paths)
+    assert len(out) >= at_least, (
+        f"found {len(out)} files where at least {at_least} were expected: the test would "
+        "check nothing"
+    )
+    return out
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _a_cache_folder_of_its_own(tmp_path_factory: pytest.TempPathFactory):
+    """Each test process (each xdist worker) compiles into a cache folder of its own, made
+    for the run: never the user's, never one another worker writes at the same moment.
+    Tests of the cache set their own folder over this one (``monkeypatch.setenv``), and
+    subprocesses inherit it."""
+    from unmask.cachedir import CACHE_ENV
+
+    before = os.environ.get(CACHE_ENV)
+    os.environ[CACHE_ENV] = str(tmp_path_factory.mktemp("unmask-cache"))
+    yield
+    if before is None:
+        os.environ.pop(CACHE_ENV, None)
+    else:
+        os.environ[CACHE_ENV] = before
 
 
 @pytest.fixture(params=available())
