@@ -43,9 +43,8 @@ class _Studies(click.Group):
 
             close = difflib.get_close_matches(args[0], list(STUDIES), n=1)
             hint = f" (did you mean `{close[0]}`?)" if close else ""
-            names = ", ".join(f"`{n}`" for n in STUDIES)
-            shown = printable(args[0])
-            raise click.UsageError(f"no such study `{shown}`{hint}; the studies: {names}", ctx)
+            # click adds "Try 'unmask study --help'", which lists the studies
+            raise click.UsageError(f"no such study `{printable(args[0])}`{hint}", ctx)
         return super().resolve_command(ctx, args)
 
 
