@@ -78,6 +78,70 @@ def _only_quick(config: pytest.Config) -> bool:
     return config.getoption("markexpr", "") == "quick"
 
 
+# --- CPU time per test: what `--durations` measures is wall time, which on a shared machine
+# says more about the load than about the test ---------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--cpu-durations",
+        type=int,
+        default=None,
+        metavar="N",
+        help="list the N tests that took the most CPU time (setup and call, the test's own "
+        "process and the child processes it waited for), and the total",
+    )
+
+
+def _cpu_seconds() -> float:
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _timed(item: pytest.Item):  # type: ignore[no-untyped-def]
+    if item.config.getoption("cpu_durations", None) is None or os.name != "posix":
+        yield
+        return
+    start = _cpu_seconds()
+    yield
+    # user properties travel with the report, from an xdist worker to the main process
+    item.user_properties.append(("cpu_s", _cpu_seconds() - start))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item: pytest.Item):  # type: ignore[no-untyped-def]
+    yield from _timed(item)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item):  # type: ignore[no-untyped-def]
+    yield from _timed(item)
+
+
+_CPU: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when in ("setup", "call"):
+        spent = sum(v for k, v in report.user_properties if k == "cpu_s")
+        if spent:
+            _CPU[report.nodeid] = _CPU.get(report.nodeid, 0.0) + spent
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:  # type: ignore[no-untyped-def]
+    n = config.getoption("cpu_durations", None)
+    if n is None or not _CPU:
+        return
+    tr = terminalreporter
+    tr.write_sep("=", f"the {n} tests that took the most CPU time")
+    for nodeid, spent in sorted(_CPU.items(), key=lambda kv: -kv[1])[:n]:
+        tr.write_line(f"{spent:8.2f}s  {nodeid}")
+    tr.write_line(f"{sum(_CPU.values()):8.2f}s  in all, over {len(_CPU)} tests")
+
+
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     if (
         _only_quick(config)
