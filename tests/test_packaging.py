@@ -125,3 +125,14 @@ def test_installed_wheel_runs_the_readme_example(wheel: Path, tmp_path: Path) ->
         check=True,
     )
     assert probe.stdout.startswith(str(target))
+    # and it parses with the tables it ships, not with tables built on the spot
+    code = "from unmask import parser_tables as t; print(t.load(t.grammar_text()) is not None)"
+    shipped = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert shipped.stdout.strip() == "True", shipped.stderr
