@@ -1,4 +1,9 @@
-"""Shared test setup: hypothesis profiles, the matrix of backends, the quick subset.
+"""Shared test setup: hypothesis profiles, the matrix of backends, the quick subset, a
+cache folder per test process.
+
+The suite runs on every core (pytest-xdist, ``-n auto`` in pyproject's addopts): a test
+may share nothing writable with another but through ``tmp_path``; module-level state is
+per process.
 
 Every test that takes the ``backend_name`` fixture runs once per registered backend (the
 lark-style test matrix), so a new backend is tested by everything at once.
@@ -12,6 +17,7 @@ suite alone takes seconds.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -72,6 +78,70 @@ def _only_quick(config: pytest.Config) -> bool:
     return config.getoption("markexpr", "") == "quick"
 
 
+# --- CPU time per test: what `--durations` measures is wall time, which on a shared machine
+# says more about the load than about the test ---------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--cpu-durations",
+        type=int,
+        default=None,
+        metavar="N",
+        help="list the N tests that took the most CPU time (setup and call, the test's own "
+        "process and the child processes it waited for), and the total",
+    )
+
+
+def _cpu_seconds() -> float:
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _timed(item: pytest.Item):  # type: ignore[no-untyped-def]
+    if item.config.getoption("cpu_durations", None) is None or os.name != "posix":
+        yield
+        return
+    start = _cpu_seconds()
+    yield
+    # user properties travel with the report, from an xdist worker to the main process
+    item.user_properties.append(("cpu_s", _cpu_seconds() - start))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item: pytest.Item):  # type: ignore[no-untyped-def]
+    yield from _timed(item)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item):  # type: ignore[no-untyped-def]
+    yield from _timed(item)
+
+
+_CPU: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when in ("setup", "call"):
+        spent = sum(v for k, v in report.user_properties if k == "cpu_s")
+        if spent:
+            _CPU[report.nodeid] = _CPU.get(report.nodeid, 0.0) + spent
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:  # type: ignore[no-untyped-def]
+    n = config.getoption("cpu_durations", None)
+    if n is None or not _CPU:
+        return
+    tr = terminalreporter
+    tr.write_sep("=", f"the {n} tests that took the most CPU time")
+    for nodeid, spent in sorted(_CPU.items(), key=lambda kv: -kv[1])[:n]:
+        tr.write_line(f"{spent:8.2f}s  {nodeid}")
+    tr.write_line(f"{sum(_CPU.values()):8.2f}s  in all, over {len(_CPU)} tests")
+
+
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     if (
         _only_quick(config)
@@ -96,6 +166,34 @@ settings.register_profile(
     "long", max_examples=100_000, deadline=None, suppress_health_check=list(HealthCheck)
 )
 settings.load_profile(os.environ.get("UNMASK_HYPOTHESIS_PROFILE", "ci"))
+
+
+def found_files(paths: Iterable[Path], at_least: int = 1) -> list[Path]:
+    """What a glob or a walk found, sorted; fails when it found fewer than ``at_least``:
+    a loop over nothing passes while checking nothing (the files moved, a pattern broke)."""
+    out = sorted(paths)
+    assert len(out) >= at_least, (
+        f"found {len(out)} files where at least {at_least} were expected: the test would "
+        "check nothing"
+    )
+    return out
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _a_cache_folder_of_its_own(tmp_path_factory: pytest.TempPathFactory):
+    """Each test process (each xdist worker) compiles into a cache folder of its own, made
+    for the run: never the user's, never one another worker writes at the same moment.
+    Tests of the cache set their own folder over this one (``monkeypatch.setenv``), and
+    subprocesses inherit it."""
+    from unmask.cachedir import CACHE_ENV
+
+    before = os.environ.get(CACHE_ENV)
+    os.environ[CACHE_ENV] = str(tmp_path_factory.mktemp("unmask-cache"))
+    yield
+    if before is None:
+        os.environ.pop(CACHE_ENV, None)
+    else:
+        os.environ[CACHE_ENV] = before
 
 
 @pytest.fixture(params=available())

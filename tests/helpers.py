@@ -109,6 +109,7 @@ def assert_same_audit_outputs(
     for name in ("r.jsonl", "junit.xml", "s.json"):
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
     pages = sorted(p.name for p in (a / "html").iterdir())
+    assert pages, "no HTML page written: nothing to compare"
     assert pages == sorted(p.name for p in (b / "html").iterdir())
     for page in pages:
         assert (a / "html" / page).read_bytes() == (b / "html" / page).read_bytes(), page

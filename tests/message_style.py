@@ -191,6 +191,7 @@ def _find_helpers(trees: dict[Path, ast.AST]) -> dict[str, tuple[int, str]]:
 def collect(roots: Iterable[Path]) -> list[Template]:
     """Every message template that reaches a diagnostic, from the modules under ``roots``."""
     files = sorted(p for root in roots for p in Path(root).rglob("*.py"))
+    assert files, f"no module under {list(roots)}: nothing to collect"
     trees = {p: ast.parse(p.read_text(encoding="utf-8"), str(p)) for p in files}
     sinks = _find_helpers(trees)
     out: list[Template] = []

@@ -11,6 +11,7 @@ import json
 import shutil
 from pathlib import Path
 
+from tests.conftest import found_files
 from unmask.api import check, load
 from unmask.replaydata import Replay
 from unmask.report import Report
@@ -31,7 +32,7 @@ def example(name: str) -> tuple[Report, Replay]:
 
 def hostile_replay(tmp_path: Path) -> Path:
     """Case C with hostile text; every rationale span is shifted past the prefix."""
-    for proto in EXAMPLES.glob("*.proto"):
+    for proto in found_files(EXAMPLES.glob("*.proto")):
         shutil.copy(proto, tmp_path / proto.name)
     obj = json.loads((EXAMPLES / "case_c.json").read_text(encoding="utf-8"))
     obj["id"] = HOSTILE_ID
@@ -49,7 +50,7 @@ def hostile_replay(tmp_path: Path) -> Path:
 
 def overlapping_replay(tmp_path: Path) -> Path:
     """Case C where two judge spans overlap in the rationale (one inside the other's tail)."""
-    for proto in EXAMPLES.glob("*.proto"):
+    for proto in found_files(EXAMPLES.glob("*.proto")):
         shutil.copy(proto, tmp_path / proto.name)
     obj = json.loads((EXAMPLES / "case_c.json").read_text(encoding="utf-8"))
     text = "Intro 🙂 naïve. Alice joined ACME in 2024 and she is ACME's CTO. Done."
@@ -69,7 +70,7 @@ def overlapping_replay(tmp_path: Path) -> Path:
 
 def surrogate_replay(tmp_path: Path) -> Path:
     """Case C with lone surrogates (valid JSON escapes) in the rationale and a note."""
-    for proto in EXAMPLES.glob("*.proto"):
+    for proto in found_files(EXAMPLES.glob("*.proto")):
         shutil.copy(proto, tmp_path / proto.name)
     obj = json.loads((EXAMPLES / "case_c.json").read_text(encoding="utf-8"))
     obj["sources"]["rationale"] = "\udc00" + obj["sources"]["rationale"]

@@ -1,8 +1,9 @@
 """The cache folder is trusted only when it is the user's own: another user's folder, a
-folder others can write, an entry others can write or that is not a regular file, a table
-or entry whose seal does not hold, are never read (one warning for the folder, a miss for
-an entry), never a hang, never code run, never a different protocol; concurrent writers
-leave valid entries. Issue 28."""
+folder others can write, an entry others can write or that is not a regular file, an
+entry whose seal does not hold, are never read (one warning for the folder, a miss for an
+entry), never a hang, never a different protocol; nothing in the folder is ever unpickled
+(the parser's tables ship with the package); concurrent writers leave valid entries.
+Issue 28."""
 
 from __future__ import annotations
 
@@ -37,10 +38,8 @@ root_only = pytest.mark.skipif(
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
 
 
-def _fresh(parser: bool = True) -> None:
+def _fresh() -> None:
     compile_cache._memo.cache_clear()
-    if parser:  # building the tables costs some 200 ms: the fuzz keeps them
-        parser_mod.lark_parser.cache_clear()
     cachedir._warned = False
     cache_writer._writes = 0
 
@@ -85,11 +84,6 @@ def _entry(folder: Path) -> Path:
     return entry
 
 
-def _table(folder: Path) -> Path:
-    (table,) = folder.glob("parser-*.lark")
-    return table
-
-
 # --- the folder -------------------------------------------------------------------------------
 
 
@@ -99,8 +93,6 @@ def _untrusted_folder_is_not_used(folder: Path, capsys, monkeypatch) -> None:
     for _ in range(2):
         compile_cache._memo.cache_clear()
         assert compile_cache.compile_cached(TEXT, "f.proto") == compile_source(TEXT, "f.proto")
-    parser_mod.lark_parser.cache_clear()
-    parser_mod.lark_parser()
     assert calls == ["f.proto", "f.proto"], "an entry of an untrusted folder was read"
     assert sorted(p.name for p in folder.iterdir()) == before, "written into it"
     err = capsys.readouterr().err.splitlines()
@@ -109,12 +101,10 @@ def _untrusted_folder_is_not_used(folder: Path, capsys, monkeypatch) -> None:
 
 
 def _fill(folder: Path) -> None:
-    """A cache folder holding the key, the parser's tables and one protocol entry."""
+    """A cache folder holding the key and one protocol entry."""
     compile_cache.compile_cached(TEXT, "f.proto")
-    parser_mod.lark_parser.cache_clear()
-    parser_mod.lark_parser()
     _fresh()
-    assert {p.name.split("-")[0] for p in folder.iterdir()} == {"key", "parser", "protocol"}
+    assert {p.name.split("-")[0] for p in folder.iterdir()} == {"key", "protocol"}
 
 
 def test_a_folder_others_can_write_is_not_used(folder, capsys, monkeypatch):
@@ -186,18 +176,12 @@ def test_an_audit_with_workers_warns_once(tmp_path):
 
 def test_an_entry_others_can_write_is_a_miss(folder, monkeypatch):
     _fill(folder)
-    entry, table = _entry(folder), _table(folder)
+    entry = _entry(folder)
     entry.chmod(0o666)
-    table.chmod(0o646)
     calls = _compiles(monkeypatch)
-    built = []
-    real = parser_mod._build
-    monkeypatch.setattr(parser_mod, "_build", lambda: built.append(1) or real())
     assert compile_cache.compile_cached(TEXT, "f.proto") == compile_source(TEXT, "f.proto")
-    parser_mod.lark_parser()
-    assert calls == ["f.proto"] and built == [1], "an entry others can write was read"
+    assert calls == ["f.proto"], "an entry others can write was read"
     assert entry.stat().st_mode & 0o777 == 0o600  # replaced by a private one
-    assert table.stat().st_mode & 0o777 == 0o600
 
 
 @root_only
@@ -218,36 +202,27 @@ def _evil_pickle(marker: Path) -> bytes:
     return pickle.dumps(Evil())
 
 
-def test_a_pickle_is_never_loaded_unless_its_seal_holds(folder, tmp_path, monkeypatch):
+def test_no_pickle_in_the_cache_folder_is_ever_loaded(folder, tmp_path):
+    # the parser's tables were a pickle here, loaded when their seal held; now nothing
+    # here is unpickled, even a pickle sealed under the folder's own key (a stolen key, a
+    # file of an older Unmask), under the old tables' name or an entry's
     _fill(folder)
-    table = _table(folder)
     marker = tmp_path / "code-ran"
     evil = _evil_pickle(marker)
-    good = table.read_bytes()
-    head = good[: len(cachedir.MAGIC)]
-    forged = [
-        evil,  # the bare pickle a stranger would write
-        head + b"0" * 64 + b"\n" + evil,  # a seal of the right form, not under the key
-        good[: -len(evil)] + evil,  # a good table's seal over another payload
-    ]
-    for data in forged:
-        table.write_bytes(data)
-        parser_mod.lark_parser.cache_clear()
-        assert parser_mod.lark_parser().parse("protocol p\ndecision pass iff a\n")
-        assert not marker.exists(), "a pickle from the cache folder ran code"
-        assert table.read_bytes() != data  # rebuilt and replaced
-
-
-def test_a_pickle_sealed_under_another_key_is_not_loaded(folder, tmp_path):
-    _fill(folder)
-    marker = tmp_path / "code-ran"
-    table = _table(folder)
-    (folder / cachedir.KEY_NAME).write_bytes(b"k" * cachedir.KEY_BYTES)  # a stranger's key
-    assert cachedir.write_sealed(table, _evil_pickle(marker))
-    (folder / cachedir.KEY_NAME).write_bytes(os.urandom(cachedir.KEY_BYTES))  # ours again
+    names = ["parser-0123456789abcdef01234567.lark", _entry(folder).name]
+    for name in names:
+        assert cachedir.write_sealed(folder / name, evil)
     parser_mod.lark_parser.cache_clear()
-    parser_mod.lark_parser()
-    assert not marker.exists()
+    try:
+        assert parser_mod.lark_parser().parse("protocol p\ndecision pass iff a\n")
+    finally:
+        parser_mod.lark_parser.cache_clear()
+    assert compile_cache.compile_cached(TEXT, "f.proto") == compile_source(TEXT, "f.proto")
+    args = [sys.executable, "-c", MAIN, "check", str(EXAMPLES / "case_a.json")]
+    env = {**os.environ, cachedir.CACHE_ENV: str(folder)}
+    run = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert not marker.exists(), "a pickle from the cache folder ran code"
 
 
 def test_a_key_others_can_read_or_a_damaged_key_is_replaced(folder, monkeypatch):
@@ -310,23 +285,22 @@ def test_an_entry_records_the_digest_of_its_source(folder):
 
 
 @needs_fifo
-def test_a_pipe_in_place_of_the_parser_table_is_a_miss_not_a_hang(tmp_path):
+def test_a_pipe_in_place_of_an_entry_is_a_miss_not_a_hang_for_a_command(tmp_path):
     folder = tmp_path / "c"
     env = {**os.environ, cachedir.CACHE_ENV: str(folder)}
     args = [sys.executable, "-c", MAIN, "check", str(EXAMPLES / "case_a.json")]
     first = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
     assert first.returncode == 0, first.stderr
-    table = _table(folder)
+    entry = _entry(folder)
     for swap in ("fifo", "tty"):
-        table.unlink()
+        entry.unlink()
         if swap == "fifo":
-            os.mkfifo(table)  # a blocking open waits for a writer for ever
+            os.mkfifo(entry)  # a blocking open waits for a writer for ever
         else:
-            table.symlink_to("/dev/tty")
-        _entry(folder).unlink()  # else the protocol's entry is a hit: no parsing at all
+            entry.symlink_to("/dev/tty")
         run = subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
         assert (run.returncode, run.stdout, run.stderr) == (0, first.stdout, "")
-        assert table.is_file() and not table.is_symlink()  # replaced by the tables
+        assert entry.is_file() and not entry.is_symlink()  # replaced by the entry
 
 
 @needs_fifo
@@ -338,7 +312,6 @@ def test_a_pipe_in_place_of_an_entry_or_the_key_is_a_miss_not_a_hang(folder, mon
         _fresh()
         with _alarm(30):
             assert compile_cache.compile_cached(TEXT, "f.proto") == compile_source(TEXT, "f.proto")
-            parser_mod.lark_parser()
 
 
 # --- concurrent writers -----------------------------------------------------------------------
@@ -348,9 +321,7 @@ _WRITER = textwrap.dedent(
     import sys
     from pathlib import Path
     from unmask.compile_cache import compile_cached
-    from unmask.parser import lark_parser
     text = Path(sys.argv[1]).read_text(encoding="utf-8")
-    lark_parser()
     for i in range(6):
         compile_cached(text, "f.proto", {"claim": [f"c{i}", f"d{i}"]})
     """
@@ -378,7 +349,6 @@ def test_concurrent_writers_leave_valid_entries(tmp_path, monkeypatch):
         got = compile_cache.compile_cached(text, "f.proto", doms)
         assert protocol_to_json(got) == protocol_to_json(compile_source(text, "f.proto", doms))
     assert calls == []
-    assert cachedir.read_sealed(_table(folder), parser_mod.MAX_TABLE_BYTES) is not None
     _fresh()
 
 
@@ -416,7 +386,7 @@ def test_fuzz_the_cache_folder(
     base = tmp_path_factory.mktemp("fuzz")
     folder = base / "c"
     monkeypatch.setenv(cachedir.CACHE_ENV, str(folder))
-    _fresh(parser=False)
+    _fresh()
     compile_cache.compile_cached(TEXT, "f.proto")  # a good entry, then the case made of it
     entry = _entry(folder)
     good = entry.read_bytes()
@@ -448,7 +418,7 @@ def test_fuzz_the_cache_folder(
         if folder_other and root:
             os.chown(folder, OTHER_UID, OTHER_UID)
     trusted = folder_kind == "dir" and not folder_mode & 0o022 and not (folder_other and root)
-    _fresh(parser=False)
+    _fresh()
     calls = _compiles(monkeypatch)
     try:
         with _alarm(30):

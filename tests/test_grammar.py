@@ -402,16 +402,17 @@ def _automaton(parser) -> tuple[dict, dict, list]:
     """A parser's LALR tables as lark saves them: the rules, the start states, and each
     state's actions keyed by terminal name (lark numbers terminals and states in an
     order that differs from one build to the next, even in one process)."""
-    import io
-    import pickle
+    import json
 
-    buf = io.BytesIO()
-    parser.save(buf)
-    saved = pickle.loads(buf.getvalue())
-    tables = saved["data"]["parser"]["parser"]
+    from lark.grammar import Rule
+    from lark.lexer import TerminalDef
+
+    data, memo = parser.memo_serialize([TerminalDef, Rule])
+    tables = data["parser"]["parser"]
     names = tables["tokens"]
     states = {s: {names[t]: act for t, act in row.items()} for s, row in tables["states"].items()}
-    return states, tables["start_states"], saved["memo"]
+    # as JSON: tuples and lists alike, as the shipped tables hold them
+    return states, tables["start_states"], json.loads(json.dumps(memo))
 
 
 def _same_automaton(a, b) -> bool:
@@ -466,6 +467,142 @@ def test_the_automaton_comparison_sees_a_different_grammar():
         'start: "protocol" NAME\nNAME: /[a-z]+/\n%ignore " "\n', parser="lalr", lexer="basic"
     )
     assert not _same_automaton(_automaton(other), _automaton(_build()))
+
+
+# --- the shipped tables ---------------------------------------------------------------------
+
+
+def test_the_shipped_tables_are_the_grammars():
+    # a grammar edited without `python -m unmask.parser_tables` fails here
+    import json
+
+    import lark
+
+    from unmask import parser_tables
+
+    grammar = parser_tables.grammar_text()
+    shipped = files("unmask.grammar").joinpath(parser_tables.TABLES).read_text("utf-8")
+    head = json.loads(shipped)
+    assert head["grammar_sha256"] == parser_tables._digest(grammar), (
+        "grammar/unmask.tables.json is not the grammar's: run `python -m unmask.parser_tables`"
+    )
+    loaded = parser_tables.load(grammar)
+    assert loaded is not None
+    assert _same_automaton(_automaton(loaded), _automaton(parser_tables.build(strict=True)))
+    if head["lark"] == lark.__version__:  # the very bytes this lark would write
+        assert shipped == parser_tables.tables_json(parser_tables.build(), grammar)
+
+
+def test_the_tables_file_is_the_same_whichever_process_builds_it():
+    # lark numbers states in set order, which changes between processes: the file is
+    # numbered canonically, else every regeneration would be a diff of the whole file
+    import subprocess
+    import sys
+
+    code = (
+        "from unmask import parser_tables as t; import sys; "
+        "sys.stdout.write(t.tables_json(t.build(), t.grammar_text()))"
+    )
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            env={**__import__("os").environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout
+        for seed in ("1", "2")
+    }
+    assert len(outs) == 1 and next(iter(outs)).startswith("{")
+
+
+def test_the_run_parses_with_the_shipped_tables_and_never_builds(monkeypatch):
+    from unmask import parser as parser_mod
+    from unmask import parser_tables
+
+    def refuse(strict=False):
+        raise AssertionError("built the tables though the shipped ones are the grammar's")
+
+    monkeypatch.setattr(parser_tables, "build", refuse)
+    parser_mod.lark_parser.cache_clear()
+    try:
+        assert parse_source("protocol p\natom a : judge\ndecision pass iff a\n").statements
+    finally:
+        parser_mod.lark_parser.cache_clear()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda t: t.replace('"lark": "', '"lark": "0.'),  # another series of lark
+        lambda t: t.replace('"schema": "unmask.lark-tables/1"', '"schema": "x"'),
+        lambda t: t[: len(t) // 2],  # cut short
+        lambda t: "",
+    ],
+)
+def test_tables_of_another_lark_or_damaged_are_not_used(monkeypatch, tmp_path, damage):
+    from unmask import parser_tables
+
+    grammar = parser_tables.grammar_text()
+    good = files("unmask.grammar").joinpath(parser_tables.TABLES).read_text("utf-8")
+    (tmp_path / parser_tables.TABLES).write_text(damage(good), "utf-8")
+    assert damage(good) != good
+    monkeypatch.setattr(parser_tables.resources, "files", lambda _pkg: tmp_path)
+    assert parser_tables.load(grammar) is None
+
+
+def test_tables_of_another_grammar_are_not_used():
+    from unmask import parser_tables
+
+    assert parser_tables.load(parser_tables.grammar_text() + "\n") is None
+    assert parser_tables.load(parser_tables.grammar_text()) is not None
+
+
+def test_the_shipped_and_the_built_parser_read_every_example_alike():
+    from tests.conftest import ROOT
+    from unmask import parser_tables
+
+    protos = sorted(ROOT.glob("examples/**/*.proto"))
+    assert len(protos) >= 5, protos
+    loaded = parser_tables.load(parser_tables.grammar_text())
+    built = parser_tables.build()
+    assert loaded is not None
+    for path in protos:
+        text = path.read_text("utf-8")
+        assert loaded.parse(text) == built.parse(text), path
+        assert list(loaded.lex(text, dont_ignore=True)) == list(built.lex(text, dont_ignore=True))
+
+
+# Dask pickles every task and result it carries between processes; the cluster runner
+# hands it bytes it pickled itself and reads back what its own workers return: the wire
+# Dask already trusts, never a file
+UNPICKLES_FROM_THE_WIRE = {"unmask/batch/cluster.py"}
+
+
+def test_nothing_in_the_package_unpickles_a_file():
+    # the parser's tables were a pickle in the cache folder, sealed so that unpickling was
+    # safe; they ship as JSON now, and no file is unpickled anywhere in the package
+    from tests.conftest import ROOT
+
+    sources = sorted([*(ROOT / "unmask").rglob("*.py"), *(ROOT / "backends").rglob("*.py")])
+    assert len(sources) > 50, sources
+    reads = re.compile(
+        r"\b(pickle\.(load|Unpickler)|marshal\.loads?|shelve\.open|dill\.|cloudpickle\.)\b"
+        r"|\bLark\.load\((?!\{)"
+    )
+    wire = re.compile(r"\bpickle\.loads\(")
+    found = [
+        f"{p.relative_to(ROOT)}: {line.strip()}"
+        for p in sources
+        for line in p.read_text("utf-8").splitlines()
+        if reads.search(line)
+        or (wire.search(line) and p.relative_to(ROOT).as_posix() not in UNPICKLES_FROM_THE_WIRE)
+    ]
+    assert found == []
+    assert any(wire.search(line) for line in (ROOT / "unmask/batch/cluster.py").open()), (
+        "cluster.py no longer unpickles: remove it from UNPICKLES_FROM_THE_WIRE"
+    )
 
 
 def test_a_grammar_with_colliding_terminals_is_refused_by_the_strict_build():

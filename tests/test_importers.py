@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.conftest import found_files
 from tests.helpers import ROOT, TEST_DATA
 from unmask.cli.main import main
 from unmask.diagnostics import UnmaskError
@@ -178,7 +179,7 @@ def test_promptfoo_real_export_becomes_four_replays(tmp_path):
 def test_promptfoo_real_rows_check_alike_on_z3_and_sliced(tmp_path):
     out = tmp_path / "out"
     assert imp("promptfoo", PROMPTFOO, out).exit_code == 0
-    for path in sorted(out.iterdir()):
+    for path in found_files(out.iterdir()):
         assert cli("validate", str(path)).exit_code == 0
         code_z3, z3 = check(path, "z3")
         code_sl, sliced = check(path, "sliced")

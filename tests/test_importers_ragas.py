@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.conftest import found_files
 from tests.helpers import TEST_DATA
 from unmask.cli.main import main
 from unmask.importers import dig
@@ -419,5 +420,5 @@ def test_regenerated_ragas_output_reads_the_same(tmp_path: Path) -> None:
     for name in (*FORMATS, *MORE_FORMATS, "multi-turn.json"):
         old, _ = imported(tmp_path / "old", RAGAS / name)
         new, _ = imported(tmp_path / "new", fresh / name)
-        for path in sorted(old.iterdir()):
+        for path in found_files(old.iterdir()):
             assert path.read_bytes() == (new / path.name).read_bytes()

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.conftest import found_files
 from tests.helpers import TEST_DATA
 from unmask.cli.main import main
 
@@ -159,7 +160,7 @@ def test_regenerated_promptfoo_output_reads_the_same(tmp_path: Path) -> None:
         for src, out in ((PROMPTFOO / name, old), (fresh / name, new)):
             res = cli("import", "promptfoo", str(src), "--out", str(out))
             assert res.exit_code == 0, res.stderr
-        for path in sorted(old.iterdir()):
+        for path in found_files(old.iterdir()):
             assert check(path)["overall"] == check(new / path.name)["overall"]
 
 
@@ -215,7 +216,7 @@ def test_thresholded_is_read_from_the_test_case_promptfoo_wrote(tmp_path: Path, 
     assert (overridden["thresholded"], overridden["reaches_threshold"]) == ("TRUE", "FALSE")
     none = atoms(imported_threshold(tmp_path, THRESHOLD / f"no-threshold.{form}"), "t0-p0")
     assert none["thresholded"] == "FALSE" and "reaches_threshold" not in none
-    for path in [*sorted(out.iterdir()), tmp_path / f"no-threshold-{form}" / "t0-p0.json"]:
+    for path in [*found_files(out.iterdir()), tmp_path / f"no-threshold-{form}" / "t0-p0.json"]:
         report = check(path)
         assert report["overall"] == "SATISFIED", path.name
         assert report["verdict"]["status"] == "ENTAILED", path.name
@@ -250,7 +251,7 @@ def test_regenerated_promptfoo_threshold_output_reads_the_same(tmp_path: Path) -
         for form in ("json", "jsonl"):
             old = imported_threshold(tmp_path / "old", THRESHOLD / f"{name}.{form}")
             new = imported_threshold(tmp_path / "new", fresh / f"{name}.{form}")
-            for path in sorted(old.iterdir()):
+            for path in found_files(old.iterdir()):
                 assert atoms(old, path.stem) == atoms(new, path.stem), (name, form)
 
 

@@ -21,6 +21,25 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
 
+@pytest.fixture(autouse=True)
+def _python_takes_ctrl_c():
+    # A shell without job control starts a background job (`pytest ... &`) with SIGINT
+    # ignored, and every process it starts inherits that: these tests set the
+    # disposition a terminal gives, Python's own handler, and put the old one back after.
+    before = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def _default_sigint() -> None:
+    """In the child, before it runs Python: SIGINT's default disposition, so Python
+    installs its handler (it leaves an inherited SIG_IGN alone)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt(*_args, **_kwargs):
     raise KeyboardInterrupt
 
@@ -54,6 +73,7 @@ def test_ctrl_c_in_a_running_command_exits_130():
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_default_sigint,
     )
     deadline = time.monotonic() + 60
     assert proc.stdout is not None
@@ -67,6 +87,20 @@ def test_ctrl_c_in_a_running_command_exits_130():
         proc.kill()
     assert proc.returncode == exitcodes.INTERRUPTED, err
     assert err.strip().endswith("interrupted") and "Traceback" not in err
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="signal dispositions of a child")
+def test_a_child_takes_ctrl_c_though_started_from_a_background_job():
+    # what `pytest &` in a script gives: SIGINT ignored, inherited across exec
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    probe = "import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
+    args = [sys.executable, "-c", probe]
+    inherited = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    assert inherited.stdout.strip() == "False"  # the trap the test above must avoid
+    set_here = subprocess.run(
+        args, capture_output=True, text=True, timeout=60, preexec_fn=_default_sigint
+    )
+    assert set_here.stdout.strip() == "True"
 
 
 def _pigeonhole(n: int):
@@ -244,8 +278,6 @@ def test_a_swallowed_ctrl_c_is_not_reported_but_other_unraisables_are(monkeypatc
     seen = []
     monkeypatch.setattr(sys, "unraisablehook", lambda u: seen.append(type(u.exc_value)))
     monkeypatch.setattr(interrupt, "_seen", False)  # put back after: the last line sets it
-    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        pytest.skip("SIGINT has a handler of its own here")
     with interrupt.sticky():
         _DelInterrupted()  # Python would print "exception ignored ... KeyboardInterrupt"
         _DelFails()

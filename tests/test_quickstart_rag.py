@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import found_files
 from tests.helpers import TEST_DATA
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -125,7 +126,7 @@ def test_at_most_twenty_annotations_are_written_by_hand(quickstart) -> None:
     hand = [json.loads(x) for x in lines if x.strip()]
     assert len(hand) <= MAX_HAND
     kinds: dict[str, int] = {}
-    for path in (quickstart["dir"] / "annotated").glob("*.json"):
+    for path in found_files((quickstart["dir"] / "annotated").glob("*.json")):
         for a in json.loads(path.read_text(encoding="utf-8"))["annotations"]:
             kind = a["by"]["kind"]
             kinds[kind] = kinds.get(kind, 0) + 1

@@ -20,6 +20,7 @@ import jsonschema
 import pytest
 import xmlschema
 
+from tests.conftest import found_files
 from tests.render_cases import EXAMPLES
 from unmask.api import check, load
 from unmask.render import FORMATS, render
@@ -232,7 +233,7 @@ def test_other_formats_write_nothing_for_an_invalid_replay(tmp_path: Path, fmt: 
 def nested_replay(tmp_path: Path, n: int) -> Path:
     """Case C whose context holds ``n`` nested evidence spans of one annotation with a
     long note (each span's quote is the one inside it plus a character on each side)."""
-    for proto in EXAMPLES.glob("*.proto"):
+    for proto in found_files(EXAMPLES.glob("*.proto")):
         shutil.copy(proto, tmp_path / proto.name)
     obj = json.loads((EXAMPLES / "case_c.json").read_text(encoding="utf-8"))
     text = "ab" * n

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import found_files
 from tests.render_cases import EXAMPLES, example
 from unmask.api import check, load
 from unmask.render import html, markdown, text
@@ -27,7 +28,7 @@ BY = {
 
 @pytest.fixture
 def case(tmp_path: Path):
-    for proto in EXAMPLES.glob("*.proto"):
+    for proto in found_files(EXAMPLES.glob("*.proto")):
         shutil.copy(proto, tmp_path / proto.name)
     obj = json.loads((EXAMPLES / "case_c.json").read_text(encoding="utf-8"))
     for ann in obj["annotations"]:

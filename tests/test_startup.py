@@ -1,6 +1,7 @@
-"""Start-up and per-process caches: lark's tables are read from the cache folder when it
-works and rebuilt when it does not; a protocol is compiled once per process per input; the
-command line imports z3 and PySAT only for a backend that needs them."""
+"""Start-up and per-process caches: lark's tables come with the package (built only when
+they are not the grammar's, and never kept in the cache folder); a protocol is compiled
+once per process per input; the command line imports z3 and PySAT only for a backend that
+needs them."""
 
 from __future__ import annotations
 
@@ -41,76 +42,31 @@ def _parses(p) -> None:
     assert p.parse("protocol p\ndecision pass iff a\n").data == "start"
 
 
-def test_the_second_build_loads_the_tables_from_the_cache_file(monkeypatch, tmp_path):
+def test_the_parser_comes_from_the_shipped_tables_and_touches_no_cache(monkeypatch, tmp_path):
     built = []
     real = parser_mod._build
     monkeypatch.setattr(parser_mod, "_build", lambda: built.append(1) or real())
-    _parses(_fresh_parser(monkeypatch, tmp_path))
-    (file,) = tmp_path.glob("parser-*.lark")
-    stamp = file.stat().st_mtime_ns
-    assert built == [1]
-    second = _fresh_parser(monkeypatch, tmp_path)
-    _parses(second)
-    assert built == [1], "the second parser was built, not loaded"
-    assert file.stat().st_mtime_ns == stamp
+    folder = tmp_path / "cache"
+    loaded = _fresh_parser(monkeypatch, folder)
+    _parses(loaded)
+    assert built == [], "built though the shipped tables are the grammar's"
+    assert not folder.exists(), "the parser made or wrote the cache folder"
     # the run's tables (built without lark's collision check: tests/test_grammar.py
     # proves them the strict build's), loaded with their options
-    assert (second.options.parser, second.options.propagate_positions) == ("lalr", True)
-    assert not list(tmp_path.glob("*.tmp"))
+    assert (loaded.options.parser, loaded.options.propagate_positions) == ("lalr", True)
 
 
-def test_a_changed_grammar_gets_another_cache_file(tmp_path, monkeypatch):
-    monkeypatch.setenv(cache_mod.CACHE_ENV, str(tmp_path))
-    grammar = 'start: "a"\n'
-    one = parser_mod._cache_file(grammar)
-    assert one is not None and one.parent == tmp_path
-    assert parser_mod._cache_file(grammar + "\n") != one
-    monkeypatch.setattr(parser_mod.lark, "__version__", "0.0.0")
-    assert parser_mod._cache_file(grammar) != one
+def test_without_usable_shipped_tables_the_parser_is_built(monkeypatch, tmp_path):
+    from unmask import parser_tables
 
-
-def test_a_damaged_cache_file_is_rebuilt_and_replaced(monkeypatch, tmp_path):
-    _fresh_parser(monkeypatch, tmp_path)
-    (file,) = tmp_path.glob("parser-*.lark")
-    good = file.read_bytes()
     built = []
     real = parser_mod._build
     monkeypatch.setattr(parser_mod, "_build", lambda: built.append(1) or real())
-    for damaged in (good[: len(good) // 3], b"not a pickle at all"):
-        file.write_bytes(damaged)
-        _parses(_fresh_parser(monkeypatch, tmp_path))
-        assert file.read_bytes() != damaged
-        _parses(_fresh_parser(monkeypatch, tmp_path))
-    assert built == [1, 1]  # each damage cost one build; the rewritten file was loaded
-
-
-@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root writes anywhere")
-def test_an_unwritable_cache_folder_is_skipped(monkeypatch, tmp_path):
-    tmp_path.chmod(0o500)
-    try:
-        _parses(_fresh_parser(monkeypatch, tmp_path / "unmask"))
-    finally:
-        tmp_path.chmod(0o700)
-
-
-def test_a_cache_path_that_is_a_file_or_a_folder_is_skipped(monkeypatch, tmp_path):
-    blocker = tmp_path / "file"
-    blocker.write_text("x")
-    _parses(_fresh_parser(monkeypatch, blocker / "unmask"))
-    # the cache file's own name taken by a folder
-    folder = tmp_path / "c"
-    monkeypatch.setenv(cache_mod.CACHE_ENV, str(folder))
-    grammar = (ROOT / "grammar" / "unmask.lark").read_text(encoding="utf-8")
-    target = parser_mod._cache_file(grammar)
-    target.mkdir(parents=True)
-    _parses(_fresh_parser(monkeypatch, folder))
-    assert target.is_dir()
-
-
-def test_an_empty_cache_setting_turns_the_cache_off(monkeypatch, tmp_path):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    _parses(_fresh_parser(monkeypatch, None))
-    assert not any(tmp_path.iterdir())
+    monkeypatch.setattr(parser_tables, "load", lambda _grammar: None)
+    _parses(_fresh_parser(monkeypatch, tmp_path / "cache"))
+    _parses(_fresh_parser(monkeypatch, tmp_path / "cache"))
+    assert built == [1, 1]  # once per process: nothing of it is kept on disk
+    assert not (tmp_path / "cache").exists()
 
 
 def test_the_cache_folder_follows_xdg_cache_home(monkeypatch, tmp_path):
@@ -134,18 +90,20 @@ def test_without_a_setting_the_cache_folder_is_the_platforms(monkeypatch):
 def test_a_command_runs_with_a_stale_or_unusable_cache(tmp_path):
     env = {**os.environ, cache_mod.CACHE_ENV: str(tmp_path / "c")}
     code = "from unmask.cli.main import main; main()"
-    replay = str(EXAMPLES / "case_a.json")
+    replay = str(EXAMPLES / "case_a.json")  # names a `.proto`: compiled, then cached
     first = subprocess.run(
         [sys.executable, "-c", code, "check", replay], env=env, capture_output=True, text=True
     )
     assert first.returncode == 0, first.stderr
-    (file,) = (tmp_path / "c").glob("parser-*.lark")
-    file.write_bytes(b"\x80\x04garbage")
+    files = sorted((tmp_path / "c").iterdir())
+    assert len(files) >= 2, files  # the key and the protocol's entry
+    for file in files:
+        file.write_bytes(b"\x80\x04garbage")
     again = subprocess.run(
         [sys.executable, "-c", code, "check", replay], env=env, capture_output=True, text=True
     )
     assert (again.returncode, again.stdout, again.stderr) == (0, first.stdout, "")
-    blocked = {**os.environ, cache_mod.CACHE_ENV: str(file / "below-a-file")}
+    blocked = {**os.environ, cache_mod.CACHE_ENV: str(files[0] / "below-a-file")}
     third = subprocess.run(
         [sys.executable, "-c", code, "check", replay], env=blocked, capture_output=True, text=True
     )

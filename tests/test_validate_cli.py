@@ -11,6 +11,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from tests.conftest import found_files
 from unmask.cli.main import main
 from unmask.commands._options import click_options
 from unmask.limits import DEFAULT_LIMITS, Limits
@@ -20,7 +21,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 def copy_case(tmp_path: Path, name: str) -> dict:
     """Load an example and put its .proto beside the copy that the test will write."""
-    for proto in EXAMPLES.glob("*.proto"):
+    for proto in found_files(EXAMPLES.glob("*.proto")):
         (tmp_path / proto.name).write_text(proto.read_text(encoding="utf-8"), encoding="utf-8")
     return json.loads((EXAMPLES / name).read_text(encoding="utf-8"))
 

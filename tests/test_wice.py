@@ -189,6 +189,7 @@ def test_wice_outputs_without_gold_are_audited_with_nothing_marked(tmp_path: Pat
         assert res.exit_code == 0, res.stderr
     a = sorted(p.stem for p in (tmp_path / "out" / "judge-a").iterdir())
     b = sorted(p.stem for p in (tmp_path / "out" / "judge-b").iterdir())
+    assert a and b, "no replay imported: nothing to compare"
     # one prompt, one item for every judge; a repeat in one file is told apart
     assert [x.removeprefix("judge-a-") for x in a] == [
         x.removeprefix("judge-b-") for x in b if not x.endswith("-2")

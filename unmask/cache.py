@@ -52,6 +52,7 @@ _MODULES = (
     "limits",
     "names",
     "parser",
+    "parser_tables",
     "span",
     "syntaxtree",
 )
@@ -77,7 +78,9 @@ def _fingerprint() -> str | None:
         if grammar is None or lark is None or lark.origin is None:
             return None
         (folder,) = grammar.submodule_search_locations or ()
-        files += [Path(folder) / "unmask.lark", Path(lark.origin)]  # lark's holds its version
+        # the grammar, the tables shipped for it, and lark's `__init__`, which holds its version
+        files += [Path(folder) / n for n in ("unmask.lark", "unmask.tables.json")]
+        files.append(Path(lark.origin))
         for part in [ENTRY_SCHEMA, sys.version, *(f.read_bytes() for f in files)]:
             _update(h, part)
     except (OSError, ValueError, ImportError):

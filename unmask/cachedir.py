@@ -14,10 +14,11 @@ O_NONBLOCK``: a link, a pipe or a device is never followed nor waited on) owned 
 and not writable by others, and must carry an HMAC-SHA256 of its name and payload under the
 folder's key. The key is 32 random bytes in ``key`` (mode 600) in the trusted folder, made
 on first use and made again when the one there is damaged or readable by others; whoever
-cannot read it cannot forge an entry. Nothing here raises ``OSError``:
-a cache that cannot be used only costs a rebuild. This module imports nothing of Unmask
-but the atomic writer (``unmask.outputs``) and, to warn, ``unmask.diagnostics``, so the
-parser and the compiled-protocol cache share it without a circle.
+cannot read it cannot forge an entry. What is sealed is data (the compiled protocols'
+JSON), never code: nothing read from the folder is unpickled. Nothing here raises
+``OSError``: a cache that cannot be used only costs a rebuild. This module imports nothing
+of Unmask but the atomic writer (``unmask.outputs``) and, to warn, ``unmask.diagnostics``,
+so the compiled-protocol cache (``unmask.cache``) uses it without a circle.
 """
 
 from __future__ import annotations

@@ -9,11 +9,9 @@ iterative, and expressions deeper than ``limits.max_expr_depth`` are refused her
 any recursive pass (compiler, formatter) sees them; a string literal longer than
 ``limits.max_string_chars`` is refused before the lexer reads it. The vocabulary (reserved
 words, the words that start a statement or an expression, the roles) is read off the
-loaded grammar, never copied. The parser's tables are cached in the user's cache folder
-(``unmask.cachedir``), under a name derived from the grammar, lark's version and Python's,
-so a changed grammar never reads a stale table. They are a pickle, so they are unpickled
-only from a private folder and only when their HMAC under the folder's key holds
-(``read_sealed``); anything else there (a link, a pipe, another user's file) is a miss.
+loaded grammar, never copied. The parser's tables ship with the package as JSON
+(``unmask.parser_tables``), used only when they are the grammar's and lark's; nothing of
+the parser is read from the user's cache folder.
 
 Size: the syntax-error examples for ``match_examples`` and the vocabulary read off the
 grammar are one job (text to tree with friendly errors) and change together when the
@@ -22,22 +20,14 @@ grammar does; the transformer from lark's tree to ``unmask.ast`` is ``unmask.syn
 
 from __future__ import annotations
 
-import hashlib
-import io
 import re
-import sys
 from functools import lru_cache
-from importlib import resources
-from pathlib import Path
 
-import lark
-import lark.lexer
 from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from lark.lexer import PatternStr
 
-from unmask import ast
-from unmask.cachedir import read_sealed, trusted_dir, write_sealed
+from unmask import ast, parser_tables
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.frozen import frozen
 from unmask.ir import Span
@@ -47,69 +37,20 @@ from unmask.names import IDENT_RE
 from unmask.syntaxtree import ToAst, span_of
 
 MAX_SYNTAX_ERRORS = 20
-# lark found the collision checker's package (a lark without the switch: nothing to turn off)
-_HAS_INTEREGULAR = getattr(lark.lexer, "has_interegular", False)
-MAX_TABLE_BYTES = 4 * 1024 * 1024  # the tables take some 45 KB: a larger file is not ours
-
-
-_LARK_OPTIONS = {
-    "parser": "lalr",
-    "lexer": "basic",
-    "propagate_positions": True,
-    "maybe_placeholders": True,
-}
-
-
-def _cache_file(grammar: str) -> Path | None:
-    """The cache file for this grammar, lark, Python and options, or None: a changed
-    grammar or lark gets a new name, so a stale table is never read."""
-    folder = trusted_dir()
-    if folder is None:
-        return None
-    key = "\0".join([grammar, lark.__version__, sys.version, repr(sorted(_LARK_OPTIONS.items()))])
-    return folder / f"parser-{hashlib.sha256(key.encode()).hexdigest()[:24]}.lark"
 
 
 def _build(strict: bool = False) -> Lark:
-    """The parser of the shipped grammar. ``strict`` (the tests') also proves the grammar
-    has no shift/reduce conflict and no two terminals whose patterns overlap, by lark's
-    regex-collision check; at run time that check is skipped, because it is two thirds of
-    the build (some 220 ms of 320 on a cold cache, lark's own grammar's lexer included)
-    and proves nothing about the user's input: the grammar is a file of the package, and
-    without a conflict or a collision the tables are the same either way
-    (tests/test_grammar.py holds both)."""
-    if strict:
-        return Lark.open_from_package("unmask.grammar", "unmask.lark", strict=True, **_LARK_OPTIONS)
-    lark.lexer.has_interegular = False  # lark's switch for the check: off for this build
-    try:
-        return Lark.open_from_package("unmask.grammar", "unmask.lark", **_LARK_OPTIONS)
-    finally:
-        # what lark found at import, not what this build found: two threads building at
-        # once cannot leave the check off for good
-        lark.lexer.has_interegular = _HAS_INTEREGULAR
+    """The parser of the shipped grammar, its tables built now (``unmask.parser_tables``)."""
+    return parser_tables.build(strict)
 
 
 @lru_cache(maxsize=1)
 def lark_parser() -> Lark:
-    """The LALR parser, built once per process on first use. Building its tables takes
-    some 70 ms of CPU, so they are saved in the user's cache folder and loaded from there
-    by later processes; a cache that cannot be read or written is skipped, never an error."""
-    grammar = resources.files("unmask.grammar").joinpath("unmask.lark").read_text("utf-8")
-    path = _cache_file(grammar)
-    if path is None:
-        return _build()
-    data = read_sealed(path, MAX_TABLE_BYTES)
-    if data is not None:
-        try:
-            # sealed by this user's key in this user's private folder: our own tables
-            return Lark.load(io.BytesIO(data))
-        except Exception:  # damaged or of another lark: build the tables, replace the file
-            pass
-    parser = _build()
-    buf = io.BytesIO()
-    parser.save(buf)
-    write_sealed(path, buf.getvalue())
-    return parser
+    """The LALR parser, made once per process on first use: from the tables shipped with
+    the package (``grammar/unmask.tables.json``), or, when they are not this grammar's and
+    this lark's, built from the grammar (some 100 ms of CPU)."""
+    grammar = parser_tables.grammar_text()
+    return parser_tables.load(grammar) or _build()
 
 
 # --- the vocabulary, read off the grammar ---------------------------------------------------

@@ -28,6 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 REPLAYS = sorted(p for p in EXAMPLES.glob("case_*.json"))
 PROTOS = sorted(EXAMPLES.glob("*.proto"))
+# the fuzz builds its cases from these: without them it would build nothing
+assert len(REPLAYS) >= 5 and PROTOS, "the examples moved"
 FORMATS = ("text", "json", "html", "markdown", "sarif", "junit")
 BACKENDS = ("z3", "pysat", "truthtable", "sliced")
 CANARY = "CANARY-7f3a9c-never-print-me"

@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "calibrate": "Measure each reader's precision from sampled reviews.",
     "analyze": "Find what is wrong with a protocol before any replay meets it.",
     "compare": "Compare two versions of a protocol label by label.",
+    "study": "Run a study of real judge data (wice, factcc, realmistake).",
 }
 # a command whose name is a Python keyword lives in a module with a trailing underscore
 MODULES: dict[str, str] = {"import": "import_"}

@@ -1,9 +1,13 @@
-"""Reproducible studies on real judge data (one module per study).
+"""Reproducible studies on real judge data (one module per study), run as ``unmask study
+NAME`` (``unmask.commands.study``) from any folder.
 
-Contract: ``audit(replays, out, jobs, skipped)`` is the step every study shares: it prints
-each import skip on stderr, audits the replays folder with ``unmask audit`` into
-``OUT/results.jsonl`` and ``OUT/summary.json`` (and the audit's own text summary into
-``OUT/summary.txt``), and returns the parsed result lines.
+Contract: ``audit(replays, out, jobs, skipped, html)`` is the step every study shares: it
+prints each import skip on stderr, audits the replays folder through the library
+(``unmask.batch.audit.audit``, what ``unmask audit`` runs) into ``OUT/results.jsonl`` and
+``OUT/summary.json`` (and ``OUT/summary.txt``, the summary the command prints; with
+``html``, the HTML report in that folder), and returns the parsed result lines. An audit
+that checks no replay at all stops the study (``SystemExit`` with the summary); an audit
+that cannot start raises what the library raises (an ``UnmaskError``).
 """
 
 from __future__ import annotations
@@ -15,19 +19,29 @@ from pathlib import Path
 from typing import Any
 
 
-def audit(replays: Path, out: Path, jobs: int, skipped: Iterable[Any] = ()) -> list[dict]:
-    """Audit a study's replays; see the contract. A failed audit stops the study."""
-    from click.testing import CliRunner
-
-    from unmask.cli.main import main
+def audit(
+    replays: Path,
+    out: Path,
+    jobs: int,
+    skipped: Iterable[Any] = (),
+    html: Path | None = None,
+) -> list[dict]:
+    """Audit a study's replays; see the contract."""
+    from unmask.batch.audit import AuditOptions
+    from unmask.batch.audit import audit as run_audit
 
     for s in skipped:
         print(f"{s.where}: skipped: {s.reason}", file=sys.stderr)
     results = out / "results.jsonl"
-    args = ["audit", str(replays), "--out", str(results), "--jobs", str(jobs)]
-    args += ["--summary-json", str(out / "summary.json")]
-    res = CliRunner().invoke(main, args)
-    if res.exit_code not in (0, 1, 3):
-        raise SystemExit(f"the audit failed ({res.exit_code}): {res.output}")
-    (out / "summary.txt").write_text(res.output, encoding="utf-8")
+    options = AuditOptions(
+        jobs=jobs,
+        out=str(results),
+        summary_json=str(out / "summary.json"),
+        html=None if html is None else str(html),
+    )
+    outcome = run_audit([str(replays)], options)
+    text = "\n".join([outcome.summary.render_text(), *outcome.hints]) + "\n"
+    (out / "summary.txt").write_text(text, encoding="utf-8")
+    if outcome.summary.valid_inputs == 0:
+        raise SystemExit(f"the audit checked no replay:\n{text}")
     return [json.loads(x) for x in results.read_text(encoding="utf-8").splitlines() if x]

@@ -1,8 +1,8 @@
 """The FactCC study: does Unmask flag the explanations that humans graded wrong?
 
-Contract: ``python -m unmask.studies.factcc --data DIR --out DIR`` imports DIR's
+Contract: ``unmask study factcc --data DIR --out DIR`` imports DIR's
 ``factcc_explanation_annotation.json`` with the ``factcc-explanations`` importer, audits
-every replay with ``unmask audit`` (results and summary in OUT) and prints the study's
+every replay as ``unmask audit`` does (results and summary in OUT) and prints the study's
 tables as Markdown: Unmask's result per explanation against the human grade of that
 explanation (flagged = the replay is VIOLATED), overall, per judge model and per prompt; the
 precision of "flagged" against "graded not correct"; the checks behind the flags; the
@@ -245,4 +245,4 @@ def main(data_dir: Path, out: Path, limit: int | None, jobs: int) -> None:
 
 
 if __name__ == "__main__":
-    main(prog_name="python -m unmask.studies.factcc")
+    main(prog_name="unmask study factcc")

@@ -1,10 +1,10 @@
 """The ReaLMistake study: twelve error detectors, their accuracy beside their adherence.
 
-Contract: ``python -m unmask.studies.realmistake --data DIR --out DIR`` imports DIR's
+Contract: ``unmask study realmistake --data DIR --out DIR`` imports DIR's
 ``judgments/judgments_cot_instruction.jsonl`` (``--prompt prompt1`` for the standard prompt's
 file) with the ``realmistake`` importer, reading the items from DIR's password-protected
 ``data.zip`` (replays hold the items' text, so OUT stays as private as the archive), audits
-every replay with ``unmask audit`` and prints the study's tables as Markdown: per judge, the
+every replay as ``unmask audit`` does and prints the study's tables as Markdown: per judge, the
 verdict's accuracy against the expert label beside the audit's results; right for the wrong
 reasons and wrong with a clean procedure; each requirement's violations; the conclusions
 the dataset's parser could not read or read against the rationale's own words; and the
@@ -202,4 +202,4 @@ def main(data: Path, out: Path, prompt: str, limit: int | None, jobs: int) -> No
 
 
 if __name__ == "__main__":
-    main(prog_name="python -m unmask.studies.realmistake")
+    main(prog_name="unmask study realmistake")

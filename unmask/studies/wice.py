@@ -1,14 +1,14 @@
 """The WiCE study: audit two real judges' claim-verification judgments, reproducibly.
 
-Contract: ``python -m unmask.studies.wice --data DIR --out DIR`` imports both WiCE judge
-output files of DIR (``gpt-4-0613_…`` and ``gpt-3.5-turbo-0613_…``, joined to
-``gold_claim_test.jsonl``) with the ``wice`` importer, audits every replay with ``unmask
-audit`` (results, HTML report and summary in OUT), and prints the study's tables as
-Markdown: per judge the overall results, which dimension fails first, the gold × observed
-confusion with adherence, "right for the wrong reasons" and "wrong but procedurally clean"
-with two quoted examples each, where the two judges differ on the same item, and how many
-checks rest on unreviewed rule annotations. ``--limit N`` takes the first N judgments of
-each judge (the tests use a slice). Every number is computed from the results file alone,
+Contract: ``unmask study wice --data DIR --out DIR`` imports both WiCE judge output files of
+DIR (``gpt-4-0613_…`` and ``gpt-3.5-turbo-0613_…``, joined to ``gold_claim_test.jsonl``)
+with the ``wice`` importer, audits every replay as ``unmask audit`` does
+(``unmask.studies.audit``: results, HTML report and summary in OUT), and prints the study's
+tables as Markdown: per judge the overall results, which dimension fails first, the gold ×
+observed confusion with adherence, "right for the wrong reasons" and "wrong but procedurally
+clean" with two quoted examples each, where the two judges differ on the same item, and how
+many checks rest on unreviewed rule annotations. ``--limit N`` takes the first N judgments
+of each judge (the tests use a slice). Every number is computed from the results file alone,
 so ``tables(lines)`` can be checked against a recount.
 """
 
@@ -26,6 +26,7 @@ import click
 # the gold × adherence cells, cut and named by the audit summary itself: one vocabulary
 from unmask.batch.summary import CELL_TEXT, CELLS
 from unmask.record import CHECKED_SCHEMAS, ResultRecord, report_json
+from unmask.studies import audit
 
 JUDGES = ("gpt-4-0613", "gpt-3.5-turbo-0613")
 LABELS = ("supported", "partially_supported", "not_supported")
@@ -51,28 +52,18 @@ def _slice(src: Path, dst: Path, limit: int | None) -> Path:
 
 def run(data: Path, out: Path, limit: int | None = None, jobs: int = 1) -> list[dict]:
     """Import and audit; returns the parsed result lines (reports and error records)."""
-    from click.testing import CliRunner
-
-    from unmask.cli.main import main
     from unmask.importers import Options, import_file
 
     out.mkdir(parents=True, exist_ok=True)
     replays = out / "replays"
     gold = data / "gold_claim_test.jsonl"
+    skipped: list[Any] = []
     for judge in JUDGES:
         src = data / f"{judge}_claim_test_outputs.jsonl"
         sliced = _slice(src, out / src.name, limit)
         summary = import_file("wice", sliced, replays / judge, Options(gold=gold))
-        if summary.skipped:
-            for s in summary.skipped:
-                print(f"{s.where}: skipped: {s.reason}", file=sys.stderr)
-    results = out / "results.jsonl"
-    args = ["audit", str(replays), "--out", str(results), "--html", str(out / "report")]
-    args += ["--summary-json", str(out / "summary.json"), "--jobs", str(jobs)]
-    res = CliRunner().invoke(main, args)
-    if res.exit_code not in (0, 1, 3):
-        raise SystemExit(f"the audit failed ({res.exit_code}): {res.output}")
-    return [json.loads(x) for x in results.read_text(encoding="utf-8").splitlines() if x]
+        skipped.extend(summary.skipped)
+    return audit(replays, out, jobs, skipped, html=out / "report")
 
 
 def _reports(lines: Iterable[dict]) -> list[dict]:
@@ -365,4 +356,4 @@ def main(data: Path, out: Path, limit: int | None, jobs: int) -> None:
 
 
 if __name__ == "__main__":
-    main(prog_name="python -m unmask.studies.wice")
+    main(prog_name="unmask study wice")
