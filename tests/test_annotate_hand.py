@@ -334,3 +334,68 @@ def test_a_quote_copied_loosely_is_shown_as_the_source_writes_it(cited, tmp_path
     assert f'did you mean `"quote": "{exact}"`? that is the text of `context`' in r.output
     r, _, out = annotate(cited, tmp_path, {**line, "quote": exact})
     assert r.exit_code == 0, r.output
+
+
+def test_a_quote_the_judge_made_up_is_no_evidence_though_the_trace_repeats_it(tmp_path) -> None:
+    # judge-e (r5 of the quickstart) quotes "I relied only on the passages." from a
+    # rationale that never says it; the importer's trace holds it, marked a false quote
+    replays = tmp_path / "replays"
+    r = run(
+        "import",
+        "structured",
+        RAG / "judgments.jsonl",
+        "--protocol",
+        RAG / "rag.proto",
+        "--out",
+        replays,
+    )
+    assert r.exit_code == 0, r.output
+    made_up = {
+        "replay": "r5",
+        "atom": "outside",
+        "value": "FALSE",
+        "quote": "I relied only on the passages.",
+    }
+    r, hand, _ = annotate(replays, tmp_path, made_up)
+    assert r.exit_code == 4
+    assert f"{hand}:1:1: error: the quote is in `trace` only as a quote the judge gave" in r.output
+    assert "quote the rationale" in r.output
+    # what the trace holds of a true quote is still the rationale's, and accepted
+    line = {
+        "replay": "r1",
+        "atom": "outside",
+        "value": "FALSE",
+        "quote": "I used only the passages.",
+    }
+    r, _, out = annotate(replays, tmp_path, line)
+    assert r.exit_code == 0, r.output
+    assert ann(out, "r1", "outside")["evidence"][0]["source"] == "rationale"
+
+
+def test_a_renamed_atom_is_matched_by_its_members_and_a_value_by_its_capitals(tmp_path) -> None:
+    replays = tmp_path / "replays"
+    run(
+        "import",
+        "structured",
+        RAG / "judgments.jsonl",
+        "--protocol",
+        RAG / "rag.proto",
+        "--out",
+        replays,
+    )
+    # `grounded(joined)` is spelt closest to `checked(joined)`, a procedure atom: name the
+    # atoms over the same member instead, each with its role
+    r, _, _ = annotate(
+        replays,
+        tmp_path,
+        {"replay": "r1", "atom": "grounded(joined)", "value": "True", "quote": "x"},
+    )
+    assert "write `TRUE` in capitals" in r.output
+    r, _, _ = annotate(
+        replays,
+        tmp_path,
+        {"replay": "r1", "atom": "grounded(joined)", "value": "TRUE", "quote": "x"},
+    )
+    assert "the atoms over the same members are" in r.output
+    assert "`backed(joined)` (context)" in r.output and "`checked(joined)` (procedure)" in r.output
+    assert "did you mean `checked(joined)`" not in r.output

@@ -24,9 +24,10 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from unmask.diagnostics import Diagnostic
+from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.frozen import frozen
 from unmask.jsonload import show
+from unmask.limits import DEFAULT_LIMITS, Limits
 from unmask.replaydata import EVIDENCE_SOURCES, SOURCES, VALUES, WHOLE, Replay
 from unmask.span import Span
 
@@ -68,29 +69,60 @@ def _close(name: str, names: list[str]) -> str | None:
     return close[0] if close else None
 
 
+def _atom_hint(near: str | None, same: list[str], decls: dict) -> str:
+    """A guess at the atom meant, and the atoms to choose from: those over the same members
+    when there are any (each with its role), else a few of the protocol's."""
+    # where several atoms share the members, the closest spelling is no evidence of which
+    # was meant (a renamed family is spelt like none of them): list them, guess none
+    guess = same[0] if len(same) == 1 else near if not same else None
+    out = f"did you mean `{guess}`? " if guess else ""
+    if len(same) > 1:
+        listed = ", ".join(f"`{n}` ({decls[n].role})" for n in same[:8])
+        return out + f"the atoms over the same members are {listed}"
+    if same:
+        return out.rstrip()
+    return out + "atoms are named as the protocol grounds them, e.g. " + _names(list(decls), 4)
+
+
+def _same_members(atom: str, names: list[str]) -> list[str]:
+    """The atoms written over exactly the members ``atom`` names."""
+    from unmask.names import split_applied
+
+    parts = split_applied(atom)
+    if parts is None:
+        return []
+    return [n for n in names if (p := split_applied(n)) is not None and p[1] == parts[1]]
+
+
 def _names(names: list[str], limit: int = 8) -> str:
     shown = ", ".join(f"`{n}`" for n in names[:limit])
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def read_lines(file: str, text: str) -> tuple[list[Line], list[Diagnostic]]:
-    """Every line of ANNOTATIONS read, and the problems of those that could not be."""
+def read_lines(
+    file: str, text: str, limits: Limits = DEFAULT_LIMITS
+) -> tuple[list[Line], list[Diagnostic]]:
+    """Every line of ANNOTATIONS read, and the problems of those that could not be. Lines
+    end at ``\\n`` alone, as every JSON Lines input here; each is parsed under the limits."""
+    from unmask.jsonload import parse_json_text
+
     lines: list[Line] = []
     problems: list[Diagnostic] = []
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(text.split("\n"), start=1):
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
+            obj = parse_json_text(raw, file, limits, first_line=number)
+        except UnmaskError as exc:
+            d = exc.diagnostics[0]
             problems.append(
                 _problem(
                     file,
                     number,
-                    f"not JSON: {exc.msg.lower()}",
+                    f"not JSON: {d.message}",
                     "write one JSON object a line, e.g. "
                     '`{"replay": "r1", "atom": "a", "value": "TRUE", "quote": "…"}`',
-                    exc.colno,
+                    d.span.column if d.span is not None else 1,
                 )
             )
             continue
@@ -118,7 +150,9 @@ def _line(file: str, number: int, obj: Any) -> Line | Diagnostic:
     value = obj.get("value")
     if value not in VALUES:
         found = f", found `{show(value)}`" if value is not None else ""
-        return bad(f"`value` must be `TRUE`, `FALSE` or `UNKNOWN`{found}", None)
+        upper = value.upper() if isinstance(value, str) else None
+        hint = f"write `{upper}` in capitals" if upper in VALUES else None
+        return bad(f"`value` must be `TRUE`, `FALSE` or `UNKNOWN`{found}", hint)
     for key in ("quote", "read", "source", "note"):
         if key in obj and (not isinstance(obj[key], str) or (key != "note" and not obj[key])):
             return bad(f"`{key}` must be a non-empty string", None)
@@ -295,7 +329,28 @@ def _evidence(line: Line, role: str, replay: Replay) -> list[dict] | Diagnostic:
             "quote more of it, so that it occurs once",
         )
     start = starts[0]
+    if source == "trace" and _misquoted(replay, start, start + len(quote)):
+        return bad(
+            "the quote is in `trace` only as a quote the judge gave and its rationale does not"
+            " hold (`quotes_verbatim` is FALSE on it): it shows what the judge claimed, not"
+            " what it wrote",
+            "quote the rationale; if nothing there says it, it was not said",
+        )
     return [{"source": source, "start": start, "end": start + len(quote), "quote": quote}]
+
+
+def _misquoted(replay: Replay, start: int, end: int) -> bool:
+    """Whether ``trace[start:end]`` lies in a quote `import structured` found missing from
+    the rationale: the evidence of its FALSE ``quotes_verbatim``."""
+    from unmask.judgeschema import VERBATIM_ATOM
+
+    a = replay.annotation(VERBATIM_ATOM)
+    if a is None or a.value != "FALSE":
+        return False
+    return any(
+        e.source == "trace" and not e.whole and e.start <= start and end <= e.end
+        for e in a.evidence
+    )
 
 
 def apply(doc: dict, replay: Replay, lines: list[Line], reader: str) -> list[Diagnostic]:
@@ -311,14 +366,15 @@ def apply(doc: dict, replay: Replay, lines: list[Line], reader: str) -> list[Dia
         decl = decls.get(line.atom)
         if decl is None:
             near = _close(line.atom, list(decls))
+            # a family renamed (`backed(c)` now `grounded(c)`) is spelt far from its new
+            # name: the atoms over the same members are the ones to choose from
+            same = _same_members(line.atom, list(decls))
             problems.append(
                 _problem(
                     line.file,
                     line.number,
                     f"no atom `{show(line.atom)}` in replay `{show(replay.id)}`",
-                    (f"did you mean `{near}`? " if near else "")
-                    + "atoms are named as the protocol grounds them, e.g. "
-                    + _names(list(decls), 4),
+                    _atom_hint(near, same, decls),
                 )
             )
             continue

@@ -314,7 +314,7 @@ def _inputs(paths, limits, hand, reader):  # type: ignore[no-untyped-def]
     except UnmaskError as exc:
         say(render_all(exc.diagnostics))
         raise SystemExit(exitcodes.USAGE) from None
-    lines, problems = read_lines(hand, text)
+    lines, problems = read_lines(hand, text, limits)
     by_id = by_replay(lines)
     found, invalid = check(replays(), by_id, reader, limits)
     problems += found
