@@ -34,6 +34,7 @@ from typing import Any
 
 from unmask.backends.base import Backend, Part, Result, Sat, Session, Unknown, Unsat
 from unmask.backends.refold import Refold
+from unmask.budget import tick
 from unmask.frozen import frozen
 from unmask.ir import Const, Expr, iter_atoms, size
 from unmask.ireval import Why, closed_value, justify, literal, substitute, truth_mask
@@ -125,6 +126,7 @@ class SlicedSession(Session):
         self.by_atom: dict[str, list[int]] = {}  # atom -> non-unit parts using it
         self.units_of: dict[str, list[int]] = {}  # atom -> unit parts pinning it
         for i, p in enumerate(self.parts):
+            tick(len(p.atoms) + 1)  # a caller's deadline cuts the indexing of a huge base
             unit = literal(p.expr)
             self.units.append(unit)
             names = p.atoms
@@ -230,6 +232,7 @@ class SlicedSession(Session):
             if a in seen:
                 continue
             seen.add(a)
+            tick()  # the slice of a check on a huge base: a caller's deadline cuts it
             conflict = self._pin(a, en, pins)
             if conflict is not None:
                 return conflict

@@ -11,7 +11,8 @@ Contract:
 
 Size: the nodes, their smart constructors, the one fold with its ``Table`` and the
 protocol types stay together so the IR imports nothing of the project but ``Span``
-(``unmask.span``, under every layer, so diagnostics can name a place without the IR).
+(``unmask.span``, under every layer, so diagnostics can name a place without the IR) and
+the deadline watch (``unmask.budget``: a fold under a caller's deadline stops when it passes).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMappin
 from dataclasses import field
 from typing import Any, ClassVar, Generic, TypeVar
 
+from unmask.budget import EVERY, tick
 from unmask.frozen import frozen
 from unmask.span import Span
 
@@ -305,10 +307,15 @@ def fold(expr: Expr, step: Callable[[Expr, list[T]], T], memo: Memo | None = Non
     if got is not None:
         return got[1]
     stack: list[tuple[Expr, bool]] = [(expr, False)]
+    work = 0
     while stack:
         e, expanded = stack.pop()
         if id(e) in memo:
             continue
+        work += 1
+        if work >= EVERY:  # a caller's deadline cuts a fold of a huge expression
+            tick(work)
+            work = 0
         kids = children(e)
         if kids and not expanded:
             stack.append((e, True))
