@@ -402,9 +402,11 @@ def iter_atoms(e: Expr) -> Iterator[str]:
 
 def _walk_atoms(e: Expr) -> Iterator[str]:
     seen: set[str] = set()
-    # a definition's body is shared by its uses: walked at the first, whose atoms come
-    # first anyway, so a chain of doubling definitions is walked in linear time
-    bodies: set[int] = set()
+    # a node shared by several parents (a definition's body, a decision that first-match
+    # negates under every later label) is walked at its first use, whose atoms come first
+    # anyway: the walk is linear in the distinct nodes, not in the written-out tree (a
+    # chain of doubling definitions, or 400 first-match labels: cubic in `analyze`)
+    walked: set[int] = set()
     stack = [e]
     while stack:
         node = stack.pop()
@@ -413,11 +415,10 @@ def _walk_atoms(e: Expr) -> Iterator[str]:
             if node.name not in seen:  # type: ignore[union-attr]
                 seen.add(node.name)  # type: ignore[union-attr]
                 yield node.name  # type: ignore[union-attr]
-        elif cls is Ref:
-            if id(node.body) not in bodies:  # type: ignore[union-attr]
-                bodies.add(id(node.body))  # type: ignore[union-attr]
-                stack.append(node.body)  # type: ignore[union-attr]
-        else:
+        elif cls is not Const:
+            if id(node) in walked:
+                continue
+            walked.add(id(node))
             stack.extend(reversed(children(node)))
 
 
@@ -562,6 +563,8 @@ class Protocol:
     _names: tuple[str, ...] = field(init=False, repr=False, compare=False)
     # an importer annotates thousands of atoms; a scan per lookup made that quadratic
     _by_name: dict[str, AtomDecl] = field(init=False, repr=False, compare=False)
+    # first-match: D_L of every label, made once, over one shared chain (below)
+    _first: dict[str, Expr] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_names", tuple(a.name for a in self.atoms))
@@ -569,6 +572,7 @@ class Protocol:
         for a in self.atoms:
             by_name.setdefault(a.name, a)  # the first declaration, as the scan found it
         object.__setattr__(self, "_by_name", by_name)
+        object.__setattr__(self, "_first", None)
 
     @property
     def declared_labels(self) -> bool:
@@ -591,19 +595,35 @@ class Protocol:
                 found = d
         if found is None:
             raise KeyError(label)
+        if self.first_match:
+            return self._first_match()[label]
         if found.expr is not None:
-            if not self.first_match:
-                return found.expr
-            earlier = []
-            for d in self.decisions:
-                if d.label == label:
-                    break
-                if d.expr is not None:
-                    earlier.append(d.expr)
-            return mk_and([found.expr, *(mk_not(e) for e in earlier)])
+            return found.expr
         return mk_not(
             mk_or(d.expr for d in self.decisions if d.label != label and d.expr is not None)
         )
+
+    def _first_match(self) -> dict[str, Expr]:
+        """D_L of every label under first-match, made once per protocol: "some earlier
+        label's written decision holds" is a chain R_1 = false, R_(i+1) = R_i or E_i, each
+        link a definition node (``$earlier:L``, a name no definition can have) so that the
+        smart constructors do not flatten it; D_L = E_L and not R_L, and `otherwise` is
+        not R_end. Linear in the labels: written out, each D_L repeated every earlier
+        decision, n^2 nodes in all (2,000 labels took gigabytes to check)."""
+        got = self._first
+        if got is None:
+            got = {}
+            earlier: Expr = FALSE
+            for d in self.decisions:
+                if d.expr is None:
+                    continue
+                got[d.label] = mk_and([d.expr, mk_not(earlier)])
+                earlier = mk_ref(f"$earlier:{d.label}", mk_or([earlier, d.expr]))
+            for d in self.decisions:
+                if d.expr is None:
+                    got[d.label] = mk_not(earlier)
+            object.__setattr__(self, "_first", got)
+        return got
 
     @property
     def decision_exprs(self) -> tuple[Expr, ...]:

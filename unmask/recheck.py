@@ -6,9 +6,10 @@ anything else: ``.proto`` text) and returns a ``ProtocolFile``, or
 raises ``UnmaskError`` (with ``sources`` for excerpts) when it cannot be read, does not
 parse, or does not compile with each free domain given one member (and the members the text
 names in a free domain's place: those are each replay's to have, checked against its own
-members): an error every replay would repeat is reported once. A ``ProtocolFile`` is plain, picklable data (it travels to
-pool and Dask workers in the batch settings); it is equal to another exactly when its
-digest (``sha256:`` of the text) and form are, and ``ground(domains, limits)`` is the
+members): an error every replay would repeat is reported once. A ``ProtocolFile`` is plain,
+picklable data (it travels to pool and Dask workers in the batch settings); it is equal to
+another exactly when its digest (``sha256:`` of the protocol's text: for a replay, of the
+text it embeds) and form are, and ``ground(domains, limits)`` is the
 protocol one replay is checked against: the ``.proto`` compiled with that replay's members
 through the compile cache (once per process and on disk for the same text and members),
 IR parsed and read once per process (the loading, which has just parsed FILE, keeps what
