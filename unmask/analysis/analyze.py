@@ -30,7 +30,9 @@ uncovered decisions cannot happen and a contradiction is K alone). Precisely:
   no grounding pair reads on its judge side;
 - `unused-atom`: an atom no decision, constraint, requirement or grounding pair reads.
 
-A question the solver could not decide gives the finding with ``decided`` False.
+A question the solver could not decide gives the finding with ``decided`` False; so does
+one ``deadline`` (started by the caller) left no time for, or cut short (its reason
+``deadline``): past it every remaining question is undecided without a call, never guessed.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from unmask import ir
 from unmask.analysis.findings import CODES, Finding
 from unmask.analysis.ground import Scope
 from unmask.backends.base import Backend, Part, spec
+from unmask.explain import Deadline
 from unmask.frozen import frozen
 from unmask.ir import iter_atoms, mk_and, mk_card, mk_not, mk_or
 from unmask.irtext import expr_text
@@ -140,9 +143,10 @@ def analyze(
     file: str = "",
     *,
     max_pairs: int | None = None,
+    deadline: Deadline | None = None,
 ) -> Analysis:
     parts = [Part(f"constraint:{c.name}", c.expr) for c in protocol.constraints]
-    space = Space(backend, parts, protocol.atom_names)
+    space = Space(backend, parts, protocol.atom_names, deadline)
     try:
         run = _Run(protocol, space, MAX_PAIRS if max_pairs is None else max_pairs)
         _solve(run)
