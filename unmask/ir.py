@@ -606,10 +606,10 @@ class Protocol:
     def _first_match(self) -> dict[str, Expr]:
         """D_L of every label under first-match, made once per protocol: "some earlier
         label's written decision holds" is a chain R_1 = false, R_(i+1) = R_i or E_i, each
-        link a definition node (``$earlier:L``, a name no definition can have) so that the
-        smart constructors do not flatten it; D_L = E_L and not R_L, and `otherwise` is
-        not R_end. Linear in the labels: written out, each D_L repeated every earlier
-        decision, n^2 nodes in all (2,000 labels took gigabytes to check)."""
+        link written `not R_i implies E_i` so that no smart constructor (nor a substitution
+        through them) flattens it into one wide `or` per label; D_L = E_L and not R_L, and
+        `otherwise` is not R_end. Linear in the labels: written out, each D_L repeated
+        every earlier decision, n^2 nodes in all (2,000 labels took minutes to check)."""
         got = self._first
         if got is None:
             got = {}
@@ -618,7 +618,7 @@ class Protocol:
                 if d.expr is None:
                     continue
                 got[d.label] = mk_and([d.expr, mk_not(earlier)])
-                earlier = mk_ref(f"$earlier:{d.label}", mk_or([earlier, d.expr]))
+                earlier = mk_implies(mk_not(earlier), d.expr)
             for d in self.decisions:
                 if d.expr is None:
                     got[d.label] = mk_not(earlier)
