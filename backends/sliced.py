@@ -36,7 +36,7 @@ from unmask.backends.base import Backend, Part, Result, Sat, Session, Unknown, U
 from unmask.backends.refold import Refold
 from unmask.budget import tick
 from unmask.frozen import frozen
-from unmask.ir import Const, Expr, iter_atoms, size
+from unmask.ir import Const, Expr, Memo, iter_atoms, size
 from unmask.ireval import Why, closed_value, justify, literal, substitute, truth_mask
 
 # above this many unpinned atoms a slice goes to the SAT solver (measured: docs/performance.md)
@@ -144,6 +144,7 @@ class SlicedSession(Session):
         self._base_undecided = False
         self._ref: Pins | None = None  # every fact's pin, once no two were found contrary
         self._views: dict[int, Refold] = {}
+        self._ref_memo: Memo = {}  # the views' substitutions against the one reference
         self.folds = 0  # parts substituted in full (a reference, or outside one)
         self._query_atoms: dict[int, tuple[Expr, tuple[str, ...]]] = {}
         self._sat: _Incremental | None = None
@@ -212,7 +213,7 @@ class SlicedSession(Session):
                     self._ref[name] = (self.units[units[0]][1], units[0])  # type: ignore[index]
             self.folds += 1
             view = self._views[i] = Refold(
-                self.parts[i].expr, self.part_atoms[i], self._ref, self.labels
+                self.parts[i].expr, self.part_atoms[i], self._ref, self.labels, self._ref_memo
             )
         return view
 
