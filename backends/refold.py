@@ -1,9 +1,10 @@
 """A part of a base folded once against reference values, then re-folded cheaply.
 
 Contract (used by the ``sliced`` backend once a base is known satisfiable):
-- ``Refold(expr, atoms, ref, labels)`` substitutes every atom ``ref`` pins (atom -> (value,
+- ``Refold(expr, atoms, ref, labels, memo)`` substitutes every atom ``ref`` pins (atom -> (value,
   index of the unit part pinning it)) into ``expr``, after splitting every and/or/xor wider
-  than ``CHUNK`` into short nested ones (the same formula), and remembers each node's result;
+  than ``CHUNK`` into short nested ones (the same formula), and remembers each node's result
+  (in ``memo``, which the views of one reference may share);
   the nesting and the map of parents depend on ``expr`` alone and are made once per
   formula (the last ``SHAPES``), so every replay of a protocol shares them;
 - ``residual(values, changed)`` is ``expr`` with ``values`` substituted, where ``values``
@@ -134,6 +135,7 @@ class Refold:
         atoms: tuple[str, ...],
         ref: Mapping[str, tuple[bool, int]],
         labels: list[str],
+        memo: Memo | None = None,
     ) -> None:
         shape = _shape(expr)
         self.expr = shape.expr
@@ -145,7 +147,11 @@ class Refold:
             self.pinned_by.setdefault(labels[ref[a][1]], []).append(a)
         self.pin_labels = frozenset(self.pinned_by)
         self.parents, self.leaves = shape.parents, shape.leaves
-        self.memo: Memo = {}
+        # ``memo`` may be shared by the views of one reference: a node's result depends only
+        # on the atoms below it, which every part holding it has, pinned the same. Parts
+        # that share a subformula (first-match decisions share the chain of earlier ones)
+        # then substitute it once, not once per part (2,000 labels: 4 GB)
+        self.memo: Memo = {} if memo is None else memo
         substitute(self.expr, {a: v for a, (v, _) in ref.items() if a in self.atoms}, self.memo)
 
     def residual(self, values: Mapping[str, bool], changed: set[str]) -> Expr:

@@ -34,8 +34,9 @@ from typing import Any
 
 from unmask.backends.base import Backend, Part, Result, Sat, Session, Unknown, Unsat
 from unmask.backends.refold import Refold
+from unmask.budget import tick
 from unmask.frozen import frozen
-from unmask.ir import Const, Expr, iter_atoms, size
+from unmask.ir import Const, Expr, Memo, iter_atoms, size
 from unmask.ireval import Why, closed_value, justify, literal, substitute, truth_mask
 
 # above this many unpinned atoms a slice goes to the SAT solver (measured: docs/performance.md)
@@ -125,6 +126,7 @@ class SlicedSession(Session):
         self.by_atom: dict[str, list[int]] = {}  # atom -> non-unit parts using it
         self.units_of: dict[str, list[int]] = {}  # atom -> unit parts pinning it
         for i, p in enumerate(self.parts):
+            tick(len(p.atoms) + 1)  # a caller's deadline cuts the indexing of a huge base
             unit = literal(p.expr)
             self.units.append(unit)
             names = p.atoms
@@ -142,6 +144,7 @@ class SlicedSession(Session):
         self._base_undecided = False
         self._ref: Pins | None = None  # every fact's pin, once no two were found contrary
         self._views: dict[int, Refold] = {}
+        self._ref_memo: Memo = {}  # the views' substitutions against the one reference
         self.folds = 0  # parts substituted in full (a reference, or outside one)
         self._query_atoms: dict[int, tuple[Expr, tuple[str, ...]]] = {}
         self._sat: _Incremental | None = None
@@ -210,7 +213,7 @@ class SlicedSession(Session):
                     self._ref[name] = (self.units[units[0]][1], units[0])  # type: ignore[index]
             self.folds += 1
             view = self._views[i] = Refold(
-                self.parts[i].expr, self.part_atoms[i], self._ref, self.labels
+                self.parts[i].expr, self.part_atoms[i], self._ref, self.labels, self._ref_memo
             )
         return view
 
@@ -230,6 +233,7 @@ class SlicedSession(Session):
             if a in seen:
                 continue
             seen.add(a)
+            tick()  # the slice of a check on a huge base: a caller's deadline cuts it
             conflict = self._pin(a, en, pins)
             if conflict is not None:
                 return conflict

@@ -2,7 +2,9 @@
 
 Contract:
 - every backend instance works in its own ``z3.Context``, and every session has its own
-  solver with a fixed seed, so sessions never share assertions and runs repeat exactly;
+  solver with a fixed seed, so sessions never share assertions and runs repeat exactly:
+  z3's SAT core (``QF_FD``), or its SMT core for a base with a cardinality over more than
+  ``WIDE_CARD`` arguments;
 - each part is asserted once as ``Implies(selector, expr)``; a check passes the selectors
   of the enabled parts as assumptions, so any subset of parts is checked without
   rebuilding; a query gets its own selector (cached per query object, asserted once) and atom
@@ -20,13 +22,16 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 import z3
 
 from unmask.backends.base import Backend, Part, Result, Sat, Session, Unknown, Unsat
-from unmask.ir import Card, Expr, Nary, Table
+from unmask.ir import Card, Expr, Memo, Nary, Table, fold
 
 
-def lower(expr: Expr, ctx: z3.Context, var: Callable[[str], z3.BoolRef]) -> z3.BoolRef:
-    """The Z3 term for ``expr``; ``var(name)`` gives the term of each atom."""
+def lower(
+    expr: Expr, ctx: z3.Context, var: Callable[[str], z3.BoolRef], memo: Memo | None = None
+) -> z3.BoolRef:
+    """The Z3 term for ``expr``; ``var(name)`` gives the term of each atom. ``memo`` (kept
+    by a session across its parts and queries) lowers each shared node once."""
     # shared subtrees are lowered once (the fold is keyed by identity)
-    return _LOWER(expr, (ctx, var))
+    return _LOWER(expr, (ctx, var), memo)
 
 
 _Ctx = tuple[z3.Context, Callable[[str], z3.BoolRef]]
@@ -66,6 +71,24 @@ _LOWER: Table[z3.BoolRef] = Table(
 )
 
 
+# arguments of the widest cardinality a base may have and still go to z3's SAT core
+WIDE_CARD = 64
+
+
+def _widest_card(parts: Sequence[Part]) -> int:
+    """The number of arguments of the widest cardinality in ``parts`` (0: none)."""
+    memo: dict = {}  # shared between parts: their common subtrees are walked once
+    widest = 0
+    for part in parts:
+        widest = max(widest, fold(part.expr, _card_width, memo))
+    return widest
+
+
+def _card_width(e: Expr, values: list[int]) -> int:
+    own = len(e.args) if isinstance(e, Card) else 0
+    return max(own, *values) if values else own
+
+
 def _clamp(timeout_ms: int) -> int:
     return min(max(1, int(timeout_ms)), 2**32 - 1)  # z3: unsigned int
 
@@ -87,11 +110,16 @@ class Z3Session(Session):
         # every base is purely Boolean (cardinalities are pseudo-Boolean), so the
         # finite-domain solver, z3's incremental SAT core, answers it; per check with
         # assumptions it is several times faster than the general SMT core on large bases
-        solver = z3.SolverFor("QF_FD", ctx=self._ctx)
+        # but its preprocessing of a wide pseudo-Boolean constraint grows faster than the
+        # constraint (600 arguments: 1.2 s a check; 20,000: minutes in a loop the timeout
+        # does not reach, and 2 GB), where the SMT core's own cardinality reasoning answers
+        # in milliseconds: a base with a cardinality wider than WIDE_CARD goes to the latter
+        wide = _widest_card(parts) > WIDE_CARD
+        solver = z3.Solver(ctx=self._ctx) if wide else z3.SolverFor("QF_FD", ctx=self._ctx)
         self._timeout = self._limit = _clamp(timeout_ms)
         solver.set("timeout", self._limit)
         solver.set("random_seed", seed)
-        solver.set("sat.random_seed", seed)
+        solver.set("smt.random_seed" if wide else "sat.random_seed", seed)
         # z3 would take Ctrl-C for itself, cancel the check and answer `unknown`: an
         # interruption reported as a solver's result. Python's handler gets it instead,
         # once the call returns (the timeout bounds the wait)
@@ -101,6 +129,7 @@ class Z3Session(Session):
         self._labels: dict[int, str] = {}  # selector AST id -> part label
         self._queries: dict[int, tuple[Expr, z3.BoolRef]] = {}
         self._literals: dict[tuple[str, bool], z3.BoolRef] = {}
+        self._memo: Memo = {}  # IR node id -> (node, term), for every part and query
         for i, part in enumerate(parts):
             sel = z3.Bool(f"part:{i}", self._ctx)
             self._selectors[part.label] = sel
@@ -116,7 +145,10 @@ class Z3Session(Session):
         return v
 
     def _lower(self, expr: Expr) -> z3.BoolRef:
-        return lower(expr, self._ctx, self._var)
+        # one memo for the session: the decisions of a first-match protocol each negate
+        # every earlier one, and lowering them part by part made n^2 terms (400 labels:
+        # 73 s); shared, each decision is lowered once
+        return lower(expr, self._ctx, self._var, self._memo)
 
     def _query(self, query: Expr) -> z3.BoolRef:
         # keyed by identity, not by value: hashing a deep expression recurses in Python;
@@ -182,6 +214,7 @@ class Z3Session(Session):
     def close(self) -> None:
         self._solver = None
         self._queries.clear()
+        self._memo.clear()
 
 
 class Z3Backend(Backend):

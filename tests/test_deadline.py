@@ -488,3 +488,154 @@ def test_next_never_shows_a_check_half_tried(counting) -> None:  # type: ignore[
             (same,) = [c for c in full.open if c.subject == got.subject]
             assert got == same
         assert found.undecided
+
+
+# --- the deadline cuts the encoding, not only solver calls (issue 33) ----------------------
+
+
+def _card_replay(n: int, op: str = "atleast") -> dict:
+    """A replay whose decision is a cardinality over a family of ``n`` members."""
+    source = (
+        'protocol big "p"\n'
+        "domain claim\n"
+        'atom supported(claim) : judge "the judge supports {claim}"\n'
+        f"decision pass iff {op}({n // 2}, supported(c) for c in claim)\n"
+    )
+    return {
+        "schema": "unmask.replay/1",
+        "id": "big",
+        "protocol": {"source": source},
+        "domains": {"claim": [f"c{i}" for i in range(n)]},
+        "sources": {"rationale": "r", "context": "c", "response": "s"},
+        "verdict": "PASS",
+        "annotations": [],
+    }
+
+
+class _Passing:
+    """A clock at 0 until a test moves it far past any deadline."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize("name", ["z3", "pysat", "sliced", "truthtable"])
+def test_a_deadline_that_passes_while_a_base_is_encoded_cuts_the_encoding(
+    name: str, tmp_path: Path
+) -> None:
+    from unmask.budget import OutOfTime
+    from unmask.replay import load_replay
+
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(_card_replay(6000 if name != "truthtable" else 10)))
+    replay = load_replay(path)
+    inner = create(name)
+    clock = _Passing()
+    opened: list[str] = []
+    checks: list[int] = []
+
+    class Slow(Backend):
+        """The real backend, but the deadline passes as soon as a base starts encoding."""
+
+        def open(self, parts, atoms):  # type: ignore[no-untyped-def]
+            clock.now = 1e9
+            try:
+                session = inner.open(parts, atoms)
+            except OutOfTime:
+                opened.append("cut")
+                raise
+            opened.append("done")
+            real = session.check
+
+            def check(*a, **kw):  # type: ignore[no-untyped-def]
+                checks.append(1)
+                return real(*a, **kw)
+
+            session.check = check  # type: ignore[method-assign]
+            return session
+
+    deadline = Deadline(60_000, clock=clock)
+    report = check_case(Case.from_replay(replay), Slow(), deadline=deadline, closed_form=False)
+    assert report.overall == "UNKNOWN"
+    assert report.reasons[0].code == "deadline"
+    assert report.verdict.result.status == "SOLVER_UNKNOWN"
+    assert report.verdict.result.detail == "deadline"
+    if name != "truthtable":  # ten atoms encode in less than one look at the clock
+        assert "cut" in opened  # the encoding of the wide base stopped part way
+    assert checks == []  # and nothing was asked of a half-built base
+
+
+def test_a_deadline_that_passes_while_a_check_encodes_its_query_is_unknown() -> None:
+    # pysat encodes a query's clauses inside the check: cut there, the check is UNKNOWN
+    from unmask.backends import Part, Unknown
+
+    atoms = [f"a{i}" for i in range(20_000)]
+    wide = mk_card("atleast", 10_000, [mk_atom(a) for a in atoms])
+    parts = [Part("fact:a0", mk_atom("a0"))]
+    reads = iter([0.0, 0.0])  # the deadline's start, then the check's look at the time left
+
+    def clock() -> float:
+        return next(reads, 1e9)  # and past it from then on: while the query is encoded
+
+    deadline = Deadline(5, clock=clock)
+    session = create("pysat").open(parts, atoms)
+    calls_before = session.calls
+    try:
+        found = BaseSession("evid", parts, session, deadline, 60_000).check(wide)
+    finally:
+        session.close()
+    assert found == Unknown("deadline")
+    assert deadline.hit
+    assert session.calls == calls_before  # cut while encoding: the solver was never called
+
+
+@pytest.mark.parametrize("backend_name", ["z3", "pysat", "sliced"])
+def test_a_cardinality_over_20000_arguments_ends_at_its_deadline_in_bounded_memory(
+    backend_name: str, tmp_path: Path
+) -> None:
+    # it ran for minutes and grew past 2 GB on z3 (its preprocessing ignores the timeout)
+    # and 3.7 GB on pysat (a network built in one call); now it is reported at the deadline
+    import resource
+    import subprocess
+    import sys
+
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(_card_replay(20_000)))
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    code = "from unmask.cli.main import main; main()"
+    args = [sys.executable, "-c", code, "check", str(path), "--backend", backend_name]
+    started = time.monotonic()
+    done = subprocess.run(
+        [*args, "--format", "json", "--deadline-ms", "2000"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=cap,
+    )
+    assert time.monotonic() - started < 60
+    assert done.returncode == 3, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert report["overall"] == "UNKNOWN"
+    assert report["reasons"][0]["code"] == "deadline"
+    assert report["verdict"]["status"] in ("SOLVER_UNKNOWN", "UNDERDETERMINED")
+
+
+def test_z3_decides_a_base_with_a_wide_cardinality_at_once() -> None:
+    # z3's SAT core preprocessed a 5,000-argument pseudo-Boolean constraint for minutes,
+    # past its own timeout; such a base now goes to its SMT core (WIDE_CARD)
+    from unmask.backends import Part, Sat, Unsat
+
+    atoms = [f"a{i}" for i in range(5_000)]
+    wide = mk_card("atleast", 2_500, [mk_atom(a) for a in atoms])
+    session = create("z3", timeout_ms=20_000).open([Part("decision", wide)], atoms)
+    try:
+        assert isinstance(session.check(want=atoms[:3]), Sat)
+        assert isinstance(session.check(mk_not(wide)), Unsat)
+    finally:
+        session.close()

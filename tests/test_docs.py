@@ -10,7 +10,11 @@
 - every ``--flag`` a command line of the docs writes after ``unmask …`` or ``unmaskc …``
   (in a code block or an inline code span) is an option of that command;
 - no text points at a document the user cannot see (a contract file or a repository that
-  is not part of the project): such a pointer is spelled out in ``_HIDDEN`` below.
+  is not part of the project): such a pointer is spelled out in ``_HIDDEN`` below;
+- every ```` ```proto ```` block of the docs and the README compiles (free domains given
+  invented members), every untagged block that is a whole protocol is tagged so, and every
+  untagged fragment of statements parses under a `protocol` line;
+- the key order of a result line that docs/audit.md gives is the order the writer uses.
 """
 
 from __future__ import annotations
@@ -393,3 +397,142 @@ def test_the_quick_subset_names_test_modules_that_exist() -> None:
     from tests.conftest import QUICK
 
     assert QUICK and all((ROOT / "tests" / f"{m}.py").is_file() for m in QUICK)
+
+
+# --- the protocols the docs show compile ----------------------------------------------------
+
+_BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
+_STATEMENT = re.compile(
+    r"^(protocol|atom|domain|define|verdict|decision|requirement|ground|constraint|for)\b"
+)
+
+
+def _code_blocks() -> list[tuple[str, int, str, str]]:
+    """(page, line, tag, body) of every fenced block in docs/ and the README."""
+    out = []
+    for page in [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]:
+        text = page.read_text(encoding="utf-8")
+        for m in _BLOCK.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            out.append((page.relative_to(ROOT).as_posix(), line, m.group(1), m.group(2)))
+    return out
+
+
+def _statements(body: str) -> list[str]:
+    return [x for x in body.splitlines() if x.strip() and not x.lstrip().startswith("#")]
+
+
+def _compile_example(text: str, name: str):  # type: ignore[no-untyped-def]
+    from unmask import ast
+    from unmask.compiler import compile_tree
+    from unmask.names import invent_members
+    from unmask.parser import parse_source
+
+    tree = parse_source(text, name)
+    free = [d.name for d in tree.statements if isinstance(d, ast.DomainDecl) and d.members is None]
+    members = {d: list(m) for d, m in invent_members(free, 2, [text]).items()}
+    return compile_tree(tree, members)
+
+
+def test_every_proto_block_in_the_docs_compiles() -> None:
+    from unmask.diagnostics import UnmaskError
+
+    blocks = [b for b in _code_blocks() if b[2] == "proto"]
+    assert len(blocks) >= 4  # the README's; language.md's first, labelled and first-match
+    for page, line, _, body in blocks:
+        try:
+            protocol = _compile_example(body, f"{page}:{line}")
+        except UnmaskError as err:
+            raise AssertionError(f"{page}:{line}: {err.diagnostics}") from None
+        assert protocol.name
+
+
+def test_the_first_match_example_compiles_with_its_labels_in_order() -> None:
+    (body,) = [b[3] for b in _code_blocks() if b[2] == "proto" and "first-match" in b[3]]
+    protocol = _compile_example(body, "first-match")
+    assert protocol.labels == ("fail", "partial", "full")
+    assert protocol.first_match
+
+
+def test_every_whole_protocol_in_the_docs_is_a_proto_block_and_fragments_parse() -> None:
+    from unmask.diagnostics import UnmaskError
+    from unmask.parser import parse_source
+
+    fragments = 0
+    for page, line, tag, body in _code_blocks():
+        lines = _statements(body)
+        if tag or not lines or not _STATEMENT.match(lines[0]):
+            continue
+        if not all(_STATEMENT.match(x) or x[:1].isspace() or x == "}" for x in lines):
+            continue
+        assert not lines[0].startswith("protocol "), (
+            f"{page}:{line}: a whole protocol: tag its block ```proto so it is compiled"
+        )
+        fragments += 1
+        try:
+            parse_source('protocol fragment ""\n' + body, f"{page}:{line}")
+        except UnmaskError as err:
+            raise AssertionError(f"{page}:{line}: {err.diagnostics}") from None
+    assert fragments >= 3
+
+
+def test_the_proto_block_checks_catch_a_label_named_pass() -> None:
+    from unmask.diagnostics import UnmaskError
+    from unmask.parser import parse_source
+
+    bad = "verdict fail | pass first-match\ndecision fail iff a\ndecision pass otherwise\n"
+    with pytest.raises(UnmaskError) as err:
+        parse_source('protocol fragment ""\n' + bad, "x")
+    assert "`pass` is a reserved word" in err.value.diagnostics[0].message
+
+
+# --- what docs/audit.md says of result lines and summary keys is what the code does ---------
+
+
+def _audit_page() -> str:
+    return (DOCS / "audit.md").read_text(encoding="utf-8")
+
+
+def test_the_result_line_key_order_in_audit_md_is_the_writers(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from unmask.cli.main import main
+
+    text = _audit_page().split("key order:", 1)[1].split(";", 1)[0]
+    documented = re.findall(r"`([a-z_]+)`", text)
+    assert documented[:2] == ["schema", "location"] and documented[-1] == "annotations"
+    proto = (ROOT / "examples" / "factual_claims.proto").read_text(encoding="utf-8")
+    case = json.loads((ROOT / "examples" / "case_b.json").read_text(encoding="utf-8"))
+    case.update(item="q1", judge="judge-a", protocol={"source": proto})
+    (tmp_path / "r.json").write_text(json.dumps(case), encoding="utf-8")
+    (tmp_path / "v.proto").write_text(proto, encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    args = ["audit", str(tmp_path / "r.json"), "--out", str(out), "--quiet", "--protocol"]
+    for extra in ((), ("--jobs", "2")):  # the quick writer, and the workers' lines
+        result = CliRunner().invoke(main, [*args, str(tmp_path / "v.proto"), *extra])
+        assert result.exit_code == 0, result.output
+        assert list(json.loads(out.read_text(encoding="utf-8"))) == documented
+    from unmask.api import check
+    from unmask.linewriter import write_line
+    from unmask.recheck import load_protocol_file
+    from unmask.record import result_line
+    from unmask.replay import load_replay
+
+    given = load_protocol_file(str(tmp_path / "v.proto"))
+    report = check(load_replay(tmp_path / "r.json", protocol=given), "sliced")
+    assert list(result_line(report, "r.json")) == documented  # the careful path
+    assert list(json.loads(write_line(report, "r.json") or b"")) == documented
+
+
+def test_the_family_groups_audit_md_gives_are_the_summary_keys() -> None:
+    from unmask.batch.summary import family_key
+
+    text = " ".join(_audit_page().split())
+    pairs = re.findall(r"`([^`]+\([^`]*\)[^`]*)` counts under `([^`]+)`", text)
+    pairs += re.findall(r"and `([^`]+)` both count under `([^`]+)`", text)
+    assert len(pairs) >= 3, pairs
+    assert any("*,*" in group for _, group in pairs)  # a family over two domains
+    for member, group in pairs:
+        assert family_key(member) == group, (member, group)

@@ -111,9 +111,9 @@ def test_the_question_is_asked_once_per_protocol(folder: Path, monkeypatch) -> N
     asked: list[str] = []
     real = overlap.overlap_diagnostics
 
-    def spy(p, backend, note=""):  # type: ignore[no-untyped-def]
+    def spy(p, backend, note="", deadline=None):  # type: ignore[no-untyped-def]
         asked.append(p.name)
-        return real(p, backend, note)
+        return real(p, backend, note, deadline)
 
     monkeypatch.setattr(overlap, "overlap_diagnostics", spy)
     monkeypatch.setattr(overlap, "_MEMO", {})
@@ -136,3 +136,41 @@ def test_a_backend_that_cannot_answer_refuses_nothing(folder: Path) -> None:
     sliced = cli("check", str(path), "--backend", "sliced")
     assert sliced.exit_code == exitcodes.INVALID
     assert "the decisions of `C` and `P` can both hold" in sliced.stderr
+
+
+def test_the_overlap_questions_are_bounded_by_the_deadline(folder: Path) -> None:
+    # n labels ask n^2/2 questions before the check starts; the check's deadline bounds
+    # them too: a pair it leaves undecided refuses nothing, and the report says the
+    # deadline cut it
+    from unmask.backends import create
+    from unmask.explain import Deadline
+    from unmask.replay import load_replay
+
+    labels = [f"l{i}" for i in range(40)]
+    src = ['protocol many "p"', *(f'atom a{i} : judge "a{i}"' for i in range(40))]
+    src.append("verdict " + " | ".join(labels))
+    src += [
+        f"decision l{i} iff a{i} and not a{i + 1}" if i < 39 else "decision l39 otherwise"
+        for i in range(40)
+    ]
+    replay = {
+        "schema": "unmask.replay/1",
+        "id": "many",
+        "protocol": {"source": "\n".join(src) + "\n"},
+        "sources": {"rationale": "r", "context": "c", "response": "s"},
+        "verdict": "l0",
+        "annotations": [],
+    }
+    path = folder / "many.json"
+    path.write_text(json.dumps(replay), encoding="utf-8")
+    loaded = load_replay(path)
+    passed = Deadline(1, clock=lambda: 0.0)
+    passed.end = -1.0  # already past
+    assert overlap.overlap_diagnostics(loaded.protocol, create("sliced"), deadline=passed)
+    found = overlap.overlap_diagnostics(loaded.protocol, create("sliced"), deadline=passed)
+    assert {d.code for d in found} == {"overlap-undecided"}
+    assert all("deadline" in d.notes[0] for d in found)
+    full = overlap.overlap_diagnostics(loaded.protocol, create("sliced"))
+    assert full and {d.code for d in full} == {"overlapping-decisions"}
+    result = cli("check", str(path), "--deadline-ms", "1", "--format", "json")
+    assert result.exit_code in (3, 4), result.output

@@ -566,3 +566,90 @@ def test_a_named_protocol_path_is_shown_bounded_and_escaped(cases: Path, tmp_pat
     assert result.exit_code == 4
     assert "this replay names its protocol by path: give `" in result.stderr
     assert len(result.stderr) < 1000 and "\x1b" not in result.stderr
+
+
+NAMES_A_MEMBER = """protocol named "claims named by member"
+domain claim
+atom supported(claim) : judge "the judge asserts the context supports claim {claim}"
+atom backed(claim) : context "the context supports claim {claim}"
+atom external : procedure "The judge consulted outside knowledge"
+decision pass iff all(supported(c) for c in claim)
+ground supported(joined) ~ backed(joined)
+"""
+
+
+@pytest.mark.parametrize("form", ["proto", "replay", "embedded"])
+@pytest.mark.parametrize("command", ["check", "validate"])
+def test_a_protocol_naming_a_member_of_a_free_domain_rechecks_its_own_replay(
+    tmp_path: Path, form: str, command: str
+) -> None:
+    # it was compiled first with one invented member per free domain, and refused
+    # (`joined` is neither a variable nor a member of `claim`), exit 4
+    case = json.loads((EXAMPLES / "case_c_family.json").read_text(encoding="utf-8"))
+    case["protocol"] = {"source": NAMES_A_MEMBER}
+    replay = write(tmp_path, "replay.json", json.dumps(case))
+    given = {
+        "proto": write(tmp_path, "named.proto", NAMES_A_MEMBER),
+        "replay": replay,  # the replay itself, which embeds the text
+        "embedded": write(tmp_path, "carrier.json", json.dumps(case)),
+    }[form]
+    fmt = ("--format", "json") if command == "check" else ()
+    own = cli(command, str(replay), *fmt)
+    again = cli(command, str(replay), *fmt, "--protocol", str(given))
+    assert again.exit_code == own.exit_code, again.stderr
+    assert again.stderr == own.stderr
+    if command == "validate":
+        assert own.exit_code == 0 and "valid (5 atoms" in again.stdout
+        return
+    assert own.exit_code == 3  # no requirements: UNKNOWN, but every check decided
+    report = _json(again)
+    assert report.pop("recheck") == {
+        "protocol": "named",
+        "digest": load_protocol_file(str(given)).digest,
+        "dropped": [],
+    }
+    assert report == _json(own)
+    text = cli("check", str(replay), "--protocol", str(given)).stdout.splitlines()
+    assert [x for x in text if "re-checked against" not in x] == cli(
+        "check", str(replay)
+    ).stdout.splitlines()
+
+
+def test_a_member_a_replay_lacks_is_still_refused_at_that_replay(tmp_path: Path) -> None:
+    # the name is checked against each replay's own members, as its own protocol would be
+    case = json.loads((EXAMPLES / "case_c_family.json").read_text(encoding="utf-8"))
+    case["domains"] = {"claim": ["cto", "other"]}
+    case["annotations"] = [a for a in case["annotations"] if "joined" not in a["atom"]]
+    replay = write(tmp_path, "replay.json", json.dumps(case))
+    given = write(tmp_path, "named.proto", NAMES_A_MEMBER)
+    result = cli("check", str(replay), "--protocol", str(given))
+    assert result.exit_code == 4
+    assert "`joined` is neither a variable nor a member of `claim`" in result.stderr
+    # and an unknown member of a fixed domain is still refused once, before any replay
+    fixed = write(
+        tmp_path, "fixed.proto", NAMES_A_MEMBER.replace("domain claim", "domain claim = {cto}")
+    )
+    result = cli("check", str(replay), "--protocol", str(fixed))
+    assert result.exit_code == 4
+    assert "fixed.proto:7:18: error: `joined`" in result.stderr
+
+
+def test_the_recheck_digest_of_a_replay_is_that_of_the_protocol_it_embeds(
+    cases: Path, tmp_path: Path
+) -> None:
+    # docs/audit.md: the digest is of the protocol's own text (`.proto` source as embedded,
+    # IR as canonical JSON), not of the replay file that carries it
+    import hashlib
+
+    case = json.loads((cases / "case_b.json").read_text(encoding="utf-8"))
+    carrier = write(tmp_path, "carrier.json", json.dumps(dict(case, protocol={"source": FACTUAL})))
+    digest = load_protocol_file(str(carrier)).digest
+    assert digest == "sha256:" + hashlib.sha256(FACTUAL.encode("utf-8")).hexdigest()
+    assert digest != "sha256:" + hashlib.sha256(carrier.read_bytes()).hexdigest()
+    assert digest == load_protocol_file(str(EXAMPLES / "factual_claims.proto")).digest
+    ir = protocol_to_json(compile_source(FACTUAL, "factual_claims.proto"))
+    embeds_ir = write(tmp_path, "ir_carrier.json", json.dumps(dict(case, protocol=ir)))
+    canonical = json.dumps(ir, ensure_ascii=False, sort_keys=True)
+    assert load_protocol_file(str(embeds_ir)).digest == (
+        "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    )

@@ -43,7 +43,7 @@ from unmask.bases import (
     verdict_query,
 )
 from unmask.closed import MAX_TABLE, TableBase, forced_decision, open_decision
-from unmask.explain import BaseSession, Deadline, minimise, witness
+from unmask.explain import BaseSession, Deadline, minimise, open_session, witness
 from unmask.ir import (
     VERDICT_ATOM,
     Expr,
@@ -137,7 +137,7 @@ class _Run:
             got = BaseSession(
                 name,
                 parts,
-                self.backend.open(parts, self.atoms),
+                open_session(self.backend, parts, self.atoms, self.deadline),
                 self.deadline,
                 getattr(self.backend, "timeout_ms", None),
             )

@@ -17,6 +17,9 @@ Contract:
   ``Unknown("deadline")`` without a call, a minimisation stops (not minimal) and a
   witness completion stops (not canonical, the rest taken from the last model, so it is
   still a real assignment). Nothing is guessed: an answer is only what a call proved.
+  The deadline also cuts the encoding a backend does outside its solver (``open_session``
+  and each check run under ``unmask.budget.watching``): cut there, the answer is
+  ``Unknown("deadline")`` as well, and the half-built encoding is never asked again.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from unmask.backends.base import Part, Result, Sat, Session, Unknown, Unsat
+from unmask.backends.base import Backend, Part, Result, Sat, Session, Unknown, Unsat
+from unmask.budget import OutOfTime, watching
 from unmask.frozen import frozen
 from unmask.interrupt import checkpoint
 from unmask.ir import Expr, mk_and, mk_atom, mk_not, mk_or
@@ -55,6 +59,29 @@ class Deadline:
             self.hit = True
             return True
         return False
+
+
+class _Expired(Session):
+    """A base whose opening the deadline cut short: every check is the deadline's."""
+
+    def check(self, query=None, *, enabled=None, assume=None, want=(), timeout_ms=None):  # type: ignore[no-untyped-def]
+        return Unknown(DEADLINE)
+
+
+def open_session(
+    backend: Backend, parts: Sequence[Part], atoms: Sequence[str], deadline: Deadline | None
+) -> Session:
+    """``backend.open(parts, atoms)`` under ``deadline``: a backend that encodes the base
+    when it opens (z3's lowering, the CNF, the sliced backend's index) stops when the
+    deadline passes, and the base answers every check ``Unknown("deadline")``."""
+    if deadline is None:
+        return backend.open(parts, atoms)
+    try:
+        with watching(deadline.passed):
+            return backend.open(parts, atoms)
+    except OutOfTime:
+        deadline.hit = True
+        return _Expired()
 
 
 class BaseSession:
@@ -99,9 +126,16 @@ class BaseSession:
                 return Unknown(DEADLINE)
             capped = self.timeout_ms is None or left < self.timeout_ms
             limit = left if capped else self.timeout_ms
-            result = self.session.check(
-                query, enabled=enabled, assume=assume, want=want, timeout_ms=limit
-            )
+            try:
+                # the encoding a check does first (a query's clauses, a slice) is cut too
+                with watching(self.deadline.passed):
+                    result = self.session.check(
+                        query, enabled=enabled, assume=assume, want=want, timeout_ms=limit
+                    )
+            except OutOfTime:
+                # the session may be left half-encoded: no call is made past the deadline
+                self.deadline.hit = True
+                return Unknown(DEADLINE)
             if capped and isinstance(result, Unknown):
                 # undecided within the time left: the deadline, not the backend's timeout,
                 # stopped it (and "timeout after N ms" would name a varying N)

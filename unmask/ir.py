@@ -11,7 +11,8 @@ Contract:
 
 Size: the nodes, their smart constructors, the one fold with its ``Table`` and the
 protocol types stay together so the IR imports nothing of the project but ``Span``
-(``unmask.span``, under every layer, so diagnostics can name a place without the IR).
+(``unmask.span``, under every layer, so diagnostics can name a place without the IR) and
+the deadline watch (``unmask.budget``: a fold under a caller's deadline stops when it passes).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMappin
 from dataclasses import field
 from typing import Any, ClassVar, Generic, TypeVar
 
+from unmask.budget import EVERY, tick
 from unmask.frozen import frozen
 from unmask.span import Span
 
@@ -305,10 +307,15 @@ def fold(expr: Expr, step: Callable[[Expr, list[T]], T], memo: Memo | None = Non
     if got is not None:
         return got[1]
     stack: list[tuple[Expr, bool]] = [(expr, False)]
+    work = 0
     while stack:
         e, expanded = stack.pop()
         if id(e) in memo:
             continue
+        work += 1
+        if work >= EVERY:  # a caller's deadline cuts a fold of a huge expression
+            tick(work)
+            work = 0
         kids = children(e)
         if kids and not expanded:
             stack.append((e, True))
@@ -395,9 +402,11 @@ def iter_atoms(e: Expr) -> Iterator[str]:
 
 def _walk_atoms(e: Expr) -> Iterator[str]:
     seen: set[str] = set()
-    # a definition's body is shared by its uses: walked at the first, whose atoms come
-    # first anyway, so a chain of doubling definitions is walked in linear time
-    bodies: set[int] = set()
+    # a node shared by several parents (a definition's body, a decision that first-match
+    # negates under every later label) is walked at its first use, whose atoms come first
+    # anyway: the walk is linear in the distinct nodes, not in the written-out tree (a
+    # chain of doubling definitions, or 400 first-match labels: cubic in `analyze`)
+    walked: set[int] = set()
     stack = [e]
     while stack:
         node = stack.pop()
@@ -406,11 +415,10 @@ def _walk_atoms(e: Expr) -> Iterator[str]:
             if node.name not in seen:  # type: ignore[union-attr]
                 seen.add(node.name)  # type: ignore[union-attr]
                 yield node.name  # type: ignore[union-attr]
-        elif cls is Ref:
-            if id(node.body) not in bodies:  # type: ignore[union-attr]
-                bodies.add(id(node.body))  # type: ignore[union-attr]
-                stack.append(node.body)  # type: ignore[union-attr]
-        else:
+        elif cls is not Const:
+            if id(node) in walked:
+                continue
+            walked.add(id(node))
             stack.extend(reversed(children(node)))
 
 
@@ -555,6 +563,8 @@ class Protocol:
     _names: tuple[str, ...] = field(init=False, repr=False, compare=False)
     # an importer annotates thousands of atoms; a scan per lookup made that quadratic
     _by_name: dict[str, AtomDecl] = field(init=False, repr=False, compare=False)
+    # first-match: D_L of every label, made once, over one shared chain (below)
+    _first: dict[str, Expr] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_names", tuple(a.name for a in self.atoms))
@@ -562,6 +572,7 @@ class Protocol:
         for a in self.atoms:
             by_name.setdefault(a.name, a)  # the first declaration, as the scan found it
         object.__setattr__(self, "_by_name", by_name)
+        object.__setattr__(self, "_first", None)
 
     @property
     def declared_labels(self) -> bool:
@@ -584,19 +595,35 @@ class Protocol:
                 found = d
         if found is None:
             raise KeyError(label)
+        if self.first_match:
+            return self._first_match()[label]
         if found.expr is not None:
-            if not self.first_match:
-                return found.expr
-            earlier = []
-            for d in self.decisions:
-                if d.label == label:
-                    break
-                if d.expr is not None:
-                    earlier.append(d.expr)
-            return mk_and([found.expr, *(mk_not(e) for e in earlier)])
+            return found.expr
         return mk_not(
             mk_or(d.expr for d in self.decisions if d.label != label and d.expr is not None)
         )
+
+    def _first_match(self) -> dict[str, Expr]:
+        """D_L of every label under first-match, made once per protocol: "some earlier
+        label's written decision holds" is a chain R_1 = false, R_(i+1) = R_i or E_i, each
+        link written `not R_i implies E_i` so that no smart constructor (nor a substitution
+        through them) flattens it into one wide `or` per label; D_L = E_L and not R_L, and
+        `otherwise` is not R_end. Linear in the labels: written out, each D_L repeated
+        every earlier decision, n^2 nodes in all (2,000 labels took minutes to check)."""
+        got = self._first
+        if got is None:
+            got = {}
+            earlier: Expr = FALSE
+            for d in self.decisions:
+                if d.expr is None:
+                    continue
+                got[d.label] = mk_and([d.expr, mk_not(earlier)])
+                earlier = mk_implies(mk_not(earlier), d.expr)
+            for d in self.decisions:
+                if d.expr is None:
+                    got[d.label] = mk_not(earlier)
+            object.__setattr__(self, "_first", got)
+        return got
 
     @property
     def decision_exprs(self) -> tuple[Expr, ...]:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from unmask.backends.base import Backend, Unknown, Unsat, spec
 from unmask.checker import Case, base_parts, outcome, verdict_atoms, verdict_query
-from unmask.explain import DEADLINE, BaseSession, Deadline
+from unmask.explain import DEADLINE, BaseSession, Deadline, open_session
 from unmask.frozen import frozen
 from unmask.ir import Expr, iter_atoms, mk_not
 from unmask.irtext import expr_text
@@ -262,7 +262,7 @@ def next_steps(
                 s = BaseSession(
                     q.base,
                     parts[q.base],
-                    backend.open(parts[q.base], atoms),
+                    open_session(backend, parts[q.base], atoms, deadline),
                     deadline,
                     getattr(backend, "timeout_ms", None),
                 )

@@ -282,8 +282,9 @@ def _checked(
 ) -> tuple[Report, _Known | None, _Refill | None]:
     if deadline_ms is not None and deadline_ms <= 0:
         raise ValueError(f"deadline_ms must be positive, not {deadline_ms}")
-    refuse_overlaps(replay, backend)
     deadline = None if deadline_ms is None else Deadline(deadline_ms)
+    # one deadline for both: a protocol of many labels asks n^2/2 overlap questions
+    refuse_overlaps(replay, backend, deadline)
     report, known, refill = _check(
         Case.from_replay(replay), backend, backend_name, deadline, closed_form, replay
     )
@@ -309,17 +310,18 @@ def check_replay(
     return _checked(replay, backend, backend_name, deadline_ms, closed_form)[0]
 
 
-def refuse_overlaps(replay: Replay, backend: Backend) -> None:
+def refuse_overlaps(replay: Replay, backend: Backend, deadline: Deadline | None = None) -> None:
     """``UnmaskError`` with ``unmaskc``'s ``overlapping-decisions`` errors when two decisions
     of the replay's protocol can both hold (``unmask.overlap.refused``, asked once per
     protocol): such a protocol is not one a replay can be checked against. A decision of
-    IR (no span) is located in the replay's ``protocol``, or in ``--protocol``'s file."""
+    IR (no span) is located in the replay's ``protocol``, or in ``--protocol``'s file.
+    ``deadline`` bounds the questions; a pair it leaves undecided refuses nothing."""
     p = replay.protocol
     if not (p.declared_labels and not p.first_match):
         return  # ``overlap.can_overlap`` is false: nothing to ask, nothing to import
     from unmask.overlap import refused
 
-    errors = refused(replay.protocol, backend)
+    errors = refused(replay.protocol, backend, deadline)
     if not errors:
         return
     if replay.recheck is None:

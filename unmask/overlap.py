@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from unmask import ir
 from unmask.backends.base import Backend, Part
 from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.explain import Deadline
 from unmask.frozen import frozen
 from unmask.ir import mk_and
 from unmask.solve import SAT, UNKNOWN, UNSAT, Answer, Space
@@ -70,13 +71,16 @@ def both_hold(witness: tuple[tuple[str, bool], ...] | None) -> str:
     return f"both hold when {shown}"
 
 
-def overlap_diagnostics(p: ir.Protocol, backend: Backend, note: str = "") -> tuple[Diagnostic, ...]:
+def overlap_diagnostics(
+    p: ir.Protocol, backend: Backend, note: str = "", deadline: Deadline | None = None
+) -> tuple[Diagnostic, ...]:
     """Each overlap of ``p`` as a diagnostic; ``note`` (such as the members the protocol was
-    grounded at) is added to each."""
+    grounded at) is added to each. ``deadline`` bounds the questions (n labels ask n^2/2):
+    a pair it leaves undecided is an ``overlap-undecided`` warning."""
     if not can_overlap(p):
         return ()
     parts = [Part(f"constraint:{c.name}", c.expr) for c in p.constraints]
-    space = Space(backend, parts, p.atom_names)
+    space = Space(backend, parts, p.atom_names, deadline)
     index = {id(d): i for i, d in enumerate(p.decisions)}
     out: list[Diagnostic] = []
     try:
@@ -125,7 +129,9 @@ _MEMO: dict[int, tuple[ir.Protocol, tuple[Diagnostic, ...]]] = {}
 _LOCK = threading.Lock()
 
 
-def refused(p: ir.Protocol, backend: Backend) -> tuple[Diagnostic, ...]:
+def refused(
+    p: ir.Protocol, backend: Backend, deadline: Deadline | None = None
+) -> tuple[Diagnostic, ...]:
     """The errors that refuse ``p`` to every replay checked against it: each proved overlap
     of two decisions, as ``unmaskc`` reports it (``overlap_diagnostics``: at the later
     decision, with the witness). An undecided pair refuses nothing: exactly-one rules its
@@ -138,7 +144,7 @@ def refused(p: ir.Protocol, backend: Backend) -> tuple[Diagnostic, ...]:
     if got is not None:
         return got[1]
     try:
-        found = overlap_diagnostics(p, backend)
+        found = overlap_diagnostics(p, backend, deadline=deadline)
     except UnmaskError:
         # a backend that cannot decide the question (the truth table over its limit) is
         # an undecided pair: the check says what it can decide, as it always has

@@ -4,10 +4,12 @@ Contract: ``load_protocol_file(path, limits)`` reads FILE once (``.json``: proto
 ``unmask.protocol/1``, or a replay whose protocol is embedded, as IR or as ``.proto`` text;
 anything else: ``.proto`` text) and returns a ``ProtocolFile``, or
 raises ``UnmaskError`` (with ``sources`` for excerpts) when it cannot be read, does not
-parse, or does not compile with each free domain given one member: an error every replay
-would repeat is reported once. A ``ProtocolFile`` is plain, picklable data (it travels to
-pool and Dask workers in the batch settings); it is equal to another exactly when its
-digest (``sha256:`` of the text) and form are, and ``ground(domains, limits)`` is the
+parse, or does not compile with each free domain given one member (and the members the text
+names in a free domain's place: those are each replay's to have, checked against its own
+members): an error every replay would repeat is reported once. A ``ProtocolFile`` is plain,
+picklable data (it travels to pool and Dask workers in the batch settings); it is equal to
+another exactly when its digest (``sha256:`` of the protocol's text: for a replay, of the
+text it embeds) and form are, and ``ground(domains, limits)`` is the
 protocol one replay is checked against: the ``.proto`` compiled with that replay's members
 through the compile cache (once per process and on disk for the same text and members),
 IR parsed and read once per process (the loading, which has just parsed FILE, keeps what
@@ -150,7 +152,29 @@ def _load_proto(path: str, text: str, limits: Limits) -> ProtocolFile:
     # one member per free domain, a name the text does not use: enough to compile every
     # part that does not depend on how many members there are
     one = {d: list(m) for d, m in invent_members(free, 1, [text]).items()}
-    protocol = compile_tree(source, one, limits)
+    try:
+        protocol = compile_tree(source, one, limits)
+    except UnmaskError as err:
+        # the text names members of a free domain (`ground supported(joined) ~ ...`):
+        # which members a free domain has is each replay's to say, so those names are
+        # given too, and whether a replay has them is checked with its own members
+        named = _named_members(err, text)
+        if not named or not free:
+            raise
+        more = {d: [*m, *named] for d, m in one.items()}
+        protocol = compile_tree(source, more, limits)
     return ProtocolFile(
         path, protocol.name, _digest(text), "proto", text, tuple(d.name for d in decls)
     )
+
+
+def _named_members(err: UnmaskError, text: str) -> list[str]:
+    """The names a failed compile found in a member's place and in no domain, in order."""
+    names: list[str] = []
+    for d in err.diagnostics:
+        if d.code != "unknown-member" or d.span is None:
+            continue
+        name = text[d.span.start_pos : d.span.end_pos]
+        if name.isidentifier() and name not in names:
+            names.append(name)
+    return names

@@ -7,7 +7,9 @@ FALSE when it can be: the least model, so every backend prints the same), UNSAT,
 UNKNOWN with the solver's reason, which callers report as undecided and never read as
 either. Checks are confined to the constraints linked to the query's atoms once the
 constraints are known consistent (a consistent part with no shared atom cannot change the
-answer).
+answer). A ``Deadline`` given to the space bounds every question, its encoding included:
+past it a question is UNKNOWN with the reason ``deadline``, and a witness completion stops
+with the last model (a real one, not the least).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from unmask.backends.base import Backend, Part, Sat, Unknown
-from unmask.explain import BaseSession, witness
+from unmask.explain import BaseSession, Deadline, open_session, witness
 from unmask.frozen import frozen
 from unmask.ir import Expr, iter_atoms
 
@@ -32,11 +34,19 @@ class Answer:
 
 
 class Space:
-    def __init__(self, backend: Backend, parts: Sequence[Part], atoms: Sequence[str]) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        parts: Sequence[Part],
+        atoms: Sequence[str],
+        deadline: Deadline | None = None,
+    ) -> None:
         self.atoms = tuple(atoms)
         self.rank = {a: i for i, a in enumerate(self.atoms)}
-        self.session = backend.open(parts, self.atoms)
-        self.base = BaseSession("constraints", parts, self.session)
+        self.deadline = deadline
+        self.session = open_session(backend, parts, self.atoms, deadline)
+        timeout = getattr(backend, "timeout_ms", None)
+        self.base = BaseSession("constraints", parts, self.session, deadline, timeout)
         self.consistent = False  # set once the whole set of parts is known satisfiable
 
     @property

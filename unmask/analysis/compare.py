@@ -26,6 +26,7 @@ from typing import Any
 from unmask import ir
 from unmask.analysis.ground import Scope
 from unmask.backends.base import Backend, Part, spec
+from unmask.explain import Deadline
 from unmask.frozen import frozen
 from unmask.ir import mk_and, mk_const, mk_not
 from unmask.irtext import expr_text
@@ -207,13 +208,14 @@ def compare(
     backend: Backend,
     scope: Scope,
     names: tuple[str, str] = ("OLD", "NEW"),
+    deadline: Deadline | None = None,
 ) -> Comparison:
     atoms = list(old.atom_names) + [a for a in new.atom_names if old.atom(a) is None]
     k_old = mk_and(c.expr for c in old.constraints)
     k_new = mk_and(c.expr for c in new.constraints)
     relations: list[Relation] = []
     # the constraint sets themselves, with no base: does NEW allow more worlds?
-    free = Space(backend, [], atoms)
+    free = Space(backend, [], atoms, deadline)
     try:
         relations.append(_relation(free, "constraints", k_old, k_new))
     finally:
@@ -221,7 +223,7 @@ def compare(
     pairs = match_grounding(old.grounding, new.grounding)
     parts = [Part(f"old:{c.name}", c.expr) for c in old.constraints]
     parts += [Part(f"new:{c.name}", c.expr) for c in new.constraints]
-    space = Space(backend, parts, atoms)
+    space = Space(backend, parts, atoms, deadline)
     try:
         both = space.sat(None, want_witness=False)
         if both.state == SAT:

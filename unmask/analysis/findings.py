@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from unmask.diagnostics import Diagnostic
+from unmask.explain import DEADLINE
 from unmask.frozen import frozen
 from unmask.ir import Span
 from unmask.overlap import FIRST_MATCH_HELP
@@ -72,7 +73,9 @@ class Finding:
         message = self.message
         if not self.decided:
             message = f"could not decide `{self.code}`: {self.message}"
-            if self.detail:
+            if self.detail == DEADLINE:
+                notes.append("the analysis ran past its deadline (`--deadline-ms`) first")
+            elif self.detail:
                 notes.append(f"the solver said: {self.detail}")
         return Diagnostic(
             self.code,

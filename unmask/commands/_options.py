@@ -77,16 +77,21 @@ def timeout_option(
     )
 
 
-def deadline_option(default: int | None = None):
-    """``--deadline-ms``: a bound on the whole check of one replay (every solver call)."""
+DEADLINE_HELP = (
+    "per replay: past it the report is UNKNOWN with a `deadline` reason, checks "
+    "not decided by then are SOLVER_UNKNOWN"
+)
+
+
+def deadline_option(default: int | None = None, help: str = DEADLINE_HELP):
+    """``--deadline-ms``: a bound on the whole check of one replay (every solver call and
+    the encoding around them), or on a whole analysis (``help`` says which)."""
     return click.option(
         "--deadline-ms",
         type=click.IntRange(min=1),
         default=default,
         show_default=default is not None,
-        help="per replay: past it the report is UNKNOWN with a `deadline` reason, checks "
-        "not decided by then are SOLVER_UNKNOWN"
-        + ("" if default is not None else " [default: none]"),
+        help=help + ("" if default is not None else " [default: none]"),
     )
 
 

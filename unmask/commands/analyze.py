@@ -3,10 +3,11 @@
 Contract: FILE is a `.proto` file or protocol IR JSON. Free domains are grounded at
 ``--members N`` invented members (default 3) unless ``--domain NAME=a,b`` gives them; the
 output states that scope. Formats: text (diagnostics with the source line and a caret),
-json, sarif. Exit statuses: 0 no error finding, 1 an error finding, 3 no error finding but
-a question the solver could not decide, 4 invalid input (diagnostics on stderr), 2 usage
-(a bad option, an unknown backend, a file that cannot be read, ``--members`` over
-``--max-domain-size``).
+json, sarif. ``--deadline-ms`` (default 60 s) bounds the whole analysis: a question not
+decided by then is an undecided finding. Exit statuses: 0 no error finding, 1 an error
+finding, 3 no error finding but a question the solver could not decide (or the deadline
+cut), 4 invalid input (diagnostics on stderr), 2 usage (a bad option, an unknown backend, a
+file that cannot be read, ``--members`` over ``--max-domain-size``).
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ import sys
 import click
 
 from unmask import exitcodes
-from unmask.backends.base import DEFAULT_BACKEND
+from unmask.backends.base import DEFAULT_BACKEND, DEFAULT_DEADLINE_MS
 from unmask.commands._options import (
     backend_option,
     click_options,
+    deadline_option,
     format_option,
     open_backend,
     timeout_option,
@@ -28,6 +30,9 @@ from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.limits import Limits
 
 BACKEND_HELP = "sliced, z3, pysat[:SOLVER], truthtable"
+ANALYSIS_DEADLINE_HELP = (
+    "the whole analysis: questions not decided by then are reported undecided (exit 3)"
+)
 
 
 def fail(diags, code: int, sources: dict[str, str] | None = None) -> None:
@@ -98,6 +103,7 @@ def domain_option():
 @backend_option(BACKEND_HELP, DEFAULT_BACKEND)
 @format_option(("text", "json", "sarif"))
 @timeout_option()
+@deadline_option(DEFAULT_DEADLINE_MS, ANALYSIS_DEADLINE_HELP)
 @click_options
 def command(
     file: str,
@@ -106,6 +112,7 @@ def command(
     backend: str,
     fmt: str,
     timeout_ms: int,
+    deadline_ms: int,
     limits: Limits,
 ) -> None:
     """Find contradictions, unreachable labels and dead requirements in a protocol
@@ -120,9 +127,12 @@ def command(
     on_invalid = sarif_of_invalid if fmt == "sarif" else None
     (loaded,) = load_or_exit((file,), members, domain_opts, limits, on_invalid)
     from unmask.analysis.analyze import analyze
+    from unmask.explain import Deadline
 
     try:
-        result = analyze(loaded.protocol, solver, loaded.scope, file)
+        # started once the protocol is loaded and ground, as a replay's is once it is read
+        deadline = Deadline(deadline_ms)
+        result = analyze(loaded.protocol, solver, loaded.scope, file, deadline=deadline)
     except UnmaskError as exc:
         # a backend that cannot take this protocol (the truth table over its atom limit)
         fail(exc.diagnostics, exitcodes.USAGE)

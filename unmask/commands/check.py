@@ -110,7 +110,10 @@ def command(
         _fail(exc.diagnostics, exitcodes.INVALID, fmt, replay_path, render_error(exc))
     try:
         # decisions that can both hold: the protocol is refused as unmaskc refuses it
-        refuse_overlaps(replay, solver)
+        from unmask.explain import Deadline
+
+        # the overlap questions (n^2/2 of them for n labels) are bounded like the check
+        refuse_overlaps(replay, solver, None if deadline_ms is None else Deadline(deadline_ms))
     except UnmaskError as exc:
         text = render_all(exc.diagnostics, protocol_texts(exc.diagnostics, limits))
         _fail(exc.diagnostics, exitcodes.INVALID, fmt, replay_path, text)

@@ -3,7 +3,8 @@
 Contract: OLD and NEW are `.proto` files or protocol IR JSON, grounded at one shared scope
 (``--members``/``--domain``, as `unmask analyze`). Formats: text, json. Exit statuses: 0
 equivalent, 1 different, 3 a relation the solver could not decide (and nothing else
-different), 4 invalid input, 2 usage. With ``--fail-if looser`` the status answers only
+different; also a relation ``--deadline-ms``, default 60 s, left undecided), 4 invalid
+input, 2 usage. With ``--fail-if looser`` the status answers only
 "does NEW give the label ``--label`` (default `PASS`, else OLD's first label) on some
 assignment where OLD does not?": 1 yes, 0 no, 3 undecided; ``--fail-if stricter`` the
 reverse. The gate's decision is printed on stderr, one line (``gate --fail-if looser:
@@ -18,14 +19,17 @@ import sys
 import click
 
 from unmask import exitcodes
+from unmask.backends.base import DEFAULT_DEADLINE_MS
 from unmask.commands._options import (
     backend_option,
     click_options,
+    deadline_option,
     format_option,
     open_backend,
     timeout_option,
 )
 from unmask.commands.analyze import (
+    ANALYSIS_DEADLINE_HELP,
     BACKEND_HELP,
     DEFAULT_BACKEND,
     domain_option,
@@ -53,6 +57,7 @@ from unmask.limits import Limits
 )
 @click.option("--label", help="the label --fail-if asks about (default PASS, else the first)")
 @timeout_option()
+@deadline_option(DEFAULT_DEADLINE_MS, ANALYSIS_DEADLINE_HELP.replace("questions", "relations"))
 @click_options
 def command(
     old: str,
@@ -64,6 +69,7 @@ def command(
     fail_if: str | None,
     label: str | None,
     timeout_ms: int,
+    deadline_ms: int,
     limits: Limits,
 ) -> None:
     """Compare two versions of a protocol, label by label and requirement by requirement."""
@@ -90,7 +96,9 @@ def command(
     from unmask.analysis.compare import compare, gate, text
 
     scope = loaded_new.scope if loaded_new.scope.domains else loaded_old.scope
-    result = compare(p_old, p_new, solver, scope, (old, new))
+    from unmask.explain import Deadline
+
+    result = compare(p_old, p_new, solver, scope, (old, new), Deadline(deadline_ms))
     from unmask.safe import finish, lines
 
     if fmt == "json":
