@@ -29,7 +29,7 @@ WORDS = 2
 NUMBER = re.compile(r"(?<![\w.,:/-])\d+(?:[.,:/-]\d+)*(?:st|nd|rd|th|s)?(?![\w])")
 _TOKEN = re.compile(r"\d+(?:[.,:/-]\d+)*[a-z]*|[^\W\d_]+(?:['’][^\W\d_]+)?")
 NEGATIONS = frozenset({"not", "no", "never", "none", "nor", "neither", "without", "nothing"})
-_NUMBER_WORDS = {
+NUMBER_WORDS = {
     "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
     "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "twenty": "20",
     "thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "seventy": "70",
@@ -65,8 +65,8 @@ def fold(word: str) -> str:
         c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c)
     ).lower()
     w = w.replace("’", "'").removesuffix("'s")
-    if w in _NUMBER_WORDS:
-        return _NUMBER_WORDS[w]
+    if w in NUMBER_WORDS:
+        return NUMBER_WORDS[w]
     if w in _MONTHS or w in _MONTH_NAMES:  # `Dec.` meets `December`, which keeps its `er`
         return _MONTHS.get(w, w)
     if w[:1].isdigit():
@@ -112,8 +112,8 @@ def terms(text: str, ignore: frozenset[str] = frozenset()) -> Terms:
             continue
         if f in ignore or low in STOP:
             continue
-        if f[:1].isdigit() or raw in _NUMBER_WORDS:  # `First World War` is a name
-            if (f[:1].isdigit() and NUMBER.fullmatch(raw.lower())) or raw in _NUMBER_WORDS:
+        if f[:1].isdigit() or raw in NUMBER_WORDS:  # `First World War` is a name
+            if (f[:1].isdigit() and NUMBER.fullmatch(raw.lower())) or raw in NUMBER_WORDS:
                 numbers.setdefault(f, raw)
             continue
         if len(f) < 3:

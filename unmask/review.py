@@ -258,6 +258,22 @@ def _spans(raw: Any) -> tuple[tuple[str, int, int, str], ...] | None:
     return tuple(out)
 
 
+def reviewer_of(obj: dict, what: str, reviewer: str | None, file: str, line: int) -> str:
+    """Who decided a review line: its `reviewer`, else ``--reviewer``; a decision (not a
+    `skip`) without one is refused."""
+    name = obj.get("reviewer", "")
+    name = (name.strip() if isinstance(name, str) else name) or reviewer or ""
+    if what != "skip" and (not isinstance(name, str) or not name):
+        raise _bad(
+            file,
+            line,
+            "reviewer",
+            "a decision needs the reviewer's name",
+            "fill in `reviewer`, or give `--reviewer NAME`",
+        )
+    return name if isinstance(name, str) else ""
+
+
 def decide(obj: Any, file: str, line: int, reviewer: str | None = None) -> Decision | None:
     """One review line read back: a ``Decision``, None when it has none yet, else an error."""
     if not isinstance(obj, dict) or obj.get("schema") != SCHEMA:
@@ -325,16 +341,7 @@ def decide(obj: Any, file: str, line: int, reviewer: str | None = None) -> Decis
         value = current
     else:
         value = current
-    name = obj.get("reviewer", "")
-    name = (name.strip() if isinstance(name, str) else name) or reviewer or ""
-    if what != "skip" and (not isinstance(name, str) or not name):
-        raise _bad(
-            file,
-            line,
-            "reviewer",
-            "a decision needs the reviewer's name",
-            "fill in `reviewer`, or give `--reviewer NAME`",
-        )
+    name = reviewer_of(obj, what, reviewer, file, line)
     extra = {k: v for k, v in obj.items() if k not in _KNOWN}
     return Decision(
         obj["location"],

@@ -37,6 +37,7 @@ from unmask.review import (
     _spans,
     decide,
     reviewed,
+    reviewer_of,
     window,
 )
 
@@ -282,16 +283,7 @@ def _blind(
             + (f", found `{show(raw)}`" if value not in ("", None) else ""),
             "write `TRUE`, `FALSE` or `UNKNOWN`",
         )
-    name = obj.get("reviewer", "")
-    name = (name.strip() if isinstance(name, str) else name) or reviewer or ""
-    if what != "skip" and (not isinstance(name, str) or not name):
-        raise _bad(
-            file,
-            line,
-            "reviewer",
-            "a decision needs the reviewer's name",
-            "fill in `reviewer`, or give `--reviewer NAME`",
-        )
+    name = reviewer_of(obj, what, reviewer, file, line)
     value = value if what == "answer" else ""
     rid = obj.get("replay")
     if rid is not None and not isinstance(rid, str):

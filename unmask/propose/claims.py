@@ -27,7 +27,7 @@ import re
 import unicodedata
 
 from unmask.frozen import frozen
-from unmask.material import missing
+from unmask.material import NUMBER_WORDS, missing
 from unmask.propose import CLAIM_SUPPORT, Proposer
 
 SUPPORTED = "supported"
@@ -117,13 +117,8 @@ _MONTHS = {
     "nov": "november", "dec": "december",
 }  # fmt: skip
 
-_NUMBER_WORDS = {
-    "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
-    "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "twenty": "20",
-    "thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "seventy": "70",
-    "eighty": "80", "ninety": "90", "hundred": "100", "first": "1st", "second": "2nd",
-    "third": "3rd",
-}  # fmt: skip
+# number words read as numbers: the one table, shared with the material-difference test
+_NUMBER_WORDS = NUMBER_WORDS
 
 # a word, or a number with thousands separators / a decimal part kept together
 _TOKEN = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?(?:st|nd|rd|th)?|[^\W\d_]+")
