@@ -408,14 +408,17 @@ def test_check_has_a_default_deadline_and_z3_on_a_wide_cardinality_honours_it(tm
 
     deadline = next(p for p in check_command.command.params if p.name == "deadline_ms")
     assert deadline.default == 60_000
-    # z3 solves 2,000-argument pseudo-Boolean constraints in about a minute: a deadline
-    # makes that an UNKNOWN report with a reason, not a wait
+    # a 2,000-argument cardinality on z3 ends within the deadline either way: z3 answers it
+    # (its general solver, since wide cardinalities are not sent to its SAT core, which took
+    # about a minute) or the deadline makes it an UNKNOWN with that reason, never a wait;
+    # which one depends on the machine's speed (tests/test_deadline.py pins the deadline on
+    # encodings no solver finishes in time)
     path = write(tmp_path, "card.json", card_replay(2000, "atleast", 1000))
     result, took = run(
         "check", "--backend", "z3", "--deadline-ms", "1500", "--format", "json", path
     )
     assert result.exit_code == exitcodes.UNKNOWN and took < 3 * FAST, took
-    assert json.loads(result.stdout)["reasons"][0]["code"] == "deadline"
+    assert json.loads(result.stdout)["reasons"][0]["code"] in ("deadline", "underdetermined")
 
 
 @pytest.mark.parametrize("backend", ["sliced", "pysat", "z3", "truthtable"])

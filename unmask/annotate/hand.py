@@ -334,7 +334,7 @@ def _evidence(line: Line, role: str, replay: Replay) -> list[dict] | Diagnostic:
             "the quote is in `trace` only as a quote the judge gave and its rationale does not"
             " hold (`quotes_verbatim` is FALSE on it): it shows what the judge claimed, not"
             " what it wrote",
-            "quote the rationale; if nothing there says it, it was not said",
+            "quote the rationale, or leave the atom open if nothing there says it",
         )
     return [{"source": source, "start": start, "end": start + len(quote), "quote": quote}]
 
