@@ -225,20 +225,23 @@ def read(path: Path, options: Options) -> Iterator[Imported | Skipped | Note]:
     yield from _notes(file, [*cases, *convo])
 
 
-def _notes(file: str, cases: list) -> Iterator[Note]:
-    """What the file's metrics leave unchecked, said once per file."""
-    directions = file_directions(cases)
-    dags = sorted(
+def _metrics_where(cases: list, keep: Any) -> list[str]:
+    """The names, sorted, of the file's metric results for which ``keep(result)`` holds."""
+    return sorted(
         {
             md["name"]
             for case in cases
             if isinstance(case, dict) and isinstance(case.get("metricsData"), list)
             for md in case["metricsData"]
-            if isinstance(md, dict)
-            and isinstance(md.get("name"), str)
-            and md["name"].endswith(DAG_SUFFIXES)
+            if isinstance(md, dict) and isinstance(md.get("name"), str) and keep(md)
         }
     )
+
+
+def _notes(file: str, cases: list) -> Iterator[Note]:
+    """What the file's metrics leave unchecked, said once per file."""
+    directions = file_directions(cases)
+    dags = _metrics_where(cases, lambda md: md["name"].endswith(DAG_SUFFIXES))
     if dags:
         yield Note(
             file,
@@ -246,18 +249,13 @@ def _notes(file: str, cases: list) -> Iterator[Note]:
             " judgements along its graph lead to, and the file keeps them only as a log, so"
             " neither the score nor whether its success agrees with it was checked",
         )
-    unknown = sorted(
-        {
-            md["name"]
-            for case in cases
-            if isinstance(case, dict) and isinstance(case.get("metricsData"), list)
-            for md in case["metricsData"]
-            if isinstance(md, dict)
-            and isinstance(md.get("name"), str)
-            and md["name"] not in EITHER_WAY
+    unknown = _metrics_where(
+        cases,
+        lambda md: (
+            md["name"] not in EITHER_WAY
             and not md["name"].endswith(DAG_SUFFIXES)
             and _direction(md["name"], {}) is None
-        }
+        ),
     )
     if unknown:
         yield Note(
@@ -266,16 +264,8 @@ def _notes(file: str, cases: list) -> Iterator[Note]:
             " Unmask knows (a custom metric decides success its own way), so whether its"
             " success agrees with its score and threshold was not checked",
         )
-    silent = sorted(
-        {
-            md["name"]
-            for case in cases
-            if isinstance(case, dict) and isinstance(case.get("metricsData"), list)
-            for md in case["metricsData"]
-            if isinstance(md, dict)
-            and isinstance(md.get("name"), str)
-            and not (isinstance(md.get("reason"), str) and md["reason"])
-        }
+    silent = _metrics_where(
+        cases, lambda md: not (isinstance(md.get("reason"), str) and md["reason"])
     )
     if silent:
         yield Note(
@@ -284,18 +274,8 @@ def _notes(file: str, cases: list) -> Iterator[Note]:
             " with `include_reason=False`, or one that failed), so whether its reason agrees"
             " with its score was not checked there",
         )
-    unasked = sorted(
-        {
-            md["name"]
-            for case in cases
-            if isinstance(case, dict) and isinstance(case.get("metricsData"), list)
-            for md in case["metricsData"]
-            if isinstance(md, dict)
-            and isinstance(md.get("name"), str)
-            and isinstance(md.get("reason"), str)
-            and md["reason"]
-            and not asks_score(md)
-        }
+    unasked = _metrics_where(
+        cases, lambda md: isinstance(md.get("reason"), str) and md["reason"] and not asks_score(md)
     )
     if unasked:
         names = ", ".join(f"`{show(n)}`" for n in unasked)
