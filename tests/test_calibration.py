@@ -226,7 +226,9 @@ def test_calibrate_counts_only_sampled_decided_reviews(work: Path) -> None:
     write_lines(Path("mixed.jsonl"), docs)
     r = run("calibrate", "mixed.jsonl", "--out", "mixed.json")
     assert r.exit_code == 0, r.output
-    assert "6 sampled reviews of 2 readers, from 8 replays" in r.output
+    assert (
+        "6 sampled reviews in 2 rows (one per reader and atom family), from 8 replays" in r.output
+    )
     got = cal.read("mixed.json")
     assert got.data == "mixed.jsonl"
     assert [(row.reader, row.reviewed, row.upheld) for row in got.rows] == [

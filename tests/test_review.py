@@ -228,7 +228,7 @@ def test_a_bad_line_is_refused_and_the_rest_applied(replays: Path, edit: dict, m
     assert r.exit_code == 1, r.output
     assert message in r.output
     assert "Traceback" not in r.output
-    assert "applied 1 decisions, refused 1 lines" in r.output
+    assert "applied 1 decision, refused 1 line" in r.output
     assert json.loads(Path("b2.json").read_text())["annotations"][4]["by"]["kind"] == "human"
     assert json.loads(Path("b1.json").read_text())["annotations"][4]["by"] == RULE
 
@@ -240,7 +240,7 @@ def test_not_json_is_refused_with_its_line(replays: Path) -> None:
     r = run("review", "--apply", "review.jsonl")
     assert r.exit_code == 1
     assert "review.jsonl:1:1: error: $: not valid JSON" in r.output
-    assert "applied 1 decisions" in r.output
+    assert "applied 1 decision," in r.output
 
 
 def test_a_replay_changed_since_the_export_is_not_overwritten(replays: Path) -> None:

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from unmask.cli.main import main
+from unmask.diagnostics import counted
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 RULE = {"kind": "rule", "name": "outside-knowledge/1", "reviewed": False}
@@ -143,7 +144,8 @@ def _one(specs, choices, tamper, at) -> None:
     wanted = {k: v for k, v in expect.items() if v is not None}
     refused = {k for k in wanted if k in doomed}
     applied = {k: v for k, v in wanted.items() if k not in doomed}
-    assert f"applied {len(applied)} decisions, refused {len(refused)} lines" in r.output, r.output
+    said = f"applied {counted(len(applied), 'decision')}, refused {counted(len(refused), 'line')}"
+    assert said in r.output, r.output
     assert r.exit_code == (1 if refused else 0), r.output
     # each refusal is one message naming its review line
     errors = re.findall(r"^review\.jsonl:(\d+):1: error: ", r.output, re.M)

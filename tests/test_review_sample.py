@@ -375,7 +375,7 @@ def test_a_bad_sampled_line_is_refused_and_the_rest_applied(
     r = run("review", "--apply", "s.jsonl")
     assert r.exit_code == 1, r.output
     assert f"s.jsonl:1:1: error: {path}: {message}" in r.output
-    assert f"applied {1 if blind else 0} decisions, refused 1 lines" in r.output
+    assert f"applied {1 if blind else 0} decision{'' if blind else 's'}, refused 1 line" in r.output
 
 
 @pytest.mark.parametrize(

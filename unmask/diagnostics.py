@@ -47,6 +47,12 @@ class Diagnostic:
 # the longest location a rendered message shows (a file name and a line, a JSON path)
 MAX_LOCATION = 600
 
+
+def counted(n: int, word: str) -> str:
+    """``1 line``, ``2 lines``: a count in a message, its noun agreeing (a regular plural)."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 INTERNAL_HELP = "nothing was proved, please report this with the input that caused it"
 
 

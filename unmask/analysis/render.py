@@ -20,7 +20,7 @@ from typing import Any
 
 from unmask.analysis.analyze import Analysis
 from unmask.analysis.findings import CODES
-from unmask.diagnostics import Diagnostic, render_all
+from unmask.diagnostics import Diagnostic, counted, render_all
 from unmask.safe import finish, printable, visible_values
 
 FORMATS = ("text", "json", "sarif")
@@ -36,10 +36,6 @@ def render(fmt: str, analysis: Analysis, sources: dict[str, str] | None = None) 
     return text(analysis, sources)
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 def text(analysis: Analysis, sources: dict[str, str] | None = None) -> str:
     head = (
         f"analysis of protocol `{analysis.protocol}` ({analysis.file}), backend {analysis.backend}"
@@ -51,9 +47,9 @@ def text(analysis: Analysis, sources: dict[str, str] | None = None) -> str:
         lines.append(render_all(diags, sources))
         lines.append("")
     counts = [
-        _plural(analysis.count("error"), "error"),
-        _plural(analysis.count("warning"), "warning"),
-        _plural(analysis.count("note"), "note"),
+        counted(analysis.count("error"), "error"),
+        counted(analysis.count("warning"), "warning"),
+        counted(analysis.count("note"), "note"),
     ]
     if analysis.undecided:
         counts.append(f"{analysis.undecided} undecided")

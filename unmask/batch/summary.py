@@ -40,6 +40,7 @@ from typing import Any
 from unmask.batch.confusion import Confusion, confusions_text
 from unmask.batch.findings import Findings, cell_tail, ranked, replays_line
 from unmask.checker import outcome
+from unmask.diagnostics import counted
 from unmask.names import family_of, pair_family
 from unmask.record import ResultRecord
 from unmask.report import OK, REFUTED, SATISFIED, UNKNOWN, VIOLATED, Dimensions
@@ -597,10 +598,6 @@ def _not_measured(names: list[str]) -> str:
     return f"the calibration was not measured under protocol {listed}: its figures may not hold"
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 def satisfied_line(s: dict[str, int]) -> str:
     """The passes beside the findings: how many rest on a reading nobody checked (with a
     calibration, how many of those are trusted)."""
@@ -629,7 +626,7 @@ def provenance_text(p: dict[str, Any]) -> list[str]:
     n = gd["replays"]["grounding"]
     if n:
         lines.append(
-            f"warning: in {_plural(n, 'replay')} a gold-derived annotation feeds a grounding "
+            f"warning: in {counted(n, 'replay')} a gold-derived annotation feeds a grounding "
             "check: that grounding result restates the gold label"
         )
     return lines
@@ -639,17 +636,17 @@ def judges_text(j: dict[str, Any]) -> list[str]:
     """One line per pair of judges over the items both judged."""
     if not j["pairs"]:
         return []
-    lines = [f"judges compared on the items both judged ({_plural(j['items'], 'item')}):"]
+    lines = [f"judges compared on the items both judged ({counted(j['items'], 'item')}):"]
     for p in j["pairs"]:
         a, b = p["judges"]
         differ = ", ".join(f"{d} {p['differ'][d]}" for d in DIMENSIONS)
         lines.append(
-            f"  {a} / {b}: {_plural(p['items'], 'item')}, same verdict "
+            f"  {a} / {b}: {counted(p['items'], 'item')}, same verdict "
             f"{p['verdict_agreement']}; results differ on {differ}"
         )
     if j["repeated"]:
         lines.append(
-            f"  {_plural(j['repeated'], 'repeated result')} for one item and judge left out"
+            f"  {counted(j['repeated'], 'repeated result')} for one item and judge left out"
         )
     return lines
 

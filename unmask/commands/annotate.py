@@ -31,7 +31,7 @@ import click
 
 from unmask import exitcodes
 from unmask.commands._options import click_options, echo, say
-from unmask.diagnostics import Diagnostic, UnmaskError, render, render_all
+from unmask.diagnostics import Diagnostic, UnmaskError, counted, render, render_all
 from unmask.safe import printable
 
 MODEL = "model"  # `unmask.annotate.run.MODEL`, here without importing the engine
@@ -363,12 +363,12 @@ def _run(paths, limits, settings, out, provider, replies, Run, names, inputs, no
     reasons = ", ".join(f"{n} {code}" for code, n in sorted(summary.reasons.items()))
     if settings.readers:
         say(
-            f"{summary.written} replays written to `{out}`; atoms read: {values}"
+            f"{counted(summary.written, 'replay')} written to `{out}`; atoms read: {values}"
             + (f" ({reasons})" if reasons else "")
             + ", every one unreviewed"
         )
     else:
-        say(f"{summary.written} replays written to `{out}`")
+        say(f"{counted(summary.written, 'replay')} written to `{out}`")
     if note:
         say(note)
     if summary.stopped:

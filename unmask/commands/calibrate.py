@@ -24,6 +24,7 @@ import click
 from unmask import exitcodes
 from unmask.commands._options import click_options
 from unmask.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
+from unmask.diagnostics import counted as noun
 from unmask.limits import Limits
 from unmask.safe import printable
 
@@ -93,8 +94,8 @@ def command(paths: tuple[str, ...], out: str, data: str | None, limits: Limits) 
         _fail(list(exc.diagnostics), exitcodes.USAGE)
     reviewed = sum(n for n, _ in by_reader.values())
     click.echo(
-        f"{reviewed} sampled reviews of {len(by_reader)} readers, from {replays} replays, "
-        f"written to `{printable(out)}`"
+        f"{noun(reviewed, 'sampled review')} in {noun(len(by_reader), 'row')} (one per reader"
+        f" and atom family), from {noun(replays, 'replay')}, written to `{printable(out)}`"
     )
     if not reviewed:
         click.echo(

@@ -41,7 +41,7 @@ from unmask.commands._options import (
     timeout_option,
     trust_or_exit,
 )
-from unmask.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
+from unmask.diagnostics import Diagnostic, UnmaskError, counted, internal_error, render_all
 from unmask.limits import Limits
 from unmask.record import report_json
 from unmask.safe import printable
@@ -464,7 +464,7 @@ def command(
         lines = len({d.span.line for d in refused if d.span is not None})
         if refused:
             click.echo(render_all(refused), err=True)
-        click.echo(f"applied {done} decisions, refused {lines} lines")
+        click.echo(f"applied {counted(done, 'decision')}, refused {counted(lines, 'line')}")
         sys.exit(EXIT_REFUSED if refused else exitcodes.OK)
     if not paths:
         _fail(
