@@ -18,6 +18,12 @@ and returns an ``Applied``: how many were written, the refused ones with why, an
   ``review`` are spliced into the record's text, every other byte kept (an unchanged member
   of the changed annotation keeps its text too, ``review.original`` included), and the
   record is validated after each decision, a decision that would make it invalid refused;
+- a decision the record holds already (its annotation is exactly what applying it writes:
+  value, ``by``, ``review``) is counted in ``already`` and writes nothing, whatever the
+  digest; a record changed since the export only by such decisions of the same review file
+  takes the rest when, and only when, its exported bytes are rebuilt exactly (each such
+  annotation restored from its ``review.original``, laid out as the export's text may have
+  been: the rebuilt digest must be the exported one), else the rest are refused;
 - the file is written once (a temporary file renamed over it, never through a link,
   ``unmask.outputs``), while the lock is held.
 
@@ -41,7 +47,7 @@ from unmask.jsonload import parse_json_bytes, parse_json_document, show
 from unmask.jsonspans import elements, members, skip_ws
 from unmask.limits import DEFAULT_LIMITS, Limits
 from unmask.outputs import write_bytes
-from unmask.review import Decision, apply_to, dumps, record_digest
+from unmask.review import Decision, _spans, apply_to, dumps, record_digest
 
 try:  # POSIX; elsewhere two applies to one file are not serialised
     import fcntl
@@ -57,6 +63,7 @@ class Applied:
     """What ``apply_decisions`` did."""
 
     applied: int = 0
+    already: list[Decision] = field(default_factory=list)  # held already: nothing written
     refused: list[tuple[Decision, UnmaskError]] = field(default_factory=list)
     digests: dict[str, str] = field(default_factory=dict)  # location: its record's new digest
 
@@ -193,6 +200,7 @@ def _apply_file(
         if mine.applied:
             write_bytes(file, new, follow=False)  # once per file, the lock still held
     out.applied += mine.applied
+    out.already += mine.already
     out.refused += mine.refused
     out.digests.update(mine.digests)
 
@@ -208,23 +216,35 @@ def _apply_record(
     """The record with every decision it accepts spliced in (counted in ``out``)."""
     digest = record_digest(record)
     where = f"{file}:{line}" if line is not None else file
-    todo = []
-    for d in ds:
-        if d.digest is not None and d.digest != digest:
-            out.refused.append(
-                (d, _stale(f"the replay at `{show(d.location)}` changed since the export"))
-            )
-        else:
-            todo.append(d)
-    if not todo:
-        return record
     bom = BOM if record.startswith(BOM) else b""
     try:
         doc, text = parse_json_document(record, where, limits, first_line=line or 1)
     except UnmaskError as exc:
-        out.refused += [(d, exc) for d in todo]
+        out.refused += [(d, _changed(d) if d.digest not in (None, digest) else exc) for d in ds]
         return record
     rid = doc.get("id") if isinstance(doc, dict) else None
+    # held already: written by an earlier run of this file (or the same decision from
+    # another), so nothing is written and nothing can be harmed, whatever the digest
+    held = [d for d in ds if (d.replay is None or d.replay == rid) and _holds(doc, d)]
+    out.already += held
+    rebuilt: set[str] | None = None  # digests of the record as exported, rebuilt from `held`
+    todo = []
+    for d in ds:
+        if any(d is h for h in held):
+            continue
+        if d.digest is None or d.digest == digest:
+            todo.append(d)
+            continue
+        if held and rebuilt is None:
+            rebuilt = _exported_digests(text, bom, doc, held)
+        if rebuilt and d.digest in rebuilt:  # changed only by decisions of this file
+            todo.append(d)
+        elif held:
+            out.refused.append((d, _partly(d)))
+        else:
+            out.refused.append((d, _changed(d)))
+    if not todo:
+        return record
     done = 0
     for d in todo:
         if d.replay is not None and rid != d.replay:
@@ -251,6 +271,104 @@ def _apply_record(
     for d in todo:
         out.digests[d.location] = record_digest(new)
     return new
+
+
+def _changed(d: Decision) -> UnmaskError:
+    return _stale(f"the replay at `{show(d.location)}` changed since the export")
+
+
+def _partly(d: Decision) -> UnmaskError:
+    return _error(
+        "review-stale",
+        f"the replay at `{show(d.location)}` holds decisions of this review file already, "
+        "and it cannot be shown that nothing else in it changed since the export",
+        "it is not applied: export again to review the rest (the decisions already in it "
+        "are not asked again)",
+    )
+
+
+def _holds(doc: Any, d: Decision) -> bool:
+    """Whether the annotation of ``d`` holds exactly what applying ``d`` writes into it:
+    the value, ``by`` as the reviewer's, and a ``review`` of this decision whose
+    ``original`` is what the line says was there (a blind line never showed the value)."""
+    anns = doc.get("annotations") if isinstance(doc, dict) else None
+    found = [a for a in anns or () if isinstance(a, dict) and a.get("atom") == d.atom]
+    a = found[0] if len(found) == 1 else None
+    review = a.get("review") if a is not None else None
+    original = review.get("original") if isinstance(review, dict) else None
+    if a is None or not isinstance(review, dict) or not isinstance(original, dict):
+        return False
+    keys = {"decision", "original"} | ({"sample"} if d.sample is not None else set())
+    written = () if d.value == "UNKNOWN" else d.evidence
+    return (
+        set(review) == keys
+        and review.get("decision") == d.decision
+        and (d.sample is None or review.get("sample") == d.sample)
+        and a.get("value") == d.value
+        and a.get("by") == {"kind": "human", "name": d.reviewer, "reviewed": True}
+        and _spans(a.get("evidence", [])) == written
+        and {"value", "by"} <= set(original) <= {"value", "by", "evidence", "explanation"}
+        and (d.decision == "answer" or original.get("value") == d.current)
+        and original.get("by") == d.by
+        and _spans(original.get("evidence", [])) == d.evidence
+    )
+
+
+def _exported_digests(text: str, bom: bytes, doc: Any, held: list[Decision]) -> set[str]:
+    """The digests of ``text`` with each annotation of ``held`` restored from its
+    ``review.original``, under each layout its object may have had before it was replaced
+    (``_emit`` keeps member values' text but not the object's own spacing): JSON on one
+    line with ``, ``/``: `` or ``,``/``:`` between members, or indented as the line it
+    starts on. A digest that is the exported one proves the rest of the record unchanged."""
+    try:
+        restored = _restored(text, doc, held)
+    except (KeyError, StopIteration, IndexError, ValueError):  # odd text: not shown unchanged
+        return set()
+    layouts = [(None, ", ", ": "), (None, ",", ":")]  # one line: as `json.dumps`, compact
+    units = ("  ", "    ", "\t", " ")
+    layouts += [(unit, nl, ": ") for nl in (",\n", ",\r\n") for unit in units]  # indented
+    out = set()
+    for unit, sep, colon in layouts:
+        new = text
+        for s, e, was, lead in sorted(restored, key=lambda r: -r[0]):
+            if unit is None:
+                obj = "{" + sep.join(f"{dumps(k)}{colon}{raw}" for k, raw in was) + "}"
+            else:
+                body = sep.join(f"{lead}{unit}{dumps(k)}{colon}{raw}" for k, raw in was)
+                obj = "{" + sep[1:] + body + sep[1:] + lead + "}"
+            new = new[:s] + obj + new[e:]
+        out.add(record_digest(bom + new.encode("utf-8", "surrogatepass")))
+    return out
+
+
+def _restored(text: str, doc: Any, held: list[Decision]) -> list:
+    """(start, end, members as they were, the indent of its line) of each annotation of
+    ``held``: its members' text, value, ``by`` and a decided UNKNOWN's evidence taken back
+    from ``review.original``, ``review`` (and evidence the decision added) left out."""
+    anns = doc["annotations"]
+    index = [
+        next(i for i, a in enumerate(anns) if isinstance(a, dict) and a.get("atom") == d.atom)
+        for d in held
+    ]
+    spans = {k: (s, e) for k, s, e in members(text, skip_ws(text, 0))}
+    at = elements(text, spans["annotations"][0])
+    restored = []  # (start, end, [(key, text)], line indent) of each held annotation
+    for i, d in dict(zip(index, held, strict=True)).items():  # an atom once, if two lines
+        s, e = at[i]
+        mine = [(k, text[ks:ke]) for k, ks, ke in members(text, s)]
+        review = {k: ks for k, ks, _ in members(text, s)}["review"]
+        orig_at = {k: ks for k, ks, _ in members(text, review)}["original"]
+        orig = {k: text[ks:ke] for k, ks, ke in members(text, orig_at)}
+        was = []
+        for key, raw in mine:
+            if key == "review" or (key == "evidence" and key not in orig):
+                continue  # added by the decision
+            if key in ("value", "by") or (key == "evidence" and d.value == "UNKNOWN"):
+                raw = orig[key]
+            was.append((key, raw))
+        lead = text[text.rfind("\n", 0, s) + 1 : s]
+        restored.append((s, e, was, "" if lead.strip() else lead))
+    return restored
 
 
 def _decide(text: str, d: Decision, where: str, file: str, line: int | None, limits: Limits):

@@ -174,8 +174,9 @@ def _line(item: Any, trust: Any) -> dict[str, Any]:
 
 def _apply(decisions: list, review_file: str, root: str, limits: Limits):
     """Write every accept/reject decision into its replay, one transaction per file
-    (``unmask.review_apply``): (how many were applied, the refusals as diagnostics, one or
-    more a refused line, each record's new digest by location)."""
+    (``unmask.review_apply``): (how many were applied, how many its replay holds already,
+    the refusals as diagnostics, one or more a refused line, each record's new digest by
+    location)."""
     from unmask.review_apply import apply_decisions
     from unmask.span import Span
 
@@ -187,7 +188,7 @@ def _apply(decisions: list, review_file: str, root: str, limits: Limits):
             where = diag.location()
             notes = (*diag.notes, *((f"at {where}",) if where else ()))
             refused.append(Diagnostic(diag.code, diag.message, span, help=diag.help, notes=notes))
-    return done.applied, refused, done.digests
+    return done.applied, len(done.already), refused, done.digests
 
 
 def _read_review(review_file: str, limits: Limits, reviewer: str | None):
@@ -355,7 +356,7 @@ def _ask(
             obj["value"] = click.prompt("the correct value", type=click.Choice(values))
         d = decide(obj, state_file, len(state) + 1, reviewer)
         assert d is not None
-        applied, problems, digests = _apply([d], state_file, root, limits)
+        applied, _, problems, digests = _apply([d], state_file, root, limits)
         refused += problems
         for later in todo[rank:]:  # the record changed: its later items read the new one
             if later.location in digests:
@@ -459,12 +460,13 @@ def command(
             _fail([bad], EXIT_USAGE)
     if apply:
         decisions, bad = _read_review(apply, limits, reviewer)
-        done, problems, _ = _apply(decisions, apply, root, limits)
+        done, already, problems, _ = _apply(decisions, apply, root, limits)
         refused = bad + problems
         lines = len({d.span.line for d in refused if d.span is not None})
         if refused:
             click.echo(render_all(refused), err=True)
-        click.echo(f"applied {counted(done, 'decision')}, refused {counted(lines, 'line')}")
+        held = f", {already} already applied" if already else ""  # by an earlier run: skipped
+        click.echo(f"applied {counted(done, 'decision')}{held}, refused {counted(lines, 'line')}")
         sys.exit(EXIT_REFUSED if refused else exitcodes.OK)
     if not paths:
         _fail(
