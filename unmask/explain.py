@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Generic
 
-from unmask.backends.base import L, Backend, Part, PartLabel, Result, Sat, Session, Unknown, Unsat
+from unmask.backends.base import Backend, L, Part, PartLabel, Result, Sat, Session, Unknown, Unsat
 from unmask.budget import OutOfTime, watching
 from unmask.frozen import frozen
 from unmask.interrupt import checkpoint
