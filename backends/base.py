@@ -17,8 +17,9 @@ Contract:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import field
+from typing import Generic, TypeVar
 
 from unmask.frozen import frozen
 from unmask.ir import Expr, iter_atoms
@@ -31,13 +32,21 @@ DEFAULT_BACKEND = "sliced"
 DEFAULT_DEADLINE_MS = 60_000
 DEFAULT_SEED = 0
 
+# A part's label: the checker's ``PartId`` (unmask.report), plain strings elsewhere
+# (overlap.py). A backend only hashes and compares labels, and answers an unsat core with
+# some of the labels it was given; ``Part`` keeps the caller's label type.
+PartLabel = Hashable
+L = TypeVar("L", bound=Hashable)
+# a ``Part[PartId]`` is a ``Part[PartLabel]``: its label is read, never replaced
+L_co = TypeVar("L_co", bound=Hashable, covariant=True)
+
 
 @frozen
-class Part:
+class Part(Generic[L_co]):
     """A named conjunct of a base: ``fact:ATOM``, ``constraint:NAME``, ``decision``, or for
     declared labels ``labels`` and ``decision:LABEL``."""
 
-    label: str
+    label: L_co
     expr: Expr
     # its atoms in first-occurrence order, found once: the bases of a replay share their
     # parts, so every session and every component search reads this one index
@@ -54,7 +63,7 @@ class Sat:
 
 @frozen
 class Unsat:
-    core: tuple[str, ...] = ()
+    core: tuple[PartLabel, ...] = ()
 
 
 @frozen
@@ -80,7 +89,7 @@ class Session(ABC):
         self,
         query: Expr | None = None,
         *,
-        enabled: Collection[str] | None = None,
+        enabled: Collection[PartLabel] | None = None,
         assume: Mapping[str, bool] | None = None,
         want: Sequence[str] = (),
         timeout_ms: int | None = None,
@@ -120,7 +129,7 @@ class Backend(ABC):
         self.option = option
 
     @abstractmethod
-    def open(self, parts: Sequence[Part], atoms: Sequence[str]) -> Session:
+    def open(self, parts: Sequence[Part[PartLabel]], atoms: Sequence[str]) -> Session:
         """Open a session on the conjunction of ``parts``.
 
         ``atoms`` lists every atom that queries, assumptions or ``want`` may name, in

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-from unmask.backends.base import Backend, Part, Result, Sat, Session, Unknown, Unsat
+from unmask.backends.base import Backend, Part, PartLabel, Result, Sat, Session, Unknown, Unsat
 from unmask.backends.pysat_core import (
     BUDGET_SLICE,
     BUDGETED,
@@ -48,22 +48,26 @@ class PySatBackend(Backend):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.solver_name = resolve_solver(self.option)
 
-    def open(self, parts: Sequence[Part], atoms: Sequence[str]) -> Session:
+    def open(self, parts: Sequence[Part[PartLabel]], atoms: Sequence[str]) -> Session:
         return PySatSession(self.solver_name, parts, atoms, self.timeout_ms)
 
 
 class PySatSession(Session):
     def __init__(
-        self, solver_name: str, parts: Sequence[Part], atoms: Sequence[str], timeout_ms: int
+        self,
+        solver_name: str,
+        parts: Sequence[Part[PartLabel]],
+        atoms: Sequence[str],
+        timeout_ms: int,
     ) -> None:
         self.calls = 0
         self.timeout_ms = timeout_ms
         self.solver_name = solver_name
         self._core = Incremental(solver_name, atoms)
         self.enc = enc = self._core.enc
-        self._labels: list[str] = []
-        self._selectors: dict[str, list[int]] = {}
-        self._owner: dict[int, str] = {}  # selector -> its part's label
+        self._labels: list[PartLabel] = []
+        self._selectors: dict[PartLabel, list[int]] = {}
+        self._owner: dict[int, PartLabel] = {}  # selector -> its part's label
         for part in parts:
             sel = enc.pool.id()
             self._owner[sel] = part.label
@@ -80,7 +84,7 @@ class PySatSession(Session):
         self,
         query: Expr | None = None,
         *,
-        enabled: Collection[str] | None = None,
+        enabled: Collection[PartLabel] | None = None,
         assume: Mapping[str, bool] | None = None,
         want: Sequence[str] = (),
         timeout_ms: int | None = None,

@@ -15,9 +15,10 @@ Contract (used by the ``sliced`` backend once a base is known satisfiable):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from unmask.backends.base import PartLabel
 from unmask.ir import Atom, Binary, Card, Expr, Memo, Nary, Table, children
 from unmask.ireval import substitute
 
@@ -134,7 +135,7 @@ class Refold:
         expr: Expr,
         atoms: tuple[str, ...],
         ref: Mapping[str, tuple[bool, int]],
-        labels: list[str],
+        labels: Sequence[PartLabel],
         memo: Memo | None = None,
     ) -> None:
         shape = _shape(expr)
@@ -142,7 +143,7 @@ class Refold:
         self.atoms = frozenset(atoms)
         self.free = tuple(a for a in atoms if a not in ref)
         self.pinned = tuple(a for a in atoms if a in ref)
-        self.pinned_by: dict[str, list[str]] = {}  # a fact's label -> the atoms it pins here
+        self.pinned_by: dict[PartLabel, list[str]] = {}  # a fact's label -> the atoms it pins here
         for a in self.pinned:
             self.pinned_by.setdefault(labels[ref[a][1]], []).append(a)
         self.pin_labels = frozenset(self.pinned_by)

@@ -32,7 +32,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import field
 from typing import Any
 
-from unmask.backends.base import Backend, Part, Result, Sat, Session, Unknown, Unsat
+from unmask.backends.base import Backend, Part, PartLabel, Result, Sat, Session, Unknown, Unsat
 from unmask.backends.refold import Refold
 from unmask.budget import tick
 from unmask.frozen import frozen
@@ -51,13 +51,14 @@ Pins = dict[str, tuple[bool, int]]  # atom -> (its value, the unit part pinning 
 
 
 @frozen
-class _Ask:
+class _Ask(Mapping[str, bool]):
     """One check confined to a slice: the parts to look at, the atoms their enabled facts
     pin, and what the caller asked.
 
     ``pins`` holds the atoms looked at one by one; with a reference (``ref``: every fact of
     a base known satisfiable) an atom not in ``pins`` and not in ``unpinned`` is pinned as
-    the reference says."""
+    the reference says. As a ``Mapping`` it gives the value of each atom the check fixes,
+    which is what the folds (``closed_value``, ``substitute``, ``Refold``) read."""
 
     comp: list[int]
     pins: Pins
@@ -86,6 +87,13 @@ class _Ask:
             raise KeyError(name)
         return got
 
+    def __iter__(self) -> Iterator[str]:
+        ref = () if self.ref is None else (n for n in self.ref if n not in self.unpinned)
+        return iter(dict.fromkeys([*self.assume, *self.pins, *ref]))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
     def changed(self) -> set[str]:
         """The atoms whose value differs from the reference: unpinned, or newly assumed."""
         return {*self.unpinned, *(n for n in self.assume if n not in self.pins)}
@@ -105,13 +113,17 @@ class SlicedBackend(Backend):
 
             self.solver_name = resolve_solver(self.option)
 
-    def open(self, parts: Sequence[Part], atoms: Sequence[str]) -> Session:
+    def open(self, parts: Sequence[Part[PartLabel]], atoms: Sequence[str]) -> Session:
         return SlicedSession(parts, atoms, self.timeout_ms, self.solver_name)
 
 
 class SlicedSession(Session):
     def __init__(
-        self, parts: Sequence[Part], atoms: Sequence[str], timeout_ms: int, solver_name: str | None
+        self,
+        parts: Sequence[Part[PartLabel]],
+        atoms: Sequence[str],
+        timeout_ms: int,
+        solver_name: str | None,
     ) -> None:
         self.calls = 0
         self.timeout_ms = self._limit = timeout_ms
@@ -156,7 +168,7 @@ class SlicedSession(Session):
         self,
         query: Expr | None = None,
         *,
-        enabled: Collection[str] | None = None,
+        enabled: Collection[PartLabel] | None = None,
         assume: Mapping[str, bool] | None = None,
         want: Sequence[str] = (),
         timeout_ms: int | None = None,
@@ -189,7 +201,7 @@ class SlicedSession(Session):
 
     # --- choosing what to look at ---------------------------------------------------------
 
-    def _pin(self, name: str, en: set[str] | None, pins: Pins) -> Unsat | None:
+    def _pin(self, name: str, en: set[PartLabel] | None, pins: Pins) -> Unsat | None:
         """Record the enabled fact pinning ``name`` (if any); two contrary facts: unsat."""
         for i in self.units_of.get(name, ()):
             if en is not None and self.labels[i] not in en:
@@ -218,7 +230,11 @@ class SlicedSession(Session):
         return view
 
     def _sliced(
-        self, query: Expr | None, en: set[str] | None, assume: dict[str, bool], want: Sequence[str]
+        self,
+        query: Expr | None,
+        en: set[PartLabel] | None,
+        assume: dict[str, bool],
+        want: Sequence[str],
     ) -> Result:
         qatoms = self._atoms_of(query)
         seeds = [*want, *assume, *qatoms]
@@ -306,7 +322,11 @@ class SlicedSession(Session):
         return Sat({n: values.get(n, False) for n in want})
 
     def _everything(
-        self, query: Expr | None, en: set[str] | None, assume: dict[str, bool], want: Sequence[str]
+        self,
+        query: Expr | None,
+        en: set[PartLabel] | None,
+        assume: dict[str, bool],
+        want: Sequence[str],
     ) -> Result:
         pins: Pins = {}
         for name in self.units_of:
@@ -331,7 +351,7 @@ class SlicedSession(Session):
         free = [n for n in names if n not in pins]
         return self._decide(_Ask(comp, pins, query, assume, want, ref), free, guess=True)
 
-    def _on(self, i: int, en: set[str] | None) -> bool:
+    def _on(self, i: int, en: set[PartLabel] | None) -> bool:
         return en is None or self.labels[i] in en
 
     # --- deciding ---------------------------------------------------------------------------

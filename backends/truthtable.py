@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-from unmask.backends.base import Backend, Part, Result, Sat, Session, Unsat
+from unmask.backends.base import Backend, Part, PartLabel, Result, Sat, Session, Unsat
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.ir import Atom, Binary, Const, Expr, Nary, evaluate, iter_atoms
 from unmask.ireval import literal, substitute, truth_mask
@@ -36,12 +36,12 @@ MAX_ATOMS = 20
 class TruthTableBackend(Backend):
     name = "truthtable"
 
-    def open(self, parts: Sequence[Part], atoms: Sequence[str]) -> Session:
+    def open(self, parts: Sequence[Part[PartLabel]], atoms: Sequence[str]) -> Session:
         return TruthTableSession(parts, atoms)
 
 
 class TruthTableSession(Session):
-    def __init__(self, parts: Sequence[Part], atoms: Sequence[str]) -> None:
+    def __init__(self, parts: Sequence[Part[PartLabel]], atoms: Sequence[str]) -> None:
         self.calls = 0
         self._parts = list(parts)
         self._rank = {label: i for i, label in reversed(list(enumerate(p.label for p in parts)))}
@@ -52,14 +52,14 @@ class TruthTableSession(Session):
             for name in p.atoms:
                 self._order.setdefault(name, len(self._order))
 
-    def _core(self, labels: set[str]) -> Unsat:
+    def _core(self, labels: set[PartLabel]) -> Unsat:
         return Unsat(tuple(sorted(labels, key=self._rank.__getitem__)))
 
     def check(
         self,
         query: Expr | None = None,
         *,
-        enabled: Collection[str] | None = None,
+        enabled: Collection[PartLabel] | None = None,
         assume: Mapping[str, bool] | None = None,
         want: Sequence[str] = (),
         timeout_ms: int | None = None,  # no limit: the atom limit bounds every check
@@ -67,7 +67,7 @@ class TruthTableSession(Session):
         self.calls += 1
         chosen = None if enabled is None else set(enabled)
         on = [i for i, p in enumerate(self._parts) if chosen is None or p.label in chosen]
-        todo: list[tuple[frozenset[str], Expr]] = [
+        todo: list[tuple[frozenset[PartLabel], Expr]] = [
             (frozenset((self._parts[i].label,)), self._parts[i].expr) for i in on
         ]
         if query is not None:
@@ -140,15 +140,15 @@ class TruthTableSession(Session):
 
 
 Simplified = tuple[
-    dict[str, tuple[bool, frozenset[str]]],
-    list[tuple[frozenset[str], Expr, tuple[str, ...]]],
+    dict[str, tuple[bool, frozenset[PartLabel]]],
+    list[tuple[frozenset[PartLabel], Expr, tuple[str, ...]]],
     list[tuple[str, Expr]],
 ]
 
 
 def _simplify(
-    todo: list[tuple[frozenset[str], Expr]], assume: dict[str, bool]
-) -> Simplified | frozenset[str]:
+    todo: list[tuple[frozenset[PartLabel], Expr]], assume: dict[str, bool]
+) -> Simplified | frozenset[PartLabel]:
     """Shrink a conjunction before enumerating it, keeping every answer exact.
 
     Each formula carries the labels it rests on. Repeated to a fixpoint: top-level ``and``
@@ -158,13 +158,15 @@ def _simplify(
     Returns the pins, the remaining formulas with their atoms, and the definitions in order,
     or the labels of an unsatisfiable subset.
     """
-    pins: dict[str, tuple[bool, frozenset[str]]] = {n: (v, frozenset()) for n, v in assume.items()}
+    pins: dict[str, tuple[bool, frozenset[PartLabel]]] = {
+        n: (v, frozenset()) for n, v in assume.items()
+    }
     defs: list[tuple[str, Expr]] = []
     queue = list(todo)
-    rest: list[tuple[frozenset[str], Expr, tuple[str, ...]]] = []
+    rest: list[tuple[frozenset[PartLabel], Expr, tuple[str, ...]]] = []
     while True:
         # split conjunctions, collect units, drop tautologies
-        pending: list[tuple[frozenset[str], Expr]] = []
+        pending: list[tuple[frozenset[PartLabel], Expr]] = []
         while queue:
             deps, e = queue.pop()
             if isinstance(e, Nary) and e.op == "and":
@@ -216,7 +218,7 @@ def _simplify(
 
 
 def _definition(
-    rest: list[tuple[frozenset[str], Expr, tuple[str, ...]]],
+    rest: list[tuple[frozenset[PartLabel], Expr, tuple[str, ...]]],
 ) -> tuple[int, str, Expr] | None:
     for k, (_, e, _) in enumerate(rest):
         if isinstance(e, Binary) and e.op == "iff":

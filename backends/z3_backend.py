@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 import z3
 
-from unmask.backends.base import Backend, Part, Result, Sat, Session, Unknown, Unsat
+from unmask.backends.base import Backend, Part, PartLabel, Result, Sat, Session, Unknown, Unsat
 from unmask.ir import Card, Expr, Memo, Nary, Table, fold
 
 
@@ -75,7 +75,7 @@ _LOWER: Table[z3.BoolRef] = Table(
 WIDE_CARD = 64
 
 
-def _widest_card(parts: Sequence[Part]) -> int:
+def _widest_card(parts: Sequence[Part[PartLabel]]) -> int:
     """The number of arguments of the widest cardinality in ``parts`` (0: none)."""
     memo: dict = {}  # shared between parts: their common subtrees are walked once
     widest = 0
@@ -96,7 +96,7 @@ def _clamp(timeout_ms: int) -> int:
 class Z3Session(Session):
     def __init__(
         self,
-        parts: Sequence[Part],
+        parts: Sequence[Part[PartLabel]],
         atoms: Sequence[str],
         timeout_ms: int,
         seed: int,
@@ -125,8 +125,8 @@ class Z3Session(Session):
         # once the call returns (the timeout bounds the wait)
         solver.set("ctrl_c", False)
         self._solver: z3.Solver | None = solver
-        self._selectors: dict[str, z3.BoolRef] = {}
-        self._labels: dict[int, str] = {}  # selector AST id -> part label
+        self._selectors: dict[PartLabel, z3.BoolRef] = {}
+        self._labels: dict[int, PartLabel] = {}  # selector AST id -> part label
         self._queries: dict[int, tuple[Expr, z3.BoolRef]] = {}
         self._literals: dict[tuple[str, bool], z3.BoolRef] = {}
         self._memo: Memo = {}  # IR node id -> (node, term), for every part and query
@@ -165,7 +165,7 @@ class Z3Session(Session):
         self,
         query: Expr | None = None,
         *,
-        enabled: Collection[str] | None = None,
+        enabled: Collection[PartLabel] | None = None,
         assume: Mapping[str, bool] | None = None,
         want: Sequence[str] = (),
         timeout_ms: int | None = None,
@@ -225,7 +225,7 @@ class Z3Backend(Backend):
     name = "z3"
     _ctx: z3.Context | None = None
 
-    def open(self, parts: Sequence[Part], atoms: Sequence[str]) -> Session:
+    def open(self, parts: Sequence[Part[PartLabel]], atoms: Sequence[str]) -> Session:
         if self._ctx is None:
             self._ctx = z3.Context()
         return Z3Session(parts, atoms, self.timeout_ms, self.seed, self._ctx)

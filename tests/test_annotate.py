@@ -580,3 +580,19 @@ def test_a_model_inspect_cannot_make_is_one_message_and_exit_2(tmp_path, r1, mon
         assert f"error: cannot use model `{model}`: " in res.output and says in res.output
         assert "[bold]" not in res.output and "Traceback" not in res.output
         assert not (tmp_path / "o").exists()
+
+
+@needs_inspect
+def test_a_fractional_timeout_reaches_inspect_in_whole_seconds_rounded_up():
+    """Inspect's timeouts are whole seconds: `--timeout 2.5` was refused as the provider
+    was made (a validation error), though the option takes any number from 0.1."""
+    from inspect_ai.model import get_model
+
+    from unmask.annotate.provider import Provider
+
+    model = get_model("mockllm/model", memoize=False)
+    kw = {"max_connections": 1, "max_tokens": 16, "max_retries": 0, "model": model}
+    got = Provider("mockllm/model", timeout=2.5, **kw)
+    assert (got.config.timeout, got.config.attempt_timeout, got.timeout) == (3, 3, 3)
+    whole = Provider("mockllm/model", timeout=120.0, **kw)
+    assert (whole.config.timeout, whole.config.attempt_timeout) == (120, 120)

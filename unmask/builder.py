@@ -57,7 +57,7 @@ class TooOften(Exception):
 def occurrences(text: str, quote: str) -> list[int]:
     """Every start of ``quote`` in ``text``, overlapping ones included; ``TooOften`` when
     finding them would compare more than ``MAX_OCCURRENCE_WORK`` characters."""
-    out = []
+    out: list[int] = []
     most = MAX_OCCURRENCE_WORK // max(len(quote), 1)
     i = text.find(quote)
     while i != -1:
@@ -296,8 +296,8 @@ class ReplayBuilder:
         total = sum(len(starts) for _, starts in found)
         where = " or ".join(f"`{s}`" for s in candidates)
         if not total:
-            near = [(s, closest_match(self.sources[s], quote)) for s in candidates]
-            near = [(s, c) for s, c in near if c is not None]
+            found_near = [(s, closest_match(self.sources[s], quote)) for s in candidates]
+            near = [(s, c) for s, c in found_near if c is not None]
             best = max(
                 near,
                 key=lambda sc: difflib.SequenceMatcher(None, sc[1], quote).ratio(),

@@ -77,11 +77,12 @@ def _fingerprint() -> str | None:
         lark = importlib.util.find_spec("lark")
         if grammar is None or lark is None or lark.origin is None:
             return None
-        (folder,) = grammar.submodule_search_locations or ()
+        (folder,) = list(grammar.submodule_search_locations or ())
         # the grammar, the tables shipped for it, and lark's `__init__`, which holds its version
         files += [Path(folder) / n for n in ("unmask.lark", "unmask.tables.json")]
         files.append(Path(lark.origin))
-        for part in [ENTRY_SCHEMA, sys.version, *(f.read_bytes() for f in files)]:
+        parts: list[str | bytes] = [ENTRY_SCHEMA, sys.version, *(f.read_bytes() for f in files)]
+        for part in parts:
             _update(h, part)
     except (OSError, ValueError, ImportError):
         return None
@@ -184,9 +185,9 @@ def _with_spans(p: ir.Protocol, spans: Iterator[Any], filename: str) -> ir.Proto
         constraints.append(ir.Constraint(c.name, rebuild(c.expr), s))
     decision = None if p.decision is None else rebuild(p.decision)
     decisions = []
-    for d in p.decisions:
+    for dec in p.decisions:
         s = take()
-        decisions.append(ir.Decision(d.label, None if d.expr is None else rebuild(d.expr), s))
+        decisions.append(ir.Decision(dec.label, None if dec.expr is None else rebuild(dec.expr), s))
     requirements = []
     for r in p.requirements:
         s = take()

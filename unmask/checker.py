@@ -27,7 +27,8 @@ tests and callers import from here (``Case``, ``base_parts``, ``outcome``, …) 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TypedDict
 
 from unmask.aggregate import aggregate, assemble, outcome, unsolved
 from unmask.backends.base import Backend, Part, Sat, Unknown, Unsat, spec
@@ -97,6 +98,13 @@ __all__ = [
 # --- the check ------------------------------------------------------------------------------
 
 
+class _Provenance(TypedDict):
+    """The counts ``CheckResult`` keeps of the annotations a result rests on."""
+
+    unreviewed: int
+    gold_derived: int
+
+
 class _Run:
     def __init__(
         self,
@@ -113,7 +121,7 @@ class _Run:
         self.by_atom = {a.atom: a for a in case.annotations}
         self.atoms = [*case.protocol.atom_names, *verdict_atoms(case.protocol)]
         self.parts: dict[str, list[Part]] = {}
-        self.sessions: dict[str, BaseSession] = {}
+        self.sessions: dict[str, BaseSession[PartId]] = {}
         self.states: dict[str, str] = {}
         self.base_detail: dict[str, str] = {}
         self.conflicts: dict[str, Explanation] = {}
@@ -129,7 +137,7 @@ class _Run:
         for s in self.sessions.values():
             s.session.close()
 
-    def session(self, name: str) -> BaseSession:
+    def session(self, name: str) -> BaseSession[PartId]:
         """The base opened on the backend, on first use."""
         got = self.sessions.get(name)
         if got is None:
@@ -421,7 +429,7 @@ class _Run:
         )
         return Witness(items, label, canonical)
 
-    def provenance(self, atoms: Iterable[str | None]) -> dict[str, int]:
+    def provenance(self, atoms: Iterable[str | None]) -> _Provenance:
         """How many of the annotations a result rests on are unreviewed, gold-derived."""
         bys = [self.by_atom[a].by for a in dict.fromkeys(atoms) if a is not None]
         return {
@@ -482,11 +490,11 @@ class _Run:
 
     def witness(
         self,
-        base: BaseSession,
+        base: BaseSession[PartId],
         query: Expr,
-        start: dict,
+        start: Mapping[str, bool],
         atoms: list[str],
-        scope: list[str],
+        scope: list[PartId],
         holds: bool,
     ) -> Witness:
         done = witness(base, query, start, atoms, self.facts, scope)

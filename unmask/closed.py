@@ -33,7 +33,7 @@ from unmask.backends.base import Part
 from unmask.frozen import frozen
 from unmask.ir import Const, Expr, Nary, iter_atoms, small_shape
 from unmask.ireval import achieve, column, justify, literal, substitute, truth_mask
-from unmask.report import ENTAILED, REFUTED, UNDERDETERMINED
+from unmask.report import ENTAILED, REFUTED, UNDERDETERMINED, PartId
 
 # 2**12 assignments are one 4096-bit integer per node: far cheaper than a solver call
 MAX_FREE = 12
@@ -281,7 +281,7 @@ class TableBase:
     """
 
     def __init__(
-        self, parts: Sequence[Part], names: Sequence[str], within: TableBase | None = None
+        self, parts: Sequence[Part[PartId]], names: Sequence[str], within: TableBase | None = None
     ) -> None:
         self.labels = tuple(p.label for p in parts)
         if within is None:
@@ -301,14 +301,14 @@ class TableBase:
         for m in self.masks:
             self.models &= m
 
-    def restrict(self, parts: Sequence[Part]) -> TableBase | None:
+    def restrict(self, parts: Sequence[Part[PartId]]) -> TableBase | None:
         """The table of a base whose parts are among this one's (B_proto within B_all)."""
         if any(a not in self.index for p in parts for a in p.atoms):
             return None
         return TableBase(parts, (), within=self)
 
     @classmethod
-    def build(cls, parts: Sequence[Part], extra: Sequence[Expr]) -> TableBase | None:
+    def build(cls, parts: Sequence[Part[PartId]], extra: Sequence[Expr]) -> TableBase | None:
         """The table of ``parts`` able to answer queries over ``extra``'s atoms too, or
         None when that is more than ``MAX_TABLE`` atoms."""
         names: dict[str, None] = {}
@@ -330,7 +330,7 @@ class TableBase:
     def column(self, name: str) -> int:
         return column(self.n, self.index[name])
 
-    def kept(self, side: int) -> tuple[str, ...]:
+    def kept(self, side: int) -> tuple[PartId, ...]:
         """Deletion in base order: the parts that, with ``side``, stay unsatisfiable."""
         current = list(range(len(self.masks)))
         for i in range(len(self.masks)):

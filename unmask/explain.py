@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Generic
 
-from unmask.backends.base import Backend, Part, Result, Sat, Session, Unknown, Unsat
+from unmask.backends.base import Backend, L, Part, PartLabel, Result, Sat, Session, Unknown, Unsat
 from unmask.budget import OutOfTime, watching
 from unmask.frozen import frozen
 from unmask.interrupt import checkpoint
@@ -69,7 +70,7 @@ class _Expired(Session):
 
 
 def open_session(
-    backend: Backend, parts: Sequence[Part], atoms: Sequence[str], deadline: Deadline | None
+    backend: Backend, parts: Sequence[Part[L]], atoms: Sequence[str], deadline: Deadline | None
 ) -> Session:
     """``backend.open(parts, atoms)`` under ``deadline``: a backend that encodes the base
     when it opens (z3's lowering, the CNF, the sliced backend's index) stops when the
@@ -84,13 +85,13 @@ def open_session(
         return _Expired()
 
 
-class BaseSession:
+class BaseSession(Generic[L]):
     """One base on one backend, with the cores seen so far (keyed by query)."""
 
     def __init__(
         self,
         name: str,
-        parts: Sequence[Part],
+        parts: Sequence[Part[L]],
         session: Session,
         deadline: Deadline | None = None,
         timeout_ms: int | None = None,
@@ -103,16 +104,16 @@ class BaseSession:
         self.session = session
         # keyed by the query's identity (hashing a deep expression would recurse); the
         # entry holds the query, so the id stays its own
-        self._cores: dict[int, tuple[Expr | None, list[frozenset[str]]]] = {}
-        self._part_atoms: dict[str, frozenset[str]] | None = None
-        self._by_atom: dict[str, list[str]] = {}
-        self._rank: dict[str, int] | None = None
+        self._cores: dict[int, tuple[Expr | None, list[frozenset[PartLabel]]]] = {}
+        self._part_atoms: dict[L, frozenset[str]] | None = None
+        self._by_atom: dict[str, list[L]] = {}
+        self._rank: dict[L, int] | None = None
 
     def check(
         self,
         query: Expr | None = None,
         *,
-        enabled: Sequence[str] | None = None,
+        enabled: Sequence[L] | None = None,
         assume: Mapping[str, bool] | None = None,
         want: Sequence[str] = (),
     ) -> Result:
@@ -149,21 +150,19 @@ class BaseSession:
         """Has the deadline passed (so no further call will be made)?"""
         return self.deadline is not None and self.deadline.passed()
 
-    def known_unsat(self, query: Expr | None, enabled: Iterable[str]) -> bool:
+    def known_unsat(self, query: Expr | None, enabled: Iterable[L]) -> bool:
         have = set(enabled)
         entry = self._cores.get(id(query))
         return entry is not None and any(core <= have for core in entry[1])
 
-    def known_unsat_without(
-        self, query: Expr | None, have: Mapping[str, object], label: str
-    ) -> bool:
+    def known_unsat_without(self, query: Expr | None, have: Mapping[L, object], label: L) -> bool:
         """``known_unsat(query, have minus label)`` without building that set."""
         entry = self._cores.get(id(query))
         if entry is None or entry[0] is not query:
             return False
         return any(label not in core and all(x in have for x in core) for core in entry[1])
 
-    def part_atoms(self) -> dict[str, frozenset[str]]:
+    def part_atoms(self) -> dict[L, frozenset[str]]:
         if self._part_atoms is None:
             self._part_atoms = {p.label: frozenset(p.atoms) for p in self.parts}
             self._by_atom = {}
@@ -172,7 +171,7 @@ class BaseSession:
                     self._by_atom.setdefault(a, []).append(label)
         return self._part_atoms
 
-    def component(self, atoms: Iterable[str]) -> list[str]:
+    def component(self, atoms: Iterable[str]) -> list[L]:
         """Labels of the parts linked to ``atoms`` through shared atoms, in base order.
 
         When the base is consistent, the parts outside this set are satisfiable on their
@@ -183,7 +182,7 @@ class BaseSession:
         without changing any result, only its cost.
         """
         part_atoms = self.part_atoms()
-        reached: set[str] = set()
+        reached: set[L] = set()
         seen_atoms: set[str] = set()
         todo = list(atoms)
         while todo:
@@ -205,12 +204,12 @@ class BaseSession:
 
 
 @frozen
-class Minimised:
-    labels: tuple[str, ...]
+class Minimised(Generic[L]):
+    labels: tuple[L, ...]
     minimal: bool
 
 
-def minimise(base: BaseSession, query: Expr | None, candidates: Sequence[str]) -> Minimised:
+def minimise(base: BaseSession[L], query: Expr | None, candidates: Sequence[L]) -> Minimised[L]:
     """A subset of ``candidates`` that with ``query`` is unsat and loses that when any one
     label is removed; ``candidates`` with ``query`` must be unsat."""
     if len(set(candidates)) != len(candidates):
@@ -238,8 +237,8 @@ def minimise(base: BaseSession, query: Expr | None, candidates: Sequence[str]) -
 
 
 def _minimise_listwise(
-    base: BaseSession, query: Expr | None, candidates: Sequence[str]
-) -> Minimised:
+    base: BaseSession[L], query: Expr | None, candidates: Sequence[L]
+) -> Minimised[L]:
     """``minimise`` for candidates with repeated labels (never made by the checker)."""
     current = list(candidates)
     minimal = True
@@ -265,12 +264,12 @@ class Completed:
 
 
 def witness(
-    base: BaseSession,
+    base: BaseSession[L],
     query: Expr,
     start: Mapping[str, bool],
     atoms: Sequence[str],
     observed: Mapping[str, bool],
-    enabled: Sequence[str] | None = None,
+    enabled: Sequence[L] | None = None,
 ) -> Completed:
     """Complete ``atoms`` (declaration order) on the side ``query``; ``start`` is a model of
     base ∧ query over ``atoms``; ``observed`` atoms are fixed by facts in the base;

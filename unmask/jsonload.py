@@ -71,6 +71,7 @@ class _DupDict(dict):
     """An object in which some key occurred twice (the later value is kept)."""
 
     __slots__ = ("dups",)
+    dups: list[str]
 
 
 def json_depth(data: bytes) -> int:
@@ -221,7 +222,11 @@ def _loads(text: str, name: str, file: str | None, limits: Limits, first_line: i
         if len(out) == len(items):
             return out
         seen: set[str] = set()
-        dups = [k for k, _ in items if k in seen or seen.add(k)]
+        dups: list[str] = []
+        for k, _ in items:
+            if k in seen:
+                dups.append(k)
+            seen.add(k)
         odd.append(True)
         marked = _DupDict(out)
         marked.dups = dups

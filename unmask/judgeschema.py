@@ -129,7 +129,7 @@ def view_of_tree(
 
 # --- the schema ----------------------------------------------------------------------------
 
-_STATEMENT = {
+_STATEMENT: dict[str, Any] = {
     "type": "object",
     "properties": {
         "value": {"enum": list(VALUES)},
@@ -372,7 +372,7 @@ def read_output(
         raise ShapeError(f"{at}.verdict", f"expected one of {labels}, found `{_show(verdict)}`")
     if not isinstance(atoms, dict):
         raise ShapeError(f"{at}.atoms", f"expected an object of statements, found `{_show(atoms)}`")
-    out = []
+    out: list[Statement] = []
     for name, stmt in atoms.items():
         path = key_path(f"{at}.atoms", name)
         a = view.get(name)
@@ -392,7 +392,7 @@ def _family(
     members,
     given: tuple[str, ...],
     path: str,
-    out: list,
+    out: list[Statement],
     rest: Statement | None = None,
 ) -> None:
     """The statements of a family's object, one nesting level per domain. ``rest`` is the
@@ -577,7 +577,7 @@ def read_reading(obj: Any, questions: Sequence[Question], at: str = "answer") ->
     if not isinstance(atoms, dict):
         raise ShapeError(f"{at}.atoms", f"expected an object of statements, found `{_show(atoms)}`")
     asked = {q.atom: q for q in questions}
-    out = []
+    out: list[Read] = []
     for name, stmt in atoms.items():
         path = key_path(f"{at}.atoms", name)
         q = asked.get(name)

@@ -96,8 +96,8 @@ def _pattern(case: Case) -> tuple[Any, ...]:
 def _keeps(report: Report) -> bool:
     """Whether ``report`` is the pattern's and not the clock's (see the contract)."""
     results = [report.verdict.result]
-    for r in report.requirements:
-        results += (r.holds, r.coverage)
+    for req in report.requirements:
+        results += (req.holds, req.coverage)
     results += [g.result for g in report.grounding]
     for r in results:
         if r.status == SOLVER_UNKNOWN:
@@ -123,7 +123,7 @@ class _Refill:
 
     def __init__(self, case: Case) -> None:
         self.by_atom = {a.atom: a for a in case.annotations}
-        self.items: dict[PartId, Item] = {}
+        self.items: dict[PartId, AnnotationItem] = {}  # `item` keeps annotations only
 
     def item(self, old: Item) -> Item:
         if not isinstance(old, AnnotationItem):

@@ -240,7 +240,9 @@ def _end_span(file: str, text: str) -> Span:
 
 def _syntax_diagnostic(e: UnexpectedInput, text: str, file: str) -> Diagnostic:
     if isinstance(e, UnexpectedCharacters):
-        pos = e.pos_in_stream
+        # lark declares the attribute None on its base class; this subclass sets it to the
+        # lexer's position
+        pos: int = e.pos_in_stream  # type: ignore[assignment]
         ch = text[pos]
         span = Span(file, e.line, e.column, e.line, e.column + 1, pos, pos + 1)
         if ch == '"':

@@ -18,7 +18,7 @@ import hashlib
 import json
 import sys
 from importlib import resources
-from typing import Any
+from typing import Any, TypedDict
 
 import lark
 import lark.lexer
@@ -29,7 +29,18 @@ from lark.lexer import TerminalDef
 SCHEMA = "unmask.lark-tables/1"
 TABLES = "unmask.tables.json"
 GRAMMAR = "unmask.lark"
-OPTIONS = {
+
+
+class _Options(TypedDict):
+    """The options the parser is built with (lark's keyword arguments)."""
+
+    parser: str
+    lexer: str
+    propagate_positions: bool
+    maybe_placeholders: bool
+
+
+OPTIONS: _Options = {
     "parser": "lalr",
     "lexer": "basic",
     "propagate_positions": True,

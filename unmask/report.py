@@ -94,7 +94,7 @@ NOT_CHECKED = Outcome.NOT_CHECKED
 # the four dimensions, in the order every report and every format shows them
 DIMENSIONS = ("verdict", "procedure", "coverage", "grounding")
 
-EXIT_CODES = {SATISFIED: 0, VIOLATED: 1, UNKNOWN: 3}
+EXIT_CODES: dict[str, int] = {SATISFIED: 0, VIOLATED: 1, UNKNOWN: 3}
 
 
 @frozen

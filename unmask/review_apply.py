@@ -324,7 +324,8 @@ def _exported_digests(text: str, bom: bytes, doc: Any, held: list[Decision]) -> 
         restored = _restored(text, doc, held)
     except (KeyError, StopIteration, IndexError, ValueError):  # odd text: not shown unchanged
         return set()
-    layouts = [(None, ", ", ": "), (None, ",", ":")]  # one line: as `json.dumps`, compact
+    # one line: as `json.dumps`, compact (no indent unit)
+    layouts: list[tuple[str | None, str, str]] = [(None, ", ", ": "), (None, ",", ":")]
     units = ("  ", "    ", "\t", " ")
     layouts += [(unit, nl, ": ") for nl in (",\n", ",\r\n") for unit in units]  # indented
     out = set()

@@ -221,7 +221,9 @@ def _near(quote: str, replay: Replay, names: list[str]) -> str | None:
 
     for name in names:
         text = replay.sources.get(name)
-        at = locate(text, quote) if isinstance(text, str) else None
+        if not isinstance(text, str):
+            continue
+        at = locate(text, quote)
         if at is not None and at[1] - at[0] <= 2 * len(quote) + 20:
             exact = json.dumps(text[at[0] : at[1]], ensure_ascii=False)
             return f'did you mean `"quote": {exact}`? that is the text of `{name}`'

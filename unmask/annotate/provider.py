@@ -17,6 +17,7 @@ used: ours (``unmask.annotate.cache``) keeps JSON, never pickles.
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 from typing import Any
 
@@ -47,9 +48,9 @@ class Failure:
     code: str
 
 
-def _one_line(text: str, n: int = 200) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= n else text[: n - 1] + "…"
+def _one_line(text: object, n: int = 200) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= n else line[: n - 1] + "…"
 
 
 _MARKUP = re.compile(r"\[/?(?:bold|italic|dim|red|green|blue|yellow|cyan|magenta)\]")
@@ -85,7 +86,7 @@ def _failed(exc: BaseException) -> str:
     return text or "an error without a message"
 
 
-def _timed_out(exc: BaseException) -> bool:
+def _timed_out(exc: BaseException | None) -> bool:
     """Whether ``exc``, or what it wraps (tenacity's ``RetryError``), is a timeout."""
     seen = 0
     while exc is not None and seen < 10:
@@ -112,12 +113,15 @@ class Provider:
         from inspect_ai.model import GenerateConfig, get_model
 
         self.name = name
-        self.timeout = timeout
+        # Inspect takes whole seconds (`--timeout 2.5` was refused as it made the config):
+        # rounded up, never shorter than asked, and a timeout's message names what applied
+        seconds = math.ceil(timeout)
+        self.timeout = seconds
         self.config = GenerateConfig(
             max_connections=max_connections,
             # the whole call, retries included, and each attempt: a hung server is a timeout
-            timeout=int(timeout) if float(timeout).is_integer() else timeout,
-            attempt_timeout=int(timeout) if float(timeout).is_integer() else timeout,
+            timeout=seconds,
+            attempt_timeout=seconds,
             max_tokens=max_tokens,
             max_retries=max_retries,
         )

@@ -50,7 +50,7 @@ from unmask.ir import Span
 from unmask.limits import Limits
 from unmask.lines import bounded_lines
 from unmask.propose import Proposer
-from unmask.propose.claims import DEFAULT_THRESHOLD
+from unmask.propose.claims import DEFAULT_THRESHOLD, ClaimSupport
 from unmask.safe import printable
 
 EXIT_INVALID = exitcodes.INVALID
@@ -218,6 +218,8 @@ def claims(input_path: str, threshold: float, proposer_name: str, output: str | 
     except UnmaskError as exc:
         say(render_all(exc.diagnostics))
         raise SystemExit(EXIT_USAGE) from None
+    if not isinstance(proposer, ClaimSupport):  # a registered class that lacks its task
+        raise TypeError(f"proposer `{proposer.name}` fills claim support without `claim_support`")
     by = proposer.by.to_json()
 
     def respond(raw: bytes | None) -> dict:

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeGuard
 
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.frozen import frozen
@@ -177,7 +177,7 @@ def num(v: Any) -> str:
     return json.dumps(v)
 
 
-def is_number(v: Any) -> bool:
+def is_number(v: Any) -> TypeGuard[int | float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 

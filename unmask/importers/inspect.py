@@ -288,8 +288,9 @@ def _text(v: Any) -> str | None:
         return v
     if isinstance(v, list):
         parts = [p.get("text") for p in v if isinstance(p, dict) and p.get("type") == "text"]
-        if parts and all(isinstance(p, str) for p in parts):
-            return "\n".join(parts)
+        texts = [p for p in parts if isinstance(p, str)]
+        if parts and len(texts) == len(parts):
+            return "\n".join(texts)
     return None
 
 
@@ -324,8 +325,12 @@ def _score(
     value = score.get("value")
     if value not in VERDICTS:
         return Skipped(f"{where}.value", f"not scored C, P or I (found `{show(value)}`)")
-    md = score.get("metadata") if isinstance(score.get("metadata"), dict) else {}
-    panel = md.get("panel") if isinstance(md.get("panel"), dict) else None
+    md = score.get("metadata")
+    if not isinstance(md, dict):
+        md = {}
+    panel = md.get("panel")
+    if not isinstance(panel, dict):
+        panel = None
     votes = panel.get("votes") if panel is not None else None
     if panel is not None and not isinstance(votes, list):
         return Skipped(f"{where}.metadata.panel.votes", "a panel score without its votes")
@@ -403,8 +408,8 @@ def _score(
         isinstance(sample.get("target"), (str, list)) and isinstance(target, str) and saw_all
     )
 
-    texts = [(n, t) for n, t in (("response", response), ("context", context)) if t]
-    phrases = _phrases(explanation, texts, bool(response))
+    searched = [(n, t) for n, t in (("response", response), ("context", context)) if t]
+    phrases = _phrases(explanation, searched, bool(response))
     if phrases is None:
         return Skipped(
             f"{where}.explanation",
@@ -415,6 +420,8 @@ def _score(
     stem = f"{sid}-e{epoch}-{scorer}"
 
     occurrences = Occurrences(explanation)
+
+    panel_votes = votes if isinstance(votes, list) else []  # a list when rule is "votes"
 
     def make() -> ReplayBuilder:
         b = ReplayBuilder(
@@ -427,7 +434,7 @@ def _score(
         )
         by = rule_by(NAME)
         if rule == "votes":
-            _panel(b, explanation, votes, scorer, seen)
+            _panel(b, explanation, panel_votes, scorer, seen)
         if rule == "pattern":
             _by_pattern(b, explanation, seen.spans[id(score)], occurrences)
         final = _letter(grades[-1]) if rule == "last grade" else None
@@ -446,7 +453,7 @@ def _score(
                 explanation="the last grade written",
             )
         graded = [g for g in grades if _letter(g) is not None] if rule == "last grade" else []
-        letters = {_letter(g) for g in graded}
+        letters = {x for g in graded if (x := _letter(g)) is not None}
         if graded:
             last = graded[-1]
             if len(letters) == 1:

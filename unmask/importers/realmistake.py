@@ -226,10 +226,11 @@ def _record(where: str, row: Any, items: dict[str, dict[str, Any]]) -> Imported 
     item = items.get(item_id)
     if item is None:
         return Skipped(where, "`item_id`: no item of the archive has this id")
-    task = {"context": item.get("input"), "response": item.get("llm_response")}
+    context, response = item.get("input"), item.get("llm_response")
     gold = item.get("error_label")
-    if not all(isinstance(t, str) for t in task.values()) or gold not in GOLD:
+    if not (isinstance(context, str) and isinstance(response, str)) or gold not in GOLD:
         return Skipped(where, "the item has no `input`, `llm_response` or `error_label`")
+    task = {"context": context, "response": response}
     prompt = str(row.get("judge_prompt", "?"))
     # the judge's own closing sentences, quoted, are its instructions' words, not the task's
     quotes = [

@@ -129,13 +129,17 @@ def _text_key(line: str) -> str:
     return " ".join(line.split())
 
 
-def _gold_index(path: Path, options: Options) -> dict[tuple[str, tuple[int, ...]], tuple[str, Any]]:
+# (claim, evidence ids) → (item, the gold row, its marked texts, the oracle's ids)
+_GoldIndex = dict[tuple[str, tuple[int, ...]], tuple[str, Any, dict[str, str], frozenset[int]]]
+
+
+def _gold_index(path: Path, options: Options) -> _GoldIndex:
     """(claim, shown ids) → (item, gold row, the texts of the claim's marked lines).
 
     A claim's chunks are annotated apart, and one chunk may leave unmarked a line another
     chunk of the same claim marks (or a word-for-word copy of it): the marked texts are
     gathered over all the claim's chunks, so a line marked anywhere counts as marked."""
-    index: dict[tuple[str, tuple[int, ...]], tuple[str, Any]] = {}
+    index: _GoldIndex = {}
     chunks: dict[str, int] = {}
     marked: dict[str, dict[str, str]] = {}  # claim id → marked text → the item marking it
     # every row is kept in the index: their values are bounded together, before parsing

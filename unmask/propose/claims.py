@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from typing import Protocol, runtime_checkable
 
 from unmask.frozen import frozen
 from unmask.material import NUMBER_WORDS, missing
@@ -97,6 +98,13 @@ class Alignment:
             self.confidence,
             self.coverage,
         )
+
+
+@runtime_checkable
+class ClaimSupport(Protocol):
+    """What a proposer that fills ``CLAIM_SUPPORT`` has: its task, as a method."""
+
+    def claim_support(self, claim: str, evidence: list[str], threshold: float) -> Alignment: ...
 
 
 # --- terms ---------------------------------------------------------------------------------
@@ -220,7 +228,8 @@ def search(claim: str, evidence: list[str], cover_gain: float, max_sentences: in
     covered: set[str] = set()
     chosen: list[tuple[int, frozenset[str], float]] = []
     while len(chosen) < max_sentences:
-        best, best_gain, best_new = -1, 0.0, frozenset()
+        best_new: frozenset[str] = frozenset()
+        best, best_gain = -1, 0.0
         for i, s in enumerate(sentence_terms):
             new = frozenset((s & weight.keys()) - covered)
             gain = sum(weight[t] for t in sorted(new)) / total

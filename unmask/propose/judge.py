@@ -27,7 +27,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.frozen import frozen
@@ -416,7 +416,7 @@ def _per_group(where: str, key: str, value: Any, groups: int) -> tuple[Any, ...]
     return (value,) * groups
 
 
-def _unit(x: Any) -> bool:
+def _unit(x: Any) -> TypeGuard[float]:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and 0.0 <= x <= 1.0
 
 

@@ -279,11 +279,11 @@ def tune(rows: list[Gold]) -> tuple[list[tuple[float, float, Params]], dict]:
     right = {k: [0] * 10 for k in LABELS}
     seen = {k: [0] * 10 for k in LABELS}
     for g in rows:
-        found = search(g.claim, g.evidence, best.cover_gain, best.max_sentences)
-        a = decide(found, g.evidence, best)
+        one = search(g.claim, g.evidence, best.cover_gain, best.max_sentences)
+        a = decide(one, g.evidence, best)
         if a.label is None:
             continue
-        d = min(int(found.coverage * 10), 9)
+        d = min(int(one.coverage * 10), 9)
         seen[a.label][d] += 1
         right[a.label][d] += a.label == g.label
     table = {

@@ -102,14 +102,14 @@ def measure(labels: list[dict], proposer: JudgeRules, threshold: float) -> dict:
                 m = _gold(row, "mention")
                 mentions += len(m)
                 mentions_taken += len(union & m)
-    for key, (tp, proposed, gold) in counts.items():
+    for key, (tp, proposed, labelled) in counts.items():
         kind, name = key.split(":", 1)
         entry = {
             "true_positives": tp,
             "proposed": proposed,
-            "labelled": gold,
+            "labelled": labelled,
             "precision": round(100 * tp / proposed, 1) if proposed else None,
-            "recall": round(100 * tp / gold, 1) if gold else None,
+            "recall": round(100 * tp / labelled, 1) if labelled else None,
         }
         if kind == "judge":
             judge, family = name.split("\t")

@@ -37,7 +37,7 @@ from unmask.frozen import frozen
 from unmask.material import differs
 from unmask.names import split_applied
 from unmask.propose import CLAIM_SUPPORT, Fill, Proposer
-from unmask.propose.claims import Alignment, Match
+from unmask.propose.claims import Alignment, ClaimSupport, Match
 from unmask.propose.passages import (
     ANSWER_CITATIONS,
     MARKER_CONFIDENCE,
@@ -246,6 +246,8 @@ def _open_families(ctx: Context, found: dict, name: str, says: str) -> dict:
 
 
 def _fill_claims(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
+    if not isinstance(proposer, ClaimSupport):  # a registered class that lacks its task
+        raise TypeError(f"proposer `{proposer.name}` fills claim support without `claim_support`")
     name = proposer.by.name
     claim = ctx.replay.sources.get("response", "")
     context = ctx.replay.sources.get("context")
@@ -310,6 +312,7 @@ def _fill_pairs(
 ) -> list[Candidate]:
     """Support over (claim, passage) pairs: each claim aligned with the passages on its own;
     a passage it matches is proposed TRUE for that pair, any other pair abstains."""
+    assert isinstance(proposer, ClaimSupport)  # only `_fill_claims`, which checked it, calls
     name = proposer.by.name
     response = ctx.replay.sources["response"]
     claims = passages(response)
@@ -355,7 +358,7 @@ def _sentence_of(text: str, start: int, end: int) -> str:
     return text[a:b]
 
 
-def _backing(proposer: Proposer, claim: str, texts: list[str]) -> dict[int, Match | str]:
+def _backing(proposer: ClaimSupport, claim: str, texts: list[str]) -> dict[int, Match | str]:
     """Passage index → the match of a passage that backs the whole claim, or the reason it
     does not. A passage backs a claim only if the sentence that matched has everything
     material the claim says, fills no slot of it differently and adds no number
@@ -430,7 +433,9 @@ def _fill_citations(proposer: Proposer, ctx: Context) -> Iterable[Candidate]:
                 p = named[0][member]
                 spans_of[atom] = [s for k in cited for s in cited[k].get(p, [])]
         elif arity == 2:
-            pairs = resolve_pairs(family, [m for _, m in members], ids, claims and list(claims))
+            pairs = resolve_pairs(
+                family, [m for _, m in members], ids, None if claims is None else list(claims)
+            )
             if isinstance(pairs, str):
                 ctx.outcome.abstained.append((name, pairs))
                 continue
@@ -510,7 +515,7 @@ def fill(
     chosen: dict[str, Candidate] = {}
     for proposer in proposers:
         ctx = Context(replay, tuple(still_open), threshold, outcome)
-        seen: set[str] = set()
+        seen: set[Filler] = set()
         for f in proposer.fills:
             filler = FILLERS.get(f)
             if filler is None or filler in seen:
@@ -529,24 +534,24 @@ def fill(
     annotations = list(out.get("annotations") or [])
     position = {a.get("atom"): i for i, a in enumerate(annotations) if isinstance(a, dict)}
     for atom in outcome.open_atoms:  # declaration order, so the output is stable
-        c = chosen.get(atom)
-        if c is None:
+        got = chosen.get(atom)
+        if got is None:
             continue
         ann = {
             "atom": atom,
-            "value": c.value,
+            "value": got.value,
             # spans only: a proposer quotes, it never writes a reading of a whole source
             "evidence": [
                 {"source": s.source, "start": s.start, "end": s.end, "quote": s.quote}
-                for s in c.spans
+                for s in got.spans
             ],
-            "explanation": _explanation(c),
-            "by": dict(c.by),
+            "explanation": _explanation(got),
+            "by": dict(got.by),
         }
         if atom in position:
             annotations[position[atom]] = ann  # an UNKNOWN annotation, replaced in place
         else:
             annotations.append(ann)
-        outcome.filled.append((atom, c.by["name"], c.confidence))
+        outcome.filled.append((atom, got.by["name"], got.confidence))
     out["annotations"] = annotations
     return out, outcome

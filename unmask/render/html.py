@@ -350,7 +350,7 @@ def render(report: Report, replay: Any = None, *, trust: Any = None) -> str:
 
 
 def _count(rows: Sequence[Mapping], key: str, values: Sequence[str]) -> dict[str, int]:
-    out = dict.fromkeys(values, 0)
+    out: dict[str, int] = dict.fromkeys(values, 0)
     for r in rows:
         v = r.get(key)
         if v in out:
@@ -359,7 +359,7 @@ def _count(rows: Sequence[Mapping], key: str, values: Sequence[str]) -> dict[str
 
 
 def _dim_counts(rows: Sequence[Mapping], dim: str) -> dict[str, int]:
-    out = dict.fromkeys(DIM_OUTCOMES, 0)
+    out: dict[str, int] = dict.fromkeys(DIM_OUTCOMES, 0)
     for r in rows:
         v = (r.get("dimensions") or {}).get(dim)
         if v in out:
@@ -375,7 +375,7 @@ CROSS_ROWS = ("matches gold", "differs from gold", "no gold")
 
 
 def _cross_counts(rows: Sequence[Mapping]) -> dict[str, dict[str, int]]:
-    out = {k: dict.fromkeys(OUTCOMES, 0) for k in CROSS_ROWS}
+    out: dict[str, dict[str, int]] = {k: dict.fromkeys(OUTCOMES, 0) for k in CROSS_ROWS}
     for r in rows:
         o = r.get("overall")
         if o in OUTCOMES:
@@ -403,10 +403,10 @@ def _confusion_from_rows(rows: Sequence[Mapping]) -> dict[str, Any]:
             continue
         labels.setdefault(verdict)
         labels.setdefault(gold)
-        c = counts.setdefault((gold, verdict), {"replays": 0, **dict.fromkeys(OUTCOMES, 0)})
+        c = counts.setdefault((gold, verdict), dict.fromkeys(("replays", *OUTCOMES), 0))
         c["replays"] += 1
         c[overall] += 1
-    empty = {"replays": 0, **dict.fromkeys(OUTCOMES, 0)}
+    empty = dict.fromkeys(("replays", *OUTCOMES), 0)
     return {
         "labels": list(labels),
         "table": {g: {o: counts.get((g, o), empty) for o in labels} for g in labels},
@@ -458,7 +458,7 @@ def _confusion(c: Mapping[str, Any]) -> dict | None:
 
 def _provenance(p: Mapping[str, Any]) -> dict | None:
     """Template data of the provenance counts; None when no result rests on such annotations."""
-    out = {}
+    out: dict[str, Any] = {}
     for flag, title in (("unreviewed", "unreviewed"), ("gold_derived", "gold-derived")):
         c = p.get(flag) or {}
         out[flag] = {

@@ -28,7 +28,10 @@ import hashlib
 import json
 import re
 from functools import lru_cache
-from json.decoder import scanstring
+
+# the decoder's string scanner (C, or its Python twin): there at run time, though typeshed
+# does not declare it
+from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 from urllib.parse import quote
 
@@ -437,7 +440,7 @@ class _Log:
             related.append(span_loc)
         for p in primary:
             p["logicalLocations"].append({"fullyQualifiedName": c.path, "kind": "object"})
-        props = {
+        props: dict[str, Any] = {
             "replay": ev.clean(self.report.replay),
             "dimension": c.dimension,
             "check": ev.clean(c.key),

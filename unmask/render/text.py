@@ -51,7 +51,7 @@ from unmask.report import (
 )
 from unmask.safe import printable
 
-_COLOURS = {SATISFIED: "green", OK: "green", VIOLATED: "red"}
+_COLOURS: dict[str, str] = {SATISFIED: "green", OK: "green", VIOLATED: "red"}
 _QUOTE_MAX = 160
 
 

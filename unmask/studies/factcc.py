@@ -102,10 +102,10 @@ def tables(lines: Sequence[dict], graded: Mapping[str, Mapping[str, str]]) -> di
         for x in lines
         if x.get("schema") in CHECKED_SCHEMAS and x.get("replay") in graded
     ]
-    overall = {g: Counter() for g in GRADES}
+    overall: dict[str, Counter[str]] = {g: Counter() for g in GRADES}
     by_model: dict[str, dict[str, Counter]] = defaultdict(_flag_row)
     by_prompt: dict[str, dict[str, Counter]] = defaultdict(_flag_row)
-    by_dimension = {d: Counter() for d in DIMENSIONS}
+    by_dimension: dict[str, Counter[str]] = {d: Counter() for d in DIMENSIONS}
     quotes: Counter = Counter()
     flagged_correct = []
     for r in reports:

@@ -72,7 +72,8 @@ def _reports(lines: Iterable[dict]) -> list[dict]:
 
 def _cell(r: dict) -> str:
     """The gold × adherence cell of a report, by the audit summary's own table."""
-    gold = {True: "match", False: "mismatch"}.get(r.get("verdict_matches_gold"), "no_gold")
+    by_match: dict[object, str] = {True: "match", False: "mismatch"}
+    gold = by_match.get(r.get("verdict_matches_gold"), "no_gold")
     return CELLS.get((gold, r["overall"]), "unknown_or_no_gold")
 
 
@@ -111,10 +112,12 @@ def tables(lines: Sequence[dict]) -> dict[str, Any]:
         by_judge[r.get("judge", "?")].append(r)
     out: dict[str, Any] = {"errors": len(lines) - len(reports), "judges": {}}
     for judge, rs in sorted(by_judge.items()):
-        confusion = {g: {o: Counter() for o in LABELS} for g in LABELS}
+        confusion: dict[str, dict[str, Counter[str]]] = {
+            g: {o: Counter() for o in LABELS} for g in LABELS
+        }
         for r in rs:
             confusion[r["gold"]][r["verdict"]["observed"]][r["overall"]] += 1
-        cells = {key: [] for key in CELL_TEXT}
+        cells: dict[str, list[str]] = {key: [] for key in CELL_TEXT}
         for r in rs:
             cells[_cell(r)].append(r["replay"])
         out["judges"][judge] = {
