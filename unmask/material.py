@@ -47,12 +47,12 @@ _STOP_WORDS = """
     t
 """
 STOP = frozenset(_STOP_WORDS.split())
-_MONTHS = {
+MONTHS = {
     "jan": "january", "feb": "february", "mar": "march", "apr": "april", "jun": "june",
     "jul": "july", "aug": "august", "sep": "september", "sept": "september", "oct": "october",
     "nov": "november", "dec": "december",
 }  # fmt: skip
-_MONTH_NAMES = frozenset(_MONTHS.values())
+MONTH_NAMES = frozenset(MONTHS.values())
 _PRONOUNS = frozenset({"he", "she", "him", "his", "her", "they", "them", "their"})
 _SUFFIXES = ("ations", "ation", "ings", "ing", "ers", "er", "ed", "es", "ly", "s")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;\n]\s*|[\"“(]\s*)$")
@@ -67,8 +67,8 @@ def fold(word: str) -> str:
     w = w.replace("’", "'").removesuffix("'s")
     if w in NUMBER_WORDS:
         return NUMBER_WORDS[w]
-    if w in _MONTHS or w in _MONTH_NAMES:  # `Dec.` meets `December`, which keeps its `er`
-        return _MONTHS.get(w, w)
+    if w in MONTHS or w in MONTH_NAMES:  # `Dec.` meets `December`, which keeps its `er`
+        return MONTHS.get(w, w)
     if w[:1].isdigit():
         return re.sub(r"(?<=\d),(?=\d{3}\b)", "", w)
     if w.endswith(("ies", "ied")) and len(w) > 5:  # `deliveries`, `retried`

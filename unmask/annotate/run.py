@@ -127,8 +127,7 @@ class Reader:
 def proposers(settings: Settings) -> list[Any]:
     """The proposers `--readers` names, each one that fills replay atoms; a usage error for
     a name that is not one (``UnmaskError``)."""
-    from unmask.propose import create
-    from unmask.propose.replay import can_fill
+    from unmask.propose.replay import replay_filler
 
     out = []
     for name in settings.readers:
@@ -144,12 +143,7 @@ def proposers(settings: Settings) -> list[Any]:
                     )
                 ]
             )
-        p = create(name)
-        if not can_fill(p):
-            raise UnmaskError(
-                [Diagnostic("proposer-cannot-fill", f"reader `{name}` fills no replay atoms")]
-            )
-        out.append(p)
+        out.append(replay_filler(name, "reader"))
     return out
 
 

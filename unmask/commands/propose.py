@@ -455,8 +455,7 @@ def _proposers(
 ) -> list[Proposer]:
     """The proposers asked for, in order; ``UnmaskError`` (a usage problem) when one cannot
     fill a replay or ``--rules`` is given without ``judge-rules``."""
-    from unmask.propose import create
-    from unmask.propose.replay import can_fill
+    from unmask.propose.replay import replay_filler
 
     if rules_path and "judge-rules" not in names:
         raise UnmaskError(
@@ -467,12 +466,7 @@ def _proposers(
         if name == "judge-rules":
             proposers.append(_judge_rules(obj, base, rules_path))
             continue
-        p = create(name)
-        if not can_fill(p):
-            raise UnmaskError(
-                [Diagnostic("proposer-cannot-fill", f"proposer `{name}` fills no replay atoms")]
-            )
-        proposers.append(p)
+        proposers.append(replay_filler(name))
     return proposers
 
 

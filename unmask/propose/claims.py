@@ -28,7 +28,7 @@ import unicodedata
 from typing import Protocol, runtime_checkable
 
 from unmask.frozen import frozen
-from unmask.material import NUMBER_WORDS, missing
+from unmask.material import MONTH_NAMES, MONTHS, NUMBER_WORDS, missing
 from unmask.propose import CLAIM_SUPPORT, Proposer
 
 SUPPORTED = "supported"
@@ -119,11 +119,7 @@ _STOP_WORDS = """a about above after again against all also am an and any are as
     yours yourself yourselves s t one also known later"""
 _STOP = frozenset(_STOP_WORDS.split())
 
-_MONTHS = {
-    "jan": "january", "feb": "february", "mar": "march", "apr": "april", "jun": "june",
-    "jul": "july", "aug": "august", "sep": "september", "sept": "september", "oct": "october",
-    "nov": "november", "dec": "december",
-}  # fmt: skip
+_MONTHS = MONTHS  # the one table of month abbreviations, the material test's
 
 # number words read as numbers: the one table, shared with the material-difference test
 _NUMBER_WORDS = NUMBER_WORDS
@@ -144,7 +140,7 @@ def _fold(text: str) -> str:
     ).lower()
 
 
-_MONTH_NAMES = frozenset(_MONTHS.values())
+_MONTH_NAMES = MONTH_NAMES
 
 
 def _stem(word: str) -> str:

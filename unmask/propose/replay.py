@@ -499,6 +499,20 @@ def can_fill(proposer: Proposer) -> bool:
     return any(f in FILLERS for f in proposer.fills)
 
 
+def replay_filler(name: str, what: str = "proposer") -> Proposer:
+    """The proposer registered as ``name``, refused (``UnmaskError``) when it fills no atom of
+    a replay; ``what`` is how the message calls it (`proposer`, or `reader` for annotate)."""
+    from unmask.diagnostics import Diagnostic, UnmaskError
+    from unmask.propose import create
+
+    p = create(name)
+    if not can_fill(p):
+        raise UnmaskError(
+            [Diagnostic("proposer-cannot-fill", f"{what} `{name}` fills no replay atoms")]
+        )
+    return p
+
+
 def _explanation(c: Candidate) -> str:
     return f"proposed by {c.by['name']} ({c.detail}); {c.score} {c.confidence:g}"
 
