@@ -102,27 +102,24 @@ def _names(names: list[str], limit: int = 8) -> str:
 def read_lines(
     file: str, text: str, limits: Limits = DEFAULT_LIMITS
 ) -> tuple[list[Line], list[Diagnostic]]:
-    """Every line of ANNOTATIONS read, and the problems of those that could not be. Lines
-    end at ``\\n`` alone, as every JSON Lines input here; each is parsed under the limits."""
-    from unmask.jsonload import parse_json_text
+    """Every line of ANNOTATIONS read, and the problems of those that could not be; read as
+    every JSON Lines input is (``unmask.importers.jsonlines``: lines end at ``\\n`` alone,
+    each parsed under the limits)."""
+    from unmask.importers.jsonlines import BadLine, jsonl_text
 
     lines: list[Line] = []
     problems: list[Diagnostic] = []
-    for number, raw in enumerate(text.split("\n"), start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = parse_json_text(raw, file, limits, first_line=number)
-        except UnmaskError as exc:
-            d = exc.diagnostics[0]
+    for number, obj in jsonl_text(text, file, limits):
+        if isinstance(obj, BadLine):
+            d = obj.error.diagnostics[0] if obj.error is not None else None
             problems.append(
                 _problem(
                     file,
                     number,
-                    f"not JSON: {d.message}",
+                    f"not JSON: {d.message if d is not None else obj.reason}",
                     "write one JSON object a line, e.g. "
                     '`{"replay": "r1", "atom": "a", "value": "TRUE", "quote": "…"}`',
-                    d.span.column if d.span is not None else 1,
+                    d.span.column if d is not None and d.span is not None else 1,
                 )
             )
             continue
@@ -435,7 +432,6 @@ def applied(item: Any, lines: list[Line], reader: str, limits: Any) -> tuple[Any
     from dataclasses import replace
 
     from unmask.annotate.run import Item
-    from unmask.diagnostics import UnmaskError
     from unmask.replay import replay_from_obj
 
     if item.replay is None or item.obj is None or not lines:

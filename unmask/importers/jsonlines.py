@@ -14,7 +14,8 @@ is read like any other. A line that is not JSON is, by ``bad``:
 With ``objects=True`` a value that is not a JSON object is a ``BadLine`` too. With
 ``together=True`` (a reader that keeps every record, such as a gold file's index) the values
 of all lines together are bounded by ``--max-json-values``, counted before any is parsed.
-``jsonl_lines(data, file, limits)`` is the same for bytes already read (an archive member).
+``jsonl_lines(data, file, limits)`` is the same for bytes already read (an archive member),
+``jsonl_text`` for text already decoded.
 """
 
 from __future__ import annotations
@@ -70,9 +71,17 @@ def jsonl_lines(
     """``jsonl_records`` of bytes already read; ``name`` is what an encoding error calls
     the input (default ``file``, which every other message names)."""
     from unmask.files import decode_utf8
-    from unmask.jsonload import parse_json_text, show
 
     text = decode_utf8(data, file if name is None else name, file)
+    return jsonl_text(text, file, limits, bad=bad, objects=objects)
+
+
+def jsonl_text(
+    text: str, file: str, limits: Limits, *, bad: Bad = "skip", objects: bool = False
+) -> Iterator[tuple[int, Any]]:
+    """``jsonl_lines`` of text already decoded."""
+    from unmask.jsonload import parse_json_text, show
+
     seen = False
     for n, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
