@@ -351,8 +351,13 @@ def _run(paths, limits, settings, out, provider, replies, Run, names, inputs, no
         )
     progress = _Progress(count_tasks(paths, limits))
     run = Run(settings, out, provider, replies, progress)
+
+    async def main():  # type: ignore[no-untyped-def]
+        asyncio.get_running_loop().set_exception_handler(_quiet_interrupt)
+        return await run.run(names(inputs()))
+
     try:
-        summary = asyncio.run(run.run(names(inputs())))
+        summary = asyncio.run(main())
     except KeyboardInterrupt:
         progress.end(run.summary)
         say("interrupted: the replies received so far are cached; run again to go on")
@@ -378,6 +383,15 @@ def _run(paths, limits, settings, out, provider, replies, Run, names, inputs, no
         raise SystemExit(exitcodes.INVALID)
     if summary.errors or summary.stopped:
         raise SystemExit(exitcodes.ERRORS)
+
+
+def _quiet_interrupt(loop: asyncio.AbstractEventLoop, context: dict) -> None:
+    """The event loop's handler of exceptions nobody awaited: a call that Ctrl-C stopped
+    (asyncio logged it as a traceback after the one message) is not an error; anything else
+    goes to asyncio's own handler."""
+    if isinstance(context.get("exception"), (KeyboardInterrupt, asyncio.CancelledError)):
+        return
+    loop.default_exception_handler(context)
 
 
 def _errors(out: Path, summary) -> None:  # type: ignore[no-untyped-def]
