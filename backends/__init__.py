@@ -24,7 +24,7 @@ from unmask.backends.base import (
     Unknown,
     Unsat,
 )
-from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 
 __all__ = [
     "DEFAULT_SEED",

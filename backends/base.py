@@ -21,8 +21,8 @@ from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import field
 from typing import Generic, TypeVar
 
-from unmask.frozen import frozen
 from unmask.ir import Expr, iter_atoms
+from unmask.plumbing.frozen import frozen
 
 DEFAULT_TIMEOUT_MS = 60_000
 # the backend a command uses when none is named, chosen by measurement (docs/performance.md)
@@ -32,7 +32,7 @@ DEFAULT_BACKEND = "sliced"
 DEFAULT_DEADLINE_MS = 60_000
 DEFAULT_SEED = 0
 
-# A part's label: the checker's ``PartId`` (unmask.report), plain strings elsewhere
+# A part's label: the checker's ``PartId`` (unmask.checking.report), plain strings elsewhere
 # (overlap.py). A backend only hashes and compares labels, and answers an unsat core with
 # some of the labels it was given; ``Part`` keeps the caller's label type.
 PartLabel = Hashable

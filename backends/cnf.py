@@ -24,8 +24,8 @@ from typing import Any
 from pysat.card import CardEnc, EncType
 from pysat.formula import IDPool
 
-from unmask.budget import tick
 from unmask.ir import Card, Expr, Table
+from unmask.plumbing.budget import tick
 
 # the reified totalizer of this module: one unary counter capped at min(k, n-k+1) serves
 # both halves of `v <-> atleast(k)`, so its size is about n * min(k, n-k+1) clauses. A

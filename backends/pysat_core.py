@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 
 if TYPE_CHECKING:
     from pysat.solvers import Solver

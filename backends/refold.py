@@ -20,7 +20,7 @@ from typing import Any
 
 from unmask.backends.base import PartLabel
 from unmask.ir import Atom, Binary, Card, Expr, Memo, Nary, Table, children
-from unmask.ireval import substitute
+from unmask.ir.partial import substitute
 
 CHUNK = 16  # the widest and/or/xor kept for re-folding (wider ones are nested)
 

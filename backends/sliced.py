@@ -10,7 +10,7 @@ Contract (``create("sliced")``, ``create("sliced:glucose4")`` for another PySAT 
   inconsistent base) every check is answered on every enabled part, so minimising a
   conflict stays exact;
 - a slice with at most ``TT_MAX_ATOMS`` unpinned atoms is decided by a bit-parallel truth
-  table (``unmask.ireval.truth_mask``) after substituting the pins; a larger one by one
+  table (``unmask.ir.partial.truth_mask``) after substituting the pins; a larger one by one
   incremental PySAT solver over the whole base (parts behind selectors, encoded once
   when first needed; facts are assumed as literals), so a check costs about the size of
   its slice, not of the base;
@@ -23,7 +23,7 @@ Contract (``create("sliced")``, ``create("sliced:glucose4")`` for another PySAT 
   solver only those in its core); models hold exactly ``want``; a solver check runs in
   conflict-budget slices against a wall-clock deadline and answers ``Unknown`` when it
   runs out, never a guess. Statuses, witnesses and explanations equal every other
-  backend's, since those are decided by ``unmask.explain`` from sat/unsat answers alone.
+  backend's, since those are decided by ``unmask.checking.explain`` from sat/unsat answers alone.
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ from typing import Any
 
 from unmask.backends.base import Backend, Part, PartLabel, Result, Sat, Session, Unknown, Unsat
 from unmask.backends.refold import Refold
-from unmask.budget import tick
-from unmask.frozen import frozen
 from unmask.ir import Const, Expr, Memo, iter_atoms, size
-from unmask.ireval import Why, closed_value, justify, literal, substitute, truth_mask
+from unmask.ir.partial import Why, closed_value, justify, literal, substitute, truth_mask
+from unmask.plumbing.budget import tick
+from unmask.plumbing.frozen import frozen
 
 # above this many unpinned atoms a slice goes to the SAT solver (measured: docs/performance.md)
 TT_MAX_ATOMS = 12
@@ -452,7 +452,7 @@ class SlicedSession(Session):
 
     def _table_core(self, used: list[tuple[int | None, Expr]], ask: _Ask) -> Unsat:
         """The parts whose (substituted) conjunction was unsat, and the facts they rest on
-        (``unmask.ireval.justify``: often one fact of a wide ``and`` or ``or``, not all of
+        (``unmask.ir.partial.justify``: often one fact of a wide ``and`` or ``or``, not all of
         them, so a core seen once spares deletion the trials it does not touch)."""
         core: set[int] = set()
         rests = 0

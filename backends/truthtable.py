@@ -24,9 +24,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 
 from unmask.backends.base import Backend, Part, PartLabel, Result, Sat, Session, Unsat
-from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.ir import Atom, Binary, Const, Expr, Nary, evaluate, iter_atoms
-from unmask.ireval import literal, substitute, truth_mask
+from unmask.ir.partial import literal, substitute, truth_mask
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 
 # the most atoms one connected component may have: 2**20 assignments per formula is about
 # 128 KiB per bitmask and well under a second for a protocol-sized component

@@ -185,7 +185,7 @@ def _a_cache_folder_of_its_own(tmp_path_factory: pytest.TempPathFactory):
     for the run: never the user's, never one another worker writes at the same moment.
     Tests of the cache set their own folder over this one (``monkeypatch.setenv``), and
     subprocesses inherit it."""
-    from unmask.cachedir import CACHE_ENV
+    from unmask.plumbing.cachedir import CACHE_ENV
 
     before = os.environ.get(CACHE_ENV)
     os.environ[CACHE_ENV] = str(tmp_path_factory.mktemp("unmask-cache"))

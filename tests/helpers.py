@@ -27,7 +27,7 @@ from pysat.formula import CNF
 from pysat.solvers import Solver
 
 from unmask.ir import Atom, AtomDecl, GroundPair, Nary, Protocol, Requirement
-from unmask.irjson import protocol_to_json
+from unmask.ir.json import protocol_to_json
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_DATA = ROOT / "tests" / "data"
@@ -42,9 +42,9 @@ def check_any(  # type: ignore[no-untyped-def]
     from dataclasses import replace
 
     from unmask.backends import create
-    from unmask.checker import Case
-    from unmask.explain import Deadline
-    from unmask.outcomes import check_case
+    from unmask.checking.checker import Case
+    from unmask.checking.explain import Deadline
+    from unmask.checking.outcomes import check_case
 
     report = check_case(
         Case.from_replay(replay),
@@ -61,7 +61,7 @@ def check_any(  # type: ignore[no-untyped-def]
 def wide_replay(folder: Path, n: int = 25, name: str = "wide") -> Path:
     """Write ``NAME.json``: a replay with id ``name`` whose decision joins ``n`` unknown atoms
     (one component of ``n`` atoms) in a shape the closed form does not decide (an ``all``
-    of plain atoms it does, without a backend: ``unmask.closed.open_decision``), so a
+    of plain atoms it does, without a backend: ``unmask.checking.closed.open_decision``), so a
     backend that cannot take ``n`` atoms at once must refuse it."""
     names = [f"x{i}" for i in range(n)]
     protocol = Protocol(

@@ -1,6 +1,6 @@
 """Hypothesis strategies for `.proto` text: random valid protocols and token soups.
 
-``protocols()`` draws a ``Case``: a protocol's surface tree (``unmask.ast`` nodes), its
+``protocols()`` draws a ``Case``: a protocol's surface tree (``unmask.language.ast`` nodes), its
 domains' members, and a rendering of it as text that is deliberately unlike the
 formatter's output (every operator fully parenthesised, random extra parentheses, random
 layout and comments, strings with random escapes), so that compiling the rendering and
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
-from unmask import ast
-from unmask.parser import reserved_words
+from unmask.language import ast
+from unmask.language.parser import reserved_words
 
 ROLES = ("judge", "context", "procedure")
 BINOPS = ("iff", "implies", "or", "xor", "and")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from tests.conftest import found_files
 from unmask.api import check, load
-from unmask.replaydata import Replay
-from unmask.report import Report
+from unmask.checking.report import Report
+from unmask.replay.data import Replay
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -44,7 +44,7 @@ from unmask.ir import (
     Ref,
     Requirement,
 )
-from unmask.replaydata import (
+from unmask.replay.data import (
     EVIDENCE_SOURCES,
     PROVENANCE_KINDS,
     Annotation,
@@ -84,7 +84,7 @@ LABEL_POOL = ("supported", "partially_supported", "not_supported", "C", "P", "I"
 
 def smart(e: Expr) -> Expr:
     """``e`` rebuilt through the smart constructors (iteratively: e may be deep)."""
-    from unmask.ireval import smart as rebuild
+    from unmask.ir.partial import smart as rebuild
 
     return rebuild(e)
 

@@ -12,9 +12,9 @@ from unmask import api
 from unmask.analysis.analyze import analyze
 from unmask.analysis.ground import Scope, load
 from unmask.backends import create
-from unmask.builder import ReplayBuilder
-from unmask.compiler import compile_source
-from unmask.replay import replay_from_obj
+from unmask.language.compiler import compile_source
+from unmask.replay.builder import ReplayBuilder
+from unmask.replay.load import replay_from_obj
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "claim_parts.proto"

@@ -17,9 +17,9 @@ from unmask.analysis.findings import CODES
 from unmask.analysis.ground import Scope, load
 from unmask.backends import create
 from unmask.cli.main import main
-from unmask.compiler import compile_source
 from unmask.ir import Atom, AtomDecl, Constraint, Decision, Protocol, mk_and, mk_not, mk_ref
-from unmask.irjson import dumps, protocol_to_json
+from unmask.ir.json import dumps, protocol_to_json
+from unmask.language.compiler import compile_source
 
 ROOT = Path(__file__).resolve().parent.parent
 BACKENDS = ("sliced", "z3", "pysat", "truthtable")
@@ -236,7 +236,7 @@ def test_every_shipped_example_is_clean(name):
 
 
 def test_member_names_avoid_every_identifier():
-    from unmask.names import invent_members
+    from unmask.plumbing.names import invent_members
 
     assert invent_members(["claim"], 2, ["x"]) == {"claim": ("claim_1", "claim_2")}
     assert invent_members(["claim"], 2, ["claim_2"]) == {"claim": ("claim__1", "claim__2")}

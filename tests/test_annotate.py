@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from unmask.cli.main import main
-from unmask.limits import DEFAULT_LIMITS
+from unmask.plumbing.limits import DEFAULT_LIMITS
 
 ROOT = Path(__file__).resolve().parent.parent
 RAG = ROOT / "examples" / "rag"
@@ -382,14 +382,14 @@ def test_without_the_extra_one_line_says_what_to_install_exit_2(tmp_path, r1, mo
 
 def rag_questions(tmp_path: Path):
     from unmask.annotate.question import questions
-    from unmask.replay import load_replay
+    from unmask.replay.load import load_replay
 
     replay = load_replay(str(free_replays(tmp_path) / "r1.json"))
     return replay, questions(replay)
 
 
 def test_the_question_names_each_open_atom_its_role_description_and_sources(tmp_path):
-    from unmask.judgeschema import emit_reading_prompt
+    from unmask.replay.judgeschema import emit_reading_prompt
 
     replay, qs = rag_questions(tmp_path)
     # quotes_verbatim is annotated by the importer: not open, not asked
@@ -438,7 +438,7 @@ def test_the_question_names_each_open_atom_its_role_description_and_sources(tmp_
 def test_the_schema_and_the_hand_reader_agree(tmp_path, answer):
     import jsonschema
 
-    from unmask.judgeschema import ShapeError, read_reading, reading_schema
+    from unmask.replay.judgeschema import ShapeError, read_reading, reading_schema
 
     _, qs = rag_questions(tmp_path)
     schema = reading_schema(qs)

@@ -197,7 +197,7 @@ def test_an_annotated_atom_is_replaced_and_kept_under_review(cited, tmp_path) ->
 
 def test_the_shape_kept_under_review_is_review_apply_s(cited, tmp_path) -> None:
     # the same decision made through `unmask review --apply` keeps the same `review`
-    from unmask.review import Decision, _spans, apply_to
+    from unmask.review.queue import Decision, _spans, apply_to
 
     doc = json.loads((cited / "c2.json").read_text(encoding="utf-8"))
     now = next(a for a in doc["annotations"] if a["atom"] == "outside")

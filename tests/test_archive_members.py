@@ -21,10 +21,10 @@ import pytest
 from click.testing import CliRunner
 
 from unmask.cli.main import main
-from unmask.diagnostics import UnmaskError
 from unmask.importers.archive import Archive
 from unmask.importers.realmistake import PASSWORD
-from unmask.limits import Limits
+from unmask.plumbing.diagnostics import UnmaskError
+from unmask.plumbing.limits import Limits
 
 MEMBER = "data/math_word_problem_generation/gpt.jsonl"
 ITEM = {

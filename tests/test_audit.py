@@ -16,8 +16,8 @@ import pytest
 from unmask.api import check
 from unmask.batch import inputs, resume, run, summary
 from unmask.bench import replay_line
-from unmask.record import ResultRecord, report_json
-from unmask.replay import load_replay
+from unmask.checking.record import ResultRecord, report_json
+from unmask.replay.load import load_replay
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 CASES = ["case_a.json", "case_b.json", "case_c.json", "case_d.json", "case_unknown.json"]
@@ -356,7 +356,7 @@ def test_error_records_are_counted_by_first_code() -> None:
 def test_an_overlong_jsonl_record_is_skipped_without_reading_it_whole(tmp_path: Path) -> None:
     from dataclasses import replace
 
-    from unmask.limits import DEFAULT_LIMITS
+    from unmask.plumbing.limits import DEFAULT_LIMITS
 
     limits = replace(DEFAULT_LIMITS, max_file_bytes=5000)
     f = tmp_path / "big.jsonl"
@@ -471,7 +471,7 @@ def test_summary_dimensions_are_the_reports_own(cases: Path) -> None:
 
 
 def test_each_check_counts_under_the_checkers_outcome() -> None:
-    from unmask.checker import outcome
+    from unmask.checking.checker import outcome
 
     statuses = (
         "ENTAILED",

@@ -16,8 +16,8 @@ from tests.helpers import assert_same_audit_outputs
 from unmask.batch import audit as auditing
 from unmask.batch import run
 from unmask.batch.audit import AuditError, AuditOptions, Interrupted, audit
+from unmask.checking.record import ResultRecord
 from unmask.cli.main import main
-from unmask.record import ResultRecord
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -167,6 +167,6 @@ def test_one_spelling_of_the_error_schema_and_no_byte_search_for_a_base() -> Non
     sources = [*(ROOT / "unmask").rglob("*.py"), *(ROOT / "backends").rglob("*.py")]
     texts = {p: p.read_text(encoding="utf-8") for p in sources}
     assert sum(t.count('"unmask.error/1"') for t in texts.values()) == 1
-    assert '"unmask.error/1"' in texts[ROOT / "unmask" / "record.py"]
+    assert '"unmask.error/1"' in texts[ROOT / "unmask" / "checking" / "record.py"]
     assert not any('"proto":"INCONSISTENT"' in t for t in texts.values())
     assert auditing.BROKEN_PROTOCOL_HINT == HINT

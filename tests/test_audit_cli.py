@@ -137,7 +137,7 @@ def test_resume_after_a_truncated_line_skips_what_is_done(tmp_path: Path) -> Non
 def test_resume_reads_lines_of_the_first_form_and_keeps_them(tmp_path: Path) -> None:
     # a results file of an earlier run holds each report's JSON as it is (unmask.report/1):
     # resuming into it keeps those lines, adds lines of the new form, and sums them alike
-    from unmask.record import report_json
+    from unmask.checking.record import report_json
 
     src, full = audited(tmp_path, 6)
     lines = full.read_bytes().splitlines(keepends=True)
@@ -237,7 +237,7 @@ def test_html_pages_index_and_junit(cases: Path, tmp_path: Path) -> None:
 
     from unmask.api import check
     from unmask.render import junit
-    from unmask.replay import load_replay
+    from unmask.replay.load import load_replay
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text("{}\n")
@@ -426,7 +426,7 @@ def test_the_page_head_is_how_every_page_begins() -> None:
     from unmask.api import check
     from unmask.batch.files import PAGE_HEAD
     from unmask.render import html
-    from unmask.replay import load_replay
+    from unmask.replay.load import load_replay
 
     replay = load_replay(EXAMPLES / "case_unicode.json")
     assert html.render(check(replay, "sliced"), replay).encode().startswith(PAGE_HEAD)

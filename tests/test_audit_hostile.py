@@ -17,7 +17,7 @@ from tests.test_audit_cli import audited, lines_of, run
 from unmask.batch import inputs
 from unmask.bench import replay_line
 from unmask.commands.audit import MAX_JOBS
-from unmask.outputs import OutputError, atomic, write_text
+from unmask.plumbing.outputs import OutputError, atomic, write_text
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DEV_FULL = Path("/dev/full")

@@ -18,8 +18,8 @@ from click.testing import CliRunner
 
 from unmask.batch.confusion import confusion_text
 from unmask.batch.summary import Summary
+from unmask.checking.record import ResultRecord
 from unmask.cli.main import main
-from unmask.record import ResultRecord
 from unmask.render.html import index_row, render_index
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

@@ -10,8 +10,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from unmask.batch.summary import Summary
+from unmask.checking.record import ResultRecord
 from unmask.cli.main import main
-from unmask.record import ResultRecord
 from unmask.render.html import index_row, render_index
 
 DIMS = ("verdict", "procedure", "coverage", "grounding")

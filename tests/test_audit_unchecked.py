@@ -16,10 +16,10 @@ import pytest
 from click.testing import CliRunner
 
 from tests.fuzz.test_regressions import wide_replay
-from unmask import exitcodes
 from unmask.batch.summary import Summary
+from unmask.checking.record import ResultRecord
 from unmask.cli.main import main
-from unmask.record import ResultRecord
+from unmask.plumbing import exitcodes
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

@@ -196,7 +196,7 @@ def test_cardinalities_at_every_bound_agree_with_brute_force(backend_name, n, op
 def test_protocols_over_several_domains_agree_with_brute_force(backend_name, data):
     # a protocol over two domains, compiled: its atoms are named `cites(c1, p2)`, with a
     # comma and a space (ten atoms, so that brute force stays quick)
-    from unmask.compiler import compile_source
+    from unmask.language.compiler import compile_source
 
     k = data.draw(st.integers(0, 5))
     decision = data.draw(

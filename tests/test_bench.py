@@ -14,7 +14,7 @@ from unmask.batch import run
 from unmask.bench import Baseline, Plan, factual_replay, replay_line, to_markdown
 from unmask.bench.measure import _tasks
 from unmask.cli.main import main
-from unmask.replay import load_replay_text, replay_from_obj
+from unmask.replay.load import load_replay_text, replay_from_obj
 
 
 def test_generated_replays_are_valid_deterministic_and_about_20_percent_unknown() -> None:
@@ -227,7 +227,7 @@ def test_the_floor_evaluates_every_formula_once() -> None:
 
 def test_the_proto_path_replay_checks_like_the_embedded_one(tmp_path: Path) -> None:
     from unmask.bench.workload import PROTOCOL_SOURCE, proto_replay
-    from unmask.replay import load_replay
+    from unmask.replay.load import load_replay
 
     (tmp_path / "factual.proto").write_text(PROTOCOL_SOURCE, encoding="utf-8")
     for n, i in ((2, 0), (7, 3)):

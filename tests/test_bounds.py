@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from unmask import exitcodes, ir
+from unmask import ir
 from unmask.batch import cluster
 from unmask.cli.main import main
 from unmask.cli.unmaskc import cli as unmaskc
-from unmask.compiler import compile_source
-from unmask.diagnostics import UnmaskError
-from unmask.irjson import protocol_to_json
+from unmask.ir.json import protocol_to_json
+from unmask.language.compiler import compile_source
+from unmask.plumbing import exitcodes
+from unmask.plumbing.diagnostics import UnmaskError
 
 BACKENDS = ("sliced", "z3", "pysat", "truthtable")
 # seconds any bounded case may take on a shared CI machine; the unbounded ones took minutes
@@ -115,7 +116,7 @@ def test_the_size_counted_is_the_size_written_out() -> None:
 
 
 def ir_limits(nodes: int):  # type: ignore[no-untyped-def]
-    from unmask.limits import Limits
+    from unmask.plumbing.limits import Limits
 
     return Limits(max_expr_nodes=nodes)
 
@@ -171,7 +172,7 @@ def test_the_ir_reader_bounds_depth_through_definitions(tmp_path) -> None:
 def test_the_ir_reader_bounds_with_the_compilers_folds(monkeypatch) -> None:
     # one count of a written-out expression, `ir.size` and `ir.depth`, shared by the
     # compiler and the reader: each expression of a protocol with definitions is folded
-    from unmask import irjson_reader
+    from unmask.ir import json_reader as irjson_reader
 
     p = compile_source(chain_proto(6), "chain.proto")
     folded: list[str] = []
@@ -429,7 +430,7 @@ def test_the_galloping_witness_is_the_least_model(backend) -> None:
     import random
 
     from unmask.backends import Part, Sat, create
-    from unmask.explain import BaseSession, witness
+    from unmask.checking.explain import BaseSession, witness
     from unmask.ir import Atom, Card, Not, evaluate, mk_or
 
     rng = random.Random(28)

@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import unmask
-from unmask.builder import ReplayBuilder, closest_match
-from unmask.diagnostics import UnmaskError
-from unmask.replay import load_replay, replay_from_obj
+from unmask.plumbing.diagnostics import UnmaskError
+from unmask.replay.builder import ReplayBuilder, closest_match
+from unmask.replay.load import load_replay, replay_from_obj
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTO = ROOT / "examples" / "factual_claims.proto"
@@ -76,8 +76,8 @@ def test_protocol_as_text_and_as_ir_dict():
     text = PROTO.read_text(encoding="utf-8")
     b = ReplayBuilder(text, sources={"rationale": RATIONALE}, verdict="FAIL")
     assert b.build()["protocol"] == {"source": text}
-    from unmask.compiler import compile_source
-    from unmask.irjson import protocol_to_json
+    from unmask.ir.json import protocol_to_json
+    from unmask.language.compiler import compile_source
 
     ir_dict = protocol_to_json(compile_source(text))
     b = ReplayBuilder(ir_dict, sources={"rationale": RATIONALE}, verdict="FAIL", id="ir")

@@ -22,10 +22,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from unmask import cache, cache_writer, cachedir, compile_cache, compiler
-from unmask import parser as parser_mod
-from unmask.compiler import compile_source
-from unmask.irjson import protocol_to_json
+from unmask.ir.json import protocol_to_json
+from unmask.language import cache, cache_writer, compile_cache, compiler
+from unmask.language import parser as parser_mod
+from unmask.language.compiler import compile_source
+from unmask.plumbing import cachedir
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -320,7 +321,7 @@ _WRITER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from unmask.compile_cache import compile_cached
+    from unmask.language.compile_cache import compile_cached
     text = Path(sys.argv[1]).read_text(encoding="utf-8")
     for i in range(6):
         compile_cached(text, "f.proto", {"claim": [f"c{i}", f"d{i}"]})
@@ -469,9 +470,14 @@ def _is_module(name: str) -> bool:
 def test_the_cache_modules_import_no_circle():
     """`cache -> compiler -> parser -> cache` and `cache <-> cache_writer` are gone: the
     folder is a leaf both use, `compile_cached` sits above both halves of the cache."""
-    start = ["unmask.cachedir", "unmask.cache", "unmask.cache_writer", "unmask.compile_cache"]
+    start = [
+        "unmask.plumbing.cachedir",
+        "unmask.language.cache",
+        "unmask.language.cache_writer",
+        "unmask.language.compile_cache",
+    ]
     graph: dict[str, set[str]] = {}
-    todo = [*start, "unmask.parser", "unmask.compiler"]
+    todo = [*start, "unmask.language.parser", "unmask.language.compiler"]
     while todo:
         m = todo.pop()
         if m not in graph:
@@ -490,10 +496,13 @@ def test_the_cache_modules_import_no_circle():
                     stack.append(n)
         return False
 
-    for m in [*start, "unmask.parser", "unmask.compiler"]:
+    for m in [*start, "unmask.language.parser", "unmask.language.compiler"]:
         assert not reaches(m, m), f"{m} imports itself through a circle"
-    assert graph["unmask.cachedir"] <= {"unmask.outputs", "unmask.diagnostics"}
-    assert "unmask.compiler" not in graph["unmask.cache"]
+    assert graph["unmask.plumbing.cachedir"] <= {
+        "unmask.plumbing.outputs",
+        "unmask.plumbing.diagnostics",
+    }
+    assert "unmask.language.compiler" not in graph["unmask.language.cache"]
 
 
 def test_the_span_rebuild_is_a_table_over_every_kind():

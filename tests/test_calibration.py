@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from unmask import calibration as cal
 from unmask.cli.main import main
-from unmask.diagnostics import UnmaskError
+from unmask.plumbing.diagnostics import UnmaskError
+from unmask.review import calibration as cal
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 RULE = {"kind": "rule", "name": "outside-knowledge/1", "reviewed": False}
@@ -597,7 +597,7 @@ def test_a_pass_on_unreviewed_readings_is_weighed_in_the_summary(
     }
     assert f"({trusted} trusted, {1 - trusted} to review)" in r.output
     # read back from the lines, as --resume does, the same
-    from unmask.record import ResultRecord
+    from unmask.checking.record import ResultRecord
 
     lines = [json.loads(x) for x in Path("r.jsonl").read_text().splitlines()]
     assert ResultRecord.from_line(lines[0]).passes == (RULE_KEY,)

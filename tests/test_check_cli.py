@@ -10,10 +10,10 @@ from click.testing import CliRunner
 
 from tests.helpers import assert_a_directory_or_an_unreadable_file_is_exit_4
 from unmask.api import check
+from unmask.checking.report import dumps
 from unmask.cli.main import main
 from unmask.commands.check import FORMATS
-from unmask.replay import load_replay
-from unmask.report import dumps
+from unmask.replay.load import load_replay
 
 
 def run(*args: str):  # type: ignore[no-untyped-def]
@@ -105,7 +105,7 @@ def _pigeonhole_replay(tmp_path: Path, holes: int) -> Path:
 
     from tests.test_checker import factual_protocol
     from unmask.ir import AtomDecl, Constraint, mk_and, mk_atom, mk_not, mk_or
-    from unmask.irjson import protocol_to_json
+    from unmask.ir.json import protocol_to_json
 
     pigeons = range(holes + 1)
 
@@ -155,7 +155,7 @@ def test_backend_refusing_the_replay_is_unknown_not_usage(tmp_path: Path) -> Non
 
     from tests.test_checker import factual_protocol
     from unmask.ir import AtomDecl, Constraint, mk_atom, mk_card
-    from unmask.irjson import protocol_to_json
+    from unmask.ir.json import protocol_to_json
 
     extra = tuple(AtomDecl(f"x{i}", "procedure") for i in range(30))
     wide = Constraint("wide", mk_card("atleast", 2, [mk_atom(a.name) for a in extra]))

@@ -11,7 +11,8 @@ import pytest
 
 from unmask.api import check
 from unmask.backends import create
-from unmask.checker import VERDICT_ATOM, Case, base_parts, check_case
+from unmask.checking.checker import VERDICT_ATOM, Case, base_parts, check_case
+from unmask.checking.report import dumps
 from unmask.ir import (
     AtomDecl,
     Constraint,
@@ -28,8 +29,7 @@ from unmask.ir import (
     mk_not,
     mk_or,
 )
-from unmask.replaydata import Annotation, Evidence, Replay
-from unmask.report import dumps
+from unmask.replay.data import Annotation, Evidence, Replay
 
 A = mk_atom
 TRUE = mk_const(True)
@@ -600,7 +600,7 @@ def _conflicting_parts():  # type: ignore[no-untyped-def]
 
 
 def test_minimisation_does_not_depend_on_the_cores_returned() -> None:
-    from unmask.explain import BaseSession, minimise
+    from unmask.checking.explain import BaseSession, minimise
 
     parts = _conflicting_parts()
     results, calls = {}, {}
@@ -618,7 +618,7 @@ def test_minimisation_does_not_depend_on_the_cores_returned() -> None:
 
 
 def test_minimisation_that_times_out_keeps_the_part_and_says_not_minimal() -> None:
-    from unmask.explain import BaseSession, minimise
+    from unmask.checking.explain import BaseSession, minimise
 
     parts = _conflicting_parts()
     base = BaseSession("all", parts, _BruteSession(parts, unknown_without="fact:a"))  # type: ignore[arg-type]
@@ -629,7 +629,7 @@ def test_minimisation_that_times_out_keeps_the_part_and_says_not_minimal() -> No
 
 def test_witness_completion_is_the_least_model_whatever_the_start() -> None:
     from unmask.backends import Part
-    from unmask.explain import BaseSession, witness
+    from unmask.checking.explain import BaseSession, witness
 
     parts = [Part("constraint:k", mk_or([A("a"), A("b"), A("c")]))]
     base = BaseSession("evid", parts, _BruteSession(parts))  # type: ignore[arg-type]

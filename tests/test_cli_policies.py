@@ -1,5 +1,5 @@
 """Two things every command does the same way, each written once: a bug is one
-``internal-error`` diagnostic (``unmask.diagnostics.internal_error``) with exit 3 and no
+``internal-error`` diagnostic (``unmask.plumbing.diagnostics.internal_error``) with exit 3 and no
 traceback; ``--backend`` is opened by ``unmask.commands._options.open_backend``, so a wrong
 name is one diagnostic with a "did you mean" hint and exit 2 in every command, and a backend
 whose solver library is missing is named without the import error's text."""
@@ -14,9 +14,9 @@ import pytest
 from click.testing import CliRunner
 
 from tests.conftest import found_files
-from unmask import exitcodes
 from unmask.cli.main import main
-from unmask.diagnostics import INTERNAL_HELP, internal_error
+from unmask.plumbing import exitcodes
+from unmask.plumbing.diagnostics import INTERNAL_HELP, internal_error
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -62,20 +62,22 @@ def test_a_bug_in_check_is_the_internal_error(monkeypatch) -> None:
 
 
 def test_a_bug_in_next_is_the_internal_error(monkeypatch) -> None:
-    monkeypatch.setattr("unmask.next.next_steps", _boom)
+    monkeypatch.setattr("unmask.checking.next.next_steps", _boom)
     _assert_internal(run("next", CASE))
 
 
 def test_a_bug_anywhere_else_is_the_internal_error_not_a_traceback(monkeypatch) -> None:
     # validate, analyze and compare catch nothing themselves: the entry point does
-    monkeypatch.setattr("unmask.replay.load_replay", _boom)
+    monkeypatch.setattr("unmask.replay.load.load_replay", _boom)
     _assert_internal(run("validate", CASE))
     monkeypatch.setattr("unmask.analysis.analyze.analyze", _boom)
     _assert_internal(run("analyze", PROTO))
 
 
 def test_a_bug_in_an_audit_is_the_internal_error_record(monkeypatch, tmp_path: Path) -> None:
-    monkeypatch.setattr("unmask.outcomes.check_replay_line", _boom)  # the batch engine checks here
+    monkeypatch.setattr(
+        "unmask.checking.outcomes.check_replay_line", _boom
+    )  # the batch engine checks here
     out = tmp_path / "r.jsonl"
     res = run("audit", CASE, "--jobs", "1", "--out", str(out))
     assert res.exit_code == 0, res.output
@@ -103,7 +105,7 @@ def _calls(tree: ast.AST):
 def test_the_internal_error_is_built_in_one_place() -> None:
     """No other module builds an ``internal-error`` diagnostic or words the message."""
     for path in found_files((ROOT / "unmask").rglob("*.py"), at_least=50):
-        if path.name == "diagnostics.py" and path.parent.name == "unmask":
+        if path.name == "diagnostics.py" and path.parent.name == "plumbing":
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
@@ -196,6 +198,6 @@ def test_a_bug_in_unmaskc_is_the_internal_error_not_a_traceback(monkeypatch) -> 
     from unmask.cli.unmaskc import cli as unmaskc
 
     # unmaskc compiles the tree it parsed (compile_tree); patch both entries
-    monkeypatch.setattr("unmask.compiler.compile_source", _boom)
-    monkeypatch.setattr("unmask.compiler.compile_tree", _boom)
+    monkeypatch.setattr("unmask.language.compiler.compile_source", _boom)
+    monkeypatch.setattr("unmask.language.compiler.compile_tree", _boom)
     _assert_internal(CliRunner().invoke(unmaskc, [PROTO]))

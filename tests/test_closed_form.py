@@ -1,4 +1,4 @@
-"""The checks the facts alone settle, decided without a backend call (``unmask.closed``).
+"""The checks the facts alone settle, decided without a backend call (``unmask.checking.closed``).
 
 - on random replays (hypothesis, binary and extended) and on 1,500 seeded ones, the report
   with the closed form is byte for byte the report of every backend deciding every check
@@ -21,11 +21,12 @@ from hypothesis import strategies as st
 
 from tests.helpers import check_any
 from tests.strategies import random_protocol, random_replay, replays
-from unmask import closed
 from unmask.api import check
 from unmask.backends import available, create
-from unmask.checker import Case, check_case
-from unmask.explain import Deadline
+from unmask.checking import closed
+from unmask.checking.checker import Case, check_case
+from unmask.checking.explain import Deadline
+from unmask.checking.report import dumps
 from unmask.ir import (
     AtomDecl,
     GroundPair,
@@ -40,8 +41,7 @@ from unmask.ir import (
 )
 from unmask.ir import mk_and as _and
 from unmask.ir import mk_or as _or
-from unmask.replaydata import Annotation, Replay
-from unmask.report import dumps
+from unmask.replay.data import Annotation, Replay
 
 BACKENDS = available()
 
@@ -523,7 +523,7 @@ def test_deletion_over_many_atoms_keeps_what_every_trial_tabled_keeps() -> None:
 def test_an_achieved_assignment_is_a_model(data) -> None:
     from tests.strategies import atom_lists, exprs
     from unmask.ir import evaluate
-    from unmask.ireval import achieve
+    from unmask.ir.partial import achieve
 
     names = data.draw(atom_lists(1, 6))
     e = data.draw(exprs(names, max_leaves=12))
@@ -536,7 +536,7 @@ def test_an_achieved_assignment_is_a_model(data) -> None:
 
 
 def test_achieve_finds_what_a_wide_requirement_needs() -> None:
-    from unmask.ireval import achieve
+    from unmask.ir.partial import achieve
 
     said = [mk_atom(f"said(p{i})") for i in range(30)]
     phi = mk_implies(_or(said), mk_atom("cited"))
@@ -552,7 +552,7 @@ def _mutated_labelled(rng: random.Random, n: int, i: int) -> Replay:
     import json
 
     from unmask.bench.workload import LABELS, labelled_replay
-    from unmask.replay import load_replay_text
+    from unmask.replay.load import load_replay_text
 
     obj = labelled_replay(n, rng.randrange(1000), i)
     kept = []

@@ -12,7 +12,7 @@ from pysat.solvers import Solver
 from tests.strategies import atom_lists, deep_expr, exprs
 from unmask.backends.cnf import CARD_ENCODINGS, CnfEncoder
 from unmask.ir import Atom, Binary, Card, Const, Expr, Nary, Not, Span, evaluate
-from unmask.ireval import truth_mask
+from unmask.ir.partial import truth_mask
 
 
 def brute_models(expr: Expr, atoms: list[str]) -> set[tuple[bool, ...]]:

@@ -13,7 +13,7 @@ from unmask.analysis.compare import compare
 from unmask.analysis.ground import Scope
 from unmask.backends import create
 from unmask.cli.main import main
-from unmask.compiler import compile_source
+from unmask.language.compiler import compile_source
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = """protocol p "a protocol"
@@ -178,7 +178,7 @@ def test_families_ground_to_the_same_members(tmp_path):
 
 def test_labelled_protocols_through_ir_json(tmp_path):
     from unmask import ir
-    from unmask.irjson import dumps, protocol_to_json
+    from unmask.ir.json import dumps, protocol_to_json
 
     def lab(d_a):
         x, y = ir.Atom("x"), ir.Atom("y")

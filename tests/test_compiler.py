@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from tests.message_style import message_problems
 from tests.proto_strategies import eval_surface, protocols
 from unmask import ir
-from unmask.compiler import compile_file, compile_source
-from unmask.diagnostics import UnmaskError
 from unmask.ir import Atom, Card, Const, Nary, Not
-from unmask.limits import Limits
+from unmask.language.compiler import compile_file, compile_source
+from unmask.plumbing.diagnostics import UnmaskError
+from unmask.plumbing.limits import Limits
 
 FAMILY = (
     'protocol factual_claims "…"\n'

@@ -22,8 +22,8 @@ pytest.importorskip("distributed")
 from tests.helpers import assert_same_audit_outputs
 from unmask.batch import cluster, inputs, run, summary
 from unmask.bench import replay_line
+from unmask.checking.record import ResultRecord
 from unmask.cli.main import main
-from unmask.record import ResultRecord
 
 CRASH_LINE = 7
 

@@ -27,13 +27,13 @@ from tests.test_checker import CASES as CHECKER_CASES
 from tests.test_checker import _BruteSession, case_replay, factual_protocol
 from unmask.api import check
 from unmask.backends import Backend, Session, create
-from unmask.checker import Case, check_case
+from unmask.checking.checker import Case, check_case
+from unmask.checking.explain import BaseSession, Deadline, minimise, witness
+from unmask.checking.record import report_json
+from unmask.checking.report import dumps
 from unmask.cli.main import main
-from unmask.explain import BaseSession, Deadline, minimise, witness
 from unmask.ir import AtomDecl, Requirement, evaluate, mk_and, mk_atom, mk_card, mk_not
-from unmask.irjson import protocol_to_json
-from unmask.record import report_json
-from unmask.report import dumps
+from unmask.ir.json import protocol_to_json
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 CASES = ["case_a", "case_b", "case_c", "case_d", "case_unknown", "case_unicode"]
@@ -473,7 +473,7 @@ def test_next_with_a_deadline(counting, tmp_path: Path) -> None:  # type: ignore
 
 
 def test_next_never_shows_a_check_half_tried(counting) -> None:  # type: ignore[no-untyped-def]
-    from unmask.next import next_steps
+    from unmask.checking.next import next_steps
 
     plain = counting()
     full = next_steps(Case.from_replay(wide_replay()), plain)
@@ -526,8 +526,8 @@ class _Passing:
 def test_a_deadline_that_passes_while_a_base_is_encoded_cuts_the_encoding(
     name: str, tmp_path: Path
 ) -> None:
-    from unmask.budget import OutOfTime
-    from unmask.replay import load_replay
+    from unmask.plumbing.budget import OutOfTime
+    from unmask.replay.load import load_replay
 
     path = tmp_path / "big.json"
     path.write_text(json.dumps(_card_replay(6000 if name != "truthtable" else 10)))

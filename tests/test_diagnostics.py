@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import unmask.diagnostics as diagnostics
-from unmask.compiler import compile_source
-from unmask.diagnostics import Diagnostic, UnmaskError, render, render_all
+import unmask.plumbing.diagnostics as diagnostics
 from unmask.ir import Span
+from unmask.language.compiler import compile_source
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, render, render_all
 
 
 def _at(line: int, col: int, end: int | None = None, file: str = "f.proto") -> Diagnostic:
@@ -69,5 +69,5 @@ def test_span_is_defined_once():
         for p in sorted((root / folder).rglob("*.py"))
         if re.search(r"^\s*(class Span\b|Span\s*=)", p.read_text(encoding="utf-8"), re.M)
     ]
-    assert defining == ["unmask/span.py"]
+    assert defining == ["unmask/plumbing/span.py"]
     assert diagnostics.Span is Span

@@ -35,7 +35,7 @@ from tests.helpers import check_any as check  # random protocols: decisions may 
 from tests.strategies import random_expr, random_protocol, random_replay, replays
 from unmask import ir
 from unmask.backends import Part, Sat, Unsat, available, create
-from unmask.compiler import compile_source
+from unmask.checking.report import dumps
 from unmask.ir import (
     Atom,
     Binary,
@@ -48,8 +48,8 @@ from unmask.ir import (
     evaluate,
     iter_atoms,
 )
-from unmask.replaydata import Replay
-from unmask.report import dumps
+from unmask.language.compiler import compile_source
+from unmask.replay.data import Replay
 
 BACKENDS = available()
 

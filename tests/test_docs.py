@@ -74,7 +74,7 @@ def test_every_row_names_a_path_that_exists() -> None:
 
 def _readme_paths() -> set[str]:
     """Every path in the first column of the README's "Where things are" table; a bare
-    name (`parser.py` after `unmask/ast.py`) is in the folder of the cell's first path."""
+    name (`parser.py` after `unmask/language/ast.py`) is in the folder of the cell's first path."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     section = text.split("## Where things are", 1)[1].split("\n## ", 1)[0]
     paths = set()
@@ -423,10 +423,10 @@ def _statements(body: str) -> list[str]:
 
 
 def _compile_example(text: str, name: str):  # type: ignore[no-untyped-def]
-    from unmask import ast
-    from unmask.compiler import compile_tree
-    from unmask.names import invent_members
-    from unmask.parser import parse_source
+    from unmask.language import ast
+    from unmask.language.compiler import compile_tree
+    from unmask.language.parser import parse_source
+    from unmask.plumbing.names import invent_members
 
     tree = parse_source(text, name)
     free = [d.name for d in tree.statements if isinstance(d, ast.DomainDecl) and d.members is None]
@@ -435,7 +435,7 @@ def _compile_example(text: str, name: str):  # type: ignore[no-untyped-def]
 
 
 def test_every_proto_block_in_the_docs_compiles() -> None:
-    from unmask.diagnostics import UnmaskError
+    from unmask.plumbing.diagnostics import UnmaskError
 
     blocks = [b for b in _code_blocks() if b[2] == "proto"]
     assert len(blocks) >= 4  # the README's; language.md's first, labelled and first-match
@@ -455,8 +455,8 @@ def test_the_first_match_example_compiles_with_its_labels_in_order() -> None:
 
 
 def test_every_whole_protocol_in_the_docs_is_a_proto_block_and_fragments_parse() -> None:
-    from unmask.diagnostics import UnmaskError
-    from unmask.parser import parse_source
+    from unmask.language.parser import parse_source
+    from unmask.plumbing.diagnostics import UnmaskError
 
     fragments = 0
     for page, line, tag, body in _code_blocks():
@@ -477,8 +477,8 @@ def test_every_whole_protocol_in_the_docs_is_a_proto_block_and_fragments_parse()
 
 
 def test_the_proto_block_checks_catch_a_label_named_pass() -> None:
-    from unmask.diagnostics import UnmaskError
-    from unmask.parser import parse_source
+    from unmask.language.parser import parse_source
+    from unmask.plumbing.diagnostics import UnmaskError
 
     bad = "verdict fail | pass first-match\ndecision fail iff a\ndecision pass otherwise\n"
     with pytest.raises(UnmaskError) as err:
@@ -515,10 +515,10 @@ def test_the_result_line_key_order_in_audit_md_is_the_writers(tmp_path: Path) ->
         assert result.exit_code == 0, result.output
         assert list(json.loads(out.read_text(encoding="utf-8"))) == documented
     from unmask.api import check
-    from unmask.linewriter import write_line
-    from unmask.recheck import load_protocol_file
-    from unmask.record import result_line
-    from unmask.replay import load_replay
+    from unmask.checking.linewriter import write_line
+    from unmask.checking.record import result_line
+    from unmask.replay.load import load_replay
+    from unmask.replay.recheck import load_protocol_file
 
     given = load_protocol_file(str(tmp_path / "v.proto"))
     report = check(load_replay(tmp_path / "r.json", protocol=given), "sliced")

@@ -10,7 +10,7 @@ from pysat.formula import CNF
 
 from tests.helpers import dimacs_models, dimacs_vars, smt2_models
 from tests.strategies import protocols
-from unmask.emit import VERDICT, emit_dimacs, emit_smt2, smt2_symbols
+from unmask.backends.emit import VERDICT, emit_dimacs, emit_smt2, smt2_symbols
 from unmask.ir import Atom, AtomDecl, Card, Constraint, Nary, Not, Protocol, evaluate
 
 V = "$pass"

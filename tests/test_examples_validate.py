@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from unmask import ir
-from unmask.irtext import expr_text
-from unmask.replay import load_replay
-from unmask.replaydata import Replay
+from unmask.ir.text import expr_text
+from unmask.replay.data import Replay
+from unmask.replay.load import load_replay
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 REPLAYS = sorted(p.name for p in EXAMPLES.glob("*.json"))

@@ -12,20 +12,19 @@ import pytest
 from click.testing import CliRunner
 
 from tests.test_checker import make_replay
-from unmask import emit
 from unmask.analysis.analyze import analyze
 from unmask.analysis.compiled import compile_checked
 from unmask.analysis.ground import Scope
 from unmask.api import check
-from unmask.backends import create
+from unmask.backends import create, emit
 from unmask.cli.unmaskc import cli
-from unmask.compiler import compile_source
-from unmask.diagnostics import UnmaskError
-from unmask.formatter import format_source
-from unmask.irjson import protocol_to_json
-from unmask.irjson_reader import protocol_from_json
-from unmask.limits import DEFAULT_LIMITS
-from unmask.parser import parse_source
+from unmask.ir.json import protocol_to_json
+from unmask.ir.json_reader import protocol_from_json
+from unmask.language.compiler import compile_source
+from unmask.language.formatter import format_source
+from unmask.language.parser import parse_source
+from unmask.plumbing.diagnostics import UnmaskError
+from unmask.plumbing.limits import DEFAULT_LIMITS
 
 RUBRIC = """protocol rubric "Read top to bottom."
 
@@ -47,7 +46,7 @@ OVERLAPPING = RUBRIC.format(order="")
 
 
 def _verdict(text: str):
-    from unmask import ast
+    from unmask.language import ast
 
     (v,) = [s for s in parse_source(text, "r.proto").statements if isinstance(s, ast.VerdictDecl)]
     return v
@@ -71,8 +70,8 @@ def test_the_syntax_round_trips_through_the_formatter_and_ir_json():
 
 
 def test_the_compile_cache_reads_it_back(tmp_path, monkeypatch):
-    from unmask import cache, cache_writer
-    from unmask.cache_writer import store
+    from unmask.language import cache, cache_writer
+    from unmask.language.cache_writer import store
 
     monkeypatch.delenv("UNMASK_CACHE_DIR", raising=False)  # the test process's own folder
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
@@ -127,7 +126,7 @@ def test_the_first_label_whose_decision_holds_is_the_verdict_on_every_backend(ba
 def test_without_first_match_a_replay_is_refused_and_the_overlap_world_is_inconsistent():
     # a replay's check refuses the protocol with unmaskc's diagnostic; what it would mean
     # to the checker is still exactly-one
-    from unmask.checker import Case, check_case
+    from unmask.checking.checker import Case, check_case
 
     p = compile_source(OVERLAPPING, "r.proto")
     replay = make_replay(p, "fail", {"bad": "TRUE", "some": "TRUE"})

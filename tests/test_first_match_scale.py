@@ -30,10 +30,10 @@ from unmask import ir
 from unmask.analysis.analyze import analyze
 from unmask.analysis.ground import Scope
 from unmask.backends import Backend, create
+from unmask.checking.explain import Deadline
 from unmask.cli.main import main
-from unmask.compiler import compile_source
-from unmask.explain import Deadline
 from unmask.ir import evaluate, iter_atoms, mk_and, mk_atom, mk_iff, mk_implies, mk_not, mk_or
+from unmask.language.compiler import compile_source
 
 
 def first_match_source(n: int, grounded: bool = True) -> str:

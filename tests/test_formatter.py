@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 
 from tests.proto_strategies import protocols
-from unmask.compiler import compile_source
-from unmask.diagnostics import UnmaskError
-from unmask.formatter import format_source
+from unmask.language.compiler import compile_source
+from unmask.language.formatter import format_source
+from unmask.plumbing.diagnostics import UnmaskError
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 HEAD = "protocol p\natom a : judge\natom b : context\natom c : judge\n"
@@ -186,7 +186,7 @@ def test_formatting_keeps_the_ir_and_is_idempotent(case):
 
 
 def _comments(text: str) -> list[str]:
-    from unmask.parser import lark_parser
+    from unmask.language.parser import lark_parser
 
     toks = lark_parser().lex(text, dont_ignore=True)
     return [str(t).rstrip() for t in toks if t.type == "COMMENT"]

@@ -19,8 +19,8 @@ import pytest
 
 import unmask
 import unmask.backends  # installed from backends/, beside the package's folder
-from unmask import frozen as frozen_mod
-from unmask.frozen import frozen
+from unmask.plumbing import frozen as frozen_mod
+from unmask.plumbing.frozen import frozen
 
 OURS = Path(frozen_mod.__file__).resolve()
 

@@ -13,14 +13,14 @@ from hypothesis import strategies as st
 
 from tests.proto_strategies import token_soup
 from tests.test_compiler import assert_follows_the_style_guide
-from unmask import ast
-from unmask.compiler import compile_source
-from unmask.diagnostics import UnmaskError
 from unmask.ir import Atom, Binary, Card, Const, Nary, Not, Protocol
-from unmask.limits import Limits
-from unmask.names import IDENT_PATTERN
-from unmask.parser import lark_parser, parse_source, reserved_words
-from unmask.syntaxtree import decode_string, encode_string
+from unmask.language import ast
+from unmask.language.compiler import compile_source
+from unmask.language.parser import lark_parser, parse_source, reserved_words
+from unmask.language.syntaxtree import decode_string, encode_string
+from unmask.plumbing.diagnostics import UnmaskError
+from unmask.plumbing.limits import Limits
+from unmask.plumbing.names import IDENT_PATTERN
 
 HEAD = 'protocol p "t"\natom a : judge\natom b : context\natom c : procedure\natom d : judge\n'
 A, B, C, D = Atom("a"), Atom("b"), Atom("c"), Atom("d")
@@ -449,7 +449,7 @@ def test_the_grammar_is_strict_and_its_tables_are_the_ones_the_run_builds():
     # for speed, and must build the very same automaton
     import lark
 
-    from unmask.parser import _build
+    from unmask.language.parser import _build
 
     strict = _build(strict=True)
     assert strict.options.strict
@@ -461,7 +461,7 @@ def test_the_grammar_is_strict_and_its_tables_are_the_ones_the_run_builds():
 def test_the_automaton_comparison_sees_a_different_grammar():
     import lark
 
-    from unmask.parser import _build
+    from unmask.language.parser import _build
 
     other = lark.Lark(
         'start: "protocol" NAME\nNAME: /[a-z]+/\n%ignore " "\n', parser="lalr", lexer="basic"
@@ -473,18 +473,19 @@ def test_the_automaton_comparison_sees_a_different_grammar():
 
 
 def test_the_shipped_tables_are_the_grammars():
-    # a grammar edited without `python -m unmask.parser_tables` fails here
+    # a grammar edited without `python -m unmask.language.parser_tables` fails here
     import json
 
     import lark
 
-    from unmask import parser_tables
+    from unmask.language import parser_tables
 
     grammar = parser_tables.grammar_text()
     shipped = files("unmask.grammar").joinpath(parser_tables.TABLES).read_text("utf-8")
     head = json.loads(shipped)
     assert head["grammar_sha256"] == parser_tables._digest(grammar), (
-        "grammar/unmask.tables.json is not the grammar's: run `python -m unmask.parser_tables`"
+        "grammar/unmask.tables.json is not the grammar's: "
+        "run `python -m unmask.language.parser_tables`"
     )
     loaded = parser_tables.load(grammar)
     assert loaded is not None
@@ -500,7 +501,7 @@ def test_the_tables_file_is_the_same_whichever_process_builds_it():
     import sys
 
     code = (
-        "from unmask import parser_tables as t; import sys; "
+        "from unmask.language import parser_tables as t; import sys; "
         "sys.stdout.write(t.tables_json(t.build(), t.grammar_text()))"
     )
     outs = {
@@ -518,8 +519,8 @@ def test_the_tables_file_is_the_same_whichever_process_builds_it():
 
 
 def test_the_run_parses_with_the_shipped_tables_and_never_builds(monkeypatch):
-    from unmask import parser as parser_mod
-    from unmask import parser_tables
+    from unmask.language import parser as parser_mod
+    from unmask.language import parser_tables
 
     def refuse(strict=False):
         raise AssertionError("built the tables though the shipped ones are the grammar's")
@@ -542,7 +543,7 @@ def test_the_run_parses_with_the_shipped_tables_and_never_builds(monkeypatch):
     ],
 )
 def test_tables_of_another_lark_or_damaged_are_not_used(monkeypatch, tmp_path, damage):
-    from unmask import parser_tables
+    from unmask.language import parser_tables
 
     grammar = parser_tables.grammar_text()
     good = files("unmask.grammar").joinpath(parser_tables.TABLES).read_text("utf-8")
@@ -553,7 +554,7 @@ def test_tables_of_another_lark_or_damaged_are_not_used(monkeypatch, tmp_path, d
 
 
 def test_tables_of_another_grammar_are_not_used():
-    from unmask import parser_tables
+    from unmask.language import parser_tables
 
     assert parser_tables.load(parser_tables.grammar_text() + "\n") is None
     assert parser_tables.load(parser_tables.grammar_text()) is not None
@@ -561,7 +562,7 @@ def test_tables_of_another_grammar_are_not_used():
 
 def test_the_shipped_and_the_built_parser_read_every_example_alike():
     from tests.conftest import ROOT
-    from unmask import parser_tables
+    from unmask.language import parser_tables
 
     protos = sorted(ROOT.glob("examples/**/*.proto"))
     assert len(protos) >= 5, protos
@@ -654,7 +655,7 @@ def test_decoding_copies_plain_runs_whole():
 
 
 def test_the_vocabulary_of_syntax_errors_is_read_off_the_grammar():
-    from unmask.parser import _vocabulary
+    from unmask.language.parser import _vocabulary
 
     v = _vocabulary()
     words = "protocol atom domain constraint verdict decision define requirement ground for"

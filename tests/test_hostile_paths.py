@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from unmask.compiler import compile_file
-from unmask.diagnostics import UnmaskError
-from unmask.files import read_bytes, read_text
-from unmask.irjson import protocol_to_json
-from unmask.irjson_reader import OPERATORS, protocol_from_json
-from unmask.jsonload import read_json_file
-from unmask.limits import DEFAULT_LIMITS, Limits
-from unmask.replay import load_replay, load_replay_text, render_error
+from unmask.ir.json import protocol_to_json
+from unmask.ir.json_reader import OPERATORS, protocol_from_json
+from unmask.language.compiler import compile_file
+from unmask.plumbing.diagnostics import UnmaskError
+from unmask.plumbing.files import read_bytes, read_text
+from unmask.plumbing.jsonload import read_json_file
+from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
+from unmask.replay.load import load_replay, load_replay_text, render_error
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 PROTO = (EXAMPLES / "factual_claims.proto").read_text(encoding="utf-8")
@@ -166,7 +166,7 @@ def test_a_proto_named_symlink_to_a_secret_is_refused_without_its_content(tmp_pa
 def test_a_link_swapped_in_after_the_check_is_refused_not_followed(tmp_path, monkeypatch):
     # the path the rules checked has every link resolved; a link found there at the read
     # was put there since (issue 33): refused, its target never read
-    import unmask.replay as replay_module
+    import unmask.replay.load as replay_module
 
     (tmp_path / "secret.txt").write_text(SECRET)
     (tmp_path / "p.proto").write_text(PROTO)
@@ -331,7 +331,7 @@ def test_the_read_is_bounded_even_when_the_size_lies(tmp_path, monkeypatch):
         st = real_stat(path, *args, **kw)
         return os.stat_result((*tuple(st)[:6], 0, *tuple(st)[7:]))  # st_size 0, as in /proc
 
-    monkeypatch.setattr("unmask.files.os.stat", lying_stat)
+    monkeypatch.setattr("unmask.plumbing.files.os.stat", lying_stat)
     with pytest.raises(UnmaskError) as exc:
         read_bytes(f, Limits(max_file_bytes=100))
     assert exc.value.diagnostics[0].code == "limit"
@@ -409,10 +409,10 @@ def test_every_operator_of_the_table_reads_back_what_the_writer_wrote():
 
 def test_loading_a_replay_never_imports_the_checker_or_a_backend():
     code = (
-        "import sys; from unmask.replay import load_replay; "
+        "import sys; from unmask.replay.load import load_replay; "
         f"load_replay({str(EXAMPLES / 'case_b.json')!r}); "
         "bad = [m for m in sys.modules "
-        "if m == 'unmask.checker' or m.startswith('unmask.backends')]; "
+        "if m == 'unmask.checking.checker' or m.startswith('unmask.backends')]; "
         "print(bad)"
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

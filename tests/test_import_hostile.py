@@ -416,8 +416,8 @@ def test_a_quote_overlapping_itself_too_often_is_one_skip_not_minutes(tmp_path: 
 
 
 def test_the_builder_refuses_a_quote_too_costly_to_locate() -> None:
-    from unmask.builder import MAX_OCCURRENCE_WORK, ReplayBuilder
-    from unmask.diagnostics import UnmaskError
+    from unmask.plumbing.diagnostics import UnmaskError
+    from unmask.replay.builder import MAX_OCCURRENCE_WORK, ReplayBuilder
 
     b = ReplayBuilder(
         RAG.read_text(encoding="utf-8"),

@@ -20,7 +20,7 @@ from tests.helpers import TEST_DATA
 from tests.test_importers import RECORDS, jsonl, mapping
 from unmask.cli.main import main
 from unmask.importers import safe_name
-from unmask.outputs import atomic, remove_stale_temps, write_in_folder
+from unmask.plumbing.outputs import atomic, remove_stale_temps, write_in_folder
 
 PROMPTFOO = TEST_DATA / "importers" / "promptfoo-sample-export.json"
 MAIN = "from unmask.cli.main import main; main()"

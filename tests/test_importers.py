@@ -17,7 +17,6 @@ from click.testing import CliRunner
 from tests.conftest import found_files
 from tests.helpers import ROOT, TEST_DATA
 from unmask.cli.main import main
-from unmask.diagnostics import UnmaskError
 from unmask.importers import (
     IMPORTERS,
     Options,
@@ -28,7 +27,8 @@ from unmask.importers import (
     rule_by,
     safe_name,
 )
-from unmask.replay import load_replay
+from unmask.plumbing.diagnostics import UnmaskError
+from unmask.replay.load import load_replay
 
 DATA = TEST_DATA / "importers"
 PROMPTFOO = DATA / "promptfoo-sample-export.json"

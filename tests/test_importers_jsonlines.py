@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from unmask.diagnostics import UnmaskError
 from unmask.importers.jsonlines import BadLine, jsonl_lines, jsonl_records
-from unmask.limits import DEFAULT_LIMITS
+from unmask.plumbing.diagnostics import UnmaskError
+from unmask.plumbing.limits import DEFAULT_LIMITS
 
 
 def _write(tmp_path: Path, data: bytes) -> Path:

@@ -1,5 +1,5 @@
 """Ctrl-C: every command of both programs says `interrupted` and exits 130, the status the
-README and ``unmask.exitcodes`` give an interrupted run (click alone says `Aborted!` and
+README and ``unmask.plumbing.exitcodes`` give an interrupted run (click alone says `Aborted!` and
 exits 1, the status of a violated check)."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from unmask import exitcodes
 from unmask.cli import unmaskc
 from unmask.cli.main import main
+from unmask.plumbing import exitcodes
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -54,10 +54,10 @@ def test_an_interrupted_check_exits_130(monkeypatch):
 
 
 def test_an_interrupted_compile_exits_130(monkeypatch):
-    import unmask.compiler
+    import unmask.language.compiler
 
-    monkeypatch.setattr(unmask.compiler, "compile_source", _interrupt)
-    monkeypatch.setattr(unmask.compiler, "compile_tree", _interrupt)
+    monkeypatch.setattr(unmask.language.compiler, "compile_source", _interrupt)
+    monkeypatch.setattr(unmask.language.compiler, "compile_tree", _interrupt)
     proto = next(EXAMPLES.glob("*.proto"))
     result = CliRunner().invoke(unmaskc.cli, ["compile", str(proto)])
     assert result.exit_code == exitcodes.INTERRUPTED, result.output
@@ -179,7 +179,7 @@ def _raise_disguised(*_args, **_kwargs):
 def test_a_wrapped_ctrl_c_is_known_for_what_it_is():
     import ctypes
 
-    from unmask.interrupt import is_interrupt
+    from unmask.plumbing.interrupt import is_interrupt
 
     assert is_interrupt(_disguised()) and is_interrupt(KeyboardInterrupt())
     assert not is_interrupt(ctypes.ArgumentError("argument 1: TypeError: wrong type"))
@@ -188,12 +188,12 @@ def test_a_wrapped_ctrl_c_is_known_for_what_it_is():
 
 @pytest.mark.skipif(sys.platform == "win32", reason="the C library of the process")
 def test_an_audit_does_not_turn_a_wrapped_ctrl_c_into_an_error_record(monkeypatch):
-    import unmask.outcomes
+    import unmask.checking.outcomes
     from unmask.batch import inputs, run
     from unmask.bench.workload import replay_line
 
     # the batch engine checks through the semantics layer, not the library face
-    monkeypatch.setattr(unmask.outcomes, "check_replay_line", _raise_disguised)
+    monkeypatch.setattr(unmask.checking.outcomes, "check_replay_line", _raise_disguised)
     task = inputs.Task("r.jsonl:1", "r.jsonl", 1, replay_line(2, 0, 0).encode())
     with pytest.raises(KeyboardInterrupt):
         run.audit_task(task, run.Settings("sliced", 60_000))
@@ -205,7 +205,7 @@ def test_an_audit_does_not_turn_a_wrapped_ctrl_c_into_an_error_record(monkeypatc
     [
         ("unmask.api", "check", ["check", "REPLAY"]),
         ("unmask.api", "check", ["crosscheck", "REPLAY", "--backends", "z3,sliced"]),
-        ("unmask.next", "next_steps", ["next", "REPLAY"]),
+        ("unmask.checking.next", "next_steps", ["next", "REPLAY"]),
     ],
 )
 def test_commands_stop_on_a_wrapped_ctrl_c(monkeypatch, module, name, args):
@@ -226,14 +226,14 @@ class _DelInterrupted:
     """An object whose `__del__` the signal hits: Python prints and swallows the error."""
 
     def __del__(self):
-        from unmask import interrupt
+        from unmask.plumbing import interrupt
 
         interrupt.interrupt(signal.SIGINT, None)
 
 
 def test_a_swallowed_ctrl_c_is_raised_again_at_the_next_solver_call(monkeypatch):
-    from unmask import interrupt
     from unmask.api import check
+    from unmask.plumbing import interrupt
 
     monkeypatch.setattr(sys, "unraisablehook", lambda _u: None)  # the swallowing, quietly
     replay = EXAMPLES / "case_a.json"
@@ -247,7 +247,7 @@ def test_a_swallowed_ctrl_c_is_raised_again_at_the_next_solver_call(monkeypatch)
 
 
 def test_sticky_puts_the_old_handler_back_and_leaves_others_alone():
-    from unmask import interrupt
+    from unmask.plumbing import interrupt
 
     before = signal.getsignal(signal.SIGINT)
     with interrupt.sticky():
@@ -273,7 +273,7 @@ class _DelFails:
 
 
 def test_a_swallowed_ctrl_c_is_not_reported_but_other_unraisables_are(monkeypatch):
-    from unmask import interrupt
+    from unmask.plumbing import interrupt
 
     seen = []
     monkeypatch.setattr(sys, "unraisablehook", lambda u: seen.append(type(u.exc_value)))

@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from tests.strategies import deep_expr
+from unmask.backends.emit import emit_dimacs, emit_smt2
+from unmask.checking.closed import _mask
 from unmask.cli.unmaskc import cli
-from unmask.closed import _mask
-from unmask.emit import emit_dimacs, emit_smt2
 from unmask.ir import (
     KINDS,
     PRECEDENCE,
@@ -34,9 +34,9 @@ from unmask.ir import (
     iter_atoms,
     small_shape,
 )
-from unmask.ireval import closed_value, smart, substitute, truth_mask
-from unmask.irjson import dumps, expr_to_json
-from unmask.irtext import expr_text
+from unmask.ir.json import dumps, expr_to_json
+from unmask.ir.partial import closed_value, smart, substitute, truth_mask
+from unmask.ir.text import expr_text
 
 DEEP = 6000  # far past Python's default recursion limit
 

@@ -8,11 +8,11 @@ import json
 import pytest
 
 from unmask import ir
-from unmask.diagnostics import UnmaskError
 from unmask.ir import Atom, Decision, Definition, GroundPair, Protocol, mk_and, mk_or, mk_ref
-from unmask.irjson import protocol_to_json
-from unmask.irjson_reader import protocol_from_json
-from unmask.irtext import expr_text
+from unmask.ir.json import protocol_to_json
+from unmask.ir.json_reader import protocol_from_json
+from unmask.ir.text import expr_text
+from unmask.plumbing.diagnostics import UnmaskError
 
 
 def _wice() -> Protocol:

@@ -13,8 +13,8 @@ import pytest
 from tests.test_checker import make_replay
 from unmask.api import check
 from unmask.backends import Unknown, create
-from unmask.checker import Case, base_parts, check_case
-from unmask.diagnostics import UnmaskError
+from unmask.checking.checker import Case, base_parts, check_case
+from unmask.checking.report import dumps
 from unmask.ir import (
     Atom,
     AtomDecl,
@@ -31,9 +31,9 @@ from unmask.ir import (
     mk_or,
     mk_ref,
 )
-from unmask.irjson_reader import protocol_from_json
-from unmask.replaydata import Annotation, Provenance, Replay
-from unmask.report import dumps
+from unmask.ir.json_reader import protocol_from_json
+from unmask.plumbing.diagnostics import UnmaskError
+from unmask.replay.data import Annotation, Provenance, Replay
 
 
 def semantics(replay: Replay, backend_name: str):  # type: ignore[no-untyped-def]

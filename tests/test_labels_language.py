@@ -12,15 +12,16 @@ from hypothesis import given, settings
 
 from tests.helpers import dimacs_models, dimacs_vars, smt2_models
 from tests.proto_strategies import protocols
-from unmask import ast, ir
-from unmask.compiler import compile_source
-from unmask.diagnostics import UnmaskError, render
-from unmask.emit import emit_dimacs, emit_smt2, label_key, smt2_symbols
-from unmask.formatter import format_source
-from unmask.irjson import protocol_to_json
-from unmask.irjson_reader import protocol_from_json
-from unmask.irtext import expr_text
-from unmask.parser import parse_source
+from unmask import ir
+from unmask.backends.emit import emit_dimacs, emit_smt2, label_key, smt2_symbols
+from unmask.ir.json import protocol_to_json
+from unmask.ir.json_reader import protocol_from_json
+from unmask.ir.text import expr_text
+from unmask.language import ast
+from unmask.language.compiler import compile_source
+from unmask.language.formatter import format_source
+from unmask.language.parser import parse_source
+from unmask.plumbing.diagnostics import UnmaskError, render
 
 WICE = """protocol wice "Is the claim supported by the evidence?"
 domain part

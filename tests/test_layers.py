@@ -1,249 +1,112 @@
-"""The floors of docs/README.md hold in the code: no upward import, no circle.
+"""The layers hold in the code: import-linter's contracts, kept, and the contracts bite.
 
-The floor of every module is the heading it sits under in the README's module table, and
-what a floor may import is the README's "Floors" table: both are read from the page, so the
-documentation and the code cannot drift apart. Every ``import`` in ``unmask/`` and
-``backends/`` is read with ``ast`` (function-local ones too, which is how the commands and
-the registries defer their imports); names loaded through ``importlib.import_module`` (the
+The contracts live in ``pyproject.toml`` (``[tool.importlinter]``): the core flows down
+(plumbing, IR, language and backends, replays, review, checking, formats, batch and
+analysis, the face), producers sit beside the core and neither uses the other, and no two
+modules or packages import each other around a circle at any depth. ``lint-imports`` reads
+every import, function-local ones too; names loaded through ``importlib.import_module`` (the
 registries of formats, importers, proposers, commands and backends) stay inside their own
 package and are not followed.
 
-Known breaches are listed below with the issue that removes them. An entry that no longer
-matches the code fails the test too, so the list only ever shrinks.
+``backends/`` installs inside the package, so ``lint-imports`` runs over the layout a wheel
+has (``tests/test_types.py`` builds it): over the tree, the backends would be outside the
+graph. The last tests plant an upward import and a circle in a copy and see each reported.
 """
 
 from __future__ import annotations
 
-import ast
+import os
 import re
-from collections.abc import Iterable, Mapping
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import found_files
+from tests.test_types import installed_layout
 
 ROOT = Path(__file__).resolve().parent.parent
-INDEX = ROOT / "docs" / "README.md"
-
-# none left: the cache's circle (issue 26) was broken by a leaf module for the cache folder
-# (cachedir) and compiling beside the compiler (compile_cache)
-KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset()
-# issue 26 ("the audit is assembled in the CLI"): the batch engine and the benchmark check a
-# replay through `unmask.api.check`, on the face above them.
-KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset()
-
-_SECTION = re.compile(r"^\|\s*\*\*([^*|]+)\*\*\s*\|", re.M)
-_ROW = re.compile(r"^\|\s*`((?:unmask|backends)/[^`]*\.py)`\s*\|", re.M)
+LINT = Path(sys.executable).parent / "lint-imports"
 
 
-def module_name(path: str) -> str:
-    """``unmask/batch/run.py`` → ``unmask.batch.run``; ``backends/`` installs as
-    ``unmask.backends``; a package is its ``__init__.py``."""
-    parts = path.removesuffix(".py").split("/")
-    if parts[0] == "backends":
-        parts = ["unmask", *parts]
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts)
+def contracts() -> list[dict]:
+    """The contracts of ``pyproject.toml``, as import-linter itself reads them."""
+    from importlinter.api import read_configuration
+
+    return read_configuration(str(ROOT / "pyproject.toml"))["contracts_options"]
 
 
-def floors_of_modules(text: str) -> dict[str, str]:
-    """Each module of the module table, with the heading (floor) it sits under."""
-    table = text.split("## Every module", 1)[1]
-    out: dict[str, str] = {}
-    floor = None
-    for line in table.splitlines():
-        if m := _SECTION.match(line):
-            floor = m.group(1).strip()
-        elif (m := _ROW.match(line)) and floor is not None:
-            out[module_name(m.group(1))] = floor
-    return out
-
-
-def floor_rules(text: str) -> dict[str, set[str]]:
-    """Each floor of the "Floors" table, with the floors it may import besides its own."""
-    section = text.split("## Floors", 1)[1].split("\n## ", 1)[0]
-    rules: dict[str, set[str]] = {}
-    for name, may in re.findall(r"^\|([^|]+)\|([^|]+)\|$", section, re.M):
-        name, may = name.strip(), may.strip()
-        if name in ("floor", "---"):
-            continue
-        if may == "nothing of the project":
-            rules[name] = set()
-        elif may == "every floor":
-            rules[name] = {"*"}
-        else:
-            rules[name] = {f.strip() for f in may.split(",")}
-    for name, may in rules.items():
-        if "*" in may:
-            rules[name] = set(rules) - {name}
-    return rules
-
-
-def _resolve(name: str, modules: Iterable[str]) -> str | None:
-    """The project module an import of ``name`` loads (its longest known prefix)."""
-    known = set(modules)
-    while name and name not in known:
-        name = name.rpartition(".")[0]
-    return name or None
-
-
-def imports_of(source: str, module: str, is_package: bool, modules: set[str]) -> set[str]:
-    """The project modules ``source`` imports, anywhere in it."""
-    package = module if is_package else module.rpartition(".")[0]
-    out: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            out.update(filter(None, (_resolve(a.name, modules) for a in node.names)))
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                up = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join([*up, base] if base else up)
-            for alias in node.names:
-                full = f"{base}.{alias.name}"
-                target = full if full in modules else _resolve(base, modules)
-                if target:
-                    out.add(target)
-    out.discard(module)
-    return out
-
-
-def import_graph() -> dict[str, set[str]]:
-    paths = {}
-    for top in ("unmask", "backends"):
-        for path in found_files((ROOT / top).rglob("*.py")):
-            rel = path.relative_to(ROOT).as_posix()
-            paths[module_name(rel)] = path
-    modules = set(paths)
-    return {
-        m: imports_of(p.read_text(encoding="utf-8"), m, p.name == "__init__.py", modules)
-        for m, p in paths.items()
-    }
-
-
-def upward(
-    graph: Mapping[str, set[str]], floor: Mapping[str, str], rules: Mapping[str, set[str]]
-) -> set[tuple[str, str]]:
-    """Every import whose target sits on a floor its module's floor may not import."""
-    return {
-        (m, t)
-        for m, targets in graph.items()
-        for t in targets
-        if floor[t] != floor[m] and floor[t] not in rules[floor[m]]
-    }
-
-
-def cycles(graph: Mapping[str, Iterable[str]]) -> set[frozenset[str]]:
-    """The strongly connected components of more than one node (Tarjan, iteratively)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: set[frozenset[str]] = set()
-    counter = 0
-    for start in sorted(graph):
-        if start in index:
-            continue
-        work = [(start, iter(sorted(graph.get(start, ()))))]
-        index[start] = low[start] = counter
-        counter += 1
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = counter
-                    counter += 1
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(graph.get(child, ())))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = set()
-                while True:
-                    top = stack.pop()
-                    on_stack.discard(top)
-                    component.add(top)
-                    if top == node:
-                        break
-                if len(component) > 1:
-                    found.add(frozenset(component))
-    return found
-
-
-@pytest.fixture(scope="module")
-def readme() -> str:
-    return INDEX.read_text(encoding="utf-8")
-
-
-@pytest.fixture(scope="module")
-def graph() -> dict[str, set[str]]:
-    return import_graph()
-
-
-def test_every_module_sits_on_a_floor_the_floors_table_names(readme, graph) -> None:
-    floor = floors_of_modules(readme)
-    rules = floor_rules(readme)
-    assert len(floor) > 50 and len(rules) > 5, "the module table or the floors table moved"
-    assert sorted(set(graph) - set(floor)) == [], "modules without a floor in docs/README.md"
-    assert sorted(set(floor.values()) - set(rules)) == [], "headings missing from Floors"
-    assert sorted(set(rules) - set(floor.values())) == [], "floors without a module"
-
-
-def test_the_floors_themselves_form_no_circle(readme) -> None:
-    rules = floor_rules(readme)
-    assert cycles(rules) == set()
-    assert all(name not in may for name, may in rules.items())
-
-
-def test_no_import_runs_to_a_floor_it_may_not_use(readme, graph) -> None:
-    found = upward(graph, floors_of_modules(readme), floor_rules(readme))
-    assert sorted(found - KNOWN_UPWARD) == [], "imports against the floors of docs/README.md"
-    assert sorted(KNOWN_UPWARD - found) == [], "gone: delete these from KNOWN_UPWARD"
-
-
-def test_no_two_modules_import_each_other_around_a_circle(graph) -> None:
-    found = cycles(graph)
-    new = [sorted(c) for c in found - KNOWN_CYCLES]
-    assert new == [], "import circles"
-    gone = [sorted(c) for c in KNOWN_CYCLES - found]
-    assert gone == [], "gone: delete these from KNOWN_CYCLES"
-
-
-# --- the checks themselves catch what they are for -------------------------------------
-
-
-def test_imports_are_read_in_every_form() -> None:
-    modules = {"unmask", "unmask.a", "unmask.b", "unmask.c", "unmask.pkg", "unmask.pkg.d"}
-    source = (
-        "import unmask.a\n"
-        "from unmask import b, __version__\n"
-        "def f():\n"
-        "    from unmask.pkg.d import thing\n"
-        "    from . import c\n"
+def lint(layout: Path) -> subprocess.CompletedProcess[str]:
+    """``lint-imports`` over the package laid out in ``layout``, with the project's contracts."""
+    # wide enough that no contract's line wraps before its KEPT or BROKEN
+    env = {**os.environ, "PYTHONPATH": str(layout), "COLUMNS": "300"}
+    return subprocess.run(
+        [str(LINT), str(ROOT / "pyproject.toml"), "--no-cache"],
+        cwd=layout,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
-    assert imports_of(source, "unmask.pkg.e", False, modules) == {
-        "unmask.a",
-        "unmask.b",
-        "unmask",
-        "unmask.pkg.d",
-        "unmask.pkg.c" if "unmask.pkg.c" in modules else "unmask.pkg",
+
+
+@pytest.fixture
+def layout(tmp_path) -> Path:
+    installed_layout(tmp_path)
+    return tmp_path
+
+
+def test_every_contract_is_kept(layout) -> None:
+    done = lint(layout)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    assert f"Contracts: {len(contracts())} kept, 0 broken." in out, out
+    # the graph is the whole package, the mapped backends with it
+    analyzed = int(re.search(r"Analyzed (\d+) files", out).group(1))
+    assert analyzed >= len(list((layout / "unmask").rglob("*.py"))) > 150
+
+
+def test_the_layers_name_every_package_so_none_is_outside_the_rules() -> None:
+    named = set()
+    for contract in contracts():
+        for layer in contract.get("layers", []):
+            named |= {m.strip() for m in re.split(r"[|:]", layer)}
+        named |= set(contract.get("source_modules", []))
+    packages = {
+        f"unmask.{p.name}"
+        for p in (ROOT / "unmask").iterdir()
+        if (p / "__init__.py").exists() and p.name != "grammar"
     }
+    modules = {f"unmask.{p.stem}" for p in (ROOT / "unmask").glob("*.py") if p.stem != "__init__"}
+    assert sorted((packages | modules | {"unmask.backends"}) - named) == []
 
 
-def test_an_upward_import_and_a_circle_are_found() -> None:
-    graph = {"low": {"high"}, "high": {"low"}, "mid": {"low"}}
-    floor = {"low": "Under all", "high": "Face", "mid": "IR"}
-    rules = {"Under all": set(), "IR": {"Under all"}, "Face": {"IR", "Under all"}}
-    assert upward(graph, floor, rules) == {("low", "high")}
-    assert cycles(graph) == {frozenset({"low", "high"})}
-    assert cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == set()
+def test_an_upward_import_breaks_the_layers(layout) -> None:
+    text = layout / "unmask" / "ir" / "text.py"
+    text.write_text(
+        text.read_text("utf-8") + "\n\ndef _up():\n    import unmask.checking.checker\n",
+        encoding="utf-8",
+    )
+    done = lint(layout)
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    assert "unmask.ir.text -> unmask.checking.checker" in out
+    verdicts = dict(re.findall(r"^(.+?) (KEPT|BROKEN)$", out, re.M))
+    assert verdicts[contracts()[0]["name"]] == "BROKEN", out
+
+
+def test_a_circle_between_siblings_breaks_the_last_contract(layout) -> None:
+    # `limits` already imports nothing that imports `span`; `span` importing `limits` and
+    # `limits` importing `span` is a circle inside one layer, which no layers contract sees
+    for name, other in (("span", "limits"), ("limits", "span")):
+        path = layout / "unmask" / "plumbing" / f"{name}.py"
+        path.write_text(
+            path.read_text("utf-8") + f"\n\nimport unmask.plumbing.{other}  # noqa\n",
+            encoding="utf-8",
+        )
+    done = lint(layout)
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    verdicts = dict(re.findall(r"^(.+?) (KEPT|BROKEN)$", out, re.M))
+    assert verdicts[contracts()[-1]["name"]] == "BROKEN"
+    assert sorted(verdicts.values()).count("BROKEN") == 1, out

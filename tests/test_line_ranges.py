@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from tests.helpers import assert_same_audit_outputs
 from unmask.batch import inputs, run
 from unmask.bench import replay_line
-from unmask.limits import DEFAULT_LIMITS
+from unmask.plumbing.limits import DEFAULT_LIMITS
 
 SMALL = replace(DEFAULT_LIMITS, max_file_bytes=40)
 SETTINGS = run.Settings("sliced", 60_000)

@@ -1,9 +1,9 @@
-"""The one test of a material difference (``unmask.material``): numbers matched whole,
+"""The one test of a material difference (``unmask.propose.material``): numbers matched whole,
 negations, names and content words one side never has, and no alarm on a paraphrase."""
 
 from __future__ import annotations
 
-from unmask.material import conflict, differs, missing, terms
+from unmask.propose.material import conflict, differs, missing, terms
 
 
 def test_a_number_is_matched_whole_at_word_boundaries():

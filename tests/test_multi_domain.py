@@ -20,21 +20,22 @@ from hypothesis import Phase, find, settings
 
 from tests.proto_strategies import protocols
 from tests.test_differential import BACKENDS
-from unmask import ast, ir
+from unmask import ir
 from unmask.analysis.analyze import analyze
 from unmask.analysis.compare import compare
 from unmask.analysis.ground import Scope
 from unmask.backends import create
+from unmask.backends.emit import emit_smt2
 from unmask.cli.main import main
-from unmask.compiler import compile_source
-from unmask.diagnostics import UnmaskError
-from unmask.emit import emit_smt2
-from unmask.formatter import format_source
-from unmask.irjson import protocol_to_json
-from unmask.irjson_reader import protocol_from_json
-from unmask.judgeschema import ShapeError, judge_schema, judge_view, read_output
-from unmask.limits import Limits
-from unmask.parser import parse_source
+from unmask.ir.json import protocol_to_json
+from unmask.ir.json_reader import protocol_from_json
+from unmask.language import ast
+from unmask.language.compiler import compile_source
+from unmask.language.formatter import format_source
+from unmask.language.parser import parse_source
+from unmask.plumbing.diagnostics import UnmaskError
+from unmask.plumbing.limits import Limits
+from unmask.replay.judgeschema import ShapeError, judge_schema, judge_view, read_output
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -447,7 +448,7 @@ def test_the_rag_example_flags_the_citation_that_does_not_back_its_claim():
 
 
 def test_the_builder_names_members_of_two_domains_and_corrects_a_missing_space():
-    from unmask.builder import ReplayBuilder
+    from unmask.replay.builder import ReplayBuilder
 
     b = ReplayBuilder(
         ROOT / "examples" / "rag_citations.proto",

@@ -23,7 +23,8 @@ from tests.test_checker import make_replay
 from tests.test_differential import Table, V
 from unmask.api import load
 from unmask.backends import available, create
-from unmask.checker import Case
+from unmask.checking.checker import Case
+from unmask.checking.next import merge, next_steps, rank_todo
 from unmask.cli.main import main
 from unmask.ir import (
     AtomDecl,
@@ -37,8 +38,7 @@ from unmask.ir import (
     iter_atoms,
     mk_atom,
 )
-from unmask.next import merge, next_steps, rank_todo
-from unmask.replaydata import Replay
+from unmask.replay.data import Replay
 
 A = mk_atom
 BACKENDS = available()
@@ -368,7 +368,7 @@ def test_an_audit_results_file_is_re_read_from_its_locations(
     r = cli(str(out), "--format", "json")
     assert r.exit_code == 1, r.output  # something is open
     doc = json.loads(r.stdout)
-    assert doc["schema"] == "unmask.next-batch/1"
+    assert doc["schema"] == "unmask.checking.next-batch/1"
     locations = [x["location"] for x in doc["replays"]]
     assert [Path(x).name for x in locations] == [
         "case_a.json",
@@ -491,7 +491,7 @@ def test_a_results_line_of_too_many_values_is_refused_before_parsing(
 
 
 def test_a_backend_that_cannot_take_the_replay_is_not_an_invalid_input(tmp_path: Path):
-    from unmask.irjson import protocol_to_json
+    from unmask.ir.json import protocol_to_json
 
     names = [f"x{i}" for i in range(30)]
     p = Protocol(

@@ -411,10 +411,10 @@ WICE_PROTO = ROOT / "unmask" / "importers" / "protocols" / "wice.proto"
 
 
 def _proposed(lines: dict[int, str], rationale: str) -> dict[str, str]:
-    from unmask.builder import ReplayBuilder
     from unmask.propose import create
     from unmask.propose.replay import fill
-    from unmask.replay import replay_from_obj
+    from unmask.replay.builder import ReplayBuilder
+    from unmask.replay.load import replay_from_obj
 
     context = "\n".join(f"line {n}: {t}" for n, t in lines.items())
     obj = ReplayBuilder(
@@ -472,11 +472,11 @@ CLAIMS = {"joined": "Alice joined ACME in 2024 [p1].", "made": "ACME makes anvil
 
 @pytest.mark.parametrize("cut", ["none", "p1", "p2", "[p1]", "[p2]", "joined"])
 def test_proposers_over_two_domains_never_read_false_from_what_is_missing(tmp_path, cut) -> None:
-    from unmask.builder import ReplayBuilder
     from unmask.propose import create
     from unmask.propose.judge import JudgeRules, load_rules
     from unmask.propose.replay import fill
-    from unmask.replay import replay_from_obj
+    from unmask.replay.builder import ReplayBuilder
+    from unmask.replay.load import replay_from_obj
 
     proto = tmp_path / "pairs.proto"
     proto.write_text(PAIRS_PROTO, encoding="utf-8")

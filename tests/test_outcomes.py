@@ -1,4 +1,4 @@
-"""Reports remembered per protocol and fact pattern (``unmask.outcomes``): every report the
+"""Reports remembered per protocol and fact pattern (``unmask.checking.outcomes``): every report the
 memo answers is the one the checker writes, byte for byte, and the memo never keeps what
 depends on time."""
 
@@ -10,17 +10,18 @@ import random
 
 import pytest
 
-from unmask import checker, outcomes, replay
 from unmask.api import check
 from unmask.backends import create
 from unmask.bench.workload import factual_replay, labelled_replay
-from unmask.checker import Case
-from unmask.explain import Deadline
-from unmask.linewriter import LineTemplate, encode_line
-from unmask.record import result_line
+from unmask.checking import checker, outcomes
+from unmask.checking.checker import Case
+from unmask.checking.explain import Deadline
+from unmask.checking.linewriter import LineTemplate, encode_line
+from unmask.checking.record import result_line
+from unmask.checking.report import SOLVER_UNKNOWN, dumps
 from unmask.render import render
-from unmask.replay import replay_from_obj
-from unmask.report import SOLVER_UNKNOWN, dumps
+from unmask.replay import load as replay
+from unmask.replay.load import replay_from_obj
 
 PROVENANCE = (
     None,

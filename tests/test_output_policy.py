@@ -1,4 +1,4 @@
-"""One output policy (``unmask.safe``), per format and per command: a replay or a
+"""One output policy (``unmask.plumbing.safe``), per format and per command: a replay or a
 ``.proto`` that carries ESC, OSC, BEL, a C1 CSI and U+202E in every string a user controls
 (the id, item and judge, the protocol's text, atom and requirement descriptions, sources,
 quotes, explanations, who annotated, the file name) never gets one of them into what a
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.render_cases import EXAMPLES
-from unmask import safe
+from unmask.plumbing import safe
 from unmask.render import FORMATS
 
 # ESC (a CSI that clears the screen, an OSC that retitles the window ended by BEL), a C1
@@ -124,8 +124,8 @@ def test_json_text_keeps_every_value() -> None:
 
 
 def test_every_message_is_printed_through_the_policy() -> None:
-    from unmask.diagnostics import Diagnostic, render
     from unmask.ir import Span
+    from unmask.plumbing.diagnostics import Diagnostic, render
 
     d = Diagnostic(
         "x", "bad `a\x1bb`", Span("f\u202e.proto", 1, 6, 1, 9), help="h\x07", notes=("n\x9b",)

@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from unmask import exitcodes, overlap
+from unmask.checking import overlap
 from unmask.cli.main import main
 from unmask.cli.unmaskc import cli as unmaskc
-from unmask.compiler import compile_source
-from unmask.irjson import protocol_to_json
+from unmask.ir.json import protocol_to_json
+from unmask.language.compiler import compile_source
+from unmask.plumbing import exitcodes
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 GRADED = (EXAMPLES / "graded_fact.proto").read_text(encoding="utf-8")
@@ -143,8 +144,8 @@ def test_the_overlap_questions_are_bounded_by_the_deadline(folder: Path) -> None
     # them too: a pair it leaves undecided refuses nothing, and the report says the
     # deadline cut it
     from unmask.backends import create
-    from unmask.explain import Deadline
-    from unmask.replay import load_replay
+    from unmask.checking.explain import Deadline
+    from unmask.replay.load import load_replay
 
     labels = [f"l{i}" for i in range(40)]
     src = ['protocol many "p"', *(f'atom a{i} : judge "a{i}"' for i in range(40))]

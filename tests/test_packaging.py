@@ -126,7 +126,10 @@ def test_installed_wheel_runs_the_readme_example(wheel: Path, tmp_path: Path) ->
     )
     assert probe.stdout.startswith(str(target))
     # and it parses with the tables it ships, not with tables built on the spot
-    code = "from unmask import parser_tables as t; print(t.load(t.grammar_text()) is not None)"
+    code = (
+        "from unmask.language import parser_tables as t; "
+        "print(t.load(t.grammar_text()) is not None)"
+    )
     shipped = subprocess.run(
         [sys.executable, "-S", "-c", code],
         cwd=tmp_path,

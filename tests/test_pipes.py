@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from unmask import exitcodes
+from unmask.plumbing import exitcodes
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from tests.helpers import TEST_DATA
 from tests.wice_data import WICE_DIR, needs_wice
 from unmask.cli.main import main
-from unmask.diagnostics import UnmaskError
+from unmask.plumbing.diagnostics import UnmaskError
 from unmask.propose import _REGISTRY as REGISTRY
 from unmask.propose import CLAIM_SUPPORT, By, Fill, Proposer, available, create, register
 from unmask.propose.claims import NOT_SUPPORTED, PARTIAL, SUPPORTED, Params, align, terms

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from tests.helpers import ROOT, TEST_DATA
 from tests.wice_data import WICE_DIR
 from unmask.cli.main import main
-from unmask.diagnostics import UnmaskError
+from unmask.plumbing.diagnostics import UnmaskError
 from unmask.propose import available, create
 from unmask.propose.judge import (
     JUDGE_RATIONALE,

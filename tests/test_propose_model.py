@@ -15,10 +15,10 @@ import pytest
 from click.testing import CliRunner
 
 from unmask.cli.main import main
-from unmask.diagnostics import UnmaskError
+from unmask.plumbing.diagnostics import UnmaskError
 from unmask.propose import create
 from unmask.propose.model import MAX_FAILURES, Abstain, Answer, ModelChat, endpoint, parse_reply
-from unmask.replay import load_replay
+from unmask.replay.load import load_replay
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDED = Path(__file__).parent / "data" / "propose" / "model"

@@ -1,7 +1,7 @@
 """The lexical aligner on a RAG judge's claims × passages with near misses beside the right
 passage: another number, another plan or name, a negation. It proposes `backs(p, c)` TRUE
 only where nothing material of the claim is missing from or contradicted by the passage,
-and says why it abstains elsewhere (``unmask.material``)."""
+and says why it abstains elsewhere (``unmask.propose.material``)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from unmask.builder import ReplayBuilder
 from unmask.cli.main import main
+from unmask.replay.builder import ReplayBuilder
 
 ROOT = Path(__file__).resolve().parent.parent
 RAG = ROOT / "examples" / "rag_citations.proto"

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from unmask.builder import ReplayBuilder
 from unmask.cli.main import main
-from unmask.names import applied, split_applied
-from unmask.replay import load_replay
+from unmask.plumbing.names import applied, split_applied
+from unmask.replay.builder import ReplayBuilder
+from unmask.replay.load import load_replay
 
 ROOT = Path(__file__).resolve().parent.parent
 RAG = ROOT / "examples" / "rag_citations.proto"

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from unmask.builder import ReplayBuilder
 from unmask.cli.main import main
 from unmask.importers import PROTOCOLS
 from unmask.propose.replay import passage_of, passages
-from unmask.replay import load_replay
+from unmask.replay.builder import ReplayBuilder
+from unmask.replay.load import load_replay
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "claim_parts_underdetermined.json"

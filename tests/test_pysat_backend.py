@@ -13,8 +13,8 @@ from unmask.backends.pysat_backend import (
     SUPPORTED,
     PySatBackend,
 )
-from unmask.diagnostics import UnmaskError
 from unmask.ir import Atom, Binary, Card, Nary, Not
+from unmask.plumbing.diagnostics import UnmaskError
 
 A, B, C = Atom("a"), Atom("b"), Atom("c")
 PARTS = [

@@ -69,7 +69,7 @@ def quickstart(tmp_path_factory) -> dict:
 
 
 def results(path: Path) -> dict[str, dict]:
-    from unmask.record import report_json  # each annotation back in the parts it is in
+    from unmask.checking.record import report_json  # each annotation back in the parts it is in
 
     lines = path.read_text(encoding="utf-8").splitlines()
     return {r["replay"]: report_json(r) for r in map(json.loads, lines)}

@@ -26,15 +26,17 @@ from hypothesis import strategies as st
 
 from tests.fuzz.gen import mutate_obj
 from tests.strategies import ATOM_POOL, replays
-from unmask import evidence, irjson_reader, replay
 from unmask.bench.workload import replay_line
-from unmask.diagnostics import UnmaskError
 from unmask.ir import Atom
-from unmask.irjson import protocol_to_json
-from unmask.irtext import _TEXT, _wrap, expr_text
-from unmask.limits import DEFAULT_LIMITS, Limits
-from unmask.replay import replay_from_obj
-from unmask.replaydata import SOURCES, Replay
+from unmask.ir import json_reader as irjson_reader
+from unmask.ir.json import protocol_to_json
+from unmask.ir.text import _TEXT, _wrap, expr_text
+from unmask.plumbing.diagnostics import UnmaskError
+from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
+from unmask.replay import evidence
+from unmask.replay import load as replay
+from unmask.replay.data import SOURCES, Replay
+from unmask.replay.load import replay_from_obj
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("case_*.json"))
 QUICK = (
@@ -48,7 +50,7 @@ QUICK = (
 @contextlib.contextmanager
 def full_reading_only() -> Iterator[None]:
     """Every quick reader declines, so everything is read rule by rule (and an embedded
-    protocol read before is read again, not taken from ``unmask.replay``'s memo)."""
+    protocol read before is read again, not taken from ``unmask.replay.load``'s memo)."""
     with contextlib.ExitStack() as stack:
         for module, name in QUICK:
             stack.enter_context(mock.patch.object(module, name, lambda *_a, **_k: None))

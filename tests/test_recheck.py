@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from unmask import outcomes
 from unmask.backends import create
-from unmask.builder import ReplayBuilder
+from unmask.checking import outcomes
 from unmask.cli.main import main
-from unmask.compiler import compile_source
-from unmask.irjson import protocol_to_json
-from unmask.recheck import load_protocol_file
-from unmask.replay import load_replay
+from unmask.ir.json import protocol_to_json
+from unmask.language.compiler import compile_source
+from unmask.replay.builder import ReplayBuilder
+from unmask.replay.load import load_replay
+from unmask.replay.recheck import load_protocol_file
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 FACTUAL = (EXAMPLES / "factual_claims.proto").read_text(encoding="utf-8")
@@ -383,7 +383,7 @@ def test_every_format_says_what_was_checked_against_and_left_out(
 
 def test_a_result_line_gives_back_the_record_of_its_report(cases: Path, tmp_path: Path) -> None:
     from unmask.batch import inputs, run
-    from unmask.record import ResultRecord
+    from unmask.checking.record import ResultRecord
 
     v2 = load_protocol_file(str(write(tmp_path, "v2.proto", DROPS_EXTERNAL)))
     settings = run.Settings("z3", 60_000, protocol=v2)
@@ -463,7 +463,7 @@ def test_validate_reads_replays_against_the_given_protocol(cases: Path, tmp_path
 def test_audit_resume_and_next_take_a_result_line_for_the_same_protocol_alike(
     cases: Path, tmp_path: Path, edit, against: str | None, same: bool
 ) -> None:
-    """`unmask.record.same_protocol` is the one answer both commands give."""
+    """`unmask.checking.record.same_protocol` is the one answer both commands give."""
     v2 = write(tmp_path, "v2.proto", DROPS_EXTERNAL)
     replay = str(cases / "case_b.json")
     out = tmp_path / "r.jsonl"
@@ -492,7 +492,8 @@ def test_audit_resume_and_next_take_a_result_line_for_the_same_protocol_alike(
 def test_an_ir_json_protocol_is_parsed_once_per_run(
     cases: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, form: str
 ) -> None:
-    from unmask import jsonload, recheck
+    from unmask.plumbing import jsonload
+    from unmask.replay import recheck
 
     ir = protocol_to_json(compile_source(DROPS_EXTERNAL, "v2.proto"))
     if form == "replay":  # a replay that embeds it, as `unmask analyze` takes one
@@ -550,7 +551,7 @@ def test_junit_and_sarif_say_what_was_checked_against(cases: Path, tmp_path: Pat
     cases_text = [c.find("*").text or "" for c in ET.fromstring(xml).iter("testcase")]
     assert all("left out, annotated atoms the protocol lacks: `external`" in t for t in cases_text)
     # and the same bytes as the whole document built from the results file at once
-    from unmask.record import ResultRecord
+    from unmask.checking.record import ResultRecord
     from unmask.render import junit as junit_render
 
     lines = (tmp_path / "r.jsonl").read_text(encoding="utf-8").splitlines()

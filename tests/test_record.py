@@ -13,17 +13,15 @@ from pathlib import Path
 import pytest
 
 from tests.strategies import random_protocol, random_replay
-from unmask import linewriter
 from unmask.api import check
 from unmask.backends import create
 from unmask.batch import inputs, run
 from unmask.batch.records import encode_line, error_record
 from unmask.bench.workload import replay_line
-from unmask.diagnostics import Diagnostic, UnmaskError, render_all
-from unmask.ir import Span
-from unmask.linewriter import write_line
-from unmask.outcomes import check_replay_line
-from unmask.record import (
+from unmask.checking import linewriter
+from unmask.checking.linewriter import write_line
+from unmask.checking.outcomes import check_replay_line
+from unmask.checking.record import (
     ERROR_SCHEMA,
     RESULT_SCHEMA,
     ResultRecord,
@@ -32,6 +30,8 @@ from unmask.record import (
     report_json,
     result_line,
 )
+from unmask.ir import Span
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, render_all
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
@@ -157,7 +157,7 @@ def _report_and_line(location: str, text: bytes | None = None, file: str | None 
     """The report of a replay and its result line, parsed."""
     task = inputs.Task(location, file or location, 1 if text else None, text)
     replay = run.load_task(task, SETTINGS.limits)
-    from unmask.outcomes import check_replay
+    from unmask.checking.outcomes import check_replay
 
     report = check_replay(replay, run._backend(SETTINGS))
     return report, json.loads(run.audit_task(task, SETTINGS).line)

@@ -23,10 +23,10 @@ from tests.render_cases import (
     overlapping_replay,
     surrogate_replay,
 )
-from unmask import safe
 from unmask.api import check, load
+from unmask.checking.record import ResultRecord
 from unmask.cli.main import main
-from unmask.record import ResultRecord
+from unmask.plumbing import safe
 from unmask.render import html
 from unmask.render import view as ev
 

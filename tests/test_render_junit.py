@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from tests.render_cases import EXAMPLES, SCRIPT, example, hostile_replay
 from unmask.api import check, load
+from unmask.checking.record import ResultRecord
 from unmask.cli.main import main
-from unmask.record import ResultRecord
 from unmask.render import junit
 from unmask.render import text as text_render
 

@@ -10,10 +10,7 @@ import dataclasses
 
 from tests.test_replay_provenance import three_labels
 from unmask.api import check
-from unmask.render import html, markdown, text
-from unmask.render import view as ev
-from unmask.replay import replay_from_obj
-from unmask.report import (
+from unmask.checking.report import (
     AnnotationItem,
     CheckResult,
     DecisionItem,
@@ -22,6 +19,9 @@ from unmask.report import (
     LabelsItem,
     PartId,
 )
+from unmask.render import html, markdown, text
+from unmask.render import view as ev
+from unmask.replay.load import replay_from_obj
 
 
 def labelled():
@@ -121,7 +121,7 @@ def test_html_lists_definitions_with_their_expansion_on_demand() -> None:
     from unmask.api import check
     from unmask.ir import Atom, Definition, Nary, Ref
     from unmask.render import html
-    from unmask.replay import load_replay
+    from unmask.replay.load import load_replay
 
     examples = Path(__file__).resolve().parent.parent / "examples"
     replay = load_replay(examples / "claim_parts_refuted.json")

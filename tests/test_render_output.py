@@ -288,8 +288,8 @@ def test_every_format_takes_the_same_arguments() -> None:
 
 
 def test_formats_share_one_rules_table_and_one_dimension_order() -> None:
+    from unmask.checking.report import DIMENSIONS
     from unmask.render import html, sarif, view
-    from unmask.report import DIMENSIONS
 
     replay = load(EXAMPLES / "case_c.json")
     report = check(replay, "z3")

@@ -16,7 +16,7 @@ from tests.render_cases import EXAMPLES, example
 from unmask.api import check, load
 from unmask.render import html, markdown, text
 from unmask.render import view as ev
-from unmask.replaydata import Provenance
+from unmask.replay.data import Provenance
 
 BY = {
     "j_cto": {"kind": "model", "name": "gpt-4o-annotator"},

@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from tests.render_cases import EXAMPLES, example, hostile_replay
 from tests.strategies import replays
 from unmask.api import check, load
+from unmask.checking.report import INCONSISTENT, SOLVER_UNKNOWN, UNKNOWN, VIOLATED
 from unmask.cli.main import main
 from unmask.render import sarif
 from unmask.render import view as ev
-from unmask.report import INCONSISTENT, SOLVER_UNKNOWN, UNKNOWN, VIOLATED
 
 SCHEMA = Path(__file__).resolve().parent / "data" / "sarif-schema-2.1.0.json"
 
@@ -223,7 +223,7 @@ def test_a_json_lines_record_gets_regions_without_reading_the_file_again(tmp_pat
     # the loader keeps the record's text: regions point into the .jsonl at the record's line
     from unmask.batch.inputs import iter_tasks
     from unmask.batch.run import load_task
-    from unmask.limits import DEFAULT_LIMITS
+    from unmask.plumbing.limits import DEFAULT_LIMITS
 
     raw = json.loads((EXAMPLES / "case_c.json").read_text(encoding="utf-8"))
     (tmp_path / "factual_claims.proto").write_text(

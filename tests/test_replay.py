@@ -13,19 +13,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from unmask import ir
-from unmask.diagnostics import UnmaskError
-from unmask.irjson import protocol_to_json
-from unmask.jsonload import json_depth, parse_json_bytes, read_json_file
-from unmask.jsonload import json_values as count_values
-from unmask.limits import DEFAULT_LIMITS, Limits
-from unmask.replay import (
+from unmask.ir.json import protocol_to_json
+from unmask.plumbing.diagnostics import UnmaskError
+from unmask.plumbing.jsonload import json_depth, parse_json_bytes, read_json_file
+from unmask.plumbing.jsonload import json_values as count_values
+from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
+from unmask.replay.data import Replay
+from unmask.replay.load import (
     load_replay,
     load_replay_text,
     protocol_from_json,
     render_error,
     replay_from_obj,
 )
-from unmask.replaydata import Replay
 
 RATIONALE = "Both claims hold. I used only the context."
 CONTEXT = "Alice joined ACME in 2024. She is its CTO."
@@ -977,7 +977,7 @@ def test_mutated_replays(data):
 
 
 def test_unmaskc_output_embeds_unchanged():
-    from unmask.compiler import compile_source
+    from unmask.language.compiler import compile_source
 
     root = Path(__file__).resolve().parent.parent / "examples"
     text = (root / "factual_claims_family.proto").read_text(encoding="utf-8")
@@ -1024,7 +1024,7 @@ def test_domain_the_protocol_does_not_declare_names_the_replay_file():
 
 
 def test_a_document_is_decoded_once_for_its_value_and_its_text():
-    from unmask.jsonload import parse_json_document
+    from unmask.plumbing.jsonload import parse_json_document
 
     data = b'\xef\xbb\xbf{"a": ["\xc3\xa9", 1]}'
     value, text = parse_json_document(data, "r.json")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from tests.test_replay import CONTEXT, base, diags, one, one_with, span
-from unmask.replay import replay_from_obj
-from unmask.replaydata import Annotation, Provenance
+from unmask.replay.data import Annotation, Provenance
+from unmask.replay.load import replay_from_obj
 
 REFERENCE = "Annotator notes: Alice is the CTO of ACME since March."
 
@@ -359,8 +359,8 @@ def test_disagreements_reach_the_report_and_the_result_line(tmp_path):
 
     from click.testing import CliRunner
 
+    from unmask.checking.record import report_json
     from unmask.cli.main import main
-    from unmask.record import report_json
 
     r = with_readings([reading("TRUE", "Both claims hold."), reading("FALSE", "I used only")])
     path = tmp_path / "r.json"

@@ -11,8 +11,8 @@ import pytest
 
 from tests.test_checker import CASES, case_replay
 from unmask.api import check
-from unmask.replay import load_replay
-from unmask.report import EXIT_CODES, SCHEMA, Report, dumps
+from unmask.checking.report import EXIT_CODES, SCHEMA, Report, dumps
+from unmask.replay.load import load_replay
 
 FIXED = [
     "schema",

@@ -8,8 +8,8 @@ import json
 
 from tests.test_checker import case_replay
 from unmask.api import check
-from unmask.checker import Case
-from unmask.report import dumps
+from unmask.checking.checker import Case
+from unmask.checking.report import dumps
 
 
 def test_item_and_judge_are_added_at_the_end_when_present() -> None:

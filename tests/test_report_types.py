@@ -13,9 +13,8 @@ import pytest
 from tests.conftest import found_files
 from tests.test_checker import A, case_replay, factual_protocol
 from unmask.api import check
-from unmask.checker import proto_parts
-from unmask.ir import Constraint, mk_not
-from unmask.report import (
+from unmask.checking.checker import proto_parts
+from unmask.checking.report import (
     ENTAILED,
     SATISFIED,
     SOLVER_UNKNOWN,
@@ -28,6 +27,7 @@ from unmask.report import (
     Status,
     dumps,
 )
+from unmask.ir import Constraint, mk_not
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from tests.wice_data import WICE_DIR, needs_wice
 from unmask.cli.main import main
-from unmask.review import window
+from unmask.review.queue import window
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 RULE = {"kind": "rule", "name": "outside-knowledge/1", "reviewed": False}
@@ -183,7 +183,7 @@ def test_an_unreadable_results_file_is_one_message_not_an_internal_error(
     r = run("review", "r.jsonl", "--list")
     assert "internal error" not in r.output and "Traceback" not in r.output
     # unreadable once it was taken for a results file: one message too
-    from unmask.lines import bounded_lines
+    from unmask.plumbing.lines import bounded_lines
 
     monkeypatch.setattr("unmask.batch.results.bounded_lines", bounded_lines)
     monkeypatch.setattr("unmask.batch.results.open", unreadable, raising=False)
@@ -388,7 +388,7 @@ def test_a_lone_surrogate_survives_the_rewrite(replays: Path) -> None:
 
 
 def test_items_rank_by_findings_then_location_and_skip_reviewed_ones() -> None:
-    from unmask.review import items
+    from unmask.review.queue import items
 
     def part(atom: str, by: dict | None) -> dict:
         ev = [{"source": "rationale", "start": 0, "end": 2, "quote": "ab"}]
@@ -510,7 +510,7 @@ def test_a_state_line_cut_by_a_kill_is_left_out_and_the_session_goes_on(replays:
 def test_a_json_lines_file_of_replays_is_read_once(replays: Path, monkeypatch) -> None:
     """Given directly or named by a results file's locations, each record's replay comes
     from the one pass over the file (each line's re-read of the whole file was quadratic)."""
-    import unmask.files
+    import unmask.plumbing.files
 
     docs = [json.loads(Path(f"{n}.json").read_text()) for n in ("b1", "b2")]
     Path("many.jsonl").write_text(
@@ -518,13 +518,13 @@ def test_a_json_lines_file_of_replays_is_read_once(replays: Path, monkeypatch) -
     )
     r = run("audit", "many.jsonl", "--out", "results.jsonl", "--quiet")
     assert r.exit_code in (0, 1, 3), r.output
-    real, reads = unmask.files.read_bytes, []
+    real, reads = unmask.plumbing.files.read_bytes, []
 
     def counted(path, *args, **kwargs):  # type: ignore[no-untyped-def]
         reads.append(str(path))
         return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(unmask.files, "read_bytes", counted)
+    monkeypatch.setattr(unmask.plumbing.files, "read_bytes", counted)
     for given in ("many.jsonl", "results.jsonl"):
         reads.clear()
         r = run("review", given, "--list")

@@ -97,7 +97,7 @@ def test_a_pipe_at_the_state_or_the_review_file_is_one_line(folder: Path) -> Non
 
 
 def test_the_state_is_appended_never_emptied_first(folder: Path, monkeypatch) -> None:
-    import unmask.outputs
+    import unmask.plumbing.outputs
 
     r = run("review", "b1.json", "b2.json", "--interactive", "--reviewer", "ana", input="s\nq\n")
     assert r.exit_code == 0, r.output
@@ -110,7 +110,7 @@ def test_the_state_is_appended_never_emptied_first(folder: Path, monkeypatch) ->
             opened.append(flags)
         return real(path, flags, *a)
 
-    monkeypatch.setattr(unmask.outputs.os, "open", watch)
+    monkeypatch.setattr(unmask.plumbing.outputs.os, "open", watch)
     r = run("review", "b1.json", "b2.json", "--interactive", "--reviewer", "ana", input="a\n")
     assert r.exit_code == 0, r.output
     assert opened and all(f & os.O_APPEND and f & os.O_NOFOLLOW for f in opened)
@@ -240,15 +240,15 @@ def test_only_the_decided_annotations_change(folder: Path) -> None:
 
 
 def test_each_file_is_written_once_per_run(folder: Path, monkeypatch) -> None:
-    import unmask.review_apply
+    import unmask.review.apply
 
     jsonl([case(f"r{i}") for i in range(6)])
     lines = export("batch.jsonl")
     decide(lines)
     writes = []
-    real = unmask.review_apply.write_bytes
+    real = unmask.review.apply.write_bytes
     monkeypatch.setattr(
-        unmask.review_apply,
+        unmask.review.apply,
         "write_bytes",
         lambda path, data, **kw: writes.append(path) or real(path, data, **kw),
     )
@@ -289,11 +289,11 @@ def test_two_applies_at_once_lose_no_decision(folder: Path) -> None:
 def test_a_file_another_apply_holds_is_awaited_then_refused(folder: Path, monkeypatch) -> None:
     import fcntl
 
-    import unmask.review_apply
+    import unmask.review.apply
 
     lines = export("b1.json")
     decide(lines)
-    monkeypatch.setattr(unmask.review_apply, "LOCK_WAIT_S", 0.2)
+    monkeypatch.setattr(unmask.review.apply, "LOCK_WAIT_S", 0.2)
     kept = Path("b1.json").read_bytes()
     with open("b1.json", "rb") as held:
         fcntl.flock(held, fcntl.LOCK_EX)  # another apply is writing it
@@ -380,7 +380,7 @@ def test_escapes_stay_escapes_in_the_export_the_state_and_the_replay(folder: Pat
 
 
 def test_findings_are_counted_per_check_not_per_name() -> None:
-    from unmask.review import items
+    from unmask.review.queue import items
 
     ev = [{"source": "rationale", "start": 0, "end": 2, "quote": "ab"}]
     part = {"kind": "annotation", "atom": "x", "value": "TRUE", "evidence": ev, "by": RULE}

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from unmask.cli.main import main
-from unmask.diagnostics import counted
+from unmask.plumbing.diagnostics import counted
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 RULE = {"kind": "rule", "name": "outside-knowledge/1", "reviewed": False}

@@ -247,7 +247,7 @@ def test_the_sample_is_stratified_by_reader_with_equal_allocation(rag: Path) -> 
 
 
 def test_within_a_reader_every_reading_is_as_likely() -> None:
-    from unmask.review_sample import Reading, draw
+    from unmask.review.sample import Reading, draw
 
     def reading(i: int, who: str) -> Reading:
         by = {"kind": "rule", "name": who}

@@ -17,8 +17,7 @@ from tests.strategies import exprs as random_exprs
 from tests.test_checker import make_replay
 from unmask.api import check, dumps
 from unmask.backends import create
-from unmask.checker import VERDICT_ATOM, Case, base_parts, check_case
-from unmask.diagnostics import UnmaskError
+from unmask.checking.checker import VERDICT_ATOM, Case, base_parts, check_case
 from unmask.ir import (
     AtomDecl,
     Constraint,
@@ -35,7 +34,8 @@ from unmask.ir import (
     mk_iff,
     mk_not,
 )
-from unmask.replaydata import Replay
+from unmask.plumbing.diagnostics import UnmaskError
+from unmask.replay.data import Replay
 
 A = mk_atom
 

@@ -1,7 +1,7 @@
 """Replays that share one protocol: it is read once, what it alone determines is made once,
 and every report is the one a fresh process would write.
 
-A batch embeds the same protocol IR in every replay. ``unmask.replay`` keeps the last few
+A batch embeds the same protocol IR in every replay. ``unmask.replay.load`` keeps the last few
 embedded protocols it read cleanly, keyed by their exact JSON and the limits; the checker
 keeps each protocol's base parts, its table and the checks settled on the facts. These
 tests hold the remembered path to the path that remembers nothing.
@@ -18,15 +18,16 @@ from unittest import mock
 import pytest
 
 from tests.conftest import found_files
-from unmask import bases, checker, replay
 from unmask.api import check
 from unmask.bench.workload import replay_line
-from unmask.closed import settle
-from unmask.diagnostics import UnmaskError
+from unmask.checking import bases, checker
+from unmask.checking.closed import settle
 from unmask.ir import Atom, Binary, GroundPair, Nary, Not, mk_iff, mk_implies
-from unmask.jsonload import parse_json_bytes
-from unmask.limits import DEFAULT_LIMITS, Limits
-from unmask.replay import replay_from_obj
+from unmask.plumbing.diagnostics import UnmaskError
+from unmask.plumbing.jsonload import parse_json_bytes
+from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
+from unmask.replay import load as replay
+from unmask.replay.load import replay_from_obj
 
 
 def _obj(n: int = 2, index: int = 0, workload: str = "mixed") -> dict:
@@ -339,7 +340,7 @@ def test_large_protocols_are_kept_within_a_byte_budget():
 
 
 def test_grounding_pairs_are_written_once_per_protocol():
-    from unmask.irtext import expr_text
+    from unmask.ir.text import expr_text
 
     protocol = _read(_labelled(12, 0)).protocol
     derived = bases._derived(protocol)

@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner
 
 from unmask.cli.main import main
-from unmask.diagnostics import UnmaskError
-from unmask.files import open_binary, read_bytes, read_text
-from unmask.limits import Limits
+from unmask.plumbing.diagnostics import UnmaskError
+from unmask.plumbing.files import open_binary, read_bytes, read_text
+from unmask.plumbing.limits import Limits
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
 

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from unmask import cache as cache_mod
-from unmask import compile_cache
-from unmask import parser as parser_mod
-from unmask.compile_cache import compile_cached
-from unmask.compiler import compile_source
-from unmask.limits import Limits
+from unmask.language import cache as cache_mod
+from unmask.language import compile_cache
+from unmask.language import parser as parser_mod
+from unmask.language.compile_cache import compile_cached
+from unmask.language.compiler import compile_source
+from unmask.plumbing.limits import Limits
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -57,7 +57,7 @@ def test_the_parser_comes_from_the_shipped_tables_and_touches_no_cache(monkeypat
 
 
 def test_without_usable_shipped_tables_the_parser_is_built(monkeypatch, tmp_path):
-    from unmask import parser_tables
+    from unmask.language import parser_tables
 
     built = []
     real = parser_mod._build
@@ -133,7 +133,7 @@ def test_different_domains_limits_or_files_compile_separately():
 
 
 def test_a_limit_is_not_escaped_through_the_cache():
-    from unmask.diagnostics import UnmaskError
+    from unmask.plumbing.diagnostics import UnmaskError
 
     compile_cached(PROTO, "f.proto", {"claim": ["c1", "c2", "c3"]})
     with pytest.raises(UnmaskError) as info:
@@ -142,8 +142,8 @@ def test_a_limit_is_not_escaped_through_the_cache():
 
 
 def test_replays_sharing_a_protocol_file_compile_it_once(tmp_path, monkeypatch):
-    from unmask import compiler
-    from unmask.replay import load_replay
+    from unmask.language import compiler
+    from unmask.replay.load import load_replay
 
     shutil.copy(EXAMPLES / "factual_claims.proto", tmp_path)
     calls = []
@@ -193,7 +193,7 @@ def test_help_imports_no_solver(tmp_path):
 @pytest.mark.parametrize("backend", ["sliced", "truthtable"])
 def test_check_imports_no_solver_its_backend_does_not_need(backend, tmp_path):
     modules = _imported(["check", "--backend", backend, str(EXAMPLES / "case_a.json")], tmp_path)
-    assert "unmask.checker" in modules  # it did check
+    assert "unmask.checking.checker" in modules  # it did check
     assert _solvers(modules) == set()
 
 
@@ -216,19 +216,19 @@ NOT_FOR_A_WARM_CHECK = (
     "z3",
     "pysat",
     "lark",
-    "unmask.parser",
-    "unmask.compiler",
-    "unmask.ast",
+    "unmask.language.parser",
+    "unmask.language.compiler",
+    "unmask.language.ast",
     "unmask.backends.pysat_core",
     "unmask.backends.z3_backend",
-    "unmask.recheck",
-    "unmask.overlap",  # a binary protocol's decisions cannot overlap
+    "unmask.replay.recheck",
+    "unmask.checking.overlap",  # a binary protocol's decisions cannot overlap
     "unmask.batch",
     "unmask.bench",
     "unmask.importers",
     "unmask.propose",
     "unmask.analysis",
-    "unmask.record",
+    "unmask.checking.record",
     "unmask.render.view",  # the text format reads its words alone
     "unmask.render.html",
     "unmask.render.json",
@@ -250,9 +250,9 @@ def test_a_warm_proto_check_imports_only_what_it_uses(tmp_path):
     env = {**os.environ, cache_mod.CACHE_ENV: str(tmp_path / "cache")}
     args = ["check", str(replay), "--backend", "sliced"]
     cold = set(_run(args, tmp_path, env)["modules"])
-    assert "lark" in cold and "unmask.compiler" in cold  # the first run compiled it
+    assert "lark" in cold and "unmask.language.compiler" in cold  # the first run compiled it
     warm = set(_run(args, tmp_path, env)["modules"])
-    assert {"unmask.checker", "unmask.backends.sliced", "unmask.render.text"} <= warm
+    assert {"unmask.checking.checker", "unmask.backends.sliced", "unmask.render.text"} <= warm
     imported = {
         name
         for name in NOT_FOR_A_WARM_CHECK

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from unmask import cache, cache_writer, cachedir, compile_cache
-from unmask.compiler import compile_source
-from unmask.diagnostics import UnmaskError
-from unmask.irjson import protocol_to_json
-from unmask.limits import DEFAULT_LIMITS, Limits
+from unmask.ir.json import protocol_to_json
+from unmask.language import cache, cache_writer, compile_cache
+from unmask.language.compiler import compile_source
+from unmask.plumbing import cachedir
+from unmask.plumbing.diagnostics import UnmaskError
+from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -73,7 +74,7 @@ def test_a_hit_is_the_compiled_protocol_spans_included(proto, folder, monkeypatc
     compiled = compile_source(text, proto.name, domains)
     _same(compile_cache.compile_cached(text, proto.name, domains), compiled)
     assert len(_entries(folder)) == 1, "the protocol was not written"
-    from unmask import compiler
+    from unmask.language import compiler
 
     monkeypatch.setattr(compiler, "compile_source", None)  # a hit must not compile
     _same(_from_disk(text, proto.name, domains), compiled)
@@ -99,11 +100,11 @@ def test_a_warm_cache_checks_a_proto_replay_without_lark_or_the_compiler(tmp_pat
     env = {**os.environ, cache.CACHE_ENV: str(tmp_path / "cache")}
     args = ["check", str(tmp_path / "case_c_family.json"), "--backend", "sliced", "--format", fmt]
     cold = _check(args, env)
-    assert {"lark", "unmask.compiler"} <= set(cold[3])
+    assert {"lark", "unmask.language.compiler"} <= set(cold[3])
     assert len(_entries(tmp_path / "cache")) == 1
     warm = _check(args, env)
-    assert "lark" not in warm[3] and "unmask.compiler" not in warm[3]
-    assert "unmask.parser" not in warm[3]
+    assert "lark" not in warm[3] and "unmask.language.compiler" not in warm[3]
+    assert "unmask.language.parser" not in warm[3]
     off = _check(args, {**env, cache.CACHE_ENV: ""})
     assert warm[:3] == cold[:3] == off[:3]  # the same report, messages and status
 
@@ -154,15 +155,16 @@ def test_a_stale_entry_of_another_compiler_is_never_read(folder, monkeypatch):
 
 
 def test_the_fingerprint_covers_the_compiler_and_its_modules(tmp_path, monkeypatch):
-    here = Path(cache.__file__).parent
+    root = Path(cache.__file__).parents[1]
     for m in cache._MODULES:
-        shutil.copy(here / f"{m}.py", tmp_path)
-    monkeypatch.setattr(cache, "__file__", str(tmp_path / "cache.py"))
+        (tmp_path / m).parent.mkdir(exist_ok=True)
+        shutil.copy(root / f"{m}.py", tmp_path / f"{m}.py")
+    monkeypatch.setattr(cache, "__file__", str(tmp_path / "language" / "cache.py"))
     cache._fingerprint.cache_clear()
     try:
         before = cache._fingerprint()
         assert before is not None
-        compiler = tmp_path / "compiler.py"
+        compiler = tmp_path / "language" / "compile_exprs.py"
         compiler.write_text(compiler.read_text(encoding="utf-8") + "\n", encoding="utf-8")
         cache._fingerprint.cache_clear()
         assert cache._fingerprint() not in (None, before)
@@ -177,7 +179,7 @@ def test_an_edited_proto_is_compiled_again(tmp_path, folder):
     shutil.copy(EXAMPLES / "case_a.json", tmp_path)
     proto = tmp_path / "factual_claims.proto"
     shutil.copy(EXAMPLES / "factual_claims.proto", proto)
-    from unmask.replay import load_replay
+    from unmask.replay.load import load_replay
 
     first = load_replay(tmp_path / "case_a.json").protocol
     edited = proto.read_text(encoding="utf-8").replace(
@@ -209,7 +211,7 @@ def test_one_entry_serves_every_file_name_with_its_own_spans(folder, monkeypatch
     text = (EXAMPLES / "claim_parts.proto").read_text(encoding="utf-8")
     domains = {"part": ["a", "b"]}
     compile_cache.compile_cached(text, "here/claim_parts.proto", domains)
-    from unmask import compiler
+    from unmask.language import compiler
 
     monkeypatch.setattr(compiler, "compile_source", None)  # a hit must not compile
     moved = _from_disk(text, "elsewhere/claim_parts.proto", domains)

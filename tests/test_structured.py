@@ -18,7 +18,7 @@ from tests.fuzz.test_importers_fuzz import HOW, OPS, SETTINGS, _import, _mutated
 from tests.helpers import ROOT, TEST_DATA
 from unmask.cli.main import main
 from unmask.cli.unmaskc import cli as unmaskc
-from unmask.judgeschema import ShapeError, judge_schema, judge_view, read_output
+from unmask.replay.judgeschema import ShapeError, judge_schema, judge_view, read_output
 
 DATA = TEST_DATA / "structured"
 PROTO = DATA / "rag.proto"

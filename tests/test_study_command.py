@@ -18,9 +18,9 @@ import pytest
 from click.testing import CliRunner
 
 from tests.wice_data import WICE_DIR, needs_wice
-from unmask import exitcodes
 from unmask.cli.main import main
 from unmask.commands.study import STUDIES
+from unmask.plumbing import exitcodes
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from unmask.batch import summary
 from unmask.batch.summary import Summary
-from unmask.record import ResultRecord
+from unmask.checking.record import ResultRecord
 
 _RESULT = st.sampled_from(["OK", "VIOLATED", "UNKNOWN", None])
 _STATUS = st.sampled_from(["ENTAILED", "REFUTED", "UNDERDETERMINED", "SOLVER_UNKNOWN", None])

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from tests.strategies import atom_lists, deep_expr, exprs
 from unmask.backends import Part, Sat, Unsat, create
 from unmask.backends.truthtable import MAX_ATOMS
-from unmask.diagnostics import UnmaskError
 from unmask.ir import Atom, Binary, Card, Const, Nary, Not, evaluate
-from unmask.ireval import card_mask, column, truth_mask
+from unmask.ir.partial import card_mask, column, truth_mask
+from unmask.plumbing.diagnostics import UnmaskError
 
 
 def test_columns_are_the_alternating_patterns():

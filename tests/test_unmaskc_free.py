@@ -9,9 +9,9 @@ from click.testing import CliRunner
 from unmask.analysis.compiled import compile_checked
 from unmask.backends import create
 from unmask.cli.unmaskc import cli
-from unmask.diagnostics import UnmaskError
-from unmask.limits import DEFAULT_LIMITS
-from unmask.names import invent_members
+from unmask.plumbing.diagnostics import UnmaskError
+from unmask.plumbing.limits import DEFAULT_LIMITS
+from unmask.plumbing.names import invent_members
 
 FAMILY = """protocol fc "claims"
 
@@ -128,7 +128,7 @@ def test_one_run_parses_the_text_once(tmp_path, monkeypatch):
     # all read one tree; only the compiles are repeated
     import pytest
 
-    from unmask import parser
+    from unmask.language import parser
 
     real = parser.check_source_size  # the first step of every parse
     for args in (

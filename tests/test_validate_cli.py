@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from tests.conftest import found_files
 from unmask.cli.main import main
 from unmask.commands._options import click_options
-from unmask.limits import DEFAULT_LIMITS, Limits
+from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

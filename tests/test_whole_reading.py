@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from unmask.cli.main import main
-from unmask.diagnostics import UnmaskError
-from unmask.replay import replay_from_obj
+from unmask.plumbing.diagnostics import UnmaskError
+from unmask.replay.load import replay_from_obj
 
 PROTO = """protocol facts "PASS iff the claim is supported."
 atom says : judge "The judge says the claim is supported"
@@ -174,7 +174,7 @@ def test_the_report_is_the_same_on_every_backend(tmp_path: Path) -> None:
 
 
 def test_the_builder_writes_a_whole_reading_and_the_validator_holds_it() -> None:
-    from unmask.builder import ReplayBuilder
+    from unmask.replay.builder import ReplayBuilder
 
     def builder() -> ReplayBuilder:
         b = ReplayBuilder(

@@ -228,7 +228,7 @@ def test_the_study_on_a_slice_counts_what_the_results_say(tmp_path: Path) -> Non
     t = study.tables(lines)
     assert t["errors"] == 0
     assert set(t["judges"]) == set(study.JUDGES)
-    from unmask.record import CHECKED_SCHEMAS, report_json
+    from unmask.checking.record import CHECKED_SCHEMAS, report_json
 
     reports = [report_json(x) for x in lines if x.get("schema") in CHECKED_SCHEMAS]
     for judge, j in t["judges"].items():

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from tests.test_checker import _BruteSession
 from unmask.backends import Backend, Unknown
-from unmask.checker import Case, check_case
+from unmask.checking.checker import Case, check_case
+from unmask.checking.report import dumps
 from unmask.ir import AtomDecl, GroundPair, Protocol, Requirement, mk_and, mk_atom, mk_not
-from unmask.replaydata import Annotation, Evidence, Replay
-from unmask.report import dumps
+from unmask.replay.data import Annotation, Evidence, Replay
 
 
 class _TimesOutWhenCompleting(_BruteSession):

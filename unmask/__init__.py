@@ -16,7 +16,7 @@ def __getattr__(name: str) -> Any:
 
         return check
     if name == "ReplayBuilder":
-        from unmask.builder import ReplayBuilder
+        from unmask.replay.builder import ReplayBuilder
 
         return ReplayBuilder
     raise AttributeError(f"module 'unmask' has no attribute {name!r}")

@@ -1,8 +1,8 @@
 """The library entry points: check a replay and get a ``Report``.
 
 Contract: ``check`` accepts a validated ``Replay`` or a path to a replay file (loaded and
-validated by ``unmask.replay``; invalid input raises ``UnmaskError`` with diagnostics) and
-checks it with ``unmask.outcomes.check_replay``: the solver only sees the gold-free
+validated by ``unmask.replay.load``; invalid input raises ``UnmaskError`` with diagnostics) and
+checks it with ``unmask.checking.outcomes.check_replay``: the solver only sees the gold-free
 ``Case``; the gold label, and the replay's ``item`` and ``judge``, are added to the report
 afterwards. Backends are created through the registry
 (``unmask.backends.create``). ``deadline_ms`` bounds the whole check of the replay
@@ -21,18 +21,18 @@ from typing import Any
 
 from unmask.backends import DEFAULT_SEED, DEFAULT_TIMEOUT_MS, Backend, create
 from unmask.backends.base import spec
-from unmask.checker import Case, check_case
-from unmask.limits import DEFAULT_LIMITS, Limits
-from unmask.outcomes import check_replay
-from unmask.replaydata import Replay
-from unmask.report import Report, dumps
+from unmask.checking.checker import Case, check_case
+from unmask.checking.outcomes import check_replay
+from unmask.checking.report import Report, dumps
+from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
+from unmask.replay.data import Replay
 
 __all__ = ["Case", "check", "check_case", "dumps", "load", "load_calibration", "weigh"]
 
 
 def load(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Replay:
     """Load and validate one replay file (raises ``UnmaskError`` when invalid)."""
-    from unmask.replay import load_replay
+    from unmask.replay.load import load_replay
 
     return load_replay(Path(path), limits)
 
@@ -66,9 +66,9 @@ def check(
 
 
 def load_calibration(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Any:
-    """Read a calibration file (``unmask.calibration.Calibration``; raises ``UnmaskError``
+    """Read a calibration file (``unmask.review.calibration.Calibration``; raises ``UnmaskError``
     with one diagnostic when it is not one)."""
-    from unmask.calibration import read
+    from unmask.review.calibration import read
 
     return read(str(path), limits)
 
@@ -76,12 +76,12 @@ def load_calibration(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Any:
 def weigh(
     report: Report, replay: Replay | None = None, *, calibration: Any, trust: float = 0.9
 ) -> dict[str, Any]:
-    """Each check's ``unmask.calibration.Standing`` under ``calibration`` and the lower
+    """Each check's ``unmask.review.calibration.Standing`` under ``calibration`` and the lower
     bound ``trust``, by the check's key (``verdict``, ``requirement:ID``, ``coverage:ID``,
     ``grounding:JUDGE~CONTEXT``): every finding, and every passing check that rests on
     unreviewed readings; other checks are left out."""
-    from unmask.calibration import Trust
     from unmask.render.view import Lookup, checks, trust_of
+    from unmask.review.calibration import Trust
 
     look = Lookup(replay, Trust(calibration, trust))
     out = {}

@@ -28,9 +28,9 @@ from tests.fuzz.gen import CANARY, EXITS, Case
 from tests.message_style import message_problems
 
 BIN = Path(sys.executable).parent
-# a diagnostic as `unmask.diagnostics.render` prints it: `[PLACE: ]error: MESSAGE`
+# a diagnostic as `unmask.plumbing.diagnostics.render` prints it: `[PLACE: ]error: MESSAGE`
 _MESSAGE = re.compile(r"^(?:.*?: )?(?:error|warning): (.*)$", re.MULTILINE)
-# what the output policy (unmask/safe.py) keeps out of every output, written out here
+# what the output policy (unmask/plumbing/safe.py) keeps out of every output, written out here
 ACTING = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 

@@ -36,10 +36,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from unmask.cli.main import main
-from unmask.diagnostics import UnmaskError
 from unmask.importers.archive import Archive
 from unmask.importers.realmistake import PASSWORD
-from unmask.limits import Limits
+from unmask.plumbing.diagnostics import UnmaskError
+from unmask.plumbing.limits import Limits
 
 MAX_EXAMPLES = 40
 SETTINGS = settings(

@@ -44,12 +44,12 @@ from unmask import ir
 from unmask.analysis.findings import CODES, Finding
 from unmask.analysis.ground import Scope
 from unmask.backends.base import Backend, Part, spec
-from unmask.explain import Deadline
-from unmask.frozen import frozen
+from unmask.checking.explain import Deadline
+from unmask.checking.overlap import overlaps
+from unmask.checking.solve import SAT, UNKNOWN, UNSAT, Answer, Space
 from unmask.ir import iter_atoms, mk_and, mk_card, mk_not, mk_or
-from unmask.irtext import expr_text
-from unmask.overlap import overlaps
-from unmask.solve import SAT, UNKNOWN, UNSAT, Answer, Space
+from unmask.ir.text import expr_text
+from unmask.plumbing.frozen import frozen
 
 SCHEMA = "unmask.analysis/1"
 
@@ -77,7 +77,7 @@ class Analysis:
 
     @property
     def exit_code(self) -> int:
-        from unmask import exitcodes
+        from unmask.plumbing import exitcodes
 
         if self.errors:
             return exitcodes.VIOLATED

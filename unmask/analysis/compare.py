@@ -26,11 +26,11 @@ from typing import Any
 from unmask import ir
 from unmask.analysis.ground import Scope
 from unmask.backends.base import Backend, Part, spec
-from unmask.explain import Deadline
-from unmask.frozen import frozen
+from unmask.checking.explain import Deadline
+from unmask.checking.solve import SAT, UNKNOWN, Answer, Space
 from unmask.ir import mk_and, mk_const, mk_not
-from unmask.irtext import expr_text
-from unmask.solve import SAT, UNKNOWN, Answer, Space
+from unmask.ir.text import expr_text
+from unmask.plumbing.frozen import frozen
 
 SCHEMA = "unmask.compare/1"
 EQUIVALENT = "equivalent"
@@ -105,7 +105,7 @@ class Comparison:
     @property
     def exit_code(self) -> int:
         """1 when something is known to differ, else 3 when a relation is undecided, else 0."""
-        from unmask import exitcodes
+        from unmask.plumbing import exitcodes
 
         return {
             "different": exitcodes.VIOLATED,
@@ -355,7 +355,7 @@ def gate(c: Comparison, fail_if: str, label: str) -> tuple[int, str]:
     its coverage or a grounding pair holds under OLD where it does not under NEW (a check
     NEW adds held everywhere before it), so a replay that passed could fail; looser is the
     reverse. Any such witness fails the gate; else an undecided relation makes it exit 3."""
-    from unmask import exitcodes
+    from unmask.plumbing import exitcodes
 
     assert c.relation(f"label:{label}") is not None, "the label is declared by both protocols"
     first, second = ("NEW", "OLD") if fail_if == LOOSER else ("OLD", "NEW")

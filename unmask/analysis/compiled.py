@@ -4,27 +4,28 @@ the ones that need a solver (overlapping decisions), with or without members.
 Contract: ``compile_checked(text, file, domains, limits, backend, tree)`` returns ``Compiled``:
 the ground protocol when every free domain has members (from ``domains``), else None and
 the free domains left without members; or it raises ``UnmaskError`` with every compile
-error, or with every proved overlap of two decisions (``unmask.overlap``), each
+error, or with every proved overlap of two decisions (``unmask.checking.overlap``), each
 with a witness. Without members, every check the compiler makes runs on the text as
 written (the domain taken empty); overlaps, which can depend on the number of members, are
 looked for with 0, 1, 2 and 3 invented members per free domain (named after the domain,
 ``part_1``…, never an identifier of the text), stopping at the first size that shows one;
 ``checked_members`` says which sizes were checked. Undecided overlaps are warnings. The
 text is parsed once (``tree``, when given, is its parse: not even once), and every
-compile is of that tree (``unmask.compiler.compile_tree``).
+compile is of that tree (``unmask.language.compiler.compile_tree``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from unmask import ast, ir
+from unmask import ir
 from unmask.backends.base import Backend
-from unmask.diagnostics import Diagnostic, UnmaskError
-from unmask.frozen import frozen
-from unmask.limits import Limits
-from unmask.names import invent_members
-from unmask.overlap import overlap_diagnostics
+from unmask.checking.overlap import overlap_diagnostics
+from unmask.language import ast
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
+from unmask.plumbing.frozen import frozen
+from unmask.plumbing.limits import Limits
+from unmask.plumbing.names import invent_members
 
 # member counts tried for free domains: 0 matters (`all()` is true, `any()` false)
 MEMBER_COUNTS = (0, 1, 2, 3)
@@ -46,8 +47,8 @@ def compile_checked(
     backend: Backend,
     tree: ast.SourceFile | None = None,
 ) -> Compiled:
-    from unmask.compiler import compile_tree
-    from unmask.parser import parse_source
+    from unmask.language.compiler import compile_tree
+    from unmask.language.parser import parse_source
 
     given = {k: list(v) for k, v in (domains or {}).items()}
     if tree is None:

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from unmask.diagnostics import Diagnostic
-from unmask.explain import DEADLINE
-from unmask.frozen import frozen
+from unmask.checking.explain import DEADLINE
+from unmask.checking.overlap import FIRST_MATCH_HELP
 from unmask.ir import Span
-from unmask.overlap import FIRST_MATCH_HELP
+from unmask.plumbing.diagnostics import Diagnostic
+from unmask.plumbing.frozen import frozen
 
 ERROR = "error"
 WARNING = "warning"

@@ -17,11 +17,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import field
 from typing import Any
 
-from unmask import ast, ir
-from unmask.diagnostics import Diagnostic, UnmaskError
-from unmask.frozen import frozen
-from unmask.limits import DEFAULT_LIMITS, Limits
-from unmask.names import invent_members
+from unmask import ir
+from unmask.language import ast
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
+from unmask.plumbing.frozen import frozen
+from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
+from unmask.plumbing.names import invent_members
 
 DEFAULT_MEMBERS = 3
 
@@ -103,9 +104,9 @@ def _load(
     limits: Limits,
     texts: dict[str, str],
 ) -> list[Loaded]:
-    from unmask.compiler import compile_tree
-    from unmask.files import read_text
-    from unmask.parser import parse_source
+    from unmask.language.compiler import compile_tree
+    from unmask.language.parser import parse_source
+    from unmask.plumbing.files import read_text
 
     given = dict(domains or {})
     parsed: dict[str, ast.SourceFile] = {}
@@ -144,8 +145,8 @@ def _load(
 
 
 def _load_json(path: str, limits: Limits) -> ir.Protocol:
-    from unmask.irjson_reader import protocol_from_json
-    from unmask.jsonload import read_json_file
+    from unmask.ir.json_reader import protocol_from_json
+    from unmask.plumbing.jsonload import read_json_file
 
     obj = read_json_file(path, limits)
     if isinstance(obj, dict) and "protocol" in obj and "atoms" not in obj:

@@ -6,7 +6,8 @@ caret, the witness as a note) after a head naming the protocol, the backend and 
 SARIF writes one run whose rules are the finding codes; each result's ``ruleId`` is its
 code and its location is the region of the `.proto` file it points at, so code-scanning
 tools show it inline; ``invalid_sarif`` writes the same shape for a protocol that does not
-compile, each compile error a result. Every format goes through the output policy (``unmask.safe``):
+compile, each compile error a result. Every format goes through the output policy
+(``unmask.plumbing.safe``):
 a file name or a string of the protocol never reaches the terminal or a file with a
 control character or a bidirectional override in it. Deterministic: no time, no absolute
 path that was not given.
@@ -20,8 +21,8 @@ from typing import Any
 
 from unmask.analysis.analyze import Analysis
 from unmask.analysis.findings import CODES
-from unmask.diagnostics import Diagnostic, counted, render_all
-from unmask.safe import finish, printable, visible_values
+from unmask.plumbing.diagnostics import Diagnostic, counted, render_all
+from unmask.plumbing.safe import finish, printable, visible_values
 
 FORMATS = ("text", "json", "sarif")
 _RULE_INDEX = {code: i for i, code in enumerate(CODES)}

@@ -1,7 +1,7 @@
 """Every model call's reply kept on disk, so no call is made twice.
 
 Contract: ``Replies()`` is the folder ``annotate/`` inside the user's trusted cache folder
-(``unmask.cachedir``: private, or not used at all); ``get(key)`` returns the ``Reply``
+(``unmask.plumbing.cachedir``: private, or not used at all); ``get(key)`` returns the ``Reply``
 stored under a call's key (``question.Ask.key``: the model, the messages, the schema, the
 sample and the settings) or None, and ``put(key, reply)`` stores one, sealed with the
 folder's HMAC and written whole (a run killed mid-write leaves the old entry or none).
@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 
 from unmask.annotate.question import Reply
-from unmask.cachedir import read_sealed, trusted_dir, untrusted, write_sealed
+from unmask.plumbing.cachedir import read_sealed, trusted_dir, untrusted, write_sealed
 
 SUBFOLDER = "annotate"
 MAX_ENTRY_BYTES = 8 * 1024 * 1024

@@ -11,7 +11,7 @@ and must be in exactly one, once (the rationale, where a quote is also in the tr
 repeats it); a ``source`` given must be one the role allows. ``read``
 is a FALSE only (docs/replay-format.md: a whole reading by a reviewed reader). Each
 annotation is ``by: {kind: human, name: READER, reviewed: true}``; an atom already annotated
-is replaced through ``unmask.review.apply_to``, the old annotation kept under ``review`` as
+is replaced through ``unmask.review.queue.apply_to``, the old annotation kept under ``review`` as
 `unmask review` keeps it. ``applied(item, lines, reader, limits)`` is a loaded replay with
 its lines in, validated again by the replay loader; ``check(items, by_id, reader, limits)``
 checks every line against every replay (a line whose replay is not among them too) and
@@ -24,12 +24,12 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from unmask.diagnostics import Diagnostic, UnmaskError
-from unmask.frozen import frozen
-from unmask.jsonload import show
-from unmask.limits import DEFAULT_LIMITS, Limits
-from unmask.replaydata import EVIDENCE_SOURCES, SOURCES, VALUES, WHOLE, Replay
-from unmask.span import Span
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
+from unmask.plumbing.frozen import frozen
+from unmask.plumbing.jsonload import show
+from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
+from unmask.plumbing.span import Span
+from unmask.replay.data import EVIDENCE_SOURCES, SOURCES, VALUES, WHOLE, Replay
 
 KEYS = ("replay", "atom", "value", "quote", "read", "source", "note")
 CODE = "annotation-line"
@@ -86,7 +86,7 @@ def _atom_hint(near: str | None, same: list[str], decls: dict) -> str:
 
 def _same_members(atom: str, names: list[str]) -> list[str]:
     """The atoms written over exactly the members ``atom`` names."""
-    from unmask.names import split_applied
+    from unmask.plumbing.names import split_applied
 
     parts = split_applied(atom)
     if parts is None:
@@ -341,7 +341,7 @@ def _evidence(line: Line, role: str, replay: Replay) -> list[dict] | Diagnostic:
 def _misquoted(replay: Replay, start: int, end: int) -> bool:
     """Whether ``trace[start:end]`` lies in a quote `import structured` found missing from
     the rationale: the evidence of its FALSE ``quotes_verbatim``."""
-    from unmask.judgeschema import VERBATIM_ATOM
+    from unmask.replay.judgeschema import VERBATIM_ATOM
 
     a = replay.annotation(VERBATIM_ATOM)
     if a is None or a.value != "FALSE":
@@ -355,7 +355,7 @@ def _misquoted(replay: Replay, start: int, end: int) -> bool:
 def apply(doc: dict, replay: Replay, lines: list[Line], reader: str) -> list[Diagnostic]:
     """Write ``lines`` (all of replay ``doc``'s) into ``doc``; the problems of those that
     could not be written. ``doc`` is changed only when there is none."""
-    from unmask.review import Decision, _spans, apply_to
+    from unmask.review.queue import Decision, _spans, apply_to
 
     decls = {a.name: a for a in replay.protocol.atoms}
     problems: list[Diagnostic] = []
@@ -432,7 +432,7 @@ def applied(item: Any, lines: list[Line], reader: str, limits: Any) -> tuple[Any
     from dataclasses import replace
 
     from unmask.annotate.run import Item
-    from unmask.replay import replay_from_obj
+    from unmask.replay.load import replay_from_obj
 
     if item.replay is None or item.obj is None or not lines:
         return item, []

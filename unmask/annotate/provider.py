@@ -22,8 +22,8 @@ import re
 from typing import Any
 
 from unmask.annotate.question import Ask, Reply
-from unmask.diagnostics import Diagnostic, UnmaskError
-from unmask.frozen import frozen
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
+from unmask.plumbing.frozen import frozen
 
 INSTALL = (
     "`unmask annotate` asks a model through Inspect AI, which is not installed: "

@@ -6,7 +6,7 @@ a TRUE or FALSE annotation, and a reviewed UNKNOWN (a person's decision not to s
 never touched. ``questions(replay)`` puts each open atom that has a source its role allows
 (``EVIDENCE_SOURCES``, present in the replay) to the reader, in declaration order; the
 others are not asked. ``Ask`` holds the messages and the schema, made by
-``unmask.judgeschema`` (``READING_INSTRUCTIONS``, ``emit_reading_prompt``,
+``unmask.replay.judgeschema`` (``READING_INSTRUCTIONS``, ``emit_reading_prompt``,
 ``reading_schema``) and its cache key. ``readings(reply, ask, sources)`` reads a reply into
 one ``Got`` per question: a value only when the answer parsed, followed the schema, was
 neither refused nor cut off, and every quote of a TRUE or FALSE occurs in the source it
@@ -22,8 +22,9 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from unmask.frozen import frozen
-from unmask.judgeschema import (
+from unmask.plumbing.frozen import frozen
+from unmask.replay.data import EVIDENCE_SOURCES, Evidence, Replay
+from unmask.replay.judgeschema import (
     READING_INSTRUCTIONS,
     Question,
     ShapeError,
@@ -31,7 +32,6 @@ from unmask.judgeschema import (
     read_reading,
     reading_schema,
 )
-from unmask.replaydata import EVIDENCE_SOURCES, Evidence, Replay
 
 CHARS_PER_TOKEN = 4  # the estimate `--dry-run` gives: about four characters a token
 
@@ -147,7 +147,7 @@ TRUNCATED = ("max_tokens", "model_length")
 
 
 def _short(text: str, n: int = 60) -> str:
-    from unmask.jsonload import show
+    from unmask.plumbing.jsonload import show
 
     return show(text, n)
 

@@ -46,10 +46,10 @@ from unmask.annotate.question import (
     readings,
     unknown_all,
 )
-from unmask.diagnostics import Diagnostic, UnmaskError
-from unmask.frozen import frozen
-from unmask.judgeschema import Question, reading_shape
-from unmask.replaydata import Replay
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
+from unmask.plumbing.frozen import frozen
+from unmask.replay.data import Replay
+from unmask.replay.judgeschema import Question, reading_shape
 
 MODEL = "model"  # the reader `--readers` names for `--model`
 MAX_SPANS = 8  # evidence spans kept per atom when several readers quote it
@@ -309,7 +309,7 @@ class Run:
             if a is None:
                 out[q.atom] = Got("UNKNOWN", (), f"abstained: {why}", "abstained")
                 continue
-            from unmask.replaydata import Evidence
+            from unmask.replay.data import Evidence
 
             spans = tuple(
                 Evidence(e["source"], e["start"], e["end"], e["quote"]) for e in a["evidence"]
@@ -349,12 +349,12 @@ class Run:
         return new
 
     def _write(self, item: Item, new: dict) -> None:
-        from unmask.builder import json_bytes
-        from unmask.outputs import write_in_folder
-        from unmask.replay import replay_from_obj
+        from unmask.plumbing.outputs import write_in_folder
+        from unmask.replay.builder import json_bytes
+        from unmask.replay.load import replay_from_obj
 
         assert item.base is not None
-        from unmask.confine import Refused, embed_protocol
+        from unmask.replay.confine import Refused, embed_protocol
 
         try:
             embed_protocol(new, item.base, self.out, self.settings.protocol_roots)

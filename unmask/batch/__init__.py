@@ -1,6 +1,6 @@
 """The batch engine behind ``unmask audit``: many replays, one streaming run, one summary.
 
-It produces reports and their ``unmask.record.ResultRecord``s (what every output but a page
+It produces reports and their ``unmask.checking.record.ResultRecord``s (what every output but a page
 reads, fresh or resumed) and asks ``unmask.render`` for pages, index rows and test cases;
 it renders nothing itself, and imports nothing of the command line or ``unmask.api``.
 Modules, in the order a run uses them:

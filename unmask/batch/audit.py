@@ -11,7 +11,7 @@ Contract:
   returns an ``Outcome``: the ``Summary`` of every line in ``out`` (carried over or new)
   and its ``hints``;
 - every result, new or carried over, reaches the summary, the index and the JUnit file as
-  its ``unmask.record.ResultRecord`` and nothing else, so a resumed run writes the files a
+  its ``unmask.checking.record.ResultRecord`` and nothing else, so a resumed run writes the files a
   fresh run writes, byte for byte; a record whose protocol base is inconsistent adds the
   hint that ``unmask analyze`` says why;
 - refused before anything is written, as ``AuditError`` (an ``UnmaskError``, its message
@@ -46,11 +46,11 @@ from unmask.backends.base import DEFAULT_BACKEND, DEFAULT_DEADLINE_MS, DEFAULT_T
 from unmask.batch import files, inputs, run
 from unmask.batch import resume as resuming
 from unmask.batch.summary import Summary
-from unmask.diagnostics import Diagnostic, UnmaskError
-from unmask.frozen import frozen
-from unmask.limits import DEFAULT_LIMITS, Limits
-from unmask.outputs import OutputError, cannot_write, reason, write_text
-from unmask.record import ResultRecord, same_protocol
+from unmask.checking.record import ResultRecord, same_protocol
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
+from unmask.plumbing.frozen import frozen
+from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
+from unmask.plumbing.outputs import OutputError, cannot_write, reason, write_text
 
 BROKEN_PROTOCOL_HINT = "`unmask analyze` shows why the protocol contradicts itself"
 
@@ -73,9 +73,9 @@ class AuditOptions:
     html: str | None = None  # a folder: one page per replay and index.html
     junit: str | None = None
     progress: IO[str] | None = None  # where the progress line goes
-    # `--protocol`: an ``unmask.recheck.ProtocolFile`` to check every replay against
+    # `--protocol`: an ``unmask.replay.recheck.ProtocolFile`` to check every replay against
     protocol: Any = None
-    # `--calibration`: an ``unmask.calibration.Trust``; the summary, index, pages and JUnit
+    # `--calibration`: an ``unmask.review.calibration.Trust``; the summary, index, pages and JUnit
     # file weigh findings by it (the result lines never carry it)
     trust: Any = None
 
@@ -258,7 +258,7 @@ class _Run:
         if o.summary_json:
             import json
 
-            from unmask.safe import finish
+            from unmask.plumbing.safe import finish
 
             body = json.dumps(self.summary.to_json(), ensure_ascii=False, indent=2)
             text = finish("json", body) + "\n"
@@ -350,7 +350,7 @@ class _Run:
             raise _usage(f"cannot read `{out}`: {reason(exc)}") from None
         except AuditError:
             raise  # a line checked against another protocol: said as it is
-        except UnmaskError as exc:  # the file is not a regular file (unmask.files)
+        except UnmaskError as exc:  # the file is not a regular file (unmask.plumbing.files)
             raise _usage(exc.diagnostics[0].message) from None
 
     def _open_sink(self) -> Any:
@@ -442,7 +442,7 @@ def _sigterm_stops() -> Iterator[None]:
     """SIGTERM stops the run like Ctrl-C: whole lines only, then a clean exit."""
     import signal
 
-    from unmask.interrupt import interrupt
+    from unmask.plumbing.interrupt import interrupt
 
     try:
         previous = signal.signal(signal.SIGTERM, interrupt)

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from unmask.jsonload import show
-from unmask.record import ResultRecord
-from unmask.report import SATISFIED, UNKNOWN, VIOLATED
+from unmask.checking.record import ResultRecord
+from unmask.checking.report import SATISFIED, UNKNOWN, VIOLATED
+from unmask.plumbing.jsonload import show
 
 
 class Confusion:

@@ -1,6 +1,6 @@
 """The files an audit writes besides its result lines: HTML pages, the index, JUnit.
 
-Contract: every file is written whole or not at all (``unmask.outputs``), and a file that
+Contract: every file is written whole or not at all (``unmask.plumbing.outputs``), and a file that
 cannot be written raises ``OutputError``. Pages and the index are new files directly inside
 the folder asked for: a link at their name is replaced, never followed.
 ``remove_stale_pages(html_dir, keep)`` removes, after a run, the pages an earlier run wrote
@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from unmask.outputs import (
+from unmask.plumbing.outputs import (
     OutputError,
     atomic,
     cannot_write,

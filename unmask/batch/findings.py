@@ -1,13 +1,14 @@
 """Confirmed and provisional findings: VIOLATED replays counted by what they rest on.
 
-Contract: a result record's ``confirmed`` (``unmask.record``) gives, per dimension (verdict,
+Contract: a result record's ``confirmed`` (``unmask.checking.record``) gives, per dimension
+(verdict,
 procedure, coverage, grounding), None where nothing is VIOLATED, True where some VIOLATED
 check rests only on reviewed annotations (a *confirmed* finding) and False where every one
 rests on an unreviewed or gold-derived annotation (*provisional*). ``Findings`` counts
 VIOLATED replays, dimensions and gold cells by standing; counts are plain sums, so ``merge``
 does not depend on order. It also counts each VIOLATED replay's pattern of findings (the
 record's ``findings``: per finding, the readers it rests on), a calibration-free fold, so
-that ``to_json(trust)`` with a calibration (``unmask.calibration.Trust``) splits the
+that ``to_json(trust)`` with a calibration (``unmask.review.calibration.Trust``) splits the
 provisional ones into *trusted* and *to review* wherever the fold ran (a pool worker, a
 Dask partition, a resumed line). ``to_json`` is the summary's ``findings``; ``cell_tail``
 and ``lines`` are the text summary's words for it.

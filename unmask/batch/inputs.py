@@ -27,10 +27,10 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from unmask.frozen import frozen
-from unmask.limits import DEFAULT_LIMITS, Limits
-from unmask.lines import bounded_lines
-from unmask.outputs import reason
+from unmask.plumbing.frozen import frozen
+from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
+from unmask.plumbing.lines import bounded_lines
+from unmask.plumbing.outputs import reason
 
 STDIN = "-"
 STDIN_LABEL = "<stdin>"

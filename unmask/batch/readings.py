@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from unmask.diagnostics import UnmaskError
-from unmask.limits import Limits
+from unmask.plumbing.diagnostics import UnmaskError
+from unmask.plumbing.limits import Limits
 
 
 def replays(

@@ -1,11 +1,11 @@
 """The result lines of an audit: their two shapes, how they are written, how one is checked.
 
 Contract:
-- a checked replay's line is ``unmask.record.result_line``: its report's JSON with
+- a checked replay's line is ``unmask.checking.record.result_line``: its report's JSON with
   ``location`` after ``schema`` and each annotation written once (``RESULT_SCHEMA``; a
   results file of an earlier run may hold the report's JSON as it is, ``unmask.report/1``,
   read the same); a replay that could not be checked is an error record ``{"schema":
-  ERROR_SCHEMA, "location": ..., "errors": [diagnostic fields ...]}`` (``unmask.record``,
+  ERROR_SCHEMA, "location": ..., "errors": [diagnostic fields ...]}`` (``unmask.checking.record``,
   which reads them all back);
 - ``encode_line`` writes one compact UTF-8 line ending in a newline (a lone surrogate from
   the input is escaped, so the line stays valid UTF-8);
@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from unmask.diagnostics import Diagnostic
-from unmask.linewriter import encode_line  # noqa: F401 (where the batch engine imports it)
-from unmask.record import CHECKED_SCHEMAS, ERROR_SCHEMA, RESULT_SCHEMA, diagnostic_json
-from unmask.report import NOT_CHECKED, OK, SATISFIED, UNKNOWN, VIOLATED
+from unmask.checking.linewriter import encode_line  # noqa: F401 (where the batch engine imports it)
+from unmask.checking.record import CHECKED_SCHEMAS, ERROR_SCHEMA, RESULT_SCHEMA, diagnostic_json
+from unmask.checking.report import NOT_CHECKED, OK, SATISFIED, UNKNOWN, VIOLATED
+from unmask.plumbing.diagnostics import Diagnostic
 
 OVERALL = (SATISFIED, VIOLATED, UNKNOWN)
 DIMENSION_RESULTS = (OK, VIOLATED, UNKNOWN, NOT_CHECKED)

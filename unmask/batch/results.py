@@ -2,7 +2,8 @@
 
 Contract:
 - ``is_results(path, limits)``: a ``.jsonl`` file whose first line that is not blank is a
-  JSON object with the ``schema`` of a result line or of an error record (``unmask.record``),
+  JSON object with the ``schema`` of a result line or of an error record
+  (``unmask.checking.record``),
   its keys in any order (``jq -S`` sorts them); a file that cannot be read is not one (it
   is then read as replays, whose reader names it and why);
 - ``result_lines(path, limits)`` yields a ``ResultLine`` for every line that is not blank:
@@ -30,12 +31,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from unmask.batch.inputs import STDIN_LABEL, Task, iter_tasks
-from unmask.diagnostics import Diagnostic, UnmaskError
+from unmask.checking.record import CHECKED_SCHEMAS, ERROR_SCHEMA
 from unmask.ir import Span
-from unmask.jsonreader import index_path, join_path, kind
-from unmask.limits import Limits
-from unmask.lines import bounded_lines
-from unmask.record import CHECKED_SCHEMAS, ERROR_SCHEMA
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
+from unmask.plumbing.jsonreader import index_path, join_path, kind
+from unmask.plumbing.limits import Limits
+from unmask.plumbing.lines import bounded_lines
 
 RESULT_SCHEMAS = (*CHECKED_SCHEMAS, ERROR_SCHEMA)
 _SCHEMAS = ", ".join(f"`{s}`" for s in RESULT_SCHEMAS[:-1]) + f" or `{RESULT_SCHEMAS[-1]}`"
@@ -161,7 +162,7 @@ def result_lines(path: str, limits: Limits) -> Iterator[ResultLine]:
             n, f"{path}:{n}", error=UnmaskError([Diagnostic("bad-results", message, span=span)])
         )
 
-    from unmask.jsonload import over_values
+    from unmask.plumbing.jsonload import over_values
 
     try:
         fh = open(path, "rb")  # noqa: SIM115 (closed below)
@@ -177,7 +178,7 @@ def result_lines(path: str, limits: Limits) -> Iterator[ResultLine]:
                 continue
             if not raw.strip():
                 continue
-            # counted before it is parsed, as every JSON input is (unmask.jsonload)
+            # counted before it is parsed, as every JSON input is (unmask.plumbing.jsonload)
             if over_values(raw, limits):
                 yield bad(n, f"a line of more than {limits.max_json_values} JSON values")
                 continue

@@ -21,7 +21,7 @@ from typing import Any
 
 from unmask.batch.inputs import Task
 from unmask.batch.records import line_problem
-from unmask.outputs import atomic
+from unmask.plumbing.outputs import atomic
 
 
 class ResumeError(Exception):
@@ -40,7 +40,7 @@ def read_done(path: str, fold: Callable[[dict[str, Any]], None] | None = None) -
         return done
     good_end = 0
     crlf = False
-    from unmask.files import open_binary
+    from unmask.plumbing.files import open_binary
 
     # a regular file only: a named pipe at `--out` is refused, never read and waited on
     with open_binary(path) as fh:

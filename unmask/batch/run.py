@@ -1,9 +1,9 @@
 """Running an audit: one task at a time, or through a pool of worker processes.
 
 Contract:
-- ``audit_task(task, settings)`` checks one task (``unmask.outcomes.check_replay``) and
+- ``audit_task(task, settings)`` checks one task (``unmask.checking.outcomes.check_replay``) and
   returns a ``Result``: the result line (UTF-8 bytes ending in a newline, see
-  ``records``), its ``unmask.record.ResultRecord`` (what the summary, the HTML index and
+  ``records``), its ``unmask.checking.record.ResultRecord`` (what the summary, the HTML index and
   the JUnit file read), and when ``settings.html`` asks for it the replay's HTML page
   (from ``unmask.render.html``), rendered here so pool workers render in parallel; the
   caller writes the files. A bad replay never raises;
@@ -19,7 +19,7 @@ Contract:
   (``fold``) and the parent merges the piece once the job's results are out
   (``emit_all``), so the fold, most of a pool parent's work per replay, runs in parallel;
 - while ``run_audit`` runs, and while a worker runs a chunk, the garbage collector runs
-  less often: its thresholds are at least ``unmask.limits.GC_THRESHOLDS`` (``batch_gc``;
+  less often: its thresholds are at least ``unmask.plumbing.limits.GC_THRESHOLDS`` (``batch_gc``;
   the command line sets the same for a whole run, but a Dask worker or a program calling this module
   has Python's 700, 10, 10). A replay allocates many objects that live until its report
   is written and makes almost no reference cycles, so frequent collections only
@@ -46,11 +46,11 @@ from unmask.batch import inputs
 from unmask.batch.inputs import STDIN_LABEL, LineRange, Task, range_tasks, split_range
 from unmask.batch.records import encode_line, error_record
 from unmask.batch.summary import Summary
-from unmask.diagnostics import Diagnostic, UnmaskError, internal_error
-from unmask.frozen import frozen
-from unmask.interrupt import reraise_interrupt
-from unmask.limits import DEFAULT_LIMITS, GC_THRESHOLDS, Limits
-from unmask.record import ResultRecord
+from unmask.checking.record import ResultRecord
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, internal_error
+from unmask.plumbing.frozen import frozen
+from unmask.plumbing.interrupt import reraise_interrupt
+from unmask.plumbing.limits import DEFAULT_LIMITS, GC_THRESHOLDS, Limits
 
 # how many tasks one pool job carries, and how many jobs per process may be in flight
 CHUNK_TASKS = 256
@@ -69,11 +69,11 @@ class Settings:
     timeout_ms: int
     limits: Limits = DEFAULT_LIMITS
     html: bool = False  # render each replay's HTML page
-    deadline_ms: int | None = None  # per replay (see ``unmask.explain.Deadline``)
-    # `--protocol`: an ``unmask.recheck.ProtocolFile`` every replay is checked against
+    deadline_ms: int | None = None  # per replay (see ``unmask.checking.explain.Deadline``)
+    # `--protocol`: an ``unmask.replay.recheck.ProtocolFile`` every replay is checked against
     # instead of its own; plain data, so it reaches pool and Dask workers with the rest
     protocol: Any = None
-    # `--calibration`: an ``unmask.calibration.Trust`` each page weighs its findings by
+    # `--calibration`: an ``unmask.review.calibration.Trust`` each page weighs its findings by
     trust: Any = None
 
 
@@ -118,7 +118,7 @@ def _backend(settings: Settings) -> Any:
 def load_task(task: Task, limits: Limits, protocol: Any = None) -> Any:
     """The validated ``Replay`` of a task (raises ``UnmaskError`` when it is not one),
     read against ``protocol`` (a ``ProtocolFile``) when one is given."""
-    from unmask.replay import replay_from_obj
+    from unmask.replay.load import replay_from_obj
 
     obj, text = task_document(task, limits)
     if task.text is None:
@@ -132,7 +132,7 @@ def load_task(task: Task, limits: Limits, protocol: Any = None) -> Any:
 def task_document(task: Task, limits: Limits) -> tuple[Any, str | None]:
     """The task's JSON document, not yet validated, and the text of a JSON Lines record
     (None for a whole file); raises ``UnmaskError`` when it cannot be read or parsed."""
-    from unmask.jsonload import parse_json_document, read_json_file
+    from unmask.plumbing.jsonload import parse_json_document, read_json_file
 
     if task.problem is not None:
         code, message, hint = task.problem
@@ -144,7 +144,7 @@ def task_document(task: Task, limits: Limits) -> tuple[Any, str | None]:
 
 def audit_task(task: Task, settings: Settings) -> Result:
     """Check one task; every failure becomes an error record."""
-    from unmask.outcomes import check_replay_line
+    from unmask.checking.outcomes import check_replay_line
 
     replay = None
     try:
@@ -168,7 +168,7 @@ def audit_task(task: Task, settings: Settings) -> Result:
     record = ResultRecord.from_report(report, task.location)
     if settings.trust is None:
         return Result(line, record, page)
-    from unmask.calibration import digest_text
+    from unmask.review.calibration import digest_text
 
     text = replay.protocol.text
     return Result(line, record, page, (replay.protocol.name, digest_text(text) if text else ""))
@@ -460,7 +460,7 @@ class _Pool:
         import multiprocessing
 
         _backend(settings)  # fail here, not in every worker; forked workers inherit it
-        from unmask.cachedir import trusted_dir
+        from unmask.plumbing.cachedir import trusted_dir
 
         trusted_dir()  # an untrusted cache folder is warned of here, once, not per worker
         self.settings = settings

@@ -1,12 +1,12 @@
 """The summary of an audit, folded one result at a time.
 
 Contract:
-- ``Summary.add(record)`` folds one result's ``unmask.record.ResultRecord`` (the same for a
+- ``Summary.add(record)`` folds one result's ``unmask.checking.record.ResultRecord`` (the same for a
   replay just checked and a line carried over by ``--resume``) in O(distinct requirement
   ids, grounding groups and labels) memory, plus one small entry per (item, judge) for
   replays that name both. The dimensions
   are the report's own (``verdict``, ``procedure``, ``coverage``, ``grounding``) with the
-  report's result for each; every check counts under the outcome ``unmask.checker.outcome``
+  report's result for each; every check counts under the outcome ``unmask.checking.checker.outcome``
   gives its status, with a REFUTED coverage check set apart as ``not_observable``;
 - besides, it counts the gold × observed labels with adherence in each cell
   (``unmask.batch.confusion``), over the run and per protocol (by the name each report
@@ -17,7 +17,7 @@ Contract:
 - ``merge(other)`` folds in the summary of the results that come next, with the figures of
   one fold of both (a pool worker or a Dask partition folds its own results; a summary
   pickles without its memos);
-- with ``trust`` set (``--calibration``, an ``unmask.calibration.Trust``: on the run's
+- with ``trust`` set (``--calibration``, an ``unmask.review.calibration.Trust``: on the run's
   summary only), ``findings`` splits provisional findings into trusted and to review, the
   headline and ``index_summary`` say so, and ``calibration`` names the data and the
   protocols it was not measured under (``digests``: those of the replays just checked);
@@ -39,12 +39,12 @@ from typing import Any
 
 from unmask.batch.confusion import Confusion, confusions_text
 from unmask.batch.findings import Findings, cell_tail, ranked, replays_line
-from unmask.checker import outcome
-from unmask.diagnostics import counted
-from unmask.names import family_of, pair_family
-from unmask.record import ResultRecord
-from unmask.report import OK, REFUTED, SATISFIED, UNKNOWN, VIOLATED, Dimensions
-from unmask.safe import printable
+from unmask.checking.checker import outcome
+from unmask.checking.record import ResultRecord
+from unmask.checking.report import OK, REFUTED, SATISFIED, UNKNOWN, VIOLATED, Dimensions
+from unmask.plumbing.diagnostics import counted
+from unmask.plumbing.names import family_of, pair_family
+from unmask.plumbing.safe import printable
 
 SUMMARY_SCHEMA = "unmask.summary/1"
 DIMENSIONS = tuple(f.name for f in fields(Dimensions))  # verdict, procedure, coverage, grounding
@@ -84,7 +84,8 @@ CELL_TEXT = {
 
 @functools.lru_cache(maxsize=KEYS_MEMO)  # ids come back replay after replay
 def family_key(name: str) -> str:
-    """``supported(joined)`` -> ``supported(*)`` (``unmask.names.family_of``, remembered)."""
+    """``supported(joined)`` -> ``supported(*)`` (``unmask.plumbing.names.family_of``,
+    remembered)."""
     return family_of(name)
 
 
@@ -120,7 +121,7 @@ class Summary:
         self.dimensions: dict[str, Counter] = {d: Counter() for d in DIMENSIONS}
         self.failed: Counter = Counter()  # replays in which each dimension fails
         self.findings = Findings(DIMENSIONS)  # VIOLATED replays: confirmed or provisional
-        # `--calibration`: an ``unmask.calibration.Trust`` the figures are weighed by; set on
+        # `--calibration`: an ``unmask.review.calibration.Trust`` the figures are weighed by; set on
         # the run's summary only (the folds of workers carry none, and need none)
         self.trust: Any = None
         self.digests: set[tuple[str, str]] = set()  # (protocol, digest) of results just checked

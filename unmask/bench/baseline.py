@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from unmask.interrupt import checkpoint
+from unmask.plumbing.interrupt import checkpoint
 
 
 class Baseline:
@@ -35,7 +35,7 @@ class Baseline:
 
     def _sat(self, terms: list[Any], extra: Any | None) -> bool:
         z3 = self.z3
-        checkpoint()  # see unmask.interrupt
+        checkpoint()  # see unmask.plumbing.interrupt
         solver = z3.Solver(ctx=self.ctx)
         solver.set("ctrl_c", False)  # Ctrl-C stops the run, not this check (z3_backend)
         for t in terms:
@@ -51,7 +51,7 @@ class Baseline:
     def check(self, replay: Any) -> dict[str, Any]:
         """Statuses of every check of ``replay`` (a validated ``Replay``)."""
         from unmask.backends.z3_backend import lower
-        from unmask.checker import Case, base_parts, verdict_query
+        from unmask.checking.checker import Case, base_parts, verdict_query
         from unmask.ir import mk_not
 
         z3 = self.z3

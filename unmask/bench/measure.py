@@ -28,7 +28,7 @@ from unmask.bench.jobs import measure_jobs
 from unmask.bench.processes import measure_memory, measure_startup
 from unmask.bench.targets import evaluate, say_targets
 from unmask.bench.workload import labelled_line, replay_line
-from unmask.frozen import frozen
+from unmask.plumbing.frozen import frozen
 
 
 class _Counting:
@@ -116,7 +116,7 @@ def _time_runner(
     """CPU seconds, wall seconds, solver calls and result-line bytes (None for the floor
     and the baseline, which write no line) per replay for one pass over ``tasks``."""
     from unmask.batch.run import Settings, load_task
-    from unmask.limits import DEFAULT_LIMITS
+    from unmask.plumbing.limits import DEFAULT_LIMITS
 
     settings = Settings(runner, timeout_ms, DEFAULT_LIMITS)
     if runner == FLOOR:
@@ -133,7 +133,7 @@ def _time_runner(
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
         return cpu / len(tasks), wall / len(tasks), base.calls / len(tasks), None
     from unmask.backends import create
-    from unmask.outcomes import check_replay_line
+    from unmask.checking.outcomes import check_replay_line
 
     counting = _Counting(create(runner, timeout_ms=timeout_ms))
     calls = size = 0
@@ -205,7 +205,7 @@ def _runners(plan: Plan) -> tuple[str, ...]:
 
 
 def measure_cells(plan: Plan, say: Callable[[str], None]) -> list[Cell]:
-    from unmask.diagnostics import UnmaskError
+    from unmask.plumbing.diagnostics import UnmaskError
 
     cells: list[Cell] = []
     runners = _runners(plan)

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from unmask.bench.workload import PROTOCOL_SOURCE, proto_replay, replay_line
-from unmask.frozen import frozen
+from unmask.plumbing.frozen import frozen
 
 # what every `unmask` child runs: the installed package's entry point
 MAIN = "from unmask.cli.main import main; main()"
@@ -117,9 +117,9 @@ def expected_check(path: str, backend: str) -> Expect:
     """What ``unmask check PATH --backend B`` must do: the status and text report this
     process gives for the same replay."""
     from unmask.backends import create
-    from unmask.outcomes import check_replay
+    from unmask.checking.outcomes import check_replay
     from unmask.render import render
-    from unmask.replay import load_replay
+    from unmask.replay.load import load_replay
 
     replay = load_replay(Path(path))
     report = check_replay(replay, create(backend), backend_name=backend)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from unmask.frozen import frozen
+from unmask.plumbing.frozen import frozen
 
 # the bounds (docs/performance.md, "Targets")
 GROWTH_OVER_FLOOR = 1.1  # growth 200 -> 2000 claims, over the floor's growth

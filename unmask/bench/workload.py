@@ -226,8 +226,8 @@ _LABELLED_TEXT = LABELLED_SOURCE.split('"')[1]
 
 @lru_cache(maxsize=8)
 def _labelled_protocol(n: int) -> str:
-    from unmask.compiler import compile_source
-    from unmask.irjson import protocol_to_json
+    from unmask.ir.json import protocol_to_json
+    from unmask.language.compiler import compile_source
 
     protocol = compile_source(LABELLED_SOURCE, "claim_parts.proto", {"part": _parts(n)})
     return json.dumps(protocol_to_json(protocol), ensure_ascii=False, separators=(",", ":"))

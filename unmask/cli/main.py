@@ -2,10 +2,10 @@
 
 Contract: each subcommand lives in ``unmask.commands.<name>`` as a click command named
 ``command`` and is imported only when invoked, so ``unmask --help`` stays fast. Exit
-statuses are those of ``unmask.exitcodes``: 0 satisfied/valid/agree, 1 violated/disagree,
+statuses are those of ``unmask.plumbing.exitcodes``: 0 satisfied/valid/agree, 1 violated/disagree,
 2 usage, 3 unknown, 4 invalid input, 130 interrupted, 141 a closed pipe on stdout; standard
 output that cannot be written is handled once, here, by ``unmask.cli.stdout``. A run raises
-the garbage collector's thresholds (``unmask.limits.GC_THRESHOLDS``), measured to save time
+the garbage collector's thresholds (``unmask.plumbing.limits.GC_THRESHOLDS``), measured to save time
 on large replays.
 """
 
@@ -17,9 +17,10 @@ import importlib.util
 
 import click
 
-from unmask import __version__, exitcodes
+from unmask import __version__
 from unmask.cli.stdout import StdoutGuard
-from unmask.limits import GC_THRESHOLDS
+from unmask.plumbing import exitcodes
+from unmask.plumbing.limits import GC_THRESHOLDS
 
 # name -> one-line help, shown without importing the command's module
 COMMANDS: dict[str, str] = {

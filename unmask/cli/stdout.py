@@ -16,11 +16,11 @@ can still be reported, not in the interpreter's last flush. Then:
 A command interrupted by Ctrl-C says `interrupted` on stderr and exits 130
 (``exitcodes.INTERRUPTED``), in both programs. An exception no command expected (a bug)
 ends either program with the one ``internal-error`` diagnostic
-(``unmask.diagnostics.internal_error``) and ``exitcodes.INTERNAL``, never a traceback
+(``unmask.plumbing.diagnostics.internal_error``) and ``exitcodes.INTERNAL``, never a traceback
 (``internal_status``).
 
 Commands write with ``click.echo`` or ``sys.stdout`` and catch nothing about standard output
-themselves. Files a command names are written through ``unmask.outputs`` or caught where
+themselves. Files a command names are written through ``unmask.plumbing.outputs`` or caught where
 they are written, so an error that reaches this guard with no file name is the stream's.
 """
 
@@ -36,8 +36,8 @@ from typing import Any, ClassVar
 
 import click
 
-from unmask import exitcodes
-from unmask.interrupt import is_interrupt, sticky
+from unmask.plumbing import exitcodes
+from unmask.plumbing.interrupt import is_interrupt, sticky
 
 # what a write to a stream can fail with; any other error is not the stream's and goes on
 _WRITE_ERRORS = frozenset(
@@ -101,8 +101,8 @@ def guarded(status: int) -> Iterator[None]:
                 if fd is not None:
                     _silence(fd)
             raise SystemExit(exitcodes.BROKEN_PIPE) from None
-        from unmask.diagnostics import Diagnostic, render_all
-        from unmask.outputs import reason
+        from unmask.plumbing.diagnostics import Diagnostic, render_all
+        from unmask.plumbing.outputs import reason
 
         fd = _stream_fd(sys.stdout)
         if fd is not None:
@@ -149,7 +149,7 @@ class StdoutGuard(click.Group):
             return
         if isinstance(exc, _CLICKS):  # click's own ends: a usage error, an exit, an abort
             return
-        from unmask.diagnostics import internal_error, render_all
+        from unmask.plumbing.diagnostics import internal_error, render_all
 
         with contextlib.suppress(OSError):
             click.echo(render_all([internal_error(exc)]), err=True)

@@ -3,14 +3,14 @@
 Contract: ``unmaskc FILE.proto`` (also spelled ``unmaskc compile FILE.proto``) writes the
 ground protocol IR as JSON (indent 2, trailing newline) on stdout or to ``-o``;
 ``--domain NAME=a,b`` gives a domain's members; ``--emit smt2|dimacs`` writes the lowering
-instead (``--emit judge-schema|judge-prompt``: ``unmask.judgeschema``, no members needed).
+instead (``--emit judge-schema|judge-prompt``: ``unmask.replay.judgeschema``, no members needed).
 Two decisions that can both hold (a labelled verdict without ``first-match``) are a compile
 error with a witness (``unmask.analysis.compiled``, which asks a solver). A free domain
 without ``--domain`` members is checked without them (overlaps at 0 to 3 invented
 members), and then nothing is written: exit 0 and a note on stderr saying so.
 ``unmaskc fmt FILE...`` prints canonical text, ``--check`` only reports files that
 would change, ``--write`` rewrites them. A file is written whole or not at all (a temporary
-file in the same folder replaces it). Exit statuses (``unmask.exitcodes``): 0 ok; 1 compile
+file in the same folder replaces it). Exit statuses (``unmask.plumbing.exitcodes``): 0 ok; 1 compile
 errors, a file that is not canonical (``--check``) or not UTF-8, or an output that cannot
 be written; 2 usage (bad options, a missing or unreadable file); 141 a closed pipe on stdout
 (``unmask.cli.stdout``, which also reports a stdout that cannot be written, with status 1).
@@ -24,12 +24,13 @@ from dataclasses import replace
 
 import click
 
-from unmask import __version__, exitcodes
+from unmask import __version__
 from unmask.cli.stdout import StdoutGuard
 from unmask.commands._options import click_options, parse_domains
-from unmask.diagnostics import Diagnostic, UnmaskError, render_all
-from unmask.limits import Limits
-from unmask.outputs import write_text
+from unmask.plumbing import exitcodes
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, render_all
+from unmask.plumbing.limits import Limits
+from unmask.plumbing.outputs import write_text
 
 # the backend that looks for overlapping decisions (the default of `unmask analyze`)
 OVERLAP_BACKEND = "sliced"
@@ -76,7 +77,7 @@ def cli() -> None:
 
 
 def _read(path: str, limits: Limits, sources: dict[str, str]) -> str:
-    from unmask.files import read_text
+    from unmask.plumbing.files import read_text
 
     text = read_text(path, limits)
     sources[path] = text
@@ -110,7 +111,7 @@ def compile_command(
     try:
         from unmask.analysis.compiled import compile_checked
         from unmask.backends import create
-        from unmask.parser import parse_source
+        from unmask.language.parser import parse_source
 
         text = _read(file, limits, sources)
         tree = parse_source(text, file, limits)  # once: every compile below is of this tree
@@ -118,7 +119,7 @@ def compile_command(
         backend = create(OVERLAP_BACKEND)
         compiled = compile_checked(text, file, domains, limits, backend, tree)
         if emit.startswith("judge-"):
-            from unmask import judgeschema
+            from unmask.replay import judgeschema
 
             # compiled and checked above, with no members for a free domain among others
             view = judgeschema.view_of_tree(tree, domains)
@@ -139,13 +140,13 @@ def compile_command(
         click.echo(_free_note(file, compiled, output), err=True)
         return
     elif emit == "ir":
-        from unmask.irjson import dumps, protocol_to_json
-        from unmask.safe import json_text
+        from unmask.ir.json import dumps, protocol_to_json
+        from unmask.plumbing.safe import json_text
 
         out = json_text(dumps(protocol_to_json(protocol))) + "\n"
     else:
         try:
-            from unmask import emit as emitter
+            from unmask.backends import emit as emitter
         except ImportError:
             raise click.UsageError(
                 f"`--emit {emit}` is not available in this installation"
@@ -164,7 +165,7 @@ def compile_command(
 
 
 def _free_note(file: str, compiled, output: str | None) -> str:
-    from unmask.diagnostics import render
+    from unmask.plumbing.diagnostics import render
 
     names = ", ".join(f"`{d}`" for d in compiled.free)
     where = f"`{output}`" if output else "standard output"
@@ -194,7 +195,7 @@ def _free_note(file: str, compiled, output: str | None) -> str:
 @click_options
 def fmt_command(files: tuple[str, ...], check: bool, write: bool, limits: Limits) -> None:
     """Print the canonical text of each FILE.proto."""
-    from unmask.formatter import format_source
+    from unmask.language.formatter import format_source
 
     if check and write:
         raise click.UsageError("`--check` and `--write` cannot be used together")

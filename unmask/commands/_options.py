@@ -17,10 +17,10 @@ from dataclasses import fields
 
 import click
 
-from unmask import exitcodes
 from unmask.backends.base import DEFAULT_BACKEND, DEFAULT_TIMEOUT_MS
-from unmask.confine import PROTOCOL_PATH_ENV, env_roots, real_roots
-from unmask.limits import DEFAULT_LIMITS, Limits
+from unmask.plumbing import exitcodes
+from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
+from unmask.replay.confine import PROTOCOL_PATH_ENV, env_roots, real_roots
 
 
 def backend_option(help: str, default: str = DEFAULT_BACKEND):
@@ -38,7 +38,7 @@ def format_option(choices: tuple[str, ...]):
 def open_backend(name: str, timeout_ms: int):
     """The backend ``name`` names, or exit 2 with one diagnostic saying why there is none."""
     from unmask.backends import create
-    from unmask.diagnostics import UnmaskError, render_all
+    from unmask.plumbing.diagnostics import UnmaskError, render_all
 
     try:
         return create(name, timeout_ms=timeout_ms)
@@ -52,8 +52,8 @@ def open_backend(name: str, timeout_ms: int):
 
 def backend_unavailable(name: str, exc: ImportError):
     """A backend whose solver library is missing: named, never the import error's text."""
-    from unmask.diagnostics import Diagnostic
-    from unmask.jsonload import show
+    from unmask.plumbing.diagnostics import Diagnostic
+    from unmask.plumbing.jsonload import show
 
     missing = (exc.name or "").partition(".")[0]
     help_ = (
@@ -110,9 +110,9 @@ def protocol_option():
 def load_protocol(path: str, limits):  # type: ignore[no-untyped-def]
     """The ``ProtocolFile`` of ``--protocol``, or (diagnostics, exit status, text): 2 when
     it cannot be read, 4 when it is not a valid protocol."""
-    from unmask import exitcodes
-    from unmask.diagnostics import UnmaskError, render_all
-    from unmask.recheck import load_protocol_file
+    from unmask.plumbing import exitcodes
+    from unmask.plumbing.diagnostics import UnmaskError, render_all
+    from unmask.replay.recheck import load_protocol_file
 
     try:
         return load_protocol_file(path, limits), None
@@ -155,10 +155,10 @@ def calibration_options(f):  # type: ignore[no-untyped-def]
 
 
 def trust_or_exit(path: str | None, threshold: float, limits, needed_by: str | None = None):  # type: ignore[no-untyped-def]
-    """The ``unmask.calibration.Trust`` of ``--calibration`` and ``--trust`` (None without
+    """The ``unmask.review.calibration.Trust`` of ``--calibration`` and ``--trust`` (None without
     a file), or its one diagnostic on stderr and exit 2 (it cannot be read, or it is missing
     and ``needed_by`` names the option that needs it) or 4 (it is not a calibration file)."""
-    from unmask.diagnostics import Diagnostic, UnmaskError, render_all
+    from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, render_all
 
     if path is None:
         if needed_by is None:
@@ -167,7 +167,7 @@ def trust_or_exit(path: str | None, threshold: float, limits, needed_by: str | N
         diag = Diagnostic("usage", f"{needed_by} needs `--calibration`", help=hint)
         click.echo(render_all([diag]), err=True)
         raise SystemExit(exitcodes.USAGE)
-    from unmask.calibration import Trust, read
+    from unmask.review.calibration import Trust, read
 
     try:
         return Trust(read(path, limits), threshold)
@@ -185,9 +185,9 @@ def echo(text: str, nl: bool = True) -> None:
 
 def say(text: str) -> None:
     """A message on stderr, every line through the one output policy
-    (``unmask.safe.printable``): an input's escape sequences, bells and
+    (``unmask.plumbing.safe.printable``): an input's escape sequences, bells and
     bidirectional overrides are written out, never acted on, piped or not."""
-    from unmask.safe import lines
+    from unmask.plumbing.safe import lines
 
     click.echo(lines(text), err=True)
 
@@ -261,8 +261,8 @@ def parse_domains(values: tuple[str, ...]) -> dict[str, list[str]]:
 def protocol_texts(diags, limits) -> dict[str, str]:  # type: ignore[no-untyped-def]
     """The `.proto` files the diagnostics point into, read again for their excerpts (a
     protocol inline in the replay is no file: its diagnostics go without one)."""
-    from unmask.diagnostics import UnmaskError
-    from unmask.files import read_text
+    from unmask.plumbing.diagnostics import UnmaskError
+    from unmask.plumbing.files import read_text
 
     texts: dict[str, str] = {}
     for d in diags:

@@ -4,7 +4,7 @@ Contract: ``problem(...)`` is the one usage diagnostic for a ``--sample`` the op
 allow (N of 0 or less, no ``--seed``, ``--seed``/``--blind`` without ``--sample``, or with
 ``--apply``, ``--findings-only`` or ``--interactive``), or None. ``run_sample(...)`` reads
 every replay the paths name (``unmask.batch.readings``), draws the sample
-(``unmask.review_sample``: every unreviewed reading, stratified by reader, equal
+(``unmask.review.sample``: every unreviewed reading, stratified by reader, equal
 allocation), writes it to ``--export`` as review lines or lists it, each string through one
 printable filter, and returns the exit status: 0, 4 when some replay could not be read (the
 rest drawn from), 2 when the export cannot be written. More than there are draws them all,
@@ -17,10 +17,10 @@ from typing import Any
 
 import click
 
-from unmask import exitcodes
-from unmask.diagnostics import Diagnostic, UnmaskError, render_all
-from unmask.limits import Limits
-from unmask.safe import printable
+from unmask.plumbing import exitcodes
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, render_all
+from unmask.plumbing.limits import Limits
+from unmask.plumbing.safe import printable
 
 
 def problem(
@@ -67,9 +67,9 @@ def run_sample(
 ) -> int:
     """Draw the sample of every unreviewed reading in the paths; list or export it."""
     from unmask.batch.readings import replays
-    from unmask.replay import render_error
-    from unmask.review import dumps
-    from unmask.review_sample import draw, frame, sample_json
+    from unmask.replay.load import render_error
+    from unmask.review.queue import dumps
+    from unmask.review.sample import draw, frame, sample_json
 
     errors: list[UnmaskError] = []
     readings = frame(list(replays(paths, root, limits, errors)), chars)
@@ -90,7 +90,7 @@ def run_sample(
     drawn = draw(readings, n, seed)
     lines = [r.to_json(sample_json(seed, n, r.reader, blind), blind) for r in drawn]
     if export:
-        from unmask.outputs import OutputError, write_bytes
+        from unmask.plumbing.outputs import OutputError, write_bytes
 
         text = "".join(dumps(x) + "\n" for x in lines)
         try:

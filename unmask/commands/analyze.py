@@ -16,7 +16,6 @@ import sys
 
 import click
 
-from unmask import exitcodes
 from unmask.backends.base import DEFAULT_BACKEND, DEFAULT_DEADLINE_MS
 from unmask.commands._options import (
     backend_option,
@@ -26,8 +25,9 @@ from unmask.commands._options import (
     open_backend,
     timeout_option,
 )
-from unmask.diagnostics import Diagnostic, UnmaskError, render_all
-from unmask.limits import Limits
+from unmask.plumbing import exitcodes
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, render_all
+from unmask.plumbing.limits import Limits
 
 BACKEND_HELP = "sliced, z3, pysat[:SOLVER], truthtable"
 ANALYSIS_DEADLINE_HELP = (
@@ -127,7 +127,7 @@ def command(
     on_invalid = sarif_of_invalid if fmt == "sarif" else None
     (loaded,) = load_or_exit((file,), members, domain_opts, limits, on_invalid)
     from unmask.analysis.analyze import analyze
-    from unmask.explain import Deadline
+    from unmask.checking.explain import Deadline
 
     try:
         # started once the protocol is loaded and ground, as a replay's is once it is read

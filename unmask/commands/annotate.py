@@ -29,10 +29,10 @@ from pathlib import Path
 
 import click
 
-from unmask import exitcodes
 from unmask.commands._options import click_options, echo, say
-from unmask.diagnostics import Diagnostic, UnmaskError, counted, render, render_all
-from unmask.safe import printable
+from unmask.plumbing import exitcodes
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, counted, render, render_all
+from unmask.plumbing.safe import printable
 
 MODEL = "model"  # `unmask.annotate.run.MODEL`, here without importing the engine
 ERRORS_FILE = "errors.jsonl"
@@ -43,7 +43,7 @@ def items(paths: tuple[str, ...], limits) -> Iterator:  # type: ignore[no-untype
     from unmask.annotate.run import Item
     from unmask.batch.inputs import STDIN_LABEL, iter_tasks
     from unmask.batch.run import task_document
-    from unmask.replay import replay_from_obj
+    from unmask.replay.load import replay_from_obj
 
     for task in iter_tasks(paths, limits):
         base = Path.cwd() if task.file == STDIN_LABEL else Path(task.file).resolve().parent
@@ -302,7 +302,7 @@ def _inputs(paths, limits, hand, reader):  # type: ignore[no-untyped-def]
     if not hand:
         return (lambda: items(paths, limits)), Counter()
     from unmask.annotate.hand import applied, by_replay, check, read_lines
-    from unmask.files import read_text
+    from unmask.plumbing.files import read_text
 
     held = list(items(paths, limits)) if "-" in paths else None  # stdin is read once
 
@@ -339,7 +339,7 @@ def _inputs(paths, limits, hand, reader):  # type: ignore[no-untyped-def]
 
 def _run(paths, limits, settings, out, provider, replies, Run, names, inputs, note) -> None:  # type: ignore[no-untyped-def]
     from unmask.batch.inputs import count_tasks
-    from unmask.outputs import remove_stale_temps
+    from unmask.plumbing.outputs import remove_stale_temps
 
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -399,8 +399,8 @@ def _errors(out: Path, summary) -> None:  # type: ignore[no-untyped-def]
     import json
     from dataclasses import replace
 
-    from unmask.outputs import write_bytes
-    from unmask.record import ERROR_SCHEMA, diagnostic_json
+    from unmask.checking.record import ERROR_SCHEMA, diagnostic_json
+    from unmask.plumbing.outputs import write_bytes
 
     lines = []
     for _, location, diags in sorted(summary.errors, key=lambda e: e[0]):

@@ -21,7 +21,6 @@ from typing import Any
 
 import click
 
-from unmask import exitcodes
 from unmask.backends.base import DEFAULT_BACKEND, DEFAULT_DEADLINE_MS
 from unmask.commands._options import (
     backend_option,
@@ -34,8 +33,9 @@ from unmask.commands._options import (
     timeout_option,
     trust_or_exit,
 )
-from unmask.diagnostics import UnmaskError, render_all
-from unmask.limits import Limits
+from unmask.plumbing import exitcodes
+from unmask.plumbing.diagnostics import UnmaskError, render_all
+from unmask.plumbing.limits import Limits
 
 EXIT_OK = exitcodes.OK
 EXIT_VIOLATED = exitcodes.VIOLATED

@@ -21,9 +21,9 @@ import math
 
 import click
 
-from unmask import exitcodes
 from unmask.bench.workload import WORKLOADS
-from unmask.diagnostics import Diagnostic, render_all
+from unmask.plumbing import exitcodes
+from unmask.plumbing.diagnostics import Diagnostic, render_all
 
 # a replay of n claims has 2n + 1 atoms and takes memory and time that grow with n (the
 # baseline's more than linearly): ten times the default plan's largest size is the most

@@ -4,8 +4,8 @@ Contract: each PATH is a replay file, a folder of replays or a JSON Lines file o
 (as ``audit`` takes them), reviewed with ``unmask review --sample … --apply``. Every
 annotation whose ``review`` has a ``sample`` is counted for its reader (the original
 ``by``'s kind, name and version, and the atom's family): reviewed, and upheld when its
-value is the original one (``unmask.calibration.tally``). The calibration file is written
-whole, canonical (``unmask.calibration.Calibration.dumps``), naming ``--data`` (default:
+value is the original one (``unmask.review.calibration.tally``). The calibration file is written
+whole, canonical (``unmask.review.calibration.Calibration.dumps``), naming ``--data`` (default:
 the paths as given) and the protocols (name, digest of the text) of the replays measured.
 Exit status: 0 written; 2 usage (no PATH, a PATH that does not exist, an output that
 cannot be written); 4 some replay is invalid or a sampled review is malformed: every
@@ -21,12 +21,12 @@ from collections import Counter
 
 import click
 
-from unmask import exitcodes
 from unmask.commands._options import click_options
-from unmask.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
-from unmask.diagnostics import counted as noun
-from unmask.limits import Limits
-from unmask.safe import printable
+from unmask.plumbing import exitcodes
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
+from unmask.plumbing.diagnostics import counted as noun
+from unmask.plumbing.limits import Limits
+from unmask.plumbing.safe import printable
 
 
 def _fail(diags: list[Diagnostic], status: int) -> None:
@@ -50,9 +50,9 @@ def command(paths: tuple[str, ...], out: str, data: str | None, limits: Limits) 
     """Measure each reader's precision from sampled reviews, into a calibration file."""
     from unmask.batch.inputs import iter_tasks
     from unmask.batch.run import load_task, task_document
-    from unmask.calibration import counted, digest_text, make, tally
-    from unmask.interrupt import reraise_interrupt
-    from unmask.outputs import OutputError, write_text
+    from unmask.plumbing.interrupt import reraise_interrupt
+    from unmask.plumbing.outputs import OutputError, write_text
+    from unmask.review.calibration import counted, digest_text, make, tally
 
     if not paths:
         hint = "give the replays reviewed with `unmask review --sample`"

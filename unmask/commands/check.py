@@ -26,7 +26,6 @@ from pathlib import Path
 
 import click
 
-from unmask import exitcodes
 from unmask.backends.base import DEFAULT_DEADLINE_MS
 from unmask.commands._options import (
     calibration_options,
@@ -40,9 +39,10 @@ from unmask.commands._options import (
     timeout_option,
     trust_or_exit,
 )
-from unmask.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
-from unmask.interrupt import reraise_interrupt
-from unmask.limits import Limits
+from unmask.plumbing import exitcodes
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
+from unmask.plumbing.interrupt import reraise_interrupt
+from unmask.plumbing.limits import Limits
 from unmask.render import FORMATS
 
 
@@ -93,8 +93,8 @@ def command(
     solver = open_backend(backend, timeout_ms)
     weigh = trust_or_exit(calibration_path, trust, limits)
     from unmask.api import check
-    from unmask.outcomes import refuse_overlaps
-    from unmask.replay import load_replay, render_error
+    from unmask.checking.outcomes import refuse_overlaps
+    from unmask.replay.load import load_replay, render_error
 
     against = None
     if against_path is not None:
@@ -110,7 +110,7 @@ def command(
         _fail(exc.diagnostics, exitcodes.INVALID, fmt, replay_path, render_error(exc))
     try:
         # decisions that can both hold: the protocol is refused as unmaskc refuses it
-        from unmask.explain import Deadline
+        from unmask.checking.explain import Deadline
 
         # the overlap questions (n^2/2 of them for n labels) are bounded like the check
         refuse_overlaps(replay, solver, None if deadline_ms is None else Deadline(deadline_ms))

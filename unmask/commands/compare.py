@@ -18,7 +18,6 @@ import sys
 
 import click
 
-from unmask import exitcodes
 from unmask.backends.base import DEFAULT_DEADLINE_MS
 from unmask.commands._options import (
     backend_option,
@@ -37,8 +36,9 @@ from unmask.commands.analyze import (
     load_or_exit,
     members_option,
 )
-from unmask.diagnostics import Diagnostic
-from unmask.limits import Limits
+from unmask.plumbing import exitcodes
+from unmask.plumbing.diagnostics import Diagnostic
+from unmask.plumbing.limits import Limits
 
 
 @click.command(name="compare")
@@ -96,10 +96,10 @@ def command(
     from unmask.analysis.compare import compare, gate, text
 
     scope = loaded_new.scope if loaded_new.scope.domains else loaded_old.scope
-    from unmask.explain import Deadline
+    from unmask.checking.explain import Deadline
 
     result = compare(p_old, p_new, solver, scope, (old, new), Deadline(deadline_ms))
-    from unmask.safe import finish, lines
+    from unmask.plumbing.safe import finish, lines
 
     if fmt == "json":
         click.echo(finish("json", json.dumps(result.to_json(), ensure_ascii=False, indent=2)))

@@ -21,7 +21,6 @@ from typing import Any
 
 import click
 
-from unmask import exitcodes
 from unmask.backends import available
 from unmask.commands._options import (
     click_options,
@@ -30,10 +29,11 @@ from unmask.commands._options import (
     open_backend,
     timeout_option,
 )
-from unmask.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
-from unmask.interrupt import reraise_interrupt
-from unmask.limits import Limits
-from unmask.safe import json_text, printable
+from unmask.plumbing import exitcodes
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
+from unmask.plumbing.interrupt import reraise_interrupt
+from unmask.plumbing.limits import Limits
+from unmask.plumbing.safe import json_text, printable
 
 
 def first_difference(a: Any, b: Any, path: str = "") -> tuple[str, Any, Any] | None:
@@ -112,9 +112,9 @@ def command(
     solvers = [(name, open_backend(name, timeout_ms)) for name in names]
 
     from unmask.api import check
+    from unmask.checking.outcomes import refuse_overlaps
     from unmask.commands._options import protocol_texts
-    from unmask.outcomes import refuse_overlaps
-    from unmask.replay import load_replay, render_error
+    from unmask.replay.load import load_replay, render_error
 
     try:
         case = load_replay(replay, limits)
@@ -128,7 +128,7 @@ def command(
         click.echo(render_all(exc.diagnostics, protocol_texts(exc.diagnostics, limits)), err=True)
         raise SystemExit(exitcodes.INVALID) from None
 
-    from unmask.jsonload import show
+    from unmask.plumbing.jsonload import show
 
     rid = show(case.id, 200)
     reports: list[tuple[str, dict[str, Any]]] = []

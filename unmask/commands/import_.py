@@ -16,11 +16,11 @@ from pathlib import Path
 
 import click
 
-from unmask import exitcodes
 from unmask.commands._options import click_options, say
-from unmask.diagnostics import UnmaskError, render_all
-from unmask.limits import Limits
-from unmask.safe import shorten
+from unmask.plumbing import exitcodes
+from unmask.plumbing.diagnostics import UnmaskError, render_all
+from unmask.plumbing.limits import Limits
+from unmask.plumbing.safe import shorten
 
 EXIT_OK = exitcodes.OK
 EXIT_SKIPPED = exitcodes.PARTIAL

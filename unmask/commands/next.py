@@ -28,9 +28,10 @@ from typing import Any
 
 import click
 
-from unmask import exitcodes
 from unmask.backends.base import DEFAULT_BACKEND
-from unmask.checker import outcome
+from unmask.checking.checker import outcome
+from unmask.checking.next import INCONSISTENT, SETTLED, BatchTodo, NextReport, Todo
+from unmask.checking.record import recheck_of, same_protocol
 from unmask.commands._options import (
     backend_option,
     click_options,
@@ -41,19 +42,18 @@ from unmask.commands._options import (
     protocol_or_exit,
     timeout_option,
 )
-from unmask.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
-from unmask.interrupt import reraise_interrupt
 from unmask.ir import Span
-from unmask.limits import Limits
-from unmask.next import INCONSISTENT, SETTLED, BatchTodo, NextReport, Todo
-from unmask.record import recheck_of, same_protocol
-from unmask.safe import printable
+from unmask.plumbing import exitcodes
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
+from unmask.plumbing.interrupt import reraise_interrupt
+from unmask.plumbing.limits import Limits
+from unmask.plumbing.safe import printable
 
 EXIT_OPEN = exitcodes.PARTIAL
 EXIT_USAGE = exitcodes.USAGE
 EXIT_UNSETTLED = exitcodes.UNKNOWN
 EXIT_INVALID = exitcodes.INVALID
-BATCH_SCHEMA = "unmask.next-batch/1"
+BATCH_SCHEMA = "unmask.checking.next-batch/1"
 
 
 def _replays(paths: tuple[str, ...], root: str, limits: Limits, against: Any = None):
@@ -161,9 +161,9 @@ def command(
     limits: Limits,
 ) -> None:
     """Which open checks remain, and which one annotation would settle the most."""
-    from unmask.checker import Case
-    from unmask.explain import Deadline
-    from unmask.next import merge, next_steps
+    from unmask.checking.checker import Case
+    from unmask.checking.explain import Deadline
+    from unmask.checking.next import merge, next_steps
 
     solver = open_backend(backend, timeout_ms)
     against = protocol_or_exit(against_path, limits)
@@ -182,7 +182,7 @@ def command(
             skipped.append({"location": location, "reason": note})
             continue
         if isinstance(replay, UnmaskError):
-            from unmask.replay import render_error
+            from unmask.replay.load import render_error
 
             click.echo(render_error(replay), err=True)
             errors.append({"location": location, "errors": [d.message for d in replay.diagnostics]})

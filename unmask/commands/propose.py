@@ -43,15 +43,15 @@ from typing import IO, Any
 
 import click
 
-from unmask import exitcodes
 from unmask.commands._options import click_options, say
-from unmask.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.ir import Span
-from unmask.limits import Limits
-from unmask.lines import bounded_lines
+from unmask.plumbing import exitcodes
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, render_all
+from unmask.plumbing.limits import Limits
+from unmask.plumbing.lines import bounded_lines
+from unmask.plumbing.safe import printable
 from unmask.propose import Proposer
 from unmask.propose.claims import DEFAULT_THRESHOLD, ClaimSupport
-from unmask.safe import printable
 
 EXIT_INVALID = exitcodes.INVALID
 EXIT_USAGE = exitcodes.USAGE
@@ -135,7 +135,7 @@ def _lines(path: str, name: str) -> Iterator[tuple[int, bytes | None]]:
     """The input's numbered lines, each read at most ``MAX_LINE_BYTES`` at a time (memory
     stays bounded; a longer line is None); one that cannot be read ends the command with
     exit 4."""
-    from unmask.files import open_binary
+    from unmask.plumbing.files import open_binary
 
     try:
         if path == "-":
@@ -479,11 +479,11 @@ def _replay_one(
     limits: Limits,
 ) -> None:
     """One replay file, written to stdout or ``-o``."""
-    from unmask.builder import write_json
-    from unmask.confine import embed_protocol
-    from unmask.jsonload import read_json_file
+    from unmask.plumbing.jsonload import read_json_file
     from unmask.propose.replay import DEFAULT_PROPOSERS, fill
-    from unmask.replay import replay_from_obj
+    from unmask.replay.builder import write_json
+    from unmask.replay.confine import embed_protocol
+    from unmask.replay.load import replay_from_obj
 
     try:
         obj = read_json_file(replay_path, limits)
@@ -543,12 +543,12 @@ def _replay_many(
     """Every replay the paths name (files, folders, JSON Lines, as `audit` takes them),
     each written to ``out/ID.json``; an invalid one is said and passed over (exit 4)."""
     from unmask.annotate.run import names
-    from unmask.builder import json_bytes
     from unmask.commands.annotate import items
-    from unmask.confine import Refused, embed_protocol
-    from unmask.outputs import write_in_folder
+    from unmask.plumbing.outputs import write_in_folder
     from unmask.propose.replay import DEFAULT_PROPOSERS, fill
-    from unmask.replay import replay_from_obj
+    from unmask.replay.builder import json_bytes
+    from unmask.replay.confine import Refused, embed_protocol
+    from unmask.replay.load import replay_from_obj
 
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -599,8 +599,8 @@ def _replay_many(
 
 def _judge_rules(obj: dict, base: Path, rules_path: str | None) -> Proposer:
     """The judge rules: ``--rules``, the rule file beside a protocol path, or the built-in."""
-    from unmask.confine import Refused, locate_protocol
     from unmask.propose.judge import JudgeRules, load_rules, rules_for
+    from unmask.replay.confine import Refused, locate_protocol
 
     if rules_path:
         return JudgeRules(load_rules(rules_path))

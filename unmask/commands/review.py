@@ -4,12 +4,12 @@ Contract: each PATH is a replay file, a folder of replays, a JSON Lines file of 
 audit's results file (``unmask audit --out``: each line's report is used as it is, its replay
 re-read from ``location`` relative to ``--root``). The unreviewed annotations in the
 explanations of VIOLATED and OK checks (``--findings-only``: VIOLATED ones) are listed, most
-checks settled first (``unmask.review``), each with its quotes and the source around them,
+checks settled first (``unmask.review.queue``), each with its quotes and the source around them,
 through one printable filter. ``--sample N --seed S [--blind]`` lists or exports instead a
-random draw of every unreviewed reading, stratified by reader (``unmask.review_sample``).
+random draw of every unreviewed reading, stratified by reader (``unmask.review.sample``).
 ``--export FILE`` writes them as review lines (each with its record's digest); ``--apply
 FILE`` writes the filled-in decisions back into the replays, one locked transaction per file
-(``unmask.review_apply``); ``--interactive`` (the default on a terminal) asks for each,
+(``unmask.review.apply``); ``--interactive`` (the default on a terminal) asks for each,
 appends every decision to ``--state`` (never through a link, never emptying it) and applies
 it at once, so a stopped session resumes where it was left.
 Exit status: 0 done; 1 (``PARTIAL``) some review line was refused (bad, or its replay changed
@@ -32,7 +32,7 @@ from typing import Any
 
 import click
 
-from unmask import exitcodes
+from unmask.checking.record import report_json
 from unmask.commands._options import (
     backend_option,
     calibration_options,
@@ -41,10 +41,10 @@ from unmask.commands._options import (
     timeout_option,
     trust_or_exit,
 )
-from unmask.diagnostics import Diagnostic, UnmaskError, counted, internal_error, render_all
-from unmask.limits import Limits
-from unmask.record import report_json
-from unmask.safe import printable
+from unmask.plumbing import exitcodes
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, counted, internal_error, render_all
+from unmask.plumbing.limits import Limits
+from unmask.plumbing.safe import printable
 
 EXIT_REFUSED = exitcodes.PARTIAL
 EXIT_USAGE = exitcodes.USAGE
@@ -60,9 +60,9 @@ def _document(task: Any, limits: Limits, digests: dict[str, str]) -> Any:
     """The task's replay document, its record's digest kept in ``digests`` (the export
     carries it, and ``--apply`` refuses a record that no longer has it)."""
     from unmask.batch.run import task_document
-    from unmask.files import read_bytes
-    from unmask.jsonload import parse_json_bytes
-    from unmask.review import record_digest
+    from unmask.plumbing.files import read_bytes
+    from unmask.plumbing.jsonload import parse_json_bytes
+    from unmask.review.queue import record_digest
 
     if task.problem is None and task.text is None:  # a whole file: its bytes, read once
         data = read_bytes(task.file, limits)
@@ -102,7 +102,7 @@ def _gather(
     from unmask.batch.inputs import iter_tasks
     from unmask.batch.results import Locations, is_results
     from unmask.batch.run import load_task
-    from unmask.interrupt import reraise_interrupt
+    from unmask.plumbing.interrupt import reraise_interrupt
 
     out = []
     locations = Locations(root, limits)
@@ -128,7 +128,7 @@ def _gather(
 
 def _measure(item: Any, trust: Any) -> Any:
     """The calibration's row for an item's reader, None when unmeasured."""
-    from unmask.calibration import reader_of
+    from unmask.review.calibration import reader_of
 
     return trust.calibration.row(reader_of(item.by, item.atom))
 
@@ -174,11 +174,11 @@ def _line(item: Any, trust: Any) -> dict[str, Any]:
 
 def _apply(decisions: list, review_file: str, root: str, limits: Limits):
     """Write every accept/reject decision into its replay, one transaction per file
-    (``unmask.review_apply``): (how many were applied, how many its replay holds already,
+    (``unmask.review.apply``): (how many were applied, how many its replay holds already,
     the refusals as diagnostics, one or more a refused line, each record's new digest by
     location)."""
-    from unmask.review_apply import apply_decisions
-    from unmask.span import Span
+    from unmask.plumbing.span import Span
+    from unmask.review.apply import apply_decisions
 
     done = apply_decisions(decisions, root, limits)
     refused = []
@@ -196,10 +196,10 @@ def _read_review(review_file: str, limits: Limits, reviewer: str | None):
     under the size bound (a pipe or a device is one line, never waited on)."""
     import io
 
-    from unmask.files import read_bytes
-    from unmask.lines import bounded_lines
-    from unmask.review_sample import read_line as decide
-    from unmask.span import Span
+    from unmask.plumbing.files import read_bytes
+    from unmask.plumbing.lines import bounded_lines
+    from unmask.plumbing.span import Span
+    from unmask.review.sample import read_line as decide
 
     decisions, bad = [], []
     try:
@@ -250,8 +250,8 @@ def _load_state(path: str) -> dict[str, dict[str, Any]]:
     last line without its newline that is not a review line was cut by a session killed
     while appending it: it is cut off, said once, and its decision, applied already, is
     asked again only if its replay still has the annotation."""
-    from unmask.files import read_bytes
-    from unmask.span import Span
+    from unmask.plumbing.files import read_bytes
+    from unmask.plumbing.span import Span
 
     if not os.path.lexists(path):
         return {}
@@ -287,7 +287,7 @@ def _load_state(path: str) -> dict[str, dict[str, Any]]:
 
 
 def _cut(path: str, end: int) -> None:
-    from unmask.outputs import cut_to
+    from unmask.plumbing.outputs import cut_to
 
     click.echo(f"the last line of `{printable(path)}` was cut short: left out", err=True)
     cut_to(path, end)
@@ -296,8 +296,9 @@ def _cut(path: str, end: int) -> None:
 def _append(path: str, data: bytes) -> None:
     """Append to the state and make it durable before the next question: one decision a
     line, so no decision is rewritten, and a kill loses at most the line being written;
-    never through a link, never into a pipe or a device (``unmask.outputs.append_bytes``)."""
-    from unmask.outputs import append_bytes
+    never through a link, never into a pipe or a device
+    (``unmask.plumbing.outputs.append_bytes``)."""
+    from unmask.plumbing.outputs import append_bytes
 
     append_bytes(path, data)
 
@@ -307,7 +308,7 @@ def _interactive(
 ):
     """Ask, apply and record each decision (``trust``: a calibration, each reader's measure
     shown); the refusals."""
-    from unmask.outputs import OutputError
+    from unmask.plumbing.outputs import OutputError
 
     refused: list[Diagnostic] = []
     try:
@@ -339,7 +340,7 @@ def _ask(
     trust: Any = None,
 ) -> None:
     """Ask for each item in turn; apply and record each decision as soon as it is made."""
-    from unmask.review import decide, dumps
+    from unmask.review.queue import decide, dumps
 
     for rank, item in enumerate(todo, 1):
         click.echo(_show(item, rank, trust))
@@ -447,7 +448,7 @@ def command(
     limits: Limits,
 ) -> None:
     """List, export, apply or decide the unreviewed annotations checks rest on, or a sample."""
-    from unmask.review import items as review_items
+    from unmask.review.queue import items as review_items
 
     if export and apply:
         _fail([Diagnostic("usage", "give `--export` or `--apply`, not both")], EXIT_USAGE)
@@ -494,13 +495,13 @@ def command(
     docs = _gather(paths, root, limits, solver, errors, digests)
     found = review_items(docs, context_chars, findings_only, digests)
     for exc in errors:
-        from unmask.replay import render_error
+        from unmask.replay.load import render_error
 
         click.echo(render_error(exc), err=True)
     status = EXIT_INVALID if errors else exitcodes.OK
     if export:
-        from unmask.outputs import OutputError, write_bytes
-        from unmask.review import dumps
+        from unmask.plumbing.outputs import OutputError, write_bytes
+        from unmask.review.queue import dumps
 
         text = "".join(dumps(_line(i, weigh)) + "\n" for i in found)
         try:

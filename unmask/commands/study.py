@@ -39,7 +39,7 @@ class _Studies(click.Group):
 
     def resolve_command(self, ctx, args):  # type: ignore[no-untyped-def]
         if args and args[0] not in STUDIES and not args[0].startswith("-"):
-            from unmask.safe import printable
+            from unmask.plumbing.safe import printable
 
             close = difflib.get_close_matches(args[0], list(STUDIES), n=1)
             hint = f" (did you mean `{close[0]}`?)" if close else ""

@@ -19,11 +19,11 @@ import os
 
 import click
 
-from unmask import exitcodes
 from unmask.commands._options import click_options, echo, protocol_option, protocol_or_exit
-from unmask.diagnostics import UnmaskError, render_all
-from unmask.jsonload import show
-from unmask.limits import Limits
+from unmask.plumbing import exitcodes
+from unmask.plumbing.diagnostics import UnmaskError, render_all
+from unmask.plumbing.jsonload import show
+from unmask.plumbing.limits import Limits
 
 
 def _line(r) -> str:  # type: ignore[no-untyped-def]
@@ -48,7 +48,7 @@ def _single(path: str) -> bool:
 @click_options
 def command(paths: tuple[str, ...], against_path: str | None, limits: Limits) -> None:
     """Validate replays (files, folders, JSON Lines) without solving."""
-    from unmask.replay import load_replay, render_error
+    from unmask.replay.load import load_replay, render_error
 
     against = protocol_or_exit(against_path, limits)
     if len(paths) == 1 and _single(paths[0]):

@@ -7,7 +7,7 @@ one) and ``read(path, options) -> Iterator[Imported | Skipped | Note]``: every r
 input comes out as exactly one of the first two, so nothing is dropped silently; a ``Note``
 says once per file what was not checked and why. An input that is not
 of the format at all raises ``UnmaskError`` naming the file and the field. Importers build
-replays only through ``unmask.builder.ReplayBuilder``; every annotation they derive by a
+replays only through ``unmask.replay.builder.ReplayBuilder``; every annotation they derive by a
 rule passes ``by=rule_by(NAME)``.
 """
 
@@ -24,9 +24,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeGuard
 
-from unmask.diagnostics import Diagnostic, UnmaskError
-from unmask.frozen import frozen
-from unmask.limits import DEFAULT_LIMITS, Limits
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
+from unmask.plumbing.frozen import frozen
+from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
 
 PROTOCOLS = Path(__file__).resolve().parent / "protocols"
 
@@ -160,7 +160,7 @@ class Occurrences:
     def at(self, quote: str, start: int) -> int:
         starts = self._starts.get(quote)
         if starts is None:
-            from unmask.builder import occurrences
+            from unmask.replay.builder import occurrences
 
             # bounded: a quote found too often raises ``TooOften`` (the record is skipped)
             starts = self._starts[quote] = occurrences(self.text, quote)
@@ -245,7 +245,7 @@ def read_array(
 ) -> tuple[Any, list]:
     """The JSON document at ``path`` and the array at its dotted path ``at``; anything else
     there is not the format: "not WHAT: expected an array at `AT`"."""
-    from unmask.jsonload import read_json_file
+    from unmask.plumbing.jsonload import read_json_file
 
     data = read_json_file(path, options.limits)
     return data, array_at(data, path, at, what, help)
@@ -264,7 +264,7 @@ def array_at(data: Any, path: Path, at: str, what: str, help: str | None = None)
 
 def build(where: str, stem: str, make: Any) -> Imported | Skipped:
     """``make()`` returns a ``ReplayBuilder``; its replay, or the reason it is invalid."""
-    from unmask.builder import TooOften
+    from unmask.replay.builder import TooOften
 
     try:
         return Imported(stem, make().build())
@@ -287,8 +287,8 @@ def import_file(importer: str, path: Path, out: Path, options: Options | None = 
     of the format or ``out`` cannot be written; a record that cannot be imported is a
     ``Skipped`` entry of the summary, never an exception.
     """
-    from unmask.builder import json_bytes
-    from unmask.outputs import remove_stale_temps, write_in_folder
+    from unmask.plumbing.outputs import remove_stale_temps, write_in_folder
+    from unmask.replay.builder import json_bytes
 
     mod = get(importer)
     options = options or Options()

@@ -31,10 +31,10 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
-from unmask.diagnostics import Diagnostic, UnmaskError
-from unmask.jsonreader import show
-from unmask.limits import Limits
-from unmask.safe import shorten
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
+from unmask.plumbing.jsonreader import show
+from unmask.plumbing.limits import Limits
+from unmask.plumbing.safe import shorten
 
 # Inspect writes a few members per sample (the sample, its summary): 100,000 is far more
 # samples than one log holds, and bounds the work of listing a crafted archive

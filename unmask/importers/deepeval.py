@@ -28,7 +28,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from unmask.builder import ReplayBuilder
 from unmask.importers import (
     PROTOCOLS,
     Imported,
@@ -44,7 +43,8 @@ from unmask.importers import (
     rule_by,
     tf,
 )
-from unmask.jsonload import show
+from unmask.plumbing.jsonload import show
+from unmask.replay.builder import ReplayBuilder
 
 NAME = "deepeval"
 PROTOCOL = PROTOCOLS / "deepeval.proto"
@@ -177,7 +177,7 @@ def _camel(result: Any) -> Any:
 
 def read(path: Path, options: Options) -> Iterator[Imported | Skipped | Note]:
     file = str(path)
-    from unmask.jsonload import read_json_file
+    from unmask.plumbing.jsonload import read_json_file
 
     wrapped = read_json_file(path, options.limits)
     if isinstance(wrapped, dict) and "test_cases_lookup_map" in wrapped:

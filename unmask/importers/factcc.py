@@ -32,10 +32,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from unmask.builder import ReplayBuilder
-from unmask.diagnostics import UnmaskError
-from unmask.files import read_text
-from unmask.frozen import frozen
 from unmask.importers import (
     PROTOCOLS,
     Imported,
@@ -54,8 +50,12 @@ from unmask.importers.quoting import (
     quotations,
     sentences,
 )
-from unmask.limits import Limits
-from unmask.material import NUMBER, fold, terms
+from unmask.plumbing.diagnostics import UnmaskError
+from unmask.plumbing.files import read_text
+from unmask.plumbing.frozen import frozen
+from unmask.plumbing.limits import Limits
+from unmask.propose.material import NUMBER, fold, terms
+from unmask.replay.builder import ReplayBuilder
 
 NAME = "factcc-explanations"
 PROTOCOL = PROTOCOLS / "factcc.proto"
@@ -108,7 +108,7 @@ def changed_words(doc: str, summary: str) -> set[str]:
     near = content(best)
     if len(words & near) < max(2, len(words) // 2):
         return set()  # no sentence close enough to call the summary an edit of it
-    # numbers whole (``unmask.material``): a `2-1` for a `2-0` changed `2-1`, not `1`
+    # numbers whole (``unmask.propose.material``): a `2-1` for a `2-0` changed `2-1`, not `1`
     numbers = set(terms(summary).numbers) - set(terms(best).numbers)
     return {w for w in words - near if not w[0].isdigit()} | numbers
 
@@ -256,7 +256,7 @@ class _Prompts:
 
 
 def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
-    from unmask.jsonload import read_json_file
+    from unmask.plumbing.jsonload import read_json_file
 
     data = read_json_file(path, options.limits)
     file = str(path)

@@ -34,9 +34,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from unmask.builder import ReplayBuilder
-from unmask.diagnostics import UnmaskError
-from unmask.files import read_bytes
 from unmask.importers import (
     PROTOCOLS,
     Imported,
@@ -50,7 +47,10 @@ from unmask.importers import (
     rule_by,
 )
 from unmask.importers.archive import Archive
-from unmask.jsonload import json_values, parse_json_bytes, show, too_many_values
+from unmask.plumbing.diagnostics import UnmaskError
+from unmask.plumbing.files import read_bytes
+from unmask.plumbing.jsonload import json_values, parse_json_bytes, show, too_many_values
+from unmask.replay.builder import ReplayBuilder
 
 NAME = "inspect"
 PROTOCOL = PROTOCOLS / "inspect.proto"

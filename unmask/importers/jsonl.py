@@ -26,12 +26,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from unmask.builder import ReplayBuilder
-from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.importers import Imported, Options, Skipped, build, dig, source_text
 from unmask.importers.jsonlines import BadLine, jsonl_records
-from unmask.jsonload import read_json_file, show
-from unmask.replaydata import SOURCES
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
+from unmask.plumbing.jsonload import read_json_file, show
+from unmask.replay.builder import ReplayBuilder
+from unmask.replay.data import SOURCES
 
 NAME = "jsonl"
 PROTOCOL = None  # the mapping names it
@@ -203,7 +203,7 @@ def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
             ]
         )
     m = load_mapping(options.mapping, options)
-    from unmask.files import read_text
+    from unmask.plumbing.files import read_text
 
     proto = read_text(m["protocol"], options.limits)
     labels = protocol_labels(proto, m["protocol_name"], options)
@@ -215,7 +215,7 @@ def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
 def protocol_labels(proto: str, name: str, options: Options) -> tuple[str, ...]:
     """The verdict labels the protocol declares (``verdict a | b | c``), else PASS and FAIL;
     read from the parsed text, so domains whose members each record gives need not be known."""
-    from unmask.builder import declared_labels
+    from unmask.replay.builder import declared_labels
 
     return declared_labels(proto, name, options.limits)
 

@@ -24,9 +24,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from unmask.diagnostics import UnmaskError
-from unmask.frozen import frozen
-from unmask.limits import Limits
+from unmask.plumbing.diagnostics import UnmaskError
+from unmask.plumbing.frozen import frozen
+from unmask.plumbing.limits import Limits
 
 Bad = Literal["skip", "first", "raise"]
 
@@ -49,8 +49,8 @@ def jsonl_records(
     together: bool = False,
 ) -> Iterator[tuple[int, Any]]:
     """``(line number, value or BadLine)`` of each non-blank line of ``path``."""
-    from unmask.files import read_bytes
-    from unmask.jsonload import json_values, too_many_values
+    from unmask.plumbing.files import read_bytes
+    from unmask.plumbing.jsonload import json_values, too_many_values
 
     file = str(path)
     data = read_bytes(path, limits, file)
@@ -70,7 +70,7 @@ def jsonl_lines(
 ) -> Iterator[tuple[int, Any]]:
     """``jsonl_records`` of bytes already read; ``name`` is what an encoding error calls
     the input (default ``file``, which every other message names)."""
-    from unmask.files import decode_utf8
+    from unmask.plumbing.files import decode_utf8
 
     text = decode_utf8(data, file if name is None else name, file)
     return jsonl_text(text, file, limits, bad=bad, objects=objects)
@@ -80,7 +80,7 @@ def jsonl_text(
     text: str, file: str, limits: Limits, *, bad: Bad = "skip", objects: bool = False
 ) -> Iterator[tuple[int, Any]]:
     """``jsonl_lines`` of text already decoded."""
-    from unmask.jsonload import parse_json_text, show
+    from unmask.plumbing.jsonload import parse_json_text, show
 
     seen = False
     for n, line in enumerate(text.split("\n"), start=1):

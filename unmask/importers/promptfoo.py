@@ -31,7 +31,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from unmask.builder import ReplayBuilder
 from unmask.importers import (
     PROTOCOLS,
     Imported,
@@ -48,7 +47,8 @@ from unmask.importers import (
     tf,
 )
 from unmask.importers.jsonlines import BadLine, jsonl_records
-from unmask.jsonload import show
+from unmask.plumbing.jsonload import show
+from unmask.replay.builder import ReplayBuilder
 
 NAME = "promptfoo"
 PROTOCOL = PROTOCOLS / "promptfoo.proto"

@@ -17,8 +17,8 @@ from __future__ import annotations
 import difflib
 import re
 
-from unmask.frozen import frozen
-from unmask.material import terms
+from unmask.plumbing.frozen import frozen
+from unmask.propose.material import terms
 
 # a span of at least this many characters and words in double quotes is a quotation; a
 # shorter one is usually a term in scare quotes ("non-suspicious")
@@ -144,7 +144,7 @@ def material(source: str, near: str, quote: str) -> bool:
     """Whether one sentence of a quotation says what ``source`` does not: a number the
     source never has, a negation ``near`` (the source's closest sentence) lacks or one it
     has dropped, or two or more words the source never uses."""
-    # numbers matched whole (``unmask.material``): the `2` of a `2-0` score is not a 2
+    # numbers matched whole (``unmask.propose.material``): the `2` of a `2-0` score is not a 2
     numbers = terms(source).numbers
     if any(n not in numbers for n in terms(quote).numbers):
         return True

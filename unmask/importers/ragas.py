@@ -31,7 +31,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from unmask.builder import ReplayBuilder
 from unmask.importers import (
     PROTOCOLS,
     Imported,
@@ -45,7 +44,8 @@ from unmask.importers import (
     num,
     rule_by,
 )
-from unmask.jsonload import show
+from unmask.plumbing.jsonload import show
+from unmask.replay.builder import ReplayBuilder
 
 NAME = "ragas"
 PROTOCOL = PROTOCOLS / "ragas.proto"
@@ -178,7 +178,7 @@ def _rows(path: Path, options: Options) -> tuple[list[str], list[tuple[str, Any]
     place (``FILE:LINE`` or ``FILE: JSON path``), or ``(where, _Bad)`` for one not readable."""
     file = str(path)
     if path.suffix.lower() == ".csv":
-        from unmask.files import decode_utf8, read_bytes
+        from unmask.plumbing.files import decode_utf8, read_bytes
 
         text = decode_utf8(read_bytes(path, options.limits, file), file, file)
         return _csv_rows(file, text, options)
@@ -436,7 +436,7 @@ def _jsonl_rows(path: Path, options: Options) -> tuple[list[str], list]:
 
 
 def _json_rows(file: str, path: Path, options: Options) -> tuple[list[str], list]:
-    from unmask.jsonload import read_json_file
+    from unmask.plumbing.jsonload import read_json_file
 
     data = read_json_file(path, options.limits)
     rows: list[tuple[str, Any]] = []

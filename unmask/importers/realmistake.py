@@ -29,16 +29,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from unmask.builder import ReplayBuilder
-from unmask.diagnostics import Diagnostic, UnmaskError
-from unmask.files import read_bytes
 from unmask.importers import PROTOCOLS, Imported, Options, Skipped, annotate_span, build
 from unmask.importers.archive import Archive
 from unmask.importers.jsonlines import BadLine, jsonl_lines, jsonl_records
 from unmask.importers.quoting import Namings, Quotation, locate, misquote, quotations
 from unmask.importers.realmistake_findings import reported_error
-from unmask.jsonload import json_values, too_many_values
-from unmask.safe import shorten
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
+from unmask.plumbing.files import read_bytes
+from unmask.plumbing.jsonload import json_values, too_many_values
+from unmask.plumbing.safe import shorten
+from unmask.replay.builder import ReplayBuilder
 
 NAME = "realmistake"
 PROTOCOL = PROTOCOLS / "realmistake.proto"

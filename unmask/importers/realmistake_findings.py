@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from unmask.material import fold, terms
+from unmask.propose.material import fold, terms
 
 # a sentence: up to a full stop, ?, ! or a line break (list items are sentences)
 _SENTENCE = re.compile(r"[^\n.!?]+(?:[.!?]+|$)", re.M)
@@ -103,7 +103,7 @@ def _about(sentence: str) -> set[str]:
 def _takes_back(sentence: str, report: str) -> bool:
     """Whether ``sentence`` takes ``report`` back: it says in plain words that the response
     is in line with the instructions, or that something is not an error, and it speaks of
-    what the report spoke of (two content words in common, ``unmask.material``): "(b) … the
+    what the report spoke of (two content words in common, ``unmask.propose.material``): "(b) … the
     correct episode, which is in line with the requirements" is about another criterion."""
     m = _TAKE_BACK.search(sentence)
     if m is None or sentence.strip(" \t\n*#").endswith(":"):

@@ -3,7 +3,7 @@
 Contract: ``unmask import structured OUTPUTS.jsonl --protocol FILE.proto`` reads one
 judgment per line: ``{"judge": NAME, "output": OUTPUT, "id"?, "item"?, "gold"?, "sources"?,
 "domains"?, "meta"?}``, where OUTPUT (an object, or a string holding one) follows the schema
-``unmaskc --emit judge-schema`` writes (``unmask.judgeschema``; a text that is one ```json
+``unmaskc --emit judge-schema`` writes (``unmask.replay.judgeschema``; a text that is one ```json
 fenced block is read as its content, and a note says so). Each line becomes a replay:
 the output's rationale and verdict; each atom the judge stated annotated with its value and
 its quotes located in the rationale, ``by: {kind: model, name: NAME, reviewed: false}``; an
@@ -23,8 +23,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from unmask.builder import ReplayBuilder
-from unmask.diagnostics import Diagnostic, UnmaskError
 from unmask.importers import (
     Note,
     Occurrences,
@@ -36,8 +34,10 @@ from unmask.importers import (
     source_text,
 )
 from unmask.importers.jsonlines import BadLine, jsonl_records
-from unmask.jsonload import parse_json_text, show
-from unmask.judgeschema import (
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
+from unmask.plumbing.jsonload import parse_json_text, show
+from unmask.replay.builder import ReplayBuilder
+from unmask.replay.judgeschema import (
     VERBATIM_ATOM,
     JudgeView,
     ShapeError,
@@ -69,7 +69,7 @@ class _Bad(Exception):
 
 def _protocol(options: Options) -> tuple[str, JudgeView]:
     """The protocol text each replay embeds (with the appended requirement) and its view."""
-    from unmask.files import read_text
+    from unmask.plumbing.files import read_text
 
     if options.protocol is None:
         raise UnmaskError(

@@ -32,14 +32,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from unmask.builder import ReplayBuilder
-from unmask.diagnostics import Diagnostic, UnmaskError
-from unmask.frozen import frozen
 from unmask.importers import PROTOCOLS, Imported, Occurrences, Options, Skipped, build
 from unmask.importers.jsonlines import BadLine, jsonl_records
 from unmask.importers.wice_rules import MAX_DIGITS, citations, dismissal, gap, support_said
 from unmask.importers.wice_rules import number as _number
-from unmask.jsonreader import kind, show
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
+from unmask.plumbing.frozen import frozen
+from unmask.plumbing.jsonreader import kind, show
+from unmask.replay.builder import ReplayBuilder
 
 NAME = "wice"
 PROTOCOL = PROTOCOLS / "wice.proto"

@@ -12,7 +12,7 @@ line ("The evidence only mentions that …"); ``gap`` the span of a statement th
 claim is unsupported, ignoring negations inside what a cited line is reported to say
 ("Sentence 21 states that the Church … did not mention …"). Given the claim, ``citations``
 and ``support_said`` read support only where what the line is cited for is a part of the
-claim (``part_of_claim``, by the one test of a material difference in ``unmask.material``);
+claim (``part_of_claim``, by the one test of a material difference in ``unmask.propose.material``);
 elsewhere the citation is UNKNOWN ("Sentence 8 mentions that X. However, …" with X another
 fact). Each returns None where it finds nothing: a rule that finds nothing has read nothing,
 and the atom stays UNKNOWN. Precision on hand-labelled held-out explanations is in
@@ -24,7 +24,7 @@ from __future__ import annotations
 import bisect
 import re
 
-from unmask.material import Difference, fold, missing, terms
+from unmask.propose.material import Difference, fold, missing, terms
 
 MAX_DIGITS = 18  # a line number with more digits is no line a prompt shows
 _STOP = re.compile(r"[.\n]")
@@ -176,7 +176,7 @@ def cited_for(sentence: str) -> str:
 def part_of_claim(said: str, claim: str) -> Difference | None:
     """Why ``said`` (what a line is cited for) is not a part of ``claim``, or None when it
     is: some part of it has nothing material the claim never has, or some part of the claim
-    has nothing material ``said`` never has (``unmask.material.missing``, the judge's own
+    has nothing material ``said`` never has (``unmask.propose.material.missing``, the judge's own
     words such as `sentence` or `mentions` left out). "Sentence 8 mentions that Amber Chia
     won the 2004 Guess Watches Timeless Beauty Contest" is neither for "Amber Chia won the
     Beauty International Model Search 2004 title": another fact, named to set it apart."""

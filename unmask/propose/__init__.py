@@ -16,8 +16,8 @@ import difflib
 import importlib
 from typing import ClassVar
 
-from unmask.diagnostics import Diagnostic, UnmaskError
-from unmask.frozen import frozen
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
+from unmask.plumbing.frozen import frozen
 
 __all__ = ["By", "Fill", "Proposer", "available", "create", "describe", "register"]
 

@@ -27,9 +27,9 @@ import re
 import unicodedata
 from typing import Protocol, runtime_checkable
 
-from unmask.frozen import frozen
-from unmask.material import MONTH_NAMES, MONTHS, NUMBER_WORDS, missing
+from unmask.plumbing.frozen import frozen
 from unmask.propose import CLAIM_SUPPORT, Proposer
+from unmask.propose.material import MONTH_NAMES, MONTHS, NUMBER_WORDS, missing
 
 SUPPORTED = "supported"
 PARTIAL = "partially_supported"
@@ -48,7 +48,7 @@ class Params:
     part_supported_at: float = 0.0  # ... and every clause covered this much (0: off, see docs)
     not_supported_below: float = 0.1  # coverage below: not supported
     # something material of the claim (a number, a negation, a name, two or more content
-    # words: ``unmask.material``) that no chosen sentence has rules out `supported`
+    # words: ``unmask.propose.material``) that no chosen sentence has rules out `supported`
     material_must_match: bool = True
     gain_scale: float = 0.1  # sentence confidence is 1 - exp(-gain / gain_scale)
 
@@ -307,7 +307,7 @@ class LexicalClaims(Proposer):
     name = "claims-lexical"
     kind = "rule"
     # 2: `supported` and a pair's TRUE need nothing material of the claim missing
-    # (``unmask.material``); its number is a match score, not a probability
+    # (``unmask.propose.material``); its number is a match score, not a probability
     version = 2
     score = "match score"
     fills = (CLAIM_SUPPORT,)

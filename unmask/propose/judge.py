@@ -4,7 +4,7 @@ Contract: a *rule file* (JSON, ``{"schema": "unmask.judge-rules/1", "source": "r
 "rules": [...]}``) lists named regular expressions, each with one capture group (or one per
 place of a family over several domains), the atom (or atom family) each fills, how the
 captured values become member names (``s{}``; ``["{1}", "p{2}"]`` gives ``cites(date, p2)``,
-named by ``unmask.names.applied`` as the compiler names it), the value it proposes and its
+named by ``unmask.plumbing.names.applied`` as the compiler names it), the value it proposes and its
 confidence. ``JudgeRules(rules).propose(text, threshold)`` is a pure function
 of its arguments: one ``Proposal`` per atom, in order of first appearance, each with the exact
 spans it rests on (half-open code-point offsets into ``text``, ``quote == text[start:end]``),
@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from unmask.diagnostics import Diagnostic, UnmaskError
-from unmask.frozen import frozen
-from unmask.limits import Limits
-from unmask.names import IDENT_RE, applied
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
+from unmask.plumbing.frozen import frozen
+from unmask.plumbing.limits import Limits
+from unmask.plumbing.names import IDENT_RE, applied
 from unmask.propose import By, Fill, Proposer
 
 SCHEMA = "unmask.judge-rules/1"
@@ -458,9 +458,9 @@ def load_rules(path: str | Path, *, beside: bool = False) -> RuleSet:
     """Read and validate a rule file (raises ``UnmaskError`` with one clear message).
 
     ``beside``: the file was found beside a replay's protocol, not named by the user, so it
-    is read as a side file (``unmask.files``): never through a link, from its own folder.
+    is read as a side file (``unmask.plumbing.files``): never through a link, from its own folder.
     """
-    from unmask.files import read_text
+    from unmask.plumbing.files import read_text
 
     p = Path(path)
     bound = Limits(max_file_bytes=MAX_RULES_BYTES)

@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterable
 
 import click
 
-from unmask.diagnostics import UnmaskError
-from unmask.files import read_text
-from unmask.frozen import frozen
+from unmask.plumbing.diagnostics import UnmaskError
+from unmask.plumbing.files import read_text
+from unmask.plumbing.frozen import frozen
 from unmask.propose.claims import (
     DEFAULT_PARAMS,
     DEFAULT_THRESHOLD,

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import click
 
-from unmask.files import read_text
+from unmask.plumbing.files import read_text
 from unmask.propose.judge import JudgeRules, load_rules
 
 # which labelled set each built-in rule's proposals are measured against

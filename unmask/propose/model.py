@@ -22,8 +22,8 @@ import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 
-from unmask.diagnostics import Diagnostic, UnmaskError
-from unmask.frozen import frozen
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
+from unmask.plumbing.frozen import frozen
 from unmask.propose import Fill, Proposer
 
 # the task `unmask propose replay` asks a model for: any open atom, one question each

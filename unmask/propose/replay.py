@@ -33,11 +33,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from unmask.frozen import frozen
-from unmask.material import differs
-from unmask.names import split_applied
+from unmask.plumbing.frozen import frozen
+from unmask.plumbing.names import split_applied
 from unmask.propose import CLAIM_SUPPORT, Fill, Proposer
 from unmask.propose.claims import Alignment, ClaimSupport, Match
+from unmask.propose.material import differs
 from unmask.propose.passages import (
     ANSWER_CITATIONS,
     MARKER_CONFIDENCE,
@@ -46,7 +46,7 @@ from unmask.propose.passages import (
     passages,
     without_markers,
 )
-from unmask.replaydata import EVIDENCE_SOURCES, Evidence, Replay
+from unmask.replay.data import EVIDENCE_SOURCES, Evidence, Replay
 
 DEFAULT_THRESHOLD = 0.5
 MAX_SPANS = 8  # evidence spans written per atom: the first markers are enough to review
@@ -156,7 +156,7 @@ def _context_families(replay: Replay, says: Callable[[str], bool]) -> Families:
 def support_families(replay: Replay) -> Families:
     """Context families that state support: family → [(atom, members)], in declaration
     order; ``members`` are the ground atom's, by position (``backs(p1, date)`` →
-    ``("p1", "date")``), read back by ``unmask.names.split_applied``."""
+    ``("p1", "date")``), read back by ``unmask.plumbing.names.split_applied``."""
     return _context_families(
         replay, lambda d: bool(_SUPPORT_WORD.search(d)) and not _NOT_SUPPORT.search(d)
     )
@@ -362,7 +362,7 @@ def _backing(proposer: ClaimSupport, claim: str, texts: list[str]) -> dict[int, 
     """Passage index → the match of a passage that backs the whole claim, or the reason it
     does not. A passage backs a claim only if the sentence that matched has everything
     material the claim says, fills no slot of it differently and adds no number
-    (``unmask.material.differs``): `7 days on the Free plan` shares most words with `90 days
+    (``unmask.propose.material.differs``): `7 days on the Free plan` shares most words with `90 days
     on the Pro plan` and backs nothing. A passage set aside is blanked and the claim aligned
     again, so a passage the first one outscored is still read."""
     shown = list(texts)
@@ -502,7 +502,7 @@ def can_fill(proposer: Proposer) -> bool:
 def replay_filler(name: str, what: str = "proposer") -> Proposer:
     """The proposer registered as ``name``, refused (``UnmaskError``) when it fills no atom of
     a replay; ``what`` is how the message calls it (`proposer`, or `reader` for annotate)."""
-    from unmask.diagnostics import Diagnostic, UnmaskError
+    from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
     from unmask.propose import create
 
     p = create(name)

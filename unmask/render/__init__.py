@@ -19,7 +19,7 @@ FORMATS: tuple[str, ...] = ("text", "json", "html", "markdown", "sarif", "junit"
 
 def render(fmt: str, report: Any, replay: Any = None, **options: Any) -> str:
     """The report in format ``fmt`` (one of ``FORMATS``)."""
-    from unmask.safe import finish
+    from unmask.plumbing.safe import finish
 
     if fmt not in FORMATS:
         raise ValueError(f"unknown report format `{fmt}`")

@@ -13,7 +13,7 @@ Contract:
 - ``render_index(summary, rows) -> str``: the batch page of ``unmask audit --html DIR``;
   ``summary`` and ``rows`` are plain dicts (keys in ``docs/reports.md``; a missing count is
   computed from ``rows``; ``index_row(record, href)`` builds the row of one result from
-  its ``unmask.record.ResultRecord``, fresh or read back); the table sorts and
+  its ``unmask.checking.record.ResultRecord``, fresh or read back); the table sorts and
   filters with a little inline JS and is a plain table without it; the gold × observed
   label table is one table, or one per protocol when the run mixes protocols;
 - Jinja2 templates with autoescape on: every piece of user text is escaped; results always
@@ -34,11 +34,8 @@ from typing import Any
 import jinja2
 import markupsafe
 
-from unmask.irtext import expr_text
-from unmask.names import pair_family
-from unmask.record import ResultRecord
-from unmask.render import view as ev
-from unmask.report import (
+from unmask.checking.record import ResultRecord
+from unmask.checking.report import (
     BASE_NAMES,
     ENTAILED,
     NOT_CHECKED,
@@ -55,7 +52,10 @@ from unmask.report import (
     Report,
     Witnesses,
 )
-from unmask.safe import finish
+from unmask.ir.text import expr_text
+from unmask.plumbing.names import pair_family
+from unmask.plumbing.safe import finish
+from unmask.render import view as ev
 
 TEMPLATES = Path(__file__).parent / "templates"
 OUTCOMES = (SATISFIED, VIOLATED, UNKNOWN)
@@ -582,7 +582,7 @@ def _failing(record: ResultRecord) -> tuple[list[str], list[str]]:
 
 
 def index_row(record: ResultRecord, href: str, trust: Any = None) -> dict[str, Any]:
-    """The ``rows`` entry of ``render_index`` for one result (``unmask.record``): a checked
+    """The ``rows`` entry of ``render_index`` for one result (``unmask.checking.record``): a checked
     replay, or one that could not be checked, which shows as INVALID without a link and
     with its first error's code; with ``trust`` (a calibration), a VIOLATED replay's level
     (``confirmed``, ``trusted`` or ``to review``) as ``trust``."""
@@ -669,8 +669,8 @@ def _check_tables(rows: Sequence[Mapping[str, Any]]) -> list[dict]:
 def _row_trust(record: ResultRecord, trust: Any) -> dict[str, str]:
     if trust is None or record.overall != VIOLATED:
         return {}
-    from unmask.calibration import WORDS
-    from unmask.record import level_of
+    from unmask.checking.record import level_of
+    from unmask.review.calibration import WORDS
 
     return {"trust": WORDS[level_of(record, trust)]}
 

@@ -21,10 +21,10 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from typing import Any
 
-from unmask.diagnostics import Diagnostic, render_all
+from unmask.plumbing.diagnostics import Diagnostic, render_all
+from unmask.plumbing.safe import clean, finish, visible_values
 from unmask.render import sarif
 from unmask.render.junit import xml_safe
-from unmask.safe import clean, finish, visible_values
 
 
 def _location(d: Diagnostic, name: str) -> dict[str, Any] | None:

@@ -1,11 +1,11 @@
 """The report as its canonical JSON (``unmask check --format json``).
 
-Contract: ``render(report, replay=None) -> str`` is ``unmask.report.dumps`` with the one
+Contract: ``render(report, replay=None) -> str`` is ``unmask.checking.report.dumps`` with the one
 output policy of every format applied (``safe.finish``: a control character or a
 bidirectional override is written as a ``\\u`` escape, a lone surrogate from the replay
 becomes U+FFFD), so the text is always valid UTF-8 and valid JSON and holds the values.
 The replay is not needed: the report carries everything. With ``trust`` (an
-``unmask.calibration.Trust``), each finding and each passing check resting on unreviewed
+``unmask.review.calibration.Trust``), each finding and each passing check resting on unreviewed
 readings gets ``trust`` (``coverage_trust`` for a coverage check) after its own fields, and
 the report ends with ``calibration`` (docs/report-format.md); the report itself never
 holds them, so without a calibration the text is exactly ``dumps``.
@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from unmask.report import Report, dumps
-from unmask.safe import finish
+from unmask.checking.report import Report, dumps
+from unmask.plumbing.safe import finish
 
 
 def render(report: Report, replay: Any = None, *, trust: Any = None) -> str:

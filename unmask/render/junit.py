@@ -8,7 +8,7 @@ Contract:
   could not be checked is an ``<error type="invalid">``. The message attribute says why
   (the report's reasons), the element text is the text report (in an audit, what the
   result record says);
-- ``case(item, text=None)`` makes every ``Case`` from a ``unmask.record.ResultRecord``: of
+- ``case(item, text=None)`` makes every ``Case`` from a ``unmask.checking.record.ResultRecord``: of
   a record itself (``unmask audit --junit``: its text is ``record_text``, what the record
   says, so a replay just checked and a line carried over by ``--resume`` give the same
   case), or of a ``Report``, a ``(Report, Replay | None)`` pair (text: the text report) or
@@ -33,13 +33,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import IO, Any
 
-from unmask.calibration import WORDS
-from unmask.diagnostics import render_all
-from unmask.frozen import frozen
-from unmask.record import ResultRecord, finding_lines, level_of
+from unmask.checking.record import ResultRecord, finding_lines, level_of
+from unmask.checking.report import DIMENSIONS, SATISFIED, VIOLATED, Report
+from unmask.plumbing.diagnostics import render_all
+from unmask.plumbing.frozen import frozen
+from unmask.plumbing.safe import UNSAFE, escape_char
 from unmask.render import text as text_render
-from unmask.report import DIMENSIONS, SATISFIED, VIOLATED, Report
-from unmask.safe import UNSAFE, escape_char
+from unmask.review.calibration import WORDS
 
 INVALID_MESSAGE = "the replay could not be checked"
 # the suite's properties for a re-check (``--protocol``)

@@ -19,10 +19,10 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from unmask.checking.report import Report
+from unmask.plumbing.safe import finish
 from unmask.render import html
 from unmask.render import view as ev
-from unmask.report import Report
-from unmask.safe import finish
 
 _PUNCT = re.compile(r"([\\`*_\[\]|~])")
 # at the start of a line these would open a heading, list, rule or setext heading

@@ -35,9 +35,7 @@ from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 from urllib.parse import quote
 
-from unmask.irtext import expr_text
-from unmask.render import view as ev
-from unmask.report import (
+from unmask.checking.report import (
     BASE_NAMES,
     INCONSISTENT,
     REFUTED,
@@ -47,7 +45,9 @@ from unmask.report import (
     Item,
     Report,
 )
-from unmask.safe import finish, visible_values
+from unmask.ir.text import expr_text
+from unmask.plumbing.safe import finish, visible_values
+from unmask.render import view as ev
 
 SCHEMA_URI = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -213,8 +213,8 @@ def _locator(file: str | None, replay: Any = None) -> _Locator | None:
     if not file:
         return None
     try:
-        from unmask.diagnostics import UnmaskError
-        from unmask.files import read_text
+        from unmask.plumbing.diagnostics import UnmaskError
+        from unmask.plumbing.files import read_text
 
         # read again as it was read first: a regular file, bounded, never a pipe swapped in
         text = read_text(file)

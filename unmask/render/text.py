@@ -20,21 +20,7 @@ from typing import Any
 
 import click
 
-from unmask.irtext import expr_text
-from unmask.render.words import DIMENSION_TITLES as titles
-from unmask.render.words import (
-    Lookup,
-    calibration_note,
-    item_provenance,
-    item_rule,
-    members_text,
-    named_members,
-    provenance,
-    resting,
-    standing_text,
-    whole_reading,
-)
-from unmask.report import (
+from unmask.checking.report import (
     BASE_NAMES,
     ENTAILED,
     NOT_SPECIFIED,
@@ -49,7 +35,21 @@ from unmask.report import (
     Report,
     Witnesses,
 )
-from unmask.safe import printable
+from unmask.ir.text import expr_text
+from unmask.plumbing.safe import printable
+from unmask.render.words import DIMENSION_TITLES as titles
+from unmask.render.words import (
+    Lookup,
+    calibration_note,
+    item_provenance,
+    item_rule,
+    members_text,
+    named_members,
+    provenance,
+    resting,
+    standing_text,
+    whole_reading,
+)
 
 _COLOURS: dict[str, str] = {SATISFIED: "green", OK: "green", VIOLATED: "red"}
 _QUOTE_MAX = 160
@@ -170,7 +170,7 @@ def _disagreements(out: _Out, report: Report) -> None:
 
 def render(report: Report, replay: Any = None, *, color: bool = False, trust: Any = None) -> str:
     """The text report; ``color`` adds ANSI colour to the result words; ``trust`` (an
-    ``unmask.calibration.Trust``) adds each finding's trust."""
+    ``unmask.review.calibration.Trust``) adds each finding's trust."""
     out = _Out(color)
     out.look = Lookup(replay if getattr(replay, "protocol", None) is not None else None, trust)
     if replay is not None and getattr(replay, "protocol", None) is not None:

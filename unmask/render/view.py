@@ -19,7 +19,7 @@ Contract:
   annotations"): the annotations of its explanation, or those pinned in its witnesses
   (these, ``Lookup`` and the dimensions' titles live in ``unmask.render.words``, which the
   text format imports alone, and are re-exported here);
-- user text goes through ``unmask.safe``. Everything is deterministic.
+- user text goes through ``unmask.plumbing.safe``. Everything is deterministic.
 
 Size: the view model every format reads (checks, findings, marks, provenance wording) is
 kept in one place so the formats cannot drift apart.
@@ -32,8 +32,25 @@ from collections.abc import Iterable, Sequence
 from itertools import pairwise
 from typing import Any
 
-from unmask.frozen import frozen
-from unmask.irtext import expr_text
+from unmask.checking.report import (
+    DIMENSIONS as DIMENSIONS,
+)
+from unmask.checking.report import (
+    INCONSISTENT_BASE,
+    NOT_CHECKED,
+    NOT_SPECIFIED,
+    OK,
+    REFUTED,
+    SATISFIED,
+    SOLVER_UNKNOWN,
+    UNKNOWN,
+    VIOLATED,
+    CheckResult,
+    Report,
+)
+from unmask.ir.text import expr_text
+from unmask.plumbing.frozen import frozen
+from unmask.plumbing.safe import clean as clean
 
 # re-exported: formats read the view, the output policy and the dimension order from here;
 # the wording of rules, provenance and standing (all the text format needs) from its module
@@ -53,23 +70,6 @@ from unmask.render.words import standing as standing
 from unmask.render.words import standing_text as standing_text
 from unmask.render.words import trust_of as trust_of
 from unmask.render.words import whole_reading as whole_reading
-from unmask.report import (
-    DIMENSIONS as DIMENSIONS,
-)
-from unmask.report import (
-    INCONSISTENT_BASE,
-    NOT_CHECKED,
-    NOT_SPECIFIED,
-    OK,
-    REFUTED,
-    SATISFIED,
-    SOLVER_UNKNOWN,
-    UNKNOWN,
-    VIOLATED,
-    CheckResult,
-    Report,
-)
-from unmask.safe import clean as clean
 
 
 @frozen

@@ -7,7 +7,7 @@ written; ``provenance(by)`` words who made an annotation (``rule wice-citations/
 unreviewed``); ``resting`` and ``standing_text`` say what a check rests on and whether a
 finding is confirmed or provisional; ``named_members`` finds the text (a passage, a claim)
 of each domain member a check names. With a calibration (``Lookup(replay, trust)``, an
-``unmask.calibration.Trust``), ``trust_of`` gives the standing of every finding and of every
+``unmask.review.calibration.Trust``), ``trust_of`` gives the standing of every finding and of every
 passing check that rests on unreviewed readings (the weakest reading's measured precision,
 or "unmeasured"), ``standing_text`` says it, and ``calibration_note`` says which data the
 calibration was measured on and whether the replay's protocol is one it was measured
@@ -20,12 +20,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from unmask.irtext import expr_text
-from unmask.names import IDENT_PATTERN, split_applied
-from unmask.report import OK, UNKNOWN, VIOLATED, CheckResult
+from unmask.checking.report import OK, UNKNOWN, VIOLATED, CheckResult
+from unmask.ir.text import expr_text
+from unmask.plumbing.names import IDENT_PATTERN, split_applied
 
 if TYPE_CHECKING:
-    from unmask.calibration import Reader, Standing, Trust
+    from unmask.review.calibration import Reader, Standing, Trust
 
 DIMENSION_TITLES = {
     "verdict": "verdict entailment",
@@ -262,8 +262,8 @@ def standing_text(result: CheckResult, look: Lookup) -> str:
 
 def readers(result: CheckResult, look: Lookup) -> tuple[Reader, ...]:
     """The readers of the readings a check's explanation rests on that need a measure
-    (unreviewed or gold-derived), each once, sorted (``unmask.calibration.readers_of``)."""
-    from unmask.calibration import readers_of
+    (unreviewed or gold-derived), each once, sorted (``unmask.review.calibration.readers_of``)."""
+    from unmask.review.calibration import readers_of
 
     expl = result.explanation
     items = expl.items if expl is not None else ()
@@ -288,7 +288,7 @@ def calibration_note(look: Lookup, protocol: str) -> tuple[str, str]:
     when the replay's protocol is not one the calibration was measured under, else "")."""
     if look.trust is None:
         return "", ""
-    from unmask.calibration import digest_text
+    from unmask.review.calibration import digest_text
 
     cal = look.trust.calibration
     note = (

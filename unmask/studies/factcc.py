@@ -24,7 +24,7 @@ from typing import Any
 
 import click
 
-from unmask.record import CHECKED_SCHEMAS, report_json
+from unmask.checking.record import CHECKED_SCHEMAS, report_json
 from unmask.studies import audit
 
 FILE = "factcc_explanation_annotation.json"
@@ -54,7 +54,7 @@ def grades(data: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
 def run(data_dir: Path, out: Path, limit: int | None = None, jobs: int = 1):
     """Import and audit; returns the parsed result lines and the grades."""
     from unmask.importers import Options, import_file
-    from unmask.jsonload import read_json_file
+    from unmask.plumbing.jsonload import read_json_file
 
     out.mkdir(parents=True, exist_ok=True)
     src = data_dir / FILE
@@ -231,7 +231,7 @@ def markdown(t: Mapping[str, Any], lines: Sequence[dict]) -> str:
 @click.option("--jobs", type=click.IntRange(min=1), default=1, help="processes for the audit")
 def main(data_dir: Path, out: Path, limit: int | None, jobs: int) -> None:
     """Audit the FactCC judges' explanations and set them beside the human grades."""
-    from unmask.diagnostics import UnmaskError, render_all
+    from unmask.plumbing.diagnostics import UnmaskError, render_all
 
     try:
         lines, graded = run(data_dir, out, limit, jobs)

@@ -24,7 +24,7 @@ from typing import Any
 
 import click
 
-from unmask.record import CHECKED_SCHEMAS, report_json
+from unmask.checking.record import CHECKED_SCHEMAS, report_json
 from unmask.studies import audit
 
 FILES = {
@@ -39,8 +39,8 @@ REQUIREMENTS = ("close_fixed", "close_last", "explain_first", "follows_findings"
 def run(data: Path, out: Path, prompt: str = "cot", limit: int | None = None, jobs: int = 1):
     """Import and audit; returns the parsed result lines."""
 
-    from unmask.diagnostics import Diagnostic, UnmaskError
     from unmask.importers import Options, import_file
+    from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 
     src = data / "judgments" / FILES[prompt]
     for need in (src, data / "data.zip"):
@@ -189,7 +189,7 @@ def markdown(t: dict[str, Any]) -> str:
 @click.option("--jobs", type=click.IntRange(min=1), default=1, help="processes for the audit")
 def main(data: Path, out: Path, prompt: str, limit: int | None, jobs: int) -> None:
     """Audit the ReaLMistake error detectors and set adherence beside accuracy."""
-    from unmask.diagnostics import UnmaskError, render_all
+    from unmask.plumbing.diagnostics import UnmaskError, render_all
 
     try:
         lines = run(data, out, prompt, limit, jobs)

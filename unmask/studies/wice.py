@@ -25,7 +25,7 @@ import click
 
 # the gold × adherence cells, cut and named by the audit summary itself: one vocabulary
 from unmask.batch.summary import CELL_TEXT, CELLS
-from unmask.record import CHECKED_SCHEMAS, ResultRecord, report_json
+from unmask.checking.record import CHECKED_SCHEMAS, ResultRecord, report_json
 from unmask.studies import audit
 
 JUDGES = ("gpt-4-0613", "gpt-3.5-turbo-0613")
@@ -341,7 +341,7 @@ def markdown(t: dict[str, Any], lines: Sequence[dict], examples: int = 2) -> str
 def main(data: Path, out: Path, limit: int | None, jobs: int) -> None:
     """The study from the command line: 0 when written, 4 when a WiCE file cannot be read
     (2, click's, for a usage error)."""
-    from unmask.diagnostics import UnmaskError, render_all
+    from unmask.plumbing.diagnostics import UnmaskError, render_all
 
     try:
         lines = run(data, out, limit, jobs)

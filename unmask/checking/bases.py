@@ -1,0 +1,263 @@
+"""The three bases of a check (docs/semantics.md) and what the solver may see of a replay.
+
+Contract:
+- the solver sees only a ``Case``, built from a validated ``Replay``; ``Case`` has no gold
+  field, so the gold label cannot reach any base (``unmask.api`` adds it to the report);
+- F, B_proto, B_evid = F and B_all = B_proto ∧ F are lists of parts, each named by a
+  ``PartId`` (``unmask.checking.report``), in a canonical order: ``fact:ATOM``, then
+  ``constraint:NAME``, then for a binary protocol ``decision`` (V ⇔ D), for one that
+  declares its labels ``labels`` (exactly one verdict variable holds) and
+  ``decision:LABEL`` (V_L ⇔ D_L) per label (``base_parts``);
+- what a protocol alone determines (its parts, their table, B_proto's state, the text of
+  its grounding pairs, the checks on the facts it has settled) is made once per process
+  for the last ``DERIVED_SIZE`` protocols, keyed by the protocol object (``unmask.replay.load``
+  hands every replay of a batch the same one);
+- the verdict variables are ``$pass`` (binary) or ``$v:LABEL``: no identifier or family
+  member can contain ``$``, so they never clash with a protocol atom.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from unmask.backends.base import Part
+from unmask.checking.closed import MAX_TABLE, Settled, TableBase, settle
+from unmask.checking.report import PartId
+from unmask.ir import (
+    LABEL_PREFIX,
+    VERDICT_ATOM,
+    Expr,
+    Protocol,
+    iter_atoms,
+    mk_atom,
+    mk_card,
+    mk_iff,
+    mk_not,
+)
+from unmask.ir.text import expr_text
+from unmask.plumbing.frozen import frozen
+from unmask.replay.data import Annotation, Replay
+
+
+def verdict_atoms(protocol: Protocol) -> list[str]:
+    """The verdict variables, in label declaration order."""
+    if not protocol.declared_labels:
+        return [VERDICT_ATOM]
+    return [f"{LABEL_PREFIX}{label}" for label in protocol.labels]
+
+
+@frozen
+class Case:
+    """What the solver may see of a replay: deliberately no gold label."""
+
+    id: str
+    protocol: Protocol
+    verdict: str
+    annotations: tuple[Annotation, ...]
+    translation: str = "valid"
+
+    @classmethod
+    def from_replay(cls, replay: Replay) -> Case:
+        return cls(
+            id=replay.id,
+            protocol=replay.protocol,
+            verdict=replay.verdict,
+            annotations=tuple(replay.annotations),
+            translation=replay.translation,
+        )
+
+    @property
+    def facts(self) -> dict[str, bool]:
+        """Pinned atoms (non-UNKNOWN annotations) in atom declaration order."""
+        given = {a.atom: a.value for a in self.annotations}
+        return {
+            n: given[n] == "TRUE"
+            for n in self.protocol.atom_names
+            if given.get(n, "UNKNOWN") != "UNKNOWN"
+        }
+
+    @property
+    def unannotated(self) -> tuple[str, ...]:
+        seen = {a.atom for a in self.annotations}
+        return tuple(n for n in self.protocol.atom_names if n not in seen)
+
+    @property
+    def unknown(self) -> tuple[str, ...]:
+        marked = {a.atom for a in self.annotations if a.value == "UNKNOWN"}
+        return tuple(n for n in self.protocol.atom_names if n in marked)
+
+
+# --- bases ----------------------------------------------------------------------------------
+
+
+def fact_parts(case: Case) -> list[Part]:
+    return [
+        Part(PartId.fact(name), mk_atom(name) if value else mk_not(mk_atom(name)))
+        for name, value in case.facts.items()
+    ]
+
+
+# a binary protocol's decision part, V ⇔ D
+DECISION = PartId("decision")
+
+
+def proto_parts(p: Protocol) -> list[Part]:
+    parts: list[Part] = []
+    seen: dict[str, int] = {}
+    for c in p.constraints:
+        # defensive: part ids must be unique for selectors, so a repeated name is numbered
+        seen[c.name] = n = seen.get(c.name, 0) + 1
+        parts.append(Part(PartId("constraint", c.name, n), c.expr))
+    if not p.declared_labels:
+        assert p.decision is not None
+        parts.append(Part(DECISION, mk_iff(mk_atom(VERDICT_ATOM), p.decision)))
+        return parts
+    variables = [mk_atom(v) for v in verdict_atoms(p)]
+    parts.append(Part(PartId("labels"), mk_card("exactly", 1, variables)))
+    for label, v in zip(p.labels, variables, strict=True):
+        parts.append(Part(PartId("decision", label), mk_iff(v, p.decision_for(label))))
+    return parts
+
+
+def base_parts(case: Case) -> dict[str, list[Part]]:
+    """The three bases, each in canonical part order."""
+    facts, proto = fact_parts(case), list(_derived(case.protocol).parts)
+    return {"proto": proto, "evid": facts, "all": facts + proto}
+
+
+class _Derived:
+    """What a protocol alone determines, made once for all the replays that share it (a
+    batch embeds one protocol in every replay; ``unmask.replay.load`` reads it once): its
+    base parts, the table of those parts over every atom, the checks on the facts
+    already settled (``unmask.checking.closed``), by the facts on the check's atoms, and the
+    checker's results of those checks for replays without provenance."""
+
+    __slots__ = (
+        "_pair_texts",
+        "_template",
+        "atoms",
+        "parts",
+        "proto_base",
+        "protocol",
+        "results",
+        "room",
+        "settled",
+    )
+
+    def __init__(self, protocol: Protocol) -> None:
+        self.protocol = protocol  # kept alive: the cache is keyed by its identity
+        self.parts = tuple(proto_parts(protocol))
+        self._template: TableBase | bool | None = False
+        # B_proto's state and, if inconsistent, its minimal conflict, once a solver proved
+        # them (``unmask.checking.checker``; a state the clock cut short is not kept)
+        self.proto_base: tuple[str, tuple[PartId, ...] | None] | None = None
+        self._pair_texts: tuple[tuple[str, str], ...] | None = None
+        self.settled: dict[tuple[int, tuple[bool | None, ...]], tuple[Expr, Settled | None]] = {}
+        # a query's atoms in declaration order (None: one is not the protocol's), by its id
+        self.atoms: dict[int, tuple[Expr, tuple[str, ...] | None]] = {}
+        # the checker's results on the facts, by query, facts and coverage, for replays
+        # whose annotations all lack ``by`` (``unmask.checking.checker``: what they may share)
+        self.results: dict[tuple[Any, ...], tuple[Expr, Any]] = {}
+        # room for a few fact patterns of every check a replay makes on the facts, so a
+        # protocol with thousands of them does not clear the memo every replay
+        checks = 2 * len(protocol.requirements) + len(protocol.grounding)
+        self.room = min(SETTLED_MAX, max(SETTLED_SIZE, SETTLED_PER_CHECK * checks))
+
+    def settle(self, phi: Expr, atoms: list[str], facts: dict[str, bool]) -> Settled | None:
+        """``unmask.checking.closed.settle``, remembered: it depends only on ``phi`` and the facts
+        on its atoms (``atoms`` follow from ``phi`` and this protocol's order)."""
+        # keyed by ``id(phi)``: the entry holds ``phi``, so no other query can take its id
+        # while the entry lives
+        key = (id(phi), tuple(facts.get(a) for a in atoms))
+        got = self.settled.get(key)
+        if got is not None:
+            return got[1]
+        found = settle(phi, atoms, facts)
+        with _LOCK:
+            if len(self.settled) >= self.room:
+                self.settled.clear()
+            self.settled[key] = (phi, found)
+        return found
+
+    def query_atoms(self, phi: Expr, order: Mapping[str, int]) -> tuple[str, ...] | None:
+        """``phi``'s atoms in declaration order (``order``, this protocol's), or None when
+        one is not this protocol's; remembered by the query's identity."""
+        got = self.atoms.get(id(phi))
+        if got is not None:
+            return got[1]
+        atoms = list(dict.fromkeys(iter_atoms(phi)))
+        found = None
+        if all(a in order for a in atoms):
+            found = tuple(sorted(atoms, key=order.__getitem__))
+        with _LOCK:
+            if len(self.atoms) >= self.room:
+                self.atoms.clear()
+            self.atoms[id(phi)] = (phi, found)
+        return found
+
+    def result(self, key: tuple[Any, ...]) -> Any:
+        got = self.results.get(key)
+        return None if got is None else got[1]
+
+    def keep_result(self, phi: Expr, key: tuple[Any, ...], result: Any) -> None:
+        with _LOCK:
+            if len(self.results) >= self.room:
+                self.results.clear()
+            self.results[key] = (phi, result)  # holds ``phi``: its id stays its own
+
+    def pair_texts(self) -> tuple[tuple[str, str], ...]:
+        """Each grounding pair's sides as a report shows them (``expr_text``), written once:
+        a wide side (``any(backed(p) for p in part)``) is a fold per replay otherwise."""
+        if self._pair_texts is None:
+            self._pair_texts = tuple(
+                (expr_text(g.judge), expr_text(g.context)) for g in self.protocol.grounding
+            )
+        return self._pair_texts
+
+    def template(self, names: Sequence[str]) -> TableBase | None:
+        """The parts tabulated over ``names`` (the protocol's atoms and the verdict's),
+        or None when that is more than ``MAX_TABLE`` atoms."""
+        if self._template is False:
+            fits = len(names) <= MAX_TABLE and all(a in names for p in self.parts for a in p.atoms)
+            self._template = TableBase(self.parts, names) if fits else None
+        return self._template  # type: ignore[return-value]
+
+
+_DERIVED: dict[int, _Derived] = {}
+DERIVED_SIZE = 8  # protocols whose derived parts are kept per process
+SETTLED_SIZE = 4096  # checks on the facts remembered per protocol, at least
+SETTLED_PER_CHECK = 16  # ... or this many per check the protocol makes on the facts
+SETTLED_MAX = 1 << 16  # ... but never more (about 20 MB)
+
+
+_LOCK = threading.Lock()  # a Dask worker may check replays in several threads
+
+
+def _derived(protocol: Protocol) -> _Derived:
+    # keyed by ``id``: the entry holds the protocol, so its id is not reused while it lives
+    got = _DERIVED.get(id(protocol))
+    if got is None:
+        made = _Derived(protocol)
+        with _LOCK:
+            while len(_DERIVED) >= DERIVED_SIZE:
+                del _DERIVED[next(iter(_DERIVED))]  # the oldest
+            got = _DERIVED[id(protocol)] = made
+    return got
+
+
+def verdict_query(verdict: str, protocol: Protocol | None = None) -> Expr:
+    """φ_v: the observed label holds (``protocol`` None or binary: V, or ¬V for FAIL)."""
+    if protocol is not None and protocol.declared_labels:
+        return mk_atom(f"{LABEL_PREFIX}{verdict}")
+    v = mk_atom(VERDICT_ATOM)
+    return v if verdict == "PASS" else mk_not(v)
+
+
+def verdict_exprs(protocol: Protocol) -> list[Expr]:
+    """What a verdict witness completes: the decision, or every label's decision."""
+    if not protocol.declared_labels:
+        assert protocol.decision is not None
+        return [protocol.decision]
+    return [protocol.decision_for(label) for label in protocol.labels]

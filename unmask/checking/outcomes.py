@@ -1,0 +1,372 @@
+"""Reports remembered per protocol and fact pattern: small replays repeat a few patterns.
+
+Contract: ``check_case(case, backend, ...)`` returns what ``unmask.checking.checker.check_case``
+returns for the same arguments, equal field for field. A report depends on its case only
+through the protocol, the verdict, the translation, the backend's name and, for each atom,
+whether it is annotated, its value and whether that annotation is unreviewed or derived
+from the gold label; beyond those, only the case's id and the annotations the
+explanations cite (their evidence, explanation and provenance) reach it. So the first
+report of a pattern is remembered, and a later case with the same pattern gets it with its
+own id and its own annotations in the explanations, without a check. Remembered: the last
+``PROTOCOLS`` protocols of at most ``MAX_ATOMS`` atoms, ``PATTERNS`` reports each (then
+the memo of that protocol starts again). A case checked without the closed form (which
+asks the backend everything, to test it) is neither answered from memory nor
+remembered. Never remembered: a report cut by its deadline, or one that rests on a
+solver that gave up or ran out of time (SOLVER_UNKNOWN anywhere, an explanation not
+minimal, a witness not canonical), since those depend on time, not on the pattern. So a
+remembered report is what a solver proved for the pattern; a hit is answered at once,
+and no deadline cuts it. ``check_replay`` first refuses a protocol whose decisions can
+overlap (``refuse_overlaps``: ``UnmaskError``, the diagnostics ``unmaskc`` gives), so every
+way of checking a replay (``unmask check``, an audit, the API) refuses it alike.
+
+``check_replay_line(replay, backend, location)`` gives the report and the line ``unmask
+audit`` writes for it (refusing the same), ``encode_line(result_line(report, location))``
+byte for byte: a remembered report keeps the ``unmask.checking.linewriter.LineTemplate`` of its
+line, and a hit's line is filled into it (only the replay's own fields and the cited
+annotations encoded).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from unmask.backends.base import Backend, spec
+from unmask.checking.checker import Case
+from unmask.checking.checker import check_case as check_uncached
+from unmask.checking.explain import Deadline
+from unmask.checking.report import (
+    SOLVER_UNKNOWN,
+    AnnotationItem,
+    Bases,
+    CheckResult,
+    Explanation,
+    GroundingCheck,
+    Item,
+    PartId,
+    Quote,
+    Report,
+    RequirementCheck,
+    VerdictCheck,
+)
+from unmask.plumbing.diagnostics import UnmaskError
+from unmask.replay.data import Replay
+
+if TYPE_CHECKING:  # the line writer is imported by the audit's path only (start-up)
+    from unmask.checking.linewriter import LineTemplate
+
+MAX_ATOMS = 12  # a protocol's atoms, at most, for its reports to be remembered
+PROTOCOLS = 8  # protocols remembered per process
+PATTERNS = 4096  # reports remembered per protocol (a 2-claim protocol has 1,024 patterns)
+
+_LOCK = threading.Lock()  # a Dask worker may check replays in several threads
+
+
+class _Known:
+    """A remembered report, and the template of its refilled reports' result line (made
+    at the first line asked of a hit; False when it has none)."""
+
+    __slots__ = ("report", "template")
+
+    def __init__(self, report: Report) -> None:
+        self.report = report
+        self.template: LineTemplate | bool | None = None
+
+
+# id(protocol) -> (the protocol, kept alive so its id is not reused; its reports by key)
+_MEMO: dict[int, tuple[Any, dict[tuple[Any, ...], _Known]]] = {}
+
+
+def _pattern(case: Case) -> tuple[Any, ...]:
+    """What of the annotations a report depends on, atom by atom in declaration order."""
+    given = {a.atom: a for a in case.annotations}
+    out: list[Any] = []
+    for name in case.protocol.atom_names:
+        a = given.get(name)
+        if a is None:
+            out.append(None)
+        elif a.by is None:
+            out.append(a.value)
+        else:
+            out.append((a.value, a.unreviewed, a.gold_derived))
+    return tuple(out)
+
+
+def _keeps(report: Report) -> bool:
+    """Whether ``report`` is the pattern's and not the clock's (see the contract)."""
+    results = [report.verdict.result]
+    for req in report.requirements:
+        results += (req.holds, req.coverage)
+    results += [g.result for g in report.grounding]
+    for r in results:
+        if r.status == SOLVER_UNKNOWN:
+            return False
+        if r.explanation is not None and not r.explanation.minimal:
+            return False
+        w = r.witnesses
+        if w is not None and not (w.holds.canonical and w.fails.canonical):
+            return False
+    bases = report.bases
+    if bases is None:
+        return True
+    if SOLVER_UNKNOWN in (bases.proto, bases.evid, bases.all):
+        return False
+    conflicts = (bases.proto_conflict, bases.evid_conflict, bases.all_conflict)
+    return all(c is None or c.minimal for c in conflicts)
+
+
+class _Refill:
+    """The explanations of a remembered report, citing this case's annotations."""
+
+    __slots__ = ("by_atom", "items")
+
+    def __init__(self, case: Case) -> None:
+        self.by_atom = {a.atom: a for a in case.annotations}
+        self.items: dict[PartId, AnnotationItem] = {}  # `item` keeps annotations only
+
+    def item(self, old: Item) -> Item:
+        if not isinstance(old, AnnotationItem):
+            return old
+        got = self.items.get(old.part)
+        if got is None:
+            ann = self.by_atom[old.atom]
+            got = self.items[old.part] = AnnotationItem(
+                old.part,
+                old.atom,
+                ann.value,
+                tuple(Quote.of(e) for e in ann.evidence),
+                ann.explanation,
+                ann.by,
+            )
+        return got
+
+    def explanation(self, e: Explanation | None) -> Explanation | None:
+        if e is None:
+            return None
+        if not any(i.kind == "annotation" for i in e.items):
+            return e  # it cites no annotation: the same for every case
+        return Explanation(tuple(self.item(i) for i in e.items), e.minimal)
+
+    def result(self, r: CheckResult) -> CheckResult:
+        e = r.explanation
+        if e is None:
+            return r
+        mine = self.explanation(e)
+        if mine is e:
+            return r
+        return CheckResult(
+            r.status,
+            r.outcome,
+            mine,
+            r.witnesses,
+            r.detail,
+            r.unreviewed,
+            r.gold_derived,
+        )
+
+
+def _refill(report: Report, case: Case, f: _Refill, replay: Replay | None = None) -> Report:
+    """``report`` for ``case``; with ``replay``, with its own fields too (as ``check_replay``
+    adds them: one report made, not two)."""
+    bases = report.bases
+    if bases is not None and (bases.proto_conflict or bases.evid_conflict or bases.all_conflict):
+        bases = Bases(
+            bases.proto,
+            bases.evid,
+            bases.all,
+            f.explanation(bases.proto_conflict),
+            f.explanation(bases.evid_conflict),
+            f.explanation(bases.all_conflict),
+        )
+    v = report.verdict
+    return Report(
+        replay=case.id,
+        protocol=report.protocol,
+        backend=report.backend,
+        translation=report.translation,
+        overall=report.overall,
+        bases=bases,
+        verdict=VerdictCheck(v.observed, f.result(v.result), v.allowed),
+        requirements=tuple(
+            RequirementCheck(r.id, r.description, f.result(r.holds), f.result(r.coverage))
+            for r in report.requirements
+        ),
+        grounding=tuple(
+            GroundingCheck(g.judge, g.context, f.result(g.result), g.direction)
+            for g in report.grounding
+        ),
+        unannotated=report.unannotated,
+        unknown=report.unknown,
+        dimensions=report.dimensions,
+        reasons=report.reasons,
+        **({} if replay is None else _own(replay)),
+    )
+
+
+def _own(replay: Replay) -> dict[str, Any]:
+    """The replay's own fields, which never reach the solver."""
+    return {
+        "gold": replay.gold,
+        "item": replay.item,
+        "judge": replay.judge,
+        "recheck": replay.recheck,
+        "disagreements": tuple(a for a in replay.annotations if a.readings),
+    }
+
+
+def _memo(protocol: Any) -> dict[tuple[Any, ...], _Known]:
+    # keyed by ``id``: the entry holds the protocol, so its id is not reused while it lives
+    got = _MEMO.get(id(protocol))
+    if got is None:
+        with _LOCK:
+            while len(_MEMO) >= PROTOCOLS:
+                del _MEMO[next(iter(_MEMO))]  # the oldest
+            got = _MEMO[id(protocol)] = (protocol, {})
+    return got[1]
+
+
+def _check(
+    case: Case,
+    backend: Any,
+    backend_name: str | None,
+    deadline: Deadline | None,
+    closed_form: bool,
+    replay: Replay | None = None,
+) -> tuple[Report, _Known | None, _Refill | None]:
+    """The report (with ``replay``'s own fields on a hit), and on a hit what it was
+    refilled from, and how."""
+    protocol = case.protocol
+    if not closed_form or len(protocol.atom_names) > MAX_ATOMS:
+        report = check_uncached(
+            case, backend, backend_name=backend_name, deadline=deadline, closed_form=closed_form
+        )
+        return report, None, None
+    memo = _memo(protocol)
+    # the backend's name as the report prints it: two backends never share a memo entry
+    name = backend_name or spec(backend)
+    key = (name, case.verdict, case.translation, _pattern(case))
+    known = memo.get(key)
+    if known is not None:
+        f = _Refill(case)
+        return _refill(known.report, case, f, replay), known, f
+    report = check_uncached(case, backend, backend_name=backend_name, deadline=deadline)
+    if (deadline is None or not deadline.hit) and _keeps(report):
+        kept = _Known(report)
+        with _LOCK:
+            if len(memo) >= PATTERNS:
+                memo.clear()
+            memo[key] = kept
+        return report, kept, None  # remembered: its line can make the template
+    return report, None, None
+
+
+def check_case(
+    case: Case,
+    backend: Any,
+    *,
+    backend_name: str,
+    deadline: Deadline | None = None,
+    closed_form: bool = True,
+) -> Report:
+    """``unmask.checking.checker.check_case``, remembered by pattern (see the contract)."""
+    return _check(case, backend, backend_name, deadline, closed_form)[0]
+
+
+def _checked(
+    replay: Replay,
+    backend: Backend,
+    backend_name: str | None,
+    deadline_ms: int | None,
+    closed_form: bool,
+) -> tuple[Report, _Known | None, _Refill | None]:
+    if deadline_ms is not None and deadline_ms <= 0:
+        raise ValueError(f"deadline_ms must be positive, not {deadline_ms}")
+    deadline = None if deadline_ms is None else Deadline(deadline_ms)
+    # one deadline for both: a protocol of many labels asks n^2/2 overlap questions
+    refuse_overlaps(replay, backend, deadline)
+    report, known, refill = _check(
+        Case.from_replay(replay), backend, backend_name, deadline, closed_form, replay
+    )
+    if refill is None:  # a hit has them already
+        report = replace(report, **_own(replay))
+    return report, known, refill
+
+
+def check_replay(
+    replay: Replay,
+    backend: Backend,
+    *,
+    backend_name: str | None = None,
+    deadline_ms: int | None = None,
+    closed_form: bool = True,
+) -> Report:
+    """Check a validated replay: ``check_case`` of its gold-free ``Case``, then the replay's
+    own fields (gold label, ``item``, ``judge``, ``recheck``) added to the report. A
+    protocol with overlapping decisions is refused first (``refuse_overlaps``).
+    ``deadline_ms`` starts after that (None: none; not positive: ``ValueError``).
+    ``unmask.api.check``, the batch engine and the bench all check through this, so all of
+    them are answered from memory."""
+    return _checked(replay, backend, backend_name, deadline_ms, closed_form)[0]
+
+
+def refuse_overlaps(replay: Replay, backend: Backend, deadline: Deadline | None = None) -> None:
+    """``UnmaskError`` with ``unmaskc``'s ``overlapping-decisions`` errors when two decisions
+    of the replay's protocol can both hold (``unmask.checking.overlap.refused``, asked once per
+    protocol): such a protocol is not one a replay can be checked against. A decision of
+    IR (no span) is located in the replay's ``protocol``, or in ``--protocol``'s file.
+    ``deadline`` bounds the questions; a pair it leaves undecided refuses nothing."""
+    p = replay.protocol
+    if not (p.declared_labels and not p.first_match):
+        return  # ``overlap.can_overlap`` is false: nothing to ask, nothing to import
+    from unmask.checking.overlap import refused
+
+    errors = refused(replay.protocol, backend, deadline)
+    if not errors:
+        return
+    if replay.recheck is None:
+        errors = tuple(
+            d if d.span is not None else replace(d, path=f"protocol.{d.path}", file=replay.file)
+            for d in errors
+        )
+    raise UnmaskError(errors)
+
+
+def check_replay_line(
+    replay: Replay,
+    backend: Backend,
+    location: str,
+    *,
+    backend_name: str | None = None,
+    deadline_ms: int | None = None,
+    closed_form: bool = True,
+) -> tuple[Report, bytes]:
+    """``check_replay``, and the report's result line as ``unmask audit`` writes it
+    (``encode_line(result_line(report, location))``, the same bytes). A report answered
+    from memory gets its line from the remembered report's ``LineTemplate``: only the
+    replay's own fields and the annotations its explanations cite are encoded."""
+    from unmask.checking.linewriter import (
+        LineTemplate,
+        encode_line,
+        write_line,
+        write_line_template,
+    )
+    from unmask.checking.record import result_line
+
+    report, known, refill = _checked(replay, backend, backend_name, deadline_ms, closed_form)
+    if known is not None and refill is None:
+        # just remembered: the template is the line's own text, less this replay's fields
+        line, made = write_line_template(report, location)
+        known.template = made or False
+    elif known is not None and refill is not None:
+        template = known.template
+        if template is None:  # remembered by ``check_replay``: made at its first line
+            template = known.template = LineTemplate.of(known.report) or False
+        line = None
+        if template:
+            line = template.line(report, location, refill.items)  # type: ignore[union-attr]
+        if line is None:
+            line = write_line(report, location)
+    else:
+        line = write_line(report, location)
+    return report, encode_line(result_line(report, location)) if line is None else line

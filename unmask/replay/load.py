@@ -1,0 +1,584 @@
+"""Loading and validating replays: the envelope, and the protocol it names.
+
+Contract: ``load_replay``, ``load_replay_text`` and ``replay_from_obj`` return a
+``unmask.replay.data.Replay`` only for input that passes every validation rule, and otherwise raise
+``UnmaskError`` carrying *every* problem found, each a ``Diagnostic`` with a stable ``code``, the
+JSON ``path`` of the offending value and the ``file`` it is in (compile errors of a ``.proto`` keep
+their file:line:col spans). The parts have their own modules: the bounded JSON parser
+(``unmask.plumbing.jsonload``), typed reads at JSON paths (``unmask.plumbing.jsonreader``), the
+protocol IR (``unmask.ir.json_reader``, whose ``protocol_from_json`` is re-exported here),
+annotations and evidence spans (``unmask.replay.evidence``), and where a protocol ``path`` may lead
+(``unmask.replay.confine``). This module reads the envelope (schema, id, item, judge, domains,
+translation, sources, verdict, gold) and loads the protocol in its three forms (a ``.proto`` text
+through ``unmask.language.compile_cache.compile_cached``: once per process, and on disk, for the
+same text, file, domains and limits; embedded IR once per process for the same JSON and limits, when
+reading it found nothing to say); ``verdict`` and ``gold`` must be labels the protocol declares
+(``PASS``/``FAIL`` without a ``verdict`` statement). With a ``ProtocolFile`` (``--protocol``,
+``unmask.replay.recheck``) the replay is read against that protocol instead of its own, whose
+``protocol`` is then not read: it is ground with the replay's members of the domains it declares
+(the others are ignored, with a warning), an annotation for an atom it lacks is left out with an
+``atom-dropped`` warning and listed on ``Replay.recheck`` (never dropped silently), and a verdict or
+gold label it does not declare is an error. A replay's own folder is the folder of its file; for
+text without a file (stdin) it is the working directory. Warnings (unknown keys, ignored
+``domains``) never fail validation; they travel on ``Replay.warnings``. An error raised here has a
+``sources`` attribute (file name -> text) so that ``render_error`` can show compile errors with the
+offending line.
+"""
+
+from __future__ import annotations
+
+import marshal
+import threading
+from collections import OrderedDict
+from dataclasses import replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from unmask import ir
+from unmask.ir.json import PROTOCOL_SCHEMA
+from unmask.ir.json_reader import (
+    ATOM_NAME_RE,
+    IDENT_RE,
+    OPS,
+    PROTOCOL_KEYS,
+    IrReader,
+    protocol_from_json,
+)
+from unmask.plumbing.diagnostics import UnmaskError, render_all
+from unmask.plumbing.files import read_text
+from unmask.plumbing.jsonload import parse_json_text, read_json_file
+from unmask.plumbing.jsonreader import JsonReader, did_you_mean, index_path, join_path, kind, show
+from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
+from unmask.plumbing.names import member_help
+from unmask.replay.confine import Refused, locate_protocol
+from unmask.replay.data import SOURCES, VERDICTS, Replay
+from unmask.replay.evidence import read_annotations
+
+if TYPE_CHECKING:  # a replay read against a protocol file is given one; reading never makes one
+    from unmask.replay.recheck import ProtocolFile
+
+__all__ = [
+    "ATOM_NAME_RE",
+    "IDENT_RE",
+    "OPS",
+    "PROTOCOL_KEYS",
+    "REPLAY_KEYS",
+    "REPLAY_SCHEMA",
+    "TRANSLATION_STATUSES",
+    "load_replay",
+    "load_replay_text",
+    "protocol_from_json",
+    "render_error",
+    "replay_from_obj",
+]
+
+REPLAY_SCHEMA = "unmask.replay/1"
+TRANSLATION_STATUSES = ("valid", "partial", "invalid")
+REPLAY_KEYS = (
+    "schema",
+    "id",
+    "protocol",
+    "domains",
+    "translation",
+    "sources",
+    "verdict",
+    "gold",
+    "annotations",
+    "item",
+    "judge",
+)
+# A batch embeds the same protocol in every replay: the last few are kept, keyed by their
+# JSON (as marshal bytes) and the limits they were read under
+EMBEDDED_SIZE = 8
+EMBEDDED_MAX_BYTES = 8 << 20  # one protocol's (20,000 claims: 6.5 MB)
+EMBEDDED_BUDGET_BYTES = 16 << 20  # all of them: a few large protocols, not eight
+_EMBEDDED: OrderedDict[tuple[Limits, bytes], ir.Protocol] = OrderedDict()
+_EMBEDDED_LOCK = threading.Lock()  # a Dask worker may run replays in several threads
+_FORMS_HELP = (
+    'embed protocol IR (`"schema": "unmask.protocol/1"`), or write '
+    '`{"path": "FILE.proto"}` or `{"source": "protocol …"}`'
+)
+
+
+class _ReplayReader:
+    """Reads one replay document; every problem goes into ``r``."""
+
+    def __init__(self, r: JsonReader, base_dir: Path | None, against: ProtocolFile | None = None):
+        self.r = r
+        self.ir = IrReader(r)
+        self.base_dir = base_dir
+        self.bad_sources: set[str] = set()  # given but rejected: no echo errors for them
+        self.against = against  # `--protocol`: checked against it, not the replay's own
+
+    def replay(self, obj: Any, text: str | None = None, line: int | None = None) -> Replay | None:
+        """The replay, or None after recording why not; ``text`` and ``line`` are kept on it
+        (see ``replay_from_obj``)."""
+        r = self.r
+        if not isinstance(obj, dict):
+            r.err("type", "$", f"expected a replay object at the top level, found {kind(obj)}")
+            return None
+        if not self._schema(obj):
+            return None
+        r.unknown_keys(obj, "", REPLAY_KEYS, "a replay")
+        rid = r.string(obj, "id", "")
+        item = self._label_text(obj, "item", "what was judged")
+        judge = self._label_text(obj, "judge", "which judge or run judged it")
+        domains = self._domains(obj)
+        if self.against is None:
+            protocol = self._protocol(obj, domains)
+        else:
+            protocol = self._against(obj, self.against, domains)
+        translation = self._translation(obj)
+        sources = self._sources(obj)
+        labels = None if protocol is None else protocol.labels
+        verdict = self._verdict(obj, "verdict", labels, required=True)
+        gold = self._verdict(obj, "gold", labels, required=False)
+        lacking: list[str] | None = None if self.against is None else []
+        annotations = read_annotations(r, obj, protocol, sources, self.bad_sources, lacking)
+        if r.diags or rid is None or protocol is None or verdict is None:
+            return None
+        recheck = None if self.against is None else self.against.recheck(lacking or ())
+        return Replay(
+            id=rid,
+            protocol=protocol,
+            verdict=verdict,
+            annotations=annotations,
+            sources=MappingProxyType(dict(sources)),
+            translation=translation,
+            gold=gold,
+            domains=MappingProxyType(domains),
+            file=r.file,
+            item=item,
+            judge=judge,
+            warnings=tuple(r.warnings),
+            json_text=text,
+            json_line=(line or 1) if text is not None else 1,
+            recheck=recheck,
+        )
+
+    def _label_text(self, obj: dict, key: str, what: str) -> str | None:
+        """``item`` or ``judge``: absent, or a string that is not empty."""
+        if key not in obj:
+            return None
+        v = self.r.string(obj, key, "")
+        if v == "":
+            self.r.err(key, key, f"`{key}` is empty", help=f"`{key}` names {what}; or leave it out")
+            return None
+        return v
+
+    def _schema(self, obj: dict) -> bool:
+        """False when the document is of another schema: nothing else is worth reading."""
+        if "schema" not in obj:
+            self.r.err(
+                "schema",
+                "$",
+                f"missing `schema`, expected `{REPLAY_SCHEMA}`",
+                help=f'add `"schema": "{REPLAY_SCHEMA}"`',
+            )
+            return True
+        schema = obj["schema"]
+        if schema == REPLAY_SCHEMA:
+            return True
+        hint = None
+        if schema == PROTOCOL_SCHEMA:
+            hint = "this is protocol IR; a replay embeds it under `protocol`"
+        self.r.err(
+            "schema",
+            "schema",
+            f"unsupported schema `{show(schema)}`, expected `{REPLAY_SCHEMA}`",
+            help=hint,
+        )
+        return False
+
+    def _translation(self, obj: dict) -> str:
+        r = self.r
+        if "translation" not in obj:
+            return "valid"
+        t = obj["translation"]
+        if not isinstance(t, dict):
+            r.expect("translation", 'an object such as `{"status": "valid"}`', t)
+            return "valid"
+        r.unknown_keys(t, "translation", ("status",), "`translation`")
+        st = r.string(t, "status", "translation", required=False)
+        if st is None:
+            return "valid"
+        if st not in TRANSLATION_STATUSES:
+            r.err(
+                "translation",
+                "translation.status",
+                f"unknown translation status `{show(st)}`",
+                help="a status is `valid`, `partial` or `invalid`",
+            )
+            return "valid"
+        return st
+
+    def _domains(self, obj: dict) -> dict[str, tuple[str, ...]]:
+        r = self.r
+        out: dict[str, tuple[str, ...]] = {}
+        if "domains" not in obj or obj["domains"] is None:
+            return out
+        d = obj["domains"]
+        if not isinstance(d, dict):
+            r.expect("domains", "an object mapping each domain to its members", d)
+            return out
+        for dn, members in d.items():
+            p = join_path("domains", dn)
+            if not IDENT_RE.match(dn):
+                r.err("name", p, f"`{show(dn)}` is not a valid domain name")
+                continue
+            if not isinstance(members, list):
+                r.expect(p, "an array of member names", members)
+                continue
+            if len(members) > r.limits.max_domain_size:
+                r.limit(p, f"the size of domain `{dn}`", len(members), "max_domain_size")
+                continue
+            seen: dict[str, int] = {}
+            for i, m in enumerate(members):
+                mp = index_path(p, i)
+                if not isinstance(m, str):
+                    r.expect(mp, "a member name (a string)", m)
+                elif not IDENT_RE.match(m):
+                    r.err(
+                        "name", mp, f"`{show(m)}` is not a valid member name", help=member_help(m)
+                    )
+                elif m in seen:
+                    r.err(
+                        "domain",
+                        mp,
+                        f"member `{m}` occurs twice in domain `{dn}`",
+                        notes=(f"the first is `{index_path(p, seen[m])}`",),
+                    )
+                else:
+                    seen[m] = i
+            # the members that are fine still ground the protocol: a bad member is reported
+            # once, here, not again as a domain the protocol finds without members
+            out[dn] = tuple(seen)
+        return out
+
+    # --- the protocol, in three forms -------------------------------------------------------
+
+    def _protocol(self, obj: dict, domains: dict[str, tuple[str, ...]]) -> ir.Protocol | None:
+        r = self.r
+        if "protocol" not in obj:
+            r.err("missing", "$", "missing `protocol`")
+            return None
+        p = obj["protocol"]
+        if not isinstance(p, dict):
+            r.err(
+                "protocol-form",
+                "protocol",
+                f"expected a protocol object, found {kind(p)}",
+                help=_FORMS_HELP,
+            )
+            return None
+        forms = [k for k in ("path", "source") if k in p]
+        if "schema" in p or not forms:
+            if forms:
+                r.err(
+                    "protocol-form",
+                    "protocol",
+                    f"a protocol is either embedded IR or `{forms[0]}`, not both",
+                    help=_FORMS_HELP,
+                )
+                return None
+            if "schema" not in p and "atoms" not in p:
+                r.err("protocol-form", "protocol", "expected a protocol", help=_FORMS_HELP)
+                return None
+            if domains:
+                r.warn(
+                    "domains-ignored",
+                    "domains",
+                    "`domains` is ignored: an embedded protocol is already ground",
+                )
+            return self._embedded(p)
+        if len(forms) == 2:
+            r.err(
+                "protocol-form",
+                "protocol",
+                "a protocol has `path` or `source`, not both",
+                help=_FORMS_HELP,
+            )
+            return None
+        form = forms[0]
+        r.unknown_keys(p, "protocol", (form,), "`protocol`")
+        value = r.string(p, form, "protocol")
+        if value is None:
+            return None
+        fp = join_path("protocol", form)
+        if form == "path":
+            read = self._protocol_file(value, fp)
+            if read is None:
+                return None
+            filename, text = read
+        else:
+            filename, text = (f"{r.file}: {fp}" if r.file else fp), value
+        if len(text) > r.limits.max_source_chars:
+            r.limit(fp, "the protocol's length in characters", len(text), "max_source_chars")
+            return None
+        r.sources[filename] = text
+        return self._compile(text, filename, domains, fp)
+
+    def _against(
+        self, obj: dict, against: ProtocolFile, domains: dict[str, tuple[str, ...]]
+    ) -> ir.Protocol | None:
+        """The protocol of ``--protocol``, ground with the replay's members; the replay's
+        own ``protocol`` must be there but is not read: a re-check replaces it."""
+        r = self.r
+        if "protocol" not in obj:
+            r.err("missing", "$", "missing `protocol`")
+            return None
+        if against.ground_already:
+            if domains:
+                r.warn(
+                    "domains-ignored",
+                    "domains",
+                    f"`domains` is ignored: protocol `{against.name}` is already ground",
+                )
+            domains = {}
+        else:
+            for name in domains:
+                if name not in against.domains:
+                    r.warn(
+                        "domains-ignored",
+                        join_path("domains", name),
+                        f"domain `{name}` is ignored: protocol `{against.name}` does not "
+                        "declare it",
+                        help="its members name no atom of this protocol",
+                    )
+            domains = {k: v for k, v in domains.items() if k in against.domains}
+        try:
+            protocol = against.ground(domains, r.limits)
+        except UnmaskError as exc:
+            r.sources[against.path] = against.text
+            r.diags.extend(
+                replace(d, file=r.file) if d.span is None and d.file is None else d
+                for d in exc.diagnostics
+            )
+            return None
+        except RecursionError:  # only when --max-expr-depth was raised past the compiler
+            r.err("limit", "protocol", "the protocol nests too deeply to compile")
+            return None
+        return protocol
+
+    def _embedded(self, p: dict) -> ir.Protocol | None:
+        """Embedded protocol IR, read once per process for the same JSON and limits."""
+        r = self.r
+        try:
+            # marshal tells `true` from `1` and `1.0`, which `==` does not; the bytes
+            # determine the value, so equal keys are the same JSON
+            key = (r.limits, marshal.dumps(p, 2))
+        except ValueError:  # not plain JSON values (a duplicate key): read it, report it
+            return self.ir.protocol(p, "protocol")
+        with _EMBEDDED_LOCK:
+            got = _EMBEDDED.get(key)
+            if got is not None:
+                _EMBEDDED.move_to_end(key)
+                return got
+        before = (len(r.diags), len(r.warnings))
+        read = self.ir.protocol(p, "protocol")
+        # only a clean read is kept: a hit must add no error and no warning either
+        clean = read is not None and (len(r.diags), len(r.warnings)) == before
+        if clean and len(key[1]) <= EMBEDDED_MAX_BYTES:
+            with _EMBEDDED_LOCK:
+                _EMBEDDED[key] = read  # type: ignore[assignment]
+                while len(_EMBEDDED) > EMBEDDED_SIZE or (
+                    len(_EMBEDDED) > 1 and sum(len(k[1]) for k in _EMBEDDED) > EMBEDDED_BUDGET_BYTES
+                ):
+                    _EMBEDDED.popitem(last=False)
+        return read
+
+    def _protocol_file(self, path: str, fp: str) -> tuple[str, str] | None:
+        """(file name, text) of a protocol ``path``, confined to the allowed folders."""
+        r = self.r
+        try:
+            real, filename = locate_protocol(path, self.base_dir, r.limits.protocol_path)
+        except Refused as no:
+            r.err(no.code, fp, no.message, help=no.help)
+            return None
+        try:
+            # `real` has every link resolved: a link found there now was swapped in since
+            # the check, and is refused rather than followed
+            return filename, read_text(real, r.limits, name=show(filename, 200), follow=False)
+        except UnmaskError as exc:
+            for d in exc.diagnostics:
+                code = "protocol-file" if d.code == "io" else d.code
+                help_ = d.help or "`path` is relative to the replay file"
+                r.diags.append(replace(d, code=code, path=fp, file=r.file, help=help_))
+            return None
+
+    def _compile(
+        self, text: str, filename: str, domains: dict[str, tuple[str, ...]], fp: str
+    ) -> ir.Protocol | None:
+        from unmask.language.compile_cache import compile_cached
+
+        r = self.r
+        try:
+            return compile_cached(text, filename, domains, r.limits)
+        except UnmaskError as exc:
+            # a diagnostic about `domains` has a JSON path but no file: it is this replay's
+            r.diags.extend(
+                replace(d, file=r.file) if d.span is None and d.file is None else d
+                for d in exc.diagnostics
+            )
+            return None
+        except RecursionError:  # only when --max-expr-depth was raised past the compiler
+            r.err(
+                "limit",
+                fp,
+                "the protocol nests too deeply to compile",
+                help=f"lower `{r.limits.option('max_expr_depth')}`",
+            )
+            return None
+
+    # --- texts and verdicts -------------------------------------------------------------------
+
+    def _sources(self, obj: dict) -> dict[str, str]:
+        r = self.r
+        out: dict[str, str] = {}
+        if "sources" not in obj:
+            r.err(
+                "missing",
+                "$",
+                "missing `sources`",
+                help="`sources` holds the texts that evidence quotes",
+            )
+            return out
+        s = obj["sources"]
+        if not isinstance(s, dict):
+            r.expect("sources", "an object of source texts", s)
+            return out
+        for k, v in s.items():
+            p = join_path("sources", k)
+            if k not in SOURCES:
+                r.err(
+                    "unknown-source",
+                    p,
+                    f"unknown source `{show(k)}`",
+                    help=did_you_mean(k, SOURCES)
+                    or f"sources are {', '.join(f'`{n}`' for n in SOURCES)}",
+                )
+                continue
+            if not isinstance(v, str):
+                r.expect(p, "the source text (a string)", v)
+                self.bad_sources.add(k)
+                continue
+            if len(v) > r.limits.max_source_chars:
+                self.bad_sources.add(k)
+                r.limit(p, f"the length of source `{k}` in characters", len(v), "max_source_chars")
+                continue
+            out[k] = v
+        return out
+
+    def _verdict(
+        self, obj: dict, key: str, labels: tuple[str, ...] | None, required: bool
+    ) -> str | None:
+        """``verdict`` or ``gold``: one of ``labels`` (None: the protocol could not be read,
+        so any string passes here)."""
+        r = self.r
+        if key not in obj or (not required and obj[key] is None):
+            if required:
+                r.err("missing", "$", f"missing `{key}`", help=_write_one_of(labels))
+            return None
+        v = obj[key]
+        if isinstance(v, str) and (labels is None or v in labels):
+            return v
+        what = "the verdict" if required else "the gold label"
+        found = f"`{show(v)}`" if isinstance(v, str) else kind(v)
+        if labels is None:
+            message = f"{what} must be a label (a string), found {found}"
+        elif labels == VERDICTS:
+            message = f"{what} must be {_one_of(labels)}, found {found}"
+        else:
+            message = (
+                f"{what} must be a label of the protocol: expected {_one_of(labels)}, found {found}"
+            )
+        hint = _write_one_of(labels) + ("" if required else ", or null when there is none")
+        if isinstance(v, str) and labels:
+            same = [lab for lab in labels if lab.casefold() == v.casefold()]
+            if same:
+                hint = f"write `{same[0]}`" + (" in capitals" if same[0] == v.upper() else "")
+            else:
+                hint = did_you_mean(v, labels) or hint
+        notes: tuple[str, ...] = ()
+        if self.against is not None and labels is not None:
+            # the replay was judged under another version: its label is no typo to fix
+            message = (
+                f"{what} `{show(v)}` is not a label of protocol `{self.against.name}`, "
+                f"the protocol of `--protocol`: expected {_one_of(labels)}"
+            )
+            hint = (
+                "`unmask compare OLD NEW` shows how the labels changed; "
+                "re-check against a version that declares this label"
+            )
+            notes = (f"checked against `{self.against.path}`, not the replay's own protocol",)
+        r.err(key, key, message, help=hint, notes=notes)
+        return None
+
+
+def _one_of(labels: tuple[str, ...]) -> str:
+    names = [f"`{lab}`" for lab in labels]
+    if len(names) == 2:
+        return " or ".join(names)
+    return "one of " + ", ".join(names)
+
+
+def _write_one_of(labels: tuple[str, ...] | None) -> str:
+    return (
+        "write the label as the protocol declares it"
+        if labels is None
+        else ("write " + _one_of(labels))
+    )
+
+
+# --- public API -------------------------------------------------------------------------------
+
+
+def replay_from_obj(
+    obj: Any,
+    file: str | None = None,
+    base_dir: str | Path | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+    line: int | None = None,
+    text: str | None = None,
+    protocol: ProtocolFile | None = None,
+) -> Replay:
+    """Validate an already parsed replay; ``line`` (JSON Lines) is shown as ``FILE:LINE``.
+
+    ``base_dir`` is the replay's own folder, where a protocol ``path`` starts and may lead;
+    None means the working directory. ``text``, the JSON the object was parsed from, is
+    kept on the replay (with ``line``) so reports can point into it without a file.
+    ``protocol`` (``--protocol``) replaces the replay's own: see the module.
+    """
+    label = f"{file or '<input>'}:{line}" if line is not None else file
+    r = JsonReader(label, limits)
+    reader = _ReplayReader(r, Path(base_dir) if base_dir is not None else None, protocol)
+    out = reader.replay(obj, text, line)
+    if out is None or r.diags:
+        if not r.diags:  # cannot happen: every None path records an error; stay loud anyway
+            r.err("invalid", "$", "the replay is invalid")
+        raise r.failure()
+    return out
+
+
+def load_replay_text(
+    text: str,
+    file: str | None = None,
+    base_dir: str | Path | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+    protocol: ProtocolFile | None = None,
+) -> Replay:
+    obj = parse_json_text(text, file, limits)
+    return replay_from_obj(obj, file, base_dir, limits, text=text, protocol=protocol)
+
+
+def load_replay(
+    path: str | Path, limits: Limits = DEFAULT_LIMITS, protocol: ProtocolFile | None = None
+) -> Replay:
+    obj = read_json_file(path, limits)
+    return replay_from_obj(obj, str(path), Path(path).parent, limits, protocol=protocol)
+
+
+def render_error(err: UnmaskError) -> str:
+    """All diagnostics of ``err``, with source excerpts where the error carries them."""
+    return render_all(err.diagnostics, getattr(err, "sources", None))
