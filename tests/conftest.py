@@ -28,7 +28,7 @@ from unmask.backends import available
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
-# the modules of `pytest -m quick`, by file name; tests/test_docs.py checks that each exists
+# the modules of `pytest -m quick`, by file name; tests/project/test_docs.py checks that each exists
 QUICK = frozenset(
     {
         # the language, the IR and the backends
@@ -155,7 +155,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if item.path.parent == ROOT / "tests" and item.path.stem in QUICK:
+        if item.path.parent.parent == ROOT / "tests" and item.path.stem in QUICK:
             item.add_marker(pytest.mark.quick)
 
 

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.test_bounds import card_replay, write
+from tests.face.test_bounds import card_replay, write
 from unmask.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -33,7 +33,7 @@ from unmask.render import html, junit
 
 # what ``unmask.batch.run.page_name`` makes: a cleaned id of up to 60 characters, a hash
 PAGE_NAME = re.compile(r"[A-Za-z0-9._-]{1,60}-[0-9a-f]{10}\.html")
-# how every page ``unmask.render.html.render`` writes begins (tests/test_audit_cli.py holds
+# how every page ``unmask.render.html.render`` writes begins (tests/batch/test_audit_cli.py holds
 # it to the template): a file that does not begin so is not Unmask's, whatever its name
 PAGE_HEAD = (
     b'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'

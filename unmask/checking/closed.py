@@ -22,7 +22,7 @@ Contract:
 - ``forced_decision`` settles a wide ``and``/``or`` decision of literals on distinct atoms
   by counting, for the verdict of a binary protocol without constraints, and
   ``open_decision`` gives the least completion of each side of one the facts leave open;
-- ``tests/test_closed_form.py`` holds all three to the solver path on every backend.
+- ``tests/checking/test_closed_form.py`` holds all three to the solver path on every backend.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ Contract:
   remembered report, all but the replay's own fields and the annotations encoded once:
   ``write_line_template`` makes it from a line being written, ``LineTemplate.of`` from a
   report; ``line(report, location, items)`` fills it in, or gives None for the careful
-  path. tests/test_record.py and tests/test_outcomes.py hold both to the encoder.
+  path. tests/checking/test_record.py and tests/checking/test_outcomes.py hold both to the encoder.
 """
 
 from __future__ import annotations
@@ -144,7 +144,7 @@ def write_line(report: Report, location: str) -> bytes | None:
     anything, and a report of 200 claims has a few thousand values); None when the line
     needs the careful path (a lone surrogate to escape). The same bytes: the fields in
     ``Report.to_json``'s order, each annotation referred to in the same order
-    (tests/test_record.py holds it to the encoder)."""
+    (tests/checking/test_record.py holds it to the encoder)."""
     return _write(report, location)[0]
 
 

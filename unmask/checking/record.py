@@ -5,7 +5,7 @@ Contract:
   hints read of one result, and nothing else: ``from_report(report, location)`` makes it
   of a report just checked, ``from_line(obj)`` of a result line (a report's JSON with its
   ``location``, or an error record ``ERROR_SCHEMA``) read back from a results file, and
-  the two are equal for a report and its own line (tests/test_record.py), so a run that
+  the two are equal for a report and its own line (tests/checking/test_record.py), so a run that
   resumes writes what a fresh run writes;
 - an error record's record has ``error`` (its first diagnostic's code) and ``errors``
   (its diagnostics, read back from their JSON fields), and no report field;
@@ -18,7 +18,7 @@ Contract:
   a line of the first form (``unmask.report/1``: the report's JSON as it is, which older
   results files hold), so a reader of explanations reads either; for a report,
   ``report_json(result_line(report, loc))`` is ``report.to_json()`` with ``location``
-  (tests/test_record.py); ``unmask.checking.linewriter`` writes it as bytes;
+  (tests/checking/test_record.py); ``unmask.checking.linewriter`` writes it as bytes;
 - ``same_protocol(record.recheck, protocol_file)`` says whether a result was checked against
   that ``--protocol`` (or, both None, the replay's own): the digest decides, for
   ``audit --resume`` and ``next`` alike.

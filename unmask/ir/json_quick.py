@@ -1,10 +1,10 @@
 """The quick path of the protocol IR reader: shapes every rule plainly accepts, read at once.
 
-Contract: each ``quick_*`` function returns the IR of a JSON value whose shape plainly keeps
-every rule of ``unmask.ir.json_reader`` (plain ``{"atom": NAME}`` arguments, an atom
-declaration with a valid name and a known role, a grounding pair of a judge and a context
-atom), else None; the reader then reads that value field by field, which words every
-problem. A quick answer is always the one the slow path would give (tests/test_reading_quick.py).
+Contract: each ``quick_*`` function returns the IR of a JSON value whose shape plainly keeps every
+rule of ``unmask.ir.json_reader`` (plain ``{"atom": NAME}`` arguments, an atom declaration with a
+valid name and a known role, a grounding pair of a judge and a context atom), else None; the reader
+then reads that value field by field, which words every problem. A quick answer is always the one
+the slow path would give (tests/replay/test_reading_quick.py).
 """
 
 from __future__ import annotations

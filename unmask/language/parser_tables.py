@@ -8,7 +8,7 @@ tables make, or None when they are missing, damaged, or of another grammar or an
 of lark (1.3.x: then the caller builds, some 100 ms). Nothing is read from the user's cache
 folder and nothing is unpickled: the tables are JSON, and lark rebuilds its parser from the
 same plain values its own ``Lark.save`` would pickle. ``python -m unmask.language.parser_tables``
-writes the file again after the grammar changes; ``tests/test_grammar.py`` fails while the
+writes the file again after the grammar changes; ``tests/language/test_grammar.py`` fails while the
 shipped file is not the grammar's.
 """
 

@@ -1,15 +1,15 @@
 """``@frozen``: ``@dataclass(frozen=True, slots=True)`` without compiling code at import.
 
-Contract: ``@frozen`` makes of a class the frozen, slotted dataclass that
-``@dataclass(frozen=True, slots=True)`` makes: the same fields (``dataclasses.fields``,
-``replace``, ``asdict`` and ``is_dataclass`` see a dataclass; its ``__dataclass_params__``
-say frozen), ``__slots__``, ``__match_args__``, ``__doc__``, and the methods the standard
-library adds (``__init__``, ``__repr__``, ``__eq__``, ``__hash__``, the frozen
-``__setattr__`` and ``__delattr__``, ``__getstate__``/``__setstate__`` for pickling),
-behaving as Python 3.11's do; ``tests/test_frozen.py`` holds every such class of the package
-to the standard library's. It supports what the package uses (defaults, default factories,
-``init=False`` fields, ``__post_init__``); an ``InitVar``, a keyword-only field or a
-dataclass base raises ``TypeError`` when the class is made.
+Contract: ``@frozen`` makes of a class the frozen, slotted dataclass that ``@dataclass(frozen=True,
+slots=True)`` makes: the same fields (``dataclasses.fields``, ``replace``, ``asdict`` and
+``is_dataclass`` see a dataclass; its ``__dataclass_params__`` say frozen), ``__slots__``,
+``__match_args__``, ``__doc__``, and the methods the standard library adds (``__init__``,
+``__repr__``, ``__eq__``, ``__hash__``, the frozen ``__setattr__`` and ``__delattr__``,
+``__getstate__``/``__setstate__`` for pickling), behaving as Python 3.11's do;
+``tests/plumbing/test_frozen.py`` holds every such class of the package to the standard library's.
+It supports what the package uses (defaults, default factories, ``init=False`` fields,
+``__post_init__``); an ``InitVar``, a keyword-only field or a dataclass base raises ``TypeError``
+when the class is made.
 
 Why: before Python 3.13 the standard library compiles six methods from generated source
 for every dataclass at import (about 0.7 ms a class on this project's machine; ``unmask
