@@ -193,7 +193,7 @@ def test_made_up_quote_schema_break_refusal_and_timeout_through_the_server(
         if "Eiffel" in response:
             return ("refusal", "I can't help with that.")
         if "Python" in response:
-            return ("sleep", 4)
+            return ("sleep", 12)
         return honest(user)
 
     server = server_factory(script)
@@ -206,8 +206,10 @@ def test_made_up_quote_schema_break_refusal_and_timeout_through_the_server(
         MODEL,
         "--out",
         str(out),
+        # long enough that no prompt answered at once times out on a loaded machine (at 1 s
+        # one did, under a full suite beside other work), short of the 12 s sleep
         "--timeout",
-        "1",
+        "6",
         "--max-retries",
         "0",
     )
@@ -231,7 +233,7 @@ def test_made_up_quote_schema_break_refusal_and_timeout_through_the_server(
     slow = [k for k, v in responses.items() if "Python" in v]
     assert slow
     for k in slow:
-        assert "no answer within 1 s" in ann(k, "cited")["explanation"]
+        assert "no answer within 6 s" in ann(k, "cited")["explanation"]
     errors = [json.loads(x) for x in (out / "errors.jsonl").read_text().splitlines()]
     assert {e["errors"][0]["code"] for e in errors} == {"timeout"}
     assert len(errors) == len(slow)
