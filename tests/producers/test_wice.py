@@ -8,6 +8,7 @@ is absent. The citation rules are also tested on made-up explanations.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -542,3 +543,95 @@ def test_the_sentence_a_line_is_cited_in_is_not_cut_at_an_initial() -> None:
     text = "Sentence 24 mentions that J.J. Watt ended his sack drought with three sacks in a game."
     ((_, _, _, denied),) = rules.citations(text, claim)
     assert denied  # `three`, `Watt`: the whole sentence is read, not "J"
+
+
+# --- the claim's words are the claim's, not the judge's (wice-rules/4) ---------------------
+
+EMCEE = (
+    'The same year, he had a supporting role as a drag queen emcee in the film "A Star Is Born".'
+)
+
+
+def test_a_claim_part_missing_its_own_support_word_is_not_said_in_full() -> None:
+    # `supporting` is the judge's word in "Sentence 5 supports …" but the claim's fact in "a
+    # supporting role": /3 left it out of the claim too, so `queen` alone was missing (one word,
+    # a paraphrase by the test) and `drag` matched inside the show's name: read as support
+    text = (
+        'Sentence 10 states that the emcee role in the film "A Star Is Born" was played by '
+        'D.J. "Shangela" Pierce, a favorite from "RuPaul\'s Drag Race". The claim does not '
+        "specify who the actor is, so it cannot be confirmed or denied."
+    )
+    ((line, _, _, denied),) = rules.citations(text, EMCEE)
+    assert line == 10 and denied  # UNKNOWN: left to a reviewer
+    why = rules.part_of_claim(rules.cited_for(text.split('Race".')[0]), EMCEE)
+    assert why is not None and why.kind == "name" and "RuPaul" in str(why)
+    # the same in words, naming no line
+    said = 'The evidence mentions that the emcee role in the film "A Star Is Born" was played'
+    said += ' by "RuPaul\'s Drag Race" favorite Shangela Pierce.'
+    assert rules.support_said(said) is not None and rules.support_said(said, EMCEE) is None
+
+
+def test_a_claim_part_with_the_judges_words_said_in_full_is_still_support() -> None:
+    # the part's `supporting` is counted now, and the line says it: support, as before
+    claim = "He had a supporting role in the film Weekend."
+    text = (
+        "Sentence 4 states that Pierce, a drag performer from Texas, had a supporting role in "
+        "the film Weekend, which was shot in Nottingham."
+    )
+    ((line, _, _, denied),) = rules.citations(text, claim)
+    assert line == 4 and not denied
+    # and a one-word paraphrase of a part with none of the judge's words is still one
+    claim = "He was appointed as the Minister for Housing and Works for the second time."
+    text = "Sentence 43 states that Akram Khan Durrani is the Housing Minister."
+    ((_, _, _, denied),) = rules.citations(text, claim)
+    assert not denied
+
+
+@needs_data
+def test_the_blind_readers_findings_that_the_rules_still_report(tmp_path: Path) -> None:
+    # round 3 of docs/study-wice-review.md read wice-rules/2's 21 VIOLATED findings blind;
+    # the importer's rules now report 15 of them: 12 of the 17 the reader found genuine, 2 of
+    # its 3 unclear and the 1 it found not genuine (docs/study-wice.md, docs/proposers.md)
+    reviews = ROOT / "tests" / "data" / "reviews" / "wice-independent.jsonl"
+    rows = [json.loads(x) for x in reviews.read_text(encoding="utf-8").splitlines()]
+    reader = {r["replay"]: r["reviewer"] for r in rows if r["unmask"] == "VIOLATED"}
+    assert DATA is not None
+    gold = DATA / "gold_claim_test.jsonl"
+    ids = {rid.split("/")[1].rsplit("-", 1)[0] for rid in reader}
+    claims = set()
+    for x in gold.read_text(encoding="utf-8").splitlines():
+        row = json.loads(x)
+        if row["meta"]["id"] in ids:
+            claims.add(row["claim"])
+    from unmask.studies import wice as study
+
+    for judge in study.JUDGES:
+        src = DATA / f"{judge}_claim_test_outputs.jsonl"
+        keep = []
+        for x in src.read_text(encoding="utf-8").splitlines(keepends=True):
+            prompt = json.loads(x)["prompt"]
+            last = prompt[prompt.rfind("<claim>") + len("<claim>") : prompt.rfind("</claim>")]
+            if last in claims:
+                keep.append(x)
+        (tmp_path / src.name).write_text("".join(keep), encoding="utf-8")
+        import_file("wice", tmp_path / src.name, tmp_path / "r" / judge, Options(gold=gold))
+    out = tmp_path / "results.jsonl"
+    res = CliRunner().invoke(main, ["audit", str(tmp_path / "r"), "--out", str(out), "-q"])
+    assert res.exit_code == 0, res.output
+    status = {
+        r["replay"]: r["overall"]
+        for r in map(json.loads, out.read_text(encoding="utf-8").splitlines())
+        if "overall" in r
+    }
+    assert set(reader) <= set(status)
+    still = {rid for rid in reader if status[rid] == "VIOLATED"}
+    assert Counter(reader[rid] for rid in still) == {"yes": 12, "unclear": 2, "no": 1}
+    assert sorted(rid for rid in reader if reader[rid] == "yes" and rid not in still) == [
+        "gpt-3.5-turbo-0613/test01146-0",
+        "gpt-3.5-turbo-0613/test02877-0",
+        "gpt-4-0613/test01062-0",
+        "gpt-4-0613/test03132-0",
+        "gpt-4-0613/test03132-2",
+    ]
+    # none of the 21 became a finding of another kind, and none is refuted the other way
+    assert {status[rid] for rid in reader} <= {"VIOLATED", "UNKNOWN"}

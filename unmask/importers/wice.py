@@ -12,7 +12,7 @@ every judge given that prompt), nothing is marked and there is no gold label:
 response, ``response`` the claim, ``context`` the evidence lines as shown, ``reference``
 the annotators' supporting lines (an independent reading, evidence for context atoms only;
 absent without gold). Judge and procedure atoms
-come from rules over the response (``by: rule wice-rules/3``, unreviewed). ``supports(l)``
+come from rules over the response (``by: rule wice-rules/4``, unreviewed). ``supports(l)``
 is TRUE where the annotators marked line l (``oracle_idx``), in this chunk or, the same text,
 in any other chunk of the claim (``by: human wice-annotators``, reviewed); a line nobody
 marked is UNKNOWN, never FALSE: ``oracle_idx`` lists support, it does not deny it. Where the
@@ -44,7 +44,7 @@ from unmask.replay.builder import ReplayBuilder
 NAME = "wice"
 PROTOCOL = PROTOCOLS / "wice.proto"
 # 3: a line cited for what is not a part of the claim is not read as support
-RULES = {"kind": "rule", "name": "wice-rules/3", "reviewed": False}
+RULES = {"kind": "rule", "name": "wice-rules/4", "reviewed": False}
 # WiCE's own annotators marked the line: a human reading the dataset reports as reviewed
 ANNOTATORS = {"kind": "human", "name": "wice-annotators", "reviewed": True}
 # the lexical aligner's reading of a cited line the annotators left unmarked
