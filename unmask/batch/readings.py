@@ -51,7 +51,7 @@ def replays(
 
 def _read(task: Any, limits: Limits, errors: list[UnmaskError]) -> tuple[Any, Any] | None:
     """(document, Replay) of a task, or None with its error kept."""
-    from unmask.batch.run import load_task, task_document
+    from unmask.batch.task import load_task, task_document
 
     try:
         replay = load_task(task, limits)

@@ -115,7 +115,7 @@ def _time_runner(
 ) -> tuple[float, float, float, float | None]:
     """CPU seconds, wall seconds, solver calls and result-line bytes (None for the floor
     and the baseline, which write no line) per replay for one pass over ``tasks``."""
-    from unmask.batch.run import Settings, load_task
+    from unmask.batch.task import Settings, load_task
     from unmask.plumbing.limits import DEFAULT_LIMITS
 
     settings = Settings(runner, timeout_ms, DEFAULT_LIMITS)
@@ -139,7 +139,7 @@ def _time_runner(
     calls = size = 0
     cpu, wall = time.process_time(), time.perf_counter()
     for t in tasks:
-        # the audit's own path (``batch.run.audit_task``): parse, validate, check, explain,
+        # the audit's own path (``batch.task.audit_task``): parse, validate, check, explain,
         # serialise the result line
         replay = load_task(t, settings.limits)
         size += len(check_replay_line(replay, counting, t.location)[1])  # type: ignore[arg-type]

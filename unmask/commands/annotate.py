@@ -42,7 +42,7 @@ def items(paths: tuple[str, ...], limits) -> Iterator:  # type: ignore[no-untype
     """One ``Item`` per replay the paths name, loaded, or with why it is not valid."""
     from unmask.annotate.run import Item
     from unmask.batch.inputs import STDIN_LABEL, iter_tasks
-    from unmask.batch.run import task_document
+    from unmask.batch.task import task_document
     from unmask.replay.load import replay_from_obj
 
     for task in iter_tasks(paths, limits):

@@ -49,7 +49,7 @@ def _fail(diags: list[Diagnostic], status: int) -> None:
 def command(paths: tuple[str, ...], out: str, data: str | None, limits: Limits) -> None:
     """Measure each reader's precision from sampled reviews, into a calibration file."""
     from unmask.batch.inputs import iter_tasks
-    from unmask.batch.run import load_task, task_document
+    from unmask.batch.task import load_task, task_document
     from unmask.plumbing.interrupt import reraise_interrupt
     from unmask.plumbing.outputs import OutputError, write_text
     from unmask.review.calibration import counted, digest_text, make, tally

@@ -122,7 +122,7 @@ def _bad_line(path: str, n: int, message: str, help: str | None = None):
 
 def _load(task, limits: Limits, against: Any = None):
     """The task's validated replay, or the ``UnmaskError`` that says why there is none."""
-    from unmask.batch.run import load_task
+    from unmask.batch.task import load_task
 
     try:
         return load_task(task, limits, against)

@@ -59,7 +59,7 @@ def _fail(diags: list[Diagnostic], status: int) -> None:
 def _document(task: Any, limits: Limits, digests: dict[str, str]) -> Any:
     """The task's replay document, its record's digest kept in ``digests`` (the export
     carries it, and ``--apply`` refuses a record that no longer has it)."""
-    from unmask.batch.run import task_document
+    from unmask.batch.task import task_document
     from unmask.plumbing.files import read_bytes
     from unmask.plumbing.jsonload import parse_json_bytes
     from unmask.review.queue import record_digest
@@ -101,7 +101,7 @@ def _gather(
     from unmask.api import check
     from unmask.batch.inputs import iter_tasks
     from unmask.batch.results import Locations, is_results
-    from unmask.batch.run import load_task
+    from unmask.batch.task import load_task
     from unmask.plumbing.interrupt import reraise_interrupt
 
     out = []

@@ -62,7 +62,7 @@ def command(paths: tuple[str, ...], against_path: str | None, limits: Limits) ->
         echo(_line(r))
         return
     from unmask.batch.inputs import iter_tasks
-    from unmask.batch.run import load_task
+    from unmask.batch.task import load_task
 
     valid = invalid = 0
     for task in iter_tasks(paths, limits):
