@@ -266,10 +266,10 @@ def command(
     weigh = trust_or_exit(calibration_path, trust, limits)
     listed = queue(paths, root, limits, solver, context_chars, findings_only)
     found, errors = listed.items, listed.errors
-    for exc in errors:
+    for error in errors:
         from unmask.replay.load import render_error
 
-        click.echo(render_error(exc), err=True)
+        click.echo(render_error(error), err=True)
     status = EXIT_INVALID if errors else exitcodes.OK
     if export:
         from unmask.plumbing.outputs import OutputError, write_bytes
