@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_propose_replay import CITES_RULES, wice_replay
+from tests.producers.test_propose_replay import CITES_RULES, wice_replay
 from unmask.annotate.run import Item
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.limits import DEFAULT_LIMITS

@@ -19,7 +19,7 @@ from unmask.review.lines import apply_review, export_line, read_review
 from unmask.review.queue import dumps
 from unmask.review.session import Session, load_state
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 RULE = {"kind": "rule", "name": "outside-knowledge/1", "reviewed": False}
 PATHS = ("b1.json", "b2.json")
 
