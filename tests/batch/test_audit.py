@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 
 from unmask.api import check
-from unmask.batch import inputs, resume, run, summary, tuning, wire
 from unmask.batch import pool as batch_pool
+from unmask.batch import resume, run, summary, tuning, wire
 from unmask.batch import task as batch_task
 from unmask.bench import replay_line
 from unmask.checking.record import ResultRecord, report_json
+from unmask.replay import inputs
 from unmask.replay.load import load_replay
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -20,11 +20,12 @@ from click.testing import CliRunner
 pytest.importorskip("distributed")
 
 from tests.helpers import assert_same_audit_outputs
-from unmask.batch import cluster, inputs, run, summary, wire
+from unmask.batch import cluster, run, summary, wire
 from unmask.batch import task as batch_task
 from unmask.bench import replay_line
 from unmask.checking.record import ResultRecord
 from unmask.cli.main import main
+from unmask.replay import inputs
 
 CRASH_LINE = 7
 

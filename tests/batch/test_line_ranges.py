@@ -16,11 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import assert_same_audit_outputs
-from unmask.batch import inputs, run
 from unmask.batch import pool as batch_pool
+from unmask.batch import run
 from unmask.batch import task as batch_task
 from unmask.bench import replay_line
 from unmask.plumbing.limits import DEFAULT_LIMITS
+from unmask.replay import inputs
 
 SMALL = replace(DEFAULT_LIMITS, max_file_bytes=40)
 SETTINGS = batch_task.Settings("sliced", 60_000)

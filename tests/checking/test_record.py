@@ -15,7 +15,6 @@ import pytest
 from tests.strategies import random_protocol, random_replay
 from unmask.api import check
 from unmask.backends import create
-from unmask.batch import inputs
 from unmask.batch import task as batch_task
 from unmask.batch.records import encode_line, error_record
 from unmask.bench.workload import replay_line
@@ -33,6 +32,7 @@ from unmask.checking.record import (
 )
 from unmask.ir import Span
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, render_all
+from unmask.replay import inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
@@ -159,7 +159,7 @@ def test_a_malformed_line_that_resume_accepts_never_raises() -> None:
 def _report_and_line(location: str, text: bytes | None = None, file: str | None = None):
     """The report of a replay and its result line, parsed."""
     task = inputs.Task(location, file or location, 1 if text else None, text)
-    replay = batch_task.load_task(task, SETTINGS.limits)
+    replay = inputs.load_task(task, SETTINGS.limits)
     from unmask.checking.outcomes import check_replay
 
     report = check_replay(replay, batch_task.backend(SETTINGS))
@@ -252,12 +252,10 @@ def test_a_line_written_from_the_report_is_the_encoders(seed: int) -> None:
 
 
 def test_every_example_and_bench_line_is_the_encoders() -> None:
-    replays = [batch_task.load_task(t, SETTINGS.limits) for t in _bench_tasks()]
+    replays = [inputs.load_task(t, SETTINGS.limits) for t in _bench_tasks()]
     for path in EXAMPLES:
         replays.append(
-            batch_task.load_task(
-                inputs.Task("e:1", str(path), 1, path.read_bytes()), SETTINGS.limits
-            )
+            inputs.load_task(inputs.Task("e:1", str(path), 1, path.read_bytes()), SETTINGS.limits)
         )
     for r in replays:
         report = check(r, "sliced")
@@ -277,9 +275,7 @@ def test_a_line_with_a_lone_surrogate_takes_the_careful_path() -> None:
     obj = json.loads((ROOT / "examples" / "case_b.json").read_text(encoding="utf-8"))
     obj["id"] = "case-\ud800"
     beside = str(ROOT / "examples" / "s.jsonl")
-    r = batch_task.load_task(
-        inputs.Task("s:1", beside, 1, json.dumps(obj).encode()), SETTINGS.limits
-    )
+    r = inputs.load_task(inputs.Task("s:1", beside, 1, json.dumps(obj).encode()), SETTINGS.limits)
     report = check(r, "sliced")
     assert write_line(report, "s:1") is None  # the writer declines, the encoder escapes
     report, line = check_replay_line(r, create("sliced"), "s:1")

@@ -189,9 +189,9 @@ def test_a_wrapped_ctrl_c_is_known_for_what_it_is():
 @pytest.mark.skipif(sys.platform == "win32", reason="the C library of the process")
 def test_an_audit_does_not_turn_a_wrapped_ctrl_c_into_an_error_record(monkeypatch):
     import unmask.checking.outcomes
-    from unmask.batch import inputs
     from unmask.batch import task as batch_task
     from unmask.bench.workload import replay_line
+    from unmask.replay import inputs
 
     # the batch engine checks through the semantics layer, not the library face
     monkeypatch.setattr(unmask.checking.outcomes, "check_replay_line", _raise_disguised)

@@ -382,9 +382,9 @@ def test_every_format_says_what_was_checked_against_and_left_out(
 
 
 def test_a_result_line_gives_back_the_record_of_its_report(cases: Path, tmp_path: Path) -> None:
-    from unmask.batch import inputs
     from unmask.batch import task as batch_task
     from unmask.checking.record import ResultRecord
+    from unmask.replay import inputs
 
     v2 = load_protocol_file(str(write(tmp_path, "v2.proto", DROPS_EXTERNAL)))
     settings = batch_task.Settings("z3", 60_000, protocol=v2)

@@ -7,7 +7,8 @@ Modules, in the order a run uses them:
 
 - ``audit``: a whole audit (inputs, settings, every output, resume, progress, SIGTERM,
   hints), for ``unmask audit`` and for a Python program alike;
-- ``inputs``: the tasks named by the paths (files, directories, JSON Lines, stdin);
+- ``unmask.replay.inputs`` (below, shared with every command that reads replays): the tasks
+  named by the paths (files, directories, JSON Lines, stdin);
 - ``run``: every task checked, in this process or a pool, results in input order;
 - ``task``: checking one task (its result line, its record, its page);
 - ``wire``: the tasks cut into jobs, and what crosses to a worker process and back;

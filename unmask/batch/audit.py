@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from unmask.backends.base import DEFAULT_BACKEND, DEFAULT_DEADLINE_MS, DEFAULT_TIMEOUT_MS
-from unmask.batch import files, inputs, run, tuning
+from unmask.batch import files, run, tuning
 from unmask.batch import resume as resuming
 from unmask.batch.summary import Summary
 from unmask.batch.task import Result, Settings, page_name
@@ -52,6 +52,7 @@ from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
 from unmask.plumbing.outputs import OutputError, cannot_write, reason, write_text
+from unmask.replay import inputs
 
 BROKEN_PROTOCOL_HINT = "`unmask analyze` shows why the protocol contradicts itself"
 

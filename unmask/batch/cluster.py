@@ -33,10 +33,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from unmask.batch import run, wire
-from unmask.batch.inputs import LineRange, Task
 from unmask.batch.summary import Summary
 from unmask.batch.task import Result, Settings, died
 from unmask.batch.wire import Emit
+from unmask.replay.inputs import LineRange, Task
 
 LOCAL = "local"
 # the most worker processes `local:N` starts: each is a Python process of tens of megabytes,

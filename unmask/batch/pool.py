@@ -21,7 +21,6 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from unmask.batch.inputs import LineRange, Task, range_tasks, split_range
 from unmask.batch.summary import Summary
 from unmask.batch.task import Result, Settings, backend, died
 from unmask.batch.tuning import CHUNK_BYTES, CHUNK_TASKS, TAIL_PIECES, WINDOW_PER_JOB
@@ -36,6 +35,7 @@ from unmask.batch.wire import (
     run_wire,
     task_wire,
 )
+from unmask.replay.inputs import LineRange, Task, range_tasks, split_range
 
 
 def _worker_init() -> None:

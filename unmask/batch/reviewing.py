@@ -31,9 +31,9 @@ from unmask.plumbing.limits import Limits
 def _document(task: Any, limits: Limits, digests: dict[str, str]) -> Any:
     """The task's replay document, its record's digest kept in ``digests`` (the export
     carries it, and ``--apply`` refuses a record that no longer has it)."""
-    from unmask.batch.task import task_document
     from unmask.plumbing.files import read_bytes
     from unmask.plumbing.jsonload import parse_json_bytes
+    from unmask.replay.inputs import task_document
     from unmask.review.queue import record_digest
 
     if task.problem is None and task.text is None:  # a whole file: its bytes, read once
@@ -71,11 +71,10 @@ def gather(
     """(location, report JSON, replay document) of every replay the paths name; each file
     is read once, however many replays it holds."""
     from unmask.backends.base import spec
-    from unmask.batch.inputs import iter_tasks
     from unmask.batch.results import Locations, is_results
-    from unmask.batch.task import load_task
     from unmask.checking.outcomes import check_replay
     from unmask.plumbing.interrupt import reraise_interrupt
+    from unmask.replay.inputs import iter_tasks, load_task
 
     out = []
     locations = Locations(root, limits)
@@ -163,9 +162,8 @@ class Calibrated:
 def calibrate(paths: tuple[str, ...], data: str | None, limits: Limits) -> Calibrated:
     """Every sampled review of the replays the paths name, counted for its reader;
     ``data`` names what the reviews were drawn from (None: the paths as given)."""
-    from unmask.batch.inputs import iter_tasks
-    from unmask.batch.task import load_task, task_document
     from unmask.plumbing.interrupt import reraise_interrupt
+    from unmask.replay.inputs import iter_tasks, load_task, task_document
     from unmask.review.calibration import counted, digest_text, make, tally
 
     counts: Counter = Counter()

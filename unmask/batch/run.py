@@ -19,14 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
-from unmask.batch import inputs, task
-from unmask.batch.inputs import LineRange, Task, range_tasks
+from unmask.batch import task
 from unmask.batch.pool import Pool
 from unmask.batch.summary import Summary
 from unmask.batch.task import Settings
 from unmask.batch.tuning import CHUNK_BYTES, batch_gc
 from unmask.batch.wire import Emit, emit_all
 from unmask.plumbing.limits import Limits
+from unmask.replay import inputs
+from unmask.replay.inputs import LineRange, Task, range_tasks
 
 
 def run_audit(

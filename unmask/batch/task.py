@@ -10,8 +10,6 @@ Contract:
 - ``audit_task(task, settings)`` checks one task (``unmask.checking.outcomes``) and never
   raises for a bad replay: every failure is an error record; ``died(task)`` is the error
   record of a replay whose checking killed its process;
-- ``load_task`` and ``task_document`` read a task's replay (validated) or its JSON document
-  (not yet validated), for the audit and for every command that reads replays as it does;
 - ``backend(settings)`` is the process's backend for these settings, made once and kept
   (a forked worker inherits it); ``page_name`` names a replay's HTML page.
 """
@@ -21,16 +19,15 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
-from unmask.batch.inputs import STDIN_LABEL, Task
 from unmask.batch.records import encode_line, error_record
 from unmask.checking.record import ResultRecord
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, internal_error
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.interrupt import reraise_interrupt
 from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
+from unmask.replay.inputs import Task, load_task
 
 
 @frozen
@@ -83,33 +80,6 @@ def backend(settings: Settings) -> Any:
         _STATE["backend"] = made
         _STATE["settings"] = settings
     return made
-
-
-def load_task(task: Task, limits: Limits, protocol: Any = None) -> Any:
-    """The validated ``Replay`` of a task (raises ``UnmaskError`` when it is not one),
-    read against ``protocol`` (a ``ProtocolFile``) when one is given."""
-    from unmask.replay.load import replay_from_obj
-
-    obj, text = task_document(task, limits)
-    if task.text is None:
-        return replay_from_obj(obj, task.file, Path(task.file).parent, limits, protocol=protocol)
-    base_dir = Path.cwd() if task.file == STDIN_LABEL else Path(task.file).parent
-    return replay_from_obj(
-        obj, task.file, base_dir, limits, line=task.line, text=text, protocol=protocol
-    )
-
-
-def task_document(task: Task, limits: Limits) -> tuple[Any, str | None]:
-    """The task's JSON document, not yet validated, and the text of a JSON Lines record
-    (None for a whole file); raises ``UnmaskError`` when it cannot be read or parsed."""
-    from unmask.plumbing.jsonload import parse_json_document, read_json_file
-
-    if task.problem is not None:
-        code, message, hint = task.problem
-        raise UnmaskError([Diagnostic(code, message, file=task.location, help=hint)])
-    if task.text is None:
-        return read_json_file(task.file, limits), None
-    return parse_json_document(task.text, task.file, limits, first_line=task.line or 1)
 
 
 def audit_task(task: Task, settings: Settings) -> Result:

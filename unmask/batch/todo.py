@@ -75,8 +75,8 @@ def steps(
 def replays(paths: tuple[str, ...], root: str, limits: Limits, against: Any = None):
     """(location, replay or UnmaskError, note) for every replay the paths name, in order,
     read against ``against`` (``--protocol``) when it is given."""
-    from unmask.batch.inputs import iter_tasks
     from unmask.batch.results import Locations, is_results
+    from unmask.replay.inputs import iter_tasks
 
     locations = Locations(root, limits)
     for path in paths:
@@ -138,7 +138,7 @@ def _bad_line(path: str, n: int, message: str, help: str | None = None):
 
 def _load(task, limits: Limits, against: Any = None):
     """The task's validated replay, or the ``UnmaskError`` that says why there is none."""
-    from unmask.batch.task import load_task
+    from unmask.replay.inputs import load_task
 
     try:
         return load_task(task, limits, against)

@@ -20,10 +20,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from unmask.batch import task
-from unmask.batch.inputs import LineRange, Task, range_tasks
 from unmask.batch.summary import Summary
 from unmask.batch.task import Result, Settings
 from unmask.batch.tuning import batch_gc
+from unmask.replay.inputs import LineRange, Task, range_tasks
 
 Job = list[Task] | LineRange  # what one pool job checks
 

@@ -86,7 +86,7 @@ def measure_jobs(plan: Any, say: Callable[[str], None]) -> dict[str, Any]:
 
                 run_audit(iter(items), settings, emit, jobs, out.flush, summary)
 
-        from unmask.batch.inputs import iter_work
+        from unmask.replay.inputs import iter_work
 
         ranges = list(iter_work([source], settings.limits, CHUNK_BYTES))
         for _ in range(plan.repeats):

@@ -349,8 +349,7 @@ def _replay_many(
 ) -> None:
     """Every replay the paths name (files, folders, JSON Lines, as `audit` takes them),
     each written to ``out/ID.json``; an invalid one is said and passed over (exit 4)."""
-    from unmask.annotate.run import names
-    from unmask.commands.annotate import items
+    from unmask.annotate.run import items, names
     from unmask.propose.replay import DEFAULT_PROPOSERS
     from unmask.propose.replays import Unusable, fill_each
 
