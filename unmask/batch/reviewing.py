@@ -3,9 +3,9 @@
 Contract: each function takes paths as ``unmask review`` and ``unmask calibrate`` take them
 (a replay file, a folder, a JSON Lines file of replays; for the queue and the sample also an
 audit's results file, each line's report used as the audit wrote it and its replay re-read
-from ``location`` relative to ``root``, ``unmask.batch.results``), and appends each replay
-that cannot be read to ``errors`` (its ``UnmaskError``) and goes on. Nothing here prints or
-exits: the command does.
+from ``location`` relative to ``root``, ``unmask.batch.results``). A replay that cannot be
+read is kept as its ``UnmaskError`` (``errors``; ``calibrate``: its diagnostics, in
+``problems``) and the rest are read. Nothing here prints or exits: the command does.
 - ``gather`` is (location, report JSON, replay document) of every replay, each file read
   once, each replay checked on ``solver`` (unless its report comes from a results file), and
   each record's digest kept (the export carries it; ``--apply`` refuses a record that
@@ -26,6 +26,7 @@ from unmask.checking.record import report_json
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, internal_error
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.limits import Limits
+from unmask.review.queue import CONTEXT_CHARS
 
 
 def _document(task: Any, limits: Limits, digests: dict[str, str]) -> Any:
@@ -111,7 +112,7 @@ def queue(
     root: str,
     limits: Limits,
     solver: Any,
-    chars: int = 160,
+    chars: int = CONTEXT_CHARS,
     findings_only: bool = False,
 ) -> Queue:
     """The ranked review items of every replay the paths name (``gather``, then
