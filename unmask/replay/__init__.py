@@ -6,6 +6,7 @@ envelope, the protocol it names or embeds, every annotation's evidence checked b
 given apart from the replays; ``builder`` is the public way to write one from Python
 (every importer and proposer uses it); ``judgeschema`` states what a judge's structured
 output looks like and reads one; ``inputs`` is the replays paths name (files, folders, JSON
-Lines, stdin), as the audit and every command that reads replays take them. Loading a replay never imports the checker, and the gold
-label never reaches a solver. Replays import the language, the IR and the plumbing.
+Lines, stdin), as the audit and every command that reads replays take them. Loading a
+replay never imports the checker, and the gold label never reaches a solver. Replays import
+the language, the IR and the plumbing.
 """
