@@ -14,14 +14,17 @@ from pathlib import Path
 import pytest
 
 from unmask.api import check
-from unmask.batch import inputs, resume, run, summary
+from unmask.batch import pool as batch_pool
+from unmask.batch import resume, run, summary, tuning, wire
+from unmask.batch import task as batch_task
 from unmask.bench import replay_line
 from unmask.checking.record import ResultRecord, report_json
+from unmask.replay import inputs
 from unmask.replay.load import load_replay
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CASES = ["case_a.json", "case_b.json", "case_c.json", "case_d.json", "case_unknown.json"]
-SETTINGS = run.Settings("sliced", 60_000)
+SETTINGS = batch_task.Settings("sliced", 60_000)
 
 
 def _collect(tasks, jobs=1, settings=SETTINGS):
@@ -126,14 +129,14 @@ def test_a_pool_job_carries_results_across_the_pipe_unchanged(which) -> None:
     import pickle
 
     task = inputs.Task("x:1", "x", 1, b"{}") if which == "invalid" else _line_task(which)
-    settings = run.Settings("sliced", 60_000, html=True)
-    direct = run._run_chunk([task], settings)
+    settings = batch_task.Settings("sliced", 60_000, html=True)
+    direct = wire.run_chunk([task], settings)
     wired, part = pickle.loads(
-        pickle.dumps(run.run_wire([run.task_wire(task)], settings, folded=True))
+        pickle.dumps(wire.run_wire([wire.task_wire(task)], settings, folded=True))
     )
-    got = [run.from_wire(w) for w in wired]
+    got = [wire.from_wire(w) for w in wired]
     assert [(r.line, r.record, r.page) for r in got] == [(r.line, r.record, r.page) for r in direct]
-    assert part.to_json() == run.fold(direct).to_json() and part.total == 1
+    assert part.to_json() == wire.fold(direct).to_json() and part.total == 1
 
 
 def test_read_done_cuts_a_truncated_last_line_and_counts_locations(tmp_path: Path) -> None:
@@ -329,7 +332,7 @@ def test_the_summary_keys_memo_changes_no_figure(monkeypatch) -> None:
 @pytest.mark.parametrize("jobs", [2, 3])
 def test_pool_jobs_keep_every_task_in_order_and_end_small(count: int, jobs: int) -> None:
     tasks = [inputs.Task(f"f:{i}", "f", i, b"x" * (1 + i % 13)) for i in range(count)]
-    chunks = list(run._pool_jobs(iter(tasks), jobs, max_tasks=50, max_bytes=300))
+    chunks = list(batch_pool.pool_jobs(iter(tasks), jobs, max_tasks=50, max_bytes=300))
     assert [t for c in chunks for t in c] == tasks
     assert all(c for c in chunks)
     for c in chunks:
@@ -338,8 +341,8 @@ def test_pool_jobs_keep_every_task_in_order_and_end_small(count: int, jobs: int)
     full = [len(c) == 50 or sum(len(t.text) for t in c) >= 300 for c in chunks]
     if count >= 300:
         tail = chunks[max(i for i, f in enumerate(full) if f) + 1 :]
-        assert len(tail) >= run.TAIL_PIECES
-        assert all(len(c) <= -(-50 // run.TAIL_PIECES) for c in tail)
+        assert len(tail) >= tuning.TAIL_PIECES
+        assert all(len(c) <= -(-50 // tuning.TAIL_PIECES) for c in tail)
 
 
 def test_error_records_are_counted_by_first_code() -> None:
@@ -367,7 +370,7 @@ def test_an_overlong_jsonl_record_is_skipped_without_reading_it_whole(tmp_path: 
     assert [t.line for t in tasks] == [1, 2, 3]
     assert tasks[1].text is None and tasks[1].problem[0] == "limit"
     assert inputs.count_tasks([str(f)], limits) == 3
-    settings = run.Settings("sliced", 60_000, limits)
+    settings = batch_task.Settings("sliced", 60_000, limits)
     objs = [json.loads(line) for _, line, _ in _collect(tasks, settings=settings)]
     assert [o["schema"] for o in objs] == ["unmask.result/2", "unmask.error/1", "unmask.result/2"]
     err = objs[1]["errors"][0]
@@ -380,7 +383,7 @@ def test_a_replay_that_kills_its_worker_becomes_an_error_record(
 ) -> None:
     f = tmp_path / "r.jsonl"
     f.write_text("".join(replay_line(2, 2, i) + "\n" for i in range(40)))
-    real = run.audit_task
+    real = batch_task.audit_task
 
     def crashing(task, settings):
         if task.line == 7:
@@ -388,7 +391,7 @@ def test_a_replay_that_kills_its_worker_becomes_an_error_record(
         return real(task, settings)
 
     # forked workers inherit the patched module
-    monkeypatch.setattr(run, "audit_task", crashing)
+    monkeypatch.setattr(batch_task, "audit_task", crashing)
     # read by the parent and sent, or read by the worker that dies
     items = inputs.iter_tasks([str(f)]) if reader == "tasks" else inputs.iter_work([str(f)])
     got = [json.loads(line) for _, line, _ in _collect(items, jobs=2)]
@@ -400,12 +403,12 @@ def test_a_replay_that_kills_its_worker_becomes_an_error_record(
     items = inputs.iter_tasks([str(f)]) if reader == "tasks" else inputs.iter_work([str(f)])
     folded = summary.Summary()
     run.run_audit(items, SETTINGS, lambda t, r: None, 2, None, folded)
-    assert folded.to_json() == run.fold(_results(got)).to_json()
+    assert folded.to_json() == wire.fold(_results(got)).to_json()
     assert folded.total == 40 and folded.errors["internal-error"] == 1
 
 
-def _results(objs: list[dict]) -> list[run.Result]:
-    return [run.Result(b"", ResultRecord.from_line(o)) for o in objs]
+def _results(objs: list[dict]) -> list[batch_task.Result]:
+    return [batch_task.Result(b"", ResultRecord.from_line(o)) for o in objs]
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
@@ -425,15 +428,15 @@ def test_the_summary_folds_every_result_emitted_in_order(tmp_path, jobs, reader)
         emitted.append(json.loads(result.line))
 
     run.run_audit(items, SETTINGS, emit, jobs, None, folded)
-    assert folded.to_json() == run.fold(_results(emitted)).to_json()
+    assert folded.to_json() == wire.fold(_results(emitted)).to_json()
     assert folded.total == 70 and folded.errors["json-syntax"] == 1
     assert all(total <= i for i, total in enumerate(seen))
 
 
 def test_a_job_stopped_while_emitting_folds_only_what_was_emitted() -> None:
-    results = [run.audit_task(_line_task(i), SETTINGS) for i in range(5)]
+    results = [batch_task.audit_task(_line_task(i), SETTINGS) for i in range(5)]
     tasks = [_line_task(i) for i in range(5)]
-    part = run.fold(results)
+    part = wire.fold(results)
     folded = summary.Summary()
     count = 0
 
@@ -444,10 +447,10 @@ def test_a_job_stopped_while_emitting_folds_only_what_was_emitted() -> None:
         count += 1
 
     with pytest.raises(KeyboardInterrupt):
-        run.emit_all(tasks, results, part, emit, folded)
-    assert folded.to_json() == run.fold(results[:3]).to_json() and folded.total == 3
+        wire.emit_all(tasks, results, part, emit, folded)
+    assert folded.to_json() == wire.fold(results[:3]).to_json() and folded.total == 3
     whole = summary.Summary()
-    run.emit_all(tasks, results, part, lambda t, r: None, whole)
+    wire.emit_all(tasks, results, part, lambda t, r: None, whole)
     assert whole.to_json() == part.to_json()
 
 
@@ -518,24 +521,24 @@ def test_an_audit_collects_garbage_less_often_and_puts_the_thresholds_back(
     try:
         gc.set_threshold(700, 10, 10)
         run.run_audit(iter([_line_task()]), SETTINGS, lambda t, r: seen.append(gc.get_threshold()))
-        assert seen == [run.GC_THRESHOLDS]
+        assert seen == [tuning.GC_THRESHOLDS]
         assert gc.get_threshold() == (700, 10, 10)
         # a worker's chunk, however its process was started
         with monkeypatch.context() as m:
-            m.setattr(run, "audit_task", lambda t, s: seen.append(gc.get_threshold()))
-            run._run_chunk([_line_task()], SETTINGS)
-        assert seen[-1] == run.GC_THRESHOLDS
+            m.setattr(batch_task, "audit_task", lambda t, s: seen.append(gc.get_threshold()))
+            wire.run_chunk([_line_task()], SETTINGS)
+        assert seen[-1] == tuning.GC_THRESHOLDS
         assert gc.get_threshold() == (700, 10, 10)
         # higher thresholds are kept, and a collector switched off stays off
         gc.set_threshold(100_000, 5, 50)
-        with run.batch_gc():
+        with tuning.batch_gc():
             assert gc.get_threshold() == (100_000, 20, 50)
         gc.set_threshold(0, 10, 10)
-        with run.batch_gc():
+        with tuning.batch_gc():
             assert gc.get_threshold()[0] == 0
         # an error in the middle still puts them back
         gc.set_threshold(700, 10, 10)
-        with pytest.raises(KeyboardInterrupt), run.batch_gc():
+        with pytest.raises(KeyboardInterrupt), tuning.batch_gc():
             raise KeyboardInterrupt
         assert gc.get_threshold() == (700, 10, 10)
     finally:
@@ -544,7 +547,7 @@ def test_an_audit_collects_garbage_less_often_and_puts_the_thresholds_back(
 
 _HEAP_ROUNDS = """
 import resource, sys
-from unmask.batch.run import batch_heap
+from unmask.batch.tuning import batch_heap
 took = batch_heap() if sys.argv[1] == "on" else None
 def replay_sized():
     # a 2000-claim replay's share of the C heap: many small blocks and a few documents
@@ -578,7 +581,7 @@ def test_the_batch_commands_keep_their_heap(tmp_path: Path, monkeypatch) -> None
     from unmask.cli.main import main
 
     calls: list[str] = []
-    monkeypatch.setattr(run, "batch_heap", lambda: calls.append("heap") or True)
+    monkeypatch.setattr(tuning, "batch_heap", lambda: calls.append("heap") or True)
     f = tmp_path / "r.jsonl"
     f.write_text(replay_line(2, 0, 0) + "\n")
     result = CliRunner().invoke(main, ["audit", "-q", "--out", str(tmp_path / "o"), str(f)])
@@ -681,7 +684,7 @@ def test_stopping_a_pool_kills_a_worker_that_outlives_sigterm() -> None:
     procs = list(pool._processes.values())
     assert procs and all(p.is_alive() for p in procs)
     start = time.monotonic()
-    run._kill(pool)
+    batch_pool.kill(pool)
     # the pool's own thread may reap a worker at the same moment, and a process another
     # thread is reaping reads as alive for that moment: give the reaping a few seconds
     while any(p.is_alive() for p in procs) and time.monotonic() - start < 20:
@@ -695,7 +698,7 @@ def test_stopping_a_pool_kills_a_worker_that_outlives_sigterm() -> None:
 _HALF_SENT = """
 import os, struct, sys, threading, time, multiprocessing
 from concurrent.futures import ProcessPoolExecutor
-from unmask.batch import run
+from unmask.batch import pool as batch_pool
 
 def half_send(marker):
     os.write(PIPE.fileno(), struct.pack("!i", 1 << 20) + b"x" * 100)
@@ -709,7 +712,7 @@ pool.submit(half_send, marker)
 while not os.path.exists(marker):
     time.sleep(0.01)
 time.sleep(0.3)  # the manager thread reads the first bytes and waits for the rest
-run._kill(pool)
+batch_pool.kill(pool)
 # the manager thread has ended: exit does not race it (nor wait on it)
 print("stopped", [t.name for t in threading.enumerate() if not t.daemon], flush=True)
 """

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from tests.conftest import found_files
 from tests.helpers import assert_same_audit_outputs
 from unmask.batch import audit as auditing
-from unmask.batch import run
+from unmask.batch import task as batch_task
 from unmask.batch.audit import AuditError, AuditOptions, Interrupted, audit
 from unmask.checking.record import ResultRecord
 from unmask.cli.main import main
@@ -126,7 +126,7 @@ def test_an_audit_that_cannot_start_says_why_before_writing(
 def test_an_interrupted_audit_keeps_whole_lines_and_says_how_to_go_on(
     cases: Path, tmp_path: Path, monkeypatch
 ) -> None:
-    checked = run.audit_task
+    checked = batch_task.audit_task
     calls = []
 
     def stop_at_the_fourth(task, settings):
@@ -135,7 +135,7 @@ def test_an_interrupted_audit_keeps_whole_lines_and_says_how_to_go_on(
             raise KeyboardInterrupt
         return checked(task, settings)
 
-    monkeypatch.setattr(run, "audit_task", stop_at_the_fourth)
+    monkeypatch.setattr(batch_task, "audit_task", stop_at_the_fourth)
     out, junit = tmp_path / "r.jsonl", tmp_path / "j.xml"
     with pytest.raises(Interrupted) as caught:
         audit([str(cases)], AuditOptions(out=str(out), junit=str(junit)))
@@ -143,7 +143,7 @@ def test_an_interrupted_audit_keeps_whole_lines_and_says_how_to_go_on(
     assert f"continue with `--resume --out {out}`" in caught.value.message
     assert len(out.read_bytes().splitlines()) == 3 and out.read_bytes().endswith(b"\n")
     assert junit.read_text(encoding="utf-8").count("<testcase ") == 3  # what is done
-    monkeypatch.setattr(run, "audit_task", checked)
+    monkeypatch.setattr(batch_task, "audit_task", checked)
     outcome = audit([str(cases)], AuditOptions(out=str(out), resume=True))
     assert outcome.summary.total == len(CASES) + 2 and outcome.hints == (HINT,)
 

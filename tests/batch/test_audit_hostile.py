@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from tests.batch.test_audit_cli import audited, lines_of, run
-from unmask.batch import inputs
 from unmask.bench import replay_line
 from unmask.commands.audit import MAX_JOBS
 from unmask.plumbing.outputs import OutputError, atomic, write_text
+from unmask.replay import inputs
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 DEV_FULL = Path("/dev/full")

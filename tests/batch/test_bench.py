@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from unmask.api import check
-from unmask.batch import run
+from unmask.batch import task as batch_task
 from unmask.bench import Baseline, Plan, factual_replay, replay_line, to_markdown
 from unmask.bench.measure import _tasks
 from unmask.cli.main import main
@@ -98,7 +98,9 @@ def test_quick_bench_prints_and_writes_every_figure(tmp_path: Path) -> None:
     for n in (2, 20):
         c = cells[(n, "sliced")]
         tasks = _tasks(n, c["replays"], 0)
-        lines = [run.audit_task(t, run.Settings("sliced", 60_000)).line for t in tasks]
+        lines = [
+            batch_task.audit_task(t, batch_task.Settings("sliced", 60_000)).line for t in tasks
+        ]
         assert figures["line_bytes"][str(n)] == round(sum(map(len, lines)) / len(lines))
         assert c["line_bytes_per_replay"] == figures["line_bytes"][str(n)]
         assert cells[(n, "baseline")]["line_bytes_per_replay"] is None

@@ -20,15 +20,17 @@ from click.testing import CliRunner
 pytest.importorskip("distributed")
 
 from tests.helpers import assert_same_audit_outputs
-from unmask.batch import cluster, inputs, run, summary
+from unmask.batch import cluster, run, summary, wire
+from unmask.batch import task as batch_task
 from unmask.bench import replay_line
 from unmask.checking.record import ResultRecord
 from unmask.cli.main import main
+from unmask.replay import inputs
 
 CRASH_LINE = 7
 
 
-def crash_on_line_7(tasks: list, settings: run.Settings) -> list:
+def crash_on_line_7(tasks: list, settings: batch_task.Settings) -> list:
     """Checks a partition like a worker does, but dies (as a solver crash would) on line 7,
     after noting the death beside the input so the test can count the attempts."""
     for t in tasks:
@@ -36,14 +38,14 @@ def crash_on_line_7(tasks: list, settings: run.Settings) -> list:
             with open(Path(t.file).parent / "deaths", "a") as fh:
                 fh.write(f"{os.getpid()}\n")
             os._exit(3)
-    return run._run_chunk(tasks, settings)
+    return wire.run_chunk(tasks, settings)
 
 
-def note_sizes(tasks: list, settings: run.Settings) -> list:
+def note_sizes(tasks: list, settings: batch_task.Settings) -> list:
     """Checks a partition like a worker does, after noting its size beside the input."""
     with open(Path(tasks[0].file).parent / "sizes", "a") as fh:
         fh.write(f"{tasks[0].line} {len(tasks)}\n")
-    return run._run_chunk(tasks, settings)
+    return wire.run_chunk(tasks, settings)
 
 
 def _children() -> list:
@@ -123,7 +125,7 @@ def test_resume_after_a_partial_results_file(client, replays, tmp_path) -> None:
 
 
 def test_a_replay_that_kills_workers_is_retried_then_an_error_record(client, replays) -> None:
-    settings = run.Settings("sliced", 60_000)
+    settings = batch_task.Settings("sliced", 60_000)
     got: list[bytes] = []
     folded = summary.Summary()
     cluster.run_audit(
@@ -155,7 +157,7 @@ def test_a_replay_that_kills_workers_is_retried_then_an_error_record(client, rep
 def test_partitions_are_the_size_asked_for(client, replays) -> None:
     got: list[bytes] = []
     tasks = inputs.iter_tasks([str(replays)])
-    settings = run.Settings("sliced", 60_000)
+    settings = batch_task.Settings("sliced", 60_000)
     cluster.run_audit(
         tasks, settings, lambda t, r: got.append(r.line), client, partition=6, work=note_sizes
     )
@@ -167,7 +169,7 @@ def test_partitions_are_the_size_asked_for(client, replays) -> None:
 
 
 def test_line_ranges_are_read_by_the_client(client, replays) -> None:
-    settings = run.Settings("sliced", 60_000)
+    settings = batch_task.Settings("sliced", 60_000)
     got: list[tuple] = []
     items = inputs.iter_work([str(replays)], settings.limits, 20_000)
     cluster.run_audit(items, settings, lambda t, r: got.append((t.location, r.line)), client)
@@ -187,13 +189,13 @@ def test_the_window_follows_the_workers_that_join(monkeypatch) -> None:
             return dict(self.nthreads_now)
 
     c = Cluster()
-    runner = cluster._Runner(c, run.Settings("sliced", 60_000), run._run_chunk)
+    runner = cluster._Runner(c, batch_task.Settings("sliced", 60_000), wire.run_chunk)
     assert runner._resize() == cluster.WINDOW_PER_WORKER
     c.nthreads_now = {w: 1 for w in "abcde"}
     assert runner._resize() == cluster.WINDOW_PER_WORKER  # not asked again at once
     monkeypatch.setattr(cluster, "RESIZE_S", 0.0)
     assert runner._resize() == 5 * cluster.WINDOW_PER_WORKER
-    fixed = cluster._Runner(c, run.Settings("sliced", 60_000), run._run_chunk, window=3)
+    fixed = cluster._Runner(c, batch_task.Settings("sliced", 60_000), wire.run_chunk, window=3)
     assert fixed._resize() == 3
 
 

@@ -16,12 +16,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import assert_same_audit_outputs
-from unmask.batch import inputs, run
+from unmask.batch import pool as batch_pool
+from unmask.batch import run
+from unmask.batch import task as batch_task
 from unmask.bench import replay_line
 from unmask.plumbing.limits import DEFAULT_LIMITS
+from unmask.replay import inputs
 
 SMALL = replace(DEFAULT_LIMITS, max_file_bytes=40)
-SETTINGS = run.Settings("sliced", 60_000)
+SETTINGS = batch_task.Settings("sliced", 60_000)
 
 _line = st.one_of(
     st.text(alphabet='{}":ab ,\t', max_size=30),  # fits the 40-byte bound
@@ -150,7 +153,7 @@ def test_a_job_refused_by_a_broken_pool_waits_and_is_run(tmp_path: Path, monkeyp
 
     f = tmp_path / "r.jsonl"
     f.write_text("".join(replay_line(2, 2, i) + "\n" for i in range(30)))
-    real = run._Pool._submit
+    real = batch_pool.Pool._submit
     calls = []
 
     def refuse_third(self, pool, job):
@@ -159,7 +162,7 @@ def test_a_job_refused_by_a_broken_pool_waits_and_is_run(tmp_path: Path, monkeyp
             raise BrokenProcessPool("a child process terminated abruptly")
         return real(self, pool, job)
 
-    monkeypatch.setattr(run._Pool, "_submit", refuse_third)
+    monkeypatch.setattr(batch_pool.Pool, "_submit", refuse_third)
     got = _audit(inputs.iter_work([str(f)], DEFAULT_LIMITS, 5_000), 2)
     assert [loc for loc, _, _ in got] == [f"{f}:{n}" for n in range(1, 31)]
     assert all(json.loads(line)["schema"] == "unmask.result/2" for _, line, _ in got)

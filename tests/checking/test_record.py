@@ -15,7 +15,7 @@ import pytest
 from tests.strategies import random_protocol, random_replay
 from unmask.api import check
 from unmask.backends import create
-from unmask.batch import inputs, run
+from unmask.batch import task as batch_task
 from unmask.batch.records import encode_line, error_record
 from unmask.bench.workload import replay_line
 from unmask.checking import linewriter
@@ -32,13 +32,14 @@ from unmask.checking.record import (
 )
 from unmask.ir import Span
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, render_all
+from unmask.replay import inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
-SETTINGS = run.Settings("sliced", 60_000)
+SETTINGS = batch_task.Settings("sliced", 60_000)
 
 
-def _read_back(result: run.Result) -> ResultRecord:
+def _read_back(result: batch_task.Result) -> ResultRecord:
     return ResultRecord.from_line(json.loads(result.line))
 
 
@@ -55,7 +56,7 @@ def test_every_example_reads_back_as_the_record_of_its_report() -> None:
     assert len(EXAMPLES) >= 10
     seen = set()
     for path in EXAMPLES:
-        result = run.audit_task(inputs.Task(str(path), str(path)), SETTINGS)
+        result = batch_task.audit_task(inputs.Task(str(path), str(path)), SETTINGS)
         record = result.record
         assert record.error is None and record.location == str(path)
         assert _read_back(result) == record, path.name
@@ -71,7 +72,9 @@ def test_every_example_reads_back_as_the_record_of_its_report() -> None:
 def test_generated_replays_read_back_as_their_records(workload: str) -> None:
     for i in range(30):
         text = replay_line(3, 7, i, workload).encode()
-        result = run.audit_task(inputs.Task(f"g.jsonl:{i + 1}", "g.jsonl", i + 1, text), SETTINGS)
+        result = batch_task.audit_task(
+            inputs.Task(f"g.jsonl:{i + 1}", "g.jsonl", i + 1, text), SETTINGS
+        )
         assert result.record.requirements and result.record.grounding
         assert _read_back(result) == result.record
 
@@ -94,7 +97,7 @@ def test_a_record_of_a_report_names_its_replay_judge_and_reasons() -> None:
 
 def test_a_protocol_that_contradicts_itself_is_read_from_the_bases(tmp_path: Path) -> None:
     path = _contradictory(tmp_path)
-    result = run.audit_task(inputs.Task(str(path), str(path)), SETTINGS)
+    result = batch_task.audit_task(inputs.Task(str(path), str(path)), SETTINGS)
     assert result.record.bases[0] == "INCONSISTENT"
     assert result.record.protocol_contradicts_itself
     assert _read_back(result).protocol_contradicts_itself
@@ -105,7 +108,7 @@ def test_a_lone_surrogate_reads_back_the_same() -> None:
     obj["id"] = "case-\ud800"
     text = json.dumps(obj).encode()  # the surrogate stays escaped in the input
     beside = str(ROOT / "examples" / "s.jsonl")  # its protocol path resolves from there
-    result = run.audit_task(inputs.Task("s.jsonl:1", beside, 1, text), SETTINGS)
+    result = batch_task.audit_task(inputs.Task("s.jsonl:1", beside, 1, text), SETTINGS)
     assert result.record.replay == "case-\ud800"
     assert result.line.isascii()  # the line escaped it to stay valid UTF-8
     assert _read_back(result) == result.record
@@ -113,7 +116,7 @@ def test_a_lone_surrogate_reads_back_the_same() -> None:
 
 def test_an_error_record_keeps_its_diagnostics() -> None:
     bad = b'{"schema": "unmask.replay/1",\n "id": }'
-    result = run.audit_task(inputs.Task("b.jsonl:4", "b.jsonl", 4, bad), SETTINGS)
+    result = batch_task.audit_task(inputs.Task("b.jsonl:4", "b.jsonl", 4, bad), SETTINGS)
     record = result.record
     assert record.error == "json-syntax" and record.location == "b.jsonl:4"
     assert record.errors and record.errors[0].span is not None
@@ -156,11 +159,11 @@ def test_a_malformed_line_that_resume_accepts_never_raises() -> None:
 def _report_and_line(location: str, text: bytes | None = None, file: str | None = None):
     """The report of a replay and its result line, parsed."""
     task = inputs.Task(location, file or location, 1 if text else None, text)
-    replay = run.load_task(task, SETTINGS.limits)
+    replay = inputs.load_task(task, SETTINGS.limits)
     from unmask.checking.outcomes import check_replay
 
-    report = check_replay(replay, run._backend(SETTINGS))
-    return report, json.loads(run.audit_task(task, SETTINGS).line)
+    report = check_replay(replay, batch_task.backend(SETTINGS))
+    return report, json.loads(batch_task.audit_task(task, SETTINGS).line)
 
 
 def _as_report_line(report, location: str) -> str:
@@ -249,10 +252,10 @@ def test_a_line_written_from_the_report_is_the_encoders(seed: int) -> None:
 
 
 def test_every_example_and_bench_line_is_the_encoders() -> None:
-    replays = [run.load_task(t, SETTINGS.limits) for t in _bench_tasks()]
+    replays = [inputs.load_task(t, SETTINGS.limits) for t in _bench_tasks()]
     for path in EXAMPLES:
         replays.append(
-            run.load_task(inputs.Task("e:1", str(path), 1, path.read_bytes()), SETTINGS.limits)
+            inputs.load_task(inputs.Task("e:1", str(path), 1, path.read_bytes()), SETTINGS.limits)
         )
     for r in replays:
         report = check(r, "sliced")
@@ -272,7 +275,7 @@ def test_a_line_with_a_lone_surrogate_takes_the_careful_path() -> None:
     obj = json.loads((ROOT / "examples" / "case_b.json").read_text(encoding="utf-8"))
     obj["id"] = "case-\ud800"
     beside = str(ROOT / "examples" / "s.jsonl")
-    r = run.load_task(inputs.Task("s:1", beside, 1, json.dumps(obj).encode()), SETTINGS.limits)
+    r = inputs.load_task(inputs.Task("s:1", beside, 1, json.dumps(obj).encode()), SETTINGS.limits)
     report = check(r, "sliced")
     assert write_line(report, "s:1") is None  # the writer declines, the encoder escapes
     report, line = check_replay_line(r, create("sliced"), "s:1")

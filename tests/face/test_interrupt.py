@@ -189,14 +189,15 @@ def test_a_wrapped_ctrl_c_is_known_for_what_it_is():
 @pytest.mark.skipif(sys.platform == "win32", reason="the C library of the process")
 def test_an_audit_does_not_turn_a_wrapped_ctrl_c_into_an_error_record(monkeypatch):
     import unmask.checking.outcomes
-    from unmask.batch import inputs, run
+    from unmask.batch import task as batch_task
     from unmask.bench.workload import replay_line
+    from unmask.replay import inputs
 
     # the batch engine checks through the semantics layer, not the library face
     monkeypatch.setattr(unmask.checking.outcomes, "check_replay_line", _raise_disguised)
     task = inputs.Task("r.jsonl:1", "r.jsonl", 1, replay_line(2, 0, 0).encode())
     with pytest.raises(KeyboardInterrupt):
-        run.audit_task(task, run.Settings("sliced", 60_000))
+        batch_task.audit_task(task, batch_task.Settings("sliced", 60_000))
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="the C library of the process")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import io
 
-from unmask.batch.inputs import iter_tasks
 from unmask.plumbing.limits import Limits
 from unmask.plumbing.lines import bounded_lines
+from unmask.replay.inputs import iter_tasks
 
 
 def test_lines_are_numbered_and_an_overlong_one_comes_as_none():

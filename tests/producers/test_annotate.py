@@ -97,8 +97,7 @@ def run_mock(tmp_path: Path, inputs: list[Path], script, **kw):
 
     from unmask.annotate.cache import Replies
     from unmask.annotate.provider import Provider
-    from unmask.annotate.run import Run, Settings, names
-    from unmask.commands.annotate import items
+    from unmask.annotate.run import Run, Settings, items, names
 
     calls = []
 
@@ -342,7 +341,7 @@ def test_dry_run_on_the_rag_example_counts_calls_and_tokens_and_makes_none(tmp_p
     assert "10 calls to `openai-api/nowhere/m`" in res.output
     tokens = int(res.output.split("about ", 1)[1].split(" tokens", 1)[0].replace(",", ""))
     from unmask.annotate.question import CHARS_PER_TOKEN, ask, questions
-    from unmask.commands.annotate import items
+    from unmask.annotate.run import items
 
     expected = 0
     for item in items((str(folder),), DEFAULT_LIMITS):

@@ -318,9 +318,9 @@ def test_a_line_that_is_not_utf8_is_one_bad_line(tmp_path):
 
 
 def test_an_overlong_line_is_skipped_unread_and_the_next_is_proposed_for(tmp_path, monkeypatch):
-    from unmask.commands import propose as command
+    from unmask.propose import lines
 
-    monkeypatch.setattr(command, "MAX_LINE_BYTES", 64)
+    monkeypatch.setattr(lines, "MAX_LINE_BYTES", 64)
     long = json.dumps({"claim": "x" * 300, "evidence": []})
     path = jsonl(tmp_path, long, '{"claim": "Cats purr.", "evidence": ["Cats purr."]}')
     res = run("claims", path)

@@ -221,9 +221,8 @@ def test_check_command_writes_sarif():
 
 def test_a_json_lines_record_gets_regions_without_reading_the_file_again(tmp_path):
     # the loader keeps the record's text: regions point into the .jsonl at the record's line
-    from unmask.batch.inputs import iter_tasks
-    from unmask.batch.run import load_task
     from unmask.plumbing.limits import DEFAULT_LIMITS
+    from unmask.replay.inputs import iter_tasks, load_task
 
     raw = json.loads((EXAMPLES / "case_c.json").read_text(encoding="utf-8"))
     (tmp_path / "factual_claims.proto").write_text(

@@ -382,13 +382,14 @@ def test_every_format_says_what_was_checked_against_and_left_out(
 
 
 def test_a_result_line_gives_back_the_record_of_its_report(cases: Path, tmp_path: Path) -> None:
-    from unmask.batch import inputs, run
+    from unmask.batch import task as batch_task
     from unmask.checking.record import ResultRecord
+    from unmask.replay import inputs
 
     v2 = load_protocol_file(str(write(tmp_path, "v2.proto", DROPS_EXTERNAL)))
-    settings = run.Settings("z3", 60_000, protocol=v2)
+    settings = batch_task.Settings("z3", 60_000, protocol=v2)
     for task in inputs.iter_tasks([str(cases)]):
-        result = run.audit_task(task, settings)
+        result = batch_task.audit_task(task, settings)
         assert result.record.recheck == ("factual_claims", v2.digest, ("external",))
         assert ResultRecord.from_line(json.loads(result.line)) == result.record
 

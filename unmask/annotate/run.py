@@ -1,7 +1,10 @@
 """A whole `unmask annotate` run: readers over replays, calls cached, replays written.
 
-Contract: ``plan(items, settings, replies)`` counts, before any call, the calls a run would
-make (those not already cached) and the tokens it would send (``Ask.tokens``).
+Contract: ``items(paths, limits)`` is one ``Item`` per replay the paths name, as ``unmask
+audit`` takes them (``unmask.replay.inputs``): loaded, or with why it is not valid; ``names``
+gives each its output file's stem. ``plan(items, settings, replies)`` counts, before any
+call, the calls a run would make (those not already cached) and the tokens it would send
+(``Ask.tokens``).
 ``Run(settings, out, provider, replies, progress).run(items)`` reads each valid replay's
 open atoms (``question.questions``) with every reader of ``settings.readers``: ``model``
 (``settings.samples`` calls, one per sample, each its own reader) and registered proposers
@@ -30,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +51,7 @@ from unmask.annotate.question import (
 )
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.frozen import frozen
+from unmask.plumbing.limits import Limits
 from unmask.replay.data import Replay
 from unmask.replay.judgeschema import Question, reading_shape
 
@@ -442,6 +446,23 @@ def _reading(r: Reader, g: Got) -> dict:
     out: dict[str, Any] = {"by": dict(r.by), "value": g.value, "evidence": _spans(g.evidence)}
     out["explanation"] = f"{r.label}: {g.reason}" if g.reason else r.label
     return out
+
+
+def items(paths: tuple[str, ...], limits: Limits) -> Iterator[Item]:
+    """One ``Item`` per replay the paths name (as ``unmask audit`` takes them), loaded, or
+    with why it is not valid."""
+    from unmask.replay.inputs import STDIN_LABEL, iter_tasks, task_document
+    from unmask.replay.load import replay_from_obj
+
+    for task in iter_tasks(paths, limits):
+        base = Path.cwd() if task.file == STDIN_LABEL else Path(task.file).resolve().parent
+        try:
+            obj, text = task_document(task, limits)
+            replay = replay_from_obj(obj, task.file, base, limits, line=task.line, text=text)
+        except UnmaskError as exc:
+            yield Item(task.location, errors=tuple(exc.diagnostics))
+            continue
+        yield Item(task.location, obj, replay, base)
 
 
 def names(items: Iterable[Item], used: set[str] | None = None) -> Iterable[Item]:

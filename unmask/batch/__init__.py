@@ -7,8 +7,14 @@ Modules, in the order a run uses them:
 
 - ``audit``: a whole audit (inputs, settings, every output, resume, progress, SIGTERM,
   hints), for ``unmask audit`` and for a Python program alike;
-- ``inputs``: the tasks named by the paths (files, directories, JSON Lines, stdin);
-- ``run``: checking one task, and the pool that checks many in input order;
+- ``unmask.replay.inputs`` (below, shared with every command that reads replays): the tasks
+  named by the paths (files, directories, JSON Lines, stdin);
+- ``run``: every task checked, in this process or a pool, results in input order;
+- ``task``: checking one task (its result line, its record, its page);
+- ``wire``: the tasks cut into jobs, and what crosses to a worker process and back;
+- ``pool``: the worker processes, a bounded window of jobs in flight, a dead worker's
+  replay an error record;
+- ``tuning``: the sizes of jobs and windows, the garbage collector and the heap of a run;
 - ``cluster``: the same on a Dask cluster (``--dask``; Dask is imported there only);
 - ``records``: the result lines (a report with its location, or an error record), and
   checking one read back;

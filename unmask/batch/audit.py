@@ -43,14 +43,16 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from unmask.backends.base import DEFAULT_BACKEND, DEFAULT_DEADLINE_MS, DEFAULT_TIMEOUT_MS
-from unmask.batch import files, inputs, run
+from unmask.batch import files, run, tuning
 from unmask.batch import resume as resuming
 from unmask.batch.summary import Summary
+from unmask.batch.task import Result, Settings, page_name
 from unmask.checking.record import ResultRecord, same_protocol
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
 from unmask.plumbing.outputs import OutputError, cannot_write, reason, write_text
+from unmask.replay import inputs
 
 BROKEN_PROTOCOL_HINT = "`unmask analyze` shows why the protocol contradicts itself"
 
@@ -216,7 +218,7 @@ def page_href(record: ResultRecord) -> str:
     """The file name of a result's HTML page (none for an error record)."""
     if record.error is not None:
         return ""
-    return run.page_name(record.location, record.replay or "")
+    return page_name(record.location, record.replay or "")
 
 
 @dataclass(slots=True)
@@ -290,7 +292,7 @@ class _Run:
 
     def _check_all(self, tasks: Iterator[Any], client: Any) -> None:
         o = self.options
-        settings = run.Settings(
+        settings = Settings(
             o.backend,
             o.timeout_ms,
             o.limits,
@@ -361,7 +363,7 @@ class _Run:
             return sys.stdout.buffer
         try:
             mode = "ab" if self.options.resume else "wb"
-            return open(out, mode, buffering=run.RESULTS_BUFFER)
+            return open(out, mode, buffering=tuning.RESULTS_BUFFER)
         except OSError as exc:
             raise OutputError([cannot_write(out, exc)]) from None
 
@@ -377,7 +379,7 @@ class _Run:
 
             self.junit.add(junit.case(record, trust=self.options.trust))
 
-    def _emit(self, task: Any, result: run.Result) -> None:
+    def _emit(self, task: Any, result: Result) -> None:
         if self.sink is not None:
             try:
                 self.sink.write(result.line)

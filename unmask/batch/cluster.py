@@ -7,10 +7,10 @@ Contract:
   spec, an address that does not answer, a scheduler without workers). Dask is imported
   here only, so commands that do not ask for it do not pay for it;
 - ``run_audit(tasks, settings, emit, client)`` cuts the tasks into partitions
-  (``run``'s chunking, larger bounds) and submits each as one Dask task: the tasks go out
+  (``wire.chunks``, larger bounds) and submits each as one Dask task: the tasks go out
   (a JSON Lines record's bytes, or a file's path; a ``LineRange`` given is read here, on
   the client, since the workers may not see its file) with the ``Settings``, and their
-  results come back, each list as ``run``'s wire tuples pickled in one blob
+  results come back, each list as ``wire``'s tuples pickled in one blob
   (``_partition``); never a solver object. A worker process keeps its backend and parser
   between partitions. Results reach ``emit`` in input order, with at most ``window``
   partitions in flight (completion is followed with ``as_completed``, the reorder buffer
@@ -18,7 +18,7 @@ Contract:
 - a worker that dies costs its partition, which the scheduler runs again; a partition
   that kills workers twice (``allowed-failures`` 1, set on a local cluster) is re-run one
   replay at a time, and a replay that kills workers twice becomes the local pool's error
-  record (``run.died``). Any other failure of the cluster raises ``ClusterError``.
+  record (``task.died``). Any other failure of the cluster raises ``ClusterError``.
 """
 
 from __future__ import annotations
@@ -32,10 +32,11 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from unmask.batch import run
-from unmask.batch.inputs import LineRange, Task
-from unmask.batch.run import Emit, Result
+from unmask.batch import run, wire
 from unmask.batch.summary import Summary
+from unmask.batch.task import Result, Settings, died
+from unmask.batch.wire import Emit
+from unmask.replay.inputs import LineRange, Task
 
 LOCAL = "local"
 # the most worker processes `local:N` starts: each is a Python process of tens of megabytes,
@@ -48,7 +49,7 @@ WINDOW_PER_WORKER = 4  # partitions in flight per worker thread
 RESIZE_S = 5.0  # how often the window follows the number of workers
 INSTALL_HINT = "install the extra: `pip install 'unmask[dask]'`"
 
-Work = Callable[[list[Task], run.Settings], list[Result]]
+Work = Callable[[list[Task], Settings], list[Result]]
 
 
 class Unavailable(Exception):
@@ -166,13 +167,13 @@ def _reason(exc: BaseException) -> str:
     return text[:1].lower() + text[1:]
 
 
-def _partition(tasks: bytes, settings: run.Settings, work: Work, folded: bool) -> bytes:
+def _partition(tasks: bytes, settings: Settings, work: Work, folded: bool) -> bytes:
     """One partition on a worker: its tasks in, its results out (with ``folded``, and
-    their summary), each list ``run``'s wire tuples pickled in one piece. Dask's own
+    their summary), each list ``wire``'s tuples pickled in one piece. Dask's own
     serialisation walks lists and tuples element by element (a partition of tuples cost
     the client more than one of objects), and pickles a slotted dataclass through
     ``copyreg`` object by object; one blob each way is neither."""
-    out = run.run_wire(pickle.loads(tasks), settings, work, folded)
+    out = wire.run_wire(pickle.loads(tasks), settings, work, folded)
     return pickle.dumps(out, pickle.HIGHEST_PROTOCOL)
 
 
@@ -182,13 +183,13 @@ def threads(client: Any) -> int:
 
 def run_audit(
     tasks: Iterator[Task | LineRange],
-    settings: run.Settings,
+    settings: Settings,
     emit: Emit,
     client: Any,
     *,
     partition: int | None = None,
     window: int | None = None,
-    work: Work = run._run_chunk,
+    work: Work = wire.run_chunk,
     settle: Callable[[], None] | None = None,
     summary: Summary | None = None,
 ) -> None:
@@ -202,11 +203,11 @@ def run_audit(
     # a line range is read here: the cluster's workers may not see the client's files
     records = run.expand(tasks, settings.limits)
     _Runner(client, settings, work, window, settle, summary).run(
-        _lists(run.chunks(records, partition or PARTITION_TASKS, PARTITION_BYTES)), emit
+        _lists(wire.chunks(records, partition or PARTITION_TASKS, PARTITION_BYTES)), emit
     )
 
 
-def _lists(jobs: Iterator[run.Job]) -> Iterator[list[Task]]:
+def _lists(jobs: Iterator[wire.Job]) -> Iterator[list[Task]]:
     """The jobs ``chunks`` makes of tasks alone: lists (a ``LineRange`` goes alone only
     where one is given, and ``run.expand`` read each in its place)."""
     for job in jobs:
@@ -221,7 +222,7 @@ class _Runner:
     def __init__(
         self,
         client: Any,
-        settings: run.Settings,
+        settings: Settings,
         work: Work,
         window: int | None = None,
         settle: Callable[[], None] | None = None,
@@ -249,7 +250,7 @@ class _Runner:
         self.count += 1
         return self.client.submit(
             _partition,
-            pickle.dumps([run.task_wire(t) for t in chunk], pickle.HIGHEST_PROTOCOL),
+            pickle.dumps([wire.task_wire(t) for t in chunk], pickle.HIGHEST_PROTOCOL),
             self.settings,
             self.work,
             folded and self.summary is not None,
@@ -258,8 +259,6 @@ class _Runner:
             retries=1,  # an exception (not a replay's: those are records) is tried again
         )
 
-    # (annotations here name ``Emit`` and ``Result`` directly: in this class, ``run`` is
-    # the method below, not the module)
     def run(self, chunks: Iterator[list[Task]], emit: Emit) -> None:
         try:
             self._run(chunks, emit)
@@ -302,7 +301,7 @@ class _Runner:
                         self._fetch(found)
             while self.pending and self.pending[0][2] is not None:
                 chunk, _, (results, part) = self.pending.popleft()
-                run.emit_all(chunk, results, part, emit, self.summary)
+                wire.emit_all(chunk, results, part, emit, self.summary)
                 if self.settle is not None:
                     self.settle()
 
@@ -318,22 +317,22 @@ class _Runner:
 
         try:
             wires, part = pickle.loads(future.result())
-            return [run.from_wire(w) for w in wires], part
+            return [wire.from_wire(w) for w in wires], part
         except KilledWorker:
             pass
         except Exception as exc:
             detail = f"{type(exc).__name__}: {exc}"
             raise ClusterError("the results of a partition could not be fetched", detail) from None
         if len(chunk) == 1:
-            return [run.died(chunk[0], self.settings)], None
+            return [died(chunk[0], self.settings)], None
         # one replay at a time, so that a crash cannot be blamed on its neighbours
         out: list[Result] = []
         for task in chunk:
             single = self._submit([task], folded=False)
             try:
-                out.extend(run.from_wire(w) for w in pickle.loads(single.result())[0])
+                out.extend(wire.from_wire(w) for w in pickle.loads(single.result())[0])
             except KilledWorker:
-                out.append(run.died(task, self.settings))
+                out.append(died(task, self.settings))
             except Exception as exc:
                 detail = f"{type(exc).__name__}: {exc}"
                 raise ClusterError("the results of a replay could not be fetched", detail) from None

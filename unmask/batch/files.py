@@ -6,7 +6,7 @@ the folder asked for: a link at their name is replaced, never followed.
 ``remove_stale_pages(html_dir, keep)`` removes, after a run, the pages an earlier run wrote
 into the same folder that this run did not (a replay since removed or renamed), and only
 those: a regular file of this user directly in the folder, named as
-``unmask.batch.run.page_name`` names pages, whose first bytes are Unmask's page head
+``unmask.batch.task.page_name`` names pages, whose first bytes are Unmask's page head
 (``PAGE_HEAD``); a link is never followed, anything else is left alone. ``JUnitFile`` keeps
 the test cases' XML in an anonymous temporary file beside the target while the run goes on,
 so memory does not grow with the run, and writes the suite around them at the end.
@@ -31,7 +31,7 @@ from unmask.plumbing.outputs import (
 )
 from unmask.render import html, junit
 
-# what ``unmask.batch.run.page_name`` makes: a cleaned id of up to 60 characters, a hash
+# what ``unmask.batch.task.page_name`` makes: a cleaned id of up to 60 characters, a hash
 PAGE_NAME = re.compile(r"[A-Za-z0-9._-]{1,60}-[0-9a-f]{10}\.html")
 # how every page ``unmask.render.html.render`` writes begins (tests/batch/test_audit_cli.py holds
 # it to the template): a file that does not begin so is not Unmask's, whatever its name

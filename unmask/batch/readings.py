@@ -23,8 +23,8 @@ from unmask.plumbing.limits import Limits
 def replays(
     paths: tuple[str, ...], root: str, limits: Limits, errors: list[UnmaskError]
 ) -> Iterator[tuple[str, Any, Any]]:
-    from unmask.batch.inputs import iter_tasks
     from unmask.batch.results import Locations, is_results, result_lines
+    from unmask.replay.inputs import iter_tasks
 
     locations = Locations(root, limits)
     for path in paths:
@@ -51,7 +51,7 @@ def replays(
 
 def _read(task: Any, limits: Limits, errors: list[UnmaskError]) -> tuple[Any, Any] | None:
     """(document, Replay) of a task, or None with its error kept."""
-    from unmask.batch.run import load_task, task_document
+    from unmask.replay.inputs import load_task, task_document
 
     try:
         replay = load_task(task, limits)

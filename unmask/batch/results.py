@@ -30,13 +30,13 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from unmask.batch.inputs import STDIN_LABEL, Task, iter_tasks
 from unmask.checking.record import CHECKED_SCHEMAS, ERROR_SCHEMA
 from unmask.ir import Span
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.jsonreader import index_path, join_path, kind
 from unmask.plumbing.limits import Limits
 from unmask.plumbing.lines import bounded_lines
+from unmask.replay.inputs import STDIN_LABEL, Task, iter_tasks
 
 RESULT_SCHEMAS = (*CHECKED_SCHEMAS, ERROR_SCHEMA)
 _SCHEMAS = ", ".join(f"`{s}`" for s in RESULT_SCHEMAS[:-1]) + f" or `{RESULT_SCHEMAS[-1]}`"

@@ -19,9 +19,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from unmask.batch.inputs import Task
 from unmask.batch.records import line_problem
 from unmask.plumbing.outputs import atomic
+from unmask.replay.inputs import Task
 
 
 class ResumeError(Exception):

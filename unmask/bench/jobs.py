@@ -59,8 +59,10 @@ def measure_jobs(plan: Any, say: Callable[[str], None]) -> dict[str, Any]:
     result line to a file and folds it into the summary; the process's start-up is left
     out (it is the start-up row's). Both results files must be the same, byte for byte.
     Besides, the ceiling two processes give without a pool (``_split_rate``)."""
-    from unmask.batch.run import CHUNK_BYTES, RESULTS_BUFFER, Settings, inputs_for, run_audit
+    from unmask.batch.run import inputs_for, run_audit
     from unmask.batch.summary import Summary
+    from unmask.batch.task import Settings
+    from unmask.batch.tuning import CHUNK_BYTES, RESULTS_BUFFER
 
     settings = Settings(plan.backend, plan.timeout_ms)
     rates: dict[int, list[float]] = {1: [], 2: []}
@@ -84,7 +86,7 @@ def measure_jobs(plan: Any, say: Callable[[str], None]) -> dict[str, Any]:
 
                 run_audit(iter(items), settings, emit, jobs, out.flush, summary)
 
-        from unmask.batch.inputs import iter_work
+        from unmask.replay.inputs import iter_work
 
         ranges = list(iter_work([source], settings.limits, CHUNK_BYTES))
         for _ in range(plan.repeats):

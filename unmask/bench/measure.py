@@ -97,7 +97,7 @@ def _ms(s: float) -> float | None:
 
 def _tasks(n: int, count: int, seed: int, workload: str = "mixed") -> list[Any]:
     """``count`` replays of ``n`` claims (``labelled``: of ``n`` parts) as batch tasks."""
-    from unmask.batch.inputs import Task
+    from unmask.replay.inputs import Task
 
     def line(i: int) -> str:
         if workload == LABELLED:
@@ -115,8 +115,9 @@ def _time_runner(
 ) -> tuple[float, float, float, float | None]:
     """CPU seconds, wall seconds, solver calls and result-line bytes (None for the floor
     and the baseline, which write no line) per replay for one pass over ``tasks``."""
-    from unmask.batch.run import Settings, load_task
+    from unmask.batch.task import Settings
     from unmask.plumbing.limits import DEFAULT_LIMITS
+    from unmask.replay.inputs import load_task
 
     settings = Settings(runner, timeout_ms, DEFAULT_LIMITS)
     if runner == FLOOR:
@@ -139,7 +140,7 @@ def _time_runner(
     calls = size = 0
     cpu, wall = time.process_time(), time.perf_counter()
     for t in tasks:
-        # the audit's own path (``batch.run.audit_task``): parse, validate, check, explain,
+        # the audit's own path (``batch.task.audit_task``): parse, validate, check, explain,
         # serialise the result line
         replay = load_task(t, settings.limits)
         size += len(check_replay_line(replay, counting, t.location)[1])  # type: ignore[arg-type]

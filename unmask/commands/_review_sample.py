@@ -2,13 +2,12 @@
 
 Contract: ``problem(...)`` is the one usage diagnostic for a ``--sample`` the options do not
 allow (N of 0 or less, no ``--seed``, ``--seed``/``--blind`` without ``--sample``, or with
-``--apply``, ``--findings-only`` or ``--interactive``), or None. ``run_sample(...)`` reads
-every replay the paths name (``unmask.batch.readings``), draws the sample
-(``unmask.review.sample``: every unreviewed reading, stratified by reader, equal
-allocation), writes it to ``--export`` as review lines or lists it, each string through one
-printable filter, and returns the exit status: 0, 4 when some replay could not be read (the
-rest drawn from), 2 when the export cannot be written. More than there are draws them all,
-with a warning.
+``--apply``, ``--findings-only`` or ``--interactive``), or None. ``run_sample(...)`` draws
+the sample (``unmask.batch.reviewing.sample``: every unreviewed reading of every replay the
+paths name, stratified by reader, equal allocation), writes it to ``--export`` as review
+lines or lists it, each string through one printable filter, and returns the exit status:
+0, 4 when some replay could not be read (the rest drawn from), 2 when the export cannot be
+written. More than there are draws them all, with a warning.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from typing import Any
 import click
 
 from unmask.plumbing import exitcodes
-from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, render_all
+from unmask.plumbing.diagnostics import Diagnostic, render_all
 from unmask.plumbing.limits import Limits
 from unmask.plumbing.safe import printable
 
@@ -65,30 +64,28 @@ def run_sample(
     chars: int,
     limits: Limits,
 ) -> int:
-    """Draw the sample of every unreviewed reading in the paths; list or export it."""
-    from unmask.batch.readings import replays
+    """Draw the sample of every unreviewed reading in the paths
+    (``unmask.batch.reviewing.sample``); list or export it."""
+    from unmask.batch.reviewing import sample
     from unmask.replay.load import render_error
     from unmask.review.queue import dumps
-    from unmask.review.sample import draw, frame, sample_json
 
-    errors: list[UnmaskError] = []
-    readings = frame(list(replays(paths, root, limits, errors)), chars)
-    for exc in errors:
+    drawn = sample(paths, n, seed, blind, root, chars, limits)
+    for exc in drawn.errors:
         click.echo(render_error(exc), err=True)
-    status = exitcodes.INVALID if errors else exitcodes.OK
-    if n > len(readings):
+    status = exitcodes.INVALID if drawn.errors else exitcodes.OK
+    size, lines = drawn.size, drawn.lines
+    if n > size:
         more = Diagnostic(
             "sample-size",
-            f"`--sample {n}` asks for more than the {len(readings)} unreviewed readings there "
+            f"`--sample {n}` asks for more than the {size} unreviewed readings there "
             "are: all of them are drawn"
-            if readings
+            if size
             else "no unreviewed reading to draw from",
             severity="warning",
-            help=None if readings else "every TRUE or FALSE annotation is reviewed already",
+            help=None if size else "every TRUE or FALSE annotation is reviewed already",
         )
         click.echo(render_all([more]), err=True)
-    drawn = draw(readings, n, seed)
-    lines = [r.to_json(sample_json(seed, n, r.reader, blind), blind) for r in drawn]
     if export:
         from unmask.plumbing.outputs import OutputError, write_bytes
 
@@ -100,13 +97,13 @@ def run_sample(
             click.echo(render_all(list(exc.diagnostics)), err=True)
             return exitcodes.USAGE
         click.echo(
-            f"{len(drawn)} of {len(readings)} unreviewed readings drawn to "
+            f"{len(lines)} of {size} unreviewed readings drawn to "
             f"`{printable(export)}`" + (" (blind)" if blind else "")
         )
         return status
     for rank, x in enumerate(lines, 1):
         click.echo(_show(x, rank))
-    click.echo(f"{len(drawn)} of {len(readings)} unreviewed readings drawn")
+    click.echo(f"{len(lines)} of {size} unreviewed readings drawn")
     return status
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -36,24 +35,6 @@ from unmask.plumbing.safe import printable
 
 MODEL = "model"  # `unmask.annotate.run.MODEL`, here without importing the engine
 ERRORS_FILE = "errors.jsonl"
-
-
-def items(paths: tuple[str, ...], limits) -> Iterator:  # type: ignore[no-untyped-def]
-    """One ``Item`` per replay the paths name, loaded, or with why it is not valid."""
-    from unmask.annotate.run import Item
-    from unmask.batch.inputs import STDIN_LABEL, iter_tasks
-    from unmask.batch.run import task_document
-    from unmask.replay.load import replay_from_obj
-
-    for task in iter_tasks(paths, limits):
-        base = Path.cwd() if task.file == STDIN_LABEL else Path(task.file).resolve().parent
-        try:
-            obj, text = task_document(task, limits)
-            replay = replay_from_obj(obj, task.file, base, limits, line=task.line, text=text)
-        except UnmaskError as exc:
-            yield Item(task.location, errors=tuple(exc.diagnostics))
-            continue
-        yield Item(task.location, obj, replay, base)
 
 
 class _Progress:
@@ -299,6 +280,8 @@ def _inputs(paths, limits, hand, reader):  # type: ignore[no-untyped-def]
     left out unnoticed, nor read by a model in its place."""
     from collections import Counter
 
+    from unmask.annotate.run import items
+
     if not hand:
         return (lambda: items(paths, limits)), Counter()
     from unmask.annotate.hand import applied, by_replay, check, read_lines
@@ -338,8 +321,8 @@ def _inputs(paths, limits, hand, reader):  # type: ignore[no-untyped-def]
 
 
 def _run(paths, limits, settings, out, provider, replies, Run, names, inputs, note) -> None:  # type: ignore[no-untyped-def]
-    from unmask.batch.inputs import count_tasks
     from unmask.plumbing.outputs import remove_stale_temps
+    from unmask.replay.inputs import count_tasks
 
     try:
         out.mkdir(parents=True, exist_ok=True)

@@ -156,7 +156,7 @@ def command(
     protocol) instead of its own: `unmask compare OLD NEW`, then `unmask audit REPLAYS
     --protocol NEW` re-checks old replays without rebuilding them."""
     from unmask.batch import audit
-    from unmask.batch.run import batch_heap
+    from unmask.batch.tuning import batch_heap
 
     open_backend(backend, timeout_ms)  # an unknown or broken backend: exit 2 here
     against = protocol_or_exit(against_path, limits)

@@ -137,7 +137,7 @@ def command(
     if "runners" not in kw:
         kw["runners"] = ("baseline", *(b for b in available() if b != "baseline"))
     plan = Plan.quick(**kw) if quick else Plan(**kw)
-    from unmask.batch.run import batch_heap
+    from unmask.batch.tuning import batch_heap
 
     batch_heap()  # as `unmask audit` runs: the figures are the audit's
     try:

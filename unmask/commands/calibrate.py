@@ -4,7 +4,8 @@ Contract: each PATH is a replay file, a folder of replays or a JSON Lines file o
 (as ``audit`` takes them), reviewed with ``unmask review --sample … --apply``. Every
 annotation whose ``review`` has a ``sample`` is counted for its reader (the original
 ``by``'s kind, name and version, and the atom's family): reviewed, and upheld when its
-value is the original one (``unmask.review.calibration.tally``). The calibration file is written
+value is the original one (``unmask.batch.reviewing.calibrate``, by
+``unmask.review.calibration.tally``). The calibration file is written
 whole, canonical (``unmask.review.calibration.Calibration.dumps``), naming ``--data`` (default:
 the paths as given) and the protocols (name, digest of the text) of the replays measured.
 Exit status: 0 written; 2 usage (no PATH, a PATH that does not exist, an output that
@@ -17,13 +18,12 @@ from __future__ import annotations
 
 import os
 import sys
-from collections import Counter
 
 import click
 
 from unmask.commands._options import click_options
 from unmask.plumbing import exitcodes
-from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
+from unmask.plumbing.diagnostics import Diagnostic, render_all
 from unmask.plumbing.diagnostics import counted as noun
 from unmask.plumbing.limits import Limits
 from unmask.plumbing.safe import printable
@@ -48,11 +48,8 @@ def _fail(diags: list[Diagnostic], status: int) -> None:
 @click_options
 def command(paths: tuple[str, ...], out: str, data: str | None, limits: Limits) -> None:
     """Measure each reader's precision from sampled reviews, into a calibration file."""
-    from unmask.batch.inputs import iter_tasks
-    from unmask.batch.run import load_task, task_document
-    from unmask.plumbing.interrupt import reraise_interrupt
+    from unmask.batch.reviewing import calibrate
     from unmask.plumbing.outputs import OutputError, write_text
-    from unmask.review.calibration import counted, digest_text, make, tally
 
     if not paths:
         hint = "give the replays reviewed with `unmask review --sample`"
@@ -62,34 +59,14 @@ def command(paths: tuple[str, ...], out: str, data: str | None, limits: Limits) 
             _fail(
                 [Diagnostic("usage", f"no such file or folder `{printable(p)}`")], exitcodes.USAGE
             )
-    counts: Counter = Counter()
-    problems: list[Diagnostic] = []
-    measured: set[tuple[str, str]] = set()
-    replays = 0
-    for task in iter_tasks(paths, limits):
-        try:
-            replay = load_task(task, limits)
-            doc, _ = task_document(task, limits)
-        except UnmaskError as exc:
-            problems += exc.diagnostics
-            continue
-        except Exception as exc:  # a bug must still not end in a traceback
-            reraise_interrupt(exc)
-            problems.append(internal_error(exc, file=task.location))
-            continue
-        replays += 1
-        if tally(doc, task.location, counts, problems):
-            protocol = replay.protocol
-            # a protocol without its text (embedded IR) is named without a digest
-            measured.add((protocol.name, digest_text(protocol.text) if protocol.text else ""))
+    measured = calibrate(paths, data, limits)
+    problems, by_reader, replays = measured.problems, measured.by_reader, measured.replays
     if problems:
         click.echo(render_all(problems), err=True)
         click.echo("nothing written: every sampled review must be read", err=True)
         sys.exit(exitcodes.INVALID)
-    by_reader = counted(counts)
-    calibration = make(" ".join(paths) if data is None else data, measured, by_reader)
     try:
-        write_text(out, calibration.dumps())
+        write_text(out, measured.calibration.dumps())
     except OutputError as exc:
         _fail(list(exc.diagnostics), exitcodes.USAGE)
     reviewed = sum(n for n, _ in by_reader.values())

@@ -14,7 +14,8 @@ usage. ``--protocol FILE`` reads every replay against FILE, as ``unmask check --
 does; a results line checked against another protocol than the one given (or than the
 replay's own, without ``--protocol``: the line's ``recheck``) is a bad line, exit 4, never
 answered for the wrong protocol. The text form goes through one printable filter, so a
-replay's id or location cannot drive the terminal.
+replay's id or location cannot drive the terminal. The replays are read and their next
+steps found by ``unmask.batch.todo``; this module prints them and sets the exit status.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ import click
 from unmask.backends.base import DEFAULT_BACKEND
 from unmask.checking.checker import outcome
 from unmask.checking.next import INCONSISTENT, SETTLED, BatchTodo, NextReport, Todo
-from unmask.checking.record import recheck_of, same_protocol
 from unmask.commands._options import (
     backend_option,
     click_options,
@@ -42,10 +42,8 @@ from unmask.commands._options import (
     protocol_or_exit,
     timeout_option,
 )
-from unmask.ir import Span
 from unmask.plumbing import exitcodes
-from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
-from unmask.plumbing.interrupt import reraise_interrupt
+from unmask.plumbing.diagnostics import Diagnostic, render_all
 from unmask.plumbing.limits import Limits
 from unmask.plumbing.safe import printable
 
@@ -54,84 +52,6 @@ EXIT_USAGE = exitcodes.USAGE
 EXIT_UNSETTLED = exitcodes.UNKNOWN
 EXIT_INVALID = exitcodes.INVALID
 BATCH_SCHEMA = "unmask.checking.next-batch/1"
-
-
-def _replays(paths: tuple[str, ...], root: str, limits: Limits, against: Any = None):
-    """(location, replay or UnmaskError, note) for every replay the paths name, in order,
-    read against ``against`` (``--protocol``) when it is given."""
-    from unmask.batch.inputs import iter_tasks
-    from unmask.batch.results import Locations, is_results
-
-    locations = Locations(root, limits)
-    for path in paths:
-        if is_results(path, limits):
-            yield from _from_results(path, locations, limits, against)
-            continue
-        for task in iter_tasks([path], limits):
-            yield task.location, _load(task, limits, against), None
-
-
-def _from_results(path: str, locations: Any, limits: Limits, against: Any = None):
-    """``_replays`` of an audit's results file: each line's replay re-read from its location,
-    against the protocol the line was checked against (a line of another one is an error)."""
-    from unmask.batch.results import result_lines
-
-    for line in result_lines(path, limits):
-        if line.error is not None:
-            yield line.where, line.error, None
-            continue
-        if not line.checked:
-            yield line.location, None, "the audit could not check it"
-            continue
-        mismatch = _other_protocol((line.obj or {}).get("recheck"), against)
-        if mismatch is not None:
-            yield _bad_line(path, line.n, *mismatch)
-            continue
-        try:
-            task = locations.task(line.location)
-        except UnmaskError as exc:
-            yield line.location, exc, None
-            continue
-        yield line.location, _load(task, limits, against), None
-
-
-def _other_protocol(recheck: Any, against: Any) -> tuple[str, str] | None:
-    """(message, help) when a result line was checked against another protocol than
-    ``--protocol`` (or than the replay's own): its open checks would be another's."""
-    theirs = recheck_of(recheck)
-    if same_protocol(theirs, against):
-        return None
-    if against is None:
-        name = theirs[0] if theirs is not None else None
-        return (
-            f"this result was checked against `--protocol` (protocol `{name}`), "
-            "not the replay's own protocol",
-            "give `unmask next` the `--protocol FILE` the audit was run with",
-        )
-    return (
-        f"this result was not checked against `--protocol {against.path}`",
-        "give the `--protocol` the audit was run with, or none if it had none",
-    )
-
-
-def _bad_line(path: str, n: int, message: str, help: str | None = None):
-    span = Span(path, n, 1, n, 1)
-    diag = Diagnostic("bad-results", message, span=span, help=help)
-    return f"{path}:{n}", UnmaskError([diag]), None
-
-
-def _load(task, limits: Limits, against: Any = None):
-    """The task's validated replay, or the ``UnmaskError`` that says why there is none."""
-    from unmask.batch.run import load_task
-
-    try:
-        return load_task(task, limits, against)
-    except UnmaskError as exc:
-        return exc
-    except RecursionError:
-        return UnmaskError(
-            [Diagnostic("limit", "the replay is nested too deeply to check", file=task.location)]
-        )
 
 
 @click.command(name="next")
@@ -161,9 +81,8 @@ def command(
     limits: Limits,
 ) -> None:
     """Which open checks remain, and which one annotation would settle the most."""
-    from unmask.checking.checker import Case
-    from unmask.checking.explain import Deadline
-    from unmask.checking.next import merge, next_steps
+    from unmask.batch.todo import steps
+    from unmask.checking.next import merge
 
     solver = open_backend(backend, timeout_ms)
     against = protocol_or_exit(against_path, limits)
@@ -177,30 +96,23 @@ def command(
     errors: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []
-    for location, replay, note in _replays(paths, root, limits, against):
-        if note is not None:
-            skipped.append({"location": location, "reason": note})
+    for step in steps(paths, root, limits, solver, against, deadline_ms):
+        location = step.location
+        if step.skipped is not None:
+            skipped.append({"location": location, "reason": step.skipped})
             continue
-        if isinstance(replay, UnmaskError):
+        if step.invalid is not None:
             from unmask.replay.load import render_error
 
-            click.echo(render_error(replay), err=True)
-            errors.append({"location": location, "errors": [d.message for d in replay.diagnostics]})
+            click.echo(render_error(step.invalid), err=True)
+            messages = [d.message for d in step.invalid.diagnostics]
+            errors.append({"location": location, "errors": messages})
             continue
-        try:
-            deadline = None if deadline_ms is None else Deadline(deadline_ms)
-            r = next_steps(Case.from_replay(replay), solver, deadline=deadline)
-        except UnmaskError as exc:  # a backend that cannot take this replay: nothing proved
-            click.echo(render_all(exc.diagnostics), err=True)
-            failed.append({"location": location, "errors": [d.message for d in exc.diagnostics]})
+        if step.failed:
+            click.echo(render_all(step.failed), err=True)
+            failed.append({"location": location, "errors": [d.message for d in step.failed]})
             continue
-        except Exception as exc:  # a bug must still not end in a traceback
-            reraise_interrupt(exc)
-            diag = internal_error(exc, file=location)
-            click.echo(render_all([diag]), err=True)
-            failed.append({"location": location, "errors": [diag.message]})
-            continue
-        reports.append(dataclasses.replace(r, location=None if single else location))
+        reports.append(dataclasses.replace(step.report, location=None if single else location))
 
     if single and reports:
         r = reports[0]

@@ -29,13 +29,14 @@ written to ``-o`` (a protocol named by path is embedded when that is another fol
 stdout; what was filled, and why proposers abstained, goes to stderr. Exit 0 written, 4 the
 replay is invalid or unreadable, 2 usage.
 ``unmask propose list`` prints every registered proposer and what it fills.
+This module reads the input, writes the output and sets the exit status; a line read and
+answered is ``unmask.propose.lines``, a replay filled ``unmask.propose.replays``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -50,96 +51,22 @@ from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.plumbing.limits import Limits
 from unmask.plumbing.lines import bounded_lines
 from unmask.plumbing.safe import printable
-from unmask.propose import Proposer
-from unmask.propose.claims import DEFAULT_THRESHOLD, ClaimSupport
+from unmask.propose import lines
+from unmask.propose.claims import DEFAULT_THRESHOLD
 
 EXIT_INVALID = exitcodes.INVALID
 EXIT_USAGE = exitcodes.USAGE
-MAX_LINE_BYTES = 16 * 1024 * 1024
-MAX_SENTENCES = 10_000
-
-
-class _BadLine(Exception):
-    def __init__(self, message: str, row_id: object = None):
-        super().__init__(message)
-        self.message = message
-        self.row_id = row_id
-
-
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    return "an object"
-
-
-def _no_constant(name: str) -> float:
-    raise ValueError(f"`{name}` is not a number JSON allows")
-
-
-def _object(raw: bytes | None) -> tuple[dict, object]:
-    """One input line as a JSON object and its optional ``id``, or ``_BadLine`` saying why
-    (None: a line skipped unread past the limit)."""
-    if raw is None:
-        raise _BadLine(f"line longer than {MAX_LINE_BYTES} bytes")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _BadLine(f"not UTF-8 (byte {exc.start + 1})") from None
-    try:
-        row = json.loads(text, parse_constant=_no_constant)
-    except (ValueError, RecursionError) as exc:
-        msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-        raise _BadLine(f"not valid JSON: {msg[:1].lower()}{msg[1:]}") from None
-    if not isinstance(row, dict):
-        raise _BadLine(f"expected a JSON object, found {_kind(row)}")
-    row_id = row.get("id")
-    if row_id is not None and (isinstance(row_id, bool) or not isinstance(row_id, (str, int))):
-        raise _BadLine(f"field `id` must be a string or an integer, found {_kind(row_id)}")
-    return row, row_id
-
-
-def _parse(raw: bytes | None) -> tuple[object, str, list[str]]:
-    """The line's id, claim and evidence, or ``_BadLine`` naming the field at fault."""
-    row, row_id = _object(raw)
-    if "claim" not in row:
-        raise _BadLine("missing field `claim`", row_id)
-    claim = row["claim"]
-    if not isinstance(claim, str):
-        raise _BadLine(f"field `claim` must be a string, found {_kind(claim)}", row_id)
-    if "evidence" not in row:
-        raise _BadLine("missing field `evidence`", row_id)
-    evidence = row["evidence"]
-    if not isinstance(evidence, list):
-        raise _BadLine(
-            f"field `evidence` must be an array of sentences, found {_kind(evidence)}", row_id
-        )
-    if len(evidence) > MAX_SENTENCES:
-        raise _BadLine(f"field `evidence` has more than {MAX_SENTENCES} sentences", row_id)
-    for k, sentence in enumerate(evidence):
-        if not isinstance(sentence, str):
-            raise _BadLine(
-                f"field `evidence[{k}]` must be a string, found {_kind(sentence)}", row_id
-            )
-    return row_id, claim, evidence
 
 
 def _lines(path: str, name: str) -> Iterator[tuple[int, bytes | None]]:
-    """The input's numbered lines, each read at most ``MAX_LINE_BYTES`` at a time (memory
-    stays bounded; a longer line is None); one that cannot be read ends the command with
+    """The input's numbered lines, each read at most ``lines.MAX_LINE_BYTES`` at a time
+    (memory stays bounded; a longer line is None); one that cannot be read ends the command with
     exit 4."""
     from unmask.plumbing.files import open_binary
 
     try:
         if path == "-":
-            yield from bounded_lines(sys.stdin.buffer, MAX_LINE_BYTES, skip_bom=True)
+            yield from bounded_lines(sys.stdin.buffer, lines.MAX_LINE_BYTES, skip_bom=True)
             return
         # a regular file only: a named pipe or a device is one line, never a read that blocks
         fh = open_binary(path, name)
@@ -148,7 +75,7 @@ def _lines(path: str, name: str) -> Iterator[tuple[int, bytes | None]]:
         raise SystemExit(EXIT_INVALID) from None
     try:
         with fh:
-            yield from bounded_lines(fh, MAX_LINE_BYTES, skip_bom=True)
+            yield from bounded_lines(fh, lines.MAX_LINE_BYTES, skip_bom=True)
     except OSError as exc:
         message = f"cannot read `{name}`: {(exc.strerror or 'error').lower()}"
         say(render_all([Diagnostic("unreadable-input", message)]))
@@ -211,37 +138,14 @@ def command() -> None:
 @_output_option
 def claims(input_path: str, threshold: float, proposer_name: str, output: str | None) -> None:
     """Which evidence sentences support each claim, and a label."""
-    from unmask.propose import CLAIM_SUPPORT, create
-
     try:
-        proposer = create(proposer_name, CLAIM_SUPPORT)
+        proposer = lines.claim_proposer(proposer_name)
     except UnmaskError as exc:
         say(render_all(exc.diagnostics))
         raise SystemExit(EXIT_USAGE) from None
-    if not isinstance(proposer, ClaimSupport):  # a registered class that lacks its task
-        raise TypeError(f"proposer `{proposer.name}` fills claim support without `claim_support`")
-    by = proposer.by.to_json()
 
     def respond(raw: bytes | None) -> dict:
-        row_id, claim, evidence = _parse(raw)
-        a = proposer.claim_support(claim, evidence, threshold)
-        return {
-            "id": row_id,
-            "supporting": list(a.supporting),
-            "label": a.label,
-            "confidence": a.confidence,
-            "evidence": [
-                {
-                    "sentence": m.sentence,
-                    "start": m.start,
-                    "end": m.end,
-                    "quote": m.quote,
-                    "confidence": m.confidence,
-                }
-                for m in a.matches
-            ],
-            "by": by,
-        }
+        return lines.claim_record(proposer, raw, threshold)
 
     _each_line(input_path, output, respond)
 
@@ -254,23 +158,12 @@ def _each_line(
     name = "<stdin>" if input_path == "-" else input_path
     bad = total = 0
     with _output(output) as out:
-        for n, raw in _lines(input_path, name):
-            if raw is not None and not raw.strip():
-                continue
+        for n, record, error in lines.answers(_lines(input_path, name), respond):
             total += 1
-            try:
-                try:
-                    record = respond(raw)
-                except (MemoryError, RecursionError):
-                    # one line too large to hold is that line's error; the lines before it
-                    # are written and the rest are still read
-                    raise _BadLine("too large to propose for: out of memory") from None
-            except _BadLine as exc:
+            if error is not None:
                 bad += 1
                 span = Span(name, n, 1, n, 1)
-                say(render_all([Diagnostic("bad-input", exc.message, span=span)]))
-                out.write(_dumps({"id": exc.row_id, "line": n, "error": exc.message}) + "\n")
-                continue
+                say(render_all([Diagnostic("bad-input", error, span=span)]))
             out.write(_dumps(record) + "\n")
     if bad:
         line = "line" if total == 1 else "lines"
@@ -323,74 +216,16 @@ def judge(
     output: str | None,
 ) -> None:
     """What each rationale cites and asserts, as unreviewed judge annotations."""
-    from unmask.propose.judge import JudgeRules, TooLarge, load_rules, rules_for
-
     try:
-        if rules_path and protocol_path:
-            raise UnmaskError([Diagnostic("usage", "give `--rules` or `--protocol`, not both")])
-        path = rules_path or (str(rules_for(protocol_path)) if protocol_path else None)
-        proposer = JudgeRules(load_rules(path) if path else None, max_chars)
+        proposer = lines.judge_proposer(rules_path, protocol_path, max_chars)
     except UnmaskError as exc:
         say(render_all(exc.diagnostics))
         raise SystemExit(EXIT_USAGE) from None
 
     def respond(raw: bytes | None) -> dict:
-        row_id, text = _parse_rationale(raw, field)
-        try:
-            return {"id": row_id, "annotations": proposer.annotations(text, threshold)}
-        except TooLarge as exc:
-            raise _BadLine(str(exc), row_id) from None
+        return lines.judge_record(proposer, raw, field, threshold)
 
     _each_line(input_path, output, respond)
-
-
-def _parse_rationale(raw: bytes | None, field: str) -> tuple[object, str]:
-    """The line's id and rationale, or ``_BadLine`` naming the field at fault."""
-    row, row_id = _object(raw)
-    value = _at(row, field, row_id)
-    if isinstance(value, dict) and isinstance(value.get("rationale"), str):
-        # a judge output in the judge schema's shape: its rationale is one step further
-        raise _BadLine(
-            f"field `{field}` must be a string, found an object whose rationale is"
-            f" `{field}.rationale`",
-            row_id,
-        )
-    if not isinstance(value, str):
-        raise _BadLine(f"field `{field}` must be a string, found {_kind(value)}", row_id)
-    return row_id, value
-
-
-def _at(row: dict, field: str, row_id: object) -> object:
-    """The value ``field`` names in ``row``: a key of the line, else a dotted path through
-    objects and lists (``result.reason``, ``contexts.0``); ``_BadLine`` says which step
-    found nothing."""
-    if field in row:
-        return row[field]
-    steps = field.split(".")
-    if len(steps) == 1 or "" in steps:
-        raise _BadLine(f"missing field `{field}`", row_id)
-    value: object = row
-    for n, step in enumerate(steps):
-        where = ".".join(steps[:n])
-        if isinstance(value, dict):
-            if step not in value:
-                at = f" in `{where}`" if where else ""
-                raise _BadLine(f"missing field `{field}`: no `{step}`{at}", row_id)
-            value = value[step]
-        elif isinstance(value, list):
-            if not (step.isascii() and step.isdigit() and int(step) < len(value)):
-                raise _BadLine(
-                    f"missing field `{field}`: `{where}` holds {len(value)} items, "
-                    f"with no item `{step}` (items count from 0)",
-                    row_id,
-                )
-            value = value[int(step)]
-        else:
-            raise _BadLine(
-                f"missing field `{field}`: `{where}` is {_kind(value)}, not an object or an array",
-                row_id,
-            )
-    return value
 
 
 @command.command("replay")
@@ -450,26 +285,6 @@ def _usage(message: str, help: str | None = None) -> None:
     raise SystemExit(EXIT_USAGE)
 
 
-def _proposers(
-    names: tuple[str, ...], obj: dict, base: Path, rules_path: str | None
-) -> list[Proposer]:
-    """The proposers asked for, in order; ``UnmaskError`` (a usage problem) when one cannot
-    fill a replay or ``--rules`` is given without ``judge-rules``."""
-    from unmask.propose.replay import replay_filler
-
-    if rules_path and "judge-rules" not in names:
-        raise UnmaskError(
-            [Diagnostic("usage", "`--rules` is for the `judge-rules` proposer, not asked for")]
-        )
-    proposers = []
-    for name in names:
-        if name == "judge-rules":
-            proposers.append(_judge_rules(obj, base, rules_path))
-            continue
-        proposers.append(replay_filler(name))
-    return proposers
-
-
 def _replay_one(
     replay_path: str,
     proposer_names: tuple[str, ...],
@@ -479,30 +294,22 @@ def _replay_one(
     limits: Limits,
 ) -> None:
     """One replay file, written to stdout or ``-o``."""
-    from unmask.plumbing.jsonload import read_json_file
-    from unmask.propose.replay import DEFAULT_PROPOSERS, fill
+    from unmask.propose.replay import DEFAULT_PROPOSERS
+    from unmask.propose.replays import filled, proposers_for, read_replay
     from unmask.replay.builder import write_json
-    from unmask.replay.confine import embed_protocol
-    from unmask.replay.load import replay_from_obj
 
     try:
-        obj = read_json_file(replay_path, limits)
-        base = Path(replay_path).resolve().parent
-        loaded = replay_from_obj(obj, replay_path, base, limits)
+        obj, loaded, base = read_replay(replay_path, limits)
     except UnmaskError as exc:
         say(render_all(exc.diagnostics))
         raise SystemExit(EXIT_INVALID) from None
     try:
-        proposers = _proposers(proposer_names or DEFAULT_PROPOSERS, obj, base, rules_path)
+        proposers = proposers_for(proposer_names or DEFAULT_PROPOSERS, obj, base, rules_path)
     except UnmaskError as exc:
         say(render_all(exc.diagnostics))
         raise SystemExit(EXIT_USAGE) from None
-    new, outcome = fill(obj, loaded, proposers, threshold)
-    if output is not None:
-        embed_protocol(new, base, Path(output).resolve().parent)
     try:
-        out_base = base if output is None else Path(output).resolve().parent
-        replay_from_obj(new, output or replay_path, out_base, limits)
+        new, outcome = filled(obj, loaded, base, proposers, threshold, replay_path, output, limits)
     except UnmaskError as exc:  # a proposer wrote something the loader refuses: a bug, say so
         say(render_all(exc.diagnostics))
         raise SystemExit(EXIT_INVALID) from None
@@ -542,75 +349,32 @@ def _replay_many(
 ) -> None:
     """Every replay the paths name (files, folders, JSON Lines, as `audit` takes them),
     each written to ``out/ID.json``; an invalid one is said and passed over (exit 4)."""
-    from unmask.annotate.run import names
-    from unmask.commands.annotate import items
-    from unmask.plumbing.outputs import write_in_folder
-    from unmask.propose.replay import DEFAULT_PROPOSERS, fill
-    from unmask.replay.builder import json_bytes
-    from unmask.replay.confine import Refused, embed_protocol
-    from unmask.replay.load import replay_from_obj
+    from unmask.annotate.run import items, names
+    from unmask.propose.replay import DEFAULT_PROPOSERS
+    from unmask.propose.replays import Unusable, fill_each
 
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         _usage(f"cannot make `{printable(str(out))}`: {(exc.strerror or 'error').lower()}")
     status, written, filled, open_ = 0, 0, 0, 0
-    for item in names(items(paths, limits)):
-        if item.errors:
-            say(render_all(list(item.errors)))
-            status = EXIT_INVALID
-            continue
-        assert item.obj is not None and item.replay is not None and item.base is not None
-        try:
-            proposers = _proposers(
-                proposer_names or DEFAULT_PROPOSERS, item.obj, item.base, rules_path
-            )
-        except UnmaskError as exc:  # the same for every replay: stop at the first
-            say(render_all(exc.diagnostics))
-            raise SystemExit(EXIT_USAGE) from None
-        new, outcome = fill(item.obj, item.replay, proposers, threshold)
-        target = out / f"{item.name}.json"
-        try:
-            embed_protocol(new, item.base, out)
-            replay_from_obj(new, str(target), out, limits)
-        except Refused as exc:
-            say(render_all([Diagnostic(exc.code, str(exc), path="protocol.path", help=exc.help)]))
-            status = EXIT_INVALID
-            continue
-        except UnmaskError as exc:
-            say(render_all(exc.diagnostics))
-            status = EXIT_INVALID
-            continue
-        taken = write_in_folder(out, target.name, json_bytes(new))
-        if taken is not None:
-            say(render_all([Diagnostic("io", taken)]))
-            status = EXIT_INVALID
-            continue
-        written += 1
-        filled += len(outcome.filled)
-        open_ += len(outcome.open_atoms)
-        _report(outcome, item.location)
+    asked = proposer_names or DEFAULT_PROPOSERS
+    each = fill_each(names(items(paths, limits)), asked, rules_path, threshold, out, limits)
+    try:
+        for done in each:
+            if done.diagnostics:
+                say(render_all(list(done.diagnostics)))
+                status = EXIT_INVALID
+                continue
+            written += 1
+            filled += len(done.outcome.filled)
+            open_ += len(done.outcome.open_atoms)
+            _report(done.outcome, done.item.location)
+    except Unusable as exc:  # the proposers, the same for every replay: stop at the first
+        say(render_all(exc.diagnostics))
+        raise SystemExit(EXIT_USAGE) from None
     say(
         f"{written} replays written to `{printable(str(out))}`; {filled} of {open_} open atoms"
         " filled, unreviewed"
     )
     raise SystemExit(status)
-
-
-def _judge_rules(obj: dict, base: Path, rules_path: str | None) -> Proposer:
-    """The judge rules: ``--rules``, the rule file beside a protocol path, or the built-in."""
-    from unmask.propose.judge import JudgeRules, load_rules, rules_for
-    from unmask.replay.confine import Refused, locate_protocol
-
-    if rules_path:
-        return JudgeRules(load_rules(rules_path))
-    protocol = obj.get("protocol")
-    if isinstance(protocol, dict) and isinstance(protocol.get("path"), str):
-        try:
-            real, _ = locate_protocol(protocol["path"], base)
-        except Refused:
-            real = None
-        # found beside the protocol, not named: never read through a link
-        if real is not None and os.path.lexists(rules_for(real)):
-            return JudgeRules(load_rules(rules_for(real), beside=True))
-    return JudgeRules()

@@ -21,18 +21,19 @@ applied and kept).
 ``--calibration FILE`` shows each listed reading's reader's measured precision (or
 "unmeasured"), and exports it as ``measure``; a calibration file that cannot be read is
 exit 2, one that is not a calibration file exit 4.
+This module parses the options, prints and asks; the engine is ``unmask.batch.reviewing``
+(the queue, the sample), ``unmask.review.lines`` (export, ``--apply``) and
+``unmask.review.session`` (``--interactive``).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import Any
 
 import click
 
-from unmask.checking.record import report_json
 from unmask.commands._options import (
     backend_option,
     calibration_options,
@@ -42,7 +43,7 @@ from unmask.commands._options import (
     trust_or_exit,
 )
 from unmask.plumbing import exitcodes
-from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, counted, internal_error, render_all
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, counted, render_all
 from unmask.plumbing.limits import Limits
 from unmask.plumbing.safe import printable
 
@@ -56,87 +57,12 @@ def _fail(diags: list[Diagnostic], status: int) -> None:
     sys.exit(status)
 
 
-def _document(task: Any, limits: Limits, digests: dict[str, str]) -> Any:
-    """The task's replay document, its record's digest kept in ``digests`` (the export
-    carries it, and ``--apply`` refuses a record that no longer has it)."""
-    from unmask.batch.run import task_document
-    from unmask.plumbing.files import read_bytes
-    from unmask.plumbing.jsonload import parse_json_bytes
-    from unmask.review.queue import record_digest
-
-    if task.problem is None and task.text is None:  # a whole file: its bytes, read once
-        data = read_bytes(task.file, limits)
-        doc = parse_json_bytes(data, task.file, limits)
-    else:
-        doc, _ = task_document(task, limits)
-        data = task.text
-    digests[task.location] = record_digest(data)
-    return doc
-
-
-def _from_results(path: str, locations: Any, limits: Limits, errors: list, digests: dict):
-    """(location, report, replay document) of each report line of an audit's results file;
-    the report is used as the audit wrote it, once its shape is what review reads."""
-    from unmask.batch.results import result_lines
-
-    for line in result_lines(path, limits):
-        if line.error is not None:
-            errors.append(line.error)
-            continue
-        if not line.checked:
-            continue  # the audit could not check it: nothing rests on anything
-        try:
-            report = report_json(line.report())  # annotations in place, whichever form
-            doc = _document(locations.task(line.location), limits, digests)
-            yield line.location, report, doc
-        except UnmaskError as exc:
-            errors.append(exc)
-
-
-def _gather(
-    paths: tuple[str, ...], root: str, limits: Limits, solver: Any, errors: list, digests: dict
-):
-    """(location, report JSON, replay document) of every replay the paths name; each file
-    is read once, however many replays it holds."""
-    from unmask.api import check
-    from unmask.batch.inputs import iter_tasks
-    from unmask.batch.results import Locations, is_results
-    from unmask.batch.run import load_task
-    from unmask.plumbing.interrupt import reraise_interrupt
-
-    out = []
-    locations = Locations(root, limits)
-    for path in paths:
-        if is_results(path, limits):
-            out += _from_results(path, locations, limits, errors, digests)
-            continue
-        for task in iter_tasks([path], limits):
-            try:
-                replay = load_task(task, limits)
-                doc = _document(task, limits, digests)
-                report = check(replay, solver).to_json()
-            except UnmaskError as exc:
-                errors.append(exc)
-                continue
-            except Exception as exc:  # a bug must still not end in a traceback
-                reraise_interrupt(exc)
-                errors.append(UnmaskError([internal_error(exc, file=task.location)]))
-                continue
-            out.append((task.location, report, doc))
-    return out
-
-
-def _measure(item: Any, trust: Any) -> Any:
-    """The calibration's row for an item's reader, None when unmeasured."""
-    from unmask.review.calibration import reader_of
-
-    return trust.calibration.row(reader_of(item.by, item.atom))
-
-
 def _show(item: Any, rank: int, trust: Any = None) -> str:
     who = item.by.get("kind", "") + (f" {item.by['name']}" if item.by.get("name") else "")
     if trust is not None:  # `--calibration`: how often this reader is right, as measured
-        row = _measure(item, trust)
+        from unmask.review.lines import measure
+
+        row = measure(item, trust)
         who += ", unmeasured" if row is None else f", {row.words()}"
     lines = [
         f"{rank}. `{item.location}` (replay `{item.replay}`): {item.atom} = {item.value}, "
@@ -159,167 +85,30 @@ def _count(found: list, findings_only: bool) -> str:
     return f"{line}, {len(found) - behind} more behind passing checks only"
 
 
-def _line(item: Any, trust: Any) -> dict[str, Any]:
-    """An item's review line; with a calibration, ``measure``: its reader's row, or
-    ``{"measured": false}``."""
-    obj = item.to_json()
-    if trust is not None:
-        row = _measure(item, trust)
-        obj["measure"] = {"measured": False} if row is None else row.figures()
-    return obj
-
-
-# --- applying ---------------------------------------------------------------------------------
-
-
-def _apply(decisions: list, review_file: str, root: str, limits: Limits):
-    """Write every accept/reject decision into its replay, one transaction per file
-    (``unmask.review.apply``): (how many were applied, how many its replay holds already,
-    the refusals as diagnostics, one or more a refused line, each record's new digest by
-    location)."""
-    from unmask.plumbing.span import Span
-    from unmask.review.apply import apply_decisions
-
-    done = apply_decisions(decisions, root, limits)
-    refused = []
-    for d, exc in done.refused:
-        span = Span(review_file, d.line, 1, d.line, 1)
-        for diag in exc.diagnostics:
-            where = diag.location()
-            notes = (*diag.notes, *((f"at {where}",) if where else ()))
-            refused.append(Diagnostic(diag.code, diag.message, span, help=diag.help, notes=notes))
-    return done.applied, len(done.already), refused, done.digests
-
-
-def _read_review(review_file: str, limits: Limits, reviewer: str | None):
-    """(decisions, diagnostics of bad lines) of a review file: a regular file, read once
-    under the size bound (a pipe or a device is one line, never waited on)."""
-    import io
-
-    from unmask.plumbing.files import read_bytes
-    from unmask.plumbing.lines import bounded_lines
-    from unmask.plumbing.span import Span
-    from unmask.review.sample import read_line as decide
-
-    decisions, bad = [], []
-    try:
-        data = read_bytes(review_file, limits, printable(review_file))
-    except UnmaskError as exc:
-        _fail(list(exc.diagnostics), EXIT_USAGE)
-    with io.BytesIO(data) as fh:
-        for n, raw in bounded_lines(fh, limits.max_file_bytes, skip_bom=True):
-            span = Span(review_file, n, 1, n, 1)
-            if raw is None:
-                bad.append(Diagnostic("review-line", "line longer than the file limit", span=span))
-                continue
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw.decode("utf-8"))
-            except (ValueError, RecursionError):
-                bad.append(
-                    Diagnostic(
-                        "review-line",
-                        "$: not valid JSON",
-                        span=span,
-                        help="each line is one JSON object, as exported",
-                    )
-                )
-                continue
-            try:
-                d = decide(obj, review_file, n, reviewer)
-            except UnmaskError as exc:
-                bad.extend(exc.diagnostics)
-                continue
-            if d is not None:
-                decisions.append(d)
-    return decisions, bad
-
-
 # --- interactive ------------------------------------------------------------------------------
-
-
-def _state_key(obj: dict[str, Any]) -> str:
-    return json.dumps([obj["location"], obj["atom"], obj["current"], obj["by"]], sort_keys=True)
-
-
-def _load_state(path: str) -> dict[str, dict[str, Any]]:
-    """The decisions an earlier session kept in ``path`` (none when it does not exist).
-
-    Lines end at ``\\n`` alone (a quote may hold U+2028, which ``dumps`` keeps as it is). A
-    last line without its newline that is not a review line was cut by a session killed
-    while appending it: it is cut off, said once, and its decision, applied already, is
-    asked again only if its replay still has the annotation."""
-    from unmask.plumbing.files import read_bytes
-    from unmask.plumbing.span import Span
-
-    if not os.path.lexists(path):
-        return {}
-    out = {}
-    try:
-        # never through a link (the state is the session's own file), never a pipe
-        text = read_bytes(path, name=printable(path), follow=False).decode("utf-8")
-    except UnmaskError as exc:
-        _fail(list(exc.diagnostics), EXIT_USAGE)
-    except UnicodeDecodeError:
-        why = "not UTF-8"
-        _fail(
-            [Diagnostic("usage", f"cannot read the state `{printable(path)}`: {why}")], EXIT_USAGE
-        )
-    lines = text.split("\n")
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-            out[_state_key(obj)] = obj
-        except (ValueError, KeyError, TypeError, RecursionError):
-            if n == len(lines):  # no newline after it: torn by a kill mid-append
-                _cut(path, len(text[: len(text) - len(line)].encode()))
-                break
-            span = Span(path, n, 1, n, 1)
-            hint = "give another --state file, or remove this one"
-            _fail([Diagnostic("review-line", "not a review line", span, help=hint)], EXIT_USAGE)
-    else:
-        if text and not text.endswith("\n"):  # a whole last line, written by hand
-            _append(path, b"\n")
-    return out
-
-
-def _cut(path: str, end: int) -> None:
-    from unmask.plumbing.outputs import cut_to
-
-    click.echo(f"the last line of `{printable(path)}` was cut short: left out", err=True)
-    cut_to(path, end)
-
-
-def _append(path: str, data: bytes) -> None:
-    """Append to the state and make it durable before the next question: one decision a
-    line, so no decision is rewritten, and a kill loses at most the line being written;
-    never through a link, never into a pipe or a device
-    (``unmask.plumbing.outputs.append_bytes``)."""
-    from unmask.plumbing.outputs import append_bytes
-
-    append_bytes(path, data)
 
 
 def _interactive(
     items: list, state_file: str, reviewer: str | None, root: str, limits: Limits, trust: Any
 ):
-    """Ask, apply and record each decision (``trust``: a calibration, each reader's measure
-    shown); the refusals."""
+    """Ask, apply and record each decision (``unmask.review.session``; ``trust``: a
+    calibration, each reader's measure shown); the refusals."""
     from unmask.plumbing.outputs import OutputError
+    from unmask.review.session import Session
 
     refused: list[Diagnostic] = []
     try:
-        state = _load_state(state_file)
-        todo = [i for i in items if _state_key(i.to_json()) not in state]
+        session = Session(state_file, root, limits)
+        if session.note is not None:
+            click.echo(session.note, err=True)
+        todo = session.todo(items)
         if len(todo) < len(items):
             click.echo(f"{len(items) - len(todo)} already decided in `{printable(state_file)}`")
         reviewer = (reviewer or "").strip()
         while todo and not reviewer:  # a name of spaces names nobody: ask again
             reviewer = click.prompt("your name (the reviewer)").strip()
-        _ask(todo, state, state_file, reviewer, root, limits, refused, trust)
+        session.reviewer = reviewer
+        _ask(todo, session, refused, trust)
     except click.Abort:
         # Ctrl-C or the end of input: every decision so far is applied and in the state
         click.echo(f"\nstopped; resume with the same --state `{printable(state_file)}`", err=True)
@@ -329,19 +118,9 @@ def _interactive(
     return refused
 
 
-def _ask(
-    todo: list,
-    state: dict,
-    state_file: str,
-    reviewer: Any,
-    root: str,
-    limits: Limits,
-    refused: list,
-    trust: Any = None,
-) -> None:
-    """Ask for each item in turn; apply and record each decision as soon as it is made."""
-    from unmask.review.queue import decide, dumps
-
+def _ask(todo: list, session: Any, refused: list, trust: Any = None) -> None:
+    """Ask for each item in turn; the session applies and records each decision as soon
+    as it is made."""
     for rank, item in enumerate(todo, 1):
         click.echo(_show(item, rank, trust))
         choice = click.prompt(
@@ -349,22 +128,12 @@ def _ask(
         )
         if choice == "q":
             break
-        obj = item.to_json()
-        obj["decision"] = {"a": "accept", "r": "reject", "s": "skip"}[choice]
-        obj["reviewer"] = reviewer
+        value = None
         if choice == "r":
             values = [v for v in ("TRUE", "FALSE", "UNKNOWN") if v != item.value]
-            obj["value"] = click.prompt("the correct value", type=click.Choice(values))
-        d = decide(obj, state_file, len(state) + 1, reviewer)
-        assert d is not None
-        applied, _, problems, digests = _apply([d], state_file, root, limits)
-        refused += problems
-        for later in todo[rank:]:  # the record changed: its later items read the new one
-            if later.location in digests:
-                later.digest = digests[later.location]
-        obj["applied"] = applied == 1
-        state[_state_key(obj)] = obj
-        _append(state_file, (dumps(obj) + "\n").encode())
+            value = click.prompt("the correct value", type=click.Choice(values))
+        decision = {"a": "accept", "r": "reject", "s": "skip"}[choice]
+        refused += session.decide(item, decision, value, todo[rank:])
 
 
 @click.command(name="review")
@@ -448,7 +217,7 @@ def command(
     limits: Limits,
 ) -> None:
     """List, export, apply or decide the unreviewed annotations checks rest on, or a sample."""
-    from unmask.review.queue import items as review_items
+    from unmask.batch.reviewing import queue
 
     if export and apply:
         _fail([Diagnostic("usage", "give `--export` or `--apply`, not both")], EXIT_USAGE)
@@ -460,8 +229,13 @@ def command(
         if bad is not None:
             _fail([bad], EXIT_USAGE)
     if apply:
-        decisions, bad = _read_review(apply, limits, reviewer)
-        done, already, problems, _ = _apply(decisions, apply, root, limits)
+        from unmask.review.lines import apply_review, read_review
+
+        try:
+            decisions, bad = read_review(apply, limits, reviewer)
+        except UnmaskError as exc:
+            _fail(list(exc.diagnostics), EXIT_USAGE)
+        done, already, problems, _ = apply_review(decisions, apply, root, limits)
         refused = bad + problems
         lines = len({d.span.line for d in refused if d.span is not None})
         if refused:
@@ -490,20 +264,19 @@ def command(
         sys.exit(run_sample(paths, sample, seed, blind, export, root, context_chars, limits))
     solver = open_backend(backend, timeout_ms)
     weigh = trust_or_exit(calibration_path, trust, limits)
-    errors: list[UnmaskError] = []
-    digests: dict[str, str] = {}
-    docs = _gather(paths, root, limits, solver, errors, digests)
-    found = review_items(docs, context_chars, findings_only, digests)
-    for exc in errors:
+    listed = queue(paths, root, limits, solver, context_chars, findings_only)
+    found, errors = listed.items, listed.errors
+    for error in errors:
         from unmask.replay.load import render_error
 
-        click.echo(render_error(exc), err=True)
+        click.echo(render_error(error), err=True)
     status = EXIT_INVALID if errors else exitcodes.OK
     if export:
         from unmask.plumbing.outputs import OutputError, write_bytes
+        from unmask.review.lines import export_line
         from unmask.review.queue import dumps
 
-        text = "".join(dumps(_line(i, weigh)) + "\n" for i in found)
+        text = "".join(dumps(export_line(i, weigh)) + "\n" for i in found)
         try:
             # a new file renamed onto the name: a link there is replaced, never followed
             write_bytes(export, text.encode(), follow=False)

@@ -36,7 +36,7 @@ def _line(r) -> str:  # type: ignore[no-untyped-def]
 
 
 def _single(path: str) -> bool:
-    from unmask.batch.inputs import STDIN, is_jsonl
+    from unmask.replay.inputs import STDIN, is_jsonl
 
     return path != STDIN and not os.path.isdir(path) and not is_jsonl(path)
 
@@ -61,8 +61,7 @@ def command(paths: tuple[str, ...], against_path: str | None, limits: Limits) ->
             click.echo(render_all(r.warnings), err=True)
         echo(_line(r))
         return
-    from unmask.batch.inputs import iter_tasks
-    from unmask.batch.run import load_task
+    from unmask.replay.inputs import iter_tasks, load_task
 
     valid = invalid = 0
     for task in iter_tasks(paths, limits):

@@ -1,4 +1,5 @@
-"""What an audit reads: the tasks named by its paths, lazily and in a deterministic order.
+"""What an audit reads, and every command that reads replays as it does: the tasks named by
+its paths, lazily and in a deterministic order, and each task's replay.
 
 Contract:
 - ``iter_tasks(paths)`` yields one ``Task`` per replay: a replay file; a directory (every
@@ -15,7 +16,9 @@ Contract:
   Lines file comes as ``LineRange`` items of about ``range_bytes`` bytes each, cut at line
   ends, which a worker turns into the very tasks ``iter_tasks`` yields for those lines
   (``range_tasks``), so the parent neither splits nor sends the records; ``split_range``
-  cuts one smaller.
+  cuts one smaller;
+- ``load_task`` and ``task_document`` read a task's replay (validated) or its JSON document
+  (not yet validated), for the audit and for every command that reads replays as it does.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
 from unmask.plumbing.lines import bounded_lines
@@ -276,3 +280,30 @@ def count_tasks(paths: Iterable[str], limits: Limits = DEFAULT_LIMITS) -> int | 
     if STDIN in paths:
         return None
     return sum(1 for _ in iter_tasks(paths, limits))
+
+
+def load_task(task: Task, limits: Limits, protocol: Any = None) -> Any:
+    """The validated ``Replay`` of a task (raises ``UnmaskError`` when it is not one),
+    read against ``protocol`` (a ``ProtocolFile``) when one is given."""
+    from unmask.replay.load import replay_from_obj
+
+    obj, text = task_document(task, limits)
+    if task.text is None:
+        return replay_from_obj(obj, task.file, Path(task.file).parent, limits, protocol=protocol)
+    base_dir = Path.cwd() if task.file == STDIN_LABEL else Path(task.file).parent
+    return replay_from_obj(
+        obj, task.file, base_dir, limits, line=task.line, text=text, protocol=protocol
+    )
+
+
+def task_document(task: Task, limits: Limits) -> tuple[Any, str | None]:
+    """The task's JSON document, not yet validated, and the text of a JSON Lines record
+    (None for a whole file); raises ``UnmaskError`` when it cannot be read or parsed."""
+    from unmask.plumbing.jsonload import parse_json_document, read_json_file
+
+    if task.problem is not None:
+        code, message, hint = task.problem
+        raise UnmaskError([Diagnostic(code, message, file=task.location, help=hint)])
+    if task.text is None:
+        return read_json_file(task.file, limits), None
+    return parse_json_document(task.text, task.file, limits, first_line=task.line or 1)
