@@ -153,7 +153,10 @@ def test_diagnostics_survive_their_json() -> None:
         ({"errors": [{"message": "m"}]}, "errors[0]", "missing `code`"),
         ({"location": None}, "location", "expected a string, found null"),
         ({"schema": "unmask.error/9"}, "schema",
-         "`unmask.error/9` is not one of the values this field takes"),
+         "expected one of `unmask.result/2`, `unmask.report/1` or `unmask.error/1`, "
+         "found a string"),
+        ({"schema": None}, "schema",
+         "expected one of `unmask.result/2`, `unmask.report/1` or `unmask.error/1`, found null"),
     ],
 )  # fmt: skip
 def test_a_malformed_line_is_refused_with_its_json_path(edit, path: str, message: str) -> None:
@@ -162,6 +165,20 @@ def test_a_malformed_line_is_refused_with_its_json_path(edit, path: str, message
         ResultRecord.from_line(line)
     assert (got.value.path, got.value.message) == (path, message)
     assert line_problem(line) == f"has `{path}`: {message}"  # what `audit --resume` says
+
+
+def test_a_report_without_location_is_no_line_and_a_missing_field_is_named() -> None:
+    report = check(ROOT / "examples" / "case_b.json", "sliced")
+    assert line_problem({"location": "x", **report.to_json()}) is None  # the first form
+    assert line_problem(report.to_json()) == "is missing `location`"
+    line = json.loads(encode_line(result_line(report, "x")))
+    del line["dimensions"]
+    assert line_problem(line) == "is missing `dimensions`"
+    line = json.loads(encode_line(result_line(report, "x")))
+    line["requirements"][0]["status"] = "PROVEN"
+    assert line_problem(line) == (
+        "has `requirements[0].status`: `PROVEN` is not one of the values this field takes"
+    )
 
 
 # --- the line's form: each annotation once, nothing lost ---------------------------------

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from unmask.checking.formats import LineError, read_line
+from msgspec import UNSET
+
+from unmask.checking.formats import LineError, ReportDoc, read_line
 
 
 def line_problem(obj: Any) -> str | None:
@@ -22,9 +24,9 @@ def line_problem(obj: Any) -> str | None:
     if not isinstance(obj, dict):
         return "is not a json object"
     try:
-        read_line(obj)
+        line = read_line(obj)
     except LineError as exc:
-        if not exc.path:
-            return exc.message if exc.message.startswith("has ") else f"is {exc.message}"
-        return f"has `{exc.path}`: {exc.message}"
+        return f"has `{exc.path}`: {exc.message}" if exc.path else f"is {exc.message}"
+    if isinstance(line, ReportDoc) and line.location is UNSET:  # a report, not a line
+        return "is missing `location`"
     return None

@@ -47,6 +47,7 @@ from unmask.checking.report import (  # noqa: F401 (built there, of the report's
     report_doc,
     result_line,
 )
+from unmask.plumbing.jsonreader import kind
 from unmask.plumbing.safe import json_text
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ from unmask.checking.shapes import (  # noqa: F401 (the formats, as their users 
     ReportDoc,
     Requirement,
     ResultLine,
-    Span,
+    SpanDoc,
     StatusWord,
     Verdict,
     Witness,
@@ -164,6 +165,9 @@ class LineError(Exception):
         self.message = message
 
 
+_SCHEMA_WORDS = f"`{RESULT_SCHEMA}`, `{REPORT_SCHEMA}` or `{ERROR_SCHEMA}`"
+
+
 def read_line(obj: Any) -> ResultLine | ReportDoc | ErrorLine:
     """A parsed result line of any schema as its struct, or ``LineError``."""
     from unmask.plumbing.structs import problem
@@ -172,6 +176,8 @@ def read_line(obj: Any) -> ResultLine | ReportDoc | ErrorLine:
         return msgspec.convert(obj, AnyLine)  # type: ignore[arg-type]
     except msgspec.ValidationError as exc:
         path, message = problem(exc, obj)
+        if path == "schema":  # the tag: say which schemas a line may have
+            message = f"expected one of {_SCHEMA_WORDS}, found {kind(obj.get('schema'))}"
         raise LineError(path, message) from None
 
 
@@ -185,7 +191,7 @@ def diagnostic_doc(d: Diagnostic) -> DiagnosticDoc:
         path=UNSET if d.path is None else d.path,
         span=UNSET
         if s is None
-        else Span(
+        else SpanDoc(
             file=s.file,
             line=s.line,
             column=s.column,

@@ -266,7 +266,9 @@ class ResultLine(Struct, tag_field="schema", tag=RESULT_SCHEMA, kw_only=True):
     annotations: list[Entry]
 
 
-class Span(Struct, kw_only=True):
+class SpanDoc(Struct, kw_only=True):
+    """Where a diagnostic points: a file, a line and column to an end line and column."""
+
     file: str
     line: int
     column: int
@@ -282,7 +284,7 @@ class DiagnosticDoc(Struct, kw_only=True):
     severity: str = "error"  # always written; read as an error when left out
     file: str | UnsetType = UNSET
     path: str | UnsetType = UNSET
-    span: Span | UnsetType = UNSET
+    span: SpanDoc | UnsetType = UNSET
     help: str | UnsetType = UNSET
     notes: list[str] | UnsetType = UNSET
 
