@@ -234,22 +234,22 @@ def test_a_line_of_the_first_form_reads_as_it_is_and_as_the_same_record() -> Non
 
 
 def test_an_index_that_names_no_annotation_is_left_for_the_reader_to_pass_over() -> None:
-    line = {
-        "schema": RESULT_SCHEMA,
-        "location": "x",
-        "verdict": {"explanation": {"minimal": True, "parts": [0, 5, -1, True, "x"]}},
-        "requirements": [{"coverage_explanation": {"parts": [0]}}, 3],
-        "grounding": None,
-        "conflicts": {"proto": None, "all": {"parts": [0]}},
-        "annotations": [{"atom": "a", "value": "TRUE"}],
-    }
+    _, line = _report_and_line(str(ROOT / "examples" / "case_b.json"))
+    assert line["annotations"], "the example cites an annotation"
+    line["verdict"]["explanation"]["parts"] = [0, 5, -1]
     got = report_json(line)
-    a = {"part": "fact:a", "kind": "annotation", "atom": "a", "value": "TRUE"}
-    assert got["verdict"]["explanation"]["parts"] == [a, 5, -1, True, "x"]
-    assert got["requirements"] == [{"coverage_explanation": {"parts": [a]}}, 3]
-    assert got["conflicts"] == {"proto": None, "all": {"parts": [a]}}
+    a = {"part": f"fact:{line['annotations'][0]['atom']}", "kind": "annotation"}
+    a.update(line["annotations"][0])
+    assert got["verdict"]["explanation"]["parts"] == [a, 5, -1]
     assert "annotations" not in got and got["schema"] == "unmask.report/1"
-    assert report_json({**line, "annotations": "no"})["verdict"]["explanation"]["parts"][0] == 0
+    assert ResultRecord.from_line(line).replay == "case-b"  # read, the indices passed over
+    for bad, path in (
+        ({**line, "annotations": "no"}, "annotations"),
+        ({**line, "grounding": None}, "grounding"),
+    ):
+        with pytest.raises(LineError) as err:
+            report_json(bad)
+        assert err.value.path == path
 
 
 def _json_dumps(line) -> bytes:

@@ -19,6 +19,8 @@ Contract:
   report's canonical JSON (two-space indent, as ``json.dumps(..., indent=2)``);
 - ``read_line(obj)`` is a parsed result line of any of the three schemas as its struct,
   or a ``LineError`` naming the JSON path, what was expected and what is there;
+  ``report_of(line)`` the report's JSON of a line of either form (each annotation back
+  in its parts);
 - ``refilled(line, report, location, items)`` is the line of a report
   ``unmask.checking.outcomes`` refilled from a remembered one whose line is ``line``: the
   same structs but for the replay's own fields and the annotations it cites, which come
@@ -118,6 +120,59 @@ def refilled(
         annotations=[entry(items[p]) for p in parts],
         **own_fields(report),
     )
+
+
+def report_of(line: ResultLine | ReportDoc) -> ReportDoc:
+    """The report's JSON of a line of either form: each annotation's index in a part is
+    the annotation in place (``{"part": "fact:" + atom, "kind": "annotation", ...}``, as
+    the report writes it); an index that names no entry (an edited file) is left as it
+    is, for a reader to pass over."""
+    if isinstance(line, ReportDoc):
+        return line
+    entries = line.annotations
+    placed: dict[int, Part] = {}
+
+    def part(p: Any) -> Any:
+        if not isinstance(p, int) or not 0 <= p < len(entries):
+            return p
+        got = placed.get(p)
+        if got is None:
+            e = entries[p]
+            got = placed[p] = Part(
+                part=f"fact:{e.atom}",
+                kind="annotation",
+                atom=e.atom,
+                value=e.value,
+                evidence=e.evidence,
+                explanation=e.explanation,
+                by=e.by,
+            )
+        return got
+
+    def expl(e: Any) -> Any:
+        return (
+            None if e is None else Explanation(minimal=e.minimal, parts=[part(p) for p in e.parts])
+        )
+
+    replace = msgspec.structs.replace
+    c = line.conflicts
+    fields = {name: getattr(line, name) for name in ReportDoc.__struct_fields__}
+    fields.update(
+        verdict=replace(line.verdict, explanation=expl(line.verdict.explanation)),
+        requirements=[
+            replace(
+                r,
+                explanation=expl(r.explanation),
+                coverage_explanation=expl(r.coverage_explanation),
+            )
+            for r in line.requirements
+        ],
+        grounding=[replace(g, explanation=expl(g.explanation)) for g in line.grounding],
+        conflicts=None
+        if c is None
+        else Conflicts(proto=expl(c.proto), evid=expl(c.evid), all=expl(c.all)),
+    )
+    return ReportDoc(**fields)
 
 
 # --- to bytes ------------------------------------------------------------------------------

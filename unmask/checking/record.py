@@ -14,8 +14,8 @@ Contract:
   line of either form (the first form, the report's JSON as it is, older results files
   hold), so a reader of explanations reads either; for a report,
   ``report_json(result_line(report, loc))`` is ``report.to_json()`` with ``location``
-  (tests/test_record.py). It walks what ``unmask.batch.results.ResultLine.report``
-  checked, and leaves an index that names no annotation (an edited file) as it is;
+  (tests/test_record.py). A line not of its schema is a ``LineError``; an index that
+  names no annotation (an edited file) is left as it is, for the reader to pass over;
 - ``same_protocol(record.recheck, protocol_file)`` says whether a result was checked against
   that ``--protocol`` (or, both None, the replay's own): the digest decides, for
   ``audit --resume`` and ``next`` alike.
@@ -41,6 +41,7 @@ from unmask.checking.formats import (
     ReportDoc,
     ResultLine,
     read_line,
+    report_of,
     result_line,
     to_builtins,
 )
@@ -162,44 +163,10 @@ class ResultRecord(NamedTuple):
 
 def report_json(line: Mapping[str, Any]) -> dict[str, Any]:
     """The report's JSON (``unmask.report/1``, with ``location``) of a checked replay's
-    line of either form. An index that names no entry of ``annotations`` (an edited
-    file) is left as it is, for the reader to pass over as a malformed part."""
-    out = dict(line)
-    if out.get("schema") != RESULT_SCHEMA:
-        return out
-    out["schema"] = REPORT_SCHEMA
-    table = out.pop("annotations", None)
-    entries = table if isinstance(table, list) else []
-
-    def part(p: Any) -> Any:
-        if isinstance(p, int) and not isinstance(p, bool) and 0 <= p < len(entries):
-            e = entries[p]
-            if isinstance(e, Mapping):
-                return {"part": f"fact:{e.get('atom')}", "kind": "annotation", **e}
-        return p
-
-    def expl(e: Any) -> Any:
-        if isinstance(e, Mapping) and isinstance(e.get("parts"), list):
-            return {**e, "parts": [part(p) for p in e["parts"]]}
-        return e
-
-    def check(c: Any, prefixes: tuple[str, ...] = ("",)) -> Any:
-        if not isinstance(c, Mapping):
-            return c
-        c = dict(c)
-        for p in prefixes:
-            if f"{p}explanation" in c:
-                c[f"{p}explanation"] = expl(c[f"{p}explanation"])
-        return c
-
-    if "verdict" in out:
-        out["verdict"] = check(out["verdict"])
-    for key, prefixes in (("requirements", ("", "coverage_")), ("grounding", ("",))):
-        if isinstance(out.get(key), list):
-            out[key] = [check(c, prefixes) for c in out[key]]
-    if isinstance(out.get("conflicts"), Mapping):
-        out["conflicts"] = {k: expl(v) for k, v in out["conflicts"].items()}
-    return out
+    parsed line of either form (``formats.report_of``); ``LineError`` (the JSON path, what
+    is wrong) when it is not a line of its schema."""
+    got = read_line(line)
+    return to_builtins(got if isinstance(got, ErrorLine) else report_of(got))
 
 
 def recheck_of(v: Any) -> tuple[str, str, tuple[str, ...]] | None:
