@@ -503,7 +503,7 @@ def test_the_result_line_key_order_in_audit_md_is_the_writers(tmp_path: Path) ->
     text = _audit_page().split("key order:", 1)[1].split(";", 1)[0]
     documented = re.findall(r"`([a-z_]+)`", text)
     assert documented[:2] == ["schema", "location"] and documented[-1] == "annotations"
-    # `disagreements` only when readers disagreed (tests/test_replay_provenance.py)
+    # `disagreements` only when readers disagreed (tests/replay/test_replay_provenance.py)
     written = [k for k in documented if k != "disagreements"]
     proto = (ROOT / "examples" / "factual_claims.proto").read_text(encoding="utf-8")
     case = json.loads((ROOT / "examples" / "case_b.json").read_text(encoding="utf-8"))

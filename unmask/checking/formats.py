@@ -26,7 +26,7 @@ Contract:
   same structs but for the replay's own fields and the annotations it cites, which come
   in the same parts in the same order (``table_parts`` says when a line can be refilled);
 - ``schemas()`` is the JSON Schema of each format, committed as docs/schemas/*.json
-  (``python -m unmask.checking.formats`` writes them; tests/test_formats.py holds the
+  (``python -m unmask.checking.formats`` writes them; tests/checking/test_formats.py holds the
   files to what the structs generate).
 """
 

@@ -14,7 +14,7 @@ Contract:
   line of either form (the first form, the report's JSON as it is, older results files
   hold), so a reader of explanations reads either; for a report,
   ``report_json(result_line(report, loc))`` is ``report.to_json()`` with ``location``
-  (tests/test_record.py). A line not of its schema is a ``LineError``; an index that
+  (tests/checking/test_record.py). A line not of its schema is a ``LineError``; an index that
   names no annotation (an edited file) is left as it is, for the reader to pass over;
 - ``same_protocol(record.recheck, protocol_file)`` says whether a result was checked against
   that ``--protocol`` (or, both None, the replay's own): the digest decides, for

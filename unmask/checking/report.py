@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 else:  # imported at the first JSON built: `unmask check`'s text report needs neither
     S = UNSET = None
 
-SCHEMA = "unmask.report/1"  # ``shapes.REPORT_SCHEMA``; tests/test_formats.py holds them equal
+SCHEMA = "unmask.report/1"  # shapes.REPORT_SCHEMA (tests/checking/test_formats.py)
 
 if TYPE_CHECKING:
     from unmask.replay.data import Annotation, Provenance, Recheck

@@ -11,16 +11,17 @@ import jsonschema
 import pytest
 
 from unmask.api import check
-from unmask.batch import inputs, run
+from unmask.batch import task as batch_task
 from unmask.bench.workload import replay_line
 from unmask.checking import formats
 from unmask.plumbing.diagnostics import Diagnostic
+from unmask.replay import inputs
 from unmask.replay.load import load_replay
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "docs" / "schemas"
 EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
-SETTINGS = run.Settings("sliced", 60_000)
+SETTINGS = batch_task.Settings("sliced", 60_000)
 
 
 def _schema(name: str) -> dict:
@@ -58,7 +59,7 @@ def test_every_line_and_report_validates_against_its_schema() -> None:
         for i, w in enumerate(("mixed", "supported", "mixed"), start=1)
     ]
     for task in tasks:
-        result = run.audit_task(task, SETTINGS)
+        result = batch_task.audit_task(task, SETTINGS)
         line = json.loads(result.line)
         line_schema.validate(line)
         assert type(formats.read_line(line)) is formats.ResultLine
@@ -77,7 +78,7 @@ def test_an_error_record_validates_and_a_misshapen_line_does_not() -> None:
     with pytest.raises(jsonschema.ValidationError):
         schema.validate({**line, "errors": [{"code": 1, "message": "m"}]})
     good = json.loads(
-        run.audit_task(inputs.Task(str(EXAMPLES[0]), str(EXAMPLES[0])), SETTINGS).line
+        batch_task.audit_task(inputs.Task(str(EXAMPLES[0]), str(EXAMPLES[0])), SETTINGS).line
     )
     lines = jsonschema.Draft202012Validator(_schema("result-2.json"))
     for bad in ({"overall": "PASSED"}, {"annotations": [{"atom": "a"}]}, {"location": 3}):
