@@ -154,3 +154,59 @@ def dimacs_models(text: str, table: dict[str, int], names: Sequence[str]) -> set
             found.add(values)
             s.add_clause([-table[n] if table[n] in model else table[n] for n in names])
     return found
+
+
+# a result line's fields with neutral values: ``full_line`` fills in what a test's line
+# leaves out, so a test writes only the fields it is about and the line is still one the
+# audit reads back (the structs of ``unmask.checking.formats``)
+_CHECK = {"result": None, "explanation": None, "witnesses": None}
+_LINE_FIELDS: dict[str, object] = {
+    "location": "x",
+    "replay": "r",
+    "backend": "sliced",
+    "overall": "SATISFIED",
+    "bases": None,
+    "requirements": [],
+    "grounding": [],
+    "unannotated": [],
+    "gold": None,
+    "verdict_matches_gold": None,
+    "protocol": "p",
+    "translation": "valid",
+    "reasons": [],
+    "conflicts": None,
+    "unknown": [],
+}
+_VERDICT = {"observed": "PASS", "status": None, "allowed": None, **_CHECK}
+_REQUIREMENT = {"id": "r", "status": None, "coverage": None, "description": "", **_CHECK}
+_REQUIREMENT.update({f"coverage_{k}": v for k, v in _CHECK.items()})
+_GROUNDING = {"judge": "j", "context": "c", "status": None, "direction": "~", **_CHECK}
+_DIMENSIONS = dict.fromkeys(("verdict", "procedure", "coverage", "grounding"), "OK")
+_REASON = {"code": "violated", "subject": "replay", "message": ""}
+_ERROR = {"code": "error", "message": "", "severity": "error"}
+
+
+def full_line(line: dict) -> dict:
+    """``line`` (a result line or an error record) with every field it leaves out filled
+    in; a field of the wrong type is left as it is, for the reader to refuse."""
+
+    def filled(value: object, fields: dict) -> object:
+        return {**fields, **value} if isinstance(value, dict) else value
+
+    def each(value: object, fields: dict) -> object:
+        return [filled(v, fields) for v in value] if isinstance(value, list) else value
+
+    out = dict(line)
+    if out.get("schema") == "unmask.error/1":
+        out.setdefault("location", "x")
+        out["errors"] = each(out.get("errors", []), _ERROR)
+        return out
+    out = {"schema": out.get("schema", "unmask.report/1"), **_LINE_FIELDS, **out}
+    out["verdict"] = filled(out.get("verdict", {}), _VERDICT)
+    out["dimensions"] = filled(out.get("dimensions", {}), _DIMENSIONS)
+    out["requirements"] = each(out["requirements"], _REQUIREMENT)
+    out["grounding"] = each(out["grounding"], _GROUNDING)
+    out["reasons"] = each(out["reasons"], _REASON)
+    if out["schema"] == "unmask.result/2":
+        out.setdefault("annotations", [])
+    return out

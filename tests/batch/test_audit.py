@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import full_line
 from unmask.api import check
 from unmask.batch import pool as batch_pool
 from unmask.batch import resume, run, summary, tuning, wire
@@ -349,7 +350,7 @@ def test_error_records_are_counted_by_first_code() -> None:
     s = summary.Summary()
     s.add(
         ResultRecord.from_line(
-            {"schema": "unmask.error/1", "location": "x", "errors": [{"code": "io"}]}
+            full_line({"schema": "unmask.error/1", "location": "x", "errors": [{"code": "io"}]})
         )
     )
     assert s.to_json()["errors"] == {"io": 1}
@@ -617,7 +618,7 @@ def test_violated_findings_are_confirmed_or_provisional_by_what_they_rest_on() -
     # a finding resting only on reviewed annotations is confirmed; one resting on a rule's
     # unreviewed reading is provisional, and the summary counts them apart
     def result(verdict: dict, grounding: list, matches: bool) -> dict:
-        return {
+        return full_line({
             "schema": "unmask.report/1",
             "overall": "VIOLATED",
             "dimensions": {"verdict": verdict["result"], "procedure": "OK", "coverage": "OK",
@@ -626,7 +627,7 @@ def test_violated_findings_are_confirmed_or_provisional_by_what_they_rest_on() -
             "verdict": {"observed": "PASS", **verdict},
             "requirements": [],
             "grounding": grounding,
-        }  # fmt: skip
+        })  # fmt: skip
 
     s = summary.Summary()
     s.add(ResultRecord.from_line(result({"result": "VIOLATED", "unreviewed": True}, [], True)))

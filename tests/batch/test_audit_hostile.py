@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.batch.test_audit_cli import audited, lines_of, run
+from tests.helpers import full_line
 from unmask.bench import replay_line
 from unmask.commands.audit import MAX_JOBS
 from unmask.plumbing.outputs import OutputError, atomic, write_text
@@ -301,20 +302,22 @@ def test_atomic_write_into_a_device_writes_in_place() -> None:
 
 # --- resume -----------------------------------------------------------------------------------
 
-_REPORT = {
-    "schema": "unmask.report/1",
-    "location": "a.json",
-    "replay": "a",
-    "protocol": "p",
-    "overall": "VIOLATED",
-    "verdict": {"observed": "PASS"},
-    "dimensions": {"verdict": "OK", "procedure": "VIOLATED"},
-    "requirements": [{"id": "r", "status": "REFUTED", "coverage": "ENTAILED"}],
-    "grounding": [],
-    "reasons": [],
-    "gold": None,
-    "verdict_matches_gold": None,
-}
+_REPORT = full_line(
+    {
+        "schema": "unmask.report/1",
+        "location": "a.json",
+        "replay": "a",
+        "protocol": "p",
+        "overall": "VIOLATED",
+        "verdict": {"observed": "PASS"},
+        "dimensions": {"verdict": "OK", "procedure": "VIOLATED"},
+        "requirements": [{"id": "r", "status": "REFUTED", "coverage": "ENTAILED"}],
+        "grounding": [],
+        "reasons": [],
+        "gold": None,
+        "verdict_matches_gold": None,
+    }
+)
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from tests.helpers import full_line
 from unmask.batch.summary import Summary
 from unmask.checking.record import ResultRecord
 from unmask.cli.main import main
@@ -46,7 +47,7 @@ def line(
         obj["item"] = item
     if judge is not None:
         obj["judge"] = judge
-    return obj
+    return full_line(obj)
 
 
 S, P, N = "supported", "partially_supported", "not_supported"

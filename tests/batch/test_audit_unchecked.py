@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.fuzz.test_regressions import wide_replay
+from tests.helpers import full_line
 from unmask.batch.summary import Summary
 from unmask.checking.record import ResultRecord
 from unmask.cli.main import main
@@ -80,7 +81,9 @@ def test_the_summary_tells_unchecked_from_invalid() -> None:
     for code in ("json-syntax", "truthtable-limit", "internal-error", "unknown-atom"):
         s.add(
             ResultRecord.from_line(
-                {"schema": "unmask.error/1", "location": code, "errors": [{"code": code}]}
+                full_line(
+                    {"schema": "unmask.error/1", "location": code, "errors": [{"code": code}]}
+                )
             )
         )
     j = s.to_json()

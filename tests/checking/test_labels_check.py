@@ -124,7 +124,7 @@ def test_entailed_label_allows_only_itself(backend_name: str) -> None:
     r = run({"said_a": "TRUE", "said_b": "TRUE"}, "supported", backend_name)
     v = r.verdict
     assert (v.result.status, v.allowed) == ("ENTAILED", ("supported",))
-    parts = v.to_json()["explanation"]["parts"]
+    parts = r.to_json()["verdict"]["explanation"]["parts"]
     # ¬V_supported with both parts said contradicts supported's decision alone
     assert [x["part"] for x in parts] == ["fact:said_a", "fact:said_b", "decision:supported"]
     assert parts[-1] == {"part": "decision:supported", "kind": "decision", "label": "supported"}

@@ -13,11 +13,10 @@ import pytest
 from unmask.api import check
 from unmask.backends import create
 from unmask.bench.workload import factual_replay, labelled_replay
-from unmask.checking import checker, outcomes
+from unmask.checking import checker, formats, outcomes
 from unmask.checking.checker import Case
 from unmask.checking.explain import Deadline
-from unmask.checking.linewriter import LineTemplate, encode_line
-from unmask.checking.record import result_line
+from unmask.checking.formats import encode_line, result_line
 from unmask.checking.report import SOLVER_UNKNOWN, dumps
 from unmask.render import render
 from unmask.replay import load as replay
@@ -182,21 +181,22 @@ def _with_fields(r, rng: random.Random):
 
 
 @pytest.mark.parametrize("seed", [0, 7])
-def test_a_line_from_the_template_is_the_line_of_the_report(seed: int) -> None:
-    # the audit's line of a report answered from memory is filled into the remembered
-    # report's template: the same bytes as encoding the report's line as it is
+def test_a_refilled_line_is_the_line_of_the_report(seed: int) -> None:
+    # the audit's line of a report answered from memory is the remembered report's line
+    # with its own fields and annotations put in: the same bytes as the report's own line
     rng = random.Random(seed)
     backend = create("sliced")
     lines = 0
     for i, r in enumerate(_replays(400, seed)):
         r = _with_fields(r, rng)
         location = rng.choice(["runs.jsonl:", "d/\u00e9t\u00e9.json:", "x\u001b.jsonl:"]) + str(i)
-        report, line = outcomes.check_replay_line(r, backend, location)
+        report, doc, line = outcomes.check_replay_line(r, backend, location)
         assert report == outcomes.check_replay(r, backend) == _uncached_with(r)
-        assert line == encode_line(result_line(report, location))
+        assert doc == result_line(report, location)
+        assert line == encode_line(doc)
     for _, memo in outcomes._MEMO.values():
-        lines += sum(1 for known in memo.values() if known.template)
-    assert lines > 20  # templates were made, and filled
+        lines += sum(1 for known in memo.values() if known.line)
+    assert lines > 20  # lines were remembered, and refilled
 
 
 def _uncached_with(r):
@@ -204,9 +204,9 @@ def _uncached_with(r):
     return dataclasses.replace(report, recheck=r.recheck)
 
 
-def test_a_line_that_cannot_be_utf8_takes_the_careful_path(monkeypatch) -> None:
-    # a lone surrogate in an annotation's explanation (JSON allows "\ud800"): the template
-    # gives no line, and the line is the one `encode_line` escapes
+def test_a_refilled_line_that_cannot_be_utf8_is_escaped(monkeypatch) -> None:
+    # a lone surrogate in an annotation's explanation (JSON allows "\ud800"): the line
+    # refilled from memory is escaped as the report's own line is
     obj = factual_replay(2, 0, 3)
     cited = [a for a in obj["annotations"] if a.get("evidence")]
     backend = create("sliced")
@@ -215,23 +215,24 @@ def test_a_line_that_cannot_be_utf8_takes_the_careful_path(monkeypatch) -> None:
     for a in cited:
         a["explanation"] = "lone \ud800 half"
     second = replay_from_obj(json.loads(json.dumps(obj)), "b.json")
-    fills: list[bytes | None] = []
-    real = LineTemplate.line
+    fills: list[object] = []
+    real = formats.refilled
 
-    def spying(self, *args):
-        got = real(self, *args)
+    def spying(*args):
+        got = real(*args)
         fills.append(got)
         return got
 
-    monkeypatch.setattr(LineTemplate, "line", spying)
-    report, line = outcomes.check_replay_line(second, backend, "b:1")
-    assert fills == [None]  # answered from memory, and the template declined
+    monkeypatch.setattr(formats, "refilled", spying)
+    report, doc, line = outcomes.check_replay_line(second, backend, "b:1")
+    assert fills == [doc]  # answered from memory, and refilled
     assert line == encode_line(result_line(report, "b:1"))
     assert b"\\ud800" in line and "lone" in json.loads(line)["annotations"][0]["explanation"]
 
 
-def test_a_report_of_another_layout_has_no_template() -> None:
+def test_a_line_with_two_annotations_of_one_part_is_not_refilled() -> None:
     r = replay_from_obj(factual_replay(2, 0, 3), "a.json")
     report = _uncached(r)
-    assert LineTemplate.of(report) is not None
-    assert LineTemplate.of(dataclasses.replace(report, item="x")) is None
+    _, parts = formats.line_and_parts(report, "a:1")
+    assert parts and formats.table_parts(parts)
+    assert not formats.table_parts((*parts, parts[0]))

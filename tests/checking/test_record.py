@@ -10,28 +10,23 @@ import random
 import shutil
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from tests.strategies import random_protocol, random_replay
 from unmask.api import check
 from unmask.backends import create
 from unmask.batch import task as batch_task
-from unmask.batch.records import encode_line, error_record
+from unmask.batch.records import line_problem
 from unmask.bench.workload import replay_line
-from unmask.checking import linewriter
-from unmask.checking.linewriter import write_line
+from unmask.checking import formats
+from unmask.checking import report as report_mod
+from unmask.checking.formats import LineError, encode_line, error_line, result_line
 from unmask.checking.outcomes import check_replay_line
-from unmask.checking.record import (
-    ERROR_SCHEMA,
-    RESULT_SCHEMA,
-    ResultRecord,
-    diagnostic_from_json,
-    diagnostic_json,
-    report_json,
-    result_line,
-)
+from unmask.checking.record import ERROR_SCHEMA, RESULT_SCHEMA, ResultRecord, report_json
 from unmask.ir import Span
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, render_all
+from unmask.plumbing.safe import json_text
 from unmask.replay import inputs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,22 +130,55 @@ def test_diagnostics_survive_their_json() -> None:
         help="add it",
         notes=("one", "two"),
     )
-    back = diagnostic_from_json(json.loads(json.dumps(diagnostic_json(d))))
-    assert back == d and render_all([back]) == render_all([d])
-    line = json.loads(encode_line(error_record("r.json", [d])))
+    line = json.loads(encode_line(error_line("r.json", [d])))
     assert line["schema"] == ERROR_SCHEMA
-    assert ResultRecord.from_line(line).errors == (d,)
+    (back,) = ResultRecord.from_line(line).errors
+    assert back == d and render_all([back]) == render_all([d])
+    bare = Diagnostic("io", "gone")  # the optional fields are left out, and read as absent
+    assert json.loads(encode_line(error_line("r", [bare])))["errors"] == [
+        {"code": "io", "message": "gone", "severity": "error"}
+    ]
+    assert ResultRecord.from_line(
+        {**line, "errors": [{"code": "io", "message": "gone"}]}
+    ).errors == (bare,)
 
 
-def test_a_malformed_line_that_resume_accepts_never_raises() -> None:
-    odd = {
-        "schema": ERROR_SCHEMA,
-        "location": "x",
-        "errors": [{"code": "c", "message": "m", "span": {"file": "f", "line": "2"}, "notes": 3}],
-    }
-    record = ResultRecord.from_line(odd)
-    assert record.error == "c" and record.errors[0].span is None and record.errors[0].notes == ()
-    assert ResultRecord.from_line({"schema": ERROR_SCHEMA, "location": "y"}).error == "error"
+@pytest.mark.parametrize(
+    ("edit", "path", "message"),
+    [
+        ({"errors": [{"code": "c", "message": "m", "span": {"file": "f", "line": "2"}}]},
+         "errors[0].span.line", "expected an integer, found a string"),
+        ({"errors": [{"code": "c", "message": "m", "notes": 3}]},
+         "errors[0].notes", "expected an array, found a number"),
+        ({"errors": [{"message": "m"}]}, "errors[0]", "missing `code`"),
+        ({"location": None}, "location", "expected a string, found null"),
+        ({"schema": "unmask.error/9"}, "schema",
+         "expected one of `unmask.result/2`, `unmask.report/1` or `unmask.error/1`, "
+         "found a string"),
+        ({"schema": None}, "schema",
+         "expected one of `unmask.result/2`, `unmask.report/1` or `unmask.error/1`, found null"),
+    ],
+)  # fmt: skip
+def test_a_malformed_line_is_refused_with_its_json_path(edit, path: str, message: str) -> None:
+    line = {**json.loads(encode_line(error_line("x", [Diagnostic("c", "m")]))), **edit}
+    with pytest.raises(LineError) as got:
+        ResultRecord.from_line(line)
+    assert (got.value.path, got.value.message) == (path, message)
+    assert line_problem(line) == f"has `{path}`: {message}"  # what `audit --resume` says
+
+
+def test_a_report_without_location_is_no_line_and_a_missing_field_is_named() -> None:
+    report = check(ROOT / "examples" / "case_b.json", "sliced")
+    assert line_problem({"location": "x", **report.to_json()}) is None  # the first form
+    assert line_problem(report.to_json()) == "is missing `location`"
+    line = json.loads(encode_line(result_line(report, "x")))
+    del line["dimensions"]
+    assert line_problem(line) == "is missing `dimensions`"
+    line = json.loads(encode_line(result_line(report, "x")))
+    line["requirements"][0]["status"] = "PROVEN"
+    assert line_problem(line) == (
+        "has `requirements[0].status`: `PROVEN` is not one of the values this field takes"
+    )
 
 
 # --- the line's form: each annotation once, nothing lost ---------------------------------
@@ -206,28 +234,39 @@ def test_a_line_of_the_first_form_reads_as_it_is_and_as_the_same_record() -> Non
 
 
 def test_an_index_that_names_no_annotation_is_left_for_the_reader_to_pass_over() -> None:
-    line = {
-        "schema": RESULT_SCHEMA,
-        "location": "x",
-        "verdict": {"explanation": {"minimal": True, "parts": [0, 5, -1, True, "x"]}},
-        "requirements": [{"coverage_explanation": {"parts": [0]}}, 3],
-        "grounding": None,
-        "conflicts": {"proto": None, "all": {"parts": [0]}},
-        "annotations": [{"atom": "a", "value": "TRUE"}],
-    }
+    _, line = _report_and_line(str(ROOT / "examples" / "case_b.json"))
+    assert line["annotations"], "the example cites an annotation"
+    line["verdict"]["explanation"]["parts"] = [0, 5, -1]
     got = report_json(line)
-    a = {"part": "fact:a", "kind": "annotation", "atom": "a", "value": "TRUE"}
-    assert got["verdict"]["explanation"]["parts"] == [a, 5, -1, True, "x"]
-    assert got["requirements"] == [{"coverage_explanation": {"parts": [a]}}, 3]
-    assert got["conflicts"] == {"proto": None, "all": {"parts": [a]}}
+    a = {"part": f"fact:{line['annotations'][0]['atom']}", "kind": "annotation"}
+    a.update(line["annotations"][0])
+    assert got["verdict"]["explanation"]["parts"] == [a, 5, -1]
     assert "annotations" not in got and got["schema"] == "unmask.report/1"
-    assert report_json({**line, "annotations": "no"})["verdict"]["explanation"]["parts"][0] == 0
+    assert ResultRecord.from_line(line).replay == "case-b"  # read, the indices passed over
+    for bad, path in (
+        ({**line, "annotations": "no"}, "annotations"),
+        ({**line, "grounding": None}, "grounding"),
+    ):
+        with pytest.raises(LineError) as err:
+            report_json(bad)
+        assert err.value.path == path
+
+
+def _json_dumps(line) -> bytes:
+    """The line as ``json.dumps`` writes its values (compact, not ASCII) under the output
+    policy: what the audit wrote before its lines were typed structures."""
+    values = msgspec.to_builtins(line)
+    try:
+        text = json_text(json.dumps(values, ensure_ascii=False, separators=(",", ":")))
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(values, separators=(",", ":")).encode() + b"\n"
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_a_line_written_from_the_report_is_the_encoders(seed: int) -> None:
-    # `write_line` writes the line from the report's objects: the bytes of encoding its
-    # JSON, on random protocols (constraints, labels, contradictions), provenance of every
+def test_a_line_written_from_the_report_is_what_json_dumps_writes(seed: int) -> None:
+    # msgspec writes the line: the bytes `json.dumps` writes of the same values, on
+    # random protocols (constraints, labels, contradictions), provenance of every
     # kind, the replay's own fields and locations with acting or non-ASCII characters
     rng = random.Random(seed)
     written = 0
@@ -246,12 +285,17 @@ def test_a_line_written_from_the_report_is_the_encoders(seed: int) -> None:
                 report = check(r, backend)
             except UnmaskError:
                 break  # decisions that can overlap: refused, no report to write
-            assert write_line(report, location) == encode_line(result_line(report, location))
+            line = result_line(report, location)
+            assert encode_line(line) == _json_dumps(line)
+            assert (
+                formats.dumps(report)
+                == json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n"
+            )
             written += 1
     assert written > 150
 
 
-def test_every_example_and_bench_line_is_the_encoders() -> None:
+def test_every_example_and_bench_line_is_what_json_dumps_writes() -> None:
     replays = [inputs.load_task(t, SETTINGS.limits) for t in _bench_tasks()]
     for path in EXAMPLES:
         replays.append(
@@ -259,7 +303,8 @@ def test_every_example_and_bench_line_is_the_encoders() -> None:
         )
     for r in replays:
         report = check(r, "sliced")
-        assert write_line(report, "e:1") == encode_line(result_line(report, "e:1"))
+        line = result_line(report, "e:1")
+        assert encode_line(line) == _json_dumps(line)
 
 
 def _bench_tasks() -> list:
@@ -277,18 +322,18 @@ def test_a_line_with_a_lone_surrogate_takes_the_careful_path() -> None:
     beside = str(ROOT / "examples" / "s.jsonl")
     r = inputs.load_task(inputs.Task("s:1", beside, 1, json.dumps(obj).encode()), SETTINGS.limits)
     report = check(r, "sliced")
-    assert write_line(report, "s:1") is None  # the writer declines, the encoder escapes
-    report, line = check_replay_line(r, create("sliced"), "s:1")
-    assert line == encode_line(result_line(report, "s:1")) and b"\\ud800" in line
+    report, doc, line = check_replay_line(r, create("sliced"), "s:1")
+    assert line == encode_line(result_line(report, "s:1")) == _json_dumps(doc)
+    assert b"\\ud800" in line and line.isascii()
 
 
-def test_the_texts_the_writer_keeps_are_bounded_and_never_stale(monkeypatch) -> None:
-    # results that cite no annotation are kept as text by identity, each entry holding its
-    # result: with room for 4, fresh reports (whose results die after each) still get
-    # their own lines
-    monkeypatch.setattr(linewriter, "RESULT_TEXTS", 4)
-    linewriter._RESULT_TEXT.clear()
-    linewriter._GROUNDING_TEXT.clear()
+def test_the_structs_the_writer_keeps_are_bounded_and_never_stale(monkeypatch) -> None:
+    # results that cite no annotation, and parts that are not annotations, are kept as
+    # structs by identity, each entry holding its object: with room for 4, fresh reports
+    # (whose results die after each) still get their own lines
+    monkeypatch.setattr(report_mod, "KEPT", 4)
+    report_mod._FIELDS.clear()
+    report_mod._PARTS.clear()
     rng = random.Random(5)
     for _ in range(40):
         r = random_replay(rng, random_protocol(rng, rng.randrange(2, 6)))
@@ -296,5 +341,9 @@ def test_the_texts_the_writer_keeps_are_bounded_and_never_stale(monkeypatch) -> 
             report = check(r, "sliced")
         except UnmaskError:
             continue  # decisions that can overlap: refused
-        assert write_line(report, "r:1") == encode_line(result_line(report, "r:1"))
-        assert len(linewriter._RESULT_TEXT) <= 4 and len(linewriter._GROUNDING_TEXT) <= 4
+        line = result_line(report, "r:1")
+        assert encode_line(line) == _json_dumps(line)
+        assert report_json(json.loads(encode_line(line))) == {
+            "schema": "unmask.report/1", "location": "r:1", **report.to_json()
+        }  # fmt: skip
+        assert len(report_mod._FIELDS) <= 4 and len(report_mod._PARTS) <= 4

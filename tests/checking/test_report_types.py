@@ -56,7 +56,7 @@ def test_constraints_of_one_name_get_their_own_part_and_keep_their_name() -> Non
         ("k", "constraint:k"),
         ("k", "constraint:k#2"),
     ]
-    assert [i.to_json() for i in items] == [
+    assert r.to_json()["conflicts"]["proto"]["parts"] == [
         {"part": "constraint:k", "kind": "constraint", "name": "k"},
         {"part": "constraint:k#2", "kind": "constraint", "name": "k"},
     ]

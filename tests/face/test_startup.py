@@ -229,6 +229,8 @@ NOT_FOR_A_WARM_CHECK = (
     "unmask.propose",
     "unmask.analysis",
     "unmask.checking.record",
+    "unmask.checking.formats",  # the JSON formats: the text report needs none
+    "msgspec",
     "unmask.render.view",  # the text format reads its words alone
     "unmask.render.html",
     "unmask.render.json",

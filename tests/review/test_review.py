@@ -421,7 +421,9 @@ def test_items_rank_by_findings_then_location_and_skip_reviewed_ones() -> None:
     assert got[0].evidence[0]["context"] == "[[ab]]c…"
 
 
-def test_an_edited_results_file_never_ends_in_a_traceback(replays: Path) -> None:
+def test_an_edited_results_file_is_refused_line_by_line_never_a_traceback(
+    replays: Path,
+) -> None:
     audit("results.jsonl")
     rows = [json.loads(x) for x in Path("results.jsonl").read_text().splitlines()]
     first = rows[0]["requirements"][0]["explanation"]["parts"][0]  # an index: written once
@@ -429,7 +431,16 @@ def test_an_edited_results_file_never_ends_in_a_traceback(replays: Path) -> None
     rows[1]["requirements"][0]["explanation"]["parts"] = [5, {"kind": "annotation"}]
     Path("results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     r = run("review", "results.jsonl", "--list")
-    assert r.exit_code == 0 and "Traceback" not in r.output
+    # each edited line refused with its JSON path (the result line's schema), the rest
+    # still listed, and never a traceback
+    assert r.exit_code == 4 and "Traceback" not in r.output
+    assert (
+        "results.jsonl:1:1: error: annotations[1].evidence: expected an array, found a string"
+        in r.output
+    )
+    assert "results.jsonl:2:1: error: requirements[0].explanation.parts[1]: missing `part`" in (
+        r.output
+    )
     assert "0 unreviewed annotations" in r.output
 
 

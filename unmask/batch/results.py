@@ -11,12 +11,10 @@ Contract:
   when the line is longer than ``limits.max_file_bytes``, not JSON, not an object with a
   string ``location``, or of a ``schema`` that is neither (the lines after it are still
   read), or once, an ``io`` error, when the file cannot be opened;
-- ``ResultLine.report()`` is a checked line's object once the members a reader of its
-  report walks have their shapes (``verdict`` an object, ``requirements``, ``grounding`` and
-  ``annotations`` arrays of objects, every annotation's ``by`` an object whose ``kind`` and
-  ``name`` are strings and ``reviewed`` a boolean), else a ``bad-results`` ``UnmaskError``
-  naming FILE:LINE and the JSON path; ``unmask next``, which reads only ``location``, needs
-  none of it;
+- ``ResultLine.report()`` is a checked line's report JSON, each annotation in its parts
+  (``unmask.checking.record.report_json``), once the line is one of its schema
+  (``unmask.checking.formats``), else a ``bad-results`` ``UnmaskError`` naming FILE:LINE
+  and the JSON path; ``unmask next``, which reads only ``location``, needs none of it;
 - ``Locations(root, limits).task(location)`` is the audit task a line's ``location`` names,
   relative to ``root`` (a file, or ``FILE:LINE`` of JSON Lines), or a ``location``
   ``UnmaskError``; each JSON Lines file is read once, however many lines name it.
@@ -30,10 +28,10 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from unmask.checking.record import CHECKED_SCHEMAS, ERROR_SCHEMA
+from unmask.checking.formats import LineError
+from unmask.checking.record import CHECKED_SCHEMAS, ERROR_SCHEMA, report_json
 from unmask.ir import Span
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
-from unmask.plumbing.jsonreader import index_path, join_path, kind
 from unmask.plumbing.limits import Limits
 from unmask.plumbing.lines import bounded_lines
 from unmask.replay.inputs import STDIN_LABEL, Task, iter_tasks
@@ -62,72 +60,22 @@ class ResultLine:
         return self.obj is not None and self.obj["schema"] in CHECKED_SCHEMAS
 
     def report(self) -> dict[str, Any]:
-        """The checked line's object, its report's shape checked (see the module)."""
+        """The checked line's report JSON, each annotation in its parts, whichever form
+        (``unmask.checking.record.report_json``); a line not of its schema is a
+        ``bad-results`` error naming FILE:LINE and the JSON path."""
         assert self.obj is not None
-        problem = _misshapen(self.obj)
-        if problem is None:
-            return self.obj
-        path, expected, found = problem
-        file = self.where.rpartition(":")[0]
-        diag = Diagnostic(
-            "bad-results",
-            f"{path}: expected {expected}, found {kind(found)}",
-            span=Span(file, self.n, 1, self.n, 1),
-            path=path,
-            help="write results with `unmask audit --out`; this line was edited",
-        )
-        raise UnmaskError([diag])
-
-
-def _misshapen(obj: dict[str, Any]) -> tuple[str, str, Any] | None:
-    """(JSON path, what was expected, what is there) of the first member of a result line
-    that a reader of its report cannot walk, or None."""
-    v = obj.get("verdict")
-    if v is not None and not isinstance(v, dict):
-        return "verdict", "an object", v
-    checks: list[tuple[str, Any]] = [("verdict", v)] if v is not None else []
-    for key in ("requirements", "grounding", "annotations"):
-        rows = obj.get(key)
-        if rows is None:
-            continue
-        if not isinstance(rows, list):
-            return key, "an array", rows
-        for i, row in enumerate(rows):
-            at = index_path(key, i)
-            if not isinstance(row, dict):
-                return at, "an object", row
-            if key == "annotations":
-                bad = _by(row, at)
-                if bad is not None:
-                    return bad
-            else:
-                checks.append((at, row))
-    for at, check in checks:  # the parts written in place (a report's own form)
-        for name in ("explanation", "coverage_explanation"):
-            e = check.get(name)
-            parts = e.get("parts") if isinstance(e, dict) else None
-            for i, part in enumerate(parts if isinstance(parts, list) else ()):
-                if isinstance(part, dict):
-                    bad = _by(part, index_path(join_path(join_path(at, name), "parts"), i))
-                    if bad is not None:
-                        return bad
-    return None
-
-
-def _by(entry: dict[str, Any], at: str) -> tuple[str, str, Any] | None:
-    by = entry.get("by")
-    if by is None:
-        return None
-    if not isinstance(by, dict):
-        return join_path(at, "by"), "an object", by
-    for key, want, ok in (
-        ("kind", "a string", str),
-        ("name", "a string", str),
-        ("reviewed", "`true` or `false`", bool),
-    ):
-        if key in by and not isinstance(by[key], ok):
-            return join_path(join_path(at, "by"), key), want, by[key]
-    return None
+        try:
+            return report_json(self.obj)
+        except LineError as exc:
+            file = self.where.rpartition(":")[0]
+            diag = Diagnostic(
+                "bad-results",
+                f"{exc.path}: {exc.message}" if exc.path else exc.message,
+                span=Span(file, self.n, 1, self.n, 1),
+                path=exc.path or None,
+                help="write results with `unmask audit --out`; this line was edited",
+            )
+            raise UnmaskError([diag]) from None
 
 
 def is_results(path: str, limits: Limits) -> bool:

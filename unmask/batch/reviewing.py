@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from unmask.checking.record import report_json
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, internal_error
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.limits import Limits
@@ -59,7 +58,7 @@ def _from_results(path: str, locations: Any, limits: Limits, errors: list, diges
         if not line.checked:
             continue  # the audit could not check it: nothing rests on anything
         try:
-            report = report_json(line.report())  # annotations in place, whichever form
+            report = line.report()  # annotations in place, whichever form
             doc = _document(locations.task(line.location), limits, digests)
             yield line.location, report, doc
         except UnmaskError as exc:

@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from unmask.batch.records import encode_line, error_record
+from unmask.checking.formats import encode_line, error_line
 from unmask.checking.record import ResultRecord
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, internal_error
 from unmask.plumbing.frozen import frozen
@@ -89,7 +89,7 @@ def audit_task(task: Task, settings: Settings) -> Result:
     replay = None
     try:
         replay = load_task(task, settings.limits, settings.protocol)
-        report, line = check_replay_line(
+        report, doc, line = check_replay_line(
             replay, backend(settings), task.location, deadline_ms=settings.deadline_ms
         )
     except UnmaskError as exc:
@@ -105,7 +105,7 @@ def audit_task(task: Task, settings: Settings) -> Result:
         from unmask.render import html
 
         page = html.render(report, replay, trust=settings.trust)
-    record = ResultRecord.from_report(report, task.location)
+    record = ResultRecord.of(doc)  # the record of the line written, as when read back
     if settings.trust is None:
         return Result(line, record, page)
     from unmask.review.calibration import digest_text
@@ -116,9 +116,8 @@ def audit_task(task: Task, settings: Settings) -> Result:
 
 def _failed(task: Task, diags: Iterable[Diagnostic], settings: Settings | None = None) -> Result:
     pf = None if settings is None else settings.protocol
-    obj = error_record(task.location, diags, None if pf is None else pf.recheck())
-    # made of the line itself: an error record is read back the one way
-    return Result(encode_line(obj), ResultRecord.from_line(obj))
+    line = error_line(task.location, list(diags), None if pf is None else pf.recheck())
+    return Result(encode_line(line), ResultRecord.of(line))
 
 
 def died(task: Task, settings: Settings | None = None) -> Result:

@@ -143,7 +143,7 @@ def _time_runner(
         # the audit's own path (``batch.task.audit_task``): parse, validate, check, explain,
         # serialise the result line
         replay = load_task(t, settings.limits)
-        size += len(check_replay_line(replay, counting, t.location)[1])  # type: ignore[arg-type]
+        size += len(check_replay_line(replay, counting, t.location)[2])  # type: ignore[arg-type]
         calls += counting.take_calls()
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     n = len(tasks)

@@ -19,11 +19,11 @@ and no deadline cuts it. ``check_replay`` first refuses a protocol whose decisio
 overlap (``refuse_overlaps``: ``UnmaskError``, the diagnostics ``unmaskc`` gives), so every
 way of checking a replay (``unmask check``, an audit, the API) refuses it alike.
 
-``check_replay_line(replay, backend, location)`` gives the report and the line ``unmask
-audit`` writes for it (refusing the same), ``encode_line(result_line(report, location))``
-byte for byte: a remembered report keeps the ``unmask.checking.linewriter.LineTemplate`` of its
-line, and a hit's line is filled into it (only the replay's own fields and the cited
-annotations encoded).
+``check_replay_line(replay, backend, location)`` gives the report, its result line's
+struct (``unmask.checking.formats.ResultLine``) and the line ``unmask audit`` writes for it
+(refusing the same), ``encode_line(result_line(report, location))`` byte for byte: a
+remembered report keeps its own line, and a hit's line is that line with the replay's
+own fields and the annotations it cites put in (``formats.refilled``).
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ from unmask.checking.report import (
 from unmask.plumbing.diagnostics import UnmaskError
 from unmask.replay.data import Replay
 
-if TYPE_CHECKING:  # the line writer is imported by the audit's path only (start-up)
-    from unmask.checking.linewriter import LineTemplate
+if TYPE_CHECKING:  # the formats are imported by the audit's path only (start-up)
+    from unmask.checking.formats import ResultLine
 
 MAX_ATOMS = 12  # a protocol's atoms, at most, for its reports to be remembered
 PROTOCOLS = 8  # protocols remembered per process
@@ -64,14 +64,15 @@ _LOCK = threading.Lock()  # a Dask worker may check replays in several threads
 
 
 class _Known:
-    """A remembered report, and the template of its refilled reports' result line (made
-    at the first line asked of a hit; False when it has none)."""
+    """A remembered report, and the result line its refilled reports' lines are made of,
+    with the parts of its annotations (made at the first line asked; False when two
+    annotations share a part, and a line cannot be refilled)."""
 
-    __slots__ = ("report", "template")
+    __slots__ = ("line", "report")
 
     def __init__(self, report: Report) -> None:
         self.report = report
-        self.template: LineTemplate | bool | None = None
+        self.line: tuple[ResultLine, tuple[PartId, ...]] | bool | None = None
 
 
 # id(protocol) -> (the protocol, kept alive so its id is not reused; its reports by key)
@@ -340,33 +341,26 @@ def check_replay_line(
     backend_name: str | None = None,
     deadline_ms: int | None = None,
     closed_form: bool = True,
-) -> tuple[Report, bytes]:
-    """``check_replay``, and the report's result line as ``unmask audit`` writes it
-    (``encode_line(result_line(report, location))``, the same bytes). A report answered
-    from memory gets its line from the remembered report's ``LineTemplate``: only the
-    replay's own fields and the annotations its explanations cite are encoded."""
-    from unmask.checking.linewriter import (
-        LineTemplate,
-        encode_line,
-        write_line,
-        write_line_template,
-    )
-    from unmask.checking.record import result_line
+) -> tuple[Report, ResultLine, bytes]:
+    """``check_replay``, the report's result line (``formats.result_line(report,
+    location)``) and its bytes as ``unmask audit`` writes them. A report answered from
+    memory gets the remembered report's line with its own fields and annotations put in:
+    only those are built anew."""
+    from unmask.checking.formats import encode_line, line_and_parts, refilled, table_parts
 
     report, known, refill = _checked(replay, backend, backend_name, deadline_ms, closed_form)
-    if known is not None and refill is None:
-        # just remembered: the template is the line's own text, less this replay's fields
-        line, made = write_line_template(report, location)
-        known.template = made or False
-    elif known is not None and refill is not None:
-        template = known.template
-        if template is None:  # remembered by ``check_replay``: made at its first line
-            template = known.template = LineTemplate.of(known.report) or False
-        line = None
-        if template:
-            line = template.line(report, location, refill.items)  # type: ignore[union-attr]
-        if line is None:
-            line = write_line(report, location)
+    if known is None:
+        line = line_and_parts(report, location)[0]
+        return report, line, encode_line(line)
+    kept = known.line
+    if kept is None:  # just remembered, or remembered by ``check_replay``: made now
+        source = known.report if refill is not None else report
+        made = line_and_parts(source, location)
+        kept = known.line = made if table_parts(made[1]) else False
+        if refill is None:
+            return report, made[0], encode_line(made[0])
+    if kept and refill is not None:
+        line = refilled(kept[0], kept[1], report, location, refill.items)  # type: ignore[index]
     else:
-        line = write_line(report, location)
-    return report, encode_line(result_line(report, location)) if line is None else line
+        line = line_and_parts(report, location)[0]
+    return report, line, encode_line(line)

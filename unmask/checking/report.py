@@ -4,18 +4,21 @@ Contract:
 - a ``Report`` is plain data: the checker (``unmask.checking.checker``) fills it in, renderers only
   read it; nothing in it varies between runs (no time, no path), so ``dumps`` is
   byte-identical for the same replay on every backend except for the ``backend`` field;
-- ``to_json`` writes the fixed fields first, in their documented order, then the
-  additions (both in ``docs/report-format.md``);
+- its JSON is declared once, in ``unmask.checking.shapes`` (``ReportDoc``: the fixed
+  fields first, in their documented order, then the additions, both in
+  ``docs/report-format.md``), and built here of the report's objects, never through
+  dicts: ``report_doc`` (``to_json`` gives it as plain values, ``dumps`` as text, two-space
+  indented as ``json.dumps(..., indent=2)`` writes it) and ``result_line(report,
+  location)``, the audit's line (``unmask.result/2``), each annotation an explanation or
+  a conflict rests on written once, in ``annotations``, and referred to by its index
+  (``AnnotationTable``); ``own_fields`` are what ``unmask.checking.formats.refilled``
+  puts in a remembered report's line for another replay. A check's
+  fields that cite no annotation, and parts that are not annotations, are kept by the
+  identity of the object the checker shares between replays (at most ``KEPT`` each);
 - ``gold`` is added after checking (``with_gold``); flipping it changes only ``gold`` and
   ``verdict_matches_gold``; the replay's ``item`` and ``judge`` are added after checking
   too, and appear in the JSON only when the replay has them, as do ``disagreements`` (the
-  annotations whose readers did not agree, each reader's reading);
-- a field that only says something when true (``unreviewed``, ``gold_derived``) is written
-  only then, and a part's ``label`` and ``by`` only when there is one, so a binary
-  protocol with unattributed annotations reads as it always did;
-- ``to_json(table)`` with an ``AnnotationTable`` writes each annotation part as its index
-  in the table instead, and fills the table: the result line's form (``unmask.checking.record``),
-  where an annotation several checks rest on is written once.
+  annotations whose readers did not agree, each reader's reading).
 """
 
 from __future__ import annotations
@@ -28,9 +31,16 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from unmask.plumbing.frozen import frozen
 
 if TYPE_CHECKING:
-    from unmask.replay.data import Annotation, Provenance, Recheck
+    from msgspec import UNSET
 
-SCHEMA = "unmask.report/1"
+    from unmask.checking import shapes as S
+else:  # imported at the first JSON built: `unmask check`'s text report needs neither
+    S = UNSET = None
+
+SCHEMA = "unmask.report/1"  # shapes.REPORT_SCHEMA (tests/checking/test_formats.py)
+
+if TYPE_CHECKING:
+    from unmask.replay.data import Annotation, Provenance, Recheck
 
 
 class _Word(str, Enum):
@@ -116,11 +126,6 @@ class Quote:
     def of(e: Any) -> Quote:
         return Quote(e.source, e.start, e.end, e.quote, e.read)
 
-    def to_json(self) -> dict[str, Any]:
-        if self.read is not None:  # as the replay writes it: what was read, not a span
-            return {"source": self.source, "read": self.read}
-        return {"source": self.source, "start": self.start, "end": self.end, "quote": self.quote}
-
 
 @frozen
 class PartId:
@@ -164,23 +169,6 @@ class AnnotationItem:
     explanation: str | None = None
     by: Provenance | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return self._put({"part": str(self.part), "kind": self.kind})
-
-    def entry_json(self) -> dict[str, Any]:
-        """The annotation's own fields (every field but ``part`` and ``kind``, which follow
-        from it): its entry in a result line's ``annotations``."""
-        return self._put({})
-
-    def _put(self, out: dict[str, Any]) -> dict[str, Any]:
-        out["atom"] = self.atom
-        out["value"] = self.value
-        out["evidence"] = [q.to_json() for q in self.evidence]
-        out["explanation"] = self.explanation or ""
-        if self.by is not None:
-            out["by"] = self.by.to_json()
-        return out
-
 
 @frozen
 class ConstraintItem:
@@ -190,9 +178,6 @@ class ConstraintItem:
     part: PartId
     name: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"part": str(self.part), "kind": self.kind, "name": self.name}
-
 
 @frozen
 class LabelsItem:
@@ -200,9 +185,6 @@ class LabelsItem:
 
     kind: ClassVar[Literal["labels"]] = "labels"
     part: PartId
-
-    def to_json(self) -> dict[str, Any]:
-        return {"part": str(self.part), "kind": self.kind}
 
 
 @frozen
@@ -213,43 +195,9 @@ class DecisionItem:
     part: PartId
     label: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"part": str(self.part), "kind": self.kind}
-        if self.label is not None:
-            out["label"] = self.label
-        return out
-
 
 # one part of a base used by an explanation or a conflict; ``kind`` tells them apart
 Item = AnnotationItem | ConstraintItem | LabelsItem | DecisionItem
-
-
-class AnnotationTable:
-    """The annotations a result line's explanations and conflicts rest on, each once, in
-    the order they are first referred to; ``ref`` gives an annotation's index."""
-
-    __slots__ = ("_index", "_items", "entries")
-
-    def __init__(self) -> None:
-        self.entries: list[dict[str, Any]] = []
-        self._items: list[AnnotationItem] = []
-        self._index: dict[PartId, int] = {}  # by part: a part id's hash is cached
-
-    @property
-    def items(self) -> tuple[AnnotationItem, ...]:
-        """The annotations referred to, in the order of ``entries``."""
-        return tuple(self._items)
-
-    def ref(self, item: AnnotationItem) -> int:
-        i = self._index.get(item.part)
-        if i is not None:
-            seen = self._items[i]
-            if seen is item or seen == item:  # the checker hands out one item per part
-                return i
-        i = self._index[item.part] = len(self.entries)
-        self._items.append(item)
-        self.entries.append(item.entry_json())
-        return i
 
 
 @frozen
@@ -260,25 +208,12 @@ class Explanation:
     items: tuple[Item, ...]
     minimal: bool = True
 
-    def to_json(self, table: AnnotationTable | None = None) -> dict[str, Any]:
-        if table is None:
-            return {"minimal": self.minimal, "parts": [i.to_json() for i in self.items]}
-        parts = [table.ref(i) if i.kind == "annotation" else i.to_json() for i in self.items]  # type: ignore[arg-type]
-        return {"minimal": self.minimal, "parts": parts}
-
 
 @frozen
 class WitnessAtom:
     atom: str
     value: bool
     origin: str  # "observed" (pinned by an annotation) or "completed" (a possibility)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "atom": self.atom,
-            "value": "TRUE" if self.value else "FALSE",
-            "origin": self.origin,
-        }
 
 
 @frozen
@@ -292,21 +227,11 @@ class Witness:
     # assignment of that side, but not necessarily the canonical (least) one
     canonical: bool = True
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"atoms": [a.to_json() for a in self.atoms]}
-        if self.verdict is not None:
-            out["verdict"] = self.verdict
-        out["canonical"] = self.canonical
-        return out
-
 
 @frozen
 class Witnesses:
     holds: Witness  # the proposition true
     fails: Witness  # the proposition false
-
-    def to_json(self) -> dict[str, Any]:
-        return {"holds": self.holds.to_json(), "fails": self.fails.to_json()}
 
 
 @frozen
@@ -325,38 +250,6 @@ class CheckResult:
     unreviewed: int = 0
     gold_derived: int = 0
 
-    def fields(self, prefix: str = "") -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        self.put_fields(out, _field_names(prefix))
-        return out
-
-    def put_fields(
-        self, out: dict[str, Any], names: tuple[str, ...], table: AnnotationTable | None = None
-    ) -> None:
-        """Add what ``fields`` holds to ``out``; ``names`` is ``_field_names(prefix)``."""
-        expl = self.explanation
-        wit = self.witnesses
-        out[names[0]] = self.outcome
-        out[names[1]] = None if expl is None else expl.to_json(table)
-        out[names[2]] = None if wit is None else wit.to_json()
-        if self.unreviewed:
-            out[names[3]] = True
-        if self.gold_derived:
-            out[names[4]] = True
-
-
-def _field_names(prefix: str) -> tuple[str, ...]:
-    """The keys of a check result's fields under ``prefix``, in the order they are written."""
-    names = _FIELD_NAMES.get(prefix)
-    if names is None:
-        names = tuple(prefix + n for n in _FIELDS)
-    return names
-
-
-_FIELDS = ("result", "explanation", "witnesses", "unreviewed", "gold_derived")
-_FIELD_NAMES = {p: tuple(p + n for n in _FIELDS) for p in ("", "coverage_")}
-_PLAIN, _COVERAGE = _FIELD_NAMES[""], _FIELD_NAMES["coverage_"]
-
 
 @frozen
 class VerdictCheck:
@@ -367,15 +260,6 @@ class VerdictCheck:
     result: CheckResult
     allowed: tuple[str, ...] | None = None
 
-    def to_json(self, table: AnnotationTable | None = None) -> dict[str, Any]:
-        out = {
-            "observed": self.observed,
-            "status": self.result.status,
-            "allowed": None if self.allowed is None else list(self.allowed),
-        }
-        self.result.put_fields(out, _PLAIN, table)
-        return out
-
 
 @frozen
 class RequirementCheck:
@@ -383,17 +267,6 @@ class RequirementCheck:
     description: str
     holds: CheckResult
     coverage: CheckResult
-
-    def to_json(self, table: AnnotationTable | None = None) -> dict[str, Any]:
-        out = {
-            "id": self.id,
-            "status": self.holds.status,
-            "coverage": self.coverage.status,
-            "description": self.description,
-        }
-        self.holds.put_fields(out, _PLAIN, table)
-        self.coverage.put_fields(out, _COVERAGE, table)
-        return out
 
 
 @frozen
@@ -408,16 +281,6 @@ class GroundingCheck:
     @property
     def pair(self) -> str:
         return f"{self.judge}{self.direction}{self.context}"
-
-    def to_json(self, table: AnnotationTable | None = None) -> dict[str, Any]:
-        out = {
-            "judge": self.judge,
-            "context": self.context,
-            "status": self.result.status,
-            "direction": self.direction,
-        }
-        self.result.put_fields(out, _PLAIN, table)
-        return out
 
 
 @frozen
@@ -436,15 +299,6 @@ class Bases:
     def conflict(self, name: str) -> Explanation | None:
         return getattr(self, f"{name}_conflict")
 
-    def to_json(self) -> dict[str, Any]:
-        return {n: self.state(n) for n in BASE_NAMES}
-
-    def conflicts_json(self, table: AnnotationTable | None = None) -> dict[str, Any]:
-        return {
-            n: None if self.conflict(n) is None else self.conflict(n).to_json(table)  # type: ignore[union-attr]
-            for n in BASE_NAMES
-        }
-
 
 @frozen
 class Reason:
@@ -459,9 +313,6 @@ class Reason:
     code: str
     subject: str
     message: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"code": self.code, "subject": self.subject, "message": self.message}
 
 
 @frozen
@@ -512,66 +363,317 @@ class Report:
     def with_gold(self, gold: str | None) -> Report:
         return replace(self, gold=gold)
 
-    def to_json(self, table: AnnotationTable | None = None) -> dict[str, Any]:
-        """The report's JSON; with ``table``, each annotation part is its index there."""
-        return {
-            # the fixed fields, in their documented order
-            "schema": SCHEMA,
-            "replay": self.replay,
-            "backend": self.backend,
-            "overall": self.overall,
-            "bases": None if self.bases is None else self.bases.to_json(),
-            "verdict": self.verdict.to_json(table),
-            "requirements": [r.to_json(table) for r in self.requirements],
-            "grounding": [g.to_json(table) for g in self.grounding],
-            "unannotated": list(self.unannotated),
-            "gold": self.gold,
-            "verdict_matches_gold": self.verdict_matches_gold,
-            # additions (docs/report-format.md)
-            "protocol": self.protocol,
-            "translation": self.translation,
-            "dimensions": self.dimensions.to_json(),
-            "reasons": [r.to_json() for r in self.reasons],
-            "conflicts": None if self.bases is None else self.bases.conflicts_json(table),
-            "unknown": list(self.unknown),
-            **self.extra_json(),
-        }
+    def to_json(self) -> dict[str, Any]:
+        """The report's JSON (``unmask.checking.shapes.ReportDoc``) as plain values."""
+        import msgspec
 
-    def extra_json(self) -> dict[str, Any]:
-        """The fields added only when the replay has them, in their order."""
-        out: dict[str, Any] = {}
-        if self.item is not None:
-            out["item"] = self.item
-        if self.judge is not None:
-            out["judge"] = self.judge
-        if self.recheck is not None:
-            out["recheck"] = self.recheck.to_json()
-        if self.disagreements:
-            out["disagreements"] = [disagreement_json(a) for a in self.disagreements]
+        out: dict[str, Any] = msgspec.to_builtins(report_doc(self))
         return out
 
 
-def disagreement_json(a: Annotation) -> dict[str, Any]:
-    """An atom several readers read differently: its value, and each reader's reading."""
+# --- the report's JSON and its result line, built of its objects (shapes) -----------------
 
-    def span(e: Any) -> dict[str, Any]:
-        return {"source": e.source, "start": e.start, "end": e.end, "quote": e.quote}
 
-    return {
-        "atom": a.atom,
-        "value": a.value,
-        "readings": [
-            {
-                "by": r.by.to_json(),
-                "value": r.value,
-                "evidence": [span(e) for e in r.evidence],
-                "explanation": r.explanation,
-            }
-            for r in a.readings
+def _shapes() -> None:
+    """Import the structs (and msgspec) at the first JSON built of a report."""
+    global S, UNSET
+    from msgspec import UNSET
+
+    from unmask.checking import shapes as S
+
+
+def _quote(q: Any) -> S.Quote:
+    if q.read is not None:  # as the replay writes it: what was read, not a span
+        return S.Quote(source=q.source, read=q.read)
+    return S.Quote(source=q.source, start=q.start, end=q.end, quote=q.quote)
+
+
+def _by(p: Any) -> S.By:
+    return S.By(
+        kind=p.kind,
+        name=p.name or UNSET,
+        version=p.version or UNSET,
+        reviewed=UNSET if p.reviewed_flag is None else p.reviewed_flag,
+    )
+
+
+def entry(item: AnnotationItem) -> S.Entry:
+    """An annotation's entry in a result line's ``annotations``."""
+    if S is None:
+        _shapes()
+    by = item.by
+    return S.Entry(
+        atom=item.atom,
+        value=item.value,
+        evidence=[_quote(q) for q in item.evidence],
+        explanation=item.explanation or "",
+        by=UNSET if by is None else _by(by),
+    )
+
+
+def part(item: Item) -> S.Part:
+    """A part as a report writes it in place."""
+    kind = item.kind
+    if kind == "annotation":
+        e = entry(item)  # type: ignore[arg-type]
+        return S.Part(
+            part=str(item.part),
+            kind=kind,
+            atom=e.atom,
+            value=e.value,
+            evidence=e.evidence,
+            explanation=e.explanation,
+            by=e.by,
+        )
+    if kind == "constraint":
+        return S.Part(part=str(item.part), kind=kind, name=item.name)  # type: ignore[union-attr]
+    label = getattr(item, "label", None)
+    return S.Part(part=str(item.part), kind=kind, label=UNSET if label is None else label)
+
+
+class AnnotationTable:
+    """The annotations a result line's explanations and conflicts rest on, each once, in
+    the order they are first referred to; ``ref`` gives an annotation's index."""
+
+    __slots__ = ("_index", "entries", "items")
+
+    def __init__(self) -> None:
+        self.entries: list[S.Entry] = []
+        self.items: list[AnnotationItem] = []
+        self._index: dict[PartId, int] = {}  # by part: a part id's hash is cached
+
+    def ref(self, item: AnnotationItem) -> int:
+        i = self._index.get(item.part)
+        if i is not None:
+            seen = self.items[i]
+            if seen is item or seen == item:  # the checker hands out one item per part
+                return i
+        i = self._index[item.part] = len(self.entries)
+        self.items.append(item)
+        self.entries.append(entry(item))
+        return i
+
+
+# a part that is not an annotation, by identity: the checker shares its items among the
+# replays of a protocol; each entry holds its item, so its id stays its own
+_PARTS: dict[int, tuple[Any, S.Part]] = {}
+# a check's fields that cite no annotation (witnesses, or nothing), by the result's
+# identity: the checker shares such results among the replays of a protocol
+_FIELDS: dict[int, tuple[Any, tuple[Any, ...]]] = {}
+KEPT = 8192  # entries of each, at most; then it starts again
+
+
+def _other_part(item: Item) -> S.Part:
+    got = _PARTS.get(id(item))
+    if got is None:
+        if len(_PARTS) >= KEPT:
+            _PARTS.clear()
+        got = _PARTS[id(item)] = (item, part(item))
+    return got[1]
+
+
+def _explanation(e: Explanation | None, table: AnnotationTable | None) -> Any:
+    if e is None:
+        return None
+    if table is None:
+        return S.Explanation(minimal=e.minimal, parts=[part(i) for i in e.items])
+    parts: list[Any] = [
+        table.ref(i) if i.kind == "annotation" else _other_part(i)  # type: ignore[arg-type]
+        for i in e.items
+    ]
+    return S.Explanation(minimal=e.minimal, parts=parts)
+
+
+def _witness(w: Witness) -> S.Witness:
+    return S.Witness(
+        atoms=[
+            S.WitnessAtom(atom=a.atom, value="TRUE" if a.value else "FALSE", origin=a.origin)  # type: ignore[arg-type]
+            for a in w.atoms
         ],
+        verdict=UNSET if w.verdict is None else w.verdict,
+        canonical=w.canonical,
+    )
+
+
+def _fields(r: CheckResult, table: AnnotationTable | None) -> tuple[Any, ...]:
+    """A check result's written fields: result, explanation, witnesses and the two flags."""
+    if r.explanation is not None:
+        return _made(r, table)
+    got = _FIELDS.get(id(r))
+    if got is None:
+        if len(_FIELDS) >= KEPT:
+            _FIELDS.clear()
+        got = _FIELDS[id(r)] = (r, _made(r, None))
+    return got[1]
+
+
+def _made(r: CheckResult, table: AnnotationTable | None) -> tuple[Any, ...]:
+    w = r.witnesses
+    return (
+        r.outcome,
+        _explanation(r.explanation, table),
+        None if w is None else S.Witnesses(holds=_witness(w.holds), fails=_witness(w.fails)),
+        True if r.unreviewed else UNSET,
+        True if r.gold_derived else UNSET,
+    )
+
+
+def _body(report: Report, table: AnnotationTable | None) -> dict[str, Any]:
+    """The fields of a report's JSON after ``schema`` (and ``location``), in order."""
+    v = report.verdict
+    vr, ve, vw, vu, vg = _fields(v.result, table)
+    reqs = []
+    for r in report.requirements:
+        hr, he, hw, hu, hg = _fields(r.holds, table)
+        cr, ce, cw, cu, cg = _fields(r.coverage, table)
+        reqs.append(
+            S.Requirement(
+                id=r.id,
+                status=r.holds.status,  # type: ignore[arg-type]
+                coverage=r.coverage.status,  # type: ignore[arg-type]
+                description=r.description,
+                result=hr,
+                explanation=he,
+                witnesses=hw,
+                unreviewed=hu,
+                gold_derived=hg,
+                coverage_result=cr,
+                coverage_explanation=ce,
+                coverage_witnesses=cw,
+                coverage_unreviewed=cu,
+                coverage_gold_derived=cg,
+            )
+        )
+    ground = []
+    for g in report.grounding:
+        gr, ge, gw, gu, gg = _fields(g.result, table)
+        ground.append(
+            S.Grounding(
+                judge=g.judge,
+                context=g.context,
+                status=g.result.status,  # type: ignore[arg-type]
+                direction=g.direction,  # type: ignore[arg-type]
+                result=gr,
+                explanation=ge,
+                witnesses=gw,
+                unreviewed=gu,
+                gold_derived=gg,
+            )
+        )
+    b = report.bases
+    d = report.dimensions
+    return {
+        "replay": report.replay,
+        "backend": report.backend,
+        "overall": report.overall,
+        "bases": None if b is None else S.Bases(proto=b.proto, evid=b.evid, all=b.all),  # type: ignore[arg-type]
+        "verdict": S.Verdict(
+            observed=v.observed,
+            status=v.result.status,  # type: ignore[arg-type]
+            allowed=None if v.allowed is None else list(v.allowed),
+            result=vr,
+            explanation=ve,
+            witnesses=vw,
+            unreviewed=vu,
+            gold_derived=vg,
+        ),
+        "requirements": reqs,
+        "grounding": ground,
+        "unannotated": list(report.unannotated),
+        "gold": report.gold,
+        "verdict_matches_gold": report.verdict_matches_gold,
+        "protocol": report.protocol,
+        "translation": report.translation,
+        "dimensions": S.Dimensions(
+            verdict=d.verdict,  # type: ignore[arg-type]
+            procedure=d.procedure,  # type: ignore[arg-type]
+            coverage=d.coverage,  # type: ignore[arg-type]
+            grounding=d.grounding,  # type: ignore[arg-type]
+        ),
+        "reasons": [
+            S.Reason(code=r.code, subject=r.subject, message=r.message) for r in report.reasons
+        ],
+        "conflicts": None
+        if b is None
+        else S.Conflicts(
+            proto=_explanation(b.proto_conflict, table),
+            evid=_explanation(b.evid_conflict, table),
+            all=_explanation(b.all_conflict, table),
+        ),
+        "unknown": list(report.unknown),
+        **own_fields(report),
     }
 
 
+def own_fields(report: Report) -> dict[str, Any]:
+    """The fields only some replays have (``item``, ``judge``, ``recheck``,
+    ``disagreements``): absent ones are ``UNSET``, not written."""
+    rc = report.recheck
+    return {
+        "item": UNSET if report.item is None else report.item,
+        "judge": UNSET if report.judge is None else report.judge,
+        "recheck": UNSET
+        if rc is None
+        else S.Recheck(protocol=rc.protocol, digest=rc.digest, dropped=list(rc.dropped)),
+        "disagreements": [_disagreement(a) for a in report.disagreements]
+        if report.disagreements
+        else UNSET,
+    }
+
+
+def _disagreement(a: Any) -> S.Disagreement:
+    return S.Disagreement(
+        atom=a.atom,
+        value=a.value,
+        readings=[
+            S.Reading(
+                by=_by(r.by),
+                value=r.value,
+                evidence=[
+                    S.Quote(source=e.source, start=e.start, end=e.end, quote=e.quote)
+                    for e in r.evidence
+                ],
+                explanation=r.explanation,
+            )
+            for r in a.readings
+        ],
+    )
+
+
+def report_doc(report: Report) -> S.ReportDoc:
+    """A report's canonical JSON (``unmask.report/1``)."""
+    if S is None:
+        _shapes()
+    return S.ReportDoc(**_body(report, None))
+
+
+def result_line(report: Report, location: str) -> S.ResultLine:
+    """A checked replay's result line (``unmask.result/2``)."""
+    if S is None:
+        _shapes()
+    table = AnnotationTable()
+    body = _body(report, table)
+    return S.ResultLine(location=location, **body, annotations=table.entries)
+
+
+def line_and_parts(report: Report, location: str) -> tuple[S.ResultLine, tuple[PartId, ...]]:
+    """``result_line``, and the parts of its annotations in order (``table_parts``)."""
+    if S is None:
+        _shapes()
+    table = AnnotationTable()
+    body = _body(report, table)
+    line = S.ResultLine(location=location, **body, annotations=table.entries)
+    return line, tuple(i.part for i in table.items)
+
+
 def dumps(report: Report) -> str:
-    """THE canonical serialisation: same report, same bytes."""
-    return json.dumps(report.to_json(), ensure_ascii=False, indent=2, sort_keys=False) + "\n"
+    """THE canonical serialisation of a report: same report, same bytes (two-space
+    indent; ``json.dumps(..., ensure_ascii=False, indent=2)`` writes the same text)."""
+    import msgspec
+
+    doc = report_doc(report)
+    try:
+        data = msgspec.json.format(msgspec.json.encode(doc), indent=2)
+    except UnicodeEncodeError:  # a lone surrogate: the output policy replaces it later
+        return json.dumps(msgspec.to_builtins(doc), ensure_ascii=False, indent=2) + "\n"
+    return data.decode("utf-8") + "\n"

@@ -382,18 +382,14 @@ def _errors(out: Path, summary) -> None:  # type: ignore[no-untyped-def]
     import json
     from dataclasses import replace
 
-    from unmask.checking.record import ERROR_SCHEMA, diagnostic_json
+    from unmask.checking.formats import error_line, to_builtins
     from unmask.plumbing.outputs import write_bytes
 
     lines = []
     for _, location, diags in sorted(summary.errors, key=lambda e: e[0]):
         for d in diags:
             say(render(d if d.file or d.span else replace(d, file=location)))
-        record = {
-            "schema": ERROR_SCHEMA,
-            "location": location,
-            "errors": [diagnostic_json(d) for d in diags],
-        }
+        record = to_builtins(error_line(location, diags))
         lines.append(json.dumps(record, ensure_ascii=False))
     target = out / ERRORS_FILE
     if lines:

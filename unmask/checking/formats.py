@@ -1,0 +1,335 @@
+"""The report's JSON, the audit's result line and its error record, each defined once.
+
+Contract:
+- the three formats are typed structures (msgspec ``Struct``s, declared in
+  ``unmask.checking.shapes`` and re-exported here): ``ReportDoc``
+  (``unmask.report/1``, the canonical JSON of a report), ``ResultLine``
+  (``unmask.result/2``: the report's fields with ``location`` after ``schema``, each
+  annotation an explanation or a conflict rests on written once, in ``annotations`` at
+  the end, and referred to by its index there) and ``ErrorLine`` (``unmask.error/1``, a
+  replay that could not be checked). Their fields are in the order they are written; a
+  field that is only sometimes there (``item``, a check's ``unreviewed``, a part's
+  ``label``) is ``UNSET`` when absent and then not written. Writing, reading back and the
+  published JSON Schemas (``schemas()``, docs/schemas/) all derive from them;
+- ``report_doc(report)`` and ``result_line(report, location)`` build them from a
+  ``Report``'s objects (never through dicts); ``encode_line(line)`` is the line's bytes:
+  compact UTF-8 ending in a newline, under the output policy (no acting character raw,
+  ``unmask.plumbing.safe.json_text``; a lone surrogate escaped, so the line stays valid
+  UTF-8), the bytes ``json.dumps`` writes of the same values; ``dumps(report)`` the
+  report's canonical JSON (two-space indent, as ``json.dumps(..., indent=2)``);
+- ``read_line(obj)`` is a parsed result line of any of the three schemas as its struct,
+  or a ``LineError`` naming the JSON path, what was expected and what is there;
+  ``report_of(line)`` the report's JSON of a line of either form (each annotation back
+  in its parts);
+- ``refilled(line, report, location, items)`` is the line of a report
+  ``unmask.checking.outcomes`` refilled from a remembered one whose line is ``line``: the
+  same structs but for the replay's own fields and the annotations it cites, which come
+  in the same parts in the same order (``table_parts`` says when a line can be refilled);
+- ``schemas()`` is the JSON Schema of each format, committed as docs/schemas/*.json
+  (``python -m unmask.checking.formats`` writes them; tests/checking/test_formats.py holds the
+  files to what the structs generate).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+from msgspec import UNSET, Struct
+
+from unmask.checking.report import (  # noqa: F401 (built there, of the report's objects)
+    KEPT,
+    AnnotationTable,
+    dumps,
+    entry,
+    line_and_parts,
+    own_fields,
+    report_doc,
+    result_line,
+)
+from unmask.plumbing.jsonreader import kind
+from unmask.plumbing.safe import json_text
+
+if TYPE_CHECKING:
+    from unmask.checking.report import AnnotationItem, PartId, Report
+    from unmask.plumbing.diagnostics import Diagnostic
+
+from unmask.checking.shapes import (  # noqa: F401 (the formats, as their users import them)
+    ERROR_SCHEMA,
+    REPORT_SCHEMA,
+    RESULT_SCHEMA,
+    AnyLine,
+    Bases,
+    BaseWord,
+    By,
+    CheckedLine,
+    CheckOutcome,
+    Conflicts,
+    DiagnosticDoc,
+    DimensionOutcome,
+    Dimensions,
+    Disagreement,
+    Entry,
+    ErrorLine,
+    Explanation,
+    Grounding,
+    LinePart,
+    Overall,
+    Part,
+    Quote,
+    Reading,
+    Reason,
+    Recheck,
+    ReportDoc,
+    Requirement,
+    ResultLine,
+    SpanDoc,
+    StatusWord,
+    Verdict,
+    Witness,
+    WitnessAtom,
+    Witnesses,
+)
+
+
+def table_parts(parts: tuple[PartId, ...]) -> bool:
+    """Whether a line whose annotations are of ``parts`` can be refilled: no two of one
+    part (then which entry a refilled annotation replaces is not its part's alone)."""
+    return len(set(parts)) == len(parts)
+
+
+def refilled(
+    line: ResultLine,
+    parts: tuple[PartId, ...],
+    report: Report,
+    location: str,
+    items: Mapping[PartId, AnnotationItem],
+) -> ResultLine:
+    """The line of ``report``, refilled from the remembered report whose line is ``line``
+    (its annotations of ``parts``): only its own fields and its annotations are new."""
+    import msgspec
+
+    return msgspec.structs.replace(
+        line,
+        location=location,
+        replay=report.replay,
+        gold=report.gold,
+        verdict_matches_gold=report.verdict_matches_gold,
+        annotations=[entry(items[p]) for p in parts],
+        **own_fields(report),
+    )
+
+
+def report_of(line: ResultLine | ReportDoc) -> ReportDoc:
+    """The report's JSON of a line of either form: each annotation's index in a part is
+    the annotation in place (``{"part": "fact:" + atom, "kind": "annotation", ...}``, as
+    the report writes it); an index that names no entry (an edited file) is left as it
+    is, for a reader to pass over."""
+    if isinstance(line, ReportDoc):
+        return line
+    entries = line.annotations
+    placed: dict[int, Part] = {}
+
+    def part(p: Any) -> Any:
+        if not isinstance(p, int) or not 0 <= p < len(entries):
+            return p
+        got = placed.get(p)
+        if got is None:
+            e = entries[p]
+            got = placed[p] = Part(
+                part=f"fact:{e.atom}",
+                kind="annotation",
+                atom=e.atom,
+                value=e.value,
+                evidence=e.evidence,
+                explanation=e.explanation,
+                by=e.by,
+            )
+        return got
+
+    def expl(e: Any) -> Any:
+        return (
+            None if e is None else Explanation(minimal=e.minimal, parts=[part(p) for p in e.parts])
+        )
+
+    replace = msgspec.structs.replace
+    c = line.conflicts
+    fields = {name: getattr(line, name) for name in ReportDoc.__struct_fields__}
+    fields.update(
+        verdict=replace(line.verdict, explanation=expl(line.verdict.explanation)),
+        requirements=[
+            replace(
+                r,
+                explanation=expl(r.explanation),
+                coverage_explanation=expl(r.coverage_explanation),
+            )
+            for r in line.requirements
+        ],
+        grounding=[replace(g, explanation=expl(g.explanation)) for g in line.grounding],
+        conflicts=None
+        if c is None
+        else Conflicts(proto=expl(c.proto), evid=expl(c.evid), all=expl(c.all)),
+    )
+    return ReportDoc(**fields)
+
+
+# --- to bytes ------------------------------------------------------------------------------
+
+_ENCODER = msgspec.json.Encoder()
+# what ASCII JSON may hold: deleting these bytes leaves only the acting ones (DEL), in C
+# speed; JSON text escapes the C0 controls itself
+_ASCII_SHOWN = bytes(range(0x20, 0x7F)) + b"\t\n"
+
+
+def _policy(data: bytes) -> bytes:
+    """JSON bytes under the output policy (``json_text``): the common case untouched."""
+    if data.isascii() and not data.translate(None, _ASCII_SHOWN):
+        return data
+    return json_text(data.decode("utf-8")).encode("utf-8")
+
+
+def encode_line(line: Struct) -> bytes:
+    """One compact UTF-8 line ending in a newline: the bytes ``json.dumps`` (compact,
+    ``ensure_ascii=False``) writes of the same values; a lone surrogate from the input is
+    escaped, so the line stays valid UTF-8."""
+    try:
+        data = _ENCODER.encode(line)
+    except UnicodeEncodeError:  # a lone surrogate from the input: escape, stay valid UTF-8
+        text = json.dumps(msgspec.to_builtins(line), separators=(",", ":"))
+        return text.encode("ascii") + b"\n"
+    return _policy(data) + b"\n"
+
+
+def to_builtins(doc: Struct) -> dict[str, Any]:
+    """A struct as plain JSON values (dicts in field order, ``UNSET`` fields left out)."""
+    out: dict[str, Any] = msgspec.to_builtins(doc)
+    return out
+
+
+# --- reading back --------------------------------------------------------------------------
+
+
+class LineError(Exception):
+    """A result line that is not of its schema: the JSON path, and what is wrong there."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}" if path else message)
+        self.path = path
+        self.message = message
+
+
+_SCHEMA_WORDS = f"`{RESULT_SCHEMA}`, `{REPORT_SCHEMA}` or `{ERROR_SCHEMA}`"
+
+
+def read_line(obj: Any) -> ResultLine | ReportDoc | ErrorLine:
+    """A parsed result line of any schema as its struct, or ``LineError``."""
+    from unmask.plumbing.structs import problem
+
+    try:
+        return msgspec.convert(obj, AnyLine)  # type: ignore[arg-type]
+    except msgspec.ValidationError as exc:
+        path, message = problem(exc, obj)
+        if path == "schema":  # the tag: say which schemas a line may have
+            message = f"expected one of {_SCHEMA_WORDS}, found {kind(obj.get('schema'))}"
+        raise LineError(path, message) from None
+
+
+def diagnostic_doc(d: Diagnostic) -> DiagnosticDoc:
+    s = d.span
+    return DiagnosticDoc(
+        code=d.code,
+        message=d.message,
+        severity=d.severity,
+        file=UNSET if d.file is None else d.file,
+        path=UNSET if d.path is None else d.path,
+        span=UNSET
+        if s is None
+        else SpanDoc(
+            file=s.file,
+            line=s.line,
+            column=s.column,
+            end_line=s.end_line,
+            end_column=s.end_column,
+        ),
+        help=UNSET if d.help is None else d.help,
+        notes=list(d.notes) if d.notes else UNSET,
+    )
+
+
+def error_line(location: str, diags: Sequence[Diagnostic], recheck: Any = None) -> ErrorLine:
+    """The error record of a replay that could not be checked; ``recheck``: the run's
+    ``--protocol`` (a ``Recheck``)."""
+    return ErrorLine(
+        location=location,
+        errors=[diagnostic_doc(d) for d in diags],
+        recheck=UNSET
+        if recheck is None
+        else Recheck(
+            protocol=recheck.protocol, digest=recheck.digest, dropped=list(recheck.dropped)
+        ),
+    )
+
+
+# --- the published schemas ----------------------------------------------------------------
+
+# file name under docs/schemas/ -> (the struct, the schema's title)
+SCHEMAS: dict[str, tuple[Any, str]] = {
+    "result-2.json": (ResultLine, RESULT_SCHEMA),
+    "report-1.json": (ReportDoc, REPORT_SCHEMA),
+    "error-1.json": (ErrorLine, ERROR_SCHEMA),
+}
+
+
+def _def_name(title: str) -> str:
+    """A definition's name: a generic one's without its argument, ``Line`` before it in
+    a result line (whose parts are indices)."""
+    base, _, args = title.partition("[")
+    return ("Line" + base) if "int" in args else base
+
+
+def schema(struct: Any, title: str) -> dict[str, Any]:
+    """The JSON Schema of one format, its definitions named plainly."""
+    (ref,), defs = msgspec.json.schema_components([struct], ref_template="#/$defs/{name}")
+    names = {k: _def_name(v.get("title", k)) for k, v in defs.items()}
+    text = json.dumps({"ref": ref, "defs": defs})
+    for old, new in names.items():
+        text = text.replace(f'"#/$defs/{old}"', f'"#/$defs/{new}"')
+    got = json.loads(text)
+    renamed = {names[k]: {**v, "title": names[k]} for k, v in got["defs"].items()}
+    top = renamed.pop(names[ref["$ref"].rsplit("/", 1)[1]])
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        **top,
+        "title": title,
+        "$defs": dict(sorted(renamed.items())),
+    }
+
+
+def schemas() -> dict[str, str]:
+    """Each published schema's file name and text (docs/schemas/, written by ``python -m
+    unmask.checking.formats FOLDER``)."""
+    return {
+        name: json.dumps(schema(struct, title), indent=2) + "\n"
+        for name, (struct, title) in SCHEMAS.items()
+    }
+
+
+def main(argv: Sequence[str]) -> int:
+    """``python -m unmask.checking.formats [FOLDER]``: write the schemas (docs/schemas)."""
+    import os
+
+    folder = argv[0] if argv else os.path.join("docs", "schemas")
+    os.makedirs(folder, exist_ok=True)
+    for name, text in schemas().items():
+        with open(os.path.join(folder, name), "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        print(os.path.join(folder, name))
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))
