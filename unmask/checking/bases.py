@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from unmask.backends.base import Part
-from unmask.checking.closed import MAX_TABLE, Settled, TableBase, settle
+from unmask.checking.closed import MAX_TABLE, Settled, Shape, TableBase, decision_shape, settle
 from unmask.checking.report import PartId
 from unmask.ir import (
     LABEL_PREFIX,
@@ -89,14 +89,51 @@ class Case:
         return tuple(n for n in self.protocol.atom_names if n in marked)
 
 
+class Census:
+    """What the checker reads of a case's annotations, in one pass: each annotation by its
+    atom, the facts (``Case.facts``), the atoms left unannotated and those annotated
+    UNKNOWN (``Case.unannotated``, ``Case.unknown``), and whether no annotation says who
+    made it (``plain``)."""
+
+    __slots__ = ("by_atom", "facts", "plain", "unannotated", "unknown")
+
+    def __init__(self, case: Case) -> None:
+        annotations = case.annotations
+        self.by_atom = by_atom = {a.atom: a for a in annotations}
+        self.plain = all(a.by is None for a in annotations)
+        if len(by_atom) != len(annotations):
+            # an atom annotated twice (a case made in code, never a validated replay):
+            # the properties' own reading of it
+            self.facts, self.unannotated, self.unknown = (
+                case.facts,
+                case.unannotated,
+                case.unknown,
+            )
+            return
+        facts: dict[str, bool] = {}
+        unannotated: list[str] = []
+        unknown: list[str] = []
+        for name in case.protocol.atom_names:
+            a = by_atom.get(name)
+            if a is None:
+                unannotated.append(name)
+            elif a.value == "UNKNOWN":
+                unknown.append(name)
+            else:
+                facts[name] = a.value == "TRUE"
+        self.facts = facts
+        self.unannotated = tuple(unannotated)
+        self.unknown = tuple(unknown)
+
+
 # --- bases ----------------------------------------------------------------------------------
 
 
-def fact_parts(case: Case) -> list[Part]:
-    return [
-        Part(PartId.fact(name), mk_atom(name) if value else mk_not(mk_atom(name)))
-        for name, value in case.facts.items()
-    ]
+def fact_parts(case: Case, facts: Mapping[str, bool] | None = None) -> list[Part]:
+    """F: one part per fact (``facts``: the case's, when the caller has them already),
+    each made once per protocol, atom and value (it depends on nothing else)."""
+    made = _derived(case.protocol).fact_part
+    return [made(name, value) for name, value in (case.facts if facts is None else facts).items()]
 
 
 # a binary protocol's decision part, V ⇔ D
@@ -121,9 +158,9 @@ def proto_parts(p: Protocol) -> list[Part]:
     return parts
 
 
-def base_parts(case: Case) -> dict[str, list[Part]]:
-    """The three bases, each in canonical part order."""
-    facts, proto = fact_parts(case), list(_derived(case.protocol).parts)
+def base_parts(case: Case, facts: Mapping[str, bool] | None = None) -> dict[str, list[Part]]:
+    """The three bases, each in canonical part order (``facts`` as for ``fact_parts``)."""
+    facts, proto = fact_parts(case, facts), list(_derived(case.protocol).parts)
     return {"proto": proto, "evid": facts, "all": facts + proto}
 
 
@@ -135,20 +172,38 @@ class _Derived:
     checker's results of those checks for replays without provenance."""
 
     __slots__ = (
+        "_fact_ids",
+        "_fact_parts",
         "_pair_texts",
+        "_pairs",
+        "_queries",
+        "_shape",
         "_template",
         "atoms",
+        "order",
         "parts",
         "proto_base",
         "protocol",
         "results",
         "room",
+        "run_atoms",
         "settled",
+        "verdict_exprs",
     )
 
     def __init__(self, protocol: Protocol) -> None:
         self.protocol = protocol  # kept alive: the cache is keyed by its identity
         self.parts = tuple(proto_parts(protocol))
+        # the protocol's atoms by declaration order, and every atom a base has (those and
+        # the verdict's), in that order
+        self.order = {n: i for i, n in enumerate(protocol.atom_names)}
+        self.run_atoms = (*protocol.atom_names, *verdict_atoms(protocol))
+        self._fact_ids: dict[str, PartId] = {}
+        self._fact_parts: dict[tuple[str, bool], Part] = {}
+        self._pairs: tuple[tuple[Expr, str, str, str], ...] | None = None
+        self._queries: dict[str, Expr] = {}  # φ_v by observed label
+        self._shape: Shape | bool | None = False  # the decision's (False: not found yet)
+        self.verdict_exprs = tuple(verdict_exprs(protocol))
         self._template: TableBase | bool | None = False
         # B_proto's state and, if inconsistent, its minimal conflict, once a solver proved
         # them (``unmask.checking.checker``; a state the clock cut short is not kept)
@@ -216,6 +271,54 @@ class _Derived:
             )
         return self._pair_texts
 
+    def pairs(self) -> tuple[tuple[Expr, str, str, str], ...]:
+        """Each grounding pair as its check asks it: the query, each side's text
+        (``pair_texts``) and the direction."""
+        if self._pairs is None:
+            self._pairs = tuple(
+                (g.query, judge, context, g.direction)
+                for g, (judge, context) in zip(
+                    self.protocol.grounding, self.pair_texts(), strict=True
+                )
+            )
+        return self._pairs
+
+    def verdict_query(self, verdict: str) -> Expr:
+        """``verdict_query(verdict, protocol)``, one object per label."""
+        got = self._queries.get(verdict)
+        if got is None:
+            got = verdict_query(verdict, self.protocol)
+            if verdict in self.protocol.labels:
+                self._queries[verdict] = got
+        return got
+
+    def decision_shape(self) -> Shape | None:
+        """A binary protocol's decision as ``unmask.checking.closed.decision_shape`` reads
+        it (None: another shape, or no such decision)."""
+        if self._shape is False:
+            d = self.protocol.decision
+            self._shape = None if d is None else decision_shape(d, self.order)
+        return self._shape  # type: ignore[return-value]
+
+    def fact_id(self, atom: str) -> PartId:
+        """``PartId.fact(atom)``, made once per atom of the protocol."""
+        got = self._fact_ids.get(atom)
+        if got is None:
+            got = PartId.fact(atom)
+            if atom in self.order:  # an atom outside the protocol is not kept
+                self._fact_ids[atom] = got
+        return got
+
+    def fact_part(self, atom: str, value: bool) -> Part:
+        """The part of the fact ``atom`` (``value`` TRUE) or ``not atom``, made once."""
+        got = self._fact_parts.get((atom, value))
+        if got is None:
+            a = mk_atom(atom)
+            got = Part(self.fact_id(atom), a if value else mk_not(a))
+            if atom in self.order and len(self.order) <= FACT_PARTS_ATOMS:
+                self._fact_parts[atom, value] = got
+        return got
+
     def template(self, names: Sequence[str]) -> TableBase | None:
         """The parts tabulated over ``names`` (the protocol's atoms and the verdict's),
         or None when that is more than ``MAX_TABLE`` atoms."""
@@ -230,6 +333,7 @@ DERIVED_SIZE = 8  # protocols whose derived parts are kept per process
 SETTLED_SIZE = 4096  # checks on the facts remembered per protocol, at least
 SETTLED_PER_CHECK = 16  # ... or this many per check the protocol makes on the facts
 SETTLED_MAX = 1 << 16  # ... but never more (about 20 MB)
+FACT_PARTS_ATOMS = 4096  # a protocol's fact parts are kept when it has at most this many atoms
 
 
 _LOCK = threading.Lock()  # a Dask worker may check replays in several threads

@@ -45,10 +45,10 @@ from unmask.checking.report import (
     GroundingCheck,
     Item,
     PartId,
-    Quote,
     Report,
     RequirementCheck,
     VerdictCheck,
+    annotation_item,
 )
 from unmask.plumbing.diagnostics import UnmaskError
 from unmask.replay.data import Replay
@@ -131,15 +131,7 @@ class _Refill:
             return old
         got = self.items.get(old.part)
         if got is None:
-            ann = self.by_atom[old.atom]
-            got = self.items[old.part] = AnnotationItem(
-                old.part,
-                old.atom,
-                ann.value,
-                tuple(Quote.of(e) for e in ann.evidence),
-                ann.explanation,
-                ann.by,
-            )
+            got = self.items[old.part] = annotation_item(old.part, self.by_atom[old.atom])
         return got
 
     def explanation(self, e: Explanation | None) -> Explanation | None:
