@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unmask.backends.base import Backend, Part, PartLabel, Result, Sat, Session, Unknown, Unsat
 from unmask.backends.refold import Refold
@@ -38,6 +38,9 @@ from unmask.ir import Const, Expr, Memo, iter_atoms, size
 from unmask.ir.partial import Why, closed_value, justify, literal, substitute, truth_mask
 from unmask.plumbing.budget import tick
 from unmask.plumbing.frozen import frozen
+
+if TYPE_CHECKING:  # the encoder imports PySAT: only a check that needs a solver does
+    from unmask.backends.cnf import CnfEncoder
 
 # above this many unpinned atoms a slice goes to the SAT solver (measured: docs/performance.md)
 TT_MAX_ATOMS = 12
@@ -494,6 +497,41 @@ def _bits(m: int) -> Iterator[int]:
         m ^= low
 
 
+# the encoding of a session's non-unit parts, each behind its selector in part order, by
+# the atom order and the parts' expressions (an entry holds them, so their ids stay
+# theirs): the sessions of one protocol's replays differ only in their facts, which are
+# assumed, never encoded, so each starts from a copy of the encoder left after the parts
+_ENCODED: dict[tuple[Any, ...], tuple[tuple[Expr, ...], CnfEncoder, tuple[int, ...]]] = {}
+ENCODED_SIZE = 16  # encodings kept (then the oldest goes)
+ENCODED_MAX_ATOMS = 4096  # a session of more atoms is encoded for itself
+ENCODED_MAX_CLAUSES = 100_000  # ... and so is an encoding of more clauses
+
+
+def _encoded(order: Mapping[str, int], exprs: tuple[Expr, ...]) -> tuple[CnfEncoder, list[int]]:
+    """An encoder with the atoms of ``order`` (variables 1..n in that order) and each of
+    ``exprs`` encoded behind a fresh selector, and the selectors: made once per atom
+    order and expressions, then copied (the same variables, clauses and memo)."""
+    from unmask.backends.cnf import CnfEncoder
+
+    key = None
+    if len(order) <= ENCODED_MAX_ATOMS:
+        key = (tuple(order), tuple(map(id, exprs)))
+        got = _ENCODED.get(key)
+        if got is not None and all(a is b for a, b in zip(got[0], exprs, strict=True)):
+            return got[1].copy(), list(got[2])
+    enc = CnfEncoder(order)
+    selectors = []
+    for e in exprs:
+        sel = enc.pool.id()
+        enc.clauses.append([-sel, enc.lit(e)])
+        selectors.append(sel)
+    if key is not None and enc.plain_pool and len(enc.clauses) <= ENCODED_MAX_CLAUSES:
+        while len(_ENCODED) >= ENCODED_SIZE:
+            _ENCODED.pop(next(iter(_ENCODED)), None)  # the oldest
+        _ENCODED[key] = (exprs, enc.copy(), tuple(selectors))  # a copy: ``enc`` goes on
+    return enc, selectors
+
+
 class _Incremental:
     """One PySAT solver over every non-unit part of a session, each behind a selector."""
 
@@ -501,17 +539,11 @@ class _Incremental:
         from unmask.backends.pysat_core import DEFAULT_SOLVER, Incremental
 
         self.session = session
-        self.sat = Incremental(solver_name or DEFAULT_SOLVER, session.order)
-        enc = self.sat.enc
-        self.selector: dict[int, int] = {}
-        self.owner: dict[int, int] = {}  # selector -> part index
-        for i, p in enumerate(session.parts):
-            if session.units[i] is not None:
-                continue
-            sel = enc.pool.id()
-            enc.clauses.append([-sel, enc.lit(p.expr)])
-            self.selector[i] = sel
-            self.owner[sel] = i
+        rest = [i for i, unit in enumerate(session.units) if unit is None]
+        enc, selectors = _encoded(session.order, tuple(session.parts[i].expr for i in rest))
+        self.sat = Incremental(solver_name or DEFAULT_SOLVER, enc=enc)
+        self.selector: dict[int, int] = dict(zip(rest, selectors, strict=True))
+        self.owner: dict[int, int] = dict(zip(selectors, rest, strict=True))  # selector -> part
         self.sat.flush()
 
     def check(self, ask: _Ask, timeout_ms: int) -> Result:

@@ -172,6 +172,7 @@ class _Derived:
     checker's results of those checks for replays without provenance."""
 
     __slots__ = (
+        "_checks",
         "_fact_ids",
         "_fact_parts",
         "_pair_texts",
@@ -199,6 +200,10 @@ class _Derived:
         self.order = {n: i for i, n in enumerate(protocol.atom_names)}
         self.run_atoms = (*protocol.atom_names, *verdict_atoms(protocol))
         self._fact_ids: dict[str, PartId] = {}
+        # a check's atoms by the ids of its query and witness expressions (the entry
+        # holds them, so the ids stay theirs)
+        self._checks: dict[tuple[int, ...], tuple[tuple[Expr, ...], list[str], frozenset[str]]]
+        self._checks = {}
         self._fact_parts: dict[tuple[str, bool], Part] = {}
         self._pairs: tuple[tuple[Expr, str, str, str], ...] | None = None
         self._queries: dict[str, Expr] = {}  # φ_v by observed label
@@ -282,6 +287,26 @@ class _Derived:
                 )
             )
         return self._pairs
+
+    def check_atoms(
+        self, phi: Expr, witness_exprs: Sequence[Expr]
+    ) -> tuple[list[str], frozenset[str]]:
+        """A check's atoms: those of the protocol in declaration order (what a witness
+        completes), and every one (what its component is reached from); made once per
+        query and witness expressions. The list is the caller's to read, not to change."""
+        exprs = (phi, *witness_exprs)
+        key = tuple(map(id, exprs))
+        got = self._checks.get(key)
+        if got is not None:
+            return got[1], got[2]
+        every = frozenset(a for e in exprs for a in iter_atoms(e))
+        order = self.order
+        mine = sorted((a for a in every if a in order), key=order.__getitem__)
+        with _LOCK:
+            if len(self._checks) >= self.room:
+                self._checks.clear()
+            self._checks[key] = (exprs, mine, every)
+        return mine, every
 
     def verdict_query(self, verdict: str) -> Expr:
         """``verdict_query(verdict, protocol)``, one object per label."""

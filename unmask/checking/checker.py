@@ -286,11 +286,11 @@ class _Run:
             forced = self.forced_verdict(phi, coverage)
             if forced is not None:
                 return forced
-        atoms = self.sorted_atoms([phi, *witness_exprs])
+        atoms, every = self.derived.check_atoms(phi, witness_exprs)
         base = self.session(base_name)
         # the base is consistent: confining every call to the query's component changes
         # no answer (see BaseSession.component) and keeps large replays fast
-        scope = base.component({a for e in [phi, *witness_exprs] for a in iter_atoms(e)})
+        scope = base.component(every)
         not_phi = mk_not(phi)
         t = base.check(phi, enabled=scope, want=atoms)
         f = base.check(not_phi, enabled=scope, want=atoms)

@@ -105,7 +105,7 @@ class BaseSession(Generic[L]):
         # keyed by the query's identity (hashing a deep expression would recurse); the
         # entry holds the query, so the id stays its own
         self._cores: dict[int, tuple[Expr | None, list[frozenset[PartLabel]]]] = {}
-        self._part_atoms: dict[L, frozenset[str]] | None = None
+        self._part_atoms: dict[L, tuple[str, ...]] | None = None
         self._by_atom: dict[str, list[L]] = {}
         self._rank: dict[L, int] | None = None
 
@@ -162,13 +162,18 @@ class BaseSession(Generic[L]):
             return False
         return any(label not in core and all(x in have for x in core) for core in entry[1])
 
-    def part_atoms(self) -> dict[L, frozenset[str]]:
+    def part_atoms(self) -> dict[L, tuple[str, ...]]:
+        """Each part's atoms, by its label (``Part.atoms``: found once per part)."""
         if self._part_atoms is None:
-            self._part_atoms = {p.label: frozenset(p.atoms) for p in self.parts}
-            self._by_atom = {}
+            self._part_atoms = {p.label: p.atoms for p in self.parts}
+            self._by_atom = by_atom = {}
             for label, atoms in self._part_atoms.items():
                 for a in atoms:
-                    self._by_atom.setdefault(a, []).append(label)
+                    got = by_atom.get(a)
+                    if got is None:
+                        by_atom[a] = [label]
+                    else:
+                        got.append(label)
         return self._part_atoms
 
     def component(self, atoms: Iterable[str]) -> list[L]:
@@ -182,6 +187,7 @@ class BaseSession(Generic[L]):
         without changing any result, only its cost.
         """
         part_atoms = self.part_atoms()
+        by_atom = self._by_atom
         reached: set[L] = set()
         seen_atoms: set[str] = set()
         todo = list(atoms)
@@ -190,10 +196,10 @@ class BaseSession(Generic[L]):
             if a in seen_atoms:
                 continue
             seen_atoms.add(a)
-            for label in self._by_atom.get(a, ()):
+            for label in by_atom.get(a, ()):
                 if label not in reached:
                     reached.add(label)
-                    todo.extend(part_atoms[label] - seen_atoms)
+                    todo.extend(part_atoms[label])  # an atom seen already is skipped above
         # in base order without a pass over the whole base (a check on a large replay
         # reaches a handful of parts; the base may have thousands)
         if self._rank is None:
