@@ -419,8 +419,8 @@ class SlicedSession(Session):
             {n for _, _, r in rest for n in iter_atoms(r)},
             key=lambda n: self.order.setdefault(n, len(self.order)),
         )
-        nodes = sum(size(r) for _, _, r in rest)
-        if len(names) <= ENUM_MAX_ATOMS and (nodes << len(names)) <= ENUM_BUDGET:
+        # the formulas' size only where it decides (a fold over each residual)
+        if len(names) <= ENUM_MAX_ATOMS and _within(rest, ENUM_BUDGET >> len(names)):
             return self._enumerate(rest, names, ask)
         index = {n: k for k, n in enumerate(names)}
         mask = (1 << (1 << len(names))) - 1
@@ -472,6 +472,17 @@ class SlicedSession(Session):
         if self._sat is not None:
             self._sat.delete()
             self._sat = None
+
+
+def _within(rest: list[tuple[int | None, Expr, Expr]], budget: int) -> bool:
+    """Whether the residuals of ``rest`` have at most ``budget`` nodes together (each
+    counted only while the total may still fit)."""
+    nodes = 0
+    for _, _, r in rest:
+        nodes += size(r)
+        if nodes > budget:
+            return False
+    return True
 
 
 def _lookup(

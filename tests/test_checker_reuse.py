@@ -177,3 +177,21 @@ def test_the_sliced_backend_encodes_a_protocols_parts_once_and_the_same() -> Non
     assert other.atom_vars["b"] == 1
     assert len(sliced._ENCODED) == 2
     sliced._ENCODED.clear()
+
+
+@pytest.mark.parametrize("make", [factual_replay, labelled_replay])
+def test_a_replays_own_fields_made_into_the_report_are_those_added_after(make) -> None:
+    import dataclasses
+
+    from unmask.checking.outcomes import check_replay
+
+    obj = make(20, 0, 1)  # past the report memo: the report is made with them
+    obj.update(item="item-7", judge="judge-b")
+    r = replay_from_obj(obj, "r.json")
+    made = check_replay(r, create("sliced"))
+    plain = check_case(Case.from_replay(r), create("sliced"), backend_name="sliced")
+    assert plain.gold is None and plain.item is None
+    added = dataclasses.replace(plain, gold=r.gold, item=r.item, judge=r.judge)
+    assert made == added
+    assert dumps(made) == dumps(added)
+    assert (made.item, made.judge) == ("item-7", "judge-b")

@@ -12,7 +12,8 @@ calls a solver.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from unmask.checking.bases import Case
 from unmask.checking.explain import DEADLINE
@@ -70,7 +71,7 @@ def _dimension(outcomes: Sequence[str | None]) -> str:
     return OK if agg == SATISFIED else agg
 
 
-def unsolved(case: Case, backend_name: str) -> Report:
+def unsolved(case: Case, backend_name: str, own: Mapping[str, Any] | None = None) -> Report:
     """Translation not valid: nothing is solved, every check is UNKNOWN with status null."""
     p = case.protocol
     blank = CheckResult(None, UNKNOWN)
@@ -87,9 +88,8 @@ def unsolved(case: Case, backend_name: str) -> Report:
         GroundingCheck(expr_text(g.judge), expr_text(g.context), blank, g.direction)
         for g in p.grounding
     )
-    return assemble(
-        case, backend_name, None, VerdictCheck(case.verdict, blank), requirements, grounding, {}
-    )
+    verdict = VerdictCheck(case.verdict, blank)
+    return assemble(case, backend_name, None, verdict, requirements, grounding, {}, own=own)
 
 
 _BASE_MEANING = {
@@ -170,10 +170,11 @@ def assemble(
     deadline_ms: int | None = None,
     unannotated: tuple[str, ...] | None = None,
     unknown: tuple[str, ...] | None = None,
+    own: Mapping[str, Any] | None = None,
 ) -> Report:
     """``deadline_ms`` is set when that deadline cut the report short; ``unannotated``
     and ``unknown`` are the case's (``Case.unannotated``, ``Case.unknown``), when the
-    caller has them already."""
+    caller has them already; ``own``, the replay's own fields (``check_case``)."""
     reasons: list[Reason] = []
     if deadline_ms is not None:
         reasons.append(
@@ -287,4 +288,5 @@ def assemble(
         unknown=case.unknown if unknown is None else unknown,
         dimensions=dims,
         reasons=tuple(reasons),
+        **({} if own is None else own),
     )

@@ -175,6 +175,7 @@ class _Derived:
         "_checks",
         "_fact_ids",
         "_fact_parts",
+        "_pair_atoms",
         "_pair_texts",
         "_pairs",
         "_queries",
@@ -206,6 +207,7 @@ class _Derived:
         self._checks = {}
         self._fact_parts: dict[tuple[str, bool], Part] = {}
         self._pairs: tuple[tuple[Expr, str, str, str], ...] | None = None
+        self._pair_atoms: tuple[tuple[str, ...] | None, ...] | None = None
         self._queries: dict[str, Expr] = {}  # φ_v by observed label
         self._shape: Shape | bool | None = False  # the decision's (False: not found yet)
         self.verdict_exprs = tuple(verdict_exprs(protocol))
@@ -324,6 +326,14 @@ class _Derived:
             d = self.protocol.decision
             self._shape = None if d is None else decision_shape(d, self.order)
         return self._shape  # type: ignore[return-value]
+
+    def pair_atoms(self) -> tuple[tuple[str, ...] | None, ...]:
+        """Each grounding pair's query's atoms (``query_atoms``), in ``pairs`` order."""
+        if self._pair_atoms is None:
+            self._pair_atoms = tuple(
+                self.query_atoms(query, self.order) for query, *_ in self.pairs()
+            )
+        return self._pair_atoms
 
     def fact_id(self, atom: str) -> PartId:
         """``PartId.fact(atom)``, made once per atom of the protocol."""
