@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from unmask.backends.base import Backend, Part, PartLabel, Result, Sat, Session, Unknown, Unsat
 from unmask.backends.refold import Refold
-from unmask.ir import Const, Expr, Memo, iter_atoms, size
+from unmask.ir import Const, Expr, Memo, children, iter_atoms
 from unmask.ir.partial import Why, closed_value, justify, literal, substitute, truth_mask
 from unmask.plumbing.budget import tick
 from unmask.plumbing.frozen import frozen
@@ -247,20 +247,22 @@ class SlicedSession(Session):
         seen: set[str] = set()
         free: list[str] = []
         stack = seeds
+        units_of, by_atom, labels = self.units_of, self.by_atom, self.labels
         while stack:
             a = stack.pop()
             if a in seen:
                 continue
             seen.add(a)
             tick()  # the slice of a check on a huge base: a caller's deadline cuts it
-            conflict = self._pin(a, en, pins)
-            if conflict is not None:
-                return conflict
-            if a in pins:
-                continue  # a constant now: links nothing
+            if a in units_of:  # a fact may pin it
+                conflict = self._pin(a, en, pins)
+                if conflict is not None:
+                    return conflict
+                if a in pins:
+                    continue  # a constant now: links nothing
             free.append(a)
-            for i in self.by_atom.get(a, ()):
-                if i not in taken and (en is None or self.labels[i] in en):
+            for i in by_atom.get(a, ()):
+                if i not in taken and (en is None or labels[i] in en):
                     taken.add(i)
                     comp.append(i)
                     view = self._view(i)
@@ -419,7 +421,7 @@ class SlicedSession(Session):
             {n for _, _, r in rest for n in iter_atoms(r)},
             key=lambda n: self.order.setdefault(n, len(self.order)),
         )
-        # the formulas' size only where it decides (a fold over each residual)
+        # the formulas' size only where it decides, counted only while it may fit
         if len(names) <= ENUM_MAX_ATOMS and _within(rest, ENUM_BUDGET >> len(names)):
             return self._enumerate(rest, names, ask)
         index = {n: k for k, n in enumerate(names)}
@@ -475,13 +477,16 @@ class SlicedSession(Session):
 
 
 def _within(rest: list[tuple[int | None, Expr, Expr]], budget: int) -> bool:
-    """Whether the residuals of ``rest`` have at most ``budget`` nodes together (each
-    counted only while the total may still fit)."""
+    """Whether the residuals of ``rest`` have at most ``budget`` nodes together, counted
+    as ``size`` counts them (as written out), stopping once past it: a budget is a few
+    nodes, a residual may have thousands."""
     nodes = 0
-    for _, _, r in rest:
-        nodes += size(r)
+    stack = [r for _, _, r in rest]
+    while stack:
+        nodes += 1
         if nodes > budget:
             return False
+        stack.extend(children(stack.pop()))
     return True
 
 

@@ -185,6 +185,7 @@ class _Derived:
         "order",
         "parts",
         "proto_base",
+        "proto_width",
         "protocol",
         "results",
         "room",
@@ -196,6 +197,8 @@ class _Derived:
     def __init__(self, protocol: Protocol) -> None:
         self.protocol = protocol  # kept alive: the cache is keyed by its identity
         self.parts = tuple(proto_parts(protocol))
+        # how many atoms the protocol's parts hold: a base holds at least those
+        self.proto_width = len({a for p in self.parts for a in p.atoms})
         # the protocol's atoms by declaration order, and every atom a base has (those and
         # the verdict's), in that order
         self.order = {n: i for i, n in enumerate(protocol.atom_names)}

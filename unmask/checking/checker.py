@@ -170,6 +170,9 @@ class _Run:
         # a base has at most the protocol's atoms and the verdict's: a wide bare protocol
         # is not worth tabulating (its bases are consistent as they stand, below)
         tabulate = closed and (not bare or len(self.atoms) <= MAX_TABLE)
+        # a base holds the protocol's parts: past MAX_TABLE atoms among them, no base of
+        # this protocol tabulates (``TableBase.build`` would count them to say so)
+        tabulate = tabulate and self.derived.proto_width <= MAX_TABLE
         whole = None
         if tabulate:
             template = self.derived.template(self.atoms)
