@@ -195,3 +195,47 @@ def test_a_replays_own_fields_made_into_the_report_are_those_added_after(make) -
     assert made == added
     assert dumps(made) == dumps(added)
     assert (made.item, made.judge) == ("item-7", "judge-b")
+
+
+class _Scripted:
+    """A base whose unsat sets are given: a trial is unsat when it holds one of them;
+    its core is that set, plus ``extra`` (a label no candidate has) for the first."""
+
+    def __init__(self, unsat: list[frozenset[str]], extra: str | None = None) -> None:
+        self.unsat, self.extra, self.calls = unsat, extra, 0
+
+    def check(self, query=None, *, enabled=None, assume=None, want=(), timeout_ms=None):
+        from unmask.backends.base import Sat, Unsat
+
+        self.calls += 1
+        have = set(enabled or ())
+        for k, core in enumerate(self.unsat):
+            if core <= have:
+                label = () if self.extra is None or k else (self.extra,)
+                return Unsat((*sorted(core), *label))
+        return Sat({})
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("extra", [None, "elsewhere"])
+def test_deletion_skips_a_trial_only_on_a_core_within_what_is_left(extra) -> None:
+    from unmask.checking.explain import BaseSession, minimise
+
+    candidates = ["a", "b", "c", "d", "e"]
+    unsat = [frozenset("bd"), frozenset("ce"), frozenset("abcde")]
+    session = _Scripted(unsat, extra)
+    base = BaseSession("all", [], session)  # type: ignore[arg-type]
+    # the full set is unsat; seen once, its core (b, d) proves a, c, e may go uncalled
+    assert base.check(None, enabled=candidates).__class__.__name__ == "Unsat"
+    got = minimise(base, None, candidates)
+    current = list(candidates)  # plain deletion in order, by brute force
+    for label in candidates:
+        trial = [x for x in current if x != label]
+        if any(core <= set(trial) for core in unsat):
+            current = trial
+    assert list(got.labels) == current == ["c", "e"] and got.minimal
+    # a and d go on the cores (b, d) and (c, e) without a call; b, c and e are asked. A
+    # core that names a label outside the candidates proves nothing here: a is asked too
+    assert session.calls == (1 + 3 if extra is None else 1 + 4)

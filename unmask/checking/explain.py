@@ -155,6 +155,14 @@ class BaseSession(Generic[L]):
         entry = self._cores.get(id(query))
         return entry is not None and any(core <= have for core in entry[1])
 
+    def cores(self, query: Expr | None) -> list[frozenset[PartLabel]]:
+        """The cores seen so far for ``query``, in the order seen (the list grows as
+        further calls are unsat; read, never change it)."""
+        entry = self._cores.get(id(query))
+        if entry is None or entry[0] is not query:
+            return []
+        return entry[1]
+
     def known_unsat_without(self, query: Expr | None, have: Mapping[L, object], label: L) -> bool:
         """``known_unsat(query, have minus label)`` without building that set."""
         entry = self._cores.get(id(query))
@@ -222,13 +230,33 @@ def minimise(base: BaseSession[L], query: Expr | None, candidates: Sequence[L]) 
         return _minimise_listwise(base, query, candidates)
     current = dict.fromkeys(candidates)  # an ordered set: removal without a list pass
     minimal = True
+    # ``current`` and the cores seen as bit masks over the candidates, so the test below
+    # is two integer operations per core, not a hash of every label of it
+    bit = {label: 1 << i for i, label in enumerate(candidates)}
+    have = (1 << len(candidates)) - 1
+    masks: list[int] = []
+    read = 0  # the cores of ``query`` already made masks
     for label in candidates:
         if base.expired():
             return Minimised(tuple(current), False)  # still unsat with the query
         # a core seen before that avoids `label` and lies within `current` proves the trial
-        # unsat with no call and no copy of `current` (same test as known_unsat)
-        if base.known_unsat_without(query, current, label):
+        # unsat with no call and no copy of `current` (the test of known_unsat_without)
+        cores = base.cores(query)
+        while read < len(cores):
+            mask = 0
+            for x in cores[read]:
+                b = bit.get(x)
+                if b is None:  # a label no candidate has: never within `current`
+                    mask = -1
+                    break
+                mask |= b
+            if mask >= 0:
+                masks.append(mask)
+            read += 1
+        without = have & ~bit[label]
+        if any(not m & ~without for m in masks):
             del current[label]
+            have = without
             continue
         # copied and cut in C: a Python pass per trial made deletion over n parts cost n²
         # interpreted steps (every claim of a large decision supported)
@@ -237,6 +265,7 @@ def minimise(base: BaseSession[L], query: Expr | None, candidates: Sequence[L]) 
         result = base.check(query, enabled=trial)
         if isinstance(result, Unsat):
             del current[label]
+            have &= ~bit[label]
         elif isinstance(result, Unknown):
             minimal = False  # keep the part: the set still forces the result
     return Minimised(tuple(current), minimal)
