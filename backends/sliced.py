@@ -462,10 +462,11 @@ class SlicedSession(Session):
         core: set[int] = set()
         rests = 0
         lookup = _lookup(ask.pin, ask.assume)
+        memo: Memo = {}  # one lookup: the parts' shared subformulas are justified once
         for i, e in used:
             if i is not None:
                 core.add(i)
-            rests |= justify(e, lookup)[1]
+            rests |= justify(e, lookup, memo)[1]
         core.update(_bits(rests))
         return self._core(core)
 

@@ -22,7 +22,7 @@ from unmask.checking import closed
 from unmask.checking.bases import Case, Census
 from unmask.checking.checker import check_case
 from unmask.checking.report import AnnotationItem, Quote, dumps
-from unmask.ir import Atom, mk_and, mk_iff, mk_not, mk_or
+from unmask.ir import Atom, iter_atoms, mk_and, mk_iff, mk_not, mk_or
 from unmask.replay.data import Annotation, Evidence
 from unmask.replay.load import replay_from_obj
 
@@ -239,3 +239,22 @@ def test_deletion_skips_a_trial_only_on_a_core_within_what_is_left(extra) -> Non
     # a and d go on the cores (b, d) and (c, e) without a call; b, c and e are asked. A
     # core that names a label outside the candidates proves nothing here: a is asked too
     assert session.calls == (1 + 3 if extra is None else 1 + 4)
+
+
+def test_justifying_parts_with_one_memo_answers_as_each_alone() -> None:
+    from unmask.ir.partial import justify
+
+    r = replay_from_obj(labelled_replay(6, 0, 2), "r.json")
+    p = r.protocol
+    parts = [p.decision_for(label) for label in p.labels]  # they share all_said, some_said
+    atoms = sorted({a for e in parts for a in iter_atoms(e)})
+    rng = random.Random(3)
+    for _ in range(40):
+        pins = {a: (rng.choice([None, False, True]), 1 << k) for k, a in enumerate(atoms)}
+
+        def lookup(name: str, pins=pins):
+            v, bit = pins.get(name, (None, 0))
+            return (None, 0) if v is None else (v, bit)
+
+        memo: dict = {}
+        assert [justify(e, lookup, memo) for e in parts] == [justify(e, lookup) for e in parts]
