@@ -228,14 +228,14 @@ def assemble(
             )
         )
     for g in grounding:
-        r = g.result
-        if r.outcome is OK:
+        result = g.result
+        if result.outcome is OK:
             continue  # no reason (``_check_reason``)
-        key = (g.judge, g.context, g.direction, r.status, r.outcome, r.detail)
+        key = (g.judge, g.context, g.direction, result.status, result.outcome, result.detail)
         reason = _GROUNDING_REASONS.get(key, _NONE)
         if reason is _NONE:
             pair = g.pair
-            reason = _check_reason(f"grounding:{pair}", f"grounding `{pair}`", r, "evid")
+            reason = _check_reason(f"grounding:{pair}", f"grounding `{pair}`", result, "evid")
             if len(_GROUNDING_REASONS) >= GROUNDING_REASONS:
                 _GROUNDING_REASONS.clear()
             _GROUNDING_REASONS[key] = reason

@@ -160,8 +160,8 @@ def proto_parts(p: Protocol) -> list[Part]:
 
 def base_parts(case: Case, facts: Mapping[str, bool] | None = None) -> dict[str, list[Part]]:
     """The three bases, each in canonical part order (``facts`` as for ``fact_parts``)."""
-    facts, proto = fact_parts(case, facts), list(_derived(case.protocol).parts)
-    return {"proto": proto, "evid": facts, "all": facts + proto}
+    evid, proto = fact_parts(case, facts), list(_derived(case.protocol).parts)
+    return {"proto": proto, "evid": evid, "all": evid + proto}
 
 
 class _Derived:

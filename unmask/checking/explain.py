@@ -174,7 +174,8 @@ class BaseSession(Generic[L]):
         """Each part's atoms, by its label (``Part.atoms``: found once per part)."""
         if self._part_atoms is None:
             self._part_atoms = {p.label: p.atoms for p in self.parts}
-            self._by_atom = by_atom = {}
+            by_atom: dict[str, list[L]] = {}
+            self._by_atom = by_atom
             for label, atoms in self._part_atoms.items():
                 for a in atoms:
                     got = by_atom.get(a)
@@ -232,7 +233,7 @@ def minimise(base: BaseSession[L], query: Expr | None, candidates: Sequence[L]) 
     minimal = True
     # ``current`` and the cores seen as bit masks over the candidates, so the test below
     # is two integer operations per core, not a hash of every label of it
-    bit = {label: 1 << i for i, label in enumerate(candidates)}
+    bit: dict[PartLabel, int] = {label: 1 << i for i, label in enumerate(candidates)}
     have = (1 << len(candidates)) - 1
     masks: list[int] = []
     read = 0  # the cores of ``query`` already made masks
