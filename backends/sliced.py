@@ -140,19 +140,30 @@ class SlicedSession(Session):
         self.part_atoms: list[tuple[str, ...]] = []
         self.by_atom: dict[str, list[int]] = {}  # atom -> non-unit parts using it
         self.units_of: dict[str, list[int]] = {}  # atom -> unit parts pinning it
+        order, units, part_atoms = self.order, self.units, self.part_atoms
+        units_of, by_atom = self.units_of, self.by_atom
         for i, p in enumerate(self.parts):
-            tick(len(p.atoms) + 1)  # a caller's deadline cuts the indexing of a huge base
-            unit = literal(p.expr)
-            self.units.append(unit)
             names = p.atoms
-            self.part_atoms.append(names)
+            tick(len(names) + 1)  # a caller's deadline cuts the indexing of a huge base
+            unit = literal(p.expr)
+            units.append(unit)
+            part_atoms.append(names)
             for n in names:
-                self.order.setdefault(n, len(self.order))
+                if n not in order:
+                    order[n] = len(order)
             if unit is not None:
-                self.units_of.setdefault(unit[0], []).append(i)
+                got = units_of.get(unit[0])
+                if got is None:
+                    units_of[unit[0]] = [i]
+                else:
+                    got.append(i)
             else:
                 for n in names:
-                    self.by_atom.setdefault(n, []).append(i)
+                    got = by_atom.get(n)
+                    if got is None:
+                        by_atom[n] = [i]
+                    else:
+                        got.append(i)
         self.base_sat: bool | None = None
         # the base once came back undecided: asking again would spend each later check's
         # whole limit on the hard base before its own (often easy) question
@@ -160,6 +171,7 @@ class SlicedSession(Session):
         self._ref: Pins | None = None  # every fact's pin, once no two were found contrary
         self._views: dict[int, Refold] = {}
         self._ref_memo: Memo = {}  # the views' substitutions against the one reference
+        self._ref_values: dict[str, bool] | None = None  # the reference's values, by atom
         self.folds = 0  # parts substituted in full (a reference, or outside one)
         self._query_atoms: dict[int, tuple[Expr, tuple[str, ...]]] = {}
         self._sat: _Incremental | None = None
@@ -227,8 +239,15 @@ class SlicedSession(Session):
                 for name, units in self.units_of.items():
                     self._ref[name] = (self.units[units[0]][1], units[0])  # type: ignore[index]
             self.folds += 1
+            if self._ref_values is None:  # every fact's value, for every view's substitution
+                self._ref_values = {a: v for a, (v, _) in self._ref.items()}
             view = self._views[i] = Refold(
-                self.parts[i].expr, self.part_atoms[i], self._ref, self.labels, self._ref_memo
+                self.parts[i].expr,
+                self.part_atoms[i],
+                self._ref,
+                self.labels,
+                self._ref_memo,
+                self._ref_values,
             )
         return view
 
