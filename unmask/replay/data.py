@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import field
 from types import MappingProxyType
-from typing import Any
 
 from unmask.ir import Protocol
 from unmask.plumbing.diagnostics import Diagnostic
@@ -54,12 +53,6 @@ class Evidence:
     @property
     def whole(self) -> bool:
         return self.read == WHOLE
-
-    def to_json(self) -> dict[str, Any]:
-        """As a replay and a report write it: what was read, or the span and its quote."""
-        if self.read is not None:
-            return {"source": self.source, "read": self.read}
-        return {"source": self.source, "start": self.start, "end": self.end, "quote": self.quote}
 
 
 PROVENANCE_KINDS = ("human", "rule", "model", "gold")
