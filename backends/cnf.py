@@ -62,6 +62,28 @@ class CnfEncoder:
         for name in atoms:
             self.atom_var(name)
 
+    def copy(self) -> CnfEncoder:
+        """An encoder in this one's state (its variables, what it has encoded, the clauses
+        not yet taken), which encodes from here exactly as this one would, apart from it;
+        only for a pool that names no object (``plain_pool``: this module names none)."""
+        pool = self.pool
+        other = CnfEncoder.__new__(CnfEncoder)
+        other.pool = IDPool(
+            start_from=pool.top + 1, occupied=[list(x) for x in getattr(pool, "_occupied", ())]
+        )
+        other.clauses = list(self.clauses)  # the clauses are never changed, only added
+        other.card_encoding = self.card_encoding
+        other._atoms = dict(self._atoms)
+        other._true = self._true
+        other._keys = dict(self._keys)
+        other._memo = dict(self._memo)
+        return other
+
+    @property
+    def plain_pool(self) -> bool:
+        """Whether the pool names no object (every variable anonymous): ``copy`` holds."""
+        return not self.pool.obj2id and not self.pool.id2obj
+
     # --- variables -----------------------------------------------------------------------
 
     @property

@@ -26,6 +26,8 @@ from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 if TYPE_CHECKING:
     from pysat.solvers import Solver
 
+    from unmask.backends.cnf import CnfEncoder
+
 # PySAT (and the encoder built on it) is imported by the first call that needs a solver: the
 # sliced backend answers most small replays without one, and the import costs start-up time
 
@@ -91,11 +93,13 @@ def resolve_solver(option: str | None) -> str:
 class Incremental:
     """One PySAT solver over the clauses of ``enc``, fed as they are encoded."""
 
-    def __init__(self, solver_name: str, atoms: Iterable[str] = ()) -> None:
+    def __init__(
+        self, solver_name: str, atoms: Iterable[str] = (), enc: CnfEncoder | None = None
+    ) -> None:
         from unmask.backends.cnf import CnfEncoder
 
         self.solver_name = solver_name
-        self.enc = CnfEncoder(atoms)
+        self.enc = CnfEncoder(atoms) if enc is None else enc  # ``enc``: made by the caller
         self.solver: Solver | None = None
 
     def flush(self) -> None:

@@ -137,6 +137,7 @@ class Refold:
         ref: Mapping[str, tuple[bool, int]],
         labels: Sequence[PartLabel],
         memo: Memo | None = None,
+        values: Mapping[str, bool] | None = None,
     ) -> None:
         shape = _shape(expr)
         self.expr = shape.expr
@@ -153,7 +154,11 @@ class Refold:
         # that share a subformula (first-match decisions share the chain of earlier ones)
         # then substitute it once, not once per part (2,000 labels: 4 GB)
         self.memo: Memo = {} if memo is None else memo
-        substitute(self.expr, {a: v for a, (v, _) in ref.items() if a in self.atoms}, self.memo)
+        # ``values``: the reference's values of every atom (the caller's, made once for its
+        # views); an atom not in this part is never looked up, so all of them may be given
+        if values is None:
+            values = {a: v for a, (v, _) in ref.items() if a in self.atoms}
+        substitute(self.expr, values, self.memo)
 
     def residual(self, values: Mapping[str, bool], changed: set[str]) -> Expr:
         """The part with the check's values put in, re-folding only above ``changed``."""

@@ -30,14 +30,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unmask.backends.base import Backend, Part, PartLabel, Result, Sat, Session, Unknown, Unsat
 from unmask.backends.refold import Refold
-from unmask.ir import Const, Expr, Memo, iter_atoms, size
+from unmask.ir import Const, Expr, Memo, children, iter_atoms
 from unmask.ir.partial import Why, closed_value, justify, literal, substitute, truth_mask
 from unmask.plumbing.budget import tick
 from unmask.plumbing.frozen import frozen
+
+if TYPE_CHECKING:  # the encoder imports PySAT: only a check that needs a solver does
+    from unmask.backends.cnf import CnfEncoder
 
 # above this many unpinned atoms a slice goes to the SAT solver (measured: docs/performance.md)
 TT_MAX_ATOMS = 12
@@ -137,19 +140,30 @@ class SlicedSession(Session):
         self.part_atoms: list[tuple[str, ...]] = []
         self.by_atom: dict[str, list[int]] = {}  # atom -> non-unit parts using it
         self.units_of: dict[str, list[int]] = {}  # atom -> unit parts pinning it
+        order, units, part_atoms = self.order, self.units, self.part_atoms
+        units_of, by_atom = self.units_of, self.by_atom
         for i, p in enumerate(self.parts):
-            tick(len(p.atoms) + 1)  # a caller's deadline cuts the indexing of a huge base
-            unit = literal(p.expr)
-            self.units.append(unit)
             names = p.atoms
-            self.part_atoms.append(names)
+            tick(len(names) + 1)  # a caller's deadline cuts the indexing of a huge base
+            unit = literal(p.expr)
+            units.append(unit)
+            part_atoms.append(names)
             for n in names:
-                self.order.setdefault(n, len(self.order))
+                if n not in order:
+                    order[n] = len(order)
             if unit is not None:
-                self.units_of.setdefault(unit[0], []).append(i)
+                got = units_of.get(unit[0])
+                if got is None:
+                    units_of[unit[0]] = [i]
+                else:
+                    got.append(i)
             else:
                 for n in names:
-                    self.by_atom.setdefault(n, []).append(i)
+                    got = by_atom.get(n)
+                    if got is None:
+                        by_atom[n] = [i]
+                    else:
+                        got.append(i)
         self.base_sat: bool | None = None
         # the base once came back undecided: asking again would spend each later check's
         # whole limit on the hard base before its own (often easy) question
@@ -157,6 +171,7 @@ class SlicedSession(Session):
         self._ref: Pins | None = None  # every fact's pin, once no two were found contrary
         self._views: dict[int, Refold] = {}
         self._ref_memo: Memo = {}  # the views' substitutions against the one reference
+        self._ref_values: dict[str, bool] | None = None  # the reference's values, by atom
         self.folds = 0  # parts substituted in full (a reference, or outside one)
         self._query_atoms: dict[int, tuple[Expr, tuple[str, ...]]] = {}
         self._sat: _Incremental | None = None
@@ -224,8 +239,15 @@ class SlicedSession(Session):
                 for name, units in self.units_of.items():
                     self._ref[name] = (self.units[units[0]][1], units[0])  # type: ignore[index]
             self.folds += 1
+            if self._ref_values is None:  # every fact's value, for every view's substitution
+                self._ref_values = {a: v for a, (v, _) in self._ref.items()}
             view = self._views[i] = Refold(
-                self.parts[i].expr, self.part_atoms[i], self._ref, self.labels, self._ref_memo
+                self.parts[i].expr,
+                self.part_atoms[i],
+                self._ref,
+                self.labels,
+                self._ref_memo,
+                self._ref_values,
             )
         return view
 
@@ -244,20 +266,22 @@ class SlicedSession(Session):
         seen: set[str] = set()
         free: list[str] = []
         stack = seeds
+        units_of, by_atom, labels = self.units_of, self.by_atom, self.labels
         while stack:
             a = stack.pop()
             if a in seen:
                 continue
             seen.add(a)
             tick()  # the slice of a check on a huge base: a caller's deadline cuts it
-            conflict = self._pin(a, en, pins)
-            if conflict is not None:
-                return conflict
-            if a in pins:
-                continue  # a constant now: links nothing
+            if a in units_of:  # a fact may pin it
+                conflict = self._pin(a, en, pins)
+                if conflict is not None:
+                    return conflict
+                if a in pins:
+                    continue  # a constant now: links nothing
             free.append(a)
-            for i in self.by_atom.get(a, ()):
-                if i not in taken and (en is None or self.labels[i] in en):
+            for i in by_atom.get(a, ()):
+                if i not in taken and (en is None or labels[i] in en):
                     taken.add(i)
                     comp.append(i)
                     view = self._view(i)
@@ -416,8 +440,8 @@ class SlicedSession(Session):
             {n for _, _, r in rest for n in iter_atoms(r)},
             key=lambda n: self.order.setdefault(n, len(self.order)),
         )
-        nodes = sum(size(r) for _, _, r in rest)
-        if len(names) <= ENUM_MAX_ATOMS and (nodes << len(names)) <= ENUM_BUDGET:
+        # the formulas' size only where it decides, counted only while it may fit
+        if len(names) <= ENUM_MAX_ATOMS and _within(rest, ENUM_BUDGET >> len(names)):
             return self._enumerate(rest, names, ask)
         index = {n: k for k, n in enumerate(names)}
         mask = (1 << (1 << len(names))) - 1
@@ -457,10 +481,11 @@ class SlicedSession(Session):
         core: set[int] = set()
         rests = 0
         lookup = _lookup(ask.pin, ask.assume)
+        memo: Memo = {}  # one lookup: the parts' shared subformulas are justified once
         for i, e in used:
             if i is not None:
                 core.add(i)
-            rests |= justify(e, lookup)[1]
+            rests |= justify(e, lookup, memo)[1]
         core.update(_bits(rests))
         return self._core(core)
 
@@ -469,6 +494,20 @@ class SlicedSession(Session):
         if self._sat is not None:
             self._sat.delete()
             self._sat = None
+
+
+def _within(rest: list[tuple[int | None, Expr, Expr]], budget: int) -> bool:
+    """Whether the residuals of ``rest`` have at most ``budget`` nodes together, counted
+    as ``size`` counts them (as written out), stopping once past it: a budget is a few
+    nodes, a residual may have thousands."""
+    nodes = 0
+    stack = [r for _, _, r in rest]
+    while stack:
+        nodes += 1
+        if nodes > budget:
+            return False
+        stack.extend(children(stack.pop()))
+    return True
 
 
 def _lookup(
@@ -494,6 +533,41 @@ def _bits(m: int) -> Iterator[int]:
         m ^= low
 
 
+# the encoding of a session's non-unit parts, each behind its selector in part order, by
+# the atom order and the parts' expressions (an entry holds them, so their ids stay
+# theirs): the sessions of one protocol's replays differ only in their facts, which are
+# assumed, never encoded, so each starts from a copy of the encoder left after the parts
+_ENCODED: dict[tuple[Any, ...], tuple[tuple[Expr, ...], CnfEncoder, tuple[int, ...]]] = {}
+ENCODED_SIZE = 16  # encodings kept (then the oldest goes)
+ENCODED_MAX_ATOMS = 4096  # a session of more atoms is encoded for itself
+ENCODED_MAX_CLAUSES = 100_000  # ... and so is an encoding of more clauses
+
+
+def _encoded(order: Mapping[str, int], exprs: tuple[Expr, ...]) -> tuple[CnfEncoder, list[int]]:
+    """An encoder with the atoms of ``order`` (variables 1..n in that order) and each of
+    ``exprs`` encoded behind a fresh selector, and the selectors: made once per atom
+    order and expressions, then copied (the same variables, clauses and memo)."""
+    from unmask.backends.cnf import CnfEncoder
+
+    key = None
+    if len(order) <= ENCODED_MAX_ATOMS:
+        key = (tuple(order), tuple(map(id, exprs)))
+        got = _ENCODED.get(key)
+        if got is not None and all(a is b for a, b in zip(got[0], exprs, strict=True)):
+            return got[1].copy(), list(got[2])
+    enc = CnfEncoder(order)
+    selectors = []
+    for e in exprs:
+        sel = enc.pool.id()
+        enc.clauses.append([-sel, enc.lit(e)])
+        selectors.append(sel)
+    if key is not None and enc.plain_pool and len(enc.clauses) <= ENCODED_MAX_CLAUSES:
+        while len(_ENCODED) >= ENCODED_SIZE:
+            _ENCODED.pop(next(iter(_ENCODED)), None)  # the oldest
+        _ENCODED[key] = (exprs, enc.copy(), tuple(selectors))  # a copy: ``enc`` goes on
+    return enc, selectors
+
+
 class _Incremental:
     """One PySAT solver over every non-unit part of a session, each behind a selector."""
 
@@ -501,17 +575,11 @@ class _Incremental:
         from unmask.backends.pysat_core import DEFAULT_SOLVER, Incremental
 
         self.session = session
-        self.sat = Incremental(solver_name or DEFAULT_SOLVER, session.order)
-        enc = self.sat.enc
-        self.selector: dict[int, int] = {}
-        self.owner: dict[int, int] = {}  # selector -> part index
-        for i, p in enumerate(session.parts):
-            if session.units[i] is not None:
-                continue
-            sel = enc.pool.id()
-            enc.clauses.append([-sel, enc.lit(p.expr)])
-            self.selector[i] = sel
-            self.owner[sel] = i
+        rest = [i for i, unit in enumerate(session.units) if unit is None]
+        enc, selectors = _encoded(session.order, tuple(session.parts[i].expr for i in rest))
+        self.sat = Incremental(solver_name or DEFAULT_SOLVER, enc=enc)
+        self.selector: dict[int, int] = dict(zip(rest, selectors, strict=True))
+        self.owner: dict[int, int] = dict(zip(selectors, rest, strict=True))  # selector -> part
         self.sat.flush()
 
     def check(self, ask: _Ask, timeout_ms: int) -> Result:

@@ -12,7 +12,8 @@ calls a solver.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from unmask.checking.bases import Case
 from unmask.checking.explain import DEADLINE
@@ -70,7 +71,7 @@ def _dimension(outcomes: Sequence[str | None]) -> str:
     return OK if agg == SATISFIED else agg
 
 
-def unsolved(case: Case, backend_name: str) -> Report:
+def unsolved(case: Case, backend_name: str, own: Mapping[str, Any] | None = None) -> Report:
     """Translation not valid: nothing is solved, every check is UNKNOWN with status null."""
     p = case.protocol
     blank = CheckResult(None, UNKNOWN)
@@ -87,9 +88,8 @@ def unsolved(case: Case, backend_name: str) -> Report:
         GroundingCheck(expr_text(g.judge), expr_text(g.context), blank, g.direction)
         for g in p.grounding
     )
-    return assemble(
-        case, backend_name, None, VerdictCheck(case.verdict, blank), requirements, grounding, {}
-    )
+    verdict = VerdictCheck(case.verdict, blank)
+    return assemble(case, backend_name, None, verdict, requirements, grounding, {}, own=own)
 
 
 _BASE_MEANING = {
@@ -151,6 +151,13 @@ def _verdict_reason(protocol: Protocol, verdict: VerdictCheck) -> Reason | None:
     return Reason(reason.code, reason.subject, message)
 
 
+# a grounding check's reason depends on its pair and its result's status, outcome and
+# detail alone: the replays of a protocol share it (a reason is frozen data)
+_GROUNDING_REASONS: dict[tuple[str | None, ...], Reason | None] = {}
+GROUNDING_REASONS = 8192  # entries, at most; then it starts again
+_NONE = object()
+
+
 def assemble(
     case: Case,
     backend_name: str,
@@ -161,8 +168,13 @@ def assemble(
     base_detail: dict[str, str],
     *,
     deadline_ms: int | None = None,
+    unannotated: tuple[str, ...] | None = None,
+    unknown: tuple[str, ...] | None = None,
+    own: Mapping[str, Any] | None = None,
 ) -> Report:
-    """``deadline_ms`` is set when that deadline cut the report short."""
+    """``deadline_ms`` is set when that deadline cut the report short; ``unannotated``
+    and ``unknown`` are the case's (``Case.unannotated``, ``Case.unknown``), when the
+    caller has them already; ``own``, the replay's own fields (``check_case``)."""
     reasons: list[Reason] = []
     if deadline_ms is not None:
         reasons.append(
@@ -216,8 +228,18 @@ def assemble(
             )
         )
     for g in grounding:
-        pair = g.pair
-        checks.append(_check_reason(f"grounding:{pair}", f"grounding `{pair}`", g.result, "evid"))
+        result = g.result
+        if result.outcome is OK:
+            continue  # no reason (``_check_reason``)
+        key = (g.judge, g.context, g.direction, result.status, result.outcome, result.detail)
+        reason = _GROUNDING_REASONS.get(key, _NONE)
+        if reason is _NONE:
+            pair = g.pair
+            reason = _check_reason(f"grounding:{pair}", f"grounding `{pair}`", result, "evid")
+            if len(_GROUNDING_REASONS) >= GROUNDING_REASONS:
+                _GROUNDING_REASONS.clear()
+            _GROUNDING_REASONS[key] = reason
+        checks.append(reason)  # type: ignore[arg-type]
     reasons.extend(r for r in checks if r is not None)
     if not requirements:
         reasons.append(
@@ -262,8 +284,9 @@ def assemble(
         verdict=verdict,
         requirements=requirements,
         grounding=grounding,
-        unannotated=case.unannotated,
-        unknown=case.unknown,
+        unannotated=case.unannotated if unannotated is None else unannotated,
+        unknown=case.unknown if unknown is None else unknown,
         dimensions=dims,
         reasons=tuple(reasons),
+        **({} if own is None else own),
     )

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from unmask.backends.base import Part
-from unmask.checking.closed import MAX_TABLE, Settled, TableBase, settle
+from unmask.checking.closed import MAX_TABLE, Settled, Shape, TableBase, decision_shape, settle
 from unmask.checking.report import PartId
 from unmask.ir import (
     LABEL_PREFIX,
@@ -89,14 +89,51 @@ class Case:
         return tuple(n for n in self.protocol.atom_names if n in marked)
 
 
+class Census:
+    """What the checker reads of a case's annotations, in one pass: each annotation by its
+    atom, the facts (``Case.facts``), the atoms left unannotated and those annotated
+    UNKNOWN (``Case.unannotated``, ``Case.unknown``), and whether no annotation says who
+    made it (``plain``)."""
+
+    __slots__ = ("by_atom", "facts", "plain", "unannotated", "unknown")
+
+    def __init__(self, case: Case) -> None:
+        annotations = case.annotations
+        self.by_atom = by_atom = {a.atom: a for a in annotations}
+        self.plain = all(a.by is None for a in annotations)
+        if len(by_atom) != len(annotations):
+            # an atom annotated twice (a case made in code, never a validated replay):
+            # the properties' own reading of it
+            self.facts, self.unannotated, self.unknown = (
+                case.facts,
+                case.unannotated,
+                case.unknown,
+            )
+            return
+        facts: dict[str, bool] = {}
+        unannotated: list[str] = []
+        unknown: list[str] = []
+        for name in case.protocol.atom_names:
+            a = by_atom.get(name)
+            if a is None:
+                unannotated.append(name)
+            elif a.value == "UNKNOWN":
+                unknown.append(name)
+            else:
+                facts[name] = a.value == "TRUE"
+        self.facts = facts
+        self.unannotated = tuple(unannotated)
+        self.unknown = tuple(unknown)
+
+
 # --- bases ----------------------------------------------------------------------------------
 
 
-def fact_parts(case: Case) -> list[Part]:
-    return [
-        Part(PartId.fact(name), mk_atom(name) if value else mk_not(mk_atom(name)))
-        for name, value in case.facts.items()
-    ]
+def fact_parts(case: Case, facts: Mapping[str, bool] | None = None) -> list[Part]:
+    """F: one part per fact (``facts``: the case's, when the caller has them already),
+    each made once per protocol, atom and value (it depends on nothing else)."""
+    made = _derived(case.protocol).fact_part
+    return [made(name, value) for name, value in (case.facts if facts is None else facts).items()]
 
 
 # a binary protocol's decision part, V ⇔ D
@@ -121,10 +158,10 @@ def proto_parts(p: Protocol) -> list[Part]:
     return parts
 
 
-def base_parts(case: Case) -> dict[str, list[Part]]:
-    """The three bases, each in canonical part order."""
-    facts, proto = fact_parts(case), list(_derived(case.protocol).parts)
-    return {"proto": proto, "evid": facts, "all": facts + proto}
+def base_parts(case: Case, facts: Mapping[str, bool] | None = None) -> dict[str, list[Part]]:
+    """The three bases, each in canonical part order (``facts`` as for ``fact_parts``)."""
+    evid, proto = fact_parts(case, facts), list(_derived(case.protocol).parts)
+    return {"proto": proto, "evid": evid, "all": evid + proto}
 
 
 class _Derived:
@@ -135,20 +172,48 @@ class _Derived:
     checker's results of those checks for replays without provenance."""
 
     __slots__ = (
+        "_checks",
+        "_fact_ids",
+        "_fact_parts",
+        "_pair_atoms",
         "_pair_texts",
+        "_pairs",
+        "_queries",
+        "_shape",
         "_template",
         "atoms",
+        "order",
         "parts",
         "proto_base",
+        "proto_width",
         "protocol",
         "results",
         "room",
+        "run_atoms",
         "settled",
+        "verdict_exprs",
     )
 
     def __init__(self, protocol: Protocol) -> None:
         self.protocol = protocol  # kept alive: the cache is keyed by its identity
         self.parts = tuple(proto_parts(protocol))
+        # how many atoms the protocol's parts hold: a base holds at least those
+        self.proto_width = len({a for p in self.parts for a in p.atoms})
+        # the protocol's atoms by declaration order, and every atom a base has (those and
+        # the verdict's), in that order
+        self.order = {n: i for i, n in enumerate(protocol.atom_names)}
+        self.run_atoms = (*protocol.atom_names, *verdict_atoms(protocol))
+        self._fact_ids: dict[str, PartId] = {}
+        # a check's atoms by the ids of its query and witness expressions (the entry
+        # holds them, so the ids stay theirs)
+        self._checks: dict[tuple[int, ...], tuple[tuple[Expr, ...], list[str], frozenset[str]]]
+        self._checks = {}
+        self._fact_parts: dict[tuple[str, bool], Part] = {}
+        self._pairs: tuple[tuple[Expr, str, str, str], ...] | None = None
+        self._pair_atoms: tuple[tuple[str, ...] | None, ...] | None = None
+        self._queries: dict[str, Expr] = {}  # φ_v by observed label
+        self._shape: Shape | bool | None = False  # the decision's (False: not found yet)
+        self.verdict_exprs = tuple(verdict_exprs(protocol))
         self._template: TableBase | bool | None = False
         # B_proto's state and, if inconsistent, its minimal conflict, once a solver proved
         # them (``unmask.checking.checker``; a state the clock cut short is not kept)
@@ -216,6 +281,82 @@ class _Derived:
             )
         return self._pair_texts
 
+    def pairs(self) -> tuple[tuple[Expr, str, str, str], ...]:
+        """Each grounding pair as its check asks it: the query, each side's text
+        (``pair_texts``) and the direction."""
+        if self._pairs is None:
+            self._pairs = tuple(
+                (g.query, judge, context, g.direction)
+                for g, (judge, context) in zip(
+                    self.protocol.grounding, self.pair_texts(), strict=True
+                )
+            )
+        return self._pairs
+
+    def check_atoms(
+        self, phi: Expr, witness_exprs: Sequence[Expr]
+    ) -> tuple[list[str], frozenset[str]]:
+        """A check's atoms: those of the protocol in declaration order (what a witness
+        completes), and every one (what its component is reached from); made once per
+        query and witness expressions. The list is the caller's to read, not to change."""
+        exprs = (phi, *witness_exprs)
+        key = tuple(map(id, exprs))
+        got = self._checks.get(key)
+        if got is not None:
+            return got[1], got[2]
+        every = frozenset(a for e in exprs for a in iter_atoms(e))
+        order = self.order
+        mine = sorted((a for a in every if a in order), key=order.__getitem__)
+        with _LOCK:
+            if len(self._checks) >= self.room:
+                self._checks.clear()
+            self._checks[key] = (exprs, mine, every)
+        return mine, every
+
+    def verdict_query(self, verdict: str) -> Expr:
+        """``verdict_query(verdict, protocol)``, one object per label."""
+        got = self._queries.get(verdict)
+        if got is None:
+            got = verdict_query(verdict, self.protocol)
+            if verdict in self.protocol.labels:
+                self._queries[verdict] = got
+        return got
+
+    def decision_shape(self) -> Shape | None:
+        """A binary protocol's decision as ``unmask.checking.closed.decision_shape`` reads
+        it (None: another shape, or no such decision)."""
+        if self._shape is False:
+            d = self.protocol.decision
+            self._shape = None if d is None else decision_shape(d, self.order)
+        return self._shape  # type: ignore[return-value]
+
+    def pair_atoms(self) -> tuple[tuple[str, ...] | None, ...]:
+        """Each grounding pair's query's atoms (``query_atoms``), in ``pairs`` order."""
+        if self._pair_atoms is None:
+            self._pair_atoms = tuple(
+                self.query_atoms(query, self.order) for query, *_ in self.pairs()
+            )
+        return self._pair_atoms
+
+    def fact_id(self, atom: str) -> PartId:
+        """``PartId.fact(atom)``, made once per atom of the protocol."""
+        got = self._fact_ids.get(atom)
+        if got is None:
+            got = PartId.fact(atom)
+            if atom in self.order:  # an atom outside the protocol is not kept
+                self._fact_ids[atom] = got
+        return got
+
+    def fact_part(self, atom: str, value: bool) -> Part:
+        """The part of the fact ``atom`` (``value`` TRUE) or ``not atom``, made once."""
+        got = self._fact_parts.get((atom, value))
+        if got is None:
+            a = mk_atom(atom)
+            got = Part(self.fact_id(atom), a if value else mk_not(a))
+            if atom in self.order and len(self.order) <= FACT_PARTS_ATOMS:
+                self._fact_parts[atom, value] = got
+        return got
+
     def template(self, names: Sequence[str]) -> TableBase | None:
         """The parts tabulated over ``names`` (the protocol's atoms and the verdict's),
         or None when that is more than ``MAX_TABLE`` atoms."""
@@ -230,6 +371,7 @@ DERIVED_SIZE = 8  # protocols whose derived parts are kept per process
 SETTLED_SIZE = 4096  # checks on the facts remembered per protocol, at least
 SETTLED_PER_CHECK = 16  # ... or this many per check the protocol makes on the facts
 SETTLED_MAX = 1 << 16  # ... but never more (about 20 MB)
+FACT_PARTS_ATOMS = 4096  # a protocol's fact parts are kept when it has at most this many atoms
 
 
 _LOCK = threading.Lock()  # a Dask worker may check replays in several threads

@@ -29,19 +29,19 @@ tests and callers import from here (``Case``, ``base_parts``, ``outcome``, …) 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from unmask.backends.base import Backend, Part, Sat, Unknown, Unsat, spec
 from unmask.checking.aggregate import aggregate, assemble, outcome, unsolved
 from unmask.checking.bases import (
     DECISION,
     Case,
+    Census,
     _derived,
     base_parts,
     fact_parts,
     proto_parts,
     verdict_atoms,
-    verdict_exprs,
     verdict_query,
 )
 from unmask.checking.closed import MAX_TABLE, TableBase, forced_decision, open_decision
@@ -65,13 +65,13 @@ from unmask.checking.report import (
     Item,
     LabelsItem,
     PartId,
-    Quote,
     Report,
     RequirementCheck,
     VerdictCheck,
     Witness,
     WitnessAtom,
     Witnesses,
+    annotation_item,
 )
 from unmask.ir import (
     VERDICT_ATOM,
@@ -117,10 +117,16 @@ class _Run:
         self.case = case
         self.backend = backend
         self.deadline = deadline
-        self.order = {n: i for i, n in enumerate(case.protocol.atom_names)}
-        self.facts = case.facts
-        self.by_atom = {a.atom: a for a in case.annotations}
-        self.atoms = [*case.protocol.atom_names, *verdict_atoms(case.protocol)]
+        self.derived = derived = _derived(case.protocol)
+        self.order = derived.order  # the protocol's atoms by declaration order
+        self.atoms = derived.run_atoms  # ... and the verdict's: every atom a base has
+        census = Census(case)
+        self.facts = census.facts
+        self.census = census
+        self.by_atom = census.by_atom
+        # no annotation says who made it: every result rests on reviewed ones only, so a
+        # result on the facts depends on the query and the facts alone (``on_facts``)
+        self.plain = census.plain
         self.parts: dict[str, list[Part]] = {}
         self.sessions: dict[str, BaseSession[PartId]] = {}
         self.states: dict[str, str] = {}
@@ -129,10 +135,7 @@ class _Run:
         self.closed_form = closed_form
         self.tables: dict[str, TableBase] = {}
         self.items: dict[PartId, Item] = {}
-        self.derived = _derived(case.protocol)
-        # no annotation says who made it: every result rests on reviewed ones only, so a
-        # result on the facts depends on the query and the facts alone (``on_facts``)
-        self.plain = all(a.by is None for a in case.annotations)
+        self.fact_items: dict[str, AnnotationItem] = {}  # by atom: the items of facts
 
     def close(self) -> None:
         for s in self.sessions.values():
@@ -156,7 +159,7 @@ class _Run:
     def base(self, name: str) -> list[Part]:
         """A base's parts, made on first use (a replay the closed form decides needs none)."""
         if not self.parts:
-            self.parts = base_parts(self.case)
+            self.parts = base_parts(self.case, self.facts)
         return self.parts[name]
 
     def open_bases(self) -> None:
@@ -167,6 +170,9 @@ class _Run:
         # a base has at most the protocol's atoms and the verdict's: a wide bare protocol
         # is not worth tabulating (its bases are consistent as they stand, below)
         tabulate = closed and (not bare or len(self.atoms) <= MAX_TABLE)
+        # a base holds the protocol's parts: past MAX_TABLE atoms among them, no base of
+        # this protocol tabulates (``TableBase.build`` would count them to say so)
+        tabulate = tabulate and self.derived.proto_width <= MAX_TABLE
         whole = None
         if tabulate:
             template = self.derived.template(self.atoms)
@@ -227,24 +233,25 @@ class _Run:
     # -- explanation items --
 
     def item(self, part: PartId) -> Item:
+        if part.kind == "fact":
+            assert part.name is not None
+            return self.fact_item(part.name)
         got = self.items.get(part)
         if got is None:  # explanations of a replay cite the same few parts again and again
             got = self.items[part] = self._item(part)
         return got
 
+    def fact_item(self, atom: str) -> AnnotationItem:
+        """The item of the fact on ``atom``, one per replay (keyed by the atom's name: a
+        string compares by identity first, a part id by its fields)."""
+        got = self.fact_items.get(atom)
+        if got is None:
+            part = self.derived.fact_id(atom)
+            got = self.fact_items[atom] = annotation_item(part, self.by_atom[atom])
+        return got
+
     def _item(self, part: PartId) -> Item:
         kind, name = part.kind, part.name
-        if kind == "fact":
-            assert name is not None
-            ann = self.by_atom[name]
-            return AnnotationItem(
-                part,
-                name,
-                ann.value,
-                tuple(Quote.of(e) for e in ann.evidence),
-                ann.explanation,
-                ann.by,
-            )
         if kind == "constraint":
             assert name is not None
             return ConstraintItem(part, name)
@@ -282,11 +289,11 @@ class _Run:
             forced = self.forced_verdict(phi, coverage)
             if forced is not None:
                 return forced
-        atoms = self.sorted_atoms([phi, *witness_exprs])
+        atoms, every = self.derived.check_atoms(phi, witness_exprs)
         base = self.session(base_name)
         # the base is consistent: confining every call to the query's component changes
         # no answer (see BaseSession.component) and keeps large replays fast
-        scope = base.component({a for e in [phi, *witness_exprs] for a in iter_atoms(e)})
+        scope = base.component(every)
         not_phi = mk_not(phi)
         t = base.check(phi, enabled=scope, want=atoms)
         f = base.check(not_phi, enabled=scope, want=atoms)
@@ -317,15 +324,21 @@ class _Run:
         (``unmask.checking.closed.forced_decision``): V is forced with it, and deletion keeps the
         facts that force it and the decision (without it V is free); else None."""
         p = self.case.protocol
-        if phi != verdict_query(self.case.verdict, p):
+        derived = self.derived
+        query = derived.verdict_query(self.case.verdict)
+        if phi is not query and phi != query:
             return None
         assert p.decision is not None
-        got = forced_decision(p.decision, self.facts, self.order)
+        shape = derived.decision_shape()
+        if shape is None:
+            return None
+        got = forced_decision(p.decision, self.facts, self.order, shape)
         if got is None:
             return self.open_verdict(coverage)
         value, kept = got
         status = ENTAILED if value == (self.case.verdict == "PASS") else REFUTED
-        return self.forced(status, [*(PartId.fact(a) for a in kept), DECISION], True, coverage)
+        labels = [*(derived.fact_id(a) for a in kept), DECISION]
+        return self.forced(status, labels, True, coverage)
 
     def open_verdict(self, coverage: bool) -> CheckResult | None:
         """The verdict check when the facts leave such a decision open: UNDERDETERMINED,
@@ -335,8 +348,9 @@ class _Run:
         assert p.decision is not None
         observed = self.case.verdict
         passes = observed == "PASS"
-        holds = open_decision(p.decision, self.facts, self.order, passes)
-        fails = open_decision(p.decision, self.facts, self.order, not passes)
+        shape = self.derived.decision_shape()
+        holds = open_decision(p.decision, self.facts, self.order, passes, shape)
+        fails = open_decision(p.decision, self.facts, self.order, not passes, shape)
         if holds is None or fails is None:
             return None
         other = "FAIL" if passes else "PASS"
@@ -380,17 +394,16 @@ class _Run:
         facts = self.facts
         key = None
         if self.plain:
-            key = (id(phi), tuple(facts.get(a) for a in atoms), coverage)
+            key = (id(phi), tuple(map(facts.get, atoms)), coverage)
             known = derived.result(key)
             if known is not None:
                 if known.__class__ is CheckResult:
                     return known  # type: ignore[no-any-return]
-                status, kept = known
-                return CheckResult(
-                    status,
-                    outcome(status, coverage=coverage),
-                    explanation=Explanation(tuple(self.item(x) for x in kept), True),
-                )
+                # remembered: the status, its outcome and the atoms of the facts kept; the
+                # items are this replay's annotations
+                status, out, kept = known
+                item = self.fact_item
+                return CheckResult(status, out, Explanation(tuple(map(item, kept)), True))
         got = derived.settle(phi, list(atoms), facts)
         if got is None:
             return None
@@ -399,10 +412,45 @@ class _Run:
             if key is not None:
                 derived.keep_result(phi, key, result)
             return result
-        parts = tuple(PartId.fact(a) for a in got.kept)
+        kept = tuple(got.kept)
         if key is not None:
-            derived.keep_result(phi, key, (got.status, parts))
-        return self.forced(got.status, parts, True, coverage)
+            known = (got.status, outcome(got.status, coverage=coverage), kept)
+            derived.keep_result(phi, key, known)
+        return self.forced(got.status, [derived.fact_id(a) for a in kept], True, coverage)
+
+    def grounding(self) -> tuple[GroundingCheck, ...]:
+        """Every grounding pair's check, in order: ``classify`` on B_evid, with a pair
+        answered from memory (``on_facts``) taken at once, its items this replay's."""
+        derived = self.derived
+        pairs = derived.pairs()
+        if not (self.closed_form and self.plain and self.states["evid"] == CONSISTENT):
+            return tuple(
+                GroundingCheck(judge, context, self.classify("evid", query, ()), direction)
+                for query, judge, context, direction in pairs
+            )
+        # ``on_facts``'s memo read inline: at 2,000 claims a pair's dispatch was a third
+        # of its cost, and nearly every pair is answered from memory
+        get, results, item = self.facts.get, derived.results, self.fact_item
+        out = []
+        for (query, judge, context, direction), atoms in zip(
+            pairs, derived.pair_atoms(), strict=True
+        ):
+            got = None
+            if atoms is not None:
+                got = results.get((id(query), tuple(map(get, atoms)), False))
+            if got is None:
+                result = self.classify("evid", query, ())
+            else:
+                known = got[1]
+                if known.__class__ is CheckResult:
+                    result = known
+                else:
+                    status, outcome_, kept = known
+                    result = CheckResult(
+                        status, outcome_, Explanation(tuple(map(item, kept)), True)
+                    )
+            out.append(GroundingCheck(judge, context, result, direction))
+        return tuple(out)
 
     def tabled(
         self, table: TableBase, phi: Expr, witness_exprs: Sequence[Expr], coverage: bool
@@ -441,10 +489,9 @@ class _Run:
     # -- the verdict --
 
     def verdict_check(self) -> VerdictCheck:
-        p = self.case.protocol
         observed = self.case.verdict
-        phi_v = verdict_query(observed, p)
-        result = self.classify("all", phi_v, verdict_exprs(p))
+        phi_v = self.derived.verdict_query(observed)
+        result = self.classify("all", phi_v, self.derived.verdict_exprs)
         return VerdictCheck(observed, result, self.allowed(result, phi_v))
 
     def allowed(self, result: CheckResult, phi_v: Expr) -> tuple[str, ...] | None:
@@ -527,8 +574,11 @@ def check_case(
     backend_name: str | None = None,
     deadline: Deadline | None = None,
     closed_form: bool = True,
+    own: Mapping[str, Any] | None = None,
 ) -> Report:
-    """Check one case; the report's ``gold`` is None (see ``unmask.api.check``).
+    """Check one case; the report's ``gold`` is None (see ``unmask.api.check``), unless
+    ``own`` gives the replay's own fields (``gold``, ``item``, ``judge``, ``recheck``,
+    ``disagreements``), which go into the report as it is made and reach no check.
 
     ``deadline`` (started by the caller) bounds every solver call of the report.
     ``closed_form`` False sends every check to the backend, even those the facts alone
@@ -537,7 +587,7 @@ def check_case(
     name = backend_name or spec(backend)
     protocol = case.protocol
     if case.translation != "valid":
-        return unsolved(case, name)
+        return unsolved(case, name, own)
     run = _Run(case, backend, deadline, closed_form)
     try:
         run.open_bases()
@@ -553,12 +603,7 @@ def check_case(
             )
             for r in protocol.requirements
         )
-        grounding = tuple(
-            GroundingCheck(judge, context, run.classify("evid", g.query, []), g.direction)
-            for g, (judge, context) in zip(
-                protocol.grounding, run.derived.pair_texts(), strict=True
-            )
-        )
+        grounding = run.grounding()
     finally:
         run.close()
     bases = Bases(
@@ -570,6 +615,17 @@ def check_case(
         run.conflicts.get("all"),
     )
     cut = deadline.ms if deadline is not None and deadline.hit else None
+    census = run.census
     return assemble(
-        case, name, bases, verdict, requirements, grounding, run.base_detail, deadline_ms=cut
+        case,
+        name,
+        bases,
+        verdict,
+        requirements,
+        grounding,
+        run.base_detail,
+        deadline_ms=cut,
+        unannotated=census.unannotated,
+        unknown=census.unknown,
+        own=own,
     )

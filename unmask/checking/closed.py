@@ -138,53 +138,86 @@ def _still(phi: Expr, columns: list[str], trial: dict[str, bool], want: bool) ->
     return None
 
 
+@frozen
+class Shape:
+    """A decision of ``forced_decision``'s shape: ``op`` (``and``/``or``) over literals on
+    distinct declared atoms, ``lits`` as written, ``polarity`` by atom and ``names`` in
+    declaration order. It depends on the decision and the protocol's order alone, so the
+    checker finds it once per protocol (``decision_shape``)."""
+
+    op: str
+    lits: tuple[tuple[str, bool], ...]
+    polarity: Mapping[str, bool]
+    names: tuple[str, ...]
+
+
+def decision_shape(d: Expr, order: Mapping[str, int]) -> Shape | None:
+    """``d``'s ``Shape``, or None for another shape (see ``_connective``)."""
+    got = _connective(d, order)
+    if got is None:
+        return None
+    op, lits = got
+    polarity = dict(lits)
+    return Shape(op, tuple(lits), polarity, tuple(sorted(polarity, key=order.__getitem__)))
+
+
 def forced_decision(
-    d: Expr, facts: Mapping[str, bool], order: Mapping[str, int]
+    d: Expr, facts: Mapping[str, bool], order: Mapping[str, int], shape: Shape | None = None
 ) -> tuple[bool, tuple[str, ...]] | None:
     """A wide decision the facts settle, without enumerating: for ``d`` an ``and`` or ``or``
     of literals on distinct atoms (``all(...)``, ``any(...)``), or one literal, the value
     the facts force on it and the observed atoms that deletion in declaration order
     (``order``) keeps, in that order: ``d`` keeps its value with only their facts, and
     loses it with any one dropped. None when the facts do not force ``d``, or ``d`` has
-    another shape.
+    another shape. ``shape``: ``decision_shape(d, order)``, when the caller has it.
 
     A literal that settles the connective (FALSE under ``and``, TRUE under ``or``) forces
     it alone: deletion drops each such fact while a later one remains, and every other
     fact, so it keeps the last. Without one, the value is forced only when every literal is
     observed, and then each is needed."""
-    shape = _connective(d, order)
     if shape is None:
-        return None
-    op, lits = shape
-    names = [a for a, _ in lits]
-    settles = op == "or"  # the literal value that settles the connective
-    deciding = [a for a, pos in lits if a in facts and (facts[a] == pos) == settles]
-    if deciding:
-        return settles, (max(deciding, key=order.__getitem__),)
-    if all(a in facts for a in names):
-        return not settles, tuple(sorted(names, key=order.__getitem__))
+        shape = decision_shape(d, order)
+        if shape is None:
+            return None
+    settles = shape.op == "or"  # the literal value that settles the connective
+    last = None  # the latest settling fact in declaration order
+    free = False
+    for a in shape.names:
+        v = facts.get(a)
+        if v is None:
+            free = True
+        elif (v == shape.polarity[a]) == settles:
+            last = a
+    if last is not None:
+        return settles, (last,)
+    if not free:
+        return not settles, shape.names
     return None
 
 
 def open_decision(
-    d: Expr, facts: Mapping[str, bool], order: Mapping[str, int], value: bool
+    d: Expr,
+    facts: Mapping[str, bool],
+    order: Mapping[str, int],
+    value: bool,
+    shape: Shape | None = None,
 ) -> tuple[tuple[str, bool], ...] | None:
     """For a decision of ``forced_decision``'s shape that the facts do not force: the least
     assignment to its atoms (in declaration order, FALSE first, the facts kept) under which
     ``d`` is ``value``, as the greedy witness completion finds it; None for another shape
-    or a forced one.
+    or a forced one. ``shape`` as for ``forced_decision``.
 
     Unforced, no observed literal settles the connective and some atom is free. For the
     value that settling gives, one free literal must settle it: each free atom is FALSE
     unless it is the last free one and nothing has settled it yet; for the other value
     every free literal must not settle it, which fixes every free atom."""
-    shape = _connective(d, order)
-    if shape is None or forced_decision(d, facts, order) is not None:
+    if shape is None:
+        shape = decision_shape(d, order)
+    if shape is None or forced_decision(d, facts, order, shape) is not None:
         return None
-    op, lits = shape
-    settles = op == "or"
-    polarity = dict(lits)
-    names = sorted(polarity, key=order.__getitem__)
+    settles = shape.op == "or"
+    polarity = shape.polarity
+    names = shape.names
     free = [a for a in names if a not in facts]
     last = free[-1]
     done = False

@@ -105,7 +105,7 @@ class BaseSession(Generic[L]):
         # keyed by the query's identity (hashing a deep expression would recurse); the
         # entry holds the query, so the id stays its own
         self._cores: dict[int, tuple[Expr | None, list[frozenset[PartLabel]]]] = {}
-        self._part_atoms: dict[L, frozenset[str]] | None = None
+        self._part_atoms: dict[L, tuple[str, ...]] | None = None
         self._by_atom: dict[str, list[L]] = {}
         self._rank: dict[L, int] | None = None
 
@@ -155,6 +155,14 @@ class BaseSession(Generic[L]):
         entry = self._cores.get(id(query))
         return entry is not None and any(core <= have for core in entry[1])
 
+    def cores(self, query: Expr | None) -> list[frozenset[PartLabel]]:
+        """The cores seen so far for ``query``, in the order seen (the list grows as
+        further calls are unsat; read, never change it)."""
+        entry = self._cores.get(id(query))
+        if entry is None or entry[0] is not query:
+            return []
+        return entry[1]
+
     def known_unsat_without(self, query: Expr | None, have: Mapping[L, object], label: L) -> bool:
         """``known_unsat(query, have minus label)`` without building that set."""
         entry = self._cores.get(id(query))
@@ -162,13 +170,19 @@ class BaseSession(Generic[L]):
             return False
         return any(label not in core and all(x in have for x in core) for core in entry[1])
 
-    def part_atoms(self) -> dict[L, frozenset[str]]:
+    def part_atoms(self) -> dict[L, tuple[str, ...]]:
+        """Each part's atoms, by its label (``Part.atoms``: found once per part)."""
         if self._part_atoms is None:
-            self._part_atoms = {p.label: frozenset(p.atoms) for p in self.parts}
-            self._by_atom = {}
+            self._part_atoms = {p.label: p.atoms for p in self.parts}
+            by_atom: dict[str, list[L]] = {}
+            self._by_atom = by_atom
             for label, atoms in self._part_atoms.items():
                 for a in atoms:
-                    self._by_atom.setdefault(a, []).append(label)
+                    got = by_atom.get(a)
+                    if got is None:
+                        by_atom[a] = [label]
+                    else:
+                        got.append(label)
         return self._part_atoms
 
     def component(self, atoms: Iterable[str]) -> list[L]:
@@ -182,6 +196,7 @@ class BaseSession(Generic[L]):
         without changing any result, only its cost.
         """
         part_atoms = self.part_atoms()
+        by_atom = self._by_atom
         reached: set[L] = set()
         seen_atoms: set[str] = set()
         todo = list(atoms)
@@ -190,10 +205,10 @@ class BaseSession(Generic[L]):
             if a in seen_atoms:
                 continue
             seen_atoms.add(a)
-            for label in self._by_atom.get(a, ()):
+            for label in by_atom.get(a, ()):
                 if label not in reached:
                     reached.add(label)
-                    todo.extend(part_atoms[label] - seen_atoms)
+                    todo.extend(part_atoms[label])  # an atom seen already is skipped above
         # in base order without a pass over the whole base (a check on a large replay
         # reaches a handful of parts; the base may have thousands)
         if self._rank is None:
@@ -216,13 +231,33 @@ def minimise(base: BaseSession[L], query: Expr | None, candidates: Sequence[L]) 
         return _minimise_listwise(base, query, candidates)
     current = dict.fromkeys(candidates)  # an ordered set: removal without a list pass
     minimal = True
+    # ``current`` and the cores seen as bit masks over the candidates, so the test below
+    # is two integer operations per core, not a hash of every label of it
+    bit: dict[PartLabel, int] = {label: 1 << i for i, label in enumerate(candidates)}
+    have = (1 << len(candidates)) - 1
+    masks: list[int] = []
+    read = 0  # the cores of ``query`` already made masks
     for label in candidates:
         if base.expired():
             return Minimised(tuple(current), False)  # still unsat with the query
         # a core seen before that avoids `label` and lies within `current` proves the trial
-        # unsat with no call and no copy of `current` (same test as known_unsat)
-        if base.known_unsat_without(query, current, label):
+        # unsat with no call and no copy of `current` (the test of known_unsat_without)
+        cores = base.cores(query)
+        while read < len(cores):
+            mask = 0
+            for x in cores[read]:
+                b = bit.get(x)
+                if b is None:  # a label no candidate has: never within `current`
+                    mask = -1
+                    break
+                mask |= b
+            if mask >= 0:
+                masks.append(mask)
+            read += 1
+        without = have & ~bit[label]
+        if any(not m & ~without for m in masks):
             del current[label]
+            have = without
             continue
         # copied and cut in C: a Python pass per trial made deletion over n parts cost n²
         # interpreted steps (every claim of a large decision supported)
@@ -231,6 +266,7 @@ def minimise(base: BaseSession[L], query: Expr | None, candidates: Sequence[L]) 
         result = base.check(query, enabled=trial)
         if isinstance(result, Unsat):
             del current[label]
+            have &= ~bit[label]
         elif isinstance(result, Unknown):
             minimal = False  # keep the part: the set still forces the result
     return Minimised(tuple(current), minimal)

@@ -288,7 +288,7 @@ def next_steps(
             part_atoms = base.part_atoms()
             cone = set(iter_atoms(q.phi))
             for label in scope:
-                cone |= part_atoms[label]
+                cone.update(part_atoms[label])
             free = sorted((a for a in cone if a in rank and a not in facts), key=rank.__getitem__)
             effects = []
             for a in free:

@@ -45,10 +45,10 @@ from unmask.checking.report import (
     GroundingCheck,
     Item,
     PartId,
-    Quote,
     Report,
     RequirementCheck,
     VerdictCheck,
+    annotation_item,
 )
 from unmask.plumbing.diagnostics import UnmaskError
 from unmask.replay.data import Replay
@@ -131,15 +131,7 @@ class _Refill:
             return old
         got = self.items.get(old.part)
         if got is None:
-            ann = self.by_atom[old.atom]
-            got = self.items[old.part] = AnnotationItem(
-                old.part,
-                old.atom,
-                ann.value,
-                tuple(Quote.of(e) for e in ann.evidence),
-                ann.explanation,
-                ann.by,
-            )
+            got = self.items[old.part] = annotation_item(old.part, self.by_atom[old.atom])
         return got
 
     def explanation(self, e: Explanation | None) -> Explanation | None:
@@ -235,12 +227,19 @@ def _check(
     closed_form: bool,
     replay: Replay | None = None,
 ) -> tuple[Report, _Known | None, _Refill | None]:
-    """The report (with ``replay``'s own fields on a hit), and on a hit what it was
-    refilled from, and how."""
+    """The report, and on a hit what it was refilled from, and how. The report has
+    ``replay``'s own fields when it is a hit or is not for the memo (a remembered
+    report keeps none: each of its hits gets its own)."""
     protocol = case.protocol
-    if not closed_form or len(protocol.atom_names) > MAX_ATOMS:
+    if not _remembers(protocol, closed_form):
+        # never remembered: the replay's own fields go in as the report is made
         report = check_uncached(
-            case, backend, backend_name=backend_name, deadline=deadline, closed_form=closed_form
+            case,
+            backend,
+            backend_name=backend_name,
+            deadline=deadline,
+            closed_form=closed_form,
+            own=None if replay is None else _own(replay),
         )
         return report, None, None
     memo = _memo(protocol)
@@ -289,9 +288,16 @@ def _checked(
     report, known, refill = _check(
         Case.from_replay(replay), backend, backend_name, deadline, closed_form, replay
     )
+    if refill is None and not _remembers(replay.protocol, closed_form):
+        return report, known, refill  # made with them
     if refill is None:  # a hit has them already
         report = replace(report, **_own(replay))
     return report, known, refill
+
+
+def _remembers(protocol: Any, closed_form: bool) -> bool:
+    """Whether ``_check`` remembers the reports of ``protocol``'s replays."""
+    return closed_form and len(protocol.atom_names) <= MAX_ATOMS
 
 
 def check_replay(

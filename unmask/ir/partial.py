@@ -352,13 +352,14 @@ _JUSTIFY: Table[Why] = Table(
 )
 
 
-def justify(expr: Expr, lookup: Callable[[str], Why]) -> Why:
+def justify(expr: Expr, lookup: Callable[[str], Why], memo: Memo | None = None) -> Why:
     """``expr``'s value under the pins (``lookup(name)``: the atom's value and the bit set
     of the pin fixing it, ``(None, 0)`` when free) and the pins it rests on: with only
     those fixed, every settled node keeps its value and ``expr`` is the same function of
     the unpinned atoms as with all of them (Kleene's three-valued evaluation, keeping for
-    a settled node only the children that settle it)."""
-    return _JUSTIFY(expr, lookup)
+    a settled node only the children that settle it). ``memo`` may be shared by calls
+    with the same ``lookup`` (a node's answer depends on it and the node alone)."""
+    return _JUSTIFY(expr, lookup, memo)
 
 
 # --- a model found by asking for it ----------------------------------------------------------
