@@ -18,11 +18,19 @@ from unmask.plumbing.structs import field_names, schema_text
 from unmask.replay import format as fmt
 from unmask.replay.data import PROVENANCE_KINDS, SOURCES, VALUES, WHOLE
 from unmask.replay.load import replay_from_obj
+from unmask.review import calibration as cal
+from unmask.review import format as review_fmt
+from unmask.review.queue import Item, decide
+from unmask.review.sample import Reading, read_line, sample_json
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = ROOT / "docs" / "schemas"
 EXAMPLES = ROOT / "examples"
-PUBLISHED = {"replay-1.json": fmt.replay_schema}
+PUBLISHED = {
+    "replay-1.json": fmt.replay_schema,
+    "review-1.json": review_fmt.review_schema,
+    "calibration-1.json": review_fmt.calibration_schema,
+}
 
 
 @pytest.mark.parametrize("name", sorted(PUBLISHED))
@@ -129,3 +137,100 @@ def test_the_structs_name_the_values_the_reader_checks() -> None:
     assert set(_literal(hints[fmt.ProvenanceJson, "kind"])) == set(PROVENANCE_KINDS)
     assert _literal(hints[fmt.TranslationJson, "status"]) == fmt.TRANSLATION_STATUSES
     assert field_names(fmt.SourcesJson) == SOURCES
+
+
+# --- the review line and the calibration file ----------------------------------------------
+
+
+def _validator(name: str) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(json.loads((SCHEMAS / name).read_text()))
+
+
+RULE = {"kind": "rule", "name": "outside-knowledge/1", "reviewed": False}
+SPAN = {"source": "rationale", "start": 0, "end": 4, "quote": "I al", "context": "[[I al]]so"}
+
+
+def _lines() -> list[dict[str, Any]]:
+    """A queue's line, and a sampled line shown and blind, as `--export` writes them."""
+    item = Item("b1.json", "case-b", "external", "TRUE", RULE, [SPAN], "why", ["verdict"])
+    item.digest = "sha256:" + "0" * 64
+    reading = Reading(
+        "b1.json",
+        "case-b",
+        "external",
+        "outside knowledge",
+        "TRUE",
+        RULE,
+        [SPAN],
+        "why",
+        {"rationale": "I also"},
+    )
+    draw = sample_json(7, 40, ("rule", "outside-knowledge/1", ""), False)
+    blind = sample_json(7, 40, ("rule", "outside-knowledge/1", ""), True)
+    return [item.to_json(), reading.to_json(draw, False), reading.to_json(blind, True)]
+
+
+def test_review_lines_keep_their_bytes_and_fit_the_schema() -> None:
+    queue, shown, blind = _lines()
+    assert list(queue) == [
+        "schema", "location", "replay", "digest", "atom", "current", "by", "evidence",
+        "explanation", "findings", "checks", "passing", "decision", "value", "reviewer",
+    ]  # fmt: skip
+    assert list(shown) == [
+        "schema", "location", "replay", "atom", "description", "current", "by", "evidence",
+        "explanation", "sources", "sample", "decision", "value", "reviewer",
+    ]  # fmt: skip
+    assert "current" not in blind and "explanation" not in blind
+    v = _validator("review-1.json")
+    for line in (queue, shown, blind):
+        assert not list(v.iter_errors(line))
+    assert decide({**queue, "decision": "accept", "reviewer": "ana"}, "r.jsonl", 1) is not None
+    answered = {**blind, "decision": "answer", "value": "FALSE", "reviewer": "ana"}
+    assert read_line(answered, "r.jsonl", 3) is not None
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "path", "message"),
+    [
+        ("location", 5, "location", "expected `location` as exported, a string"),
+        ("by", "rule", "by", "expected `by` as exported, an object"),
+        ("evidence", [{"source": "rationale"}], "evidence", "expected `evidence` as exported"),
+        ("replay", 1, "replay", "expected `replay` as exported, a string"),
+        ("atom", None, "atom", "expected `atom` as exported, a string"),
+    ],
+)
+def test_what_the_review_schema_refuses_apply_refuses(
+    key: str, value: Any, path: str, message: str
+) -> None:
+    line = {**_lines()[0], key: value, "decision": "accept", "reviewer": "ana"}
+    assert list(_validator("review-1.json").iter_errors(line))
+    with pytest.raises(UnmaskError) as err:
+        decide(line, "r.jsonl", 4)
+    (d,) = err.value.diagnostics
+    assert d.message == f"{path}: {message}"
+
+
+def test_a_review_line_missing_a_key_names_it() -> None:
+    line = _lines()[0]
+    del line["atom"]
+    with pytest.raises(UnmaskError) as err:
+        decide(line, "r.jsonl", 4)
+    assert err.value.diagnostics[0].message == "atom: expected `atom` as exported, a string"
+
+
+def test_a_calibration_file_keeps_its_bytes_and_fits_the_schema() -> None:
+    c = cal.make("runs", [("rag", "sha256:" + "1" * 64)], {("rule", "r/1", "", "cites"): (40, 37)})
+    text = c.dumps()
+    assert text == (
+        '{\n  "schema": "unmask.calibration/1",\n  "data": "runs",\n  "protocols": [\n    {\n'
+        '      "name": "rag",\n      "digest": "sha256:' + "1" * 64 + '"\n    }\n  ],\n'
+        '  "readers": [\n    {\n      "kind": "rule",\n      "name": "r/1",\n'
+        '      "version": "",\n      "family": "cites",\n      "reviewed": 40,\n'
+        '      "upheld": 37,\n      "precision": 0.925,\n      "interval": [\n'
+        '        0.801,\n        0.974\n      ],\n      "level": 0.95\n    }\n  ]\n}\n'
+    )
+    obj = json.loads(text)
+    assert not list(_validator("calibration-1.json").iter_errors(obj))
+    assert cal.from_json(obj) == c
+    obj["readers"][0]["level"] = 0.9
+    assert list(_validator("calibration-1.json").iter_errors(obj))

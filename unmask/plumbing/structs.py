@@ -124,11 +124,11 @@ def _is_union(tp: Any) -> bool:
     return get_origin(tp) in (Union, types.UnionType)
 
 
-def _what(tp: Any) -> str:
+def what_of(tp: Any) -> str:
     """What a value of ``tp`` is called in "expected X"."""
     tp, _ = _unwrap(tp)
     if _is_union(tp):
-        kinds = [_what(a) for a in get_args(tp) if a not in (type(None), UnsetType)]
+        kinds = [what_of(a) for a in get_args(tp) if a not in (type(None), UnsetType)]
         return kinds[0] if len(kinds) == 1 else " or ".join(kinds)
     origin = get_origin(tp) or tp
     if origin is str or origin is Literal:
@@ -161,7 +161,7 @@ class StructReader:
             args = [a for a in args if a is not type(None)]
             if len(args) == 1:
                 return self.read(v, args[0], path, expect)
-            self.r.expect(path, expect or _what(tp), v)  # no format here has such a union
+            self.r.expect(path, expect or what_of(tp), v)  # no format here has such a union
             return None
         origin = get_origin(tp) or tp
         if tp is Any:
@@ -185,7 +185,7 @@ class StructReader:
             else True
         )
         if not ok:
-            self.r.expect(path, expect or _what(tp), v)
+            self.r.expect(path, expect or what_of(tp), v)
             return None
         if origin is list:
             (item,) = get_args(tp) or (Any,)
@@ -228,7 +228,10 @@ class StructReader:
                     values[f.name] = UNSET
                 continue
             v = raw[f.key]
-            values[f.name] = v if f.extra.get("own") else self.read(v, f.tp, join_path(path, f.key))
+            if f.extra.get("own"):
+                values[f.name] = v
+            else:
+                values[f.name] = self.read(v, f.tp, join_path(path, f.key), f.extra.get("expect"))
         return cls(**values)
 
 

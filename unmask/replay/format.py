@@ -47,7 +47,7 @@ NonEmpty = Annotated[str, Meta(min_length=1)]
 
 
 class ProvenanceJson(Format):
-    """Who made an annotation or a reading (``by``)."""
+    """Who made an annotation or a reading (`by`)."""
 
     KEYS_IN: ClassVar[str] = "`by`"
     EXPECT: ClassVar[str] = 'an object such as `{"kind": "human"}`'
@@ -79,8 +79,8 @@ class ProvenanceJson(Format):
 
 
 class EvidenceJson(Format):
-    """A quoted span ``[start, end)`` of a source, in Unicode code points; or, with
-    ``"read": "whole"`` and nothing else but ``source``, a reading of the whole source."""
+    """A quoted span `[start, end)` of a source, in Unicode code points; or, with
+    `"read": "whole"` and nothing else but `source`, a reading of the whole source."""
 
     KEYS_IN: ClassVar[str] = "evidence"
     ITEM: ClassVar[str] = "an evidence"
@@ -197,7 +197,7 @@ class TranslationJson(Format):
 
 
 class ProtocolPath(Format):
-    """A ``.proto`` file, relative to the replay's folder."""
+    """A `.proto` file, relative to the replay's folder."""
 
     KEYS_IN: ClassVar[str] = "`protocol`"
 
@@ -205,7 +205,7 @@ class ProtocolPath(Format):
 
 
 class ProtocolSource(Format):
-    """``.proto`` text inline."""
+    """`.proto` text inline."""
 
     KEYS_IN: ClassVar[str] = "`protocol`"
 
