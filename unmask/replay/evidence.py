@@ -1,20 +1,21 @@
 """Reading a replay's annotations and checking their evidence spans.
 
-Contract: ``read_annotations`` returns the annotations that passed every rule (a known atom,
-annotated once; a value TRUE/FALSE/UNKNOWN; TRUE and FALSE backed by at least one span) and
-records every problem into the document's ``JsonReader``. A span is half-open ``[start,
-end)`` in Unicode code points of a source that fits the atom's role, and its ``quote`` equals
-that slice exactly; when the offsets select the quote only if counted in UTF-8 bytes or
-UTF-16 code units, the error says so, and when the quote occurs elsewhere it says where.
-The ``protocol`` text is never evidence, and ``reference`` (a reading made outside the judge)
-is evidence for ``context`` atoms only. An annotation's ``by`` is an object with ``kind``
-(required), ``name`` and ``reviewed``; unlike elsewhere, an unknown key in it is an error,
-since a misspelt ``reviewed`` would silently trust an annotation. An evidence entry
-``{"source": S, "read": "whole"}`` is a reading of all of source S that found nothing saying
-the atom holds: it backs only a FALSE annotation whose ``by`` names a reviewed reader, so a
-FALSE from absence always comes from an explicit, reviewed reading, never from a missing quote.
-``readings`` (what several readers read when they did not agree) are each a ``by``, a value
-and quoted spans checked as an annotation's are; nothing checked reads them.
+Contract: ``read_annotations`` takes a replay's annotations as read into the format's structs
+(``unmask.replay.format``; their keys and types are checked there), returns those that pass
+every other rule (a known atom, annotated once; a value TRUE/FALSE/UNKNOWN; TRUE and FALSE
+backed by at least one span) and records every problem into the document's ``JsonReader``. A
+span is half-open ``[start, end)`` in Unicode code points of a source that fits the atom's
+role, and its ``quote`` equals that slice exactly; when the offsets select the quote only if
+counted in UTF-8 bytes or UTF-16 code units, the error says so, and when the quote occurs
+elsewhere it says where. The ``protocol`` text is never evidence, and ``reference`` (a reading
+made outside the judge) is evidence for ``context`` atoms only. An annotation's ``by`` has a
+known ``kind`` and a ``name`` and ``version`` that are not empty (an unknown key in it is an
+error: the struct's). An evidence entry ``{"source": S, "read": "whole"}`` is a reading of all
+of source S that found nothing saying the atom holds: it backs only a FALSE annotation whose
+``by`` names a reviewed reader, so a FALSE from absence always comes from an explicit, reviewed
+reading, never from a missing quote. ``readings`` (what several readers read when they did not
+agree) are each a ``by``, a value and quoted spans checked as an annotation's are; nothing
+checked reads them.
 """
 
 from __future__ import annotations

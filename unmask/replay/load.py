@@ -5,11 +5,13 @@ Contract: ``load_replay``, ``load_replay_text`` and ``replay_from_obj`` return a
 ``UnmaskError`` carrying *every* problem found, each a ``Diagnostic`` with a stable ``code``, the
 JSON ``path`` of the offending value and the ``file`` it is in (compile errors of a ``.proto`` keep
 their file:line:col spans). The parts have their own modules: the bounded JSON parser
-(``unmask.plumbing.jsonload``), typed reads at JSON paths (``unmask.plumbing.jsonreader``), the
+(``unmask.plumbing.jsonload``), the format as typed structs (``unmask.replay.format``, read
+through ``unmask.plumbing.structs``: every key, type and unknown key is said there), the
 protocol IR (``unmask.ir.json_reader``, whose ``protocol_from_json`` is re-exported here),
 annotations and evidence spans (``unmask.replay.evidence``), and where a protocol ``path`` may lead
-(``unmask.replay.confine``). This module reads the envelope (schema, id, item, judge, domains,
-translation, sources, verdict, gold) and loads the protocol in its three forms (a ``.proto`` text
+(``unmask.replay.confine``). This module checks what the structs cannot say about the
+envelope (the schema's hint, empty ``item``/``judge``, ``domains`` members, a translation
+status, a source's length, labels) and loads the protocol in its three forms (a ``.proto`` text
 through ``unmask.language.compile_cache.compile_cached``: once per process, and on disk, for the
 same text, file, domains and limits; embedded IR once per process for the same JSON and limits, when
 reading it found nothing to say); ``verdict`` and ``gold`` must be labels the protocol declares
