@@ -4,7 +4,7 @@ Contract: the structs below are the format: ``unmask.replay.load`` reads a repla
 (``msgspec.convert`` for input that fits exactly, ``unmask.plumbing.structs.StructReader`` for
 any other, with every problem worded) and then checks what a schema cannot say; the builder
 writes them; ``replay_schema()`` is the JSON Schema published as ``docs/schemas/replay-1.json``
-(``tests/test_schemas.py`` keeps the two equal). The schema allows unknown keys, which
+(``tests/project/test_schemas.py`` keeps the two equal). The schema allows unknown keys, which
 Unmask reads with a warning, except in ``by`` and ``sources``, where one is an error. Values
 a schema can name (``TRUE``/``FALSE``/``UNKNOWN``, a translation status, a provenance kind)
 are ``Literal``s here, read as strings and checked by the reader with its own message;

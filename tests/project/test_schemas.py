@@ -23,7 +23,7 @@ from unmask.review import format as review_fmt
 from unmask.review.queue import Item, decide
 from unmask.review.sample import Reading, read_line, sample_json
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = ROOT / "docs" / "schemas"
 EXAMPLES = ROOT / "examples"
 PUBLISHED = {
