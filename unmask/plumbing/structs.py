@@ -53,9 +53,12 @@ __all__ = [
 ]
 
 
-class Format(Struct, forbid_unknown_fields=True, kw_only=True):
+# gc=False: a struct read from JSON holds strings, numbers, lists and dicts of them, never
+# itself, so it can be in no reference cycle; untracked, the thousands a large replay makes
+# cost the collector nothing
+class Format(Struct, forbid_unknown_fields=True, kw_only=True, gc=False):
     """Base of a format's structs: unknown keys fail ``msgspec.convert`` (so that the slow
-    reading warns about them) and are allowed by the published schema (``open_schema``)."""
+    reading warns about them) and are allowed by the published schema (``json_schema``)."""
 
     KEYS_IN: ClassVar[str] = "an object"  # "unknown key `x` in {KEYS_IN} is ignored"
     ITEM: ClassVar[str] = "an"  # a list item: "expected {ITEM} object, found …"

@@ -103,11 +103,61 @@ def read_annotations(
     first: dict[str, int] = {}
     out = []
     for i, a in enumerate(raw):
-        if a is not None:
-            got = _annotation(cx, a, i, f"annotations[{i}]", atoms, first, lacking)
-            if got is not None and (atoms is None or got.atom in atoms):
-                out.append(got)
+        if a is None:
+            continue
+        if atoms is not None:
+            plain = _plain(a, i, atoms, first, sources)
+            if plain is not None:
+                first[plain.atom] = i
+                out.append(plain)
+                continue
+        got = _annotation(cx, a, i, f"annotations[{i}]", atoms, first, lacking)
+        if got is not None and (atoms is None or got.atom in atoms):
+            out.append(got)
     return tuple(out)
+
+
+def _plain(
+    a: AnnotationJson,
+    i: int,
+    atoms: dict[str, ir.AtomDecl],
+    first: dict[str, int],
+    sources: dict[str, str],
+) -> Annotation | None:
+    """Annotation ``i`` when every rule plainly holds for it (most of a replay's: one short
+    pass), else None, and ``_annotation`` words what is wrong. It records nothing: what it
+    accepts, ``_annotation`` accepts too, and builds the same annotation."""
+    name, value, raw = a.atom, a.value, a.evidence
+    decl = atoms.get(name)
+    if (
+        decl is None
+        or name in first
+        or value not in VALUES
+        or a.by is not UNSET
+        or a.readings
+        or a.review is None  # ill-typed: reported
+        or raw is None
+        or (not raw and value != "UNKNOWN")
+        or a.explanation is None
+    ):
+        return None
+    allowed = EVIDENCE_SOURCES[decl.role]
+    evidence = []
+    for e in raw:  # `_spans`, inline: this loop is most of reading a large replay
+        if e is None or e.read is not UNSET:
+            return None
+        src, start, end, quote = e.source, e.start, e.end, e.quote
+        text = sources.get(src) if src in allowed else None
+        if (
+            text is None
+            or start.__class__ is not int
+            or end.__class__ is not int
+            or not 0 <= start < end <= len(text)  # type: ignore[operator]
+            or text[start:end] != quote  # type: ignore[misc]
+        ):
+            return None
+        evidence.append(Evidence(src, start, end, quote))  # type: ignore[arg-type]
+    return Annotation(name, value, tuple(evidence), a.explanation or "", i, None)
 
 
 def _annotation(
