@@ -25,6 +25,7 @@ from unmask.replay.data import SOURCES
 
 __all__ = [
     "REPLAY_SCHEMA",
+    "UNSET",
     "AnnotationJson",
     "EvidenceJson",
     "ProtocolPath",
@@ -144,7 +145,8 @@ class AnnotationJson(Format):
     evidence: Annotated[
         list[Evidence], Meta(description="at least one entry for TRUE and FALSE")
     ] = field(default_factory=list)
-    explanation: str = ""
+    # UNSET rather than "" or []: what is not given is not written (the builder's annotations)
+    explanation: str | UnsetType = UNSET
     by: ProvenanceJson | UnsetType = UNSET
     review: (
         Annotated[
@@ -152,7 +154,7 @@ class AnnotationJson(Format):
         ]
         | UnsetType
     ) = UNSET
-    readings: list[ReadingJson] = field(default_factory=list)
+    readings: list[ReadingJson] | UnsetType = UNSET
 
 
 _SOURCE_TEXT = Meta(extra={"expect": "the source text (a string)"})
