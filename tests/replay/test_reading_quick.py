@@ -1,7 +1,9 @@
 """The quick readers of a replay agree with the full, rule-by-rule reading.
 
-A replay's annotations, atom declarations, grounding pairs and plain atom arguments are
-first offered to a quick reader that accepts only what plainly passes every rule; anything
+A replay is first read into the format's structs by ``msgspec.convert``, which takes only a
+document whose every type is right and that has no unknown key (else ``StructReader`` reads
+it, wording every problem); its atom declarations, grounding pairs and plain atom arguments
+are offered to a quick reader that accepts only what plainly passes every rule; anything
 else goes the long way. These tests read the same documents twice, with the quick readers
 and with every one of them switched off, and demand the same outcome: an equal replay with
 the same warnings, or the same diagnostics in the same order. The documents are generated
@@ -33,14 +35,13 @@ from unmask.ir.json import protocol_to_json
 from unmask.ir.text import _TEXT, _wrap, expr_text
 from unmask.plumbing.diagnostics import UnmaskError
 from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
-from unmask.replay import evidence
 from unmask.replay import load as replay
 from unmask.replay.data import SOURCES, Replay
 from unmask.replay.load import replay_from_obj
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("case_*.json"))
 QUICK = (
-    (evidence, "quick_annotation"),
+    (replay, "_convert"),
     (irjson_reader, "quick_atom_decl"),
     (irjson_reader, "quick_pair"),
     (irjson_reader, "quick_atoms"),
@@ -260,36 +261,31 @@ _SPAN = {"source": "rationale", "start": 2, "end": 9, "quote": "checked"}
 @pytest.mark.parametrize(
     "changes",
     [
-        {"by": {"kind": "human"}},  # provenance is read the long way
         {"extra": 1},
-        {"atom": "nope"},
-        {"atom": "c"},  # a context atom: rationale is not its evidence
         {"value": "true"},
         {"value": None},
+        {"atom": 1},
         {"explanation": None},
-        {"evidence": []},
-        {"evidence": _DROP},
-        {"evidence": ()},
+        {"evidence": _DROP, "atom": _DROP},
         {"evidence": {}},
         {"evidence": [{**_SPAN, "start": True}]},
         {"evidence": [{**_SPAN, "start": 2.0}]},
-        {"evidence": [{**_SPAN, "end": 99}]},
-        {"evidence": [{**_SPAN, "quote": "Checked"}]},
-        {"evidence": [{**_SPAN, "source": "trace"}]},  # allowed, but not given
-        {"evidence": [{**_SPAN, "source": "protocol"}]},
+        {"evidence": [{**_SPAN, "source": "nowhere"}]},
         {"evidence": [{**_SPAN, "note": ""}]},
-        {"evidence": [{k: v for k, v in _SPAN.items() if k != "quote"}]},
+        {"evidence": [{**_SPAN, "read": "all"}]},
+        {"by": {"kind": "human", "reveiwed": True}},
+        {"by": {"kind": "robot"}},
+        {"by": {"kind": "human", "name": ""}},
+        {"review": []},
+        {"readings": [{"value": "TRUE"}]},
     ],
 )
-def test_quick_annotation_declines_anything_not_plainly_valid(changes: dict) -> None:
-    from unmask.ir import AtomDecl
-
-    atoms = {"j": AtomDecl("j", "judge"), "c": AtomDecl("c", "context")}
-    sources = {"rationale": RATIONALE}
-    assert evidence.quick_annotation(_ann(), 0, atoms, {}, sources) is not None
-    assert evidence.quick_annotation(_ann(**changes), 0, atoms, {}, sources) is None
-    # an atom annotated before is a duplicate, whatever the rest
-    assert evidence.quick_annotation(_ann(), 1, atoms, {"j": 0}, sources) is None
+def test_the_structs_decline_anything_not_plainly_well_typed(changes: dict) -> None:
+    """What ``msgspec.convert`` declines is read the long way, which words it."""
+    doc = json.loads(replay_line(2, 0, 0, "mixed"))
+    assert replay._convert(doc) is not None
+    doc["annotations"][0] = _ann(**changes)
+    assert replay._convert(doc) is None
 
 
 @pytest.mark.parametrize("name", ATOM_POOL)

@@ -1,19 +1,297 @@
-"""A typed format's validation error as our words: the JSON path and what is wrong there.
+"""Reading parsed JSON into typed structures (msgspec ``Struct``s) with every problem worded.
 
-Contract: ``problem(exc, obj)`` turns a ``msgspec.ValidationError`` raised converting the
-parsed JSON ``obj`` into (path, message): the path as ``unmask.plumbing.jsonreader``
-writes it (``requirements[0].id``; ``""`` for the whole value) and a lowercase message
-in the words of docs/style.md (what was expected, what is there, user values in
-backticks), never a type name of the implementation.
+Contract: a format is defined once, as ``Format`` structs; ``msgspec.convert`` reads input
+that fits them exactly, and ``StructReader.struct`` reads any other, recording every
+structural problem into a ``JsonReader`` in the project's words (``missing `key```,
+``expected a string, found a number`` at the value's JSON path, ``unknown key `x` in a
+replay is ignored`` with "did you mean"), and returns what it could read: a struct whose
+missing or ill-typed field is ``None`` (reported; the format's own checks skip it), lists
+whose ill-typed items are ``None`` (indices kept for JSON paths), ``UNSET`` for an optional
+field left out. Unknown keys are warnings unless the struct's ``unknown_key`` says otherwise.
+``Annotated[T, Meta(extra=...)]`` may carry ``expect`` (what "expected X" says),
+``missing_help`` (the hint when it is missing) and ``own`` (the format's reader words this
+field itself: it is passed on as parsed). A string ``Literal`` is read as a string: which
+strings are allowed is the format's check, with its own message. ``KEYS_IN``, ``ITEM`` and
+``EXPECT`` name a struct in messages. Nothing here knows what a replay is.
+
+``problem(exc, obj)`` turns a ``msgspec.ValidationError`` raised converting the parsed JSON
+``obj`` into (path, message): the path as ``unmask.plumbing.jsonreader`` writes it
+(``requirements[0].id``; ``""`` for the whole value) and a lowercase message in the words of
+docs/style.md (what was expected, what is there, user values in backticks), never a type
+name of the implementation: for a format read whole and refused at its first problem.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+import types
+import typing
+from typing import Any, ClassVar, Literal, Union, get_args, get_origin
 
-from unmask.plumbing.jsonreader import kind
+import msgspec
+from msgspec import UNSET, Struct, UnsetType
+
+from unmask.plumbing.jsonreader import (
+    JsonReader,
+    did_you_mean,
+    index_path,
+    is_int,
+    join_path,
+    kind,
+    show,
+)
 from unmask.plumbing.safe import shorten
+
+__all__ = [
+    "UNSET",
+    "Format",
+    "StructReader",
+    "UnsetType",
+    "field_names",
+    "json_schema",
+    "schema_text",
+]
+
+
+# gc=False: a struct read from JSON holds strings, numbers, lists and dicts of them, never
+# itself, so it can be in no reference cycle; untracked, the thousands a large replay makes
+# cost the collector nothing
+class Format(Struct, forbid_unknown_fields=True, kw_only=True, gc=False):
+    """Base of a format's structs: unknown keys fail ``msgspec.convert`` (so that the slow
+    reading warns about them) and are allowed by the published schema (``json_schema``)."""
+
+    KEYS_IN: ClassVar[str] = "an object"  # "unknown key `x` in {KEYS_IN} is ignored"
+    ITEM: ClassVar[str] = "an"  # a list item: "expected {ITEM} object, found …"
+    EXPECT: ClassVar[str] = "an object"  # "expected {EXPECT}, found …" elsewhere
+    CLOSED: ClassVar[bool] = False  # unknown keys are errors (``unknown_key``), in the schema too
+
+    @classmethod
+    def unknown_key(cls, r: JsonReader, raw: dict, key: str, path: str) -> None:
+        """Record unknown ``key`` of ``raw`` (at ``path``). The default: a warning with
+        "did you mean"; a struct whose unknown keys are errors says so here."""
+        r.warn(
+            "unknown-key",
+            join_path(path, key),
+            f"unknown key `{show(key)}` in {cls.KEYS_IN} is ignored",
+            help=did_you_mean(key, field_names(cls)),
+        )
+
+
+_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def field_names(cls: type[Struct]) -> tuple[str, ...]:
+    """The JSON keys of ``cls``, in its order."""
+    got = _NAMES.get(cls)
+    if got is None:
+        got = _NAMES[cls] = tuple(f.encode_name for f in msgspec.structs.fields(cls))
+    return got
+
+
+class _Field:
+    __slots__ = ("extra", "key", "name", "required", "tp")
+
+    def __init__(self, f: msgspec.structs.FieldInfo):
+        self.name = f.name
+        self.key = f.encode_name
+        self.tp, self.extra = _unwrap(f.type)
+        if _is_union(self.tp):  # `Annotated[T, Meta(...)] | UnsetType`: the extra of T
+            for a in get_args(self.tp):
+                self.extra = {**_unwrap(a)[1], **self.extra}
+        self.required = f.required
+
+
+_FIELDS: dict[type, tuple[_Field, ...]] = {}
+
+
+def _fields(cls: type[Struct]) -> tuple[_Field, ...]:
+    got = _FIELDS.get(cls)
+    if got is None:
+        got = _FIELDS[cls] = tuple(_Field(f) for f in msgspec.structs.fields(cls))
+    return got
+
+
+def _unwrap(tp: Any) -> tuple[Any, dict]:
+    """The type inside ``Annotated`` and the ``extra`` of its ``Meta``s."""
+    extra: dict = {}
+    if get_origin(tp) is typing.Annotated:
+        args = get_args(tp)
+        tp = args[0]
+        for m in args[1:]:
+            if isinstance(m, msgspec.Meta) and m.extra:
+                extra.update(m.extra)
+    return tp, extra
+
+
+def _is_union(tp: Any) -> bool:
+    return get_origin(tp) in (Union, types.UnionType)
+
+
+def what_of(tp: Any) -> str:
+    """What a value of ``tp`` is called in "expected X"."""
+    tp, _ = _unwrap(tp)
+    if _is_union(tp):
+        kinds = [what_of(a) for a in get_args(tp) if a not in (type(None), UnsetType)]
+        return kinds[0] if len(kinds) == 1 else " or ".join(kinds)
+    origin = get_origin(tp) or tp
+    if origin is str or origin is Literal:
+        return "a string"
+    if origin is bool:
+        return "`true` or `false`"
+    if origin is int:
+        return "a whole number"
+    if origin is list:
+        return "an array"
+    if origin is dict or (isinstance(origin, type) and issubclass(origin, Struct)):
+        return "an object"
+    return "a value"
+
+
+class StructReader:
+    """Reads parsed JSON into the structs of a format, every problem into ``r``."""
+
+    def __init__(self, r: JsonReader):
+        self.r = r
+
+    def read(self, v: Any, tp: Any, path: str, expect: str | None = None) -> Any:
+        """``v`` read as a ``tp``, or None after recording why not."""
+        tp, extra = _unwrap(tp)
+        expect = str(extra.get("expect") or expect or "") or None
+        if _is_union(tp):
+            args = [a for a in get_args(tp) if a is not UnsetType]
+            if v is None and type(None) in args:
+                return None
+            args = [a for a in args if a is not type(None)]
+            if len(args) == 1:
+                return self.read(v, args[0], path, expect)
+            self.r.expect(path, expect or what_of(tp), v)  # no format here has such a union
+            return None
+        origin = get_origin(tp) or tp
+        if tp is Any:
+            return v
+        if isinstance(origin, type) and issubclass(origin, Struct):
+            if not isinstance(v, dict):
+                self.r.expect(path, expect or str(getattr(origin, "EXPECT", "an object")), v)
+                return None
+            return self.struct(v, origin, path)
+        ok = (
+            isinstance(v, str)
+            if origin is str or origin is Literal
+            else isinstance(v, bool)
+            if origin is bool
+            else is_int(v)
+            if origin is int
+            else isinstance(v, list)
+            if origin is list
+            else isinstance(v, dict)
+            if origin is dict
+            else True
+        )
+        if not ok:
+            self.r.expect(path, expect or what_of(tp), v)
+            return None
+        if origin is list:
+            (item,) = get_args(tp) or (Any,)
+            if item is Any:
+                return v
+            return [self.item(x, item, index_path(path, i)) for i, x in enumerate(v)]
+        if origin is dict:
+            _, value = get_args(tp) or (str, Any)
+            if value is Any:
+                return v
+            return {k: self.read(x, value, join_path(path, k)) for k, x in v.items()}
+        return v
+
+    def item(self, v: Any, tp: Any, path: str) -> Any:
+        """Item ``v`` of a list: a struct item that is not an object is ``expected an
+        annotation object``."""
+        inner, _ = _unwrap(tp)
+        if isinstance(inner, type) and issubclass(inner, Format) and not isinstance(v, dict):
+            self.r.expect(path, f"{inner.ITEM} object", v)
+            return None
+        return self.read(v, tp, path)
+
+    def struct(self, raw: dict, cls: type[Struct], path: str) -> Any:
+        """``raw`` read as a ``cls``: None for its missing or ill-typed fields."""
+        fields = _fields(cls)
+        if issubclass(cls, Format):
+            known = field_names(cls)
+            for k in raw:
+                if k not in known:
+                    cls.unknown_key(self.r, raw, k, path)
+        values: dict[str, Any] = {}
+        for f in fields:
+            if f.key not in raw:
+                if f.required and not f.extra.get("own"):
+                    self.r.err(
+                        "missing", path, f"missing `{f.key}`", help=f.extra.get("missing_help")
+                    )
+                    values[f.name] = None
+                elif f.required:
+                    values[f.name] = UNSET
+                continue
+            v = raw[f.key]
+            if f.extra.get("own"):
+                values[f.name] = v
+            else:
+                values[f.name] = self.read(v, f.tp, join_path(path, f.key), f.extra.get("expect"))
+        return cls(**values)
+
+
+def json_schema(title: str, top: type[Struct], *named: type[Struct]) -> dict[str, Any]:
+    """The published JSON Schema of the format whose document is ``top``; ``named`` are
+    structs its ``extra_json_schema`` refers to by ``#/$defs/NAME`` though no field has
+    their type. Unknown keys are allowed in every struct but a ``CLOSED`` one: Unmask reads
+    them with a warning (``Format`` forbids them only so that reading them takes the way
+    that warns)."""
+    (main, *_), defs = msgspec.json.schema_components((top, *named), ref_template="#/$defs/{name}")
+    closed = set()
+    for name in defs:
+        cls = _named(top, name) or next((t for t in named if t.__name__ == name), None)
+        if cls is not None and getattr(cls, "CLOSED", False):
+            closed.add(name)
+    for name, d in defs.items():
+        if name not in closed:
+            d.pop("additionalProperties", None)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": title,
+        **main,
+        "$defs": dict(sorted(defs.items())),
+    }
+
+
+def _named(top: type[Struct], name: str, seen: set | None = None) -> type[Struct] | None:
+    """The struct called ``name`` that ``top`` reaches through its fields."""
+    seen = set() if seen is None else seen
+    if top in seen:
+        return None
+    seen.add(top)
+    if top.__name__ == name:
+        return top
+    for f in _fields(top):
+        for t in _structs_in(f.tp):
+            got = _named(t, name, seen)
+            if got is not None:
+                return got
+    return None
+
+
+def _structs_in(tp: Any) -> list[type[Struct]]:
+    tp, _ = _unwrap(tp)
+    if isinstance(tp, type) and issubclass(tp, Struct):
+        return [tp]
+    return [s for a in get_args(tp) for s in _structs_in(a)]
+
+
+def schema_text(schema: dict[str, Any]) -> str:
+    """A schema as the file that publishes it: indented JSON and a final newline."""
+    import json
+
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
+# --- a validation error in our words ---------------------------------------------------------
 
 # how msgspec says it: "<what> - at `$.a.b[0]`" (no suffix: the whole value)
 _AT = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.S)

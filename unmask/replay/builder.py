@@ -10,6 +10,8 @@ JSON-ready dict only after the replay validator accepted it; ``write`` saves it 
 Optional fields (``gold``, ``domains``, ``item``, ``judge``, an annotation's ``by`` and
 ``explanation``) appear in the replay only when given. ``read_whole=SOURCE`` records a reading
 of all of a source instead of a quote (a reviewed reader's FALSE: ``docs/replay-format.md``).
+An annotation and its evidence are written through the format's structs
+(``unmask.replay.format``); ``by``, ``sources`` and the protocol keep the caller's key order.
 Imports nothing above the replay layer.
 """
 
@@ -22,12 +24,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from unmask import ir
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.jsonload import show
 from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
 from unmask.plumbing.outputs import write_bytes
 from unmask.replay.data import EVIDENCE_SOURCES, VALUES, WHOLE
+from unmask.replay.format import UNSET, AnnotationJson, EvidenceJson
 
 __all__ = ["ReplayBuilder"]
 
@@ -244,10 +249,16 @@ class ReplayBuilder:
                     f"{path}.evidence[{j}].source",
                     help="read one of " + ", ".join(f"`{x}`" for x in allowed if x in self.sources),
                 )
-            evidence.append({"source": s, "read": WHOLE})
-        ann: dict[str, Any] = {"atom": atom, "value": val, "evidence": evidence}
-        if explanation is not None:
-            ann["explanation"] = explanation
+            evidence.append(EvidenceJson(source=s, read=WHOLE))  # type: ignore[arg-type]
+        # the format's shape and key order; `by` as the caller gives it (checked at build)
+        ann: dict[str, Any] = msgspec.to_builtins(
+            AnnotationJson(
+                atom=atom,
+                value=val,  # type: ignore[arg-type]  # `_value` gives TRUE, FALSE or UNKNOWN
+                evidence=evidence,
+                explanation=UNSET if explanation is None else explanation,
+            )
+        )
         if by is not None:
             ann["by"] = dict(by)
         self._annotations.append(ann)
@@ -262,7 +273,7 @@ class ReplayBuilder:
         role: str,
         allowed: tuple[str, ...],
         path: str,
-    ) -> dict[str, Any]:
+    ) -> EvidenceJson:
         if not isinstance(quote, str) or not quote:
             raise _error("quote", "a quote is a non-empty string", f"{path}.quote")
         if source is not None:
@@ -337,7 +348,8 @@ class ReplayBuilder:
             )
         else:
             s, start = next((s, starts[0]) for s, starts in found if starts)
-        return {"source": s, "start": start, "end": start + len(quote), "quote": quote}
+        # `s` is a source the role allows, checked above: a name the format's `Literal` has
+        return EvidenceJson(source=s, start=start, end=start + len(quote), quote=quote)  # type: ignore[arg-type]
 
     def _occurrences(self, source: str, quote: str) -> list[int]:
         key = (source, quote)

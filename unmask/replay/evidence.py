@@ -1,29 +1,32 @@
 """Reading a replay's annotations and checking their evidence spans.
 
-Contract: ``read_annotations`` returns the annotations that passed every rule (a known atom,
-annotated once; a value TRUE/FALSE/UNKNOWN; TRUE and FALSE backed by at least one span) and
-records every problem into the document's ``JsonReader``. A span is half-open ``[start,
-end)`` in Unicode code points of a source that fits the atom's role, and its ``quote`` equals
-that slice exactly; when the offsets select the quote only if counted in UTF-8 bytes or
-UTF-16 code units, the error says so, and when the quote occurs elsewhere it says where.
-The ``protocol`` text is never evidence, and ``reference`` (a reading made outside the judge)
-is evidence for ``context`` atoms only. An annotation's ``by`` is an object with ``kind``
-(required), ``name`` and ``reviewed``; unlike elsewhere, an unknown key in it is an error,
-since a misspelt ``reviewed`` would silently trust an annotation. An evidence entry
-``{"source": S, "read": "whole"}`` is a reading of all of source S that found nothing saying
-the atom holds: it backs only a FALSE annotation whose ``by`` names a reviewed reader, so a
-FALSE from absence always comes from an explicit, reviewed reading, never from a missing quote.
-``readings`` (what several readers read when they did not agree) are each a ``by``, a value
-and quoted spans checked as an annotation's are; nothing checked reads them.
+Contract: ``read_annotations`` takes a replay's annotations as read into the format's structs
+(``unmask.replay.format``; their keys and types are checked there), returns those that pass
+every other rule (a known atom, annotated once; a value TRUE/FALSE/UNKNOWN; TRUE and FALSE
+backed by at least one span) and records every problem into the document's ``JsonReader``. A
+span is half-open ``[start, end)`` in Unicode code points of a source that fits the atom's
+role, and its ``quote`` equals that slice exactly; when the offsets select the quote only if
+counted in UTF-8 bytes or UTF-16 code units, the error says so, and when the quote occurs
+elsewhere it says where. The ``protocol`` text is never evidence, and ``reference`` (a reading
+made outside the judge) is evidence for ``context`` atoms only. An annotation's ``by`` has a
+known ``kind`` and a ``name`` and ``version`` that are not empty (an unknown key in it is an
+error: the struct's). An evidence entry ``{"source": S, "read": "whole"}`` is a reading of all
+of source S that found nothing saying the atom holds: it backs only a FALSE annotation whose
+``by`` names a reviewed reader, so a FALSE from absence always comes from an explicit, reviewed
+reading, never from a missing quote. ``readings`` (what several readers read when they did not
+agree) are each a ``by``, a value and quoted spans checked as an annotation's are; nothing
+checked reads them.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+
+from msgspec import UNSET
 
 from unmask import ir
 from unmask.ir.json_reader import unknown_atom
-from unmask.plumbing.jsonreader import JsonReader, did_you_mean, is_int, join_path, show
+from unmask.plumbing.jsonreader import JsonReader, did_you_mean, join_path, show
 from unmask.replay.data import (
     EVIDENCE_SOURCES,
     PROVENANCE_KINDS,
@@ -35,15 +38,16 @@ from unmask.replay.data import (
     Provenance,
     Reading,
 )
+from unmask.replay.format import (
+    WHOLE_HELP,
+    AnnotationJson,
+    EvidenceJson,
+    ProvenanceJson,
+    ReadingJson,
+)
 
-# `review`: what an annotation was before `unmask review` changed it; kept, never read
-ANNOTATION_KEYS = ("atom", "value", "evidence", "explanation", "by", "review", "readings")
-# `readings`: what each of several readers read when they did not agree; kept to be shown
-READING_KEYS = ("by", "value", "evidence", "explanation")
-EVIDENCE_KEYS = ("source", "start", "end", "quote")
-WHOLE_KEYS = ("source", "read")
-PROVENANCE_KEYS = ("kind", "name", "version", "reviewed")
 _KINDS_HELP = "a kind is " + ", ".join(f"`{k}`" for k in PROVENANCE_KINDS)
+_VALUES_HELP = "a value is `TRUE`, `FALSE` or `UNKNOWN`"
 
 
 class _Encoded:
@@ -61,15 +65,29 @@ class _Encoded:
         return self.cache[src]
 
 
+class _Context:
+    """What checking one replay's evidence needs: where problems go, the sources, and
+    which were given but rejected (spans quoting them are not also "missing")."""
+
+    __slots__ = ("bad_sources", "encoded", "r", "sources")
+
+    def __init__(self, r: JsonReader, sources: dict[str, str], bad_sources: set[str]):
+        self.r = r
+        self.sources = sources
+        self.bad_sources = bad_sources
+        self.encoded = _Encoded()
+
+
 def read_annotations(
     r: JsonReader,
-    obj: dict,
+    raw: Sequence[AnnotationJson | None] | None,
     protocol: ir.Protocol | None,
     sources: dict[str, str],
     bad_sources: set[str],
     lacking: list[str] | None = None,
 ) -> tuple[Annotation, ...]:
-    """The valid annotations of replay ``obj``.
+    """The valid annotations among ``raw`` (the replay's ``annotations``, read into the
+    format's structs; None, or a None item or field, was reported as it was read).
 
     ``protocol`` is None when it could not be read: atom names are then not checked.
     ``lacking`` is given for a replay re-checked against another protocol (``--protocol``):
@@ -77,105 +95,83 @@ def read_annotations(
     atom appended to ``lacking`` with an ``atom-dropped`` warning (its evidence is still
     read, and must still quote its sources).
     ``bad_sources`` were given but rejected: spans quoting them are not also "missing".
-    Each annotation is first offered to ``quick_annotation``; only one it does not accept
-    goes through the rule-by-rule reading that words every problem.
     """
-    raw = r.array(obj, "annotations", "")
     if raw is None:
         return ()
     atoms = {a.name: a for a in protocol.atoms} if protocol is not None else None
-    encoded = _Encoded()
+    cx = _Context(r, sources, bad_sources)
     first: dict[str, int] = {}
     out = []
     for i, a in enumerate(raw):
+        if a is None:
+            continue
         if atoms is not None:
-            quick = quick_annotation(a, i, atoms, first, sources)
-            if quick is not None:
-                first[quick.atom] = i
-                out.append(quick)
+            plain = _plain(a, i, atoms, first, sources)
+            if plain is not None:
+                first[plain.atom] = i
+                out.append(plain)
                 continue
-        p = r.object_at(a, "annotations", i, "an annotation", ANNOTATION_KEYS)
-        if p is not None:
-            got = _annotation(r, a, i, p, atoms, first, sources, bad_sources, encoded, lacking)
-            if got is not None and (atoms is None or got.atom in atoms):
-                out.append(got)
+        got = _annotation(cx, a, i, f"annotations[{i}]", atoms, first, lacking)
+        if got is not None and (atoms is None or got.atom in atoms):
+            out.append(got)
     return tuple(out)
 
 
-# an annotation the quick reader takes has these keys at most (`by`, `review` and `readings`
-# go the long way)
-_QUICK_KEYS = frozenset(ANNOTATION_KEYS) - {"by", "review", "readings"}
-
-
-def quick_annotation(
-    a: Any,
+def _plain(
+    a: AnnotationJson,
     i: int,
     atoms: dict[str, ir.AtomDecl],
     first: dict[str, int],
     sources: dict[str, str],
 ) -> Annotation | None:
-    """Annotation ``i`` when every rule plainly holds for it, else None (then the full
-    reading decides and words the problem). It records nothing: what it accepts, the full
-    reading accepts too, with no error and no warning, and builds the same annotation."""
-    if a.__class__ is not dict or not a.keys() <= _QUICK_KEYS:
-        return None
-    name = a.get("atom")
-    value = a.get("value")
-    explanation = a.get("explanation", "")
-    if (
-        name.__class__ is not str
-        or name in first
-        or value.__class__ is not str
-        or value not in VALUES
-        or explanation.__class__ is not str
-    ):
-        return None
+    """Annotation ``i`` when every rule plainly holds for it (most of a replay's: one short
+    pass), else None, and ``_annotation`` words what is wrong. It records nothing: what it
+    accepts, ``_annotation`` accepts too, and builds the same annotation."""
+    name, value, raw = a.atom, a.value, a.evidence
     decl = atoms.get(name)
-    if decl is None:
-        return None
-    raw = a.get("evidence", [])
-    if raw.__class__ is not list:
-        return None
-    if not raw and value != "UNKNOWN":
+    if (
+        decl is None
+        or name in first
+        or value not in VALUES
+        or a.by is not UNSET
+        or a.readings
+        or a.review is None  # ill-typed: reported
+        or raw is None
+        or (not raw and value != "UNKNOWN")
+        or a.explanation is None
+    ):
         return None
     allowed = EVIDENCE_SOURCES[decl.role]
     evidence = []
-    for e in raw:
-        if e.__class__ is not dict or len(e) != 4:
+    for e in raw:  # `_spans`, inline: this loop is most of reading a large replay
+        if e is None or e.read is not UNSET:
             return None
-        src = e.get("source")
-        start = e.get("start")
-        end = e.get("end")
-        quote = e.get("quote")
+        src, start, end, quote = e.source, e.start, e.end, e.quote
+        text = sources.get(src) if src in allowed else None
         if (
-            src.__class__ is not str
-            or quote.__class__ is not str
+            text is None
             or start.__class__ is not int
             or end.__class__ is not int
-            or src not in allowed
+            or not 0 <= start < end <= len(text)  # type: ignore[operator]
+            or text[start:end] != quote  # type: ignore[misc]
         ):
             return None
-        text = sources.get(src)
-        if text is None or not 0 <= start < end <= len(text) or text[start:end] != quote:
-            return None
-        evidence.append(Evidence(src, start, end, quote))
-    return Annotation(name, value, tuple(evidence), explanation, i, None)
+        evidence.append(Evidence(src, start, end, quote))  # type: ignore[arg-type]
+    return Annotation(name, value, tuple(evidence), a.explanation or "", i, None)
 
 
 def _annotation(
-    r: JsonReader,
-    a: dict,
+    cx: _Context,
+    a: AnnotationJson,
     i: int,
     p: str,
     atoms: dict[str, ir.AtomDecl] | None,
     first: dict[str, int],
-    sources: dict[str, str],
-    bad_sources: set[str],
-    encoded: _Encoded,
     lacking: list[str] | None = None,
 ) -> Annotation | None:
-    """Annotation ``i`` (at JSON path ``p``), rule by rule: every problem is recorded."""
-    name = r.string(a, "atom", p)
+    """Annotation ``i`` (at JSON path ``p``): every problem is recorded."""
+    r = cx.r
+    name: str | None = a.atom
     role = None
     if name is not None:
         if name in first:
@@ -204,78 +200,88 @@ def _annotation(
                 unknown_atom(r, join_path(p, "atom"), name, atoms)
             else:
                 role = decl.role
-    value = r.string(a, "value", p)
+    value: str | None = a.value
     if value is not None and value not in VALUES:
-        hint = "a value is `TRUE`, `FALSE` or `UNKNOWN`"
+        hint = _VALUES_HELP
         if value.upper() in VALUES:
             hint = f"write `{value.upper()}` in capitals"
         r.err("value", join_path(p, "value"), f"unknown value `{show(value)}`", help=hint)
         value = None
-    explanation = r.string(a, "explanation", p, required=False) or ""
-    by = _provenance(r, a["by"], join_path(p, "by")) if "by" in a else None
-    if "review" in a and not isinstance(a["review"], dict):
-        r.expect(join_path(p, "review"), "an object", a["review"])
-    ev_raw = r.array(a, "evidence", p, required=False)
-    evidence = []
-    if ev_raw is not None:
-        if value in ("TRUE", "FALSE") and not ev_raw:
+    by = None if a.by is UNSET or a.by is None else _provenance(cx, a.by, join_path(p, "by"))
+    raw = a.evidence
+    evidence = _spans(raw, role, cx.sources) if raw and role is not None else None
+    if evidence is None and raw is not None:
+        evidence = []
+        if value in ("TRUE", "FALSE") and not raw:
             r.err(
                 "evidence-missing",
                 join_path(p, "evidence"),
                 f"a {value} annotation needs at least one evidence span",
                 help="quote the text that shows it, or make the value `UNKNOWN`",
             )
-        for j, e in enumerate(ev_raw):
-            ev = _evidence(r, e, f"{p}.evidence[{j}]", role, sources, bad_sources, encoded)
+        whole = -1
+        for j, e in enumerate(raw):
+            if e is None:
+                continue
+            if e.read is not UNSET and whole < 0:
+                whole = j
+            ev = _evidence(cx, e, f"{p}.evidence[{j}]", role)
             if ev is not None:
                 evidence.append(ev)
         # the reader and the value are the annotation's: said once, at the first reading
-        whole = [j for j, e in enumerate(ev_raw) if isinstance(e, dict) and "read" in e]
-        if whole:
-            _whole_reader(r, a, f"{p}.evidence[{whole[0]}]", p, value, by)
+        if whole >= 0:
+            _whole_reader(r, a, f"{p}.evidence[{whole}]", p, value, by)
     readings: tuple[Reading, ...] = ()
-    if "readings" in a:
-        readings = _readings(r, a, p, role, sources, bad_sources, encoded)
+    if a.readings:
+        readings = _readings(cx, a.readings, p, role)
     if name is not None and value is not None:
-        return Annotation(name, value, tuple(evidence), explanation, i, by, readings)
+        return Annotation(name, value, tuple(evidence or ()), a.explanation or "", i, by, readings)
     return None
 
 
+def _spans(raw: Sequence[EvidenceJson | None], role: str, sources: dict[str, str]) -> list | None:
+    """The evidence when every entry is a span that plainly holds (most of a replay's:
+    checked here in one pass), else None, and ``_evidence`` words what is wrong."""
+    allowed = EVIDENCE_SOURCES[role]
+    out = []
+    for e in raw:
+        if e is None or e.read is not UNSET:
+            return None
+        src, start, end, quote = e.source, e.start, e.end, e.quote
+        text = sources.get(src) if src in allowed else None  # type: ignore[arg-type]
+        if (
+            text is None
+            or start.__class__ is not int
+            or end.__class__ is not int
+            or not 0 <= start < end <= len(text)  # type: ignore[operator]
+            or text[start:end] != quote  # type: ignore[misc]
+        ):
+            return None
+        out.append(Evidence(src, start, end, quote))  # type: ignore[arg-type]
+    return out
+
+
 def _readings(
-    r: JsonReader,
-    a: dict,
-    p: str,
-    role: str | None,
-    sources: dict[str, str],
-    bad_sources: set[str],
-    encoded: _Encoded,
+    cx: _Context, raw: Sequence[ReadingJson | None], p: str, role: str | None
 ) -> tuple[Reading, ...]:
     """``readings``: each reader's value, quotes and why, as an annotation has them; every
     reading names its reader (``by``), and a TRUE or FALSE one quotes a span (a reading of a
     whole source is a reviewed annotation's, never one of several readers')."""
-    raw = r.array(a, "readings", p, required=False)
+    r = cx.r
     out = []
-    for k, e in enumerate(raw or ()):
-        rp = r.object_at(e, join_path(p, "readings"), k, "a reading", READING_KEYS)
-        if rp is None:
+    for k, e in enumerate(raw):
+        if e is None:
             continue
-        by = None
-        if "by" not in e:
-            r.err("missing", rp, "missing `by`", help="a reading says which reader made it")
-        else:
-            by = _provenance(r, e["by"], join_path(rp, "by"))
-        value = r.string(e, "value", rp)
+        rp = f"{p}.readings[{k}]"
+        by = None if e.by is None else _provenance(cx, e.by, join_path(rp, "by"))
+        value: str | None = e.value
         if value is not None and value not in VALUES:
             r.err(
-                "value",
-                join_path(rp, "value"),
-                f"unknown value `{show(value)}`",
-                help="a value is `TRUE`, `FALSE` or `UNKNOWN`",
+                "value", join_path(rp, "value"), f"unknown value `{show(value)}`", help=_VALUES_HELP
             )
             value = None
-        explanation = r.string(e, "explanation", rp, required=False) or ""
         spans = []
-        ev_raw = r.array(e, "evidence", rp, required=False) or []
+        ev_raw = e.evidence or []
         if value in ("TRUE", "FALSE") and not ev_raw:
             r.err(
                 "evidence-missing",
@@ -284,8 +290,10 @@ def _readings(
                 help="quote the text that shows it, or make the value `UNKNOWN`",
             )
         for j, x in enumerate(ev_raw):
+            if x is None:
+                continue
             ep = f"{rp}.evidence[{j}]"
-            if isinstance(x, dict) and "read" in x:
+            if x.read is not UNSET:
                 r.err(
                     "evidence-read",
                     join_path(ep, "read"),
@@ -293,16 +301,16 @@ def _readings(
                     help="quote the text that shows the value",
                 )
                 continue
-            ev = _evidence(r, x, ep, role, sources, bad_sources, encoded)
+            ev = _evidence(cx, x, ep, role)
             if ev is not None:
                 spans.append(ev)
         if by is not None and value is not None:
-            out.append(Reading(by, value, tuple(spans), explanation))
+            out.append(Reading(by, value, tuple(spans), e.explanation or ""))
     return tuple(out)
 
 
 def _whole_reader(
-    r: JsonReader, a: dict, ep: str, p: str, value: str | None, by: Provenance | None
+    r: JsonReader, a: AnnotationJson, ep: str, p: str, value: str | None, by: Provenance | None
 ) -> None:
     """A whole reading backs a FALSE only, and only a reviewed reader's: absence read by
     nobody in particular, or by an unchecked rule or model, is no reading."""
@@ -313,7 +321,7 @@ def _whole_reader(
             f"a reading of a whole source backs only a FALSE annotation, not `{value}`",
             help="quote the text that shows the value",
         )
-    if "by" not in a:
+    if a.by is UNSET:
         r.err(
             "evidence-read",
             p,
@@ -329,105 +337,55 @@ def _whole_reader(
         )
 
 
-def _provenance(r: JsonReader, b: Any, p: str) -> Provenance | None:
+def _provenance(cx: _Context, b: ProvenanceJson, p: str) -> Provenance | None:
     """An annotation's ``by``; None (and an error) unless every part of it is valid."""
-    if not isinstance(b, dict):
-        r.expect(p, 'an object such as `{"kind": "human"}`', b)
-        return None
-    ok = True
-    for k in b:
-        if k not in PROVENANCE_KEYS:
-            r.err(
-                "provenance",
-                join_path(p, k),
-                f"unknown key `{show(k)}` in `by`",
-                help=did_you_mean(k, PROVENANCE_KEYS)
-                or "`by` has `kind`, and optionally `name`, `version` and `reviewed`",
-            )
-            ok = False
-    what = r.string(b, "kind", p)
+    r = cx.r
+    what: str | None = b.kind
     if what is not None and what not in PROVENANCE_KINDS:
         hint = _KINDS_HELP
         if what.lower() in PROVENANCE_KINDS:
             hint = f"write `{what.lower()}` in lower case"
         r.err("provenance", join_path(p, "kind"), f"unknown kind `{show(what)}`", help=hint)
         what = None
-    name = None
-    if "name" in b:
-        name = r.string(b, "name", p)
-        if name == "":
-            r.err("provenance", join_path(p, "name"), "`name` is empty", help="leave `name` out")
-        ok = ok and bool(name)
-    version = None
-    if "version" in b:
-        version = r.string(b, "version", p)
-        if version == "":
-            r.err(
-                "provenance",
-                join_path(p, "version"),
-                "`version` is empty",
-                help="leave `version` out",
-            )
-        ok = ok and bool(version)
-    reviewed = None
-    if "reviewed" in b:
-        reviewed = b["reviewed"]
-        if not isinstance(reviewed, bool):
-            r.expect(join_path(p, "reviewed"), "`true` or `false`", reviewed)
-            ok = False
-    if what is None or not ok:
+    ok = True
+    texts = []
+    for key, v in (("name", b.name), ("version", b.version)):
+        if v == "":
+            r.err("provenance", join_path(p, key), f"`{key}` is empty", help=f"leave `{key}` out")
+        ok = ok and (v is UNSET or bool(v))  # None: ill-typed, reported
+        texts.append(v if isinstance(v, str) else "")
+    reviewed = b.reviewed
+    if what is None or not ok or reviewed is None:
         return None
-    return Provenance(what, name or "", reviewed, version or "")
+    return Provenance(what, texts[0], None if reviewed is UNSET else reviewed, texts[1])
 
 
-def _evidence(
-    r: JsonReader,
-    e: Any,
-    p: str,
-    role: str | None,
-    sources: dict[str, str],
-    bad_sources: set[str],
-    encoded: _Encoded,
-) -> Evidence | None:
-    if not isinstance(e, dict):
-        r.expect(p, "an evidence object", e)
-        return None
-    if "read" in e:
-        return _whole(r, e, p, role, sources, bad_sources)
-    r.unknown_keys(e, p, EVIDENCE_KEYS, "evidence")
-    src = r.string(e, "source", p)
-    quote = r.string(e, "quote", p)
-    bounds = []
-    for key in ("start", "end"):
-        if key not in e:
+def _evidence(cx: _Context, e: EvidenceJson, p: str, role: str | None) -> Evidence | None:
+    if e.read is not UNSET:
+        return _whole(cx, e, p, role)
+    r = cx.r
+    for key in ("quote", "start", "end"):
+        if getattr(e, key) is UNSET:
             r.err("missing", p, f"missing `{key}`")
-        elif not is_int(e[key]):
-            r.expect(join_path(p, key), "a whole number", e[key])
-        else:
-            bounds.append(e[key])
-    if src is None or not _source_fits(r, src, p, role, sources, bad_sources):
+    src, start, end, quote = e.source, e.start, e.end, e.quote
+    if src is None or not _source_fits(cx, src, p, role):
         return None
-    if quote is None or len(bounds) != 2:
+    if quote is None or quote is UNSET or start is None or start is UNSET:
         return None
-    start, end = bounds
-    text = sources[src]
+    if end is None or end is UNSET:
+        return None
+    text = cx.sources[src]
     if 0 <= start < end <= len(text) and text[start:end] == quote:
         return Evidence(src, start, end, quote)
-    _bad_span(r, p, src, text, start, end, quote, encoded)
+    _bad_span(r, p, src, text, start, end, quote, cx.encoded)
     return None
 
 
-def _source_fits(
-    r: JsonReader,
-    src: str,
-    p: str,
-    role: str | None,
-    sources: dict[str, str],
-    bad_sources: set[str],
-) -> bool:
+def _source_fits(cx: _Context, src: str, p: str, role: str | None) -> bool:
     """Whether evidence may come from ``src``: a known source, never the protocol, one the
     atom's role allows, present in ``sources``; every problem but a rejected source is
     recorded."""
+    r = cx.r
     sp = f"{p}.source"
     if src not in SOURCES:
         r.err(
@@ -453,8 +411,8 @@ def _source_fits(
             )
         r.err("evidence-role", sp, message, help=hint)
         return False
-    if src not in sources:
-        if src in bad_sources:
+    if src not in cx.sources:
+        if src in cx.bad_sources:
             return False
         r.err(
             "source-missing",
@@ -466,38 +424,31 @@ def _source_fits(
     return True
 
 
-def _whole(
-    r: JsonReader,
-    e: dict,
-    p: str,
-    role: str | None,
-    sources: dict[str, str],
-    bad_sources: set[str],
-) -> Evidence | None:
+def _whole(cx: _Context, e: EvidenceJson, p: str, role: str | None) -> Evidence | None:
     """``{"source": S, "read": "whole"}``: all of source S, read; no span, no quote."""
+    r = cx.r
     ok = True
-    for k in e:
-        if k not in WHOLE_KEYS:
+    for key in ("start", "end", "quote"):
+        if getattr(e, key) is not UNSET:
             r.err(
                 "evidence-read",
-                join_path(p, k),
-                f"a reading of a whole source has no `{show(k)}`",
-                help='write `{"source": "…", "read": "whole"}`, or drop `read` and quote a span',
+                join_path(p, key),
+                f"a reading of a whole source has no `{key}`",
+                help=WHOLE_HELP,
             )
             ok = False
-    read = e["read"]
-    if read != WHOLE:
+    if e.read != WHOLE:
         r.err(
             "evidence-read",
             join_path(p, "read"),
-            f"unknown reading `{show(read)}`",
+            f"unknown reading `{show(e.read)}`",
             help='`read` is `"whole"`: the whole source was read',
         )
         ok = False
-    src = r.string(e, "source", p)
-    if src is None or not _source_fits(r, src, p, role, sources, bad_sources) or not ok:
+    src = e.source
+    if src is None or not _source_fits(cx, src, p, role) or not ok:
         return None
-    return Evidence(src, 0, len(sources[src]), "", WHOLE)
+    return Evidence(src, 0, len(cx.sources[src]), "", WHOLE)
 
 
 def _bad_span(

@@ -5,11 +5,13 @@ Contract: ``load_replay``, ``load_replay_text`` and ``replay_from_obj`` return a
 ``UnmaskError`` carrying *every* problem found, each a ``Diagnostic`` with a stable ``code``, the
 JSON ``path`` of the offending value and the ``file`` it is in (compile errors of a ``.proto`` keep
 their file:line:col spans). The parts have their own modules: the bounded JSON parser
-(``unmask.plumbing.jsonload``), typed reads at JSON paths (``unmask.plumbing.jsonreader``), the
+(``unmask.plumbing.jsonload``), the format as typed structs (``unmask.replay.format``, read
+through ``unmask.plumbing.structs``: every key, type and unknown key is said there), the
 protocol IR (``unmask.ir.json_reader``, whose ``protocol_from_json`` is re-exported here),
 annotations and evidence spans (``unmask.replay.evidence``), and where a protocol ``path`` may lead
-(``unmask.replay.confine``). This module reads the envelope (schema, id, item, judge, domains,
-translation, sources, verdict, gold) and loads the protocol in its three forms (a ``.proto`` text
+(``unmask.replay.confine``). This module checks what the structs cannot say about the
+envelope (the schema's hint, empty ``item``/``judge``, ``domains`` members, a translation
+status, a source's length, labels) and loads the protocol in its three forms (a ``.proto`` text
 through ``unmask.language.compile_cache.compile_cached``: once per process, and on disk, for the
 same text, file, domains and limits; embedded IR once per process for the same JSON and limits, when
 reading it found nothing to say); ``verdict`` and ``gold`` must be labels the protocol declares
@@ -35,6 +37,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from unmask import ir
 from unmask.ir.json import PROTOCOL_SCHEMA
 from unmask.ir.json_reader import (
@@ -51,9 +55,19 @@ from unmask.plumbing.jsonload import parse_json_text, read_json_file
 from unmask.plumbing.jsonreader import JsonReader, did_you_mean, index_path, join_path, kind, show
 from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
 from unmask.plumbing.names import member_help
+from unmask.plumbing.structs import UNSET, StructReader, UnsetType, field_names
 from unmask.replay.confine import Refused, locate_protocol
 from unmask.replay.data import SOURCES, VERDICTS, Replay
 from unmask.replay.evidence import read_annotations
+from unmask.replay.format import (
+    REPLAY_SCHEMA,
+    TRANSLATION_STATUSES,
+    ProtocolPath,
+    ProtocolSource,
+    ReplayJson,
+    SourcesJson,
+    TranslationJson,
+)
 
 if TYPE_CHECKING:  # a replay read against a protocol file is given one; reading never makes one
     from unmask.replay.recheck import ProtocolFile
@@ -73,21 +87,7 @@ __all__ = [
     "replay_from_obj",
 ]
 
-REPLAY_SCHEMA = "unmask.replay/1"
-TRANSLATION_STATUSES = ("valid", "partial", "invalid")
-REPLAY_KEYS = (
-    "schema",
-    "id",
-    "protocol",
-    "domains",
-    "translation",
-    "sources",
-    "verdict",
-    "gold",
-    "annotations",
-    "item",
-    "judge",
-)
+REPLAY_KEYS = field_names(ReplayJson)
 # A batch embeds the same protocol in every replay: the last few are kept, keyed by their
 # JSON (as marshal bytes) and the limits they were read under
 EMBEDDED_SIZE = 8
@@ -101,8 +101,19 @@ _FORMS_HELP = (
 )
 
 
+def _convert(obj: dict) -> ReplayJson | None:
+    """``obj`` read into the format's structs when it fits them exactly (every type right,
+    no unknown key), else None: then ``StructReader`` reads it and words every problem."""
+    try:
+        return msgspec.convert(obj, ReplayJson)
+    # a lone surrogate, which JSON may escape, cannot be matched against a `Literal`
+    except (msgspec.ValidationError, UnicodeEncodeError):
+        return None
+
+
 class _ReplayReader:
-    """Reads one replay document; every problem goes into ``r``."""
+    """Checks one replay, read into the format's structs, for what the structs cannot say;
+    every problem goes into ``r``."""
 
     def __init__(self, r: JsonReader, base_dir: Path | None, against: ProtocolFile | None = None):
         self.r = r
@@ -120,22 +131,25 @@ class _ReplayReader:
             return None
         if not self._schema(obj):
             return None
-        r.unknown_keys(obj, "", REPLAY_KEYS, "a replay")
-        rid = r.string(obj, "id", "")
-        item = self._label_text(obj, "item", "what was judged")
-        judge = self._label_text(obj, "judge", "which judge or run judged it")
-        domains = self._domains(obj)
+        # a field the slow way found missing or ill-typed is None: reported, and skipped
+        doc = _convert(obj) or StructReader(r).struct(obj, ReplayJson, "")
+        rid = doc.id
+        item = self._label_text(doc.item, "item", "what was judged")
+        judge = self._label_text(doc.judge, "judge", "which judge or run judged it")
+        domains = self._domains(doc.domains)
         if self.against is None:
-            protocol = self._protocol(obj, domains)
+            protocol = self._protocol(doc.protocol, domains)
         else:
-            protocol = self._against(obj, self.against, domains)
-        translation = self._translation(obj)
-        sources = self._sources(obj)
+            protocol = self._against(doc.protocol, self.against, domains)
+        translation = self._translation(doc.translation)
+        sources = self._sources(doc.sources)
         labels = None if protocol is None else protocol.labels
-        verdict = self._verdict(obj, "verdict", labels, required=True)
-        gold = self._verdict(obj, "gold", labels, required=False)
+        verdict = self._verdict(doc.verdict, "verdict", labels, required=True)
+        gold = self._verdict(doc.gold, "gold", labels, required=False)
         lacking: list[str] | None = None if self.against is None else []
-        annotations = read_annotations(r, obj, protocol, sources, self.bad_sources, lacking)
+        annotations = read_annotations(
+            r, doc.annotations, protocol, sources, self.bad_sources, lacking
+        )
         if r.diags or rid is None or protocol is None or verdict is None:
             return None
         recheck = None if self.against is None else self.against.recheck(lacking or ())
@@ -157,11 +171,10 @@ class _ReplayReader:
             recheck=recheck,
         )
 
-    def _label_text(self, obj: dict, key: str, what: str) -> str | None:
+    def _label_text(self, v: Any, key: str, what: str) -> str | None:
         """``item`` or ``judge``: absent, or a string that is not empty."""
-        if key not in obj:
+        if v is UNSET or v is None:
             return None
-        v = self.r.string(obj, key, "")
         if v == "":
             self.r.err(key, key, f"`{key}` is empty", help=f"`{key}` names {what}; or leave it out")
             return None
@@ -191,20 +204,12 @@ class _ReplayReader:
         )
         return False
 
-    def _translation(self, obj: dict) -> str:
-        r = self.r
-        if "translation" not in obj:
+    def _translation(self, t: TranslationJson | UnsetType | None) -> str:
+        if t is UNSET or t is None or t.status is UNSET or t.status is None:
             return "valid"
-        t = obj["translation"]
-        if not isinstance(t, dict):
-            r.expect("translation", 'an object such as `{"status": "valid"}`', t)
-            return "valid"
-        r.unknown_keys(t, "translation", ("status",), "`translation`")
-        st = r.string(t, "status", "translation", required=False)
-        if st is None:
-            return "valid"
+        st = t.status
         if st not in TRANSLATION_STATUSES:
-            r.err(
+            self.r.err(
                 "translation",
                 "translation.status",
                 f"unknown translation status `{show(st)}`",
@@ -213,12 +218,12 @@ class _ReplayReader:
             return "valid"
         return st
 
-    def _domains(self, obj: dict) -> dict[str, tuple[str, ...]]:
+    def _domains(self, d: Any) -> dict[str, tuple[str, ...]]:
+        """``domains`` as parsed (``UNSET`` when absent): each member is checked as it comes."""
         r = self.r
         out: dict[str, tuple[str, ...]] = {}
-        if "domains" not in obj or obj["domains"] is None:
+        if d is UNSET or d is None:
             return out
-        d = obj["domains"]
         if not isinstance(d, dict):
             r.expect("domains", "an object mapping each domain to its members", d)
             return out
@@ -258,12 +263,13 @@ class _ReplayReader:
 
     # --- the protocol, in three forms -------------------------------------------------------
 
-    def _protocol(self, obj: dict, domains: dict[str, tuple[str, ...]]) -> ir.Protocol | None:
+    def _protocol(self, p: Any, domains: dict[str, tuple[str, ...]]) -> ir.Protocol | None:
+        """``protocol`` as parsed (``UNSET`` when absent): its three forms have their own
+        messages, and embedded IR its own reader."""
         r = self.r
-        if "protocol" not in obj:
+        if p is UNSET:
             r.err("missing", "$", "missing `protocol`")
             return None
-        p = obj["protocol"]
         if not isinstance(p, dict):
             r.err(
                 "protocol-form",
@@ -301,8 +307,10 @@ class _ReplayReader:
             )
             return None
         form = forms[0]
-        r.unknown_keys(p, "protocol", (form,), "`protocol`")
-        value = r.string(p, form, "protocol")
+        read = StructReader(r).struct(
+            p, ProtocolPath if form == "path" else ProtocolSource, "protocol"
+        )
+        value = read.path if form == "path" else read.source
         if value is None:
             return None
         fp = join_path("protocol", form)
@@ -320,12 +328,12 @@ class _ReplayReader:
         return self._compile(text, filename, domains, fp)
 
     def _against(
-        self, obj: dict, against: ProtocolFile, domains: dict[str, tuple[str, ...]]
+        self, p: Any, against: ProtocolFile, domains: dict[str, tuple[str, ...]]
     ) -> ir.Protocol | None:
         """The protocol of ``--protocol``, ground with the replay's members; the replay's
         own ``protocol`` must be there but is not read: a re-check replaces it."""
         r = self.r
-        if "protocol" not in obj:
+        if p is UNSET:
             r.err("missing", "$", "missing `protocol`")
             return None
         if against.ground_already:
@@ -433,54 +441,37 @@ class _ReplayReader:
 
     # --- texts and verdicts -------------------------------------------------------------------
 
-    def _sources(self, obj: dict) -> dict[str, str]:
+    def _sources(self, s: SourcesJson | None) -> dict[str, str]:
+        """The source texts that are fine; a source given but rejected (ill-typed, reported
+        as read, or too long) goes into ``bad_sources``."""
         r = self.r
         out: dict[str, str] = {}
-        if "sources" not in obj:
-            r.err(
-                "missing",
-                "$",
-                "missing `sources`",
-                help="`sources` holds the texts that evidence quotes",
-            )
+        if s is None:
             return out
-        s = obj["sources"]
-        if not isinstance(s, dict):
-            r.expect("sources", "an object of source texts", s)
-            return out
-        for k, v in s.items():
-            p = join_path("sources", k)
-            if k not in SOURCES:
-                r.err(
-                    "unknown-source",
-                    p,
-                    f"unknown source `{show(k)}`",
-                    help=did_you_mean(k, SOURCES)
-                    or f"sources are {', '.join(f'`{n}`' for n in SOURCES)}",
-                )
+        for k in SOURCES:
+            v = getattr(s, k)
+            if v is UNSET:
                 continue
-            if not isinstance(v, str):
-                r.expect(p, "the source text (a string)", v)
+            if v is None or len(v) > r.limits.max_source_chars:
                 self.bad_sources.add(k)
-                continue
-            if len(v) > r.limits.max_source_chars:
-                self.bad_sources.add(k)
-                r.limit(p, f"the length of source `{k}` in characters", len(v), "max_source_chars")
+                if v is not None:
+                    p = join_path("sources", k)
+                    what = f"the length of source `{k}` in characters"
+                    r.limit(p, what, len(v), "max_source_chars")
                 continue
             out[k] = v
         return out
 
     def _verdict(
-        self, obj: dict, key: str, labels: tuple[str, ...] | None, required: bool
+        self, v: Any, key: str, labels: tuple[str, ...] | None, required: bool
     ) -> str | None:
-        """``verdict`` or ``gold``: one of ``labels`` (None: the protocol could not be read,
-        so any string passes here)."""
+        """``verdict`` or ``gold`` as parsed (``UNSET`` when absent): one of ``labels``
+        (None: the protocol could not be read, so any string passes here)."""
         r = self.r
-        if key not in obj or (not required and obj[key] is None):
+        if v is UNSET or (not required and v is None):
             if required:
                 r.err("missing", "$", f"missing `{key}`", help=_write_one_of(labels))
             return None
-        v = obj[key]
         if isinstance(v, str) and (labels is None or v in labels):
             return v
         what = "the verdict" if required else "the gold label"

@@ -7,6 +7,7 @@ replays, one locked transaction per file; ``lines`` is a review line exported, a
 review file read back and applied; ``session`` an interactive session's state and each
 decision applied as made; ``calibration`` turns applied samples into each
 reader's measured precision (the 95% Wilson interval) and a check's standing (confirmed,
-trusted, to review). Review reads replays and result lines as data; it imports the replay
+trusted, to review); ``format`` defines the review line and the calibration file once, as
+typed structs. Review reads replays and result lines as data; it imports the replay
 layer and the plumbing, never the checker.
 """

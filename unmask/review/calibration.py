@@ -31,14 +31,23 @@ from collections.abc import Iterable, Mapping
 from dataclasses import field
 from typing import Any
 
+import msgspec
+
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.jsonload import read_json_file
 from unmask.plumbing.jsonreader import index_path, join_path, kind, show
 from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
 from unmask.plumbing.names import split_applied
+from unmask.review.format import (
+    CALIBRATION_SCHEMA,
+    CalibrationJson,
+    ProtocolRow,
+    ReaderRow,
+    read_calibration,
+)
 
-SCHEMA = "unmask.calibration/1"
+SCHEMA = CALIBRATION_SCHEMA
 LEVEL = 0.95
 Z = 1.959963984540054  # the standard normal quantile of 0.975: a two-sided 95% interval
 DEFAULT_TRUST = 0.9
@@ -151,11 +160,23 @@ class Row:
         }
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            **dict(zip(READER_KEYS, self.reader, strict=True)),
-            **self.figures(),
-            "level": LEVEL,
-        }
+        out: dict[str, Any] = msgspec.to_builtins(self.as_struct())
+        return out
+
+    def as_struct(self) -> ReaderRow:
+        f = self.figures()
+        kind, name, version, family = self.reader
+        return ReaderRow(
+            kind=kind,
+            name=name,
+            version=version,
+            family=family,
+            reviewed=self.reviewed,
+            upheld=self.upheld,
+            precision=f["precision"],
+            interval=f["interval"],
+            level=LEVEL,
+        )
 
     def words(self) -> str:
         f = self.figures()
@@ -176,12 +197,14 @@ class Calibration:
         return self.by_reader.get(reader)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA,
-            "data": self.data,
-            "protocols": [{"name": n, "digest": d} for n, d in self.protocols],
-            "readers": [r.to_json() for r in self.rows],
-        }
+        doc = CalibrationJson(
+            schema=CALIBRATION_SCHEMA,
+            data=self.data,
+            protocols=[ProtocolRow(name=n, digest=d) for n, d in self.protocols],
+            readers=[r.as_struct() for r in self.rows],
+        )
+        out: dict[str, Any] = msgspec.to_builtins(doc)
+        return out
 
     def dumps(self) -> str:
         """The canonical text: same calibration, same bytes."""
@@ -292,61 +315,37 @@ def from_json(obj: Any) -> Calibration:
         raise _Bad("$", f"expected a calibration object, found {kind(obj)}")
     if obj.get("schema") != SCHEMA:
         raise _Bad("schema", f'not a calibration file: expected `"schema": "{SCHEMA}"`')
-    data = obj.get("data")
-    if not isinstance(data, str):
-        raise _Bad("data", f"expected the data it was measured on, a string, found {kind(data)}")
-    protocols = []
-    for i, p in enumerate(_array(obj, "protocols")):
-        at = index_path("protocols", i)
-        if not isinstance(p, dict):
-            raise _Bad(at, f"expected a protocol object, found {kind(p)}")
-        protocols.append((_str(p, "name", at), _str(p, "digest", at)))
+    doc, problem = read_calibration(obj)
+    if doc is None:
+        assert problem is not None
+        raise _Bad(problem.path or "$", problem.message)
+    protocols = [(p.name, p.digest) for p in doc.protocols]
     rows: dict[Reader, Row] = {}
-    for i, r in enumerate(_array(obj, "readers")):
+    for i, r in enumerate(doc.readers):
         at = index_path("readers", i)
         row = _row(r, at)
         if row.reader in rows:
             raise _Bad(at, f"a second row for {show(reader_words(row.reader), 120)}")
         rows[row.reader] = row
-    return make(data, protocols, {k: (r.reviewed, r.upheld) for k, r in rows.items()})
+    return make(doc.data, protocols, {k: (r.reviewed, r.upheld) for k, r in rows.items()})
 
 
-def _array(obj: dict, key: str) -> list:
-    v = obj.get(key)
-    if not isinstance(v, list):
-        raise _Bad(key, f"expected an array, found {kind(v)}")
-    return v
-
-
-def _str(obj: dict, key: str, at: str) -> str:
-    v = obj.get(key)
-    if not isinstance(v, str):
-        raise _Bad(join_path(at, key), f"expected a string, found {kind(v)}")
-    return v
-
-
-def _count(obj: dict, key: str, at: str) -> int:
-    v = obj.get(key)
-    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-        raise _Bad(join_path(at, key), f"expected a count, a whole number ≥ 0, found {kind(v)}")
-    return v
-
-
-def _row(r: Any, at: str) -> Row:
-    if not isinstance(r, dict):
-        raise _Bad(at, f"expected a reader object, found {kind(r)}")
-    reader: Reader = tuple(_str(r, k, at) for k in READER_KEYS)  # type: ignore[assignment]
-    reviewed, upheld = _count(r, "reviewed", at), _count(r, "upheld", at)
+def _row(r: ReaderRow, at: str) -> Row:
+    """A row whose fields have their types: its counts and the figures they give."""
+    for key in ("reviewed", "upheld"):
+        if getattr(r, key) < 0:
+            raise _Bad(join_path(at, key), "expected a count, a whole number ≥ 0, found a number")
+    reviewed, upheld = r.reviewed, r.upheld
     if reviewed == 0:
         raise _Bad(join_path(at, "reviewed"), "a reader with no reviewed reading has no row")
     if upheld > reviewed:
         raise _Bad(join_path(at, "upheld"), f"{upheld} upheld of {reviewed} reviewed")
-    row = Row(reader, reviewed, upheld)
-    if r.get("level") != LEVEL:
+    row = Row((r.kind, r.name, r.version, r.family), reviewed, upheld)
+    if r.level != LEVEL:
         raise _Bad(join_path(at, "level"), f"expected the interval's level, {LEVEL}")
     # an edited figure must not make a reader look better than its counts say
     for key, want in row.figures().items():
-        if r.get(key) != want:
+        if getattr(r, key) != want:
             raise _Bad(
                 join_path(at, key),
                 f"`{key}` is not what {upheld} upheld of {reviewed} reviewed give (`{show(want)}`)",

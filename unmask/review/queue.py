@@ -37,9 +37,11 @@ from unmask.plumbing.frozen import frozen
 from unmask.plumbing.jsonload import show
 from unmask.plumbing.safe import json_text
 from unmask.plumbing.span import Span
+from unmask.plumbing.structs import UNSET
 from unmask.replay.data import VALUES
+from unmask.review.format import REVIEW_SCHEMA, ReviewLine, ReviewSpan, line_json, read_review_line
 
-SCHEMA = "unmask.review/1"
+SCHEMA = REVIEW_SCHEMA
 DECISIONS = ("accept", "reject", "skip")
 CONTEXT_CHARS = 160  # characters of source shown on each side of a quote
 DIGEST_PREFIX = "sha256:"
@@ -93,23 +95,31 @@ class Item:
         return "; ".join(out)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA,
-            "location": self.location,
-            "replay": self.replay,
-            **({"digest": self.digest} if self.digest else {}),
-            "atom": self.atom,
-            "current": self.value,
-            "by": self.by,
-            "evidence": self.evidence,
-            "explanation": self.explanation,
-            "findings": len(self.checks),
-            "checks": self.checks,
-            "passing": self.passing,
-            "decision": "",
-            "value": "",
-            "reviewer": "",
-        }
+        return line_json(
+            ReviewLine(
+                schema=REVIEW_SCHEMA,
+                location=self.location,
+                replay=self.replay,
+                digest=self.digest or UNSET,
+                atom=self.atom,
+                current=self.value,  # type: ignore[arg-type]  # as the report gives it
+                by=self.by,
+                evidence=spans_of(self.evidence),
+                explanation=self.explanation,
+                findings=len(self.checks),
+                checks=self.checks,
+                passing=self.passing,
+                decision="",
+                value="",
+                reviewer="",
+            )
+        )
+
+
+def spans_of(evidence: list[dict[str, Any]]) -> list[ReviewSpan]:
+    """Spans shaped as ``items`` and ``unmask.review.sample.frame`` make them (source,
+    start, end, quote, context) as the review line's."""
+    return [ReviewSpan(**e) for e in evidence]
 
 
 def _checks(report: dict[str, Any]) -> list[tuple[str, dict[str, Any] | None, bool]]:
@@ -274,8 +284,9 @@ def reviewer_of(obj: dict, what: str, reviewer: str | None, file: str, line: int
     return name if isinstance(name, str) else ""
 
 
-def decide(obj: Any, file: str, line: int, reviewer: str | None = None) -> Decision | None:
-    """One review line read back: a ``Decision``, None when it has none yet, else an error."""
+def read_line_as_exported(obj: Any, file: str, line: int) -> ReviewLine:
+    """A review line's fields read into a ``ReviewLine`` (``unmask.review.format``), or the
+    error naming the first field that is not as exported."""
     if not isinstance(obj, dict) or obj.get("schema") != SCHEMA:
         raise _bad(
             file,
@@ -284,20 +295,23 @@ def decide(obj: Any, file: str, line: int, reviewer: str | None = None) -> Decis
             f'not a review line: expected `"schema": "{SCHEMA}"`',
             "write review lines with `unmask review --export`",
         )
-    for key in ("location", "atom", "current"):
-        if not isinstance(obj.get(key), str) or not obj[key]:
+    got = read_review_line(obj)
+    if isinstance(got, Diagnostic):
+        raise _bad(file, line, got.path or "$", got.message)
+    for key in ("location", "atom"):  # present and strings; not empty either
+        if not getattr(got, key):
             raise _bad(file, line, key, f"expected `{key}` as exported, a string")
-    by = obj.get("by")
-    if not isinstance(by, dict):
-        raise _bad(file, line, "by", "expected `by` as exported, an object")
-    spans = _spans(obj.get("evidence"))
-    if spans is None:
-        raise _bad(file, line, "evidence", "expected `evidence` as exported")
-    for key in ("replay", "digest"):
-        if key in obj and not isinstance(obj[key], str):
-            raise _bad(file, line, key, f"expected `{key}` as exported, a string")
-    what = obj.get("decision", "")
-    if what in ("", None):
+    return got
+
+
+def decide(obj: Any, file: str, line: int, reviewer: str | None = None) -> Decision | None:
+    """One review line read back: a ``Decision``, None when it has none yet, else an error."""
+    got = read_line_as_exported(obj, file, line)
+    if not isinstance(got.current, str) or not got.current:  # only a blind line has none
+        raise _bad(file, line, "current", "expected `current` as exported, a string")
+    spans = tuple((e.source, e.start, e.end, e.quote) for e in got.evidence)
+    what = got.decision
+    if what in ("", None, UNSET):
         return None
     if not isinstance(what, str) or what.strip().lower() not in DECISIONS:
         raise _bad(
@@ -308,9 +322,9 @@ def decide(obj: Any, file: str, line: int, reviewer: str | None = None) -> Decis
             "write `accept`, `reject` (with the correct `value`), `skip` or leave it empty",
         )
     what = what.strip().lower()
-    value = obj.get("value", "")
+    value = "" if got.value is UNSET else got.value
     value = value.strip().upper() if isinstance(value, str) else value
-    current = obj["current"]
+    current = got.current
     if what == "reject":
         if value not in VALUES:
             raise _bad(
@@ -344,17 +358,17 @@ def decide(obj: Any, file: str, line: int, reviewer: str | None = None) -> Decis
     name = reviewer_of(obj, what, reviewer, file, line)
     extra = {k: v for k, v in obj.items() if k not in _KNOWN}
     return Decision(
-        obj["location"],
-        obj["atom"],
+        got.location,
+        got.atom,
         current,
-        by,
+        got.by,
         spans,
         what,
         value,
         name,
         line,
-        replay=obj.get("replay"),
-        digest=obj.get("digest"),
+        replay=None if got.replay is UNSET else got.replay,
+        digest=None if got.digest is UNSET else got.digest,
         extra=extra,
     )
 

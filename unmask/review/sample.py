@@ -27,17 +27,22 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from unmask.plumbing.jsonload import show
+from unmask.plumbing.structs import UNSET
 from unmask.replay.data import EVIDENCE_SOURCES, SOURCES, VALUES
+from unmask.review.format import REVIEW_SCHEMA, ReviewLine, Sample, line_json
 from unmask.review.queue import (
     CONTEXT_CHARS,
-    SCHEMA,
     Decision,
     _bad,
     _spans,
     decide,
+    read_line_as_exported,
     reviewed,
     reviewer_of,
+    spans_of,
     window,
 )
 
@@ -69,23 +74,26 @@ class Reading:
         return stratum(self.by)
 
     def to_json(self, sample: dict[str, Any], blind: bool) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "schema": SCHEMA,
-            "location": self.location,
-            "replay": self.replay,
-            "atom": self.atom,
-            "description": self.description,
-        }
-        if not blind:
-            out["current"] = self.value
-        out["by"] = self.by
-        out["evidence"] = self.evidence
-        if not blind:  # a reader's explanation argues for its value: it would give it away
-            out["explanation"] = self.explanation
-        out["sources"] = self.sources
-        out["sample"] = sample
-        out.update(decision="", value="", reviewer="")
-        return out
+        # a reader's explanation argues for its value: a blind line would give it away
+        shown = not blind
+        return line_json(
+            ReviewLine(
+                schema=REVIEW_SCHEMA,
+                location=self.location,
+                replay=self.replay,
+                atom=self.atom,
+                description=self.description,
+                current=self.value if shown else UNSET,  # type: ignore[arg-type]
+                by=self.by,
+                evidence=spans_of(self.evidence),
+                explanation=self.explanation if shown else UNSET,
+                sources=self.sources,
+                sample=msgspec.convert(sample, Sample),
+                decision="",
+                value="",
+                reviewer="",
+            )
+        )
 
 
 def _sources(role: str, given: dict[str, Any]) -> dict[str, str]:
@@ -189,25 +197,11 @@ def sample_json(seed: int, size: int, reader: tuple[str, str, str], blind: bool)
 # --- reading sampled lines back ---------------------------------------------------------------
 
 
-def _sample(obj: dict[str, Any], file: str, line: int) -> dict[str, Any]:
-    """The line's ``sample`` as exported, or an error naming the JSON path."""
-    s = obj["sample"]
-    ok = (
-        isinstance(s, dict)
-        and type(s.get("seed")) is int
-        and type(s.get("size")) is int
-        and isinstance(s.get("blind"), bool)
-        and isinstance(s.get("stratum"), dict)
-        and all(isinstance(s["stratum"].get(k), str) for k in ("kind", "name", "version"))
-    )
-    if not ok:
-        raise _bad(
-            file, line, "sample", "expected `sample` as exported: seed, size, stratum, blind"
-        )
-    by = obj.get("by")
-    if isinstance(by, dict) and stratum(by) != tuple(
-        s["stratum"][k] for k in ("kind", "name", "version")
-    ):
+def _sample(got: ReviewLine, file: str, line: int) -> dict[str, Any]:
+    """The line's ``sample`` as exported (its shape is checked as the line is read), its
+    stratum the reader in ``by``; else an error naming the JSON path."""
+    s: dict[str, Any] = msgspec.to_builtins(got.sample)
+    if stratum(got.by) != tuple(s["stratum"][k] for k in ("kind", "name", "version")):
         raise _bad(
             file,
             line,
@@ -222,10 +216,9 @@ def read_line(obj: Any, file: str, line: int, reviewer: str | None = None) -> De
     """Any review line read back: a sampled one carries its ``sample`` into the decision."""
     if not isinstance(obj, dict) or "sample" not in obj:
         return decide(obj, file, line, reviewer)
-    if obj.get("schema") != SCHEMA:
-        return decide(obj, file, line, reviewer)  # its message: not a review line
-    s = _sample(obj, file, line)
-    what = obj.get("decision", "")
+    got = read_line_as_exported(obj, file, line)
+    s = _sample(got, file, line)
+    what = got.decision
     what = what.strip().lower() if isinstance(what, str) else what
     if not s["blind"]:
         if what == "answer":
@@ -238,17 +231,20 @@ def read_line(obj: Any, file: str, line: int, reviewer: str | None = None) -> De
             )
         d = decide(obj, file, line, reviewer)
         return None if d is None else dataclasses.replace(d, sample=s)
-    return _blind(obj, s, what, file, line, reviewer)
+    return _blind(obj, got, s, what, file, line, reviewer)
 
 
 def _blind(
-    obj: dict[str, Any], s: dict[str, Any], what: Any, file: str, line: int, reviewer: str | None
+    obj: dict[str, Any],
+    got: ReviewLine,
+    s: dict[str, Any],
+    what: Any,
+    file: str,
+    line: int,
+    reviewer: str | None,
 ) -> Decision | None:
     """A blind line: no value was shown, so the reviewer answers with one."""
-    for key in ("location", "atom"):
-        if not isinstance(obj.get(key), str) or not obj[key]:
-            raise _bad(file, line, key, f"expected `{key}` as exported, a string")
-    if "current" in obj:
+    if got.current is not UNSET:
         raise _bad(
             file,
             line,
@@ -256,13 +252,8 @@ def _blind(
             "a blind line shows no value",
             "export the sample again with `--blind`, or without it to accept or reject",
         )
-    by = obj.get("by")
-    if not isinstance(by, dict):
-        raise _bad(file, line, "by", "expected `by` as exported, an object")
-    spans = _spans(obj.get("evidence"))
-    if spans is None:
-        raise _bad(file, line, "evidence", "expected `evidence` as exported")
-    if what in ("", None):
+    spans = tuple((e.source, e.start, e.end, e.quote) for e in got.evidence)
+    if what in ("", None, UNSET):
         return None
     if what not in ("answer", "skip"):
         raise _bad(
@@ -272,7 +263,7 @@ def _blind(
             f"unknown decision `{show(what)}` for a blind line",
             "write `answer` with the `value` the sources give, `skip`, or leave it empty",
         )
-    raw = obj.get("value", "")
+    raw = "" if got.value is UNSET else got.value
     value = raw.strip().upper() if isinstance(raw, str) else raw
     if what == "answer" and value not in VALUES:
         raise _bad(
@@ -285,11 +276,9 @@ def _blind(
         )
     name = reviewer_of(obj, what, reviewer, file, line)
     value = value if what == "answer" else ""
-    rid = obj.get("replay")
-    if rid is not None and not isinstance(rid, str):
-        raise _bad(file, line, "replay", "expected `replay` as exported, a string")
+    rid = None if got.replay is UNSET else got.replay
     # the replay's id is checked before anything is written (`unmask.review.apply`)
-    return Decision(obj["location"], obj["atom"], "", by, spans, what, value, name, line, s, rid)
+    return Decision(got.location, got.atom, "", got.by, spans, what, value, name, line, s, rid)
 
 
 __all__ = ["CLAIMS", "Reading", "allocate", "draw", "frame", "read_line", "sample_json", "stratum"]
