@@ -53,7 +53,6 @@ _EXPECTED: dict[tuple[Any, str | None], str] = {
 }
 _BY_TYPE = {"str": "a string", "bool": "`true` or `false`", "int": "a whole number"}
 _BY_TYPE["list"] = "an array"
-_REQUIRED = ("schema", "name", "atoms")
 
 
 class Converter:
@@ -87,7 +86,7 @@ class Converter:
         r, raw = self.r, self.raw
         info = fields_of(ProtocolDoc)[key]
         if key not in raw:
-            if key in _REQUIRED:
+            if info.required:
                 r.err("missing", self.path, f"missing `{key}`")
                 return FAILED
             if info.default_factory is not msgspec.NODEFAULT:
