@@ -230,7 +230,8 @@ NOT_FOR_A_WARM_CHECK = (
     "unmask.analysis",
     "unmask.checking.record",
     "unmask.checking.formats",  # the JSON formats: the text report needs none
-    "msgspec",
+    # (msgspec is imported: the protocol, from the cache too, is read through the IR's
+    # structs, unmask/ir/format.py; about 6.5 ms, docs/performance.md)
     "unmask.render.view",  # the text format reads its words alone
     "unmask.render.html",
     "unmask.render.json",

@@ -7,7 +7,7 @@ JSON to them (``unmask.ir.json_reader``, which adds what a type cannot say: name
 and are unique, one form per expression, arities, the bounds of ``Limits``);
 ``json_schema()`` derives the published JSON Schema (docs/schemas/protocol-1.json, kept equal
 by a test); the writer (``unmask.ir.json``) writes what converts back to them, key for key in
-their order (tests/test_ir_format.py). An expression is one struct with one of ``atom``,
+their order (tests/ir/test_ir_format.py). An expression is one struct with one of ``atom``,
 ``def``, ``const`` or ``op`` set: the format is older than tagged unions, and no key tags it.
 """
 

@@ -9,7 +9,7 @@ protocol that declares labels writes ``labels`` and ``decisions`` where a binary
 a one-way pair adds ``"direction": "~>"``. ``expr_to_json`` gives the expression form, and
 ``dumps`` prints either as indented JSON text, both without recursion (expressions may be
 deep). The format is ``unmask.ir.format``'s structs: what is written converts to them, key
-for key in their order (tests/test_ir_format.py); it is built here as plain values, without
+for key in their order (tests/ir/test_ir_format.py); it is built here as plain values, without
 recursion, since msgspec's encoder recurses per level. Reading JSON back, with validation
 and JSON paths in every error, is ``unmask.ir.json_reader``.
 """

@@ -87,7 +87,7 @@ Names = Mapping[str, "str | None"]
 
 def convert_doc(obj: Any) -> ProtocolDoc:
     """The whole document converted in one pass (raises where ``Converter`` then words
-    each problem; tests/test_reading_quick.py reads documents both ways)."""
+    each problem; tests/replay/test_reading_quick.py reads documents both ways)."""
     return msgspec.convert(obj, ProtocolDoc)
 
 

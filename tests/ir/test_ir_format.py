@@ -28,7 +28,7 @@ from unmask.plumbing.diagnostics import UnmaskError
 from unmask.plumbing.limits import Limits
 from unmask.replay.load import load_replay
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_FILE = ROOT / "docs" / "schemas" / "protocol-1.json"
 EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
 DEFAULT = Limits()
