@@ -34,6 +34,7 @@ QUICK = frozenset(
         # the language, the IR and the backends
         "test_unmaskc",
         "test_ir_labels",
+        "test_ir_format",
         "test_lines",
         "test_pysat_backend",
         "test_labels_check",

@@ -230,8 +230,9 @@ NOT_FOR_A_WARM_CHECK = (
     "unmask.analysis",
     "unmask.checking.record",
     "unmask.checking.formats",  # the JSON formats: the text report needs none
-    # msgspec is not listed: a replay is read through its format's msgspec structs
-    # (unmask/replay/format.py), so every command that reads one imports it (5-10 ms)
+    # msgspec is not listed: a replay and its protocol (from the cache too) are read through
+    # their formats' msgspec structs (unmask/replay/format.py, unmask/ir/format.py), so every
+    # command that reads one imports it (about 6.5 ms, docs/performance.md)
     "unmask.render.view",  # the text format reads its words alone
     "unmask.render.html",
     "unmask.render.json",

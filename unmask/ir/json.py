@@ -8,8 +8,10 @@ protocol that declares labels writes ``labels`` and ``decisions`` where a binary
 ``{"def": NAME}``; a grounding side that is not a single atom is an expression object, and
 a one-way pair adds ``"direction": "~>"``. ``expr_to_json`` gives the expression form, and
 ``dumps`` prints either as indented JSON text, both without recursion (expressions may be
-deep). Reading JSON back, with validation and JSON paths in every error, is
-``unmask.ir.json_reader``.
+deep). The format is ``unmask.ir.format``'s structs: what is written converts to them, key
+for key in their order (tests/ir/test_ir_format.py); it is built here as plain values, without
+recursion, since msgspec's encoder recurses per level. Reading JSON back, with validation
+and JSON paths in every error, is ``unmask.ir.json_reader``.
 """
 
 from __future__ import annotations
@@ -18,8 +20,7 @@ import json
 from typing import Any
 
 from unmask.ir import Atom, Binary, Card, Expr, GroundPair, Nary, Protocol, Table
-
-PROTOCOL_SCHEMA = "unmask.protocol/1"
+from unmask.ir.format import PROTOCOL_SCHEMA
 
 _JSON: Table[dict[str, Any]] = Table(
     "JSON",

@@ -1,66 +1,57 @@
 """Reading the ground protocol IR back from JSON: the inverse of ``unmask.ir.json``.
 
 Contract: ``protocol_from_json`` returns an ``ir.Protocol`` only for an ``unmask.protocol/1``
-object that passes every rule (names, roles, unique declarations, resolvable atoms, judge ~
-context grounding pairs, expression shapes), and otherwise raises ``UnmaskError`` with every
-problem found, each at its JSON path. ``IrReader`` does the same inside a larger document
-(a replay) and records into that document's ``JsonReader``. Expressions are read with an
-explicit stack, never recursion, and built by the ``OPERATORS`` table through the IR's
-smart constructors; the number of nodes and the depth are bounded by ``Limits``.
-
-Size: one rule per checked property of the IR JSON, each with its JSON path and message;
-the reader is long because the format has many ways to be wrong.
+object that passes every rule, and otherwise raises ``UnmaskError`` with the problems found,
+each at its JSON path. The shapes are the structs of ``unmask.ir.format``: JSON is converted
+to them in one pass, and only when that fails is it converted key by key and item by item,
+so that each problem is worded with what was expected and found (one per item: the first).
+What a type cannot say is checked here, over the structs: names are names, declared once
+and resolved (atoms, definitions, labels), an expression has one form and its operator's
+arity, grounding pairs read judge ~ context, and the bounds of ``Limits`` (atoms, nodes and
+depth, definitions written out). ``IrReader`` does the same inside a larger document (a
+replay), recording into its ``JsonReader``; ``protocol_from_doc`` reads structs already
+converted (a compile-cache entry). Expressions are walked with an explicit stack and built
+by ``OPERATORS`` through the IR's smart constructors; one too deep for msgspec's converter
+is converted node by node (``unmask.ir.json_convert``), never by recursion.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
+import msgspec
+
 from unmask import ir
-from unmask.ir.json import PROTOCOL_SCHEMA
-from unmask.ir.json_quick import (
-    _ATOM_KEYS,
-    _PAIR_KEYS,
-    ATOM_NAME_RE,
-    quick_atom_decl,
-    quick_atoms,
-    quick_pair,
-)
+from unmask.ir.format import EXPR_HELP, FAILED, PROTOCOL_KEYS, Expr, ProtocolDoc
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.jsonreader import (
+    NAME_HELP,
     JsonReader,
     did_you_mean,
     index_path,
-    is_int,
     join_path,
-    kind,
     show,
 )
 from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
-from unmask.plumbing.names import IDENT_RE
+from unmask.plumbing.names import IDENT_PATTERN, IDENT_RE
+
+__all__ = [
+    "ATOM_NAME_RE",
+    "IDENT_RE",
+    "OPERATORS",
+    "OPS",
+    "PROTOCOL_KEYS",
+    "IrReader",
+    "protocol_from_doc",
+    "protocol_from_json",
+    "unknown_atom",
+]
 
 # a ground atom is a plain name or a family member such as `supported(c)`
-
-PROTOCOL_KEYS = (
-    "schema",
-    "name",
-    "text",
-    "atoms",
-    "definitions",
-    "constraints",
-    "labels",
-    "first_match",
-    "decision",
-    "decisions",
-    "requirements",
-    "grounding",
-)
-# the keys an expression object may have, by its form
-_FORM_KEYS = {"atom": ("atom",), "def": ("def",), "const": ("const",), "op": ("op", "args", "k")}
-_EXPR_HELP = (
-    'write `{"atom": NAME}`, `{"def": NAME}`, `{"const": true}` or `{"op": OP, "args": [...]}`'
-)
+_I = IDENT_PATTERN
+ATOM_NAME_RE = re.compile(rf"{_I}(\(\s*{_I}(\s*,\s*{_I})*\s*\))?\Z")
 
 
 @frozen
@@ -83,10 +74,21 @@ OPERATORS: dict[str, Operator] = {
 }
 OPS = tuple(OPERATORS)
 _COUNTING = "/".join(f"`{o}`" for o, spec in OPERATORS.items() if spec.counts)
+_BUILD = {op: spec.build for op, spec in OPERATORS.items()}
+_mk_atom = ir.mk_atom
 
 
 def unknown_atom(r: JsonReader, path: str, name: str, atoms: Collection[str]) -> None:
     r.err("unknown-atom", path, f"unknown atom `{show(name)}`", help=did_you_mean(name, atoms))
+
+
+Names = Mapping[str, "str | None"]
+
+
+def convert_doc(obj: Any) -> ProtocolDoc:
+    """The whole document converted in one pass (raises where ``Converter`` then words
+    each problem; tests/replay/test_reading_quick.py reads documents both ways)."""
+    return msgspec.convert(obj, ProtocolDoc)
 
 
 class IrReader:
@@ -108,8 +110,8 @@ class IrReader:
 
     # --- expressions -------------------------------------------------------------------------
 
-    def expr(self, obj: Any, path: str, atoms: Mapping[str, Any] | None) -> ir.Expr | None:
-        """Read one expression with an explicit stack; ``None`` after any error in it.
+    def expr(self, e: Expr, path: str, atoms: Names | None) -> ir.Expr | None:
+        """Read one converted expression with an explicit stack; ``None`` after any error.
 
         ``atoms`` is None when the protocol's atoms could not be read: names are then not
         checked, so one broken declaration does not bury the real errors under echoes.
@@ -117,52 +119,58 @@ class IrReader:
         if self.nodes_exceeded:
             return None
         r = self.r
-        limits = r.limits
+        max_depth, max_nodes = r.limits.max_expr_depth, r.limits.max_expr_nodes
         errors_before = len(r.diags)
         out: list[ir.Expr | None] = []
-        # (json, path, depth) to read; or (None, op, k, n) to build from the last n results
-        work: list[tuple] = [(obj, path, 1)]
+        # (struct, path, depth) to read; or (None, op, k, n) to build from the last n results
+        work: list[tuple] = [(e, path, 1)]
         too_deep = False
         while work:
             item = work.pop()
-            if len(item) == 4:
+            node = item[0]
+            if node is None:
                 _, op, k, n = item
-                args = out[len(out) - n :] if n else []
+                args = out[len(out) - n :]
                 del out[len(out) - n :]
-                whole = [a for a in args if a is not None]
-                built = OPERATORS[op].build(k, whole) if len(whole) == len(args) else None
-                out.append(built)
+                whole = args if None not in args else None
+                out.append(None if whole is None else _BUILD[op](k, whole))  # type: ignore[arg-type]
                 continue
-            node, p, d = item
+            _, p, d = item
             self.nodes += 1
-            if self.nodes > r.limits.max_expr_nodes:
+            if self.nodes > max_nodes:
                 self.nodes_exceeded = True
                 r.limit(p, "the number of expression nodes", self.nodes, "max_expr_nodes")
                 return None
-            if d > r.limits.max_expr_depth:
+            if d > max_depth:
                 if not too_deep:
                     too_deep = True
                     r.limit(p, "the expression's depth", d, "max_expr_depth")
                 out.append(None)
                 continue
+            name = node.atom
+            # a plain atom, the most common node by far: read at once
+            if (
+                name is not None
+                and node.op is None
+                and node.args is None
+                and node.k is None
+                and node.def_ is None
+                and node.const is None
+            ):
+                if atoms is not None and name not in atoms:
+                    unknown_atom(r, join_path(p, "atom"), name, atoms)
+                    out.append(None)
+                else:
+                    out.append(_mk_atom(name))
+                continue
             read = self._node(node, p, atoms)
-            if read is None:
-                out.append(None)
-            elif isinstance(read, tuple):
-                op, k, args = read
-                work.append((None, op, k, len(args)))
-                leaves = None
-                if d < limits.max_expr_depth and self.nodes + len(args) <= limits.max_expr_nodes:
-                    leaves = quick_atoms(args, atoms)
-                if leaves is not None:
-                    # what reading each argument in turn would do: count it, build it
-                    self.nodes += len(leaves)
-                    out.extend(leaves)
-                    continue
-                for i in range(len(args) - 1, -1, -1):
-                    work.append((args[i], f"{p}.args[{i}]", d + 1))
-            else:
-                out.append(read)
+            if read is None or read.__class__ is not tuple:
+                out.append(read)  # type: ignore[arg-type]
+                continue
+            op, k, operands = read  # type: ignore[misc]
+            work.append((None, op, k, len(operands)))
+            for i in range(len(operands) - 1, -1, -1):
+                work.append((operands[i], f"{p}.args[{i}]", d + 1))
         if len(r.diags) > errors_before:
             return None
         # without definitions, the nodes read are the nodes written out (counted above)
@@ -180,10 +188,7 @@ class IrReader:
         deepest = ir.depth(e, self.depths)
         if deepest > limits.max_expr_depth:
             r.limit(
-                path,
-                "the expression's depth, definitions written out,",
-                deepest,
-                "max_expr_depth",
+                path, "the expression's depth, definitions written out,", deepest, "max_expr_depth"
             )
             return False
         self.written += ir.size(e, self.sizes)
@@ -199,44 +204,38 @@ class IrReader:
         return True
 
     def _node(
-        self, node: Any, p: str, atoms: Mapping[str, Any] | None
-    ) -> ir.Expr | tuple[str, int, list] | None:
-        """A leaf expression, or (op, k, args) for an operator whose args are still JSON."""
+        self, node: Expr, p: str, atoms: Names | None
+    ) -> ir.Expr | tuple[str, int, list[Expr]] | None:
+        """A leaf expression, or (op, k, args) for an operator whose args are still to read."""
         r = self.r
-        if not isinstance(node, dict):
-            r.err("expr", p, f"expected an expression object, found {kind(node)}", _EXPR_HELP)
-            return None
-        forms = [k for k in ("atom", "def", "const", "op") if k in node]
+        given = (("atom", node.atom), ("def", node.def_), ("const", node.const), ("op", node.op))
+        forms = [key for key, value in given if value is not None]
         if len(forms) != 1:
             r.err(
                 "expr",
                 p,
                 "an expression has exactly one of `atom`, `def`, `const` and `op`"
                 + (f"; this one has {', '.join(f'`{f}`' for f in forms)}" if forms else ""),
-                help=_EXPR_HELP,
+                help=EXPR_HELP,
             )
             return None
         form = forms[0]
-        allowed = _FORM_KEYS[form]
-        bad = False
-        for key in node:
-            if key not in allowed:
-                r.err("expr", join_path(p, key), f"unexpected key `{show(key)}` in an expression")
-                bad = True
-        if form == "atom":
-            name = node["atom"]
-            if not isinstance(name, str):
-                r.expect(join_path(p, "atom"), "an atom name (a string)", name)
-                return None
-            if atoms is not None and name not in atoms:
-                unknown_atom(r, join_path(p, "atom"), name, atoms)
-                return None
-            return None if bad else ir.mk_atom(name)
-        if form == "def":
-            name = node["def"]
-            if not isinstance(name, str):
-                r.expect(join_path(p, "def"), "a definition name (a string)", name)
-                return None
+        if form != "op":
+            bad = False
+            for key, value in (("k", node.k), ("args", node.args)):
+                if value is not None:
+                    r.err("expr", join_path(p, key), f"unexpected key `{key}` in an expression")
+                    bad = True
+            if form == "atom":
+                assert node.atom is not None
+                if atoms is not None and node.atom not in atoms:
+                    unknown_atom(r, join_path(p, "atom"), node.atom, atoms)
+                    return None
+                return None if bad else ir.mk_atom(node.atom)
+            if form == "const":
+                return None if bad else ir.mk_const(bool(node.const))
+            name = node.def_
+            assert name is not None
             if name not in self.defs:
                 r.err(
                     "unknown-definition",
@@ -247,18 +246,13 @@ class IrReader:
                 )
                 return None
             return None if bad else ir.mk_ref(name, self.defs[name])
-        if form == "const":
-            v = node["const"]
-            if not isinstance(v, bool):
-                r.expect(join_path(p, "const"), "`true` or `false`", v)
-                return None
-            return None if bad else ir.mk_const(v)
-        return self._operator(node, p, bad)
+        return self._operator(node, p)
 
-    def _operator(self, node: dict, p: str, bad: bool) -> tuple[str, int, list] | None:
+    def _operator(self, node: Expr, p: str) -> tuple[str, int, list[Expr]] | None:
         r = self.r
-        op = node["op"]
-        spec = OPERATORS.get(op) if isinstance(op, str) else None
+        op = node.op
+        assert op is not None
+        spec = OPERATORS.get(op)
         if spec is None:
             r.err(
                 "expr",
@@ -267,13 +261,11 @@ class IrReader:
                 help=did_you_mean(op, OPS) or f"operators are {', '.join(f'`{o}`' for o in OPS)}",
             )
             return None
-        if "args" not in node:
+        if node.args is None:
             r.err("missing", p, f"missing `args` of `{op}`")
             return None
-        args = node["args"]
-        if not isinstance(args, list):
-            r.expect(join_path(p, "args"), "an array of expressions", args)
-            return None
+        args = node.args
+        bad = False
         if spec.arity is not None and len(args) != spec.arity:
             r.err(
                 "expr",
@@ -284,18 +276,12 @@ class IrReader:
             bad = True
         k = 0
         if spec.counts:
-            if "k" not in node:
+            if node.k is None:
                 r.err("missing", p, f"missing `k` of `{op}`", help='write `"k": 1` or similar')
                 bad = True
-            elif not is_int(node["k"]):
-                r.expect(join_path(p, "k"), "a whole number", node["k"])
-                bad = True
-            elif node["k"] < 0:
-                r.err("expr", join_path(p, "k"), f"`k` must be 0 or more, found {node['k']}")
-                bad = True
             else:
-                k = node["k"]
-        elif "k" in node:
+                k = node.k
+        elif node.k is not None:
             r.err("expr", join_path(p, "k"), f"`k` belongs to {_COUNTING}, not `{op}`")
             bad = True
         return None if bad else (op, k, args)
@@ -303,70 +289,78 @@ class IrReader:
     # --- protocol IR ---------------------------------------------------------------------------
 
     def protocol(self, obj: Any, path: str) -> ir.Protocol | None:
+        """The protocol of JSON ``obj``, or None after recording why not."""
+        if not isinstance(obj, dict):
+            self.r.expect(path, "a protocol object", obj)
+            return None
+        try:
+            doc = convert_doc(obj)
+        except (msgspec.ValidationError, RecursionError, UnicodeError):
+            # converted again piece by piece: every problem with its words and path
+            from unmask.ir.json_convert import Converter  # only for JSON that needs it
+
+            return self._read(Converter(self.r, obj, path), path)
+        return self._read(doc, path)
+
+    def _read(self, doc: ProtocolDoc | Any, path: str) -> ir.Protocol | None:
         r = self.r
         errors_before = len(r.diags)
-        if not isinstance(obj, dict):
-            r.expect(path, "a protocol object", obj)
+        if doc.schema is FAILED:  # a schema other than this reader's: nothing else is read
             return None
-        schema = obj.get("schema")
-        if "schema" not in obj:
-            r.err("schema", path, f"missing `schema`, expected `{PROTOCOL_SCHEMA}`")
-        elif schema != PROTOCOL_SCHEMA:
-            r.err(
-                "schema",
-                join_path(path, "schema"),
-                f"unsupported protocol schema `{show(schema)}`, expected `{PROTOCOL_SCHEMA}`",
-            )
-            return None
-        r.unknown_keys(obj, path, PROTOCOL_KEYS, "a protocol")
-        name = r.name(obj, "name", path, IDENT_RE)
-        text = r.string(obj, "text", path, required=False) or ""
-        atoms, roles, raw_atoms = self._atoms(obj, path)
-        # without a readable atom list, names are not checked: that would only echo one error
-        names: Mapping[str, str | None] | None = roles if raw_atoms is not None else None
+        name = self._name(doc.name, join_path(path, "name"), IDENT_RE)
+        text = doc.text if isinstance(doc.text, str) else ""
+        atoms, names = self._atoms(doc.atoms, join_path(path, "atoms"))
         self.defs, self.written, self.sizes, self.depths = {}, 0, {}, {}
-        definitions = self._definitions(obj, path, names)
-        constraints = self._constraints(obj, path, names)
+        definitions = self._definitions(doc.definitions, join_path(path, "definitions"), names)
+        constraints: list[ir.Constraint] = []
+        seen: dict[str, int] = {}
+        cp = join_path(path, "constraints")
+        for i, c in enumerate(doc.constraints or ()):
+            if c is FAILED:
+                continue
+            p = index_path(cp, i)
+            cn = self._name(c.name, join_path(p, "name"), ATOM_NAME_RE)
+            self._unique(seen, cn, i, (cp, "name"), "constraint")
+            e = self.expr(c.expr, join_path(p, "expr"), names)
+            if cn is not None and e is not None:
+                constraints.append(ir.Constraint(cn, e))
         decision = None
         labels: tuple[str, ...] = ir.BINARY_LABELS
         decisions: tuple[ir.Decision, ...] = ()
-        if "labels" in obj or "decisions" in obj:
-            if "decision" in obj:
+        declared = doc.labels is not msgspec.UNSET
+        if declared or doc.decisions is not msgspec.UNSET:
+            if doc.decision is not msgspec.UNSET:
                 r.err(
                     "decision",
                     join_path(path, "decision"),
                     "a protocol with `labels` has `decisions`, not `decision`",
                 )
-            labels, decisions = self._labels(obj, path, names)
+            labels, decisions = self._labels(doc, path, names)
             ok = bool(decisions)
-        elif "decision" not in obj:
+        elif doc.decision is msgspec.UNSET:
             r.err("missing", path, "missing `decision`", help="every protocol has one decision")
             ok = False
         else:
-            decision = self.expr(obj["decision"], join_path(path, "decision"), names)
+            if doc.decision is not FAILED:
+                decision = self.expr(doc.decision, join_path(path, "decision"), names)
             ok = decision is not None
-        first_match = False
-        if "first_match" in obj:
-            v = obj["first_match"]
-            if not isinstance(v, bool):
-                r.expect(join_path(path, "first_match"), "`true` or `false`", v)
-            elif v and "labels" not in obj:
-                r.err(
-                    "first-match",
-                    join_path(path, "first_match"),
-                    "`first_match` orders declared labels, and this protocol has no `labels`",
-                    help="drop `first_match`, or give `labels` and `decisions`",
-                )
-            else:
-                first_match = v
-        requirements = self._requirements(obj, path, names)
-        grounding = self._grounding(obj, path, names)
+        first_match = doc.first_match is True
+        if first_match and not declared:
+            r.err(
+                "first-match",
+                join_path(path, "first_match"),
+                "`first_match` orders declared labels, and this protocol has no `labels`",
+                help="drop `first_match`, or give `labels` and `decisions`",
+            )
+            first_match = False
+        requirements = self._requirements(doc.requirements, path, names)
+        grounding = self._grounding(doc.grounding, join_path(path, "grounding"), names)
         if len(r.diags) > errors_before or name is None or not ok:
             return None
         return ir.Protocol(
             name,
             text,
-            tuple(atoms.values()),
+            tuple(atoms),
             tuple(constraints),
             decision,
             tuple(requirements),
@@ -377,28 +371,78 @@ class IrReader:
             first_match=first_match,
         )
 
-    def _definitions(
-        self, obj: dict, path: str, names: Mapping[str, str | None] | None
-    ) -> list[ir.Definition]:
+    def _name(self, value: Any, p: str, pattern: Any) -> str | None:
+        """``value`` when it is a name (``pattern``), else None after an error (one already
+        recorded by the conversion when it is not even a string)."""
+        if not isinstance(value, str):
+            return None
+        if pattern.match(value) is None:
+            self.r.err("name", p, f"`{show(value)}` is not a valid name", help=NAME_HELP)
+            return None
+        return value
+
+    def _atoms(self, raw: Any, ap: str) -> tuple[list[ir.AtomDecl], Names | None]:
+        """The valid declarations, and every declared name with its role (None: its role
+        is not valid); the names are None when the list itself could not be read, and are
+        then not checked at all: that would only echo one error."""
         r = self.r
-        out = []
-        raw = r.array(obj, "definitions", path, required=False)
-        dp = join_path(path, "definitions")
-        for _, p, d in r.objects(raw, dp, "a definition", ("name", "expr")):
-            dn = r.name(d, "name", p, ATOM_NAME_RE)
-            if dn is not None and (dn in self.defs or (names is not None and dn in names)):
+        if raw is FAILED:
+            return [], None
+        if len(raw) > r.limits.max_atoms:
+            r.limit(ap, "the number of atoms", len(raw), "max_atoms")
+            return [], None
+        atoms: list[ir.AtomDecl] = []
+        roles: dict[str, str | None] = {}
+        first: dict[str, int] = {}
+        match = ATOM_NAME_RE.match
+        for i, a in enumerate(raw):
+            if a is FAILED:
+                continue
+            an = a.name
+            if an in first or match(an) is None:
+                p = join_path(index_path(ap, i), "name")
+                if self._name(an, p, ATOM_NAME_RE) is None:
+                    continue
                 r.err(
+                    "duplicate-atom",
+                    p,
+                    f"atom `{show(an)}` is declared twice",
+                    notes=(f"the first declaration is `{index_path(ap, first[an])}`",),
+                )
+                continue
+            first[an] = i
+            role: str | None = a.role
+            if role not in ir.ROLES:
+                if role:  # "": declared, with a role already reported
+                    r.err(
+                        "role",
+                        join_path(index_path(ap, i), "role"),
+                        f"unknown role `{show(role)}`",
+                        help="a role is `judge`, `context` or `procedure`",
+                    )
+                role = None
+            roles[an] = role
+            if role is not None:
+                atoms.append(ir.AtomDecl(an, role, a.description))
+        return atoms, roles
+
+    def _definitions(self, raw: Any, dp: str, names: Names | None) -> list[ir.Definition]:
+        out = []
+        for i, d in enumerate(raw or ()):
+            if d is FAILED:
+                continue
+            p = index_path(dp, i)
+            dn = self._name(d.name, join_path(p, "name"), ATOM_NAME_RE)
+            if dn is not None and (dn in self.defs or (names is not None and dn in names)):
+                self.r.err(
                     "duplicate-name",
                     join_path(p, "name"),
                     f"`{show(dn)}` is already an atom or a definition",
                 )
                 continue
-            if "expr" not in d:
-                r.err("missing", p, "missing `expr`")
-                continue
             self.reading_definition = dn or ""
             try:
-                e = self.expr(d["expr"], join_path(p, "expr"), names)
+                e = self.expr(d.expr, join_path(p, "expr"), names)
             finally:
                 self.reading_definition = None
             if dn is not None and e is not None:
@@ -407,31 +451,39 @@ class IrReader:
         return out
 
     def _labels(
-        self, obj: dict, path: str, names: Mapping[str, str | None] | None
+        self, doc: ProtocolDoc | Any, path: str, names: Names | None
     ) -> tuple[tuple[str, ...], tuple[ir.Decision, ...]]:
         r = self.r
-        raw_labels = r.array(obj, "labels", path)
         lp = join_path(path, "labels")
         labels: list[str] = []
-        for i, label in enumerate(raw_labels or ()):
-            if not isinstance(label, str) or not IDENT_RE.match(label):
-                r.expect(index_path(lp, i), "a label name", label)
-            elif label in labels:
-                r.err(
-                    "duplicate-label", index_path(lp, i), f"label `{show(label)}` is listed twice"
-                )
-            else:
-                labels.append(label)
-        if raw_labels is not None and len(raw_labels) < 2:
-            r.err("labels", lp, "a protocol has two or more labels")
-        raw = r.array(obj, "decisions", path)
+        raw_labels = doc.labels
+        if raw_labels is msgspec.UNSET:
+            r.err("missing", path, "missing `labels`")
+        elif raw_labels is not FAILED:
+            for i, label in enumerate(raw_labels):
+                if not IDENT_RE.match(label):
+                    r.expect(index_path(lp, i), "a label name", label)
+                elif label in labels:
+                    r.err(
+                        "duplicate-label",
+                        index_path(lp, i),
+                        f"label `{show(label)}` is listed twice",
+                    )
+                else:
+                    labels.append(label)
+            if len(raw_labels) < 2:
+                r.err("labels", lp, "a protocol has two or more labels")
+        raw = doc.decisions
         dp = join_path(path, "decisions")
         decided: dict[str, ir.Decision] = {}
         otherwise = 0
-        for _, p, d in r.objects(raw, dp, "a decision", ("label", "expr", "otherwise")):
-            label = r.string(d, "label", p)
-            if label is None:
+        if raw is msgspec.UNSET:
+            r.err("missing", path, "missing `decisions`")
+        for i, d in enumerate(() if raw is msgspec.UNSET or raw is FAILED else raw):
+            if d is FAILED:
                 continue
+            p = index_path(dp, i)
+            label = d.label
             if label not in labels:
                 r.err(
                     "unknown-label",
@@ -447,7 +499,7 @@ class IrReader:
                     f"`{show(label)}` has two decisions",
                 )
                 continue
-            if d.get("otherwise") is True and "expr" not in d:
+            if d.otherwise is True and d.expr is msgspec.UNSET:
                 otherwise += 1
                 if otherwise > 1:
                     r.err(
@@ -456,70 +508,16 @@ class IrReader:
                         "only one decision may be `otherwise`",
                     )
                 decided[label] = ir.Decision(label, None)
-            elif "expr" in d and "otherwise" not in d:
-                e = self.expr(d["expr"], join_path(p, "expr"), names)
+            elif d.expr is not msgspec.UNSET and d.otherwise is msgspec.UNSET:
+                e = self.expr(d.expr, join_path(p, "expr"), names)
                 if e is not None:
                     decided[label] = ir.Decision(label, e)
             else:
                 r.err("decision", p, 'a decision has `expr` or `"otherwise": true`, not both')
         missing = [x for x in labels if x not in decided]
-        if raw is not None and missing:
-            r.err(
-                "missing-decision",
-                dp,
-                "no decision for " + ", ".join(f"`{x}`" for x in missing),
-            )
+        if raw is not msgspec.UNSET and raw is not FAILED and missing:
+            r.err("missing-decision", dp, "no decision for " + ", ".join(f"`{x}`" for x in missing))
         return tuple(labels), tuple(decided[x] for x in labels if x in decided)
-
-    def _atoms(
-        self, obj: dict, path: str
-    ) -> tuple[dict[str, ir.AtomDecl], dict[str, str | None], list | None]:
-        """Valid declarations, every declared name with its role if valid, the raw list."""
-        r = self.r
-        atoms: dict[str, ir.AtomDecl] = {}
-        roles: dict[str, str | None] = {}
-        raw_atoms = r.array(obj, "atoms", path)
-        ap = join_path(path, "atoms")
-        if raw_atoms is not None and len(raw_atoms) > r.limits.max_atoms:
-            r.limit(ap, "the number of atoms", len(raw_atoms), "max_atoms")
-            raw_atoms = None
-        first: dict[str, int] = {}
-        for i, a in enumerate(raw_atoms or ()):
-            quick = quick_atom_decl(a)
-            if quick is not None and quick.name not in first:
-                first[quick.name] = i
-                roles[quick.name] = quick.role
-                atoms[quick.name] = quick
-                continue
-            p = r.object_at(a, ap, i, "an atom", _ATOM_KEYS)
-            if p is None:
-                continue
-            an = r.name(a, "name", p, ATOM_NAME_RE)
-            role = r.string(a, "role", p)
-            desc = r.string(a, "description", p, required=False) or ""
-            if role is not None and role not in ir.ROLES:
-                r.err(
-                    "role",
-                    join_path(p, "role"),
-                    f"unknown role `{show(role)}`",
-                    help="a role is `judge`, `context` or `procedure`",
-                )
-                role = None
-            if an is None:
-                continue
-            if an in first:
-                r.err(
-                    "duplicate-atom",
-                    join_path(p, "name"),
-                    f"atom `{show(an)}` is declared twice",
-                    notes=(f"the first declaration is `{index_path(ap, first[an])}`",),
-                )
-                continue
-            first[an] = i
-            roles[an] = role
-            if role is not None:
-                atoms[an] = ir.AtomDecl(an, role, desc)
-        return atoms, roles, raw_atoms
 
     def _unique(
         self, seen: dict[str, int], name: str | None, i: int, at: tuple[str, str], what: str
@@ -538,95 +536,69 @@ class IrReader:
             notes=(f"the first is `{index_path(lp, seen[name])}`",),
         )
 
-    def _constraints(
-        self, obj: dict, path: str, names: Mapping[str, str | None] | None
-    ) -> list[ir.Constraint]:
-        r = self.r
+    def _requirements(self, raw: Any, path: str, names: Names | None) -> list[ir.Requirement]:
         out = []
         seen: dict[str, int] = {}
-        raw = r.array(obj, "constraints", path, required=False)
-        cp = join_path(path, "constraints")
-        for i, p, c in r.objects(raw, cp, "a constraint", ("name", "expr")):
-            cn = r.name(c, "name", p, ATOM_NAME_RE)
-            self._unique(seen, cn, i, (cp, "name"), "constraint")
-            if "expr" not in c:
-                r.err("missing", p, "missing `expr`")
-                continue
-            e = self.expr(c["expr"], join_path(p, "expr"), names)
-            if cn is not None and e is not None:
-                out.append(ir.Constraint(cn, e))
-        return out
-
-    def _requirements(
-        self, obj: dict, path: str, names: Mapping[str, str | None] | None
-    ) -> list[ir.Requirement]:
-        r = self.r
-        out = []
-        seen: dict[str, int] = {}
-        raw = r.array(obj, "requirements", path, required=False)
         rp = join_path(path, "requirements")
-        known = ("id", "description", "expr", "addressed")
-        for i, p, q in r.objects(raw, rp, "a requirement", known):
-            rid = r.name(q, "id", p, ATOM_NAME_RE)
-            self._unique(seen, rid, i, (rp, "id"), "requirement")
-            desc = r.string(q, "description", p, required=False) or ""
-            if "expr" not in q:
-                r.err("missing", p, "missing `expr`")
+        for i, q in enumerate(raw or ()):
+            if q is FAILED:
                 continue
-            e = self.expr(q["expr"], join_path(p, "expr"), names)
+            p = index_path(rp, i)
+            rid = self._name(q.id, join_path(p, "id"), ATOM_NAME_RE)
+            self._unique(seen, rid, i, (rp, "id"), "requirement")
+            e = self.expr(q.expr, join_path(p, "expr"), names)
             addressed = None
-            if q.get("addressed") is not None:
-                addressed = self.expr(q["addressed"], join_path(p, "addressed"), names)
+            if q.addressed is not None:
+                addressed = self.expr(q.addressed, join_path(p, "addressed"), names)
                 if addressed is None:
                     continue
             if rid is not None and e is not None:
-                out.append(ir.Requirement(rid, desc, e, addressed))
+                out.append(ir.Requirement(rid, q.description, e, addressed))
         return out
 
-    def _grounding(
-        self, obj: dict, path: str, names: Mapping[str, str | None] | None
-    ) -> list[ir.GroundPair]:
-        r = self.r
+    def _grounding(self, raw: Any, gp: str, names: Names | None) -> list[ir.GroundPair]:
         out = []
-        raw = r.array(obj, "grounding", path, required=False)
-        gp = join_path(path, "grounding")
+        pair, atom, directions = ir.GroundPair, _mk_atom, ir.DIRECTIONS
         for i, g in enumerate(raw or ()):
-            if names is not None:
-                quick = quick_pair(g, names)
-                if quick is not None:
-                    out.append(quick)
-                    continue
-            p = r.object_at(g, gp, i, "a grounding pair", _PAIR_KEYS)
-            if p is None:
+            if g is FAILED:
                 continue
-            direction = g.get("direction", "~")
-            if direction not in ir.DIRECTIONS:
-                r.expect(join_path(p, "direction"), "`~` or `~>`", direction)
-            sides = [self._side(g, key, p, names) for key in ("judge", "context")]
-            if sides[0] is not None and sides[1] is not None and direction in ir.DIRECTIONS:
-                out.append(ir.GroundPair(sides[0], sides[1], direction=direction))
+            judge, context, direction = g.judge, g.context, g.direction
+            # two atoms by name, each of its side's role: the pair of nearly every protocol
+            if (
+                names is not None
+                and judge.__class__ is str
+                and context.__class__ is str
+                and names.get(judge) == "judge"
+                and names.get(context) == "context"
+                and direction in directions
+            ):
+                out.append(pair(atom(judge), atom(context), direction=direction))
+                continue
+            p = index_path(gp, i)
+            if g.direction not in ir.DIRECTIONS:
+                self.r.expect(join_path(p, "direction"), "`~` or `~>`", g.direction)
+            judge = self._side(g.judge, "judge", p, names)
+            context = self._side(g.context, "context", p, names)
+            if judge is not None and context is not None and g.direction in ir.DIRECTIONS:
+                out.append(ir.GroundPair(judge, context, direction=g.direction))
         return out
 
-    def _side(
-        self, g: dict, key: str, p: str, names: Mapping[str, str | None] | None
-    ) -> ir.Expr | None:
+    def _side(self, value: str | Expr, key: str, p: str, names: Names | None) -> ir.Expr | None:
         """One side: an atom name (a string) or an expression over atoms of that role."""
         r = self.r
-        if key not in g:
-            r.err("missing", p, f"missing `{key}`")
-            return None
-        value = g[key]
         kp = join_path(p, key)
         if isinstance(value, str):
-            if names is not None and value not in names:
+            if names is None:
+                return ir.mk_atom(value)
+            role = names.get(value, False)
+            if role is False:
                 unknown_atom(r, kp, value, names)
                 return None
+            if role is None or role == key:
+                return ir.mk_atom(value)
             e: ir.Expr | None = ir.mk_atom(value)
-        elif isinstance(value, dict):
-            e = self.expr(value, kp, names)
         else:
-            r.expect(kp, "an atom name or an expression", value)
-            return None
+            e = self.expr(value, kp, names)
         if e is None or names is None:
             return e
         for n in ir.iter_atoms(e):
@@ -640,6 +612,21 @@ class IrReader:
                 )
                 return None
         return e
+
+
+def protocol_from_doc(
+    doc: ProtocolDoc,
+    path: str = "protocol",
+    file: str | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> ir.Protocol:
+    """The protocol of structs already converted (a compile-cache entry); raises
+    ``UnmaskError`` as ``protocol_from_json`` does."""
+    r = JsonReader(file, limits)
+    p = IrReader(r)._read(doc, path)
+    if p is None or r.diags:
+        raise r.failure()
+    return p
 
 
 def protocol_from_json(

@@ -7,8 +7,9 @@ every module and grammar file that compiling reads. ``load(entry, filename, limi
 returns the protocol it holds, spans included and given the file name asked for, or None:
 an entry is read only as a sealed file (``unmask.plumbing.cachedir.read_sealed``: a private regular
 file whose HMAC under the folder's key holds), must record the full digest of its key and
-the SHA-256 of the very text being compiled, and is read back through the protocol IR
-reader (``unmask.ir.json_reader``), so a hit imports neither lark nor the compiler. An entry
+the SHA-256 of the very text being compiled, and is decoded into the IR's structs
+(``unmask.ir.format``) and read by the protocol IR reader (``unmask.ir.json_reader``), so a
+hit imports neither lark nor the compiler. An entry
 that fails any of this is a miss: compiled again, and replaced
 (``unmask.language.compile_cache.compile_cached`` puts the two together,
 ``unmask.language.cache_writer``
@@ -19,14 +20,16 @@ so an entry is shared by every copy of the same text.
 from __future__ import annotations
 
 import hashlib
-import json
 import sys
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from unmask import ir
+from unmask.ir.format import ProtocolDoc
 from unmask.plumbing.cachedir import CACHE_ENV as CACHE_ENV  # the folder's names, also read here
 from unmask.plumbing.cachedir import cache_dir as cache_dir
 from unmask.plumbing.cachedir import read_sealed, trusted_dir
@@ -57,7 +60,7 @@ _MODULES = (
             "syntaxtree",
         )
     ),
-    *(f"ir/{m}" for m in ("__init__", "json", "json_quick", "json_reader", "nodes")),
+    *(f"ir/{m}" for m in ("__init__", "format", "json", "json_convert", "json_reader", "nodes")),
     *(
         f"plumbing/{m}"
         for m in (
@@ -67,6 +70,7 @@ _MODULES = (
             "limits",
             "names",
             "span",
+            "structs",
         )
     ),
 )
@@ -144,23 +148,30 @@ def load(e: Entry, filename: str, limits: Limits) -> ir.Protocol | None:
     return None if data is None else decode(data, e, filename, limits)
 
 
+class _Stored(msgspec.Struct):
+    """An entry as ``unmask.language.cache_writer`` writes it: the protocol in the IR's
+    structs (``unmask.ir.format``), decoded with them in one pass."""
+
+    schema: str
+    key: str
+    source: str
+    protocol: ProtocolDoc
+    spans: list[Any]
+
+
 def decode(data: bytes | str, e: Entry, filename: str, limits: Limits) -> ir.Protocol | None:
     """The protocol of an entry's text, or None when it is not the entry ``e``: another
     key, or compiled from another source text."""
-    from unmask.ir.json_reader import protocol_from_json
+    from unmask.ir.json_reader import protocol_from_doc
 
     try:
-        obj = json.loads(data)
+        stored = msgspec.json.decode(data, type=_Stored)
         if not (
-            isinstance(obj, dict)
-            and obj.get("schema") == ENTRY_SCHEMA
-            and obj.get("key") == e.key
-            and obj.get("source") == e.source
-            and isinstance(obj.get("spans"), list)
+            stored.schema == ENTRY_SCHEMA and stored.key == e.key and stored.source == e.source
         ):
             return None
-        protocol = protocol_from_json(obj.get("protocol"), "protocol", None, limits)
-        spans = iter(obj["spans"])
+        protocol = protocol_from_doc(stored.protocol, "protocol", None, limits)
+        spans = iter(stored.spans)
         out = _with_spans(protocol, spans, filename)
         if next(spans, _END) is not _END:  # spans left over: not this protocol's
             return None
