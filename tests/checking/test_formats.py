@@ -30,7 +30,7 @@ def _schema(name: str) -> dict:
 
 def test_the_committed_schemas_are_what_the_structs_generate() -> None:
     generated = formats.schemas()
-    assert sorted(generated) == ["error-1.json", "report-1.json", "result-2.json"]
+    assert {"error-1.json", "report-1.json", "result-2.json"} <= set(generated)
     for name, text in generated.items():
         assert (SCHEMAS / name).read_text(encoding="utf-8") == text, (
             f"docs/schemas/{name} is stale: run `python -m unmask.checking.formats`"

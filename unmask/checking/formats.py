@@ -308,12 +308,26 @@ def schema(struct: Any, title: str) -> dict[str, Any]:
 
 
 def schemas() -> dict[str, str]:
-    """Each published schema's file name and text (docs/schemas/, written by ``python -m
-    unmask.checking.formats FOLDER``)."""
-    return {
+    """Every published schema's file name and text (docs/schemas/, written by ``python -m
+    unmask.checking.formats FOLDER``): this layer's three, and those of the formats below it
+    (the protocol IR, the replay, the review line, the calibration file), so one list names
+    them all."""
+    from unmask.ir import format as ir_format
+    from unmask.plumbing.structs import schema_text
+    from unmask.replay import format as replay_format
+    from unmask.review import format as review_format
+
+    own = {
         name: json.dumps(schema(struct, title), indent=2) + "\n"
         for name, (struct, title) in SCHEMAS.items()
     }
+    below = {
+        "protocol-1.json": ir_format.json_schema,
+        "replay-1.json": replay_format.replay_schema,
+        "review-1.json": review_format.review_schema,
+        "calibration-1.json": review_format.calibration_schema,
+    }
+    return {**own, **{name: schema_text(make()) for name, make in below.items()}}
 
 
 def main(argv: Sequence[str]) -> int:

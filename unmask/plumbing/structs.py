@@ -465,13 +465,15 @@ def type_at(tp: Any, at: Sequence[Step]) -> tuple[type[msgspec.Struct] | None, s
 
 def fields_of(cls: type[msgspec.Struct]) -> dict[str, msgspec.structs.FieldInfo]:
     """A struct's fields by the key each is written as, in the order they are written."""
-    got = _FIELDS.get(cls)
+    got = _BY_KEY.get(cls)
     if got is None:
-        got = _FIELDS[cls] = {f.encode_name: f for f in msgspec.structs.fields(cls)}
+        got = _BY_KEY[cls] = {f.encode_name: f for f in msgspec.structs.fields(cls)}
     return got
 
 
-_FIELDS: dict[type, dict[str, msgspec.structs.FieldInfo]] = {}
+# not ``_FIELDS`` (``StructReader``'s own cache, of another shape): the two readers merged
+# into this module each had one by that name, and one dict served both
+_BY_KEY: dict[type, dict[str, msgspec.structs.FieldInfo]] = {}
 
 
 def item_struct(tp: Any) -> type[msgspec.Struct] | None:
