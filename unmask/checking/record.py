@@ -47,6 +47,7 @@ from unmask.checking.formats import (
 )
 from unmask.checking.report import INCONSISTENT, SATISFIED, VIOLATED
 from unmask.ir import Span
+from unmask.plumbing.codes import read_back
 from unmask.plumbing.diagnostics import Diagnostic
 
 if TYPE_CHECKING:

@@ -51,7 +51,7 @@ def problem(
 
 
 def _usage(message: str, help: str) -> Diagnostic:
-    return Diagnostic("usage", message, help=help)
+    return Diagnostic(Code.USAGE, message, help=help)
 
 
 def run_sample(

@@ -88,7 +88,9 @@ def command(
     against = protocol_or_exit(against_path, limits)
     for p in paths:
         if p != "-" and not os.path.exists(p):
-            click.echo(render_all([Diagnostic("usage", f"no such file or folder `{p}`")]), err=True)
+            click.echo(
+                render_all([Diagnostic(Code.USAGE, f"no such file or folder `{p}`")]), err=True
+            )
             sys.exit(EXIT_USAGE)
 
     single = len(paths) == 1 and os.path.isfile(paths[0]) and not paths[0].endswith(".jsonl")

@@ -79,7 +79,7 @@ _mk_atom = ir.mk_atom
 
 
 def unknown_atom(r: JsonReader, path: str, name: str, atoms: Collection[str]) -> None:
-    r.err("unknown-atom", path, f"unknown atom `{show(name)}`", help=did_you_mean(name, atoms))
+    r.err(Code.UNKNOWN_ATOM, path, f"unknown atom `{show(name)}`", help=did_you_mean(name, atoms))
 
 
 Names = Mapping[str, "str | None"]
@@ -212,7 +212,7 @@ class IrReader:
         forms = [key for key, value in given if value is not None]
         if len(forms) != 1:
             r.err(
-                "expr",
+                Code.EXPR,
                 p,
                 "an expression has exactly one of `atom`, `def`, `const` and `op`"
                 + (f"; this one has {', '.join(f'`{f}`' for f in forms)}" if forms else ""),
@@ -238,7 +238,7 @@ class IrReader:
             assert name is not None
             if name not in self.defs:
                 r.err(
-                    "unknown-definition",
+                    Code.UNKNOWN_DEFINITION,
                     join_path(p, "def"),
                     f"unknown definition `{show(name)}`",
                     help=did_you_mean(name, self.defs)
@@ -255,7 +255,7 @@ class IrReader:
         spec = OPERATORS.get(op)
         if spec is None:
             r.err(
-                "expr",
+                Code.EXPR,
                 join_path(p, "op"),
                 f"unknown operator `{show(op)}`",
                 help=did_you_mean(op, OPS) or f"operators are {', '.join(f'`{o}`' for o in OPS)}",
@@ -268,7 +268,7 @@ class IrReader:
         bad = False
         if spec.arity is not None and len(args) != spec.arity:
             r.err(
-                "expr",
+                Code.EXPR,
                 join_path(p, "args"),
                 f"`{op}` takes {'one argument' if spec.arity == 1 else 'two arguments'}, "
                 f"found {len(args)}",
@@ -331,7 +331,7 @@ class IrReader:
         if declared or doc.decisions is not msgspec.UNSET:
             if doc.decision is not msgspec.UNSET:
                 r.err(
-                    "decision",
+                    Code.DECISION,
                     join_path(path, "decision"),
                     "a protocol with `labels` has `decisions`, not `decision`",
                 )
@@ -486,7 +486,7 @@ class IrReader:
             label = d.label
             if label not in labels:
                 r.err(
-                    "unknown-label",
+                    Code.UNKNOWN_LABEL,
                     join_path(p, "label"),
                     f"`{show(label)}` is not one of the protocol's labels",
                     help=did_you_mean(label, labels),
@@ -494,7 +494,7 @@ class IrReader:
                 continue
             if label in decided:
                 r.err(
-                    "duplicate-decision",
+                    Code.DUPLICATE_DECISION,
                     join_path(p, "label"),
                     f"`{show(label)}` has two decisions",
                 )
@@ -503,7 +503,7 @@ class IrReader:
                 otherwise += 1
                 if otherwise > 1:
                     r.err(
-                        "otherwise",
+                        Code.OTHERWISE,
                         join_path(p, "otherwise"),
                         "only one decision may be `otherwise`",
                     )
@@ -513,7 +513,7 @@ class IrReader:
                 if e is not None:
                     decided[label] = ir.Decision(label, e)
             else:
-                r.err("decision", p, 'a decision has `expr` or `"otherwise": true`, not both')
+                r.err(Code.DECISION, p, 'a decision has `expr` or `"otherwise": true`, not both')
         missing = [x for x in labels if x not in decided]
         if raw is not msgspec.UNSET and raw is not FAILED and missing:
             r.err("missing-decision", dp, "no decision for " + ", ".join(f"`{x}`" for x in missing))
@@ -530,7 +530,7 @@ class IrReader:
             return
         lp, key = at
         self.r.err(
-            "duplicate-name",
+            Code.DUPLICATE_NAME,
             join_path(index_path(lp, i), key),
             f"{what} `{show(name)}` is declared twice",
             notes=(f"the first is `{index_path(lp, seen[name])}`",),
@@ -604,7 +604,7 @@ class IrReader:
         for n in ir.iter_atoms(e):
             if names.get(n) is not None and names[n] != key:
                 r.err(
-                    "ground-role",
+                    Code.GROUND_ROLE,
                     kp,
                     f"`{show(n)}` is a `{names[n]}` atom, but the {key} side of a grounding "
                     f"pair reads only `{key}` atoms",
