@@ -21,6 +21,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script, `tests.` imports still resolve
 
@@ -335,6 +337,11 @@ def test_a_code_is_its_string_wherever_it_is_written() -> None:
         assert pickle.loads(pickle.dumps(code)) is code
         assert Code.of(text) is code and Code(text) is code
     assert Code.of("nope") is None and Code.of(3) is None
+
+
+def test_msgspec_writes_a_code_as_its_string() -> None:
+    msgspec = pytest.importorskip("msgspec")
+    assert msgspec.json.encode({Code.BAD_ESCAPE: [Code.IO]}) == b'{"bad-escape":["io"]}'
 
 
 def test_an_error_record_reads_back_and_writes_unchanged() -> None:
