@@ -63,7 +63,7 @@ def test_each_code_is_registered_once_as_a_kebab_case_word() -> None:
     for code in Code:
         assert re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", code.value), code
         assert code.name == code.value.upper().replace("-", "_"), code
-        assert code.severity in (None, ERROR, WARNING, NOTE), code
+        assert code.severity in (ERROR, WARNING, NOTE), code
 
 
 def test_every_registered_code_is_used_in_the_package() -> None:
@@ -151,12 +151,15 @@ def _literals(node: ast.AST) -> list[ast.Constant]:
     return []
 
 
-def string_codes(trees: list[tuple[Path, ast.Module]]) -> list[tuple[Path, int, str]]:
-    """Every string literal given where a ``Code`` is taken: to a function of the module
-    or one it imports by name, to a class so taking it, or (any receiver: the test cannot
-    tell types) to a method of a taker's name, if it looks like a code."""
+def code_arguments(
+    trees: list[tuple[Path, ast.Module]],
+) -> list[tuple[Path, ast.Call, str, bool, ast.expr]]:
+    """Each expression given where a ``Code`` is taken: to a function of the module or one it
+    imports by name, to a class so taking it, or (any receiver: the test cannot tell types)
+    to a method of a taker's name: (path, the call, the callee's name, whether a method, the
+    expression)."""
     by_module, methods = _takers(_trees())
-    out = []
+    out: list[tuple[Path, ast.Call, str, bool, ast.expr]] = []
     for path, tree in trees:
         names = dict(by_module.get(_module(path), {}))
         for node in ast.walk(tree):
@@ -167,20 +170,28 @@ def string_codes(trees: list[tuple[Path, ast.Module]]) -> list[tuple[Path, int, 
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call):
                 continue
-            f, pos, method = node.func, None, False
+            f, pos, method, name = node.func, None, False, ""
             if isinstance(f, ast.Name):
-                pos = names.get(f.id)
+                pos, name = names.get(f.id), f.id
             elif isinstance(f, ast.Attribute):
-                pos, method = methods.get(f.attr), True
+                pos, method, name = methods.get(f.attr), True, f.attr
             if pos is None:
                 continue
             given = [k.value for k in node.keywords if k.arg == "code"]
             if pos < len(node.args):
                 given.append(node.args[pos])
-            for g in given:
-                for lit in _literals(g):
-                    if not method or _WORD.fullmatch(lit.value):
-                        out.append((path, lit.lineno, lit.value))
+            out += [(path, node, name, method, g) for g in given]
+    return out
+
+
+def string_codes(trees: list[tuple[Path, ast.Module]]) -> list[tuple[Path, int, str]]:
+    """Every string literal given where a ``Code`` is taken (to a method, only one that looks
+    like a code: a method of that name may be another class's)."""
+    out: list[tuple[Path, int, str]] = []
+    for path, _, _, method, given in code_arguments(trees):
+        for lit in _literals(given):
+            if not method or _WORD.fullmatch(lit.value):
+                out.append((path, lit.lineno, lit.value))
     return out
 
 
@@ -252,43 +263,71 @@ def test_a_string_where_a_code_is_taken_is_a_type_error(tmp_path: Path) -> None:
     assert 'incompatible type "str"; expected "Code"' in done.stdout
 
 
-def _severity_given(call: ast.Call) -> str | None:
-    for k in call.keywords:
-        if k.arg == "severity" and isinstance(k.value, ast.Constant):
-            return str(k.value.value)
-    return None
+def _members(node: ast.AST) -> list[Code]:
+    """The registry members ``node`` is (``Code.X``, or a conditional expression of them)."""
+    if isinstance(node, ast.IfExp):
+        return _members(node.body) + _members(node.orelse)
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "Code"
+        and node.attr in Code.__members__
+    ):
+        return [Code[node.attr]]
+    return []
 
 
-def test_a_code_of_fixed_severity_is_reported_with_it() -> None:
-    # a Diagnostic made with such a code says that severity; one made through a reader's
-    # `warn` is a warning, so its code must be one; a finding's severity is the registry's
-    checked = 0
-    for path, tree in _trees():
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.Call) or not node.args:
-                continue
-            first = node.args[0]
-            if not (
-                isinstance(first, ast.Attribute)
-                and isinstance(first.value, ast.Name)
-                and first.value.id == "Code"
-            ):
-                continue
-            code = Code[first.attr]
-            f = node.func
-            name = (
-                f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
-            )
-            where = f"{path.relative_to(ROOT)}:{node.lineno}"
-            if name == "warn":
-                assert code.severity == WARNING, f"{where}: `{code}` is a warning"
-                checked += 1
-            elif name == "Diagnostic" and code.severity is not None:
-                assert (_severity_given(node) or ERROR) == code.severity, f"{where}: `{code}`"
-                checked += 1
-    assert checked >= 6
+def severities(trees: list[tuple[Path, ast.Module]]) -> tuple[list[str], set[Code]]:
+    """Where a code is made with another severity than its registered one, and the codes
+    seen. Made into a Diagnostic, a code has the severity it gives (an error when it gives
+    none); through a reader's `warn`, a warning; through any other helper, an error. A
+    finding's severity is the registry's own: `Finding` and the analysis's `add` are skipped."""
+    seen: set[Code] = set()
+    bad = []
+    for path, call, name, _, given in code_arguments(trees):
+        if name in ("Finding", "add"):
+            continue
+        severity = WARNING if name == "warn" else ERROR
+        if name == "Diagnostic":
+            kw = [k.value for k in call.keywords if k.arg == "severity"]
+            if kw and not isinstance(kw[0], ast.Constant):
+                continue  # made from data (a record read back, a finding)
+            severity = str(kw[0].value) if kw else ERROR  # type: ignore[attr-defined]
+        for code in _members(given):
+            seen.add(code)
+            if code.severity != severity:
+                bad.append(
+                    f"{path.name}:{call.lineno}: `{code}` is {code.severity}, made {severity}"
+                )
+    return bad, seen
+
+
+def test_each_code_is_reported_with_its_severity() -> None:
+    bad, seen = severities(_trees())
+    assert not bad, bad
+    unchecked = [c for c in Code if c.severity != ERROR and c not in seen and c not in CODES]
+    assert not unchecked, f"never made where its severity shows: {unchecked}"
+    assert len(seen) > 100
     for code in ORDER:
         assert CODES[code] == (code.severity, code.what) and code.what
+
+
+def test_a_code_made_with_another_severity_is_found(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text(
+        "from unmask.plumbing.diagnostics import Diagnostic\n"
+        "def f(r):\n"
+        "    Diagnostic(Code.CACHE, 'm')\n"
+        "    Diagnostic(Code.IO, 'm', severity='warning')\n"
+        "    r.warn(Code.LIMIT, '$', 'm')\n"
+        "    Diagnostic(Code.CACHE, 'm', severity='warning')\n"
+    )
+    bad, _ = severities([(planted, ast.parse(planted.read_text()))])
+    assert bad == [
+        "planted.py:3: `cache` is warning, made error",
+        "planted.py:4: `io` is error, made warning",
+        "planted.py:5: `limit` is error, made warning",
+    ]
 
 
 def test_the_findings_are_the_registered_analysis_codes() -> None:
@@ -314,8 +353,7 @@ def codes_table() -> str:
     head = (TABLE.read_text("utf-8").split("| code |")[0]) if TABLE.is_file() else ""
     rows = ["| code | severity | explained in |", "|---|---|---|"]
     for code in Code:
-        severity = code.severity or "error (or as the page says)"
-        rows.append(f"| `{code.value}` | {severity} | [{code.page}]({code.page}) |")
+        rows.append(f"| `{code.value}` | {code.severity} | [{code.page}]({code.page}) |")
     return head + "\n".join(rows) + "\n"
 
 

@@ -39,13 +39,8 @@ ORDER: tuple[Code, ...] = (
 )
 
 
-def _severity(code: Code) -> str:
-    assert code.severity is not None, f"finding `{code}` has no fixed severity"
-    return code.severity
-
-
 # code -> (severity, what it means)
-CODES: dict[Code, tuple[str, str]] = {c: (_severity(c), c.what) for c in ORDER}
+CODES: dict[Code, tuple[str, str]] = {c: (c.severity, c.what) for c in ORDER}
 
 
 @frozen

@@ -4,12 +4,13 @@ Contract: ``Code`` is the only type a ``Diagnostic`` (and an analysis ``Finding`
 as its code. Each member is the code's wire string itself (``Code.BAD_ESCAPE == "bad-escape"``,
 its hash, JSON, f-string and pickle are the string's), so reports, result lines, SARIF rule
 ids and error records write exactly what a free string wrote. Each member names the page of
-``docs/`` that explains it (``page``) and, where the code's severity is fixed (every
-analysis finding, and the codes only ever reported as a warning or a note), that severity;
-``what`` is a one-line description where one is shown to users (SARIF rules). A code typed
-at a call site as a string is a type error (mypy runs in the suite); the suite also checks
-that every member is used in the package and appears on its page, and ``docs/codes.md``
-lists them all. Reading a code back from data (an error record) goes through ``read_back``.
+``docs/`` that explains it (``page``) and the severity it is always reported with (an error
+unless said: the warnings and notes, and each analysis finding's; a finding that could not
+be decided is a note); ``what`` is a one-line description where one is shown to users
+(SARIF rules). A code typed at a call site as a string is a type error (mypy runs in the
+suite); the suite also checks that every member is used in the package, is reported with
+its severity and appears on its page, and ``docs/codes.md`` lists them all. Reading a code
+back from data (an error record) goes through ``read_back``.
 
 Why checked when types are checked, not on every ``Diagnostic``: mypy (in the suite) rejects
 a string where a ``Code`` is taken, and tests/plumbing/test_codes.py finds a string literal
@@ -35,10 +36,10 @@ class Code(str, Enum):
     """A diagnostic code: ``Code.X.value`` is what is written, ``page`` where it is explained."""
 
     page: str
-    severity: str | None
+    severity: str
     what: str
 
-    def __new__(cls, value: str, page: str, severity: str | None = None, what: str = "") -> Code:
+    def __new__(cls, value: str, page: str, severity: str = ERROR, what: str = "") -> Code:
         member = str.__new__(cls, value)
         member._value_ = value
         member.page = page
