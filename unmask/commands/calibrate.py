@@ -23,6 +23,7 @@ import click
 
 from unmask.commands._options import click_options
 from unmask.plumbing import exitcodes
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, render_all
 from unmask.plumbing.diagnostics import counted as noun
 from unmask.plumbing.limits import Limits

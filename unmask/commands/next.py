@@ -43,6 +43,7 @@ from unmask.commands._options import (
     timeout_option,
 )
 from unmask.plumbing import exitcodes
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, render_all
 from unmask.plumbing.limits import Limits
 from unmask.plumbing.safe import printable

@@ -164,7 +164,7 @@ def _each_line(
             if error is not None:
                 bad += 1
                 span = Span(name, n, 1, n, 1)
-                say(render_all([Diagnostic("bad-input", error, span=span)]))
+                say(render_all([Diagnostic(Code.BAD_INPUT, error, span=span)]))
             out.write(_dumps(record) + "\n")
     if bad:
         line = "line" if total == 1 else "lines"
