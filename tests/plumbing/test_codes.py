@@ -348,6 +348,37 @@ def test_every_code_is_explained_on_its_page() -> None:
     assert not missing, "codes their page does not mention:\n" + "\n".join(missing)
 
 
+# the pages whose tables list diagnostic codes in a column headed `code` (annotate.md's such
+# column holds the kinds of an UNKNOWN reading, backends.md's and performance.md's others)
+CODE_TABLES = ("language.md", "replay-format.md", "analysis.md", "codes.md")
+
+
+def listed_codes(text: str) -> list[str]:
+    """Each code in backticks in a column headed `code` of a Markdown table of ``text``."""
+    out: list[str] = []
+    column = None
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            column = None
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if column is None:
+            column = cells.index("code") if "code" in cells else -1
+        elif column >= 0 and not set(line) <= set("|-: ") and column < len(cells):
+            out += [w for w in re.findall(r"`([^`]+)`", cells[column]) if "…" not in w]
+    return out
+
+
+def test_every_code_a_page_lists_is_registered() -> None:
+    # a code renamed or gone must not live on in a page's table
+    for name in CODE_TABLES:
+        listed = listed_codes((DOCS / name).read_text("utf-8"))
+        assert len(listed) >= 10, name
+        stale = sorted({c for c in listed if Code.of(c) is None})
+        assert not stale, f"{name} lists codes that are not registered: {stale}"
+    assert listed_codes("| a | code |\n|---|---|\n| x | `io`, `nope` |\n") == ["io", "nope"]
+
+
 def codes_table() -> str:
     """docs/codes.md, from the registry."""
     head = (TABLE.read_text("utf-8").split("| code |")[0]) if TABLE.is_file() else ""
