@@ -47,8 +47,8 @@ class Code(str, Enum):
         member.what = what
         return member
 
-    # a code is its string wherever it is written, on every supported Python (3.12 changed
-    # what format() gives for a str-mixin enum)
+    # a code is its string wherever it is written: a str-mixin enum's own str() gives
+    # `Code.SYNTAX`, and so does its format() from Python 3.11 on
     def __str__(self) -> str:
         return str.__str__(self)
 
