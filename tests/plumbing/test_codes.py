@@ -27,8 +27,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script, `tests.` imports still resolve
 
 from unmask.analysis.findings import CODES, ORDER  # noqa: E402
-from unmask.checking.record import diagnostic_from_json, diagnostic_json  # noqa: E402
+from unmask.checking.formats import encode_line, error_line  # noqa: E402
+from unmask.checking.record import ResultRecord  # noqa: E402
 from unmask.plumbing.codes import ERROR, NOTE, WARNING, Code, read_back  # noqa: E402
+from unmask.plumbing.diagnostics import Diagnostic  # noqa: E402
 
 DOCS = ROOT / "docs"
 TABLE = DOCS / "codes.md"
@@ -414,13 +416,15 @@ def test_msgspec_writes_a_code_as_its_string() -> None:
 
 
 def test_an_error_record_reads_back_and_writes_unchanged() -> None:
-    known = {"code": "span-quote", "message": "m", "severity": "error", "path": "$"}
-    d = diagnostic_from_json(known)
-    assert d.code is Code.SPAN_QUOTE and diagnostic_json(d) == known
+    line = encode_line(error_line("a.json", [Diagnostic(Code.SPAN_QUOTE, "m", path="$")]))
+    obj = json.loads(line)
     # a code this version does not register (a newer one's) is kept, not refused or changed
-    newer = {"code": "from-the-future", "message": "m", "severity": "error"}
-    d = diagnostic_from_json(newer)
-    assert Code.of(d.code) is None and json.dumps(diagnostic_json(d)) == json.dumps(newer)
+    obj["errors"].append({"code": "from-the-future", "message": "n", "severity": "error"})
+    record = ResultRecord.from_line(obj)
+    first, newer = (d.code for d in record.errors)
+    assert first is Code.SPAN_QUOTE and Code.of(newer) is None and newer == "from-the-future"
+    again = encode_line(error_line("a.json", record.errors))
+    assert again == json.dumps(obj, separators=(",", ":")).encode() + b"\n"
     assert read_back("io") is Code.IO
 
 

@@ -70,7 +70,7 @@ class ResultLine:
         except LineError as exc:
             file = self.where.rpartition(":")[0]
             diag = Diagnostic(
-                "bad-results",
+                Code.BAD_RESULTS,
                 f"{exc.path}: {exc.message}" if exc.path else exc.message,
                 span=Span(file, self.n, 1, self.n, 1),
                 path=exc.path or None,
