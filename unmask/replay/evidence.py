@@ -26,6 +26,7 @@ from msgspec import UNSET
 
 from unmask import ir
 from unmask.ir.json_reader import unknown_atom
+from unmask.plumbing.codes import Code
 from unmask.plumbing.jsonreader import JsonReader, did_you_mean, join_path, show
 from unmask.replay.data import (
     EVIDENCE_SOURCES,
@@ -277,7 +278,10 @@ def _readings(
         value: str | None = e.value
         if value is not None and value not in VALUES:
             r.err(
-                "value", join_path(rp, "value"), f"unknown value `{show(value)}`", help=_VALUES_HELP
+                Code.VALUE,
+                join_path(rp, "value"),
+                f"unknown value `{show(value)}`",
+                help=_VALUES_HELP,
             )
             value = None
         spans = []
@@ -351,7 +355,9 @@ def _provenance(cx: _Context, b: ProvenanceJson, p: str) -> Provenance | None:
     texts = []
     for key, v in (("name", b.name), ("version", b.version)):
         if v == "":
-            r.err("provenance", join_path(p, key), f"`{key}` is empty", help=f"leave `{key}` out")
+            r.err(
+                Code.PROVENANCE, join_path(p, key), f"`{key}` is empty", help=f"leave `{key}` out"
+            )
         ok = ok and (v is UNSET or bool(v))  # None: ill-typed, reported
         texts.append(v if isinstance(v, str) else "")
     reviewed = b.reviewed
@@ -366,7 +372,7 @@ def _evidence(cx: _Context, e: EvidenceJson, p: str, role: str | None) -> Eviden
     r = cx.r
     for key in ("quote", "start", "end"):
         if getattr(e, key) is UNSET:
-            r.err("missing", p, f"missing `{key}`")
+            r.err(Code.MISSING, p, f"missing `{key}`")
     src, start, end, quote = e.source, e.start, e.end, e.quote
     if src is None or not _source_fits(cx, src, p, role):
         return None
@@ -434,7 +440,7 @@ def _whole(cx: _Context, e: EvidenceJson, p: str, role: str | None) -> Evidence 
     for key in ("start", "end", "quote"):
         if getattr(e, key) is not UNSET:
             r.err(
-                "evidence-read",
+                Code.EVIDENCE_READ,
                 join_path(p, key),
                 f"a reading of a whole source has no `{key}`",
                 help=WHOLE_HELP,

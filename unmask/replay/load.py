@@ -135,8 +135,8 @@ class _ReplayReader:
         # a field the slow way found missing or ill-typed is None: reported, and skipped
         doc = _convert(obj) or StructReader(r).struct(obj, ReplayJson, "")
         rid = doc.id
-        item = self._label_text(doc.item, "item", "what was judged")
-        judge = self._label_text(doc.judge, "judge", "which judge or run judged it")
+        item = self._label_text(doc.item, Code.ITEM, "what was judged")
+        judge = self._label_text(doc.judge, Code.JUDGE, "which judge or run judged it")
         domains = self._domains(doc.domains)
         if self.against is None:
             protocol = self._protocol(doc.protocol, domains)
@@ -145,8 +145,8 @@ class _ReplayReader:
         translation = self._translation(doc.translation)
         sources = self._sources(doc.sources)
         labels = None if protocol is None else protocol.labels
-        verdict = self._verdict(doc.verdict, "verdict", labels, required=True)
-        gold = self._verdict(doc.gold, "gold", labels, required=False)
+        verdict = self._verdict(doc.verdict, Code.VERDICT, labels, required=True)
+        gold = self._verdict(doc.gold, Code.GOLD, labels, required=False)
         lacking: list[str] | None = None if self.against is None else []
         annotations = read_annotations(
             r, doc.annotations, protocol, sources, self.bad_sources, lacking
@@ -172,7 +172,7 @@ class _ReplayReader:
             recheck=recheck,
         )
 
-    def _label_text(self, v: Any, key: str, what: str) -> str | None:
+    def _label_text(self, v: Any, key: Code, what: str) -> str | None:
         """``item`` or ``judge``: absent, or a string that is not empty."""
         if v is UNSET or v is None:
             return None
@@ -211,7 +211,7 @@ class _ReplayReader:
         st = t.status
         if st not in TRANSLATION_STATUSES:
             self.r.err(
-                "translation",
+                Code.TRANSLATION,
                 "translation.status",
                 f"unknown translation status `{show(st)}`",
                 help="a status is `valid`, `partial` or `invalid`",
@@ -272,7 +272,7 @@ class _ReplayReader:
         messages, and embedded IR its own reader."""
         r = self.r
         if p is UNSET:
-            r.err("missing", "$", "missing `protocol`")
+            r.err(Code.MISSING, "$", "missing `protocol`")
             return None
         if not isinstance(p, dict):
             r.err(
@@ -338,7 +338,7 @@ class _ReplayReader:
         own ``protocol`` must be there but is not read: a re-check replaces it."""
         r = self.r
         if p is UNSET:
-            r.err("missing", "$", "missing `protocol`")
+            r.err(Code.MISSING, "$", "missing `protocol`")
             return None
         if against.ground_already:
             if domains:
@@ -467,7 +467,7 @@ class _ReplayReader:
         return out
 
     def _verdict(
-        self, v: Any, key: str, labels: tuple[str, ...] | None, required: bool
+        self, v: Any, key: Code, labels: tuple[str, ...] | None, required: bool
     ) -> str | None:
         """``verdict`` or ``gold`` as parsed (``UNSET`` when absent): one of ``labels``
         (None: the protocol could not be read, so any string passes here)."""

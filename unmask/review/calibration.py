@@ -33,6 +33,7 @@ from typing import Any
 
 import msgspec
 
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.jsonload import read_json_file
