@@ -24,6 +24,7 @@ from unmask.backends.base import (
     Unknown,
     Unsat,
 )
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 
 __all__ = [
@@ -87,7 +88,7 @@ def create(
         choices = "the backends are " + ", ".join(f"`{n}`" for n in _REGISTRY)
         hint = f"did you mean `{close[0]}`? {choices}" if close else choices
         raise UnmaskError(
-            [Diagnostic(code="unknown-backend", message=f"unknown backend `{name}`", help=hint)]
+            [Diagnostic(code=Code.UNKNOWN_BACKEND, message=f"unknown backend `{name}`", help=hint)]
         )
     cls = _resolve(_REGISTRY[name])
     if option and not cls.takes_option:
@@ -96,7 +97,7 @@ def create(
         raise UnmaskError(
             [
                 Diagnostic(
-                    code="unknown-backend",
+                    code=Code.UNKNOWN_BACKEND,
                     message=f"backend `{name}` takes no option, `{option}` was given",
                     help=f"write `{name}` alone; a solver is chosen after the colon in {takers}",
                 )

@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ def resolve_solver(option: str | None) -> str:
 
         close = difflib.get_close_matches(option.lower(), list(SUPPORTED), n=1, cutoff=0.5)
         hint = f"did you mean `pysat:{close[0]}`? {choices}" if close else choices
-    raise UnmaskError([Diagnostic(code="unknown-solver", message=message, help=hint)])
+    raise UnmaskError([Diagnostic(code=Code.UNKNOWN_SOLVER, message=message, help=hint)])
 
 
 class Incremental:

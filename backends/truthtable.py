@@ -26,6 +26,7 @@ from collections.abc import Collection, Mapping, Sequence
 from unmask.backends.base import Backend, Part, PartLabel, Result, Sat, Session, Unsat
 from unmask.ir import Atom, Binary, Const, Expr, Nary, evaluate, iter_atoms
 from unmask.ir.partial import literal, substitute, truth_mask
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 
 # the most atoms one connected component may have: 2**20 assignments per formula is about
@@ -122,7 +123,7 @@ class TruthTableSession(Session):
             raise UnmaskError(
                 [
                     Diagnostic(
-                        code="truthtable-limit",
+                        code=Code.TRUTHTABLE_LIMIT,
                         message=(
                             f"this check needs {max(too_big)} interdependent unknown atoms, but "
                             f"the truth-table backend enumerates at most {MAX_ATOMS}"

@@ -59,6 +59,7 @@ QUICK = frozenset(
         "test_validate_cli",
         "test_options",
         "test_diagnostics",
+        "test_codes",
         "test_audit_api",
         "test_audit_tables",
         "test_audit_labels_summary",

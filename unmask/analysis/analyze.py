@@ -49,6 +49,7 @@ from unmask.checking.overlap import overlaps
 from unmask.checking.solve import SAT, UNKNOWN, UNSAT, Answer, Space
 from unmask.ir import iter_atoms, mk_and, mk_card, mk_not, mk_or
 from unmask.ir.text import expr_text
+from unmask.plumbing.codes import Code
 from unmask.plumbing.frozen import frozen
 
 SCHEMA = "unmask.analysis/1"
@@ -111,7 +112,7 @@ class _Run:
     def ask(self, query: ir.Expr | None, witness: bool = False) -> Answer:
         return self.space.sat(query, want_witness=witness)
 
-    def add(self, code: str, message: str, span, subject: str, answer: Answer | None = None):
+    def add(self, code: Code, message: str, span, subject: str, answer: Answer | None = None):
         assert code in CODES
         if answer is not None and answer.state == UNKNOWN:
             self.out.append(Finding(code, message, span, None, False, answer.reason, subject))
@@ -176,7 +177,7 @@ def _solve(run: _Run) -> None:
     base = run.ask(None)
     if base.state != SAT:
         run.add(
-            "contradictory-protocol",
+            Code.CONTRADICTORY_PROTOCOL,
             "the constraints contradict each other: no assignment satisfies them",
             _first_constraint_span(p),
             "constraints",
@@ -189,7 +190,7 @@ def _solve(run: _Run) -> None:
         one = run.ask(mk_card("exactly", 1, [dec[label] for label in labels]))
         if one.state != SAT:
             run.add(
-                "contradictory-protocol",
+                Code.CONTRADICTORY_PROTOCOL,
                 "no assignment satisfies the constraints and exactly one decision",
                 p.span,
                 "decisions",
@@ -216,7 +217,7 @@ def _labels(run: _Run, dec: dict[str, ir.Expr]) -> None:
         a = run.ask(alone)
         if a.state != SAT:
             run.add(
-                "unreachable-label",
+                Code.UNREACHABLE_LABEL,
                 f"label `{label}` is never the verdict: no assignment allowed by the "
                 "constraints gives it alone",
                 _decision_span(p, label),
@@ -227,7 +228,7 @@ def _labels(run: _Run, dec: dict[str, ir.Expr]) -> None:
     for o in overlaps(p, run.space):
         first, second = o.first.label, o.second.label
         run.add(
-            "overlapping-decisions",
+            Code.OVERLAPPING_DECISIONS,
             f"the decisions of `{first}` and `{second}` both hold on some assignment",
             _decision_span(p, second),
             f"labels:{first},{second}",
@@ -237,7 +238,7 @@ def _labels(run: _Run, dec: dict[str, ir.Expr]) -> None:
         a = run.ask(mk_not(mk_or(d for _, d in written)), witness=True)
         if a.state != UNSAT:
             run.add(
-                "uncovered-assignment",
+                Code.UNCOVERED_ASSIGNMENT,
                 "some assignment satisfies no decision, and no label is `otherwise`",
                 p.decisions[-1].span if p.decisions else p.span,
                 "decisions",
@@ -249,7 +250,7 @@ def _labels(run: _Run, dec: dict[str, ir.Expr]) -> None:
         if yes.state == UNSAT or (no is not None and no.state == UNSAT):
             value = "false" if yes.state == UNSAT else "true"
             run.add(
-                "constant-decision",
+                Code.CONSTANT_DECISION,
                 f"the decision of `{label}` is {value} under every assignment the "
                 "constraints allow: no atom changes it",
                 _decision_span(p, label),
@@ -257,7 +258,7 @@ def _labels(run: _Run, dec: dict[str, ir.Expr]) -> None:
             )
         elif yes.state == UNKNOWN or (no is not None and no.state == UNKNOWN):
             run.add(
-                "constant-decision",
+                Code.CONSTANT_DECISION,
                 f"whether the decision of `{label}` depends on any atom",
                 _decision_span(p, label),
                 f"label:{label}",
@@ -274,21 +275,21 @@ def _requirements(run: _Run) -> None:
         never = run.ask(r.expr)
         if always.state == UNSAT:
             run.add(
-                "vacuous-requirement",
+                Code.VACUOUS_REQUIREMENT,
                 f"requirement `{r.id}` holds under every assignment: it checks nothing",
                 r.span,
                 subject,
             )
         elif never.state == UNSAT:
             run.add(
-                "impossible-requirement",
+                Code.IMPOSSIBLE_REQUIREMENT,
                 f"requirement `{r.id}` holds under no assignment: every replay violates it",
                 r.span,
                 subject,
             )
         elif UNKNOWN in (always.state, never.state):
             run.add(
-                "vacuous-requirement",
+                Code.VACUOUS_REQUIREMENT,
                 f"whether requirement `{r.id}` can fail and can hold",
                 r.span,
                 subject,
@@ -300,7 +301,7 @@ def _requirements(run: _Run) -> None:
             a = run.ask(r.addressed)
             if a.state != SAT:
                 run.add(
-                    "never-addressed",
+                    Code.NEVER_ADDRESSED,
                     f"requirement `{r.id}` is addressed under no assignment: its coverage "
                     "is never observable",
                     r.span,
@@ -333,7 +334,7 @@ def _addressed_as_condition(run: _Run) -> None:
         cond, holds = expr_text(r.addressed, 3), expr_text(r.expr, 2)
         run.out.append(
             Finding(
-                "addressed-as-condition",
+                Code.ADDRESSED_AS_CONDITION,
                 f"`addressed` of requirement `{r.id}` reads the {found.role} atom "
                 f"`{found.name}`, but `holds` is checked whether or not it is addressed",
                 r.span,
@@ -392,7 +393,7 @@ def _redundant(run: _Run, reqs: list[ir.Requirement], max_pairs: int = MAX_PAIRS
             if compared == max_pairs:
                 run.out.append(
                     Finding(
-                        "redundant-requirement",
+                        Code.REDUNDANT_REQUIREMENT,
                         f"whether requirement `{rj.id}` and later ones repeat another",
                         rj.span,
                         None,
@@ -409,7 +410,7 @@ def _redundant(run: _Run, reqs: list[ir.Requirement], max_pairs: int = MAX_PAIRS
             undecided = next((a for a in (i_j, j_i) if a.state == UNKNOWN), None)
             if undecided is not None:
                 run.add(
-                    "redundant-requirement",
+                    Code.REDUNDANT_REQUIREMENT,
                     f"whether requirements `{ri.id}` and `{rj.id}` imply each other",
                     rj.span,
                     subject,
@@ -417,14 +418,14 @@ def _redundant(run: _Run, reqs: list[ir.Requirement], max_pairs: int = MAX_PAIRS
                 )
             elif i_j.state == UNSAT and j_i.state == UNSAT:
                 run.add(
-                    "redundant-requirement",
+                    Code.REDUNDANT_REQUIREMENT,
                     f"requirement `{rj.id}` holds exactly when `{ri.id}` holds",
                     rj.span,
                     subject,
                 )
             elif i_j.state == UNSAT:
                 run.add(
-                    "redundant-requirement",
+                    Code.REDUNDANT_REQUIREMENT,
                     f"requirement `{rj.id}` holds whenever `{ri.id}` holds: it fails only "
                     f"where `{ri.id}` fails too",
                     rj.span,
@@ -432,7 +433,7 @@ def _redundant(run: _Run, reqs: list[ir.Requirement], max_pairs: int = MAX_PAIRS
                 )
             elif j_i.state == UNSAT:
                 run.add(
-                    "redundant-requirement",
+                    Code.REDUNDANT_REQUIREMENT,
                     f"requirement `{ri.id}` holds whenever `{rj.id}` holds: it fails only "
                     f"where `{rj.id}` fails too",
                     ri.span,
@@ -460,7 +461,7 @@ def _structure(run: _Run) -> None:
     for a in p.atoms:
         if a.role == "judge" and a.name in decided and a.name not in grounded:
             run.add(
-                "ungrounded-decision-atom",
+                Code.UNGROUNDED_DECISION_ATOM,
                 f"the verdict reads the judge atom `{a.name}`, but no grounding pair checks it",
                 a.span,
                 f"atom:{a.name}",
@@ -468,7 +469,7 @@ def _structure(run: _Run) -> None:
     for a in p.atoms:
         if a.name not in read:
             run.add(
-                "unused-atom",
+                Code.UNUSED_ATOM,
                 f"nothing reads the atom `{a.name}`",
                 a.span,
                 f"atom:{a.name}",

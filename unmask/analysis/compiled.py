@@ -22,6 +22,7 @@ from unmask import ir
 from unmask.backends.base import Backend
 from unmask.checking.overlap import overlap_diagnostics
 from unmask.language import ast
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.limits import Limits
@@ -70,7 +71,7 @@ def compile_checked(
         try:
             scoped = compile_tree(tree, {**given, **made}, limits)
         except UnmaskError as err:
-            if n == 0 or any(d.code != "limit" for d in err.diagnostics):
+            if n == 0 or any(d.code != Code.LIMIT for d in err.diagnostics):
                 # the compiler's own errors, on the text as written, or ones only members
                 # show (a `for` naming one constraint for every member): every replay with
                 # that many members would fail them

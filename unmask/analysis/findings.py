@@ -1,11 +1,13 @@
 """The findings of protocol analysis: a table of codes, and a finding as data.
 
-Contract: ``CODES`` maps each code to its severity and a one-line description (the table
-`docs/analysis.md` documents). A ``Finding`` carries its code, severity, message (lowercase,
-user input in backticks), the ``span`` in the `.proto` file it points at (None for IR
-input without positions), a witness assignment (atom, value) in declaration order where
-one shows the finding, and ``decided`` False when a solver call could not decide it (the
-finding is then reported as undecided, never guessed either way).
+Contract: ``ORDER`` lists the finding codes in the order analysis reports them; ``CODES``
+maps each to its severity and one-line description, both fixed in the registry of codes
+(``unmask.plumbing.codes``; the table `docs/analysis.md` documents). A ``Finding``
+carries its code, severity, message (lowercase, user input in backticks), the ``span`` in
+the `.proto` file it points at (None for IR input without positions), a witness
+assignment (atom, value) in declaration order where one shows the finding, and
+``decided`` False when a solver call could not decide it (the finding is then reported
+as undecided, never guessed either way).
 """
 
 from __future__ import annotations
@@ -15,36 +17,35 @@ from typing import Any
 from unmask.checking.explain import DEADLINE
 from unmask.checking.overlap import FIRST_MATCH_HELP
 from unmask.ir import Span
+from unmask.plumbing.codes import ERROR, NOTE, Code
 from unmask.plumbing.diagnostics import Diagnostic
 from unmask.plumbing.frozen import frozen
 
-ERROR = "error"
-WARNING = "warning"
-NOTE = "note"
+# the findings in the order analysis reports them (SARIF numbers its rules in this order);
+# each one's severity and one-line meaning are the registry's (``unmask.plumbing.codes``)
+ORDER: tuple[Code, ...] = (
+    Code.CONTRADICTORY_PROTOCOL,
+    Code.OVERLAPPING_DECISIONS,
+    Code.UNREACHABLE_LABEL,
+    Code.UNCOVERED_ASSIGNMENT,
+    Code.CONSTANT_DECISION,
+    Code.VACUOUS_REQUIREMENT,
+    Code.IMPOSSIBLE_REQUIREMENT,
+    Code.NEVER_ADDRESSED,
+    Code.ADDRESSED_AS_CONDITION,
+    Code.REDUNDANT_REQUIREMENT,
+    Code.UNGROUNDED_DECISION_ATOM,
+    Code.UNUSED_ATOM,
+)
+
 
 # code -> (severity, what it means)
-CODES: dict[str, tuple[str, str]] = {
-    "contradictory-protocol": (ERROR, "no assignment satisfies the constraints and one label"),
-    "overlapping-decisions": (ERROR, "an assignment satisfies the decisions of two labels"),
-    "unreachable-label": (ERROR, "a label is never the verdict under the constraints"),
-    "uncovered-assignment": (ERROR, "an assignment satisfies no decision"),
-    "constant-decision": (WARNING, "a decision does not depend on any atom"),
-    "vacuous-requirement": (WARNING, "a requirement holds under every assignment"),
-    "impossible-requirement": (ERROR, "a requirement holds under no assignment"),
-    "never-addressed": (WARNING, "a requirement is addressed under no assignment"),
-    "addressed-as-condition": (
-        WARNING,
-        "a requirement's `addressed` reads judge or context atoms, as if it said when it applies",
-    ),
-    "redundant-requirement": (NOTE, "one requirement's `holds` implies another's"),
-    "ungrounded-decision-atom": (WARNING, "a judge atom a decision reads is never grounded"),
-    "unused-atom": (NOTE, "an atom nothing reads"),
-}
+CODES: dict[Code, tuple[str, str]] = {c: (c.severity, c.what) for c in ORDER}
 
 
 @frozen
 class Finding:
-    code: str
+    code: Code
     message: str
     span: Span | None = None
     witness: tuple[tuple[str, bool], ...] | None = None
@@ -111,21 +112,21 @@ class Finding:
         return out
 
 
-HELP: dict[str, str] = {
-    "contradictory-protocol": "the constraints (or the decisions) rule out every world; "
+HELP: dict[Code, str] = {
+    Code.CONTRADICTORY_PROTOCOL: "the constraints (or the decisions) rule out every world; "
     "drop or weaken one",
-    "unreachable-label": "make the label's decision satisfiable alone, or remove the label",
-    "overlapping-decisions": FIRST_MATCH_HELP,
-    "uncovered-assignment": "add `decision L otherwise`, or widen a decision to cover it",
-    "constant-decision": "the decision reads atoms the constraints fix; check the constraints",
-    "vacuous-requirement": "a requirement that always holds checks nothing; tighten `holds`",
-    "impossible-requirement": "every replay violates it; fix `holds` or the constraints",
-    "never-addressed": "`addressed` can never be true, so coverage is never observable",
-    "addressed-as-condition": "`addressed` says whether compliance could be observed, not "
+    Code.UNREACHABLE_LABEL: "make the label's decision satisfiable alone, or remove the label",
+    Code.OVERLAPPING_DECISIONS: FIRST_MATCH_HELP,
+    Code.UNCOVERED_ASSIGNMENT: "add `decision L otherwise`, or widen a decision to cover it",
+    Code.CONSTANT_DECISION: "the decision reads atoms the constraints fix; check the constraints",
+    Code.VACUOUS_REQUIREMENT: "a requirement that always holds checks nothing; tighten `holds`",
+    Code.IMPOSSIBLE_REQUIREMENT: "every replay violates it; fix `holds` or the constraints",
+    Code.NEVER_ADDRESSED: "`addressed` can never be true, so coverage is never observable",
+    Code.ADDRESSED_AS_CONDITION: "`addressed` says whether compliance could be observed, not "
     "when the requirement applies: `holds` is checked either way; put the condition in `holds` "
     "(`holds: COND implies X`) and keep in `addressed` only procedure atoms that say whether "
     "compliance was observable",
-    "redundant-requirement": "merge the two requirements, or keep both on purpose",
-    "ungrounded-decision-atom": "add `ground ATOM ~ CONTEXT` (or `~>`) for the atom",
-    "unused-atom": "remove the atom, or use it where it was meant to be used",
+    Code.REDUNDANT_REQUIREMENT: "merge the two requirements, or keep both on purpose",
+    Code.UNGROUNDED_DECISION_ATOM: "add `ground ATOM ~ CONTEXT` (or `~>`) for the atom",
+    Code.UNUSED_ATOM: "remove the atom, or use it where it was meant to be used",
 }

@@ -19,6 +19,7 @@ from typing import Any
 
 from unmask import ir
 from unmask.language import ast
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
@@ -154,13 +155,13 @@ def _load_json(path: str, limits: Limits) -> ir.Protocol:
         inner = obj["protocol"]
         if isinstance(inner, dict) and "path" in inner and "atoms" not in inner:
             message = f"this replay names its protocol by path: analyse `{inner['path']}` itself"
-            raise UnmaskError([Diagnostic("protocol", message, path="protocol.path", file=path)])
+            raise UnmaskError([Diagnostic(Code.PROTOCOL, message, path="protocol.path", file=path)])
         return protocol_from_json(inner, "protocol", path, limits)
     if not isinstance(obj, dict):
         raise UnmaskError(
             [
                 Diagnostic(
-                    "protocol", "expected a protocol IR object (`unmask.protocol/1`)", file=path
+                    Code.PROTOCOL, "expected a protocol IR object (`unmask.protocol/1`)", file=path
                 )
             ]
         )

@@ -24,6 +24,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.jsonload import show
@@ -32,7 +33,7 @@ from unmask.plumbing.span import Span
 from unmask.replay.data import EVIDENCE_SOURCES, SOURCES, VALUES, WHOLE, Replay
 
 KEYS = ("replay", "atom", "value", "quote", "read", "source", "note")
-CODE = "annotation-line"
+CODE = Code.ANNOTATION_LINE
 
 
 @frozen

@@ -22,6 +22,7 @@ import re
 from typing import Any
 
 from unmask.annotate.question import Ask, Reply
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.frozen import frozen
 
@@ -45,7 +46,7 @@ class Failure:
     """No reply: why, and what kind (``timeout`` or ``provider``), never cached."""
 
     reason: str
-    code: str
+    code: Code
 
 
 def _one_line(text: object, n: int = 200) -> str:
@@ -132,7 +133,7 @@ class Provider:
                 raise UnmaskError(
                     [
                         Diagnostic(
-                            "model",
+                            Code.MODEL,
                             f"cannot use model `{name}`: {_reason(exc)}",
                             help="a model is PROVIDER/MODEL as Inspect names it, e.g."
                             " `openai/gpt-4o-mini` or `openai-api/SERVICE/MODEL` with"
@@ -152,10 +153,10 @@ class Provider:
             raise
         except Exception as exc:  # the provider's failure is this call's, not the run's
             if _timed_out(exc):
-                return Failure(f"no answer within {self.timeout:g} s", "timeout")
-            return Failure(f"the provider failed: {_failed(exc)}", "provider")
+                return Failure(f"no answer within {self.timeout:g} s", Code.TIMEOUT)
+            return Failure(f"the provider failed: {_failed(exc)}", Code.PROVIDER)
         if getattr(out, "error", None):
-            return Failure(f"the provider failed: {_reason(Exception(out.error))}", "provider")
+            return Failure(f"the provider failed: {_reason(Exception(out.error))}", Code.PROVIDER)
         stop = str(getattr(out, "stop_reason", "") or "unknown")
         refused = stop == "content_filter"
         choices = getattr(out, "choices", None) or []

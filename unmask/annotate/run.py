@@ -49,6 +49,7 @@ from unmask.annotate.question import (
     readings,
     unknown_all,
 )
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.limits import Limits
@@ -141,7 +142,7 @@ def proposers(settings: Settings) -> list[Any]:
             raise UnmaskError(
                 [
                     Diagnostic(
-                        "usage",
+                        Code.USAGE,
                         "reader `model-chat` is for `unmask propose`",
                         help="name the model reader `model`, with `--model`",
                     )
@@ -372,7 +373,7 @@ class Run:
             return
         taken = write_in_folder(self.out, f"{item.name}.json", json_bytes(new))
         if taken is not None:
-            self.summary.errors.append((item.index, item.location, (Diagnostic("io", taken),)))
+            self.summary.errors.append((item.index, item.location, (Diagnostic(Code.IO, taken),)))
             return
         self.summary.written += 1
 

@@ -48,6 +48,7 @@ from unmask.batch import resume as resuming
 from unmask.batch.summary import Summary
 from unmask.batch.task import Result, Settings, page_name
 from unmask.checking.record import ResultRecord, same_protocol
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
@@ -112,7 +113,7 @@ class ClusterFailed(UnmaskError):
 
 
 def _usage(message: str, help: str | None = None) -> AuditError:
-    return AuditError([Diagnostic("usage", message, help=help)])
+    return AuditError([Diagnostic(Code.USAGE, message, help=help)])
 
 
 def _mixed(out: str, line: int, theirs: tuple[str, str] | None, pf: Any) -> AuditError:
@@ -319,7 +320,7 @@ class _Run:
         except cluster.ClusterError as exc:
             self._stop()
             diag = Diagnostic(
-                "cluster", f"the dask cluster failed: {exc.message}", notes=(f"`{exc.detail}`",)
+                Code.CLUSTER, f"the dask cluster failed: {exc.message}", notes=(f"`{exc.detail}`",)
             )
             raise ClusterFailed([diag], _complete(o.out)) from None
 

@@ -31,6 +31,7 @@ from typing import Any
 from unmask.checking.formats import LineError
 from unmask.checking.record import CHECKED_SCHEMAS, ERROR_SCHEMA, report_json
 from unmask.ir import Span
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.limits import Limits
 from unmask.plumbing.lines import bounded_lines
@@ -69,7 +70,7 @@ class ResultLine:
         except LineError as exc:
             file = self.where.rpartition(":")[0]
             diag = Diagnostic(
-                "bad-results",
+                Code.BAD_RESULTS,
                 f"{exc.path}: {exc.message}" if exc.path else exc.message,
                 span=Span(file, self.n, 1, self.n, 1),
                 path=exc.path or None,
@@ -107,7 +108,7 @@ def result_lines(path: str, limits: Limits) -> Iterator[ResultLine]:
     def bad(n: int, message: str) -> ResultLine:
         span = Span(path, n, 1, n, 1)
         return ResultLine(
-            n, f"{path}:{n}", error=UnmaskError([Diagnostic("bad-results", message, span=span)])
+            n, f"{path}:{n}", error=UnmaskError([Diagnostic(Code.BAD_RESULTS, message, span=span)])
         )
 
     from unmask.plumbing.jsonload import over_values
@@ -116,7 +117,7 @@ def result_lines(path: str, limits: Limits) -> Iterator[ResultLine]:
         fh = open(path, "rb")  # noqa: SIM115 (closed below)
     except OSError as exc:  # gone or locked since `is_results` looked: one message
         why = (exc.strerror or "it cannot be opened").lower()
-        diag = Diagnostic("io", f"cannot read `{path}`: {why}", file=path)
+        diag = Diagnostic(Code.IO, f"cannot read `{path}`: {why}", file=path)
         yield ResultLine(0, path, error=UnmaskError([diag]))
         return
     with fh:
@@ -170,7 +171,7 @@ class Locations:
 
 
 def _location(message: str, help: str | None = None) -> UnmaskError:
-    return UnmaskError([Diagnostic("location", message, help=help)])
+    return UnmaskError([Diagnostic(Code.LOCATION, message, help=help)])
 
 
 def _missing(location: str) -> UnmaskError:

@@ -23,6 +23,7 @@ from typing import Any
 
 from unmask.checking.formats import encode_line, error_line
 from unmask.checking.record import ResultRecord
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, internal_error
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.interrupt import reraise_interrupt
@@ -95,7 +96,7 @@ def audit_task(task: Task, settings: Settings) -> Result:
     except UnmaskError as exc:
         return _failed(task, exc.diagnostics, settings)
     except RecursionError:
-        d = Diagnostic("limit", "the replay is nested too deeply to check", file=task.location)
+        d = Diagnostic(Code.LIMIT, "the replay is nested too deeply to check", file=task.location)
         return _failed(task, [d], settings)
     except Exception as exc:  # one broken replay must not stop the batch
         reraise_interrupt(exc)

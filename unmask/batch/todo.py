@@ -19,6 +19,7 @@ from typing import Any
 
 from unmask.checking.record import recheck_of, same_protocol
 from unmask.ir import Span
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, internal_error
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.interrupt import reraise_interrupt
@@ -132,7 +133,7 @@ def _other_protocol(recheck: Any, against: Any) -> tuple[str, str] | None:
 
 def _bad_line(path: str, n: int, message: str, help: str | None = None):
     span = Span(path, n, 1, n, 1)
-    diag = Diagnostic("bad-results", message, span=span, help=help)
+    diag = Diagnostic(Code.BAD_RESULTS, message, span=span, help=help)
     return f"{path}:{n}", UnmaskError([diag]), None
 
 
@@ -146,5 +147,5 @@ def _load(task, limits: Limits, against: Any = None):
         return exc
     except RecursionError:
         return UnmaskError(
-            [Diagnostic("limit", "the replay is nested too deeply to check", file=task.location)]
+            [Diagnostic(Code.LIMIT, "the replay is nested too deeply to check", file=task.location)]
         )

@@ -25,6 +25,7 @@ from unmask.backends.base import Backend, Part
 from unmask.checking.explain import Deadline
 from unmask.checking.solve import SAT, UNKNOWN, UNSAT, Answer, Space
 from unmask.ir import mk_and
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.frozen import frozen
 
@@ -96,7 +97,7 @@ def overlap_diagnostics(
             if o.decided:
                 out.append(
                     Diagnostic(
-                        "overlapping-decisions",
+                        Code.OVERLAPPING_DECISIONS,
                         f"the decisions of `{o.first.label}` and `{o.second.label}` can both hold",
                         o.second.span,
                         path,
@@ -107,7 +108,7 @@ def overlap_diagnostics(
             else:
                 out.append(
                     Diagnostic(
-                        "overlap-undecided",
+                        Code.OVERLAP_UNDECIDED,
                         f"could not decide whether the decisions of `{o.first.label}` and "
                         f"`{o.second.label}` can both hold",
                         o.second.span,

@@ -47,6 +47,7 @@ from unmask.checking.formats import (
 )
 from unmask.checking.report import INCONSISTENT, SATISFIED, VIOLATED
 from unmask.ir import Span
+from unmask.plumbing.codes import read_back
 from unmask.plumbing.diagnostics import Diagnostic
 
 if TYPE_CHECKING:
@@ -210,7 +211,7 @@ def _diagnostic(e: DiagnosticDoc) -> Diagnostic:
     """The diagnostic an error record's entry was written of."""
     s = e.span
     return Diagnostic(
-        code=e.code,
+        code=read_back(e.code),
         message=e.message,
         span=None if s is UNSET else Span(s.file, s.line, s.column, s.end_line, s.end_column),  # type: ignore[union-attr]
         path=_set(e.path),

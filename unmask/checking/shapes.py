@@ -277,7 +277,7 @@ class SpanDoc(Struct, kw_only=True):
 
 
 class DiagnosticDoc(Struct, kw_only=True):
-    """A diagnostic as an error record writes it (docs/errors.md has the codes)."""
+    """A diagnostic as an error record writes it (docs/codes.md has the codes)."""
 
     code: str
     message: str

@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 import click
 
 from unmask.plumbing import exitcodes
+from unmask.plumbing.codes import Code
 from unmask.plumbing.interrupt import is_interrupt, sticky
 
 # what a write to a stream can fail with; any other error is not the stream's and goes on
@@ -107,7 +108,7 @@ def guarded(status: int) -> Iterator[None]:
         fd = _stream_fd(sys.stdout)
         if fd is not None:
             _silence(fd)
-        diag = Diagnostic("output", f"cannot write to standard output: {reason(exc)}")
+        diag = Diagnostic(Code.OUTPUT, f"cannot write to standard output: {reason(exc)}")
         with contextlib.suppress(OSError):
             click.echo(render_all([diag]), err=True)
         raise SystemExit(status) from None

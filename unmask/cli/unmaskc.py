@@ -28,6 +28,7 @@ from unmask import __version__
 from unmask.cli.stdout import StdoutGuard
 from unmask.commands._options import click_options, parse_domains
 from unmask.plumbing import exitcodes
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.plumbing.limits import Limits
 from unmask.plumbing.outputs import write_text
@@ -36,7 +37,7 @@ from unmask.plumbing.outputs import write_text
 OVERLAP_BACKEND = "sliced"
 
 # reading problems that mean the command line named the wrong thing
-_USAGE_CODES = frozenset({"io"})
+_USAGE_CODES = frozenset({Code.IO})
 
 
 def _cli_path(d: Diagnostic) -> Diagnostic:
@@ -171,7 +172,7 @@ def _free_note(file: str, compiled, output: str | None) -> str:
     where = f"`{output}`" if output else "standard output"
     sizes = ", ".join(str(n) for n in compiled.checked_members)
     note = Diagnostic(
-        "free-domain",
+        Code.FREE_DOMAIN,
         f"the protocol compiles, but its free domain{'s' if len(compiled.free) > 1 else ''} "
         f"{names} {'have' if len(compiled.free) > 1 else 'has'} no members, so nothing was "
         f"written to {where}",

@@ -19,6 +19,7 @@ import click
 
 from unmask.backends.base import DEFAULT_BACKEND, DEFAULT_TIMEOUT_MS
 from unmask.plumbing import exitcodes
+from unmask.plumbing.codes import Code
 from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
 from unmask.replay.confine import PROTOCOL_PATH_ENV, env_roots, real_roots
 
@@ -62,7 +63,7 @@ def backend_unavailable(name: str, exc: ImportError):
         else "its solver library is not installed"
     )
     message = f"backend `{show(name)}` cannot be loaded"
-    return Diagnostic("backend-unavailable", message, help=help_)
+    return Diagnostic(Code.BACKEND_UNAVAILABLE, message, help=help_)
 
 
 def timeout_option(
@@ -118,7 +119,7 @@ def load_protocol(path: str, limits):  # type: ignore[no-untyped-def]
         return load_protocol_file(path, limits), None
     except UnmaskError as err:
         diags = err.diagnostics
-        code = exitcodes.USAGE if all(d.code == "io" for d in diags) else exitcodes.INVALID
+        code = exitcodes.USAGE if all(d.code == Code.IO for d in diags) else exitcodes.INVALID
         return None, (diags, code, render_all(diags, getattr(err, "sources", None)))
 
 
@@ -164,7 +165,7 @@ def trust_or_exit(path: str | None, threshold: float, limits, needed_by: str | N
         if needed_by is None:
             return None
         hint = "without a calibration no finding is trusted: give `--calibration FILE`"
-        diag = Diagnostic("usage", f"{needed_by} needs `--calibration`", help=hint)
+        diag = Diagnostic(Code.USAGE, f"{needed_by} needs `--calibration`", help=hint)
         click.echo(render_all([diag]), err=True)
         raise SystemExit(exitcodes.USAGE)
     from unmask.review.calibration import Trust, read
@@ -174,7 +175,7 @@ def trust_or_exit(path: str | None, threshold: float, limits, needed_by: str | N
     except UnmaskError as err:
         diags = err.diagnostics
         click.echo(render_all(diags), err=True)
-        code = exitcodes.USAGE if all(d.code == "io" for d in diags) else exitcodes.INVALID
+        code = exitcodes.USAGE if all(d.code == Code.IO for d in diags) else exitcodes.INVALID
         raise SystemExit(code) from None
 
 

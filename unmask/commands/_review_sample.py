@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from unmask.plumbing import exitcodes
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, render_all
 from unmask.plumbing.limits import Limits
 from unmask.plumbing.safe import printable
@@ -51,7 +52,7 @@ def problem(
 
 
 def _usage(message: str, help: str) -> Diagnostic:
-    return Diagnostic("usage", message, help=help)
+    return Diagnostic(Code.USAGE, message, help=help)
 
 
 def run_sample(
@@ -77,7 +78,7 @@ def run_sample(
     size, lines = drawn.size, drawn.lines
     if n > size:
         more = Diagnostic(
-            "sample-size",
+            Code.SAMPLE_SIZE,
             f"`--sample {n}` asks for more than the {size} unreviewed readings there "
             "are: all of them are drawn"
             if size

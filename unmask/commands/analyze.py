@@ -26,6 +26,7 @@ from unmask.commands._options import (
     timeout_option,
 )
 from unmask.plumbing import exitcodes
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.plumbing.limits import Limits
 
@@ -51,7 +52,7 @@ def load_or_exit(paths, members: int, domain_opts, limits: Limits, on_invalid=No
         fail(
             [
                 Diagnostic(
-                    "usage",
+                    Code.USAGE,
                     f"`--members {members}` is more than the limit of "
                     f"{limits.max_domain_size} members of one domain",
                     help="give fewer, or raise the limit with "
@@ -70,7 +71,7 @@ def load_or_exit(paths, members: int, domain_opts, limits: Limits, on_invalid=No
             else d
             for d in err.diagnostics
         ]
-        usage = all(d.code == "io" for d in diags)
+        usage = all(d.code == Code.IO for d in diags)
         if on_invalid is not None and not usage:
             on_invalid(diags)
         fail(diags, exitcodes.USAGE if usage else exitcodes.INVALID, getattr(err, "sources", None))

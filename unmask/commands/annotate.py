@@ -30,6 +30,7 @@ import click
 
 from unmask.commands._options import click_options, echo, say
 from unmask.plumbing import exitcodes
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, counted, render, render_all
 from unmask.plumbing.safe import printable
 
@@ -218,7 +219,7 @@ def command(
         say(
             render(
                 Diagnostic(
-                    "cache",
+                    Code.CACHE,
                     "no cache folder, so calls are not kept",
                     help="an interrupted run starts over; set `UNMASK_CACHE_DIR` to keep them",
                     severity="warning",
@@ -263,7 +264,7 @@ def command(
 
 
 def _usage(message: str, help: str) -> None:
-    say(render(Diagnostic("usage", message, help=help)))
+    say(render(Diagnostic(Code.USAGE, message, help=help)))
     raise SystemExit(exitcodes.USAGE)
 
 
@@ -361,7 +362,9 @@ def _run(paths, limits, settings, out, provider, replies, Run, names, inputs, no
         say(note)
     if summary.stopped:
         say(f"{summary.stopped} replays left for later: `--max-calls` reached; run again to go on")
-    invalid = any(d.code not in ("timeout", "provider") for *_, ds in summary.errors for d in ds)
+    invalid = any(
+        d.code not in (Code.TIMEOUT, Code.PROVIDER) for *_, ds in summary.errors for d in ds
+    )
     if invalid:
         raise SystemExit(exitcodes.INVALID)
     if summary.errors or summary.stopped:

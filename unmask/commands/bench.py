@@ -23,6 +23,7 @@ import click
 
 from unmask.bench.workload import WORKLOADS
 from unmask.plumbing import exitcodes
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, render_all
 
 # a replay of n claims has 2n + 1 atoms and takes memory and time that grow with n (the
@@ -144,7 +145,7 @@ def command(
         figures = run(plan, lambda line: click.echo(line))
     except BenchError as exc:
         diag = Diagnostic(
-            "bench-failed",
+            Code.BENCH_FAILED,
             str(exc),
             help="no figure of this run can be trusted; is `unmask` installed for this python?",
         )
@@ -157,5 +158,5 @@ def command(
                 fh.write("\n")
         except OSError as exc:
             message = f"cannot write `{json_out}`: {(exc.strerror or 'error').lower()}"
-            click.echo(render_all([Diagnostic("usage", message)]), err=True)
+            click.echo(render_all([Diagnostic(Code.USAGE, message)]), err=True)
             raise SystemExit(2) from None

@@ -23,6 +23,7 @@ import click
 
 from unmask.commands._options import click_options
 from unmask.plumbing import exitcodes
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, render_all
 from unmask.plumbing.diagnostics import counted as noun
 from unmask.plumbing.limits import Limits
@@ -53,11 +54,12 @@ def command(paths: tuple[str, ...], out: str, data: str | None, limits: Limits) 
 
     if not paths:
         hint = "give the replays reviewed with `unmask review --sample`"
-        _fail([Diagnostic("usage", "no replay given", help=hint)], exitcodes.USAGE)
+        _fail([Diagnostic(Code.USAGE, "no replay given", help=hint)], exitcodes.USAGE)
     for p in paths:
         if not os.path.exists(p):
             _fail(
-                [Diagnostic("usage", f"no such file or folder `{printable(p)}`")], exitcodes.USAGE
+                [Diagnostic(Code.USAGE, f"no such file or folder `{printable(p)}`")],
+                exitcodes.USAGE,
             )
     measured = calibrate(paths, data, limits)
     problems, by_reader, replays = measured.problems, measured.by_reader, measured.replays

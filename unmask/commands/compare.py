@@ -37,6 +37,7 @@ from unmask.commands.analyze import (
     members_option,
 )
 from unmask.plumbing import exitcodes
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic
 from unmask.plumbing.limits import Limits
 
@@ -83,7 +84,7 @@ def command(
             fail(
                 [
                     Diagnostic(
-                        "usage",
+                        Code.USAGE,
                         f"label `{label}` is not declared by both protocols",
                         help=f"OLD declares {', '.join(p_old.labels)}; "
                         f"NEW declares {', '.join(p_new.labels)}",
@@ -92,7 +93,7 @@ def command(
                 exitcodes.USAGE,
             )
     elif label is not None:
-        fail([Diagnostic("usage", "`--label` needs `--fail-if`")], exitcodes.USAGE)
+        fail([Diagnostic(Code.USAGE, "`--label` needs `--fail-if`")], exitcodes.USAGE)
     from unmask.analysis.compare import compare, gate, text
 
     scope = loaded_new.scope if loaded_new.scope.domains else loaded_old.scope

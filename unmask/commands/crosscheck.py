@@ -30,6 +30,7 @@ from unmask.commands._options import (
     timeout_option,
 )
 from unmask.plumbing import exitcodes
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, internal_error, render_all
 from unmask.plumbing.interrupt import reraise_interrupt
 from unmask.plumbing.limits import Limits
@@ -84,7 +85,7 @@ def _fail(diags: tuple[Diagnostic, ...], code: int) -> None:
 
 
 def _usage(message: str) -> None:
-    _fail((Diagnostic(code="usage", message=message),), exitcodes.USAGE)
+    _fail((Diagnostic(code=Code.USAGE, message=message),), exitcodes.USAGE)
 
 
 @click.command("crosscheck")

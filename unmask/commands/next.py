@@ -43,6 +43,7 @@ from unmask.commands._options import (
     timeout_option,
 )
 from unmask.plumbing import exitcodes
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, render_all
 from unmask.plumbing.limits import Limits
 from unmask.plumbing.safe import printable
@@ -88,7 +89,9 @@ def command(
     against = protocol_or_exit(against_path, limits)
     for p in paths:
         if p != "-" and not os.path.exists(p):
-            click.echo(render_all([Diagnostic("usage", f"no such file or folder `{p}`")]), err=True)
+            click.echo(
+                render_all([Diagnostic(Code.USAGE, f"no such file or folder `{p}`")]), err=True
+            )
             sys.exit(EXIT_USAGE)
 
     single = len(paths) == 1 and os.path.isfile(paths[0]) and not paths[0].endswith(".jsonl")

@@ -47,6 +47,7 @@ import click
 from unmask.commands._options import click_options, say
 from unmask.ir import Span
 from unmask.plumbing import exitcodes
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, render_all
 from unmask.plumbing.limits import Limits
 from unmask.plumbing.lines import bounded_lines
@@ -78,7 +79,7 @@ def _lines(path: str, name: str) -> Iterator[tuple[int, bytes | None]]:
             yield from bounded_lines(fh, lines.MAX_LINE_BYTES, skip_bom=True)
     except OSError as exc:
         message = f"cannot read `{name}`: {(exc.strerror or 'error').lower()}"
-        say(render_all([Diagnostic("unreadable-input", message)]))
+        say(render_all([Diagnostic(Code.UNREADABLE_INPUT, message)]))
         raise SystemExit(EXIT_INVALID) from None
 
 
@@ -95,7 +96,7 @@ def _output(output: str | None) -> Iterator[IO[str]]:
             yield out
     except OSError as exc:
         message = f"cannot write `{output}`: {(exc.strerror or 'error').lower()}"
-        say(render_all([Diagnostic("usage", message)]))
+        say(render_all([Diagnostic(Code.USAGE, message)]))
         raise SystemExit(EXIT_USAGE) from None
 
 
@@ -163,7 +164,7 @@ def _each_line(
             if error is not None:
                 bad += 1
                 span = Span(name, n, 1, n, 1)
-                say(render_all([Diagnostic("bad-input", error, span=span)]))
+                say(render_all([Diagnostic(Code.BAD_INPUT, error, span=span)]))
             out.write(_dumps(record) + "\n")
     if bad:
         line = "line" if total == 1 else "lines"
@@ -281,7 +282,7 @@ def replay(
 
 
 def _usage(message: str, help: str | None = None) -> None:
-    say(render_all([Diagnostic("usage", message, help=help)]))
+    say(render_all([Diagnostic(Code.USAGE, message, help=help)]))
     raise SystemExit(EXIT_USAGE)
 
 
@@ -320,7 +321,7 @@ def _replay_one(
             write_json(output, new)
         except (OSError, UnmaskError) as exc:
             reason = str(getattr(exc, "strerror", "") or exc).lower()
-            say(render_all([Diagnostic("usage", f"cannot write `{output}`: {reason}")]))
+            say(render_all([Diagnostic(Code.USAGE, f"cannot write `{output}`: {reason}")]))
             raise SystemExit(EXIT_USAGE) from None
     _report(outcome)
 

@@ -43,6 +43,7 @@ from unmask.commands._options import (
     trust_or_exit,
 )
 from unmask.plumbing import exitcodes
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, counted, render_all
 from unmask.plumbing.limits import Limits
 from unmask.plumbing.safe import printable
@@ -220,7 +221,7 @@ def command(
     from unmask.batch.reviewing import queue
 
     if export and apply:
-        _fail([Diagnostic("usage", "give `--export` or `--apply`, not both")], EXIT_USAGE)
+        _fail([Diagnostic(Code.USAGE, "give `--export` or `--apply`, not both")], EXIT_USAGE)
     sampling = sample is not None or seed is not None or blind
     if sampling:
         from unmask.commands._review_sample import problem
@@ -247,7 +248,7 @@ def command(
         _fail(
             [
                 Diagnostic(
-                    "usage",
+                    Code.USAGE,
                     "no replay or results file given",
                     help="give one or more `PATH`: replays, folders or a results file",
                 )
@@ -256,7 +257,7 @@ def command(
         )
     for p in paths:
         if not os.path.exists(p):
-            _fail([Diagnostic("usage", f"no such file or folder `{printable(p)}`")], EXIT_USAGE)
+            _fail([Diagnostic(Code.USAGE, f"no such file or folder `{printable(p)}`")], EXIT_USAGE)
     if sampling:
         from unmask.commands._review_sample import run_sample
 

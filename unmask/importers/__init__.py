@@ -24,6 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeGuard
 
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
@@ -110,7 +111,7 @@ def get(name: str) -> ModuleType:
         raise UnmaskError(
             [
                 Diagnostic(
-                    "unknown-importer",
+                    Code.UNKNOWN_IMPORTER,
                     f"no importer named `{name}`",
                     help=f"did you mean `{close[0]}`?"
                     if close
@@ -237,7 +238,7 @@ def tf(b: bool) -> str:
 
 def not_the_format(file: str, message: str, at: str | None = None, help: str | None = None):
     """The error of an input that is not of the importer's format at all."""
-    return UnmaskError([Diagnostic("not-the-format", message, file=file, path=at, help=help)])
+    return UnmaskError([Diagnostic(Code.NOT_THE_FORMAT, message, file=file, path=at, help=help)])
 
 
 def read_array(
@@ -324,5 +325,5 @@ def import_file(importer: str, path: Path, out: Path, options: Options | None = 
     except OSError as exc:
         reason = (exc.strerror or "cannot write").lower()
         where = exc.filename or out
-        raise UnmaskError([Diagnostic("io", f"cannot write `{where}`: {reason}")]) from None
+        raise UnmaskError([Diagnostic(Code.IO, f"cannot write `{where}`: {reason}")]) from None
     return summary

@@ -31,6 +31,7 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.jsonreader import show
 from unmask.plumbing.limits import Limits
@@ -48,7 +49,7 @@ _CHUNK = 1 << 20
 _STEP = 1 << 16  # compressed bytes fed to a decompressor at a time
 
 
-def _error(file: str, message: str, code: str = "not-the-format", help: str | None = None):
+def _error(file: str, message: str, code: Code = Code.NOT_THE_FORMAT, help: str | None = None):
     return UnmaskError([Diagnostic(code, message, file=file, help=help)])
 
 
@@ -104,7 +105,7 @@ class Archive:
                     file,
                     f"archive member `{show(info.filename)}` declares {size} bytes from"
                     f" {packed}, a compression ratio over {max_ratio}:1",
-                    code="limit",
+                    code=Code.LIMIT,
                     help="a log written by the tool compresses far less: this looks like a"
                     " zip bomb",
                 )
@@ -114,7 +115,7 @@ class Archive:
                 file,
                 f"the archive's members hold {total} bytes together, more than the limit"
                 f" of {limits.max_file_bytes} bytes",
-                code="limit",
+                code=Code.LIMIT,
                 help=f"raise the bound with `{limits.option('max_file_bytes')}`",
             )
 
@@ -123,7 +124,7 @@ class Archive:
             self.file,
             f"archive member `{show(info.filename)}` {what}, more than the limit of"
             f" {self._limits.max_file_bytes} bytes",
-            code="limit",
+            code=Code.LIMIT,
             help=f"raise the bound with `{self._limits.option('max_file_bytes')}`",
         )
 
@@ -149,7 +150,7 @@ class Archive:
             raise _error(
                 self.file,
                 f"{where} decompresses to more than the {info.file_size} bytes it declares",
-                code="limit",
+                code=Code.LIMIT,
                 help="an archive written by the tool declares its sizes: this looks like a"
                 " zip bomb",
             ) from None

@@ -28,6 +28,7 @@ from typing import Any
 
 from unmask.importers import Imported, Options, Skipped, build, dig, source_text
 from unmask.importers.jsonlines import BadLine, jsonl_records
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.jsonload import read_json_file, show
 from unmask.replay.builder import ReplayBuilder
@@ -45,7 +46,7 @@ class _Missing(Exception):
 
 
 def _bad(mapping: str, path: str, message: str, help: str | None = None) -> UnmaskError:
-    return UnmaskError([Diagnostic("mapping", message, path=path, file=mapping, help=help)])
+    return UnmaskError([Diagnostic(Code.MAPPING, message, path=path, file=mapping, help=help)])
 
 
 def _field(m: dict, key: str, mapping: str, required: bool) -> str | None:
@@ -196,7 +197,7 @@ def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
         raise UnmaskError(
             [
                 Diagnostic(
-                    "mapping",
+                    Code.MAPPING,
                     "the `jsonl` importer needs a mapping file",
                     help="pass `--mapping MAPPING.json` (see docs/importers.md)",
                 )

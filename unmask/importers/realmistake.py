@@ -34,6 +34,7 @@ from unmask.importers.archive import Archive
 from unmask.importers.jsonlines import BadLine, jsonl_lines, jsonl_records
 from unmask.importers.quoting import Namings, Quotation, locate, misquote, quotations
 from unmask.importers.realmistake_findings import reported_error
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.files import read_bytes
 from unmask.plumbing.jsonload import json_values, too_many_values
@@ -116,7 +117,7 @@ def _items(path: Path, options: Options) -> dict[str, dict[str, Any]]:
         return UnmaskError(
             [
                 Diagnostic(
-                    "realmistake",
+                    Code.REALMISTAKE,
                     message,
                     file=file,
                     help="give the dataset's `data.zip` with `--gold`",
@@ -262,7 +263,7 @@ def read(path: Path, options: Options) -> Iterator[Imported | Skipped]:
         raise UnmaskError(
             [
                 Diagnostic(
-                    "realmistake",
+                    Code.REALMISTAKE,
                     "the `realmistake` importer needs the dataset's items",
                     help="pass `--gold data.zip`",
                 )

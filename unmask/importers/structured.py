@@ -34,6 +34,7 @@ from unmask.importers import (
     source_text,
 )
 from unmask.importers.jsonlines import BadLine, jsonl_records
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.jsonload import parse_json_text, show
 from unmask.replay.builder import ReplayBuilder
@@ -75,7 +76,7 @@ def _protocol(options: Options) -> tuple[str, JudgeView]:
         raise UnmaskError(
             [
                 Diagnostic(
-                    "protocol",
+                    Code.PROTOCOL,
                     "the `structured` importer needs the judge's protocol",
                     help="pass `--protocol FILE.proto`",
                 )

@@ -36,6 +36,7 @@ from unmask.importers import PROTOCOLS, Imported, Occurrences, Options, Skipped,
 from unmask.importers.jsonlines import BadLine, jsonl_records
 from unmask.importers.wice_rules import MAX_DIGITS, citations, dismissal, gap, support_said
 from unmask.importers.wice_rules import number as _number
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.jsonreader import kind, show
@@ -172,7 +173,7 @@ def _gold_row(where: str, row: Any) -> tuple[str, tuple[int, ...], str, str, fro
         return UnmaskError(
             [
                 Diagnostic(
-                    "wice",
+                    Code.WICE,
                     f"{where}: not a WiCE gold row: `{at}` must be {expected}{shown}",
                     help="pass WiCE's `gold_claim_test.jsonl` as `--gold`",
                 )

@@ -27,6 +27,7 @@ from unmask.ir.format import (
     GroundPair,
     ProtocolDoc,
 )
+from unmask.plumbing.codes import Code
 from unmask.plumbing.jsonreader import JsonReader, index_path, join_path, kind, show
 from unmask.plumbing.structs import (
     ABSENT,
@@ -62,11 +63,11 @@ class Converter:
         self.r, self.raw, self.path = r, raw, path
         self._done: dict[str, Any] = {}
         if "schema" not in raw:
-            r.err("schema", path, f"missing `schema`, expected `{PROTOCOL_SCHEMA}`")
+            r.err(Code.SCHEMA, path, f"missing `schema`, expected `{PROTOCOL_SCHEMA}`")
             self._done["schema"] = PROTOCOL_SCHEMA
         elif raw["schema"] != PROTOCOL_SCHEMA:
             r.err(
-                "schema",
+                Code.SCHEMA,
                 join_path(path, "schema"),
                 f"unsupported protocol schema `{show(raw['schema'])}`, expected "
                 f"`{PROTOCOL_SCHEMA}`",
@@ -87,7 +88,7 @@ class Converter:
         info = fields_of(ProtocolDoc)[key]
         if key not in raw:
             if info.required:
-                r.err("missing", self.path, f"missing `{key}`")
+                r.err(Code.MISSING, self.path, f"missing `{key}`")
                 return FAILED
             if info.default_factory is not msgspec.NODEFAULT:
                 return info.default_factory()
@@ -135,7 +136,7 @@ class Converter:
         except UnicodeError:  # a key with a lone surrogate: msgspec cannot compare it
             odd = self._odd_key(value, tp)
             if odd is None:
-                self.r.err("type", p, "expected text, found a lone surrogate")
+                self.r.err(Code.TYPE, p, "expected text, found a lone surrogate")
             else:
                 self.report(odd, value, p, tp)
             return FAILED, odd
@@ -165,25 +166,27 @@ class Converter:
         owner, key, expected = type_at(tp, at)
         found = value_at(value, at)
         if wrong.kind == "missing":
-            r.err("missing", where, f"missing `{wrong.key}`")
+            r.err(Code.MISSING, where, f"missing `{wrong.key}`")
         elif wrong.kind == "unknown":  # only an expression refuses a key: the others drop it
             assert wrong.key is not None
             r.err(
-                "expr",
+                Code.EXPR,
                 join_path(where, wrong.key),
                 f"unexpected key `{show(wrong.key)}` in an expression",
             )
         elif owner is Expr and key == "op":  # not a string: no operator is meant
             r.err(
-                "expr",
+                Code.EXPR,
                 where,
                 f"unknown operator `{show(found)}`",
                 help=f"operators are {', '.join(f'`{o}`' for o in OPS)}",
             )
         elif owner is Expr and key == "k" and wrong.kind == "constraint":
-            r.err("expr", where, f"`k` must be 0 or more, found {found}")
+            r.err(Code.EXPR, where, f"`k` must be 0 or more, found {found}")
         elif struct_in(expected) is Expr and json_type(expected) == "struct":
-            r.err("expr", where, f"expected an expression object, found {kind(found)}", EXPR_HELP)
+            r.err(
+                Code.EXPR, where, f"expected an expression object, found {kind(found)}", EXPR_HELP
+            )
         else:
             r.expect(where, self._words(owner, key, expected, at), found)
 
@@ -226,7 +229,7 @@ class Converter:
                 return FAILED
             if not isinstance(node, dict):
                 self.r.err(
-                    "expr", q, f"expected an expression object, found {kind(node)}", EXPR_HELP
+                    Code.EXPR, q, f"expected an expression object, found {kind(node)}", EXPR_HELP
                 )
                 return FAILED
             args = node.get("args", ABSENT)

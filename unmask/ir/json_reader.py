@@ -25,6 +25,7 @@ import msgspec
 
 from unmask import ir
 from unmask.ir.format import EXPR_HELP, FAILED, PROTOCOL_KEYS, Expr, ProtocolDoc
+from unmask.plumbing.codes import Code
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.jsonreader import (
     NAME_HELP,
@@ -79,7 +80,7 @@ _mk_atom = ir.mk_atom
 
 
 def unknown_atom(r: JsonReader, path: str, name: str, atoms: Collection[str]) -> None:
-    r.err("unknown-atom", path, f"unknown atom `{show(name)}`", help=did_you_mean(name, atoms))
+    r.err(Code.UNKNOWN_ATOM, path, f"unknown atom `{show(name)}`", help=did_you_mean(name, atoms))
 
 
 Names = Mapping[str, "str | None"]
@@ -212,7 +213,7 @@ class IrReader:
         forms = [key for key, value in given if value is not None]
         if len(forms) != 1:
             r.err(
-                "expr",
+                Code.EXPR,
                 p,
                 "an expression has exactly one of `atom`, `def`, `const` and `op`"
                 + (f"; this one has {', '.join(f'`{f}`' for f in forms)}" if forms else ""),
@@ -224,7 +225,7 @@ class IrReader:
             bad = False
             for key, value in (("k", node.k), ("args", node.args)):
                 if value is not None:
-                    r.err("expr", join_path(p, key), f"unexpected key `{key}` in an expression")
+                    r.err(Code.EXPR, join_path(p, key), f"unexpected key `{key}` in an expression")
                     bad = True
             if form == "atom":
                 assert node.atom is not None
@@ -238,7 +239,7 @@ class IrReader:
             assert name is not None
             if name not in self.defs:
                 r.err(
-                    "unknown-definition",
+                    Code.UNKNOWN_DEFINITION,
                     join_path(p, "def"),
                     f"unknown definition `{show(name)}`",
                     help=did_you_mean(name, self.defs)
@@ -255,20 +256,20 @@ class IrReader:
         spec = OPERATORS.get(op)
         if spec is None:
             r.err(
-                "expr",
+                Code.EXPR,
                 join_path(p, "op"),
                 f"unknown operator `{show(op)}`",
                 help=did_you_mean(op, OPS) or f"operators are {', '.join(f'`{o}`' for o in OPS)}",
             )
             return None
         if node.args is None:
-            r.err("missing", p, f"missing `args` of `{op}`")
+            r.err(Code.MISSING, p, f"missing `args` of `{op}`")
             return None
         args = node.args
         bad = False
         if spec.arity is not None and len(args) != spec.arity:
             r.err(
-                "expr",
+                Code.EXPR,
                 join_path(p, "args"),
                 f"`{op}` takes {'one argument' if spec.arity == 1 else 'two arguments'}, "
                 f"found {len(args)}",
@@ -277,12 +278,12 @@ class IrReader:
         k = 0
         if spec.counts:
             if node.k is None:
-                r.err("missing", p, f"missing `k` of `{op}`", help='write `"k": 1` or similar')
+                r.err(Code.MISSING, p, f"missing `k` of `{op}`", help='write `"k": 1` or similar')
                 bad = True
             else:
                 k = node.k
         elif node.k is not None:
-            r.err("expr", join_path(p, "k"), f"`k` belongs to {_COUNTING}, not `{op}`")
+            r.err(Code.EXPR, join_path(p, "k"), f"`k` belongs to {_COUNTING}, not `{op}`")
             bad = True
         return None if bad else (op, k, args)
 
@@ -331,14 +332,14 @@ class IrReader:
         if declared or doc.decisions is not msgspec.UNSET:
             if doc.decision is not msgspec.UNSET:
                 r.err(
-                    "decision",
+                    Code.DECISION,
                     join_path(path, "decision"),
                     "a protocol with `labels` has `decisions`, not `decision`",
                 )
             labels, decisions = self._labels(doc, path, names)
             ok = bool(decisions)
         elif doc.decision is msgspec.UNSET:
-            r.err("missing", path, "missing `decision`", help="every protocol has one decision")
+            r.err(Code.MISSING, path, "missing `decision`", help="every protocol has one decision")
             ok = False
         else:
             if doc.decision is not FAILED:
@@ -347,7 +348,7 @@ class IrReader:
         first_match = doc.first_match is True
         if first_match and not declared:
             r.err(
-                "first-match",
+                Code.FIRST_MATCH,
                 join_path(path, "first_match"),
                 "`first_match` orders declared labels, and this protocol has no `labels`",
                 help="drop `first_match`, or give `labels` and `decisions`",
@@ -377,7 +378,7 @@ class IrReader:
         if not isinstance(value, str):
             return None
         if pattern.match(value) is None:
-            self.r.err("name", p, f"`{show(value)}` is not a valid name", help=NAME_HELP)
+            self.r.err(Code.NAME, p, f"`{show(value)}` is not a valid name", help=NAME_HELP)
             return None
         return value
 
@@ -404,7 +405,7 @@ class IrReader:
                 if self._name(an, p, ATOM_NAME_RE) is None:
                     continue
                 r.err(
-                    "duplicate-atom",
+                    Code.DUPLICATE_ATOM,
                     p,
                     f"atom `{show(an)}` is declared twice",
                     notes=(f"the first declaration is `{index_path(ap, first[an])}`",),
@@ -415,7 +416,7 @@ class IrReader:
             if role not in ir.ROLES:
                 if role:  # "": declared, with a role already reported
                     r.err(
-                        "role",
+                        Code.ROLE,
                         join_path(index_path(ap, i), "role"),
                         f"unknown role `{show(role)}`",
                         help="a role is `judge`, `context` or `procedure`",
@@ -435,7 +436,7 @@ class IrReader:
             dn = self._name(d.name, join_path(p, "name"), ATOM_NAME_RE)
             if dn is not None and (dn in self.defs or (names is not None and dn in names)):
                 self.r.err(
-                    "duplicate-name",
+                    Code.DUPLICATE_NAME,
                     join_path(p, "name"),
                     f"`{show(dn)}` is already an atom or a definition",
                 )
@@ -458,27 +459,27 @@ class IrReader:
         labels: list[str] = []
         raw_labels = doc.labels
         if raw_labels is msgspec.UNSET:
-            r.err("missing", path, "missing `labels`")
+            r.err(Code.MISSING, path, "missing `labels`")
         elif raw_labels is not FAILED:
             for i, label in enumerate(raw_labels):
                 if not IDENT_RE.match(label):
                     r.expect(index_path(lp, i), "a label name", label)
                 elif label in labels:
                     r.err(
-                        "duplicate-label",
+                        Code.DUPLICATE_LABEL,
                         index_path(lp, i),
                         f"label `{show(label)}` is listed twice",
                     )
                 else:
                     labels.append(label)
             if len(raw_labels) < 2:
-                r.err("labels", lp, "a protocol has two or more labels")
+                r.err(Code.LABELS, lp, "a protocol has two or more labels")
         raw = doc.decisions
         dp = join_path(path, "decisions")
         decided: dict[str, ir.Decision] = {}
         otherwise = 0
         if raw is msgspec.UNSET:
-            r.err("missing", path, "missing `decisions`")
+            r.err(Code.MISSING, path, "missing `decisions`")
         for i, d in enumerate(() if raw is msgspec.UNSET or raw is FAILED else raw):
             if d is FAILED:
                 continue
@@ -486,7 +487,7 @@ class IrReader:
             label = d.label
             if label not in labels:
                 r.err(
-                    "unknown-label",
+                    Code.UNKNOWN_LABEL,
                     join_path(p, "label"),
                     f"`{show(label)}` is not one of the protocol's labels",
                     help=did_you_mean(label, labels),
@@ -494,7 +495,7 @@ class IrReader:
                 continue
             if label in decided:
                 r.err(
-                    "duplicate-decision",
+                    Code.DUPLICATE_DECISION,
                     join_path(p, "label"),
                     f"`{show(label)}` has two decisions",
                 )
@@ -503,7 +504,7 @@ class IrReader:
                 otherwise += 1
                 if otherwise > 1:
                     r.err(
-                        "otherwise",
+                        Code.OTHERWISE,
                         join_path(p, "otherwise"),
                         "only one decision may be `otherwise`",
                     )
@@ -513,10 +514,12 @@ class IrReader:
                 if e is not None:
                     decided[label] = ir.Decision(label, e)
             else:
-                r.err("decision", p, 'a decision has `expr` or `"otherwise": true`, not both')
+                r.err(Code.DECISION, p, 'a decision has `expr` or `"otherwise": true`, not both')
         missing = [x for x in labels if x not in decided]
         if raw is not msgspec.UNSET and raw is not FAILED and missing:
-            r.err("missing-decision", dp, "no decision for " + ", ".join(f"`{x}`" for x in missing))
+            r.err(
+                Code.MISSING_DECISION, dp, "no decision for " + ", ".join(f"`{x}`" for x in missing)
+            )
         return tuple(labels), tuple(decided[x] for x in labels if x in decided)
 
     def _unique(
@@ -530,7 +533,7 @@ class IrReader:
             return
         lp, key = at
         self.r.err(
-            "duplicate-name",
+            Code.DUPLICATE_NAME,
             join_path(index_path(lp, i), key),
             f"{what} `{show(name)}` is declared twice",
             notes=(f"the first is `{index_path(lp, seen[name])}`",),
@@ -604,7 +607,7 @@ class IrReader:
         for n in ir.iter_atoms(e):
             if names.get(n) is not None and names[n] != key:
                 r.err(
-                    "ground-role",
+                    Code.GROUND_ROLE,
                     kp,
                     f"`{show(n)}` is a `{names[n]}` atom, but the {key} side of a grounding "
                     f"pair reads only `{key}` atoms",

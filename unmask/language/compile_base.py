@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from unmask import ir
 from unmask.ir import Span
 from unmask.language import ast
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.limits import Limits
@@ -115,7 +116,7 @@ class CompilerBase:
 
         def _side_atoms(self, root: ast.Expr) -> Iterator[tuple[ast.Ref, str, str]]: ...
 
-    def error(self, code: str, message: str, span: Span | None, **kw) -> None:
+    def error(self, code: Code, message: str, span: Span | None, **kw) -> None:
         self.reported += 1
         key = (code, message, span)
         if key in self._seen:  # a generator body repeats its errors once per member
@@ -126,7 +127,7 @@ class CompilerBase:
         self.diags.append(Diagnostic(code, message, span, **kw))
 
     def limit(self, message: str, field: str, span: Span | None) -> None:
-        self.error("limit", message, span, help=f"raise it with `{self.limits.option(field)}`")
+        self.error(Code.LIMIT, message, span, help=f"raise it with `{self.limits.option(field)}`")
 
     def _spend(self, n: int = 1) -> None:
         self.budget -= n
@@ -135,7 +136,7 @@ class CompilerBase:
 
     def _duplicate(self, kind: str, name: str, span, first) -> None:
         self.error(
-            "duplicate-name",
+            Code.DUPLICATE_NAME,
             f"{kind} `{name}` is declared twice",
             span,
             notes=(f"the first declaration is at {first}",) if first else (),
@@ -143,7 +144,7 @@ class CompilerBase:
 
     def _unknown_domain(self, name: str, span) -> None:
         self.error(
-            "unknown-domain",
+            Code.UNKNOWN_DOMAIN,
             f"unknown domain `{name}`",
             span,
             help=_did_you_mean(name, self.domains) or f"declare it with `domain {name}`",
@@ -156,4 +157,4 @@ class CompilerBase:
             hint = f"`{name}` is a verdict label: labels appear only in `verdict` and `decision`"
         else:
             hint = _did_you_mean(name, list(self.plain) + list(self.families) + list(self.defs))
-        self.error("unknown-name", f"unknown {what} `{name}`", span, help=hint)
+        self.error(Code.UNKNOWN_NAME, f"unknown {what} `{name}`", span, help=hint)

@@ -18,6 +18,7 @@ from unmask.language.compile_base import (
     _did_you_mean,
     _TooBig,
 )
+from unmask.plumbing.codes import Code
 
 
 class Decisions(CompilerBase):
@@ -31,7 +32,7 @@ class Decisions(CompilerBase):
         first = found[0]
         for extra in found[1:]:
             self.error(
-                "duplicate-verdict",
+                Code.DUPLICATE_VERDICT,
                 "the protocol has a second `verdict` statement",
                 extra.span,
                 notes=(f"the first is at {first.span}",),
@@ -42,7 +43,7 @@ class Decisions(CompilerBase):
         for label, span in zip(first.labels, spans, strict=False):
             if label in seen:
                 self.error(
-                    "labels",
+                    Code.LABELS,
                     f"label `{label}` is declared twice",
                     span,
                     notes=(f"the first is at {seen[label]}",),
@@ -51,7 +52,7 @@ class Decisions(CompilerBase):
                 seen[label] = span
         if len(first.labels) < 2:
             self.error(
-                "labels",
+                Code.LABELS,
                 f"the verdict has only one label, `{first.labels[0]}`",
                 first.span,
                 help="a verdict has two or more labels: `verdict A | B`",
@@ -67,7 +68,7 @@ class Decisions(CompilerBase):
         if verdict is None and key is not None:
             self._tried.add(None)
             self.error(
-                "unknown-label",
+                Code.UNKNOWN_LABEL,
                 f"`{key}` is not a label: the protocol has no `verdict` statement",
                 span,
                 help=f"declare the labels with `verdict {key} | …`, or write "
@@ -77,7 +78,7 @@ class Decisions(CompilerBase):
         if verdict is not None and key is None:
             shown = ", ".join(f"`{x}`" for x in verdict.labels)
             self.error(
-                "unknown-label",
+                Code.UNKNOWN_LABEL,
                 "`decision pass` is for a protocol without a `verdict` statement",
                 s.span,
                 help=f"write `decision LABEL iff EXPR` for each of the labels {shown}",
@@ -86,7 +87,7 @@ class Decisions(CompilerBase):
         if verdict is not None and key is not None and key not in verdict.labels:
             shown = ", ".join(f"`{x}`" for x in verdict.labels)
             self.error(
-                "unknown-label",
+                Code.UNKNOWN_LABEL,
                 f"`{key}` is not a declared label",
                 span,
                 notes=(f"the labels are {shown}",),
@@ -101,7 +102,7 @@ class Decisions(CompilerBase):
                 else (f"label `{key}` has a second decision")
             )
             self.error(
-                "duplicate-decision",
+                Code.DUPLICATE_DECISION,
                 what,
                 s.span,
                 notes=(f"the first decision is at {first.span}",),
@@ -114,7 +115,7 @@ class Decisions(CompilerBase):
             other = next((d for d, e in decisions.values() if d.expr is None), None)
             if other is not None:
                 self.error(
-                    "otherwise",
+                    Code.OTHERWISE,
                     f"`{key}` is a second `otherwise` decision",
                     s.span,
                     notes=(f"`{other.label}` is already `otherwise` at {other.span}",),
@@ -127,7 +128,7 @@ class Decisions(CompilerBase):
         if verdict is None:
             if None not in decisions and None not in self._tried:
                 self.error(
-                    "missing-decision",
+                    Code.MISSING_DECISION,
                     "the protocol has no decision",
                     head.span if head else None,
                     help="add `decision pass iff EXPR`",
@@ -138,7 +139,7 @@ class Decisions(CompilerBase):
         for label, span in zip(verdict.labels, spans, strict=False):
             if label not in decisions and label not in done and label not in self._tried:
                 self.error(
-                    "missing-decision",
+                    Code.MISSING_DECISION,
                     f"label `{label}` has no decision",
                     span,
                     help=f"add `decision {label} iff EXPR` (or `decision {label} otherwise`)",
@@ -155,7 +156,7 @@ class Decisions(CompilerBase):
                     self._unknown_domain(p, sp)
                 elif p in d.params[:i]:
                     self.error(
-                        "duplicate-name",
+                        Code.DUPLICATE_NAME,
                         f"definition `{d.name}` names the domain `{p}` twice",
                         sp or d.span,
                         help="in a definition's body a domain's name stands for its member, "
@@ -171,7 +172,7 @@ class Decisions(CompilerBase):
                 self.cyclic.update(path)
                 chain = " → ".join(f"`{x}`" for x in [*path, name])
                 self.error(
-                    "recursive-definition",
+                    Code.RECURSIVE_DEFINITION,
                     f"definition `{name}` refers to itself: {chain}"
                     if len(path) > 1
                     else f"definition `{name}` refers to itself",

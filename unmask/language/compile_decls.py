@@ -25,6 +25,7 @@ from unmask.language.compile_base import (
     _subst,
 )
 from unmask.language.parser import reserved_words
+from unmask.plumbing.codes import Code
 from unmask.plumbing.names import IDENT_PATTERN, IDENT_RE, member_help
 
 
@@ -35,20 +36,20 @@ class Declarations(CompilerBase):
         heads = [s for s in stmts if isinstance(s, ast.ProtocolDecl)]
         if not heads:
             self.error(
-                "missing-protocol",
+                Code.MISSING_PROTOCOL,
                 'expected a `protocol NAME "text"` line at the top of the file',
                 Span(self.file, 1, 1, 1, 2, 0, 1),
             )
             return None
         if stmts[0] is not heads[0]:
             self.error(
-                "protocol-order",
+                Code.PROTOCOL_ORDER,
                 "the `protocol` line must come before every other statement",
                 heads[0].span,
             )
         for extra in heads[1:]:
             self.error(
-                "duplicate-protocol",
+                Code.DUPLICATE_PROTOCOL,
                 "the file has a second `protocol` line",
                 extra.span,
                 help="a file holds one protocol",
@@ -77,7 +78,7 @@ class Declarations(CompilerBase):
             atom = self.plain.get(s.name) or self.families.get(s.name)
             if atom is not None:
                 self.error(
-                    "duplicate-name",
+                    Code.DUPLICATE_NAME,
                     f"definition `{s.name}` has the name of an atom",
                     s.name_span or s.span,
                     notes=(f"the atom is declared at {atom.span}",),
@@ -91,13 +92,13 @@ class Declarations(CompilerBase):
     def _resolve_domains(self) -> None:
         supplied = self.supplied
         if not isinstance(supplied, Mapping):
-            self.error("bad-domains", "domains must map each domain name to its members", None)
+            self.error(Code.BAD_DOMAINS, "domains must map each domain name to its members", None)
             supplied = {}
         for name in supplied:
             if name not in self.domains:
                 hint = _did_you_mean(str(name), self.domains)
                 self.error(
-                    "unknown-domain",
+                    Code.UNKNOWN_DOMAIN,
                     f"members were given for `{name}`, but the protocol declares no such domain",
                     None,
                     path=f"domains.{name}",
@@ -112,7 +113,7 @@ class Declarations(CompilerBase):
             if given is None:
                 if fixed is None:
                     self.error(
-                        "missing-domain",
+                        Code.MISSING_DOMAIN,
                         f"no members were given for the free domain `{name}`",
                         decl.span,
                         help=DOMAIN_HELP.format(name=name),
@@ -139,7 +140,7 @@ class Declarations(CompilerBase):
         for m, sp in zip(decl.members or (), spans, strict=False):
             if m in seen:
                 self.error(
-                    "duplicate-name",
+                    Code.DUPLICATE_NAME,
                     f"member `{m}` appears twice in `{decl.name}`",
                     sp or decl.span,
                 )
@@ -149,7 +150,10 @@ class Declarations(CompilerBase):
         path = f"domains.{name}"
         if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
             self.error(
-                "bad-member", f"the members of `{name}` must be an array of names", None, path=path
+                Code.BAD_MEMBER,
+                f"the members of `{name}` must be an array of names",
+                None,
+                path=path,
             )
             return None
         ok = True
@@ -158,7 +162,7 @@ class Declarations(CompilerBase):
             if not isinstance(m, str) or not IDENT_RE.match(m) or m in reserved_words():
                 shown = m if isinstance(m, str) else _as_json(m)
                 self.error(
-                    "bad-member",
+                    Code.BAD_MEMBER,
                     f"member `{shown}` of `{name}` is not a name",
                     None,
                     path=f"{path}[{i}]",
@@ -169,7 +173,7 @@ class Declarations(CompilerBase):
                 ok = False
             elif m in seen:
                 self.error(
-                    "duplicate-name",
+                    Code.DUPLICATE_NAME,
                     f"member `{m}` of `{name}` is given twice",
                     None,
                     path=f"{path}[{i}]",
@@ -177,7 +181,7 @@ class Declarations(CompilerBase):
                 ok = False
             elif decl.members is not None and m not in decl.members:
                 self.error(
-                    "member-not-in-domain",
+                    Code.MEMBER_NOT_IN_DOMAIN,
                     f"member `{m}` is not in the fixed domain `{name}`",
                     decl.span,
                     path=f"{path}[{i}]",
@@ -204,7 +208,7 @@ class Declarations(CompilerBase):
                 sizes = " × ".join(f"{len(self.members.get(p, ()))} (`{p}`)" for p in big.params)
                 notes = (f"the family `{big.name}` alone has {sizes} atoms",)
             self.error(
-                "limit",
+                Code.LIMIT,
                 f"the protocol has {total} ground atoms, more than the limit of "
                 f"{self.limits.max_atoms}",
                 big.span if big is not None and notes else None,

@@ -24,6 +24,7 @@ from unmask.language.compile_base import (
     _fold_xor,
     _TooBig,
 )
+from unmask.plumbing.codes import Code
 
 
 class Expressions(CompilerBase):
@@ -37,7 +38,7 @@ class Expressions(CompilerBase):
                 fams = [f for f, d in self.families.items() if d.params == (b.domain,)]
                 example = f"`{fams[0]}({name})`" if fams else "a family member"
                 self.error(
-                    "not-an-atom",
+                    Code.NOT_AN_ATOM,
                     f"`{name}` is a variable over `{b.domain}`, not an atom",
                     r.span,
                     help=f"name an atom of the member, such as {example}",
@@ -50,7 +51,7 @@ class Expressions(CompilerBase):
             if name in self.defs:
                 d = self.defs[name]
                 self.error(
-                    "missing-member",
+                    Code.MISSING_MEMBER,
                     f"`{name}` is a family of definitions over {_over(d.params)}, "
                     "not one expression",
                     r.span,
@@ -60,7 +61,7 @@ class Expressions(CompilerBase):
             if name in self.families:
                 fam = self.families[name]
                 self.error(
-                    "missing-member",
+                    Code.MISSING_MEMBER,
                     f"`{name}` is a family of atoms over {_over(fam.params)}, not one atom",
                     r.span,
                     help=_write_members(name, fam.params),
@@ -72,7 +73,7 @@ class Expressions(CompilerBase):
             d = self.defs[name]
             if not d.params:
                 self.error(
-                    "not-a-family",
+                    Code.NOT_A_FAMILY,
                     f"`{name}` is a single definition, not a family",
                     r.span,
                     help=f"a single definition takes no member: write `{name}`",
@@ -83,7 +84,7 @@ class Expressions(CompilerBase):
         if name not in self.families:
             if name in self.plain:
                 self.error(
-                    "not-a-family",
+                    Code.NOT_A_FAMILY,
                     f"`{name}` is a single atom, not a family",
                     r.span,
                     help=f"a single atom takes no member: write `{name}`",
@@ -105,7 +106,7 @@ class Expressions(CompilerBase):
         if len(r.args) != len(domains):
             given = len(r.args)
             self.error(
-                "wrong-arity",
+                Code.WRONG_ARITY,
                 f"`{r.name}` takes {_count(len(domains))} (of {_over(domains)}), "
                 f"but {given} {'is' if given == 1 else 'are'} given",
                 r.span,
@@ -143,7 +144,7 @@ class Expressions(CompilerBase):
                         f"`{r.name}` is a member of `{domain}`"
                     )
                     hint = f"the arguments of `{r.name}` are members of {_over(params)}, in order"
-                self.error("domain-mismatch", message, span or r.span, help=hint)
+                self.error(Code.DOMAIN_MISMATCH, message, span or r.span, help=hint)
                 return None
             return b.member  # None while checking a body over no members: nothing to name
         known = self.members.get(domain)
@@ -152,7 +153,7 @@ class Expressions(CompilerBase):
             return None
         if arg not in known:
             self.error(
-                "unknown-member",
+                Code.UNKNOWN_MEMBER,
                 f"`{arg}` is neither a variable nor a member of `{domain}`",
                 span or r.span,
                 help=_did_you_mean(arg, list(known) + list(env)),
@@ -167,7 +168,7 @@ class Expressions(CompilerBase):
             return self.ref(e, env)
         assert isinstance(e, ast.Verdict)
         self.error(
-            "verdict-misuse",
+            Code.VERDICT_MISUSE,
             "the verdict `pass` may appear only on the left of `decision pass iff`",
             e.span,
             help="describe what the judge asserts with an atom instead",
@@ -238,21 +239,21 @@ class Expressions(CompilerBase):
         span = e.k_span or e.span
         if text.startswith("-"):
             self.error(
-                "cardinality",
+                Code.CARDINALITY,
                 f"the bound of `{e.op}` must be 0 or more, not `{text}`",
                 span,
             )
             return ir.FALSE
         digits = text.lstrip("0") or "0"
         if len(digits) > 15:
-            self.error("cardinality", f"the bound `{text}` of `{e.op}` is too large", span)
+            self.error(Code.CARDINALITY, f"the bound `{text}` of `{e.op}` is too large", span)
             return ir.FALSE
         k = int(digits)
         if e.gen is None and k > len(args):
             # with a literal list the bound can be checked as written; a generator's
             # length depends on the replay's members, so there it folds instead
             self.error(
-                "cardinality",
+                Code.CARDINALITY,
                 f"`{e.op}` asks for {k} of its arguments, but it has only {len(args)}",
                 span,
                 help="a bound above the number of arguments is allowed only with a generator",
@@ -270,14 +271,14 @@ class Expressions(CompilerBase):
             if b.var in self.plain or b.var in self.families or b.var in self.defs:
                 kind = "a definition" if b.var in self.defs else "an atom"
                 self.error(
-                    "duplicate-name",
+                    Code.DUPLICATE_NAME,
                     f"the variable `{b.var}` has the name of {kind}",
                     b.var_span,
                     help="choose another variable name",
                 )
             elif b.var in seen:
                 self.error(
-                    "duplicate-name",
+                    Code.DUPLICATE_NAME,
                     f"the variable `{b.var}` is bound twice",
                     b.var_span,
                     help=f"name each variable once: `for x in {b.domain}, y in {b.domain}`",

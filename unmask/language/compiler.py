@@ -35,6 +35,7 @@ from unmask.language.compile_decisions import Decisions
 from unmask.language.compile_decls import Declarations
 from unmask.language.compile_exprs import Expressions
 from unmask.language.parser import parse_source
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import UnmaskError
 from unmask.plumbing.files import read_text
 from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
@@ -193,7 +194,7 @@ class _Compiler(Declarations, Decisions, Expressions):
                     f"`{ref}` reads the {actual} atom `{atom}`, but the {side} side of "
                     f"`ground` may read only {role} atoms"
                 )
-            self.error("role-mismatch", message, ref.span, help=GROUND_HELP)
+            self.error(Code.ROLE_MISMATCH, message, ref.span, help=GROUND_HELP)
         return ok
 
     # --- statements ----------------------------------------------------------------------
@@ -239,7 +240,7 @@ class _Compiler(Declarations, Decisions, Expressions):
                 k = key(it)
                 if k in first:
                     self.error(
-                        "duplicate-name",
+                        Code.DUPLICATE_NAME,
                         f"{kind} `{k}` is declared twice",
                         it.span,
                         notes=(f"the first is at {first[k]}",),

@@ -26,6 +26,7 @@ from unmask.ir import Span
 from unmask.language import ast
 from unmask.language.parser import parse_source
 from unmask.language.syntaxtree import encode_string
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
 
@@ -48,7 +49,7 @@ def format_source(text: str, filename: str = "<input>", limits: Limits = DEFAULT
         raise UnmaskError(
             [
                 Diagnostic(
-                    "limit",
+                    Code.LIMIT,
                     "an expression is nested too deeply to format",
                     file=filename,
                     help=f"lower `{limits.option('max_expr_depth')}`",

@@ -31,6 +31,7 @@ from lark.lexer import PatternStr
 from unmask.ir import Span
 from unmask.language import ast, parser_tables
 from unmask.language.syntaxtree import ToAst, span_of
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.jsonreader import did_you_mean
@@ -249,13 +250,13 @@ def _syntax_diagnostic(e: UnexpectedInput, text: str, file: str) -> Diagnostic:
         span = Span(file, e.line, e.column, e.line, e.column + 1, pos, pos + 1)
         if ch == '"':
             return Diagnostic(
-                "syntax",
+                Code.SYNTAX,
                 "unterminated string",
                 span,
                 help="a string ends on the line where it starts; write a line break as `\\n`",
             )
         shown = ch if ch.isprintable() and not ch.isspace() else f"U+{ord(ch):04X}"
-        return Diagnostic("syntax", f"unexpected character `{shown}`", span)
+        return Diagnostic(Code.SYNTAX, f"unexpected character `{shown}`", span)
     assert isinstance(e, UnexpectedToken)
     tok = e.token
     if tok.type == "$END":
@@ -269,22 +270,27 @@ def _syntax_diagnostic(e: UnexpectedInput, text: str, file: str) -> Diagnostic:
     expr_start = _vocabulary().expr_start
     if tok.type.lower() in reserved_words() and "NAME" in expected and not expected >= expr_start:
         return Diagnostic(
-            "syntax",
+            Code.SYNTAX,
             f"`{tok}` is a reserved word and cannot be used as a name",
             span,
             help=f"choose another name, such as `{tok}_`",
         )
     prev = _prev_token(text, pos)
     if expected >= expr_start and prev is not None:
-        return Diagnostic("syntax", f"expected an expression after `{prev}`, found {found}", span)
+        return Diagnostic(
+            Code.SYNTAX, f"expected an expression after `{prev}`, found {found}", span
+        )
     label = e.match_examples(_parse_for_examples, _EXAMPLES, use_accepts=False)
     if label is not None:
         message, hint = _CUSTOM[label]
         return Diagnostic(
-            "syntax", f"{message}, found {found}", span, help=_keyword_hint(tok, expected) or hint
+            Code.SYNTAX,
+            f"{message}, found {found}",
+            span,
+            help=_keyword_hint(tok, expected) or hint,
         )
     return Diagnostic(
-        "syntax",
+        Code.SYNTAX,
         f"expected {_expected_phrase(expected)}, found {found}",
         span,
         help=_keyword_hint(tok, expected),
@@ -338,7 +344,7 @@ def check_source_size(text: str, filename: str, limits: Limits) -> None:
         raise UnmaskError(
             [
                 Diagnostic(
-                    "limit",
+                    Code.LIMIT,
                     f"the file has {len(text)} characters, more than the limit of "
                     f"{limits.max_source_chars}",
                     file=filename,
@@ -391,7 +397,7 @@ def _check_string_sizes(text: str, filename: str, limits: Limits) -> None:
             col = start - m.start() + 1
             diags.append(
                 Diagnostic(
-                    "limit",
+                    Code.LIMIT,
                     f"this string has {length} characters, more than the limit of {limit}",
                     Span(filename, line, col, line, col + 1, start, start + 1),
                     help=f"raise it with `{limits.option('max_string_chars')}`",
@@ -448,7 +454,7 @@ def _depth_diagnostics(statements, limits: Limits) -> list[Diagnostic]:
             if d > limits.max_expr_depth:
                 out.append(
                     Diagnostic(
-                        "limit",
+                        Code.LIMIT,
                         f"this expression is nested {d} levels deep, more than the limit "
                         f"of {limits.max_expr_depth}",
                         e.span or getattr(s, "span", None),

@@ -23,6 +23,7 @@ from __future__ import annotations
 from lark import Token, Transformer_NonRecursive, v_args
 
 from unmask.language import ast
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic
 from unmask.plumbing.safe import UNSAFE
 from unmask.plumbing.span import Span
@@ -149,7 +150,7 @@ class ToAst(Transformer_NonRecursive):
             pos = tok.start_pos + offset
             self.diagnostics.append(
                 Diagnostic(
-                    "bad-escape",
+                    Code.BAD_ESCAPE,
                     message,
                     Span(self.file, tok.line, col, tok.line, col + 1, pos, pos + 1),
                     help=ESCAPES_HELP,

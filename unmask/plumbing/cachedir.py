@@ -32,6 +32,8 @@ import stat
 import sys
 from pathlib import Path
 
+from unmask.plumbing.codes import Code
+
 CACHE_ENV = "UNMASK_CACHE_DIR"  # overrides the cache folder; empty turns the cache off
 KEY_NAME = "key"
 KEY_BYTES = 32
@@ -93,7 +95,7 @@ def warn(message: str) -> None:
     from unmask.plumbing.diagnostics import Diagnostic, render
 
     with contextlib.suppress(OSError, ValueError):  # stderr closed: the cache stays off
-        print(render(Diagnostic("cache", message, severity="warning")), file=sys.stderr)
+        print(render(Diagnostic(Code.CACHE, message, severity="warning")), file=sys.stderr)
 
 
 def _shown(folder: Path) -> str:

@@ -18,6 +18,7 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import field
 
+from unmask.plumbing.codes import Code
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.safe import printable, shorten
 from unmask.plumbing.span import Span
@@ -25,7 +26,7 @@ from unmask.plumbing.span import Span
 
 @frozen
 class Diagnostic:
-    code: str
+    code: Code
     message: str
     span: Span | None = None
     path: str | None = None  # JSON path such as ``annotations[3].evidence[0].end``
@@ -70,7 +71,7 @@ def internal_error(
         text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         notes = (f"for the report: `{text if len(text) <= 200 else text[:199] + '…'}`",)
     return Diagnostic(
-        "internal-error", f"internal error: {what}", file=file, help=INTERNAL_HELP, notes=notes
+        Code.INTERNAL_ERROR, f"internal error: {what}", file=file, help=INTERNAL_HELP, notes=notes
     )
 
 

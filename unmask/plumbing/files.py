@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 from typing import BinaryIO
 
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
 from unmask.plumbing.safe import shorten
@@ -48,7 +49,7 @@ MAX_NAME = 300
 
 
 def _io(name: str, message: str, help: str | None = None) -> UnmaskError:
-    return UnmaskError([Diagnostic("io", message, file=_shown(name), help=help)])
+    return UnmaskError([Diagnostic(Code.IO, message, file=_shown(name), help=help)])
 
 
 def _shown(name: str) -> str:
@@ -78,7 +79,7 @@ def _not_regular(name: str, kind: str) -> UnmaskError:
 def too_large(name: str, limits: Limits, file: str | None = None) -> Diagnostic:
     """The one wording of the file size limit."""
     return Diagnostic(
-        "limit",
+        Code.LIMIT,
         f"`{_shown(name)}` is larger than the limit of {limits.max_file_bytes} bytes",
         file=None if file is None else _shown(file),
         help=f"raise the bound with `{limits.option('max_file_bytes')}`",
@@ -223,7 +224,7 @@ def decode_utf8(data: bytes, name: str, file: str | None = None, first_line: int
         raise UnmaskError(
             [
                 Diagnostic(
-                    "encoding",
+                    Code.ENCODING,
                     f"`{_shown(name)}` is not valid UTF-8 (byte {exc.start}, line {line})",
                     span=Span(name, line, col, line, col + 1, len(head), len(head) + 1),
                     file=file,
@@ -251,7 +252,7 @@ def read_text(
         raise UnmaskError(
             [
                 Diagnostic(
-                    "encoding",
+                    Code.ENCODING,
                     f"`{_shown(name)}` is not a text file (a NUL character on line {line})",
                     file=name,
                     help="give the path of a text file",

@@ -22,6 +22,7 @@ from itertools import accumulate, repeat
 from pathlib import Path
 from typing import Any
 
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.files import decode_utf8, read_bytes, too_large
 from unmask.plumbing.jsonreader import join_path, show
@@ -126,7 +127,7 @@ def too_many_values(
 ) -> UnmaskError:
     """The one wording of the value bound (``what`` says whose values were counted)."""
     return _error(
-        "limit",
+        Code.LIMIT,
         f"{what} more than {limits.max_json_values} values (arrays, objects and their"
         " items), the limit",
         file,
@@ -162,7 +163,7 @@ def _span(file: str, text: str, pos: int, first_line: int = 1) -> Span:
     return Span(file, line, col, line, col + 1, pos, pos + 1)
 
 
-def _error(code: str, message: str, file: str | None, **kw: Any) -> UnmaskError:
+def _error(code: Code, message: str, file: str | None, **kw: Any) -> UnmaskError:
     return UnmaskError([Diagnostic(code, message, file=file, **kw)])
 
 
@@ -195,14 +196,14 @@ def parse_json_document(
         raise UnmaskError([too_large(name, limits, file)])
     text = decode_utf8(data, name, file, first_line)
     if not text.strip():
-        raise _error("json-empty", "expected a json object, found an empty file", file)
+        raise _error(Code.JSON_EMPTY, "expected a json object, found an empty file", file)
     # the nesting is at most the number of opening brackets: count them (C speed) before
     # measuring it
     opening = data.count(b"{") + data.count(b"[")
     depth = json_depth(data) if opening > limits.max_json_depth else 0
     if depth > limits.max_json_depth:
         raise _error(
-            "limit",
+            Code.LIMIT,
             f"json nesting is {depth} levels deep, more than the limit of {limits.max_json_depth}",
             file,
             help=f"raise the bound with `{limits.option('max_json_depth')}`",
@@ -254,7 +255,7 @@ def _loads(text: str, name: str, file: str | None, limits: Limits, first_line: i
         raise UnmaskError(
             [
                 Diagnostic(
-                    "json-syntax",
+                    Code.JSON_SYNTAX,
                     f"invalid json: {msg}",
                     span=_span(name, text, exc.pos, first_line),
                     file=file,
@@ -265,7 +266,7 @@ def _loads(text: str, name: str, file: str | None, limits: Limits, first_line: i
     except RecursionError:
         # only reachable when --max-json-depth was raised beyond what the parser can recurse
         raise _error(
-            "limit",
+            Code.LIMIT,
             "json nesting is too deep to parse",
             file,
             help=f"lower `{limits.option('max_json_depth')}`",
@@ -285,7 +286,7 @@ def _report_odd(root: Any, file: str | None) -> None:
                 for k in dict.fromkeys(node.dups):
                     diags.append(
                         Diagnostic(
-                            "json-duplicate-key",
+                            Code.JSON_DUPLICATE_KEY,
                             f"key `{show(k)}` occurs more than once in this object",
                             path=path or "$",
                             file=file,
@@ -300,7 +301,7 @@ def _report_odd(root: Any, file: str | None) -> None:
         elif isinstance(node, _HugeInt):
             diags.append(
                 Diagnostic(
-                    "json-number",
+                    Code.JSON_NUMBER,
                     f"a number with {len(node.literal)} digits is too long",
                     path=path or "$",
                     file=file,
@@ -309,7 +310,7 @@ def _report_odd(root: Any, file: str | None) -> None:
         elif isinstance(node, _NonFinite):
             diags.append(
                 Diagnostic(
-                    "json-number",
+                    Code.JSON_NUMBER,
                     f"`{node.literal}` is not a json number",
                     path=path or "$",
                     file=file,

@@ -15,6 +15,7 @@ import re
 from collections.abc import Collection, Iterator
 from typing import Any
 
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.limits import Limits
 
@@ -90,7 +91,7 @@ class JsonReader:
 
     def err(
         self,
-        code: str,
+        code: Code,
         path: str,
         message: str,
         help: str | None = None,
@@ -100,7 +101,7 @@ class JsonReader:
             Diagnostic(code, message, path=path or "$", file=self.file, help=help, notes=notes)
         )
 
-    def warn(self, code: str, path: str, message: str, help: str | None = None) -> None:
+    def warn(self, code: Code, path: str, message: str, help: str | None = None) -> None:
         self.warnings.append(
             Diagnostic(
                 code, message, path=path or "$", file=self.file, help=help, severity="warning"
@@ -110,20 +111,20 @@ class JsonReader:
     def limit(self, path: str, what: str, seen: int, field: str) -> None:
         bound = getattr(self.limits, field)
         self.err(
-            "limit",
+            Code.LIMIT,
             path,
             f"{what} is {seen}, more than the limit of {bound}",
             help=f"raise the bound with `{self.limits.option(field)}`",
         )
 
     def expect(self, path: str, what: str, v: Any) -> None:
-        self.err("type", path, f"expected {what}, found {kind(v)}")
+        self.err(Code.TYPE, path, f"expected {what}, found {kind(v)}")
 
     def unknown_keys(self, obj: dict, path: str, known: tuple[str, ...], what: str) -> None:
         for k in obj:
             if k not in known:
                 self.warn(
-                    "unknown-key",
+                    Code.UNKNOWN_KEY,
                     join_path(path, k),
                     f"unknown key `{show(k)}` in {what} is ignored",
                     help=did_you_mean(k, known),
@@ -132,7 +133,7 @@ class JsonReader:
     def string(self, obj: dict, key: str, path: str, required: bool = True) -> str | None:
         if key not in obj:
             if required:
-                self.err("missing", path, f"missing `{key}`")
+                self.err(Code.MISSING, path, f"missing `{key}`")
             return None
         v = obj[key]
         if not isinstance(v, str):
@@ -144,7 +145,7 @@ class JsonReader:
         v = self.string(obj, key, path)
         if v is not None and not pattern.match(v):
             self.err(
-                "name", join_path(path, key), f"`{show(v)}` is not a valid name", help=NAME_HELP
+                Code.NAME, join_path(path, key), f"`{show(v)}` is not a valid name", help=NAME_HELP
             )
             return None
         return v
@@ -152,7 +153,7 @@ class JsonReader:
     def array(self, obj: dict, key: str, path: str, required: bool = True) -> list | None:
         if key not in obj:
             if required:
-                self.err("missing", path, f"missing `{key}`")
+                self.err(Code.MISSING, path, f"missing `{key}`")
             return None if required else []
         v = obj[key]
         if not isinstance(v, list):

@@ -36,6 +36,7 @@ import tempfile
 from collections.abc import Iterator
 from typing import IO, Any
 
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.safe import shorten
 
@@ -50,7 +51,7 @@ def reason(exc: OSError) -> str:
 
 
 def cannot_write(name: str, exc: OSError) -> Diagnostic:
-    return Diagnostic("output", f"cannot write `{shorten(name)}`: {reason(exc)}")
+    return Diagnostic(Code.OUTPUT, f"cannot write `{shorten(name)}`: {reason(exc)}")
 
 
 def _default_mode() -> int:
@@ -197,7 +198,7 @@ def _not_regular(path: str, mode: int) -> OutputError:
     return OutputError(
         [
             Diagnostic(
-                "output",
+                Code.OUTPUT,
                 f"cannot write `{path}`: it is {_kind(mode)}, not a regular file",
                 help="give the path of a regular file, or of none yet",
             )

@@ -37,6 +37,7 @@ from typing import Any, ClassVar, Literal, Union, get_args, get_origin
 import msgspec
 from msgspec import UNSET, Struct, UnsetType
 
+from unmask.plumbing.codes import Code
 from unmask.plumbing.jsonreader import (
     JsonReader,
     did_you_mean,
@@ -87,7 +88,7 @@ class Format(Struct, forbid_unknown_fields=True, kw_only=True, gc=False):
         """Record unknown ``key`` of ``raw`` (at ``path``). The default: a warning with
         "did you mean"; a struct whose unknown keys are errors says so here."""
         r.warn(
-            "unknown-key",
+            Code.UNKNOWN_KEY,
             join_path(path, key),
             f"unknown key `{show(key)}` in {cls.KEYS_IN} is ignored",
             help=did_you_mean(key, field_names(cls)),
@@ -241,7 +242,7 @@ class StructReader:
             if f.key not in raw:
                 if f.required and not f.extra.get("own"):
                     self.r.err(
-                        "missing", path, f"missing `{f.key}`", help=f.extra.get("missing_help")
+                        Code.MISSING, path, f"missing `{f.key}`", help=f.extra.get("missing_help")
                     )
                     values[f.name] = None
                 elif f.required:

@@ -16,6 +16,7 @@ import difflib
 import importlib
 from typing import ClassVar
 
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.frozen import frozen
 
@@ -77,7 +78,7 @@ def register(name: str, target: str | type[Proposer], *, replace: bool = False) 
         raise UnmaskError(
             [
                 Diagnostic(
-                    "duplicate-proposer",
+                    Code.DUPLICATE_PROPOSER,
                     f"a proposer named `{name}` is already registered",
                     help="pass replace=True to replace it",
                 )
@@ -108,7 +109,7 @@ def create(name: str, fill: Fill | None = None) -> Proposer:
         raise UnmaskError(
             [
                 Diagnostic(
-                    "unknown-proposer",
+                    Code.UNKNOWN_PROPOSER,
                     f"unknown proposer `{name}`",
                     help=f"did you mean `{close[0]}`? {choices}" if close else choices,
                 )
@@ -120,7 +121,7 @@ def create(name: str, fill: Fill | None = None) -> Proposer:
         raise UnmaskError(
             [
                 Diagnostic(
-                    "proposer-cannot-fill",
+                    Code.PROPOSER_CANNOT_FILL,
                     f"proposer `{name}` does not fill {fill.role} atoms for `{fill.task}`",
                     help=f"proposers that do: {able}",
                 )

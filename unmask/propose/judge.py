@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.limits import Limits
@@ -292,7 +293,7 @@ MAX_RULES_BYTES = 1_000_000  # a rule file is a few dozen patterns
 
 
 def _bad(message: str) -> UnmaskError:
-    return UnmaskError([Diagnostic("bad-rules", message)])
+    return UnmaskError([Diagnostic(Code.BAD_RULES, message)])
 
 
 def _compile(where: str, pattern: Any, flags: Any) -> re.Pattern[str]:
@@ -468,9 +469,9 @@ def load_rules(path: str | Path, *, beside: bool = False) -> RuleSet:
         text = read_text(p, bound, follow=not beside, inside=p.parent if beside else None)
     except UnmaskError as exc:
         d = exc.diagnostics[0]
-        if d.code == "limit":
+        if d.code == Code.LIMIT:
             raise _bad(f"rule file `{p}` is larger than 1 MB") from None
-        if d.code == "encoding":
+        if d.code == Code.ENCODING:
             raise _bad(f"rule file `{p}` is not UTF-8 text") from None
         reason = d.message.split(": ", 1)[1] if d.message.startswith("cannot read") else None
         if reason is not None:

@@ -20,6 +20,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.propose import Proposer
 from unmask.propose.claims import ClaimSupport
@@ -188,7 +189,7 @@ def judge_proposer(rules_path: str | None, protocol_path: str | None, max_chars:
     from unmask.propose.judge import JudgeRules, load_rules, rules_for
 
     if rules_path and protocol_path:
-        raise UnmaskError([Diagnostic("usage", "give `--rules` or `--protocol`, not both")])
+        raise UnmaskError([Diagnostic(Code.USAGE, "give `--rules` or `--protocol`, not both")])
     path = rules_path or (str(rules_for(protocol_path)) if protocol_path else None)
     return JudgeRules(load_rules(path) if path else None, max_chars)
 

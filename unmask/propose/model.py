@@ -22,6 +22,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.frozen import frozen
 from unmask.propose import Fill, Proposer
@@ -75,7 +76,7 @@ class Abstain:
     reason: str
 
 
-def _usage(code: str, message: str, help: str | None = None) -> UnmaskError:
+def _usage(code: Code, message: str, help: str | None = None) -> UnmaskError:
     return UnmaskError([Diagnostic(code, message, help=help)])
 
 
@@ -100,7 +101,7 @@ class ModelChat(Proposer):
         url = env.get(ENV_URL, "").strip()
         if not url:
             raise _usage(
-                "model-not-configured",
+                Code.MODEL_NOT_CONFIGURED,
                 f"proposer `model-chat` needs an endpoint: `{ENV_URL}` is not set",
                 help=f"set `{ENV_URL}` (e.g. `http://127.0.0.1:8000/v1`), and `{ENV_NAME}`"
                 f" and `{ENV_KEY}` if the endpoint needs them",
@@ -108,7 +109,7 @@ class ModelChat(Proposer):
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise _usage(
-                "model-not-configured",
+                Code.MODEL_NOT_CONFIGURED,
                 f"`{ENV_URL}` must be an http or https URL, found `{url}`",
             )
         raw_timeout = env.get(ENV_TIMEOUT, "").strip()
@@ -118,7 +119,7 @@ class ModelChat(Proposer):
             timeout = -1.0
         if not 0 < timeout <= MAX_TIMEOUT:
             raise _usage(
-                "model-not-configured",
+                Code.MODEL_NOT_CONFIGURED,
                 f"`{ENV_TIMEOUT}` must be a number of seconds from 0 to {MAX_TIMEOUT:g},"
                 f" found `{raw_timeout}`",
             )

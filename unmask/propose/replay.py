@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from unmask.plumbing.codes import Code
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.names import split_applied
 from unmask.propose import CLAIM_SUPPORT, Fill, Proposer
@@ -508,7 +509,7 @@ def replay_filler(name: str, what: str = "proposer") -> Proposer:
     p = create(name)
     if not can_fill(p):
         raise UnmaskError(
-            [Diagnostic("proposer-cannot-fill", f"{what} `{name}` fills no replay atoms")]
+            [Diagnostic(Code.PROPOSER_CANNOT_FILL, f"{what} `{name}` fills no replay atoms")]
         )
     return p
 

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.limits import Limits
@@ -41,7 +42,7 @@ def proposers_for(
 
     if rules_path and "judge-rules" not in names:
         raise Unusable(
-            [Diagnostic("usage", "`--rules` is for the `judge-rules` proposer, not asked for")]
+            [Diagnostic(Code.USAGE, "`--rules` is for the `judge-rules` proposer, not asked for")]
         )
     proposers = []
     try:
@@ -155,6 +156,6 @@ def fill_each(
             continue
         taken = write_in_folder(out, target.name, json_bytes(new))
         if taken is not None:
-            yield Filled(item, diagnostics=(Diagnostic("io", taken),))
+            yield Filled(item, diagnostics=(Diagnostic(Code.IO, taken),))
             continue
         yield Filled(item, target, outcome)

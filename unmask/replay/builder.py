@@ -27,6 +27,7 @@ from typing import Any
 import msgspec
 
 from unmask import ir
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.jsonload import show
 from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
@@ -41,7 +42,7 @@ REPLAY_SCHEMA = "unmask.replay/1"
 _SUGGEST_BUDGET = 20_000_000
 
 
-def _error(code: str, message: str, path: str | None = None, help: str | None = None):
+def _error(code: Code, message: str, path: str | None = None, help: str | None = None):
     return UnmaskError([Diagnostic(code, message, path=path, help=help)])
 
 
@@ -96,7 +97,7 @@ def _value(value: Any, path: str) -> str:
     if isinstance(value, str) and value in VALUES:
         return value
     raise _error(
-        "value",
+        Code.VALUE,
         f"the value must be `TRUE`, `FALSE` or `UNKNOWN`, found `{show(value)}`",
         path,
         help="a Python bool is accepted too",
@@ -143,14 +144,14 @@ class ReplayBuilder:
             self.protocol = protocol_from_json(self._protocol_json, "protocol", None, limits)
         else:
             raise _error(
-                "protocol-form",
+                Code.PROTOCOL_FORM,
                 "expected a `.proto` path, `.proto` text or protocol IR",
                 "protocol",
             )
         if not isinstance(sources, Mapping) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in sources.items()
         ):
-            raise _error("type", "`sources` maps source names to texts (strings)", "sources")
+            raise _error(Code.TYPE, "`sources` maps source names to texts (strings)", "sources")
         self.sources = dict(sources)
         self.verdict = verdict
         self.gold = gold
@@ -195,14 +196,14 @@ class ReplayBuilder:
                 else []
             )
             raise _error(
-                "unknown-atom",
+                Code.UNKNOWN_ATOM,
                 f"unknown atom `{show(atom)}`",
                 f"{path}.atom",
                 help=f"did you mean `{close[0]}`?" if close else None,
             )
         if atom in self._annotated:
             raise _error(
-                "duplicate-annotation",
+                Code.DUPLICATE_ANNOTATION,
                 f"atom `{atom}` is already annotated",
                 f"{path}.atom",
                 help="a replay holds one annotation per atom; give several quotes instead",
@@ -215,7 +216,7 @@ class ReplayBuilder:
             picks = list(occurrence)
             if len(picks) != len(quotes):
                 raise _error(
-                    "occurrence",
+                    Code.OCCURRENCE,
                     f"{len(picks)} occurrences for {len(quotes)} quotes",
                     f"{path}.evidence",
                     help="give one occurrence (or None) per quote",
@@ -231,7 +232,7 @@ class ReplayBuilder:
         )
         if val != "UNKNOWN" and not quotes and not wholes:
             raise _error(
-                "no-evidence",
+                Code.NO_EVIDENCE,
                 f"a `{val}` annotation of `{atom}` needs a quote",
                 f"{path}.evidence",
                 help="pass `quote=` with the text that shows the value",
@@ -244,7 +245,7 @@ class ReplayBuilder:
         for j, s in enumerate(wholes, start=len(evidence)):
             if s not in allowed or s not in self.sources:
                 raise _error(
-                    "evidence-source",
+                    Code.EVIDENCE_SOURCE,
                     f"`{show(s)}` is no source of this replay that backs a `{decl.role}` atom",
                     f"{path}.evidence[{j}].source",
                     help="read one of " + ", ".join(f"`{x}`" for x in allowed if x in self.sources),
@@ -275,11 +276,11 @@ class ReplayBuilder:
         path: str,
     ) -> EvidenceJson:
         if not isinstance(quote, str) or not quote:
-            raise _error("quote", "a quote is a non-empty string", f"{path}.quote")
+            raise _error(Code.QUOTE, "a quote is a non-empty string", f"{path}.quote")
         if source is not None:
             if source not in allowed:
                 raise _error(
-                    "evidence-source",
+                    Code.EVIDENCE_SOURCE,
                     f"source `{show(source)}` cannot back a `{role}` atom",
                     f"{path}.source",
                     help="a `"
@@ -289,7 +290,7 @@ class ReplayBuilder:
                 )
             if source not in self.sources:
                 raise _error(
-                    "evidence-source",
+                    Code.EVIDENCE_SOURCE,
                     f"the replay has no source `{source}`",
                     f"{path}.source",
                 )
@@ -298,7 +299,7 @@ class ReplayBuilder:
             candidates = [s for s in allowed if s in self.sources]
             if not candidates:
                 raise _error(
-                    "evidence-source",
+                    Code.EVIDENCE_SOURCE,
                     f"no source that can back a `{role}` atom: give "
                     + " or ".join(f"`{s}`" for s in allowed),
                     path,
@@ -315,7 +316,7 @@ class ReplayBuilder:
                 default=None,
             )
             raise _error(
-                "quote-not-found",
+                Code.QUOTE_NOT_FOUND,
                 f"`{show(quote, 80)}` does not occur in {where}",
                 f"{path}.quote",
                 help=f"the closest text in `{best[0]}` is `{show(best[1], 80)}`" if best else None,
@@ -323,7 +324,7 @@ class ReplayBuilder:
         if occurrence is not None:
             if not isinstance(occurrence, int) or not 0 <= occurrence < total:
                 raise _error(
-                    "occurrence",
+                    Code.OCCURRENCE,
                     f"occurrence `{show(occurrence)}` of `{show(quote, 80)}` does not exist: "
                     f"it occurs {total} time{'s' if total != 1 else ''} in {where}",
                     f"{path}.quote",
@@ -339,7 +340,7 @@ class ReplayBuilder:
             first = [(s, i) for s, starts in found for i in starts[:5]][:5]
             at = ", ".join(f"`{s}` at {i}" for s, i in first)
             raise _error(
-                "quote-ambiguous",
+                Code.QUOTE_AMBIGUOUS,
                 f"`{show(quote, 80)}` occurs {total} times in {where} ({at}"
                 f"{', …' if total > 5 else ''})",
                 f"{path}.quote",
@@ -359,7 +360,7 @@ class ReplayBuilder:
                 starts = occurrences(self.sources[source], quote)
             except TooOften as exc:
                 raise _error(
-                    "limit",
+                    Code.LIMIT,
                     f"`{show(quote, 80)}` occurs more than {exc.found} times in `{source}`,"
                     " too often to locate",
                     help="quote a longer passage that occurs once",

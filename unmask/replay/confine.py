@@ -16,6 +16,7 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePath
 
+from unmask.plumbing.codes import Code
 from unmask.plumbing.jsonreader import show
 
 PROTOCOL_PATH_ENV = "UNMASK_PROTOCOL_PATH"
@@ -29,7 +30,7 @@ ALLOW_HELP = (
 class Refused(Exception):
     """A protocol path the rules do not allow; ``message`` names the rule."""
 
-    def __init__(self, code: str, message: str, help: str | None = None):
+    def __init__(self, code: Code, message: str, help: str | None = None):
         super().__init__(message)
         self.code = code
         self.message = message
@@ -54,16 +55,16 @@ def locate_protocol(text: str, base_dir: Path | None, roots: Iterable[str] = ())
     """(the real path to read, the name to show) for a protocol ``path``, or ``Refused``."""
     shown = show(text, 200)
     if "\x00" in text:
-        raise Refused("protocol-file", f"the protocol path `{shown}` contains a NUL character")
+        raise Refused(Code.PROTOCOL_FILE, f"the protocol path `{shown}` contains a NUL character")
     if PurePath(text).anchor:
         raise Refused(
-            "protocol-path",
+            Code.PROTOCOL_PATH,
             f"the protocol path `{shown}` is absolute, not relative to the replay's folder",
             help=ALLOW_HELP,
         )
     if not text.endswith(PROTOCOL_SUFFIX):
         raise Refused(
-            "protocol-path",
+            Code.PROTOCOL_PATH,
             f"the protocol path `{shown}` does not name a `{PROTOCOL_SUFFIX}` file",
             help=f"a protocol `path` names a `{PROTOCOL_SUFFIX}` file written in the "
             "protocol language",
@@ -74,14 +75,14 @@ def locate_protocol(text: str, base_dir: Path | None, roots: Iterable[str] = ())
     allowed = real_roots([folder, *roots])
     if not any(_inside(real, root) for root in allowed):
         raise Refused(
-            "protocol-path",
+            Code.PROTOCOL_PATH,
             f"the protocol path `{shown}` leads outside the replay's folder"
             + (" and the allowed folders" if len(allowed) > 1 else ""),
             help=ALLOW_HELP,
         )
     if not real.endswith(PROTOCOL_SUFFIX):
         raise Refused(
-            "protocol-path",
+            Code.PROTOCOL_PATH,
             f"the protocol path `{shown}` is a link to a file that is not a "
             f"`{PROTOCOL_SUFFIX}` file",
         )

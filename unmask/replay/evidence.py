@@ -26,6 +26,7 @@ from msgspec import UNSET
 
 from unmask import ir
 from unmask.ir.json_reader import unknown_atom
+from unmask.plumbing.codes import Code
 from unmask.plumbing.jsonreader import JsonReader, did_you_mean, join_path, show
 from unmask.replay.data import (
     EVIDENCE_SOURCES,
@@ -176,7 +177,7 @@ def _annotation(
     if name is not None:
         if name in first:
             r.err(
-                "duplicate-annotation",
+                Code.DUPLICATE_ANNOTATION,
                 join_path(p, "atom"),
                 f"atom `{show(name)}` is annotated twice",
                 help="keep one annotation per atom; merge their evidence",
@@ -190,7 +191,7 @@ def _annotation(
                 if name not in lacking:
                     lacking.append(name)
                     r.warn(
-                        "atom-dropped",
+                        Code.ATOM_DROPPED,
                         join_path(p, "atom"),
                         f"atom `{show(name)}` is not in the protocol this replay is checked "
                         "against: its annotation is left out",
@@ -205,7 +206,7 @@ def _annotation(
         hint = _VALUES_HELP
         if value.upper() in VALUES:
             hint = f"write `{value.upper()}` in capitals"
-        r.err("value", join_path(p, "value"), f"unknown value `{show(value)}`", help=hint)
+        r.err(Code.VALUE, join_path(p, "value"), f"unknown value `{show(value)}`", help=hint)
         value = None
     by = None if a.by is UNSET or a.by is None else _provenance(cx, a.by, join_path(p, "by"))
     raw = a.evidence
@@ -214,7 +215,7 @@ def _annotation(
         evidence = []
         if value in ("TRUE", "FALSE") and not raw:
             r.err(
-                "evidence-missing",
+                Code.EVIDENCE_MISSING,
                 join_path(p, "evidence"),
                 f"a {value} annotation needs at least one evidence span",
                 help="quote the text that shows it, or make the value `UNKNOWN`",
@@ -277,14 +278,17 @@ def _readings(
         value: str | None = e.value
         if value is not None and value not in VALUES:
             r.err(
-                "value", join_path(rp, "value"), f"unknown value `{show(value)}`", help=_VALUES_HELP
+                Code.VALUE,
+                join_path(rp, "value"),
+                f"unknown value `{show(value)}`",
+                help=_VALUES_HELP,
             )
             value = None
         spans = []
         ev_raw = e.evidence or []
         if value in ("TRUE", "FALSE") and not ev_raw:
             r.err(
-                "evidence-missing",
+                Code.EVIDENCE_MISSING,
                 join_path(rp, "evidence"),
                 f"a {value} reading needs at least one evidence span",
                 help="quote the text that shows it, or make the value `UNKNOWN`",
@@ -295,7 +299,7 @@ def _readings(
             ep = f"{rp}.evidence[{j}]"
             if x.read is not UNSET:
                 r.err(
-                    "evidence-read",
+                    Code.EVIDENCE_READ,
                     join_path(ep, "read"),
                     "a reading in `readings` does not read a whole source",
                     help="quote the text that shows the value",
@@ -316,21 +320,21 @@ def _whole_reader(
     nobody in particular, or by an unchecked rule or model, is no reading."""
     if value is not None and value != "FALSE":
         r.err(
-            "evidence-read",
+            Code.EVIDENCE_READ,
             join_path(ep, "read"),
             f"a reading of a whole source backs only a FALSE annotation, not `{value}`",
             help="quote the text that shows the value",
         )
     if a.by is UNSET:
         r.err(
-            "evidence-read",
+            Code.EVIDENCE_READ,
             p,
             "an annotation resting on a reading of a whole source must say who read it",
             help='add `"by": {"kind": "human", "name": "…"}`',
         )
     elif by is not None and not by.reviewed:
         r.err(
-            "evidence-read",
+            Code.EVIDENCE_READ,
             join_path(p, "by"),
             "a reading of a whole source must be reviewed",
             help="have a person check the reading, then set `reviewed` to `true`",
@@ -345,13 +349,15 @@ def _provenance(cx: _Context, b: ProvenanceJson, p: str) -> Provenance | None:
         hint = _KINDS_HELP
         if what.lower() in PROVENANCE_KINDS:
             hint = f"write `{what.lower()}` in lower case"
-        r.err("provenance", join_path(p, "kind"), f"unknown kind `{show(what)}`", help=hint)
+        r.err(Code.PROVENANCE, join_path(p, "kind"), f"unknown kind `{show(what)}`", help=hint)
         what = None
     ok = True
     texts = []
     for key, v in (("name", b.name), ("version", b.version)):
         if v == "":
-            r.err("provenance", join_path(p, key), f"`{key}` is empty", help=f"leave `{key}` out")
+            r.err(
+                Code.PROVENANCE, join_path(p, key), f"`{key}` is empty", help=f"leave `{key}` out"
+            )
         ok = ok and (v is UNSET or bool(v))  # None: ill-typed, reported
         texts.append(v if isinstance(v, str) else "")
     reviewed = b.reviewed
@@ -366,7 +372,7 @@ def _evidence(cx: _Context, e: EvidenceJson, p: str, role: str | None) -> Eviden
     r = cx.r
     for key in ("quote", "start", "end"):
         if getattr(e, key) is UNSET:
-            r.err("missing", p, f"missing `{key}`")
+            r.err(Code.MISSING, p, f"missing `{key}`")
     src, start, end, quote = e.source, e.start, e.end, e.quote
     if src is None or not _source_fits(cx, src, p, role):
         return None
@@ -389,12 +395,15 @@ def _source_fits(cx: _Context, src: str, p: str, role: str | None) -> bool:
     sp = f"{p}.source"
     if src not in SOURCES:
         r.err(
-            "unknown-source", sp, f"unknown source `{show(src)}`", help=did_you_mean(src, SOURCES)
+            Code.UNKNOWN_SOURCE,
+            sp,
+            f"unknown source `{show(src)}`",
+            help=did_you_mean(src, SOURCES),
         )
         return False
     if src == "protocol":
         r.err(
-            "evidence-role",
+            Code.EVIDENCE_ROLE,
             sp,
             "the protocol text is never evidence",
             help="quote the judge's rationale or trace, the context or the response",
@@ -409,13 +418,13 @@ def _source_fits(cx: _Context, src: str, p: str, role: str | None) -> bool:
                 "`reference` is a reading made outside the judge: it is evidence for "
                 "`context` atoms only"
             )
-        r.err("evidence-role", sp, message, help=hint)
+        r.err(Code.EVIDENCE_ROLE, sp, message, help=hint)
         return False
     if src not in cx.sources:
         if src in cx.bad_sources:
             return False
         r.err(
-            "source-missing",
+            Code.SOURCE_MISSING,
             sp,
             f"source `{src}` is not in `sources`",
             help=f"add `sources.{src}`, the text this span quotes",
@@ -431,7 +440,7 @@ def _whole(cx: _Context, e: EvidenceJson, p: str, role: str | None) -> Evidence 
     for key in ("start", "end", "quote"):
         if getattr(e, key) is not UNSET:
             r.err(
-                "evidence-read",
+                Code.EVIDENCE_READ,
                 join_path(p, key),
                 f"a reading of a whole source has no `{key}`",
                 help=WHOLE_HELP,
@@ -439,7 +448,7 @@ def _whole(cx: _Context, e: EvidenceJson, p: str, role: str | None) -> Evidence 
             ok = False
     if e.read != WHOLE:
         r.err(
-            "evidence-read",
+            Code.EVIDENCE_READ,
             join_path(p, "read"),
             f"unknown reading `{show(e.read)}`",
             help='`read` is `"whole"`: the whole source was read',
@@ -473,7 +482,7 @@ def _bad_span(
                 data[start * width : end * width].decode(codec, "replace") == quote
             ):
                 r.err(
-                    "span-units",
+                    Code.SPAN_UNITS,
                     p,
                     f"span [{start}, {end}) of `{src}` does not select the quote in "
                     "Unicode code points",
@@ -485,7 +494,7 @@ def _bad_span(
     n = len(text)
     if not 0 <= start < n:
         r.err(
-            "span-range",
+            Code.SPAN_RANGE,
             join_path(p, "start"),
             f"`start` {start} is outside `{src}`, which has {n} characters "
             f"(valid starts are 0 to {max(n - 1, 0)})",
@@ -493,7 +502,7 @@ def _bad_span(
         )
     elif not start < end <= n:
         r.err(
-            "span-range",
+            Code.SPAN_RANGE,
             join_path(p, "end"),
             f"`end` {end} must be greater than `start` {start} and at most {n}, "
             f"the length of `{src}`",
@@ -506,7 +515,7 @@ def _bad_span(
         elif found != start:
             hint = f"{where}; set `start` to {found} and `end` to {found + len(quote)}"
         r.err(
-            "span-quote",
+            Code.SPAN_QUOTE,
             join_path(p, "quote"),
             f"the quote does not match `{src}`[{start}:{end}]",
             help=hint,

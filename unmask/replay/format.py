@@ -19,6 +19,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from msgspec import UNSET, Meta, UnsetType, field
 
 from unmask.ir.json import PROTOCOL_SCHEMA
+from unmask.plumbing.codes import Code
 from unmask.plumbing.jsonreader import JsonReader, did_you_mean, join_path, show
 from unmask.plumbing.structs import Format, json_schema
 from unmask.replay.data import SOURCES
@@ -71,7 +72,7 @@ class ProvenanceJson(Format):
     def unknown_key(cls, r: JsonReader, raw: dict, key: str, path: str) -> None:
         # a misspelt `reviewed` would silently trust an annotation: an error, not a warning
         r.err(
-            "provenance",
+            Code.PROVENANCE,
             join_path(path, key),
             f"unknown key `{show(key)}` in `by`",
             help=did_you_mean(key, ("kind", "name", "version", "reviewed"))
@@ -100,7 +101,7 @@ class EvidenceJson(Format):
             return
         # a whole reading is `source` and `read`, nothing else: no metadata rides on it
         r.err(
-            "evidence-read",
+            Code.EVIDENCE_READ,
             join_path(path, key),
             f"a reading of a whole source has no `{show(key)}`",
             help=WHOLE_HELP,
@@ -181,7 +182,7 @@ class SourcesJson(Format):
     def unknown_key(cls, r: JsonReader, raw: dict, key: str, path: str) -> None:
         # evidence could never refer to it: an error
         r.err(
-            "unknown-source",
+            Code.UNKNOWN_SOURCE,
             join_path(path, key),
             f"unknown source `{show(key)}`",
             help=did_you_mean(key, SOURCES)

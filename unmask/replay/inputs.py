@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
@@ -48,7 +49,7 @@ class Task:
     file: str
     line: int | None = None
     text: bytes | None = None
-    problem: tuple[str, str, str | None] | None = None  # (code, message, help): not readable
+    problem: tuple[Code, str, str | None] | None = None  # (code, message, help): not readable
 
 
 def _inside(path: str, root: str) -> bool:
@@ -73,7 +74,7 @@ def _walk(root: str) -> Iterator[Task]:
             return Task(
                 path,
                 path,
-                problem=("io", f"cannot read the directory `{path}`: {reason(exc)}", None),
+                problem=(Code.IO, f"cannot read the directory `{path}`: {reason(exc)}", None),
             )
         key = (st.st_dev, st.st_ino)
         if key in above:
@@ -101,7 +102,7 @@ def _walk(root: str) -> Iterator[Task]:
         if linked and not _inside(os.path.realpath(entry.path), tree):
             message = f"`{entry.path}` is a link to outside `{root}`: not followed"
             hint = "an audit of a directory reads only that directory's tree"
-            yield Task(entry.path, entry.path, problem=("outside-tree", message, hint))
+            yield Task(entry.path, entry.path, problem=(Code.OUTSIDE_TREE, message, hint))
         elif is_dir:
             sub = level(entry.path, here)
             if isinstance(sub, Task):
@@ -132,7 +133,7 @@ def _lines(stream: Any, file: str, max_bytes: int, first: int = 1) -> Iterator[T
         number += first - 1
         if raw is None:
             problem = (
-                "limit",
+                Code.LIMIT,
                 f"the record is larger than {max_bytes} bytes",
                 "raise the bound with `--max-file-bytes`",
             )
@@ -153,10 +154,10 @@ def _open_jsonl(path: str) -> Any:
         # never open a FIFO or a device: opening one can block the whole run
         if not stat.S_ISREG(os.stat(path).st_mode):
             message = f"cannot read `{path}`: not a regular file"
-            return Task(path, path, problem=("io", message, "give JSON Lines on stdin as `-`"))
+            return Task(path, path, problem=(Code.IO, message, "give JSON Lines on stdin as `-`"))
         return open(path, "rb")
     except OSError as exc:
-        return Task(path, path, problem=("io", f"cannot read `{path}`: {reason(exc)}", None))
+        return Task(path, path, problem=(Code.IO, f"cannot read `{path}`: {reason(exc)}", None))
 
 
 def iter_tasks(paths: Iterable[str], limits: Limits = DEFAULT_LIMITS) -> Iterator[Task]:
@@ -242,7 +243,7 @@ def range_tasks(rg: LineRange, limits: Limits = DEFAULT_LIMITS) -> Iterator[Task
         fh = open(rg.file, "rb")  # noqa: SIM115 - closed below, after the last line
     except OSError as exc:
         message = f"cannot read `{rg.file}` from line {rg.line}: {reason(exc)}"
-        yield Task(f"{rg.file}:{rg.line}", rg.file, rg.line, problem=("io", message, None))
+        yield Task(f"{rg.file}:{rg.line}", rg.file, rg.line, problem=(Code.IO, message, None))
         return
     with fh:
         fh.seek(rg.start)

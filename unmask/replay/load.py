@@ -49,6 +49,7 @@ from unmask.ir.json_reader import (
     IrReader,
     protocol_from_json,
 )
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import UnmaskError, render_all
 from unmask.plumbing.files import read_text
 from unmask.plumbing.jsonload import parse_json_text, read_json_file
@@ -127,15 +128,15 @@ class _ReplayReader:
         (see ``replay_from_obj``)."""
         r = self.r
         if not isinstance(obj, dict):
-            r.err("type", "$", f"expected a replay object at the top level, found {kind(obj)}")
+            r.err(Code.TYPE, "$", f"expected a replay object at the top level, found {kind(obj)}")
             return None
         if not self._schema(obj):
             return None
         # a field the slow way found missing or ill-typed is None: reported, and skipped
         doc = _convert(obj) or StructReader(r).struct(obj, ReplayJson, "")
         rid = doc.id
-        item = self._label_text(doc.item, "item", "what was judged")
-        judge = self._label_text(doc.judge, "judge", "which judge or run judged it")
+        item = self._label_text(doc.item, Code.ITEM, "what was judged")
+        judge = self._label_text(doc.judge, Code.JUDGE, "which judge or run judged it")
         domains = self._domains(doc.domains)
         if self.against is None:
             protocol = self._protocol(doc.protocol, domains)
@@ -144,8 +145,8 @@ class _ReplayReader:
         translation = self._translation(doc.translation)
         sources = self._sources(doc.sources)
         labels = None if protocol is None else protocol.labels
-        verdict = self._verdict(doc.verdict, "verdict", labels, required=True)
-        gold = self._verdict(doc.gold, "gold", labels, required=False)
+        verdict = self._verdict(doc.verdict, Code.VERDICT, labels, required=True)
+        gold = self._verdict(doc.gold, Code.GOLD, labels, required=False)
         lacking: list[str] | None = None if self.against is None else []
         annotations = read_annotations(
             r, doc.annotations, protocol, sources, self.bad_sources, lacking
@@ -171,7 +172,7 @@ class _ReplayReader:
             recheck=recheck,
         )
 
-    def _label_text(self, v: Any, key: str, what: str) -> str | None:
+    def _label_text(self, v: Any, key: Code, what: str) -> str | None:
         """``item`` or ``judge``: absent, or a string that is not empty."""
         if v is UNSET or v is None:
             return None
@@ -184,7 +185,7 @@ class _ReplayReader:
         """False when the document is of another schema: nothing else is worth reading."""
         if "schema" not in obj:
             self.r.err(
-                "schema",
+                Code.SCHEMA,
                 "$",
                 f"missing `schema`, expected `{REPLAY_SCHEMA}`",
                 help=f'add `"schema": "{REPLAY_SCHEMA}"`',
@@ -197,7 +198,7 @@ class _ReplayReader:
         if schema == PROTOCOL_SCHEMA:
             hint = "this is protocol IR; a replay embeds it under `protocol`"
         self.r.err(
-            "schema",
+            Code.SCHEMA,
             "schema",
             f"unsupported schema `{show(schema)}`, expected `{REPLAY_SCHEMA}`",
             help=hint,
@@ -210,7 +211,7 @@ class _ReplayReader:
         st = t.status
         if st not in TRANSLATION_STATUSES:
             self.r.err(
-                "translation",
+                Code.TRANSLATION,
                 "translation.status",
                 f"unknown translation status `{show(st)}`",
                 help="a status is `valid`, `partial` or `invalid`",
@@ -230,7 +231,7 @@ class _ReplayReader:
         for dn, members in d.items():
             p = join_path("domains", dn)
             if not IDENT_RE.match(dn):
-                r.err("name", p, f"`{show(dn)}` is not a valid domain name")
+                r.err(Code.NAME, p, f"`{show(dn)}` is not a valid domain name")
                 continue
             if not isinstance(members, list):
                 r.expect(p, "an array of member names", members)
@@ -245,11 +246,14 @@ class _ReplayReader:
                     r.expect(mp, "a member name (a string)", m)
                 elif not IDENT_RE.match(m):
                     r.err(
-                        "name", mp, f"`{show(m)}` is not a valid member name", help=member_help(m)
+                        Code.NAME,
+                        mp,
+                        f"`{show(m)}` is not a valid member name",
+                        help=member_help(m),
                     )
                 elif m in seen:
                     r.err(
-                        "domain",
+                        Code.DOMAIN,
                         mp,
                         f"member `{m}` occurs twice in domain `{dn}`",
                         notes=(f"the first is `{index_path(p, seen[m])}`",),
@@ -268,11 +272,11 @@ class _ReplayReader:
         messages, and embedded IR its own reader."""
         r = self.r
         if p is UNSET:
-            r.err("missing", "$", "missing `protocol`")
+            r.err(Code.MISSING, "$", "missing `protocol`")
             return None
         if not isinstance(p, dict):
             r.err(
-                "protocol-form",
+                Code.PROTOCOL_FORM,
                 "protocol",
                 f"expected a protocol object, found {kind(p)}",
                 help=_FORMS_HELP,
@@ -282,25 +286,25 @@ class _ReplayReader:
         if "schema" in p or not forms:
             if forms:
                 r.err(
-                    "protocol-form",
+                    Code.PROTOCOL_FORM,
                     "protocol",
                     f"a protocol is either embedded IR or `{forms[0]}`, not both",
                     help=_FORMS_HELP,
                 )
                 return None
             if "schema" not in p and "atoms" not in p:
-                r.err("protocol-form", "protocol", "expected a protocol", help=_FORMS_HELP)
+                r.err(Code.PROTOCOL_FORM, "protocol", "expected a protocol", help=_FORMS_HELP)
                 return None
             if domains:
                 r.warn(
-                    "domains-ignored",
+                    Code.DOMAINS_IGNORED,
                     "domains",
                     "`domains` is ignored: an embedded protocol is already ground",
                 )
             return self._embedded(p)
         if len(forms) == 2:
             r.err(
-                "protocol-form",
+                Code.PROTOCOL_FORM,
                 "protocol",
                 "a protocol has `path` or `source`, not both",
                 help=_FORMS_HELP,
@@ -334,12 +338,12 @@ class _ReplayReader:
         own ``protocol`` must be there but is not read: a re-check replaces it."""
         r = self.r
         if p is UNSET:
-            r.err("missing", "$", "missing `protocol`")
+            r.err(Code.MISSING, "$", "missing `protocol`")
             return None
         if against.ground_already:
             if domains:
                 r.warn(
-                    "domains-ignored",
+                    Code.DOMAINS_IGNORED,
                     "domains",
                     f"`domains` is ignored: protocol `{against.name}` is already ground",
                 )
@@ -348,7 +352,7 @@ class _ReplayReader:
             for name in domains:
                 if name not in against.domains:
                     r.warn(
-                        "domains-ignored",
+                        Code.DOMAINS_IGNORED,
                         join_path("domains", name),
                         f"domain `{name}` is ignored: protocol `{against.name}` does not "
                         "declare it",
@@ -365,7 +369,7 @@ class _ReplayReader:
             )
             return None
         except RecursionError:  # only when --max-expr-depth was raised past the compiler
-            r.err("limit", "protocol", "the protocol nests too deeply to compile")
+            r.err(Code.LIMIT, "protocol", "the protocol nests too deeply to compile")
             return None
         return protocol
 
@@ -410,7 +414,7 @@ class _ReplayReader:
             return filename, read_text(real, r.limits, name=show(filename, 200), follow=False)
         except UnmaskError as exc:
             for d in exc.diagnostics:
-                code = "protocol-file" if d.code == "io" else d.code
+                code = Code.PROTOCOL_FILE if d.code == Code.IO else d.code
                 help_ = d.help or "`path` is relative to the replay file"
                 r.diags.append(replace(d, code=code, path=fp, file=r.file, help=help_))
             return None
@@ -432,7 +436,7 @@ class _ReplayReader:
             return None
         except RecursionError:  # only when --max-expr-depth was raised past the compiler
             r.err(
-                "limit",
+                Code.LIMIT,
                 fp,
                 "the protocol nests too deeply to compile",
                 help=f"lower `{r.limits.option('max_expr_depth')}`",
@@ -463,14 +467,14 @@ class _ReplayReader:
         return out
 
     def _verdict(
-        self, v: Any, key: str, labels: tuple[str, ...] | None, required: bool
+        self, v: Any, key: Code, labels: tuple[str, ...] | None, required: bool
     ) -> str | None:
         """``verdict`` or ``gold`` as parsed (``UNSET`` when absent): one of ``labels``
         (None: the protocol could not be read, so any string passes here)."""
         r = self.r
         if v is UNSET or (not required and v is None):
             if required:
-                r.err("missing", "$", f"missing `{key}`", help=_write_one_of(labels))
+                r.err(Code.MISSING, "$", f"missing `{key}`", help=_write_one_of(labels))
             return None
         if isinstance(v, str) and (labels is None or v in labels):
             return v
@@ -547,7 +551,7 @@ def replay_from_obj(
     out = reader.replay(obj, text, line)
     if out is None or r.diags:
         if not r.diags:  # cannot happen: every None path records an error; stay loud anyway
-            r.err("invalid", "$", "the replay is invalid")
+            r.err(Code.INVALID, "$", "the replay is invalid")
         raise r.failure()
     return out
 

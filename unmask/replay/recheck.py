@@ -26,6 +26,7 @@ from dataclasses import field
 from typing import Any
 
 from unmask import ir
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
@@ -134,7 +135,7 @@ def _inner(path: str, text: str, limits: Limits) -> tuple[str, str, str, Any]:
         message = (
             f"this replay names its protocol by path: give `{show(inner['path'], 200)}` itself"
         )
-        raise UnmaskError([Diagnostic("protocol", message, path="protocol.path", file=path)])
+        raise UnmaskError([Diagnostic(Code.PROTOCOL, message, path="protocol.path", file=path)])
     if isinstance(inner.get("source"), str):
         return inner["source"], f"{path}: protocol.source", "", None
     return json.dumps(inner, ensure_ascii=False, sort_keys=True), path, "protocol", inner
@@ -172,7 +173,7 @@ def _named_members(err: UnmaskError, text: str) -> list[str]:
     """The names a failed compile found in a member's place and in no domain, in order."""
     names: list[str] = []
     for d in err.diagnostics:
-        if d.code != "unknown-member" or d.span is None:
+        if d.code != Code.UNKNOWN_MEMBER or d.span is None:
             continue
         name = text[d.span.start_pos : d.span.end_pos]
         if name.isidentifier() and name not in names:

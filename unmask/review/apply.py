@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.files import open_regular, read_open
 from unmask.plumbing.jsonload import parse_json_bytes, parse_json_document, show
@@ -68,13 +69,13 @@ class Applied:
     digests: dict[str, str] = field(default_factory=dict)  # location: its record's new digest
 
 
-def _error(code: str, message: str, help: str | None = None) -> UnmaskError:
+def _error(code: Code, message: str, help: str | None = None) -> UnmaskError:
     return UnmaskError([Diagnostic(code, message, help=help)])
 
 
 def _stale(message: str) -> UnmaskError:
     return _error(
-        "review-stale",
+        Code.REVIEW_STALE,
         message,
         "it is not applied: export again and review the replay as it is now",
     )
@@ -94,7 +95,7 @@ def locate(location: str, root: str) -> tuple[str, int | None]:
         jsonl = sep and number.isdigit() and name.endswith(".jsonl")  # as the audit names it
         if not (jsonl and os.path.lexists(os.path.join(root, name))):
             raise _error(
-                "location",
+                Code.LOCATION,
                 f"cannot find the replay `{show(location)}`",
                 "run where the audit or export ran, or give that folder as --root",
             )
@@ -103,7 +104,7 @@ def locate(location: str, root: str) -> tuple[str, int | None]:
     real = os.path.join(os.path.realpath(folder), base)
     if base in ("", ".", "..") or not _inside(real, os.path.realpath(root)):
         raise _error(
-            "location",
+            Code.LOCATION,
             f"`{show(location)}` is outside the folder `{show(root)}`",
             "review writes only inside --root (default the working directory): run where "
             "the export ran, or give the folder the replays are in as --root",
@@ -117,7 +118,7 @@ def locked(path: str, name: str, limits: Limits) -> Iterator[int]:
     until the block ends; the file at ``path`` when the lock is taken, not one it replaced."""
     deadline = time.monotonic() + LOCK_WAIT_S
     busy = _error(
-        "io",
+        Code.IO,
         f"`{show(name)}` is being changed by another review",
         "wait for it to end, then apply again",
     )
@@ -279,7 +280,7 @@ def _changed(d: Decision) -> UnmaskError:
 
 def _partly(d: Decision) -> UnmaskError:
     return _error(
-        "review-stale",
+        Code.REVIEW_STALE,
         f"the replay at `{show(d.location)}` holds decisions of this review file already, "
         "and it cannot be shown that nothing else in it changed since the export",
         "it is not applied: export again to review the rest (the decisions already in it "

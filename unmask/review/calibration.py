@@ -33,6 +33,7 @@ from typing import Any
 
 import msgspec
 
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.jsonload import read_json_file
@@ -256,7 +257,7 @@ def _sampled(a: dict, review: dict, path: str) -> tuple[Reader, bool] | Diagnost
 
     def bad(at: str, message: str) -> Diagnostic:
         help_ = "a sampled review is written by `unmask review --apply`: leave it as it wrote it"
-        return Diagnostic("calibration-input", message, path=at, help=help_)
+        return Diagnostic(Code.CALIBRATION_INPUT, message, path=at, help=help_)
 
     if not isinstance(review["sample"], dict):
         return bad(join_path(path, "sample"), f"expected an object, found {kind(review['sample'])}")
@@ -306,7 +307,11 @@ def read(path: str, limits: Limits = DEFAULT_LIMITS) -> Calibration:
         return from_json(obj)
     except _Bad as bad:
         raise UnmaskError(
-            [Diagnostic("calibration", bad.message, path=bad.path or "$", file=path, help=bad.help)]
+            [
+                Diagnostic(
+                    Code.CALIBRATION, bad.message, path=bad.path or "$", file=path, help=bad.help
+                )
+            ]
         ) from None
 
 

@@ -20,6 +20,7 @@ from typing import Annotated, Any, ClassVar, Final, Literal
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic
 from unmask.plumbing.jsonreader import JsonReader
 from unmask.plumbing.limits import DEFAULT_LIMITS
@@ -172,7 +173,7 @@ def read_review_line(obj: dict[str, Any]) -> ReviewLine | Diagnostic:
     message = _AS_EXPORTED.get(key) or (
         f"expected `{key}` as exported, {what_of(_FIELD_TYPES[key])}"
     )
-    return Diagnostic("review-line", message, path=key)
+    return Diagnostic(Code.REVIEW_LINE, message, path=key)
 
 
 class ProtocolRow(Format):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.limits import Limits
 from unmask.plumbing.safe import printable
@@ -77,7 +78,9 @@ def read_review(review_file: str, limits: Limits, reviewer: str | None):
         for n, raw in bounded_lines(fh, limits.max_file_bytes, skip_bom=True):
             span = Span(review_file, n, 1, n, 1)
             if raw is None:
-                bad.append(Diagnostic("review-line", "line longer than the file limit", span=span))
+                bad.append(
+                    Diagnostic(Code.REVIEW_LINE, "line longer than the file limit", span=span)
+                )
                 continue
             if not raw.strip():
                 continue
@@ -86,7 +89,7 @@ def read_review(review_file: str, limits: Limits, reviewer: str | None):
             except (ValueError, RecursionError):
                 bad.append(
                     Diagnostic(
-                        "review-line",
+                        Code.REVIEW_LINE,
                         "$: not valid JSON",
                         span=span,
                         help="each line is one JSON object, as exported",

@@ -32,6 +32,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.jsonload import show
@@ -248,7 +249,11 @@ class Decision:
 def _bad(file: str, line: int, path: str, message: str, help: str | None = None) -> UnmaskError:
     where = f"{path}: " if path else ""
     return UnmaskError(
-        [Diagnostic("review-line", where + message, span=Span(file, line, 1, line, 1), help=help)]
+        [
+            Diagnostic(
+                Code.REVIEW_LINE, where + message, span=Span(file, line, 1, line, 1), help=help
+            )
+        ]
     )
 
 
@@ -392,7 +397,7 @@ def apply_to(doc: dict[str, Any], d: Decision) -> None:
         raise UnmaskError(
             [
                 Diagnostic(
-                    "review-stale",
+                    Code.REVIEW_STALE,
                     f"the annotation of `{show(d.atom)}` in `{show(d.location)}` changed since "
                     "the export",
                     help="it is not applied: export again and review the annotation as it is now",

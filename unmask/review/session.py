@@ -17,6 +17,7 @@ import json
 import os
 from typing import Any
 
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.limits import Limits
 from unmask.plumbing.safe import printable
@@ -48,7 +49,7 @@ def load_state(path: str) -> tuple[dict[str, dict[str, Any]], str | None]:
     except UnicodeDecodeError:
         why = "not UTF-8"
         raise UnmaskError(
-            [Diagnostic("usage", f"cannot read the state `{printable(path)}`: {why}")]
+            [Diagnostic(Code.USAGE, f"cannot read the state `{printable(path)}`: {why}")]
         ) from None
     lines = text.split("\n")
     for n, line in enumerate(lines, 1):
@@ -64,7 +65,7 @@ def load_state(path: str) -> tuple[dict[str, dict[str, Any]], str | None]:
             span = Span(path, n, 1, n, 1)
             hint = "give another --state file, or remove this one"
             raise UnmaskError(
-                [Diagnostic("review-line", "not a review line", span, help=hint)]
+                [Diagnostic(Code.REVIEW_LINE, "not a review line", span, help=hint)]
             ) from None
     else:
         if text and not text.endswith("\n"):  # a whole last line, written by hand

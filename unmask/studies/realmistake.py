@@ -25,6 +25,7 @@ from typing import Any
 import click
 
 from unmask.checking.record import CHECKED_SCHEMAS, report_json
+from unmask.plumbing.codes import Code
 from unmask.studies import audit
 
 FILES = {
@@ -48,7 +49,7 @@ def run(data: Path, out: Path, prompt: str = "cot", limit: int | None = None, jo
             raise UnmaskError(
                 [
                     Diagnostic(
-                        "realmistake",
+                        Code.REALMISTAKE,
                         f"`{need}` is not there",
                         help="give the ReaLMistake folder with `--data`",
                     )
