@@ -95,15 +95,9 @@ class Format(Struct, forbid_unknown_fields=True, kw_only=True, gc=False):
         )
 
 
-_NAMES: dict[type, tuple[str, ...]] = {}
-
-
 def field_names(cls: type[Struct]) -> tuple[str, ...]:
-    """The JSON keys of ``cls``, in its order."""
-    got = _NAMES.get(cls)
-    if got is None:
-        got = _NAMES[cls] = tuple(f.encode_name for f in msgspec.structs.fields(cls))
-    return got
+    """The JSON keys of ``cls``, in its order (the keys of ``fields_of``)."""
+    return tuple(fields_of(cls))
 
 
 class _Field:
@@ -233,7 +227,7 @@ class StructReader:
         """``raw`` read as a ``cls``: None for its missing or ill-typed fields."""
         fields = _fields(cls)
         if issubclass(cls, Format):
-            known = field_names(cls)
+            known = fields_of(cls)  # by key: membership without a tuple per struct
             for k in raw:
                 if k not in known:
                     cls.unknown_key(self.r, raw, k, path)
@@ -473,7 +467,8 @@ def fields_of(cls: type[msgspec.Struct]) -> dict[str, msgspec.structs.FieldInfo]
 
 
 # not ``_FIELDS`` (``StructReader``'s own cache, of another shape): the two readers merged
-# into this module each had one by that name, and one dict served both
+# into this module each had one by that name, and one dict served both; ``field_names``
+# reads this one too
 _BY_KEY: dict[type, dict[str, msgspec.structs.FieldInfo]] = {}
 
 
