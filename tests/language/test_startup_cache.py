@@ -175,6 +175,18 @@ def test_the_fingerprint_covers_the_compiler_and_its_modules(tmp_path, monkeypat
         cache._fingerprint.cache_clear()
 
 
+def test_the_fingerprint_names_every_module_of_the_language_and_the_ir():
+    # the list once named compiler.py but not the passes split out of it, so an edited pass
+    # was served the entries compiled before the edit
+    root = Path(cache.__file__).parents[1]
+    on_disk = {
+        f"{package}/{p.stem}"
+        for package in ("language", "ir")
+        for p in (root / package).glob("*.py")
+    }
+    assert on_disk and on_disk <= set(cache._MODULES)
+
+
 def test_an_edited_proto_is_compiled_again(tmp_path, folder):
     shutil.copy(EXAMPLES / "case_a.json", tmp_path)
     proto = tmp_path / "factual_claims.proto"
