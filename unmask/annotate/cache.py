@@ -4,7 +4,7 @@ Contract: ``Replies()`` is the folder ``annotate/`` inside the user's trusted ca
 (``unmask.plumbing.cachedir``: private, or not used at all); ``get(key)`` returns the ``Reply``
 stored under a call's key (``question.Ask.key``: the model, the messages, the schema, the
 sample and the settings) or None, and ``put(key, reply)`` stores one, sealed with the
-folder's HMAC and written whole (a run killed mid-write leaves the old entry or none).
+folder's MAC and written whole (a run killed mid-write leaves the old entry or none).
 Entries are JSON, never pickles: a damaged, foreign or unsealed file reads as missing and
 costs one call. Only answers are stored: a provider error or a timeout is not, so the next
 run asks again. With no usable cache folder (``UNMASK_CACHE_DIR`` empty) ``enabled`` is

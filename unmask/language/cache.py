@@ -6,8 +6,8 @@ digest of the text, the domains, the limits, Python's and lark's versions and th
 every module and grammar file that compiling reads. ``load(entry, filename, limits)``
 returns the protocol it holds, spans included and given the file name asked for, or None:
 an entry is read only as a sealed file (``unmask.plumbing.cachedir.read_sealed``: a private regular
-file whose HMAC under the folder's key holds), must record the full digest of its key and
-the SHA-256 of the very text being compiled, and is decoded into the IR's structs
+file whose MAC under the folder's key holds), must record the full digest of its key and
+the digest of the very text being compiled (BLAKE2b, as the seal: no OpenSSL to load), and is decoded into the IR's structs
 (``unmask.ir.format``) and read by the protocol IR reader (``unmask.ir.json_reader``), so a
 hit imports neither lark nor the compiler. An entry
 that fails any of this is a miss: compiled again, and replaced
@@ -19,7 +19,6 @@ so an entry is shared by every copy of the same text.
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from collections.abc import Iterator
 from functools import lru_cache
@@ -32,11 +31,11 @@ from unmask import ir
 from unmask.ir.format import ProtocolDoc
 from unmask.plumbing.cachedir import CACHE_ENV as CACHE_ENV  # the folder's names, also read here
 from unmask.plumbing.cachedir import cache_dir as cache_dir
-from unmask.plumbing.cachedir import read_sealed, trusted_dir
+from unmask.plumbing.cachedir import blake2b, read_sealed, trusted_dir
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.limits import Limits
 
-ENTRY_SCHEMA = "unmask.compiled/2"
+ENTRY_SCHEMA = "unmask.compiled/3"
 ENTRY_PREFIX = "protocol-"
 MAX_ENTRY_BYTES = 4 * 1024 * 1024  # a larger file is not an entry this module wrote
 # what compiling a `.proto` text reads, and how an entry is written and read back: a
@@ -102,7 +101,7 @@ def _fingerprint() -> str | None:
     some of it cannot be read (then nothing is cached)."""
     import importlib.util
 
-    h = hashlib.sha256()
+    h = blake2b(digest_size=32)
     try:
         root = Path(__file__).resolve().parents[1]
         files = [root / f"{m}.py" for m in _MODULES]
@@ -134,7 +133,7 @@ class Entry:
 
     path: Path
     key: str  # the digest of everything compiling reads
-    source: str  # the SHA-256 of the `.proto` text alone
+    source: str  # the digest (BLAKE2b) of the `.proto` text alone
 
 
 def entry(
@@ -145,11 +144,11 @@ def entry(
     fingerprint = _fingerprint() if folder is not None else None
     if folder is None or fingerprint is None:
         return None
-    h = hashlib.sha256()
+    h = blake2b(digest_size=32)
     for part in (fingerprint, repr(domains), repr(limits), text):
         _update(h, part)
     digest = h.hexdigest()
-    source = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    source = blake2b(text.encode("utf-8", "surrogatepass"), digest_size=32).hexdigest()
     return Entry(folder / f"{ENTRY_PREFIX}{digest[:32]}.json", digest, source)
 
 

@@ -2,7 +2,7 @@
 
 Contract: ``store(entry, protocol, filename, limits)`` writes the entry for a protocol
 just compiled: its ``unmask.protocol/1`` JSON, the digest of its key, the SHA-256 of its
-source text and every span in the order of ``spans``, sealed with the folder's HMAC key
+source text and every span in the order of ``spans``, sealed with the folder's MAC key
 (``unmask.plumbing.cachedir.write_sealed``). It writes only when reading the entry back through
 ``unmask.language.cache`` gives the very protocol, spans included; the file is written under a
 private name (``unmask.plumbing.outputs.atomic``) and renamed over the entry, so a concurrent run

@@ -11,9 +11,9 @@ group or others is not used at all, and the first refusal in a process prints on
 costs a rebuild). ``read_sealed(path, max_bytes)`` returns the payload of a file that
 ``write_sealed`` wrote, or None: the file must be a regular file (opened ``O_NOFOLLOW |
 O_NONBLOCK``: a link, a pipe or a device is never followed nor waited on) owned by the user
-and not writable by others, and must carry an HMAC-SHA256 of its name and payload under the
-folder's key. The key is 32 random bytes in ``key`` (mode 600) in the trusted folder, made
-on first use and made again when the one there is damaged or readable by others; whoever
+and not writable by others, and must carry a MAC of its name and payload under the folder's
+key: keyed BLAKE2b, the MAC mode BLAKE2 defines (RFC 7693), in place of an HMAC. The key is
+32 random bytes in ``key`` (mode 600) in the trusted folder, made on first use and made again when the one there is damaged or readable by others; whoever
 cannot read it cannot forge an entry. What is sealed is data (the compiled protocols'
 JSON), never code: nothing read from the folder is unpickled. Nothing here raises
 ``OSError``: a cache that cannot be used only costs a rebuild. This module imports nothing
@@ -25,8 +25,6 @@ so the compiled-protocol cache (``unmask.language.cache``) uses it without a cir
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import hmac
 import os
 import stat
 import sys
@@ -34,11 +32,22 @@ from pathlib import Path
 
 from unmask.plumbing.codes import Code
 
+# Importing hashlib or hmac loads OpenSSL (about 2.5 ms, some 3% of a `check`'s start-up),
+# and nothing here needs it: CPython's own BLAKE2 keyed is a MAC, and its constant-time
+# comparison is what `hmac.compare_digest` is. A Python built without them has hashlib's.
+try:
+    from _blake2 import blake2b
+    from _operator import _compare_digest as compare_digest
+except ImportError:  # pragma: no cover - not on CPython as built by its own build
+    from hashlib import blake2b
+    from hmac import compare_digest
+
 CACHE_ENV = "UNMASK_CACHE_DIR"  # overrides the cache folder; empty turns the cache off
 KEY_NAME = "key"
 KEY_BYTES = 32
-MAGIC = b"unmask-sealed/1 "  # then the hex HMAC and a line break, then the payload
-_MAC_HEX = hashlib.sha256().digest_size * 2
+MAGIC = b"unmask-sealed/2 "  # then the hex MAC and a line break, then the payload
+_MAC_BYTES = 32
+_MAC_HEX = _MAC_BYTES * 2
 
 _warned = False
 
@@ -154,7 +163,7 @@ def read_private(path: Path, max_bytes: int, secret: bool = False) -> bytes | No
 
 
 def _key(folder: Path, make: bool) -> bytes | None:
-    """The folder's HMAC key; made (when ``make``) if there is none yet, or if the one
+    """The folder's MAC key; made (when ``make``) if there is none yet, or if the one
     there is not the user's secret (then every sealed file becomes a miss)."""
     path = folder / KEY_NAME
     key = read_private(path, KEY_BYTES, secret=True)
@@ -184,7 +193,8 @@ def _key(folder: Path, make: bool) -> bytes | None:
 
 
 def _mac(key: bytes, name: str, payload: bytes) -> bytes:
-    h = hmac.new(key, name.encode("utf-8", "surrogateescape") + b"\0", hashlib.sha256)
+    h = blake2b(key=key, digest_size=_MAC_BYTES, person=b"unmask-seal")
+    h.update(name.encode("utf-8", "surrogateescape") + b"\0")
     h.update(payload)
     return h.hexdigest().encode("ascii")
 
@@ -200,9 +210,7 @@ def read_sealed(path: Path, max_bytes: int) -> bytes | None:
     if data is None or len(data) < head or not data.startswith(MAGIC):
         return None
     mac, payload = data[len(MAGIC) : head - 1], data[head:]
-    if data[head - 1 : head] != b"\n" or not hmac.compare_digest(
-        mac, _mac(key, path.name, payload)
-    ):
+    if data[head - 1 : head] != b"\n" or not compare_digest(mac, _mac(key, path.name, payload)):
         return None
     return payload
 
