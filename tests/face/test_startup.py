@@ -239,6 +239,7 @@ NOT_FOR_A_WARM_CHECK = (
     "unmask.render.sarif",
     "jinja2",
     "platformdirs",  # the cache folder is named by UNMASK_CACHE_DIR
+    "signal",  # its enums cost start-up; SIGINT is handled through `_signal`
     # OpenSSL, about 2.5 ms: the cache's seal and keys are CPython's own BLAKE2
     "hashlib",
     "hmac",

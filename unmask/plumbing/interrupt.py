@@ -60,7 +60,10 @@ def checkpoint() -> None:
 def sticky() -> Iterator[None]:
     """SIGINT handled by ``interrupt`` for the length of the block, when it has Python's
     default handler and this is the main thread; the old handler is put back after."""
-    import signal
+    # the C module the standard `signal` wraps: `signal` itself makes three enums of the
+    # platform's signal numbers when imported (about 0.5 ms of every command's start-up),
+    # and handlers here are only read and put back, never shown
+    import _signal as signal
 
     global _seen
     _seen = False
