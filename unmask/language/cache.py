@@ -7,9 +7,9 @@ every module and grammar file that compiling reads. ``load(entry, filename, limi
 returns the protocol it holds, spans included and given the file name asked for, or None:
 an entry is read only as a sealed file (``unmask.plumbing.cachedir.read_sealed``: a private regular
 file whose MAC under the folder's key holds), must record the full digest of its key and
-the digest of the very text being compiled (BLAKE2b, as the seal: no OpenSSL to load), and is decoded into the IR's structs
-(``unmask.ir.format``) and read by the protocol IR reader (``unmask.ir.json_reader``), so a
-hit imports neither lark nor the compiler. An entry
+the digest of the very text being compiled (BLAKE2b, as the seal: no OpenSSL to load), and
+is decoded into the IR's structs (``unmask.ir.format``) and read by the protocol IR reader
+(``unmask.ir.json_reader``), so a hit imports neither lark nor the compiler. An entry
 that fails any of this is a miss: compiled again, and replaced
 (``unmask.language.compile_cache.compile_cached`` puts the two together,
 ``unmask.language.cache_writer``
@@ -30,8 +30,8 @@ import msgspec
 from unmask import ir
 from unmask.ir.format import ProtocolDoc
 from unmask.plumbing.cachedir import CACHE_ENV as CACHE_ENV  # the folder's names, also read here
-from unmask.plumbing.cachedir import cache_dir as cache_dir
 from unmask.plumbing.cachedir import blake2b, read_sealed, trusted_dir
+from unmask.plumbing.cachedir import cache_dir as cache_dir
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.limits import Limits
 

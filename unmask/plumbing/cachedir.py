@@ -12,14 +12,14 @@ costs a rebuild). ``read_sealed(path, max_bytes)`` returns the payload of a file
 ``write_sealed`` wrote, or None: the file must be a regular file (opened ``O_NOFOLLOW |
 O_NONBLOCK``: a link, a pipe or a device is never followed nor waited on) owned by the user
 and not writable by others, and must carry a MAC of its name and payload under the folder's
-key: keyed BLAKE2b, the MAC mode BLAKE2 defines (RFC 7693), in place of an HMAC. The key is
-32 random bytes in ``key`` (mode 600) in the trusted folder, made on first use and made again when the one there is damaged or readable by others; whoever
-cannot read it cannot forge an entry. What is sealed is data (the compiled protocols'
-JSON), never code: nothing read from the folder is unpickled. Nothing here raises
-``OSError``: a cache that cannot be used only costs a rebuild. This module imports nothing
-of Unmask but the atomic writer (``unmask.plumbing.outputs``) and, to warn,
-``unmask.plumbing.diagnostics``,
-so the compiled-protocol cache (``unmask.language.cache``) uses it without a circle.
+key: keyed BLAKE2b, the MAC mode BLAKE2 defines (RFC 7693), in place of an HMAC. The key is 32
+random bytes in ``key`` (mode 600) in the trusted folder, made on first use and made again when
+the one there is damaged or readable by others; whoever cannot read it cannot forge an entry.
+What is sealed is data (the compiled protocols' JSON), never code: nothing read from the folder
+is unpickled. Nothing here raises ``OSError``: a cache that cannot be used only costs a rebuild.
+This module imports nothing of Unmask but the atomic writer (``unmask.plumbing.outputs``) and,
+to warn, ``unmask.plumbing.diagnostics``, so the compiled-protocol cache
+(``unmask.language.cache``) uses it without a circle.
 """
 
 from __future__ import annotations
@@ -29,18 +29,23 @@ import os
 import stat
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from unmask.plumbing.codes import Code
 
 # Importing hashlib or hmac loads OpenSSL (about 2.5 ms, some 3% of a `check`'s start-up),
 # and nothing here needs it: CPython's own BLAKE2 keyed is a MAC, and its constant-time
 # comparison is what `hmac.compare_digest` is. A Python built without them has hashlib's.
-try:
-    from _blake2 import blake2b
-    from _operator import _compare_digest as compare_digest
-except ImportError:  # pragma: no cover - not on CPython as built by its own build
+if TYPE_CHECKING:  # the same functions, as typeshed knows them
     from hashlib import blake2b
     from hmac import compare_digest
+else:
+    try:
+        from _blake2 import blake2b
+        from _operator import _compare_digest as compare_digest
+    except ImportError:  # pragma: no cover - a Python built without them
+        from hashlib import blake2b
+        from hmac import compare_digest
 
 CACHE_ENV = "UNMASK_CACHE_DIR"  # overrides the cache folder; empty turns the cache off
 KEY_NAME = "key"

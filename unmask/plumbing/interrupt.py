@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 _seen = False
 
@@ -63,7 +63,10 @@ def sticky() -> Iterator[None]:
     # the C module the standard `signal` wraps: `signal` itself makes three enums of the
     # platform's signal numbers when imported (about 0.5 ms of every command's start-up),
     # and handlers here are only read and put back, never shown
-    import _signal as signal
+    if TYPE_CHECKING:
+        import signal
+    else:
+        import _signal as signal
 
     global _seen
     _seen = False

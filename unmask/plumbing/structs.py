@@ -305,11 +305,14 @@ def schema_text(schema: dict[str, Any]) -> str:
 
 # --- a validation error in our words ---------------------------------------------------------
 
-# how msgspec says it: "<what> - at `$.a.b[0]`" (no suffix: the whole value)
-_AT = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.S)
-_EXPECTED = re.compile(r"^Expected `(?P<want>[^`]*)`")
-_MISSING = re.compile(r"^Object missing required field `(?P<field>[^`]*)`")
-_INVALID = re.compile(r"^Invalid (?:enum )?value (?P<value>.*)$", re.S)
+# how msgspec says it: "<what> - at `$.a.b[0]`" (no suffix: the whole value). The patterns
+# of this part and the next are strings, compiled (and kept by `re`) at the first error:
+# only input that does not convert reads them, and compiling them all costs every command
+# that reads a replay about 0.5 ms
+_AT = r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$"
+_EXPECTED = r"^Expected `(?P<want>[^`]*)`"
+_MISSING = r"^Object missing required field `(?P<field>[^`]*)`"
+_INVALID = r"^Invalid (?:enum )?value (?P<value>.*)$"
 
 # msgspec's names of JSON types, as our messages name them
 _WORDS = {
@@ -340,14 +343,14 @@ def _at(obj: Any, path: str) -> Any:
 
 def problem(exc: Exception, obj: Any) -> tuple[str, str]:
     """(JSON path, message) of a validation error converting ``obj``."""
-    m = _AT.match(str(exc))
+    m = re.match(_AT, str(exc), re.S)
     what, raw = (m.group("what"), m.group("path") or "") if m else (str(exc), "")
     path = raw[1:] if raw.startswith(".") else raw
-    if (got := _MISSING.match(what)) is not None:
+    if (got := re.match(_MISSING, what)) is not None:
         return path, f"missing `{got.group('field')}`"
-    if (got := _EXPECTED.match(what)) is not None:
+    if (got := re.match(_EXPECTED, what)) is not None:
         return path, f"expected {_want(got.group('want'))}, found {kind(_at(obj, raw))}"
-    if _INVALID.match(what) is not None:
+    if re.match(_INVALID, what, re.S) is not None:
         value = _at(obj, raw)
         shown = shorten(str(value), 80)
         return path, f"`{shown}` is not one of the values this field takes"
@@ -357,11 +360,11 @@ def problem(exc: Exception, obj: Any) -> tuple[str, str]:
 # --- a problem taken apart, for readers that word it themselves --------------------------
 
 # msgspec words an error `<what> - at `$.a[0].b``; the path is left off at the top
-_WHERE = re.compile(r"(.*?)(?: - at `\$(.*)`)?", re.S)
-_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]")
-_FIELD_ERROR = re.compile(r"Object (missing required|contains unknown) field `(.*)`", re.S)
-_ENUM = re.compile(r"Invalid enum value ", re.S)
-_TYPE = re.compile(r"Expected `[^`]*`, got `[^`]*`", re.S)
+_WHERE = r"(.*?)(?: - at `\$(.*)`)?"
+_STEP = r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]"
+_FIELD_ERROR = r"Object (missing required|contains unknown) field `(.*)`"
+_ENUM = r"Invalid enum value "
+_TYPE = r"Expected `[^`]*`, got `[^`]*`"
 
 Step = typing.Union[str, int]  # noqa: UP007 (a runtime alias, read by Python 3.10 too)
 
@@ -377,24 +380,25 @@ class Problem(typing.NamedTuple):
 
 
 def take_apart(exc: msgspec.ValidationError) -> Problem:
-    m = _WHERE.fullmatch(str(exc))
+    m = re.fullmatch(_WHERE, str(exc), re.S)
     assert m is not None  # the pattern matches any text
     what, where = m.group(1), m.group(2) or ""
     at: list[Step] = []
     pos = 0
+    steps = re.compile(_STEP)
     while pos < len(where):
-        step = _STEP.match(where, pos)
+        step = steps.match(where, pos)
         if step is None:  # a step no struct of ours makes: stop at the last one known
             break
         at.append(step.group(1) if step.group(1) is not None else int(step.group(2)))
         pos = step.end()
-    field = _FIELD_ERROR.fullmatch(what)
+    field = re.fullmatch(_FIELD_ERROR, what, re.S)
     if field is not None:
         kind = "missing" if field.group(1) == "missing required" else "unknown"
         return Problem(kind, tuple(at), field.group(2))
-    if _ENUM.match(what):
+    if re.match(_ENUM, what):
         return Problem("enum", tuple(at))
-    return Problem("type" if _TYPE.match(what) else "constraint", tuple(at))
+    return Problem("type" if re.match(_TYPE, what, re.S) else "constraint", tuple(at))
 
 
 def render_path(path: str, at: Sequence[Step]) -> str:
