@@ -4,8 +4,9 @@ Under "why VIOLATED:" only the refuted checks that made the report VIOLATED; a c
 is only underdetermined (which alone would make it UNKNOWN) is listed apart, under "also
 open (not why VIOLATED):", so nothing is lost and no reader hunts a break that is not
 there. An UNKNOWN report keeps every reason under "why UNKNOWN:", but a refuted check that
-an override outweighed is listed apart. The JSON report's ``reasons`` stay every reason
-(docs/report-format.md), and every backend gives the same bytes.
+an override outweighed is listed apart. JUnit's message and an audit's case text say the
+same; the JSON report's ``reasons`` stay every reason (docs/report-format.md), and every
+backend gives the same bytes.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ import pytest
 from tests.render.test_render_html import parse
 from tests.render_cases import EXAMPLES
 from unmask.api import check, load
+from unmask.checking.record import ResultRecord
 from unmask.checking.report import UNKNOWN, VIOLATED, Reason
-from unmask.render import html, render
+from unmask.render import html, junit, render
 from unmask.render.words import why
 
 PAST_DEADLINE = Reason("deadline", "replay", "the check ran past its deadline of 5 ms")
@@ -104,6 +106,24 @@ def test_markdown_and_html_list_the_open_check_apart(replay) -> None:
     assert "j_cto~c_cto" in after and "is refuted" not in after
 
 
+def test_junit_says_the_deciding_reasons_first_and_the_open_one_as_such(replay) -> None:
+    report = check(replay, "z3")
+    also = f"also open (not why VIOLATED): {OPEN}"
+    message = f"VIOLATED: {REFUTED[0]}; {REFUTED[1]}; {also}"
+    fresh = junit.case(ResultRecord.from_report(report, "open.json"))
+    assert (fresh.kind, fresh.message) == ("failure", message)
+    assert fresh.text.splitlines()[2:] == [
+        *(f"- {m}" for m in REFUTED),
+        "also open (not why VIOLATED):",
+        f"- {OPEN}",
+    ]
+    # a line carried over by `--resume` gives the very case
+    line = json.loads(json.dumps({"location": "open.json", **report.to_json()}))
+    assert junit.case(ResultRecord.from_line(line)) == fresh
+    checked = junit.case((report, replay))  # `unmask check --format junit`
+    assert checked.message == message and checked.text == render("text", report, replay)
+
+
 def test_a_report_with_only_open_checks_is_as_before() -> None:
     replay = load(EXAMPLES / "case_unknown.json")
     report = check(replay, "z3")
@@ -113,6 +133,8 @@ def test_a_report_with_only_open_checks_is_as_before() -> None:
     assert not any(line.startswith("also ") for line in text.splitlines())
     assert html.context(report, replay)["also"] == []
     assert "Also " not in render("markdown", report, replay)
+    case = junit.case(ResultRecord.from_report(report))
+    assert case.message == "UNKNOWN: " + "; ".join(r.message for r in report.reasons)
 
 
 def test_a_refuted_check_an_override_outweighs_is_not_why_unknown(replay) -> None:
