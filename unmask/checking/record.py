@@ -83,6 +83,8 @@ class ResultRecord(NamedTuple):
     item: str | None = None
     judge: str | None = None
     reasons: tuple[str, ...] = ()  # the messages of the report's reasons
+    # their codes, in the same order: which of them decided ``overall`` (``render.words.why``)
+    reason_codes: tuple[str, ...] = ()
     # per dimension: checks resting on unreviewed / gold-derived annotations
     unreviewed: tuple[int, ...] = (0, 0, 0, 0)
     gold_derived: tuple[int, ...] = (0, 0, 0, 0)
@@ -148,6 +150,7 @@ class ResultRecord(NamedTuple):
             item=_set(line.item),
             judge=_set(line.judge),
             reasons=tuple(r.message for r in line.reasons),
+            reason_codes=tuple(r.code for r in line.reasons),
             unreviewed=_flags(line, "unreviewed"),
             gold_derived=_flags(line, "gold_derived"),
             confirmed=(

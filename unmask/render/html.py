@@ -274,6 +274,7 @@ def context(report: Report, replay: Any = None, trust: Any = None) -> dict:
     views = [vw.check(c, i) for i, c in enumerate(ev.checks(report))]
     findings = [v for v in views if v["outcome"] == VIOLATED]
     findings += [v for v in views if v["outcome"] not in (OK, VIOLATED)]
+    why = ev.why(report.overall, report.reasons)
     dims = report.dimensions.to_json()
     dimensions = [
         {
@@ -319,7 +320,10 @@ def context(report: Report, replay: Any = None, trust: Any = None) -> dict:
         "ann_anchor": ann_anchor,
         "bases": conflicts,
         "not_specified": ev.not_specified(report),
-        "reasons": [ev.clean(r.message) for r in report.reasons],
+        # why the result is what it is, and apart what is still not OK but is not why
+        "reasons": [ev.clean(r.message) for r in why[0]],
+        "also": [ev.clean(r.message) for r in why[1]],
+        "also_title": ev.WHY_ALSO.get(report.overall, ""),
         "definitions": _definitions_view(replay),
         "calibration": [ev.clean(x) for x in ev.calibration_note(vw.look, report.protocol) if x],
     }

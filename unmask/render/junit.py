@@ -6,8 +6,9 @@ Contract:
   a ``<failure type="VIOLATED">``; UNKNOWN is ``<skipped type="UNKNOWN">`` (nothing was
   proved either way, which is not a failure of the judge and not a pass); a replay that
   could not be checked is an ``<error type="invalid">``. The message attribute says why
-  (the report's reasons), the element text is the text report (in an audit, what the
-  result record says);
+  (the report's reasons that decided its result, then the others after ``also open (not
+  why VIOLATED):``, as the text report splits them: ``words.why``), the element text is the
+  text report (in an audit, what the result record says, split the same way);
 - ``case(item, text=None)`` makes every ``Case`` from a ``unmask.checking.record.ResultRecord``: of
   a record itself (``unmask audit --junit``: its text is ``record_text``, what the record
   says, so a replay just checked and a line carried over by ``--resume`` give the same
@@ -34,11 +35,12 @@ from dataclasses import replace
 from typing import IO, Any
 
 from unmask.checking.record import ResultRecord, finding_lines, level_of
-from unmask.checking.report import DIMENSIONS, SATISFIED, VIOLATED, Report
+from unmask.checking.report import DIMENSIONS, SATISFIED, VIOLATED, Reason, Report
 from unmask.plumbing.diagnostics import render_all
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.safe import UNSAFE, escape_char
 from unmask.render import text as text_render
+from unmask.render.words import WHY_ALSO, why
 from unmask.review.calibration import WORDS
 
 INVALID_MESSAGE = "the replay could not be checked"
@@ -107,19 +109,37 @@ def xml_safe(text: str) -> str:
     return "".join(out)
 
 
-def _message(overall: str, reasons: Iterable[str]) -> str:
+def _why(record: ResultRecord) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The messages of the record's reasons that decided its result, and of the others
+    (``words.why``, as the text report splits them)."""
+    codes = record.reason_codes
+    if len(codes) != len(record.reasons):  # a record made without codes: nothing to split
+        return record.reasons, ()
+    pairs = zip(codes, record.reasons, strict=True)
+    deciding, also = why(record.overall or "", tuple(Reason(c, "", m) for c, m in pairs))
+    return tuple(r.message for r in deciding), tuple(r.message for r in also)
+
+
+def _message(overall: str, reasons: Iterable[str], also: tuple[str, ...] = ()) -> str:
     reasons = list(reasons)
+    if also:  # the reasons that did not decide it follow, said to be so
+        reasons.append(f"{WHY_ALSO[overall]} (not why {overall}): " + "; ".join(also))
     return f"{overall}: " + "; ".join(reasons) if reasons else overall
 
 
 def _result_case(
-    name: str, protocol: str, overall: str, reasons: Iterable[str], text: str | None
+    name: str,
+    protocol: str,
+    overall: str,
+    reasons: Iterable[str],
+    text: str | None,
+    also: tuple[str, ...] = (),
 ) -> Case:
     classname = xml_safe(f"unmask.{protocol}")
     if overall == SATISFIED:
         return Case(name, classname, text=text)
     kind = "failure" if overall == VIOLATED else "skipped"
-    return Case(name, classname, kind, overall, _message(overall, reasons), text)
+    return Case(name, classname, kind, overall, _message(overall, reasons, also), text)
 
 
 def case(
@@ -143,10 +163,10 @@ def case(
     if record.error is not None:
         return Case(record.location, "unmask", "error", "invalid", INVALID_MESSAGE, body, recheck)
     overall = record.overall or ""
-    reasons = record.reasons
+    reasons, also = _why(record)
     if trust is not None and overall == VIOLATED:  # the finding's level leads the message
         reasons = (f"{WORDS[level_of(record, trust)]} finding", *reasons)
-    made = _result_case(record.replay or "", record.protocol or "", overall, reasons, body)
+    made = _result_case(record.replay or "", record.protocol or "", overall, reasons, body, also)
     return made if recheck is None else replace(made, recheck=recheck)
 
 
@@ -164,7 +184,11 @@ def record_text(record: ResultRecord, trust: Any = None) -> str:
         # the case's own
         left = ", ".join(f"`{a}`" for a in record.recheck[2])
         lines.append(f"left out, annotated atoms the protocol lacks: {left}")
-    lines += [f"- {reason}" for reason in record.reasons]
+    reasons, also = _why(record)
+    lines += [f"- {reason}" for reason in reasons]
+    if also:
+        lines.append(f"{WHY_ALSO[record.overall or '']} (not why {record.overall}):")
+        lines += [f"- {reason}" for reason in also]
     if trust is not None:
         lines += finding_lines(record, trust)
     return "\n".join(lines)

@@ -11,7 +11,9 @@ agree lists each reader's value, quotes and reason. Every line goes through
 on by a terminal; colour is ANSI via ``click.style``, added after that, and only when
 ``color`` is set (the command line sets it for terminals only). With ``trust`` (a
 calibration), each finding, and each passing check resting on unreviewed readings, says
-its trust under the check. Deterministic.
+its trust under the check. The report ends with why its result is what it is (``why
+VIOLATED:``: the reasons that decided it, ``words.why``), then, apart, the reasons that are
+not OK but did not decide it (``also open (not why VIOLATED):``). Deterministic.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from unmask.checking.report import (
     CheckResult,
     Explanation,
     Item,
+    Reason,
     Report,
     Witnesses,
 )
@@ -39,6 +42,7 @@ from unmask.ir.text import expr_text
 from unmask.plumbing.safe import printable
 from unmask.render.words import DIMENSION_TITLES as titles
 from unmask.render.words import (
+    WHY_ALSO,
     Lookup,
     calibration_note,
     item_provenance,
@@ -49,6 +53,7 @@ from unmask.render.words import (
     resting,
     standing_text,
     whole_reading,
+    why,
 )
 
 _COLOURS: dict[str, str] = {SATISFIED: "green", OK: "green", VIOLATED: "red"}
@@ -225,10 +230,18 @@ def render(report: Report, replay: Any = None, *, color: bool = False, trust: An
         out.add(0, f"annotated UNKNOWN: {', '.join(report.unknown)}")
     _disagreements(out, report)
     if report.reasons and report.overall != SATISFIED:
+        deciding, also = why(report.overall, report.reasons)
         out.add(0, "")
         out.add(0, f"why {report.overall}:")
-        for reason in report.reasons:
-            out.add(1, f"- {reason.message}")
-            if reason.subject == "base:proto" and reason.code == "inconsistent-base":
-                out.add(2, "help: `unmask analyze` shows why the protocol contradicts itself")
+        _reasons(out, deciding)
+        if also:  # still not OK, but not why: listed apart, so no reader hunts a break in them
+            out.add(0, f"{WHY_ALSO[report.overall]} (not why {report.overall}):")
+            _reasons(out, also)
     return "\n".join(out.lines) + "\n"
+
+
+def _reasons(out: _Out, reasons: tuple[Reason, ...]) -> None:
+    for reason in reasons:
+        out.add(1, f"- {reason.message}")
+        if reason.subject == "base:proto" and reason.code == "inconsistent-base":
+            out.add(2, "help: `unmask analyze` shows why the protocol contradicts itself")

@@ -56,6 +56,7 @@ from unmask.plumbing.safe import clean as clean
 # the wording of rules, provenance and standing (all the text format needs) from its module
 from unmask.render.words import DIMENSION_QUESTIONS as DIMENSION_QUESTIONS
 from unmask.render.words import DIMENSION_TITLES as DIMENSION_TITLES
+from unmask.render.words import WHY_ALSO as WHY_ALSO
 from unmask.render.words import Lookup as Lookup
 from unmask.render.words import calibration_note as calibration_note
 from unmask.render.words import decision_rules as decision_rules
@@ -70,6 +71,7 @@ from unmask.render.words import standing as standing
 from unmask.render.words import standing_text as standing_text
 from unmask.render.words import trust_of as trust_of
 from unmask.render.words import whole_reading as whole_reading
+from unmask.render.words import why as why
 
 
 @frozen

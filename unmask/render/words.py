@@ -11,7 +11,9 @@ of each domain member a check names. With a calibration (``Lookup(replay, trust)
 passing check that rests on unreviewed readings (the weakest reading's measured precision,
 or "unmeasured"), ``standing_text`` says it, and ``calibration_note`` says which data the
 calibration was measured on and whether the replay's protocol is one it was measured
-under; without one nothing changes. ``unmask.render.view`` re-exports all of it for the
+under; without one nothing changes. ``why(overall, reasons)`` splits a report's reasons
+into those that decided its result and the others (by each reason's ``code``), which text,
+HTML and Markdown list apart. ``unmask.render.view`` re-exports all of it for the
 formats; the text format, which needs only this, imports it alone (start-up).
 """
 
@@ -20,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from unmask.checking.report import OK, UNKNOWN, VIOLATED, CheckResult
+from unmask.checking.report import OK, UNKNOWN, VIOLATED, CheckResult, Reason
 from unmask.ir.text import expr_text
 from unmask.plumbing.names import IDENT_PATTERN, split_applied
 
@@ -39,6 +41,30 @@ DIMENSION_QUESTIONS = {
     "coverage": "was each requirement observable in the first place?",
     "grounding": "do the judge's claims match independent observations of the context?",
 }
+
+
+# what the reasons that did not decide the overall result are, by that result (``why``)
+WHY_ALSO: dict[str, str] = {VIOLATED: "also open", UNKNOWN: "also refuted"}
+
+
+def why(overall: str, reasons: tuple[Reason, ...]) -> tuple[tuple[Reason, ...], tuple[Reason, ...]]:
+    """The reasons that make ``overall`` what it is, and the others, each in report order.
+
+    A report is VIOLATED by its ``violated`` reasons alone (docs/semantics.md, the
+    aggregation): an underdetermined check, a refuted coverage or a dimension never checked
+    would only make it UNKNOWN, so a reader must not look for a break in them. A report
+    that is UNKNOWN in spite of a refuted check is UNKNOWN by its other reasons (an override
+    wins over VIOLATED), so the refuted check is not why. The split reads each reason's
+    ``code``, never its message. Should nothing be left to say why (never so for a report
+    ``assemble`` made), every reason says it: none is dropped, and none is hidden.
+    """
+    if overall not in WHY_ALSO:
+        return reasons, ()
+    refuted = overall == VIOLATED  # which side of the split ``violated`` reasons are on
+    deciding = tuple(r for r in reasons if (r.code == "violated") is refuted)
+    if not deciding:
+        return reasons, ()
+    return deciding, tuple(r for r in reasons if (r.code == "violated") is not refuted)
 
 
 def whole_reading(source: str) -> str:
