@@ -59,7 +59,6 @@ __all__ = [
     "fields_of",
     "item_struct",
     "json_schema",
-    "json_type",
     "problem",
     "render_path",
     "schema_text",
@@ -139,11 +138,13 @@ def _is_union(tp: Any) -> bool:
     return get_origin(tp) in (Union, types.UnionType)
 
 
-def what_of(tp: Any) -> str:
-    """What a value of ``tp`` is called in "expected X"."""
+def what_of(tp: Any, other: str = "a value") -> str:
+    """What a value of ``tp`` is called in "expected X", by both readers of this module's
+    structs (``StructReader``; the protocol IR's, which says ``other`` where no JSON kind
+    names the type): a union is its kinds but ``null`` and ``UNSET`` joined by "or"."""
     tp, _ = _unwrap(tp)
     if _is_union(tp):
-        kinds = [what_of(a) for a in get_args(tp) if a not in (type(None), UnsetType)]
+        kinds = [what_of(a, other) for a in get_args(tp) if a not in (type(None), UnsetType)]
         return kinds[0] if len(kinds) == 1 else " or ".join(kinds)
     origin = get_origin(tp) or tp
     if origin is str or origin is Literal:
@@ -156,7 +157,7 @@ def what_of(tp: Any) -> str:
         return "an array"
     if origin is dict or (isinstance(origin, type) and issubclass(origin, Struct)):
         return "an object"
-    return "a value"
+    return other
 
 
 class StructReader:
@@ -477,19 +478,4 @@ def item_struct(tp: Any) -> type[msgspec.Struct] | None:
     for m in _members(tp):
         if typing.get_origin(m) is list:
             return struct_in(typing.get_args(m)[0])
-    return None
-
-
-def json_type(tp: Any) -> str | None:
-    """``str``, ``bool``, ``int``, ``list`` or ``struct``: what a type takes in JSON, for
-    the words of "expected …"; None for anything else."""
-    for m in _members(tp):
-        if typing.get_origin(m) is list:
-            return "list"
-        if isinstance(m, type) and issubclass(m, msgspec.Struct):
-            return "struct"
-        if typing.get_origin(m) is typing.Literal:
-            return "str"
-        if m in (str, bool, int):
-            return m.__name__
     return None
