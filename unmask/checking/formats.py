@@ -290,21 +290,11 @@ def _def_name(title: str) -> str:
 
 
 def schema(struct: Any, title: str) -> dict[str, Any]:
-    """The JSON Schema of one format, its definitions named plainly."""
-    (ref,), defs = msgspec.json.schema_components([struct], ref_template="#/$defs/{name}")
-    names = {k: _def_name(v.get("title", k)) for k, v in defs.items()}
-    text = json.dumps({"ref": ref, "defs": defs})
-    for old, new in names.items():
-        text = text.replace(f'"#/$defs/{old}"', f'"#/$defs/{new}"')
-    got = json.loads(text)
-    renamed = {names[k]: {**v, "title": names[k]} for k, v in got["defs"].items()}
-    top = renamed.pop(names[ref["$ref"].rsplit("/", 1)[1]])
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        **top,
-        "title": title,
-        "$defs": dict(sorted(renamed.items())),
-    }
+    """The JSON Schema of one format: the line itself at the top, its definitions named
+    plainly (``_def_name``)."""
+    from unmask.plumbing.structs import json_schema
+
+    return json_schema(title, struct, inline=True, rename=_def_name)
 
 
 def schemas() -> dict[str, str]:
@@ -317,17 +307,12 @@ def schemas() -> dict[str, str]:
     from unmask.replay import format as replay_format
     from unmask.review import format as review_format
 
-    own = {
-        name: json.dumps(schema(struct, title), indent=2) + "\n"
-        for name, (struct, title) in SCHEMAS.items()
-    }
-    below = {
-        "protocol-1.json": ir_format.json_schema,
-        "replay-1.json": replay_format.replay_schema,
-        "review-1.json": review_format.review_schema,
-        "calibration-1.json": review_format.calibration_schema,
-    }
-    return {**own, **{name: schema_text(make()) for name, make in below.items()}}
+    docs = {name: schema(struct, title) for name, (struct, title) in SCHEMAS.items()}
+    docs["protocol-1.json"] = ir_format.json_schema()
+    docs["replay-1.json"] = replay_format.replay_schema()
+    docs["review-1.json"] = review_format.review_schema()
+    docs["calibration-1.json"] = review_format.calibration_schema()
+    return {name: schema_text(doc) for name, doc in docs.items()}
 
 
 def main(argv: Sequence[str]) -> int:

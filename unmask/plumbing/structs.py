@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Literal, Union, get_args, get_origin
 
 import msgspec
@@ -251,27 +251,63 @@ class StructReader:
         return cls(**values)
 
 
-def json_schema(title: str, top: type[Struct], *named: type[Struct]) -> dict[str, Any]:
-    """The published JSON Schema of the format whose document is ``top``; ``named`` are
-    structs its ``extra_json_schema`` refers to by ``#/$defs/NAME`` though no field has
-    their type. Unknown keys are allowed in every struct but a ``CLOSED`` one: Unmask reads
-    them with a warning (``Format`` forbids them only so that reading them takes the way
-    that warns)."""
-    (main, *_), defs = msgspec.json.schema_components((top, *named), ref_template="#/$defs/{name}")
-    closed = set()
-    for name in defs:
-        cls = _named(top, name) or next((t for t in named if t.__name__ == name), None)
-        if cls is not None and getattr(cls, "CLOSED", False):
-            closed.add(name)
-    for name, d in defs.items():
-        if name not in closed:
-            d.pop("additionalProperties", None)
+def json_schema(
+    title: str,
+    top: type[Struct],
+    *named: type[Struct],
+    open_keys: bool = True,
+    sort: bool = True,
+    inline: bool = False,
+    rename: Callable[[str], str] | None = None,
+) -> dict[str, Any]:
+    """The published JSON Schema of the format whose document is ``top`` (the one builder
+    of every schema in docs/schemas/); ``named`` are structs its ``extra_json_schema``
+    refers to by ``#/$defs/NAME`` though no field has their type. What differs between
+    formats, each as it was first published, is an argument:
+    ``open_keys``: unknown keys are allowed in every struct but a ``CLOSED`` one (Unmask
+    reads them with a warning; ``Format`` forbids them only so that reading them takes the
+    way that warns); False: as each struct declares them.
+    ``sort``: the definitions by name; False: in the order msgspec meets them.
+    ``inline``: the document is ``top``'s definition itself, not a ``$ref`` to it.
+    ``rename``: each definition's name (and title) from its title; None: msgspec's names."""
+    (main, *_), defs = msgspec.json.schema_components((top, *named), ref_template=_REF)
+    if open_keys:
+        for name, d in defs.items():
+            cls = _named(top, name) or next((t for t in named if t.__name__ == name), None)
+            if not (cls is not None and getattr(cls, "CLOSED", False)):
+                d.pop("additionalProperties", None)
+    if rename is not None:
+        names = {k: rename(v.get("title", k)) for k, v in defs.items()}
+        main = _refs_renamed(main, names)
+        defs = {names[k]: {**_refs_renamed(v, names), "title": names[k]} for k, v in defs.items()}
+    if inline:
+        main = defs.pop(main["$ref"].removeprefix(_DEFS))
+    if sort:
+        defs = dict(sorted(defs.items()))
+    head = {k: v for k, v in main.items() if k != "title"}  # a definition's title comes first
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": title,
-        **main,
-        "$defs": dict(sorted(defs.items())),
+        **head,
+        "$defs": defs,
     }
+
+
+_DEFS = "#/$defs/"  # where a schema's definitions are, as a `$ref` names them
+_REF = _DEFS + "{name}"
+
+
+def _refs_renamed(obj: Any, names: dict[str, str]) -> Any:
+    """``obj`` with every ``$ref`` to a definition of ``names`` pointing at its new name."""
+    if isinstance(obj, list):
+        return [_refs_renamed(x, names) for x in obj]
+    if not isinstance(obj, dict):
+        return obj
+    out = {k: _refs_renamed(v, names) for k, v in obj.items()}
+    ref = obj.get("$ref")
+    if isinstance(ref, str) and ref.startswith(_DEFS) and ref[len(_DEFS) :] in names:
+        out["$ref"] = _DEFS + names[ref[len(_DEFS) :]]
+    return out
 
 
 def _named(top: type[Struct], name: str, seen: set | None = None) -> type[Struct] | None:
