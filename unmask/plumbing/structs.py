@@ -23,7 +23,12 @@ name of the implementation: for a format read whole and refused at its first pro
 For a reader that words each problem as its own hand-written checks did (the protocol IR,
 ``unmask.ir.json_convert``): ``take_apart`` gives the error's parts (what went wrong, and the
 keys and indexes to it), ``value_at`` the offending value in the input, ``type_at`` the
-struct and field it was meant for, ``fields_of`` a struct's keys in the order written.
+struct and field it was meant for, ``fields_of`` a struct's keys in the order written;
+``what_of`` names a type in "expected …" for both readers.
+
+``json_schema`` builds every published JSON Schema (docs/schemas/), each format's
+differences as its arguments; ``encode_line`` writes a struct as one JSON Lines record
+(compact UTF-8, under the output policy), whichever layer's format it is.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ from unmask.plumbing.jsonreader import (
     kind,
     show,
 )
-from unmask.plumbing.safe import shorten
+from unmask.plumbing.safe import json_text, shorten
 
 __all__ = [
     "UNSET",
@@ -55,6 +60,7 @@ __all__ = [
     "Problem",
     "StructReader",
     "UnsetType",
+    "encode_line",
     "field_names",
     "fields_of",
     "item_struct",
@@ -338,6 +344,36 @@ def schema_text(schema: dict[str, Any]) -> str:
     import json
 
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
+# --- a struct as one line of JSON ------------------------------------------------------------
+
+_ENCODER = msgspec.json.Encoder()
+# what ASCII JSON may hold: deleting these bytes leaves only the acting ones (DEL), in C
+# speed; JSON text escapes the C0 controls itself
+_ASCII_SHOWN = bytes(range(0x20, 0x7F)) + b"\t\n"
+
+
+def _policy(data: bytes) -> bytes:
+    """JSON bytes under the output policy (``json_text``): the common case untouched."""
+    if data.isascii() and not data.translate(None, _ASCII_SHOWN):
+        return data
+    return json_text(data.decode("utf-8")).encode("utf-8")
+
+
+def encode_line(line: Struct) -> bytes:
+    """One compact UTF-8 line ending in a newline, under the output policy: the bytes
+    ``json.dumps`` (compact, ``ensure_ascii=False``) writes of the same values; a lone
+    surrogate from the input is escaped, so the line stays valid UTF-8. The one writer of
+    a JSON Lines record (a result line, an error record wherever it is written)."""
+    try:
+        data = _ENCODER.encode(line)
+    except UnicodeEncodeError:  # a lone surrogate from the input: escape, stay valid UTF-8
+        import json
+
+        text = json.dumps(msgspec.to_builtins(line), separators=(",", ":"))
+        return text.encode("ascii") + b"\n"
+    return _policy(data) + b"\n"
 
 
 # --- a validation error in our words ---------------------------------------------------------
