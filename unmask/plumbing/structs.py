@@ -52,7 +52,7 @@ from unmask.plumbing.jsonreader import (
     kind,
     show,
 )
-from unmask.plumbing.safe import json_text, shorten
+from unmask.plumbing.safe import json_bytes, shorten
 
 __all__ = [
     "UNSET",
@@ -349,16 +349,6 @@ def schema_text(schema: dict[str, Any]) -> str:
 # --- a struct as one line of JSON ------------------------------------------------------------
 
 _ENCODER = msgspec.json.Encoder()
-# what ASCII JSON may hold: deleting these bytes leaves only the acting ones (DEL), in C
-# speed; JSON text escapes the C0 controls itself
-_ASCII_SHOWN = bytes(range(0x20, 0x7F)) + b"\t\n"
-
-
-def _policy(data: bytes) -> bytes:
-    """JSON bytes under the output policy (``json_text``): the common case untouched."""
-    if data.isascii() and not data.translate(None, _ASCII_SHOWN):
-        return data
-    return json_text(data.decode("utf-8")).encode("utf-8")
 
 
 def encode_line(line: Struct) -> bytes:
@@ -373,7 +363,7 @@ def encode_line(line: Struct) -> bytes:
 
         text = json.dumps(msgspec.to_builtins(line), separators=(",", ":"))
         return text.encode("ascii") + b"\n"
-    return _policy(data) + b"\n"
+    return json_bytes(data) + b"\n"
 
 
 # --- a validation error in our words ---------------------------------------------------------
