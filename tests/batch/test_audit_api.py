@@ -167,6 +167,6 @@ def test_one_spelling_of_the_error_schema_and_no_byte_search_for_a_base() -> Non
     sources = [*(ROOT / "unmask").rglob("*.py"), *(ROOT / "backends").rglob("*.py")]
     texts = {p: p.read_text(encoding="utf-8") for p in sources}
     assert sum(t.count('"unmask.error/1"') for t in texts.values()) == 1
-    assert '"unmask.error/1"' in texts[ROOT / "unmask" / "checking" / "shapes.py"]
+    assert '"unmask.error/1"' in texts[ROOT / "unmask" / "replay" / "error_record.py"]
     assert not any('"proto":"INCONSISTENT"' in t for t in texts.values())
     assert auditing.BROKEN_PROTOCOL_HINT == HINT

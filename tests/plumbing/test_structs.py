@@ -5,7 +5,7 @@ structs with every problem worded at its JSON path and what could be read kept."
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
 import msgspec
 import pytest
@@ -13,7 +13,9 @@ from msgspec import UNSET, Meta, UnsetType
 
 from unmask.plumbing.jsonreader import JsonReader, join_path
 from unmask.plumbing.limits import DEFAULT_LIMITS
-from unmask.plumbing.structs import Format, StructReader, json_schema, problem
+from unmask.plumbing.structs import Format, StructReader, json_schema, problem, what_of
+
+T = TypeVar("T")
 
 
 class Inner(msgspec.Struct):
@@ -136,3 +138,51 @@ def test_a_closed_struct_words_its_unknown_keys_itself_and_the_schema_refuses_th
     schema = json_schema("closed", Closed)
     assert schema["$defs"]["Closed"]["additionalProperties"] is False
     assert "additionalProperties" not in json_schema("doc", Doc)["$defs"]["Doc"]
+
+
+@pytest.mark.parametrize(
+    ("tp", "words"),
+    [
+        (Literal["a"], "a string"),
+        (Annotated[int, Meta(ge=0)] | None, "a whole number"),
+        (bool | UnsetType, "`true` or `false`"),
+        (list[Inner] | None, "an array"),
+        (Inner | None, "an object"),
+        (str | Inner, "a string or an object"),
+        (float, "a value"),
+        (Any, "a value"),
+    ],
+)  # fmt: skip
+def test_what_a_type_is_called_in_expected(tp: Any, words: str) -> None:
+    """One naming for both readers: ``StructReader``'s words, and the protocol IR's, which
+    only says something else where no JSON kind names the type."""
+    assert what_of(tp) == words
+    other = "a value of another kind"
+    assert what_of(tp, other) == (other if words == "a value" else words)
+
+
+class Node(msgspec.Struct, Generic[T]):
+    value: T
+    next: Node[T] | None = None
+
+
+class Chain(msgspec.Struct, forbid_unknown_fields=True):
+    head: Node[int]
+    tail: Inner
+
+
+def test_the_one_schema_builder_takes_each_formats_differences_as_arguments() -> None:
+    plain = json_schema("chain", Chain)
+    assert list(plain) == ["$schema", "title", "$ref", "$defs"]
+    assert (
+        plain["$ref"] == "#/$defs/Chain" and "additionalProperties" not in plain["$defs"]["Chain"]
+    )
+    assert list(plain["$defs"]) == ["Chain", "Inner", "Node_int_"]  # by name
+    kept = json_schema("chain", Chain, open_keys=False, sort=False)
+    assert kept["$defs"]["Chain"]["additionalProperties"] is False
+    assert list(kept["$defs"]) == ["Chain", "Node_int_", "Inner"]  # in the order met
+    named = json_schema("chain", Chain, inline=True, rename=lambda t: t.partition("[")[0])
+    assert list(named)[:3] == ["$schema", "title", "type"] and named["title"] == "chain"
+    assert set(named["$defs"]) == {"Inner", "Node"} and named["$defs"]["Node"]["title"] == "Node"
+    assert named["properties"]["head"] == {"$ref": "#/$defs/Node"}
+    assert named["$defs"]["Node"]["properties"]["next"]["anyOf"][0] == {"$ref": "#/$defs/Node"}

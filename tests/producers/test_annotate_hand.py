@@ -304,6 +304,14 @@ def test_a_line_naming_an_invalid_replay_shows_why_it_is_not_there(cited, tmp_pa
     # without a line naming it, the invalid replay is the run's error record, as ever
     r, _, out = annotate(folder, tmp_path, {**line, "replay": "c1"})
     assert r.exit_code == 4 and (out / "c1.json").exists() and (out / "errors.jsonl").exists()
+    # written by the one writer of error records, as audit writes one in a results file:
+    # read back and written again, the same bytes (compact, under the output policy)
+    from unmask.checking.formats import ErrorLine, encode_line, read_line
+
+    data = (out / "errors.jsonl").read_bytes()
+    record = read_line(json.loads(data))
+    assert isinstance(record, ErrorLine) and record.location == str(folder / "c2.json")
+    assert encode_line(record) == data
 
 
 def test_replays_on_stdin_are_read_once_and_written(cited, tmp_path) -> None:

@@ -121,6 +121,12 @@ def test_json_text_keeps_every_value() -> None:
     text = safe.json_text(json.dumps(value, ensure_ascii=False))
     assert ACTING.search(text) is None
     assert json.loads(text) == value
+    # the same on bytes, as every JSON Lines record is written; plain ASCII left as it is
+    data = json.dumps(value, ensure_ascii=False).encode("utf-8")
+    assert safe.json_bytes(data) == text.encode("utf-8")
+    plain = b'{"a":"b\\u001b"}'
+    assert safe.json_bytes(plain) is plain
+    assert safe.json_bytes(b'{"a":"\x7f"}') == b'{"a":"\\u007f"}'
 
 
 def test_every_message_is_printed_through_the_policy() -> None:

@@ -12,11 +12,14 @@ Contract:
   ``label``) is ``UNSET`` when absent and then not written. Writing, reading back and the
   published JSON Schemas (``schemas()``, docs/schemas/) all derive from them;
 - ``report_doc(report)`` and ``result_line(report, location)`` build them from a
-  ``Report``'s objects (never through dicts); ``encode_line(line)`` is the line's bytes:
-  compact UTF-8 ending in a newline, under the output policy (no acting character raw,
-  ``unmask.plumbing.safe.json_text``; a lone surrogate escaped, so the line stays valid
-  UTF-8), the bytes ``json.dumps`` writes of the same values; ``dumps(report)`` the
-  report's canonical JSON (two-space indent, as ``json.dumps(..., indent=2)``);
+  ``Report``'s objects (never through dicts), ``error_line(location, diags)`` from a
+  replay's diagnostics (``unmask.replay.error_record``, where the error record is
+  declared, below the producers that write one too); ``encode_line(line)`` is the line's
+  bytes (``unmask.plumbing.structs``): compact UTF-8 ending in a newline, under the output
+  policy (no acting character raw, ``unmask.plumbing.safe.json_text``; a lone surrogate
+  escaped, so the line stays valid UTF-8), the bytes ``json.dumps`` writes of the same
+  values; ``dumps(report)`` the report's canonical JSON (two-space indent, as
+  ``json.dumps(..., indent=2)``);
 - ``read_line(obj)`` is a parsed result line of any of the three schemas as its struct,
   or a ``LineError`` naming the JSON path, what was expected and what is there;
   ``report_of(line)`` the report's JSON of a line of either form (each annotation back
@@ -32,12 +35,11 @@ Contract:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-from msgspec import UNSET, Struct
+from msgspec import Struct
 
 from unmask.checking.report import (  # noqa: F401 (built there, of the report's objects)
     KEPT,
@@ -50,11 +52,11 @@ from unmask.checking.report import (  # noqa: F401 (built there, of the report's
     result_line,
 )
 from unmask.plumbing.jsonreader import kind
-from unmask.plumbing.safe import json_text
+from unmask.plumbing.structs import encode_line  # noqa: F401 (every line's one writer)
+from unmask.replay.error_record import diagnostic_doc, error_line  # noqa: F401 (built there)
 
 if TYPE_CHECKING:
     from unmask.checking.report import AnnotationItem, PartId, Report
-    from unmask.plumbing.diagnostics import Diagnostic
 
 from unmask.checking.shapes import (  # noqa: F401 (the formats, as their users import them)
     ERROR_SCHEMA,
@@ -175,31 +177,7 @@ def report_of(line: ResultLine | ReportDoc) -> ReportDoc:
     return ReportDoc(**fields)
 
 
-# --- to bytes ------------------------------------------------------------------------------
-
-_ENCODER = msgspec.json.Encoder()
-# what ASCII JSON may hold: deleting these bytes leaves only the acting ones (DEL), in C
-# speed; JSON text escapes the C0 controls itself
-_ASCII_SHOWN = bytes(range(0x20, 0x7F)) + b"\t\n"
-
-
-def _policy(data: bytes) -> bytes:
-    """JSON bytes under the output policy (``json_text``): the common case untouched."""
-    if data.isascii() and not data.translate(None, _ASCII_SHOWN):
-        return data
-    return json_text(data.decode("utf-8")).encode("utf-8")
-
-
-def encode_line(line: Struct) -> bytes:
-    """One compact UTF-8 line ending in a newline: the bytes ``json.dumps`` (compact,
-    ``ensure_ascii=False``) writes of the same values; a lone surrogate from the input is
-    escaped, so the line stays valid UTF-8."""
-    try:
-        data = _ENCODER.encode(line)
-    except UnicodeEncodeError:  # a lone surrogate from the input: escape, stay valid UTF-8
-        text = json.dumps(msgspec.to_builtins(line), separators=(",", ":"))
-        return text.encode("ascii") + b"\n"
-    return _policy(data) + b"\n"
+# --- to values ------------------------------------------------------------------------------
 
 
 def to_builtins(doc: Struct) -> dict[str, Any]:
@@ -236,42 +214,6 @@ def read_line(obj: Any) -> ResultLine | ReportDoc | ErrorLine:
         raise LineError(path, message) from None
 
 
-def diagnostic_doc(d: Diagnostic) -> DiagnosticDoc:
-    s = d.span
-    return DiagnosticDoc(
-        code=d.code,
-        message=d.message,
-        severity=d.severity,
-        file=UNSET if d.file is None else d.file,
-        path=UNSET if d.path is None else d.path,
-        span=UNSET
-        if s is None
-        else SpanDoc(
-            file=s.file,
-            line=s.line,
-            column=s.column,
-            end_line=s.end_line,
-            end_column=s.end_column,
-        ),
-        help=UNSET if d.help is None else d.help,
-        notes=list(d.notes) if d.notes else UNSET,
-    )
-
-
-def error_line(location: str, diags: Sequence[Diagnostic], recheck: Any = None) -> ErrorLine:
-    """The error record of a replay that could not be checked; ``recheck``: the run's
-    ``--protocol`` (a ``Recheck``)."""
-    return ErrorLine(
-        location=location,
-        errors=[diagnostic_doc(d) for d in diags],
-        recheck=UNSET
-        if recheck is None
-        else Recheck(
-            protocol=recheck.protocol, digest=recheck.digest, dropped=list(recheck.dropped)
-        ),
-    )
-
-
 # --- the published schemas ----------------------------------------------------------------
 
 # file name under docs/schemas/ -> (the struct, the schema's title)
@@ -290,21 +232,11 @@ def _def_name(title: str) -> str:
 
 
 def schema(struct: Any, title: str) -> dict[str, Any]:
-    """The JSON Schema of one format, its definitions named plainly."""
-    (ref,), defs = msgspec.json.schema_components([struct], ref_template="#/$defs/{name}")
-    names = {k: _def_name(v.get("title", k)) for k, v in defs.items()}
-    text = json.dumps({"ref": ref, "defs": defs})
-    for old, new in names.items():
-        text = text.replace(f'"#/$defs/{old}"', f'"#/$defs/{new}"')
-    got = json.loads(text)
-    renamed = {names[k]: {**v, "title": names[k]} for k, v in got["defs"].items()}
-    top = renamed.pop(names[ref["$ref"].rsplit("/", 1)[1]])
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        **top,
-        "title": title,
-        "$defs": dict(sorted(renamed.items())),
-    }
+    """The JSON Schema of one format: the line itself at the top, its definitions named
+    plainly (``_def_name``)."""
+    from unmask.plumbing.structs import json_schema
+
+    return json_schema(title, struct, inline=True, rename=_def_name)
 
 
 def schemas() -> dict[str, str]:
@@ -317,17 +249,12 @@ def schemas() -> dict[str, str]:
     from unmask.replay import format as replay_format
     from unmask.review import format as review_format
 
-    own = {
-        name: json.dumps(schema(struct, title), indent=2) + "\n"
-        for name, (struct, title) in SCHEMAS.items()
-    }
-    below = {
-        "protocol-1.json": ir_format.json_schema,
-        "replay-1.json": replay_format.replay_schema,
-        "review-1.json": review_format.review_schema,
-        "calibration-1.json": review_format.calibration_schema,
-    }
-    return {**own, **{name: schema_text(make()) for name, make in below.items()}}
+    docs = {name: schema(struct, title) for name, (struct, title) in SCHEMAS.items()}
+    docs["protocol-1.json"] = ir_format.json_schema()
+    docs["replay-1.json"] = replay_format.replay_schema()
+    docs["review-1.json"] = review_format.review_schema()
+    docs["calibration-1.json"] = review_format.calibration_schema()
+    return {name: schema_text(doc) for name, doc in docs.items()}
 
 
 def main(argv: Sequence[str]) -> int:

@@ -605,13 +605,12 @@ def _body(report: Report, table: AnnotationTable | None) -> dict[str, Any]:
 def own_fields(report: Report) -> dict[str, Any]:
     """The fields only some replays have (``item``, ``judge``, ``recheck``,
     ``disagreements``): absent ones are ``UNSET``, not written."""
-    rc = report.recheck
+    from unmask.replay.error_record import recheck_doc  # as an error record writes it
+
     return {
         "item": UNSET if report.item is None else report.item,
         "judge": UNSET if report.judge is None else report.judge,
-        "recheck": UNSET
-        if rc is None
-        else S.Recheck(protocol=rc.protocol, digest=rc.digest, dropped=list(rc.dropped)),
+        "recheck": recheck_doc(report.recheck),
         "disagreements": [_disagreement(a) for a in report.disagreements]
         if report.disagreements
         else UNSET,

@@ -1,11 +1,12 @@
 """The shapes of the report's JSON, the result line and the error record: msgspec structs.
 
-Contract: ``ReportDoc`` (``unmask.report/1``), ``ResultLine`` (``unmask.result/2``) and
-``ErrorLine`` (``unmask.error/1``) and the structs they hold are the formats, defined
-once: their fields are in the order they are written, and a field that is only sometimes
-there is ``UNSET`` when absent, then not written. ``unmask.checking.formats`` builds,
-writes, reads back and publishes (as JSON Schema) what is declared here, and nothing
-else declares a field of these formats.
+Contract: ``ReportDoc`` (``unmask.report/1``) and ``ResultLine`` (``unmask.result/2``)
+and the structs they hold are the formats, defined once: their fields are in the order
+they are written, and a field that is only sometimes there is ``UNSET`` when absent, then
+not written. ``ErrorLine`` (``unmask.error/1``) and its structs are declared below the
+checker (``unmask.replay.error_record``, for the producers that write one too) and
+re-exported here. ``unmask.checking.formats`` builds, writes, reads back and publishes (as
+JSON Schema) these, and nothing else declares a field of these formats.
 """
 
 from __future__ import annotations
@@ -14,8 +15,17 @@ from typing import Generic, Literal, TypeVar
 
 from msgspec import UNSET, Struct, UnsetType
 
+# the error record is defined below the checker, for every writer of one; a report's line
+# holds its ``Recheck`` too
+from unmask.replay.error_record import (  # noqa: F401 (re-exported: the formats in one place)
+    ERROR_SCHEMA,
+    DiagnosticDoc,
+    ErrorLine,
+    Recheck,
+    SpanDoc,
+)
+
 REPORT_SCHEMA = "unmask.report/1"  # a report's JSON; a result line's first form
-ERROR_SCHEMA = "unmask.error/1"  # the result line of a replay that could not be checked
 # a checked replay's line; its first form, the report's JSON as it is, was `unmask.report/1`
 RESULT_SCHEMA = "unmask.result/2"
 
@@ -183,16 +193,6 @@ class Reason(Struct, kw_only=True):
     message: str
 
 
-class Recheck(Struct, kw_only=True):
-    """``--protocol``: the protocol checked against, its digest, the atoms it lacks."""
-
-    protocol: str
-    # always written; a line without one (edited) was checked against no protocol anyone
-    # can name, and ``audit --resume`` and ``next`` say so (``record.same_protocol``)
-    digest: str = ""
-    dropped: list[str]
-
-
 class Reading(Struct, kw_only=True):
     by: By
     value: str
@@ -264,38 +264,6 @@ class ResultLine(Struct, tag_field="schema", tag=RESULT_SCHEMA, kw_only=True):
     recheck: Recheck | UnsetType = UNSET
     disagreements: list[Disagreement] | UnsetType = UNSET
     annotations: list[Entry]
-
-
-class SpanDoc(Struct, kw_only=True):
-    """Where a diagnostic points: a file, a line and column to an end line and column."""
-
-    file: str
-    line: int
-    column: int
-    end_line: int
-    end_column: int
-
-
-class DiagnosticDoc(Struct, kw_only=True):
-    """A diagnostic as an error record writes it (docs/codes.md has the codes)."""
-
-    code: str
-    message: str
-    severity: str = "error"  # always written; read as an error when left out
-    file: str | UnsetType = UNSET
-    path: str | UnsetType = UNSET
-    span: SpanDoc | UnsetType = UNSET
-    help: str | UnsetType = UNSET
-    notes: list[str] | UnsetType = UNSET
-
-
-class ErrorLine(Struct, tag_field="schema", tag=ERROR_SCHEMA, kw_only=True):
-    """The result line of a replay that could not be checked (``unmask.error/1``);
-    ``recheck``: the run's ``--protocol``, so a resumed run can tell which it was."""
-
-    location: str
-    errors: list[DiagnosticDoc]
-    recheck: Recheck | UnsetType = UNSET
 
 
 AnyLine = ResultLine | ReportDoc | ErrorLine  # what a results file holds

@@ -381,21 +381,21 @@ def _quiet_interrupt(loop: asyncio.AbstractEventLoop, context: dict) -> None:
 
 
 def _errors(out: Path, summary) -> None:  # type: ignore[no-untyped-def]
-    """Every error record on stderr and in ``errors.jsonl`` (removed when there is none)."""
-    import json
+    """Every error record on stderr and in ``errors.jsonl`` (removed when there is none),
+    written as ``audit`` writes one in a results file."""
     from dataclasses import replace
 
-    from unmask.checking.formats import error_line, to_builtins
     from unmask.plumbing.outputs import write_bytes
+    from unmask.plumbing.structs import encode_line
+    from unmask.replay.error_record import error_line
 
     lines = []
     for _, location, diags in sorted(summary.errors, key=lambda e: e[0]):
         for d in diags:
             say(render(d if d.file or d.span else replace(d, file=location)))
-        record = to_builtins(error_line(location, diags))
-        lines.append(json.dumps(record, ensure_ascii=False))
+        lines.append(encode_line(error_line(location, diags)))
     target = out / ERRORS_FILE
     if lines:
-        write_bytes(str(target), ("\n".join(lines) + "\n").encode("utf-8"))
+        write_bytes(str(target), b"".join(lines))
     else:
         target.unlink(missing_ok=True)

@@ -16,7 +16,6 @@ their order (tests/ir/test_ir_format.py). An expression is one struct with one o
 # (a warm start reads one protocol)
 from typing import Annotated, Any, ClassVar, Literal
 
-import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType, field
 
 from unmask.plumbing.names import IDENT_PATTERN
@@ -152,10 +151,9 @@ PROTOCOL_KEYS: tuple[str, ...] = ProtocolDoc.__struct_encode_fields__
 
 
 def json_schema() -> dict[str, Any]:
-    """The JSON Schema of ``unmask.protocol/1``, as published in docs/schemas/."""
-    schema: dict[str, Any] = msgspec.json.schema(ProtocolDoc)
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": PROTOCOL_SCHEMA,
-        **schema,
-    }
+    """The JSON Schema of ``unmask.protocol/1``, as published in docs/schemas/: every
+    struct's unknown keys refused as the struct declares (the reader warns of most), the
+    definitions in the order they are met."""
+    from unmask.plumbing.structs import json_schema as build  # not at start-up: docs only
+
+    return build(PROTOCOL_SCHEMA, ProtocolDoc, open_keys=False, sort=False)

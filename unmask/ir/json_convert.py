@@ -34,12 +34,12 @@ from unmask.plumbing.structs import (
     Problem,
     fields_of,
     item_struct,
-    json_type,
     render_path,
     struct_in,
     take_apart,
     type_at,
     value_at,
+    what_of,
 )
 
 # the words of "expected …" where the type alone would say too little
@@ -52,8 +52,6 @@ _EXPECTED: dict[tuple[Any, str | None], str] = {
     (GroundPair, "context"): "an atom name or an expression",
     (GroundPair, "direction"): "`~` or `~>`",
 }
-_BY_TYPE = {"str": "a string", "bool": "`true` or `false`", "int": "a whole number"}
-_BY_TYPE["list"] = "an array"
 
 
 class Converter:
@@ -183,7 +181,7 @@ class Converter:
             )
         elif owner is Expr and key == "k" and wrong.kind == "constraint":
             r.err(Code.EXPR, where, f"`k` must be 0 or more, found {found}")
-        elif struct_in(expected) is Expr and json_type(expected) == "struct":
+        elif struct_in(expected) is Expr and what_of(expected) == "an object":
             r.err(
                 Code.EXPR, where, f"expected an expression object, found {kind(found)}", EXPR_HELP
             )
@@ -198,9 +196,9 @@ class Converter:
         if key is None and at and at[-2:-1] == ("labels",):
             return "a label name"
         cls = struct_in(expected)
-        if cls is not None and json_type(expected) == "struct":
+        if cls is not None and what_of(expected) == "an object":  # a struct, or none
             return f"{getattr(cls, 'what', 'an')} object"
-        return _BY_TYPE.get(json_type(expected) or "", "a value of another kind")
+        return what_of(expected, "a value of another kind")
 
     def _deep(self, value: Any, tp: Any, p: str) -> Any:
         """``value`` converted to ``tp`` with every expression in it converted node by node."""

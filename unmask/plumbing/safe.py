@@ -17,7 +17,8 @@ output decides how such a character is shown (docs/security.md, "What Unmask nev
   other character stay, so the same replay gives the same page as before;
 - ``json_text(text)``: for JSON text (the JSON report, audit results, the summary, SARIF):
   the characters above are written as JSON ``\\u`` escapes, so the file has none raw and
-  every value reads back unchanged;
+  every value reads back unchanged; ``json_bytes(data)`` the same on UTF-8 JSON bytes
+  (every JSON Lines record, ``unmask.plumbing.structs.encode_line``);
 - ``visible_values(value)``: a JSON value with ``visible`` applied to every string, for
   SARIF, whose messages a viewer shows as text;
 - ``shorten(text, limit)``: user text bounded for a message, its middle elided (``…``) so
@@ -107,6 +108,14 @@ def json_text(text: str) -> str:
     if _nothing_acts(text):
         return text
     return UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def json_bytes(data: bytes) -> bytes:
+    """UTF-8 JSON bytes under ``json_text``: the common case (ASCII, nothing acting)
+    untouched, without decoding it."""
+    if data.isascii() and not data.translate(None, _ASCII_SHOWN):
+        return data
+    return json_text(data.decode("utf-8")).encode("utf-8")
 
 
 def visible_values(value: Any) -> Any:

@@ -23,7 +23,12 @@ name of the implementation: for a format read whole and refused at its first pro
 For a reader that words each problem as its own hand-written checks did (the protocol IR,
 ``unmask.ir.json_convert``): ``take_apart`` gives the error's parts (what went wrong, and the
 keys and indexes to it), ``value_at`` the offending value in the input, ``type_at`` the
-struct and field it was meant for, ``fields_of`` a struct's keys in the order written.
+struct and field it was meant for, ``fields_of`` a struct's keys in the order written;
+``what_of`` names a type in "expected …" for both readers.
+
+``json_schema`` builds every published JSON Schema (docs/schemas/), each format's
+differences as its arguments; ``encode_line`` writes a struct as one JSON Lines record
+(compact UTF-8, under the output policy), whichever layer's format it is.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from __future__ import annotations
 import re
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Literal, Union, get_args, get_origin
 
 import msgspec
@@ -47,7 +52,7 @@ from unmask.plumbing.jsonreader import (
     kind,
     show,
 )
-from unmask.plumbing.safe import shorten
+from unmask.plumbing.safe import json_bytes, shorten
 
 __all__ = [
     "UNSET",
@@ -55,11 +60,11 @@ __all__ = [
     "Problem",
     "StructReader",
     "UnsetType",
+    "encode_line",
     "field_names",
     "fields_of",
     "item_struct",
     "json_schema",
-    "json_type",
     "problem",
     "render_path",
     "schema_text",
@@ -139,11 +144,13 @@ def _is_union(tp: Any) -> bool:
     return get_origin(tp) in (Union, types.UnionType)
 
 
-def what_of(tp: Any) -> str:
-    """What a value of ``tp`` is called in "expected X"."""
+def what_of(tp: Any, other: str = "a value") -> str:
+    """What a value of ``tp`` is called in "expected X", by both readers of this module's
+    structs (``StructReader``; the protocol IR's, which says ``other`` where no JSON kind
+    names the type): a union is its kinds but ``null`` and ``UNSET`` joined by "or"."""
     tp, _ = _unwrap(tp)
     if _is_union(tp):
-        kinds = [what_of(a) for a in get_args(tp) if a not in (type(None), UnsetType)]
+        kinds = [what_of(a, other) for a in get_args(tp) if a not in (type(None), UnsetType)]
         return kinds[0] if len(kinds) == 1 else " or ".join(kinds)
     origin = get_origin(tp) or tp
     if origin is str or origin is Literal:
@@ -156,7 +163,7 @@ def what_of(tp: Any) -> str:
         return "an array"
     if origin is dict or (isinstance(origin, type) and issubclass(origin, Struct)):
         return "an object"
-    return "a value"
+    return other
 
 
 class StructReader:
@@ -250,27 +257,63 @@ class StructReader:
         return cls(**values)
 
 
-def json_schema(title: str, top: type[Struct], *named: type[Struct]) -> dict[str, Any]:
-    """The published JSON Schema of the format whose document is ``top``; ``named`` are
-    structs its ``extra_json_schema`` refers to by ``#/$defs/NAME`` though no field has
-    their type. Unknown keys are allowed in every struct but a ``CLOSED`` one: Unmask reads
-    them with a warning (``Format`` forbids them only so that reading them takes the way
-    that warns)."""
-    (main, *_), defs = msgspec.json.schema_components((top, *named), ref_template="#/$defs/{name}")
-    closed = set()
-    for name in defs:
-        cls = _named(top, name) or next((t for t in named if t.__name__ == name), None)
-        if cls is not None and getattr(cls, "CLOSED", False):
-            closed.add(name)
-    for name, d in defs.items():
-        if name not in closed:
-            d.pop("additionalProperties", None)
+def json_schema(
+    title: str,
+    top: type[Struct],
+    *named: type[Struct],
+    open_keys: bool = True,
+    sort: bool = True,
+    inline: bool = False,
+    rename: Callable[[str], str] | None = None,
+) -> dict[str, Any]:
+    """The published JSON Schema of the format whose document is ``top`` (the one builder
+    of every schema in docs/schemas/); ``named`` are structs its ``extra_json_schema``
+    refers to by ``#/$defs/NAME`` though no field has their type. What differs between
+    formats, each as it was first published, is an argument:
+    ``open_keys``: unknown keys are allowed in every struct but a ``CLOSED`` one (Unmask
+    reads them with a warning; ``Format`` forbids them only so that reading them takes the
+    way that warns); False: as each struct declares them.
+    ``sort``: the definitions by name; False: in the order msgspec meets them.
+    ``inline``: the document is ``top``'s definition itself, not a ``$ref`` to it.
+    ``rename``: each definition's name (and title) from its title; None: msgspec's names."""
+    (main, *_), defs = msgspec.json.schema_components((top, *named), ref_template=_REF)
+    if open_keys:
+        for name, d in defs.items():
+            cls = _named(top, name) or next((t for t in named if t.__name__ == name), None)
+            if not (cls is not None and getattr(cls, "CLOSED", False)):
+                d.pop("additionalProperties", None)
+    if rename is not None:
+        names = {k: rename(v.get("title", k)) for k, v in defs.items()}
+        main = _refs_renamed(main, names)
+        defs = {names[k]: {**_refs_renamed(v, names), "title": names[k]} for k, v in defs.items()}
+    if inline:
+        main = defs.pop(main["$ref"].removeprefix(_DEFS))
+    if sort:
+        defs = dict(sorted(defs.items()))
+    head = {k: v for k, v in main.items() if k != "title"}  # a definition's title comes first
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": title,
-        **main,
-        "$defs": dict(sorted(defs.items())),
+        **head,
+        "$defs": defs,
     }
+
+
+_DEFS = "#/$defs/"  # where a schema's definitions are, as a `$ref` names them
+_REF = _DEFS + "{name}"
+
+
+def _refs_renamed(obj: Any, names: dict[str, str]) -> Any:
+    """``obj`` with every ``$ref`` to a definition of ``names`` pointing at its new name."""
+    if isinstance(obj, list):
+        return [_refs_renamed(x, names) for x in obj]
+    if not isinstance(obj, dict):
+        return obj
+    out = {k: _refs_renamed(v, names) for k, v in obj.items()}
+    ref = obj.get("$ref")
+    if isinstance(ref, str) and ref.startswith(_DEFS) and ref[len(_DEFS) :] in names:
+        out["$ref"] = _DEFS + names[ref[len(_DEFS) :]]
+    return out
 
 
 def _named(top: type[Struct], name: str, seen: set | None = None) -> type[Struct] | None:
@@ -301,6 +344,26 @@ def schema_text(schema: dict[str, Any]) -> str:
     import json
 
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
+# --- a struct as one line of JSON ------------------------------------------------------------
+
+_ENCODER = msgspec.json.Encoder()
+
+
+def encode_line(line: Struct) -> bytes:
+    """One compact UTF-8 line ending in a newline, under the output policy: the bytes
+    ``json.dumps`` (compact, ``ensure_ascii=False``) writes of the same values; a lone
+    surrogate from the input is escaped, so the line stays valid UTF-8. The one writer of
+    a JSON Lines record (a result line, an error record wherever it is written)."""
+    try:
+        data = _ENCODER.encode(line)
+    except UnicodeEncodeError:  # a lone surrogate from the input: escape, stay valid UTF-8
+        import json
+
+        text = json.dumps(msgspec.to_builtins(line), separators=(",", ":"))
+        return text.encode("ascii") + b"\n"
+    return json_bytes(data) + b"\n"
 
 
 # --- a validation error in our words ---------------------------------------------------------
@@ -481,19 +544,4 @@ def item_struct(tp: Any) -> type[msgspec.Struct] | None:
     for m in _members(tp):
         if typing.get_origin(m) is list:
             return struct_in(typing.get_args(m)[0])
-    return None
-
-
-def json_type(tp: Any) -> str | None:
-    """``str``, ``bool``, ``int``, ``list`` or ``struct``: what a type takes in JSON, for
-    the words of "expected …"; None for anything else."""
-    for m in _members(tp):
-        if typing.get_origin(m) is list:
-            return "list"
-        if isinstance(m, type) and issubclass(m, msgspec.Struct):
-            return "struct"
-        if typing.get_origin(m) is typing.Literal:
-            return "str"
-        if m in (str, bool, int):
-            return m.__name__
     return None
