@@ -168,6 +168,24 @@ def test_the_fingerprint_covers_the_compiler_and_its_modules(tmp_path, monkeypat
         compiler.write_text(compiler.read_text(encoding="utf-8") + "\n", encoding="utf-8")
         cache._fingerprint.cache_clear()
         assert cache._fingerprint() not in (None, before)
+        # an edit of the same size (time of change moved on), and a file replaced by a
+        # copy of the same size and time (another file in its place)
+        seen = {before, cache._fingerprint()}
+        text = compiler.read_text(encoding="utf-8")
+        st = compiler.stat()
+        compiler.write_text(text[:-1] + "#", encoding="utf-8")
+        os.utime(compiler, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+        cache._fingerprint.cache_clear()
+        assert cache._fingerprint() not in (None, *seen)
+        seen.add(cache._fingerprint())
+        st = compiler.stat()
+        replaced = tmp_path / "replaced.py"
+        shutil.copy2(compiler, replaced)
+        os.replace(replaced, compiler)
+        os.utime(compiler, ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert compiler.stat().st_size == st.st_size
+        cache._fingerprint.cache_clear()
+        assert cache._fingerprint() not in (None, *seen)
         compiler.unlink()  # a file that cannot be read: no cache at all
         cache._fingerprint.cache_clear()
         assert cache._fingerprint() is None

@@ -1,24 +1,25 @@
 """Compiled protocols kept in the user's cache folder between runs: their keys and reading.
 
-Contract: ``entry(text, domains, limits)`` names the entry of a ``.proto`` text (or None
-when there is no trusted cache folder, ``unmask.plumbing.cachedir.trusted_dir``): a file named by a
-digest of the text, the domains, the limits, Python's and lark's versions and the bytes of
-every module and grammar file that compiling reads. ``load(entry, filename, limits)``
-returns the protocol it holds, spans included and given the file name asked for, or None:
-an entry is read only as a sealed file (``unmask.plumbing.cachedir.read_sealed``: a private regular
-file whose MAC under the folder's key holds), must record the full digest of its key and
-the digest of the very text being compiled (BLAKE2b, as the seal: no OpenSSL to load), and
-is decoded into the IR's structs (``unmask.ir.format``) and read by the protocol IR reader
-(``unmask.ir.json_reader``), so a hit imports neither lark nor the compiler. An entry
+Contract: ``entry(text, domains, limits)`` names the entry of a ``.proto`` text (or None when
+there is no trusted cache folder, ``unmask.plumbing.cachedir.trusted_dir``): a file named by a
+digest of the text, the domains, the limits, Python's version, and of each module and grammar
+file that compiling reads (and lark's `__init__`, which holds its version), where it is, its
+size and its time of change: what Python trusts to tell stale bytecode from fresh. ``load(entry,
+filename, limits)`` returns the protocol it holds, spans included and given the file name asked
+for, or None: an entry is read only as a sealed file (``unmask.plumbing.cachedir.read_sealed``:
+a private regular file whose MAC under the folder's key holds), must record the full digest of
+its key and the digest of the very text being compiled (BLAKE2b, as the seal: no OpenSSL to
+load), and is decoded into the IR's structs (``unmask.ir.format``) and read by the protocol IR
+reader (``unmask.ir.json_reader``), so a hit imports neither lark nor the compiler. An entry
 that fails any of this is a miss: compiled again, and replaced
 (``unmask.language.compile_cache.compile_cached`` puts the two together,
-``unmask.language.cache_writer``
-writes). The file name is not in the key: compiling puts it in the spans and nowhere else,
-so an entry is shared by every copy of the same text.
+``unmask.language.cache_writer`` writes). The file name is not in the key: compiling puts it in
+the spans and nowhere else, so an entry is shared by every copy of the same text.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from functools import lru_cache
@@ -103,19 +104,26 @@ def _fingerprint() -> str | None:
 
     h = blake2b(digest_size=32)
     try:
-        root = Path(__file__).resolve().parents[1]
-        files = [root / f"{m}.py" for m in _MODULES]
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        files = [os.path.join(root, f"{m}.py") for m in _MODULES]
         grammar = importlib.util.find_spec("unmask.grammar")
         lark = importlib.util.find_spec("lark")
         if grammar is None or lark is None or lark.origin is None:
             return None
         (folder,) = list(grammar.submodule_search_locations or ())
         # the grammar, the tables shipped for it, and lark's `__init__`, which holds its version
-        files += [Path(folder) / n for n in ("unmask.lark", "unmask.tables.json")]
-        files.append(Path(lark.origin))
-        parts: list[str | bytes] = [ENTRY_SCHEMA, sys.version, *(f.read_bytes() for f in files)]
-        for part in parts:
-            _update(h, part)
+        files += [os.path.join(folder, n) for n in ("unmask.lark", "unmask.tables.json")]
+        files.append(lark.origin)
+        _update(h, ENTRY_SCHEMA)
+        _update(h, sys.version)
+        for f in files:
+            # each file as Python itself tells a stale module from a fresh one (its size
+            # and time of change), and where it is (another copy, a file replaced): reading
+            # and hashing the bytes of all 30 cost a warm check about 2 ms, 8% of its
+            # start-up, and an edit Python's bytecode check misses would run stale code
+            # anyway
+            st = os.stat(f)
+            _update(h, f"{f}\0{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
     except (OSError, ValueError, ImportError):
         return None
     return h.hexdigest()
