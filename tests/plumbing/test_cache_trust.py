@@ -277,6 +277,31 @@ def test_an_edited_entry_with_its_key_kept_is_a_miss(folder, monkeypatch):
     assert calls == ["f.proto"] * 3
 
 
+def test_the_seal_is_keyed_blake2b_and_an_older_seal_is_a_miss(folder, monkeypatch):
+    import hashlib
+    import hmac
+
+    compiled = compile_cache.compile_cached(TEXT, "f.proto")
+    entry = _entry(folder)
+    key = (folder / cachedir.KEY_NAME).read_bytes()
+    sealed = entry.read_bytes()
+    head, payload = sealed.split(b"\n", 1)
+    # the MAC, made here with hashlib: BLAKE2b keyed by the folder's key over name NUL payload
+    mac = hashlib.blake2b(
+        entry.name.encode() + b"\0" + payload, key=key, digest_size=32, person=b"unmask-seal"
+    )
+    assert head == cachedir.MAGIC + mac.hexdigest().encode()
+    # an entry an earlier Unmask sealed (HMAC-SHA256) is compiled again, and replaced
+    old = hmac.new(key, entry.name.encode() + b"\0" + payload, hashlib.sha256).hexdigest()
+    entry.write_bytes(b"unmask-sealed/1 " + old.encode() + b"\n" + payload)
+    calls = _compiles(monkeypatch)
+    compile_cache._memo.cache_clear()
+    again = compile_cache.compile_cached(TEXT, "f.proto")
+    assert calls == ["f.proto"]
+    assert protocol_to_json(again) == protocol_to_json(compiled)
+    assert entry.read_bytes() == sealed
+
+
 def test_an_entry_records_the_digest_of_its_source(folder):
     import hashlib
 
