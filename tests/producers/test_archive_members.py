@@ -63,20 +63,15 @@ def declare(data: bytes, size: int) -> bytes:
     return bytes(out)
 
 
-def _crc_table() -> list[int]:
-    table = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0xEDB88320 if c & 1 else c >> 1
-        table.append(c)
-    return table
+def _crc_step(register: int, b: int) -> int:
+    """One byte into the raw CRC-32 register, by zlib (not a copy of the table the archive
+    reader uses): zlib takes and gives the register inverted."""
+    return zlib.crc32(bytes([b]), register ^ 0xFFFFFFFF) ^ 0xFFFFFFFF
 
 
 def seal(data: bytes, password: bytes) -> bytes:
     """The archive with each member sealed by the traditional zip cipher (APPNOTE 6.1), as
     the upstream `data.zip` is; written here because ``zipfile`` only reads such members."""
-    crc_t = _crc_table()
     out = bytearray()
     z = zipfile.ZipFile(io.BytesIO(data))
     central = bytearray()
@@ -87,9 +82,9 @@ def seal(data: bytes, password: bytes) -> bytes:
         keys = [305419896, 591751049, 878082192]
 
         def update(b: int, k: list[int] = keys) -> None:
-            k[0] = (k[0] >> 8) ^ crc_t[(k[0] ^ b) & 0xFF]
+            k[0] = _crc_step(k[0], b)
             k[1] = ((k[1] + (k[0] & 0xFF)) * 134775813 + 1) & 0xFFFFFFFF
-            k[2] = (k[2] >> 8) ^ crc_t[(k[2] ^ (k[1] >> 24)) & 0xFF]
+            k[2] = _crc_step(k[2], k[1] >> 24)
 
         for b in password:
             update(b)
@@ -111,7 +106,12 @@ def seal(data: bytes, password: bytes) -> bytes:
         central += entry
     end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, len(z.infolist()), len(z.infolist()),
                       len(central), len(out), 0)  # fmt: skip
-    return bytes(out + central + end)
+    archive = bytes(out + central + end)
+    # the oracle: the standard library's own reader opens each member with the password
+    opened = zipfile.ZipFile(io.BytesIO(archive))
+    for info in z.infolist():
+        assert opened.read(info.filename, pwd=password) == z.read(info.filename)
+    return archive
 
 
 def _central_entry(data: bytes, info: zipfile.ZipInfo) -> bytes:
