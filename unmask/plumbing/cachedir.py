@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from unmask.plumbing.codes import Code
 
-# Importing hashlib or hmac loads OpenSSL (about 2.5 ms, some 3% of a `check`'s start-up),
+# Importing hashlib or hmac loads OpenSSL (about 2.5 ms, 4% of a warm `check`'s start-up),
 # and nothing here needs it: CPython's own BLAKE2 keyed is a MAC, and its constant-time
 # comparison is what `hmac.compare_digest` is. A Python built without them has hashlib's.
 if TYPE_CHECKING:  # the same functions, as typeshed knows them
