@@ -19,13 +19,20 @@ through them), are the standard library's very code, made at their first call: a
 ``__init__`` of plain parameters (most) is one template's code per number of fields with
 the names put in (``CodeType.replace``, no compiling), any other method the standard
 library's source compiled; ``__repr__`` and the frozen setters, which no hot path calls, are
-shared functions closed over the class's field names.
+shared functions closed over the class's field names. The slotted class itself is made here
+too (``_slotted``), not by ``dataclass()``, whose field tests were two thirds of what a
+class still cost: its fields are the standard library's ``Field`` objects marked with its
+own (private) field kinds, which ``fields``, ``replace`` and ``asdict`` read, and the test
+above holds them, on the Python the suite runs, to what ``dataclass()`` makes.
 """
 
 from __future__ import annotations
 
+import abc
+import dataclasses
 import inspect
 import reprlib
+import sys
 from collections.abc import Callable
 from dataclasses import (
     MISSING,
@@ -60,9 +67,16 @@ class _HasFactory:
 
 
 _HAS_FACTORY = _HasFactory()
-# a placeholder ``__doc__`` while the dataclass is made: the standard library would
-# otherwise compute the class's signature (tokenizing the text of ``object``'s) for it
-_NO_DOC = "\0"
+
+
+# the parameters every class made here has (frozen, slotted, with the methods): one
+# ``@dataclass(frozen=True, slots=True)`` made once gives them as this Python spells them
+@dataclass(frozen=True, slots=True)
+class _Made:
+    pass
+
+
+_PARAMS = getattr(_Made, "__dataclass_params__")  # noqa: B009 (no annotation names it)
 
 
 @dataclass_transform(frozen_default=True, field_specifiers=(field,))
@@ -84,20 +98,11 @@ def frozen(cls: type[C]) -> type[C]:
         for name in ("__init__", "__repr__", "__eq__", "__getstate__", "__setstate__")
         if name in own
     }
-    documented = bool(own.get("__doc__"))
-    if not documented:
-        cls.__doc__ = _NO_DOC
-    # the slotted class dataclass() makes in the place of ``cls``; plain ``type`` because
-    # the standard library's annotations do not say that what it returns is a dataclass
-    made: type = dataclass(cls, init=False, repr=False, eq=False, frozen=False, slots=True)
+    made = _slotted(cls)
     every = fields(made)
     if any(f.kw_only is True for f in every):
         raise TypeError(f"@frozen class {made.__qualname__} has a keyword-only field")
     _check_order(every)
-    params = getattr(made, "__dataclass_params__")  # noqa: B009 (no annotation names it)
-    params.init = params.repr = params.eq = params.frozen = True
-    if not documented:
-        made.__doc__ = made.__name__ + _signature_text(every)
     names = frozenset(f.name for f in every)
     methods: dict[str, Callable[..., Any]] = {
         "__init__": _lazy(made, "__init__", _make_init),
@@ -116,6 +121,84 @@ def frozen(cls: type[C]) -> type[C]:
         if name not in keep:
             setattr(made, name, method)
     return made
+
+
+def _slotted(cls: type) -> type:
+    """The slotted class ``dataclass(cls, slots=True)`` makes in the place of ``cls``, with
+    its fields and parameters but none of its methods (``frozen`` gives those).
+
+    Why not ``dataclass()`` itself: it tests each text annotation with a pattern and a
+    lookup for ``ClassVar`` and ``InitVar`` (an annotation is text under ``from __future__
+    import annotations``), which was two thirds of what a class cost at import. Here only a
+    text that names ``ClassVar`` is tested so (``InitVar`` is refused before); the fields are
+    the standard library's ``Field`` objects, marked as it marks them."""
+    own = cls.__dict__
+    if "__slots__" in own:
+        raise TypeError(f"{cls.__name__} already specifies __slots__")
+    made_fields: dict[str, Field] = {}
+    for name, tp in own.get("__annotations__", {}).items():
+        value = own.get(name, MISSING)
+        f: Any = value if isinstance(value, Field) else field(default=value)
+        f.name, f.type = name, tp
+        if _is_classvar(tp, cls):
+            if f.default_factory is not MISSING:
+                raise TypeError(f"field {name} cannot have a default factory")
+            f._field_type = dataclasses._FIELD_CLASSVAR  # type: ignore[attr-defined]
+        else:
+            f._field_type = dataclasses._FIELD  # type: ignore[attr-defined]
+            if f.default is not MISSING and f.default.__class__.__hash__ is None:
+                raise ValueError(
+                    f"mutable default {type(f.default)} for field {name} is not allowed: "
+                    "use default_factory"
+                )
+        if f.kw_only is MISSING:
+            f.kw_only = False  # type: ignore[assignment]
+        made_fields[name] = f
+    for name, value in own.items():
+        if isinstance(value, Field) and name not in made_fields:
+            raise TypeError(f"{name!r} is a field but has no type annotation")
+    names = tuple(n for n, f in made_fields.items() if f._field_type is dataclasses._FIELD)  # type: ignore[attr-defined]
+    inherited = {s for base in cls.__mro__[1:-1] for s in _slots_of(base)}
+    body = dict(own)
+    for name, f in made_fields.items():
+        if name in names:
+            body.pop(name, None)  # a field's default lives in __init__ and in its Field
+        elif isinstance(own.get(name), Field):  # a ClassVar given as field(...)
+            if f.default is MISSING:
+                del body[name]
+            else:
+                body[name] = f.default
+    body.pop("__dict__", None)
+    body.pop("__weakref__", None)
+    body["__slots__"] = tuple(n for n in names if n not in inherited)
+    body["__dataclass_params__"] = _PARAMS
+    body["__dataclass_fields__"] = made_fields
+    if "__match_args__" not in own:
+        body["__match_args__"] = tuple(n for n in names if made_fields[n].init)
+    if not own.get("__doc__"):
+        body["__doc__"] = cls.__name__ + _signature_text(tuple(made_fields[n] for n in names))
+    made = type(cls)(cls.__name__, cls.__bases__, body)
+    made.__qualname__ = cls.__qualname__
+    if isinstance(made, abc.ABCMeta):
+        abc.update_abstractmethods(made)  # type: ignore[arg-type]
+    return made
+
+
+def _is_classvar(tp: Any, cls: type) -> bool:
+    if isinstance(tp, str):  # the standard library's own test, only where it can be one
+        return "ClassVar" in tp and dataclasses._is_type(  # type: ignore[attr-defined]
+            tp,
+            cls,
+            sys.modules["typing"],
+            sys.modules["typing"].ClassVar,
+            dataclasses._is_classvar,  # type: ignore[attr-defined]
+        )
+    return dataclasses._is_classvar(tp, sys.modules["typing"])  # type: ignore[attr-defined]
+
+
+def _slots_of(base: type) -> tuple[str, ...]:
+    slots = base.__dict__.get("__slots__", ())
+    return (slots,) if isinstance(slots, str) else tuple(slots)
 
 
 def _check_order(every: tuple[Field, ...]) -> None:
