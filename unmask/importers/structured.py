@@ -45,6 +45,7 @@ from unmask.replay.judgeschema import (
     judge_view,
     key_path,
     read_output,
+    with_verbatim,
 )
 
 NAME = "structured"
@@ -53,13 +54,7 @@ PROTOCOL = None  # `--protocol` names it
 RECORD_KEYS = ("judge", "output", "id", "item", "gold", "sources", "domains", "meta")
 # the sources a record may give; `rationale` and `trace` come from the output itself
 RECORD_SOURCES = ("response", "context", "reference", "protocol")
-REQUIREMENT = "verbatim_quotes"
 MAX_LOOKUP = 10**9  # characters searched for one line's quotes, as `inspect` bounds it
-APPENDED = f"""
-# added by `unmask import structured`: every quote the judge gave is in its rationale
-atom {VERBATIM_ATOM} : procedure "Every quote the judge gave occurs verbatim in its rationale"
-requirement {REQUIREMENT} "Quote the rationale exactly": {VERBATIM_ATOM}
-"""
 
 
 class _Bad(Exception):
@@ -92,7 +87,7 @@ def _protocol(options: Options) -> tuple[str, JudgeView]:
             help="rename the atom, or declare it `atom quotes_verbatim : procedure`",
         )
     if own is None:
-        text = text + ("" if text.endswith("\n") else "\n") + APPENDED
+        text = with_verbatim(text)
     # compiled once as every replay will embed it: a clash with the appended lines (a
     # requirement of the protocol named `verbatim_quotes`) stops here, not on every line
     return text, judge_view(text, str(path), None, options.limits)

@@ -36,6 +36,22 @@ if TYPE_CHECKING:
 VALUES = ("TRUE", "FALSE", "UNKNOWN")
 # the procedure atom `unmask import structured` annotates itself: never the judge's to state
 VERBATIM_ATOM = "quotes_verbatim"
+VERBATIM_REQUIREMENT = "verbatim_quotes"
+VERBATIM_RULE = "structured/1"  # the importer's `by.name` on its `quotes_verbatim`
+# the lines the importer appends to a protocol that does not declare the atom; a re-check
+# (`--protocol`) of its replays appends them again, so the check travels with its annotation
+VERBATIM_LINES = f"""
+# added by `unmask import structured`: every quote the judge gave is in its rationale
+atom {VERBATIM_ATOM} : procedure "Every quote the judge gave occurs verbatim in its rationale"
+requirement {VERBATIM_REQUIREMENT} "Quote the rationale exactly": {VERBATIM_ATOM}
+"""
+
+
+def with_verbatim(text: str) -> str:
+    """``text`` with ``VERBATIM_LINES`` appended, as the importer embeds it."""
+    return text + ("" if text.endswith("\n") else "\n") + VERBATIM_LINES
+
+
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 
