@@ -241,9 +241,10 @@ def test_the_liars_false_quotes_are_a_finding_and_give_no_value(tmp_path: Path):
     r1 = json.loads((out / "q1-judge-b.json").read_text(encoding="utf-8"))
     assert ann(r1, "says(cto)")["value"] == "TRUE"
     assert ann(r1, "says(joined)")["value"] == "UNKNOWN"
-    # the audit shows the liar's finding and not the honest judge's
-    imp(HONEST, out, "--protocol", str(PROTO))
-    res = cli("audit", str(out), "--out", str(tmp_path / "results.jsonl"))
+    # the audit shows the liar's finding and not the honest judge's (imported beside it:
+    # one folder holds one import's replays)
+    assert imp(HONEST, tmp_path / "honest", "--protocol", str(PROTO)).exit_code == 0
+    res = cli("audit", str(out), str(tmp_path / "honest"), "--out", str(tmp_path / "results.jsonl"))
     assert "verbatim_quotes: satisfied 2, violated 2" in res.stderr
     results = records(tmp_path / "results.jsonl")
     violated = sorted(x["replay"] for x in results if x["overall"] == "VIOLATED")
@@ -326,7 +327,7 @@ def test_a_line_that_does_not_follow_the_schema_is_skipped_with_where_and_why(
     assert any(f"outputs.jsonl:2: {where}: skipped: " in x and reason in x for x in lines), lines
     assert any("outputs.jsonl:3: skipped: not a JSON record" in x for x in lines), lines
     assert "imported 1 replay " in res.stderr and "skipped 2" in res.stderr
-    assert [p.name for p in out.iterdir()] == ["q2-judge-a.json"]
+    assert [p.name for p in out.glob("*.json")] == ["q2-judge-a.json"]
 
 
 def test_protocol_option_misuse_is_a_usage_error(tmp_path: Path):
@@ -463,7 +464,7 @@ def test_passages_with_their_own_ids_keep_them(tmp_path: Path):
     ]
     out = tmp_path / "o"
     assert imp(write_lines(tmp_path, [rec]), out, "--protocol", str(PROTO)).exit_code == 0
-    (path,) = out.iterdir()
+    (path,) = out.glob("*.json")
     replay = json.loads(path.read_text(encoding="utf-8"))
     assert (
         replay["sources"]["context"]

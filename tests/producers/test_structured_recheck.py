@@ -33,9 +33,10 @@ def cli(*args: str):
 
 @pytest.fixture
 def replays(tmp_path: Path) -> Path:
-    out = tmp_path / "replays"
+    out = tmp_path / "replays"  # one folder per import, audited together
     for src in (HONEST, LIAR):
-        res = cli("import", "structured", str(src), "--protocol", str(PROTO), "--out", str(out))
+        to = out / src.stem
+        res = cli("import", "structured", str(src), "--protocol", str(PROTO), "--out", str(to))
         assert res.exit_code == 0, res.stderr
     return out
 
@@ -75,7 +76,7 @@ def test_a_made_up_quote_is_refuted_with_its_place_in_the_trace_whatever_protoco
     extra = {"none": (), "same": ("--protocol", str(PROTO))}.get(named)
     if extra is None:
         extra = ("--protocol", str(v2(tmp_path)))
-    report = check(replays / "q2-judge-b.json", *extra)
+    report = check(replays / "judge-b" / "q2-judge-b.json", *extra)
     assert report["overall"] == "VIOLATED"
     req = verbatim(report)
     assert req is not None and req["status"] == "REFUTED" and req["result"] == "VIOLATED"
@@ -92,7 +93,7 @@ def test_a_made_up_quote_is_refuted_with_its_place_in_the_trace_whatever_protoco
 def test_the_honest_judge_keeps_its_verbatim_quotes_satisfied_under_a_new_version(
     replays: Path, tmp_path: Path
 ):
-    report = check(replays / "q1-judge-a.json", "--protocol", str(v2(tmp_path)))
+    report = check(replays / "judge-a" / "q1-judge-a.json", "--protocol", str(v2(tmp_path)))
     assert verbatim(report)["status"] == "ENTAILED"
     assert [r["id"] for r in report["requirements"]] == [
         "passages_only",
@@ -120,7 +121,7 @@ def test_a_protocol_that_declares_quotes_verbatim_is_used_as_it_is(replays: Path
         + '\natom quotes_verbatim : procedure "mine"\n'
         + 'requirement honest_quotes "Mine": quotes_verbatim\n',
     )
-    report = check(replays / "q2-judge-b.json", "--protocol", str(own))
+    report = check(replays / "judge-b" / "q2-judge-b.json", "--protocol", str(own))
     assert verbatim(report) is None
     (req,) = [r for r in report["requirements"] if r["id"] == "honest_quotes"]
     assert req["status"] == "REFUTED"
@@ -139,7 +140,12 @@ def test_a_protocol_whose_own_requirement_takes_the_name_leaves_the_annotation_o
         ),
     )
     res = cli(
-        "check", str(replays / "q2-judge-b.json"), "--format", "json", "--protocol", str(clash)
+        "check",
+        str(replays / "judge-b" / "q2-judge-b.json"),
+        "--format",
+        "json",
+        "--protocol",
+        str(clash),
     )
     report = json.loads(res.stdout)
     assert report["recheck"]["dropped"] == ["quotes_verbatim"]
@@ -161,14 +167,19 @@ def test_the_appended_lines_are_the_importers_and_never_located_in_the_named_fil
     new = v2(tmp_path)
     pf = load_protocol_file(str(new))
     assert pf.verbatim == new.read_text(encoding="utf-8") + VERBATIM_LINES
-    embedded = json.loads((replays / "q2-judge-b.json").read_text(encoding="utf-8"))
+    embedded = json.loads((replays / "judge-b" / "q2-judge-b.json").read_text(encoding="utf-8"))
     assert embedded["protocol"]["source"] == PROTO.read_text(encoding="utf-8") + VERBATIM_LINES
-    replay = load_replay(replays / "q2-judge-b.json", protocol=pf)
+    replay = load_replay(replays / "judge-b" / "q2-judge-b.json", protocol=pf)
     req = {r.id: r for r in replay.protocol.requirements}
     assert req["verbatim_quotes"].span is None  # its lines are not in v2.proto
     assert req["no_hedging"].span is not None and req["no_hedging"].span.file == str(new)
     res = cli(
-        "check", str(replays / "q2-judge-b.json"), "--format", "sarif", "--protocol", str(new)
+        "check",
+        str(replays / "judge-b" / "q2-judge-b.json"),
+        "--format",
+        "sarif",
+        "--protocol",
+        str(new),
     )
     sarif = json.loads(res.stdout)
     lines = len(new.read_text(encoding="utf-8").splitlines())
