@@ -358,10 +358,13 @@ def test_an_unreadable_or_broken_protocol_exits_4_and_writes_nothing(tmp_path: P
         assert not (tmp_path / "o").exists()
 
 
-def test_a_protocol_that_declares_quotes_verbatim_keeps_its_own(tmp_path: Path):
+def test_a_protocol_that_declares_and_reads_quotes_verbatim_keeps_its_own(tmp_path: Path):
     own = tmp_path / "own.proto"
-    text = PROTO.read_text(encoding="utf-8").replace(
-        "atom outside", 'atom quotes_verbatim : procedure "mine"\natom outside'
+    text = (
+        PROTO.read_text(encoding="utf-8").replace(
+            "atom outside", 'atom quotes_verbatim : procedure "mine"\natom outside'
+        )
+        + 'requirement honest "Mine": quotes_verbatim\n'
     )
     own.write_text(text, encoding="utf-8")
     assert "quotes_verbatim" not in json.dumps(schema_of(own)["properties"]["atoms"])
@@ -370,6 +373,28 @@ def test_a_protocol_that_declares_quotes_verbatim_keeps_its_own(tmp_path: Path):
     r = json.loads((out / "q2-judge-b.json").read_text(encoding="utf-8"))
     assert r["protocol"]["source"] == text  # nothing appended
     assert ann(r, "quotes_verbatim")["value"] == "FALSE"
+    req = {q["id"]: q for q in check(out / "q2-judge-b.json")["requirements"]}
+    assert req["honest"]["status"] == "REFUTED" and "verbatim_quotes" not in req
+
+
+def test_a_protocol_that_declares_quotes_verbatim_but_reads_it_nowhere_gets_the_requirement(
+    tmp_path: Path,
+):
+    # the atom alone would carry the finding to no check: the importer's requirement is added
+    own = tmp_path / "own.proto"
+    text = PROTO.read_text(encoding="utf-8").replace(
+        "atom outside", 'atom quotes_verbatim : procedure "mine"\natom outside'
+    )
+    own.write_text(text, encoding="utf-8")
+    out = tmp_path / "o"
+    assert imp(LIAR, out, "--protocol", str(own)).exit_code == 0
+    r = json.loads((out / "q2-judge-b.json").read_text(encoding="utf-8"))
+    assert r["protocol"]["source"] == text + (
+        "\n# added by `unmask import structured`: every quote the judge gave is in its rationale"
+        '\nrequirement verbatim_quotes "Quote the rationale exactly": quotes_verbatim\n'
+    )
+    req = {q["id"]: q for q in check(out / "q2-judge-b.json")["requirements"]}
+    assert req["verbatim_quotes"]["status"] == "REFUTED"
 
 
 def test_a_statement_keeps_the_quotes_that_are_there_and_the_first_occurrence(tmp_path: Path):

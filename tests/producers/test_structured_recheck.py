@@ -16,7 +16,13 @@ from tests.helpers import ROOT, TEST_DATA
 from unmask.cli.main import main
 from unmask.importers import rule_by
 from unmask.importers.structured import NAME
-from unmask.replay.judgeschema import VERBATIM_LINES, VERBATIM_RULE
+from unmask.replay.judgeschema import (
+    VERBATIM_LINES,
+    VERBATIM_REQUIREMENT_LINES,
+    VERBATIM_RULE,
+    judge_view,
+    verbatim_lines,
+)
 from unmask.replay.load import load_replay
 from unmask.replay.recheck import load_protocol_file
 
@@ -188,3 +194,39 @@ def test_the_appended_lines_are_the_importers_and_never_located_in_the_named_fil
             phys = loc["physicalLocation"]
             if phys["artifactLocation"]["uri"].endswith("v2.proto"):
                 assert phys["region"]["startLine"] <= lines
+
+
+def test_a_named_protocol_that_declares_quotes_verbatim_but_reads_it_nowhere_gets_the_requirement(
+    replays: Path, tmp_path: Path
+):
+    text = PROTO.read_text(encoding="utf-8") + 'atom quotes_verbatim : procedure "mine"\n'
+    bare = write(tmp_path / "bare.proto", text)
+    assert load_protocol_file(str(bare)).verbatim == text + VERBATIM_REQUIREMENT_LINES
+    report = check(replays / "judge-b" / "q2-judge-b.json", "--protocol", str(bare))
+    assert verbatim(report)["status"] == "REFUTED" and report["recheck"]["dropped"] == []
+
+
+BASE = PROTO.read_text(encoding="utf-8") + 'atom quotes_verbatim : procedure "mine"\n'
+
+
+@pytest.mark.parametrize(
+    ("line", "reading"),
+    [
+        ("define all_said  = all(says(c) for c in claim)",
+         "define all_said  = all(says(c) for c in claim) and quotes_verbatim"),
+        ("for c in claim: ground says(c) ~> backed(c)",
+         "for c in claim: ground says(c) ~> backed(c)\n"
+         'for c in claim: requirement r "R": says(c) or quotes_verbatim'),
+        ("decision SUPPORTED iff all_said", "decision SUPPORTED iff all_said and quotes_verbatim"),
+        ('requirement passages_only "Use only the passages": not outside',
+         'requirement passages_only "Use only the passages": not outside and quotes_verbatim'),
+    ],
+)  # fmt: skip
+def test_any_statement_naming_the_atom_reads_it(line: str, reading: str):
+    assert line in BASE
+    view = judge_view(BASE.replace(line, reading))
+    assert view.verbatim is not None and view.verbatim_read
+    assert verbatim_lines(view) == ""
+    assert not judge_view(BASE).verbatim_read
+    assert verbatim_lines(judge_view(BASE)) == VERBATIM_REQUIREMENT_LINES
+    assert verbatim_lines(judge_view(PROTO.read_text(encoding="utf-8"))) == VERBATIM_LINES

@@ -10,7 +10,8 @@ its quotes located in the rationale, ``by: {kind: model, name: NAME, reviewed: f
 atom it did not state stays unannotated (UNKNOWN). A quote that is not in the rationale is a
 finding, not an error: the statement keeps only the quotes found (UNKNOWN when none is), and
 the procedure atom ``quotes_verbatim``, which the importer appends to the protocol with a
-requirement ``verbatim_quotes`` (unless the protocol declares that atom itself), is FALSE,
+requirement ``verbatim_quotes`` (``judgeschema.verbatim_lines``: unless the protocol
+declares that atom itself, when only the requirement is added, if nothing names it), is FALSE,
 quoting the missing quotes in the ``trace`` source (the output as stated). A line that does
 not follow the shape is skipped with ``FILE:LINE`` and the JSON path.
 """
@@ -45,6 +46,7 @@ from unmask.replay.judgeschema import (
     judge_view,
     key_path,
     read_output,
+    verbatim_lines,
     with_verbatim,
 )
 
@@ -79,15 +81,15 @@ def _protocol(options: Options) -> tuple[str, JudgeView]:
         )
     path = options.protocol
     text = read_text(path, options.limits)
-    own = judge_view(text, str(path), None, options.limits).verbatim
+    view = judge_view(text, str(path), None, options.limits)
+    own = view.verbatim
     if own is not None and (own.role != "procedure" or own.domains):
         raise not_the_format(
             str(path),
             f"atom `{VERBATIM_ATOM}` must be a single procedure atom: the importer annotates it",
             help="rename the atom, or declare it `atom quotes_verbatim : procedure`",
         )
-    if own is None:
-        text = with_verbatim(text)
+    text = with_verbatim(text, verbatim_lines(view))
     # compiled once as every replay will embed it: a clash with the appended lines (a
     # requirement of the protocol named `verbatim_quotes`) stops here, not on every line
     return text, judge_view(text, str(path), None, options.limits)

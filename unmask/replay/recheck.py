@@ -13,11 +13,13 @@ text it embeds) and form are, and ``ground(domains, limits)`` is the
 protocol one replay is checked against: the ``.proto`` compiled with that replay's members
 through the compile cache (once per process and on disk for the same text and members),
 IR parsed and read once per process (the loading, which has just parsed FILE, keeps what
-it read). A ``.proto`` that does not declare ``quotes_verbatim`` also keeps its text with the
-lines `unmask import structured` appends (``verbatim``), which ``ground(..., verbatim=True)``
-compiles for a replay that importer annotated, so its ``verbatim_quotes`` check is not lost
-to a re-check. The replay reader (``unmask.replay.load``) does the rest: which domains to
-pass, the annotations the protocol lacks, labels it does not declare.
+it read). A ``.proto`` also keeps its text with the lines `unmask import structured` would
+append to it (``verbatim``: the atom ``quotes_verbatim`` and its requirement, or the
+requirement alone for a text that declares the atom and reads it nowhere), which
+``ground(..., verbatim=True)`` compiles for a replay that importer annotated, so its
+``verbatim_quotes`` check is not lost to a re-check. The replay reader
+(``unmask.replay.load``) does the rest: which domains to pass, the annotations the protocol
+lacks, labels it does not declare.
 """
 
 from __future__ import annotations
@@ -57,9 +59,9 @@ class ProtocolFile:
     text: str = field(compare=False, repr=False)
     domains: tuple[str, ...] = field(default=(), compare=False)
     json_path: str = field(default="$", compare=False)  # where in ``text`` the IR is
-    # ``text`` with the lines `unmask import structured` appends (``with_verbatim``), for a
-    # replay it annotated; "" when the text declares `quotes_verbatim` itself, is IR, or
-    # would not compile with them (its own requirement `verbatim_quotes`)
+    # ``text`` with the lines `unmask import structured` appends (``verbatim_lines``), for a
+    # replay it annotated; "" when it needs none (it reads its own `quotes_verbatim`), is IR,
+    # or would not compile with them (its own requirement `verbatim_quotes`)
     verbatim: str = field(default="", compare=False, repr=False)
 
     @property
@@ -224,16 +226,19 @@ def _load_proto(path: str, text: str, limits: Limits) -> ProtocolFile:
 def _verbatim_text(
     source: ast.SourceFile, text: str, path: str, members: dict[str, list[str]], limits: Limits
 ) -> str:
-    """``ProtocolFile.verbatim``: ``text`` with the structured importer's lines, when the
-    text does not declare `quotes_verbatim` and compiles with them; checked once here."""
-    from unmask.language import ast
+    """``ProtocolFile.verbatim``: ``text`` with the lines the structured importer would
+    append to it (``verbatim_lines``), when there are any and it compiles with them;
+    checked once here. A `quotes_verbatim` of another role or over domains gets none."""
     from unmask.language.compiler import compile_tree
     from unmask.language.parser import parse_source
-    from unmask.replay.judgeschema import VERBATIM_ATOM, with_verbatim
+    from unmask.replay.judgeschema import verbatim_lines, view_of_tree, with_verbatim
 
-    if any(isinstance(s, ast.AtomDecl) and s.name == VERBATIM_ATOM for s in source.statements):
+    view = view_of_tree(source)
+    own = view.verbatim
+    lines = verbatim_lines(view)
+    if not lines or (own is not None and (own.role != "procedure" or own.domains)):
         return ""
-    extended = with_verbatim(text)
+    extended = with_verbatim(text, lines)
     try:
         compile_tree(parse_source(extended, path, limits), members, limits)
     except UnmaskError:
