@@ -56,10 +56,12 @@ def test_an_import_into_an_empty_folder_lists_each_replay_with_its_digest(tmp_pa
     assert res.exit_code == 0, res.stderr
     assert replays(out) == ["a1.json", "a2.json"]
     head, *lines = [json.loads(x) for x in (out / MANIFEST).read_text("utf-8").splitlines()]
+    where = os.path.realpath(tmp_path / "a.jsonl")
     assert head == {
         "schema": "unmask.import-manifest/1",
         "tool": "jsonl",
-        "input": os.path.realpath(tmp_path / "a.jsonl"),
+        "input": "a.jsonl",  # its name: no folder of the user's is written into the manifest
+        "input_sha256": hashlib.sha256(os.fsencode(where)).hexdigest(),
     }
     assert lines == [
         {"file": n, "sha256": hashlib.sha256((out / n).read_bytes()).hexdigest()}
@@ -79,8 +81,7 @@ def test_another_input_into_the_same_folder_is_refused_and_nothing_changes(tmp_p
     lines = res.stderr.splitlines()
     assert lines[0] == (
         f"error: the output folder `{out}` holds 2 replays of an earlier import (`jsonl` of"
-        f" `{os.path.realpath(tmp_path / 'a.jsonl')}`), e.g. `a1.json`: an audit of the"
-        " folder would mix them with this import's"
+        " `a.jsonl`), e.g. `a1.json`: an audit of the folder would mix them with this import's"
     )
     assert lines[1] == "  = help: import into an empty folder, or pass `--replace` to replace them"
     assert snapshot(out) == before  # nothing written, nothing removed
@@ -98,8 +99,7 @@ def test_replace_removes_exactly_the_earlier_imports_replays(tmp_path: Path):
     assert res.exit_code == 0, res.stderr
     assert replays(out) == ["b1.json"]
     assert res.stderr.splitlines()[0] == (
-        f"{out}: note: replaced 2 replays an earlier import (`jsonl` of"
-        f" `{os.path.realpath(tmp_path / 'a.jsonl')}`) wrote here"
+        f"{out}: note: replaced 2 replays an earlier import (`jsonl` of `a.jsonl`) wrote here"
     )
     assert "b.jsonl" in (out / MANIFEST).read_text("utf-8")
 
@@ -225,3 +225,11 @@ def test_a_manifest_cut_short_by_a_killed_import_keeps_the_lines_it_has(tmp_path
     manifest.write_bytes(manifest.read_bytes()[:-20])  # the last line half written
     plan = survey(out, "jsonl", src)
     assert plan.own == ("a1.json",) and plan.others == ("a2.json",)
+
+
+def test_an_input_of_the_same_name_in_another_folder_is_another_import(tmp_path: Path):
+    out = tmp_path / "out"
+    assert imp(tmp_path, source(tmp_path, "a.jsonl", ["a1"]), out).exit_code == 0
+    (tmp_path / "other").mkdir()
+    res = imp(tmp_path, source(tmp_path / "other", "a.jsonl", ["a1"]), out)
+    assert res.exit_code == 2 and "of an earlier import (`jsonl` of `a.jsonl`)" in res.stderr

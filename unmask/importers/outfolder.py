@@ -4,7 +4,8 @@ Contract: ``survey(out, tool, input, limits)`` looks at ``out`` before an import
 there: its replays are the entries directly inside named ``*.json`` that are regular files
 or links (what ``unmask audit out`` would read as replays). One is an import's *own* when
 the folder's manifest (``MANIFEST``, JSON Lines: a header naming the tool and the input
-file, then one ``{"file", "sha256"}`` line per replay written) lists it with the SHA-256 of
+file, by its name and the SHA-256 of its resolved path, so no folder name of the user's is
+written there; then one ``{"file", "sha256"}`` line per replay written) lists it with the SHA-256 of
 the bytes it holds now: written by that import, unchanged since. ``Survey.refusal(replace)``
 is the ``other-replays`` error when the import would mix: any replay that is not its own
 (never removed, whatever the options), or an earlier import's of another tool or input
@@ -45,7 +46,8 @@ class Earlier:
     """What the manifest says of the import that wrote it."""
 
     tool: str
-    input: str
+    input: str  # the input file's name, to show
+    input_id: str  # the SHA-256 of its resolved path, to tell a re-run
     files: tuple[tuple[str, str], ...]  # (name, sha256), in the order written
 
 
@@ -53,7 +55,8 @@ class Earlier:
 class Survey:
     out: str
     tool: str
-    input: str
+    input: str  # the input file's name
+    input_id: str  # the SHA-256 of its resolved path
     earlier: Earlier | None
     own: tuple[str, ...]  # replays the manifest's import wrote, unchanged since
     others: tuple[str, ...]  # every other replay: not listed, or changed since
@@ -62,7 +65,7 @@ class Survey:
     @property
     def rerun(self) -> bool:
         e = self.earlier
-        return e is not None and e.tool == self.tool and e.input == self.input
+        return e is not None and e.tool == self.tool and e.input_id == self.input_id
 
     def _of(self) -> str:
         """`` (`TOOL` of `INPUT`)``, the earlier import (own replays come with one)."""
@@ -114,6 +117,7 @@ def _refuse(message: str, help: str) -> UnmaskError:
 def survey(out: Path, tool: str, input: Path, limits: Limits = DEFAULT_LIMITS) -> Survey:
     """What ``out`` holds (see the module); a folder that is not there holds nothing."""
     where = os.path.realpath(input)
+    shown, input_id = os.path.basename(where), digest(os.fsencode(where))
     names: list[str] = []
     # not there, or not a folder: nothing held (mkdir says why it cannot be written, later)
     with contextlib.suppress(OSError), os.scandir(out) as it:
@@ -133,7 +137,7 @@ def survey(out: Path, tool: str, input: Path, limits: Limits = DEFAULT_LIMITS) -
         else:
             others.append(name)
             changed += want is not None
-    return Survey(str(out), tool, where, earlier, tuple(own), tuple(others), changed)
+    return Survey(str(out), tool, shown, input_id, earlier, tuple(own), tuple(others), changed)
 
 
 def _held(path: Path, limits: Limits) -> str | None:
@@ -161,6 +165,7 @@ def _read(path: Path, limits: Limits) -> Earlier | None:
         and head.get("schema") == SCHEMA
         and isinstance(head.get("tool"), str)
         and isinstance(head.get("input"), str)
+        and isinstance(head.get("input_sha256"), str)
     ):
         return None
     files: dict[str, str] = {}
@@ -175,7 +180,7 @@ def _read(path: Path, limits: Limits) -> Earlier | None:
             and isinstance(rec.get("sha256"), str)
         ):
             files[rec["file"]] = rec["sha256"]
-    return Earlier(head["tool"], head["input"], tuple(files.items()))
+    return Earlier(head["tool"], head["input"], head["input_sha256"], tuple(files.items()))
 
 
 class Manifest:
@@ -198,7 +203,12 @@ class Manifest:
                 if stat.S_ISREG(st.st_mode):  # surveyed as a regular file, still one
                     os.unlink(path)
                     removed += 1
-        head = {"schema": SCHEMA, "tool": plan.tool, "input": plan.input}
+        head = {
+            "schema": SCHEMA,
+            "tool": plan.tool,
+            "input": plan.input,
+            "input_sha256": plan.input_id,
+        }
         return cls(_new_manifest(out, _line(head))), removed
 
     def add(self, name: str, data: bytes) -> None:
