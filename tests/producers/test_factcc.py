@@ -179,7 +179,7 @@ def test_a_misquote_is_a_grounding_finding_showing_both_quotes(tmp_path: Path) -
         'No. The document states that "That was twice the UK average rise of 9%".',
     )
     res = CliRunner().invoke(main, ["check", str(tmp_path / "out"), "--format", "json"])
-    [path] = list((tmp_path / "out").iterdir())
+    [path] = list((tmp_path / "out").glob("*.json"))
     res = CliRunner().invoke(main, ["check", str(path), "--format", "json"])
     assert res.exit_code == 1, res.output
     report = json.loads(res.output)
@@ -212,7 +212,7 @@ def test_a_bad_sample_is_skipped_with_its_path_and_the_rest_imported(tmp_path: P
     assert res.exit_code == 1, res.output
     assert "[0].samples[1]: skipped: `explanation` is not a text" in res.output
     assert "[1]: skipped: not a FactCC item" in res.output
-    assert len(list((tmp_path / "o").iterdir())) == 1
+    assert len(list((tmp_path / "o").glob("*.json"))) == 1
 
 
 @needs_data
@@ -248,6 +248,16 @@ def test_the_study_on_a_slice_counts_what_the_results_say(tmp_path: Path) -> Non
     # a bare answer is flagged, and only by the procedure dimension
     assert t["violated_by_dimension"]["procedure"].get("no_explanation", 0) > 0
     assert "| human grade |" in res.output
+    # run again on a shorter slice into the same folder: the first run's replays are
+    # replaced, never audited again beside the new ones
+    again = CliRunner().invoke(
+        study.main, ["--data", str(DATA), "--out", str(tmp_path), "--limit", "2"]
+    )
+    assert again.exit_code == 0, again.output
+    two = json.loads((DATA / study.FILE).read_text(encoding="utf-8"))[:2]
+    n = sum(len(i["samples"]) for i in two)
+    assert json.loads((tmp_path / "study.json").read_text(encoding="utf-8"))["judgments"] == n
+    assert len(list((tmp_path / "replays").glob("*.json"))) == n < len(grade)
 
 
 def test_the_study_names_a_missing_data_file_without_a_traceback(tmp_path: Path) -> None:

@@ -70,7 +70,7 @@ def test_inspect_8000_quoted_phrases_import_with_every_quote(tmp_path: Path) -> 
     out = tmp_path / "out"
     res = cli("import", "inspect", str(_inspect(tmp_path, change)), "--out", str(out))
     assert res.exit_code == 0, res.stderr
-    (path,) = out.iterdir()
+    (path,) = out.glob("*.json")
     r = json.loads(path.read_text(encoding="utf-8"))
     quotes = [a for a in r["annotations"] if a["atom"].startswith("quotes(")]
     assert len(quotes) == 8000
@@ -396,7 +396,7 @@ def test_structured_searches_each_distinct_quote_once(tmp_path: Path) -> None:
     res, out = _structured(tmp_path, rationale, [missing, "the quote here"] * 40_000)
     spent = time.process_time() - start
     assert res.exit_code == 0, res.stderr
-    (path,) = out.iterdir()
+    (path,) = out.glob("*.json")
     r = json.loads(path.read_text(encoding="utf-8"))
     verbatim = next(a for a in r["annotations"] if a["atom"] == "quotes_verbatim")
     assert verbatim["value"] == "FALSE" and len(verbatim["evidence"]) == 40_000

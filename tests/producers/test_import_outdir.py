@@ -1,7 +1,8 @@
 """`unmask import --out DIR` writes only regular files directly inside DIR: a link found
-there is never written through, a name taken by anything else is skipped with one line,
-temporary files of a killed import are removed by the next, and no file name reads as a
-shell option. Issue 28."""
+there is never written through (a link named as a replay refuses the import; one put there
+meanwhile is skipped), a name taken by anything else is skipped with one line, temporary
+files of a killed import are removed by the next, and no file name reads as a shell option.
+Issue 28. Which replays in DIR an import may replace: tests/producers/test_import_mixing.py."""
 
 from __future__ import annotations
 
@@ -38,21 +39,25 @@ def test_a_link_in_the_output_folder_is_never_written_through(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     (out / "t0-p0.json").symlink_to(Path("..") / "victim" / "notes.txt")
-    res = imp("promptfoo", PROMPTFOO, out)
-    assert notes.read_text(encoding="utf-8") == "keep me"
-    assert (out / "t0-p0.json").is_symlink()  # left alone
-    assert res.exit_code == 1, res.stderr  # a record skipped
-    lines = res.stderr.splitlines()
-    assert lines[0] == (
-        f"{out / 't0-p0.json'}: skipped: `t0-p0.json` in the output folder is a symbolic link,"
-        " not a regular file"
-    )
-    assert lines[1].endswith("skipped 1") and len(lines) == 2
-    assert sorted(p.name for p in out.iterdir() if p.is_file() and not p.is_symlink()) == [
-        "t0-p1.json",
-        "t1-p0.json",
-        "t1-p1.json",
-    ]
+    # a link named as a replay is no import's own: the import is refused before anything is
+    # written, `--replace` or not, and the link is left alone
+    for extra in ((), ("--replace",)):
+        res = imp("promptfoo", PROMPTFOO, out, *extra)
+        assert res.exit_code == 2, res.stderr
+        assert "holds 1 `*.json` file that no `unmask import` wrote there" in res.stderr
+        assert notes.read_text(encoding="utf-8") == "keep me"
+        assert (out / "t0-p0.json").is_symlink()
+        assert sorted(p.name for p in out.iterdir()) == ["t0-p0.json"]
+
+
+def test_a_link_swapped_in_while_importing_is_skipped_with_one_line(tmp_path):
+    # a link that appears after the folder was looked at: the one name is left alone
+    victim = tmp_path / "notes.txt"
+    victim.write_text("keep me", encoding="utf-8")
+    (tmp_path / "t0-p0.json").symlink_to(victim)
+    why = write_in_folder(tmp_path, "t0-p0.json", b"{}")
+    assert why == "`t0-p0.json` in the output folder is a symbolic link, not a regular file"
+    assert victim.read_text(encoding="utf-8") == "keep me"
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
@@ -69,15 +74,28 @@ def test_a_name_taken_by_a_folder_or_a_pipe_is_skipped_never_a_hang(tmp_path):
     assert json.loads((out / "t0-p0.json").read_text(encoding="utf-8"))["schema"]
 
 
-def test_a_regular_file_is_replaced_and_its_other_names_keep_their_text(tmp_path):
+def test_a_replay_replaced_by_a_rerun_keeps_its_other_names_text(tmp_path):
+    out = tmp_path / "out"
+    assert imp("promptfoo", PROMPTFOO, out).exit_code == 0
+    # the same bytes under another name too (a hard link): still the import's own, unchanged
+    victim = tmp_path / "victim.json"
+    os.link(out / "t0-p0.json", victim)
+    kept = victim.read_bytes()
+    res = imp("promptfoo", PROMPTFOO, out)
+    assert res.exit_code == 0, res.stderr
+    assert victim.read_bytes() == kept and victim.stat().st_nlink == 1
+    assert json.loads((out / "t0-p0.json").read_text(encoding="utf-8"))["schema"]
+
+
+def test_a_hard_link_to_another_file_is_not_the_imports_and_is_never_touched(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me", encoding="utf-8")
-    os.link(victim, out / "t0-p0.json")  # a hard link: writing in place would change both
-    assert imp("promptfoo", PROMPTFOO, out).exit_code == 0
+    os.link(victim, out / "t0-p0.json")
+    assert imp("promptfoo", PROMPTFOO, out, "--replace").exit_code == 2
     assert victim.read_text(encoding="utf-8") == "keep me"
-    assert json.loads((out / "t0-p0.json").read_text(encoding="utf-8"))["schema"]
+    assert (out / "t0-p0.json").read_text(encoding="utf-8") == "keep me"
 
 
 def test_a_link_swapped_in_after_the_check_is_replaced_not_followed(tmp_path):
@@ -157,7 +175,7 @@ def test_kill_9_during_an_import_leaves_nothing_a_rerun_keeps(tmp_path):
     assert done.returncode == 0, done.stderr
     names = [p.name for p in out.iterdir()]
     assert not [n for n in names if n.endswith(".tmp")]
-    assert len(names) == 1000
+    assert len(names) == 1001 and ".unmask-import" in names  # the replays and the manifest
 
 
 def test_ids_that_read_as_options_are_escaped(tmp_path):
@@ -169,6 +187,6 @@ def test_ids_that_read_as_options_are_escaped(tmp_path):
     out = tmp_path / "out"
     res = imp("jsonl", jsonl(tmp_path, lines), out, "--mapping", str(mapping(tmp_path)))
     assert res.exit_code == 0, res.stderr
-    names = sorted(p.name for p in out.iterdir())
+    names = sorted(p.name for p in out.glob("*.json"))
     assert names == ["_--out.json", "_-rf.json", "ok.json"]
     assert not [n for n in names if n.startswith("-")]

@@ -152,7 +152,7 @@ def test_promptfoo_real_export_becomes_four_replays(tmp_path):
     assert res.stderr == (
         f"imported 4 replays from `{PROMPTFOO}` into `{out}` with `promptfoo`; skipped 0\n"
     )
-    assert sorted(p.name for p in out.iterdir()) == [
+    assert sorted(p.name for p in out.glob("*.json")) == [
         "t0-p0.json",
         "t0-p1.json",
         "t1-p0.json",
@@ -179,7 +179,7 @@ def test_promptfoo_real_export_becomes_four_replays(tmp_path):
 def test_promptfoo_real_rows_check_alike_on_z3_and_sliced(tmp_path):
     out = tmp_path / "out"
     assert imp("promptfoo", PROMPTFOO, out).exit_code == 0
-    for path in found_files(out.iterdir()):
+    for path in found_files(out.glob("*.json")):
         assert cli("validate", str(path)).exit_code == 0
         code_z3, z3 = check(path, "z3")
         code_sl, sliced = check(path, "sliced")
@@ -285,7 +285,7 @@ def test_promptfoo_bad_rows_are_skipped_with_where_and_why(tmp_path, change, whe
     assert lines[0].startswith(f"{src}: {where}: skipped: ") and reason in lines[0]
     assert lines[-1].endswith("with `promptfoo`; skipped 1")
     assert "imported 3 replays" in lines[-1]
-    assert len(list(out.iterdir())) == 3
+    assert len(list(out.glob("*.json"))) == 3
 
 
 def test_promptfoo_an_assertion_that_is_not_an_object_is_of_unknown_type(tmp_path):
@@ -572,7 +572,7 @@ def test_jsonl_records_become_replays_through_the_mapping(tmp_path):
     out = tmp_path / "out"
     res = imp("jsonl", src, out, "--mapping", str(mapping(tmp_path)))
     assert res.exit_code == 0, res.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["q1.json", "q2.json"]
+    assert sorted(p.name for p in out.glob("*.json")) == ["q1.json", "q2.json"]
     r = replay(out, "q1")
     assert (r["verdict"], r["gold"], r["id"]) == ("PASS", "FAIL", "q1")
     assert r["sources"] == {
@@ -609,7 +609,7 @@ def test_jsonl_repeated_ids_get_distinct_stable_names(tmp_path):
     src = jsonl(tmp_path, [json.dumps(RECORDS[1]), json.dumps(RECORDS[1])])
     out = tmp_path / "out"
     assert imp("jsonl", src, out, "--mapping", str(mapping(tmp_path))).exit_code == 0
-    assert sorted(p.name for p in out.iterdir()) == ["q2-2.json", "q2.json"]
+    assert sorted(p.name for p in out.glob("*.json")) == ["q2-2.json", "q2.json"]
 
 
 def test_jsonl_item_and_default_ids(tmp_path):
@@ -770,14 +770,16 @@ def test_inspect_real_logs_are_satisfied_on_z3_and_sliced(tmp_path):
     # that log records no scorer options, so its grade pattern is not known (issue 37)
     assert task.stderr.count("note:") == 1
     assert "`model_graded_fact`: the log does not record the scorer's options" in task.stderr
-    assert imp("inspect", inspect_copy(tmp_path, lambda s: None), tmp_path / "task").exit_code == 0
-    assert sorted(p.name for p in (tmp_path / "guide").iterdir()) == [
+    # another input into the same folder: its replays replace the earlier import's
+    again = imp("inspect", inspect_copy(tmp_path, lambda s: None), tmp_path / "task", "--replace")
+    assert again.exit_code == 0, again.stderr
+    assert sorted(p.name for p in (tmp_path / "guide").glob("*.json")) == [
         "1-e1-model_graded_fact.json",
         "2-e1-model_graded_fact.json",
         "3-e1-model_graded_fact.json",
     ]
     paths = [
-        *sorted((tmp_path / "guide").iterdir()),
+        *sorted((tmp_path / "guide").glob("*.json")),
         tmp_path / "task" / "1-e1-model_graded_fact.json",
     ]
     for path in paths:

@@ -45,7 +45,7 @@ def test_the_fixtures_are_deepeval_own_output() -> None:
 
 def test_an_evaluation_result_saved_as_json_is_read(tmp_path: Path) -> None:
     out, _ = imported(tmp_path, DEEPEVAL / "evaluation_result.json")
-    assert sorted(p.name for p in out.iterdir()) == ["0000-agrees.json"]
+    assert sorted(p.name for p in out.glob("*.json")) == ["0000-agrees.json"]
     r = json.loads((out / "0000-agrees.json").read_text(encoding="utf-8"))
     assert r["verdict"] == "PASS"
     assert r["sources"]["response"] == "The capital of France is Paris."
@@ -67,7 +67,7 @@ def test_a_dag_metric_is_said_once_per_file_not_to_be_checked(tmp_path: Path) ->
 
 def test_a_conversational_test_case_is_read(tmp_path: Path) -> None:
     out, err = imported(tmp_path, DEEPEVAL / "conversational_test_run.json")
-    assert sorted(p.name for p in out.iterdir()) == ["conversation-0000-weather.json"]
+    assert sorted(p.name for p in out.glob("*.json")) == ["conversation-0000-weather.json"]
     r = json.loads((out / "conversation-0000-weather.json").read_text(encoding="utf-8"))
     assert r["sources"]["protocol"] == (
         "[user] What is the weather in Paris?\n[assistant] It is 18 degrees and sunny in Paris."
@@ -112,7 +112,7 @@ def test_a_saved_result_of_a_conversational_run_gives_the_run_files_replay(tmp_p
     run, _ = imported(tmp_path, DEEPEVAL / "conversational_test_run.json")
     result, _ = imported(tmp_path, DEEPEVAL / "conversational_result.json")
     name = "conversation-0000-weather.json"
-    assert sorted(p.name for p in result.iterdir()) == [name]
+    assert sorted(p.name for p in result.glob("*.json")) == [name]
     assert (result / name).read_bytes() == (run / name).read_bytes()
 
 

@@ -70,7 +70,7 @@ def test_the_fixture_is_inspect_own_output() -> None:
 def test_eval_and_json_give_the_same_replays(tmp_path: Path) -> None:
     a, _ = imported(tmp_path, INSPECT / "settings.eval")
     b, _ = imported(tmp_path, INSPECT / "settings.json")
-    names = sorted(p.name for p in a.iterdir())
+    names = sorted(p.name for p in a.glob("*.json"))
     assert names == [
         "moon-e1-model_graded_fact.json",
         "moon-e1-model_graded_qa.json",
@@ -210,7 +210,7 @@ def _archive(tmp_path: Path, with_spec: str | None) -> Path:
 def test_a_log_being_written_keeps_its_spec_in_the_journal(tmp_path: Path) -> None:
     base, _ = imported(tmp_path, INSPECT / "settings.json")
     out, err = imported(tmp_path, _archive(tmp_path, "_journal/start.json"))
-    for p in found_files(base.iterdir()):
+    for p in found_files(base.glob("*.json")):
         assert (out / p.name).read_bytes() == p.read_bytes(), p.name
     assert "does not record the scorer's options" not in err
 
@@ -223,14 +223,16 @@ def test_a_broken_header_falls_back_to_the_journal(tmp_path: Path) -> None:
         z.writestr("header.json", "{not json")
     base, _ = imported(tmp_path, INSPECT / "settings.json")
     out, err = imported(tmp_path, src)
-    assert sorted(p.name for p in out.iterdir()) == [p.name for p in found_files(base.iterdir())]
+    assert sorted(p.name for p in out.glob("*.json")) == [
+        p.name for p in found_files(base.glob("*.json"))
+    ]
     assert "does not record the scorer's options" not in err
 
 
 def test_an_archive_without_its_spec_leaves_every_grade_open(tmp_path: Path) -> None:
     out, err = imported(tmp_path, _archive(tmp_path, None))
     assert err.count("does not record the scorer's options") == 1
-    for p in found_files(out.iterdir()):
+    for p in found_files(out.glob("*.json")):
         r = json.loads(p.read_text(encoding="utf-8"))
         assert "says_correct" not in values(r), p.name
 

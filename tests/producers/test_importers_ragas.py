@@ -86,10 +86,10 @@ def test_the_fixtures_are_ragas_own_output() -> None:
 
 def test_csv_json_and_json_lines_give_identical_replays(tmp_path: Path) -> None:
     outs = [imported(tmp_path, RAGAS / name)[0] for name in FORMATS]
-    names = sorted(p.name for p in outs[0].iterdir())
+    names = sorted(p.name for p in outs[0].glob("*.json"))
     assert names == ["r0.json", "r1.json", "r2.json"]
     for out in outs[1:]:
-        assert sorted(p.name for p in out.iterdir()) == names
+        assert sorted(p.name for p in out.glob("*.json")) == names
         for name in names:
             assert (out / name).read_bytes() == (outs[0] / name).read_bytes(), (out, name)
 
@@ -130,7 +130,7 @@ def test_scores_contexts_and_the_verdict_of_each_row(tmp_path: Path) -> None:
     assert r2["verdict"] == "incomplete"
     assert "[m0] faithfulness: score=none" in r2["sources"]["rationale"]
     assert "scored(m0)" not in values(r2) and "possible(m0)" not in values(r2)
-    reports = {p.stem: check(p) for p in sorted(out.iterdir())}
+    reports = {p.stem: check(p) for p in sorted(out.glob("*.json"))}
     assert reports["r0"]["verdict"]["status"] == "ENTAILED"
     assert reports["r1"]["verdict"]["status"] == "ENTAILED"  # faithfulness 0.0 is a score
     assert all(r["overall"] != "VIOLATED" for r in reports.values())
@@ -223,7 +223,7 @@ def test_bad_csv_rows_are_skipped_with_line_and_field(tmp_path: Path) -> None:
     )
     assert f"{src}:3: field `retrieved_contexts`: skipped: expected a list of texts" in err
     assert f"{src}:5: skipped: expected 8 cells, found 2" in err
-    assert sorted(p.name for p in out.iterdir()) == ["r2.json"]  # the batch went on
+    assert sorted(p.name for p in out.glob("*.json")) == ["r2.json"]  # the batch went on
     assert err.endswith("with `ragas`; skipped 3\n")
 
 
@@ -245,7 +245,7 @@ def test_a_list_cell_is_only_ever_read_as_a_literal(tmp_path: Path, cell: str) -
         csv.writer(f).writerows(rows)
     out, err = imported(tmp_path, src, code=1)
     assert f"{src}:2: field `retrieved_contexts`: skipped: expected a list of texts" in err
-    assert sorted(p.name for p in out.iterdir()) == ["r1.json", "r2.json"]
+    assert sorted(p.name for p in out.glob("*.json")) == ["r1.json", "r2.json"]
 
 
 def test_a_list_cell_of_400000_escaped_texts_is_read_in_linear_time(tmp_path: Path) -> None:
@@ -318,13 +318,13 @@ def test_bad_json_and_json_lines_rows_are_skipped_with_their_path(tmp_path: Path
     out, err = imported(tmp_path, src, code=1)
     assert f"{src}: [1]: skipped: expected an object, found `not a row`" in err
     assert f"{src}: [2]: field `retrieved_contexts`: skipped: expected a list of texts" in err
-    assert sorted(p.name for p in out.iterdir()) == ["r0.json"]
+    assert sorted(p.name for p in out.glob("*.json")) == ["r0.json"]
     lines = (RAGAS / "results.jsonl").read_text(encoding="utf-8").splitlines()
     src = tmp_path / "results.jsonl"
     src.write_text("\n".join([lines[0], "{not json", lines[2]]) + "\n", encoding="utf-8")
     out, err = imported(tmp_path, src, code=1)
     assert f"{src}:2: skipped: not a JSON record" in err
-    assert sorted(p.name for p in out.iterdir()) == ["r0.json", "r2.json"]
+    assert sorted(p.name for p in out.glob("*.json")) == ["r0.json", "r2.json"]
 
 
 def test_a_bad_row_of_pandas_default_orient_is_named_by_its_index(tmp_path: Path) -> None:
@@ -337,7 +337,7 @@ def test_a_bad_row_of_pandas_default_orient_is_named_by_its_index(tmp_path: Path
         f"{src}: row `1`: field `faithfulness`: skipped: expected a score (a number) or"
         " nothing, found `high`" in err
     )
-    assert sorted(p.name for p in out.iterdir()) == ["r0.json", "r2.json"]
+    assert sorted(p.name for p in out.glob("*.json")) == ["r0.json", "r2.json"]
 
 
 @pytest.mark.parametrize(
@@ -420,5 +420,5 @@ def test_regenerated_ragas_output_reads_the_same(tmp_path: Path) -> None:
     for name in (*FORMATS, *MORE_FORMATS, "multi-turn.json"):
         old, _ = imported(tmp_path / "old", RAGAS / name)
         new, _ = imported(tmp_path / "new", fresh / name)
-        for path in found_files(old.iterdir()):
+        for path in found_files(old.glob("*.json")):
             assert path.read_bytes() == (new / path.name).read_bytes()

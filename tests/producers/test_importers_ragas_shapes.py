@@ -22,8 +22,8 @@ from tests.producers.test_importers_ragas import MORE_FORMATS, RAGAS, cli, impor
 def test_pandas_other_shapes_give_the_replays_of_results_csv(tmp_path: Path, name) -> None:
     base, _ = imported(tmp_path, RAGAS / "results.csv")
     out, err = imported(tmp_path, RAGAS / name)
-    names = sorted(p.name for p in base.iterdir())
-    assert sorted(p.name for p in out.iterdir()) == names == ["r0.json", "r1.json", "r2.json"]
+    names = sorted(p.name for p in base.glob("*.json"))
+    assert sorted(p.name for p in out.glob("*.json")) == names == ["r0.json", "r1.json", "r2.json"]
     for n in names:
         assert (out / n).read_bytes() == (base / n).read_bytes(), n
     assert "``" not in err  # no metric named by the empty index header
@@ -46,7 +46,7 @@ def test_the_index_column_of_to_csv_is_not_a_metric(tmp_path: Path) -> None:
 
 def test_a_multi_turn_sample_is_read_from_json(tmp_path: Path) -> None:
     out, err = imported(tmp_path, RAGAS / "multi-turn.json")
-    assert sorted(p.name for p in out.iterdir()) == ["r0.json", "r1.json"]
+    assert sorted(p.name for p in out.glob("*.json")) == ["r0.json", "r1.json"]
     r1 = replay(out, "r1")
     assert r1["sources"]["protocol"] == (
         "[human] What is the weather in Lyon?\n"
@@ -67,7 +67,7 @@ def test_a_multi_turn_csv_gives_the_replays_of_its_json(tmp_path: Path) -> None:
     csv_out, err = imported(tmp_path, RAGAS / "multi-turn.csv")
     json_out, _ = imported(tmp_path, RAGAS / "multi-turn.json")
     assert "skipped:" not in err
-    for p in sorted(json_out.iterdir()):
+    for p in sorted(json_out.glob("*.json")):
         assert (csv_out / p.name).read_bytes() == p.read_bytes(), p.name
 
 
@@ -89,7 +89,7 @@ def test_a_multi_turn_cell_that_is_not_messages_is_skipped(tmp_path: Path, cell:
         csv.writer(f).writerows(rows)
     out, err = imported(tmp_path, src, code=1)
     assert f"{src}:2: field `user_input`: skipped: expected Python's spelling of a list" in err
-    assert sorted(p.name for p in out.iterdir()) == ["r1.json"]
+    assert sorted(p.name for p in out.glob("*.json")) == ["r1.json"]
 
 
 def test_a_large_multi_turn_cell_is_read_in_linear_time(tmp_path: Path) -> None:
@@ -115,7 +115,7 @@ def test_a_bad_message_of_a_multi_turn_sample_is_skipped_with_where(tmp_path: Pa
     src.write_text(json.dumps(rows), encoding="utf-8")
     out, err = imported(tmp_path, src, code=1)
     assert f"{src}: [1]: field `user_input`: skipped: message 2: expected `content` text" in err
-    assert sorted(p.name for p in out.iterdir()) == ["r0.json"]
+    assert sorted(p.name for p in out.glob("*.json")) == ["r0.json"]
 
 
 def test_an_experiment_result_is_refused_naming_it(tmp_path: Path) -> None:
@@ -134,4 +134,4 @@ def test_split_rows_of_the_wrong_width_are_skipped_with_their_path(tmp_path: Pat
     src.write_text(json.dumps(doc), encoding="utf-8")
     out, err = imported(tmp_path, src, code=1)
     assert f"{src}: data[1]: skipped: expected an array of 8 cells" in err
-    assert sorted(p.name for p in out.iterdir()) == ["r0.json", "r2.json"]
+    assert sorted(p.name for p in out.glob("*.json")) == ["r0.json", "r2.json"]

@@ -98,10 +98,10 @@ def test_the_rubric_of_promptfoo_issue_2998_is_still_violated(tmp_path: Path) ->
 def test_json_lines_output_gives_the_same_replays(tmp_path: Path) -> None:
     a = imported(tmp_path, "results.json")
     b = imported(tmp_path, "results.jsonl")
-    names = sorted(p.name for p in a.iterdir())
+    names = sorted(p.name for p in a.glob("*.json"))
     assert (
         names
-        == sorted(p.name for p in b.iterdir())
+        == sorted(p.name for p in b.glob("*.json"))
         == [
             "t0-p0.json",
             "t1-p0.json",
@@ -160,7 +160,7 @@ def test_regenerated_promptfoo_output_reads_the_same(tmp_path: Path) -> None:
         for src, out in ((PROMPTFOO / name, old), (fresh / name, new)):
             res = cli("import", "promptfoo", str(src), "--out", str(out))
             assert res.exit_code == 0, res.stderr
-        for path in found_files(old.iterdir()):
+        for path in found_files(old.glob("*.json")):
             assert check(path)["overall"] == check(new / path.name)["overall"]
 
 
@@ -216,7 +216,10 @@ def test_thresholded_is_read_from_the_test_case_promptfoo_wrote(tmp_path: Path, 
     assert (overridden["thresholded"], overridden["reaches_threshold"]) == ("TRUE", "FALSE")
     none = atoms(imported_threshold(tmp_path, THRESHOLD / f"no-threshold.{form}"), "t0-p0")
     assert none["thresholded"] == "FALSE" and "reaches_threshold" not in none
-    for path in [*found_files(out.iterdir()), tmp_path / f"no-threshold-{form}" / "t0-p0.json"]:
+    for path in [
+        *found_files(out.glob("*.json")),
+        tmp_path / f"no-threshold-{form}" / "t0-p0.json",
+    ]:
         report = check(path)
         assert report["overall"] == "SATISFIED", path.name
         assert report["verdict"]["status"] == "ENTAILED", path.name
@@ -251,7 +254,7 @@ def test_regenerated_promptfoo_threshold_output_reads_the_same(tmp_path: Path) -
         for form in ("json", "jsonl"):
             old = imported_threshold(tmp_path / "old", THRESHOLD / f"{name}.{form}")
             new = imported_threshold(tmp_path / "new", fresh / f"{name}.{form}")
-            for path in found_files(old.iterdir()):
+            for path in found_files(old.glob("*.json")):
                 assert atoms(old, path.stem) == atoms(new, path.stem), (name, form)
 
 
@@ -289,7 +292,7 @@ def test_a_three_label_judge_with_per_record_passages_imports_and_audits(tmp_pat
         "backed(cto)": "FALSE",
         "cited": "TRUE",
     }
-    overall = {p.stem: check(p)["overall"] for p in sorted(out.iterdir())}
+    overall = {p.stem: check(p)["overall"] for p in sorted(out.glob("*.json"))}
     # r3 calls a claim supported whose parts the passages contradict
     assert overall == {"r1": "SATISFIED", "r2": "SATISFIED", "r3": "VIOLATED"}
 
@@ -328,7 +331,7 @@ def test_inspect_a_quote_of_the_target_does_not_back_a_claim_about_the_submissio
     out = tmp_path / "out"
     res = cli("import", "inspect", str(INSPECT / "moon.json"), "--out", str(out))
     assert res.exit_code == 0, res.stderr
-    (path,) = out.iterdir()
+    (path,) = out.glob("*.json")
     r = json.loads(path.read_text(encoding="utf-8"))
     said = next(a for a in r["annotations"] if a["atom"] == "said(q0)")
     assert said["value"] == "FALSE" and said["evidence"][0]["source"] == "response"
@@ -431,7 +434,7 @@ def test_deepeval_a_metric_without_a_reason_is_not_asked_for_a_score(tmp_path) -
 def _replays(tool: str, src: Path, out: Path) -> dict[str, bytes]:
     res = cli("import", tool, str(src), "--out", str(out))
     assert res.exit_code == 0, res.stderr
-    return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+    return {p.name: p.read_bytes() for p in sorted(out.glob("*.json"))}
 
 
 @pytest.mark.skipif(

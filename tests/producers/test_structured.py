@@ -241,9 +241,10 @@ def test_the_liars_false_quotes_are_a_finding_and_give_no_value(tmp_path: Path):
     r1 = json.loads((out / "q1-judge-b.json").read_text(encoding="utf-8"))
     assert ann(r1, "says(cto)")["value"] == "TRUE"
     assert ann(r1, "says(joined)")["value"] == "UNKNOWN"
-    # the audit shows the liar's finding and not the honest judge's
-    imp(HONEST, out, "--protocol", str(PROTO))
-    res = cli("audit", str(out), "--out", str(tmp_path / "results.jsonl"))
+    # the audit shows the liar's finding and not the honest judge's (imported beside it:
+    # one folder holds one import's replays)
+    assert imp(HONEST, tmp_path / "honest", "--protocol", str(PROTO)).exit_code == 0
+    res = cli("audit", str(out), str(tmp_path / "honest"), "--out", str(tmp_path / "results.jsonl"))
     assert "verbatim_quotes: satisfied 2, violated 2" in res.stderr
     results = records(tmp_path / "results.jsonl")
     violated = sorted(x["replay"] for x in results if x["overall"] == "VIOLATED")
@@ -326,7 +327,7 @@ def test_a_line_that_does_not_follow_the_schema_is_skipped_with_where_and_why(
     assert any(f"outputs.jsonl:2: {where}: skipped: " in x and reason in x for x in lines), lines
     assert any("outputs.jsonl:3: skipped: not a JSON record" in x for x in lines), lines
     assert "imported 1 replay " in res.stderr and "skipped 2" in res.stderr
-    assert [p.name for p in out.iterdir()] == ["q2-judge-a.json"]
+    assert [p.name for p in out.glob("*.json")] == ["q2-judge-a.json"]
 
 
 def test_protocol_option_misuse_is_a_usage_error(tmp_path: Path):
@@ -357,10 +358,13 @@ def test_an_unreadable_or_broken_protocol_exits_4_and_writes_nothing(tmp_path: P
         assert not (tmp_path / "o").exists()
 
 
-def test_a_protocol_that_declares_quotes_verbatim_keeps_its_own(tmp_path: Path):
+def test_a_protocol_that_declares_and_reads_quotes_verbatim_keeps_its_own(tmp_path: Path):
     own = tmp_path / "own.proto"
-    text = PROTO.read_text(encoding="utf-8").replace(
-        "atom outside", 'atom quotes_verbatim : procedure "mine"\natom outside'
+    text = (
+        PROTO.read_text(encoding="utf-8").replace(
+            "atom outside", 'atom quotes_verbatim : procedure "mine"\natom outside'
+        )
+        + 'requirement honest "Mine": quotes_verbatim\n'
     )
     own.write_text(text, encoding="utf-8")
     assert "quotes_verbatim" not in json.dumps(schema_of(own)["properties"]["atoms"])
@@ -369,6 +373,28 @@ def test_a_protocol_that_declares_quotes_verbatim_keeps_its_own(tmp_path: Path):
     r = json.loads((out / "q2-judge-b.json").read_text(encoding="utf-8"))
     assert r["protocol"]["source"] == text  # nothing appended
     assert ann(r, "quotes_verbatim")["value"] == "FALSE"
+    req = {q["id"]: q for q in check(out / "q2-judge-b.json")["requirements"]}
+    assert req["honest"]["status"] == "REFUTED" and "verbatim_quotes" not in req
+
+
+def test_a_protocol_that_declares_quotes_verbatim_but_reads_it_nowhere_gets_the_requirement(
+    tmp_path: Path,
+):
+    # the atom alone would carry the finding to no check: the importer's requirement is added
+    own = tmp_path / "own.proto"
+    text = PROTO.read_text(encoding="utf-8").replace(
+        "atom outside", 'atom quotes_verbatim : procedure "mine"\natom outside'
+    )
+    own.write_text(text, encoding="utf-8")
+    out = tmp_path / "o"
+    assert imp(LIAR, out, "--protocol", str(own)).exit_code == 0
+    r = json.loads((out / "q2-judge-b.json").read_text(encoding="utf-8"))
+    assert r["protocol"]["source"] == text + (
+        "\n# added by `unmask import structured`: every quote the judge gave is in its rationale"
+        '\nrequirement verbatim_quotes "Quote the rationale exactly": quotes_verbatim\n'
+    )
+    req = {q["id"]: q for q in check(out / "q2-judge-b.json")["requirements"]}
+    assert req["verbatim_quotes"]["status"] == "REFUTED"
 
 
 def test_a_statement_keeps_the_quotes_that_are_there_and_the_first_occurrence(tmp_path: Path):
@@ -463,7 +489,7 @@ def test_passages_with_their_own_ids_keep_them(tmp_path: Path):
     ]
     out = tmp_path / "o"
     assert imp(write_lines(tmp_path, [rec]), out, "--protocol", str(PROTO)).exit_code == 0
-    (path,) = out.iterdir()
+    (path,) = out.glob("*.json")
     replay = json.loads(path.read_text(encoding="utf-8"))
     assert (
         replay["sources"]["context"]

@@ -188,8 +188,8 @@ def test_wice_outputs_without_gold_are_audited_with_nothing_marked(tmp_path: Pat
              "--out", str(tmp_path / "out" / judge)],
         )  # fmt: skip
         assert res.exit_code == 0, res.stderr
-    a = sorted(p.stem for p in (tmp_path / "out" / "judge-a").iterdir())
-    b = sorted(p.stem for p in (tmp_path / "out" / "judge-b").iterdir())
+    a = sorted(p.stem for p in (tmp_path / "out" / "judge-a").glob("*.json"))
+    b = sorted(p.stem for p in (tmp_path / "out" / "judge-b").glob("*.json"))
     assert a and b, "no replay imported: nothing to compare"
     # one prompt, one item for every judge; a repeat in one file is told apart
     assert [x.removeprefix("judge-a-") for x in a] == [

@@ -76,7 +76,7 @@ def test_a_regular_prompt_file_is_read_and_a_missing_one_is_no_source(tmp_path: 
     src = factcc_input(tmp_path / "in")
     res = import_factcc(src, tmp_path / "out")
     assert res.exit_code == 0, res.stderr
-    replays = [json.loads(p.read_text("utf-8")) for p in sorted((tmp_path / "out").glob("*"))]
+    replays = [json.loads(p.read_text("utf-8")) for p in sorted((tmp_path / "out").glob("*.json"))]
     protocols = sorted(r["sources"].get("protocol", "-") for r in replays)
     assert protocols == ["-", "Judge the summary."]  # p1 is missing: no instructions
 

@@ -2,11 +2,14 @@
 
 Contract: TOOL names an importer (``unmask.importers.IMPORTERS``); one replay file per
 judged record is written into DIR (created if missing), and one summary line goes to
-stderr, preceded by one line per skipped record saying where and why. Exit 0 when every
-record became a replay, 1 when some were skipped (the rest are written), 4 when the input
-or the mapping is not readable as the format (nothing is written), 2 for usage errors (an
-unknown importer, a missing option). The module is named ``import_`` because ``import``
-is a Python keyword; the command line calls it ``import``.
+stderr, preceded by one line per skipped record saying where and why. DIR must hold no
+replay but those an earlier import wrote there, unchanged, of the same input (a re-run), or
+of any input with ``--replace``: those are replaced, and anything else refuses the import
+(``unmask.importers.outfolder``). Exit 0 when every record became a replay, 1 when some
+were skipped (the rest are written), 4 when the input or the mapping is not readable as the
+format (nothing is written), 2 for usage errors (an unknown importer, a missing option, a
+DIR holding other replays: nothing is written or removed). The module is named ``import_``
+because ``import`` is a Python keyword; the command line calls it ``import``.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import click
 
 from unmask.commands._options import click_options, say
 from unmask.plumbing import exitcodes
+from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import UnmaskError, render_all
 from unmask.plumbing.limits import Limits
 from unmask.plumbing.safe import shorten
@@ -59,6 +63,12 @@ EXIT_INVALID = exitcodes.INVALID
     default=None,
     help="the judge's protocol for the `structured` importer",
 )
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="replace the replays an earlier import of another input wrote into DIR (only "
+    "those, unchanged since; any other replay there still refuses the import)",
+)
 @click_options
 def command(
     tool: str,
@@ -67,6 +77,7 @@ def command(
     mapping: str | None,
     gold: str | None,
     protocol: str | None,
+    replace: bool,
     limits: Limits,
 ) -> None:
     """Convert judge output (promptfoo, deepeval, inspect, ragas, wice, jsonl, …) into replays."""
@@ -96,10 +107,12 @@ def command(
         protocol=Path(protocol) if protocol else None,
     )
     try:
-        summary = import_file(tool, Path(input_path), Path(out), options)
+        summary = import_file(tool, Path(input_path), Path(out), options, replace=replace)
     except UnmaskError as exc:
         say(render_all(exc.diagnostics))
-        sys.exit(EXIT_INVALID)
+        # a folder holding other replays is the command line's to fix: nothing was read
+        other = all(d.code == Code.OTHER_REPLAYS for d in exc.diagnostics)
+        sys.exit(EXIT_USAGE if other else EXIT_INVALID)
     for s in summary.skipped:
         say(f"{s.where}: skipped: {s.reason}")
     for note in summary.notes:

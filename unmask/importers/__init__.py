@@ -280,30 +280,50 @@ def build(where: str, stem: str, make: Any) -> Imported | Skipped:
         return Skipped(where, f"the replay would be invalid{loc}: {d.message}{more}")
 
 
-def import_file(importer: str, path: Path, out: Path, options: Options | None = None) -> Summary:
+def import_file(
+    importer: str,
+    path: Path,
+    out: Path,
+    options: Options | None = None,
+    *,
+    replace: bool = False,
+) -> Summary:
     """Read ``path`` with ``importer`` and write one replay per judged record into ``out``.
 
     File names are the importer's stems made safe, with `-2`, `-3`… on a repeat, so the
-    same input always gives the same names. Raises ``UnmaskError`` when the input is not
-    of the format or ``out`` cannot be written; a record that cannot be imported is a
-    ``Skipped`` entry of the summary, never an exception.
+    same input always gives the same names. ``out`` must hold no replay but an earlier
+    import's, unchanged, of the same tool and input file (a re-run), or of any with
+    ``replace``: those are removed first, and the others are never touched
+    (``unmask.importers.outfolder``). Raises ``UnmaskError`` when ``out`` holds other
+    replays (``other-replays``), the input is not of the format or ``out`` cannot be
+    written; a record that cannot be imported is a ``Skipped`` entry of the summary,
+    never an exception.
     """
+    from unmask.importers.outfolder import Manifest, survey
     from unmask.plumbing.outputs import remove_stale_temps, write_in_folder
     from unmask.replay.builder import json_bytes
 
     mod = get(importer)
     options = options or Options()
+    plan = survey(Path(out), importer, Path(path), options.limits)
+    refused = plan.refusal(replace)
+    if refused is not None:
+        raise refused
     records = iter(mod.read(Path(path), options))
     # the first record is read before `out` is created: input that is not of the format
-    # fails here and leaves nothing behind
+    # fails here and leaves nothing behind, an earlier import's replays included
     first = next(records, None)
     if first is not None:
         records = itertools.chain([first], records)
     summary = Summary()
     used: set[str] = set()
+    manifest = None
     try:
         out.mkdir(parents=True, exist_ok=True)
         remove_stale_temps(out)  # left by an import killed while writing
+        manifest, removed = Manifest.start(plan)
+        if removed:
+            summary.notes.append(Note(str(out), plan.removed_note(removed)))
         for rec in records:
             if isinstance(rec, Skipped):
                 summary.skipped.append(rec)
@@ -317,7 +337,9 @@ def import_file(importer: str, path: Path, out: Path, options: Options | None = 
                 name, k = f"{stem}-{k}", k + 1
             used.add(name.lower())
             target = out / f"{name}.json"
-            taken = write_in_folder(out, target.name, json_bytes(rec.replay))
+            data = json_bytes(rec.replay)
+            manifest.add(target.name, data)  # listed first: a kill leaves none unlisted
+            taken = write_in_folder(out, target.name, data)
             if taken is not None:
                 summary.skipped.append(Skipped(str(target), taken))
                 continue
@@ -326,4 +348,7 @@ def import_file(importer: str, path: Path, out: Path, options: Options | None = 
         reason = (exc.strerror or "cannot write").lower()
         where = exc.filename or out
         raise UnmaskError([Diagnostic(Code.IO, f"cannot write `{where}`: {reason}")]) from None
+    finally:
+        if manifest is not None:
+            manifest.close()
     return summary

@@ -10,7 +10,8 @@ its quotes located in the rationale, ``by: {kind: model, name: NAME, reviewed: f
 atom it did not state stays unannotated (UNKNOWN). A quote that is not in the rationale is a
 finding, not an error: the statement keeps only the quotes found (UNKNOWN when none is), and
 the procedure atom ``quotes_verbatim``, which the importer appends to the protocol with a
-requirement ``verbatim_quotes`` (unless the protocol declares that atom itself), is FALSE,
+requirement ``verbatim_quotes`` (``judgeschema.verbatim_lines``: unless the protocol
+declares that atom itself, when only the requirement is added, if nothing names it), is FALSE,
 quoting the missing quotes in the ``trace`` source (the output as stated). A line that does
 not follow the shape is skipped with ``FILE:LINE`` and the JSON path.
 """
@@ -45,6 +46,8 @@ from unmask.replay.judgeschema import (
     judge_view,
     key_path,
     read_output,
+    verbatim_lines,
+    with_verbatim,
 )
 
 NAME = "structured"
@@ -53,13 +56,7 @@ PROTOCOL = None  # `--protocol` names it
 RECORD_KEYS = ("judge", "output", "id", "item", "gold", "sources", "domains", "meta")
 # the sources a record may give; `rationale` and `trace` come from the output itself
 RECORD_SOURCES = ("response", "context", "reference", "protocol")
-REQUIREMENT = "verbatim_quotes"
 MAX_LOOKUP = 10**9  # characters searched for one line's quotes, as `inspect` bounds it
-APPENDED = f"""
-# added by `unmask import structured`: every quote the judge gave is in its rationale
-atom {VERBATIM_ATOM} : procedure "Every quote the judge gave occurs verbatim in its rationale"
-requirement {REQUIREMENT} "Quote the rationale exactly": {VERBATIM_ATOM}
-"""
 
 
 class _Bad(Exception):
@@ -84,15 +81,15 @@ def _protocol(options: Options) -> tuple[str, JudgeView]:
         )
     path = options.protocol
     text = read_text(path, options.limits)
-    own = judge_view(text, str(path), None, options.limits).verbatim
+    view = judge_view(text, str(path), None, options.limits)
+    own = view.verbatim
     if own is not None and (own.role != "procedure" or own.domains):
         raise not_the_format(
             str(path),
             f"atom `{VERBATIM_ATOM}` must be a single procedure atom: the importer annotates it",
             help="rename the atom, or declare it `atom quotes_verbatim : procedure`",
         )
-    if own is None:
-        text = text + ("" if text.endswith("\n") else "\n") + APPENDED
+    text = with_verbatim(text, verbatim_lines(view))
     # compiled once as every replay will embed it: a clash with the appended lines (a
     # requirement of the protocol named `verbatim_quotes`) stops here, not on every line
     return text, judge_view(text, str(path), None, options.limits)

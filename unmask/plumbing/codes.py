@@ -163,6 +163,7 @@ class Code(str, Enum):
     # --- importers (importers.md) ------------------------------------------------------
     UNKNOWN_IMPORTER = "unknown-importer", "importers.md"
     NOT_THE_FORMAT = "not-the-format", "importers.md"
+    OTHER_REPLAYS = "other-replays", "importers.md"
     MAPPING = "mapping", "importers.md"
     REALMISTAKE = "realmistake", "importers.md"
     WICE = "wice", "importers.md"

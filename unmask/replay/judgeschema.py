@@ -36,6 +36,39 @@ if TYPE_CHECKING:
 VALUES = ("TRUE", "FALSE", "UNKNOWN")
 # the procedure atom `unmask import structured` annotates itself: never the judge's to state
 VERBATIM_ATOM = "quotes_verbatim"
+VERBATIM_REQUIREMENT = "verbatim_quotes"
+VERBATIM_RULE = "structured/1"  # the importer's `by.name` on its `quotes_verbatim`
+# the lines the importer appends to a protocol that does not declare the atom (only the
+# requirement to one that declares it and reads it nowhere); a re-check (`--protocol`) of
+# its replays appends them again, so the check travels with its annotation
+_VERBATIM_NOTE = (
+    "# added by `unmask import structured`: every quote the judge gave is in its rationale"
+)
+_VERBATIM_DECL = (
+    f"atom {VERBATIM_ATOM} : procedure"
+    ' "Every quote the judge gave occurs verbatim in its rationale"'
+)
+_VERBATIM_REQ = f'requirement {VERBATIM_REQUIREMENT} "Quote the rationale exactly": {VERBATIM_ATOM}'
+VERBATIM_LINES = f"\n{_VERBATIM_NOTE}\n{_VERBATIM_DECL}\n{_VERBATIM_REQ}\n"
+VERBATIM_REQUIREMENT_LINES = f"\n{_VERBATIM_NOTE}\n{_VERBATIM_REQ}\n"
+
+
+def verbatim_lines(view: JudgeView) -> str:
+    """What the importer appends to the protocol of ``view``: every line when it does not
+    declare `quotes_verbatim`; the requirement alone when it declares the atom and nothing
+    reads it (a check the importer's finding would otherwise never reach); else nothing."""
+    if view.verbatim is None:
+        return VERBATIM_LINES
+    return "" if view.verbatim_read else VERBATIM_REQUIREMENT_LINES
+
+
+def with_verbatim(text: str, lines: str = VERBATIM_LINES) -> str:
+    """``text`` with ``lines`` (``verbatim_lines``) appended, as the importer embeds it."""
+    if not lines:
+        return text
+    return text + ("" if text.endswith("\n") else "\n") + lines
+
+
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 
@@ -58,6 +91,7 @@ class JudgeView:
     atoms: tuple[Stated, ...]
     free_domains: tuple[str, ...]
     verbatim: Stated | None = None  # the protocol's own `quotes_verbatim`, if it declares one
+    verbatim_read: bool = False  # some statement but its declaration names it
 
     def get(self, name: str) -> Stated | None:
         return next((a for a in self.atoms if a.name == name), None)
@@ -124,7 +158,31 @@ def view_of_tree(
                 )
             )
     name = next(st.name for st in tree.statements if isinstance(st, ast.ProtocolDecl))
-    return JudgeView(name, labels, tuple(atoms), _free(tree), verbatim)
+    read = verbatim is not None and _names(tree, VERBATIM_ATOM)
+    return JudgeView(name, labels, tuple(atoms), _free(tree), verbatim, read)
+
+
+def _names(tree: ast.SourceFile, atom: str) -> bool:
+    """Whether a statement other than a declaration names ``atom`` (a definition, a
+    constraint, a decision, a requirement or a grounding, inside a ``for`` too)."""
+    from unmask.language import ast
+
+    exprs: list[Any] = []
+    for st in tree.statements:
+        body = st.body if isinstance(st, ast.ForDecl) else st
+        if isinstance(body, (ast.ConstraintDecl, ast.DefineDecl, ast.DecisionDecl)):
+            exprs.append(body.expr)  # None for `decision L otherwise`: passed over below
+        elif isinstance(body, ast.RequirementDecl):
+            exprs += [body.holds, body.addressed]
+        elif isinstance(body, ast.GroundDecl):
+            exprs += [body.judge, body.context]
+    while exprs:
+        e = exprs.pop()
+        if isinstance(e, ast.Ref) and e.name == atom:
+            return True
+        if e is not None:
+            exprs.extend(ast.children(e))
+    return False
 
 
 # --- the schema ----------------------------------------------------------------------------

@@ -19,7 +19,8 @@ reading it found nothing to say); ``verdict`` and ``gold`` must be labels the pr
 ``unmask.replay.recheck``) the replay is read against that protocol instead of its own, whose
 ``protocol`` is then not read: it is ground with the replay's members of the domains it declares
 (the others are ignored, with a warning), an annotation for an atom it lacks is left out with an
-``atom-dropped`` warning and listed on ``Replay.recheck`` (never dropped silently), and a verdict or
+``atom-dropped`` warning and listed on ``Replay.recheck`` (never dropped silently; the structured
+importer's ``quotes_verbatim`` keeps its requirement, ``unmask.replay.recheck``), and a verdict or
 gold label it does not declare is an error. A replay's own folder is the folder of its file; for
 text without a file (stdin) it is the working directory. Warnings (unknown keys, ignored
 ``domains``) never fail validation; they travel on ``Replay.warnings``. An error raised here has a
@@ -65,10 +66,12 @@ from unmask.replay.format import (
     TRANSLATION_STATUSES,
     ProtocolPath,
     ProtocolSource,
+    ProvenanceJson,
     ReplayJson,
     SourcesJson,
     TranslationJson,
 )
+from unmask.replay.judgeschema import VERBATIM_ATOM, VERBATIM_RULE
 
 if TYPE_CHECKING:  # a replay read against a protocol file is given one; reading never makes one
     from unmask.replay.recheck import ProtocolFile
@@ -112,6 +115,18 @@ def _convert(obj: dict) -> ReplayJson | None:
         return None
 
 
+def _structured_verbatim(annotations: Any) -> bool:
+    """Whether `unmask import structured` annotated the replay's `quotes_verbatim` (its
+    rule's name on the annotation): a re-check keeps that requirement (``ProtocolFile``)."""
+    return isinstance(annotations, list) and any(
+        getattr(a, "atom", None) == VERBATIM_ATOM
+        and isinstance(getattr(a, "by", None), ProvenanceJson)
+        and a.by.kind == "rule"
+        and a.by.name == VERBATIM_RULE
+        for a in annotations
+    )
+
+
 class _ReplayReader:
     """Checks one replay, read into the format's structs, for what the structs cannot say;
     every problem goes into ``r``."""
@@ -141,7 +156,8 @@ class _ReplayReader:
         if self.against is None:
             protocol = self._protocol(doc.protocol, domains)
         else:
-            protocol = self._against(doc.protocol, self.against, domains)
+            verbatim = _structured_verbatim(doc.annotations)
+            protocol = self._against(doc.protocol, self.against, domains, verbatim)
         translation = self._translation(doc.translation)
         sources = self._sources(doc.sources)
         labels = None if protocol is None else protocol.labels
@@ -332,10 +348,15 @@ class _ReplayReader:
         return self._compile(text, filename, domains, fp)
 
     def _against(
-        self, p: Any, against: ProtocolFile, domains: dict[str, tuple[str, ...]]
+        self,
+        p: Any,
+        against: ProtocolFile,
+        domains: dict[str, tuple[str, ...]],
+        verbatim: bool = False,
     ) -> ir.Protocol | None:
         """The protocol of ``--protocol``, ground with the replay's members; the replay's
-        own ``protocol`` must be there but is not read: a re-check replaces it."""
+        own ``protocol`` must be there but is not read: a re-check replaces it. ``verbatim``:
+        the structured importer annotated `quotes_verbatim`, so its requirement is kept."""
         r = self.r
         if p is UNSET:
             r.err(Code.MISSING, "$", "missing `protocol`")
@@ -360,9 +381,9 @@ class _ReplayReader:
                     )
             domains = {k: v for k, v in domains.items() if k in against.domains}
         try:
-            protocol = against.ground(domains, r.limits)
+            protocol = against.ground(domains, r.limits, verbatim)
         except UnmaskError as exc:
-            r.sources[against.path] = against.text
+            r.sources[against.path] = (verbatim and against.verbatim) or against.text
             r.diags.extend(
                 replace(d, file=r.file) if d.span is None and d.file is None else d
                 for d in exc.diagnostics

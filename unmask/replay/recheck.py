@@ -13,8 +13,13 @@ text it embeds) and form are, and ``ground(domains, limits)`` is the
 protocol one replay is checked against: the ``.proto`` compiled with that replay's members
 through the compile cache (once per process and on disk for the same text and members),
 IR parsed and read once per process (the loading, which has just parsed FILE, keeps what
-it read). The replay reader (``unmask.replay.load``) does the rest: which domains to pass, the
-annotations the protocol lacks, labels it does not declare.
+it read). A ``.proto`` also keeps its text with the lines `unmask import structured` would
+append to it (``verbatim``: the atom ``quotes_verbatim`` and its requirement, or the
+requirement alone for a text that declares the atom and reads it nowhere), which
+``ground(..., verbatim=True)`` compiles for a replay that importer annotated, so its
+``verbatim_quotes`` check is not lost to a re-check. The replay reader
+(``unmask.replay.load``) does the rest: which domains to pass, the annotations the protocol
+lacks, labels it does not declare.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import hashlib
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from unmask import ir
 from unmask.plumbing.codes import Code
@@ -31,6 +36,9 @@ from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.frozen import frozen
 from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
 from unmask.replay.data import Recheck
+
+if TYPE_CHECKING:
+    from unmask.language import ast
 
 __all__ = ["ProtocolFile", "load_protocol_file"]
 
@@ -51,6 +59,10 @@ class ProtocolFile:
     text: str = field(compare=False, repr=False)
     domains: tuple[str, ...] = field(default=(), compare=False)
     json_path: str = field(default="$", compare=False)  # where in ``text`` the IR is
+    # ``text`` with the lines `unmask import structured` appends (``verbatim_lines``), for a
+    # replay it annotated; "" when it needs none (it reads its own `quotes_verbatim`), is IR,
+    # or would not compile with them (its own requirement `verbatim_quotes`)
+    verbatim: str = field(default="", compare=False, repr=False)
 
     @property
     def ground_already(self) -> bool:
@@ -60,13 +72,49 @@ class ProtocolFile:
         return Recheck(self.name, self.digest, tuple(dropped))
 
     def ground(
-        self, domains: Mapping[str, Sequence[str]] | None, limits: Limits = DEFAULT_LIMITS
+        self,
+        domains: Mapping[str, Sequence[str]] | None,
+        limits: Limits = DEFAULT_LIMITS,
+        verbatim: bool = False,
     ) -> ir.Protocol:
+        """The protocol ground with ``domains``; with ``verbatim`` (a replay whose
+        `quotes_verbatim` the structured importer annotated) and ``self.verbatim``, the
+        text with the importer's requirement, which FILE's lines never point into."""
         if self.form == "ir":
             return _read_ir(self, limits)
         from unmask.language.compile_cache import compile_cached
 
+        if verbatim and self.verbatim:
+            return _unspanned(compile_cached(self.verbatim, self.path, domains, limits))
         return compile_cached(self.text, self.path, domains, limits)
+
+
+_UNSPANNED: dict[int, tuple[ir.Protocol, ir.Protocol]] = {}  # id -> (compiled, unspanned)
+
+
+def _unspanned(p: ir.Protocol) -> ir.Protocol:
+    """``p`` with no span on the appended atom and requirement: their lines are not in the
+    file named, so a report (SARIF) must not point past its end."""
+    from dataclasses import replace
+
+    from unmask.replay.judgeschema import VERBATIM_ATOM, VERBATIM_REQUIREMENT
+
+    with _IR_LOCK:
+        got = _UNSPANNED.get(id(p))
+    if got is not None and got[0] is p:
+        return got[1]
+    out = replace(
+        p,
+        atoms=tuple(replace(a, span=None) if a.name == VERBATIM_ATOM else a for a in p.atoms),
+        requirements=tuple(
+            replace(q, span=None) if q.id == VERBATIM_REQUIREMENT else q for q in p.requirements
+        ),
+    )
+    with _IR_LOCK:
+        if len(_UNSPANNED) >= 16:
+            _UNSPANNED.clear()
+        _UNSPANNED[id(p)] = (p, out)  # `p` held, so its id is not reused while cached
+    return out
 
 
 def _digest(text: str) -> str:
@@ -152,9 +200,9 @@ def _load_proto(path: str, text: str, limits: Limits) -> ProtocolFile:
     free = [d.name for d in decls if d.members is None]
     # one member per free domain, a name the text does not use: enough to compile every
     # part that does not depend on how many members there are
-    one = {d: list(m) for d, m in invent_members(free, 1, [text]).items()}
+    members = {d: list(m) for d, m in invent_members(free, 1, [text]).items()}
     try:
-        protocol = compile_tree(source, one, limits)
+        protocol = compile_tree(source, members, limits)
     except UnmaskError as err:
         # the text names members of a free domain (`ground supported(joined) ~ ...`):
         # which members a free domain has is each replay's to say, so those names are
@@ -162,11 +210,40 @@ def _load_proto(path: str, text: str, limits: Limits) -> ProtocolFile:
         named = _named_members(err, text)
         if not named or not free:
             raise
-        more = {d: [*m, *named] for d, m in one.items()}
-        protocol = compile_tree(source, more, limits)
+        members = {d: [*m, *named] for d, m in members.items()}
+        protocol = compile_tree(source, members, limits)
     return ProtocolFile(
-        path, protocol.name, _digest(text), "proto", text, tuple(d.name for d in decls)
+        path,
+        protocol.name,
+        _digest(text),
+        "proto",
+        text,
+        tuple(d.name for d in decls),
+        verbatim=_verbatim_text(source, text, path, members, limits),
     )
+
+
+def _verbatim_text(
+    source: ast.SourceFile, text: str, path: str, members: dict[str, list[str]], limits: Limits
+) -> str:
+    """``ProtocolFile.verbatim``: ``text`` with the lines the structured importer would
+    append to it (``verbatim_lines``), when there are any and it compiles with them;
+    checked once here. A `quotes_verbatim` of another role or over domains gets none."""
+    from unmask.language.compiler import compile_tree
+    from unmask.language.parser import parse_source
+    from unmask.replay.judgeschema import verbatim_lines, view_of_tree, with_verbatim
+
+    view = view_of_tree(source)
+    own = view.verbatim
+    lines = verbatim_lines(view)
+    if not lines or (own is not None and (own.role != "procedure" or own.domains)):
+        return ""
+    extended = with_verbatim(text, lines)
+    try:
+        compile_tree(parse_source(extended, path, limits), members, limits)
+    except UnmaskError:
+        return ""  # its own requirement `verbatim_quotes`: the annotation is left out, said
+    return extended
 
 
 def _named_members(err: UnmaskError, text: str) -> list[str]:

@@ -70,7 +70,8 @@ def run(data_dir: Path, out: Path, limit: int | None = None, jobs: int = 1):
             for f in prompts.glob("*.txt"):
                 (out / "prompts" / f.name).write_bytes(f.read_bytes())
     replays = out / "replays"
-    summary = import_file("factcc-explanations", src, replays, Options())
+    # the study's own folder: an earlier run's replays (another `--limit`) are replaced
+    summary = import_file("factcc-explanations", src, replays, Options(), replace=True)
     lines = audit(replays, out, jobs, summary.skipped)
     return lines, grades(data)
 

@@ -61,7 +61,10 @@ def run(data: Path, out: Path, prompt: str = "cot", limit: int | None = None, jo
         src = out / FILES[prompt]
         src.write_text("".join(lines), encoding="utf-8")
     replays = out / "replays"
-    summary = import_file("realmistake", src, replays, Options(gold=data / "data.zip"))
+    # the study's own folder: an earlier run's replays (another `--limit`) are replaced
+    summary = import_file(
+        "realmistake", src, replays, Options(gold=data / "data.zip"), replace=True
+    )
     return audit(replays, out, jobs, summary.skipped)
 
 

@@ -61,7 +61,8 @@ def run(data: Path, out: Path, limit: int | None = None, jobs: int = 1) -> list[
     for judge in JUDGES:
         src = data / f"{judge}_claim_test_outputs.jsonl"
         sliced = _slice(src, out / src.name, limit)
-        summary = import_file("wice", sliced, replays / judge, Options(gold=gold))
+        # the study's own folder: an earlier run's replays (another `--limit`) are replaced
+        summary = import_file("wice", sliced, replays / judge, Options(gold=gold), replace=True)
         skipped.extend(summary.skipped)
     return audit(replays, out, jobs, skipped, html=out / "report")
 
