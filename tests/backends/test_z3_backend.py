@@ -4,6 +4,8 @@ assumptions, models, timeouts, separate contexts, deep input."""
 from __future__ import annotations
 
 import itertools
+import threading
+import time
 
 import pytest
 import z3
@@ -12,7 +14,7 @@ from hypothesis import given
 from tests.checking.test_checker import pigeonhole
 from tests.strategies import exprs as random_exprs
 from unmask.backends import Part, Sat, Unknown, Unsat, create
-from unmask.backends.z3_backend import Z3Backend, lower
+from unmask.backends.z3_backend import Z3Backend, _clear_cancel, lower
 from unmask.ir import (
     Atom,
     Binary,
@@ -131,6 +133,72 @@ def test_timeout_is_unknown_with_reason() -> None:
     r = s.check()
     assert isinstance(r, Unknown)
     assert r.reason
+
+
+NO_LIMIT = 2**32 - 1  # z3 arms no timer for this
+
+
+def lose_own_timer(session: object) -> None:
+    """Leave ``session``'s z3 solver with no timer of its own, its limit unchanged: the state
+    z3's race leaves a check in when its timer fires before the check installs its resource
+    limit (which clears the cancel flag), the calling thread descheduled in between."""
+    session._solver.set("timeout", NO_LIMIT)  # type: ignore[attr-defined]
+
+
+class Rescue:
+    """Interrupts ``ctx`` every second once ``after`` seconds have passed, until stopped: a
+    check z3 no longer limits would otherwise run for minutes (13 for pigeonhole(12))."""
+
+    def __init__(self, ctx: z3.Context, after: float) -> None:
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.run, args=(ctx, after), daemon=True)
+        self.thread.start()
+
+    def run(self, ctx: z3.Context, after: float) -> None:
+        if self.done.wait(after):
+            return
+        while not self.done.wait(1):
+            ctx.interrupt()
+
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join()
+
+
+def test_a_check_whose_own_timer_is_lost_still_stops_at_its_limit() -> None:
+    atoms, cons = pigeonhole(12)
+    parts = [Part(f"constraint:{c.name}", c.expr) for c in cons]
+    backend = create("z3", timeout_ms=50)
+    s = backend.open(parts, [a.name for a in atoms])
+    lose_own_timer(s)
+    rescue = Rescue(backend._ctx, after=10)  # type: ignore[attr-defined]
+    try:
+        start = time.monotonic()
+        r = s.check()
+        took = time.monotonic() - start
+    finally:
+        rescue.stop()
+    # without the watchdog: Unknown("interrupted"), from the rescue, after 10 s
+    assert r == Unknown("timeout")
+    assert took < 5, f"the check ran {took:.1f} s past a 50 ms limit"
+    # the session answers on: a part alone is satisfiable, and its model is read
+    got = s.check(enabled=["constraint:pigeon0"], want=["p0_0"])
+    assert isinstance(got, Sat) and set(got.model) == {"p0_0"}
+
+
+def test_a_cancel_left_after_a_check_is_cleared() -> None:
+    # an interrupt that lands after its check returned leaves the context cancelled, and
+    # evaluating in a model then fails with "canceled" until the next check
+    ctx = z3.Context()
+    s = z3.SolverFor("QF_FD", ctx=ctx)
+    a = z3.Bool("a", ctx)
+    s.add(a)
+    assert s.check() == z3.sat
+    ctx.interrupt()
+    with pytest.raises(z3.Z3Exception, match="canceled"):
+        s.model().eval(a, model_completion=True)
+    _clear_cancel(ctx)
+    assert z3.is_true(s.model().eval(a, model_completion=True))
 
 
 def test_atoms_with_any_name_do_not_clash_with_selectors() -> None:
