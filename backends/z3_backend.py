@@ -11,9 +11,9 @@ Contract:
   assumptions are plain literals; cores are mapped back to part labels;
 - a check that Z3 cannot decide within ``timeout_ms`` (or any other ``unknown``) is
   ``Unknown(reason)``, never sat or unsat; z3's own timer can be lost (``_Watchdog``), so a
-  check still running past its limit is interrupted from a watchdog thread too and is
-  ``Unknown("timeout")`` whatever it then answers: no check outlives its limit by more than
-  ``GRACE_MS`` and the scheduler's delay;
+  check still running ``GRACE_MS`` past its limit is interrupted from a watchdog thread too
+  (z3 stops at its next look at the cancel flag) and is ``Unknown("timeout")`` whatever it
+  then answers;
 - ``lower(expr, ctx, var)`` turns an IR expression into a Z3 term without Python
   recursion (the IR may be deep).
 """
