@@ -10,14 +10,23 @@ Contract:
   rebuilding; a query gets its own selector (cached per query object, asserted once) and atom
   assumptions are plain literals; cores are mapped back to part labels;
 - a check that Z3 cannot decide within ``timeout_ms`` (or any other ``unknown``) is
-  ``Unknown(reason)``, never sat or unsat;
+  ``Unknown(reason)``, never sat or unsat; z3's own timer can be lost (``_Watchdog``), so a
+  check still running ``GRACE_MS`` past its limit is interrupted from a watchdog thread too
+  (z3 stops at its next look at the cancel flag) and is ``Unknown("timeout")`` whatever it
+  then answers;
 - ``lower(expr, ctx, var)`` turns an IR expression into a Z3 term without Python
   recursion (the IR may be deep).
 """
 
 from __future__ import annotations
 
+import itertools
+import math
+import os
+import threading
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
 
 import z3
 
@@ -87,6 +96,85 @@ def _widest_card(parts: Sequence[Part[PartLabel]]) -> int:
 def _card_width(e: Expr, values: list[int]) -> int:
     own = len(e.args) if isinstance(e, Card) else 0
     return max(own, *values) if values else own
+
+
+# --- the watchdog ---------------------------------------------------------------------------
+# z3 arms a check's timer before it installs the check's resource limit, and installing it
+# clears the context's cancel flag (``Z3_solver_check_assumptions``: ``scoped_timer``, then
+# ``scoped_rlimit``, whose ``reslimit::push`` sets ``m_cancel = 0``). A timer that fires in
+# between, the calling thread descheduled for the whole limit, is lost and the check runs
+# with no limit at all: with 1 ms on a loaded machine about one check in 300, and a
+# pigeonhole base given 1 ms ran 13 minutes, then answered unsat (a report INCONSISTENT
+# where the limit said SOLVER_UNKNOWN). So a check past its limit is interrupted from here
+# too (``Z3_interrupt``), and again every ``AGAIN_MS`` until it returns, since an
+# interrupt that lands in the same gap is lost the same way.
+
+TIMEOUT = "timeout"  # what z3 answers for its own timer, and the watchdog's reason alike
+GRACE_MS = 10  # after z3's own timer, which nearly always stops the check itself
+AGAIN_MS = 10  # between two interrupts of a check that has not returned yet
+
+
+class _Watchdog:
+    """One daemon thread per process that interrupts the z3 contexts of the checks armed
+    with it once they are past due. ``arm`` and ``disarm`` take a lock and a dict entry
+    (the thread is woken only when a check is due sooner than it planned to look); after
+    ``disarm`` no interrupt of that check is made."""
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        # also in a forked child: the parent's thread and lock are not its own
+        self._cond = threading.Condition(threading.Lock())
+        self._armed: dict[int, list[Any]] = {}  # token -> [due, context, interrupted]
+        self._wake = math.inf  # when the thread next looks
+        self._thread: threading.Thread | None = None
+        self._tokens = itertools.count()
+
+    def arm(self, ctx: z3.Context, limit_ms: int) -> int:
+        due = time.monotonic() + (limit_ms + GRACE_MS) / 1000
+        with self._cond:
+            token = next(self._tokens)
+            self._armed[token] = [due, ctx, False]
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="unmask-z3-watchdog", daemon=True
+                )
+                self._thread.start()
+            if due < self._wake:
+                self._wake = due
+                self._cond.notify()
+        return token
+
+    def disarm(self, token: int) -> bool:
+        """Stop watching the check of ``token``; whether it was interrupted."""
+        with self._cond:
+            return bool(self._armed.pop(token)[2])
+
+    def _run(self) -> None:
+        cond = self._cond
+        with cond:
+            while True:
+                now = time.monotonic()
+                soonest = math.inf
+                for entry in self._armed.values():
+                    if entry[0] <= now:
+                        entry[1].interrupt()
+                        entry[2] = True
+                        entry[0] = now + AGAIN_MS / 1000
+                    soonest = min(soonest, entry[0])
+                self._wake = soonest
+                cond.wait(None if soonest == math.inf else soonest - now)
+
+
+_WATCHDOG = _Watchdog()
+os.register_at_fork(after_in_child=_WATCHDOG._reset)
+
+
+def _clear_cancel(ctx: z3.Context) -> None:
+    """Clear a cancel an interrupt may have left on ``ctx`` after its check returned (it
+    would stop the next model read with "canceled"): any check ends by clearing it."""
+    z3.Solver(ctx=ctx).check()
 
 
 def _clamp(timeout_ms: int) -> int:
@@ -187,9 +275,16 @@ class Z3Session(Session):
         # assumption in Python, which dominated the run time on bases of thousands of parts
         array = (z3.Ast * len(lits))(*(lit.as_ast() for lit in lits))
         self.calls += 1
-        answer = z3.CheckSatResult(
-            z3.Z3_solver_check_assumptions(self._ctx.ref(), solver.solver, len(lits), array)
-        )
+        token = _WATCHDOG.arm(self._ctx, limit)
+        try:
+            got = z3.Z3_solver_check_assumptions(self._ctx.ref(), solver.solver, len(lits), array)
+        finally:
+            interrupted = _WATCHDOG.disarm(token)
+        if interrupted:
+            # past its limit: undecided within it, whatever the call then answered
+            _clear_cancel(self._ctx)
+            return Unknown(TIMEOUT)
+        answer = z3.CheckSatResult(got)
         if answer == z3.sat:
             if not want:
                 return Sat({})  # building a model costs as much as the check itself

@@ -12,13 +12,18 @@
   protocols;
 - ``smt2_models``, ``dimacs_vars`` and ``dimacs_models``: emitted SMT-LIB read back by z3 and
   emitted DIMACS by a SAT solver, every model enumerated, so a test can compare the two
-  against the IR's own evaluator.
+  against the IR's own evaluator;
+- ``LostTimer`` and ``Rescue``: a z3 backend whose solvers have lost their own timer (the
+  state z3's race between its timer and its resource limit leaves a check in), and a thread
+  that stops such a check for good if nothing else does, so a test of the limit fails
+  rather than hangs.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -26,6 +31,7 @@ import z3
 from pysat.formula import CNF
 from pysat.solvers import Solver
 
+from unmask.backends.z3_backend import Z3Backend
 from unmask.ir import Atom, AtomDecl, GroundPair, Nary, Protocol, Requirement
 from unmask.ir.json import protocol_to_json
 
@@ -210,3 +216,40 @@ def full_line(line: dict) -> dict:
     if out["schema"] == "unmask.result/2":
         out.setdefault("annotations", [])
     return out
+
+
+NO_LIMIT = 2**32 - 1  # a z3 solver told this timeout arms no timer
+
+
+class LostTimer(Z3Backend):
+    """The z3 backend with each session's solver told no limit, the session's own limit
+    unchanged: the state z3 leaves a check in when its timer fires before the check
+    installs its resource limit, which clears the cancel flag (the calling thread
+    descheduled in between), so the check runs unbounded."""
+
+    def open(self, parts, atoms):  # type: ignore[no-untyped-def]
+        session = super().open(parts, atoms)
+        session._solver.set("timeout", NO_LIMIT)  # type: ignore[attr-defined]
+        return session
+
+
+class Rescue:
+    """Calls ``interrupt`` every second once ``after`` seconds have passed, until stopped:
+    a check z3 no longer limits would otherwise run for minutes (13 for pigeonhole(12))."""
+
+    def __init__(self, interrupt: Callable[[], object], after: float = 10) -> None:
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.run, args=(interrupt, after), daemon=True)
+        self.thread.start()
+
+    def run(self, interrupt: Callable[[], object], after: float) -> None:
+        if self.done.wait(after):
+            return
+        while True:
+            interrupt()
+            if self.done.wait(1):
+                return
+
+    def stop(self) -> None:
+        self.done.set()
+        self.thread.join()

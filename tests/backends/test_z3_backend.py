@@ -4,15 +4,17 @@ assumptions, models, timeouts, separate contexts, deep input."""
 from __future__ import annotations
 
 import itertools
+import time
 
 import pytest
 import z3
 from hypothesis import given
 
 from tests.checking.test_checker import pigeonhole
+from tests.helpers import LostTimer, Rescue
 from tests.strategies import exprs as random_exprs
 from unmask.backends import Part, Sat, Unknown, Unsat, create
-from unmask.backends.z3_backend import Z3Backend, lower
+from unmask.backends.z3_backend import Z3Backend, _clear_cancel, lower
 from unmask.ir import (
     Atom,
     Binary,
@@ -131,6 +133,44 @@ def test_timeout_is_unknown_with_reason() -> None:
     r = s.check()
     assert isinstance(r, Unknown)
     assert r.reason
+
+
+def test_a_check_whose_own_timer_is_lost_still_stops_at_its_limit() -> None:
+    # z3 clears a check's cancel flag after arming its timer: a timer that fires in between
+    # is lost (about one 1 ms check in 300 on a loaded machine), and pigeonhole(12) then ran
+    # 13 minutes and answered unsat. The watchdog stops it at its limit all the same.
+    atoms, cons = pigeonhole(12)
+    parts = [Part(f"constraint:{c.name}", c.expr) for c in cons]
+    backend = LostTimer(timeout_ms=50)
+    s = backend.open(parts, [a.name for a in atoms])
+    rescue = Rescue(lambda: backend._ctx.interrupt())  # type: ignore[union-attr]
+    try:
+        start = time.monotonic()
+        r = s.check()
+        took = time.monotonic() - start
+    finally:
+        rescue.stop()
+    # without the watchdog: Unknown("interrupted"), from the rescue, after 10 s
+    assert r == Unknown("timeout")
+    assert took < 5, f"the check ran {took:.1f} s past a 50 ms limit"
+    # the session answers on: a part alone is satisfiable, and its model is read
+    got = s.check(enabled=["constraint:pigeon0"], want=["p0_0"])
+    assert isinstance(got, Sat) and set(got.model) == {"p0_0"}
+
+
+def test_a_cancel_left_after_a_check_is_cleared() -> None:
+    # an interrupt that lands after its check returned leaves the context cancelled, and
+    # evaluating in a model then fails with "canceled" until the next check
+    ctx = z3.Context()
+    s = z3.SolverFor("QF_FD", ctx=ctx)
+    a = z3.Bool("a", ctx)
+    s.add(a)
+    assert s.check() == z3.sat
+    ctx.interrupt()
+    with pytest.raises(z3.Z3Exception, match="canceled"):
+        s.model().eval(a, model_completion=True)
+    _clear_cancel(ctx)
+    assert z3.is_true(s.model().eval(a, model_completion=True))
 
 
 def test_atoms_with_any_name_do_not_clash_with_selectors() -> None:

@@ -5,14 +5,16 @@ witness markings and explanation minimality."""
 from __future__ import annotations
 
 import itertools
+import time
 from dataclasses import replace
 
 import pytest
 
+from tests.helpers import LostTimer, Rescue
 from unmask.api import check
 from unmask.backends import create
 from unmask.checking.checker import VERDICT_ATOM, Case, base_parts, check_case
-from unmask.checking.report import dumps
+from unmask.checking.report import Report, dumps
 from unmask.ir import (
     AtomDecl,
     Constraint,
@@ -322,23 +324,58 @@ def pigeonhole(pigeons: int) -> tuple[tuple[AtomDecl, ...], tuple[Constraint, ..
     return atoms, tuple(cons)
 
 
-def test_timeout_is_solver_unknown_never_a_guess() -> None:
+def pigeonhole_replay() -> Replay:
+    """Case A under a protocol that adds pigeonhole(12): unsat, and no solver proves it in
+    the few milliseconds these tests allow (z3 takes minutes)."""
     extra_atoms, cons = pigeonhole(12)
     p = factual_protocol(cons)
-    p = replace(p, atoms=p.atoms + extra_atoms)
-    replay = case_replay("case-a", p)
-    # past the memo of reports (the closed form off): a report an earlier test in this
-    # worker proved for the same pattern would be answered from memory, rightly, and this
-    # test is about the solver's own timeout
-    r = check(replay, "z3", timeout_ms=1, closed_form=False)
-    assert r.bases.proto == "SOLVER_UNKNOWN"
-    assert r.bases.all == "SOLVER_UNKNOWN"
-    assert r.verdict.result.status == "SOLVER_UNKNOWN"
-    assert r.overall == "UNKNOWN"
-    assert r.exit_code == 3
+    return case_replay("case-a", replace(p, atoms=p.atoms + extra_atoms))
+
+
+def undecided(r: Report, took: float) -> None:
+    """``r`` says the solver proved nothing about its bases and verdict; a failure shows
+    what it said instead (a base INCONSISTENT under a 1 ms limit was proved, so the solver
+    ran past its limit: ``took`` tells how far)."""
+    why = (
+        f"took {took:.1f} s; bases {r.bases!r}; verdict {r.verdict.result!r}; "
+        f"reasons {[(x.code, x.subject, x.message) for x in r.reasons]!r}"
+    )
+    assert r.bases.proto == "SOLVER_UNKNOWN", why
+    assert r.bases.all == "SOLVER_UNKNOWN", why
+    assert r.verdict.result.status == "SOLVER_UNKNOWN", why
+    assert r.verdict.result.detail == "timeout", why
+    assert r.overall == "UNKNOWN" and r.exit_code == 3, why
     codes = {(x.code, x.subject) for x in r.reasons}
-    assert ("solver-unknown", "base:proto") in codes
-    assert ("solver-unknown", "verdict") in codes
+    assert ("solver-unknown", "base:proto") in codes, why
+    assert ("solver-unknown", "verdict") in codes, why
+
+
+@pytest.mark.parametrize("closed_form", [True, False])
+def test_timeout_is_solver_unknown_never_a_guess(closed_form: bool) -> None:
+    # the memo of reports never holds this protocol (137 atoms, past outcomes.MAX_ATOMS), and
+    # its B_proto is proved once per protocol object, a new one here: every state below is
+    # this check's own. It once said INCONSISTENT under xdist: z3 had lost its own timer
+    # and proved the base in minutes (see test_timeout_holds_when_z3_loses_its_own_timer).
+    start = time.monotonic()
+    r = check(pigeonhole_replay(), "z3", timeout_ms=1, closed_form=closed_form)
+    undecided(r, time.monotonic() - start)
+
+
+def test_timeout_holds_when_z3_loses_its_own_timer() -> None:
+    # z3 clears a check's cancel flag after arming its timer, so a timer that fires in
+    # between (the thread descheduled for the whole limit) is lost: the base above was then
+    # proved unsat after 13 minutes, and the report said INCONSISTENT where its limit said
+    # SOLVER_UNKNOWN. Every session of this backend has lost its timer from the start.
+    backend = LostTimer(timeout_ms=20)
+    rescue = Rescue(lambda: backend._ctx and backend._ctx.interrupt())
+    try:
+        start = time.monotonic()
+        r = check(pigeonhole_replay(), backend)
+        took = time.monotonic() - start
+    finally:
+        rescue.stop()
+    undecided(r, took)  # without the watchdog: 10 s, each base then `interrupted`
+    assert took < 5
 
 
 # --- translation ----------------------------------------------------------------------------
