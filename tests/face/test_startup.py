@@ -222,6 +222,7 @@ NOT_FOR_A_WARM_CHECK = (
     "unmask.backends.pysat_core",
     "unmask.backends.z3_backend",
     "unmask.replay.recheck",
+    "unmask.replay.judgeschema",  # a re-check against another protocol reads it
     "unmask.checking.overlap",  # a binary protocol's decisions cannot overlap
     "unmask.batch",
     "unmask.bench",

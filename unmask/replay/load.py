@@ -71,7 +71,6 @@ from unmask.replay.format import (
     SourcesJson,
     TranslationJson,
 )
-from unmask.replay.judgeschema import VERBATIM_ATOM, VERBATIM_RULE
 
 if TYPE_CHECKING:  # a replay read against a protocol file is given one; reading never makes one
     from unmask.replay.recheck import ProtocolFile
@@ -118,6 +117,9 @@ def _convert(obj: dict) -> ReplayJson | None:
 def _structured_verbatim(annotations: Any) -> bool:
     """Whether `unmask import structured` annotated the replay's `quotes_verbatim` (its
     rule's name on the annotation): a re-check keeps that requirement (``ProtocolFile``)."""
+    # here, not at import: only a re-check asks, and a plain `check` need not load the module
+    from unmask.replay.judgeschema import VERBATIM_ATOM, VERBATIM_RULE
+
     return isinstance(annotations, list) and any(
         getattr(a, "atom", None) == VERBATIM_ATOM
         and isinstance(getattr(a, "by", None), ProvenanceJson)
