@@ -205,7 +205,9 @@ def _bytecode_for_the_child_processes(tmp_path_factory: pytest.TempPathFactory):
     compile each module it imports afresh, a quarter of those tests' time. The children
     write it instead to a folder of this test process's own, made for the run (never the
     tree), and read it back: each module compiled once per process of the suite. Tests of
-    what a child does with bytecode pass their own flags (``unmask.bench.processes``)."""
+    what a child does with bytecode pass their own flags (``unmask.bench.processes``); a
+    child under a file-size limit writes none (Python does not check a short write: a
+    cut-off module would be read back by every later child; tests/language/test_unmaskc.py)."""
     if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
         yield
         return
