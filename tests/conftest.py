@@ -1,5 +1,6 @@
 """Shared test setup: hypothesis profiles, the matrix of backends, the quick subset, a
-cache folder per test process.
+cache folder per test process, and a bytecode folder for the child processes where Python
+may not write bytecode beside the source.
 
 The suite runs on every core (pytest-xdist, ``-n auto`` in pyproject's addopts): a test
 may share nothing writable with another but through ``tmp_path``; module-level state is
