@@ -1,5 +1,6 @@
 """Shared test setup: hypothesis profiles, the matrix of backends, the quick subset, a
-cache folder per test process.
+cache folder per test process, and a bytecode folder for the child processes where Python
+may not write bytecode beside the source.
 
 The suite runs on every core (pytest-xdist, ``-n auto`` in pyproject's addopts): a test
 may share nothing writable with another but through ``tmp_path``; module-level state is
@@ -196,6 +197,26 @@ def _a_cache_folder_of_its_own(tmp_path_factory: pytest.TempPathFactory):
         os.environ.pop(CACHE_ENV, None)
     else:
         os.environ[CACHE_ENV] = before
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _bytecode_for_the_child_processes(tmp_path_factory: pytest.TempPathFactory):
+    """Where Python may not write bytecode beside the source (``PYTHONDONTWRITEBYTECODE``),
+    every child process a test starts (hundreds: `unmask` run as the user runs it) would
+    compile each module it imports afresh, a quarter of those tests' time. The children
+    write it instead to a folder of this test process's own, made for the run (never the
+    tree), and read it back: each module compiled once per process of the suite. Tests of
+    what a child does with bytecode pass their own flags (``unmask.bench.processes``); a
+    child under a file-size limit writes none (Python does not check a short write: a
+    cut-off module would be read back by every later child; tests/language/test_unmaskc.py)."""
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
+        yield
+        return
+    before = os.environ.pop("PYTHONDONTWRITEBYTECODE")
+    os.environ["PYTHONPYCACHEPREFIX"] = str(tmp_path_factory.mktemp("bytecode"))
+    yield
+    os.environ["PYTHONDONTWRITEBYTECODE"] = before
+    os.environ.pop("PYTHONPYCACHEPREFIX", None)
 
 
 @pytest.fixture(params=available())

@@ -170,19 +170,23 @@ def _params(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
 def _find_helpers(trees: dict[Path, ast.AST]) -> dict[str, tuple[int, str]]:
     """Functions that pass one of their parameters on to a sink as the message, to a fixed
     point: their name, the parameter's index and name."""
+    # each function's calls found once, not on every round (each walked the whole package)
+    functions = [
+        (func.name, _params(func), [n for n in ast.walk(func) if isinstance(n, ast.Call)])
+        for tree in trees.values()
+        for func in _functions(tree)
+    ]
     sinks = dict(SINKS)
     while True:
         found = dict(sinks)
-        for tree in trees.values():
-            for func in _functions(tree):
-                params = _params(func)
-                for call in (n for n in ast.walk(func) if isinstance(n, ast.Call)):
-                    spec = sinks.get(_callee(call))
-                    if spec is None:
-                        continue
-                    arg = _argument(call, *spec)
-                    if isinstance(arg, ast.Name) and arg.id in params and func.name not in found:
-                        found[func.name] = (params.index(arg.id), arg.id)
+        for name, params, calls in functions:
+            for call in calls:
+                spec = sinks.get(_callee(call))
+                if spec is None:
+                    continue
+                arg = _argument(call, *spec)
+                if isinstance(arg, ast.Name) and arg.id in params and name not in found:
+                    found[name] = (params.index(arg.id), arg.id)
         if found == sinks:
             return sinks
         sinks = found

@@ -72,7 +72,10 @@ def run_inprocess(case: Case, timeout_s: float = 60.0) -> Outcome:
 
 
 def run_process(case: Case, timeout_s: float = 60.0) -> Outcome:
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    env = dict(os.environ)
+    if not env.get("PYTHONPYCACHEPREFIX"):
+        # no bytecode written into the tree; with a prefix (tests/conftest.py) it goes there
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.pop("UNMASK_PROTOCOL_PATH", None)
     try:
         p = subprocess.run(

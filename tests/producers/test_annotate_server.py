@@ -2,7 +2,8 @@
 
 The server binds 127.0.0.1 only and answers chat completions from a script: what a model
 would say, a quote it made up, a broken answer, a refusal, a cut-off answer, or silence
-(a timeout). The command runs as a separate process, so a run can be killed half-way.
+(a timeout). The command runs as a separate process where a run is killed half-way, and
+in this process otherwise (a new process starts Python and Inspect again: 2.5 s of CPU).
 Skipped without the `models` extra (`pip install 'unmask[models]'`).
 """
 
@@ -18,11 +19,14 @@ import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
+from click.testing import CliRunner
 
 from tests.conftest import found_files
 from tests.producers.test_annotate import HAVE_INSPECT, free_replays, honest, prompt_parts
+from unmask.cli.main import main
 
 pytestmark = pytest.mark.skipif(
     not HAVE_INSPECT, reason="needs Inspect AI: pip install 'unmask[models]'"
@@ -149,6 +153,22 @@ def run(
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+class Done(NamedTuple):
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_here(server: Server, cache: Path, *args: str) -> Done:
+    """``run``, in this process (click's runner), with the same environment."""
+    _, env = command(server, cache, *args)
+    extra = {k: v for k, v in env.items() if os.environ.get(k) != v}
+    res = CliRunner().invoke(main, ["annotate", *args], env=extra)
+    if res.exception is not None and not isinstance(res.exception, SystemExit):
+        raise res.exception
+    return Done(res.exit_code, res.stdout, res.stderr)
+
+
 def hundred(tmp_path: Path) -> Path:
     """100 replays: the ten rag judgments, ten times each under new ids."""
     free = free_replays(tmp_path)
@@ -198,7 +218,7 @@ def test_made_up_quote_schema_break_refusal_and_timeout_through_the_server(
 
     server = server_factory(script)
     out = tmp_path / "out"
-    res = run(
+    res = run_here(
         server,
         tmp_path / "cache",
         str(free),
@@ -244,10 +264,10 @@ def test_a_second_run_over_100_replays_makes_no_call(tmp_path, server_factory):
     many = hundred(tmp_path)
     server = server_factory()
     cache = tmp_path / "cache"
-    first = run(server, cache, str(many), "--model", MODEL, "--out", str(tmp_path / "a"))
+    first = run_here(server, cache, str(many), "--model", MODEL, "--out", str(tmp_path / "a"))
     assert first.returncode == 0, first.stderr
     assert server.count == 100
-    second = run(server, cache, str(many), "--model", MODEL, "--out", str(tmp_path / "b"))
+    second = run_here(server, cache, str(many), "--model", MODEL, "--out", str(tmp_path / "b"))
     assert second.returncode == 0, second.stderr
     assert server.count == 100  # no call
     assert "100/100 replays, 0 calls (100 cached)" in second.stderr
@@ -276,12 +296,12 @@ def test_a_run_killed_half_way_resumes_with_only_the_missing_calls(tmp_path, ser
     kept = len(list((cache / "annotate").glob("*.json")))
     assert 40 <= kept <= server.count
     before = server.count
-    again = run(server, cache, *args)
+    again = run_here(server, cache, *args)
     assert again.returncode == 0, again.stderr
     assert server.count - before == 100 - kept  # only the missing calls
     # the same replays, byte for byte, as a run never interrupted
     clean = server_factory()
-    whole = run(
+    whole = run_here(
         clean, tmp_path / "cache2", str(many), "--model", MODEL, "--out", str(tmp_path / "whole")
     )
     assert whole.returncode == 0, whole.stderr
@@ -317,7 +337,7 @@ def test_two_samples_that_disagree_through_the_server_are_shown_in_every_report(
 
     server = server_factory(script)
     out = tmp_path / "out"
-    res = run(
+    res = run_here(
         server,
         tmp_path / "cache",
         str(free / "r1.json"),
@@ -335,23 +355,15 @@ def test_two_samples_that_disagree_through_the_server_are_shown_in_every_report(
     obj = json.loads((out / "r1.json").read_text())
     ann = next(a for a in obj["annotations"] if a["atom"] == "outside")
     assert ann["value"] == "UNKNOWN" and [r["value"] for r in ann["readings"]] == ["TRUE", "FALSE"]
-    check = [
-        sys.executable,
-        "-c",
-        "from unmask.cli.main import main; main()",
-        "check",
-        str(out / "r1.json"),
-    ]
-    text = subprocess.run(check, capture_output=True, text=True).stdout
+    check = ["check", str(out / "r1.json")]
+    text = CliRunner().invoke(main, check).stdout
     assert "readers disagree on `outside`, so it is UNKNOWN:" in text
     assert f"- TRUE by model {MODEL}, unreviewed: `{MODEL}` sample 1" in text
     assert f"- FALSE by model {MODEL}, unreviewed: `{MODEL}` sample 2" in text
-    html = subprocess.run([*check, "--format", "html"], capture_output=True, text=True).stdout
+    html = CliRunner().invoke(main, [*check, "--format", "html"]).stdout
     assert "readers disagree, so the atom is UNKNOWN" in html
     assert "“Passage [1] says”" in html and "“I used only the passages.”" in html
-    report = json.loads(
-        subprocess.run([*check, "--format", "json"], capture_output=True, text=True).stdout
-    )
+    report = json.loads(CliRunner().invoke(main, [*check, "--format", "json"]).stdout)
     [d] = report["disagreements"]
     assert [(r["value"], r["evidence"][0]["quote"]) for r in d["readings"]] == [
         ("TRUE", "Passage [1] says"),
@@ -397,7 +409,7 @@ def test_a_provider_error_is_the_replays_error_record_and_the_run_goes_on(tmp_pa
 
     server = server_factory(script)
     out = tmp_path / "out"
-    res = run(
+    res = run_here(
         server,
         tmp_path / "cache",
         str(free),

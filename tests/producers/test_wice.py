@@ -88,18 +88,27 @@ def test_real_judgments_become_valid_three_label_replays(tmp_path: Path) -> None
     assert {g["direction"] for g in report["grounding"]} == {"~>"}
 
 
-def _imported(tmp: Path, judge: str, item: str) -> dict:
-    """The replay of ``item`` by ``judge``, imported from the whole output file."""
+@pytest.fixture(scope="module")
+def gpt4(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The replays of gpt-4-0613's whole output file by name, imported once for the tests
+    that read them (3.5 s of CPU an import); none of them writes there."""
     assert DATA is not None
-    src = DATA / f"{judge}_claim_test_outputs.jsonl"
-    s = import_file("wice", src, tmp / "out", Options(gold=DATA / "gold_claim_test.jsonl"))
-    (path,) = [p for p in s.written if p.stem == f"{judge}-{item}"]
-    return json.loads(path.read_text(encoding="utf-8"))
+    src = DATA / "gpt-4-0613_claim_test_outputs.jsonl"
+    out = tmp_path_factory.mktemp("wice-gpt-4")
+    s = import_file("wice", src, out, Options(gold=DATA / "gold_claim_test.jsonl"))
+    return {p.stem: p for p in s.written}
+
+
+def _imported(replays: dict[str, Path], judge: str, item: str) -> dict:
+    """The replay of ``item`` by ``judge``, imported from the whole output file."""
+    return json.loads(replays[f"{judge}-{item}"].read_text(encoding="utf-8"))
 
 
 @needs_data
-def test_a_line_marked_in_another_chunk_or_as_a_copy_counts_as_marked(tmp_path: Path) -> None:
-    r = _imported(tmp_path, "gpt-4-0613", "test03444-1")
+def test_a_line_marked_in_another_chunk_or_as_a_copy_counts_as_marked(
+    tmp_path: Path, gpt4: dict[str, Path]
+) -> None:
+    r = _imported(gpt4, "gpt-4-0613", "test03444-1")
     anns = {a["atom"]: a for a in r["annotations"]}
     # line 9 is word for word line 13, which the annotators marked; the judge cites line 9
     # for what names `Khalsa Aid` and `Ravi Singh`, neither of them in the claim, and says
@@ -119,8 +128,10 @@ def test_a_line_marked_in_another_chunk_or_as_a_copy_counts_as_marked(tmp_path: 
 
 
 @needs_data
-def test_a_cited_line_nobody_marked_is_read_by_the_aligner_or_left_open(tmp_path: Path) -> None:
-    r = _imported(tmp_path, "gpt-4-0613", "test01979-2")
+def test_a_cited_line_nobody_marked_is_read_by_the_aligner_or_left_open(
+    gpt4: dict[str, Path],
+) -> None:
+    r = _imported(gpt4, "gpt-4-0613", "test01979-2")
     anns = {a["atom"]: a for a in r["annotations"]}
     # line 10 is cited and marked in no chunk: the aligner reads it as support (0.97 >= 0.9)
     assert anns["cites(s10)"]["value"] == "TRUE"
@@ -310,19 +321,16 @@ def test_support_stated_in_words_is_read(text: str) -> None:
 
 
 @needs_data
-def test_the_named_partial_answers_in_words_are_no_longer_refuted(tmp_path: Path) -> None:
+def test_the_named_partial_answers_in_words_are_no_longer_refuted(gpt4: dict[str, Path]) -> None:
     # issue 22: GPT-4 states support in words and answers partially_supported; with no line
     # number the old protocol allowed only not_supported and reported the answer refuted
-    assert DATA is not None
-    src = DATA / "gpt-4-0613_claim_test_outputs.jsonl"
-    s = import_file("wice", src, tmp_path / "out", Options(gold=DATA / "gold_claim_test.jsonl"))
     for item, allowed in (
         ("test02359-0", ["partially_supported"]),
         ("test01062-2", ["partially_supported"]),
         # "only mentions the oldest player" names a topic: no reading, so no verdict forced
         ("test04247-0", ["partially_supported", "not_supported"]),
     ):
-        (path,) = [p for p in s.written if p.stem == f"gpt-4-0613-{item}"]
+        path = gpt4[f"gpt-4-0613-{item}"]
         res = CliRunner().invoke(main, ["check", str(path), "--format", "json"])
         report = json.loads(res.stdout)
         verdict = report["verdict"]

@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 
+from tests import conftest
 from tests.conftest import ROOT
 
 
@@ -33,5 +34,49 @@ def test_cpu_durations_lists_the_costliest_tests_from_every_worker():
     assert total and int(total.group(2)) >= 2 and float(total.group(1)) > 0, text
 
 
+class _Options:
+    """A configuration without ``--cpu-durations``."""
+
+    def getoption(self, name: str, default: object = None) -> object:
+        return None if name == "cpu_durations" else default
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def write_sep(self, sep: str, title: str) -> None:
+        self.lines.append(title)
+
+    def write_line(self, line: str) -> None:
+        self.lines.append(line)
+
+
 def test_without_the_option_nothing_is_listed():
-    assert "most CPU time" not in _run("-n", "0", "tests/plumbing/test_frozen.py")
+    # in this process, the two hooks the run above goes through (a second pytest process
+    # cost three seconds): nothing is measured, and nothing is written even with figures
+    class Item:
+        def __init__(self) -> None:
+            self.config = _Options()
+            self.user_properties: list[tuple[str, float]] = []
+
+    item = Item()
+    steps = conftest._timed(item)  # type: ignore[arg-type]
+    next(steps)
+    assert next(steps, "done") == "done"
+    assert item.user_properties == []
+    writer = _Writer()
+    conftest._CPU["tests/x.py::test_y"] = 1.0
+    try:
+        conftest.pytest_terminal_summary(writer, _Options())  # type: ignore[arg-type]
+    finally:
+        del conftest._CPU["tests/x.py::test_y"]
+    assert writer.lines == []
+    # and with the option, the same figures are written: the writer is the one used
+    with_option = type("WithOption", (), {"getoption": lambda self, name, default=None: 1})()
+    conftest._CPU["tests/x.py::test_y"] = 1.0
+    try:
+        conftest.pytest_terminal_summary(writer, with_option)  # type: ignore[arg-type]
+    finally:
+        del conftest._CPU["tests/x.py::test_y"]
+    assert any("most CPU time" in line for line in writer.lines), writer.lines

@@ -11,7 +11,9 @@ failure is that layout's: ``unmask/backends/base.py`` is ``backends/base.py`` in
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -67,3 +69,29 @@ def test_mypy_finds_no_error_in_the_package_as_installed(tmp_path) -> None:
     # a few more: modules it followed into)
     checked = int(out.split(" in ")[1].split()[0])
     assert checked >= len(list((tmp_path / "unmask").rglob("*.py"))) > 150
+
+
+def _unread_by_mypy() -> set[str]:
+    """The packages of the ``follow_imports = "skip"`` override in ``pyproject.toml``."""
+    text = (ROOT / "pyproject.toml").read_text("utf-8")
+    [block] = [b for b in text.split("[[tool.mypy.overrides]]") if 'follow_imports = "skip"' in b]
+    return {m for m in re.findall(r'"([\w.]+)"', block.split("follow_imports")[0])}
+
+
+def test_mypy_leaves_unread_only_packages_that_unmask_never_imports() -> None:
+    # an unread package is Any to mypy: were unmask to import one, its use would go unchecked
+    unread = {m.split(".")[0] for m in _unread_by_mypy()}
+    assert {"openai", "textual"} <= unread
+    imported: dict[str, str] = {}
+    for folder in ("unmask", "backends"):
+        for path in (ROOT / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+                names = []
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                for name in names:
+                    imported.setdefault(name.split(".")[0], str(path.relative_to(ROOT)))
+    assert "inspect_ai" in imported and "dask" in imported  # the walk sees lazy imports
+    assert not {m: imported[m] for m in unread if m in imported}
