@@ -80,7 +80,7 @@ def test_a_context_atom_named_backs_is_quoted_from_the_context(cited, tmp_path) 
     }
     assert ann(out, "c2", "backs(p3, opened)")["evidence"][0]["source"] == "context"
     # every replay given is written, the one without readings too, and nothing is called
-    assert sorted(p.name for p in out.iterdir()) == ["c1.json", "c2.json"]
+    assert sorted(p.name for p in out.iterdir()) == [".unmask-import", "c1.json", "c2.json"]
     assert "0 calls" in r.output and "2 readings by `ana` written in" in r.output
     # the reading settles the citation's grounding pair: judge-b cites p3 for the opening
     check = run("check", out / "c2.json", "--format", "json")
@@ -326,7 +326,7 @@ def test_replays_on_stdin_are_read_once_and_written(cited, tmp_path) -> None:
     args = ["annotate", "-", "--from", str(hand), "--reader", "ana", "--out", str(out)]
     r = CliRunner().invoke(main, args, input=records)
     assert r.exit_code == 0, r.output
-    assert sorted(p.name for p in out.iterdir()) == ["c1.json", "c2.json"]
+    assert sorted(p.name for p in out.iterdir()) == [".unmask-import", "c1.json", "c2.json"]
     assert ann(out, "c2", "backs(p3, opened)")["by"] == ANA
 
 

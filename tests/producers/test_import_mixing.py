@@ -18,9 +18,9 @@ from click.testing import CliRunner
 from tests.producers.test_importers import RECORDS, mapping
 from unmask.cli.main import main
 from unmask.importers import Options, import_file
-from unmask.importers.outfolder import MANIFEST, survey
 from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import UnmaskError
+from unmask.replay.outfolder import MANIFEST, survey
 
 
 def cli(*args: str):

@@ -373,7 +373,11 @@ def test_a_folder_or_json_lines_of_replays_is_filled_into_out(tmp_path: Path):
     assert single.exit_code == 0
     res = run("replay", str(folder), "--out", str(tmp_path / "out"))
     assert res.exit_code == 4  # the broken one is said, the others written
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["a.json", "b.json"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        ".unmask-import",
+        "a.json",
+        "b.json",
+    ]
     assert "broken.json" in res.stderr and "2 replays written to" in res.stderr
     # each is filled as the one file alone is
     alone = annotations(tmp_path / "single.json")

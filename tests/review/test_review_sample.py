@@ -48,8 +48,11 @@ def rag_built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     r = run(*args, "--protocol", str(work / "rag.proto"), "--out", str(work / "replays"))
     assert r.exit_code == 0, r.output
     hand = ["--from", str(work / "annotations.jsonl"), "--reader", "ana"]
-    done = run("annotate", str(work / "replays"), *hand, "--out", str(work / "replays"))
+    # annotated into another folder (never the one read), then put in the replays' place
+    done = run("annotate", str(work / "replays"), *hand, "--out", str(work / "annotated"))
     assert done.exit_code == 0, done.output
+    shutil.rmtree(work / "replays")
+    (work / "annotated").rename(work / "replays")
     doc = json.loads((work / "replays" / "r8.json").read_text())
     start = doc["sources"]["context"].index(CREW)
     quote = "Its crew were Neil Armstrong"

@@ -8,9 +8,9 @@ call, the calls a run would make (those not already cached) and the tokens it wo
 ``Run(settings, out, provider, replies, progress).run(items)`` reads each valid replay's
 open atoms (``question.questions``) with every reader of ``settings.readers``: ``model``
 (``settings.samples`` calls, one per sample, each its own reader) and registered proposers
-that fill replay atoms (``unmask propose list``), a proposer reading the atoms of the roles it
-fills. Readers must agree: an atom gets a value only when every reader that reads it gives
-that value; when they give different values it is UNKNOWN, its ``readings`` keep each
+that fill replay atoms (``unmask propose list``), a proposer reading the atoms of the roles
+it fills. Readers must agree: an atom gets a value only when every reader that reads it
+gives that value; when they give different values it is UNKNOWN, its ``readings`` keep each
 reader's value, quotes and reason, and its ``explanation`` says they disagree. One reader
 alone writes its own reading (UNKNOWN with the reason when it has no value). Every
 annotation written is unreviewed, with ``by`` the reader's (the model's: ``{kind: model,
@@ -18,14 +18,16 @@ name: MODEL, version: DIGEST}``, the digest of the instructions, the answer's sh
 token limit) or, for several readers, their names joined with `` + `` and a digest of their
 versions. Each replay is written to ``out/NAME.json`` (``NAME`` its id made safe, made
 unique in input order, so a rerun writes the same names) only after the replay loader
-accepts it, with a protocol named by path embedded. Every call is looked up in ``replies``
-first and every reply stored there, so a second run makes no call and an interrupted one
-makes only those it did not finish; the same question asked for two replays is one call;
-a replay whose question is longer than ``settings.max_question_chars`` is not asked (its
-atoms UNKNOWN, ``too-long``); ``settings.max_calls`` stops asking: a replay that still
-needs a call is left unwritten (``Summary.stopped``). A timeout or provider error leaves
-that reader's atoms UNKNOWN with the reason and is the replay's error record
-(``Summary.errors``); the run goes on. Same replies, same bytes.
+accepts it, with a protocol named by path embedded (``listed``, when given, is told each
+name and its bytes first: the output folder's manifest, ``unmask.replay.outfolder``). Every
+call is looked up in ``replies`` first and every reply stored there, so a second run makes
+no call and an interrupted one makes only those it did not finish; the same question asked
+for two replays is one call; a replay whose question is longer than
+``settings.max_question_chars`` is not asked (its atoms UNKNOWN, ``too-long``);
+``settings.max_calls`` stops asking: a replay that still needs a call is left unwritten
+(``Summary.stopped``). A timeout or provider error leaves that reader's atoms UNKNOWN with
+the reason and is the replay's error record (``Summary.errors``); the run goes on. Same
+replies, same bytes.
 """
 
 from __future__ import annotations
@@ -199,9 +201,11 @@ class Run:
         provider: Any,
         replies: Replies,
         progress: Callable[[Summary], None] | None = None,
+        listed: Callable[[str, bytes], None] | None = None,
     ) -> None:
         self.settings = settings
         self.out = out
+        self.listed = listed  # told each replay's name and bytes before it is written
         self.provider = provider
         self.replies = replies
         self.progress = progress or (lambda s: None)
@@ -371,7 +375,10 @@ class Run:
         except UnmaskError as exc:  # a reader wrote what the loader refuses: say so
             self.summary.errors.append((item.index, item.location, tuple(exc.diagnostics)))
             return
-        taken = write_in_folder(self.out, f"{item.name}.json", json_bytes(new))
+        data = json_bytes(new)
+        if self.listed is not None:
+            self.listed(f"{item.name}.json", data)
+        taken = write_in_folder(self.out, f"{item.name}.json", data)
         if taken is not None:
             self.summary.errors.append((item.index, item.location, (Diagnostic(Code.IO, taken),)))
             return

@@ -193,6 +193,55 @@ def say(text: str) -> None:
     click.echo(lines(text), err=True)
 
 
+class Folder:
+    """The output folder of `annotate` and `propose replay` (``unmask.replay.outfolder``):
+    ``open`` refuses (exit 2) a folder the paths are read from, or holding replays another
+    run wrote (unless ``replace``), else removes this run's earlier replays and returns the
+    manifest to list each replay in before it is written."""
+
+    def __init__(self, out, tool: str, paths, limits, replace: bool) -> None:  # type: ignore[no-untyped-def]
+        self.out, self.tool, self.paths = out, tool, paths
+        self.limits, self.replace = limits, replace
+
+    def open(self):  # type: ignore[no-untyped-def]
+        from unmask.plumbing.diagnostics import Diagnostic, render, render_all
+        from unmask.plumbing.outputs import remove_stale_temps
+        from unmask.plumbing.safe import printable
+        from unmask.replay.outfolder import Manifest, reads_from, survey
+
+        out = self.out
+        inside = reads_from(out, self.paths)
+        if inside is not None:
+            say(
+                render(
+                    Diagnostic(
+                        Code.USAGE,
+                        f"`{printable(inside)}` is read from the output folder"
+                        f" `{printable(str(out))}`: its replays would be mixed with, or"
+                        " replaced by, the ones written",
+                        help="write to another folder",
+                    )
+                )
+            )
+            raise SystemExit(exitcodes.USAGE)
+        plan = survey(out, self.tool, self.paths, self.limits, noun="run")
+        refused = plan.refusal(self.replace)
+        if refused is not None:
+            say(render_all(refused.diagnostics))
+            raise SystemExit(exitcodes.USAGE)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            remove_stale_temps(out)  # left by a run killed while writing
+            manifest, removed = Manifest.start(plan)
+        except OSError as exc:
+            reason = (exc.strerror or "cannot write").lower()
+            say(render(Diagnostic(Code.USAGE, f"cannot write `{printable(str(out))}`: {reason}")))
+            raise SystemExit(exitcodes.USAGE) from None
+        if removed:
+            say(printable(f"{out}: note: {plan.removed_note(removed)}"))
+        return manifest
+
+
 def click_options(f):  # type: ignore[no-untyped-def]
     """Add one ``--max-*`` option per bound, and ``--protocol-path``, to a click command;
     it receives ``limits``.

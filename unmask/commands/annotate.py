@@ -15,8 +15,9 @@ and tokens a run would send, and makes none (it needs no model library). A progr
 goes to stderr. Error records (an invalid replay, a provider error, a timeout) go to
 ``DIR/errors.jsonl`` and on stderr; the run goes on. Exit 0 every replay written and every
 call answered; 1 some replay has an error record or was left for later by ``--max-calls``;
-4 some input replay is invalid, or a line of ``--from`` cannot be written; 2 usage; 130
-interrupted (the replies received so far stay cached).
+4 some input replay is invalid, or a line of ``--from`` cannot be written; 2 usage, or
+``DIR`` holds another run's replays (unless ``--replace``) or a replay the run reads
+(``commands._options.Folder``); 130 interrupted (the replies received so far stay cached).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from pathlib import Path
 
 import click
 
-from unmask.commands._options import click_options, echo, say
+from unmask.commands._options import Folder, click_options, echo, say
 from unmask.plumbing import exitcodes
 from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError, counted, render, render_all
@@ -73,6 +74,11 @@ class _Progress:
 @click.argument("paths", nargs=-1, required=True, metavar="REPLAYS...")
 @click.option("--model", "model", metavar="PROVIDER/MODEL", help="the model, as Inspect names it")
 @click.option("--out", "out", type=click.Path(file_okay=False), help="the folder to write into")
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="replace the replays an earlier run wrote into `--out` (never any other file)",
+)
 @click.option(
     "--from",
     "hand",
@@ -159,6 +165,7 @@ def command(
     paths,
     model,
     out,
+    replace,
     hand,
     reader,
     readers,
@@ -260,7 +267,8 @@ def command(
             say(render_all(exc.diagnostics))
             raise SystemExit(exitcodes.USAGE) from None
     note = f"{_readings(applied, reader)} from `{hand}`, each reviewed" if hand else ""
-    _run(paths, limits, settings, Path(out), provider, replies, Run, names, inputs, note)
+    folder = Folder(Path(out), "annotate", paths, limits, replace)
+    _run(paths, limits, settings, folder, provider, replies, Run, names, inputs, note)
 
 
 def _usage(message: str, help: str) -> None:
@@ -321,20 +329,13 @@ def _inputs(paths, limits, hand, reader):  # type: ignore[no-untyped-def]
     return annotated, counts
 
 
-def _run(paths, limits, settings, out, provider, replies, Run, names, inputs, note) -> None:  # type: ignore[no-untyped-def]
-    from unmask.plumbing.outputs import remove_stale_temps
+def _run(paths, limits, settings, folder, provider, replies, Run, names, inputs, note) -> None:  # type: ignore[no-untyped-def]
     from unmask.replay.inputs import count_tasks
 
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        remove_stale_temps(out)
-    except OSError as exc:
-        _usage(
-            f"cannot write `{out}`: {(exc.strerror or 'cannot write').lower()}",
-            "pick another folder",
-        )
+    out = folder.out
+    listed = folder.open()  # refused (exit 2) when the folder holds another run's replays
     progress = _Progress(count_tasks(paths, limits))
-    run = Run(settings, out, provider, replies, progress)
+    run = Run(settings, out, provider, replies, progress, listed.add)
 
     async def main():  # type: ignore[no-untyped-def]
         asyncio.get_running_loop().set_exception_handler(_quiet_interrupt)
@@ -346,6 +347,8 @@ def _run(paths, limits, settings, out, provider, replies, Run, names, inputs, no
         progress.end(run.summary)
         say("interrupted: the replies received so far are cached; run again to go on")
         raise SystemExit(exitcodes.INTERRUPTED) from None
+    finally:
+        listed.close()
     progress.end(summary)
     _errors(out, summary)
     values = ", ".join(f"{summary.values[v]} {v}" for v in ("TRUE", "FALSE", "UNKNOWN"))

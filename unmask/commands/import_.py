@@ -5,7 +5,7 @@ judged record is written into DIR (created if missing), and one summary line goe
 stderr, preceded by one line per skipped record saying where and why. DIR must hold no
 replay but those an earlier import wrote there, unchanged, of the same input (a re-run), or
 of any input with ``--replace``: those are replaced, and anything else refuses the import
-(``unmask.importers.outfolder``). Exit 0 when every record became a replay, 1 when some
+(``unmask.replay.outfolder``). Exit 0 when every record became a replay, 1 when some
 were skipped (the rest are written), 4 when the input or the mapping is not readable as the
 format (nothing is written), 2 for usage errors (an unknown importer, a missing option, a
 DIR holding other replays: nothing is written or removed). The module is named ``import_``

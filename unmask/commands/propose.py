@@ -27,7 +27,9 @@ with ``by``, exact quotes and its confidence at the end of ``explanation``; belo
 ``--threshold`` the atom stays as it was. The result is validated by the replay loader, then
 written to ``-o`` (a protocol named by path is embedded when that is another folder) or
 stdout; what was filled, and why proposers abstained, goes to stderr. Exit 0 written, 4 the
-replay is invalid or unreadable, 2 usage.
+replay is invalid or unreadable, 2 usage. With ``--out DIR`` every replay the paths name
+goes to ``DIR/ID.json``; ``DIR`` holding another run's replays (unless ``--replace``) or a
+replay the run reads is refused, exit 2 (``commands._options.Folder``).
 ``unmask propose list`` prints every registered proposer and what it fills.
 This module reads the input, writes the output and sets the exit status; a line read and
 answered is ``unmask.propose.lines``, a replay filled ``unmask.propose.replays``.
@@ -44,7 +46,7 @@ from typing import IO, Any
 
 import click
 
-from unmask.commands._options import click_options, say
+from unmask.commands._options import Folder, click_options, say
 from unmask.ir import Span
 from unmask.plumbing import exitcodes
 from unmask.plumbing.codes import Code
@@ -254,6 +256,11 @@ def judge(
     help="write each replay to DIR/ID.json: for several replay files, a folder or JSON Lines,"
     " as `unmask audit` takes them",
 )
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="replace the replays an earlier run wrote into `--out` (never any other file)",
+)
 @click_options
 def replay(
     paths: tuple[str, ...],
@@ -262,6 +269,7 @@ def replay(
     threshold: float,
     output: str | None,
     out_dir: str | None,
+    replace: bool,
     limits: Limits,
 ) -> None:
     """Fill the open atoms (unannotated or UNKNOWN) of replays with unreviewed proposals."""
@@ -278,7 +286,8 @@ def replay(
             )
         _replay_one(paths[0], proposer_names, rules_path, threshold, output, limits)
         return
-    _replay_many(paths, proposer_names, rules_path, threshold, Path(out_dir), limits)
+    folder = Folder(Path(out_dir), "propose", paths, limits, replace)
+    _replay_many(paths, proposer_names, rules_path, threshold, folder, limits)
 
 
 def _usage(message: str, help: str | None = None) -> None:
@@ -345,7 +354,7 @@ def _replay_many(
     proposer_names: tuple[str, ...],
     rules_path: str | None,
     threshold: float,
-    out: Path,
+    folder: Folder,
     limits: Limits,
 ) -> None:
     """Every replay the paths name (files, folders, JSON Lines, as `audit` takes them),
@@ -354,13 +363,12 @@ def _replay_many(
     from unmask.propose.replay import DEFAULT_PROPOSERS
     from unmask.propose.replays import Unusable, fill_each
 
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        _usage(f"cannot make `{printable(str(out))}`: {(exc.strerror or 'error').lower()}")
+    out = folder.out
+    listed = folder.open()  # refused (exit 2) when the folder holds another run's replays
     status, written, filled, open_ = 0, 0, 0, 0
     asked = proposer_names or DEFAULT_PROPOSERS
-    each = fill_each(names(items(paths, limits)), asked, rules_path, threshold, out, limits)
+    found = names(items(paths, limits))
+    each = fill_each(found, asked, rules_path, threshold, out, limits, listed.add)
     try:
         for done in each:
             if done.diagnostics:
@@ -374,6 +382,8 @@ def _replay_many(
     except Unusable as exc:  # the proposers, the same for every replay: stop at the first
         say(render_all(exc.diagnostics))
         raise SystemExit(EXIT_USAGE) from None
+    finally:
+        listed.close()
     say(
         f"{written} replays written to `{printable(str(out))}`; {filled} of {open_} open atoms"
         " filled, unreviewed"

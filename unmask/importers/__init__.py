@@ -294,14 +294,14 @@ def import_file(
     same input always gives the same names. ``out`` must hold no replay but an earlier
     import's, unchanged, of the same tool and input file (a re-run), or of any with
     ``replace``: those are removed first, and the others are never touched
-    (``unmask.importers.outfolder``). Raises ``UnmaskError`` when ``out`` holds other
+    (``unmask.replay.outfolder``). Raises ``UnmaskError`` when ``out`` holds other
     replays (``other-replays``), the input is not of the format or ``out`` cannot be
     written; a record that cannot be imported is a ``Skipped`` entry of the summary,
     never an exception.
     """
-    from unmask.importers.outfolder import Manifest, survey
     from unmask.plumbing.outputs import remove_stale_temps, write_in_folder
     from unmask.replay.builder import json_bytes
+    from unmask.replay.outfolder import Manifest, survey
 
     mod = get(importer)
     options = options or Options()

@@ -11,14 +11,16 @@ and validates the result as the loader reads it from there (``UnmaskError`` when
 wrote what the loader refuses). ``fill_each(items, ...)`` does the same for loaded replays
 (each with ``location``, ``obj``, ``replay``, ``base``, ``errors`` and its output file's
 stem ``name``, as ``unmask.annotate.run.names`` gives them) and writes each to
-``out/NAME.json``, yielding a ``Filled`` per item: what was written and filled, or the
-diagnostics of why not; only ``Unusable`` is raised. Nothing here prints.
+``out/NAME.json`` (``listed``, when given, told each name and its bytes first: the
+folder's manifest, ``unmask.replay.outfolder``), yielding a ``Filled`` per item: what was
+written and filled, or the diagnostics of why not; only ``Unusable`` is raised. Nothing
+here prints.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +130,7 @@ def fill_each(
     threshold: float,
     out: Path,
     limits: Limits,
+    listed: Callable[[str, bytes], None] | None = None,
 ) -> Iterator[Filled]:
     """Each loaded replay filled and written to ``out/NAME.json`` (see the contract)."""
     from unmask.plumbing.outputs import write_in_folder
@@ -154,7 +157,10 @@ def fill_each(
         except UnmaskError as exc:
             yield Filled(item, diagnostics=exc.diagnostics)
             continue
-        taken = write_in_folder(out, target.name, json_bytes(new))
+        data = json_bytes(new)
+        if listed is not None:  # the output folder's manifest, before the replay is there
+            listed(target.name, data)
+        taken = write_in_folder(out, target.name, data)
         if taken is not None:
             yield Filled(item, diagnostics=(Diagnostic(Code.IO, taken),))
             continue

@@ -1,20 +1,23 @@
-"""The output folder of `unmask import`: whose replays it holds, so that two imports never mix.
+"""The output folder of a command that writes replays: whose replays it holds, so that
+two runs never mix (`unmask import`, `unmask annotate`, `unmask propose replay`).
 
-Contract: ``survey(out, tool, input, limits)`` looks at ``out`` before an import writes
-there: its replays are the entries directly inside named ``*.json`` that are regular files
-or links (what ``unmask audit out`` would read as replays). One is an import's *own* when
-the folder's manifest (``MANIFEST``, JSON Lines: a header naming the tool and the input
-file, by its name and the SHA-256 of its resolved path, so no folder name of the user's is
-written there; then one ``{"file", "sha256"}`` line per replay written) lists it with the SHA-256 of
-the bytes it holds now: written by that import, unchanged since. ``Survey.refusal(replace)``
-is the ``other-replays`` error when the import would mix: any replay that is not its own
-(never removed, whatever the options), or an earlier import's of another tool or input
-file unless ``replace``. A re-run of the same import (same tool, same input file) replaces
-its own replays without ``replace``. ``Manifest.start`` removes the own replays (only after
-the input was read as the format), then replaces the manifest; ``Manifest.add`` lists each
-replay before it is written, so the replays of an import killed midway are still its own.
-The manifest is never read or written through a link; one that cannot be read proves
-nothing (every replay is then another's).
+Contract: ``survey(out, tool, input, limits, noun=)`` looks at ``out`` before a run
+writes there (``input`` the one file an import reads, or the paths `annotate` and
+`propose` read; ``noun`` names the run in messages, `import` or `run`): its replays are
+the entries directly inside named ``*.json`` that are regular files or links (what
+``unmask audit out`` would read as replays). One is a run's *own* when the folder's
+manifest (``MANIFEST``, JSON Lines: a header naming the tool and the input, by its name and
+the SHA-256 of its resolved paths, so no folder name of the user's is written there; then
+one ``{"file", "sha256"}`` line per replay written) lists it with the SHA-256 of the bytes
+it holds now: written by that run, unchanged since. ``Survey.refusal(replace)`` is the
+``other-replays`` error when the run would mix: any replay that is not its own (never
+removed, whatever the options), or an earlier run's of another tool or input unless
+``replace``. A re-run (same tool, same input; one reading stdin never is) replaces its own
+replays without ``replace``. ``Manifest.start`` removes the own replays (only after the
+input was found readable), then replaces the manifest; ``Manifest.add`` lists each replay
+before it is written, so the replays of a run killed midway are still its own. The
+manifest is never read or written through a link; one that cannot be read proves nothing
+(every replay is then another's).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import hashlib
 import json
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -61,11 +65,13 @@ class Survey:
     own: tuple[str, ...]  # replays the manifest's import wrote, unchanged since
     others: tuple[str, ...]  # every other replay: not listed, or changed since
     changed: int  # how many of ``others`` are listed but hold other bytes now
+    noun: str = "import"  # what this run is called in messages: `import`, else `run`
 
     @property
     def rerun(self) -> bool:
         e = self.earlier
-        return e is not None and e.tool == self.tool and e.input_id == self.input_id
+        same = e is not None and e.tool == self.tool and e.input_id == self.input_id
+        return same and bool(self.input_id)  # stdin (no id) is never the same input
 
     def _of(self) -> str:
         """`` (`TOOL` of `INPUT`)``, the earlier import (own replays come with one)."""
@@ -74,7 +80,13 @@ class Survey:
 
     def removed_note(self, n: int) -> str:
         return (
-            f"replaced {n} replay{'s' if n != 1 else ''} an earlier import{self._of()} wrote here"
+            f"replaced {n} replay{'s' if n != 1 else ''} an earlier {self.noun}{self._of()}"
+            " wrote here"
+        )
+
+    def _into(self) -> str:
+        return (
+            "import into an empty folder" if self.noun == "import" else "write to an empty folder"
         )
 
     def refusal(self, replace: bool) -> UnmaskError | None:
@@ -82,30 +94,33 @@ class Survey:
         if self.others:
             n, listed = len(self.others), len(self.others) - self.changed
             files = f"{n} `*.json` file{'s' if n != 1 else ''}"
+            imp = self.noun == "import"
+            writer = "`unmask import`" if imp else "`unmask import`, `annotate` or `propose`"
+            one = "an import" if imp else "a run"
             if not self.changed:
-                what = f"{files} that no `unmask import` wrote there"
+                what = f"{files} that no {writer} wrote there"
             elif not listed:
-                what = f"{files} changed since an import wrote {'them' if n != 1 else 'it'}"
+                what = f"{files} changed since {one} wrote {'them' if n != 1 else 'it'}"
             else:
                 what = (
-                    f"{files} that are no import's own ({listed} no import wrote there,"
+                    f"{files} that are no {self.noun}'s own ({listed} no {self.noun} wrote there,"
                     f" {self.changed} changed since one did)"
                 )
             return _refuse(
                 f"the output folder `{shorten(self.out)}` holds {what}, e.g. "
                 f"`{shorten(self.others[0], 100)}`: an audit of the folder would read "
-                f"{'them' if n != 1 else 'it'} with this import's replays",
-                "import into an empty folder, or move them out first; `--replace` replaces "
-                "only the replays an earlier import wrote there, unchanged since",
+                f"{'them' if n != 1 else 'it'} with this {self.noun}'s replays",
+                f"{self._into()}, or move them out first; `--replace` replaces "
+                f"only the replays an earlier {self.noun} wrote there, unchanged since",
             )
         if self.own and not self.rerun and not replace:
             n = len(self.own)
             return _refuse(
                 f"the output folder `{shorten(self.out)}` holds {n} replay"
-                f"{'s' if n != 1 else ''} of an earlier import{self._of()}, e.g. "
+                f"{'s' if n != 1 else ''} of an earlier {self.noun}{self._of()}, e.g. "
                 f"`{shorten(self.own[0], 100)}`: an audit of the folder would mix "
-                f"{'them' if n != 1 else 'it'} with this import's",
-                "import into an empty folder, or pass `--replace` to replace them",
+                f"{'them' if n != 1 else 'it'} with this {self.noun}'s",
+                f"{self._into()}, or pass `--replace` to replace them",
             )
         return None
 
@@ -114,10 +129,21 @@ def _refuse(message: str, help: str) -> UnmaskError:
     return UnmaskError([Diagnostic(Code.OTHER_REPLAYS, message, help=help)])
 
 
-def survey(out: Path, tool: str, input: Path, limits: Limits = DEFAULT_LIMITS) -> Survey:
+def survey(
+    out: Path,
+    tool: str,
+    input: Path | Sequence[str],
+    limits: Limits = DEFAULT_LIMITS,
+    *,
+    noun: str = "import",
+) -> Survey:
     """What ``out`` holds (see the module); a folder that is not there holds nothing."""
-    where = os.path.realpath(input)
-    shown, input_id = os.path.basename(where), digest(os.fsencode(where))
+    paths = [str(input)] if isinstance(input, Path) else list(input)
+    where = [os.path.realpath(p) for p in paths if p != "-"]
+    shown = "stdin" if paths[0] == "-" else os.path.basename(where[0])
+    if len(paths) > 1:
+        shown += f" and {len(paths) - 1} more"
+    input_id = "" if "-" in paths else digest(os.fsencode("\0".join(where)))
     names: list[str] = []
     # not there, or not a folder: nothing held (mkdir says why it cannot be written, later)
     with contextlib.suppress(OSError), os.scandir(out) as it:
@@ -137,7 +163,9 @@ def survey(out: Path, tool: str, input: Path, limits: Limits = DEFAULT_LIMITS) -
         else:
             others.append(name)
             changed += want is not None
-    return Survey(str(out), tool, shown, input_id, earlier, tuple(own), tuple(others), changed)
+    return Survey(
+        str(out), tool, shown, input_id, earlier, tuple(own), tuple(others), changed, noun
+    )
 
 
 def _held(path: Path, limits: Limits) -> str | None:
@@ -245,3 +273,15 @@ def _new_manifest(out: str, head: bytes) -> IO[bytes]:
             os.unlink(tmp)
         raise
     return fh
+
+
+def reads_from(out: Path, paths: Sequence[str]) -> str | None:
+    """The first of ``paths`` that is ``out`` or lies inside it, or None: a run that reads
+    there would remove (``Manifest.start``) or mix with the replays it is about to read."""
+    where = os.path.realpath(out)
+    for p in paths:
+        if p != "-":
+            real = os.path.realpath(p)
+            if real == where or real.startswith(where.rstrip(os.sep) + os.sep):
+                return p
+    return None
