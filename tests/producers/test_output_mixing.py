@@ -131,3 +131,13 @@ def test_the_output_folder_is_never_one_the_run_reads(tmp_path, command):
         assert res.exit_code == 2
         assert res.stderr.startswith(f"error: `{given}` is read from the output folder `{out}`")
         assert sorted(p.name for p in out.iterdir()) == before
+
+
+def test_a_rerun_with_an_unknown_proposer_is_refused_before_the_folder_is_touched(tmp_path):
+    out = tmp_path / "out"
+    assert propose(tmp_path, out, "case_a.json").exit_code == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    res = propose(tmp_path, out, "case_a.json", extra=("--proposer", "bogus"))
+    assert res.exit_code == 2
+    assert "bogus" in res.stderr
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # its replays kept

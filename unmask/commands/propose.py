@@ -361,12 +361,17 @@ def _replay_many(
     each written to ``out/ID.json``; an invalid one is said and passed over (exit 4)."""
     from unmask.annotate.run import items, names
     from unmask.propose.replay import DEFAULT_PROPOSERS
-    from unmask.propose.replays import Unusable, fill_each
+    from unmask.propose.replays import Unusable, fill_each, fillers
 
     out = folder.out
+    asked = proposer_names or DEFAULT_PROPOSERS
+    try:  # before the folder is touched: a re-run would otherwise remove its own replays first
+        fillers(asked, rules_path)
+    except Unusable as exc:
+        say(render_all(exc.diagnostics))
+        raise SystemExit(EXIT_USAGE) from None
     listed = folder.open()  # refused (exit 2) when the folder holds another run's replays
     status, written, filled, open_ = 0, 0, 0, 0
-    asked = proposer_names or DEFAULT_PROPOSERS
     found = names(items(paths, limits))
     each = fill_each(found, asked, rules_path, threshold, out, limits, listed.add)
     try:

@@ -35,27 +35,36 @@ class Unusable(UnmaskError):
     """The proposers asked for cannot fill a replay (a usage problem, not the replay's)."""
 
 
-def proposers_for(
-    names: tuple[str, ...], obj: dict, base: Path, rules_path: str | None
-) -> list[Proposer]:
-    """The proposers asked for, in order; ``Unusable`` (a usage problem) when one cannot
-    fill a replay or ``--rules`` is given without ``judge-rules``."""
+def fillers(names: tuple[str, ...], rules_path: str | None) -> dict[str, Proposer]:
+    """The proposers asked for that need no replay to be made (all but ``judge-rules``), by
+    name; ``Unusable`` (a usage problem) when one is unknown or ``--rules`` is given without
+    ``judge-rules``. What can be told before any replay is read, so a run can refuse before
+    it touches its output folder."""
     from unmask.propose.replay import replay_filler
 
     if rules_path and "judge-rules" not in names:
         raise Unusable(
             [Diagnostic(Code.USAGE, "`--rules` is for the `judge-rules` proposer, not asked for")]
         )
-    proposers = []
     try:
-        for name in names:
-            if name == "judge-rules":
-                proposers.append(judge_rules(obj, base, rules_path))
-                continue
-            proposers.append(replay_filler(name))
+        return {name: replay_filler(name) for name in names if name != "judge-rules"}
     except UnmaskError as exc:
         raise Unusable(exc.diagnostics) from None
-    return proposers
+
+
+def proposers_for(
+    names: tuple[str, ...], obj: dict, base: Path, rules_path: str | None
+) -> list[Proposer]:
+    """The proposers asked for, in order; ``Unusable`` (a usage problem) when one cannot
+    fill a replay or ``--rules`` is given without ``judge-rules``."""
+    made = fillers(names, rules_path)
+    try:
+        return [
+            judge_rules(obj, base, rules_path) if name == "judge-rules" else made[name]
+            for name in names
+        ]
+    except UnmaskError as exc:
+        raise Unusable(exc.diagnostics) from None
 
 
 def judge_rules(obj: dict, base: Path, rules_path: str | None) -> Proposer:
