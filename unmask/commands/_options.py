@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import functools
 import sys
+from collections.abc import Sequence
 from dataclasses import fields
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -22,6 +25,9 @@ from unmask.plumbing import exitcodes
 from unmask.plumbing.codes import Code
 from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
 from unmask.replay.confine import PROTOCOL_PATH_ENV, env_roots, real_roots
+
+if TYPE_CHECKING:
+    from unmask.replay.outfolder import Manifest
 
 
 def backend_option(help: str, default: str = DEFAULT_BACKEND):
@@ -199,13 +205,14 @@ class Folder:
     run wrote (unless ``replace``), else removes this run's earlier replays and returns the
     manifest to list each replay in before it is written."""
 
-    def __init__(self, out, tool: str, paths, limits, replace: bool) -> None:  # type: ignore[no-untyped-def]
+    def __init__(
+        self, out: Path, tool: str, paths: Sequence[str], limits: Limits, replace: bool
+    ) -> None:
         self.out, self.tool, self.paths = out, tool, paths
         self.limits, self.replace = limits, replace
 
-    def open(self):  # type: ignore[no-untyped-def]
+    def open(self) -> Manifest:
         from unmask.plumbing.diagnostics import Diagnostic, render, render_all
-        from unmask.plumbing.outputs import remove_stale_temps
         from unmask.plumbing.safe import printable
         from unmask.replay.outfolder import Manifest, reads_from, survey
 
@@ -230,8 +237,6 @@ class Folder:
             say(render_all(refused.diagnostics))
             raise SystemExit(exitcodes.USAGE)
         try:
-            out.mkdir(parents=True, exist_ok=True)
-            remove_stale_temps(out)  # left by a run killed while writing
             manifest, removed = Manifest.start(plan)
         except OSError as exc:
             reason = (exc.strerror or "cannot write").lower()

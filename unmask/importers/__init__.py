@@ -299,7 +299,7 @@ def import_file(
     written; a record that cannot be imported is a ``Skipped`` entry of the summary,
     never an exception.
     """
-    from unmask.plumbing.outputs import remove_stale_temps, write_in_folder
+    from unmask.plumbing.outputs import write_in_folder
     from unmask.replay.builder import json_bytes
     from unmask.replay.outfolder import Manifest, survey
 
@@ -319,8 +319,6 @@ def import_file(
     used: set[str] = set()
     manifest = None
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        remove_stale_temps(out)  # left by an import killed while writing
         manifest, removed = Manifest.start(plan)
         if removed:
             summary.notes.append(Note(str(out), plan.removed_note(removed)))

@@ -219,10 +219,16 @@ class Manifest:
 
     @classmethod
     def start(cls, plan: Survey) -> tuple[Manifest, int]:
-        """Remove ``plan``'s own replays, then put a new manifest in place; and how many
-        replays were removed. Removing first: a kill in between leaves the old manifest,
-        which lists only replays that are gone, never a replay no manifest lists."""
+        """Make the folder if it is missing (and clear the temporary files a run killed
+        while writing left), remove ``plan``'s own replays, then put a new manifest in
+        place; and how many replays were removed. Removing first: a kill in between leaves
+        the old manifest, which lists only replays that are gone, never a replay no
+        manifest lists. ``OSError`` when the folder cannot be written."""
+        from unmask.plumbing.outputs import remove_stale_temps
+
         out = plan.out
+        os.makedirs(out, exist_ok=True)
+        remove_stale_temps(Path(out))
         removed = 0
         for name in plan.own:
             path = os.path.join(out, name)
