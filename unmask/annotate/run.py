@@ -18,8 +18,9 @@ name: MODEL, version: DIGEST}``, the digest of the instructions, the answer's sh
 token limit) or, for several readers, their names joined with `` + `` and a digest of their
 versions. Each replay is written to ``out/NAME.json`` (``NAME`` its id made safe, made
 unique in input order, so a rerun writes the same names) only after the replay loader
-accepts it, with a protocol named by path embedded (``listed``, when given, is told each
-name and its bytes first: the output folder's manifest, ``unmask.replay.outfolder``). Every
+accepts it, with a protocol named by path embedded (through ``write`` when given: the
+output folder's manifest, which lists each replay before it writes it,
+``unmask.replay.outfolder``). Every
 call is looked up in ``replies`` first and every reply stored there, so a second run makes
 no call and an interrupted one makes only those it did not finish; the same question asked
 for two replays is one call; a replay whose question is longer than
@@ -201,11 +202,11 @@ class Run:
         provider: Any,
         replies: Replies,
         progress: Callable[[Summary], None] | None = None,
-        listed: Callable[[str, bytes], None] | None = None,
+        write: Callable[[str, bytes], str | None] | None = None,
     ) -> None:
         self.settings = settings
         self.out = out
-        self.listed = listed  # told each replay's name and bytes before it is written
+        self.write = write  # the output folder's manifest: lists each replay, then writes it
         self.provider = provider
         self.replies = replies
         self.progress = progress or (lambda s: None)
@@ -376,9 +377,11 @@ class Run:
             self.summary.errors.append((item.index, item.location, tuple(exc.diagnostics)))
             return
         data = json_bytes(new)
-        if self.listed is not None:
-            self.listed(f"{item.name}.json", data)
-        taken = write_in_folder(self.out, f"{item.name}.json", data)
+        name = f"{item.name}.json"
+        if self.write is not None:
+            taken = self.write(name, data)
+        else:
+            taken = write_in_folder(self.out, name, data)
         if taken is not None:
             self.summary.errors.append((item.index, item.location, (Diagnostic(Code.IO, taken),)))
             return

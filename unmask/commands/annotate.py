@@ -335,7 +335,7 @@ def _run(paths, limits, settings, folder, provider, replies, Run, names, inputs,
     out = folder.out
     listed = folder.open()  # refused (exit 2) when the folder holds another run's replays
     progress = _Progress(count_tasks(paths, limits))
-    run = Run(settings, out, provider, replies, progress, listed.add)
+    run = Run(settings, out, provider, replies, progress, listed.write)
 
     async def main():  # type: ignore[no-untyped-def]
         asyncio.get_running_loop().set_exception_handler(_quiet_interrupt)

@@ -373,7 +373,7 @@ def _replay_many(
     listed = folder.open()  # refused (exit 2) when the folder holds another run's replays
     status, written, filled, open_ = 0, 0, 0, 0
     found = names(items(paths, limits))
-    each = fill_each(found, asked, rules_path, threshold, out, limits, listed.add)
+    each = fill_each(found, asked, rules_path, threshold, out, limits, listed.write)
     try:
         for done in each:
             if done.diagnostics:

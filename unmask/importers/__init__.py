@@ -299,7 +299,6 @@ def import_file(
     written; a record that cannot be imported is a ``Skipped`` entry of the summary,
     never an exception.
     """
-    from unmask.plumbing.outputs import write_in_folder
     from unmask.replay.builder import json_bytes
     from unmask.replay.outfolder import Manifest, survey
 
@@ -336,8 +335,7 @@ def import_file(
             used.add(name.lower())
             target = out / f"{name}.json"
             data = json_bytes(rec.replay)
-            manifest.add(target.name, data)  # listed first: a kill leaves none unlisted
-            taken = write_in_folder(out, target.name, data)
+            taken = manifest.write(target.name, data)
             if taken is not None:
                 summary.skipped.append(Skipped(str(target), taken))
                 continue

@@ -11,10 +11,10 @@ and validates the result as the loader reads it from there (``UnmaskError`` when
 wrote what the loader refuses). ``fill_each(items, ...)`` does the same for loaded replays
 (each with ``location``, ``obj``, ``replay``, ``base``, ``errors`` and its output file's
 stem ``name``, as ``unmask.annotate.run.names`` gives them) and writes each to
-``out/NAME.json`` (``listed``, when given, told each name and its bytes first: the
-folder's manifest, ``unmask.replay.outfolder``), yielding a ``Filled`` per item: what was
-written and filled, or the diagnostics of why not; only ``Unusable`` is raised. Nothing
-here prints.
+``out/NAME.json`` (through ``write`` when given: the folder's manifest, which lists
+each replay before it writes it, ``unmask.replay.outfolder``), yielding a ``Filled`` per
+item: what was written and filled, or the diagnostics of why not; only ``Unusable`` is
+raised. Nothing here prints.
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def fill_each(
     threshold: float,
     out: Path,
     limits: Limits,
-    listed: Callable[[str, bytes], None] | None = None,
+    write: Callable[[str, bytes], str | None] | None = None,
 ) -> Iterator[Filled]:
     """Each loaded replay filled and written to ``out/NAME.json`` (see the contract)."""
     from unmask.plumbing.outputs import write_in_folder
@@ -167,9 +167,10 @@ def fill_each(
             yield Filled(item, diagnostics=exc.diagnostics)
             continue
         data = json_bytes(new)
-        if listed is not None:  # the output folder's manifest, before the replay is there
-            listed(target.name, data)
-        taken = write_in_folder(out, target.name, data)
+        if write is not None:  # the output folder's manifest lists it, then writes it
+            taken = write(target.name, data)
+        else:
+            taken = write_in_folder(out, target.name, data)
         if taken is not None:
             yield Filled(item, diagnostics=(Diagnostic(Code.IO, taken),))
             continue

@@ -14,8 +14,8 @@ it holds now: written by that run, unchanged since. ``Survey.refusal(replace)`` 
 removed, whatever the options), or an earlier run's of another tool or input unless
 ``replace``. A re-run (same tool, same input; one reading stdin never is) replaces its own
 replays without ``replace``. ``Manifest.start`` removes the own replays (only after the
-input was found readable), then replaces the manifest; ``Manifest.add`` lists each replay
-before it is written, so the replays of a run killed midway are still its own. The
+input was found readable), then replaces the manifest; ``Manifest.write`` lists each replay
+before it writes it, so the replays of a run killed midway are still its own. The
 manifest is never read or written through a link; one that cannot be read proves nothing
 (every replay is then another's).
 """
@@ -212,9 +212,10 @@ def _read(path: Path, limits: Limits) -> Earlier | None:
 
 
 class Manifest:
-    """The manifest of the import under way: ``start`` it, ``add`` each replay, ``close``."""
+    """The manifest of the run under way: ``start`` it, ``write`` each replay, ``close``."""
 
-    def __init__(self, fh: IO[bytes]) -> None:
+    def __init__(self, out: str, fh: IO[bytes]) -> None:
+        self.out = out
         self._fh = fh
 
     @classmethod
@@ -243,11 +244,16 @@ class Manifest:
             "input": plan.input,
             "input_sha256": plan.input_id,
         }
-        return cls(_new_manifest(out, _line(head))), removed
+        return cls(out, _new_manifest(out, _line(head))), removed
 
-    def add(self, name: str, data: bytes) -> None:
+    def write(self, name: str, data: bytes) -> str | None:
+        """Write the replay ``name`` into the folder, listed first (a kill leaves no replay
+        unlisted); what ``write_in_folder`` says when the name is taken, else None."""
+        from unmask.plumbing.outputs import write_in_folder
+
         self._fh.write(_line({"file": name, "sha256": digest(data)}))
         self._fh.flush()  # in the kernel's hands: a killed process's lines are kept
+        return write_in_folder(self.out, name, data)
 
     def close(self) -> None:
         self._fh.close()
