@@ -19,6 +19,10 @@ ends either program with the one ``internal-error`` diagnostic
 (``unmask.plumbing.diagnostics.internal_error``) and ``exitcodes.INTERNAL``, never a traceback
 (``internal_status``).
 
+Run as a program (the group called with no arguments), the process ends with the command's
+status without the interpreter's teardown, once ``atexit`` has run and both streams are
+flushed (``unmask.cli.finish``, which says when it exits normally instead).
+
 Commands write with ``click.echo`` or ``sys.stdout`` and catch nothing about standard output
 themselves. Files a command names are written through ``unmask.plumbing.outputs`` or caught where
 they are written, so an error that reaches this guard with no file name is the stream's.
@@ -122,6 +126,19 @@ class StdoutGuard(click.Group):
 
     output_status: ClassVar[int] = exitcodes.USAGE
     internal_status: ClassVar[int | None] = None  # None: an unexpected exception goes on
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # the programs' entry points call this with no arguments: their run ends without
+        # the interpreter's teardown (``unmask.cli.finish``); a caller that passes any gets
+        # click's ``main``, which raises ``SystemExit`` as it always did
+        if args or kwargs:
+            return self.main(*args, **kwargs)
+        try:
+            return self.main()
+        except SystemExit as exc:
+            from unmask.cli.finish import finish
+
+            finish(exc)
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
         with guarded(self.output_status):
