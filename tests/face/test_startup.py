@@ -231,6 +231,11 @@ NOT_FOR_A_WARM_CHECK = (
     "unmask.analysis",
     "unmask.checking.record",
     "unmask.checking.formats",  # the JSON formats: the text report needs none
+    # a replay and its protocol that convert at once need neither the slow reader nor the
+    # schema builder (compiled from source, about 5 ms)
+    "unmask.plumbing.struct_reader",
+    "unmask.plumbing.struct_schema",
+    "unmask.ir.json_convert",
     # msgspec is not listed: a replay and its protocol (from the cache too) are read through
     # their formats' msgspec structs (unmask/replay/format.py, unmask/ir/format.py), so every
     # command that reads one imports it (about 6.5 ms, docs/performance.md)

@@ -13,7 +13,9 @@ from msgspec import UNSET, Meta, UnsetType
 
 from unmask.plumbing.jsonreader import JsonReader, join_path
 from unmask.plumbing.limits import DEFAULT_LIMITS
-from unmask.plumbing.structs import Format, StructReader, json_schema, problem, what_of
+from unmask.plumbing.struct_reader import StructReader, problem, what_of
+from unmask.plumbing.struct_schema import json_schema
+from unmask.plumbing.structs import Format
 
 T = TypeVar("T")
 

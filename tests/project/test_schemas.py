@@ -14,7 +14,8 @@ import pytest
 
 from unmask.bench.workload import labelled_line, replay_line
 from unmask.plumbing.diagnostics import UnmaskError
-from unmask.plumbing.structs import field_names, schema_text
+from unmask.plumbing.struct_schema import schema_text
+from unmask.plumbing.structs import field_names
 from unmask.replay import format as fmt
 from unmask.replay.data import PROVENANCE_KINDS, SOURCES, VALUES, WHOLE
 from unmask.replay.load import replay_from_obj

@@ -36,6 +36,7 @@ from unmask.plumbing.diagnostics import UnmaskError
 from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
 from unmask.replay import load as replay
 from unmask.replay.data import SOURCES, Replay
+from unmask.replay.format import ReplayJson
 from unmask.replay.load import replay_from_obj
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("case_*.json"))
@@ -282,9 +283,9 @@ _SPAN = {"source": "rationale", "start": 2, "end": 9, "quote": "checked"}
 def test_the_structs_decline_anything_not_plainly_well_typed(changes: dict) -> None:
     """What ``msgspec.convert`` declines is read the long way, which words it."""
     doc = json.loads(replay_line(2, 0, 0, "mixed"))
-    assert replay._convert(doc) is not None
+    assert replay._convert(doc, ReplayJson) is not None
     doc["annotations"][0] = _ann(**changes)
-    assert replay._convert(doc) is None
+    assert replay._convert(doc, ReplayJson) is None
 
 
 @pytest.mark.parametrize("name", ATOM_POOL)

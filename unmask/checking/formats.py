@@ -203,7 +203,7 @@ _SCHEMA_WORDS = f"`{RESULT_SCHEMA}`, `{REPORT_SCHEMA}` or `{ERROR_SCHEMA}`"
 
 def read_line(obj: Any) -> ResultLine | ReportDoc | ErrorLine:
     """A parsed result line of any schema as its struct, or ``LineError``."""
-    from unmask.plumbing.structs import problem
+    from unmask.plumbing.struct_reader import problem
 
     try:
         return msgspec.convert(obj, AnyLine)  # type: ignore[arg-type]
@@ -234,7 +234,7 @@ def _def_name(title: str) -> str:
 def schema(struct: Any, title: str) -> dict[str, Any]:
     """The JSON Schema of one format: the line itself at the top, its definitions named
     plainly (``_def_name``)."""
-    from unmask.plumbing.structs import json_schema
+    from unmask.plumbing.struct_schema import json_schema
 
     return json_schema(title, struct, inline=True, rename=_def_name)
 
@@ -245,7 +245,7 @@ def schemas() -> dict[str, str]:
     (the protocol IR, the replay, the review line, the calibration file), so one list names
     them all."""
     from unmask.ir import format as ir_format
-    from unmask.plumbing.structs import schema_text
+    from unmask.plumbing.struct_schema import schema_text
     from unmask.replay import format as replay_format
     from unmask.review import format as review_format
 

@@ -154,6 +154,6 @@ def json_schema() -> dict[str, Any]:
     """The JSON Schema of ``unmask.protocol/1``, as published in docs/schemas/: every
     struct's unknown keys refused as the struct declares (the reader warns of most), the
     definitions in the order they are met."""
-    from unmask.plumbing.structs import json_schema as build  # not at start-up: docs only
+    from unmask.plumbing.struct_schema import json_schema as build  # not at start-up: docs only
 
     return build(PROTOCOL_SCHEMA, ProtocolDoc, open_keys=False, sort=False)

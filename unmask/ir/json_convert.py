@@ -29,10 +29,9 @@ from unmask.ir.format import (
 )
 from unmask.plumbing.codes import Code
 from unmask.plumbing.jsonreader import JsonReader, index_path, join_path, kind, show
-from unmask.plumbing.structs import (
+from unmask.plumbing.struct_reader import (
     ABSENT,
     Problem,
-    fields_of,
     item_struct,
     render_path,
     struct_in,
@@ -41,6 +40,7 @@ from unmask.plumbing.structs import (
     value_at,
     what_of,
 )
+from unmask.plumbing.structs import fields_of
 
 # the words of "expected …" where the type alone would say too little
 _EXPECTED: dict[tuple[Any, str | None], str] = {

@@ -21,7 +21,7 @@ from msgspec import UNSET, Meta, UnsetType, field
 from unmask.ir.json import PROTOCOL_SCHEMA
 from unmask.plumbing.codes import Code
 from unmask.plumbing.jsonreader import JsonReader, did_you_mean, join_path, show
-from unmask.plumbing.structs import Format, json_schema
+from unmask.plumbing.structs import Format
 from unmask.replay.data import SOURCES
 
 __all__ = [
@@ -261,5 +261,7 @@ class ReplayJson(Format, kw_only=True):
 
 def replay_schema() -> dict[str, Any]:
     """The JSON Schema of ``unmask.replay/1``, as published in ``docs/schemas/replay-1.json``."""
+    from unmask.plumbing.struct_schema import json_schema  # docs only, not at start-up
+
     # the two protocol forms are named by the `protocol` field's `anyOf`, not by a type
     return json_schema(REPLAY_SCHEMA, ReplayJson, ProtocolPath, ProtocolSource)

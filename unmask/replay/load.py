@@ -36,7 +36,7 @@ from collections import OrderedDict
 from dataclasses import replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import msgspec
 
@@ -57,7 +57,7 @@ from unmask.plumbing.jsonload import parse_json_text, read_json_file
 from unmask.plumbing.jsonreader import JsonReader, did_you_mean, index_path, join_path, kind, show
 from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
 from unmask.plumbing.names import member_help
-from unmask.plumbing.structs import UNSET, StructReader, UnsetType, field_names
+from unmask.plumbing.structs import UNSET, UnsetType, field_names
 from unmask.replay.confine import Refused, locate_protocol
 from unmask.replay.data import SOURCES, VERDICTS, Replay
 from unmask.replay.evidence import read_annotations
@@ -104,14 +104,29 @@ _FORMS_HELP = (
 )
 
 
-def _convert(obj: dict) -> ReplayJson | None:
-    """``obj`` read into the format's structs when it fits them exactly (every type right,
-    no unknown key), else None: then ``StructReader`` reads it and words every problem."""
+S = TypeVar("S", bound=msgspec.Struct)
+
+
+def _convert(obj: dict, cls: type[S]) -> S | None:
+    """``obj`` read into the format's struct ``cls`` when it fits exactly (every type
+    right, no unknown key), else None."""
     try:
-        return msgspec.convert(obj, ReplayJson)
+        return msgspec.convert(obj, cls)
     # a lone surrogate, which JSON may escape, cannot be matched against a `Literal`
     except (msgspec.ValidationError, UnicodeEncodeError):
         return None
+
+
+def _read(r: JsonReader, obj: dict, cls: type[S], path: str) -> S:
+    """``obj`` read into ``cls``: at once when it fits (``_convert``), else by
+    ``StructReader``, which words every problem into ``r`` and is imported only then (a
+    replay that fits never loads it)."""
+    got = _convert(obj, cls)
+    if got is not None:
+        return got
+    from unmask.plumbing.struct_reader import StructReader
+
+    return StructReader(r).struct(obj, cls, path)
 
 
 def _structured_verbatim(annotations: Any) -> bool:
@@ -150,7 +165,7 @@ class _ReplayReader:
         if not self._schema(obj):
             return None
         # a field the slow way found missing or ill-typed is None: reported, and skipped
-        doc = _convert(obj) or StructReader(r).struct(obj, ReplayJson, "")
+        doc = _read(r, obj, ReplayJson, "")
         rid = doc.id
         item = self._label_text(doc.item, Code.ITEM, "what was judged")
         judge = self._label_text(doc.judge, Code.JUDGE, "which judge or run judged it")
@@ -329,10 +344,10 @@ class _ReplayReader:
             )
             return None
         form = forms[0]
-        read = StructReader(r).struct(
-            p, ProtocolPath if form == "path" else ProtocolSource, "protocol"
-        )
-        value = read.path if form == "path" else read.source
+        if form == "path":
+            value = _read(r, p, ProtocolPath, "protocol").path
+        else:
+            value = _read(r, p, ProtocolSource, "protocol").source
         if value is None:
             return None
         fp = join_path("protocol", form)

@@ -24,7 +24,9 @@ from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic
 from unmask.plumbing.jsonreader import JsonReader
 from unmask.plumbing.limits import DEFAULT_LIMITS
-from unmask.plumbing.structs import Format, StructReader, json_schema, what_of
+from unmask.plumbing.struct_reader import StructReader, what_of
+from unmask.plumbing.struct_schema import json_schema
+from unmask.plumbing.structs import Format
 
 __all__ = [
     "CALIBRATION_SCHEMA",
