@@ -14,7 +14,8 @@ from tests.checking.test_checker import pigeonhole
 from tests.helpers import LostTimer, Rescue
 from tests.strategies import exprs as random_exprs
 from unmask.backends import Part, Sat, Unknown, Unsat, create
-from unmask.backends.z3_backend import Z3Backend, _clear_cancel, lower
+from unmask.backends.z3_backend import Z3Backend
+from unmask.backends.z3_solver import _clear_cancel, lower
 from unmask.ir import (
     Atom,
     Binary,
@@ -198,3 +199,33 @@ def test_same_input_same_model(seed: int) -> None:
 
     assert model() == model()
     assert set(iter_atoms(Nary("or", tuple(A(n) for n in NAMES)))) == set(NAMES)
+
+
+def test_a_missing_z3_is_said_when_the_backend_is_made(monkeypatch):
+    # z3 is imported by the first session, but a run that names the backend without z3
+    # installed is told at once, as the import of old told it (`backend ... cannot be loaded`)
+    import importlib.util
+
+    from unmask.backends import z3_backend
+    from unmask.commands._options import backend_unavailable
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        z3_backend.importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "z3" else real(name, *a),
+    )
+    with pytest.raises(ModuleNotFoundError) as caught:
+        create("z3")
+    assert caught.value.name == "z3"
+    diag = backend_unavailable("z3", caught.value)
+    assert diag.message == "backend `z3` cannot be loaded"
+    assert diag.help == "it needs the module `z3`, which is not installed"
+
+
+def test_lower_is_still_found_where_the_api_documents_it():
+    from unmask.backends import z3_backend
+
+    assert z3_backend.lower is lower
+    with pytest.raises(AttributeError):
+        z3_backend.no_such_name  # noqa: B018

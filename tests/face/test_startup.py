@@ -190,16 +190,21 @@ def test_help_imports_no_solver(tmp_path):
     assert _solvers(_imported(["--help"], tmp_path)) == set()
 
 
-@pytest.mark.parametrize("backend", ["sliced", "truthtable"])
+@pytest.mark.parametrize("backend", ["sliced", "truthtable", "z3"])
 def test_check_imports_no_solver_its_backend_does_not_need(backend, tmp_path):
+    # case_a's facts settle every question (unmask.checking.closed): no backend asks a
+    # solver, so even the default backend never imports z3 (a quarter of such a check)
     modules = _imported(["check", "--backend", backend, str(EXAMPLES / "case_a.json")], tmp_path)
     assert "unmask.checking.checker" in modules  # it did check
     assert _solvers(modules) == set()
 
 
-def test_check_with_z3_imports_z3_but_not_pysat(tmp_path):
-    modules = _imported(["check", "--backend", "z3", str(EXAMPLES / "case_a.json")], tmp_path)
+def test_check_with_z3_imports_z3_when_it_asks_and_never_pysat(tmp_path):
+    # this replay's verdict needs a solver's answer
+    replay = str(EXAMPLES / "claim_parts_entailed.json")
+    modules = _imported(["check", "--backend", "z3", replay], tmp_path)
     assert _solvers(modules) == {"z3"}
+    assert "unmask.backends.z3_solver" in modules
 
 
 def test_a_command_runs_with_the_collector_thresholds_raised(tmp_path):

@@ -50,7 +50,7 @@ class Baseline:
 
     def check(self, replay: Any) -> dict[str, Any]:
         """Statuses of every check of ``replay`` (a validated ``Replay``)."""
-        from unmask.backends.z3_backend import lower
+        from unmask.backends.z3_solver import lower
         from unmask.checking.checker import Case, base_parts, verdict_query
         from unmask.ir import mk_not
 
