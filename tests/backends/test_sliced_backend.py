@@ -14,7 +14,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-import unmask.backends.sliced as sliced
+import unmask.backends.sliced_session as sliced
 from tests.backends.test_backend_matrix import bases, brute_sat
 from tests.strategies import replays
 from unmask.api import check

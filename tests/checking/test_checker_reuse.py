@@ -163,7 +163,7 @@ def test_a_copied_encoder_goes_on_as_the_original_would_and_apart_from_it() -> N
 
 
 def test_the_sliced_backend_encodes_a_protocols_parts_once_and_the_same() -> None:
-    from unmask.backends import sliced
+    from unmask.backends import sliced_session as sliced
 
     sliced._ENCODED.clear()
     a, b, c = (Atom(n) for n in "abc")

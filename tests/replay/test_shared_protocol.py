@@ -215,7 +215,7 @@ def test_an_inconsistent_b_proto_is_remembered_with_its_conflict():
 
 def test_b_proto_is_not_remembered_when_the_clock_decided_it(monkeypatch):
     from unmask.backends.base import Unknown
-    from unmask.backends.sliced import SlicedSession
+    from unmask.backends.sliced_session import SlicedSession
 
     real = SlicedSession.check
 
