@@ -81,6 +81,21 @@ def test_atexit_callbacks_run_after_the_output():
     assert "teardown ran" not in p.stderr
 
 
+def test_the_original_stdout_is_flushed_where_the_stream_was_replaced():
+    # a library that swapped sys.stdout leaves the original holding what was written to it
+    body = (
+        "import atexit, io\n"
+        "def late():\n"
+        "    sys.__stdout__.write('written late')\n"
+        "    sys.stdout = io.StringIO()\n"
+        "atexit.register(late)"
+    )
+    p = run(body, "check", "case_a.json")
+    assert p.returncode == exitcodes.OK
+    assert p.stdout.endswith("written late")
+    assert "teardown ran" not in p.stderr
+
+
 def test_a_running_thread_is_waited_for_as_a_normal_exit_waits():
     body = (
         "import threading, time\n"

@@ -52,7 +52,8 @@ def finish(exc: SystemExit) -> NoReturn:
 
     atexit._run_exitfuncs()  # what a normal exit runs before its teardown, and clears
     try:
-        for stream in (sys.stdout, sys.stderr):
+        # the original streams too, where a command or a library wrapped or replaced them
+        for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
             if stream is not None:
                 stream.flush()
     except (OSError, ValueError):
