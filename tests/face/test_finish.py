@@ -12,6 +12,7 @@ is whole, the status is the command's.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -39,11 +40,15 @@ _kept = _Sentinel()
 
 def run(body: str, *args: str, flags: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     code = SENTINEL + body + "\nfrom unmask.cli.main import main\nmain()\n"
+    # standard output to a pipe is block-buffered, as a user's is: what is not flushed
+    # before the process ends is lost, which these tests must see
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
     return subprocess.run(
         [sys.executable, *flags, "-c", code, *args],
         capture_output=True,
         text=True,
         cwd=EXAMPLES,
+        env=env,
         timeout=120,
     )
 
