@@ -241,6 +241,7 @@ NOT_FOR_A_WARM_CHECK = (
     "unmask.plumbing.struct_reader",
     "unmask.plumbing.struct_schema",
     "unmask.ir.json_convert",
+    "unmask.ir.json",  # the IR's writer: a check only reads
     # msgspec is not listed: a replay and its protocol (from the cache too) are read through
     # their formats' msgspec structs (unmask/replay/format.py, unmask/ir/format.py), so every
     # command that reads one imports it (about 6.5 ms, docs/performance.md)

@@ -18,7 +18,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from msgspec import UNSET, Meta, UnsetType, field
 
-from unmask.ir.json import PROTOCOL_SCHEMA
+from unmask.ir.format import PROTOCOL_SCHEMA
 from unmask.plumbing.codes import Code
 from unmask.plumbing.jsonreader import JsonReader, did_you_mean, join_path, show
 from unmask.plumbing.structs import Format

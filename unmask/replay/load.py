@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import msgspec
 
 from unmask import ir
-from unmask.ir.json import PROTOCOL_SCHEMA
+from unmask.ir.format import PROTOCOL_SCHEMA
 from unmask.ir.json_reader import (
     ATOM_NAME_RE,
     IDENT_RE,
