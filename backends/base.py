@@ -17,11 +17,11 @@ Contract:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Hashable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import field
 from typing import Generic, TypeVar
 
-from unmask.ir import Expr, iter_atoms
+from unmask.ir import Expr, Memo, atom_order
 from unmask.plumbing.frozen import frozen
 
 DEFAULT_TIMEOUT_MS = 60_000
@@ -49,11 +49,21 @@ class Part(Generic[L_co]):
     label: L_co
     expr: Expr
     # its atoms in first-occurrence order, found once: the bases of a replay share their
-    # parts, so every session and every component search reads this one index
-    atoms: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    # parts, so every session and every component search reads this one index. Left
+    # out, they are found here; given, they are ``atom_order(expr, memo)`` with one memo
+    # for all the parts of a base (``parts_of``), whose decisions share most of their nodes
+    atoms: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "atoms", tuple(iter_atoms(self.expr)))
+        if not self.atoms:
+            object.__setattr__(self, "atoms", atom_order(self.expr))
+
+
+def parts_of(labelled: Iterable[tuple[L, Expr]]) -> list[Part[L]]:
+    """A ``Part`` per ``(label, expr)``, their atoms found over one memo: each distinct
+    node of all the expressions is visited once, however many parts share it."""
+    memo: Memo = {}
+    return [Part(label, e, atom_order(e, memo)) for label, e in labelled]
 
 
 @frozen

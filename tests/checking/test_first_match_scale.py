@@ -30,9 +30,22 @@ from unmask import ir
 from unmask.analysis.analyze import analyze
 from unmask.analysis.ground import Scope
 from unmask.backends import Backend, create
+from unmask.backends.base import Part, parts_of
+from unmask.checking.bases import _Derived
 from unmask.checking.explain import Deadline
 from unmask.cli.main import main
-from unmask.ir import evaluate, iter_atoms, mk_and, mk_atom, mk_iff, mk_implies, mk_not, mk_or
+from unmask.ir import (
+    atom_order,
+    evaluate,
+    iter_atoms,
+    mk_and,
+    mk_atom,
+    mk_iff,
+    mk_implies,
+    mk_not,
+    mk_or,
+    nodes,
+)
 from unmask.language.compiler import compile_source
 
 
@@ -108,6 +121,72 @@ def test_an_atom_walk_visits_a_shared_node_once() -> None:
     started = time.monotonic()
     assert list(iter_atoms(x)) == [f"a{i}" for i in range(27)]
     assert time.monotonic() - started < 1.0
+
+
+def _lines_run(work) -> int:  # type: ignore[no-untyped-def]
+    """Lines of Python that ``work()`` runs: counted work, the same on any machine."""
+    count = 0
+
+    def tracer(frame, event, arg):  # type: ignore[no-untyped-def]
+        nonlocal count
+        count += event == "line"
+        return tracer
+
+    old = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        work()
+    finally:
+        sys.settrace(old)
+    return count
+
+
+def test_the_parts_of_many_first_match_labels_are_made_in_linear_work(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # what the checker makes of a protocol before its first solver call: its parts and
+    # their atoms. A walk per part repeated the chain of earlier decisions (n^2 / 2 nodes),
+    # and each label's decision was found by a scan of the labels: 2,000 labels took 3 s
+    # before any deadline was looked at
+    small, large = (
+        compile_source(first_match_source(n, grounded=False), "fm.proto") for n in (100, 400)
+    )
+    lines = [_lines_run(lambda p=p: _Derived(p).parts) for p in (small, large)]
+    assert lines[1] < 5 * lines[0]  # 4x the labels; it was 15x (300,000 lines to 4.6 million)
+    visits = 0
+    real = nodes.children
+
+    def counted(e: ir.Expr) -> tuple[ir.Expr, ...]:
+        nonlocal visits
+        visits += 1
+        return real(e)
+
+    again = compile_source(first_match_source(400, grounded=False), "fm.proto")
+    monkeypatch.setattr(nodes, "children", counted)
+    parts = _Derived(again).parts
+    # each distinct node once (a fold looks at a node twice): 6,000; it was 241,000
+    assert visits < 20 * 400
+    monkeypatch.undo()
+    # and each part's atoms are those a walk of it alone finds, in the same order
+    assert all(p.atoms == tuple(iter_atoms(p.expr)) for p in parts)
+    assert parts[-1].atoms[:3] == ("$v:rest", "a0", "a1")
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_atoms_found_over_one_memo_are_each_expressions_own(seed: int) -> None:
+    rng = random.Random(seed)
+    pool: list[ir.Expr] = [mk_atom(f"x{i}") for i in range(6)] + [ir.FALSE]
+    for _ in range(40):  # a DAG: later nodes reuse earlier ones, as the chain does
+        pick = rng.sample(pool, rng.randint(1, 3))
+        make = rng.choice([mk_and, mk_or, lambda xs: mk_not(xs[0]), lambda xs: mk_iff(*xs[:2])])
+        if make is not mk_and and make is not mk_or and len(pick) < 2:
+            pick = [*pick, rng.choice(pool)]
+        pool.append(make(pick))
+    memo: ir.Memo = {}
+    asked = rng.sample(pool, 15)
+    assert [atom_order(e, memo) for e in asked] == [tuple(iter_atoms(e)) for e in asked]
+    parts = parts_of((f"p{i}", e) for i, e in enumerate(asked))
+    assert [p.atoms for p in parts] == [Part("q", e).atoms for e in asked]
 
 
 class _Spy(Backend):

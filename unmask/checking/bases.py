@@ -22,7 +22,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from unmask.backends.base import Part
+from unmask.backends.base import Part, parts_of
 from unmask.checking.closed import MAX_TABLE, Settled, Shape, TableBase, decision_shape, settle
 from unmask.checking.report import PartId
 from unmask.ir import (
@@ -141,21 +141,23 @@ DECISION = PartId("decision")
 
 
 def proto_parts(p: Protocol) -> list[Part]:
-    parts: list[Part] = []
+    """B_proto's parts, their atoms found over one memo (``parts_of``): under first-match
+    every decision holds the chain of the earlier ones, so a walk per part was n^2 / 2."""
+    parts: list[tuple[PartId, Expr]] = []
     seen: dict[str, int] = {}
     for c in p.constraints:
         # defensive: part ids must be unique for selectors, so a repeated name is numbered
         seen[c.name] = n = seen.get(c.name, 0) + 1
-        parts.append(Part(PartId("constraint", c.name, n), c.expr))
+        parts.append((PartId("constraint", c.name, n), c.expr))
     if not p.declared_labels:
         assert p.decision is not None
-        parts.append(Part(DECISION, mk_iff(mk_atom(VERDICT_ATOM), p.decision)))
-        return parts
+        parts.append((DECISION, mk_iff(mk_atom(VERDICT_ATOM), p.decision)))
+        return parts_of(parts)
     variables = [mk_atom(v) for v in verdict_atoms(p)]
-    parts.append(Part(PartId("labels"), mk_card("exactly", 1, variables)))
+    parts.append((PartId("labels"), mk_card("exactly", 1, variables)))
     for label, v in zip(p.labels, variables, strict=True):
-        parts.append(Part(PartId("decision", label), mk_iff(v, p.decision_for(label))))
-    return parts
+        parts.append((PartId("decision", label), mk_iff(v, p.decision_for(label))))
+    return parts_of(parts)
 
 
 def base_parts(case: Case, facts: Mapping[str, bool] | None = None) -> dict[str, list[Part]]:
@@ -198,7 +200,7 @@ class _Derived:
         self.protocol = protocol  # kept alive: the cache is keyed by its identity
         self.parts = tuple(proto_parts(protocol))
         # how many atoms the protocol's parts hold: a base holds at least those
-        self.proto_width = len({a for p in self.parts for a in p.atoms})
+        self.proto_width = len(set().union(*(p.atoms for p in self.parts)))
         # the protocol's atoms by declaration order, and every atom a base has (those and
         # the verdict's), in that order
         self.order = {n: i for i, n in enumerate(protocol.atom_names)}
