@@ -31,8 +31,10 @@ from unmask.analysis.analyze import analyze
 from unmask.analysis.ground import Scope
 from unmask.backends import Backend, create
 from unmask.backends.base import Part, parts_of
-from unmask.checking.bases import _Derived
+from unmask.checking.bases import Case, _Derived, _derived
+from unmask.checking.checker import check_case
 from unmask.checking.explain import Deadline
+from unmask.checking.outcomes import check_replay
 from unmask.cli.main import main
 from unmask.ir import (
     atom_order,
@@ -47,6 +49,7 @@ from unmask.ir import (
     nodes,
 )
 from unmask.language.compiler import compile_source
+from unmask.replay.load import load_replay
 
 
 def first_match_source(n: int, grounded: bool = True) -> str:
@@ -286,6 +289,74 @@ def test_analyze_and_compare_take_a_deadline(tmp_path: Path) -> None:
             command, str(path), *([str(path)] if command == "compare" else []), "--deadline-ms=0"
         )
         assert zero.exit_code == 2 and "--deadline-ms" in zero.output
+
+
+def _replay_file(tmp_path: Path, n: int, grounded: bool, tag: str = "") -> Path:
+    # ``tag`` (a comment) makes a protocol of its own: no cache of this process has it
+    replay = {
+        "schema": "unmask.replay/1",
+        "id": "fm",
+        "protocol": {"source": first_match_source(n, grounded) + f"# {tag}\n"},
+        "sources": {"rationale": "r", "context": "c", "response": "s"},
+        "verdict": "l0",
+        "annotations": [],
+    }
+    path = tmp_path / "fm.json"
+    path.write_text(json.dumps(replay), encoding="utf-8")
+    return path
+
+
+def test_the_parts_a_deadline_cut_are_not_kept() -> None:
+    p = compile_source(first_match_source(300), "fm.proto")
+    case = Case("fm", p, "l0", ())
+    # a clock that moves a millisecond per look: the deadline passes at its first look,
+    # which is inside the making of the protocol's parts (no call comes before it)
+    cut = check_case(case, create("sliced"), deadline=Deadline(1, clock=_Calls()))
+    assert _derived(p)._parts is None  # nothing half-made is left for the next check
+    assert cut.overall == "UNKNOWN" and cut.reasons[0].code == "deadline"
+    assert cut.bases is not None and (cut.bases.proto, cut.bases.all) == ("SOLVER_UNKNOWN",) * 2
+    assert cut.bases.evid == "CONSISTENT"  # the facts alone: no part of the protocol's
+    assert cut.verdict.result.status == "SOLVER_UNKNOWN"
+    assert cut.verdict.result.detail == "deadline" and cut.verdict.allowed is None
+    # the grounding pairs are on the facts alone, decided as ever (a~c: either way)
+    assert {g.result.status for g in cut.grounding} == {"UNDERDETERMINED"}
+    # and the same protocol checked afterwards, without a deadline, is checked in full,
+    # as a protocol never cut is
+    again = check_case(case, create("sliced"))
+    fresh = compile_source(first_match_source(300), "fm.proto")
+    assert again == check_case(Case("fm", fresh, "l0", ()), create("sliced"))
+    assert again.verdict.result.status == "UNDERDETERMINED"
+
+
+@pytest.mark.parametrize("backend_name", ["z3", "pysat", "sliced"])
+def test_a_deadline_bounds_the_check_of_2000_first_match_labels(
+    backend_name: str, tmp_path: Path
+) -> None:
+    # its parts took 3 s of CPU, made before the deadline was ever looked at, so a
+    # `--deadline-ms 100` took 3.5 s; loading the replay is not counted (docs/semantics.md)
+    replay = load_replay(_replay_file(tmp_path, 2000, grounded=True, tag=backend_name))
+    started = time.process_time()
+    report = check_replay(replay, create(backend_name), deadline_ms=100)
+    spent = time.process_time() - started
+    assert report.overall == "UNKNOWN" and report.exit_code == 3
+    first = report.reasons[0]
+    assert (first.code, first.subject) == ("deadline", "replay")
+    assert first.message.startswith("the check ran past its deadline of 100 ms")
+    assert report.verdict.result.status == "SOLVER_UNKNOWN"
+    assert spent < 2.0  # CPU seconds, generous: about 0.15 now
+
+
+def test_check_ends_near_its_deadline_on_2000_first_match_labels(tmp_path: Path) -> None:
+    path = _replay_file(tmp_path, 2000, grounded=True)
+    assert path.stat().st_size > 250_000
+    args = [sys.executable, "-c", "from unmask.cli.main import main; main()", "check", str(path)]
+    done = subprocess.run(
+        [*args, "--deadline-ms", "100"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 3, done.stderr[-2000:]
+    assert "UNKNOWN" in done.stdout
+    assert "the check ran past its deadline of 100 ms" in done.stdout
+    assert "Traceback" not in done.stderr
 
 
 @pytest.mark.parametrize("backend_name", ["z3", "sliced"])

@@ -177,17 +177,18 @@ class _Derived:
         "_checks",
         "_fact_ids",
         "_fact_parts",
+        "_lock",
         "_pair_atoms",
         "_pair_texts",
         "_pairs",
+        "_parts",
         "_queries",
         "_shape",
         "_template",
+        "_width",
         "atoms",
         "order",
-        "parts",
         "proto_base",
-        "proto_width",
         "protocol",
         "results",
         "room",
@@ -198,9 +199,10 @@ class _Derived:
 
     def __init__(self, protocol: Protocol) -> None:
         self.protocol = protocol  # kept alive: the cache is keyed by its identity
-        self.parts = tuple(proto_parts(protocol))
-        # how many atoms the protocol's parts hold: a base holds at least those
-        self.proto_width = len(set().union(*(p.atoms for p in self.parts)))
+        # B_proto's parts and how many atoms they hold, made at their first use (``parts``)
+        self._parts: tuple[Part, ...] | None = None
+        self._width = 0
+        self._lock = threading.Lock()
         # the protocol's atoms by declaration order, and every atom a base has (those and
         # the verdict's), in that order
         self.order = {n: i for i, n in enumerate(protocol.atom_names)}
@@ -231,6 +233,29 @@ class _Derived:
         # protocol with thousands of them does not clear the memo every replay
         checks = 2 * len(protocol.requirements) + len(protocol.grounding)
         self.room = min(SETTLED_MAX, max(SETTLED_SIZE, SETTLED_PER_CHECK * checks))
+
+    @property
+    def parts(self) -> tuple[Part, ...]:
+        """B_proto's parts (``proto_parts``), made once, at their first use: under
+        first-match with thousands of labels that is real work, which the checker does
+        under the deadline of the check that needs them (``unmask.checking.checker``). A
+        deadline that cuts it leaves nothing behind; the next use starts again."""
+        got = self._parts
+        if got is None:
+            with self._lock:  # one thread makes them; another waits, then reads them
+                got = self._parts
+                if got is None:
+                    got = tuple(proto_parts(self.protocol))
+                    self._width = len(set().union(*(p.atoms for p in got)))
+                    self._parts = got
+        return got
+
+    @property
+    def proto_width(self) -> int:
+        """How many atoms the protocol's parts hold: a base holds at least those."""
+        if self._parts is None:
+            _ = self.parts  # made now, with their width
+        return self._width
 
     def settle(self, phi: Expr, atoms: list[str], facts: dict[str, bool]) -> Settled | None:
         """``unmask.checking.closed.settle``, remembered: it depends only on ``phi`` and the facts

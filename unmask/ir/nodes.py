@@ -440,8 +440,11 @@ def _atoms_step(node: Expr, values: list[tuple[str, ...]]) -> tuple[str, ...]:
     filled = [v for v in values if v]
     if len(filled) <= 1:
         return filled[0] if filled else ()
-    # the merge is C's work on the atoms themselves, never a walk of the nodes again
-    return tuple(dict.fromkeys(itertools.chain.from_iterable(filled)))
+    # the merge is C's work on the atoms themselves, never a walk of the nodes again; it
+    # is counted for a caller's deadline, since a fold over a shared memo meets few nodes
+    merged = tuple(dict.fromkeys(itertools.chain.from_iterable(filled)))
+    tick(len(merged))
+    return merged
 
 
 def _card_holds(op: str, k: int, n: int) -> bool:
