@@ -11,7 +11,9 @@ Contract:
 - what a protocol alone determines (its parts, their table, B_proto's state, the text of
   its grounding pairs, the checks on the facts it has settled) is made once per process
   for the last ``DERIVED_SIZE`` protocols, keyed by the protocol object (``unmask.replay.load``
-  hands every replay of a batch the same one);
+  hands every replay of a batch the same one); its parts at their first use, their atoms
+  over one memo (each distinct node once: linear in first-match labels), under the
+  deadline of the check that uses them, and only whole;
 - the verdict variables are ``$pass`` (binary) or ``$v:LABEL``: no identifier or family
   member can contain ``$``, so they never clash with a protocol atom.
 """

@@ -14,9 +14,10 @@ Contract:
   the result is not SATISFIED named, by ``unmask.checking.aggregate``;
 - a check *rests on* the annotations in its explanation, or pinned in its witnesses; its
   ``unreviewed`` and ``gold_derived`` counts are taken over those;
-- an optional ``Deadline`` bounds the whole report (see ``unmask.checking.explain``): a report it
-  cut short is UNKNOWN with a ``deadline`` reason; one it did not is byte-identical to the
-  report without a deadline.
+- an optional ``Deadline`` bounds the whole report (see ``unmask.checking.explain``), the
+  making of the protocol's parts included (cut there: B_proto and B_all SOLVER_UNKNOWN
+  without a call): a report it cut short is UNKNOWN with a ``deadline`` reason; one it did
+  not is byte-identical to the report without a deadline.
 
 Size: Classify (on a backend, or in closed form), the verdict's labels and the items of
 an explanation are this module; the bases and what a protocol alone determines are
