@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import field
 from typing import Generic, TypeVar
 
@@ -49,21 +50,27 @@ class Part(Generic[L_co]):
     label: L_co
     expr: Expr
     # its atoms in first-occurrence order, found once: the bases of a replay share their
-    # parts, so every session and every component search reads this one index. Left
-    # out, they are found here; given, they are ``atom_order(expr, memo)`` with one memo
-    # for all the parts of a base (``parts_of``), whose decisions share most of their nodes
-    atoms: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    # parts, so every session and every component search reads this one index. Always
+    # found from ``expr`` here (so ``replace`` cannot leave them stale); inside
+    # ``parts_of`` over one memo for all the parts made, whose decisions share most nodes
+    atoms: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not self.atoms:
-            object.__setattr__(self, "atoms", atom_order(self.expr))
+        object.__setattr__(self, "atoms", atom_order(self.expr, _SHARED.get()))
+
+
+# the memo the parts made by ``parts_of`` share (None elsewhere: each part on its own)
+_SHARED: ContextVar[Memo | None] = ContextVar("unmask_part_atoms", default=None)
 
 
 def parts_of(labelled: Iterable[tuple[L, Expr]]) -> list[Part[L]]:
     """A ``Part`` per ``(label, expr)``, their atoms found over one memo: each distinct
     node of all the expressions is visited once, however many parts share it."""
-    memo: Memo = {}
-    return [Part(label, e, atom_order(e, memo)) for label, e in labelled]
+    token = _SHARED.set({})
+    try:
+        return [Part(label, e) for label, e in labelled]
+    finally:
+        _SHARED.reset(token)  # the memo goes: it holds every node it met
 
 
 @frozen
