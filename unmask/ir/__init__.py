@@ -11,6 +11,7 @@ the plumbing; no backend, no checker.
 ``from unmask import ir`` gives the nodes and their constructors (``ir.mk_and``).
 """
 
+from unmask.ir.atoms import atom_order
 from unmask.ir.nodes import (
     BINARY_LABELS,
     BINARY_OPS,
@@ -44,7 +45,6 @@ from unmask.ir.nodes import (
     Requirement,
     Span,
     Table,
-    atom_order,
     children,
     depth,
     evaluate,

@@ -17,7 +17,6 @@ every layer, so diagnostics can name a place without the IR) and the deadline wa
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from dataclasses import field
 from typing import Any, ClassVar, Generic, TypeVar
@@ -421,30 +420,6 @@ def _walk_atoms(e: Expr) -> Iterator[str]:
                 continue
             walked.add(id(node))
             stack.extend(reversed(children(node)))
-
-
-def atom_order(e: Expr, memo: Memo | None = None) -> tuple[str, ...]:
-    """``tuple(iter_atoms(e))``, found by a fold: with ``memo`` kept between calls, each
-    distinct node of all the expressions asked is visited once (a node's atoms are its
-    children's, in order, each once). n first-match decisions over one chain: n visits
-    in all, where a walk per decision made n^2 / 2 (2,000 labels: 3 s before any clock)."""
-    shape = small_shape(e)
-    if shape is not None:
-        return (shape[1],) if shape[1] == shape[2] else (shape[1], shape[2])
-    return fold(e, _atoms_step, memo)
-
-
-def _atoms_step(node: Expr, values: list[tuple[str, ...]]) -> tuple[str, ...]:
-    if node.__class__ is Atom:
-        return (node.name,)  # type: ignore[union-attr]
-    filled = [v for v in values if v]
-    if len(filled) <= 1:
-        return filled[0] if filled else ()
-    # the merge is C's work on the atoms themselves, never a walk of the nodes again; it
-    # is counted for a caller's deadline, since a fold over a shared memo meets few nodes
-    merged = tuple(dict.fromkeys(itertools.chain.from_iterable(filled)))
-    tick(len(merged))
-    return merged
 
 
 def _card_holds(op: str, k: int, n: int) -> bool:
