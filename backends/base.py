@@ -17,11 +17,13 @@ Contract:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Hashable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import field
 from typing import Generic, TypeVar
 
-from unmask.ir import Expr, iter_atoms
+from unmask.ir import Expr, Memo, atom_order, children
+from unmask.plumbing.budget import tick
 from unmask.plumbing.frozen import frozen
 
 DEFAULT_TIMEOUT_MS = 60_000
@@ -49,11 +51,55 @@ class Part(Generic[L_co]):
     label: L_co
     expr: Expr
     # its atoms in first-occurrence order, found once: the bases of a replay share their
-    # parts, so every session and every component search reads this one index
+    # parts, so every session and every component search reads this one index. Always
+    # found from ``expr`` here (so ``replace`` cannot leave them stale); inside
+    # ``parts_of`` over one memo for all the parts made, whose decisions share most nodes
     atoms: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "atoms", tuple(iter_atoms(self.expr)))
+        shared = _SHARED.get()
+        found = atom_order(self.expr) if shared is None else atom_order(self.expr, *shared)
+        object.__setattr__(self, "atoms", found)
+
+
+# the memo the parts made by ``parts_of`` share, and how often each node is still to be
+# read (None elsewhere: each part on its own)
+_SHARED: ContextVar[tuple[Memo, dict[int, int]] | None] = ContextVar(
+    "unmask_part_atoms", default=None
+)
+
+
+def parts_of(labelled: Iterable[tuple[L, Expr]]) -> list[Part[L]]:
+    """A ``Part`` per ``(label, expr)``, their atoms found over one memo: each distinct
+    node of all the expressions is visited once, however many parts share it, and its
+    atoms are kept only until its last parent has read them."""
+    made = list(labelled)
+    token = _SHARED.set(({}, _uses([e for _, e in made])))
+    try:
+        return [Part(label, e) for label, e in made]
+    finally:
+        _SHARED.reset(token)  # the memo goes: it holds every node it met
+
+
+def _uses(exprs: Sequence[Expr]) -> dict[int, int]:
+    """How often each node's atoms will be read: once per distinct parent (a fold steps
+    each node once) and once per expression asked."""
+    uses: dict[int, int] = {}
+    seen: set[int] = set()
+    for e in exprs:
+        uses[id(e)] = uses.get(id(e), 0) + 1
+        stack = [e]
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            kids = children(node)
+            tick(len(kids) + 1)  # a caller's deadline cuts this walk too
+            for c in kids:
+                uses[id(c)] = uses.get(id(c), 0) + 1
+                stack.append(c)
+    return uses
 
 
 @frozen

@@ -10,7 +10,12 @@
   undecided finding (exit 3), never a guess, and a finding decided before it is the one a
   run without a deadline gives;
 - a 180 KB replay of 2,000 first-match labels is checked within its deadline in bounded
-  memory.
+  memory;
+- the checker makes a protocol's parts (each D_L and its atoms) in linear work, counted in
+  lines run and nodes visited, never timed: one memo over the shared chain, a node's atoms
+  dropped once its parents have them; and it makes them under the replay's deadline, so
+  `check --deadline-ms 100` on 2,000 labels ends there (SOLVER_UNKNOWN, exit 3) instead
+  of 3.5 s later, and a cut leaves nothing half-made behind.
 """
 
 from __future__ import annotations
@@ -30,10 +35,26 @@ from unmask import ir
 from unmask.analysis.analyze import analyze
 from unmask.analysis.ground import Scope
 from unmask.backends import Backend, create
+from unmask.backends.base import Part, parts_of
+from unmask.checking.bases import Case, _Derived, _derived
+from unmask.checking.checker import check_case
 from unmask.checking.explain import Deadline
+from unmask.checking.outcomes import check_replay
 from unmask.cli.main import main
-from unmask.ir import evaluate, iter_atoms, mk_and, mk_atom, mk_iff, mk_implies, mk_not, mk_or
+from unmask.ir import (
+    atom_order,
+    evaluate,
+    iter_atoms,
+    mk_and,
+    mk_atom,
+    mk_iff,
+    mk_implies,
+    mk_not,
+    mk_or,
+    nodes,
+)
 from unmask.language.compiler import compile_source
+from unmask.replay.load import load_replay
 
 
 def first_match_source(n: int, grounded: bool = True) -> str:
@@ -108,6 +129,89 @@ def test_an_atom_walk_visits_a_shared_node_once() -> None:
     started = time.monotonic()
     assert list(iter_atoms(x)) == [f"a{i}" for i in range(27)]
     assert time.monotonic() - started < 1.0
+
+
+def _lines_run(work) -> int:  # type: ignore[no-untyped-def]
+    """Lines of Python that ``work()`` runs: counted work, the same on any machine."""
+    count = 0
+
+    def tracer(frame, event, arg):  # type: ignore[no-untyped-def]
+        nonlocal count
+        count += event == "line"
+        return tracer
+
+    old = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        work()
+    finally:
+        sys.settrace(old)
+    return count
+
+
+def test_the_parts_of_many_first_match_labels_are_made_in_linear_work(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # what the checker makes of a protocol before its first solver call: its parts and
+    # their atoms. A walk per part repeated the chain of earlier decisions (n^2 / 2 nodes),
+    # and each label's decision was found by a scan of the labels: 2,000 labels took 3 s
+    # before any deadline was looked at
+    small, large = (
+        compile_source(first_match_source(n, grounded=False), "fm.proto") for n in (100, 400)
+    )
+    lines = [_lines_run(lambda p=p: _Derived(p).parts) for p in (small, large)]
+    assert lines[1] < 5 * lines[0]  # 4x the labels; it was 15x (300,000 lines to 4.6 million)
+    visits = 0
+    real = nodes.children
+
+    def counted(e: ir.Expr) -> tuple[ir.Expr, ...]:
+        nonlocal visits
+        visits += 1
+        return real(e)
+
+    again = compile_source(first_match_source(400, grounded=False), "fm.proto")
+    monkeypatch.setattr(nodes, "children", counted)
+    parts = _Derived(again).parts
+    # each distinct node once (a fold looks at a node twice): 6,000; it was 241,000
+    assert visits < 20 * 400
+    monkeypatch.undo()
+    # and each part's atoms are those a walk of it alone finds, in the same order
+    assert all(p.atoms == tuple(iter_atoms(p.expr)) for p in parts)
+    assert parts[-1].atoms[:3] == ("$v:rest", "a0", "a1")
+
+
+def test_the_memo_lets_a_nodes_atoms_go_once_its_parents_have_them() -> None:
+    import tracemalloc
+
+    # the parts' atom lists hold n^2 / 2 names between them, as any list per part must;
+    # the memo held two more lists of each length (the chain's, each decision's) until
+    # the last part was made: a peak of 3x what is kept
+    derived = _Derived(compile_source(first_match_source(1000, grounded=False), "fm.proto"))
+    tracemalloc.start()
+    try:
+        parts = derived.parts
+        kept, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert sum(len(p.atoms) for p in parts) > 1000 * 1000 / 2
+    assert peak < 1.8 * kept  # 1.35x now; 3.0x when the memo kept every node's atoms
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_atoms_found_over_one_memo_are_each_expressions_own(seed: int) -> None:
+    rng = random.Random(seed)
+    pool: list[ir.Expr] = [mk_atom(f"x{i}") for i in range(6)] + [ir.FALSE]
+    for _ in range(40):  # a DAG: later nodes reuse earlier ones, as the chain does
+        pick = rng.sample(pool, rng.randint(1, 3))
+        make = rng.choice([mk_and, mk_or, lambda xs: mk_not(xs[0]), lambda xs: mk_iff(*xs[:2])])
+        if make is not mk_and and make is not mk_or and len(pick) < 2:
+            pick = [*pick, rng.choice(pool)]
+        pool.append(make(pick))
+    memo: ir.Memo = {}
+    asked = rng.sample(pool, 15)
+    assert [atom_order(e, memo) for e in asked] == [tuple(iter_atoms(e)) for e in asked]
+    parts = parts_of((f"p{i}", e) for i, e in enumerate(asked))
+    assert [p.atoms for p in parts] == [Part("q", e).atoms for e in asked]
 
 
 class _Spy(Backend):
@@ -207,6 +311,84 @@ def test_analyze_and_compare_take_a_deadline(tmp_path: Path) -> None:
             command, str(path), *([str(path)] if command == "compare" else []), "--deadline-ms=0"
         )
         assert zero.exit_code == 2 and "--deadline-ms" in zero.output
+
+
+def _replay_file(tmp_path: Path, n: int, grounded: bool, tag: str = "") -> Path:
+    # ``tag`` (a comment) makes a protocol of its own: no cache of this process has it
+    replay = {
+        "schema": "unmask.replay/1",
+        "id": "fm",
+        "protocol": {"source": first_match_source(n, grounded) + f"# {tag}\n"},
+        "sources": {"rationale": "r", "context": "c", "response": "s"},
+        "verdict": "l0",
+        "annotations": [],
+    }
+    path = tmp_path / "fm.json"
+    path.write_text(json.dumps(replay), encoding="utf-8")
+    return path
+
+
+def test_the_parts_a_deadline_cut_are_not_kept() -> None:
+    p = compile_source(first_match_source(300), "fm.proto")
+    case = Case("fm", p, "l0", ())
+    # a clock that moves a millisecond per look: the deadline passes at its first look,
+    # which is inside the making of the protocol's parts (no call comes before it)
+    cut = check_case(case, create("sliced"), deadline=Deadline(1, clock=_Calls()))
+    assert _derived(p)._parts is None  # nothing half-made is left for the next check
+    assert cut.overall == "UNKNOWN" and cut.reasons[0].code == "deadline"
+    assert cut.bases is not None and (cut.bases.proto, cut.bases.all) == ("SOLVER_UNKNOWN",) * 2
+    assert cut.bases.evid == "CONSISTENT"  # the facts alone: no part of the protocol's
+    assert cut.verdict.result.status == "SOLVER_UNKNOWN"
+    assert cut.verdict.result.detail == "deadline" and cut.verdict.allowed is None
+    # the grounding pairs are on the facts alone, decided as ever (a~c: either way)
+    assert {g.result.status for g in cut.grounding} == {"UNDERDETERMINED"}
+    # and the same protocol checked afterwards, without a deadline, is checked in full,
+    # as a protocol never cut is
+    again = check_case(case, create("sliced"))
+    fresh = compile_source(first_match_source(300), "fm.proto")
+    assert again == check_case(Case("fm", fresh, "l0", ()), create("sliced"))
+    assert again.verdict.result.status == "UNDERDETERMINED"
+
+
+@pytest.mark.parametrize("backend_name", ["z3", "pysat", "sliced"])
+def test_a_deadline_bounds_the_check_of_2000_first_match_labels(
+    backend_name: str, tmp_path: Path
+) -> None:
+    # its parts took 3 s of CPU, made before the deadline was ever looked at, so a
+    # `--deadline-ms 100` took 3.5 s; loading the replay is not counted (docs/semantics.md)
+    replay = load_replay(_replay_file(tmp_path, 2000, grounded=True, tag=backend_name))
+    started = time.process_time()
+    report = check_replay(replay, create(backend_name), deadline_ms=100)
+    spent = time.process_time() - started
+    assert report.overall == "UNKNOWN" and report.exit_code == 3
+    first = report.reasons[0]
+    assert (first.code, first.subject) == ("deadline", "replay")
+    assert first.message.startswith("the check ran past its deadline of 100 ms")
+    assert report.verdict.result.status == "SOLVER_UNKNOWN"
+    assert spent < 2.0  # CPU seconds, generous: about 0.15 now
+
+
+def test_check_ends_near_its_deadline_on_2000_first_match_labels(tmp_path: Path) -> None:
+    import resource
+
+    path = _replay_file(tmp_path, 2000, grounded=True)
+    assert path.stat().st_size > 250_000
+    args = [sys.executable, "-c", "from unmask.cli.main import main; main()", "check", str(path)]
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    done = subprocess.run(
+        [*args, "--deadline-ms", "100"], capture_output=True, text=True, timeout=120
+    )
+    elapsed = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - used.ru_utime + after.ru_stime - used.ru_stime
+    # generous: about 1.1 s of CPU now, start-up and loading (not counted) included; the
+    # parts made before the deadline was looked at took it to 5.2 s
+    assert cpu < 3.0 and elapsed < 60
+    assert done.returncode == 3, done.stderr[-2000:]
+    assert "UNKNOWN" in done.stdout
+    assert "the check ran past its deadline of 100 ms" in done.stdout
+    assert "Traceback" not in done.stderr
 
 
 @pytest.mark.parametrize("backend_name", ["z3", "sliced"])

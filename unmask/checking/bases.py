@@ -11,7 +11,9 @@ Contract:
 - what a protocol alone determines (its parts, their table, B_proto's state, the text of
   its grounding pairs, the checks on the facts it has settled) is made once per process
   for the last ``DERIVED_SIZE`` protocols, keyed by the protocol object (``unmask.replay.load``
-  hands every replay of a batch the same one);
+  hands every replay of a batch the same one); its parts at their first use, their atoms
+  over one memo (each distinct node once: linear in first-match labels), under the
+  deadline of the check that uses them, and only whole;
 - the verdict variables are ``$pass`` (binary) or ``$v:LABEL``: no identifier or family
   member can contain ``$``, so they never clash with a protocol atom.
 """
@@ -22,7 +24,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from unmask.backends.base import Part
+from unmask.backends.base import Part, parts_of
 from unmask.checking.closed import MAX_TABLE, Settled, Shape, TableBase, decision_shape, settle
 from unmask.checking.report import PartId
 from unmask.ir import (
@@ -141,21 +143,23 @@ DECISION = PartId("decision")
 
 
 def proto_parts(p: Protocol) -> list[Part]:
-    parts: list[Part] = []
+    """B_proto's parts, their atoms found over one memo (``parts_of``): under first-match
+    every decision holds the chain of the earlier ones, so a walk per part was n^2 / 2."""
+    parts: list[tuple[PartId, Expr]] = []
     seen: dict[str, int] = {}
     for c in p.constraints:
         # defensive: part ids must be unique for selectors, so a repeated name is numbered
         seen[c.name] = n = seen.get(c.name, 0) + 1
-        parts.append(Part(PartId("constraint", c.name, n), c.expr))
+        parts.append((PartId("constraint", c.name, n), c.expr))
     if not p.declared_labels:
         assert p.decision is not None
-        parts.append(Part(DECISION, mk_iff(mk_atom(VERDICT_ATOM), p.decision)))
-        return parts
+        parts.append((DECISION, mk_iff(mk_atom(VERDICT_ATOM), p.decision)))
+        return parts_of(parts)
     variables = [mk_atom(v) for v in verdict_atoms(p)]
-    parts.append(Part(PartId("labels"), mk_card("exactly", 1, variables)))
+    parts.append((PartId("labels"), mk_card("exactly", 1, variables)))
     for label, v in zip(p.labels, variables, strict=True):
-        parts.append(Part(PartId("decision", label), mk_iff(v, p.decision_for(label))))
-    return parts
+        parts.append((PartId("decision", label), mk_iff(v, p.decision_for(label))))
+    return parts_of(parts)
 
 
 def base_parts(case: Case, facts: Mapping[str, bool] | None = None) -> dict[str, list[Part]]:
@@ -175,17 +179,18 @@ class _Derived:
         "_checks",
         "_fact_ids",
         "_fact_parts",
+        "_lock",
         "_pair_atoms",
         "_pair_texts",
         "_pairs",
+        "_parts",
         "_queries",
         "_shape",
         "_template",
+        "_width",
         "atoms",
         "order",
-        "parts",
         "proto_base",
-        "proto_width",
         "protocol",
         "results",
         "room",
@@ -196,9 +201,10 @@ class _Derived:
 
     def __init__(self, protocol: Protocol) -> None:
         self.protocol = protocol  # kept alive: the cache is keyed by its identity
-        self.parts = tuple(proto_parts(protocol))
-        # how many atoms the protocol's parts hold: a base holds at least those
-        self.proto_width = len({a for p in self.parts for a in p.atoms})
+        # B_proto's parts and how many atoms they hold, made at their first use (``parts``)
+        self._parts: tuple[Part, ...] | None = None
+        self._width = 0
+        self._lock = threading.Lock()
         # the protocol's atoms by declaration order, and every atom a base has (those and
         # the verdict's), in that order
         self.order = {n: i for i, n in enumerate(protocol.atom_names)}
@@ -229,6 +235,29 @@ class _Derived:
         # protocol with thousands of them does not clear the memo every replay
         checks = 2 * len(protocol.requirements) + len(protocol.grounding)
         self.room = min(SETTLED_MAX, max(SETTLED_SIZE, SETTLED_PER_CHECK * checks))
+
+    @property
+    def parts(self) -> tuple[Part, ...]:
+        """B_proto's parts (``proto_parts``), made once, at their first use: under
+        first-match with thousands of labels that is real work, which the checker does
+        under the deadline of the check that needs them (``unmask.checking.checker``). A
+        deadline that cuts it leaves nothing behind; the next use starts again."""
+        got = self._parts
+        if got is None:
+            with self._lock:  # one thread makes them; another waits, then reads them
+                got = self._parts
+                if got is None:
+                    got = tuple(proto_parts(self.protocol))
+                    self._width = len(set().union(*(p.atoms for p in got)))
+                    self._parts = got
+        return got
+
+    @property
+    def proto_width(self) -> int:
+        """How many atoms the protocol's parts hold: a base holds at least those."""
+        if self._parts is None:
+            _ = self.parts  # made now, with their width
+        return self._width
 
     def settle(self, phi: Expr, atoms: list[str], facts: dict[str, bool]) -> Settled | None:
         """``unmask.checking.closed.settle``, remembered: it depends only on ``phi`` and the facts

@@ -14,9 +14,10 @@ Contract:
   the result is not SATISFIED named, by ``unmask.checking.aggregate``;
 - a check *rests on* the annotations in its explanation, or pinned in its witnesses; its
   ``unreviewed`` and ``gold_derived`` counts are taken over those;
-- an optional ``Deadline`` bounds the whole report (see ``unmask.checking.explain``): a report it
-  cut short is UNKNOWN with a ``deadline`` reason; one it did not is byte-identical to the
-  report without a deadline.
+- an optional ``Deadline`` bounds the whole report (see ``unmask.checking.explain``), the
+  making of the protocol's parts included (cut there: B_proto and B_all SOLVER_UNKNOWN
+  without a call): a report it cut short is UNKNOWN with a ``deadline`` reason; one it did
+  not is byte-identical to the report without a deadline.
 
 Size: Classify (on a backend, or in closed form), the verdict's labels and the items of
 an explanation are this module; the bases and what a protocol alone determines are
@@ -45,7 +46,14 @@ from unmask.checking.bases import (
     verdict_query,
 )
 from unmask.checking.closed import MAX_TABLE, TableBase, forced_decision, open_decision
-from unmask.checking.explain import BaseSession, Deadline, minimise, open_session, witness
+from unmask.checking.explain import (
+    DEADLINE,
+    BaseSession,
+    Deadline,
+    minimise,
+    open_session,
+    witness,
+)
 from unmask.checking.report import (
     CONSISTENT,
     ENTAILED,
@@ -81,6 +89,7 @@ from unmask.ir import (
     mk_atom,
     mk_not,
 )
+from unmask.plumbing.budget import OutOfTime, watching
 
 # what callers and tests import from the check, wherever it is defined
 __all__ = [
@@ -162,7 +171,33 @@ class _Run:
             self.parts = base_parts(self.case, self.facts)
         return self.parts[name]
 
+    def protocol_parts(self) -> bool:
+        """Make the protocol's parts (``_Derived.parts``, once per protocol) under the
+        deadline: 2,000 first-match labels are real work, and the deadline bounds the whole
+        check. False: it passed first, and nothing of them was kept."""
+        if self.deadline is None:
+            return True  # made at their first use
+        try:
+            with watching(self.deadline.passed):
+                _ = self.derived.parts
+        except OutOfTime:
+            self.deadline.hit = True
+            return False
+        return True
+
     def open_bases(self) -> None:
+        if not self.protocol_parts():
+            # the two bases that hold the protocol's parts are undecided, without a call, as
+            # a base the deadline stops before its first call is; B_evid is the facts alone
+            for name in ("proto", "all"):
+                self.states[name] = SOLVER_UNKNOWN
+                self.base_detail[name] = DEADLINE
+            self.parts = {"evid": fact_parts(self.case, self.facts)}
+            if self.closed_form:
+                self.states["evid"] = CONSISTENT  # as below: facts on distinct atoms
+            else:
+                self.decide("evid", False)
+            return
         p = self.case.protocol
         # the closed form makes no call, so no deadline cuts it short
         closed = self.closed_form
@@ -214,21 +249,25 @@ class _Run:
                     if conflict is not None:
                         self.conflicts[name] = self.explanation(conflict, True)
                     continue
-            session = self.session(name)
-            result = session.check()
-            if isinstance(result, Sat):
-                self.states[name] = CONSISTENT
-                if closed and name == "proto":
-                    self.derived.proto_base = (CONSISTENT, None)
-            elif isinstance(result, Unsat):
-                self.states[name] = INCONSISTENT
-                found = minimise(session, None, session.labels)
-                self.conflicts[name] = self.explanation(found.labels, found.minimal)
-                if closed and name == "proto" and found.minimal:
-                    self.derived.proto_base = (INCONSISTENT, found.labels)
-            else:
-                self.states[name] = SOLVER_UNKNOWN
-                self.base_detail[name] = result.reason
+            self.decide(name, closed)
+
+    def decide(self, name: str, closed: bool) -> None:
+        """A base's state by a call on the backend (a conflict minimised if it has one)."""
+        session = self.session(name)
+        result = session.check()
+        if isinstance(result, Sat):
+            self.states[name] = CONSISTENT
+            if closed and name == "proto":
+                self.derived.proto_base = (CONSISTENT, None)
+        elif isinstance(result, Unsat):
+            self.states[name] = INCONSISTENT
+            found = minimise(session, None, session.labels)
+            self.conflicts[name] = self.explanation(found.labels, found.minimal)
+            if closed and name == "proto" and found.minimal:
+                self.derived.proto_base = (INCONSISTENT, found.labels)
+        else:
+            self.states[name] = SOLVER_UNKNOWN
+            self.base_detail[name] = result.reason
 
     # -- explanation items --
 

@@ -311,7 +311,8 @@ def check_replay(
     """Check a validated replay: ``check_case`` of its gold-free ``Case``, then the replay's
     own fields (gold label, ``item``, ``judge``, ``recheck``) added to the report. A
     protocol with overlapping decisions is refused first (``refuse_overlaps``).
-    ``deadline_ms`` starts after that (None: none; not positive: ``ValueError``).
+    ``deadline_ms`` bounds that and the check, the making of the protocol's parts included
+    (None: none; not positive: ``ValueError``); loading the replay is not counted.
     ``unmask.api.check``, the batch engine and the bench all check through this, so all of
     them are answered from memory."""
     return _checked(replay, backend, backend_name, deadline_ms, closed_form)[0]

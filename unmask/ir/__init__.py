@@ -11,6 +11,7 @@ the plumbing; no backend, no checker.
 ``from unmask import ir`` gives the nodes and their constructors (``ir.mk_and``).
 """
 
+from unmask.ir.atoms import atom_order
 from unmask.ir.nodes import (
     BINARY_LABELS,
     BINARY_OPS,
@@ -98,6 +99,7 @@ __all__ = [
     "Requirement",
     "Span",
     "Table",
+    "atom_order",
     "children",
     "depth",
     "evaluate",

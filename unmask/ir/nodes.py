@@ -563,6 +563,9 @@ class Protocol:
     _names: tuple[str, ...] = field(init=False, repr=False, compare=False)
     # an importer annotates thousands of atoms; a scan per lookup made that quadratic
     _by_name: dict[str, AtomDecl] = field(init=False, repr=False, compare=False)
+    # each label's decision (the last of its name, as a scan found it): a scan per label
+    # made building the decision parts of n labels quadratic
+    _by_label: dict[str, Decision] = field(init=False, repr=False, compare=False)
     # first-match: D_L of every label, made once, over one shared chain (below)
     _first: dict[str, Expr] | None = field(init=False, repr=False, compare=False)
 
@@ -572,6 +575,7 @@ class Protocol:
         for a in self.atoms:
             by_name.setdefault(a.name, a)  # the first declaration, as the scan found it
         object.__setattr__(self, "_by_name", by_name)
+        object.__setattr__(self, "_by_label", {d.label: d for d in self.decisions})
         object.__setattr__(self, "_first", None)
 
     @property
@@ -589,10 +593,7 @@ class Protocol:
             if label == BINARY_LABELS[1]:
                 return mk_not(self.decision)
             raise KeyError(label)
-        found = None
-        for d in self.decisions:
-            if d.label == label:
-                found = d
+        found = self._by_label.get(label)
         if found is None:
             raise KeyError(label)
         if self.first_match:
