@@ -324,6 +324,104 @@ def test_quote_must_equal_the_slice_and_the_hint_finds_it():
     assert "set `start` to 0 and `end` to 17" in d.help
 
 
+def test_an_end_one_short_is_told_its_end():
+    r = base()
+    r["annotations"][0]["evidence"][0].update(end=16)  # "Both claims hold." is [0, 17)
+    d = one(r)
+    assert (d.code, d.path) == ("span-quote", "annotations[0].evidence[0].quote")
+    assert d.help == "the quote occurs at [0, 17); set `end` to 17"
+
+
+def test_an_end_past_the_source_is_told_where_the_quote_ends():
+    r = base()
+    q = "I used only the context."
+    r["annotations"][0]["evidence"] = [span(RATIONALE, "rationale", q)]
+    r["annotations"][0]["evidence"][0]["end"] += 1
+    d = one(r)
+    assert (d.code, d.path) == ("span-range", "annotations[0].evidence[0].end")
+    assert d.help == f"the quote occurs at [18, 42); set `end` to {len(RATIONALE)}"
+
+
+def test_a_quote_not_in_the_source_is_shown_the_closest_text():
+    r = base()
+    r["annotations"][1]["evidence"][0]["quote"] = "She is the CTO."  # [27, 42) is `She is its CTO.`
+    d = one(r)
+    assert (d.code, d.path) == ("span-quote", "annotations[1].evidence[0].quote")
+    assert d.help == "copy the quote from the source exactly: the closest text is `She is its CTO.`"
+
+
+def test_a_span_without_offsets_is_told_them_in_one_diagnostic():
+    # a newcomer writes the quote and leaves the offsets to the tool
+    r = base()
+    del r["annotations"][1]["evidence"][0]["start"]
+    del r["annotations"][1]["evidence"][0]["end"]
+    d = one(r)
+    assert (d.code, d.path, d.message) == (
+        "missing",
+        "annotations[1].evidence[0]",
+        "missing `start` and `end`",
+    )
+    assert d.help == 'the quote is at [27, 42) of `context`: write `"start": 27, "end": 42`'
+
+
+def test_a_span_without_offsets_whose_quote_is_not_there_names_the_closest_text():
+    r = base()
+    ev = r["annotations"][1]["evidence"][0]
+    del ev["start"]
+    ev["quote"] = "She is the CTO."
+    d = one(r)
+    assert (d.code, d.message) == ("missing", "missing `start`")
+    assert d.help == "the quote is not in `context`; the closest text is `She is its CTO.`"
+
+
+def test_a_span_without_its_quote_is_shown_what_it_selects():
+    r = base()
+    del r["annotations"][1]["evidence"][0]["quote"]
+    d = one(r)
+    assert (d.code, d.path, d.message) == ("missing", "annotations[1].evidence[0]", "missing `quote`")
+    assert d.help == "the span selects `She is its CTO.`: write it as `quote`"
+
+
+def test_a_bare_span_is_told_what_a_span_is():
+    r = base()
+    r["annotations"][1]["evidence"] = [{"source": "context"}]
+    d = one(r)
+    assert d.message == "missing `quote`, `start` and `end`"
+    assert "`unmask.ReplayBuilder` finds them from the quote" in d.help
+
+
+def test_annotations_missing_says_an_empty_array_will_do():
+    d = one_with(annotations=DROP)
+    assert (d.code, d.path, d.message) == ("missing", "$", "missing `annotations`")
+    assert d.help == 'write `"annotations": []` when nothing is annotated yet'
+
+
+def test_a_protocol_path_to_compiled_ir_is_told_to_embed_it(tmp_path):
+    r = base()
+    r["protocol"] = {"path": "claims.json"}
+    d = one(r, base_dir=tmp_path)
+    assert (d.code, d.path) == ("protocol-path", "protocol.path")
+    assert d.help.endswith('is embedded instead: write its JSON object as the value of `"protocol"`')
+
+
+def test_a_proto_file_checked_as_a_replay_is_told_what_it_is(tmp_path):
+    proto = tmp_path / "claims.proto"
+    proto.write_text('protocol p "x"\natom a : judge\ndecision pass iff a\n', encoding="utf-8")
+    with pytest.raises(UnmaskError) as exc:
+        load_replay(proto)
+    (d,) = exc.value.diagnostics
+    assert d.code == "json-syntax" and d.span is not None and d.span.line == 1
+    assert d.help.startswith("`claims.proto` is a protocol, not a replay")
+    assert '`"protocol": {"path": "claims.proto"}`' in d.help
+    assert "`unmask analyze claims.proto`" in d.help
+    # a JSON file that is not JSON keeps the parser's own help
+    bad = tmp_path / "r.json"
+    bad.write_text("nope", encoding="utf-8")
+    with pytest.raises(UnmaskError) as exc:
+        load_replay(bad)
+    assert exc.value.diagnostics[0].help is None
+
+
 def test_offsets_must_be_whole_numbers_not_booleans():
     r = base()
     r["annotations"][0]["evidence"][0]["start"] = False

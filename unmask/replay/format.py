@@ -256,7 +256,10 @@ class ReplayJson(Format, kw_only=True):
     gold: Annotated[
         str | None, Meta(extra={"own": True}, description="a label the protocol declares")
     ] = None
-    annotations: list[AnnotationJson]
+    annotations: Annotated[
+        list[AnnotationJson],
+        Meta(extra={"missing_help": "write `\"annotations\": []` when nothing is annotated yet"}),
+    ]
 
 
 def replay_schema() -> dict[str, Any]:

@@ -605,10 +605,29 @@ def load_replay_text(
     return replay_from_obj(obj, file, base_dir, limits, text=text, protocol=protocol)
 
 
+def read_replay_json(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Any:
+    """A replay file's JSON document, not yet validated. A `.proto` file named where a
+    replay was expected (`unmask check claims.proto`) is not JSON, and its syntax error
+    says what the file is and what to write instead."""
+    try:
+        return read_json_file(path, limits)
+    except UnmaskError as err:
+        if Path(path).suffix != ".proto":
+            raise
+        name = show(Path(path).name)
+        hint = (
+            f"`{name}` is a protocol, not a replay: a replay is a JSON file that names it, "
+            f'`"protocol": {{"path": "{name}"}}` (docs/replay-format.md); '
+            f"`unmask analyze {name}` checks the protocol alone"
+        )
+        diags = [replace(d, help=hint) if d.code is Code.JSON_SYNTAX else d for d in err.diagnostics]
+        raise UnmaskError(diags) from None
+
+
 def load_replay(
     path: str | Path, limits: Limits = DEFAULT_LIMITS, protocol: ProtocolFile | None = None
 ) -> Replay:
-    obj = read_json_file(path, limits)
+    obj = read_replay_json(path, limits)
     return replay_from_obj(obj, str(path), Path(path).parent, limits, protocol=protocol)
 
 
