@@ -484,6 +484,9 @@ def test_summary_dimensions_are_the_reports_own(cases: Path) -> None:
     text = s.render_text()
     assert "\n  procedure " in text and "\n  requirement " not in text
     assert "fails most often: procedure" in text
+    # one replay is one replay, in the text and in the HTML index's header
+    assert "fails most often: procedure, in 1 replay (" in text
+    assert s.index_summary("sliced")["extra"]["fails most often"] == "procedure (1 replay)"
 
 
 def test_each_check_counts_under_the_checkers_outcome() -> None:
