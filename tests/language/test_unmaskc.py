@@ -93,7 +93,7 @@ def test_json_given_to_unmaskc_is_told_it_is_json(runner, tmp_path):
     # a replay, or compiled IR, where `.proto` text was expected
     from unmask.language.parser import JSON_HELP, parse_source
 
-    for text in ('{"schema": "unmask.replay/1"}\n', '\n  [1, 2]\n'):
+    for text in ('{"schema": "unmask.replay/1"}\n', "\n  [1, 2]\n"):
         with pytest.raises(UnmaskError) as exc:
             parse_source(text, "r.json")
         d = exc.value.diagnostics[0]

@@ -68,7 +68,7 @@ def closest_match(text: str, quote: str) -> str | None:
         return None
     start = max(0, m.a - m.b)
     end = min(len(text), start + len(quote))
-    while 0 < start and text[start - 1].isalnum() and text[start].isalnum():
+    while start > 0 and text[start - 1].isalnum() and text[start].isalnum():
         start -= 1
     while end < len(text) and text[end - 1].isalnum() and text[end].isalnum():
         end += 1

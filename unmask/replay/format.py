@@ -258,7 +258,7 @@ class ReplayJson(Format, kw_only=True):
     ] = None
     annotations: Annotated[
         list[AnnotationJson],
-        Meta(extra={"missing_help": "write `\"annotations\": []` when nothing is annotated yet"}),
+        Meta(extra={"missing_help": 'write `"annotations": []` when nothing is annotated yet'}),
     ]
 
 

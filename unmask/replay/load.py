@@ -620,8 +620,10 @@ def read_replay_json(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Any:
             f'`"protocol": {{"path": "{name}"}}` (docs/replay-format.md); '
             f"`unmask analyze {name}` checks the protocol alone"
         )
-        diags = [replace(d, help=hint) if d.code is Code.JSON_SYNTAX else d for d in err.diagnostics]
-        raise UnmaskError(diags) from None
+        diags = err.diagnostics
+        raise UnmaskError(
+            [replace(d, help=hint) if d.code is Code.JSON_SYNTAX else d for d in diags]
+        ) from None
 
 
 def load_replay(
