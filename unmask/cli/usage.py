@@ -96,12 +96,10 @@ def usage_diagnostic(exc: click.UsageError) -> Diagnostic:
 
 
 class Usage(click.UsageError):
-    """A usage error shown as its one diagnostic, with the exit status of the one it
-    replaces."""
+    """A usage error shown as its one diagnostic; its exit status is click's, 2."""
 
     def __init__(self, exc: click.UsageError) -> None:
         super().__init__(exc.message, exc.ctx)
-        self.exit_code = exc.exit_code
         self.diagnostic = usage_diagnostic(exc)
 
     def show(self, file: IO[Any] | None = None) -> None:
