@@ -959,6 +959,22 @@ def test_missing_proto_file(tmp_path):
     assert (d.code, d.path) == ("protocol-file", "protocol.path")
 
 
+def test_a_mistyped_proto_path_is_offered_the_file_beside_it(tmp_path):
+    (tmp_path / "protos").mkdir()
+    (tmp_path / "protos" / "claims.proto").write_text(PROTO)
+    (tmp_path / "protos" / "other.proto").write_text(PROTO)
+    r = base()
+    r["protocol"] = {"path": "protos/claim.proto"}
+    d = one(r, base_dir=tmp_path)
+    assert (d.code, d.path) == ("protocol-file", "protocol.path")
+    assert d.help == "did you mean `protos/claims.proto`? `path` is relative to the replay file"
+    # nothing alike (the `.proto` every name shares does not count): the plain help
+    r["protocol"] = {"path": "protos/zzzzz.proto"}
+    assert one(r, base_dir=tmp_path).help == "`path` is relative to the replay file"
+    r["protocol"] = {"path": "nofolder/claims.proto"}
+    assert one(r, base_dir=tmp_path).help == "`path` is relative to the replay file"
+
+
 def test_compile_error_in_a_proto_file_keeps_its_span(tmp_path):
     (tmp_path / "bad.proto").write_text(
         PROTO.replace("decision pass iff j", "decision pass iff jj")

@@ -453,7 +453,7 @@ class _ReplayReader:
         except UnmaskError as exc:
             for d in exc.diagnostics:
                 code = Code.PROTOCOL_FILE if d.code == Code.IO else d.code
-                help_ = d.help or "`path` is relative to the replay file"
+                help_ = d.help or _near_protocol(real, path)
                 r.diags.append(replace(d, code=code, path=fp, file=r.file, help=help_))
             return None
 
@@ -547,6 +547,39 @@ class _ReplayReader:
             notes = (f"checked against `{self.against.path}`, not the replay's own protocol",)
         r.err(key, key, message, help=hint, notes=notes)
         return None
+
+
+# folder entries looked at for a "did you mean" of a protocol path (it is a hint)
+_NEAR_ENTRIES = 1000
+_PATH_HELP = "`path` is relative to the replay file"
+
+
+def _near_protocol(real: str, written: str) -> str:
+    """The help of a protocol ``path`` that leads to no file: the `.proto` file beside it
+    with the closest name, as the replay would write it (`did you mean `claims.proto`?`),
+    when there is one."""
+    import difflib
+    import itertools
+    import os
+    from pathlib import PurePath
+
+    missing = Path(real)
+    try:
+        with os.scandir(missing.parent) as entries:
+            names = [
+                e.name
+                for e in itertools.islice(entries, _NEAR_ENTRIES)
+                if e.name.endswith(".proto") and e.name != missing.name
+            ]
+    except OSError:  # no such folder, or one that cannot be listed: no hint
+        return _PATH_HELP
+    # compared without the `.proto` every name shares, which would make any two look alike
+    stems = {n.removesuffix(".proto"): n for n in names}
+    close = difflib.get_close_matches(missing.name.removesuffix(".proto"), sorted(stems), n=1)
+    if not close:
+        return _PATH_HELP
+    meant = PurePath(written).with_name(stems[close[0]]).as_posix()
+    return f"did you mean `{show(meant, 200)}`? {_PATH_HELP}"
 
 
 def _one_of(labels: tuple[str, ...]) -> str:
