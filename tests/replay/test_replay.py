@@ -1022,6 +1022,24 @@ def test_family_protocol_takes_domains():
     assert rep.domains == {"claim": ("a", "b")}
 
 
+def test_a_family_protocol_without_domains_is_told_the_replays_key():
+    fam = (
+        PROTO.replace("atom j : judge", "domain claim\natom s(claim) : judge")
+        .replace("decision pass iff j", "decision pass iff all(s(x) for x in claim)")
+        .replace("ground j ~ c", "")
+    )
+    r = base()
+    r["protocol"] = {"source": fam}
+    r["annotations"] = []
+    d = one(r)
+    assert (d.code, d.message) == (
+        "missing-domain",
+        "no members were given for the free domain `claim`",
+    )
+    assert d.span is not None and d.span.file == "r.json: protocol.source"
+    assert d.help == 'add its members to the replay: `"domains": {"claim": ["a", "b"]}`'
+
+
 def test_protocol_errors_do_not_hide_annotation_errors():
     r = base()
     r["protocol"] = {"source": "protocol broken"}

@@ -99,13 +99,15 @@ def _builder_hints(text: str | None) -> Iterator[None]:
     try:
         yield
     except UnmaskError as err:
+        from unmask.language.compile_base import missing_domain
+
         name = text.strip() if text is not None else ""
         named = _FILE_NAME.fullmatch(name) is not None
         diags = []
         for d in err.diagnostics:
-            if d.code is Code.MISSING_DOMAIN:
-                domain = _QUOTED.search(d.message)
-                members = f'{{"{domain.group(1)}": ["a", "b"]}}' if domain else "{…}"
+            domain = missing_domain(d)
+            if domain is not None:
+                members = f'{{"{domain}": ["a", "b"]}}'
                 d = replace(d, help=f"pass its members to the builder: `domains={members}`")
             elif named and d.code is Code.SYNTAX:
                 d = replace(
@@ -121,7 +123,6 @@ def _builder_hints(text: str | None) -> Iterator[None]:
 
 # a `str` protocol that is a file's name rather than `.proto` text
 _FILE_NAME = re.compile(r"\S+\.(proto|json)")
-_QUOTED = re.compile(r"`([^`]+)`")
 
 
 class ReplayBuilder:

@@ -466,11 +466,17 @@ class _ReplayReader:
         try:
             return compile_cached(text, filename, domains, r.limits)
         except UnmaskError as exc:
-            # a diagnostic about `domains` has a JSON path but no file: it is this replay's
-            r.diags.extend(
-                replace(d, file=r.file) if d.span is None and d.file is None else d
-                for d in exc.diagnostics
-            )
+            from unmask.language.compile_base import missing_domain
+
+            for d in exc.diagnostics:
+                # a diagnostic about `domains` has a JSON path but no file: it is this replay's
+                if d.span is None and d.file is None:
+                    d = replace(d, file=r.file)
+                domain = missing_domain(d)
+                if domain is not None:  # the members of a replay come from its `domains`
+                    given = f'"domains": {{"{domain}": ["a", "b"]}}'
+                    d = replace(d, help=f"add its members to the replay: `{given}`")
+                r.diags.append(d)
             return None
         except RecursionError:  # only when --max-expr-depth was raised past the compiler
             r.err(
