@@ -350,6 +350,15 @@ def test_index_counts_are_computed_from_rows_when_the_summary_has_none():
     }
 
 
+def test_index_header_says_unmask_audit_once():
+    # the audit's own title is the kicker's words: shown once, not twice over each other
+    top = parse(html.render_index({"title": "unmask audit"}, ROWS)).find_all("header")[0]
+    assert top.find_all("h1")[0].text() == "unmask audit"
+    assert top.find_all("p", class_="kicker") == []
+    top = parse(html.render_index({"title": "nightly"}, ROWS)).find_all("header")[0]
+    assert [p.text() for p in top.find_all("p", class_="kicker")] == ["unmask audit"]
+
+
 def test_index_uses_the_summary_counts_it_is_given():
     summary = {"title": "t", "total": 10, "overall": {"SATISFIED": 7, "VIOLATED": 3}}
     doc = parse(html.render_index(summary, ROWS))
