@@ -450,6 +450,18 @@ def _code_blocks() -> list[tuple[str, int, str, str]]:
     return out
 
 
+def test_every_code_fence_opens_or_closes_a_block_alone() -> None:
+    # a closing fence with text after it ("``` All") is no closing fence: the rest of the
+    # page renders as code
+    bad = [
+        f"{page.relative_to(ROOT).as_posix()}:{n}: {line}"
+        for page in [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+        for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+        if line.startswith("```") and not re.fullmatch(r"```[\w-]*", line.rstrip())
+    ]
+    assert not bad, bad
+
+
 def _statements(body: str) -> list[str]:
     return [x for x in body.splitlines() if x.strip() and not x.lstrip().startswith("#")]
 
