@@ -268,6 +268,20 @@ def test_true_or_false_needs_evidence():
     r["annotations"][0]["evidence"] = []
     d = one(r)
     assert (d.code, d.path) == ("evidence-missing", "annotations[0].evidence")
+    assert d.help == "quote the text that shows it, or make the value `UNKNOWN`"
+
+
+def test_a_false_without_evidence_is_told_of_the_whole_reading():
+    # "no passage says so" has nothing to quote: the help names the form that says it
+    r = base()
+    r["annotations"][1].update(value="FALSE", evidence=[])
+    d = one(r)
+    assert (d.code, d.path) == ("evidence-missing", "annotations[1].evidence")
+    assert d.help.endswith('a reviewed reader may write `{"source": "context", "read": "whole"}`')
+    r["annotations"][1].update(
+        evidence=[{"source": "context", "read": "whole"}], by={"kind": "human", "name": "ana"}
+    )
+    assert replay_from_obj(r).annotation("c").value == "FALSE"  # written as the help says
 
 
 def test_annotation_of_unknown_atom():

@@ -52,6 +52,19 @@ _KINDS_HELP = "a kind is " + ", ".join(f"`{k}`" for k in PROVENANCE_KINDS)
 _VALUES_HELP = "a value is `TRUE`, `FALSE` or `UNKNOWN`"
 
 
+def _no_span_help(value: str, role: str | None) -> str:
+    """The help of a TRUE or FALSE annotation without evidence; a FALSE no text can show
+    ("nothing in the passages says so") may rest on a reviewed reading of a whole source."""
+    out = "quote the text that shows it, or make the value `UNKNOWN`"
+    if value != "FALSE":
+        return out
+    src = EVIDENCE_SOURCES[role][0] if role in EVIDENCE_SOURCES else "…"
+    return (
+        f"{out}; when nothing in the source says so, a reviewed reader may write "
+        f'`{{"source": "{src}", "read": "whole"}}`'
+    )
+
+
 # above this many character comparisons, the closest-match hint is skipped (it is a hint)
 _SUGGEST_BUDGET = 20_000_000
 
@@ -245,7 +258,7 @@ def _annotation(
                 Code.EVIDENCE_MISSING,
                 join_path(p, "evidence"),
                 f"a {value} annotation needs at least one evidence span",
-                help="quote the text that shows it, or make the value `UNKNOWN`",
+                help=_no_span_help(value, role),
             )
         whole = -1
         for j, e in enumerate(raw):
