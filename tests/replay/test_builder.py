@@ -255,6 +255,20 @@ def test_the_closest_match_is_whole_words():
     assert closest_match(CONTEXT, "Alice joined ACME in 2025") == "Alice joined ACME in 2024"
 
 
+def test_a_false_without_a_quote_is_told_of_read_whole():
+    with pytest.raises(UnmaskError) as exc:
+        builder().annotate("c_cto", False)
+    (d,) = exc.value.diagnostics
+    assert d.code == "no-evidence"
+    assert d.help == (
+        "pass `quote=` with the text that shows the value; when nothing says so, "
+        '`read_whole="context"` with a reviewed `by`'
+    )
+    with pytest.raises(UnmaskError) as exc:
+        builder().annotate("c_cto", True)
+    assert exc.value.diagnostics[0].help == "pass `quote=` with the text that shows the value"
+
+
 def test_closest_match_is_skipped_past_its_budget():
     assert closest_match("a" * 10_000, "b" * 10_000) is None
 

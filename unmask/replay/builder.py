@@ -260,7 +260,13 @@ class ReplayBuilder:
                 Code.NO_EVIDENCE,
                 f"a `{val}` annotation of `{atom}` needs a quote",
                 f"{path}.evidence",
-                help="pass `quote=` with the text that shows the value",
+                help="pass `quote=` with the text that shows the value"
+                + (
+                    f'; when nothing says so, `read_whole="{EVIDENCE_SOURCES[decl.role][0]}"` '
+                    "with a reviewed `by`"
+                    if val == "FALSE"
+                    else ""
+                ),
             )
         allowed = EVIDENCE_SOURCES[decl.role]
         evidence = [
