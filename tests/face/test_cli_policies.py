@@ -247,7 +247,12 @@ def test_a_missing_argument_and_an_extra_one_are_named() -> None:
     assert d.help == "`unmask check --help` lists the options"
     d, _ = _usage(main, "check", CASE, "other.json")
     assert d.message == "unexpected argument `other.json`"
-    assert d.help == "`unmask check --help` shows what it takes"
+    assert d.help == (
+        "it checks one replay; `unmask audit PATH...` checks several; "
+        "`unmask check --help` shows what it takes"
+    )
+    d, _ = _usage(main, "crosscheck", CASE, CASE)
+    assert d.help is not None and d.help.startswith("it checks one replay; `unmask audit PATH...`")
     d, _ = _usage(main, "audit", CASE, "--out")
     assert d.message == "option `--out` requires an argument"
 

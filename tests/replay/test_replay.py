@@ -419,6 +419,14 @@ def test_a_protocol_path_to_compiled_ir_is_told_to_embed_it(tmp_path):
     assert d.help.endswith('embedded instead: write its JSON object as the value of `"protocol"`')
 
 
+def test_a_folder_checked_as_a_replay_is_pointed_to_audit(tmp_path):
+    with pytest.raises(UnmaskError) as exc:
+        load_replay(tmp_path)
+    (d,) = exc.value.diagnostics
+    assert d.code == "io" and d.message.endswith("is a directory, not a regular file")
+    assert d.help == f"`unmask audit {tmp_path}` checks every replay in a folder"
+
+
 def test_a_proto_file_checked_as_a_replay_is_told_what_it_is(tmp_path):
     proto = tmp_path / "claims.proto"
     proto.write_text('protocol p "x"\natom a : judge\ndecision pass iff a\n', encoding="utf-8")

@@ -23,6 +23,11 @@ from unmask.plumbing.diagnostics import Diagnostic, render_all
 # click quotes what the user wrote in single quotes (`'htm' is not one of 'text', …`)
 _QUOTED = re.compile(r"'([^'\s]+)'")
 _EXTRA = re.compile(r"^Got unexpected extra arguments? \((.*)\)$", re.S)
+# commands of one replay, given several: where several are checked
+_ONE_REPLAY = {
+    "unmask check": "it checks one replay; `unmask audit PATH...` checks several",
+    "unmask crosscheck": "it checks one replay; `unmask audit PATH...` checks several",
+}
 
 
 def _ticks(text: str) -> str:
@@ -86,9 +91,11 @@ def usage_diagnostic(exc: click.UsageError) -> Diagnostic:
         if extra_args:
             message = f"unexpected argument `{extra_args.group(1)}`"
             more = f"`{path} --help` shows what it takes" if path else None
+            hint = _ONE_REPLAY.get(path or "")
         else:
             message = _sentence(exc.message)
-    helps = [h for h in (hint, more) if h]
+    # a question ends with its mark; any other hint, with a semicolon before the next
+    helps = [h if h.endswith("?") or h is more else f"{h};" for h in (hint, more) if h]
     notes: tuple[str, ...] = ()
     if ctx is not None:
         notes = (ctx.get_usage().replace("Usage: ", "usage: ", 1),)

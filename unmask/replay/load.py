@@ -647,10 +647,15 @@ def load_replay_text(
 def read_replay_json(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Any:
     """A replay file's JSON document, not yet validated. A `.proto` file named where a
     replay was expected (`unmask check claims.proto`) is not JSON, and its syntax error
-    says what the file is and what to write instead."""
+    says what the file is and what to write instead; a folder is pointed to `unmask audit`."""
     try:
         return read_json_file(path, limits)
     except UnmaskError as err:
+        if Path(path).is_dir():  # `unmask check replays/`: one replay is read, not a folder
+            hint = f"`unmask audit {show(str(path), 200)}` checks every replay in a folder"
+            raise UnmaskError(
+                [replace(d, help=hint) if d.code is Code.IO else d for d in err.diagnostics]
+            ) from None
         if Path(path).suffix != ".proto":
             raise
         name = show(Path(path).name)
