@@ -78,9 +78,17 @@ def cli() -> None:
 
 
 def _read(path: str, limits: Limits, sources: dict[str, str]) -> str:
-    from unmask.plumbing.files import read_text
+    import os
 
-    text = read_text(path, limits)
+    from unmask.plumbing.files import near_path, read_text
+
+    try:
+        text = read_text(path, limits)
+    except UnmaskError as err:
+        near = near_path(path) if not os.path.lexists(path) else None
+        if near is None:
+            raise
+        raise UnmaskError([replace(d, help=near) for d in err.diagnostics]) from None
     sources[path] = text
     return text
 

@@ -48,6 +48,45 @@ _OPEN_FLAGS = (
 MAX_NAME = 300
 
 
+# folder entries looked at for a "did you mean" of a missing file (it is a hint)
+_NEAR_ENTRIES = 1000
+
+
+def near_name(folder: str | Path, name: str, suffix: str = "") -> str | None:
+    """The name in ``folder`` closest to ``name``, a file that is not there (`claim.proto`
+    for `claims.proto`), among those ending in ``suffix``, compared without it (a suffix
+    every name shares would make any two look alike); None when none is close, or the
+    folder cannot be listed. At most ``_NEAR_ENTRIES`` entries are read."""
+    import difflib
+    import itertools
+
+    try:
+        with os.scandir(folder) as entries:
+            names = [
+                e.name
+                for e in itertools.islice(entries, _NEAR_ENTRIES)
+                if e.name.endswith(suffix) and e.name != name and not e.name.startswith(".")
+            ]
+    except (OSError, ValueError):  # no such folder, one that cannot be listed, a NUL
+        return None
+    stems = {n.removesuffix(suffix) if suffix else n: n for n in names}
+    key = name.removesuffix(suffix) if suffix else name
+    close = difflib.get_close_matches(key, sorted(stems), n=1)
+    return stems[close[0]] if close else None
+
+
+def near_path(path: str) -> str | None:
+    """``did you mean `DIR/NAME`?`` for a path that does not exist, naming the closest
+    name beside it as the path was written; None when there is none."""
+    written = Path(path)
+    if not written.name:
+        return None
+    found = near_name(written.parent, written.name)
+    if found is None:
+        return None
+    return f"did you mean `{_shown(str(written.with_name(found)))}`?"
+
+
 def _io(name: str, message: str, help: str | None = None) -> UnmaskError:
     return UnmaskError([Diagnostic(Code.IO, message, file=_shown(name), help=help)])
 

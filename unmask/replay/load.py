@@ -31,6 +31,7 @@ offending line.
 from __future__ import annotations
 
 import marshal
+import os
 import threading
 from collections import OrderedDict
 from dataclasses import replace
@@ -555,8 +556,6 @@ class _ReplayReader:
         return None
 
 
-# folder entries looked at for a "did you mean" of a protocol path (it is a hint)
-_NEAR_ENTRIES = 1000
 _PATH_HELP = "`path` is relative to the replay file"
 
 
@@ -564,27 +563,15 @@ def _near_protocol(real: str, written: str) -> str:
     """The help of a protocol ``path`` that leads to no file: the `.proto` file beside it
     with the closest name, as the replay would write it (`did you mean `claims.proto`?`),
     when there is one."""
-    import difflib
-    import itertools
-    import os
     from pathlib import PurePath
 
+    from unmask.plumbing.files import near_name
+
     missing = Path(real)
-    try:
-        with os.scandir(missing.parent) as entries:
-            names = [
-                e.name
-                for e in itertools.islice(entries, _NEAR_ENTRIES)
-                if e.name.endswith(".proto") and e.name != missing.name
-            ]
-    except OSError:  # no such folder, or one that cannot be listed: no hint
+    close = near_name(missing.parent, missing.name, ".proto")
+    if close is None:
         return _PATH_HELP
-    # compared without the `.proto` every name shares, which would make any two look alike
-    stems = {n.removesuffix(".proto"): n for n in names}
-    close = difflib.get_close_matches(missing.name.removesuffix(".proto"), sorted(stems), n=1)
-    if not close:
-        return _PATH_HELP
-    meant = PurePath(written).with_name(stems[close[0]]).as_posix()
+    meant = PurePath(written).with_name(close).as_posix()
     return f"did you mean `{show(meant, 200)}`? {_PATH_HELP}"
 
 
@@ -655,6 +642,16 @@ def read_replay_json(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Any:
             hint = f"`unmask audit {show(str(path), 200)}` checks every replay in a folder"
             raise UnmaskError(
                 [replace(d, help=hint) if d.code is Code.IO else d for d in err.diagnostics]
+            ) from None
+        if not os.path.lexists(path):  # a name mistyped: the closest one beside it
+            from unmask.plumbing.files import near_path
+
+            near = near_path(str(path))
+            raise UnmaskError(
+                [
+                    replace(d, help=near) if d.code is Code.IO and near else d
+                    for d in err.diagnostics
+                ]
             ) from None
         if Path(path).suffix != ".proto":
             raise
