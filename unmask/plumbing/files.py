@@ -16,7 +16,8 @@ file: one Unmask finds beside an input rather than one the user named) also requ
 file's folder, its links resolved, to lie inside ``inside``, resolved: a linked folder
 leading elsewhere is refused. No message ever quotes a file's content: a file that is
 refused here was never meant to be shown, and a name longer than ``MAX_NAME`` characters
-is shown shortened (``unmask.plumbing.safe.shorten``).
+is shown shortened (``unmask.plumbing.safe.shorten``). ``near_name``/``near_path`` name the
+closest entry beside a file that is not there, for a "did you mean" (a bounded listing).
 """
 
 from __future__ import annotations
