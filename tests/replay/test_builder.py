@@ -269,6 +269,19 @@ def test_a_false_without_a_quote_is_told_of_read_whole():
     assert exc.value.diagnostics[0].help == "pass `quote=` with the text that shows the value"
 
 
+@given(st.text(max_size=60), st.text(min_size=1, max_size=30))
+def test_the_closest_match_is_always_text_of_the_source(text, quote):
+    near = closest_match(text, quote)
+    assert near is None or (near and near in text and near == near.strip())
+
+
+def test_the_closest_match_keeps_a_quote_short_at_its_start_whole():
+    text = "The claims are supported. I used only the supplied context. PASS."
+    assert closest_match(text, "I usd only the supplied context.") == (
+        "I used only the supplied context."
+    )
+
+
 def test_closest_match_is_skipped_past_its_budget():
     assert closest_match("a" * 10_000, "b" * 10_000) is None
 

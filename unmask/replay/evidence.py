@@ -70,22 +70,32 @@ _SUGGEST_BUDGET = 20_000_000
 
 
 def closest_match(text: str, quote: str) -> str | None:
-    """The slice of ``text`` most like ``quote``, aligned on their longest common block and
-    widened to whole words (a quote one digit short, `about 2 million`, would otherwise
-    be shown cut inside a word, `out 2.1 million`); None when nothing is alike enough."""
+    """The slice of ``text`` most like ``quote``: found near their longest common block, from
+    the first to the last block of three or more characters the two share there (so a
+    quote a letter short at either end is shown whole), widened to whole words and without
+    the spaces at its ends; None when nothing is alike enough."""
     if not text or not quote or len(text) * len(quote) > _SUGGEST_BUDGET:
         return None
     sm = difflib.SequenceMatcher(None, text, quote, autojunk=False)
     m = sm.find_longest_match(0, len(text), 0, len(quote))
     if m.size == 0:
         return None
-    start = max(0, m.a - m.b)
-    end = min(len(text), start + len(quote))
+    # a window around the block, wide enough for the quote with as much again on each side
+    lo = max(0, m.a - m.b - len(quote))
+    window = text[lo : m.a + (len(quote) - m.b) + len(quote)]
+    blocks = [
+        b
+        for b in difflib.SequenceMatcher(None, window, quote, autojunk=False).get_matching_blocks()
+        if b.size >= 3
+    ] or [difflib.Match(m.a - lo, m.b, m.size)]
+    first, last = blocks[0], blocks[-1]
+    start = lo + max(0, first.a - first.b)
+    end = min(len(text), lo + last.a + last.size + (len(quote) - last.b - last.size))
     while start > 0 and text[start - 1].isalnum() and text[start].isalnum():
         start -= 1
     while end < len(text) and text[end - 1].isalnum() and text[end].isalnum():
         end += 1
-    candidate = text[start:end]
+    candidate = text[start:end].strip()
     if difflib.SequenceMatcher(None, candidate, quote, autojunk=False).ratio() < 0.5:
         return None
     return candidate
