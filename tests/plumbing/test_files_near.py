@@ -49,3 +49,22 @@ def test_check_audit_and_unmaskc_offer_it(tmp_path: Path, monkeypatch) -> None:
     res = CliRunner().invoke(cli, ["claim.proto"])
     assert res.exit_code == 2
     assert res.stderr.splitlines()[1] == "  = help: did you mean `claims.proto`?"
+    # every reader of a named file: here `unmask analyze` and `--protocol`
+    res = CliRunner().invoke(main, ["analyze", "claim.proto"])
+    assert "did you mean `claims.proto`?" in res.stderr
+    res = CliRunner().invoke(main, ["check", "case_b.json", "--protocol", "claim.proto"])
+    assert res.exit_code == 2 and "did you mean `claims.proto`?" in res.stderr
+
+
+def test_read_bytes_says_it_as_data(tmp_path: Path) -> None:
+    from unmask.plumbing.files import read_bytes
+
+    (tmp_path / "results.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(UnmaskError) as exc:
+        read_bytes(str(tmp_path / "result.json"))
+    (d,) = exc.value.diagnostics
+    assert d.code == "io" and d.help == f"did you mean `{tmp_path}/results.json`?"
+    # a file named otherwise than by its path (a protocol `path`) gets its caller's help
+    with pytest.raises(UnmaskError) as exc:
+        read_bytes(str(tmp_path / "result.json"), name="result.json")
+    assert exc.value.diagnostics[0].help is None

@@ -78,17 +78,9 @@ def cli() -> None:
 
 
 def _read(path: str, limits: Limits, sources: dict[str, str]) -> str:
-    import os
+    from unmask.plumbing.files import read_text
 
-    from unmask.plumbing.files import near_path, read_text
-
-    try:
-        text = read_text(path, limits)
-    except UnmaskError as err:
-        near = near_path(path) if not os.path.lexists(path) else None
-        if near is None:
-            raise
-        raise UnmaskError([replace(d, help=near) for d in err.diagnostics]) from None
+    text = read_text(path, limits)
     sources[path] = text
     return text
 

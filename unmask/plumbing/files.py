@@ -171,7 +171,9 @@ def open_regular(
         st = os.stat(path) if follow else os.lstat(path)
     except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
         reason = getattr(exc, "strerror", None) or "the path is not valid"
-        raise _io(name, f"cannot read `{_shown(name)}`: {reason.lower()}") from None
+        # a name mistyped on a command line: the closest one beside it, as it was written
+        near = near_path(name) if isinstance(exc, FileNotFoundError) and name == str(path) else None
+        raise _io(name, f"cannot read `{_shown(name)}`: {reason.lower()}", help=near) from None
     if not follow and stat.S_ISLNK(st.st_mode):
         raise _io(
             name,

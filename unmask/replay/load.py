@@ -454,7 +454,9 @@ class _ReplayReader:
         except UnmaskError as exc:
             for d in exc.diagnostics:
                 code = Code.PROTOCOL_FILE if d.code == Code.IO else d.code
-                help_ = d.help or _near_protocol(real, path)
+                # a file that is not there: the one beside it, as the replay writes it
+                gone = d.code == Code.IO and not os.path.lexists(real)
+                help_ = _near_protocol(real, path) if gone else d.help or _PATH_HELP
                 r.diags.append(replace(d, code=code, path=fp, file=r.file, help=help_))
             return None
 
@@ -642,16 +644,6 @@ def read_replay_json(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Any:
             hint = f"`unmask audit {show(str(path), 200)}` checks every replay in a folder"
             raise UnmaskError(
                 [replace(d, help=hint) if d.code is Code.IO else d for d in err.diagnostics]
-            ) from None
-        if not os.path.lexists(path):  # a name mistyped: the closest one beside it
-            from unmask.plumbing.files import near_path
-
-            near = near_path(str(path))
-            raise UnmaskError(
-                [
-                    replace(d, help=near) if d.code is Code.IO and near else d
-                    for d in err.diagnostics
-                ]
             ) from None
         if Path(path).suffix != ".proto":
             raise
