@@ -640,7 +640,7 @@ def read_replay_json(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Any:
     try:
         return read_json_file(path, limits)
     except UnmaskError as err:
-        if Path(path).is_dir():  # `unmask check replays/`: one replay is read, not a folder
+        if os.path.isdir(path):  # `unmask check replays/`: one replay is read, not a folder
             hint = f"`unmask audit {show(str(path), 200)}` checks every replay in a folder"
             raise UnmaskError(
                 [replace(d, help=hint) if d.code is Code.IO else d for d in err.diagnostics]
