@@ -261,6 +261,8 @@ def test_an_unknown_command_says_where_the_commands_are_listed() -> None:
     d, _ = _usage(main, "chek", CASE)
     assert d.message == "no such command `chek` (did you mean `check`?)"
     assert d.help == "`unmask --help` lists the commands"
+    d, _ = _usage(main, "--versoin")
+    assert d.help == "did you mean `--version`? `unmask --help` lists the options"
 
 
 def test_unmaskc_usage_errors_are_the_same_diagnostics(tmp_path) -> None:

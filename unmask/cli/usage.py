@@ -64,7 +64,8 @@ def usage_diagnostic(exc: click.UsageError) -> Diagnostic:
     """One ``usage`` diagnostic saying what ``exc`` says."""
     ctx = exc.ctx
     path = ctx.command_path if ctx is not None else None
-    listed = "commands" if ctx is not None and isinstance(ctx.command, click.Group) else "options"
+    group = ctx is not None and isinstance(ctx.command, click.Group)
+    listed = "commands" if group and not isinstance(exc, click.NoSuchOption) else "options"
     more = f"`{path} --help` lists the {listed}" if path else None
     hint: str | None = None
     if isinstance(exc, click.NoSuchOption):
