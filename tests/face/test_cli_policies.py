@@ -255,6 +255,9 @@ def test_a_missing_argument_and_an_extra_one_are_named() -> None:
     assert d.help is not None and d.help.startswith("it checks one replay; `unmask audit PATH...`")
     d, _ = _usage(main, "audit", CASE, "--out")
     assert d.message == "option `--out` requires an argument"
+    # click's parser gives this one no context: the subcommand's usage all the same
+    assert d.notes == ("usage: unmask audit [OPTIONS] PATH...",)
+    assert d.help == "`unmask audit --help` lists the options"
 
 
 def test_an_unknown_command_says_where_the_commands_are_listed() -> None:

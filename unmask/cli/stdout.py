@@ -166,6 +166,12 @@ class StdoutGuard(click.Group):
             with sticky(), guarded(self.output_status):
                 return super().invoke(ctx)
         except click.UsageError as exc:
+            if exc.ctx is None and ctx.invoked_subcommand:
+                # click's parser raises some (`--out` without its value) with no context:
+                # the subcommand's, for its usage line and its --help
+                sub = self.get_command(ctx, ctx.invoked_subcommand)
+                if sub is not None:
+                    exc.ctx = click.Context(sub, info_name=ctx.invoked_subcommand, parent=ctx)
             raise _usage(exc) from None
         except (KeyboardInterrupt, Exception) as exc:
             # click would print `Aborted!` and exit 1, which reads as a finding; every
