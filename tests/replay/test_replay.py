@@ -427,6 +427,16 @@ def test_a_folder_checked_as_a_replay_is_pointed_to_audit(tmp_path):
     assert d.help == f"`unmask audit {tmp_path}` checks every replay in a folder"
 
 
+def test_a_json_lines_file_checked_as_a_replay_is_pointed_to_audit(tmp_path):
+    lines = tmp_path / "runs.jsonl"
+    lines.write_text(json.dumps(base()) + "\n" + json.dumps(base()) + "\n", encoding="utf-8")
+    with pytest.raises(UnmaskError) as exc:
+        load_replay(lines)
+    (d,) = exc.value.diagnostics
+    assert d.code == "json-syntax" and d.span is not None and d.span.line == 2
+    assert d.help == f"`unmask audit {lines}` checks a JSON Lines file of replays, one a line"
+
+
 def test_a_proto_file_checked_as_a_replay_is_told_what_it_is(tmp_path):
     proto = tmp_path / "claims.proto"
     proto.write_text('protocol p "x"\natom a : judge\ndecision pass iff a\n', encoding="utf-8")

@@ -645,6 +645,17 @@ def read_replay_json(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Any:
             raise UnmaskError(
                 [replace(d, help=hint) if d.code is Code.IO else d for d in err.diagnostics]
             ) from None
+        if Path(path).suffix == ".jsonl":  # replays a line: `unmask check` reads one
+            hint = (
+                f"`unmask audit {show(str(path), 200)}` checks a JSON Lines file of replays, "
+                "one a line"
+            )
+            raise UnmaskError(
+                [
+                    replace(d, help=hint) if d.code is Code.JSON_SYNTAX else d
+                    for d in err.diagnostics
+                ]
+            ) from None
         if Path(path).suffix != ".proto":
             raise
         name = show(Path(path).name)
