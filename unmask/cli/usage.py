@@ -43,13 +43,13 @@ def _sentence(text: str) -> str:
     return text
 
 
-def _name(param: click.Parameter | None, ctx: click.Context | None) -> str | None:
+def _name(param: click.Parameter | None) -> str | None:
     """The option as the user would write it (its longest flag), or an argument's metavar."""
     if param is None:
         return None
     if isinstance(param, click.Option) and param.opts:
         return max(param.opts, key=len)
-    return param.make_metavar(ctx) if ctx is not None else param.human_readable_name
+    return param.human_readable_name
 
 
 def _hint_name(exc: click.BadParameter) -> str | None:
@@ -57,7 +57,7 @@ def _hint_name(exc: click.BadParameter) -> str | None:
         hint = exc.param_hint
         names = [hint] if isinstance(hint, str) else list(hint)
         return " / ".join(n.strip("'\"") for n in names)
-    return _name(exc.param, exc.ctx)
+    return _name(exc.param)
 
 
 def usage_diagnostic(exc: click.UsageError) -> Diagnostic:

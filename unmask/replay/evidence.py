@@ -20,7 +20,6 @@ checked reads them.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
 
 from msgspec import UNSET
@@ -76,6 +75,8 @@ def closest_match(text: str, quote: str) -> str | None:
     the spaces at its ends; None when nothing is alike enough."""
     if not text or not quote or len(text) * len(quote) > _SUGGEST_BUDGET:
         return None
+    import difflib  # only when a quote is wrong: not on every check
+
     sm = difflib.SequenceMatcher(None, text, quote, autojunk=False)
     m = sm.find_longest_match(0, len(text), 0, len(quote))
     if m.size == 0:
