@@ -324,9 +324,9 @@ def _evidence(line: Line, role: str, replay: Replay) -> list[dict] | Diagnostic:
                 )
             near = _near(quote, replay, present) or _closest(quote, replay, present)
             looked = present or allowed
-            where = f"not in {_or(looked)}" if len(looked) == 1 else f"in none of {_or(looked)}"
+            absent = f"not in {_or(looked)}" if len(looked) == 1 else f"in none of {_or(looked)}"
             return bad(
-                f"the quote is {where}",
+                f"the quote is {absent}",
                 near or "copy it exactly from one of them: spaces, case and punctuation count",
             )
         if len(chosen) > 1:
