@@ -1054,6 +1054,30 @@ def test_family_protocol_takes_domains():
     assert rep.domains == {"claim": ("a", "b")}
 
 
+def test_a_boolean_value_is_told_the_three_strings():
+    r = base()
+    r["annotations"][0]["value"] = True
+    d = one(r)
+    assert (d.code, d.path) == ("type", "annotations[0].value")
+    assert d.message == 'expected `"TRUE"`, `"FALSE"` or `"UNKNOWN"` (a string), found `true`'
+
+
+def test_members_written_as_one_string_are_told_the_array_and_only_once():
+    fam = (
+        PROTO.replace("atom j : judge", "domain claim\natom s(claim) : judge")
+        .replace("decision pass iff j", "decision pass iff all(s(x) for x in claim)")
+        .replace("ground j ~ c", "")
+    )
+    r = base()
+    r["protocol"] = {"source": fam}
+    r["annotations"] = []
+    r["domains"] = {"claim": "joined, cto"}
+    d = one(r)  # not also "no members were given for the free domain `claim`"
+    assert (d.code, d.path) == ("type", "domains.claim")
+    assert d.message == "expected an array of member names, found a string"
+    assert d.help == 'write them as a JSON array: `["joined", "cto"]`'
+
+
 def test_a_family_protocol_without_domains_is_told_the_replays_key():
     fam = (
         PROTO.replace("atom j : judge", "domain claim\natom s(claim) : judge")

@@ -43,7 +43,12 @@ REPLAY_SCHEMA = "unmask.replay/1"
 TRANSLATION_STATUSES = ("valid", "partial", "invalid")
 
 Value = Annotated[
-    Literal["TRUE", "FALSE", "UNKNOWN"], Meta(description="the atom's value, in capitals")
+    Literal["TRUE", "FALSE", "UNKNOWN"],
+    Meta(
+        description="the atom's value, in capitals",
+        # a JSON `true` is the likeliest mistake: say the value is one of three strings
+        extra={"expect": '`"TRUE"`, `"FALSE"` or `"UNKNOWN"` (a string)'},
+    ),
 ]
 NonEmpty = Annotated[str, Meta(min_length=1)]
 

@@ -54,7 +54,7 @@ from unmask.ir.json_reader import (
 from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import UnmaskError, render_all
 from unmask.plumbing.files import read_text
-from unmask.plumbing.jsonload import parse_json_text, read_json_file
+from unmask.plumbing.jsonload import parse_json_text
 from unmask.plumbing.jsonreader import JsonReader, did_you_mean, index_path, join_path, kind, show
 from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
 from unmask.plumbing.names import member_help
@@ -72,6 +72,7 @@ from unmask.replay.format import (
     SourcesJson,
     TranslationJson,
 )
+from unmask.replay.replayfile import read_replay_json
 
 if TYPE_CHECKING:  # a replay read against a protocol file is given one; reading never makes one
     from unmask.replay.recheck import ProtocolFile
@@ -154,6 +155,7 @@ class _ReplayReader:
         self.ir = IrReader(r)
         self.base_dir = base_dir
         self.bad_sources: set[str] = set()  # given but rejected: no echo errors for them
+        self.bad_domains: set[str] = set()  # the same for domains whose members are no array
         self.against = against  # `--protocol`: checked against it, not the replay's own
 
     def replay(self, obj: Any, text: str | None = None, line: int | None = None) -> Replay | None:
@@ -268,7 +270,17 @@ class _ReplayReader:
                 r.err(Code.NAME, p, f"`{show(dn)}` is not a valid domain name")
                 continue
             if not isinstance(members, list):
-                r.expect(p, "an array of member names", members)
+                shown = "[…]"
+                if isinstance(members, str):  # `"a,b"`, as `--domain claim=a,b` writes them
+                    names = [m.strip() for m in members.split(",") if m.strip()][:4]
+                    shown = "[" + ", ".join(msgspec.json.encode(n).decode() for n in names) + "]"
+                r.err(
+                    Code.TYPE,
+                    p,
+                    f"expected an array of member names, found {kind(members)}",
+                    help=f"write them as a JSON array: `{show(shown, 80)}`",
+                )
+                self.bad_domains.add(dn)
                 continue
             if len(members) > r.limits.max_domain_size:
                 r.limit(p, f"the size of domain `{dn}`", len(members), "max_domain_size")
@@ -476,6 +488,8 @@ class _ReplayReader:
                 if d.span is None and d.file is None:
                     d = replace(d, file=r.file)
                 domain = missing_domain(d)
+                if domain in self.bad_domains:  # its members were given, and refused above
+                    continue
                 if domain is not None:  # the members of a replay come from its `domains`
                     given = f'"domains": {{"{domain}": ["a", "b"]}}'
                     d = replace(d, help=f"add its members to the replay: `{given}`")
@@ -631,43 +645,6 @@ def load_replay_text(
 ) -> Replay:
     obj = parse_json_text(text, file, limits)
     return replay_from_obj(obj, file, base_dir, limits, text=text, protocol=protocol)
-
-
-def read_replay_json(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Any:
-    """A replay file's JSON document, not yet validated. A `.proto` file named where a
-    replay was expected (`unmask check claims.proto`) is not JSON, and its syntax error
-    says what the file is and what to write instead; a folder is pointed to `unmask audit`."""
-    try:
-        return read_json_file(path, limits)
-    except UnmaskError as err:
-        if os.path.isdir(path):  # `unmask check replays/`: one replay is read, not a folder
-            hint = f"`unmask audit {show(str(path), 200)}` checks every replay in a folder"
-            raise UnmaskError(
-                [replace(d, help=hint) if d.code is Code.IO else d for d in err.diagnostics]
-            ) from None
-        if Path(path).suffix == ".jsonl":  # replays a line: `unmask check` reads one
-            hint = (
-                f"`unmask audit {show(str(path), 200)}` checks a JSON Lines file of replays, "
-                "one a line"
-            )
-            raise UnmaskError(
-                [
-                    replace(d, help=hint) if d.code is Code.JSON_SYNTAX else d
-                    for d in err.diagnostics
-                ]
-            ) from None
-        if Path(path).suffix != ".proto":
-            raise
-        name = show(Path(path).name)
-        hint = (
-            f"`{name}` is a protocol, not a replay: a replay is a JSON file that names it, "
-            f'`"protocol": {{"path": "{name}"}}` (docs/replay-format.md); '
-            f"`unmask analyze {name}` checks the protocol alone"
-        )
-        diags = err.diagnostics
-        raise UnmaskError(
-            [replace(d, help=hint) if d.code is Code.JSON_SYNTAX else d for d in diags]
-        ) from None
 
 
 def load_replay(
