@@ -266,6 +266,16 @@ def test_an_unknown_command_says_where_the_commands_are_listed() -> None:
     assert d.help == "`unmask --help` lists the commands"
     d, _ = _usage(main, "--versoin")
     assert d.help == "did you mean `--version`? `unmask --help` lists the options"
+    # a subgroup's commands, and the one closest option alone (not `--help` beside it)
+    d, _ = _usage(main, "propose", "jugde")
+    assert (d.message, d.help) == (
+        "no such command `jugde`",
+        "did you mean `judge`? `unmask propose --help` lists the commands",
+    )
+    d, _ = _usage(main, "propose", "judge", "x.jsonl", "--feild", "a")
+    assert d.help == "did you mean `--field`? `unmask propose judge --help` lists the options"
+    d, _ = _usage(main, "check", CASE, "--hepl")
+    assert d.help == "did you mean `--help`? `unmask check --help` lists the options"
 
 
 def test_unmaskc_usage_errors_are_the_same_diagnostics(tmp_path) -> None:

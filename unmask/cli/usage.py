@@ -70,9 +70,20 @@ def usage_diagnostic(exc: click.UsageError) -> Diagnostic:
     hint: str | None = None
     if isinstance(exc, click.NoSuchOption):
         message = f"no such option `{exc.option_name}`"
-        if exc.possibilities:
-            close = " or ".join(f"`{p}`" for p in exc.possibilities)
-            hint = f"did you mean {close}?"
+        # the closest one alone (click also offers `--help`, close to many a typo)
+        offered = list(exc.possibilities or ())
+        close = ([p for p in offered if p != "--help"] or offered)[:1]
+        hint = f"did you mean `{close[0]}`?" if close else None
+    elif (
+        isinstance(command := getattr(exc, "command_name", None), str)
+        and ctx is not None
+        and isinstance(ctx.command, click.Group)
+    ):  # click 8.4's NoSuchCommand, of a subgroup (`unmask propose jugde`)
+        import difflib
+
+        message = f"no such command `{command}`"
+        close = difflib.get_close_matches(command, ctx.command.list_commands(ctx), n=1)
+        hint = f"did you mean `{close[0]}`?" if close else None
     elif isinstance(exc, click.MissingParameter):
         what = exc.param_type or (exc.param.param_type_name if exc.param else "parameter")
         name = _hint_name(exc)
