@@ -266,6 +266,20 @@ def test_output_into_a_missing_folder_is_one_diagnostic(tmp_path):
     assert not out.parent.exists()
 
 
+def test_a_missing_output_folder_is_named_in_the_help(tmp_path):
+    from unmask.plumbing.outputs import cannot_write
+
+    d = cannot_write("results/run1.jsonl", FileNotFoundError(2, "No such file or directory"))
+    assert (d.code, d.message) == (
+        "output",
+        "cannot write `results/run1.jsonl`: no such file or directory",
+    )
+    assert d.help == "the folder `results` does not exist: make it first, or write elsewhere"
+    # a folder that is there: no such help (the reason is something else)
+    there = cannot_write(str(tmp_path / "x"), PermissionError(13, "Permission denied"))
+    assert there.help is None
+
+
 def test_output_replaces_a_file_whole_and_keeps_its_mode(runner, tmp_path):
     f = write(tmp_path, "p.proto", PLAIN)
     out = write(tmp_path, "out.json", "old")
