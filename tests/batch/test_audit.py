@@ -77,6 +77,18 @@ def test_report_line_is_the_report_with_its_location(cases: Path) -> None:
     assert v.overall == "VIOLATED"
 
 
+def test_a_proto_file_named_as_an_input_is_an_error_record_saying_what_it_is(
+    cases: Path,
+) -> None:
+    # `unmask audit claims.proto`: the protocol where replays were meant
+    [(_task, line, _v)] = _collect(inputs.iter_tasks([str(cases / "factual_claims.proto")]))
+    obj = json.loads(line)
+    assert obj["schema"] == "unmask.error/1"
+    [err] = obj["errors"]
+    assert err["code"] == "json-syntax"
+    assert err["help"].startswith("`factual_claims.proto` is a protocol, not a replay")
+
+
 def test_bad_lines_become_error_records_and_the_batch_goes_on(tmp_path: Path) -> None:
     f = tmp_path / "mixed.jsonl"
     f.write_text(
@@ -472,6 +484,9 @@ def test_summary_dimensions_are_the_reports_own(cases: Path) -> None:
     text = s.render_text()
     assert "\n  procedure " in text and "\n  requirement " not in text
     assert "fails most often: procedure" in text
+    # one replay is one replay, in the text and in the HTML index's header
+    assert "fails most often: procedure, in 1 replay (" in text
+    assert s.index_summary("sliced")["extra"]["fails most often"] == "procedure (1 replay)"
 
 
 def test_each_check_counts_under_the_checkers_outcome() -> None:

@@ -205,7 +205,7 @@ def test_every_numeric_option_has_a_range(args: list[str]) -> None:
     result = CliRunner().invoke(main, ["bench", "--quick", *args])
     assert result.exit_code == 2, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
-    assert "Invalid value for '" + args[0] + "'" in result.output
+    assert f"error: invalid value for `{args[0]}`: " in result.output
 
 
 def test_the_floor_evaluates_every_formula_once() -> None:

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.conftest import found_files
+from tests.message_style import message_problems
 from unmask.cli.main import main
 from unmask.plumbing import exitcodes
 from unmask.plumbing.diagnostics import INTERNAL_HELP, internal_error
@@ -201,3 +202,93 @@ def test_a_bug_in_unmaskc_is_the_internal_error_not_a_traceback(monkeypatch) -> 
     monkeypatch.setattr("unmask.language.compiler.compile_source", _boom)
     monkeypatch.setattr("unmask.language.compiler.compile_tree", _boom)
     _assert_internal(CliRunner().invoke(unmaskc, [PROTO]))
+
+
+# --- a command line that cannot be run: one `usage` diagnostic, not click's text -----------
+
+
+def _usage(program, *args: str):
+    """The diagnostic a command line that cannot be run ends with, and the rendered run."""
+    from unmask.cli.usage import Usage
+
+    name = "unmask" if program is main else "unmaskc"
+    res = CliRunner().invoke(program, list(args), standalone_mode=False, prog_name=name)
+    assert isinstance(res.exception, Usage), (res.exception, res.output)
+    shown = CliRunner().invoke(program, list(args), prog_name=name)
+    assert shown.exit_code == exitcodes.USAGE, shown.output
+    assert "Error:" not in shown.output and "Try '" not in shown.output
+    d = res.exception.diagnostic
+    assert not message_problems(d.message, d.help), d  # docs/style.md, as every message
+    return d, shown.stderr
+
+
+def test_a_misspelt_option_is_named_with_the_one_meant() -> None:
+    d, stderr = _usage(main, "check", CASE, "--formt", "html")
+    assert (d.code, d.message) == ("usage", "no such option `--formt`")
+    assert d.help == "did you mean `--format`? `unmask check --help` lists the options"
+    assert d.notes == ("usage: unmask check [OPTIONS] REPLAY.json",)
+    assert stderr.splitlines()[0] == "error: no such option `--formt`"
+
+
+def test_a_value_an_option_does_not_take_names_the_option_and_the_values() -> None:
+    d, _ = _usage(main, "audit", CASE, "--fail-on", "violate")
+    assert d.code == "usage"
+    assert d.message == (
+        "invalid value for `--fail-on`: `violate` is not one of "
+        "`violated`, `unknown`, `confirmed`, `trusted`"
+    )
+    d, _ = _usage(main, "audit", CASE, "--jobs", "999")
+    assert d.message.startswith("invalid value for `--jobs`: 999 is not in the range 0<=x<=")
+
+
+def test_a_missing_argument_and_an_extra_one_are_named() -> None:
+    d, _ = _usage(main, "check")
+    assert (d.code, d.message) == ("usage", "missing argument `REPLAY.json`")
+    assert d.help == "`unmask check --help` lists the options"
+    d, _ = _usage(main, "check", CASE, "other.json")
+    assert d.message == "unexpected argument `other.json`"
+    assert d.help == (
+        "it checks one replay; `unmask audit PATH...` checks several; "
+        "`unmask check --help` shows what it takes"
+    )
+    d, _ = _usage(main, "crosscheck", CASE, CASE)
+    assert d.help is not None and d.help.startswith("it checks one replay; `unmask audit PATH...`")
+    d, _ = _usage(main, "audit", CASE, "--out")
+    assert d.message == "option `--out` requires an argument"
+    # click's parser gives this one no context: the subcommand's usage all the same
+    assert d.notes == ("usage: unmask audit [OPTIONS] PATH...",)
+    assert d.help == "`unmask audit --help` lists the options"
+
+
+def test_an_unknown_command_says_where_the_commands_are_listed() -> None:
+    d, _ = _usage(main, "chek", CASE)
+    assert d.message == "no such command `chek` (did you mean `check`?)"
+    assert d.help == "`unmask --help` lists the commands"
+    d, _ = _usage(main, "--versoin")
+    assert d.help == "did you mean `--version`? `unmask --help` lists the options"
+    # a subgroup's commands, and the one closest option alone (not `--help` beside it)
+    d, _ = _usage(main, "propose", "jugde")
+    assert (d.message, d.help) == (
+        "no such command `jugde`",
+        "did you mean `judge`? `unmask propose --help` lists the commands",
+    )
+    d, _ = _usage(main, "propose", "judge", "x.jsonl", "--feild", "a")
+    assert d.help == "did you mean `--field`? `unmask propose judge --help` lists the options"
+    d, _ = _usage(main, "check", CASE, "--hepl")
+    assert d.help == "did you mean `--help`? `unmask check --help` lists the options"
+
+
+def test_unmaskc_usage_errors_are_the_same_diagnostics(tmp_path) -> None:
+    from unmask.cli.unmaskc import cli
+
+    d, _ = _usage(cli, PROTO, "--domian", "claim=a")
+    assert (d.code, d.message) == ("usage", "no such option `--domian`")
+    assert d.help is not None and d.help.startswith("did you mean `--domain`?")
+    d, _ = _usage(cli, "fmt", "--check", "--write", PROTO)
+    assert d.message == "`--check` and `--write` cannot be used together"
+
+
+def test_a_group_without_its_subcommand_still_shows_its_help() -> None:
+    res = run("propose")
+    assert res.exit_code == exitcodes.USAGE
+    assert "Commands:" in res.output and "error:" not in res.output

@@ -96,6 +96,19 @@ def test_the_commands_give_the_committed_outputs(quickstart) -> None:
     assert "0 calls" in out["annotate"].stderr  # a person's readings alone call no model
 
 
+def test_the_audit_fails_only_when_asked_to_as_the_doc_says(quickstart) -> None:
+    # the doc's second `sh` block: the same audit, with the gate a CI step needs
+    blocks = re.findall(r"```sh\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+    gate = blocks[1].strip()
+    assert gate == "unmask audit annotated --out results.jsonl --fail-on violated"
+    res = run(gate, quickstart["dir"])
+    assert res.returncode == 1, res.stderr  # three replays are VIOLATED
+    # the summary is the one the doc shows, on stderr; the results go to --out
+    assert res.stderr == (EXAMPLE / "audit.txt").read_text(encoding="utf-8")
+    assert res.stdout == ""
+    assert quickstart["out"]["audit"].returncode == 0  # the same run without the gate
+
+
 def test_the_three_misbehaving_judges_are_the_three_violations(quickstart) -> None:
     got = results(quickstart["dir"] / "results.jsonl")
     overall = {k: r["overall"] for k, r in got.items()}

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from unmask.cli.unmaskc import cli, parse_domains
+from unmask.plumbing.diagnostics import UnmaskError
 
 FAMILY = (
     'protocol fc "claims"\n'
@@ -86,6 +87,25 @@ def test_compile_errors_exit_1_with_located_diagnostics(runner, tmp_path):
     assert r.stdout == ""
     assert f"{f}:4:25: error: unknown atom `zz`" in r.stderr
     assert "^^" in r.stderr
+
+
+def test_json_given_to_unmaskc_is_told_it_is_json(runner, tmp_path):
+    # a replay, or compiled IR, where `.proto` text was expected
+    from unmask.language.parser import JSON_HELP, parse_source
+
+    for text in ('{"schema": "unmask.replay/1"}\n', "\n  [1, 2]\n"):
+        with pytest.raises(UnmaskError) as exc:
+            parse_source(text, "r.json")
+        d = exc.value.diagnostics[0]
+        assert (d.code, d.help) == ("syntax", JSON_HELP)
+        assert d.span is not None and d.span.start_pos == text.index(text.strip()[0])
+    assert "unmask check FILE.json" in JSON_HELP
+    # a `.proto` whose mistake is elsewhere keeps its own help
+    with pytest.raises(UnmaskError) as exc:
+        parse_source('protocol p "t"\n{', "p.proto")
+    assert exc.value.diagnostics[0].help != JSON_HELP
+    r = runner.invoke(cli, [str(write(tmp_path, "r.json", '{"id": "r1"}\n'))])
+    assert r.exit_code == 1 and "this is JSON, not `.proto` text" in r.stderr
 
 
 def test_free_domain_without_members_is_checked_and_writes_nothing(runner, tmp_path):
@@ -244,6 +264,20 @@ def test_output_into_a_missing_folder_is_one_diagnostic(tmp_path):
     out = tmp_path / "no" / "such" / "folder.json"
     _one_output_error(_run([str(f), "-o", str(out)]), str(out))
     assert not out.parent.exists()
+
+
+def test_a_missing_output_folder_is_named_in_the_help(tmp_path):
+    from unmask.plumbing.outputs import cannot_write
+
+    d = cannot_write("results/run1.jsonl", FileNotFoundError(2, "No such file or directory"))
+    assert (d.code, d.message) == (
+        "output",
+        "cannot write `results/run1.jsonl`: no such file or directory",
+    )
+    assert d.help == "the folder `results` does not exist: make it first, or write elsewhere"
+    # a folder that is there: no such help (the reason is something else)
+    there = cannot_write(str(tmp_path / "x"), PermissionError(13, "Permission denied"))
+    assert there.help is None
 
 
 def test_output_replaces_a_file_whole_and_keeps_its_mode(runner, tmp_path):

@@ -513,6 +513,22 @@ def test_usage_errors_are_one_message_and_exit_2(tmp_path, r1, args, message):
     assert "Traceback" not in res.output
 
 
+def test_a_missing_model_points_to_a_persons_readings_too(tmp_path, r1, monkeypatch):
+    from unmask.commands import annotate
+
+    said = []
+    monkeypatch.setattr(annotate, "render", lambda d: said.append(d) or "")
+    res = CliRunner().invoke(
+        main, ["annotate", str(r1), "--out", "o"], env={"UNMASK_CACHE_DIR": ""}
+    )
+    assert res.exit_code == 2
+    (d,) = said
+    assert (d.code, d.message) == ("usage", "`--model` is missing")
+    assert d.help.endswith(
+        "a person's readings need none: `--from ANNOTATIONS.jsonl --reader NAME`"
+    )
+
+
 def test_a_protocol_named_by_path_is_embedded_in_the_replay_written(tmp_path, r1):
     protos = tmp_path / "protos"
     protos.mkdir()

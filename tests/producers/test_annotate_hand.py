@@ -407,3 +407,21 @@ def test_a_renamed_atom_is_matched_by_its_members_and_a_value_by_its_capitals(tm
     assert "the atoms over the same members are" in r.output
     assert "`backed(joined)` (context)" in r.output and "`checked(joined)` (procedure)" in r.output
     assert "did you mean `checked(joined)`" not in r.output
+
+
+def test_a_quote_not_in_its_one_source_is_shown_the_closest_text() -> None:
+    from unmask.annotate.hand import Line, apply
+    from unmask.replay.load import load_replay
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "case_c.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    replay = load_replay(path)
+    # a procedure atom is read in the rationale (the replay has no trace): one source
+    line = Line(
+        "h.jsonl", 1, "case-c", "external", "FALSE", quote="I usd only the supplied context."
+    )
+    (d,) = apply(doc, replay, [line], "ana")
+    assert (d.code, d.message) == ("annotation-line", "the quote is not in `rationale`")
+    assert d.help == (
+        "the closest text in `rationale` is `I used only the supplied context.`; copy it exactly"
+    )

@@ -106,3 +106,17 @@ def test_the_other_exports_are_refused_by_name_with_what_to_export(tmp_path, suf
     assert res.exit_code == 4
     assert "not read: a promptfoo" in res.stderr and "invalid json" not in res.stderr.lower()
     assert "`promptfoo eval -o results.json`" in res.stderr
+
+
+def test_a_mistyped_export_name_is_said_missing_not_refused_as_an_export(tmp_path):
+    from unmask.importers import Options
+    from unmask.importers.promptfoo import read
+    from unmask.plumbing.diagnostics import UnmaskError
+
+    with pytest.raises(UnmaskError) as exc:
+        list(read(tmp_path / "results.yaml", Options()))
+    (d,) = exc.value.diagnostics
+    assert d.code == "io" and d.message.startswith("cannot read `")
+    assert d.message.endswith("results.yaml`: no such file or directory")
+    res = cli("import", "promptfoo", str(tmp_path / "results.yaml"), "--out", str(tmp_path / "o"))
+    assert res.exit_code == 4 and "not read: a promptfoo" not in res.stderr

@@ -296,7 +296,11 @@ SKIPS = {
         "`ceo` is not a member of domain `claim`",
     ),
     "no members": (lambda r: r.pop("domains"), "field `domains`", "domain `claim`"),
-    "no judge": (lambda r: r.pop("judge"), "field `judge`", "missing `judge`"),
+    "no judge": (
+        lambda r: r.pop("judge"),
+        "field `judge`",
+        "missing `judge`, the name of the judge that wrote the output",
+    ),
     "no output": (lambda r: r.pop("output"), "field `output`", "missing `output`"),
     "unknown key": (lambda r: r.update(jduge="x"), "field `jduge`", "did you mean `judge`?"),
     "rationale as a source": (

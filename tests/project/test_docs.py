@@ -114,6 +114,38 @@ def test_check_help_names_every_backend() -> None:
     assert not missing, f"`unmask check --help` does not name {missing}"
 
 
+def test_check_and_audit_help_say_their_exit_statuses_as_the_readme_does() -> None:
+    from click.testing import CliRunner
+
+    from unmask.cli.main import main
+    from unmask.plumbing import exitcodes as ex
+
+    def helped(command: str) -> str:
+        result = CliRunner().invoke(main, [command, "--help"], terminal_width=200)
+        assert result.exit_code == 0
+        return " ".join(result.output.split())
+
+    said = (
+        f"{ex.OK} SATISFIED, {ex.VIOLATED} VIOLATED, {ex.UNKNOWN} UNKNOWN, "
+        f"{ex.INVALID} an invalid replay, {ex.USAGE} usage"
+    )
+    assert f"Exit status: {said}." in helped("check")
+    row = next(
+        x
+        for x in (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+        if "`unmask check " in x
+    )
+    assert "0 satisfied, 1 violated, 3 unknown, 4 invalid, 2 usage" in row
+    # an audit that finds violations still exits 0 unless asked to fail: said where it is run
+    assert "exit 0 whatever the results unless --fail-on" in helped("audit")
+    row = next(
+        x
+        for x in (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+        if "`unmask audit PATH" in x
+    )
+    assert "0 whatever the results unless `--fail-on" in row
+
+
 def test_every_page_is_linked_from_the_index() -> None:
     linked = set(_LINK.findall(INDEX.read_text(encoding="utf-8")))
     pages = {p.name for p in DOCS.glob("*.md")} - {"README.md"}
@@ -416,6 +448,18 @@ def _code_blocks() -> list[tuple[str, int, str, str]]:
             line = text.count("\n", 0, m.start()) + 1
             out.append((page.relative_to(ROOT).as_posix(), line, m.group(1), m.group(2)))
     return out
+
+
+def test_every_code_fence_opens_or_closes_a_block_alone() -> None:
+    # a closing fence with text after it ("``` All") is no closing fence: the rest of the
+    # page renders as code
+    bad = [
+        f"{page.relative_to(ROOT).as_posix()}:{n}: {line}"
+        for page in [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+        for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+        if line.startswith("```") and not re.fullmatch(r"```[\w-]*", line.rstrip())
+    ]
+    assert not bad, bad
 
 
 def _statements(body: str) -> list[str]:

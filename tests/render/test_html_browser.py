@@ -326,3 +326,40 @@ def test_the_index_has_a_table_per_requirement_and_grounding_family(cited: Path,
     # violated, open, satisfied: each replay a link
     assert data["rows"]["passages_only"] == [[], [], ["c1", "c2"]]
     assert data["rows"]["cites(*,*) ~> backs(*,*)"] == [[], ["c1", "c2"], []]
+
+
+NAMES_PROBE = """
+<script>
+(function () {
+  var out = {lines: {}};
+  var names = document.querySelectorAll("#checks-requirements tbody th code");
+  for (var i = 0; i < names.length; i++) {
+    // one line box per line the name takes
+    out.lines[names[i].textContent] = names[i].getClientRects().length;
+  }
+  var pre = document.createElement("pre");
+  pre.id = "probe";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>
+"""
+
+
+def test_a_requirement_name_is_not_broken_inside_its_column(tmp_path: Path):
+    # promptfoo's long row ids fill the other columns; `score_agrees(a0)` broke before `)`
+    from click.testing import CliRunner
+
+    from tests.helpers import TEST_DATA
+    from unmask.cli.main import main
+
+    run = CliRunner().invoke
+    src = TEST_DATA / "importers" / "promptfoo-0.121.20" / "results.json"
+    res = run(main, ["import", "promptfoo", str(src), "--out", str(tmp_path / "r")])
+    assert res.exit_code == 0, res.output
+    out = ["--out", str(tmp_path / "r.jsonl"), "--html", str(tmp_path / "h"), "--quiet"]
+    assert run(main, ["audit", str(tmp_path / "r"), *out]).exit_code == 0
+    page = (tmp_path / "h" / "index.html").read_text(encoding="utf-8")
+    lines = _probe(tmp_path, page, NAMES_PROBE)["lines"]
+    assert set(lines) == {f"score_agrees(a{i})" for i in range(4)}
+    assert set(lines.values()) == {1}, lines

@@ -350,6 +350,15 @@ def test_index_counts_are_computed_from_rows_when_the_summary_has_none():
     }
 
 
+def test_index_header_says_unmask_audit_once():
+    # the audit's own title is the kicker's words: shown once, not twice over each other
+    top = parse(html.render_index({"title": "unmask audit"}, ROWS)).find_all("header")[0]
+    assert top.find_all("h1")[0].text() == "unmask audit"
+    assert top.find_all("p", class_="kicker") == []
+    top = parse(html.render_index({"title": "nightly"}, ROWS)).find_all("header")[0]
+    assert [p.text() for p in top.find_all("p", class_="kicker")] == ["unmask audit"]
+
+
 def test_index_uses_the_summary_counts_it_is_given():
     summary = {"title": "t", "total": 10, "overall": {"SATISFIED": 7, "VIOLATED": 3}}
     doc = parse(html.render_index(summary, ROWS))
@@ -486,6 +495,23 @@ def test_index_rows_name_the_checks_that_failed_or_stayed_open(tmp_path: Path):
     assert _checks_cell(doc, "claim-parts-underdetermined") == one_way
     assert _checks_cell(doc, "case-a") == "–"
     assert _checks_cell(doc, "bad.jsonl:1") == "could not be checked: schema"
+
+
+def test_an_input_that_could_not_be_checked_says_why_in_its_row():
+    from unmask.plumbing.codes import Code
+    from unmask.plumbing.diagnostics import Diagnostic
+
+    first = Diagnostic(Code.MISSING, "missing `start` and `end`", path="annotations[0].evidence[0]")
+    record = ResultRecord(location="r.json", error="missing", errors=(first, first))
+    row = html.index_row(record, "")
+    assert row["why"] == "annotations[0].evidence[0]: missing `start` and `end`"
+    doc = parse(html.render_index({"title": "t"}, [row]))
+    assert _checks_cell(doc, "r.json") == (
+        "could not be checked: missing annotations[0].evidence[0]: missing `start` and `end`"
+    )
+    long = Diagnostic(Code.TYPE, "x" * 500)
+    said = html.index_row(ResultRecord(location="r", error="type", errors=(long,)), "")["why"]
+    assert len(said) == 200 and said.endswith("…")
 
 
 def test_index_names_at_most_six_checks_a_row_and_counts_the_rest():

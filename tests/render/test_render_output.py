@@ -327,3 +327,18 @@ def test_the_sarif_version_is_the_installed_distributions() -> None:
     replay = load(EXAMPLES / "case_a.json")
     driver = sarif.to_json(check(replay, "z3"), replay)["runs"][0]["tool"]["driver"]
     assert driver["version"] == driver["semanticVersion"] == metadata.version("unmask")
+
+
+def test_the_text_report_reads_in_the_docs_as_the_command_prints_it() -> None:
+    # docs/reports.md, "Reading the text report": case C's report, shown whole
+    import re
+
+    doc = (EXAMPLES.parent / "docs" / "reports.md").read_text(encoding="utf-8")
+    section = doc.split("## Reading the text report", 1)[1]
+    shown = re.search(r"```\n(.*?)```", section, re.S).group(1)
+    report = check(load(EXAMPLES / "case_c.json"), "z3")
+    replay = load(EXAMPLES / "case_c.json")
+    assert shown == text_render.render(report, replay)
+    # every word the walk-through explains is in the report it walks through
+    for word in ("bases: proto", "rests on:", "refuted by", "confirmed: rests on", "why VIOLATED"):
+        assert word in shown and word.split(":")[0] in section.split("```", 2)[2]

@@ -224,6 +224,64 @@ def test_bad_protocol_and_sources_and_verdict():
     assert exc.value.diagnostics[0].code == "unknown-source"
 
 
+def test_a_file_name_given_as_text_is_told_to_pass_a_path():
+    # the docs' `Path("examples/factual_claims.proto")`, written as a plain string
+    with pytest.raises(UnmaskError) as exc:
+        ReplayBuilder("examples/factual_claims.proto", sources={}, verdict="PASS")
+    (d,) = exc.value.diagnostics
+    assert d.code == "syntax"
+    assert d.help == (
+        "a `str` is read as `.proto` text; to read the file, pass "
+        "`Path('examples/factual_claims.proto')`"
+    )
+    # real `.proto` text with a mistake keeps the compiler's own help
+    with pytest.raises(UnmaskError) as exc:
+        ReplayBuilder("protocol x\natom a : jduge", sources={}, verdict="PASS")
+    assert "Path(" not in (exc.value.diagnostics[0].help or "")
+
+
+def test_a_family_without_domains_is_told_the_builder_argument():
+    with pytest.raises(UnmaskError) as exc:
+        ReplayBuilder(FAMILY, sources={"rationale": RATIONALE}, verdict="PASS")
+    (d,) = exc.value.diagnostics
+    assert d.code == "missing-domain"
+    assert d.help == 'pass its members to the builder: `domains={"claim": ["a", "b"]}`'
+
+
+def test_the_closest_match_is_whole_words():
+    # aligned on ` million inhabitants`, the slice alone would start inside `about`
+    text = "Paris has about 2.1 million inhabitants."
+    assert closest_match(text, "about 2 million inhabitants") == "about 2.1 million inhabitants"
+    assert closest_match(CONTEXT, "Alice joined ACME in 2025") == "Alice joined ACME in 2024"
+
+
+def test_a_false_without_a_quote_is_told_of_read_whole():
+    with pytest.raises(UnmaskError) as exc:
+        builder().annotate("c_cto", False)
+    (d,) = exc.value.diagnostics
+    assert d.code == "no-evidence"
+    assert d.help == (
+        "pass `quote=` with the text that shows the value; when nothing says so, "
+        '`read_whole="context"` with a reviewed `by`'
+    )
+    with pytest.raises(UnmaskError) as exc:
+        builder().annotate("c_cto", True)
+    assert exc.value.diagnostics[0].help == "pass `quote=` with the text that shows the value"
+
+
+@given(st.text(max_size=60), st.text(min_size=1, max_size=30))
+def test_the_closest_match_is_always_text_of_the_source(text, quote):
+    near = closest_match(text, quote)
+    assert near is None or (near and near in text and near == near.strip())
+
+
+def test_the_closest_match_keeps_a_quote_short_at_its_start_whole():
+    text = "The claims are supported. I used only the supplied context. PASS."
+    assert closest_match(text, "I usd only the supplied context.") == (
+        "I used only the supplied context."
+    )
+
+
 def test_closest_match_is_skipped_past_its_budget():
     assert closest_match("a" * 10_000, "b" * 10_000) is None
 

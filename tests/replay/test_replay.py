@@ -268,6 +268,20 @@ def test_true_or_false_needs_evidence():
     r["annotations"][0]["evidence"] = []
     d = one(r)
     assert (d.code, d.path) == ("evidence-missing", "annotations[0].evidence")
+    assert d.help == "quote the text that shows it, or make the value `UNKNOWN`"
+
+
+def test_a_false_without_evidence_is_told_of_the_whole_reading():
+    # "no passage says so" has nothing to quote: the help names the form that says it
+    r = base()
+    r["annotations"][1].update(value="FALSE", evidence=[])
+    d = one(r)
+    assert (d.code, d.path) == ("evidence-missing", "annotations[1].evidence")
+    assert d.help.endswith('a reviewed reader may write `{"source": "context", "read": "whole"}`')
+    r["annotations"][1].update(
+        evidence=[{"source": "context", "read": "whole"}], by={"kind": "human", "name": "ana"}
+    )
+    assert replay_from_obj(r).annotation("c").value == "FALSE"  # written as the help says
 
 
 def test_annotation_of_unknown_atom():
@@ -322,6 +336,123 @@ def test_quote_must_equal_the_slice_and_the_hint_finds_it():
     d = one(r)
     assert (d.code, d.path) == ("span-quote", "annotations[0].evidence[0].quote")
     assert "set `start` to 0 and `end` to 17" in d.help
+
+
+def test_an_end_one_short_is_told_its_end():
+    r = base()
+    r["annotations"][0]["evidence"][0].update(end=16)  # "Both claims hold." is [0, 17)
+    d = one(r)
+    assert (d.code, d.path) == ("span-quote", "annotations[0].evidence[0].quote")
+    assert d.help == "the quote occurs at [0, 17); set `end` to 17"
+
+
+def test_an_end_past_the_source_is_told_where_the_quote_ends():
+    r = base()
+    q = "I used only the context."
+    r["annotations"][0]["evidence"] = [span(RATIONALE, "rationale", q)]
+    r["annotations"][0]["evidence"][0]["end"] += 1
+    d = one(r)
+    assert (d.code, d.path) == ("span-range", "annotations[0].evidence[0].end")
+    assert d.help == f"the quote occurs at [18, 42); set `end` to {len(RATIONALE)}"
+
+
+def test_a_quote_not_in_the_source_is_shown_the_closest_text():
+    r = base()
+    r["annotations"][1]["evidence"][0]["quote"] = "She is the CTO."  # [27, 42) is `She is its CTO.`
+    d = one(r)
+    assert (d.code, d.path) == ("span-quote", "annotations[1].evidence[0].quote")
+    assert d.help == "copy the quote from the source exactly: the closest text is `She is its CTO.`"
+
+
+def test_a_span_without_offsets_is_told_them_in_one_diagnostic():
+    # a newcomer writes the quote and leaves the offsets to the tool
+    r = base()
+    del r["annotations"][1]["evidence"][0]["start"]
+    del r["annotations"][1]["evidence"][0]["end"]
+    d = one(r)
+    assert (d.code, d.path, d.message) == (
+        "missing",
+        "annotations[1].evidence[0]",
+        "missing `start` and `end`",
+    )
+    assert d.help == 'the quote is at [27, 42) of `context`: write `"start": 27, "end": 42`'
+
+
+def test_a_span_without_offsets_whose_quote_is_not_there_names_the_closest_text():
+    r = base()
+    ev = r["annotations"][1]["evidence"][0]
+    del ev["start"]
+    ev["quote"] = "She is the CTO."
+    d = one(r)
+    assert (d.code, d.message) == ("missing", "missing `start`")
+    assert d.help == "the quote is not in `context`; the closest text is `She is its CTO.`"
+
+
+def test_a_span_without_its_quote_is_shown_what_it_selects():
+    r = base()
+    del r["annotations"][1]["evidence"][0]["quote"]
+    d = one(r)
+    assert (d.code, d.path) == ("missing", "annotations[1].evidence[0]")
+    assert d.message == "missing `quote`"
+    assert d.help == "the span selects `She is its CTO.`: write it as `quote`"
+
+
+def test_a_bare_span_is_told_what_a_span_is():
+    r = base()
+    r["annotations"][1]["evidence"] = [{"source": "context"}]
+    d = one(r)
+    assert d.message == "missing `quote`, `start` and `end`"
+    assert "`unmask.ReplayBuilder` finds them from the quote" in d.help
+
+
+def test_annotations_missing_says_an_empty_array_will_do():
+    d = one_with(annotations=DROP)
+    assert (d.code, d.path, d.message) == ("missing", "$", "missing `annotations`")
+    assert d.help == 'write `"annotations": []` when nothing is annotated yet'
+
+
+def test_a_protocol_path_to_compiled_ir_is_told_to_embed_it(tmp_path):
+    r = base()
+    r["protocol"] = {"path": "claims.json"}
+    d = one(r, base_dir=tmp_path)
+    assert (d.code, d.path) == ("protocol-path", "protocol.path")
+    assert d.help.endswith('embedded instead: write its JSON object as the value of `"protocol"`')
+
+
+def test_a_folder_checked_as_a_replay_is_pointed_to_audit(tmp_path):
+    with pytest.raises(UnmaskError) as exc:
+        load_replay(tmp_path)
+    (d,) = exc.value.diagnostics
+    assert d.code == "io" and d.message.endswith("is a directory, not a regular file")
+    assert d.help == f"`unmask audit {tmp_path}` checks every replay in a folder"
+
+
+def test_a_json_lines_file_checked_as_a_replay_is_pointed_to_audit(tmp_path):
+    lines = tmp_path / "runs.jsonl"
+    lines.write_text(json.dumps(base()) + "\n" + json.dumps(base()) + "\n", encoding="utf-8")
+    with pytest.raises(UnmaskError) as exc:
+        load_replay(lines)
+    (d,) = exc.value.diagnostics
+    assert d.code == "json-syntax" and d.span is not None and d.span.line == 2
+    assert d.help == f"`unmask audit {lines}` checks a JSON Lines file of replays, one a line"
+
+
+def test_a_proto_file_checked_as_a_replay_is_told_what_it_is(tmp_path):
+    proto = tmp_path / "claims.proto"
+    proto.write_text('protocol p "x"\natom a : judge\ndecision pass iff a\n', encoding="utf-8")
+    with pytest.raises(UnmaskError) as exc:
+        load_replay(proto)
+    (d,) = exc.value.diagnostics
+    assert d.code == "json-syntax" and d.span is not None and d.span.line == 1
+    assert d.help.startswith("`claims.proto` is a protocol, not a replay")
+    assert '`"protocol": {"path": "claims.proto"}`' in d.help
+    assert "`unmask analyze claims.proto`" in d.help
+    # a JSON file that is not JSON keeps the parser's own help
+    bad = tmp_path / "r.json"
+    bad.write_text("nope", encoding="utf-8")
+    with pytest.raises(UnmaskError) as exc:
+        load_replay(bad)
+    assert exc.value.diagnostics[0].help is None
 
 
 def test_offsets_must_be_whole_numbers_not_booleans():
@@ -860,6 +991,22 @@ def test_missing_proto_file(tmp_path):
     assert (d.code, d.path) == ("protocol-file", "protocol.path")
 
 
+def test_a_mistyped_proto_path_is_offered_the_file_beside_it(tmp_path):
+    (tmp_path / "protos").mkdir()
+    (tmp_path / "protos" / "claims.proto").write_text(PROTO)
+    (tmp_path / "protos" / "other.proto").write_text(PROTO)
+    r = base()
+    r["protocol"] = {"path": "protos/claim.proto"}
+    d = one(r, base_dir=tmp_path)
+    assert (d.code, d.path) == ("protocol-file", "protocol.path")
+    assert d.help == "did you mean `protos/claims.proto`? `path` is relative to the replay file"
+    # nothing alike (the `.proto` every name shares does not count): the plain help
+    r["protocol"] = {"path": "protos/zzzzz.proto"}
+    assert one(r, base_dir=tmp_path).help == "`path` is relative to the replay file"
+    r["protocol"] = {"path": "nofolder/claims.proto"}
+    assert one(r, base_dir=tmp_path).help == "`path` is relative to the replay file"
+
+
 def test_compile_error_in_a_proto_file_keeps_its_span(tmp_path):
     (tmp_path / "bad.proto").write_text(
         PROTO.replace("decision pass iff j", "decision pass iff jj")
@@ -905,6 +1052,48 @@ def test_family_protocol_takes_domains():
     assert rep.protocol.atom("s(a)") is not None
     assert rep.unannotated == ("s(a)", "c", "ext")
     assert rep.domains == {"claim": ("a", "b")}
+
+
+def test_a_boolean_value_is_told_the_three_strings():
+    r = base()
+    r["annotations"][0]["value"] = True
+    d = one(r)
+    assert (d.code, d.path) == ("type", "annotations[0].value")
+    assert d.message == 'expected `"TRUE"`, `"FALSE"` or `"UNKNOWN"` (a string), found `true`'
+
+
+def test_members_written_as_one_string_are_told_the_array_and_only_once():
+    fam = (
+        PROTO.replace("atom j : judge", "domain claim\natom s(claim) : judge")
+        .replace("decision pass iff j", "decision pass iff all(s(x) for x in claim)")
+        .replace("ground j ~ c", "")
+    )
+    r = base()
+    r["protocol"] = {"source": fam}
+    r["annotations"] = []
+    r["domains"] = {"claim": "joined, cto"}
+    d = one(r)  # not also "no members were given for the free domain `claim`"
+    assert (d.code, d.path) == ("type", "domains.claim")
+    assert d.message == "expected an array of member names, found a string"
+    assert d.help == 'write them as a JSON array: `["joined", "cto"]`'
+
+
+def test_a_family_protocol_without_domains_is_told_the_replays_key():
+    fam = (
+        PROTO.replace("atom j : judge", "domain claim\natom s(claim) : judge")
+        .replace("decision pass iff j", "decision pass iff all(s(x) for x in claim)")
+        .replace("ground j ~ c", "")
+    )
+    r = base()
+    r["protocol"] = {"source": fam}
+    r["annotations"] = []
+    d = one(r)
+    assert (d.code, d.message) == (
+        "missing-domain",
+        "no members were given for the free domain `claim`",
+    )
+    assert d.span is not None and d.span.file == "r.json: protocol.source"
+    assert d.help == 'add its members to the replay: `"domains": {"claim": ["a", "b"]}`'
 
 
 def test_protocol_errors_do_not_hide_annotation_errors():

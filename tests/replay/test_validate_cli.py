@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 from pathlib import Path
 
 import click
@@ -35,6 +37,38 @@ def test_valid_replay_exits_0_with_a_summary():
     assert res.exit_code == 0
     assert res.stdout == "case-b: valid (5 atoms, 5 annotations, 0 unannotated)\n"
     assert res.stderr == ""
+
+
+def test_one_annotation_is_one_annotation(tmp_path):
+    case = json.loads((EXAMPLES / "case_b.json").read_text(encoding="utf-8"))
+    case["annotations"] = case["annotations"][:1]
+    (tmp_path / "one.json").write_text(json.dumps(case), encoding="utf-8")
+    shutil.copy(EXAMPLES / "factual_claims.proto", tmp_path)
+    res = run(str(tmp_path / "one.json"))
+    assert res.stdout == "case-b: valid (5 atoms, 1 annotation, 4 unannotated)\n"
+
+
+def test_the_replay_written_by_hand_in_the_docs_is_told_its_offsets(tmp_path, monkeypatch):
+    # docs/replay-format.md, "Writing one by hand": the replay, the command, its output
+    doc = (EXAMPLES.parent / "docs" / "replay-format.md").read_text(encoding="utf-8")
+    section = doc.split("## Writing one by hand", 1)[1].split("\n## ", 1)[0]
+    replay = re.search(r"```json\n(.*?)```", section, re.S).group(1)
+    shown = re.search(r"```\n\$ (.*?)\n(.*?)```", section, re.S)
+    command, output = shown.group(1), shown.group(2)
+    assert command == "unmask validate mine.json"
+    (tmp_path / "mine.json").write_text(replay, encoding="utf-8")
+    shutil.copy(EXAMPLES / "factual_claims.proto", tmp_path)
+    monkeypatch.chdir(tmp_path)
+    res = run("mine.json")
+    assert res.exit_code == 4 and res.stderr == output
+    # written as the help says, it is valid, with the line the text gives
+    hint = re.search(r"write `(.*)`$", output.strip()).group(1)
+    fixed = replay.replace('"quote": "It also', hint + ', "quote": "It also')
+    (tmp_path / "mine.json").write_text(fixed, encoding="utf-8")
+    res = run("mine.json")
+    assert res.exit_code == 0
+    said = re.search(r"prints `(mine-1: valid \(.*?\))`", section, re.S).group(1)
+    assert res.stdout == " ".join(said.split()) + "\n"
 
 
 def test_unannotated_atoms_are_counted():

@@ -228,6 +228,18 @@ def _near(quote: str, replay: Replay, names: list[str]) -> str | None:
     return None
 
 
+def _closest(quote: str, replay: Replay, names: list[str]) -> str | None:
+    """The text of a source most like a quote that is not in it, to copy instead."""
+    from unmask.replay.evidence import closest_match
+
+    for name in names:
+        text = replay.sources.get(name)
+        near = closest_match(text, quote) if isinstance(text, str) else None
+        if near is not None:
+            return f"the closest text in `{name}` is `{show(near, 80)}`; copy it exactly"
+    return None
+
+
 def _evidence(line: Line, role: str, replay: Replay) -> list[dict] | Diagnostic:
     """The evidence of a line: its quote located by the atom's role, or its whole reading."""
 
@@ -310,9 +322,11 @@ def _evidence(line: Line, role: str, replay: Replay) -> list[dict] | Diagnostic:
                         else ""
                     ),
                 )
-            near = _near(quote, replay, present)
+            near = _near(quote, replay, present) or _closest(quote, replay, present)
+            looked = present or allowed
+            absent = f"not in {_or(looked)}" if len(looked) == 1 else f"in none of {_or(looked)}"
             return bad(
-                f"the quote is in none of {_or(present or allowed)}",
+                f"the quote is {absent}",
                 near or "copy it exactly from one of them: spaces, case and punctuation count",
             )
         if len(chosen) > 1:

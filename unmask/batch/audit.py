@@ -160,7 +160,9 @@ def validate(paths: tuple[str, ...], options: AuditOptions) -> int:
     """The number of worker processes to run, or ``AuditError`` saying why not to start."""
     for p in paths:
         if p != inputs.STDIN and not os.path.exists(p):
-            raise _usage(f"no such file or directory `{p}`")
+            from unmask.plumbing.files import near_path
+
+            raise _usage(f"no such file or directory `{p}`", help=near_path(p))
     if paths.count(inputs.STDIN) > 1:
         raise _usage("`-` (stdin) may be given once")
     if options.resume and options.out in (None, "-"):

@@ -478,7 +478,7 @@ class Summary:
         extra = {
             "backend": backend,
             "invalid inputs": self.overall["INVALID"],
-            "fails most often": f"{fails} ({mf['replays']} replays)",
+            "fails most often": f"{fails} ({counted(mf['replays'], 'replay')})",
             "left undecided": ", ".join(f"{r['dimension']} {r['replays']}" for r in mf["open"]),
             "violated, confirmed": self.findings.counts["replays:confirmed"],
             "violated, provisional": self.findings.counts["replays:provisional"],
@@ -590,7 +590,9 @@ class Summary:
             names = " and ".join(mf["dimensions"])
             tie = " (a tie)" if mf["tie"] else ""
             rank = ", ".join(ranked(found, r["dimension"]) for r in mf["ranking"])
-            lines.append(f"fails most often: {names}{tie}, in {mf['replays']} replays ({rank})")
+            lines.append(
+                f"fails most often: {names}{tie}, in {counted(mf['replays'], 'replay')} ({rank})"
+            )
         return "\n".join(lines)
 
 
@@ -683,5 +685,6 @@ def recheck_extra(recheck: dict[str, Any] | None) -> dict[str, Any]:
     atoms = ", ".join(f"{a} {n}" for a, n in dropped["atoms"].items())
     return {
         "re-checked against": _protocols_text(recheck).replace("`", ""),
-        "annotations left out": f"{dropped['replays']} replays" + (f": {atoms}" if atoms else ""),
+        "annotations left out": counted(dropped["replays"], "replay")
+        + (f": {atoms}" if atoms else ""),
     }

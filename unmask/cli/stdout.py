@@ -119,6 +119,20 @@ def guarded(status: int) -> Iterator[None]:
 
 
 _CLICKS = (click.ClickException, click.exceptions.Exit, click.Abort)
+# click's "no subcommand given: here is the help" (click 8.2 on), kept as click shows it
+_HELP_ERRORS: tuple[type[Exception], ...] = tuple(
+    e for e in (getattr(click.exceptions, "NoArgsIsHelpError", None),) if e is not None
+)
+
+
+def _usage(exc: click.UsageError) -> click.UsageError:
+    """A usage error of either program, shown as its one diagnostic (``unmask.cli.usage``)."""
+    from unmask.cli.usage import Usage
+
+    # a group run without its subcommand shows its help, as click does (exit 2)
+    if isinstance(exc, (Usage, *_HELP_ERRORS)):
+        return exc
+    return Usage(exc)
 
 
 class StdoutGuard(click.Group):
@@ -141,13 +155,24 @@ class StdoutGuard(click.Group):
             finish(exc)
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
-        with guarded(self.output_status):
-            return super().make_context(*args, **kwargs)
+        try:
+            with guarded(self.output_status):
+                return super().make_context(*args, **kwargs)
+        except click.UsageError as exc:
+            raise _usage(exc) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             with sticky(), guarded(self.output_status):
                 return super().invoke(ctx)
+        except click.UsageError as exc:
+            if exc.ctx is None and ctx.invoked_subcommand:
+                # click's parser raises some (`--out` without its value) with no context:
+                # the subcommand's, for its usage line and its --help
+                sub = self.get_command(ctx, ctx.invoked_subcommand)
+                if sub is not None:
+                    exc.ctx = click.Context(sub, info_name=ctx.invoked_subcommand, parent=ctx)
+            raise _usage(exc) from None
         except (KeyboardInterrupt, Exception) as exc:
             # click would print `Aborted!` and exit 1, which reads as a finding; every
             # command documents 130 for an interrupted run (`unmask audit` says more first)

@@ -195,7 +195,11 @@ def command(
     if not names_given and not hand:
         _usage("`--readers` names no reader", "name `model` or a proposer")
     if MODEL in names_given and not model:
-        _usage("`--model` is missing", "name the model, e.g. `--model openai/gpt-4o-mini`")
+        _usage(
+            "`--model` is missing",
+            "name the model, e.g. `--model openai/gpt-4o-mini`; a person's readings need "
+            "none: `--from ANNOTATIONS.jsonl --reader NAME`",
+        )
     if model and "/" not in model:
         _usage(f"`--model` is PROVIDER/MODEL, found `{model}`", "e.g. `openai/gpt-4o-mini`")
     if not dry_run and not out:

@@ -152,9 +152,9 @@ def command(
 ) -> None:
     """Check many replays (files, directories, JSON Lines, `-`) and summarise the run.
 
-    With --protocol FILE every replay is checked against FILE (a new version of the
-    protocol) instead of its own: `unmask compare OLD NEW`, then `unmask audit REPLAYS
-    --protocol NEW` re-checks old replays without rebuilding them."""
+    Results go to --out, the summary to stderr; exit 0 whatever the results unless --fail-on.
+    --protocol FILE checks every replay against FILE, a new version of its protocol
+    (`unmask compare OLD NEW` first), without rebuilding the replays."""
     from unmask.batch import audit
     from unmask.batch.tuning import batch_heap
 

@@ -88,6 +88,8 @@ def command(
 ) -> None:
     """Check one replay: verdict entailment, procedure, coverage, grounding.
 
+    Exit status: 0 SATISFIED, 1 VIOLATED, 3 UNKNOWN, 4 an invalid replay, 2 usage.
+
     With --protocol FILE the replay is checked against FILE (another version of its
     protocol) instead of the protocol it embeds or names."""
     solver = open_backend(backend, timeout_ms)

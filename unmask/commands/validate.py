@@ -21,7 +21,7 @@ import click
 
 from unmask.commands._options import click_options, echo, protocol_option, protocol_or_exit
 from unmask.plumbing import exitcodes
-from unmask.plumbing.diagnostics import UnmaskError, render_all
+from unmask.plumbing.diagnostics import UnmaskError, counted, render_all
 from unmask.plumbing.jsonload import show
 from unmask.plumbing.limits import Limits
 
@@ -30,7 +30,8 @@ def _line(r) -> str:  # type: ignore[no-untyped-def]
     n_atoms = len(r.protocol.atoms)
     left_out = "" if r.recheck is None else f", {len(r.recheck.dropped)} left out"
     return (
-        f"{show(r.id, 200)}: valid ({n_atoms} atoms, {len(r.annotations)} annotations, "
+        f"{show(r.id, 200)}: valid ({counted(n_atoms, 'atom')}, "
+        f"{counted(len(r.annotations), 'annotation')}, "
         f"{len(r.unannotated)} unannotated{left_out})"
     )
 

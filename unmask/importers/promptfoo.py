@@ -107,7 +107,7 @@ EXPORT_HELP = "write one with `promptfoo eval -o results.json` (or `-o results.j
 def read(path: Path, options: Options) -> Iterator[Imported | Skipped | Note]:
     file = str(path)
     what = OTHER_OUTPUTS.get(path.suffix.lower())
-    if what is not None:
+    if what is not None and path.exists():  # a name mistyped is read, and said missing
         raise not_the_format(file, f"not read: {what}", help=f"import its JSON: {EXPORT_HELP}")
     proto = PROTOCOL.read_text(encoding="utf-8")
     seen = _Seen()

@@ -134,10 +134,14 @@ def _text(v: Any, path: str) -> str:
     )
 
 
+# what a required key of a record is, said when it is missing
+_REQUIRED = {"judge": "the name of the judge that wrote the output (the annotations' `by.name`)"}
+
+
 def _string(rec: dict, key: str, required: bool) -> str | None:
     if key not in rec:
         if required:
-            raise _Bad(key, f"missing `{key}`")
+            raise _Bad(key, f"missing `{key}`, {_REQUIRED[key]}")
         return None
     v = rec[key]
     if not isinstance(v, str) or not v:

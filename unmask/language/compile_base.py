@@ -24,6 +24,20 @@ from unmask.plumbing.frozen import frozen
 from unmask.plumbing.limits import Limits
 
 DOMAIN_HELP = "pass `--domain {name}=a,b` to unmaskc, or `domains` in the replay"
+# the message of `missing-domain` (compile_decls.py writes it), read back by `missing_domain`
+MISSING_DOMAIN_MESSAGE = "no members were given for the free domain `{name}`"
+
+
+def missing_domain(d: Diagnostic) -> str | None:
+    """The domain a ``missing-domain`` diagnostic names, for a caller that knows where the
+    members come from and says so in its own help (a replay's `domains`, the builder's
+    ``domains=``); None for any other diagnostic."""
+    if d.code is not Code.MISSING_DOMAIN:
+        return None
+    head, _, tail = MISSING_DOMAIN_MESSAGE.partition("{name}")
+    if d.message.startswith(head) and d.message.endswith(tail):
+        return d.message[len(head) : len(d.message) - len(tail)]
+    return None
 
 
 GROUND_HELP = "the left side of `ground` reads judge atoms, the right side context atoms"

@@ -22,6 +22,7 @@ grammar does; the transformer from lark's tree to ``unmask.language.ast`` is
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from functools import lru_cache
 
 from lark import Lark, Token
@@ -430,7 +431,7 @@ def parse_source(
             last = resume
             attempt = _blank(text, resume)
     if errors:
-        raise UnmaskError(errors)
+        raise UnmaskError(_json_hint(errors, text))
     assert tree is not None
     builder = ToAst(filename)
     statements = builder.transform(tree)
@@ -444,6 +445,23 @@ def parse_source(
         if t.type == "COMMENT"
     )
     return ast.SourceFile(statements, comments, filename)
+
+
+# the help of a file that is JSON (a replay, compiled IR) read as `.proto` text
+JSON_HELP = (
+    "this is JSON, not `.proto` text: a `.proto` file starts with `protocol NAME`; "
+    "check a replay with `unmask check FILE.json`"
+)
+
+
+def _json_hint(errors: list[Diagnostic], text: str) -> list[Diagnostic]:
+    """A text whose first character is `{` or `[` is JSON given where `.proto` text was
+    expected (`unmaskc replay.json`): its first error says so, in place of its own help."""
+    first = len(text) - len(text.lstrip())
+    span = errors[0].span
+    if text[first : first + 1] not in ("{", "[") or span is None or span.start_pos != first:
+        return errors
+    return [replace(errors[0], help=JSON_HELP), *errors[1:]]
 
 
 def _depth_diagnostics(statements, limits: Limits) -> list[Diagnostic]:

@@ -16,7 +16,8 @@ file: one Unmask finds beside an input rather than one the user named) also requ
 file's folder, its links resolved, to lie inside ``inside``, resolved: a linked folder
 leading elsewhere is refused. No message ever quotes a file's content: a file that is
 refused here was never meant to be shown, and a name longer than ``MAX_NAME`` characters
-is shown shortened (``unmask.plumbing.safe.shorten``).
+is shown shortened (``unmask.plumbing.safe.shorten``). ``near_name``/``near_path`` name the
+closest entry beside a file that is not there, for a "did you mean" (a bounded listing).
 """
 
 from __future__ import annotations
@@ -46,6 +47,45 @@ _OPEN_FLAGS = (
 # a file name longer than this is shown with its middle elided: a path from a file (a
 # replay's protocol `path`) can be megabytes, and a message is one line to read
 MAX_NAME = 300
+
+
+# folder entries looked at for a "did you mean" of a missing file (it is a hint)
+_NEAR_ENTRIES = 1000
+
+
+def near_name(folder: str | Path, name: str, suffix: str = "") -> str | None:
+    """The name in ``folder`` closest to ``name``, a file that is not there (`claim.proto`
+    for `claims.proto`), among those ending in ``suffix``, compared without it (a suffix
+    every name shares would make any two look alike); None when none is close, or the
+    folder cannot be listed. At most ``_NEAR_ENTRIES`` entries are read."""
+    import difflib
+    import itertools
+
+    try:
+        with os.scandir(folder) as entries:
+            names = [
+                e.name
+                for e in itertools.islice(entries, _NEAR_ENTRIES)
+                if e.name.endswith(suffix) and e.name != name and not e.name.startswith(".")
+            ]
+    except (OSError, ValueError):  # no such folder, one that cannot be listed, a NUL
+        return None
+    stems = {n.removesuffix(suffix) if suffix else n: n for n in names}
+    key = name.removesuffix(suffix) if suffix else name
+    close = difflib.get_close_matches(key, sorted(stems), n=1)
+    return stems[close[0]] if close else None
+
+
+def near_path(path: str) -> str | None:
+    """``did you mean `DIR/NAME`?`` for a path that does not exist, naming the closest
+    name beside it as the path was written; None when there is none."""
+    written = Path(path)
+    if not written.name:
+        return None
+    found = near_name(written.parent, written.name)
+    if found is None:
+        return None
+    return f"did you mean `{_shown(str(written.with_name(found)))}`?"
 
 
 def _io(name: str, message: str, help: str | None = None) -> UnmaskError:
@@ -131,7 +171,9 @@ def open_regular(
         st = os.stat(path) if follow else os.lstat(path)
     except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
         reason = getattr(exc, "strerror", None) or "the path is not valid"
-        raise _io(name, f"cannot read `{_shown(name)}`: {reason.lower()}") from None
+        # a name mistyped on a command line: the closest one beside it, as it was written
+        near = near_path(name) if isinstance(exc, FileNotFoundError) and name == str(path) else None
+        raise _io(name, f"cannot read `{_shown(name)}`: {reason.lower()}", help=near) from None
     if not follow and stat.S_ISLNK(st.st_mode):
         raise _io(
             name,

@@ -51,7 +51,13 @@ def reason(exc: OSError) -> str:
 
 
 def cannot_write(name: str, exc: OSError) -> Diagnostic:
-    return Diagnostic(Code.OUTPUT, f"cannot write `{shorten(name)}`: {reason(exc)}")
+    """The one wording of an output that could not be written; a folder that is not there
+    (`--out results/run1.jsonl` before `results/` was made) is named in the help."""
+    hint = None
+    folder = os.path.dirname(name)
+    if isinstance(exc, FileNotFoundError) and folder and not os.path.isdir(folder):
+        hint = f"the folder `{shorten(folder)}` does not exist: make it first, or write elsewhere"
+    return Diagnostic(Code.OUTPUT, f"cannot write `{shorten(name)}`: {reason(exc)}", help=hint)
 
 
 def _default_mode() -> int:

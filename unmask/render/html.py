@@ -529,6 +529,7 @@ def index_context(summary: Mapping[str, Any], rows: Sequence[Mapping[str, Any]])
                 "failed": _listed(r.get("failed")),
                 "open": _listed(r.get("open")),
                 "error": ev.clean(str(r["error"])) if r.get("error") else None,
+                "why": ev.clean(str(r["why"])) if r.get("why") else None,
                 "trust": ev.clean(str(r["trust"])) if r.get("trust") else None,
             }
         )
@@ -597,6 +598,7 @@ def index_row(record: ResultRecord, href: str, trust: Any = None) -> dict[str, A
             "dimensions": {},
             "href": "",
             "error": record.error,
+            "why": ev.first_error(record.errors),
         }
     failed, open_ = _failing(record)
     groups: dict[str, dict[str, str]] = {"requirements": {}, "grounding": {}}

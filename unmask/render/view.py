@@ -60,6 +60,7 @@ from unmask.render.words import WHY_ALSO as WHY_ALSO
 from unmask.render.words import Lookup as Lookup
 from unmask.render.words import calibration_note as calibration_note
 from unmask.render.words import decision_rules as decision_rules
+from unmask.render.words import first_error as first_error
 from unmask.render.words import item_provenance as item_provenance
 from unmask.render.words import item_rule as item_rule
 from unmask.render.words import named_members as named_members

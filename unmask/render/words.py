@@ -20,6 +20,7 @@ formats; the text format, which needs only this, imports it alone (start-up).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from unmask.checking.report import OK, UNKNOWN, VIOLATED, CheckResult, Reason
@@ -332,3 +333,13 @@ def calibration_note(look: Lookup, protocol: str) -> tuple[str, str]:
         + (f" ({digest[:19]})" if digest else "")
         + ": its figures may not hold here"
     )
+
+
+def first_error(errors: Sequence[Any]) -> str | None:
+    """What a row of an input that could not be checked says of why: its first
+    diagnostic, at its JSON path when it has one, bounded (the record keeps them all)."""
+    if not errors:
+        return None
+    d = errors[0]
+    said = f"{d.path}: {d.message}" if d.path else d.message
+    return said if len(said) <= 200 else said[:199] + "…"

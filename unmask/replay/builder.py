@@ -17,10 +17,13 @@ Imports nothing above the replay layer.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import difflib
 import json
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +36,12 @@ from unmask.plumbing.jsonload import show
 from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
 from unmask.plumbing.outputs import write_bytes
 from unmask.replay.data import EVIDENCE_SOURCES, VALUES, WHOLE
+from unmask.replay.evidence import closest_match
 from unmask.replay.format import UNSET, AnnotationJson, EvidenceJson
 
 __all__ = ["ReplayBuilder"]
 
 REPLAY_SCHEMA = "unmask.replay/1"
-# above this many character comparisons, the closest-match hint is skipped (it is a hint)
-_SUGGEST_BUDGET = 20_000_000
 
 
 def _error(code: Code, message: str, path: str | None = None, help: str | None = None):
@@ -74,21 +76,6 @@ def occurrences(text: str, quote: str) -> list[int]:
     return out
 
 
-def closest_match(text: str, quote: str) -> str | None:
-    """The slice of ``text`` most like ``quote``, aligned on their longest common block."""
-    if not text or not quote or len(text) * len(quote) > _SUGGEST_BUDGET:
-        return None
-    sm = difflib.SequenceMatcher(None, text, quote, autojunk=False)
-    m = sm.find_longest_match(0, len(text), 0, len(quote))
-    if m.size == 0:
-        return None
-    start = max(0, m.a - m.b)
-    candidate = text[start : start + len(quote)]
-    if difflib.SequenceMatcher(None, candidate, quote, autojunk=False).ratio() < 0.5:
-        return None
-    return candidate
-
-
 def _value(value: Any, path: str) -> str:
     if value is True:
         return "TRUE"
@@ -102,6 +89,40 @@ def _value(value: Any, path: str) -> str:
         path,
         help="a Python bool is accepted too",
     )
+
+
+@contextlib.contextmanager
+def _builder_hints(text: str | None) -> Iterator[None]:
+    """The compiler's diagnostics, their help said for the builder: the members of a free
+    domain come from ``domains=``, not from `unmaskc`'s ``--domain``; a ``str`` that is a
+    file's name (``"claims.proto"``) is read as `.proto` text, so say how to read the file."""
+    try:
+        yield
+    except UnmaskError as err:
+        from unmask.language.compile_base import missing_domain
+
+        name = text.strip() if text is not None else ""
+        named = _FILE_NAME.fullmatch(name) is not None
+        diags = []
+        for d in err.diagnostics:
+            domain = missing_domain(d)
+            if domain is not None:
+                members = f'{{"{domain}": ["a", "b"]}}'
+                d = replace(d, help=f"pass its members to the builder: `domains={members}`")
+            elif named and d.code is Code.SYNTAX:
+                d = replace(
+                    d,
+                    help=f"a `str` is read as `.proto` text; to read the file, pass "
+                    f"`Path({name!r})`",
+                )
+            diags.append(d)
+        out = UnmaskError(diags)
+        out.sources = getattr(err, "sources", {})  # type: ignore[attr-defined]
+        raise out from None
+
+
+# a `str` protocol that is a file's name rather than `.proto` text
+_FILE_NAME = re.compile(r"\S+\.(proto|json)")
 
 
 class ReplayBuilder:
@@ -135,10 +156,14 @@ class ReplayBuilder:
         if isinstance(protocol, Path):
             text = read_text(protocol, limits)
             self._protocol_json: dict[str, Any] = {"source": text}
-            self.protocol: ir.Protocol = compile_source(text, str(protocol), self.domains, limits)
+            with _builder_hints(None):
+                self.protocol: ir.Protocol = compile_source(
+                    text, str(protocol), self.domains, limits
+                )
         elif isinstance(protocol, str):
             self._protocol_json = {"source": protocol}
-            self.protocol = compile_source(protocol, "<protocol>", self.domains, limits)
+            with _builder_hints(protocol):
+                self.protocol = compile_source(protocol, "<protocol>", self.domains, limits)
         elif isinstance(protocol, Mapping):
             self._protocol_json = copy.deepcopy(dict(protocol))
             self.protocol = protocol_from_json(self._protocol_json, "protocol", None, limits)
@@ -235,7 +260,13 @@ class ReplayBuilder:
                 Code.NO_EVIDENCE,
                 f"a `{val}` annotation of `{atom}` needs a quote",
                 f"{path}.evidence",
-                help="pass `quote=` with the text that shows the value",
+                help="pass `quote=` with the text that shows the value"
+                + (
+                    f'; when nothing says so, `read_whole="{EVIDENCE_SOURCES[decl.role][0]}"` '
+                    "with a reviewed `by`"
+                    if val == "FALSE"
+                    else ""
+                ),
             )
         allowed = EVIDENCE_SOURCES[decl.role]
         evidence = [

@@ -63,11 +63,18 @@ def locate_protocol(text: str, base_dir: Path | None, roots: Iterable[str] = ())
             help=ALLOW_HELP,
         )
     if not text.endswith(PROTOCOL_SUFFIX):
+        hint = (
+            f"a protocol `path` names a `{PROTOCOL_SUFFIX}` file written in the protocol language"
+        )
+        if text.endswith(".json"):  # the compiled IR: it is embedded, never named
+            hint = (
+                f"{hint}; compiled protocol IR (what `unmaskc` writes) is embedded instead: "
+                'write its JSON object as the value of `"protocol"`'
+            )
         raise Refused(
             Code.PROTOCOL_PATH,
             f"the protocol path `{shown}` does not name a `{PROTOCOL_SUFFIX}` file",
-            help=f"a protocol `path` names a `{PROTOCOL_SUFFIX}` file written in the "
-            "protocol language",
+            help=hint,
         )
     folder = Path.cwd() if base_dir is None else base_dir
     name = text if base_dir is None else str(base_dir / text)

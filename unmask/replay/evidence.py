@@ -51,6 +51,57 @@ _KINDS_HELP = "a kind is " + ", ".join(f"`{k}`" for k in PROVENANCE_KINDS)
 _VALUES_HELP = "a value is `TRUE`, `FALSE` or `UNKNOWN`"
 
 
+def _no_span_help(value: str, role: str | None) -> str:
+    """The help of a TRUE or FALSE annotation without evidence; a FALSE no text can show
+    ("nothing in the passages says so") may rest on a reviewed reading of a whole source."""
+    out = "quote the text that shows it, or make the value `UNKNOWN`"
+    if value != "FALSE":
+        return out
+    src = EVIDENCE_SOURCES[role][0] if role in EVIDENCE_SOURCES else "…"
+    return (
+        f"{out}; when nothing in the source says so, a reviewed reader may write "
+        f'`{{"source": "{src}", "read": "whole"}}`'
+    )
+
+
+# above this many character comparisons, the closest-match hint is skipped (it is a hint)
+_SUGGEST_BUDGET = 20_000_000
+
+
+def closest_match(text: str, quote: str) -> str | None:
+    """The slice of ``text`` most like ``quote``: found near their longest common block, from
+    the first to the last block of three or more characters the two share there (so a
+    quote a letter short at either end is shown whole), widened to whole words and without
+    the spaces at its ends; None when nothing is alike enough."""
+    if not text or not quote or len(text) * len(quote) > _SUGGEST_BUDGET:
+        return None
+    import difflib  # only when a quote is wrong: not on every check
+
+    sm = difflib.SequenceMatcher(None, text, quote, autojunk=False)
+    m = sm.find_longest_match(0, len(text), 0, len(quote))
+    if m.size == 0:
+        return None
+    # a window around the block, wide enough for the quote with as much again on each side
+    lo = max(0, m.a - m.b - len(quote))
+    window = text[lo : m.a + (len(quote) - m.b) + len(quote)]
+    blocks = [
+        b
+        for b in difflib.SequenceMatcher(None, window, quote, autojunk=False).get_matching_blocks()
+        if b.size >= 3
+    ] or [difflib.Match(m.a - lo, m.b, m.size)]
+    first, last = blocks[0], blocks[-1]
+    start = lo + max(0, first.a - first.b)
+    end = min(len(text), lo + last.a + last.size + (len(quote) - last.b - last.size))
+    while start > 0 and text[start - 1].isalnum() and text[start].isalnum():
+        start -= 1
+    while end < len(text) and text[end - 1].isalnum() and text[end].isalnum():
+        end += 1
+    candidate = text[start:end].strip()
+    if difflib.SequenceMatcher(None, candidate, quote, autojunk=False).ratio() < 0.5:
+        return None
+    return candidate
+
+
 class _Encoded:
     """Each source's UTF-8 and UTF-16 encodings, made once and only when a span needs them."""
 
@@ -218,7 +269,7 @@ def _annotation(
                 Code.EVIDENCE_MISSING,
                 join_path(p, "evidence"),
                 f"a {value} annotation needs at least one evidence span",
-                help="quote the text that shows it, or make the value `UNKNOWN`",
+                help=_no_span_help(value, role),
             )
         whole = -1
         for j, e in enumerate(raw):
@@ -370,11 +421,15 @@ def _evidence(cx: _Context, e: EvidenceJson, p: str, role: str | None) -> Eviden
     if e.read is not UNSET:
         return _whole(cx, e, p, role)
     r = cx.r
-    for key in ("quote", "start", "end"):
-        if getattr(e, key) is UNSET:
-            r.err(Code.MISSING, p, f"missing `{key}`")
     src, start, end, quote = e.source, e.start, e.end, e.quote
-    if src is None or not _source_fits(cx, src, p, role):
+    fits = src is not None and _source_fits(cx, src, p, role)
+    unset = [key for key in ("quote", "start", "end") if getattr(e, key) is UNSET]
+    if unset:  # one diagnostic for the span, naming every key it lacks
+        keys = [f"`{key}`" for key in unset]
+        listed = keys[0] if len(keys) == 1 else ", ".join(keys[:-1]) + " and " + keys[-1]
+        hint = _span_hint(cx, src if fits else None, e, unset)
+        r.err(Code.MISSING, p, f"missing {listed}", help=hint)
+    if not fits:
         return None
     if quote is None or quote is UNSET or start is None or start is UNSET:
         return None
@@ -385,6 +440,30 @@ def _evidence(cx: _Context, e: EvidenceJson, p: str, role: str | None) -> Eviden
         return Evidence(src, start, end, quote)
     _bad_span(r, p, src, text, start, end, quote, cx.encoded)
     return None
+
+
+def _span_hint(cx: _Context, src: str | None, e: EvidenceJson, unset: list[str]) -> str:
+    """What to write for a span that lacks its offsets or its quote: where the quote is,
+    or what the offsets select, when that can be found; otherwise what a span is made of."""
+    quote, start, end = e.quote, e.start, e.end
+    text = cx.sources[src] if src is not None else ""
+    if unset == ["quote"] and src is not None:
+        if isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(text):
+            return f"the span selects `{show(text[start:end], 80)}`: write it as `quote`"
+    elif isinstance(quote, str) and quote and src is not None:
+        found = text.find(quote)
+        if found >= 0:
+            at = f'`"start": {found}, "end": {found + len(quote)}`'
+            again = text.find(quote, found + 1)
+            also = f" (it occurs again at {again})" if again >= 0 else ""
+            return f"the quote is at [{found}, {found + len(quote)}) of `{src}`{also}: write {at}"
+        near = closest_match(text, quote)
+        if near is not None:
+            return f"the quote is not in `{src}`; the closest text is `{show(near, 80)}`"
+    return (
+        "a span is `start` and `end`, offsets in Unicode code points of the source, with "
+        "`quote` the text between them; `unmask.ReplayBuilder` finds them from the quote"
+    )
 
 
 def _source_fits(cx: _Context, src: str, p: str, role: str | None) -> bool:
@@ -472,6 +551,12 @@ def _bad_span(
 ) -> None:
     found = text.find(quote) if quote else -1
     where = f"the quote occurs at [{found}, {found + len(quote)})" if found >= 0 else None
+    # what to change, when the quote is there: both offsets, or `end` alone
+    fix = where
+    if found >= 0 and found != start:
+        fix = f"{where}; set `start` to {found} and `end` to {found + len(quote)}"
+    elif found >= 0 and end != found + len(quote):
+        fix = f"{where}; set `end` to {found + len(quote)}"
     if not text.isascii() and quote and 0 <= start < end:
         utf8, utf16 = encoded.of(src, text)
         for unit, data, width, codec in (
@@ -498,7 +583,7 @@ def _bad_span(
             join_path(p, "start"),
             f"`start` {start} is outside `{src}`, which has {n} characters "
             f"(valid starts are 0 to {max(n - 1, 0)})",
-            help=where,
+            help=fix,
         )
     elif not start < end <= n:
         r.err(
@@ -506,14 +591,15 @@ def _bad_span(
             join_path(p, "end"),
             f"`end` {end} must be greater than `start` {start} and at most {n}, "
             f"the length of `{src}`",
-            help=where or "spans are half-open: `end` is one past the last character",
+            help=fix or "spans are half-open: `end` is one past the last character",
         )
     else:
-        hint = where
+        hint = fix
         if hint is None:
+            near = closest_match(text, quote) if quote else None
             hint = "copy the quote from the source exactly"
-        elif found != start:
-            hint = f"{where}; set `start` to {found} and `end` to {found + len(quote)}"
+            if near is not None:
+                hint = f"{hint}: the closest text is `{show(near, 80)}`"
         r.err(
             Code.SPAN_QUOTE,
             join_path(p, "quote"),

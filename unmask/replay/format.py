@@ -43,7 +43,12 @@ REPLAY_SCHEMA = "unmask.replay/1"
 TRANSLATION_STATUSES = ("valid", "partial", "invalid")
 
 Value = Annotated[
-    Literal["TRUE", "FALSE", "UNKNOWN"], Meta(description="the atom's value, in capitals")
+    Literal["TRUE", "FALSE", "UNKNOWN"],
+    Meta(
+        description="the atom's value, in capitals",
+        # a JSON `true` is the likeliest mistake: say the value is one of three strings
+        extra={"expect": '`"TRUE"`, `"FALSE"` or `"UNKNOWN"` (a string)'},
+    ),
 ]
 NonEmpty = Annotated[str, Meta(min_length=1)]
 
@@ -256,7 +261,10 @@ class ReplayJson(Format, kw_only=True):
     gold: Annotated[
         str | None, Meta(extra={"own": True}, description="a label the protocol declares")
     ] = None
-    annotations: list[AnnotationJson]
+    annotations: Annotated[
+        list[AnnotationJson],
+        Meta(extra={"missing_help": 'write `"annotations": []` when nothing is annotated yet'}),
+    ]
 
 
 def replay_schema() -> dict[str, Any]:

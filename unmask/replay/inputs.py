@@ -300,11 +300,13 @@ def load_task(task: Task, limits: Limits, protocol: Any = None) -> Any:
 def task_document(task: Task, limits: Limits) -> tuple[Any, str | None]:
     """The task's JSON document, not yet validated, and the text of a JSON Lines record
     (None for a whole file); raises ``UnmaskError`` when it cannot be read or parsed."""
-    from unmask.plumbing.jsonload import parse_json_document, read_json_file
+    from unmask.plumbing.jsonload import parse_json_document
 
     if task.problem is not None:
         code, message, hint = task.problem
         raise UnmaskError([Diagnostic(code, message, file=task.location, help=hint)])
     if task.text is None:
-        return read_json_file(task.file, limits), None
+        from unmask.replay.replayfile import read_replay_json
+
+        return read_replay_json(task.file, limits), None
     return parse_json_document(task.text, task.file, limits, first_line=task.line or 1)

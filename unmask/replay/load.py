@@ -31,6 +31,7 @@ offending line.
 from __future__ import annotations
 
 import marshal
+import os
 import threading
 from collections import OrderedDict
 from dataclasses import replace
@@ -53,7 +54,7 @@ from unmask.ir.json_reader import (
 from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import UnmaskError, render_all
 from unmask.plumbing.files import read_text
-from unmask.plumbing.jsonload import parse_json_text, read_json_file
+from unmask.plumbing.jsonload import parse_json_text
 from unmask.plumbing.jsonreader import JsonReader, did_you_mean, index_path, join_path, kind, show
 from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
 from unmask.plumbing.names import member_help
@@ -71,6 +72,7 @@ from unmask.replay.format import (
     SourcesJson,
     TranslationJson,
 )
+from unmask.replay.replayfile import read_replay_json
 
 if TYPE_CHECKING:  # a replay read against a protocol file is given one; reading never makes one
     from unmask.replay.recheck import ProtocolFile
@@ -153,6 +155,7 @@ class _ReplayReader:
         self.ir = IrReader(r)
         self.base_dir = base_dir
         self.bad_sources: set[str] = set()  # given but rejected: no echo errors for them
+        self.bad_domains: set[str] = set()  # the same for domains whose members are no array
         self.against = against  # `--protocol`: checked against it, not the replay's own
 
     def replay(self, obj: Any, text: str | None = None, line: int | None = None) -> Replay | None:
@@ -267,7 +270,17 @@ class _ReplayReader:
                 r.err(Code.NAME, p, f"`{show(dn)}` is not a valid domain name")
                 continue
             if not isinstance(members, list):
-                r.expect(p, "an array of member names", members)
+                shown = "[…]"
+                if isinstance(members, str):  # `"a,b"`, as `--domain claim=a,b` writes them
+                    names = [m.strip() for m in members.split(",") if m.strip()][:4]
+                    shown = "[" + ", ".join(msgspec.json.encode(n).decode() for n in names) + "]"
+                r.err(
+                    Code.TYPE,
+                    p,
+                    f"expected an array of member names, found {kind(members)}",
+                    help=f"write them as a JSON array: `{show(shown, 80)}`",
+                )
+                self.bad_domains.add(dn)
                 continue
             if len(members) > r.limits.max_domain_size:
                 r.limit(p, f"the size of domain `{dn}`", len(members), "max_domain_size")
@@ -453,7 +466,9 @@ class _ReplayReader:
         except UnmaskError as exc:
             for d in exc.diagnostics:
                 code = Code.PROTOCOL_FILE if d.code == Code.IO else d.code
-                help_ = d.help or "`path` is relative to the replay file"
+                # a file that is not there: the one beside it, as the replay writes it
+                gone = d.code == Code.IO and not os.path.lexists(real)
+                help_ = _near_protocol(real, path) if gone else d.help or _PATH_HELP
                 r.diags.append(replace(d, code=code, path=fp, file=r.file, help=help_))
             return None
 
@@ -466,11 +481,19 @@ class _ReplayReader:
         try:
             return compile_cached(text, filename, domains, r.limits)
         except UnmaskError as exc:
-            # a diagnostic about `domains` has a JSON path but no file: it is this replay's
-            r.diags.extend(
-                replace(d, file=r.file) if d.span is None and d.file is None else d
-                for d in exc.diagnostics
-            )
+            from unmask.language.compile_base import missing_domain
+
+            for d in exc.diagnostics:
+                # a diagnostic about `domains` has a JSON path but no file: it is this replay's
+                if d.span is None and d.file is None:
+                    d = replace(d, file=r.file)
+                domain = missing_domain(d)
+                if domain in self.bad_domains:  # its members were given, and refused above
+                    continue
+                if domain is not None:  # the members of a replay come from its `domains`
+                    given = f'"domains": {{"{domain}": ["a", "b"]}}'
+                    d = replace(d, help=f"add its members to the replay: `{given}`")
+                r.diags.append(d)
             return None
         except RecursionError:  # only when --max-expr-depth was raised past the compiler
             r.err(
@@ -549,6 +572,25 @@ class _ReplayReader:
         return None
 
 
+_PATH_HELP = "`path` is relative to the replay file"
+
+
+def _near_protocol(real: str, written: str) -> str:
+    """The help of a protocol ``path`` that leads to no file: the `.proto` file beside it
+    with the closest name, as the replay would write it (`did you mean `claims.proto`?`),
+    when there is one."""
+    from pathlib import PurePath
+
+    from unmask.plumbing.files import near_name
+
+    missing = Path(real)
+    close = near_name(missing.parent, missing.name, ".proto")
+    if close is None:
+        return _PATH_HELP
+    meant = PurePath(written).with_name(close).as_posix()
+    return f"did you mean `{show(meant, 200)}`? {_PATH_HELP}"
+
+
 def _one_of(labels: tuple[str, ...]) -> str:
     names = [f"`{lab}`" for lab in labels]
     if len(names) == 2:
@@ -608,7 +650,7 @@ def load_replay_text(
 def load_replay(
     path: str | Path, limits: Limits = DEFAULT_LIMITS, protocol: ProtocolFile | None = None
 ) -> Replay:
-    obj = read_json_file(path, limits)
+    obj = read_replay_json(path, limits)
     return replay_from_obj(obj, str(path), Path(path).parent, limits, protocol=protocol)
 
 
