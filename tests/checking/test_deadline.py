@@ -639,3 +639,25 @@ def test_z3_decides_a_base_with_a_wide_cardinality_at_once() -> None:
         assert isinstance(session.check(mk_not(wide)), Unsat)
     finally:
         session.close()
+
+
+def test_check_asks_the_overlap_questions_and_checks_under_one_deadline(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """`unmask check --deadline-ms N` bounds the overlap questions and the check together:
+    with a deadline of its own for each, a protocol of many labels ran up to twice N."""
+    from unmask.checking import outcomes
+
+    seen: list[Deadline | None] = []
+    real = outcomes.refuse_overlaps
+
+    def recording(replay, backend, deadline=None):  # type: ignore[no-untyped-def]
+        seen.append(deadline)
+        return real(replay, backend, deadline)
+
+    monkeypatch.setattr(outcomes, "refuse_overlaps", recording)
+    replay = str(Path(__file__).resolve().parents[2] / "examples" / "case_b.json")
+    res = CliRunner().invoke(main, ["check", replay, "--deadline-ms", "60000"])
+    assert res.exit_code == 1, res.output
+    # the command's own question (the protocol refused before anything is shown), then the
+    # check's: one deadline, started once
+    assert len(seen) == 2 and seen[0] is seen[1] and isinstance(seen[0], Deadline)
+    assert seen[0].ms == 60000

@@ -53,7 +53,7 @@ def _assert_internal(res, status: int = exitcodes.INTERNAL) -> None:
 
 
 def test_a_bug_in_check_is_the_internal_error(monkeypatch) -> None:
-    monkeypatch.setattr("unmask.api.check", _boom)
+    monkeypatch.setattr("unmask.checking.outcomes.check_replay", _boom)
     _assert_internal(run("check", CASE))
     # a CI format still gets its document, which records the same message
     res = run("check", CASE, "--format", "sarif")

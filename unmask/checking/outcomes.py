@@ -279,10 +279,12 @@ def _checked(
     backend_name: str | None,
     deadline_ms: int | None,
     closed_form: bool,
+    deadline: Deadline | None = None,
 ) -> tuple[Report, _Known | None, _Refill | None]:
     if deadline_ms is not None and deadline_ms <= 0:
         raise ValueError(f"deadline_ms must be positive, not {deadline_ms}")
-    deadline = None if deadline_ms is None else Deadline(deadline_ms)
+    if deadline is None and deadline_ms is not None:
+        deadline = Deadline(deadline_ms)
     # one deadline for both: a protocol of many labels asks n^2/2 overlap questions
     refuse_overlaps(replay, backend, deadline)
     report, known, refill = _check(
@@ -307,15 +309,18 @@ def check_replay(
     backend_name: str | None = None,
     deadline_ms: int | None = None,
     closed_form: bool = True,
+    deadline: Deadline | None = None,
 ) -> Report:
     """Check a validated replay: ``check_case`` of its gold-free ``Case``, then the replay's
     own fields (gold label, ``item``, ``judge``, ``recheck``) added to the report. A
     protocol with overlapping decisions is refused first (``refuse_overlaps``).
     ``deadline_ms`` bounds that and the check, the making of the protocol's parts included
     (None: none; not positive: ``ValueError``); loading the replay is not counted.
+    ``deadline``, a deadline already started (``unmask check`` asks the overlap questions
+    first, under the same one), is used instead of starting one.
     ``unmask.api.check``, the batch engine and the bench all check through this, so all of
     them are answered from memory."""
-    return _checked(replay, backend, backend_name, deadline_ms, closed_form)[0]
+    return _checked(replay, backend, backend_name, deadline_ms, closed_form, deadline)[0]
 
 
 def refuse_overlaps(replay: Replay, backend: Backend, deadline: Deadline | None = None) -> None:

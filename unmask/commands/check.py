@@ -1,7 +1,8 @@
 """`unmask check REPLAY.json`: check one replay and report the four dimensions.
 
 Contract: exit 0 SATISFIED, 1 VIOLATED, 3 UNKNOWN (also past ``--deadline-ms``, default
-60 s, with a ``deadline`` reason), 4 invalid input (the validator's
+60 s, with a ``deadline`` reason: one deadline for the protocol's overlap questions and the
+check together), 4 invalid input (the validator's
 diagnostics on stderr; with ``--protocol FILE`` also a FILE that is not a valid protocol,
 or a verdict or gold label it does not declare; a protocol whose decisions can both hold,
 with ``unmaskc``'s ``overlapping-decisions`` diagnostics), 2 usage (an unknown backend or
@@ -94,8 +95,9 @@ def command(
     protocol) instead of the protocol it embeds or names."""
     solver = open_backend(backend, timeout_ms)
     weigh = trust_or_exit(calibration_path, trust, limits)
-    from unmask.api import check
-    from unmask.checking.outcomes import refuse_overlaps
+    from unmask.backends.base import spec
+    from unmask.checking.explain import Deadline
+    from unmask.checking.outcomes import check_replay, refuse_overlaps
     from unmask.replay.load import load_replay, render_error
 
     against = None
@@ -110,19 +112,19 @@ def command(
         replay = load_replay(path, limits, protocol=against)
     except UnmaskError as exc:
         _fail(exc.diagnostics, exitcodes.INVALID, fmt, replay_path, render_error(exc))
+    # one deadline for the overlap questions (n^2/2 of them for n labels) and the check, so
+    # `--deadline-ms` bounds the two together, not each
+    deadline = None if deadline_ms is None else Deadline(deadline_ms)
     try:
         # decisions that can both hold: the protocol is refused as unmaskc refuses it
-        from unmask.checking.explain import Deadline
-
-        # the overlap questions (n^2/2 of them for n labels) are bounded like the check
-        refuse_overlaps(replay, solver, None if deadline_ms is None else Deadline(deadline_ms))
+        refuse_overlaps(replay, solver, deadline)
     except UnmaskError as exc:
         text = render_all(exc.diagnostics, protocol_texts(exc.diagnostics, limits))
         _fail(exc.diagnostics, exitcodes.INVALID, fmt, replay_path, text)
     if replay.warnings:
         click.echo(render_all(replay.warnings), err=True)
     try:
-        report = check(replay, solver, deadline_ms=deadline_ms)
+        report = check_replay(replay, solver, backend_name=spec(solver), deadline=deadline)
     except UnmaskError as exc:
         # the backend cannot decide this replay (the truth table over its atom limit):
         # nothing was proved, and the command line was not wrong
