@@ -338,6 +338,8 @@ _REPORT = full_line(
         {"schema": "unmask.error/1", "errors": [{"code": 1, "message": "m"}]},
         {"schema": "unmask.error/1", "errors": ["io"]},
         {"location": 7},
+        {"overall": "\udfff"},  # a lone surrogate where a word is expected: no internal error
+        {"grounding": [{**_REPORT["requirements"][0], "judge": "j", "direction": "\ud800"}]},
     ],
 )
 def test_resume_refuses_result_shaped_lines_with_wrong_types(tmp_path: Path, change) -> None:
