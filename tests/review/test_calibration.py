@@ -173,6 +173,10 @@ BAD_ROWS = [
     (_with_row(reviewed=True), "readers[0].reviewed", "expected a count"),
     (_with_row(family=None), "readers[0].family", "expected a string"),
     (_with_row(level=0.9), "readers[0].level", "the interval's level"),
+    # found by tests/fuzz/test_readers_fuzz.py: a count no float holds made the interval's
+    # arithmetic raise OverflowError, an internal error; and one past 2^53 is rounded
+    (_with_row(reviewed=10**400, upheld=10**400), "readers[0].reviewed", "at most 9,007,"),
+    (_with_row(upheld=2**53 + 1, reviewed=2**53 + 1), "readers[0].reviewed", "a larger number"),
 ]
 
 
