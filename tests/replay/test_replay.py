@@ -941,21 +941,6 @@ def test_nan_and_infinity_are_rejected_with_their_path():
     ]
 
 
-def test_a_number_past_what_a_float_holds_is_rejected_with_its_path():
-    """Found by tests/fuzz/test_readers_fuzz.py: `1e999` is valid JSON text, which Python
-    reads as infinity, so it slipped past the NaN/Infinity refusal; an importer then wrote
-    `threshold=Infinity` into a replay's rationale, or an epoch `inf` into its id."""
-    r = json.dumps(base()).replace('"gold": "PASS"', '"gold": 1e999, "x": [1, -2E+400, 1e-999]')
-    with pytest.raises(UnmaskError) as exc:
-        load_replay_text(r, "r.json")
-    assert [(d.code, d.path) for d in exc.value.diagnostics] == [
-        ("json-number", "gold"),
-        ("json-number", "x[1]"),
-    ]
-    assert exc.value.diagnostics[0].message == "a number beyond ±1.8e308, which no float holds"
-    assert parse_json_bytes(b'{"a": 1e-999, "b": 1.7e308}') == {"a": 0.0, "b": 1.7e308}
-
-
 def test_duplicate_keys_are_an_error():
     text = json.dumps(base()).replace('"verdict": "PASS"', '"verdict": "PASS", "verdict": "FAIL"')
     d = _text_error(text)

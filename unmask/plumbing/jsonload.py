@@ -7,10 +7,9 @@ that is not a readable regular file or is larger than ``max_file_bytes`` (read t
 (file:line:col), nesting deeper than ``max_json_depth`` (found by a cheap scan *before*
 parsing, because the standard parser recurses), more values than ``max_json_values``
 (counted the same way before anything is built: a 64 MB document of ``{},`` is 21 million
-objects, 1.5 GB parsed), a ``NaN``/``Infinity`` literal, a number past what a float holds
-(``1e999``, which Python would read as infinity), an integer literal too long to convert,
-or a duplicate key in one object (an error: which of the two values was meant is
-unknowable, and an audit must not guess). A UTF-8 byte order mark is
+objects, 1.5 GB parsed), a ``NaN``/``Infinity`` literal, an integer
+literal too long to convert, or a duplicate key in one object (an error: which of the two
+values was meant is unknowable, and an audit must not guess). A UTF-8 byte order mark is
 skipped. Non-finite and duplicate-key problems carry the JSON path of the offending value.
 No message quotes the document's text. ``parse_json_document`` returns the decoded text
 beside the value, for a reader that needs both.
@@ -54,7 +53,6 @@ _NOT_VALUE_MARKS = bytes(b for b in range(256) if b not in b'[{,"')
 _DELTA = {ord("["): 1, ord("]"): -1}
 _PASSES = 32  # innermost-pair passes before counting bracket by bracket
 _MAX_INT_DIGITS = 4000  # Python refuses to convert longer integer literals
-_INF = float("inf")
 
 
 class _NonFinite:
@@ -67,12 +65,6 @@ class _NonFinite:
 
 
 class _HugeInt(_NonFinite):
-    __slots__ = ()
-
-
-class _HugeReal(_NonFinite):
-    """A number literal past what a float holds (``1e999``), which Python reads as inf."""
-
     __slots__ = ()
 
 
@@ -245,13 +237,6 @@ def _loads(text: str, name: str, file: str | None, limits: Limits, first_line: i
         odd.append(True)
         return _NonFinite(literal)
 
-    def real(literal: str) -> float | _NonFinite:
-        value = float(literal)
-        if value in (_INF, -_INF):  # `1e999`: no float holds it, and inf is no json number
-            odd.append(True)
-            return _HugeReal(literal)
-        return value
-
     def integer(literal: str) -> int | _NonFinite:
         if len(literal) > _MAX_INT_DIGITS:
             odd.append(True)
@@ -260,11 +245,7 @@ def _loads(text: str, name: str, file: str | None, limits: Limits, first_line: i
 
     try:
         value = json.loads(
-            text,
-            object_pairs_hook=pairs,
-            parse_constant=constant,
-            parse_int=integer,
-            parse_float=real,
+            text, object_pairs_hook=pairs, parse_constant=constant, parse_int=integer
         )
     except json.JSONDecodeError as exc:
         msg = exc.msg[0].lower() + exc.msg[1:]
@@ -324,16 +305,6 @@ def _report_odd(root: Any, file: str | None) -> None:
                     f"a number with {len(node.literal)} digits is too long",
                     path=path or "$",
                     file=file,
-                )
-            )
-        elif isinstance(node, _HugeReal):
-            diags.append(
-                Diagnostic(
-                    Code.JSON_NUMBER,
-                    "a number beyond ±1.8e308, which no float holds",
-                    path=path or "$",
-                    file=file,
-                    help="write a number between -1e308 and 1e308, or the value as a string",
                 )
             )
         elif isinstance(node, _NonFinite):
