@@ -64,8 +64,8 @@ def _object(raw: bytes | None) -> tuple[dict, object]:
     from unmask.plumbing.jsonload import parse_json_text
 
     try:
-        # the one JSON reader: a key given twice, NaN, a number no float holds or nesting
-        # past the limit is a bad line, never a value guessed
+        # the one JSON reader: a key given twice, NaN or nesting past the limit is a bad
+        # line, never a value guessed
         row = parse_json_text(text, None, _LINE_LIMITS)
     except UnmaskError as exc:
         msg = exc.diagnostics[0].message.removeprefix("invalid json: ")
