@@ -251,6 +251,23 @@ def test_a_malformed_sampled_review_writes_nothing(work: Path) -> None:
     assert not Path("bad.json").exists()
 
 
+def test_a_reader_named_with_controls_is_written_under_the_output_policy(work: Path) -> None:
+    """Found by tests/fuzz/test_readers_fuzz.py: the calibration file was written by
+    `json.dumps` alone, so a reader's name with a lone surrogate ended `calibrate` in an
+    internal error, and one with U+202E or U+009B was written raw. Now it is written as
+    every JSON document is (``safe.finish``): escapes, and U+FFFD for the surrogate."""
+    names = ["a\u202eb\x9b\x1b[2J", "c\ud800"]
+    docs = [sampled(k, True, {**RULE, "name": n}) for k, n in enumerate(names)]
+    write_lines(Path("odd.jsonl"), docs)
+    r = run("calibrate", "odd.jsonl", "--out", "odd.json")
+    assert r.exit_code == 0, r.output
+    data = Path("odd.json").read_bytes().decode("utf-8")
+    assert "\\u202e" in data and "\\u009b" in data and "\\u001b" in data
+    assert not any(ch in data for ch in "\u202e\x9b\x1b")
+    got = cal.read("odd.json")
+    assert sorted(row.reader[1] for row in got.rows) == ["a\u202eb\x9b\x1b[2J", "c\ufffd"]
+
+
 def test_calibrate_usage(work: Path) -> None:
     assert run("calibrate", "--out", "x.json").exit_code == 2
     assert run("calibrate", "nope", "--out", "x.json").exit_code == 2

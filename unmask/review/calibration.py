@@ -208,8 +208,12 @@ class Calibration:
         return out
 
     def dumps(self) -> str:
-        """The canonical text: same calibration, same bytes."""
-        return json.dumps(self.to_json(), ensure_ascii=False, indent=2) + "\n"
+        """The canonical text: same calibration, same bytes; under the output policy, as
+        every JSON document is (a reader's name from a replay may hold ESC, a bidirectional
+        override or a lone surrogate, which no UTF-8 file holds)."""
+        from unmask.plumbing.safe import finish
+
+        return finish("json", json.dumps(self.to_json(), ensure_ascii=False, indent=2)) + "\n"
 
     def measured_under(self, name: str, digest: str) -> bool:
         """Whether a replay of protocol ``name`` (text digest ``digest``) is of a protocol
