@@ -361,8 +361,8 @@ def _strict(value: str) -> None:
 
 
 def _written(folder: Path, mutated: Path) -> list[str]:
-    """Every JSON file the command wrote is strict JSON: no NaN, no Infinity. (A seed
-    linked in and left alone has a second link: it was not written.)"""
+    """Every JSON file the command wrote is strict JSON (no NaN, no Infinity) under the
+    output policy (no raw control). A seed linked in and left alone has a second link."""
     found = []
     for p in sorted(folder.rglob("*.json*")):
         if p == mutated or p.suffix not in (".json", ".jsonl") or not p.is_file():
@@ -370,6 +370,9 @@ def _written(folder: Path, mutated: Path) -> list[str]:
         if p.stat().st_nlink > 1:
             continue
         text = p.read_text(encoding="utf-8", errors="replace")
+        raw = ACTING.search(text)
+        if raw:
+            found.append(f"raw {raw.group()!r} in {p.relative_to(folder)}, past the output policy")
         for doc in text.splitlines() if p.suffix == ".jsonl" else [text]:
             try:
                 if doc.strip():
