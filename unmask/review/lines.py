@@ -64,10 +64,14 @@ def apply_review(decisions: list, review_file: str, root: str, limits: Limits):
 def _not_json(d: Diagnostic, span: Any) -> Diagnostic:
     """A review line the JSON reader refused: a value it names at its path, else the line."""
     if d.code in (Code.JSON_SYNTAX, Code.ENCODING):
-        message, help = "$: not valid JSON", "each line is one JSON object, as exported"
-    else:  # a key twice, NaN, a number too long (at their path), nesting past the limit
-        message, help = f"{d.path or '$'}: {d.message}", d.help
-    return Diagnostic(Code.REVIEW_LINE, message, span=span, help=help)
+        return Diagnostic(
+            Code.REVIEW_LINE,
+            "$: not valid JSON",
+            span=span,
+            help="each line is one JSON object, as exported",
+        )
+    # a key twice, NaN, a number too long (at their path), nesting past the limit
+    return Diagnostic(Code.REVIEW_LINE, f"{d.path or '$'}: {d.message}", span=span, help=d.help)
 
 
 def read_review(review_file: str, limits: Limits, reviewer: str | None):
