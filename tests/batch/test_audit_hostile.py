@@ -338,6 +338,8 @@ _REPORT = full_line(
         {"schema": "unmask.error/1", "errors": [{"code": 1, "message": "m"}]},
         {"schema": "unmask.error/1", "errors": ["io"]},
         {"location": 7},
+        {"overall": "\udfff"},  # a lone surrogate where a word is expected: no internal error
+        {"grounding": [{**_REPORT["requirements"][0], "judge": "j", "direction": "\ud800"}]},
     ],
 )
 def test_resume_refuses_result_shaped_lines_with_wrong_types(tmp_path: Path, change) -> None:
@@ -351,6 +353,28 @@ def test_resume_refuses_result_shaped_lines_with_wrong_types(tmp_path: Path, cha
     result = run([str(EXAMPLES / "case_a.json"), *args])
     assert result.exit_code == 2, result.output
     assert "line 2" in result.stderr and "not an audit result file" in result.stderr
+    _no_traceback(result)
+    assert out.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("raw", "said"),
+    [
+        ('"overall": "SATISFIED", "overall"', "has `$`: key `overall` occurs more than once"),
+        ('"gold_score": NaN, "overall"', "has `gold_score`: `NaN` is not a json number"),
+    ],
+)
+def test_resume_refuses_what_json_leaves_to_a_guess(tmp_path: Path, raw, said) -> None:
+    """Found by tests/fuzz/test_readers_fuzz.py: `--resume` read the results by `json.loads`,
+    which keeps the last of a key's two values and reads NaN as a number, so a line no
+    other reader takes was carried into the summary. Now refused at its path, exit 2."""
+    out = tmp_path / "r.jsonl"
+    line = json.dumps(_REPORT).replace('"overall"', raw, 1)
+    out.write_text(json.dumps(_REPORT) + "\n" + line + "\n")
+    before = out.read_bytes()
+    result = run([str(EXAMPLES / "case_a.json"), "--out", str(out), "--resume"])
+    assert result.exit_code == 2, result.output
+    assert f"is not an audit result file: line 2 {said}" in result.stderr
     _no_traceback(result)
     assert out.read_bytes() == before
 

@@ -86,3 +86,26 @@ def test_an_error_record_validates_and_a_misshapen_line_does_not() -> None:
             lines.validate({**good, **bad})
         with pytest.raises(formats.LineError):  # the reader refuses what the schema refuses
             formats.read_line({**good, **bad})
+
+
+@pytest.mark.parametrize(
+    ("change", "path"),
+    [
+        ({"overall": "\udfff"}, "overall"),
+        ({"schema": "\ud800"}, "schema"),
+        ({"verdict": {"observed": "PASS", "status": "\ud800ENTAILED"}}, "verdict.status"),
+    ],
+)
+def test_a_lone_surrogate_in_a_word_is_a_line_error_at_its_path(change, path) -> None:
+    """Found by tests/fuzz/test_readers_fuzz.py: a lone surrogate (which JSON may escape)
+    where a word of a fixed set is expected made msgspec raise ``UnicodeEncodeError``, so
+    `unmask audit --resume` and `unmask review results.jsonl` ended in an internal error."""
+    good = json.loads(
+        batch_task.audit_task(inputs.Task(str(EXAMPLES[0]), str(EXAMPLES[0])), SETTINGS).line
+    )
+    with pytest.raises(formats.LineError) as caught:
+        formats.read_line({**good, **change})
+    assert caught.value.path == path
+    # free text keeps its lone surrogates: they are read back as written
+    line = formats.read_line({**good, "replay": "r\ud800"})
+    assert line.replay == "r\ud800"  # type: ignore[union-attr]

@@ -152,6 +152,31 @@ def test_comments_and_blank_lines_are_kept():
     )
 
 
+def test_a_comment_never_carries_a_character_that_acts():
+    """Found by tests/fuzz/test_readers_fuzz.py: `unmaskc fmt` wrote string literals'
+    controls as escapes but comments raw, so ESC, BEL, a carriage return or U+202E in a
+    comment reached the terminal and the file under review. They are escapes now, as in a
+    string; a comment means nothing to the compiler, so the protocol is the same."""
+    text = (
+        "# head \x1b]0;owned\x07 \u202eevil\n"
+        'protocol p "t"  # over\rwritten\n'
+        "atom a : judge\n"
+        "decision pass iff a\n"
+        "# tail \x9b31m\u2066 é\ttab\n"
+    )
+    out = format_source(text)
+    assert out == (
+        "# head \\u001b]0;owned\\u0007 \\u202eevil\n"
+        'protocol p "t"  # over\\u000dwritten\n'
+        "\n"
+        "atom a : judge\n"
+        "decision pass iff a\n"
+        "# tail \\u009b31m\\u2066 é\ttab\n"
+    )
+    assert format_source(out) == out
+    assert compile_source(out) == compile_source(text)
+
+
 def test_formatting_needs_only_syntax():
     # unknown names are the compiler's business; the formatter still formats
     assert format_source("protocol p decision pass iff nowhere") == (

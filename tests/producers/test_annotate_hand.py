@@ -425,3 +425,25 @@ def test_a_quote_not_in_its_one_source_is_shown_the_closest_text() -> None:
     assert d.help == (
         "the closest text in `rationale` is `I used only the supplied context.`; copy it exactly"
     )
+
+
+def test_bytes_that_are_not_text_are_a_bad_line_not_a_usage_error(cited, tmp_path) -> None:
+    """Found by tests/fuzz/test_readers_fuzz.py: a `--from` file with a byte that is not
+    UTF-8, or a NUL, exited 2 (usage) where every other bad line exits 4, as documented."""
+    good = json.dumps({"replay": "c1", "atom": "outside", "value": "UNKNOWN"})
+    hand = tmp_path / "hand.jsonl"
+    out = tmp_path / "out"
+    args = ("annotate", cited, "--from", hand, "--reader", "ana", "--out", out)
+    hand.write_bytes(good.encode() + b'\n{"replay": "c\xff1"}\n')
+    r = run(*args)
+    assert r.exit_code == 4, r.output
+    assert f"{hand}:2:14: error: `{hand}` is not valid UTF-8 (byte {len(good) + 14}" in r.stderr
+    assert "= help: save the file as UTF-8" in r.stderr
+    assert "nothing written, no call made" in r.stderr and not out.exists()
+    hand.write_bytes(good.encode() + b'\n{"replay": \x00"c1"}\n')
+    r = run(*args)
+    assert r.exit_code == 4, r.output
+    assert f"{hand}:2:12: error: not JSON: " in r.stderr and not out.exists()
+    # a file that cannot be read at all is still the command line's: exit 2
+    r = run("annotate", cited, "--from", tmp_path / "none.jsonl", "--reader", "ana", "--out", out)
+    assert r.exit_code == 2 and not out.exists()

@@ -306,6 +306,25 @@ def test_bad_lines_are_reported_counted_and_do_not_stop_the_rest(tmp_path):
     assert err[-1] == "7 of 9 lines invalid; the rest were proposed for"
 
 
+def test_a_key_given_twice_is_a_bad_line(tmp_path):
+    """Found by tests/fuzz/test_readers_fuzz.py: input lines were read by `json.loads`, which
+    keeps the last of a key's two values, so the proposal was made for a claim chosen by
+    guess. It is a bad line now, and the rest are read."""
+    path = jsonl(
+        tmp_path,
+        '{"id": "a", "claim": "Dogs bark.", "claim": "Cats purr.", "evidence": ["Cats purr."]}',
+        '{"id": "c", "claim": "Cats purr.", "evidence": ["Cats purr."]}',
+    )
+    res = run("claims", path)
+    assert res.exit_code == 4
+    out = [json.loads(x) for x in res.stdout.splitlines()]
+    assert [(o["id"], o.get("line")) for o in out] == [(None, 1), ("c", None)]
+    assert res.stderr.splitlines()[0] == (
+        f"{path}:1:1: error: not valid JSON: key `claim` occurs more than once in this object"
+    )
+    assert out[1]["supporting"] == [0]
+
+
 def test_a_line_that_is_not_utf8_is_one_bad_line(tmp_path):
     path = tmp_path / "in.jsonl"
     path.write_bytes(

@@ -33,7 +33,7 @@ def test_claim_lines_are_answered_in_order_and_a_bad_one_is_its_own_record() -> 
         (1, None),
         (3, "field `claim` must be a string, found a number"),
         (4, "expected a JSON object, found a list"),
-        (5, "not valid JSON: expecting ',' delimiter"),
+        (5, "not valid JSON: expecting `,` delimiter"),
         (6, f"line longer than {lines.MAX_LINE_BYTES} bytes"),
     ]
     first = got[0][1]

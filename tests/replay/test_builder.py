@@ -4,6 +4,7 @@ every mistake is one diagnostic with a JSON path (never a traceback)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -331,3 +332,20 @@ def test_write_keeps_a_lone_surrogate_as_an_escape(tmp_path):
     r = load_replay(tmp_path / "s.json")
     assert r.sources["rationale"] == "a \ud800 b: Alice is the CTO"
     assert r.annotations[0].evidence[0].start == 7  # the surrogate is one code point
+
+
+def test_a_replay_is_written_under_the_output_policy() -> None:
+    """Found by tests/fuzz/test_readers_fuzz.py: replays were written by `json.dumps`, which
+    escapes C0 controls but not DEL, a C1 control (U+009B, a one-byte CSI) or a
+    bidirectional override, so an importer wrote those raw into every replay holding them.
+    Now each is a `\\u` escape: no raw control in the file, the same values read back."""
+    from unmask.replay.builder import json_bytes
+
+    value = {"response": "a\u2066b\u2069\x9b31m\x7f\x1b[2J\u202e", "id": "x"}
+    data = json_bytes(value)
+    text = data.decode("utf-8")
+    assert "\\u2066" in text and "\\u009b" in text and "\\u007f" in text
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", text)
+    assert json.loads(text) == value
+    odd = {"id": "x\ud800\u202e"}  # a lone surrogate: all escaped, still the same value
+    assert json.loads(json_bytes(odd)) == odd

@@ -941,6 +941,24 @@ def test_nan_and_infinity_are_rejected_with_their_path():
     ]
 
 
+def test_a_json_lines_record_names_its_line_with_the_path():
+    """Found by tests/fuzz/test_readers_fuzz.py: a key given twice or a NaN in a JSON Lines
+    record was said at its JSON path only (`x.jsonl: a: error: …`), without the line, so
+    in a file of many records nobody could tell which. Now `x.jsonl:3: a: error: …`."""
+    with pytest.raises(UnmaskError) as exc:
+        parse_json_bytes(b'{"a": NaN, "b": 1, "b": 2}', "x.jsonl", first_line=3)
+    assert [(d.code, d.location()) for d in exc.value.diagnostics] == [
+        ("json-duplicate-key", "x.jsonl:3: $"),
+        ("json-number", "x.jsonl:3: a"),
+    ]
+    with pytest.raises(UnmaskError) as exc:  # a syntax error: its line and column, as ever
+        parse_json_bytes(b'{"a": }', "x.jsonl", first_line=3)
+    assert exc.value.diagnostics[0].location() == "x.jsonl:3:7"
+    with pytest.raises(UnmaskError) as exc:  # a whole file: no line
+        parse_json_bytes(b'{"a": NaN}', "x.json")
+    assert exc.value.diagnostics[0].location() == "x.json: a"
+
+
 def test_duplicate_keys_are_an_error():
     text = json.dumps(base()).replace('"verdict": "PASS"', '"verdict": "PASS", "verdict": "FAIL"')
     d = _text_error(text)

@@ -173,6 +173,10 @@ BAD_ROWS = [
     (_with_row(reviewed=True), "readers[0].reviewed", "expected a count"),
     (_with_row(family=None), "readers[0].family", "expected a string"),
     (_with_row(level=0.9), "readers[0].level", "the interval's level"),
+    # found by tests/fuzz/test_readers_fuzz.py: a count no float holds made the interval's
+    # arithmetic raise OverflowError, an internal error; and one past 2^53 is rounded
+    (_with_row(reviewed=10**400, upheld=10**400), "readers[0].reviewed", "at most 9,007,"),
+    (_with_row(upheld=2**53 + 1, reviewed=2**53 + 1), "readers[0].reviewed", "a larger number"),
 ]
 
 
@@ -245,6 +249,23 @@ def test_a_malformed_sampled_review_writes_nothing(work: Path) -> None:
     assert r.exit_code == 4, r.output
     assert "annotations[4].review.original" in r.output and "bad.jsonl:2" in r.output
     assert not Path("bad.json").exists()
+
+
+def test_a_reader_named_with_controls_is_written_under_the_output_policy(work: Path) -> None:
+    """Found by tests/fuzz/test_readers_fuzz.py: the calibration file was written by
+    `json.dumps` alone, so a reader's name with a lone surrogate ended `calibrate` in an
+    internal error, and one with U+202E or U+009B was written raw. Now it is written as
+    every JSON document is (``safe.finish``): escapes, and U+FFFD for the surrogate."""
+    names = ["a\u202eb\x9b\x1b[2J", "c\ud800"]
+    docs = [sampled(k, True, {**RULE, "name": n}) for k, n in enumerate(names)]
+    write_lines(Path("odd.jsonl"), docs)
+    r = run("calibrate", "odd.jsonl", "--out", "odd.json")
+    assert r.exit_code == 0, r.output
+    data = Path("odd.json").read_bytes().decode("utf-8")
+    assert "\\u202e" in data and "\\u009b" in data and "\\u001b" in data
+    assert not any(ch in data for ch in "\u202e\x9b\x1b")
+    got = cal.read("odd.json")
+    assert sorted(row.reader[1] for row in got.rows) == ["a\u202eb\x9b\x1b[2J", "c\ufffd"]
 
 
 def test_calibrate_usage(work: Path) -> None:

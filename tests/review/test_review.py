@@ -365,6 +365,45 @@ def test_a_bad_results_line_is_named_and_the_rest_listed(replays: Path) -> None:
     assert "Traceback" not in r.output and "2 unreviewed annotations" in r.output
 
 
+def test_a_decision_given_twice_is_refused_not_guessed(replays: Path) -> None:
+    """Found by tests/fuzz/test_readers_fuzz.py: review lines were read by `json.loads`,
+    which keeps the last of two values of one key, so `"decision": "reject", "decision":
+    "accept"` applied an accept; NaN was read as a number. Both are refused at their path,
+    as by every JSON reader (unmask.plumbing.jsonload), and the other lines are applied."""
+    lines = exported(replays)
+    lines[1].update(decision="accept", reviewer="ana")
+    twice = json.dumps({**lines[0], "reviewer": "ana", "decision": "accept"})
+    twice = twice.replace('"decision": "accept"', '"decision": "reject", "decision": "accept"')
+    nan = json.dumps({**lines[0], "decision": "accept", "reviewer": "ana", "x": 0})
+    write([twice, nan.replace('"x": 0', '"x": NaN'), lines[1]])
+    before = Path("b1.json").read_bytes()
+    r = run("review", "--apply", "review.jsonl")
+    assert r.exit_code == 1, r.output
+    assert (
+        "review.jsonl:1:1: error: $: key `decision` occurs more than once in this object"
+        in r.stderr
+    )
+    assert "review.jsonl:2:1: error: x: `NaN` is not a json number" in r.stderr
+    assert "applied 1 decision, refused 2 lines" in r.output
+    assert Path("b1.json").read_bytes() == before
+
+
+def test_a_results_line_with_a_key_twice_is_named_not_read(replays: Path) -> None:
+    """The same for an audit's results file, read back by `review` and `next`: the line
+    with `overall` twice is named with its path, and the other lines are still read."""
+    audit("results.jsonl")
+    first, second = Path("results.jsonl").read_text().splitlines()
+    assert '"overall":"VIOLATED"' in second
+    second = second.replace('"overall":"VIOLATED"', '"overall":"SATISFIED","overall":"VIOLATED"')
+    Path("results.jsonl").write_text(f"{first}\n{second}\n")
+    message = "results.jsonl:2:1: error: $: key `overall` occurs more than once in this object"
+    r = run("review", "results.jsonl", "--list")
+    assert r.exit_code == 4 and message in r.stderr, r.output
+    assert "1 unreviewed annotation" in r.output
+    r = run("next", "results.jsonl")
+    assert r.exit_code == 4 and message in r.stderr, r.output
+
+
 def test_interactive_stopped_mid_way_keeps_what_was_decided(replays: Path) -> None:
     # the input ends after the first decision (as Ctrl-C would stop it): 130, b1 applied
     r = run("review", "b1.json", "b2.json", "--interactive", "--reviewer", "ana", input="a\n")

@@ -345,7 +345,7 @@ class _Run:
             self._take(record)
 
         try:
-            return resuming.read_done(out, carry)
+            return resuming.read_done(out, carry, self.options.limits)
         except resuming.ResumeError as exc:
             raise _usage(
                 f"`{out}` is not an audit result file: line {exc.line} {exc.message}",

@@ -8,7 +8,8 @@ Contract:
   is then read as replays, whose reader names it and why);
 - ``result_lines(path, limits)`` yields a ``ResultLine`` for every line that is not blank:
   ``obj`` the parsed line, or ``error`` a ``bad-results`` ``UnmaskError`` naming FILE:LINE
-  when the line is longer than ``limits.max_file_bytes``, not JSON, not an object with a
+  when the line is longer than ``limits.max_file_bytes``, not JSON (read as every input is,
+  ``unmask.plumbing.jsonload``: a key given twice or NaN named at its path), not an object with a
   string ``location``, or of a ``schema`` that is neither (the lines after it are still
   read), or once, an ``io`` error, when the file cannot be opened;
 - ``ResultLine.report()`` is a checked line's report JSON, each annotation in its parts
@@ -111,7 +112,7 @@ def result_lines(path: str, limits: Limits) -> Iterator[ResultLine]:
             n, f"{path}:{n}", error=UnmaskError([Diagnostic(Code.BAD_RESULTS, message, span=span)])
         )
 
-    from unmask.plumbing.jsonload import over_values
+    from unmask.plumbing.jsonload import over_values, parse_json_bytes
 
     try:
         fh = open(path, "rb")  # noqa: SIM115 (closed below)
@@ -131,10 +132,18 @@ def result_lines(path: str, limits: Limits) -> Iterator[ResultLine]:
             if over_values(raw, limits):
                 yield bad(n, f"a line of more than {limits.max_json_values} JSON values")
                 continue
-            obj = _parse(raw)
-            if obj is None:
-                yield bad(n, "not a result line: not valid JSON")
-            elif not isinstance(obj, dict) or not isinstance(obj.get("location"), str):
+            try:
+                # the one JSON reader: a key given twice, NaN or Infinity is refused at its
+                # path, never read as one of the values
+                obj = parse_json_bytes(raw, path, limits, first_line=n)
+            except UnmaskError as exc:
+                d = exc.diagnostics[0]
+                if d.path is None or d.code == Code.JSON_SYNTAX:
+                    yield bad(n, "not a result line: not valid JSON")
+                else:
+                    yield bad(n, f"{d.path}: {d.message}")
+                continue
+            if not isinstance(obj, dict) or not isinstance(obj.get("location"), str):
                 yield bad(n, "a result line without `location`")
             elif obj.get("schema") not in RESULT_SCHEMAS:
                 yield bad(n, f"not a result line: expected `schema` {_SCHEMAS}")

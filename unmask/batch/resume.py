@@ -1,8 +1,10 @@
 """Resuming an audit into its earlier output.
 
 Contract:
-- ``read_done(path, fold)`` reads an existing output for ``--resume``: every complete line
-  must be an audit result line of the right shape (``records.line_problem``), else
+- ``read_done(path, fold, limits)`` reads an existing output for ``--resume``: every
+  complete line must be JSON as every input is (``unmask.plumbing.jsonload``: a key given
+  twice, NaN or Infinity refused at its path) and an audit result line of the right shape
+  (``records.line_problem``), else
   ``ResumeError`` names the first bad line and nothing is changed; a truncated last line
   (no newline: the run was killed mid-write) is cut off, and lines ending in ``\\r\\n`` are
   rewritten with ``\\n`` (atomically), so the resumed file is the one an uninterrupted run
@@ -13,13 +15,15 @@ Contract:
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from unmask.batch.records import line_problem
+from unmask.plumbing.codes import Code
+from unmask.plumbing.diagnostics import UnmaskError
+from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
 from unmask.plumbing.outputs import atomic
 from unmask.replay.inputs import Task
 
@@ -33,7 +37,11 @@ class ResumeError(Exception):
         self.message = message
 
 
-def read_done(path: str, fold: Callable[[dict[str, Any]], None] | None = None) -> Counter:
+def read_done(
+    path: str,
+    fold: Callable[[dict[str, Any]], None] | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+) -> Counter:
     """Locations already in ``path`` (a multiset); cuts off a truncated last line."""
     done: Counter = Counter()
     if not os.path.exists(path):
@@ -41,6 +49,7 @@ def read_done(path: str, fold: Callable[[dict[str, Any]], None] | None = None) -
     good_end = 0
     crlf = False
     from unmask.plumbing.files import open_binary
+    from unmask.plumbing.jsonload import parse_json_bytes
 
     # a regular file only: a named pipe at `--out` is refused, never read and waited on
     with open_binary(path) as fh:
@@ -48,9 +57,14 @@ def read_done(path: str, fold: Callable[[dict[str, Any]], None] | None = None) -
             if not raw.endswith(b"\n"):
                 break  # killed mid-write: the partial line is dropped below
             try:
-                obj = json.loads(raw)
-            except (ValueError, RecursionError):
-                raise ResumeError(number, "is not a json object") from None
+                # the one JSON reader: a key given twice, NaN or Infinity is refused at its
+                # path, never carried into the summary as one of the values
+                obj = parse_json_bytes(raw, path, limits, first_line=number)
+            except UnmaskError as exc:
+                d = exc.diagnostics[0]
+                if d.path is None or d.code == Code.JSON_SYNTAX:
+                    raise ResumeError(number, "is not a json object") from None
+                raise ResumeError(number, f"has `{d.path}`: {d.message}") from None
             problem = line_problem(obj)
             if problem is not None:
                 raise ResumeError(number, problem)

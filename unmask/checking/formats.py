@@ -207,6 +207,13 @@ def read_line(obj: Any) -> ResultLine | ReportDoc | ErrorLine:
 
     try:
         return msgspec.convert(obj, AnyLine)  # type: ignore[arg-type]
+    except UnicodeEncodeError:
+        # a lone surrogate (JSON may escape one) where a word of a fixed set is expected:
+        # msgspec cannot compare it, while as U+FFFD it is a value that is none of them,
+        # refused below at its JSON path (free text converts with its surrogates as is)
+        from unmask.plumbing.safe import clean_values
+
+        return read_line(clean_values(obj))
     except msgspec.ValidationError as exc:
         path, message = problem(exc, obj)
         if path == "schema":  # the tag: say which schemas a line may have

@@ -298,7 +298,7 @@ def _inputs(paths, limits, hand, reader):  # type: ignore[no-untyped-def]
     if not hand:
         return (lambda: items(paths, limits)), Counter()
     from unmask.annotate.hand import applied, by_replay, check, read_lines
-    from unmask.plumbing.files import read_text
+    from unmask.plumbing.files import decode_utf8, read_bytes
 
     held = list(items(paths, limits)) if "-" in paths else None  # stdin is read once
 
@@ -306,10 +306,18 @@ def _inputs(paths, limits, hand, reader):  # type: ignore[no-untyped-def]
         return iter(held) if held is not None else items(paths, limits)
 
     try:
-        text = read_text(hand, limits)
-    except UnmaskError as exc:
+        data = read_bytes(hand, limits, hand)
+    except UnmaskError as exc:  # missing, not a regular file, too large: the command line
         say(render_all(exc.diagnostics))
         raise SystemExit(exitcodes.USAGE) from None
+    try:
+        # bytes that are not UTF-8 are a bad line of the file (its line and column named),
+        # as in every JSON Lines input; a NUL is then a line that is not JSON
+        text = decode_utf8(data, hand, hand)
+    except UnmaskError as exc:
+        say(render_all(exc.diagnostics))
+        say(f"1 problem in `{hand}`: nothing written, no call made; fix the lines and run again")
+        raise SystemExit(exitcodes.INVALID) from None
     lines, problems = read_lines(hand, text, limits)
     by_id = by_replay(lines)
     found, invalid = check(replays(), by_id, reader, limits)

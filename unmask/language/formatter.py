@@ -9,7 +9,8 @@ printed as one (the grammar needs no parentheses around either). Consecutive ato
 declarations (no blank or comment line between) are set as a table, roles and
 descriptions each in one column, as people write them; consecutive definitions likewise
 have their `=` in one column.
-Comments are kept: a comment on a statement's last line stays at the end of that line,
+Comments are kept (a character that acts written as its ``\\uXXXX`` escape, as in a
+string): a comment on a statement's last line stays at the end of that line,
 any other comment goes on its own line before the statement it was in or before; one
 blank line is kept wherever the source had one or more, and one always follows the
 `protocol` line. Formatting is idempotent, and
@@ -29,6 +30,7 @@ from unmask.language.syntaxtree import encode_string
 from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
 from unmask.plumbing.limits import DEFAULT_LIMITS, Limits
+from unmask.plumbing.safe import UNSAFE
 
 # binding strength, loosest first; `not` binds tighter than every binary operator
 PREC = {"iff": 1, "implies": 2, "or": 3, "xor": 4, "and": 5}
@@ -214,6 +216,18 @@ def _align_defines(run: list[_Chunk]) -> None:
         c.lines = [f"define {_define_head(d).ljust(width)} = {format_expr(d.expr)}"]
 
 
+def _comment(text: str) -> str:
+    """A comment with each character that acts (a control, a carriage return, a
+    bidirectional override: ``unmask.plumbing.safe.UNSAFE``) or breaks a line (U+2028/9)
+    written as its ``\\uXXXX`` escape, as in a string literal: a `.proto` under review
+    never hides a reversed line. A comment means nothing to the compiler: the IR is the same."""
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(
+        f"\\u{ord(ch):04x}" if ch in "\u2028\u2029" or UNSAFE.match(ch) else ch for ch in text
+    )
+
+
 def format_file(source: ast.SourceFile) -> str:
     stmts = list(source.statements)
     leading: list[list[ast.Comment]] = [[] for _ in stmts]
@@ -235,7 +249,7 @@ def format_file(source: ast.SourceFile) -> str:
     for i, s in enumerate(stmts):
         for c in leading[i]:
             line = _spanned(c.span).line
-            chunks.append(_Chunk(line, line, [c.text]))
+            chunks.append(_Chunk(line, line, [_comment(c.text)]))
         sp = _spanned(s.span)
         after = trailing[i]
         chunks.append(
@@ -246,12 +260,12 @@ def format_file(source: ast.SourceFile) -> str:
                 is_protocol=isinstance(s, ast.ProtocolDecl),
                 atom=s if isinstance(s, ast.AtomDecl) else None,
                 define=s if isinstance(s, ast.DefineDecl) else None,
-                comment=None if after is None else after.text,
+                comment=None if after is None else _comment(after.text),
             )
         )
     for c in tail:
         line = _spanned(c.span).line
-        chunks.append(_Chunk(line, line, [c.text]))
+        chunks.append(_Chunk(line, line, [_comment(c.text)]))
 
     # where a blank line goes, and the runs of atom declarations that form one table
     blank_before = [

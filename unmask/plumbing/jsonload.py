@@ -174,29 +174,43 @@ def read_json_file(path: str | Path, limits: Limits = DEFAULT_LIMITS) -> Any:
 
 
 def parse_json_text(
-    text: str, file: str | None = None, limits: Limits = DEFAULT_LIMITS, first_line: int = 1
+    text: str,
+    file: str | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+    first_line: int | None = None,
 ) -> Any:
     return parse_json_bytes(text.encode("utf-8", "surrogatepass"), file, limits, first_line)
 
 
 def parse_json_bytes(
-    data: bytes, file: str | None = None, limits: Limits = DEFAULT_LIMITS, first_line: int = 1
+    data: bytes,
+    file: str | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+    first_line: int | None = None,
 ) -> Any:
-    """Parse one document; ``first_line`` numbers its first line (a JSON Lines record's)."""
+    """Parse one document; ``first_line``: the line of a JSON Lines record (None: a whole
+    file), which every diagnostic names (``FILE:LINE: PATH`` for one at a JSON path)."""
     return parse_json_document(data, file, limits, first_line)[0]
 
 
 def parse_json_document(
-    data: bytes, file: str | None = None, limits: Limits = DEFAULT_LIMITS, first_line: int = 1
+    data: bytes,
+    file: str | None = None,
+    limits: Limits = DEFAULT_LIMITS,
+    first_line: int | None = None,
 ) -> tuple[Any, str]:
     """``parse_json_bytes``, and the document's text (its byte order mark left out), for a
     reader that also needs the text: the bytes are decoded once."""
     name = file or "<input>"
     if len(data) > limits.max_file_bytes:
         raise UnmaskError([too_large(name, limits, file)])
-    text = decode_utf8(data, name, file, first_line)
+    line = 1 if first_line is None else first_line
+    text = decode_utf8(data, name, file, line)
+    # what is said of a record at a JSON path or as a whole has no span: it names the
+    # record's line with its file (`runs.jsonl:3: gold`), as a span would
+    at = file if first_line is None or file is None else f"{file}:{first_line}"
     if not text.strip():
-        raise _error(Code.JSON_EMPTY, "expected a json object, found an empty file", file)
+        raise _error(Code.JSON_EMPTY, "expected a json object, found an empty file", at)
     # the nesting is at most the number of opening brackets: count them (C speed) before
     # measuring it
     opening = data.count(b"{") + data.count(b"[")
@@ -205,17 +219,19 @@ def parse_json_document(
         raise _error(
             Code.LIMIT,
             f"json nesting is {depth} levels deep, more than the limit of {limits.max_json_depth}",
-            file,
+            at,
             help=f"raise the bound with `{limits.option('max_json_depth')}`",
         )
     # the values, likewise: every comma and opening bracket counted (C speed), the strings
     # taken out only when that count is over the bound
     if over_values(data, limits, opening):
-        raise too_many_values(file, limits)
-    return _loads(text, name, file, limits, first_line), text
+        raise too_many_values(at, limits)
+    return _loads(text, name, file, at, limits, line), text
 
 
-def _loads(text: str, name: str, file: str | None, limits: Limits, first_line: int) -> Any:
+def _loads(
+    text: str, name: str, file: str | None, at: str | None, limits: Limits, first_line: int
+) -> Any:
     odd: list[bool] = []
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -268,11 +284,11 @@ def _loads(text: str, name: str, file: str | None, limits: Limits, first_line: i
         raise _error(
             Code.LIMIT,
             "json nesting is too deep to parse",
-            file,
+            at,
             help=f"lower `{limits.option('max_json_depth')}`",
         ) from None
     if odd:
-        _report_odd(value, file)
+        _report_odd(value, at)
     return value
 
 

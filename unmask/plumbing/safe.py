@@ -26,6 +26,7 @@ output decides how such a character is shown (docs/security.md, "What Unmask nev
   (``unmask.plumbing.files``, the location of every diagnostic), then through ``printable``;
 - ``clean(text)``: a lone surrogate (JSON allows ``"\\ud800"``) becomes U+FFFD, one code
   point for one, so offsets stay valid and every output can be encoded as UTF-8;
+  ``clean_values(value)`` the same on every string of a JSON value;
 - ``finish(fmt, text)``: the policy of a whole document in format ``fmt``, applied last to
   every report, page and JUnit or SARIF file (``unmask.render.render`` and the writers of
   the audit's files call it): ``visible`` for HTML, Markdown and JUnit, ``json_text`` for
@@ -126,6 +127,17 @@ def visible_values(value: Any) -> Any:
         return {visible(k): visible_values(v) for k, v in value.items()}
     if isinstance(value, list):
         return [visible_values(v) for v in value]
+    return value
+
+
+def clean_values(value: Any) -> Any:
+    """A JSON value with ``clean`` applied to every string, keys included."""
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, dict):
+        return {clean(k): clean_values(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_values(v) for v in value]
     return value
 
 

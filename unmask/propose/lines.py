@@ -4,7 +4,8 @@ Contract: ``parse_claim(raw)`` is a line's id, claim and evidence sentences;
 ``parse_rationale(raw, field)`` its id and the rationale ``field`` names (a key of the line,
 else a dotted path through objects and lists: ``result.reason``, ``contexts.0``). Each
 raises ``BadLine`` saying what is wrong, naming the field (and the line's id when it has
-one): not UTF-8, not JSON (nor a number JSON does not allow), not an object, a field
+one): not UTF-8, not JSON as ``unmask.plumbing.jsonload`` reads it (a key given twice, a
+number JSON does not allow), not an object, a field
 missing or of another type; a line of more than ``MAX_LINE_BYTES`` is read as None and is
 bad unread. ``claim_record`` and ``judge_record`` are a line's output record, and
 ``answers(lines, respond)`` is one record per non-blank line, in order: ``respond``'s, or
@@ -16,17 +17,18 @@ input alone; nothing here reads a file or prints.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import Diagnostic, UnmaskError
+from unmask.plumbing.limits import Limits
 from unmask.propose import Proposer
 from unmask.propose.claims import ClaimSupport
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 MAX_SENTENCES = 10_000
+_LINE_LIMITS = Limits(max_file_bytes=MAX_LINE_BYTES)
 
 
 class BadLine(Exception):
@@ -50,10 +52,6 @@ def _kind(value: object) -> str:
     return "an object"
 
 
-def _no_constant(name: str) -> float:
-    raise ValueError(f"`{name}` is not a number JSON allows")
-
-
 def _object(raw: bytes | None) -> tuple[dict, object]:
     """One input line as a JSON object and its optional ``id``, or ``BadLine`` saying why
     (None: a line skipped unread past the limit)."""
@@ -63,11 +61,15 @@ def _object(raw: bytes | None) -> tuple[dict, object]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BadLine(f"not UTF-8 (byte {exc.start + 1})") from None
+    from unmask.plumbing.jsonload import parse_json_text
+
     try:
-        row = json.loads(text, parse_constant=_no_constant)
-    except (ValueError, RecursionError) as exc:
-        msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-        raise BadLine(f"not valid JSON: {msg[:1].lower()}{msg[1:]}") from None
+        # the one JSON reader: a key given twice, NaN or nesting past the limit is a bad
+        # line, never a value guessed
+        row = parse_json_text(text, None, _LINE_LIMITS)
+    except UnmaskError as exc:
+        msg = exc.diagnostics[0].message.removeprefix("invalid json: ")
+        raise BadLine(f"not valid JSON: {msg}") from None
     if not isinstance(row, dict):
         raise BadLine(f"expected a JSON object, found {_kind(row)}")
     row_id = row.get("id")

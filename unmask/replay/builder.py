@@ -445,9 +445,13 @@ def declared_labels(source: str, name: str, limits: Limits = DEFAULT_LIMITS) -> 
 
 
 def json_bytes(obj: Any) -> bytes:
-    """``obj`` as indented UTF-8 JSON, the bytes ``write_json`` writes."""
+    """``obj`` as indented UTF-8 JSON, the bytes ``write_json`` writes, under the output
+    policy: a character that acts (``json.dumps`` escapes C0 controls, but not DEL, a C1
+    control or a bidirectional override) is a ``\\u`` escape, the value unchanged."""
+    from unmask.plumbing.safe import json_text
+
     try:
-        return (json.dumps(obj, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+        return (json_text(json.dumps(obj, ensure_ascii=False, indent=2)) + "\n").encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: keep it as a JSON escape
         return (json.dumps(obj, ensure_ascii=True, indent=2) + "\n").encode("ascii")
 

@@ -309,4 +309,4 @@ def task_document(task: Task, limits: Limits) -> tuple[Any, str | None]:
         from unmask.replay.replayfile import read_replay_json
 
         return read_replay_json(task.file, limits), None
-    return parse_json_document(task.text, task.file, limits, first_line=task.line or 1)
+    return parse_json_document(task.text, task.file, limits, first_line=task.line)

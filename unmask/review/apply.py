@@ -219,7 +219,7 @@ def _apply_record(
     where = f"{file}:{line}" if line is not None else file
     bom = BOM if record.startswith(BOM) else b""
     try:
-        doc, text = parse_json_document(record, where, limits, first_line=line or 1)
+        doc, text = parse_json_document(record, file, limits, first_line=line)
     except UnmaskError as exc:
         out.refused += [(d, _changed(d) if d.digest not in (None, digest) else exc) for d in ds]
         return record
@@ -377,7 +377,7 @@ def _decide(text: str, d: Decision, where: str, file: str, line: int | None, lim
     """``text`` with decision ``d`` spliced into its annotation, validated; else an error."""
     from unmask.replay.load import replay_from_obj
 
-    doc = parse_json_bytes(text.encode("utf-8", "surrogatepass"), where, limits, line or 1)
+    doc = parse_json_bytes(text.encode("utf-8", "surrogatepass"), file, limits, line)
     anns = doc.get("annotations") if isinstance(doc, dict) else None
     index = [i for i, a in enumerate(anns or ()) if isinstance(a, dict) and a.get("atom") == d.atom]
     top = skip_ws(text, 0)
@@ -393,7 +393,7 @@ def _decide(text: str, d: Decision, where: str, file: str, line: int | None, lim
     apply_to(doc, d)  # refuses an annotation that is not the exported one
     assert ann_span is not None
     new = text[: ann_span[0]] + _emit(anns[index[0]], raw) + text[ann_span[1] :]  # type: ignore[index]
-    checked = parse_json_bytes(new.encode("utf-8", "surrogatepass"), where, limits, line or 1)
+    checked = parse_json_bytes(new.encode("utf-8", "surrogatepass"), file, limits, line)
     replay_from_obj(checked, file, Path(file).parent, limits, line=line)
     return new
 

@@ -208,8 +208,12 @@ class Calibration:
         return out
 
     def dumps(self) -> str:
-        """The canonical text: same calibration, same bytes."""
-        return json.dumps(self.to_json(), ensure_ascii=False, indent=2) + "\n"
+        """The canonical text: same calibration, same bytes; under the output policy, as
+        every JSON document is (a reader's name from a replay may hold ESC, a bidirectional
+        override or a lone surrogate, which no UTF-8 file holds)."""
+        from unmask.plumbing.safe import finish
+
+        return finish("json", json.dumps(self.to_json(), ensure_ascii=False, indent=2)) + "\n"
 
     def measured_under(self, name: str, digest: str) -> bool:
         """Whether a replay of protocol ``name`` (text digest ``digest``) is of a protocol
@@ -295,6 +299,11 @@ def digest_text(text: str) -> str:
 # --- reading a calibration file back --------------------------------------------------------
 
 
+# the largest count a float holds exactly (2^53): the figures of a larger one would be
+# rounded, and one past about 10^308 no float holds at all
+MAX_COUNT = 2**53
+
+
 class _Bad(Exception):
     def __init__(self, path: str, message: str, help: str | None = _HELP) -> None:
         self.path, self.message, self.help = path, message, help
@@ -340,6 +349,9 @@ def _row(r: ReaderRow, at: str) -> Row:
     for key in ("reviewed", "upheld"):
         if getattr(r, key) < 0:
             raise _Bad(join_path(at, key), "expected a count, a whole number ≥ 0, found a number")
+        if getattr(r, key) > MAX_COUNT:  # past it a count is no float: no precision to give
+            message = f"expected a count of at most {MAX_COUNT:,}, found a larger number"
+            raise _Bad(join_path(at, key), message)
     reviewed, upheld = r.reviewed, r.upheld
     if reviewed == 0:
         raise _Bad(join_path(at, "reviewed"), "a reader with no reviewed reading has no row")

@@ -6,7 +6,8 @@ calibration (``trust``) its reader's ``measure``: the calibration's row, or
 ``{"measured": false}``; ``measure(item, trust)`` is that row, None when unmeasured.
 ``read_review(file, limits, reviewer)`` reads a filled review file, a regular file read once
 under the size bound, into its decisions (``unmask.review.sample.read_line``: a sampled line
-or an exported one) and the diagnostics of its bad lines (not JSON, longer than the file
+or an exported one) and the diagnostics of its bad lines (not JSON as
+``unmask.plumbing.jsonload`` reads it, a key given twice included, longer than the file
 limit, or a line ``decide`` refuses), each at its line; a file that cannot be read raises
 ``UnmaskError``. ``apply_review(decisions, file, root, limits)`` writes them into their
 replays (``unmask.review.apply``) and returns how many were applied, how many the replays
@@ -16,7 +17,6 @@ replay as a note), and each changed record's new digest by location.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from unmask.plumbing.codes import Code
@@ -61,6 +61,19 @@ def apply_review(decisions: list, review_file: str, root: str, limits: Limits):
     return done.applied, len(done.already), refused, done.digests
 
 
+def _not_json(d: Diagnostic, span: Any) -> Diagnostic:
+    """A review line the JSON reader refused: a value it names at its path, else the line."""
+    if d.code in (Code.JSON_SYNTAX, Code.ENCODING):
+        return Diagnostic(
+            Code.REVIEW_LINE,
+            "$: not valid JSON",
+            span=span,
+            help="each line is one JSON object, as exported",
+        )
+    # a key twice, NaN, a number too long (at their path), nesting past the limit
+    return Diagnostic(Code.REVIEW_LINE, f"{d.path or '$'}: {d.message}", span=span, help=d.help)
+
+
 def read_review(review_file: str, limits: Limits, reviewer: str | None):
     """(decisions, diagnostics of bad lines) of a review file: a regular file, read once
     under the size bound (a pipe or a device is one line, never waited on); raises
@@ -68,6 +81,7 @@ def read_review(review_file: str, limits: Limits, reviewer: str | None):
     import io
 
     from unmask.plumbing.files import read_bytes
+    from unmask.plumbing.jsonload import parse_json_bytes
     from unmask.plumbing.lines import bounded_lines
     from unmask.plumbing.span import Span
     from unmask.review.sample import read_line as decide
@@ -85,16 +99,11 @@ def read_review(review_file: str, limits: Limits, reviewer: str | None):
             if not raw.strip():
                 continue
             try:
-                obj = json.loads(raw.decode("utf-8"))
-            except (ValueError, RecursionError):
-                bad.append(
-                    Diagnostic(
-                        Code.REVIEW_LINE,
-                        "$: not valid JSON",
-                        span=span,
-                        help="each line is one JSON object, as exported",
-                    )
-                )
+                # the one JSON reader: a key given twice, NaN or Infinity is refused at its
+                # path, never read as one of the values (the decision would be a guess)
+                obj = parse_json_bytes(raw, review_file, limits, first_line=n)
+            except UnmaskError as exc:
+                bad.append(_not_json(exc.diagnostics[0], span))
                 continue
             try:
                 d = decide(obj, review_file, n, reviewer)
