@@ -108,10 +108,10 @@ def _status(chain: list[BaseException]) -> int | None:
 
 
 def _said(chain: list[BaseException]) -> str:
-    """The provider's own message, from the innermost error that has one: the ``message``
+    """The provider's own message, from the outermost error that is not a wrapper: the ``message``
     of its JSON body when it sent one, else the error's text without the client's
     ``Error code: 500 -`` prefix; never Inspect's wrapper (the request it made)."""
-    for e in reversed(chain):
+    for e in chain:
         if type(e).__name__ in ("ModelGenerateError", "RetryError"):
             continue
         body = getattr(e, "body", None)
