@@ -192,7 +192,7 @@ def test_a_failed_call_is_our_diagnostic_and_the_run_goes_on(
             lambda: status_error(401)("Incorrect API key provided: sk-abc"),
             Code.CREDENTIALS,
             "the provider refused the credentials (HTTP 401)",
-            "check the API key the provider `mockllm` reads from the environment",
+            "check `MOCKLLM_API_KEY`, the API key provider `mockllm` reads from the environment",
         ),
         (
             lambda: wrapped(status_error(403)("not allowed")),
@@ -244,7 +244,8 @@ def test_after_the_stop_a_rerun_with_the_failure_fixed_writes_every_replay(tmp_p
             "openai-api/local/m",
             {"LOCAL_BASE_URL": "http://127.0.0.1:9/v1"},
             Code.CREDENTIALS,
-            "model `openai-api/local/m` has no credentials: `LOCAL_API_KEY` is not set",
+            "model `openai-api/local/m` has no credentials:"
+            " `LOCAL_API_KEY` is not in the environment",
             "set `LOCAL_API_KEY` in the environment",
         ),
         (
@@ -291,7 +292,7 @@ def test_a_model_inspect_cannot_make_is_one_message_and_exit_2(
             "[blue]managed identity (Entra ID)[/blue][/bold] defined in the environment.",
             Code.CREDENTIALS,
             "model `openai/gpt-4o-mini` has no credentials:"
-            " `OPENAI_API_KEY` or `AZUREAI_OPENAI_API_KEY` is not set",
+            " `OPENAI_API_KEY` or `AZUREAI_OPENAI_API_KEY` is not in the environment",
             "set `OPENAI_API_KEY` or `AZUREAI_OPENAI_API_KEY` in the environment",
         ),
         (
@@ -320,6 +321,15 @@ def test_why_a_model_cannot_be_made_is_in_our_words(text, code, message, help_):
     assert help_ in (d.help or "")
     assert not LEAKS.search(d.message) and "[bold]" not in (d.help or "")
     assert d.notes in ((), ("the provider said: “something else went wrong”",))
+
+
+def test_the_key_named_is_the_one_inspect_reads():
+    from unmask.annotate.provider import key_variable
+
+    assert key_variable("openai/gpt-4o-mini") == "OPENAI_API_KEY"
+    assert key_variable("openai-api/local-llm/qwen") == "LOCAL_LLM_API_KEY"
+    assert key_variable("anthropic/claude-3-5-haiku-latest") == "ANTHROPIC_API_KEY"
+    assert key_variable("grok/grok-3") == "XAI_API_KEY"
 
 
 def test_the_providers_words_are_shortened_and_a_wrapped_request_never_shown():

@@ -152,6 +152,23 @@ def _malformed(chain: list[BaseException]) -> bool:
     )
 
 
+# providers whose key is not PROVIDER_API_KEY (Inspect's convention for the others)
+_KEYS = {"grok": "XAI_API_KEY", "hf": "HF_TOKEN", "azureai": "AZUREAI_API_KEY"}
+
+
+def key_variable(name: str) -> str:
+    """The environment variable holding the key of model ``name``'s provider, as Inspect
+    reads it: ``SERVICE_API_KEY`` for ``openai-api/SERVICE/MODEL``, else mostly
+    ``PROVIDER_API_KEY``."""
+    parts = name.split("/")
+    provider = parts[0]
+    if provider == "openai-api" and len(parts) > 2:
+        provider = parts[1]
+    elif provider in _KEYS:
+        return _KEYS[provider]
+    return re.sub(r"[^A-Z0-9]+", "_", provider.upper()) + "_API_KEY"
+
+
 def failure(exc: BaseException, name: str, timeout: float) -> Failure:
     """What went wrong in one call, in our words (see ``Failure``): a status the provider
     answered with decides, then a timeout, a connection never made, an unreadable answer."""
@@ -163,8 +180,8 @@ def failure(exc: BaseException, name: str, timeout: float) -> Failure:
         return Failure(
             f"the provider refused the credentials (HTTP {status})",
             Code.CREDENTIALS,
-            f"check the API key the provider `{provider}` reads from the environment "
-            f"(docs/annotate.md, Models); {ELSEWHERE}",
+            f"check `{key_variable(name)}`, the API key provider `{provider}` reads from the"
+            f" environment; {ELSEWHERE}",
             said,
         )
     if status == 404:
@@ -235,7 +252,7 @@ def unusable(name: str, exc: BaseException) -> Diagnostic:
             alts = " or ".join(f"`{v}`" for v in names)
             return Diagnostic(
                 Code.CREDENTIALS,
-                f"model `{name}` has no credentials: {alts} is not set",
+                f"model `{name}` has no credentials: {alts} is not in the environment",
                 help=f"set {alts} in the environment; {ELSEWHERE}",
             )
     package = re.search(r"pip install ([A-Za-z0-9_.\- \[\]]+)", text)
