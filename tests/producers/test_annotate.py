@@ -579,25 +579,6 @@ def test_a_question_over_the_size_bound_is_not_asked(tmp_path, r1):
 
 
 @needs_inspect
-def test_a_model_inspect_cannot_make_is_one_message_and_exit_2(tmp_path, r1, monkeypatch):
-    monkeypatch.delenv("LOCAL_API_KEY", raising=False)
-    monkeypatch.setenv("LOCAL_BASE_URL", "http://127.0.0.1:9/v1")
-    for model, says in (
-        ("openai-api/local/m", "No LOCAL_API_KEY defined in the environment"),
-        ("nosuch/m", "model API nosuch of model 'nosuch/m' not recognized"),
-    ):
-        res = CliRunner().invoke(
-            main,
-            ["annotate", str(r1), "--model", model, "--out", str(tmp_path / "o")],
-            env={"UNMASK_CACHE_DIR": str(tmp_path / "c")},
-        )
-        assert res.exit_code == 2
-        assert f"error: cannot use model `{model}`: " in res.output and says in res.output
-        assert "[bold]" not in res.output and "Traceback" not in res.output
-        assert not (tmp_path / "o").exists()
-
-
-@needs_inspect
 def test_a_fractional_timeout_reaches_inspect_in_whole_seconds_rounded_up():
     """Inspect's timeouts are whole seconds: `--timeout 2.5` was refused as the provider
     was made (a validation error), though the option takes any number from 0.1."""

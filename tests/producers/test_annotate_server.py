@@ -430,7 +430,68 @@ def test_a_provider_error_is_the_replays_error_record_and_the_run_goes_on(tmp_pa
     r4 = json.loads((out / "r4.json").read_text())
     said = next(a for a in r4["annotations"] if a["atom"] == "cited")
     assert said["value"] == "UNKNOWN"
-    assert "the provider failed: HTTP 500: " in said["explanation"]
-    assert "the server is down" in said["explanation"] and " at 0x" not in said["explanation"]
+    assert "the provider failed with HTTP 500" in said["explanation"]
+    assert " at 0x" not in said["explanation"] and "Error" not in said["explanation"]
+    assert err["errors"][0]["notes"] == ["the provider said: “the server is down”"]
+    assert "InternalServerError" not in res.stderr and "Error code" not in res.stderr
     r1 = json.loads((out / "r1.json").read_text())
     assert any(a["value"] == "TRUE" for a in r1["annotations"] if a["by"]["kind"] == "model")
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_credentials_refused_stop_the_run_once_without_the_request(
+    tmp_path, server_factory, status
+):
+    """Inspect wraps a 403 in an error whose text is the whole request (the sources): none
+    of it, nor the client's class names, reaches the user; the run stops once, exit 2."""
+    free = free_replays(tmp_path)
+    server = server_factory(lambda user: ("status", status))
+    out = tmp_path / "out"
+    res = run_here(
+        server,
+        tmp_path / "cache",
+        str(free),
+        "--model",
+        MODEL,
+        "--out",
+        str(out),
+        "--max-retries",
+        "0",
+        "--max-connections",
+        "1",
+    )
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.count("error: ") == 1
+    assert f"the provider refused the credentials (HTTP {status})" in res.stderr
+    assert "stopped: 10 replays left unwritten" in res.stderr
+    for leak in ("Request:", "Eiffel", "Error", "Traceback", '"messages"'):
+        assert leak not in res.stderr
+    [err] = [json.loads(x) for x in (out / "errors.jsonl").read_text().splitlines()]
+    assert err["errors"][0]["code"] == "credentials"
+    assert not list(out.glob("r*.json")) and server.count <= 2
+
+
+def test_a_provider_that_cannot_be_reached_is_said_so(tmp_path, server_factory):
+    free = free_replays(tmp_path)
+    server = server_factory()
+    server.close()  # nothing listens there now: the connection is refused
+    out = tmp_path / "out"
+    res = run_here(
+        server,
+        tmp_path / "cache",
+        str(free / "r1.json"),
+        "--model",
+        MODEL,
+        "--out",
+        str(out),
+        "--max-retries",
+        "0",
+    )
+    assert res.returncode == 1, res.stderr
+    assert f"error: model `{MODEL}`: the provider cannot be reached" in res.stderr
+    assert "APIConnectionError" not in res.stderr and "Connection error." not in res.stderr
+    [err] = [json.loads(x) for x in (out / "errors.jsonl").read_text().splitlines()]
+    assert (
+        err["errors"][0]["code"] == "unreachable"
+        and "check the network" in err["errors"][0]["help"]
+    )

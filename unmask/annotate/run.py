@@ -26,9 +26,14 @@ no call and an interrupted one makes only those it did not finish; the same ques
 for two replays is one call; a replay whose question is longer than
 ``settings.max_question_chars`` is not asked (its atoms UNKNOWN, ``too-long``);
 ``settings.max_calls`` stops asking: a replay that still needs a call is left unwritten
-(``Summary.stopped``). A timeout or provider error leaves that reader's atoms UNKNOWN with
-the reason and is the replay's error record (``Summary.errors``); the run goes on. Same
-replies, same bytes.
+(``Summary.stopped``). A failed call (``unmask.annotate.provider.Failure``: a timeout, a
+rate limit, an unreachable or failing provider, a malformed answer) leaves that reader's
+atoms UNKNOWN with the reason and is the replay's error record (``Summary.errors``); the
+run goes on. A failure that every call would repeat (``Failure.fatal``: credentials
+refused, a model the provider does not know) stops the run instead: it is one error record
+(``Summary.fatal``, on the replay whose call met it), no call is made after it, and that
+replay and every one still to read are left unwritten (``Summary.halted``) for a rerun.
+Same replies, same bytes.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from unmask.annotate.cache import Replies
+from unmask.annotate.provider import Failure, note
 from unmask.annotate.question import (
     Ask,
     Got,
@@ -116,6 +122,8 @@ class Summary:
     input_tokens: int = 0
     output_tokens: int = 0
     failures: int = 0  # calls that timed out or failed
+    halted: int = 0  # left unwritten: a failure every call would repeat stopped the run
+    fatal: Diagnostic | None = None  # that failure, once
     values: Counter = field(default_factory=Counter)  # annotations written, by value
     reasons: Counter = field(default_factory=Counter)  # UNKNOWN annotations, by code
     # (input index, location, diagnostics): sorted by index when shown
@@ -194,6 +202,21 @@ class _Stopped(Exception):
     """``--max-calls`` reached before a call this replay needs."""
 
 
+class _Halted(Exception):
+    """A failure every call would repeat stopped the run before a call this replay needs."""
+
+
+def said(model: str | None, failure: Failure) -> Diagnostic:
+    """A failed call as a diagnostic: the model, why in our words, the hint, and the
+    provider's own words only as a quoted, shortened note."""
+    return Diagnostic(
+        failure.code,
+        f"model `{model}`: {failure.reason}",
+        help=failure.help or None,
+        notes=note(failure.detail),
+    )
+
+
 class Run:
     def __init__(
         self,
@@ -225,6 +248,8 @@ class Run:
         if shared is not None:  # the same question, already asked for another replay
             self.summary.cached += 1
             return await asyncio.shield(shared)
+        if self.summary.fatal is not None:
+            raise _Halted
         limit = self.settings.max_calls
         if limit is not None and self.started >= limit:
             raise _Stopped
@@ -248,6 +273,8 @@ class Run:
             self.replies.put(a.key, reply)
         else:
             self.summary.failures += 1
+            if isinstance(reply, Failure) and reply.fatal and self.summary.fatal is None:
+                self.summary.fatal = said(self.settings.model, reply)
         future.set_result(reply)
         return reply
 
@@ -285,14 +312,21 @@ class Run:
             except _Stopped:
                 s.stopped += 1
                 return
+            except _Halted:
+                s.halted += 1
+                return
+            fatal = [r for r in replies if isinstance(r, Failure) and r.fatal]
+            if fatal:  # left for a rerun, the failure recorded once (``Summary.fatal``)
+                s.halted += 1
+                if s.fatal is not None and not any(d is s.fatal for *_, ds in s.errors for d in ds):
+                    s.errors.append((item.index, item.location, (s.fatal,)))
+                return
             for r in replies:
                 if isinstance(r, Reply):
                     model_gots.append(readings(r, qs, replay.sources))
                 else:
                     model_gots.append(unknown_all(qs, r.reason, r.code))
-                    problems.append(
-                        Diagnostic(r.code, f"model `{self.settings.model}`: {r.reason}")
-                    )
+                    problems.append(said(self.settings.model, r))
             rule_gots = [self._rule(p, item, qs) for p in self.rules]
             new = self._annotated(item, qs, model_gots + rule_gots)
             self._write(item, new)

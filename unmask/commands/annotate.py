@@ -12,10 +12,13 @@ resumes. ``--from ANNOTATIONS --reader NAME`` writes a person's readings in firs
 or asked (a bad line: all of them shown, nothing written, exit 4); with no ``--model`` and no
 ``--readers`` no reader runs and no model library is needed. ``--dry-run`` prints the calls
 and tokens a run would send, and makes none (it needs no model library). A progress line
-goes to stderr. Error records (an invalid replay, a provider error, a timeout) go to
-``DIR/errors.jsonl`` and on stderr; the run goes on. Exit 0 every replay written and every
-call answered; 1 some replay has an error record or was left for later by ``--max-calls``;
-4 some input replay is invalid, or a line of ``--from`` cannot be written; 2 usage, or
+goes to stderr. Error records (an invalid replay, a failed call: provider error, timeout,
+rate limit, unreachable, malformed answer, each in our words) go to ``DIR/errors.jsonl`` and
+on stderr; the run goes on. Exit 0 every replay written and every call answered; 1 some
+replay has an error record or was left for later by ``--max-calls``; 4 some input replay is
+invalid, or a line of ``--from`` cannot be written; 2 usage, a model that cannot be made
+(a key not set), or a failure every call would repeat (credentials refused, a model the
+provider does not know: one message, the run stops, the replays not read left unwritten), or
 ``DIR`` holds another run's replays (unless ``--replace``) or a replay the run reads
 (``commands._options.Folder``); 130 interrupted (the replies received so far stay cached).
 """
@@ -37,6 +40,10 @@ from unmask.plumbing.safe import printable
 
 MODEL = "model"  # `unmask.annotate.run.MODEL`, here without importing the engine
 ERRORS_FILE = "errors.jsonl"
+# a call's failure: the replay is written (atoms UNKNOWN), exit 1, not 4 (an invalid input)
+CALL_CODES = frozenset(
+    {Code.TIMEOUT, Code.PROVIDER, Code.UNREACHABLE, Code.RATE_LIMITED, Code.MALFORMED_REPLY}
+)
 
 
 class _Progress:
@@ -377,9 +384,13 @@ def _run(paths, limits, settings, folder, provider, replies, Run, names, inputs,
         say(note)
     if summary.stopped:
         say(f"{summary.stopped} replays left for later: `--max-calls` reached; run again to go on")
-    invalid = any(
-        d.code not in (Code.TIMEOUT, Code.PROVIDER) for *_, ds in summary.errors for d in ds
-    )
+    if summary.fatal is not None:  # one message above, not one per replay: exit 2
+        say(
+            f"stopped: {counted(summary.halted, 'replay')} left unwritten, as every call would"
+            " fail alike; fix what the error says and run again to go on"
+        )
+        raise SystemExit(exitcodes.USAGE)
+    invalid = any(d.code not in CALL_CODES for *_, ds in summary.errors for d in ds)
     if invalid:
         raise SystemExit(exitcodes.INVALID)
     if summary.errors or summary.stopped:

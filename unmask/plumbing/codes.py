@@ -179,6 +179,10 @@ class Code(str, Enum):
     ANNOTATION_LINE = "annotation-line", "annotate.md"
     TIMEOUT = "timeout", "annotate.md"
     PROVIDER = "provider", "annotate.md"
+    CREDENTIALS = "credentials", "annotate.md"
+    UNREACHABLE = "unreachable", "annotate.md"
+    RATE_LIMITED = "rate-limited", "annotate.md"
+    MALFORMED_REPLY = "malformed-reply", "annotate.md"
     # --- review and calibration (review.md, calibration.md) ----------------------------
     REVIEW_LINE = "review-line", "review.md"
     REVIEW_STALE = "review-stale", "review.md"
