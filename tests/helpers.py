@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -253,3 +254,11 @@ class Rescue:
     def stop(self) -> None:
         self.done.set()
         self.thread.join()
+
+
+def default_sigint() -> None:
+    """A child's ``preexec_fn``: SIGINT's default disposition before it runs Python, so
+    Python installs its handler. A shell starts a background job with SIGINT ignored, and
+    Python leaves an inherited SIG_IGN alone: a test that interrupts its child must not
+    depend on how pytest itself was started."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

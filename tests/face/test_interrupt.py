@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.helpers import default_sigint
 from unmask.cli import unmaskc
 from unmask.cli.main import main
 from unmask.plumbing import exitcodes
@@ -34,20 +35,14 @@ def _python_takes_ctrl_c():
         signal.signal(signal.SIGINT, before)
 
 
-def _default_sigint() -> None:
-    """In the child, before it runs Python: SIGINT's default disposition, so Python
-    installs its handler (it leaves an inherited SIG_IGN alone)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def _interrupt(*_args, **_kwargs):
     raise KeyboardInterrupt
 
 
 def test_an_interrupted_check_exits_130(monkeypatch):
-    import unmask.api
+    from unmask.checking import outcomes
 
-    monkeypatch.setattr(unmask.api, "check", _interrupt)
+    monkeypatch.setattr(outcomes, "check_replay", _interrupt)
     result = CliRunner().invoke(main, ["check", str(EXAMPLES / "case_a.json")])
     assert result.exit_code == exitcodes.INTERRUPTED, result.output
     assert "interrupted" in result.output and "Aborted" not in result.output
@@ -73,7 +68,7 @@ def test_ctrl_c_in_a_running_command_exits_130():
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=_default_sigint,
+        preexec_fn=default_sigint,
     )
     deadline = time.monotonic() + 60
     assert proc.stdout is not None
@@ -98,7 +93,7 @@ def test_a_child_takes_ctrl_c_though_started_from_a_background_job():
     inherited = subprocess.run(args, capture_output=True, text=True, timeout=60)
     assert inherited.stdout.strip() == "False"  # the trap the test above must avoid
     set_here = subprocess.run(
-        args, capture_output=True, text=True, timeout=60, preexec_fn=_default_sigint
+        args, capture_output=True, text=True, timeout=60, preexec_fn=default_sigint
     )
     assert set_here.stdout.strip() == "True"
 
@@ -204,7 +199,7 @@ def test_an_audit_does_not_turn_a_wrapped_ctrl_c_into_an_error_record(monkeypatc
 @pytest.mark.parametrize(
     ("module", "name", "args"),
     [
-        ("unmask.api", "check", ["check", "REPLAY"]),
+        ("unmask.checking.outcomes", "check_replay", ["check", "REPLAY"]),
         ("unmask.api", "check", ["crosscheck", "REPLAY", "--backends", "z3,sliced"]),
         ("unmask.checking.next", "next_steps", ["next", "REPLAY"]),
     ],

@@ -25,6 +25,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.conftest import found_files
+from tests.helpers import default_sigint
 from tests.producers.test_annotate import HAVE_INSPECT, free_replays, honest, prompt_parts
 from unmask.cli.main import main
 
@@ -388,7 +389,12 @@ def test_ctrl_c_exits_130_and_keeps_the_replies_received(tmp_path, server_factor
         "1",
     )
     proc = subprocess.Popen(
-        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        argv,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
     )
     deadline = time.monotonic() + 120
     while server.count < 10 and time.monotonic() < deadline and proc.poll() is None:

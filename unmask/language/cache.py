@@ -67,6 +67,7 @@ _MODULES = (
         f"ir/{m}"
         for m in (
             "__init__",
+            "atoms",
             "format",
             "json",
             "json_convert",
