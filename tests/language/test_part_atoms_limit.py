@@ -90,7 +90,8 @@ def test_the_compiler_refuses_past_the_limit_naming_the_verdict_line() -> None:
     assert f"would hold {held} atoms in all" in d.message
     assert "first-match" in d.message and f"the limit of {held - 1}" in d.message
     assert d.help == "raise it with `--max-part-atoms`"
-    assert d.span is not None and d.span.line == 303  # the `verdict` line
+    assert d.span is not None and d.span.line == 303  # the `verdict` keyword, not its line
+    assert (d.span.column, d.span.end_line, d.span.end_column) == (1, 303, 8)
     # the same protocol without first-match holds few: the default never binds it
     compile_source(
         labels_source(300, first_match=False), "p.proto", limits=Limits(max_part_atoms=2_000)

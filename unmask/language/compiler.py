@@ -154,7 +154,11 @@ class _Compiler(Declarations, Decisions, Expressions):
             definitions=definitions,
             first_match=verdict is not None and verdict.first_match,
         )
-        self._check_part_atoms(protocol, verdict.span if verdict is not None else head.span)
+        at = head.span
+        if verdict is not None and verdict.span is not None:
+            v = verdict.span  # its keyword: the line of 20,000 labels is 170 KB
+            at = Span(v.file, v.line, v.column, v.line, v.column + 7, v.start_pos, v.start_pos + 7)
+        self._check_part_atoms(protocol, at)
         return protocol
 
     # --- labels and decisions ------------------------------------------------------------
