@@ -34,6 +34,7 @@ from unmask.ir import (
     Expr,
     Nary,
     Not,
+    Ref,
     children,
     evaluate,
     iter_atoms,
@@ -261,11 +262,12 @@ def _screen(rest: list[Formula]) -> tuple[list[int], list[Formula]]:
     atoms, and ``rest`` without the formulas of the components it need not simplify for
     them; ``([], rest)`` when that cannot be told in advance.
 
-    Told only when every formula is *stable* (``_stable``): no constant, no definition
-    reference, no double negation, no ``and``/``or``/``xor`` of fewer than two, no
-    cardinality its constructor would change. Then putting a formula E for x (E has atoms,
-    no pin is in it) folds nothing: a formula keeps its top operator and its atoms but x,
-    with E's added, so no new pin, conjunction or constant ever appears, and the
+    Told only when every formula is *stable* (``_stable``): no constant, no double
+    negation, no ``and``/``or``/``xor`` of fewer than two, no cardinality its constructor
+    would change, and no definition's use where a formula's shape is read (``_shape_nodes``:
+    a substitution writes a use out as its body). Then putting a formula E for x (E has
+    atoms, no pin is in it) folds nothing: a formula keeps its top operator and its atoms
+    but x, with E's added, so no new pin, conjunction or constant ever appears, and the
     eliminations alone change the atoms. They are replayed here on atom sets, in
     ``_simplify``'s order (``_definition``'s choice, the queue's), which is linear work per
     elimination where substituting re-folds every formula that holds x. A component of the
@@ -273,6 +275,8 @@ def _screen(rest: list[Formula]) -> tuple[list[int], list[Formula]]:
     component it ends as is too big: the answer is then that refusal, or the ``Unsat`` of
     some smaller component, which the formulas kept still give, exactly as before."""
     if not rest or not _stable([e for _, e, _ in rest]):
+        return [], rest
+    if any(node.__class__ is Ref for _, e, _ in rest for node in _shape_nodes(e)):
         return [], rest
     # (atoms, sides of an ``iff`` or None, the component it started in)
     recs: list[tuple[set[str], tuple[Side, Side] | None, int]] = []
@@ -358,10 +362,24 @@ def _stable(exprs: list[Expr]) -> bool:
                 and len(again.args) == len(args)  # type: ignore[union-attr]
             ):
                 return False
-        elif cls is not Binary:  # a constant, a definition's reference
+        elif cls is not Binary and cls is not Ref:  # a constant
             return False
         stack.extend(children(node))
     return True
+
+
+def _shape_nodes(e: Expr) -> list[Expr]:
+    """Where ``_simplify`` reads a formula's shape: the formula (a unit, a conjunction, an
+    ``iff``), the argument of its ``not``, an ``iff``'s sides and their ``not``'s argument."""
+    out = [e]
+    if isinstance(e, Not):
+        out.append(e.arg)
+    elif isinstance(e, Binary) and e.op == "iff":
+        for side in (e.left, e.right):
+            out.append(side)
+            if isinstance(side, Not):
+                out.append(side.arg)
+    return out
 
 
 def _side(e: Expr) -> Side:

@@ -21,7 +21,21 @@ from tests.strategies import random_expr, smart
 from unmask.backends import Part, create
 from unmask.backends import truthtable as tt
 from unmask.checking.bases import proto_parts, verdict_atoms
-from unmask.ir import Atom, Binary, Expr, Not, mk_card
+from unmask.ir import (
+    Atom,
+    Binary,
+    Card,
+    Const,
+    Expr,
+    Nary,
+    Not,
+    Ref,
+    children,
+    mk_binary,
+    mk_card,
+    mk_nary,
+    mk_not,
+)
 from unmask.language.compiler import compile_source
 from unmask.plumbing.codes import Code
 from unmask.plumbing.diagnostics import UnmaskError
@@ -94,10 +108,13 @@ def _random_base(rng: random.Random):  # type: ignore[no-untyped-def]
     defined = [f"v{i}" for i in range(rng.randrange(0, 9))]
     pool = atoms + defined
     raw = rng.random() < 0.2  # some bases keep raw formulas: nothing is left out then
+    # uses of definitions, which a substitution writes out as their bodies
+    refs = [Ref(f"d{i}", smart(random_expr(rng, atoms, depth=2))) for i in range(2)]
+    refs = [r for r in refs if not isinstance(r.body, Const)] if rng.random() < 0.7 else []
 
     def formula() -> Expr:
-        e = random_expr(rng, pool, depth=3)
-        return e if raw else smart(e)
+        e = random_expr(rng, pool, depth=3, refs=refs)
+        return e if raw else _keep_refs(e)
 
     parts: list[Part] = []
     for i, v in enumerate(defined):
@@ -117,18 +134,46 @@ def _random_base(rng: random.Random):  # type: ignore[no-untyped-def]
     return parts, pool, query, assume
 
 
+def _keep_refs(e: Expr) -> Expr:
+    """``e`` rebuilt through the smart constructors, its uses of definitions kept."""
+    if isinstance(e, Ref):
+        return e
+    if isinstance(e, Not):
+        return mk_not(_keep_refs(e.arg))
+    if isinstance(e, Nary):
+        return mk_nary(e.op, [_keep_refs(a) for a in e.args])
+    if isinstance(e, Binary):
+        return mk_binary(e.op, _keep_refs(e.left), _keep_refs(e.right))
+    if isinstance(e, Card):
+        return mk_card(e.op, e.k, [_keep_refs(a) for a in e.args])
+    return e
+
+
+def _has_ref(e: Expr) -> bool:
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Ref):
+            return True
+        stack.extend(children(node))
+    return False
+
+
 def test_every_answer_is_the_full_simplifications() -> None:
     rng = random.Random(20261206)
     screened = differ = 0
     real = tt._screen
 
+    with_refs = 0
+
     def spy(rest):  # type: ignore[no-untyped-def]
-        nonlocal screened
+        nonlocal screened, with_refs
         got = real(rest)
         screened += bool(got[0])
+        with_refs += bool(got[0]) and any(_has_ref(e) for _, e, _ in rest)
         return got
 
-    for _ in range(1000):
+    for _ in range(1200):
         parts, atoms, query, assume = _random_base(rng)
         limit = rng.choice((2, 3, 4))
         with mock.patch.object(tt, "MAX_ATOMS", limit):
@@ -139,4 +184,4 @@ def test_every_answer_is_the_full_simplifications() -> None:
         assert got == want, (parts, query, assume, limit)
         differ += got[0] == "refused"
     # not vacuous: many bases had a component left out, and many were refused
-    assert screened > 50 and differ > 100
+    assert screened > 40 and with_refs > 12 and differ > 130
