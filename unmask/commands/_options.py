@@ -260,6 +260,7 @@ def click_options(f):  # type: ignore[no-untyped-def]
         "max_atoms": "most ground atoms in one protocol",
         "max_expr_depth": "deepest nesting of one expression",
         "max_expr_nodes": "most expression nodes in one protocol",
+        "max_part_atoms": "most atoms a protocol's parts hold in all (first-match: n^2 / 2)",
         "max_source_chars": "longest source text or .proto file, in characters",
         "max_string_chars": "longest string literal in a .proto file, in characters",
         "max_domain_size": "most members of one domain",

@@ -11,7 +11,7 @@ the plumbing; no backend, no checker.
 ``from unmask import ir`` gives the nodes and their constructors (``ir.mk_and``).
 """
 
-from unmask.ir.atoms import atom_order
+from unmask.ir.atoms import atom_order, part_atoms
 from unmask.ir.nodes import (
     BINARY_LABELS,
     BINARY_OPS,
@@ -117,6 +117,7 @@ __all__ = [
     "mk_or",
     "mk_ref",
     "mk_xor",
+    "part_atoms",
     "size",
     "small_shape",
 ]

@@ -358,7 +358,7 @@ class IrReader:
         grounding = self._grounding(doc.grounding, join_path(path, "grounding"), names)
         if len(r.diags) > errors_before or name is None or not ok:
             return None
-        return ir.Protocol(
+        protocol = ir.Protocol(
             name,
             text,
             tuple(atoms),
@@ -371,6 +371,19 @@ class IrReader:
             definitions=tuple(definitions),
             first_match=first_match,
         )
+        # checked before any part is made: n first-match labels' parts hold n^2 / 2 atoms
+        held = ir.part_atoms(protocol)
+        if held > r.limits.max_part_atoms:
+            key = "first_match" if first_match else "decisions" if decisions else "decision"
+            where = join_path(path, key)
+            r.limit(
+                where,
+                "the number of atoms the protocol's parts hold in all",
+                held,
+                "max_part_atoms",
+            )
+            return None
+        return protocol
 
     def _name(self, value: Any, p: str, pattern: Any) -> str | None:
         """``value`` when it is a name (``pattern``), else None after an error (one already

@@ -140,7 +140,7 @@ class _Compiler(Declarations, Decisions, Expressions):
             [g.judge for g in grounding],
             [g.context for g in grounding],
         )
-        return ir.Protocol(
+        protocol = ir.Protocol(
             head.name,
             head.text,
             tuple(atoms),
@@ -154,6 +154,12 @@ class _Compiler(Declarations, Decisions, Expressions):
             definitions=definitions,
             first_match=verdict is not None and verdict.first_match,
         )
+        at = head.span
+        if verdict is not None and verdict.span is not None:
+            v = verdict.span  # its keyword: the line of 20,000 labels is 170 KB
+            at = Span(v.file, v.line, v.column, v.line, v.column + 7, v.start_pos, v.start_pos + 7)
+        self._check_part_atoms(protocol, at)
+        return protocol
 
     # --- labels and decisions ------------------------------------------------------------
 
@@ -276,5 +282,21 @@ class _Compiler(Declarations, Decisions, Expressions):
                 "max_expr_nodes",
                 None,
             )
+
+    def _check_part_atoms(self, protocol: ir.Protocol, span: Span | None) -> None:
+        """The atoms a check's parts would hold together (``ir.part_atoms``), against
+        ``max_part_atoms``, before any part is made: under first-match n labels hold
+        n^2 / 2 names (20,000 labels: 1.6 GB)."""
+        bound = self.limits.max_part_atoms
+        held = ir.part_atoms(protocol)
+        if held > bound:
+            why = " (under first-match, each label's holds every earlier label's atoms)"
+            self.limit(
+                f"the protocol's parts would hold {held} atoms in all"
+                f"{why if protocol.first_match else ''}, more than the limit of {bound}",
+                "max_part_atoms",
+                span,
+            )
+            raise UnmaskError(self.diags)
 
     # --- expressions ---------------------------------------------------------------------

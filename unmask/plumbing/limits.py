@@ -25,6 +25,10 @@ class Limits:
     max_atoms: int = 100_000  # ground atoms in one protocol
     max_expr_depth: int = 200  # nesting of one expression
     max_expr_nodes: int = 1_000_000  # nodes in the whole ground protocol
+    # atom names a check's protocol parts hold together, each part's once (80 MB at the
+    # default): under first-match a label's part holds every earlier label's atoms, so
+    # 20,000 labels (a 2 MB protocol) held 200 million, 1.6 GB; others stay far below
+    max_part_atoms: int = 10_000_000
     max_source_chars: int = 10_000_000  # one source text (rationale, context, …) or .proto file
     max_string_chars: int = 1_000_000  # one string literal in a .proto file, as written
     max_domain_size: int = 100_000  # members of one domain
