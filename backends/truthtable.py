@@ -95,20 +95,9 @@ class TruthTableSession(Session):
         order = self._order
 
         # connected components over shared atoms
-        parent: dict[str, str] = {}
-
-        def find(x: str) -> str:
-            while parent.setdefault(x, x) != x:
-                parent[x] = parent[parent[x]]
-                x = parent[x]
-            return x
-
-        for _, _, names in rest:
-            for n in names[1:]:
-                parent[find(n)] = find(names[0])
-        groups: dict[str, list[int]] = {}
-        for k, (_, _, names) in enumerate(rest):
-            groups.setdefault(find(names[0]), []).append(k)
+        groups: dict[int, list[int]] = {}
+        for k, comp in enumerate(_components([names for _, _, names in rest])):
+            groups.setdefault(comp, []).append(k)
         comps = []
         for members in groups.values():
             comp_atoms = sorted(
