@@ -71,3 +71,21 @@ def test_span_is_defined_once():
     ]
     assert defining == ["unmask/plumbing/span.py"]
     assert diagnostics.Span is Span
+
+
+def test_a_long_line_is_shown_as_a_window_around_the_span():
+    # a protocol of 20,000 labels has a 170 KB line: the excerpt points, it does not copy
+    line = "x" * 5000 + "HERE" + "y" * 5000
+    excerpt = render(_at(1, 5001, 5005), {"f.proto": line}).splitlines()
+    shown, caret = excerpt[2], excerpt[3]
+    assert len(shown) <= len("1 | ") + diagnostics.MAX_EXCERPT + 2
+    assert shown.startswith("1 | …") and shown.endswith("…")
+    at = caret.index("^")
+    assert shown[at : at + 4] == "HERE" and caret[at:] == "^^^^"
+    # at the start of the line: no leading mark; a span running past the window is cut there
+    excerpt = render(_at(1, 1, 9000), {"f.proto": line}).splitlines()
+    assert excerpt[2].startswith("1 | xxx") and excerpt[2].endswith("…")
+    assert excerpt[3] == "  | " + "^" * diagnostics.MAX_EXCERPT
+    # a line within the limit is shown whole, as before
+    short = "a" * diagnostics.MAX_EXCERPT
+    assert render(_at(1, 3, 4), {"f.proto": short}).splitlines()[2] == "1 | " + short

@@ -47,6 +47,10 @@ class Diagnostic:
 
 # the longest location a rendered message shows (a file name and a line, a JSON path)
 MAX_LOCATION = 600
+# a source line longer than this is shown as a window around the span, cut with `…` (a
+# protocol of 20,000 labels has a 170 KB line; the excerpt is there to point, not to copy)
+MAX_EXCERPT = 160
+_EXCERPT_BEFORE = 40  # characters kept before the span in such a window
 
 
 def counted(n: int, word: str) -> str:
@@ -137,6 +141,13 @@ def _source_excerpt(span: Span, sources: _Sources) -> list[str]:
     end = start + 1
     if span.end_line == span.line and span.end_column > span.column:
         end = span.end_column - 1
+    if len(text) > MAX_EXCERPT:
+        lo = max(0, min(start, len(text)) - _EXCERPT_BEFORE)
+        hi = min(len(text), lo + MAX_EXCERPT)
+        head, tail = ("…" if lo > 0 else ""), ("…" if hi < len(text) else "")
+        text = head + text[lo:hi] + tail
+        # the caret stays under the same characters, and ends where the window does
+        start, end = start - lo + len(head), min(end, hi) - lo + len(head)
     # a character shown as an escape is wider, a wide (CJK) one takes two columns, a
     # combining one none: the caret follows the columns a terminal gives the shown text
     before = _columns(printable(text[:start])) + max(0, start - len(text))
