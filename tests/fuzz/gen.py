@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.fuzz.mutate import json_get, json_paths
 from tests.proto_strategies import SOUP_TOKENS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,26 +97,6 @@ ODD_STRINGS = [
 ODD_NUMBERS = [-1, 0, 1, 2**31, 2**63, 10**30, -(10**30), 1.5, 1e308]
 
 
-def _paths(obj: Any, here: tuple = ()) -> list[tuple]:
-    """Every path to a value inside obj (the root excluded)."""
-    out = []
-    stack = [(obj, here)]
-    while stack:
-        node, path = stack.pop()
-        if isinstance(node, (dict, list)):
-            items = node.items() if isinstance(node, dict) else enumerate(node)
-            for k, v in items:
-                out.append((*path, k))
-                stack.append((v, (*path, k)))
-    return out
-
-
-def _get(obj: Any, path: tuple) -> Any:
-    for k in path:
-        obj = obj[k]
-    return obj
-
-
 def _odd_value(rng: random.Random, old: Any) -> Any:
     choice = rng.randrange(9)
     if choice == 0:
@@ -142,16 +123,16 @@ def _odd_value(rng: random.Random, old: Any) -> Any:
 
 def mutate_obj(rng: random.Random, obj: Any) -> tuple[Any, str]:
     """One structural mutation of a parsed replay: drop, duplicate, retype or swap."""
-    paths = _paths(obj)
+    paths = json_paths(obj)
     path = rng.choice(paths)
-    parent, key = _get(obj, path[:-1]), path[-1]
+    parent, key = json_get(obj, path[:-1]), path[-1]
     op = rng.choice(["drop", "retype", "retype", "swap", "dup", "offset", "offset"])
     if op == "offset":
         # offsets are where evidence meets sources: push them out of range
         spans = [p for p in paths if p[-1] in ("start", "end")]
         if spans:
             path = rng.choice(spans)
-            parent, key = _get(obj, path[:-1]), path[-1]
+            parent, key = json_get(obj, path[:-1]), path[-1]
             old = parent[key] if type(parent[key]) is int else 0
             parent[key] = rng.choice([-1, 10**9, 2**64, old + 1, old - 1, 0, "3", 1.0])
             return obj, f"offset {path}"
@@ -163,8 +144,8 @@ def mutate_obj(rng: random.Random, obj: Any) -> tuple[Any, str]:
     elif op == "swap":
         other = rng.choice(paths)
         try:
-            a, b = parent[key], _get(obj, other)
-            parent[key], _get(obj, other[:-1])[other[-1]] = copy.deepcopy(b), copy.deepcopy(a)
+            a, b = parent[key], json_get(obj, other)
+            parent[key], json_get(obj, other[:-1])[other[-1]] = copy.deepcopy(b), copy.deepcopy(a)
         except (KeyError, IndexError, TypeError):
             pass  # the other path vanished under this one: keep what we have
     elif op == "dup":

@@ -47,8 +47,9 @@ NON_FINITE = ["NaN", "Infinity", "-Infinity"]
 DEPTH = 100_000
 
 
-def _paths(obj: Any) -> list[tuple]:
-    """Every path to a value inside ``obj`` (the root excluded), lists cut to six items."""
+def json_paths(obj: Any, first: int | None = None) -> list[tuple]:
+    """Every path to a value inside ``obj`` (the root excluded), in the order a stack walk
+    meets them; ``first``: each list's first items only (the fuzz suites share this walk)."""
     out: list[tuple] = []
     stack: list[tuple[Any, tuple]] = [(obj, ())]
     while stack:
@@ -56,17 +57,16 @@ def _paths(obj: Any) -> list[tuple]:
         if isinstance(node, dict):
             items: Any = node.items()
         elif isinstance(node, list):
-            items = list(enumerate(node))[:6]
+            items = list(enumerate(node))[:first]
         else:
             continue
         for k, v in items:
             out.append((*path, k))
             stack.append((v, (*path, k)))
-    out.sort(key=repr)  # the order of a dict walk is the document's: make it explicit
     return out
 
 
-def _get(obj: Any, path: tuple) -> Any:
+def json_get(obj: Any, path: tuple) -> Any:
     for k in path:
         obj = obj[k]
     return obj
@@ -95,7 +95,7 @@ def _odd(rng: random.Random, old: Any) -> Any:
 
 def _placeholder(obj: Any, path: tuple, token: str) -> Any:
     """``obj`` with the value at ``path`` replaced by a string that stands for raw JSON."""
-    parent = _get(obj, path[:-1])
+    parent = json_get(obj, path[:-1])
     parent[path[-1]] = token
     return obj
 
@@ -108,13 +108,14 @@ def _structural(
 ) -> tuple[str, str]:
     """One change at one JSON path (one ``focus`` accepts, if given), written back as JSON."""
     obj = copy.deepcopy(obj)
-    paths = _paths(obj)
+    # lists cut to six items; sorted, as a dict walk's order is the document's
+    paths = sorted(json_paths(obj, first=6), key=repr)
     if focus is not None:
         paths = [p for p in paths if focus(p)] or paths
     if not paths:
         return json.dumps(_odd(rng, obj)), "root retyped"
     path = rng.choice(paths)
-    parent, key = _get(obj, path[:-1]), path[-1]
+    parent, key = json_get(obj, path[:-1]), path[-1]
     op = rng.choice(["retype", "retype", "retype", "drop", "dupkey", "raw-number", "deep"])
     raw = ""
     if op == "retype":
