@@ -1056,12 +1056,17 @@ def test_inline_source_compiles():
     assert replay_from_obj(r).protocol == protocol_from_json(ir_protocol())
 
 
-def test_family_protocol_takes_domains():
-    fam = (
+def family_proto() -> str:
+    """PROTO with its judge atom made a family over a free domain `claim`."""
+    return (
         PROTO.replace("atom j : judge", "domain claim\natom s(claim) : judge")
         .replace("decision pass iff j", "decision pass iff all(s(x) for x in claim)")
         .replace("ground j ~ c", "")
     )
+
+
+def test_family_protocol_takes_domains():
+    fam = family_proto()
     r = base()
     r["protocol"] = {"source": fam}
     r["domains"] = {"claim": ["a", "b"]}
@@ -1081,11 +1086,7 @@ def test_a_boolean_value_is_told_the_three_strings():
 
 
 def test_members_written_as_one_string_are_told_the_array_and_only_once():
-    fam = (
-        PROTO.replace("atom j : judge", "domain claim\natom s(claim) : judge")
-        .replace("decision pass iff j", "decision pass iff all(s(x) for x in claim)")
-        .replace("ground j ~ c", "")
-    )
+    fam = family_proto()
     r = base()
     r["protocol"] = {"source": fam}
     r["annotations"] = []
@@ -1097,11 +1098,7 @@ def test_members_written_as_one_string_are_told_the_array_and_only_once():
 
 
 def test_a_family_protocol_without_domains_is_told_the_replays_key():
-    fam = (
-        PROTO.replace("atom j : judge", "domain claim\natom s(claim) : judge")
-        .replace("decision pass iff j", "decision pass iff all(s(x) for x in claim)")
-        .replace("ground j ~ c", "")
-    )
+    fam = family_proto()
     r = base()
     r["protocol"] = {"source": fam}
     r["annotations"] = []
